@@ -122,9 +122,7 @@ class RequestRecord:
             completion_tokens=d.get("completion_tokens"),
             token_count_source=TokenCountSource(d.get("token_count_source", "none")),
             finish_reason=d.get("finish_reason"),
-            error=None
-            if err is None
-            else ErrorInfo(ErrorCategory(err["category"]), err["message"], err.get("status")),
+            error=None if err is None else ErrorInfo(ErrorCategory(err["category"]), err["message"], err.get("status")),
             warmup=d.get("warmup", False),
             stream=d.get("stream", True),
             spec=d.get("spec"),

@@ -37,6 +37,13 @@ def describe(values: Iterable[float]) -> Distribution:
     p = np.percentile(a, PERCENTILES)
     std = float(a.std(ddof=1)) if a.size > 1 else 0.0
     return Distribution(
-        n=int(a.size), mean=float(a.mean()), std=std, min=float(a.min()),
-        p50=float(p[0]), p90=float(p[1]), p95=float(p[2]), p99=float(p[3]), max=float(a.max()),
+        n=int(a.size),
+        mean=float(a.mean()),
+        std=std,
+        min=float(a.min()),
+        p50=float(p[0]),
+        p90=float(p[1]),
+        p95=float(p[2]),
+        p99=float(p[3]),
+        max=float(a.max()),
     )

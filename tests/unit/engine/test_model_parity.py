@@ -18,9 +18,17 @@ LLAMA3_ROPE = {
 
 def _pair(arch: str, **extra):
     cfg = ModelConfig(
-        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, architecture=arch, max_position_embeddings=256,
-        attention_bias=arch == "Qwen2ForCausalLM", **extra,
+        vocab_size=100,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        architecture=arch,
+        max_position_embeddings=256,
+        attention_bias=arch == "Qwen2ForCausalLM",
+        **extra,
     )
     torch.manual_seed(0)
     hf = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**cfg.to_hf())).eval()
@@ -85,5 +93,5 @@ def test_padded_batch_rows_are_independent():
 def test_unsupported_architecture_is_a_clear_error():
     from speculab.engine.model import UnsupportedModelError
 
-    with pytest.raises(UnsupportedModelError, match="GPT2LMHeadModel.*not supported"):
+    with pytest.raises(UnsupportedModelError, match=r"GPT2LMHeadModel.*not supported"):
         ModelConfig.from_hf({"architectures": ["GPT2LMHeadModel"]})
