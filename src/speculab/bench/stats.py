@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -239,6 +239,9 @@ class MetricComparison:
     min_detectable_change: float
     lower_is_better: bool
     note: str = ""
+    # Bootstrap replicates of the geometric-mean ratio (candidate/baseline), kept for the crossover interval;
+    # not part of to_dict() (thousands of numbers), nor of equality.
+    replicates: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def speedup(self) -> float:
@@ -296,7 +299,8 @@ def compare_paired(
     beside it and a note flags the rare case where the two disagree.
     """
     pairs = paired_ratios(candidate, baseline)
-    geo = bootstrap_geomean_ratio(pairs, rng, n_resamples, confidence).interval
+    boot = bootstrap_geomean_ratio(pairs, rng, n_resamples, confidence)
+    geo = boot.interval
     med = bootstrap_median_ratio(pairs, rng, n_resamples, confidence).interval
     p = wilcoxon_log_ratios(pairs)
     note = ""
@@ -323,6 +327,7 @@ def compare_paired(
         min_detectable_change=min_detectable_change(geo),
         lower_is_better=lower_is_better,
         note=note,
+        replicates=tuple(boot.replicates.tolist()),
     )
 
 
@@ -429,6 +434,13 @@ class LoadSpeedup:
     low: float
     high: float
     replicates: tuple[float, ...] = ()
+
+    @classmethod
+    def from_comparison(cls, load: float, c: MetricComparison) -> LoadSpeedup:
+        """The speedup of a time metric's comparison at one load, replicates converted to speedups."""
+        lo, hi = c.speedup_interval
+        reps = tuple(1.0 / r for r in c.replicates) if c.lower_is_better else c.replicates
+        return cls(load, c.speedup, lo, hi, reps)
 
 
 class CrossoverStatus(str, Enum):

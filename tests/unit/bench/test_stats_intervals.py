@@ -10,11 +10,10 @@ import pytest
 from speculab.bench.stats import (
     CrossoverStatus,
     LoadSpeedup,
-    bootstrap_geomean_ratio,
+    compare_paired,
     crossover,
     mcnemar,
     mcnemar_counts,
-    paired_ratios,
     repeat_ratio_interval,
     t_interval,
     wilson_interval,
@@ -102,13 +101,14 @@ def test_crossover_from_bootstrap_replicates_of_synthetic_sweep():
         prompt = rng.normal(-4, 0.4, n)
         base = np.exp(prompt + rng.normal(0, 0.1, n))
         cand = np.exp(prompt + rng.normal(0, 0.1, n)) / true[x]
-        ratios = paired_ratios(dict(enumerate(cand)), dict(enumerate(base)))
-        boot = bootstrap_geomean_ratio(ratios, rng, 1000)
-        iv = boot.interval
-        points.append(LoadSpeedup(x, 1 / iv.estimate, 1 / iv.high, 1 / iv.low, tuple((1 / boot.replicates).tolist())))
+        comparison = compare_paired("tpot_s", dict(enumerate(cand)), dict(enumerate(base)), rng, n_resamples=1000)
+        points.append(LoadSpeedup.from_comparison(x, comparison))
     c = crossover(points, log_load=True)
     true_cross = math.exp(math.log(32) * math.log(2.0) / math.log(2.0 / 0.7))
     assert c.method == "bootstrap-replicates" and c.status is CrossoverStatus.CROSSES
     assert c.low < true_cross < c.high
     assert c.low >= 8 and c.high <= 16  # the bracketing loads
     assert c.load == pytest.approx(true_cross, rel=0.1)
+    # Without replicates the endpoint method still brackets the truth (it is wider: pointwise bands).
+    bare = crossover([LoadSpeedup(p.load, p.speedup, p.low, p.high) for p in points], log_load=True)
+    assert bare.method == "interval-endpoints" and bare.low <= true_cross <= bare.high
