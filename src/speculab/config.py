@@ -204,7 +204,8 @@ class Experiment:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # strict: YAML already gives native types, so `true` is not silently a 1, nor 2.5 a float where ints belong.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
 
 
 class _Speculation(_Model):
@@ -454,6 +455,25 @@ def _message(err: dict[str, Any]) -> str:
         return f"must be one of {ctx.get('expected', '')}"
     if kind in ("too_short", "too_long"):
         return "must not be empty" if ctx.get("min_length") == 1 else err["msg"].lower()
+    simple = {
+        "int_type": "must be an integer",
+        "int_parsing": "must be an integer",
+        "int_from_float": "must be a whole number",
+        "float_type": "must be a number",
+        "float_parsing": "must be a number",
+        "bool_type": "must be true or false",
+        "bool_parsing": "must be true or false",
+        "string_type": "must be a string (quote it)",
+        "list_type": "must be a list, e.g. [a, b]",
+        "dict_type": "must be a mapping of keys",
+        "model_type": "must be a mapping of keys",
+    }
+    if kind in simple:
+        if err["loc"] and err["loc"][0] == "workload" and len(err["loc"]) <= 2 and kind == "model_type":
+            return "must be a workload spec string (as `speculab bench --workload` takes) or a mapping with `spec`"
+        if err["loc"] and err["loc"][-1] == "command" and kind == "list_type":
+            return 'must be a list of arguments, e.g. [python, -m, my.server, --port, "8000"]'
+        return simple[kind]
     if kind == "value_error":
         return str(ctx.get("error", err["msg"]))
     return err["msg"][:1].lower() + err["msg"][1:]
@@ -462,7 +482,7 @@ def _message(err: dict[str, Any]) -> str:
 def _first_error(e: ValidationError, source: str) -> str:
     errors = e.errors()
     # `workload` accepts a mapping or a string: pydantic reports both branches; keep the mapping's complaint.
-    errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and x["loc"][1] == "str")]
+    errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and "str" in str(x["loc"][1]))]
     # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
     errors.sort(key=lambda x: x["type"] != "extra_forbidden")
     cleaned = []

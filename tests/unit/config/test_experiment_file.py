@@ -127,6 +127,14 @@ def _err(text: str) -> str:
         (("command: [speculab, serve, demo]", "command: []"), "baseline.launch.command: must not be empty"),
         (("{concurrency: 8}", "{concurrency: 8, rate: 2}"), "loads.operating: give exactly one of `concurrency`"),
         (("workload: builtin:open", "workload: {spec: x, num_prompt: 3}"), "workload.num_prompt: unknown key"),
+        (("workload: builtin:open", "workload: 5"), "workload: must be a workload spec string"),
+        (("loads: {operating: {concurrency: 8}}", "loads: 5"), "loads: must be a mapping"),
+        (("[speculab, serve, demo]", "speculab serve demo"), "baseline.launch.command: must be a list of arguments"),
+        (("port: 8123", "port: eighty"), "baseline.launch.port: must be an integer"),
+        (("{concurrency: 8}", "{concurrency: 2.5}"), "loads.operating.concurrency: must be an integer"),
+        (("num_speculative_tokens: 3", "num_speculative_tokens: true"), "num_speculative_tokens: must be an integer"),
+        (("port: 8123", "port: 8123, env: {A: 1}"), "baseline.launch.env.A: must be a string (quote it)"),
+        (("workload: builtin:open", "workload: {api: chat}"), "workload.spec: required key is missing"),
     ],
 )
 def test_each_mistake_is_one_line_with_the_key_path(change, expected):
