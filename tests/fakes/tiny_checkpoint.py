@@ -8,11 +8,12 @@ case. transformers can load the result (`AutoModelForCausalLM.from_pretrained`),
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from speculab.engine.model import CausalLM, ModelConfig
 
@@ -50,6 +51,39 @@ def train_tokenizer(vocab_size: int = 400) -> Tokenizer:
     bos_id = tok.token_to_id(BOS)
     tok.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos_id)]
+    )
+    return tok
+
+
+def train_sentencepiece_style_tokenizer(vocab_size: int = 300) -> Tokenizer:
+    """A Llama-2/Mistral-shaped tokenizer: '▁' for spaces, a prepended '▁', <0xNN> byte fallback, <s> BOS.
+
+    Characters outside the trained alphabet (most CJK and emoji) become byte tokens, so multi-byte
+    characters split across tokens the way they do in real sentencepiece models.
+    """
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=80, show_progress=False
+    )
+    base = Tokenizer(models.BPE(unk_token="<unk>"))
+    base.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    base.train_from_iterator(CORPUS_PATH.read_text(encoding="utf-8").splitlines(), trainer=trainer)
+    trained = base.get_vocab()
+    specials = ["<unk>", "<s>", "</s>"]
+    ordered = specials + [f"<0x{b:02X}>" for b in range(256)]
+    ordered += sorted((t for t in trained if t not in specials), key=trained.__getitem__)
+    vocab = {t: i for i, t in enumerate(ordered)}
+    with tempfile.TemporaryDirectory() as tmp:
+        _, merges_file = base.model.save(tmp)
+        lines = Path(merges_file).read_text(encoding="utf-8").splitlines()
+    merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.add_special_tokens(specials)
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)]
     )
     return tok
 
