@@ -7,6 +7,7 @@ never sees a broken UTF-8 sequence, and all streamed pieces concatenate to exact
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from speculab.errors import UserError
 
 REPLACEMENT_CHAR = "\ufffd"
+_BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # sentencepiece byte-fallback pieces
 
 
 class TokenizerError(UserError):
@@ -77,6 +79,12 @@ class Tokenizer:
         self.chat_template: str | None = self._pick_template(config.get("chat_template"))
         self._compiled_template: Any = None
         self._token_text_cache: dict[int, str] = {}
+        self.byte_token_ids: frozenset[int] = frozenset(
+            i for t, i in tok.get_vocab(with_added_tokens=False).items() if _BYTE_TOKEN.match(t)
+        )
+        self.special_token_ids: frozenset[int] = frozenset(
+            i for i, t in tok.get_added_tokens_decoder().items() if t.special
+        )
         context = tok.encode("a", add_special_tokens=False).ids
         self._context_ids: list[int] = context[-1:]  # a plain token to decode others after (see token_text)
 
@@ -208,6 +216,8 @@ class IncrementalDetokenizer:
         # Up to 5 prompt tokens give the first generated token its context (e.g. its leading space).
         self._prefix = max(len(self._ids) - 5, 0)  # window start
         self._read = len(self._ids)  # ids before this are emitted (or are prompt)
+        # Skipped special tokens vanish before decoding, so they do not end a byte-fallback run either.
+        self._run_ids = tokenizer.byte_token_ids | (tokenizer.special_token_ids if skip_special_tokens else frozenset())
 
     @property
     def ids(self) -> list[int]:
@@ -219,13 +229,18 @@ class IncrementalDetokenizer:
     def push(self, ids: Iterable[int]) -> str:
         """Add generated ids; return the newly stable text (possibly "")."""
         self._ids.extend(ids)
-        if len(self._ids) == self._read:
+        # A run of byte-fallback tokens decodes as a unit (an invalid run turns wholly into U+FFFD, even its
+        # valid head), so text is only stable up to the start of a trailing run of them.
+        end = len(self._ids)
+        while end > self._read and self._ids[end - 1] in self._run_ids:
+            end -= 1
+        if end == self._read:
             return ""
         emitted = self._decode(self._prefix, self._read)
-        text = self._decode(self._prefix)
+        text = self._decode(self._prefix, end)
         if len(text) <= len(emitted) or text.endswith(REPLACEMENT_CHAR) or not text.startswith(emitted):
             return ""
-        self._prefix, self._read = self._read, len(self._ids)
+        self._prefix, self._read = self._read, end
         return text[len(emitted) :]
 
     def flush(self) -> str:
