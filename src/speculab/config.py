@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -281,7 +281,7 @@ class _Sampling(_Model):
     temperature: float = Field(default=0.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
     top_k: int | None = Field(default=None, ge=-1)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     max_tokens: int = Field(default=256, ge=1)
     min_tokens: int | None = Field(default=None, ge=0)
     ignore_eos: bool = False
@@ -388,7 +388,25 @@ def load_experiment(path: str | Path) -> Experiment:
         raise UserError(f"{name}: no such file; write one with `speculab init --url URL`") from None
     except OSError as e:
         raise UserError(f"{name}: cannot read: {e.strerror}") from None
-    return parse_experiment(text, name)
+    exp = parse_experiment(text, name)
+    spec = resolve_workload_path(exp.workload.spec, p.parent)
+    if spec == exp.workload.spec:
+        return exp
+    return replace(exp, workload=replace(exp.workload, spec=spec))
+
+
+def resolve_workload_path(spec: str, base_dir: Path) -> str:
+    """A relative file in a workload spec is relative to the experiment file, wherever speculab is run from."""
+    for prefix in ("jsonl:", "sharegpt:", ""):
+        if prefix and not spec.startswith(prefix):
+            continue
+        if not prefix and (not spec.endswith(".jsonl") or ":" in spec.split("/")[0]):
+            continue
+        path = Path(spec[len(prefix) :])
+        if not path.is_absolute() and (base_dir / path).exists():
+            return prefix + str(base_dir / path)
+        return spec
+    return spec
 
 
 def parse_experiment(text: str, source: str = "experiment.yaml") -> Experiment:

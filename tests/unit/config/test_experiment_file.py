@@ -184,3 +184,16 @@ def test_file_and_yaml_problems(tmp_path):
         load_experiment(bad)
     with pytest.raises(UserError, match="expected a mapping"):
         parse_experiment("- a\n- b\n")
+
+
+def test_relative_workload_files_resolve_against_the_experiment_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "prompts.jsonl").write_text('{"prompt": "hi"}\n')
+    f = tmp_path / "sub" / "experiment.yaml"
+    f.write_text(MINIMAL.replace("workload: builtin:open", "workload: prompts.jsonl"))
+    assert load_experiment(f).workload.spec == str(tmp_path / "sub" / "prompts.jsonl")
+    f.write_text(MINIMAL.replace("workload: builtin:open", "workload: {spec: 'sharegpt:prompts.jsonl'}"))
+    assert load_experiment(f).workload.spec == "sharegpt:" + str(tmp_path / "sub" / "prompts.jsonl")
+    f.write_text(MINIMAL)
+    assert load_experiment(f).workload.spec == "builtin:open"
+    assert "sampling.seed: must be >= 0" in _err(MINIMAL + "sampling: {seed: -1}\n")
