@@ -149,7 +149,7 @@ def _resample_stat(x: np.ndarray, stat: str, rng: np.random.Generator, n_resampl
     """`stat` ("mean" or "median") of n_resamples resamples of x with replacement; chunked to bound memory."""
     n = x.size
     out = np.empty(n_resamples)
-    rows = max(1, 4_000_000 // max(n, 1))  # at most ~32 MB of float64 indices per chunk
+    rows = max(1, 4_000_000 // max(n, 1))  # at most ~32 MB of int64 indices per chunk
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
         sample = x[rng.integers(0, n, size=(stop - start, n))]  # [rows, n]
