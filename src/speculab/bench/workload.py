@@ -432,28 +432,33 @@ _WORD_TEXT = """
     paper music market table window summer winter animal bridge stone glass field island forest letter train
 """
 _WORDS = tuple(dict.fromkeys(_WORD_TEXT.split()))  # dedupe, keep order
+_WORDS_ARRAY = np.array(_WORDS, dtype=object)
 _PUNCT_EVERY = (6, 16)  # sentence length range in words
 
 
 def _synthetic_text(rng: np.random.Generator, n_tokens: int) -> str:
     """About n_tokens tokens of varied sentences (approx_tokens(result) == n_tokens exactly)."""
-    words: list[str] = []
-    budget = n_tokens
-    while budget > 0:
-        # a sentence of k words + 1 token for its period; shorter when the budget runs out
-        k = int(rng.integers(_PUNCT_EVERY[0], _PUNCT_EVERY[1] + 1))
-        if budget <= k + 1:
-            k = budget - 1 if budget > 1 else 1
-        picks = rng.integers(0, len(_WORDS), k)
-        sentence = [_WORDS[j] for j in picks]
+    lo, hi = _PUNCT_EVERY
+    # Draw every random number up front (numpy, fast); the loop below runs once per sentence, not per word.
+    words = _WORDS_ARRAY[rng.integers(0, len(_WORDS), n_tokens)].tolist()
+    lengths = rng.integers(lo, hi + 1, n_tokens // (lo + 1) + 2).tolist()
+    sentences: list[str] = []
+    budget, w = n_tokens, 0
+    for k in lengths:
+        if budget <= 0:
+            break
+        if budget <= k + 1:  # the last sentence: shorter, and without its period if only one token is left
+            k = max(1, budget - 1)
+        sentence = words[w : w + k]
+        w += k
         sentence[0] = sentence[0].capitalize()
         used = k
         if budget - k >= 1:
             sentence[-1] += "."
             used += 1
-        words += sentence
+        sentences.append(" ".join(sentence))
         budget -= used
-    return " ".join(words)
+    return " ".join(sentences)
 
 
 def _load_synthetic(arg: str, seed: int, num_prompts: int | None) -> tuple[str, list[_SourceItem]]:
