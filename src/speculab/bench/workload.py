@@ -495,7 +495,9 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         raise UserError(f"api must be one of {', '.join(APIS)}, got {api!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed!r}")
-    if num_prompts is not None and (not isinstance(num_prompts, int) or num_prompts < 1):
+    if num_prompts is not None and (
+        not isinstance(num_prompts, int) or isinstance(num_prompts, bool) or num_prompts < 1
+    ):
         raise UserError(f"num_prompts must be a positive integer, got {num_prompts!r}")
     kind, _, arg = spec.partition(":")
     if kind == "builtin":
