@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -32,6 +33,7 @@ import numpy as np
 
 from speculab.bench.checks import CheckSpecError, parse_checks
 from speculab.bench.records import RequestSpec
+from speculab.bench.stats import describe
 from speculab.errors import UserError
 
 APIS = ("completions", "chat")
@@ -589,3 +591,36 @@ def _read_file(path_str: str) -> tuple[Path, bytes]:
         raise UserError(f"workload path {path} is a directory; give a file") from None
     except OSError as e:
         raise UserError(f"cannot read workload file {path}: {e.strerror}") from None
+
+
+def item_text(item: RequestSpec) -> str:
+    """The text a request sends: its prompt, or its messages' text parts joined (for length statistics)."""
+    if item.prompt is not None:
+        return item.prompt
+    parts = []
+    for m in item.messages or ():
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(parts)
+
+
+def workload_overview(workload: Workload) -> dict[str, Any]:
+    """Counts and length distributions of a workload (lengths in approximate tokens, see `approx_tokens`)."""
+    items = workload.items
+    with_max = [i.max_tokens for i in items if i.max_tokens is not None]
+    check_types = Counter(c.get("type") for i in items for c in i.checks)
+    return {
+        "name": workload.name,
+        "source": workload.source,
+        "items": len(items),
+        "distinct_prompts": len({i.prompt_id for i in items}),
+        "categories": dict(Counter(i.category or "(none)" for i in items)),
+        "prompt_tokens_approx": describe(approx_tokens(item_text(i)) for i in items).to_dict(),
+        "items_with_max_tokens": len(with_max),
+        "max_tokens": describe(with_max).to_dict(),
+        "items_with_checks": sum(1 for i in items if i.checks),
+        "check_types": dict(check_types),
+    }
