@@ -146,8 +146,8 @@ def writing_items() -> list[dict]:
 
 def qa_items() -> list[dict]:
     items = []
-    for q, m, words in open_ended.QA:
-        checks = [{"type": "contains", "value": w, "ignore_case": True, "name": f"mentions {w}"} for w in words]
+    for q, m, pattern in open_ended.QA:
+        checks = [{"type": "regex", "pattern": pattern, "flags": "i", "name": "key idea"}]
         items.append({"category": "qa", "prompt": q, "max_tokens": m, "checks": checks})
     return items
 
