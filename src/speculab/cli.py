@@ -7,6 +7,7 @@ Each command parses and validates its flags, calls one library function, prints 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -81,6 +82,24 @@ def workload_command(
         clipped = text if len(text) <= 300 else text[:297] + "..."
         console.rule(escape(f"#{item.index} {item.prompt_id} [{item.category or '-'}] seed {item.seed}"), style="dim")
         console.print(clipped, highlight=False, markup=False)
+
+
+# --- report: re-render report.html + summary.json of a saved A/B run (speculab run / demo), partial runs too ----
+
+
+@app.command("report")
+def report_command(
+    directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
+    output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
+    seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
+) -> None:
+    """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
+    from speculab.report.console import print_ab_report
+    from speculab.report.model import ReportOptions
+    from speculab.report.render import render_run_dir
+
+    report = render_run_dir(directory, output, ReportOptions(seed=seed))
+    print_ab_report(Console(soft_wrap=True), report, output or directory)
 
 
 @app.callback()
