@@ -64,6 +64,16 @@ def interval(iv: Any, fmt: str = ",.1f", unit: str = "") -> str:
     return f"{format(iv.estimate, fmt)}{u} (no interval: n = {iv.n})"
 
 
+def money_interval(iv: Any) -> str:
+    """'$7.91 [$7.82–$8.00]' with as many decimals as small prices need."""
+    if iv is None or not _ok(iv.estimate):
+        return "–"
+    d = 2 if iv.estimate >= 0.1 else 4
+    if _ok(iv.low) and _ok(iv.high):
+        return f"{usd(iv.estimate, d)} [{usd(iv.low, d)}–{usd(iv.high, d)}]"
+    return f"{usd(iv.estimate, d)} (no interval: n = {iv.n})"
+
+
 def pvalue(p: float | None) -> str:
     if not _ok(p):
         return "–"
@@ -103,7 +113,7 @@ def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "tpc": num(d["tokens_per_chunk"].mean),
                 "tok_s": interval(a.output_tok_s),
                 "req_s": interval(a.requests_per_s, ",.2f"),
-                "cost": interval(a.usd_per_mtok, ",.3f") if a.usd_per_mtok is not None else "–",
+                "cost": money_interval(a.usd_per_mtok),
                 "slo": f"{a.slo_attainment:.0%}" if _ok(a.slo_attainment) else "–",
                 "load": load + (f" ({a.load_fraction:.0%})" if _ok(a.load_fraction) else ""),
                 "errors": f"{a.error} of {a.sent}"
@@ -369,7 +379,8 @@ def _plans(report: Report) -> list[dict[str, str]]:
         diff = "–"
         if p.monthly_difference_usd is not None:
             sign = "saves" if p.monthly_difference_usd < 0 else "costs"
-            diff = f"{c.label} {sign} {usd(abs(p.monthly_difference_usd), 0)}/month ({p.gpu_difference:+d} GPUs)"
+            gpus = f"{p.gpu_difference:+d}".replace("-", "−")
+            diff = f"{c.label} {sign} {usd(abs(p.monthly_difference_usd), 0)}/month ({gpus} GPUs)"
         out.append(
             {
                 "label": c.label,

@@ -55,6 +55,7 @@ class ReportOptions:
     n_resamples: int = stats.N_RESAMPLES
     correctness: CorrectnessOptions = field(default_factory=CorrectnessOptions)
     max_series_points: int = 400  # memory time series are thinned to this many points per repeat
+    max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -334,7 +335,7 @@ class Report:
         return to_data(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> Report:
@@ -440,6 +441,11 @@ def _thin(values: Sequence[Any], n: int) -> list[Any]:
     return [values[i] for i in idx]
 
 
+def _r6(x: float | None) -> float | None:
+    """Plot material keeps 6 significant digits (microseconds at the scale of seconds): a smaller summary.json."""
+    return None if x is None else float(f"{x:.6g}")
+
+
 def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: ReportOptions) -> Series:
     ok = [m for m in per if m.ok and not m.warmup]
     tpc: dict[str, int] = defaultdict(int)
@@ -450,15 +456,15 @@ def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: Repo
     mem = sorted(runs[0].memory, key=lambda s: s.t_s) if runs else []
     mem = _thin(mem, opts.max_series_points)
     return Series(
-        ttft_s=tuple(sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
-        tpot_s=tuple(sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
-        e2e_s=tuple(sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
-        chunk_gap_s=tuple(_thin(gaps, 5000)),
+        ttft_s=tuple(float(f"{x:.6g}") for x in sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
+        tpot_s=tuple(float(f"{x:.6g}") for x in sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
+        e2e_s=tuple(float(f"{x:.6g}") for x in sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
+        chunk_gap_s=tuple(float(f"{x:.6g}") for x in _thin(gaps, opts.max_gap_points)),
         tokens_per_chunk=dict(sorted(tpc.items(), key=lambda kv: int(kv[0]))),
-        memory_t_s=tuple(s.t_s for s in mem),
-        memory_gpu_bytes=tuple(s.gpu_bytes for s in mem),
-        memory_rss_bytes=tuple(s.rss_bytes for s in mem),
-        memory_kv_usage=tuple(s.kv_usage for s in mem),
+        memory_t_s=tuple(float(f"{s.t_s:.6g}") for s in mem),
+        memory_gpu_bytes=tuple(_r6(s.gpu_bytes) for s in mem),
+        memory_rss_bytes=tuple(_r6(s.rss_bytes) for s in mem),
+        memory_kv_usage=tuple(_r6(s.kv_usage) for s in mem),
     )
 
 

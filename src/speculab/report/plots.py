@@ -145,6 +145,7 @@ def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> 
     for i, (arm, rates) in enumerate(per_arm.items()):
         xs = [j + 1 + (i - (n - 1) / 2) * width for j in range(len(rates))]
         ax.bar(xs, rates, width=width, color=color(i + offset), label=arm)
+    ax.set_xticks(range(1, 1 + max((len(r) for r in per_arm.values()), default=1)))
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance (prefix-wise)")
     ax.set_ylim(0, 1)
