@@ -10,6 +10,7 @@ import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.bench.records import ChunkEvent, RequestRecord
+from speculab.bench.stats import Distribution, Interval
 from speculab.report.inputs import LevelSpec, RepeatRun
 from speculab.report.model import Report, ReportOptions, achieved_concurrency, build_report, combine_acceptance
 
@@ -131,6 +132,10 @@ def test_json_round_trip_is_exact(faster_report: Report):
     again = Report.from_json(text)
     assert again.to_json() == text
     assert again.level("c1").comparison("ngram-k4").metric("tpot_s").verdict == "faster"
+    # typed all the way down, not dicts: the HTML renders from a re-read summary the same way
+    assert isinstance(again.level("c1").arm("baseline").distributions["tpot_s"], Distribution)
+    assert isinstance(again.level("c1").arm("baseline").output_tok_s, Interval)
+    assert again == faster_report
     with pytest.raises(ValueError, match="schema"):
         Report.from_json(json.dumps({"schema": "other"}))
 
