@@ -993,9 +993,19 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
                     "assumed); tokens per chunk is unreliable — enable continuous usage stats or logprobs"
                 )
             if a.repeats and a.acceptance is None and a.arm != "baseline":
+                hint = ""
+                base = lv.arm("baseline")
+                tpc, btpc = (
+                    a.distributions["tokens_per_chunk"].mean,
+                    base.distributions["tokens_per_chunk"].mean if base else math.nan,
+                )
+                if measured_tpc(a) and math.isfinite(btpc) and abs(tpc - btpc) < 0.05:
+                    hint = (
+                        f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
+                    )
                 w.append(
                     f"{labels.get(a.arm, a.arm)} at {lv.label}: the engine reported no acceptance, so speculation "
-                    "could not be confirmed active"
+                    f"could not be confirmed active{hint}"
                 )
             if a.acceptance is not None and a.acceptance.active and a.acceptance.inactive_repeats:
                 w.append(
@@ -1009,6 +1019,11 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
             w.extend(f"{c.label}: {x}" for x in c.correctness.warnings)
     w.extend(inputs.notes)
     return list(dict.fromkeys(w))
+
+
+def measured_tpc(a: ArmLevel) -> bool:
+    """Tokens per chunk was measured (not assumed one per chunk) for every successful request of this arm."""
+    return bool(a.token_count_sources) and "one_per_chunk" not in a.token_count_sources
 
 
 def _missing(inputs: ReportInputs) -> list[str]:

@@ -182,3 +182,28 @@ def test_combine_acceptance_sums_counters_over_repeats():
     assert combine_acceptance([]) is None
     g = combine_acceptance([AcceptanceSummary("sglang gauges (recent window)", True, acceptance_length=2.0)])
     assert g.approximate and g.acceptance_length == 2.0 and math.isnan(g.drafts or math.nan)
+
+
+def test_two_url_mode_unverified_change_and_unknown_acceptance():
+    """An engine that reports nothing about speculation, behind two URLs: verdicts are given, but the report says
+    the single change is unverified and that speculation could not be confirmed (hinting when chunks look plain)."""
+    from dataclasses import replace
+
+    from speculab.report.inputs import ChangeCheck
+
+    silent = ArmEffect(tpot_factor={"c1": 0.9, "c4": 0.9, "c16": 0.9})  # no counters, one token per chunk
+    inputs = make_inputs(n_prompts=20, repeats=1, candidates={"ngram-k4": silent})
+    arms = tuple(replace(a, command=None, server_info={"version": "0.9"}) for a in inputs.arms)
+    inputs = replace(
+        inputs,
+        arms=arms,
+        setup=replace(inputs.setup, two_url_mode=True),
+        changes=(ChangeCheck("ngram-k4", (), None, "two-URL mode: commands unknown"),),
+    )
+    r = build_report(inputs, FAST)
+    assert r.level("c1").comparison("ngram-k4").gate == "ok"
+    assert "acceptance unknown" in r.candidates[0].verdict_line
+    assert r.candidates[0].single_change is None
+    assert any("single change could not be verified (two-URL mode" in w for w in r.warnings)
+    assert any("may not have speculated" in w for w in r.warnings)
+    assert '"version": "0.9"' in r.arms[0].server_info_json
