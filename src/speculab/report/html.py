@@ -168,8 +168,19 @@ def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "note": m.note,
                 }
             )
+        cats = [
+            {
+                "category": m.metric,
+                "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
+                "verdict": m.verdict,
+                "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+                "pairs": str(m.n_pairs),
+            }
+            for m in comp.by_category
+        ]
         out.append(
             {
+                "categories": cats,
                 "candidate": labels.get(comp.candidate, comp.candidate),
                 "gate": comp.gate,
                 "gated": comp.gate != "ok",

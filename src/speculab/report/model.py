@@ -167,6 +167,7 @@ class LevelComparison:
     cost_ratio: Interval | None  # $ per 1M tokens candidate/baseline (0.62 = 38% cheaper)
     memory_delta_bytes: float | None  # candidate - baseline peak
     memory_kind: str  # "gpu" or "rss" or ""
+    by_category: tuple[Ratio, ...] = ()  # TPOT per workload category; Ratio.metric holds the category name
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -623,11 +624,12 @@ def compare_level(
         return LevelComparison(cand_arm.name, gate, reason, f"no verdict: {reason}", (), None, None, None, "")
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
     ratios = []
+    values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     for metric in (*PAIRED_METRICS, "itl_s"):
-        c = stats.compare_paired(
-            metric, per_prompt(c_runs, metric), per_prompt(b_runs, metric), rng, n_resamples=opts.n_resamples
-        )
+        values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
+        c = stats.compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
         ratios.append(_ratio(c))
+    by_category = _by_category(values["tpot_s"], inputs, rng, opts)
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -643,7 +645,32 @@ def compare_level(
         verdict = f"no verdict: {reason}"
     else:
         verdict = ratios[0].verdict
-    return LevelComparison(cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind)
+    return LevelComparison(
+        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category
+    )
+
+
+def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,
+                 opts: ReportOptions) -> tuple[Ratio, ...]:  # fmt: skip
+    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category."""
+    cats: dict[str, set[int]] = defaultdict(set)
+    for it in inputs.setup.items:
+        if it.category:
+            cats[it.category].add(it.index)
+    if len(cats) < 2:
+        return ()
+    cand, base = tpot
+    out = []
+    for cat, idx in sorted(cats.items()):
+        c = stats.compare_paired(
+            cat,
+            {i: v for i, v in cand.items() if i in idx},
+            {i: v for i, v in base.items() if i in idx},
+            rng,
+            n_resamples=opts.n_resamples,
+        )
+        out.append(_ratio(c))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------

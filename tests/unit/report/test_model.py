@@ -207,3 +207,9 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     assert any("single change could not be verified (two-URL mode" in w for w in r.warnings)
     assert any("may not have speculated" in w for w in r.warnings)
     assert '"version": "0.9"' in r.arms[0].server_info_json
+
+
+def test_speedup_per_category(faster_report: Report):
+    cats = faster_report.level("c1").comparison("ngram-k4").by_category
+    assert [m.metric for m in cats] == ["code-edit", "rag-qa", "writing"]
+    assert all(m.n_pairs == 10 and m.verdict == "faster" for m in cats)
