@@ -26,3 +26,19 @@ def test_gpu_decode_script_runs_on_cpu(tmp_path: Path):
     assert printed["static_vs_eager"]["same_tokens"] and printed["static_vs_eager"]["max_rel_logit_diff"] <= 1e-5
     assert printed["weight_bytes"] == printed["num_parameters"] * 4  # fp32, tied: every parameter read once
     assert not any(k.endswith("_error") for k in printed), printed
+
+
+def test_engine_vs_transformers_runs_and_outputs_agree(tmp_path: Path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "res.json"
+    cmd = [sys.executable, "bench/engine_vs_transformers.py", "--tiny", "--concurrency", "1", "3"]
+    cmd += ["--max-tokens", "5", "--repeats", "1", "--threads", "1", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(out.read_text())
+    assert set(res["tokens_per_s"]) == {"1", "3"}
+    for tps in res["tokens_per_s"].values():
+        assert {"model-only", "hf-batched", "hf-sequential"} <= set(tps)
+        assert all(v > 0 for k, v in tps.items() if k != "ours_row")
+    # Greedy float32 outputs of our model (and engine, when present) equal transformers' token for token.
+    assert res["outputs_identical"] == {"1": True, "3": True}
