@@ -77,8 +77,9 @@ def model_only_generate(model: CausalLM, prompts: torch.Tensor, max_tokens: int)
     cache = KVCache(model.config, c, p + max_tokens, next(model.parameters()).dtype, prompts.device)
     slots = torch.arange(c, device=prompts.device)
     with torch.inference_mode():
-        logits = model(BatchInput(prompts, torch.arange(p)[None].expand(c, p), slots, p), cache)
-        tok = logits[:, -1:].argmax(-1)  # [C, 1]
+        last = torch.arange(c, device=prompts.device) * p + p - 1  # flat [C*P] index of each last prompt token
+        logits = model(BatchInput(prompts, torch.arange(p)[None].expand(c, p), slots, p), cache, logits_rows=last)
+        tok = logits.argmax(-1, keepdim=True)  # [C, 1]
         out = [tok]
         for i in range(max_tokens - 1):
             pos = torch.full((c, 1), p + i)
