@@ -27,6 +27,14 @@ from speculab.engine.scheduler import PrefillChunk, Scheduler, SchedulerConfig
 from speculab.engine.sequence import Detokenizer, FinishReason, SamplingParams, Sequence, SequenceOutput, TokenLogprob
 
 
+class InvalidRequest(ValueError):
+    """A request this engine cannot run; `param` names the offending request field."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
 class Speculator(Protocol):
     """Speculative decoding as the engine sees it. `num_speculative_tokens` bounds the drafts per row."""
 
@@ -102,18 +110,21 @@ class Engine:
         """Raise ValueError naming the problem if this request cannot run on this engine."""
         n, limit = len(prompt_ids), self.cfg.max_model_len
         if n == 0:
-            raise ValueError("prompt is empty")
+            raise InvalidRequest("prompt is empty", "prompt")
         if n >= limit:
-            raise ValueError(f"prompt has {n} tokens; this model's context is {limit} tokens (max_model_len)")
+            raise InvalidRequest(
+                f"prompt has {n} tokens; this model's context is {limit} tokens (max_model_len)", "prompt"
+            )
         if n + params.max_tokens > limit:
-            raise ValueError(
+            raise InvalidRequest(
                 f"max_tokens {params.max_tokens} + prompt {n} tokens exceeds the context of {limit} tokens; "
-                f"use max_tokens <= {limit - n}"
+                f"use max_tokens <= {limit - n}",
+                "max_tokens",
             )
         v = self.model.config.vocab_size
         bad = [t for t in prompt_ids if not 0 <= t < v]
         if bad:
-            raise ValueError(f"prompt token id {bad[0]} is outside the vocabulary [0, {v})")
+            raise InvalidRequest(f"prompt token id {bad[0]} is outside the vocabulary [0, {v})", "prompt")
 
     def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> Sequence:
         """Queue a request; raises ValueError (bad request) or QueueFull (retry later)."""
@@ -244,4 +255,4 @@ class Engine:
         return seqs
 
 
-__all__ = ["Engine", "EngineConfig", "FinishReason", "SamplingParams", "Speculator"]
+__all__ = ["Engine", "EngineConfig", "FinishReason", "InvalidRequest", "SamplingParams", "Speculator"]
