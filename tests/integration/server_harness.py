@@ -5,19 +5,15 @@ from __future__ import annotations
 import contextlib
 import socket
 import string
-import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import uvicorn
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "engine"))
-from engine_fakes import tiny_model
+from tests.fakes.engine_fakes import tiny_model
 
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig

@@ -10,7 +10,7 @@ from typing import Any
 
 import openai
 import pytest
-from server_harness import running_server, wait_for
+from tests.integration.server_harness import running_server, wait_for
 
 
 @pytest.fixture(scope="module")

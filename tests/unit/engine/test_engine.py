@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from engine_fakes import VOCAB, CharDetokenizer, char_of, prompts, tiny_model
+from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, prompts, tiny_model
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.model import BatchInput, KVCache

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from engine_fakes import CharDetokenizer, char_of
+from tests.fakes.engine_fakes import CharDetokenizer, char_of
 
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
 
