@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
@@ -122,9 +123,17 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
 
 
 def create_app(
-    engine: AsyncEngine, tokenizer: ServerTokenizer, cfg: AppConfig, *, clock: Callable[[], float] = time.monotonic
+    engine: AsyncEngine,
+    tokenizer: ServerTokenizer,
+    cfg: AppConfig,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    collectors: Sequence[Collector] = (),
 ) -> FastAPI:
-    """The FastAPI app; starting it starts the engine thread, stopping it stops the thread."""
+    """The FastAPI app; starting it starts the engine thread, stopping it stops the thread.
+
+    `collectors` join /metrics (speculative decoding registers its acceptance counters this way).
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -134,6 +143,8 @@ def create_app(
 
     app = FastAPI(title="speculab engine", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     metrics = ServerMetrics(engine, cfg.served_model_name, clock)
+    for c in collectors:
+        metrics.registry.register(c)
     app.state.engine, app.state.metrics = engine, metrics
     max_model_len = engine.engine.cfg.max_model_len
     counter = iter(range(1, 1 << 62))
