@@ -83,6 +83,55 @@ def workload_command(
         console.print(clipped, highlight=False, markup=False)
 
 
+# --- serve (reference engine) ---
+@app.command()
+def serve(
+    model: str = typer.Argument(..., help="Model directory (config.json + safetensors + tokenizer.json), or 'demo'."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 exposes the server to the network."),
+    port: int = typer.Option(8000, help="TCP port."),
+    max_num_seqs: int = typer.Option(8, help="Concurrent sequences (KV cache slots)."),
+    max_model_len: int | None = typer.Option(
+        None, help="Prompt + output tokens per sequence (default: the model's, at most 4096)."
+    ),
+    max_num_batched_tokens: int | None = typer.Option(None, help="Token budget per engine step (default: 2048)."),
+    max_waiting: int = typer.Option(256, help="Waiting-queue bound; beyond it requests get HTTP 429."),
+    dtype: str = typer.Option("auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:N."),
+    api_key: str | None = typer.Option(None, help="Require 'Authorization: Bearer KEY' on /v1/*."),
+    served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
+    seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
+) -> None:
+    """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
+    try:
+        from speculab.engine.server.launch import ServeConfig
+        from speculab.engine.server.launch import serve as run_server
+    except ImportError as e:
+        raise UserError(
+            f"speculab serve needs the engine extra ({e.name} is missing): pip install 'speculab[engine]'"
+        ) from None
+    cfg = ServeConfig(
+        model=model,
+        host=host,
+        port=port,
+        max_num_seqs=max_num_seqs,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_waiting=max_waiting,
+        dtype=None if dtype == "auto" else dtype,
+        device=device,
+        api_key=api_key,
+        served_model_name=served_model_name,
+        seed=seed,
+    )
+
+    def ready(url: str) -> None:
+        err_console.print(
+            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r})", highlight=False
+        )
+
+    run_server(cfg, on_ready=ready)
+
+
 @app.callback()
 def _root() -> None:
     """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""
