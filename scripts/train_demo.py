@@ -35,6 +35,7 @@ from speculab.engine.model import CausalLM, ModelConfig  # noqa: E402
 
 MAX_TARGET_PARAMS, MAX_DRAFT_PARAMS = 30_000_000, 5_000_000
 MAX_TOTAL_BYTES = 40_000_000
+EVAL_RESERVE_S = 60.0  # final evaluation + export on an H200, kept free under --wall-minutes
 
 
 @dataclass(frozen=True)
@@ -177,9 +178,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="output directory (target/, draft/, train_report.json)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--minutes", type=float, default=5.0, help="training budget for both models together")
+    ap.add_argument(
+        "--wall-minutes",
+        type=float,
+        help="hard cap on the whole command: the training budget shrinks if data preparation ran long",
+    )
     ap.add_argument("--target-share", type=float, default=0.7, help="fraction of the budget for the target")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="demo")
     ap.add_argument("--batch-size", type=int, help="override the preset's batch size (sequences per step)")
+    ap.add_argument("--eval-windows", type=int, help="override the preset's held-out windows for the final eval")
+    ap.add_argument("--replay-prompts", type=int, help="override the preset's number of greedy replay prompts")
     ap.add_argument("--max-steps", type=int, help="also stop each model after this many steps (tests)")
     ap.add_argument("--stride", type=int, default=1, help="use every stride-th stdlib file (tests)")
     ap.add_argument("--max-files", type=int, help="use at most this many stdlib files (tests)")
@@ -202,8 +210,12 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     wall_start = time.monotonic()
     preset = PRESETS[args.preset]
-    if args.batch_size:
-        preset = replace(preset, batch_size=args.batch_size)
+    overrides = {
+        "batch_size": args.batch_size,
+        "eval_windows": args.eval_windows,
+        "replay_prompts": args.replay_prompts,
+    }
+    preset = replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     if device.type == "cuda":
@@ -251,6 +263,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 4. training: target, then the draft distilled from it
     budget_s = args.minutes * 60
+    if args.wall_minutes is not None:
+        left_s = args.wall_minutes * 60 - (time.monotonic() - wall_start) - EVAL_RESERVE_S
+        if left_s < budget_s:
+            log(f"training budget cut from {budget_s:.0f}s to {max(left_s, 10.0):.0f}s to finish within --wall-minutes")
+            budget_s = max(left_s, 10.0)
     common = dict(
         batch_size=preset.batch_size,
         seq_len=preset.seq_len,

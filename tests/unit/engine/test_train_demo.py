@@ -226,3 +226,43 @@ def test_chat_examples_pair_docstring_requests_with_code():
     assert doc.startswith("<|bos|><|user|>\nWrite a Python function `twice`: Return x doubled.<|eos|>\n<|assistant|>\n")
     assert "@staticmethod\ndef twice(x):\n" in doc and doc.endswith("return 2 * x<|eos|>\n")
     assert demo_data.chat_examples("print 'python 2'") == []
+
+
+def test_model_card_is_filled_from_the_report(run, tmp_path):
+    import model_card
+
+    out, _, report = run
+    card = tmp_path / "card.md"
+    card.write_text((SCRIPTS.parent / "docs" / "demo-models.md").read_text())
+    model_card.main([str(out / "train_report.json"), "--card", str(card)])
+    text = card.read_text()
+    assert "Filled in after the GPU run" not in text and "## Limitations" in text
+    assert f"{report['target']['parameters']:,}" in text and f"{report['target']['heldout_loss']:.3f}" in text
+    assert f"{report['acceptance']['teacher_forced_heldout']['draft_agreement_alpha']:.3f}" in text
+    model_card.main([str(out / "train_report.json"), "--card", str(card)])  # idempotent: refills the same section
+    assert card.read_text() == text
+
+
+SHIPPED = SCRIPTS.parent / "src" / "speculab" / "engine" / "assets" / "demo"
+
+
+@pytest.mark.skipif(not (SHIPPED / "target" / "config.json").exists(), reason="demo pair not trained yet")
+def test_shipped_demo_pair_loads_matches_and_fits():
+    files = [p for p in SHIPPED.rglob("*") if p.is_file()]
+    weights = [p for p in files if p.suffix == ".safetensors"]
+    assert all(p.stat().st_size <= 15 * MiB for p in files)
+    assert sum(p.stat().st_size for p in files if p.name != "train_report.json") <= train_demo.MAX_TOTAL_BYTES
+    assert {p.parent.name for p in weights} == {"target", "draft"}
+    configs = {name: json.loads((SHIPPED / name / "config.json").read_text()) for name in ("target", "draft")}
+    assert configs["target"]["vocab_size"] == configs["draft"]["vocab_size"]
+    assert (SHIPPED / "target" / "tokenizer.json").read_bytes() == (SHIPPED / "draft" / "tokenizer.json").read_bytes()
+    params = {}
+    for name in ("target", "draft"):
+        model_dir = SHIPPED / name
+        tok = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+        ids = torch.tensor([tok.encode("import os\n\n\ndef main(argv):\n    return", add_special_tokens=False)])
+        hf = transformers.AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
+        params[name] = sum(p.numel() for p in hf.parameters())
+        with torch.no_grad():
+            assert (hf(ids).logits - _our_logits(model_dir, ids)).abs().max().item() <= 1e-3
+    assert params["target"] <= 30_000_000 and params["draft"] <= 5_000_000
