@@ -68,7 +68,10 @@ def train_logits(model: CausalLM, tokens: torch.Tensor, dropout: float = 0.0) ->
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         q, k = q.to(v.dtype), k.to(v.dtype)  # fp32 RoPE tables promote q, k; attend in the autocast dtype
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=attn.n_kv != attn.n_heads)
+        if attn.n_kv != attn.n_heads:  # expand K/V heads explicitly so the flash kernel applies on every torch
+            k = k.repeat_interleave(attn.n_heads // attn.n_kv, dim=1)  # [B, H, S, D]
+            v = v.repeat_interleave(attn.n_heads // attn.n_kv, dim=1)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, D]
         out = attn.o_proj(out.transpose(1, 2).reshape(b, s, attn.n_heads * attn.head_dim))
         x = x + F.dropout(out, dropout, model.training)
         x = x + F.dropout(layer.mlp(layer.post_attention_layernorm(x)), dropout, model.training)

@@ -100,7 +100,7 @@ PRESETS = {
         replay_prompt_tokens=32,
         replay_new_tokens=16,
         log_every_s=1.0,
-        eval_every_s=2.0,
+        eval_every_s=5.0,
     ),
 }
 
@@ -193,7 +193,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-files", type=int, help="use at most this many stdlib files (tests)")
     ap.add_argument("--heldout-fraction", type=float, default=0.02)
     ap.add_argument("--no-chat", action="store_true", help="skip the docstring->function chat examples")
-    ap.add_argument("--target-dropout", type=float, default=0.05)
+    ap.add_argument("--target-dropout", type=float, default=0.1)
     ap.add_argument("--distill-kl-weight", type=float, default=1.0, help="draft loss: w*KL(target||draft)+(1-w)*CE")
     ap.add_argument("--compile", action="store_true", help="torch.compile the training forward (off: risky)")
     ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))

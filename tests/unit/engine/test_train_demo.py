@@ -53,7 +53,12 @@ def run(tmp_path_factory):
         "--bundle",
         str(bundle_dir),
     ]
-    report = train_demo.main(argv)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matmuls: extra threads only add contention on a loaded machine (20x slower)
+    try:
+        report = train_demo.main(argv)
+    finally:
+        torch.set_num_threads(threads)
     return out, bundle_dir, report
 
 
