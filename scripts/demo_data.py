@@ -19,6 +19,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,11 +142,15 @@ def documents(files: Sequence[SourceFile], with_chat: bool, workers: int | None 
     docs = [f"{BOS}{f.text}{EOS}" for f in files]
     if with_chat:
         texts = [f.text for f in files]
-        if workers == 1 or len(texts) < 64:
+        chats = None
+        if workers != 1 and len(texts) >= 64:
+            try:
+                with ProcessPoolExecutor(max_workers=workers) as pool:
+                    chats = list(pool.map(chat_examples, texts, chunksize=16))
+            except (OSError, BrokenProcessPool):  # containers without /dev/shm or fork: parse serially
+                chats = None
+        if chats is None:
             chats = [chat_examples(t) for t in texts]
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                chats = list(pool.map(chat_examples, texts, chunksize=16))
         docs.extend(d for per_file in chats for d in per_file)
     return docs
 
