@@ -55,6 +55,10 @@ def mock_server(
     tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
     output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
     prefill_ms_per_token: float = typer.Option(0.0, help="Extra TTFT per (uncached) prompt token."),
+    serial_prefill: bool = typer.Option(
+        False, "--serial-prefill", help="Prefills run one at a time: TTFT grows under load, decode does not."
+    ),
+    startup_ms: float = typer.Option(0.0, help="Wait this long before listening, like a server loading a model."),
     cold_start_ms: float = typer.Option(0.0, help="Extra delay for the first request (and after --idle-reset-s)."),
     idle_reset_s: float = typer.Option(None, help="Idle seconds after which the server is cold again."),
     max_concurrency: int = typer.Option(None, help="Requests beyond this many queue server-side."),
@@ -91,6 +95,8 @@ def mock_server(
             models=tuple(model),
             max_model_len=max_model_len,
             prefill_s_per_token=prefill_ms_per_token / 1e3,
+            serial_prefill=serial_prefill,
+            startup_s=startup_ms / 1e3,
             cold_start_s=cold_start_ms / 1e3,
             idle_reset_s=idle_reset_s,
             max_concurrency=max_concurrency,

@@ -299,3 +299,16 @@ def test_thread_backed_server_for_sync_callers():
         with urllib.request.urlopen(req, timeout=10) as resp:
             body = json.loads(resp.read())
     assert body["usage"]["completion_tokens"] == 3
+
+
+async def test_serial_prefill_queues_prefills_but_not_decode(session):
+    cfg = MockConfig(ttft_s=0.0, gap_s=0.0, output_tokens=1, prefill_s_per_token=0.002, serial_prefill=True)
+    prompt = " ".join(f"w{i}" for i in range(100))  # 0.2 s of prefill each
+    async with running_mock_server(cfg) as url:
+        results = await asyncio.gather(
+            *(post(session, url + "/v1/completions", {"prompt": prompt, "stream": True}) for _ in range(3))
+        )
+    ttfts = sorted(r.ttft_s for r in results)
+    assert ttfts[2] >= 0.6  # the third prefill waited for two others
+    firsts = sorted(r.text_chunks()[0][0] for r in results)
+    assert firsts[1] - firsts[0] >= 0.19 and firsts[2] - firsts[1] >= 0.19  # one prefill at a time

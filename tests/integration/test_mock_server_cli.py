@@ -72,3 +72,28 @@ def test_port_in_use_is_a_one_line_error():
         proc = subprocess.run(_cli("--port", str(port)), capture_output=True, text=True, env=ENV, timeout=30)
     assert proc.returncode == 2
     assert "address already in use" in proc.stderr and "--port" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_startup_delay_before_listening():
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        _cli("--port", str(port), "--startup-ms", "700"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert "ready at" in line and time.monotonic() - t0 >= 0.7
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as resp:
+            assert resp.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

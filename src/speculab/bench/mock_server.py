@@ -85,6 +85,8 @@ class MockConfig:
     models: str | tuple[str, ...] = ("speculab-mock",)  # served model names; the first is the default
     max_model_len: int = 8192  # context length: prompt + output tokens must fit
     prefill_s_per_token: float = 0.0  # TTFT grows by this per uncached prompt token
+    serial_prefill: bool = False  # prefills run one at a time (one compute-bound prefill engine): TTFT grows
+    # with the prefill work queued ahead under load, while decode gaps stay steady
     cold_start_s: float = 0.0  # extra wait for the first request after start (and after idle_reset_s idle)
     idle_reset_s: float | None = None  # idle time after which the server is cold again; None: only at start
     max_concurrency: int | None = None  # requests beyond it queue server-side (shows as TTFT); None: unlimited
@@ -102,6 +104,7 @@ class MockConfig:
     fault_stall_rate: float = 0.0
     fault_stall_s: float = 3600.0  # how long a stall lasts; long by default so it trips client timeouts
     seed: int = 0  # seeds fault draws; generated text does not depend on it
+    startup_s: float = 0.0  # `serve_mock` (the CLI) waits this long before listening, like a model loading
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):
@@ -115,7 +118,16 @@ class MockConfig:
             if not ok:
                 raise ValueError(msg)
 
-        for name in ("ttft_s", "gap_s", "prefill_s_per_token", "cold_start_s", "retry_after_s", "fault_stall_s"):
+        times = (
+            "ttft_s",
+            "gap_s",
+            "prefill_s_per_token",
+            "cold_start_s",
+            "retry_after_s",
+            "fault_stall_s",
+            "startup_s",
+        )
+        for name in times:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.decode_slowdown_per_request >= 0, "decode_slowdown_per_request must be >= 0")
         need(len(self.chunk_pattern) > 0, "tokens_per_chunk pattern must not be empty")
@@ -395,6 +407,7 @@ class _MockState:
         self.waiting = 0
         self.warm_until: float | None = None  # None: never warmed
         self.last_done_t: float | None = None  # loop time the last request ended
+        self.prefill_free_at = 0.0  # serial_prefill: when the prefill engine finishes the work queued so far
         self.cache = _PrefixCache(cfg.prefix_cache_block_tokens, cfg.prefix_cache_max_blocks)
         self.shutdown = asyncio.Event()
 
@@ -441,6 +454,15 @@ class _MockState:
             self.last_done_t = asyncio.get_running_loop().time()
             if self.slots is not None:
                 self.slots.release()
+
+    def prefill_done(self, ready: float, tokens: int) -> float:
+        """When this request's prefill of `tokens` ends, if it can start at `ready` (queued behind others' when
+        prefill is serial)."""
+        work = tokens * self.cfg.prefill_s_per_token
+        if not self.cfg.serial_prefill:
+            return ready + work
+        self.prefill_free_at = max(ready, self.prefill_free_at) + work
+        return self.prefill_free_at
 
     def cold_start_wait(self, now: float) -> float:
         """Seconds this admitted request waits for the model to be (re)loaded. Call with self counted running."""
@@ -716,7 +738,7 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
             wait = state.cold_start_wait(t_admit)
             job.cached_tokens = state.cached_tokens(job.prompt_words)
             m.prompt_tokens.inc(job.prompt_tokens)
-            first = t_admit + wait + cfg.ttft_s + (job.prompt_tokens - job.cached_tokens) * cfg.prefill_s_per_token
+            first = state.prefill_done(t_admit + wait, job.prompt_tokens - job.cached_tokens) + cfg.ttft_s
             return await _generate(state, request, job, resp, first, t_arrival, fault, fault_pos)
     except ConnectionResetError:  # the client hung up (its timeout, or a cancelled run): nothing to send
         return resp if resp is not None else web.Response(status=499)
@@ -897,13 +919,19 @@ async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: in
 async def serve_mock(
     cfg: MockConfig, host: str, port: int, on_ready: Callable[[str], None], stop: asyncio.Event | None = None
 ) -> None:
-    """Serve until `stop` is set or the task is cancelled (Ctrl-C); SIGTERM stops it cleanly too."""
+    """Serve until `stop` is set or the task is cancelled (Ctrl-C); SIGTERM stops it cleanly too.
+    Waits `cfg.startup_s` before listening, as a server loading its model would."""
     import signal
 
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, stop.set)
+    if cfg.startup_s > 0:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=cfg.startup_s)
+        if stop.is_set():
+            return
     async with running_mock_server(cfg, host, port) as url:
         on_ready(url)
         await stop.wait()
