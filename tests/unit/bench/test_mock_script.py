@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.bench.mock_server import (
+from speculab.bench.mock_script import (
     VOCAB,
     MockConfig,
-    _PrefixCache,
+    PrefixCache,
     chunk_sizes,
     count_tokens,
     generate_tokens,
@@ -80,7 +80,7 @@ def test_config_normalizes_models_and_pattern():
 
 
 def test_prefix_cache_hits_leading_blocks_only():
-    cache = _PrefixCache(block_tokens=4, max_blocks=100)
+    cache = PrefixCache(block_tokens=4, max_blocks=100)
     shared = [f"w{i}" for i in range(12)]
     assert cache.lookup_and_insert([*shared, "a", "b"]) == 0  # cold
     assert cache.lookup_and_insert([*shared, "c", "d", "e"]) == 12  # three shared blocks
@@ -89,7 +89,7 @@ def test_prefix_cache_hits_leading_blocks_only():
 
 
 def test_prefix_cache_evicts_least_recently_used():
-    cache = _PrefixCache(block_tokens=1, max_blocks=3)
+    cache = PrefixCache(block_tokens=1, max_blocks=3)
     cache.lookup_and_insert(["a", "b", "c"])
     cache.lookup_and_insert(["x", "y"])  # evicts the chain a, b
     assert cache.lookup_and_insert(["a", "b", "c", "d"]) == 0
