@@ -78,6 +78,9 @@ def mock_server(
     fault_stall_rate: float = typer.Option(0.0, help="Share of streams that stall mid-way."),
     fault_stall_s: float = typer.Option(3600.0, help="How long a stall lasts."),
     seed: int = typer.Option(0, help="Seed of the fault draws."),
+    record_send_times: bool = typer.Option(
+        False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
+    ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
     import asyncio
@@ -112,6 +115,7 @@ def mock_server(
             fault_stall_rate=fault_stall_rate,
             fault_stall_s=fault_stall_s,
             seed=seed,
+            record_send_times=record_send_times,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

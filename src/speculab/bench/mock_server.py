@@ -174,6 +174,7 @@ class _MockState:
         self.prefill_free_at = 0.0  # serial_prefill: when the prefill engine finishes the work queued so far
         self.cache = PrefixCache(cfg.prefix_cache_block_tokens, cfg.prefix_cache_max_blocks)
         self.shutdown = asyncio.Event()
+        self.send_log: list[dict[str, Any]] = []  # cfg.record_send_times: one entry per streamed request
 
     def next_id(self) -> int:
         self.n_requests += 1
@@ -528,6 +529,12 @@ async def _generate(
     # Mid-stream faults fire before chunk `fault_at`: after at least one chunk when there are two or more.
     fault_at = 1 + int(fault_pos * (len(steps) - 1)) if len(steps) > 1 else 0
     done, text_off = 0, 0
+    sends: list[float] | None = None
+    if cfg.record_send_times and resp is not None:
+        sends = []
+        state.send_log.append(
+            {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
+        )
     for i, n in enumerate(steps):
         if state.shutdown.is_set():  # server stopping: end the stream abruptly, as a dying server would
             _drop(request)
@@ -560,6 +567,8 @@ async def _generate(
                 await resp.write(b'data: {"id": "' + job.rid.encode() + b'", "choices": [{"text": \n\n')
         if resp is not None:
             await resp.write(payload)
+            if sends is not None:
+                sends.append(loop.time())
         m.generation_tokens.inc(n)
         if m.k > 0:
             m.verification_step(pattern[i % len(pattern)])
@@ -624,6 +633,20 @@ async def _health(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
+async def _send_times(request: web.Request) -> web.Response:
+    """Chunk write times of every streamed request so far (with record_send_times), on CLOCK_MONOTONIC: the
+    same clock as time.monotonic() and time.perf_counter() in any process on this machine (Linux)."""
+    state = request.app[STATE_KEY]
+    if not state.cfg.record_send_times:
+        return error_response(
+            404,
+            "send times are not recorded: start the mock with --record-send-times",
+            "invalid_request_error",
+            "not_recorded",
+        )
+    return web.json_response({"clock": "CLOCK_MONOTONIC", "requests": state.send_log})
+
+
 async def _metrics(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     return web.Response(body=generate_latest(state.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -657,6 +680,7 @@ def create_app(cfg: MockConfig) -> web.Application:
     app.router.add_get("/version", _version)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/mock/send_times", _send_times)
     return app
 
 
