@@ -36,6 +36,7 @@ from speculab.bench.mock_script import (
     render_chat,
     token_logprobs,
 )
+from speculab.protocol.openai import error_body
 
 # --------------------------------------------------------------------------------------------------------------
 # Request bodies (pydantic at the edge). Unknown fields are accepted and ignored, as servers do.
@@ -78,7 +79,7 @@ class _ChatBody(_Common):
 def error_response(
     status: int, message: str, type_: str, code: str | None = None, param: str | None = None, **headers: str
 ) -> web.Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    body = error_body(message, type=type_, param=param, code=code)
     return web.json_response(body, status=status, headers=headers or None)
 
 
