@@ -11,7 +11,10 @@ free of the server's wake-up lateness (reported separately, as server lateness a
 
     TTFT overhead = client TTFT (first chunk - sent_s) - server TTFT (first write - request arrival)
 
-the client's own send and receive path inside every TTFT it reports.
+what every TTFT the client reports carries beyond the server's own TTFT. It splits into the client's send delay
+(sent_s -> request body handed to the socket, seen by an aiohttp trace hook), wire to server arrival (loopback
+plus the server's HTTP parsing, which queues when many requests arrive at once) and the first chunk's timing
+error.
 
 Each concurrency level is a closed loop of N streams (N warmup requests first, to open the connections), then
 `--rounds` x N measured requests. A level is sustained when every request succeeded and the p99 chunk timing
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import gc
 import json
@@ -39,13 +43,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import numpy as np
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from speculab.bench.client import EndpointConfig, SamplingConfig, make_session, request_func  # noqa: E402
+from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
 from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
@@ -62,10 +67,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-error-ms", type=float, default=1.0, help="p99 chunk timing error that counts as sustained")
     p.add_argument("--pin", action="store_true", help="pin the client to CPU 0 and the server to CPU 1")
     p.add_argument(
-        "--gc-freeze",
-        action="store_true",
-        help="gc.freeze() before each level: long-lived objects leave the collector's generations, so a full "
-        "collection no longer pauses the client for milliseconds mid-run",
+        "--gc",
+        choices=("default", "freeze", "off"),
+        default="default",
+        help="the client's cyclic garbage collector during each level: as Python sets it (default); gc.freeze() "
+        "first, so long-lived objects are no longer rescanned (freeze); or frozen and disabled, collecting only "
+        "between levels (off)",
     )
     p.add_argument("--json", type=Path, default=None, help="write the full results here")
     return p.parse_args(argv)
@@ -124,29 +131,56 @@ def _pcts_ms(values: list[float]) -> dict[str, float | None]:
     }
 
 
+def _session(written: dict[str, float]) -> aiohttp.ClientSession:
+    """`speculab.bench.client.make_session()`'s settings plus a trace hook that fills `written`: prompt -> when
+    its request body was handed to the socket (aiohttp writes headers and body together, from a task of its own)."""
+    trace = aiohttp.TraceConfig()
+
+    async def on_chunk_sent(_session: Any, _ctx: Any, params: aiohttp.TraceRequestChunkSentParams) -> None:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            written[json.loads(params.chunk)["prompt"]] = time.perf_counter()
+
+    trace.on_request_chunk_sent.append(on_chunk_sent)
+    # as make_session(): no connection cap, no session-wide timeout (each request has its own)
+    connector = aiohttp.TCPConnector(limit=0)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace])
+
+
 def compare(
-    records: list[RequestRecord], items: list[RequestSpec], send_log: dict[str, Any], gap_s: float
+    records: list[RequestRecord],
+    items: list[RequestSpec],
+    send_log: dict[str, Any],
+    wire_sent: dict[str, float],
+    gap_s: float,
 ) -> dict[str, Any]:
     """Client arrivals vs server writes, request by request (matched by their unique prompts)."""
     by_prompt = {e["prompt"]: e for e in send_log["requests"]}  # measured requests came after the warmup ones
     chunk_err: list[float] = []
     ttft_over: list[float] = []
+    send_delay: list[float] = []
+    to_server: list[float] = []
     server_late: list[float] = []
     mismatched = 0
     for rec in records:
-        entry = by_prompt.get(items[rec.index].prompt or "")
+        prompt = items[rec.index].prompt or ""
+        entry = by_prompt.get(prompt)
         if entry is None or len(entry["chunks_s"]) != len(rec.chunks):
             mismatched += 1
             continue
         writes, got = entry["chunks_s"], [c.t_s for c in rec.chunks]
         chunk_err += [g - w for g, w in zip(got, writes, strict=True)]
         ttft_over.append((got[0] - rec.sent_s) - (writes[0] - entry["arrival_s"]))
+        if prompt in wire_sent:
+            send_delay.append(wire_sent[prompt] - rec.sent_s)
+            to_server.append(entry["arrival_s"] - wire_sent[prompt])
         server_late += [w - (entry["first_deadline_s"] + i * gap_s) for i, w in enumerate(writes)]
     return {
         "chunks": len(chunk_err),
         "requests_unmatched": mismatched,
         "chunk_error_ms": _pcts_ms(chunk_err),
         "ttft_overhead_ms": _pcts_ms(ttft_over),
+        "client_send_delay_ms": _pcts_ms(send_delay),
+        "wire_to_server_arrival_ms": _pcts_ms(to_server),
         "server_lateness_ms": _pcts_ms(server_late),
     }
 
@@ -162,9 +196,11 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         elif started:
             gc_pauses_ms.append((time.perf_counter() - started.pop()) * 1e3)
 
-    if args.gc_freeze:
+    if args.gc in ("freeze", "off"):
         gc.collect()
         gc.freeze()
+    if args.gc == "off":
+        gc.disable()
     gc.callbacks.append(on_gc)
     try:
         n = concurrency * args.rounds
@@ -172,11 +208,12 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         endpoint = EndpointConfig(base_url=url, model="speculab-mock", api="completions", stream=True)
         sampling = SamplingConfig(max_tokens=args.output_tokens, temperature=0.0, seed=0)
         records: list[RequestRecord] = []
-        me = psutil.Process()
-        cpu0 = me.cpu_times()
+        me, server = psutil.Process(), psutil.Process(proc.pid)
+        cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()
         t0 = time.perf_counter()
         with PeakRss() as rss:
-            async with make_session() as session:
+            wire_sent: dict[str, float] = {}
+            async with _session(wire_sent) as session:
                 await run_load(
                     items,
                     request_func(endpoint, sampling),
@@ -187,7 +224,7 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
                 async with session.get(url + "/mock/send_times") as resp:
                     send_log = await resp.json()
         wall_s = time.perf_counter() - t0
-        cpu1 = me.cpu_times()
+        cpu1, server_cpu1 = me.cpu_times(), server.cpu_times()
         measured = [r for r in records if not r.warmup]
         ok = [r for r in measured if r.ok]
         result: dict[str, Any] = {
@@ -197,7 +234,10 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
             "errors": sorted({f"{r.error.category.value}: {r.error.message[:80]}" for r in measured if r.error}),
             "client_peak_rss_mb": round(rss.peak_bytes / 2**20, 1),
             "client_cpu_s_per_wall_s": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / wall_s, 2),
-            **compare(ok, items, send_log, args.gap_ms / 1e3),
+            "server_cpu_s_per_wall_s": round(
+                (server_cpu1.user + server_cpu1.system - server_cpu0.user - server_cpu0.system) / wall_s, 2
+            ),
+            **compare(ok, items, send_log, wire_sent, args.gap_ms / 1e3),
         }
         result["gc_pauses"] = len(gc_pauses_ms)
         result["gc_longest_pause_ms"] = round(max(gc_pauses_ms, default=0.0), 2)
@@ -206,6 +246,9 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         return result
     finally:
         gc.callbacks.remove(on_gc)
+        gc.enable()
+        gc.unfreeze()
+        gc.collect()
         proc.terminate()
         proc.wait(timeout=10)
 
@@ -239,8 +282,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         e, s = r["chunk_error_ms"], r["server_lateness_ms"]
         print(
             f"{c:5d} streams: ok {r['ok']}/{r['requests']}  chunk error p50 {e['p50']} p99 {e['p99']} max {e['max']} ms"
-            f"  TTFT overhead p50 {r['ttft_overhead_ms']['p50']} ms  server lateness p99 {s['p99']} ms"
-            f"  RSS {r['client_peak_rss_mb']} MB  CPU {r['client_cpu_s_per_wall_s']}"
+            f"  TTFT overhead p50 {r['ttft_overhead_ms']['p50']} ms (client send delay p50"
+            f" {r['client_send_delay_ms']['p50']}, wire to server arrival p50 {r['wire_to_server_arrival_ms']['p50']})"
+            f"  server lateness p99 {s['p99']} ms"
+            f"  RSS {r['client_peak_rss_mb']} MB  CPU client {r['client_cpu_s_per_wall_s']}"
+            f" server {r['server_cpu_s_per_wall_s']}"
             f"  longest GC {r['gc_longest_pause_ms']} ms  sustained {r['sustained']}",
             flush=True,
         )
