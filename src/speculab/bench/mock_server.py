@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speculab import __version__
@@ -103,10 +104,56 @@ def _one_line(err: ValidationError) -> str:
 # Server state: metrics, admission, cold start, prefix cache, fault draws
 
 
+class _ChunkCounters:
+    """Counters bumped on every chunk, kept as plain ints and exported at scrape time: prometheus_client's locked
+    `inc()`, five times per chunk, would cost as much as writing the chunk."""
+
+    def __init__(self, model: str, k: int):
+        self.model, self.k = model, k
+        self.generation_tokens = 0
+        self.drafts = 0
+        self.draft_tokens = 0
+        self.accepted = 0
+        self.accepted_pos = [0] * k
+
+    def chunk(self, n_tokens: int, step_tokens: int) -> None:
+        """A chunk of n_tokens was emitted by one verification step that yielded step_tokens (accepted + 1 bonus,
+        accepted at positions 0..accepted-1; step_tokens > n_tokens when max_tokens cut the step short)."""
+        self.generation_tokens += n_tokens
+        if self.k > 0:
+            accepted = step_tokens - 1
+            self.drafts += 1
+            self.draft_tokens += self.k
+            self.accepted += accepted
+            for p in range(accepted):
+                self.accepted_pos[p] += 1
+
+    def collect(self) -> Iterator[Metric]:
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            fam = CounterMetricFamily(name, doc, labels=["model_name"])
+            fam.add_metric([self.model], value)
+            return fam
+
+        yield counter("vllm:generation_tokens", "Generated tokens.", self.generation_tokens)
+        if self.k == 0:
+            return
+        yield counter("vllm:spec_decode_num_drafts", "Verification steps (one per request per step).", self.drafts)
+        yield counter("vllm:spec_decode_num_draft_tokens", "Proposed tokens.", self.draft_tokens)
+        yield counter("vllm:spec_decode_num_accepted_tokens", "Accepted tokens.", self.accepted)
+        per_pos = CounterMetricFamily(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens by draft position.",
+            labels=["model_name", "position"],
+        )
+        for p, v in enumerate(self.accepted_pos):
+            per_pos.add_metric([self.model, str(p)], v)
+        yield per_pos
+
+
 class _Metrics:
     """vLLM-named Prometheus metrics in the app's own registry (several apps can share one process).
 
-    Label children are bound once: `.labels()` per chunk would cost more than writing the chunk."""
+    Label children are bound once: `.labels()` per request would cost more than the request's own work."""
 
     def __init__(self, cfg: MockConfig):
         self.registry = r = CollectorRegistry()
@@ -125,40 +172,20 @@ class _Metrics:
         self.running = gauge("vllm:num_requests_running", "Requests being generated.")
         self.waiting = gauge("vllm:num_requests_waiting", "Requests queued for a slot.")
         self.prompt_tokens = counter("vllm:prompt_tokens", "Prefill tokens processed.")
-        self.generation_tokens = counter("vllm:generation_tokens", "Generated tokens.")
+        self.chunks = _ChunkCounters(model, cfg.num_speculative_tokens)
+        r.register(self.chunks)
         self._success = Counter("vllm:request_success", "Finished requests.", [*lab, "finished_reason"], registry=r)
         for reason in ("stop", "length"):
             self._success.labels(model, reason)
         self.ttft = histogram("vllm:time_to_first_token_seconds", "Arrival to first chunk.")
         self.e2e = histogram("vllm:e2e_request_latency_seconds", "Arrival to last chunk.")
         self.queue = histogram("vllm:request_queue_time_seconds", "Arrival to admission.")
-        self.k = cfg.num_speculative_tokens
-        if self.k > 0:
-            self.drafts = counter("vllm:spec_decode_num_drafts", "Verification steps (one per request per step).")
-            self.draft_tokens = counter("vllm:spec_decode_num_draft_tokens", "Proposed tokens.")
-            self.accepted = counter("vllm:spec_decode_num_accepted_tokens", "Accepted tokens.")
-            per_pos = Counter(
-                "vllm:spec_decode_num_accepted_tokens_per_pos",
-                "Accepted tokens by draft position.",
-                [*lab, "position"],
-                registry=r,
-            )
-            self.accepted_pos = [per_pos.labels(model, str(p)) for p in range(self.k)]
         if cfg.prefix_cache:
             self.cache_queries = counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.")
             self.cache_hits = counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.")
 
     def success(self, finish_reason: str) -> None:
         self._success.labels(self.model, finish_reason).inc()
-
-    def verification_step(self, step_tokens: int) -> None:
-        """One draft verified: step_tokens = accepted + 1 bonus token, accepted at positions 0..accepted-1."""
-        accepted = step_tokens - 1
-        self.drafts.inc()
-        self.draft_tokens.inc(self.k)
-        self.accepted.inc(accepted)
-        for p in range(accepted):
-            self.accepted_pos[p].inc()
 
 
 class _MockState:
@@ -570,9 +597,7 @@ async def _generate(
             await resp.write(payload)
             if sends is not None:
                 sends.append(loop.time())
-        m.generation_tokens.inc(n)
-        if m.k > 0:
-            m.verification_step(pattern[i % len(pattern)])
+        m.chunks.chunk(n, pattern[i % len(pattern)])
         done += n
         running = max(state.running, 1)
         deadline += cfg.gap_s * (1 + cfg.decode_slowdown_per_request * (running - 1))
