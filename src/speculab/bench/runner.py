@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -222,8 +222,10 @@ async def run_load(
     on_progress: Callable[[Progress], None] | None = None,
     stop: asyncio.Event | None = None,
     clock: Clock = time.perf_counter,
+    on_measure_start: Callable[[], Awaitable[None]] | None = None,
 ) -> LoadOutcome:
-    """Offer `load` with the workload `items`; every finished request goes to `on_record` at once."""
+    """Offer `load` with the workload `items`; every finished request goes to `on_record` at once.
+    `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape)."""
     n_warm = 0
     if load.warmup:
         warm = _Run(request, session, on_record, on_progress, clock, None, None)
@@ -235,6 +237,8 @@ async def run_load(
             now = clock()
             return LoadOutcome(now, now, True, 0, n_warm)
 
+    if on_measure_start is not None:
+        await on_measure_start()
     endless = load.duration_s is not None
     total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
     run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
