@@ -9,13 +9,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from speculab import __version__
 from speculab.errors import UserError
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer on real click
+    from click.exceptions import NoArgsIsHelpError, UsageError
 
 app = typer.Typer(
     name="speculab",
@@ -98,10 +102,10 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors (bad flags) and UserError become one line and a non-zero exit, no traceback."""
     try:
         rc = app(args=argv, standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as e:
+    except NoArgsIsHelpError as e:
         typer.echo(e.ctx.get_help() if e.ctx else str(e))
         sys.exit(0)
-    except click.UsageError as e:
+    except UsageError as e:
         cmd = e.ctx.command_path if e.ctx else "speculab"
         msg = f"{e.format_message()} (see {cmd} --help)"
         err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
     sys.exit(rc if isinstance(rc, int) else 0)
