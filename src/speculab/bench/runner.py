@@ -120,12 +120,23 @@ class _Run:
         self.finished = self.ok = self.error = self.warmup_done = 0
         self.t0 = clock()
         self.last_end_s = self.t0
+        self.failure: BaseException | None = None  # a bug in a request function: re-raised, never swallowed
 
     def start(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> asyncio.Task[None]:
         task = asyncio.create_task(self._job(spec, scheduled_s, warmup))
         self.jobs.add(task)
-        task.add_done_callback(self.jobs.discard)
+        task.add_done_callback(self._done)
         return task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.jobs.discard(task)
+        if not task.cancelled() and task.exception() is not None and self.failure is None:
+            self.failure = task.exception()
+
+    def raise_failure(self) -> None:
+        """Request functions turn every server or network failure into a record; anything they raise is a bug."""
+        if self.failure is not None:
+            raise self.failure
 
     async def _job(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> None:
         rec = await self.request(self.session, spec, scheduled_s=scheduled_s, warmup=warmup)
@@ -167,6 +178,7 @@ async def _closed_loop(run: _Run, specs: Iterator[RequestSpec], concurrency: int
             # asyncio.wait, unlike await, does not cancel the job when this worker is cancelled: the job
             # is cancelled separately and still produces its (cancelled) record
             await asyncio.wait({job})
+            run.raise_failure()
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
@@ -176,6 +188,7 @@ async def _open_loop(
 ) -> None:
     slots = asyncio.Semaphore(cap) if cap is not None else None
     for spec, offset in zip(specs, send_offsets(arrival, rng), strict=False):
+        run.raise_failure()
         if run.duration_s is not None and offset >= run.duration_s:
             break
         scheduled_s = run.t0 + offset
@@ -189,6 +202,7 @@ async def _open_loop(
             job.add_done_callback(lambda _t, s=slots: s.release())
     if run.jobs:
         await asyncio.wait(set(run.jobs))
+    run.raise_failure()
 
 
 async def _until_done_or_stopped(run: _Run, driver: asyncio.Task[None], stop: asyncio.Event | None) -> bool:

@@ -124,3 +124,12 @@ def test_bad_load_config():
         LoadConfig(concurrency=None)
     with pytest.raises(UserError):
         LoadConfig(duration_s=0)
+
+
+@pytest.mark.parametrize("arrival", [None, ArrivalConfig(500.0, "constant")])
+async def test_a_bug_in_the_request_function_is_raised_not_swallowed(arrival):
+    async def broken(session, spec, *, scheduled_s, warmup=False):
+        raise ZeroDivisionError("bug")
+
+    with pytest.raises(ZeroDivisionError):
+        await run_load(ITEMS, broken, None, LoadConfig(concurrency=2, arrival=arrival), on_record=lambda r: None)
