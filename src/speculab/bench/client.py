@@ -290,6 +290,8 @@ class StreamState:
             extra["usage_chunk_s"] = self.usage_chunk_s
         if any(self._reasoning):
             extra["reasoning_text"] = "".join(self._reasoning)
+        if self.timings is not None:
+            extra["timings"] = self.timings  # raw llama.cpp timings, for engines.acceptance.from_llamacpp_timings
         return RequestRecord(
             index=spec.index,
             scheduled_s=scheduled_s,
@@ -447,6 +449,8 @@ class UnaryRequest:
             err = _transport_error(e, got_response=got_response, timeout_s=ep.timeout_s)
         end_s = self.clock()
         extra: dict[str, Any] = {"reasoning_text": delta.reasoning} if delta.reasoning else {}
+        if delta.timings is not None:
+            extra["timings"] = delta.timings
         return RequestRecord(
             index=spec.index,
             scheduled_s=scheduled_s,

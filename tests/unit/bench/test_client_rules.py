@@ -123,3 +123,11 @@ def test_empty_text_chunks_do_not_count_but_their_tokens_carry_over():
     script = [(1.0, chunk("ab", cum=2)), (1.1, chunk("", cum=3)), (1.2, chunk("c", cum=4)), (1.3, DONE)]
     _, r = play(script)
     assert [c.t_s for c in r.chunks] == [1.0, 1.2] and [c.n_tokens for c in r.chunks] == [2, 2]
+
+
+def test_llamacpp_timings_are_kept():
+    body = {"choices": [{"text": "b", "finish_reason": "stop"}], "timings": {"draft_n": 8, "draft_n_accepted": 5}}
+    last = f"data: {json.dumps(body)}\n\n".encode()
+    _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
+    assert r.spec == {"draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
+    assert r.extra["timings"]["draft_n"] == 8
