@@ -23,7 +23,16 @@ from speculab.bench.client import Clock, EndpointConfig, SamplingConfig, TokenCo
 from speculab.bench.endpoint_probe import ServerInfo, choose_model, probe_endpoint
 from speculab.bench.metrics import SLO, StallConfig, aggregate
 from speculab.bench.records import RequestRecord, RequestSpec
-from speculab.bench.results import MANIFEST, MANIFEST_SCHEMA, SUMMARY, RunDir, build_summary, utc_now, versions
+from speculab.bench.results import (
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    SUMMARY,
+    RunDir,
+    build_summary,
+    request_option_hints,
+    utc_now,
+    versions,
+)
 from speculab.bench.runner import LoadConfig, Progress, run_load
 from speculab.bench.scrape import MetricsSnapshot, scrape_metrics, spec_decode_delta_with_reason
 from speculab.errors import UserError
@@ -167,6 +176,7 @@ async def _measure(
         spec_decode_note=note,
         metrics_scraped=after is not None,
         interrupted=outcome.interrupted,
+        hints=request_option_hints(measured),
     )
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at

@@ -135,6 +135,23 @@ def read_records(path: Path) -> list[RequestRecord]:
     return out
 
 
+def request_option_hints(records: Sequence[RequestRecord]) -> list[str]:
+    """Client 4xx errors that name a request option we sent: say which flag turns it off."""
+    msgs = [r.error.message.lower() for r in records if r.error is not None and r.error.status in (400, 422)]
+    hints = []
+    if any("continuous_usage" in m for m in msgs):
+        hints.append("the server rejected stream_options.continuous_usage_stats: rerun with --no-continuous-usage")
+    elif any("stream_options" in m or "include_usage" in m for m in msgs):
+        hints.append("the server rejected stream_options: rerun with --no-include-usage")
+    if any("logprobs" in m for m in msgs):
+        hints.append("the server rejected the logprobs request: rerun without --logprobs (or with a smaller N)")
+    if msgs and not hints:
+        hints.append(
+            f"{len(msgs)} requests were rejected as invalid (HTTP 400/422); see error messages in requests.jsonl"
+        )
+    return hints
+
+
 def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[str]:
     """Things a reader must know before trusting the numbers."""
     w: list[str] = []
@@ -172,6 +189,7 @@ def build_summary(
     spec_decode_note: str | None,
     metrics_scraped: bool,
     interrupted: bool,
+    hints: Sequence[str] = (),
 ) -> dict[str, Any]:
     d = m.to_dict()
     requested = load.get("rate_rps")
@@ -192,5 +210,5 @@ def build_summary(
             "spec_decode_note": spec_decode_note,
             "metrics_scraped": metrics_scraped,
         },
-        "warnings": build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
+        "warnings": [*build_warnings(m, requested_rate_rps=requested, interrupted=interrupted), *hints],
     }

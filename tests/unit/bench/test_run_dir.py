@@ -69,3 +69,15 @@ async def test_probe_lists_models_and_rejections():
     async with make_session() as session:
         with pytest.raises(EndpointError, match="cannot reach"):
             await probe_endpoint(session, EndpointConfig(f"http://127.0.0.1:{free_port()}", "a"))
+
+
+def test_hints_name_the_flag_for_rejected_options():
+    from speculab.bench.records import ErrorCategory, ErrorInfo
+    from speculab.bench.results import request_option_hints
+
+    def rejected(msg):
+        return RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, f"HTTP 400: {msg}", 400))
+
+    assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
+    assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
+    assert request_option_hints([]) == []
