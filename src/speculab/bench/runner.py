@@ -126,6 +126,7 @@ class _Run:
         task = asyncio.create_task(self._job(spec, scheduled_s, warmup))
         self.jobs.add(task)
         task.add_done_callback(self._done)
+        self.report(warmup)
         return task
 
     def _done(self, task: asyncio.Task[None]) -> None:
