@@ -56,7 +56,9 @@ def bench(
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
     duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
     warmup: int = typer.Option(0, "--warmup", help="Warmup requests before measuring (excluded from results)"),
-    max_tokens: int = typer.Option(256, "--max-tokens", help="Output limit per request (items may override)"),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
+    ),
     temperature: float = typer.Option(0.0, "--temperature"),
     top_p: float | None = typer.Option(None, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
