@@ -475,15 +475,23 @@ def view(report: Report) -> dict[str, Any]:
                 "roles": ", ".join(lv.roles),
                 "arms": _arm_rows(report, lv),
                 "comparisons": _comparison_rows(report, lv),
-                "plots": {k: Markup(v) for k, v in lp.items()},
+                "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory")},
             }
         )
-    curves = {k: Markup(v) for k, v in _curve_plots(report).items()}
+    cp = _curve_plots(report)
+    curves = {k: Markup(cp.get(k, "")) for k in ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost")}
     acceptance = []
     for c in report.candidates:
         a = c.acceptance
         if a is None:
-            acceptance.append({"label": c.label, "text": "the engine reported no acceptance (speculation unconfirmed)"})
+            acceptance.append(
+                {
+                    "label": c.label,
+                    "text": "the engine reported no acceptance (speculation unconfirmed)",
+                    "source": "",
+                    "positions": "",
+                }
+            )
             continue
         text = (
             f"{num(a.acceptance_length)} tokens per verification step (bonus token included), acceptance rate "

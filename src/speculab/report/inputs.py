@@ -507,3 +507,24 @@ def setup_from_experiment(
 def candidate_name(method: str, k: int) -> str:
     """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4'."""
     return f"{method}-k{k}"
+
+
+def acceptance_from_spec_decode(d: Mapping[str, Any] | None) -> AcceptanceSummary | None:
+    """`bench.scrape.SpecDecodeStats.to_dict()` (bench's summary.json `server.spec_decode`) -> AcceptanceSummary.
+
+    No drafts counted -> `active=False` (the "speculation not active" gate); None in, None out (nothing reported)."""
+    if d is None:
+        return None
+    drafts = d.get("num_drafts")
+    active = bool(drafts) if drafts is not None else bool((d.get("acceptance_length") or 0) > 1)
+    return AcceptanceSummary(
+        source=str(d.get("source", "server metrics")),
+        active=active,
+        drafts=drafts,
+        draft_tokens=d.get("num_draft_tokens"),
+        accepted_tokens=d.get("num_accepted_tokens"),
+        acceptance_rate=d.get("acceptance_rate"),
+        acceptance_length=d.get("acceptance_length"),
+        per_position=tuple(d.get("per_position") or ()),
+        approximate=drafts is None,
+    )

@@ -145,3 +145,17 @@ def test_partial_run_renders_with_missing_rows():
     html = render_html(r)
     assert "not run" in html and "missing: ngram k=4 at concurrency 16: no runs" in html
     assert "No capacity plan" in html
+
+
+@pytest.mark.parametrize("skip_candidate", [False, True])
+def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
+    from speculab.report.inputs import LevelSpec
+
+    level = (LevelSpec("rate", 4, ("low", "operating")),)
+    skip = (("ngram-k4", "r4"),) if skip_candidate else ()
+    r = build_report(make_inputs(n_prompts=8, repeats=1, levels=level, skip=skip, slo=False), FAST)
+    html = render_html(r)
+    assert "No crossover" in html and html.count("<svg") >= 2
+    if skip_candidate:
+        assert "no verdict at 4 req/s (missing)" in r.candidates[0].verdict_line
+        assert "nothing to compare" in html
