@@ -154,36 +154,30 @@ class BenchProgress:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _ci_ms(iv: Any) -> str:
-    """A t-interval of a rate as 'mean ±half' (or the mean alone without an interval)."""
-    if iv is None or not math.isfinite(iv.estimate):
-        return "-"
-    if math.isfinite(iv.low) and math.isfinite(iv.high):
-        return f"{iv.estimate:,.1f} ±{(iv.high - iv.low) / 2:,.1f}"
-    return f"{iv.estimate:,.1f}"
-
-
 def ab_level_table(report: Any, level: Any) -> Table:
     """One load: a row per arm with latency medians (ms), throughput, the TPOT speedup and verdict, acceptance."""
+    from rich import box
+
     from speculab.report.model import fmt_range, fmt_x
 
-    t = Table(title=level.label, title_justify="left", show_edge=False, pad_edge=False)
-    for col, justify in (
-        ("arm", "left"),
-        ("TPOT p50 ms", "right"),
-        ("TTFT p50 ms", "right"),
-        ("E2E p50 ms", "right"),
-        ("output tok/s", "right"),
-        ("TPOT speedup [95% CI]", "right"),
-        ("verdict", "left"),
-        ("acceptance length", "right"),
-        ("errors", "right"),
-    ):
-        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    errors = any(a.error for a in level.arms)
+    t = Table(
+        title=f"{level.label} — p50 latencies; TPOT speedup with its 95% interval",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    cols = [("arm", "left"), ("TPOT ms", "right"), ("TTFT ms", "right"), ("E2E s", "right"), ("tok/s", "right"),
+            ("speedup", "right"), ("verdict", "left"), ("acc.len", "right")]  # fmt: skip
+    if errors:
+        cols.append(("errors", "right"))
+    for col, justify in cols:
+        t.add_column(col, justify=justify, no_wrap=col in ("speedup", "verdict"))  # type: ignore[arg-type]
     for arm in report.arms:
         a = level.arm(arm.name)
         if a is None:
-            t.add_row(escape(arm.label), *(["-"] * 5), "[yellow]not run[/]", "-", "-")
+            t.add_row(escape(arm.label), *(["-"] * 5), "[yellow]not run[/]", "-", *(["-"] if errors else []))
             continue
         d = a.distributions
         comp = level.comparison(arm.name)
@@ -193,21 +187,22 @@ def ab_level_table(report: Any, level: Any) -> Table:
             if tp is not None:
                 speed = f"{fmt_x(tp.speedup)} {fmt_range(tp.speedup_low, tp.speedup_high)}"
             style = {"faster": "green", "slower": "red"}.get(comp.verdict, "yellow" if comp.gate != "ok" else "")
-            text = escape(comp.verdict if comp.gate == "ok" else comp.gate)
+            short = {"no detectable difference": "no diff.", "not enough paired data": "too few pairs"}
+            text = escape(short.get(comp.verdict, comp.verdict) if comp.gate == "ok" else comp.gate)
             verdict = f"[{style}]{text}[/]" if style else text
         acc = a.acceptance
         acc_txt = "-" if acc is None else (_num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
-        t.add_row(
+        row = [
             escape(arm.label),
             _ms(d["tpot_s"].p50),
             _ms(d["ttft_s"].p50),
-            _ms(d["e2e_s"].p50),
-            _ci_ms(a.output_tok_s),
+            _num(d["e2e_s"].p50),
+            _num(a.output_tok_s.estimate, ",.1f"),
             speed,
             verdict,
             acc_txt,
-            f"{a.error}/{a.sent}",
-        )
+        ]
+        t.add_row(*row, *([f"{a.error}/{a.sent}"] if errors else []))
     return t
 
 
