@@ -75,7 +75,7 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
     text = console.export_text()
     lines = [ln for ln in text.splitlines() if ln.strip()]
     assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[1])  # the verdict right after the heading
-    assert "concurrency 1 — p50 latencies in ms" in text and "speedup" in text
+    assert "concurrency 1 — p50 latencies" in text and "speedup" in text
     assert text.index("ngram k=4: TPOT") < text.index("p50 latencies") < text.index("warning:")
     assert "correctness: SUSPICIOUS: 1 confident divergence(s)" in text
     assert "/out/report.html" in text
