@@ -40,7 +40,7 @@ def color(i: int) -> str:
 def to_svg(fig: plt.Figure) -> str:
     """Render and close a figure; return a bare <svg> element."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]
