@@ -131,6 +131,7 @@ def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "memory": _memory_text(a),
                 "repeats": str(a.repeats)
                 + (f" ({a.interrupted_repeats} interrupted)" if a.interrupted_repeats else ""),
+                "by_repeat": ", ".join(f"r{r} (#{o}) {num(t, ',.1f')}" for r, o, t in a.repeat_tok_s),
             }
         )
     return rows

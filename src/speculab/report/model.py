@@ -130,6 +130,8 @@ class ArmLevel:
     usd_per_mtok: Interval | None  # $ per 1M output tokens, interval from repeats
     slo_attainment: float | None  # fraction of requests meeting every SLO limit; None without SLOs
     stalled_requests: int
+    # Per repeat, in repeat order: (repeat, position in the ABBA run sequence, output tok/s) - to see drift.
+    repeat_tok_s: tuple[tuple[int, int, float], ...]
     token_count_sources: Mapping[str, int]
     acceptance: AcceptanceView | None
     memory: MemoryView
@@ -539,6 +541,11 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
         slo_attainment=attainment,
         stalled_requests=pooled.stalled_requests,
+        repeat_tok_s=tuple(
+            (run.repeat, run.order, m.output_tok_s)
+            for run, m in ((run, aggregate(run.records)) for run in runs)
+            if any(not r.warmup for r in run.records)
+        ),
         token_count_sources=dict(pooled.token_count_sources),
         acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
         memory=_memory(runs),
