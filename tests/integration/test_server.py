@@ -274,3 +274,18 @@ def test_api_key():
         good = openai.OpenAI(base_url=s.url + "/v1", api_key="sekret", max_retries=0)
         assert good.completions.create(model="tiny", prompt="x", max_tokens=2).usage.completion_tokens == 2
         assert s.get("/health")[0] == 200
+
+
+def test_engine_failure_is_an_openai_error_and_health_says_so():
+    with running_server() as s:
+
+        def broken():
+            raise RuntimeError("simulated kernel failure")
+
+        s.engine.step = broken
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 500 and "simulated kernel failure" in payload["error"]["message"]
+        assert payload["error"]["type"] == "server_error"
+        assert s.get("/health")[0] == 503
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 503 and "engine" in payload["error"]["message"]

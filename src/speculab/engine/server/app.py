@@ -9,6 +9,7 @@ slot; a client that disconnects (streaming or not) aborts its request and frees 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -288,29 +289,21 @@ def create_app(
                 on_output(out)
                 rendering.chunk(out)
 
-        disconnected = False
+        async def client_gone() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+
+        gen, watch = asyncio.create_task(collect()), asyncio.create_task(client_gone())
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def gen() -> None:
-                    await collect()
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    nonlocal disconnected
-                    while (await request.receive())["type"] != "http.disconnect":
-                        pass
-                    disconnected = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(gen)
-                tg.start_soon(watch)
-        except EngineDeadError as e:
-            raise oa.ApiError(500, f"generation failed: {e}", type="server_error") from None
+            await asyncio.wait({gen, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for t in (gen, watch):
+                t.cancel()
             close()
-        if disconnected:
-            return Response(status_code=499)
+        if not gen.done() or gen.cancelled():
+            return Response(status_code=499)  # the client left; nobody reads this
+        if gen.exception() is not None:
+            raise oa.ApiError(500, f"generation failed: {gen.exception()}", type="server_error")
         return JSONResponse(rendering.response())
 
     @app.exception_handler(oa.ApiError)
