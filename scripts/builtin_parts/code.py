@@ -222,7 +222,10 @@ def word_frequencies(path, top=10):
             ),
             (
                 "Open the file with an explicit UTF-8 encoding and add type hints.",
-                [rx(r"encoding\s*=\s*[\"']utf-?8[\"']", "utf-8 encoding", "i"), rx(r"\)\s*->\s*list", "return type")],
+                [
+                    rx(r"encoding\s*=\s*[\"']utf-?8[\"']", "utf-8 encoding", "i"),
+                    rx(r"\)\s*->\s*(list|List)\b", "return type"),
+                ],
             ),
             (
                 "Rename the function to `top_words` and the parameter `top` to `limit`.",

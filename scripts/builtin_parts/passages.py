@@ -579,3 +579,84 @@ PASSAGES = [
         ),
     },
 ]
+
+# Longer versions of some passages (the summarize set should not be uniform in length): appended paragraphs.
+_MORE = {
+    "Brightline 4 thermostat setup": (
+        "If your home has a heat pump, the wizard asks one more question: whether the reversing valve is "
+        "energized in cooling or in heating. Most systems use cooling, and the terminal is usually labeled O; "
+        "systems labeled B use heating. Choosing the wrong option makes the heat pump cool when you ask for "
+        "heat, which is the most common problem reported to support in the first week. The thermostat also "
+        "supports an optional remote sensor, sold separately, that you can place in a bedroom or nursery so "
+        "that the schedule follows the temperature in that room rather than in the hallway where the thermostat is."
+    ),
+    "Tessel battery recall": (
+        "Retailers have been told to remove remaining stock from their shelves and to accept returns of "
+        "affected chargers even without a receipt. Customers who bought the charger as part of a bundle with "
+        "headphones or a phone case can return just the charger and keep the rest. The product safety "
+        "regulator said it was monitoring the recall and reminded consumers to register new electronics with "
+        "their makers, since registered owners are contacted directly when a recall is announced. Tessel "
+        "expects to have sent replacement units to everyone who asks for one within six weeks."
+    ),
+    "Sorrel Bay seagrass project": (
+        "Funding for the first season came from a regional fisheries fund and a crowdfunding appeal that "
+        "raised more than expected in its first fortnight. The group now hopes to plant a further 5,000 square "
+        "meters over the next two years, which would require many more seeds than the donor meadow can safely "
+        "provide. To solve this, the project is testing a small nursery tank at the harbor, where seeds are "
+        "germinated and grown into young plants before being moved to the bay. Schools in the area have "
+        "adopted plots and send pupils to help with surveys from the shore."
+    ),
+    "Night trains between Aldmere and Vossburg": (
+        "The previous service was withdrawn because it lost money and its carriages had reached the end of "
+        "their working lives. The new train uses refurbished carriages bought from another operator, fitted "
+        "with new mattresses, power sockets at every berth and lockable luggage space. Both governments have "
+        "agreed to cover operating losses for the first five years, after which the service will be reviewed. "
+        "Environmental groups welcomed the decision, pointing out that the route is one of the busiest short "
+        "flights in the region and that a night train allows travelers to arrive in the city center in time "
+        "for a morning meeting."
+    ),
+    "Lindqvist Hall acoustics": (
+        "The hall's shape also plays a part. Instead of the traditional shoebox, the seating is arranged in "
+        "terraces that surround the stage on all sides, so that no seat is more than 28 meters from the "
+        "conductor. The terraces are angled to send early reflections back towards the audience, which helps "
+        "listeners hear the musicians clearly even at the back. During construction the builders tested the "
+        "room with a starting pistol and a loudspeaker that swept through every frequency, and adjusted the "
+        "angle of some balcony fronts by a few degrees after the first measurements."
+    ),
+    "Palisade desk chair warranty": (
+        "Customers sometimes ask whether the warranty still applies if they have replaced a part themselves. "
+        "It does, provided the replacement part came from Palisade or an authorized dealer; fitting parts from "
+        "other makers voids the warranty for the part concerned but not for the rest of the chair. The company "
+        "also publishes free video guides for the most common repairs, such as replacing the gas lift or the "
+        "casters, and it sells hard-floor casters as an optional accessory for people who work on wood or "
+        "tiles. Used chairs can be sent back for recycling at the end of their life."
+    ),
+    "How the Moira tide gauge works": (
+        "Tide gauges like this one matter well beyond the harbor. Engineers use the long record to set the "
+        "height of new sea walls and drainage outlets, and forecasters compare the live readings with their "
+        "predictions to warn of storm surges, when strong winds and low air pressure push the sea above the "
+        "normal tide. On one night in 2013 the gauge recorded water 1.4 meters above the predicted level, the "
+        "highest in its history. The original paper charts, which fill more than 300 boxes, are being "
+        "scanned so that researchers can study the early decades in more detail."
+    ),
+    "Ravenholt community solar": (
+        "The plan was not without opposition. Some residents worried about glare and the view from the "
+        "footpath along the ridge, and the group agreed to plant a hedge of native shrubs along the northern "
+        "edge of the site. Others asked whether the landfill gas vents would be affected; an engineer's report "
+        "found that the vents could stay where they are, with panels arranged around them. Construction is "
+        "expected to take four months, and the group plans to hold an open day when the array is switched on, "
+        "with guided walks and a display showing how much power it produces in real time."
+    ),
+    "Stonebridge recycling changes": (
+        "The council admits that the switch to two-weekly collection of the blue bin has caused some concern, "
+        "especially among households in flats with little space for a large bin. Residents of flats with "
+        "shared bins will keep weekly collections, and the council will review the schedule after a year. "
+        "Leaflets explaining the changes, with pictures of what goes in each bin, will be delivered to every "
+        "home in September and are available in six languages. A free app sends a reminder the evening "
+        "before each collection and tells residents which bins to put out."
+    ),
+}
+for _p in PASSAGES:
+    if _p["title"] in _MORE:
+        _p["text"] = _p["text"] + "\n\n" + _MORE.pop(_p["title"])
+assert not _MORE, f"unknown titles: {list(_MORE)}"

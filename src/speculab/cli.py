@@ -33,6 +33,56 @@ def version() -> None:
 # --- commands are registered below, one block each (bench, mock-server, serve, run, compare, demo, ...) ---
 
 
+# --- workload: list the built-in sets, or load and check a workload without sending anything ---------------------
+
+
+@app.command("workload")
+def workload_command(
+    spec: str = typer.Argument(
+        "", help="builtin:NAME, PATH.jsonl, jsonl:PATH, sharegpt:PATH or synthetic:input=N,output=N; omit to list"
+    ),
+    num_prompts: int = typer.Option(0, "--num-prompts", min=0, help="take (or cycle to) this many requests; 0: all"),
+    api: str = typer.Option("completions", "--api", help="completions or chat: how prompts are rendered"),
+    seed: int = typer.Option(0, "--seed", min=0, help="run seed: per-request seeds and synthetic text"),
+    show: int = typer.Option(0, "--show", min=0, help="also print the first N requests"),
+) -> None:
+    """List the built-in workloads, or load one (reporting any problem by file and line) and summarize it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from speculab.bench.workload import item_text, list_builtin, load_workload, workload_overview
+
+    console = Console(soft_wrap=True)
+    if not spec:
+        table = Table("workload", "kind", "items", "description", title="built-in workloads (--workload builtin:NAME)")
+        for b in list_builtin():
+            table.add_row(f"builtin:{b.name}", b.kind, str(b.count), b.description)
+        console.print(table)
+        return
+    wl = load_workload(spec, seed=seed, num_prompts=num_prompts or None, api=api)
+    o = workload_overview(wl)
+    p, m = o["prompt_tokens_approx"], o["max_tokens"]
+    console.print(f"[bold]{o['name']}[/]: {o['items']} requests ({o['distinct_prompts']} distinct prompts)")
+    console.print(f"source: {o['source']}", highlight=False)
+    console.print(f"categories: {', '.join(f'{k} {v}' for k, v in o['categories'].items())}", highlight=False)
+    console.print(
+        f"prompt length (approx. tokens): mean {p['mean']:.0f}, p50 {p['p50']:.0f}, p90 {p['p90']:.0f}, "
+        f"max {p['max']:.0f}"
+    )
+    if o["items_with_max_tokens"]:
+        console.print(
+            f"max_tokens set on {o['items_with_max_tokens']} requests: mean {m['mean']:.0f}, p50 {m['p50']:.0f}, "
+            f"max {m['max']:.0f}"
+        )
+    checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
+    console.print(f"checks on {o['items_with_checks']} requests ({checks})")
+    for item in wl.items[:show]:
+        text = item_text(item)
+        clipped = text if len(text) <= 300 else text[:297] + "..."
+        console.rule(escape(f"#{item.index} {item.prompt_id} [{item.category or '-'}] seed {item.seed}"), style="dim")
+        console.print(clipped, highlight=False, markup=False)
+
+
 # --- serve (reference engine) ---
 @app.command()
 def serve(

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -32,6 +33,7 @@ import numpy as np
 
 from speculab.bench.checks import CheckSpecError, parse_checks
 from speculab.bench.records import RequestSpec
+from speculab.bench.stats import describe
 from speculab.errors import UserError
 
 APIS = ("completions", "chat")
@@ -432,28 +434,33 @@ _WORD_TEXT = """
     paper music market table window summer winter animal bridge stone glass field island forest letter train
 """
 _WORDS = tuple(dict.fromkeys(_WORD_TEXT.split()))  # dedupe, keep order
+_WORDS_ARRAY = np.array(_WORDS, dtype=object)
 _PUNCT_EVERY = (6, 16)  # sentence length range in words
 
 
 def _synthetic_text(rng: np.random.Generator, n_tokens: int) -> str:
     """About n_tokens tokens of varied sentences (approx_tokens(result) == n_tokens exactly)."""
-    words: list[str] = []
-    budget = n_tokens
-    while budget > 0:
-        # a sentence of k words + 1 token for its period; shorter when the budget runs out
-        k = int(rng.integers(_PUNCT_EVERY[0], _PUNCT_EVERY[1] + 1))
-        if budget <= k + 1:
-            k = budget - 1 if budget > 1 else 1
-        picks = rng.integers(0, len(_WORDS), k)
-        sentence = [_WORDS[j] for j in picks]
+    lo, hi = _PUNCT_EVERY
+    # Draw every random number up front (numpy, fast); the loop below runs once per sentence, not per word.
+    words = _WORDS_ARRAY[rng.integers(0, len(_WORDS), n_tokens)].tolist()
+    lengths = rng.integers(lo, hi + 1, n_tokens // (lo + 1) + 2).tolist()
+    sentences: list[str] = []
+    budget, w = n_tokens, 0
+    for k in lengths:
+        if budget <= 0:
+            break
+        if budget <= k + 1:  # the last sentence: shorter, and without its period if only one token is left
+            k = max(1, budget - 1)
+        sentence = words[w : w + k]
+        w += k
         sentence[0] = sentence[0].capitalize()
         used = k
         if budget - k >= 1:
             sentence[-1] += "."
             used += 1
-        words += sentence
+        sentences.append(" ".join(sentence))
         budget -= used
-    return " ".join(words)
+    return " ".join(sentences)
 
 
 def _load_synthetic(arg: str, seed: int, num_prompts: int | None) -> tuple[str, list[_SourceItem]]:
@@ -490,7 +497,9 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         raise UserError(f"api must be one of {', '.join(APIS)}, got {api!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed!r}")
-    if num_prompts is not None and (not isinstance(num_prompts, int) or num_prompts < 1):
+    if num_prompts is not None and (
+        not isinstance(num_prompts, int) or isinstance(num_prompts, bool) or num_prompts < 1
+    ):
         raise UserError(f"num_prompts must be a positive integer, got {num_prompts!r}")
     kind, _, arg = spec.partition(":")
     if kind == "builtin":
@@ -582,3 +591,36 @@ def _read_file(path_str: str) -> tuple[Path, bytes]:
         raise UserError(f"workload path {path} is a directory; give a file") from None
     except OSError as e:
         raise UserError(f"cannot read workload file {path}: {e.strerror}") from None
+
+
+def item_text(item: RequestSpec) -> str:
+    """The text a request sends: its prompt, or its messages' text parts joined (for length statistics)."""
+    if item.prompt is not None:
+        return item.prompt
+    parts = []
+    for m in item.messages or ():
+        content = m.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(parts)
+
+
+def workload_overview(workload: Workload) -> dict[str, Any]:
+    """Counts and length distributions of a workload (lengths in approximate tokens, see `approx_tokens`)."""
+    items = workload.items
+    with_max = [i.max_tokens for i in items if i.max_tokens is not None]
+    check_types = Counter(c.get("type") for i in items for c in i.checks)
+    return {
+        "name": workload.name,
+        "source": workload.source,
+        "items": len(items),
+        "distinct_prompts": len({i.prompt_id for i in items}),
+        "categories": dict(Counter(i.category or "(none)" for i in items)),
+        "prompt_tokens_approx": describe(approx_tokens(item_text(i)) for i in items).to_dict(),
+        "items_with_max_tokens": len(with_max),
+        "max_tokens": describe(with_max).to_dict(),
+        "items_with_checks": sum(1 for i in items if i.checks),
+        "check_types": dict(check_types),
+    }

@@ -6,14 +6,16 @@ never sees a broken UTF-8 sequence, and all streamed pieces concatenate to exact
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jinja2 import TemplateError
+from jinja2 import TemplateError, nodes
 from jinja2.exceptions import TemplateSyntaxError
+from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
@@ -58,6 +60,21 @@ def _ids(value: Any) -> list[int]:
 
 def _raise_exception(message: str) -> None:
     raise ChatTemplateError(f"chat template rejected the messages: {message}")
+
+
+def _strftime_now(fmt: str) -> str:
+    """HF exposes this to templates (Llama 3.x stamps today's date into the system prompt)."""
+    return datetime.datetime.now().strftime(fmt)
+
+
+class _GenerationBlock(Extension):
+    """`{% generation %}...{% endgeneration %}` marks assistant text for HF's training masks; render its body."""
+
+    tags = {"generation"}  # noqa: RUF012 - jinja2's Extension API declares tags as a class attribute
+
+    def parse(self, parser: Any) -> list[nodes.Node]:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
 
 class Tokenizer:
@@ -178,9 +195,10 @@ class Tokenizer:
             )
         if self._compiled_template is None:
             env = ImmutableSandboxedEnvironment(
-                trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+                trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _GenerationBlock]
             )
             env.globals["raise_exception"] = _raise_exception
+            env.globals["strftime_now"] = _strftime_now
             env.filters["tojson"] = lambda v, indent=None: json.dumps(v, ensure_ascii=False, indent=indent)
             try:
                 self._compiled_template = env.from_string(self.chat_template)

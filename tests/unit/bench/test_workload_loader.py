@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from speculab.bench.checks import evaluate
 from speculab.bench.workload import (
     Workload,
     approx_tokens,
@@ -295,3 +298,23 @@ def test_synthetic_grammar_errors(arg, message):
     with pytest.raises(UserError) as e:
         load_workload(f"synthetic:{arg}", seed=0)
     assert message in str(e.value)
+
+
+def test_the_examples_in_docs_work(tmp_path):
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "workloads.md").read_text(encoding="utf-8")
+    lines = [ln for ln in doc.splitlines() if ln.startswith(('{"id": "refund-1"', '{"messages"'))]
+    assert len(lines) == 2
+    w = load_workload(write_jsonl(tmp_path / "doc.jsonl", lines), seed=0)
+    assert passed(w.items[0], 'Sure: {"order_id": "A-55"}') and not passed(w.items[0], '{"order_id": "A-56"}')
+    assert passed(w.items[1], "paris") and not passed(w.items[1], "Lyon")
+    regex, negated = (
+        json.loads(ln) for ln in doc.splitlines() if ln.startswith(('{"type": "regex"', '{"type": "contains"'))
+    )
+    assert evaluate([regex], "Answer: $1,284.50")[0].passed and not evaluate([regex], "Answer: 1284.55")[0].passed
+    assert evaluate([negated], "def new_name(x):")[0].passed
+    for spec in re.findall(r"^synthetic:input=\d\S*", doc, re.M):
+        assert len(load_workload(spec, seed=0, num_prompts=3)) == 3
+
+
+def passed(item, text: str) -> bool:
+    return all(r.passed for r in evaluate(item.checks, text, item))

@@ -202,3 +202,17 @@ def test_sentencepiece_leading_space_survives_streaming(sp_tok: Tokenizer):
     ids = sp_tok.encode("hello world again", add_special_tokens=False)
     detok = IncrementalDetokenizer(sp_tok, sp_tok.encode("say:"))
     assert "".join(detok.push([i]) for i in ids) + detok.flush() == " hello world again"
+
+
+def test_template_features_real_templates_use_match_transformers(tok: Tokenizer, hf_tok):
+    """loop controls, tojson (non-ASCII kept), strftime_now, {% generation %}, undefined `tools`."""
+    template = (
+        "{{ bos_token }}{% if tools is defined and tools %}TOOLS{% endif %}"
+        "{% for m in messages %}{% if loop.index > 3 %}{% break %}{% endif %}"
+        "{% if m['role'] == 'assistant' %}{% generation %}[{{ m['content'] }}]{% endgeneration %}"
+        "{% else %}{{ m['content'] | tojson }}{% endif %}{% endfor %}"
+        "|{{ strftime_now('%Y') }}|{{ eos_token }}"
+    )
+    ours = Tokenizer(tok._tok, {**tok.config, "chat_template": template}).apply_chat_template(CONVERSATION)
+    assert ours == hf_tok.apply_chat_template(CONVERSATION, chat_template=template, tokenize=False)
+    assert '"hi 😀"' in ours and "[hello]" in ours and "what is" not in ours
