@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import torch
 import uvicorn
 from fastapi import FastAPI
 
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig, Speculator
-from speculab.engine.loader import load_model, parse_dtype, resolve_model_path
+from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
+from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import AppConfig, create_app
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
@@ -63,12 +65,15 @@ def pick_device(name: str) -> torch.device:
 
 
 def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tuple[AsyncEngine, Tokenizer, str]:
-    """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name."""
+    """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name.
+
+    Settings are checked against the model's config and the free memory before any weights are read.
+    """
     path = resolve_model_path(cfg.model)
     device = pick_device(cfg.device)
-    model = load_model(path, dtype=parse_dtype(cfg.dtype), device=device)
-    tok = Tokenizer.from_dir(path)
-    n_pos = model.config.max_position_embeddings
+    dtype = parse_dtype(cfg.dtype) or default_dtype(device)
+    mcfg = read_config(path)
+    n_pos = mcfg.max_position_embeddings
     max_len = cfg.max_model_len or min(n_pos, DEFAULT_MAX_MODEL_LEN)
     if max_len > n_pos:
         raise UserError(f"--max-model-len {max_len} exceeds the model's {n_pos} positions; use at most {n_pos}")
@@ -79,6 +84,13 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
         max_waiting=cfg.max_waiting,
         seed=cfg.seed,
     )
+    try:
+        ecfg.scheduler_config()
+    except ValueError as e:
+        raise UserError(f"invalid engine settings: {e} (see speculab serve --help)") from None
+    check_memory(mcfg, ecfg, dtype, device)
+    model = load_model(path, dtype=dtype, device=device)
+    tok = Tokenizer.from_dir(path)
     eos = set(tok.eos_token_ids) | _ids(model.config.eos_token_id)
     engine = Engine(
         model,
@@ -89,6 +101,27 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
     )
     name = cfg.served_model_name or (cfg.model if not Path(cfg.model).exists() else Path(cfg.model).name)
     return AsyncEngine(engine), tok, name
+
+
+def kv_cache_bytes(mcfg: ModelConfig, ecfg: EngineConfig, dtype: torch.dtype) -> int:
+    """Bytes of the preallocated cache: keys and values, [L, slots, Hkv, max_len + 1, D]."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    per_pos = mcfg.num_hidden_layers * mcfg.num_key_value_heads * mcfg.head_dim * elem * 2
+    return per_pos * ecfg.max_num_seqs * (ecfg.max_model_len + 1)
+
+
+def check_memory(mcfg: ModelConfig, ecfg: EngineConfig, dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse settings whose weights + KV cache cannot fit, with the numbers and the flags to change."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    weights, kv = mcfg.num_parameters * elem, kv_cache_bytes(mcfg, ecfg, dtype)
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else psutil.virtual_memory().available
+    if weights + kv > 0.9 * free:
+        gib = 1024**3
+        raise UserError(
+            f"weights ({weights / gib:.2f} GiB) + KV cache for {ecfg.max_num_seqs} sequences x {ecfg.max_model_len} "
+            f"tokens ({kv / gib:.2f} GiB) exceed the {free / gib:.2f} GiB free on {device}; "
+            "lower --max-num-seqs or --max-model-len"
+        )
 
 
 def _ids(v: int | list[int] | None) -> set[int]:

@@ -89,8 +89,12 @@ class _EngineCollector(Collector):
             c.add_metric([self.model_name], value)
             return c
 
-        yield gauge("num_requests_running", "Requests holding a KV cache slot.", e.num_running)
-        yield gauge("num_requests_waiting", "Requests queued for a slot.", e.num_waiting)
+        running = e.num_running
+        # Admitted but not yet holding a slot: the scheduler's queue plus requests the engine thread has not
+        # picked up yet (they arrive while a step runs).
+        waiting = max(self.engine.num_in_flight - running, e.num_waiting)
+        yield gauge("num_requests_running", "Requests holding a KV cache slot.", running)
+        yield gauge("num_requests_waiting", "Requests queued for a slot.", waiting)
         yield gauge("kv_cache_usage_perc", "Fraction of KV cache positions holding live tokens (0-1).", e.kv_usage())
         yield gauge("kv_cache_bytes", "Bytes preallocated for the KV cache.", e.runner.cache.nbytes)
         yield gauge("process_resident_memory_bytes", "Server process resident memory.", self.process.memory_info().rss)
