@@ -225,27 +225,39 @@ class Sequence:
         if self.detokenizer is not None:
             before = len(self.text)
             self.text += self.detokenizer.push([tok])
-            if p.stop and past_min:
-                # A stop string can only newly appear in a window that reaches into the new text.
-                start = max(0, before - max(len(s) for s in p.stop) + 1)
-                hits = [i for i in (self.text.find(s, start) for s in p.stop) if i >= 0]
-                if hits:
-                    self.text = self.text[: min(hits)]
-                    self._stop_string_hit = True
-                    return FinishReason.STOP
+            if past_min and self._cut_at_stop_string(before):
+                return FinishReason.STOP
         if len(self.output_ids) >= p.max_tokens:
             return FinishReason.LENGTH
         return None
 
+    def _cut_at_stop_string(self, before: int) -> bool:
+        """Cut `text` at the first stop string that ends after position `before`; True if one was found."""
+        if not self.params.stop:
+            return False
+        # A stop string can only newly appear in a window that reaches into the new text.
+        start = max(0, before - max(len(s) for s in self.params.stop) + 1)
+        hits = [i for i in (self.text.find(s, start) for s in self.params.stop) if i >= 0]
+        if not hits:
+            return False
+        self.text = self.text[: min(hits)]
+        self._stop_string_hit = True
+        return True
+
     def finish(self, reason: FinishReason) -> None:
         if self.is_finished:
             return
+        # Text still held inside the detokenizer (an incomplete UTF-8 sequence) is real output, unless a
+        # stop string cut the text: everything after the stop is discarded. Released text may complete a
+        # stop string; it is cut there too, so no output ever contains a stop string.
+        if self.detokenizer is not None and not self._stop_string_hit:
+            before = len(self.text)
+            self.text += self.detokenizer.flush()
+            past_min = len(self.output_ids) >= self.params.min_tokens
+            if reason is not FinishReason.ABORT and past_min and self._cut_at_stop_string(before):
+                reason = FinishReason.STOP
         self.status = SequenceStatus.FINISHED
         self.finish_reason = reason
-        # Text still held inside the detokenizer (an incomplete UTF-8 sequence) is real output, unless a
-        # stop string cut the text: everything after the stop is discarded.
-        if self.detokenizer is not None and not self._stop_string_hit:
-            self.text += self.detokenizer.flush()
 
     def take_output(self) -> SequenceOutput:
         """The event for everything not yet reported; streamable text stops short of a possible stop string."""
