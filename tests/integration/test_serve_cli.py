@@ -10,6 +10,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
 from tests.integration.server_harness import free_port
 
 from speculab.cli import main
@@ -18,7 +19,7 @@ SRC = str(Path(__file__).parents[2] / "src")
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "speculab", "serve", *args], env=env, stderr=subprocess.PIPE, text=True
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 import pytest
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
 from tests.integration.server_harness import running_server, wait_for
 
 
@@ -256,6 +257,8 @@ def test_disconnect_non_streaming_frees_the_slot(server, slow_steps):
 
 def test_queue_full_is_429_with_retry_after():
     with running_server(max_num_seqs=1, max_waiting=1) as s:
+        step = s.engine.step
+        s.engine.step = lambda: (time.sleep(0.02), step())[1]  # keep the first two requests in flight
         long = {"model": "tiny", "prompt": "q", "max_tokens": 120, "ignore_eos": True, "stream": True}
         socks = [_raw_stream_request(s, long) for _ in range(2)]  # one running, one waiting
         assert wait_for(lambda: s.async_engine.num_in_flight == 2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import openai
 import pytest
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
 from tests.integration.server_harness import running_server
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, prompts, tiny_model
+from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, one_torch_thread, prompts, tiny_model  # noqa: F401 (autouse fixture)
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.model import BatchInput, KVCache

@@ -7,6 +7,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401, E402 (autouse fixture)
+
 from speculab.engine.engine import Engine, EngineConfig  # noqa: E402
 from speculab.engine.loader import load_model  # noqa: E402
 from speculab.engine.sequence import SamplingParams  # noqa: E402

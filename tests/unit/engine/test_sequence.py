@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.fakes.engine_fakes import CharDetokenizer, char_of
+from tests.fakes.engine_fakes import CharDetokenizer, char_of, one_torch_thread  # noqa: F401 (autouse fixture)
 
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
 
