@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import re
 import time
@@ -171,7 +172,8 @@ def create_app(
     @app.middleware("http")
     async def _auth(request: Request, call_next: Callable[[Request], Any]) -> Response:
         guarded = cfg.api_key is not None and request.url.path.startswith("/v1/")
-        if guarded and request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
+        sent = request.headers.get("authorization", "").encode()
+        if guarded and not hmac.compare_digest(sent, f"Bearer {cfg.api_key}".encode()):
             metrics.error(401)
             return _error(401, "invalid or missing API key; send 'Authorization: Bearer <key>'", code="invalid_api_key")
         return await call_next(request)
@@ -315,7 +317,8 @@ def create_app(
     async def completions(request: Request, req: oa.CompletionRequest) -> Response:
         check_model(req.model)
         p = req.prompt
-        prompt_ids = tokenizer.encode(p) if isinstance(p, str) else list(p)  # type: ignore[arg-type]
+        # Tokenizing a long prompt is CPU work: keep it off the event loop.
+        prompt_ids = await asyncio.to_thread(tokenizer.encode, p) if isinstance(p, str) else list(p)  # type: ignore[arg-type]
         return await run(
             request, req, prompt_ids, req.max_tokens or DEFAULT_COMPLETION_MAX_TOKENS, req.logprobs, chat=False
         )
@@ -323,11 +326,15 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request, req: oa.ChatCompletionRequest) -> Response:
         check_model(req.model)
-        try:
+
+        def render() -> list[int]:
             text = tokenizer.apply_chat_template(req.message_dicts(), add_generation_prompt=req.add_generation_prompt)
+            return tokenizer.encode(text, add_special_tokens=False)
+
+        try:
+            prompt_ids = await asyncio.to_thread(render)
         except UserError as e:
             raise oa.ApiError(400, str(e), param="messages") from None
-        prompt_ids = tokenizer.encode(text, add_special_tokens=False)
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         return await run(request, req, prompt_ids, req.output_limit, logprobs, chat=True)
 
