@@ -113,6 +113,11 @@ def test_stop_string_never_streamed(client):
 
 def test_models_health_version_metrics(client, server):
     assert [m.id for m in client.models.list()] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("other")
+    status, body = server.get("/v1/completions")  # wrong method: still OpenAI JSON
+    assert status == 405 and json.loads(body)["error"]["message"]
     assert server.get("/health")[0] == 200
     status, body = server.get("/version")
     assert status == 200 and "version" in json.loads(body)

@@ -196,6 +196,11 @@ def create_app(
     async def models() -> dict[str, Any]:
         return oa.models_list([cfg.served_model_name], oa.now_s(), max_model_len=max_model_len)
 
+    @app.get("/v1/models/{name:path}")
+    async def model_card(name: str) -> dict[str, Any]:
+        check_model(name)
+        return oa.models_list([cfg.served_model_name], oa.now_s(), max_model_len=max_model_len)["data"][0]
+
     def check_model(name: str) -> None:
         if name != cfg.served_model_name:
             raise oa.ApiError(
