@@ -120,7 +120,7 @@ def test_models_health_version_metrics(client, server):
     assert status == 405 and json.loads(body)["error"]["message"]
     assert server.get("/health")[0] == 200
     status, body = server.get("/version")
-    assert status == 200 and "version" in json.loads(body)
+    assert status == 200 and json.loads(body)["name"] == "speculab" and "version" in json.loads(body)
     status, text = server.get("/metrics")
     assert status == 200
     for name in (
@@ -297,3 +297,12 @@ def test_engine_failure_is_an_openai_error_and_health_says_so():
         assert s.get("/health")[0] == 503
         status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
         assert status == 503 and "engine" in payload["error"]["message"]
+
+
+def test_harness_detects_this_server_as_speculab(server):
+    from speculab.bench.engines.detect import detect_engine
+
+    version = json.loads(server.get("/version")[1])
+    models = json.loads(server.get("/v1/models")[1])
+    names = [ln.split("{")[0].split(" ")[0] for ln in server.get("/metrics")[1].splitlines() if ln[:1] != "#"]
+    assert detect_engine(version, None) == detect_engine(None, models) == detect_engine(None, None, names) == "speculab"

@@ -186,7 +186,8 @@ def create_app(
 
     @app.get("/version")
     async def version() -> dict[str, str]:
-        return {"version": __version__}
+        # "name" tells speculab's own endpoint detection this is not vLLM (whose /version is only {"version"}).
+        return {"name": "speculab", "version": __version__}
 
     @app.get("/metrics")
     async def prometheus() -> Response:
