@@ -133,6 +133,9 @@ def test_models_health_version_metrics(client, server):
         "speculab:e2e_request_latency_seconds_bucket",
         "speculab:kv_cache_usage_perc",
         "speculab:process_resident_memory_bytes",
+        "speculab:request_queue_time_seconds_bucket",
+        "speculab:request_prefill_time_seconds_bucket",
+        "speculab:request_decode_time_seconds_bucket",
     ):
         assert name in text, name
 

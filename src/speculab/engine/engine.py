@@ -168,6 +168,10 @@ class Engine:
         """Run one scheduling step; an event for every sequence that produced tokens or finished."""
         width = 1 + (self.speculator.num_speculative_tokens if self.speculator else 0)
         plan = self.scheduler.schedule(decode_width=width)
+        now = self.clock()
+        for c in plan.prefill:
+            if c.seq.scheduled_s is None:
+                c.seq.scheduled_s = now
         touched: list[Sequence] = []
         if plan.decode:
             touched += self._decode(plan.decode)

@@ -96,6 +96,15 @@ class SpecStats:
     num_accepted_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class PhaseTimes:
+    """A finished request's phases in seconds, on the engine's clock: queued -> prefill -> decode."""
+
+    queue_s: float  # arrival -> a cache slot was assigned
+    prefill_s: float  # slot assigned -> first token (the whole prompt, chunks included)
+    decode_s: float  # first token -> last token
+
+
 @dataclass(slots=True)
 class SequenceOutput:
     """What one engine step produced for one request. Several tokens per step are normal under speculation."""
@@ -109,6 +118,7 @@ class SequenceOutput:
     num_prompt_tokens: int
     num_output_tokens: int
     spec: SpecStats | None = None
+    phases: PhaseTimes | None = None  # on the final output of a request that produced tokens
 
 
 @dataclass(eq=False)
@@ -129,6 +139,7 @@ class Sequence:
     num_cached: int = 0  # leading tokens whose KV is in the slot
     generator: torch.Generator | None = None  # per-request RNG when a seed is given
     spec: SpecStats = field(default_factory=SpecStats)
+    scheduled_s: float | None = None  # when a cache slot was assigned
     first_token_s: float | None = None
     last_token_s: float | None = None
 
@@ -281,4 +292,14 @@ class Sequence:
             num_prompt_tokens=self.num_prompt_tokens,
             num_output_tokens=self.num_output_tokens,
             spec=self.spec if self.spec.num_drafts else None,
+            phases=self._phases() if self.is_finished else None,
+        )
+
+    def _phases(self) -> PhaseTimes | None:
+        if self.scheduled_s is None or self.first_token_s is None or self.last_token_s is None:
+            return None
+        return PhaseTimes(
+            queue_s=self.scheduled_s - self.arrival_s,
+            prefill_s=self.first_token_s - self.scheduled_s,
+            decode_s=self.last_token_s - self.first_token_s,
         )

@@ -9,7 +9,7 @@ from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, one_torch_
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.model import BatchInput, KVCache
 from speculab.engine.scheduler import QueueFull
-from speculab.engine.sequence import FinishReason, SamplingParams
+from speculab.engine.sequence import FinishReason, PhaseTimes, SamplingParams
 
 GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
 
@@ -25,7 +25,9 @@ def make(model, **kw) -> Engine:
     kw.setdefault("max_num_batched_tokens", 256)
     eos = kw.pop("eos", frozenset())
     detok = kw.pop("detok", None)
-    return Engine(model, EngineConfig(**kw), eos_token_ids=eos, detokenizer_factory=detok)
+    clock = kw.pop("clock", None)
+    extra = {"clock": clock} if clock is not None else {}
+    return Engine(model, EngineConfig(**kw), eos_token_ids=eos, detokenizer_factory=detok, **extra)
 
 
 def reference_greedy(model, prompt: list[int], n: int) -> list[int]:
@@ -242,3 +244,18 @@ def test_requests_join_between_steps_and_decodes_share_one_forward(model):
     assert (
         a.output_ids == make(model).generate([[1, 2, 3]], SamplingParams(max_tokens=30, temperature=0.0))[0].output_ids
     )
+
+
+def test_phase_times_on_a_scripted_clock(model):
+    now = [0.0]
+    eng = make(model, max_num_seqs=1, clock=lambda: now[0])
+    eng.add_request("a", [1, 2], SamplingParams(max_tokens=2, temperature=0.0))
+    now[0] = 0.5
+    eng.add_request("b", [3, 4], SamplingParams(max_tokens=3, temperature=0.0))
+    finals = {}
+    for t in (1.0, 2.0, 3.0, 4.0, 5.0):
+        now[0] = t
+        finals.update({o.request_id: o for o in eng.step() if o.finished})
+    # a: slot at 1, first token at 1 (prefill step), last at 2; b waits for a's slot until 3, then 3 tokens by 5
+    assert finals["a"].phases == PhaseTimes(queue_s=1.0, prefill_s=0.0, decode_s=1.0)
+    assert finals["b"].phases == PhaseTimes(queue_s=2.5, prefill_s=0.0, decode_s=2.0)

@@ -274,6 +274,7 @@ def create_app(
         def on_output(out: SequenceOutput) -> None:
             tracker.on_tokens(len(out.new_token_ids))
             if out.finished and out.finish_reason is not None:
+                tracker.on_phases(out.phases)
                 tracker.on_finish(out.finish_reason.value)
 
         async def outputs() -> AsyncIterator[SequenceOutput]:
