@@ -33,7 +33,7 @@ class ServeConfig:
     port: int = 8000
     max_num_seqs: int = 8
     max_model_len: int | None = None  # default: the model's positions, at most DEFAULT_MAX_MODEL_LEN
-    max_num_batched_tokens: int | None = None  # default: max(2048, max_num_seqs)
+    max_num_batched_tokens: int | None = None  # default: default_token_budget(device), at least max_num_seqs
     max_waiting: int = 256
     dtype: str | None = None  # auto: float32 on CPU, bfloat16 on CUDA
     device: str = "auto"
@@ -50,6 +50,15 @@ class ServeConfig:
             raise UserError("--max-model-len must be at least 2")
         if self.max_waiting < 0:
             raise UserError("--max-waiting must be >= 0")
+
+
+def default_token_budget(device: torch.device) -> int:
+    """Per-step token budget: a step that prefills B tokens stalls every running decode for that long.
+
+    On a CPU, 2048 prompt tokens of even a small model take hundreds of milliseconds; 512 keeps the stall
+    near a few decode steps at the cost of prefilling long prompts over more steps.
+    """
+    return 512 if device.type == "cpu" else 2048
 
 
 def pick_device(name: str) -> torch.device:
@@ -80,7 +89,7 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
     ecfg = EngineConfig(
         max_num_seqs=cfg.max_num_seqs,
         max_model_len=max_len,
-        max_num_batched_tokens=cfg.max_num_batched_tokens or max(2048, cfg.max_num_seqs),
+        max_num_batched_tokens=cfg.max_num_batched_tokens or max(default_token_budget(device), cfg.max_num_seqs),
         max_waiting=cfg.max_waiting,
         seed=cfg.seed,
     )
