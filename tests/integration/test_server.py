@@ -309,3 +309,20 @@ def test_harness_detects_this_server_as_speculab(server):
     models = json.loads(server.get("/v1/models")[1])
     names = [ln.split("{")[0].split(" ")[0] for ln in server.get("/metrics")[1].splitlines() if ln[:1] != "#"]
     assert detect_engine(version, None) == detect_engine(None, models) == detect_engine(None, None, names) == "speculab"
+
+
+def test_shutdown_ends_streams_cleanly_and_refuses_new_requests():
+    with running_server() as s:
+        step = s.engine.step
+        s.engine.step = lambda: (time.sleep(0.02), step())[1]
+        sock = _raw_stream_request(
+            s, {"model": "tiny", "prompt": "x", "max_tokens": 120, "ignore_eos": True, "stream": True}
+        )
+        _read_until(sock, b"data:")
+        s.async_engine.begin_shutdown()  # what Ctrl-C / SIGTERM does in `speculab serve`
+        tail = _read_until(sock, b"data: [DONE]")
+        assert b"the server is shutting down" in tail
+        sock.close()
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 503 and "shutting down" in payload["error"]["message"]
+        assert s.get("/health")[0] == 503

@@ -53,6 +53,7 @@ class AsyncEngine:
         self._thread: threading.Thread | None = None
         self._capacity = engine.cfg.max_num_seqs + engine.cfg.max_waiting
         self.error: BaseException | None = None
+        self._stopping = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -62,9 +63,19 @@ class AsyncEngine:
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._commands.put(_STOP)
+            self.begin_shutdown()
             self._thread.join(timeout=30)
             self._thread = None
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._stopping
+
+    def begin_shutdown(self) -> None:
+        """Refuse new requests and end every in-flight one with an error, without waiting (signal-handler safe)."""
+        if not self._stopping:
+            self._stopping = True
+            self._commands.put(_STOP)
 
     # --- the caller's side (event loop thread) -----------------------------------------------------
     @property
@@ -78,6 +89,8 @@ class AsyncEngine:
         """Admit a request or raise: ValueError (bad request), QueueFull (retry later), EngineDeadError."""
         if self.error is not None:
             raise EngineDeadError(f"the engine stopped after an internal error: {self.error}")
+        if self._stopping:
+            raise EngineDeadError("the server is shutting down")
         self.engine.validate(prompt_ids, params)
         loop = asyncio.get_running_loop()
         q: asyncio.Queue[SequenceOutput | Exception] = asyncio.Queue()

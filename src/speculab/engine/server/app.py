@@ -182,6 +182,8 @@ def create_app(
     async def health() -> Response:
         if engine.error is not None:
             return _error(503, f"engine failed: {engine.error}", type="server_error")
+        if engine.shutting_down:
+            return _error(503, "the server is shutting down", type="server_error")
         return Response(status_code=200)
 
     @app.get("/version")

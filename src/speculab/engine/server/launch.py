@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import psutil
 import torch
@@ -142,6 +143,19 @@ def make_app(cfg: ServeConfig, speculator: Speculator | None = None) -> FastAPI:
     return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key))
 
 
+class _Server(uvicorn.Server):
+    """On Ctrl-C / SIGTERM, end in-flight generations at once (an error event, then [DONE]) so that
+    uvicorn's graceful shutdown does not wait on, then cancel, long streams."""
+
+    def __init__(self, config: uvicorn.Config, engine: AsyncEngine):
+        super().__init__(config)
+        self.engine = engine
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.engine.begin_shutdown()
+        super().handle_exit(sig, frame)
+
+
 def _check_port_free(host: str, port: int) -> None:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -155,7 +169,11 @@ def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Specula
     """Block serving HTTP until interrupted; `on_ready(url)` runs once /health answers."""
     _check_port_free(cfg.host, cfg.port)
     app = make_app(cfg, speculator)
-    server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on"))
+    # Ctrl-C: stop accepting, give in-flight streams a few seconds, then close them (their slots go with the engine).
+    ucfg = uvicorn.Config(
+        app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
+    server = _Server(ucfg, app.state.engine)
     host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     url = f"http://{'127.0.0.1' if cfg.host == '0.0.0.0' else host}:{cfg.port}"
 
