@@ -14,7 +14,6 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from speculab.engine.engine import Engine
@@ -107,25 +106,6 @@ class AsyncEngine:
     def abort(self, request_id: str) -> None:
         """Cancel a request (thread-safe, idempotent); its slot is freed before the next step."""
         self._commands.put(_Abort(request_id))
-
-    async def generate(
-        self, request_id: str, prompt_ids: list[int], params: SamplingParams
-    ) -> AsyncIterator[SequenceOutput]:
-        """Outputs until the final one; leaving early (client gone, task cancelled) aborts the request."""
-        q = self.submit(request_id, prompt_ids, params)
-        finished = False
-        try:
-            while True:
-                out = await q.get()
-                if isinstance(out, Exception):
-                    raise out
-                finished = out.finished
-                yield out
-                if finished:
-                    return
-        finally:
-            if not finished:
-                self.abort(request_id)
 
     # --- the engine thread -------------------------------------------------------------------------
     def _loop(self) -> None:
