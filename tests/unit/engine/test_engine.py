@@ -259,3 +259,31 @@ def test_phase_times_on_a_scripted_clock(model):
     # a: slot at 1, first token at 1 (prefill step), last at 2; b waits for a's slot until 3, then 3 tokens by 5
     assert finals["a"].phases == PhaseTimes(queue_s=1.0, prefill_s=0.0, decode_s=1.0)
     assert finals["b"].phases == PhaseTimes(queue_s=2.5, prefill_s=0.0, decode_s=2.0)
+
+
+def test_sampled_first_tokens_follow_the_processed_distribution(model):
+    """3000 seeded requests: the first token's frequencies match temperature/top-k/top-p probabilities (chi-square)."""
+    from scipy.stats import chisquare
+
+    from speculab.engine.sampling import processed_probs
+
+    prompt = [5, 9, 2, 7]
+    t, top_p, top_k = 1.3, 0.95, 12
+    cache = KVCache(model.config, 1, 128, torch.float32, torch.device("cpu"))
+    batch = BatchInput(torch.tensor([prompt]), torch.arange(4)[None], torch.tensor([0]), 4)
+    with torch.no_grad():
+        logits = model(batch, cache)[:, -1]
+    p = processed_probs(logits, torch.tensor([t]), torch.tensor([top_p]), torch.tensor([top_k]))[0].double()
+    n = 3000
+    eng = make(model, max_num_seqs=64, max_num_batched_tokens=256, max_waiting=n)
+    params = [SamplingParams(max_tokens=1, temperature=t, top_p=top_p, top_k=top_k, seed=i) for i in range(n)]
+    seqs = eng.generate([prompt] * n, params)
+    counts = torch.bincount(torch.tensor([s.output_ids[0] for s in seqs]), minlength=VOCAB).double()
+    assert counts[p == 0].sum() == 0  # nothing outside top-k / top-p is ever drawn
+    keep = p * n >= 5
+    observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
+    expected = torch.cat([p[keep], p[~keep].sum()[None]]) * n
+    if expected[-1] == 0:
+        observed, expected = observed[:-1], expected[:-1]
+    expected *= n / expected.sum()  # float32 probabilities: renormalise so the totals agree exactly
+    assert chisquare(observed.numpy(), expected.numpy()).pvalue > 1e-3
