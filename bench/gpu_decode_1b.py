@@ -310,7 +310,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     def cuda_graph() -> None:
         static.reset()
-        graph, out = capture_graph(static)
+        try:
+            graph, out = capture_graph(static)
+        except Exception as e:  # e.g. an attention kernel that cannot be captured: retry with the math backend
+            res["cuda_graph_first_error"] = f"{type(e).__name__}: {e}"[:300]
+            torch.cuda.synchronize()
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            static.reset()
+            with sdpa_kernel([SDPBackend.MATH]):
+                graph, out = capture_graph(static)
+            res["cuda_graph_sdpa"] = "math"
         res["cuda_graph_ms"] = round(timed_ms(graph.replay, device, args.iters), 4)
         res["cuda_graph_vs_eager"] = agreement(greedy_run(replay_fn(graph, out), static, 16), reference)
 
