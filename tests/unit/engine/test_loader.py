@@ -219,3 +219,14 @@ def test_model_is_built_on_meta_so_weights_exist_once(tmp_path: Path, monkeypatc
     model = load_model(ckpt)
     assert devices and set(devices) == {"meta"}
     assert not any(p.is_meta for p in model.parameters())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tiny_checkpoint: Path):
+    with pytest.raises(ModelLoadError, match="CUDA is not available here; use --device cpu"):
+        load_model(tiny_checkpoint, device="cuda")
+
+
+def test_unknown_device(tiny_checkpoint: Path):
+    with pytest.raises(ModelLoadError, match="unknown device 'gpu0'"):
+        load_model(tiny_checkpoint, device="gpu0")
