@@ -119,6 +119,7 @@ class ArmLevel:
     error: int
     error_rate: float
     errors_by_category: Mapping[str, int]
+    first_error: str  # the first failed request's category and message ("" when none failed): says what to fix
     requested_rate_rps: float | None
     achieved_rate_rps: float | None  # send rate actually achieved (rate loads), mean over repeats
     achieved_concurrency: float | None  # time-weighted in-flight requests while sending (closed loops)
@@ -530,6 +531,9 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         error=pooled.error,
         error_rate=pooled.error / sent if sent else math.nan,
         errors_by_category=dict(pooled.errors_by_category),
+        first_error=next((f"{r.error.category.value}: {r.error.message}" for r in records if r.error is not None), "")[
+            :300
+        ],
         requested_rate_rps=level.requested_rate_rps,
         achieved_rate_rps=achieved_rate_rps,
         achieved_concurrency=achieved_conc,
@@ -598,9 +602,10 @@ def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_l
         return "missing", f"no {which} runs at {level.label}"
     for side, a in (("baseline", base), (cand_label, cand)):
         if a.error_rate > opts.max_error_rate:
+            first = f"; first: {a.first_error}" if a.first_error else ""
             return "errors", (
                 f"{side} error rate {a.error_rate:.1%} ({a.error} of {a.sent}) is above the {opts.max_error_rate:.0%} "
-                "gate"
+                f"gate{first}"
             )
     acc = cand.acceptance
     if acc is not None and not acc.active:

@@ -108,6 +108,7 @@ def test_error_rate_gate():
     r = build_report(make_inputs(n_prompts=30, repeats=1, candidates={"ngram-k4": flaky}), FAST)
     comp = r.level("c1").comparison("ngram-k4")
     assert comp.gate == "errors" and "error rate" in comp.gate_reason and "2% gate" in comp.gate_reason
+    assert "first: http: 503 Service Unavailable" in comp.gate_reason
 
 
 def test_partial_run_says_what_is_missing():
