@@ -1108,7 +1108,12 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
     opts = options or ReportOptions()
     base = inputs.baseline
     levels: list[LevelReport] = []
-    for i, lv in enumerate(inputs.setup.levels):
+    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
+    order = sorted(
+        range(len(inputs.setup.levels)), key=lambda j: (inputs.setup.levels[j].kind, inputs.setup.levels[j].value)
+    )
+    for i in order:
+        lv = inputs.setup.levels[i]
         arms = {}
         for arm in inputs.arms:
             runs = inputs.runs_for(arm.name, lv.key)
