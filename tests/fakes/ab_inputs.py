@@ -153,7 +153,7 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
     acc = None
     if eff.acceptance_length is not None:
         ok_tokens = sum(r.completion_tokens or 0 for r in records if r.ok)
-        if eff.acceptance_length <= 1.0:
+        if eff.acceptance_length <= 1.0 or ok_tokens == 0:
             acc = AcceptanceSummary("vllm counters (server-wide)", False, 0.0, 0.0, 0.0)
         else:
             drafts = ok_tokens / eff.acceptance_length

@@ -1091,7 +1091,7 @@ def _missing(inputs: ReportInputs) -> list[str]:
     for lv in inputs.setup.levels:
         for arm in inputs.arms:
             runs = inputs.runs_for(arm.name, lv.key)
-            have = {r.repeat for r in runs if r.records}
+            have = {r.repeat for r in runs if any(not x.warmup for x in r.records)}
             want = set(range(1, inputs.setup.repeats + 1))
             if not have:
                 out.append(f"{arm.label} at {lv.label}: no runs")
