@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import random
 import threading
@@ -747,6 +748,10 @@ async def serve_mock(
         if stop.is_set():
             return
     async with running_mock_server(cfg, host, port) as url:
+        # This process is ours: move everything alive at start-up out of the collector's generations, so that a
+        # full collection mid-run scans only the requests' objects instead of pausing the schedule for ~10 ms.
+        gc.collect()
+        gc.freeze()
         on_ready(url)
         await stop.wait()
 
