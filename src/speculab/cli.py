@@ -7,12 +7,19 @@ Each command parses and validates its flags, calls one library function, prints 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from speculab import __version__
 from speculab.errors import UserError
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer on real click
+    from click.exceptions import NoArgsIsHelpError, UsageError
 
 app = typer.Typer(
     name="speculab",
@@ -31,6 +38,61 @@ def version() -> None:
 
 
 # --- commands are registered below, one block each (bench, mock-server, serve, run, compare, demo, ...) ---
+
+
+@app.command()
+def bench(
+    url: str = typer.Option(..., "--url", help="Base URL of an OpenAI-compatible server, e.g. http://localhost:8000"),
+    output: Path = typer.Option(..., "--output", "-o", help="New directory for manifest, requests and summary"),
+    model: str = typer.Option("", "--model", help="Served model name (default: the only one the server serves)"),
+    api: str = typer.Option("completions", "--api", help="completions | chat"),
+    workload: str = typer.Option(
+        "builtin:mixed", "--workload", help="builtin:NAME, file.jsonl, sharegpt:PATH, synthetic:..."
+    ),
+    num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; with --rate: a cap"),
+    rate: float | None = typer.Option(None, "--rate", help="Open loop: requests per second"),
+    arrival: str = typer.Option("poisson", "--arrival", help="Open-loop arrivals: poisson | constant | gamma"),
+    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
+    duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
+    warmup: int = typer.Option(0, "--warmup", help="Warmup requests before measuring (excluded from results)"),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
+    ),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    top_p: float | None = typer.Option(None, "--top-p"),
+    seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask the server to generate exactly max tokens"),
+    stream: bool = typer.Option(True, "--stream/--no-stream", help="Streamed (SSE) or whole responses"),
+    timeout: float = typer.Option(600.0, "--timeout", help="Per-request timeout, seconds"),
+    include_usage: bool = typer.Option(True, "--include-usage/--no-include-usage", help="stream_options.include_usage"),
+    continuous_usage: bool = typer.Option(
+        True, "--continuous-usage/--no-continuous-usage", help="stream_options.continuous_usage_stats"
+    ),
+    logprobs: int | None = typer.Option(None, "--logprobs", help="Request per-token logprobs (N alternatives)"),
+    extra_body: str | None = typer.Option(None, "--extra-body", help="JSON object merged into every request body"),
+    api_key: str | None = typer.Option(None, "--api-key", help="Default: $SPECULAB_API_KEY or $OPENAI_API_KEY"),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", help="tokenizer.json (or dir) to count chunk tokens"),
+    slo_ttft: float | None = typer.Option(None, "--slo-ttft", help="Goodput SLO on TTFT, seconds"),
+    slo_tpot: float | None = typer.Option(None, "--slo-tpot", help="Goodput SLO on TPOT, seconds"),
+    slo_e2e: float | None = typer.Option(None, "--slo-e2e", help="Goodput SLO on E2E latency, seconds"),
+    stall_threshold: float = typer.Option(0.2, "--stall-threshold", help="Stall: gap above this many seconds..."),
+    stall_k: float = typer.Option(3.0, "--stall-k", help="...and above k x the request's median gap"),
+    scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Diff Prometheus /metrics before and after"),
+) -> None:
+    """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
+    from speculab.bench.cli_args import bench_config_from_flags
+    from speculab.bench.measure import run_bench_interruptible
+    from speculab.report.console import BenchProgress, print_bench_summary
+
+    cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
+    console = Console()
+    with BenchProgress(console) as progress:
+        result = run_bench_interruptible(cfg, items, on_progress=progress.update, count_tokens=count_tokens)
+    print_bench_summary(console, result.summary, result.run_dir)
+    if result.interrupted:
+        err_console.print("interrupted: results of the part that ran are on disk")
+        raise typer.Exit(130)
 
 
 # --- workload: list the built-in sets, or load and check a workload without sending anything ---------------------
@@ -241,12 +303,21 @@ def _root() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: click handles usage errors (exit 2); UserError becomes one line and its exit code."""
+    """Entry point: usage errors (bad flags) and UserError become one line and a non-zero exit, no traceback."""
     try:
-        app(args=argv)
+        rc = app(args=argv, standalone_mode=False)
+    except NoArgsIsHelpError as e:
+        typer.echo(e.ctx.get_help() if e.ctx else str(e))
+        sys.exit(0)
+    except UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "speculab"
+        msg = f"{e.format_message()} (see {cmd} --help)"
+        err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     except UserError as e:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
