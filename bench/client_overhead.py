@@ -17,7 +17,10 @@ plus the server's HTTP parsing, which queues when many requests arrive at once) 
 error.
 
 Each concurrency level is a closed loop of N streams (N warmup requests first, to open the connections), then
-`--rounds` x N measured requests. A level is sustained when every request succeeded and the p99 chunk timing
+`--rounds` x N measured requests. By default the mock adds a seeded jitter of up to one chunk gap to each TTFT,
+so the streams' chunks arrive spread over the gap, as in real traffic; `--synchronized` makes every stream's
+chunks arrive in the same instant instead (the worst case: a single-threaded client timestamps the k-th chunk of a
+burst after handling the k-1 before it). A level is sustained when every request succeeded and the p99 chunk timing
 error is <= 1 ms. The client's peak RSS (this process) is sampled during each level.
 
 Usage (from the repository root):
@@ -51,9 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
-from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
-
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
+from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -61,6 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--levels", default="64,128,256,512,768,1024", help="concurrent streams per level")
     p.add_argument("--ttft-ms", type=float, default=100.0)
     p.add_argument("--gap-ms", type=float, default=50.0, help="mock server's time between chunks")
+    p.add_argument(
+        "--synchronized",
+        action="store_true",
+        help="identical TTFTs, so all streams' chunks arrive in bursts at the same instants (the worst case); by "
+        "default each TTFT gets a seeded jitter of up to one gap, spreading the streams' phases as real traffic does",
+    )
     p.add_argument("--tokens-per-chunk", type=int, default=2)
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
@@ -82,6 +90,7 @@ def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
     """The mock server in its own process, so its CPU time does not delay the client's reads."""
     argv = [sys.executable, "-m", "speculab", "mock-server", "--port", "0", "--record-send-times"]
     argv += ["--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
+    argv += ["--ttft-jitter-ms", "0" if args.synchronized else str(args.gap_ms)]
     argv += ["--tokens-per-chunk", str(args.tokens_per_chunk), "--output-tokens", str(args.output_tokens)]
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
@@ -173,6 +182,7 @@ def compare(
         if prompt in wire_sent:
             send_delay.append(wire_sent[prompt] - rec.sent_s)
             to_server.append(entry["arrival_s"] - wire_sent[prompt])
+        # first_deadline_s already includes the TTFT jitter
         server_late += [w - (entry["first_deadline_s"] + i * gap_s) for i, w in enumerate(writes)]
     return {
         "chunks": len(chunk_err),

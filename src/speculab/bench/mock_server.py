@@ -194,6 +194,7 @@ class _MockState:
         self.cfg = cfg
         self.metrics = _Metrics(cfg)
         self.fault_rng = random.Random(cfg.seed)
+        self.jitter_rng = random.Random(cfg.seed + 1)  # separate: jitter settings leave the fault draws unchanged
         self.n_requests = 0
         self.slots = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         self.running = 0
@@ -533,6 +534,8 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
             job.cached_tokens = state.cached_tokens(job.prompt_words)
             m.prompt_tokens.inc(job.prompt_tokens)
             first = state.prefill_done(t_admit + wait, job.prompt_tokens - job.cached_tokens) + cfg.ttft_s
+            if cfg.ttft_jitter_s > 0:
+                first += state.jitter_rng.uniform(0.0, cfg.ttft_jitter_s)
             return await _generate(state, request, job, resp, first, t_arrival, fault, fault_pos)
     except ConnectionResetError:  # the client hung up (its timeout, or a cancelled run): nothing to send
         return resp if resp is not None else web.Response(status=499)
