@@ -53,7 +53,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
+from speculab.bench.client import (  # noqa: E402
+    EndpointConfig,
+    SamplingConfig,
+    StreamingRequest,
+    StreamState,
+    build_payload,
+    request_func,
+)
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
 from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
@@ -73,6 +80,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
     p.add_argument("--max-error-ms", type=float, default=1.0, help="p99 chunk timing error that counts as sustained")
+    p.add_argument(
+        "--client",
+        choices=("harness", "deferred"),
+        default="harness",
+        help="harness: speculab's StreamingRequest as `speculab bench` runs it; deferred: the same parsing "
+        "(StreamState), moved after the stream ends so that the read loop only timestamps bytes",
+    )
     p.add_argument("--pin", action="store_true", help="pin the client to CPU 0 and the server to CPU 1")
     p.add_argument(
         "--gc",
@@ -138,6 +152,31 @@ def _pcts_ms(values: list[float]) -> dict[str, float | None]:
         "p99": round(float(p99), 3),
         "max": round(float(a.max()), 3),
     }
+
+
+class DeferredParseRequest(StreamingRequest):
+    """The harness's streaming request with its parsing moved out of the read loop: arrivals are timestamped as
+    the bytes come, and fed to the same `StreamState` (with those timestamps) once the stream has ended. Same
+    record; it shows how much of the timing error is the per-chunk parsing inside the loop."""
+
+    async def __call__(
+        self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+    ) -> RequestRecord:
+        ep, clock = self.endpoint, self.clock
+        st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
+        pieces: list[tuple[float, bytes]] = []
+        sent_s = clock()
+        async with session.post(ep.url, json=build_payload(ep, self.sampling, spec)) as resp:
+            resp.raise_for_status()
+            async for piece in resp.content.iter_any():
+                pieces.append((clock(), piece))
+        end_s = clock()
+        for t, piece in pieces:
+            if st.feed(piece, t):
+                break
+        else:
+            st.eof()
+        return st.record(spec=spec, scheduled_s=scheduled_s, sent_s=sent_s, end_s=end_s, warmup=warmup, error=None)
 
 
 def _session(written: dict[str, float]) -> aiohttp.ClientSession:
@@ -224,9 +263,14 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         with PeakRss() as rss:
             wire_sent: dict[str, float] = {}
             async with _session(wire_sent) as session:
+                request = (
+                    request_func(endpoint, sampling)
+                    if args.client == "harness"
+                    else DeferredParseRequest(endpoint, sampling)
+                )
                 await run_load(
                     items,
-                    request_func(endpoint, sampling),
+                    request,
                     session,
                     LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency),
                     on_record=records.append,

@@ -725,7 +725,7 @@ async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: in
     runner = web.AppRunner(create_app(cfg), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, backlog=1024)  # load tests open hundreds of connections at once
         await site.start()
         bound_host, bound_port = runner.addresses[0][:2]
         url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
