@@ -289,6 +289,7 @@ def mock_server(
 
     try:
         asyncio.run(serve_mock(cfg, host, port, ready))
+        err_console.print("mock-server stopped")  # SIGTERM
     except KeyboardInterrupt:
         err_console.print("mock-server stopped")
     except OSError as e:
