@@ -98,8 +98,13 @@ class RunDir:
 
     def create(self) -> RunDir:
         self.check(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._requests = (self.path / REQUESTS).open("a", encoding="utf-8")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._requests = (self.path / REQUESTS).open("a", encoding="utf-8")
+        except OSError as e:  # os.access cannot predict everything (root, read-only or virtual file systems)
+            raise UserError(
+                f"--output {self.path}: cannot create it ({e.strerror}); choose another directory"
+            ) from None
         return self
 
     def write_json(self, name: str, obj: dict[str, Any]) -> None:

@@ -37,6 +37,9 @@ def test_run_dir_streams_records_and_survives_a_torn_line(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="is a file"):
         RunDir.check(tmp_path / "file")
+    # a directory below a file: os.access says the parent is writable, mkdir still fails -> one line, no traceback
+    with pytest.raises(UserError, match="cannot create it"):
+        RunDir(tmp_path / "file" / "run").create()
 
 
 def test_summary_is_strict_json_even_when_empty():
