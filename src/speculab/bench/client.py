@@ -110,6 +110,12 @@ def normalize_base_url(url: str) -> str:
     u = url.strip().rstrip("/")
     if not (u.startswith("http://") or u.startswith("https://")):
         raise UserError(f"--url must start with http:// or https://, got {url!r}")
+    for path in ("/v1/chat/completions", "/v1/completions", "/chat/completions", "/completions", "/v1/models"):
+        if u.endswith(path):
+            raise UserError(
+                f"--url is the server's base address, not an endpoint: drop {path!r} "
+                f"(e.g. --url {u[: -len(path)]}; --api chooses completions or chat)"
+            )
     if u.endswith("/v1"):
         u = u[: -len("/v1")]
     return u

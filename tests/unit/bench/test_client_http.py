@@ -128,3 +128,6 @@ def test_payload_rules():
         )
     with pytest.raises(UserError, match="http://"):
         EndpointConfig("localhost:8000", "m")
+    # an endpoint URL pasted as --url: say which part to drop instead of probing http://h/v1/completions/v1/models
+    with pytest.raises(UserError, match=r"drop '/v1/chat/completions' \(e\.g\. --url http://h:1;"):
+        EndpointConfig("http://h:1/v1/chat/completions/", "m")
