@@ -71,7 +71,7 @@ class RequestMetrics:
     n_chunks: int
     chunk_gaps_s: tuple[float, ...]
     tokens_per_chunk: tuple[int, ...]  # empty unless per-chunk counts were measured
-    itl_s: tuple[float, ...]  # per-token inter-token latency after the first chunk
+    itl_s: tuple[float, ...]  # per-token inter-token latency after the first chunk; () when counts are unknown
     stall_count: int
     stalled_s: float  # total length of the stalled gaps
     token_count_source: TokenCountSource
@@ -90,6 +90,17 @@ def chunk_gaps(r: RequestRecord) -> tuple[float, ...]:
     """Gaps between consecutive text-carrying chunks, seconds."""
     ts = [c.t_s for c in r.chunks]
     return tuple(b - a for a, b in pairwise(ts))
+
+
+def itl_counts_known(r: RequestRecord, n_out: int | None) -> bool:
+    """Whether per-token ITL can be computed: per-chunk counts were measured, or one token per chunk is assumed
+    and the server's usage confirms it (output tokens = chunks, or chunks + 1 for an end token that carries no
+    text). Otherwise a speculative chunk of 4 tokens would count as one 40 ms ITL: the conflation we avoid."""
+    if r.token_count_source in MEASURED_SOURCES and all(c.n_tokens is not None for c in r.chunks):
+        return True
+    return (
+        r.token_count_source is TokenCountSource.ONE_PER_CHUNK and n_out is not None and 0 <= n_out - len(r.chunks) <= 1
+    )
 
 
 def per_token_itl(r: RequestRecord) -> tuple[float, ...]:
@@ -126,6 +137,7 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
     gaps = chunk_gaps(r)
     measured = r.token_count_source in MEASURED_SOURCES and all(c.n_tokens is not None for c in r.chunks)
     tpc = tuple(int(c.n_tokens or 0) for c in r.chunks) if measured else ()
+    itl = per_token_itl(r) if itl_counts_known(r, n_out) else ()
     n_stall, stalled = stalls(gaps, stall)
     return RequestMetrics(
         index=r.index,
@@ -141,7 +153,7 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
         n_chunks=len(r.chunks),
         chunk_gaps_s=gaps,
         tokens_per_chunk=tpc,
-        itl_s=per_token_itl(r),
+        itl_s=itl,
         stall_count=n_stall,
         stalled_s=stalled,
         token_count_source=r.token_count_source,

@@ -170,10 +170,11 @@ def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupt
     q99 = m.distributions["queue_s"].p99
     if math.isfinite(q99) and q99 > 0.01:
         w.append(f"client queue time p99 {q99 * 1e3:.1f} ms: requests waited before being sent (reported separately)")
-    if m.token_count_sources.get("one_per_chunk"):
+    if n_unmeasured := m.token_count_sources.get("one_per_chunk"):
         w.append(
-            "per-chunk token counts unknown for some requests (assumed one per chunk): ITL and tokens per chunk "
-            "for them fall back to usage totals; enable continuous usage stats, --logprobs or --tokenizer"
+            f"per-chunk token counts unknown for {n_unmeasured} requests: they are left out of tokens per chunk "
+            "(unless no request has counts: then usage / chunks), and out of per-token ITL unless their usage shows "
+            "one token per chunk; enable continuous usage stats, --logprobs or --tokenizer"
         )
     if m.output_tokens_unknown:
         w.append(f"{m.output_tokens_unknown} successful requests have no output token count (no usage from server)")

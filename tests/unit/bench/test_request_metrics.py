@@ -77,6 +77,19 @@ def test_itl_unknown_chunk_counts_as_one():
     assert per_token_itl(r) == pytest.approx((0.5,))
 
 
+def test_itl_with_assumed_counts_only_when_usage_confirms_one_token_per_chunk():
+    chunks = ((10.1, 1), (10.14, 1), (10.18, 1))
+    # usage 3 or 4 (an end token without text): one token per chunk confirmed, ITL = chunk gap
+    for usage in (3, 4):
+        m = request_metrics(rec(chunks=chunks, usage=usage, src=TokenCountSource.ONE_PER_CHUNK))
+        assert m.itl_s == pytest.approx((0.04, 0.04))
+    # usage 12 over 3 chunks (speculation bunching, no per-chunk counts): per-token ITL is unknowable, not 40 ms
+    m = request_metrics(rec(chunks=chunks, usage=12, src=TokenCountSource.ONE_PER_CHUNK))
+    assert m.itl_s == () and m.chunk_gaps_s == pytest.approx((0.04, 0.04))
+    assert m.tpot_s == pytest.approx(0.08 / 11)  # TPOT still uses the usage total
+    assert request_metrics(rec(chunks=chunks, usage=None, src=TokenCountSource.ONE_PER_CHUNK)).itl_s == ()
+
+
 def test_aggregate_counts_throughput_goodput():
     recs = [
         rec(index=0, sent=0.0, chunks=((0.1, 2), (0.12, 2), (0.14, 2)), usage=6),
