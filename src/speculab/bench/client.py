@@ -204,6 +204,7 @@ class StreamState:
         self._answer: list[str] = []
         self._reasoning: list[str] = []
         self._logprobs: list[dict[str, Any]] = []
+        self._untexted_logprob_tokens = 0  # tokens of text-less chunks since the last text chunk (credited to the next)
         self.usage: dict[str, Any] | None = None
         self.usage_chunk_s: float | None = None
         self.finish_reason: str | None = None
@@ -255,7 +256,15 @@ class StreamState:
         if d.carries_text:
             self._answer.append(d.text)
             self._reasoning.append(d.reasoning)
-            self._chunks.append(_PendingChunk(t_s, d.reasoning + d.text, d.completion_tokens, d.n_logprob_tokens))
+            n_lp = d.n_logprob_tokens
+            if n_lp is not None:
+                # a token whose text is held back (a partial UTF-8 character, a special token) arrives in a
+                # text-less chunk; like continuous usage, its count goes to the next chunk that carries text
+                n_lp += self._untexted_logprob_tokens
+                self._untexted_logprob_tokens = 0
+            self._chunks.append(_PendingChunk(t_s, d.reasoning + d.text, d.completion_tokens, n_lp))
+        elif d.logprobs:
+            self._untexted_logprob_tokens += len(d.logprobs)
 
     def eof(self) -> None:
         """The server closed the stream. Without [DONE] (or at least a finish_reason and no cut event) the

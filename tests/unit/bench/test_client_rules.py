@@ -76,6 +76,15 @@ def test_chunk_counts_from_logprobs_then_tokenizer_then_one_per_chunk():
     _, r = play(script, logprobs_requested=True)
     assert r.token_count_source is TokenCountSource.LOGPROBS and [c.n_tokens for c in r.chunks] == [3, 1]
     assert len(r.logprobs) == 4
+    # a token with no text of its own (held-back UTF-8 bytes) is counted with the next text chunk, not lost
+    script = [
+        (1.0, chunk("a", logprobs={"tokens": ["a"]})),
+        (1.1, chunk("", logprobs={"tokens": ["\\xe2"]})),
+        (1.2, chunk("\u20ac", finish="stop", logprobs={"tokens": ["\\x82\\xac"]})),
+        (1.3, DONE),
+    ]
+    _, r = play(script, logprobs_requested=True)
+    assert r.token_count_source is TokenCountSource.LOGPROBS and [c.n_tokens for c in r.chunks] == [1, 2]
     script = [(1.0, chunk("abc")), (1.1, chunk("d", finish="stop")), (1.2, DONE)]
     _, r = play(script, count_tokens=len)
     assert r.token_count_source is TokenCountSource.TOKENIZER and [c.n_tokens for c in r.chunks] == [3, 1]
