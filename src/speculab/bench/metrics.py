@@ -176,6 +176,7 @@ class RunMetrics:
     goodput_rps: float | None  # None when no SLO was set
     goodput_fraction: float | None  # good / sent
     achieved_rate_rps: float | None  # send rate actually achieved, (n-1)/(last send - first send)
+    scheduled_rate_rps: float | None  # rate of the drawn schedule, (n-1)/(last scheduled - first scheduled)
     distributions: dict[str, Distribution]
     token_count_sources: dict[str, int]
     output_tokens_total: int
@@ -210,8 +211,16 @@ class RunMetrics:
             },
             "stalls": {"requests_with_stalls": self.stalled_requests},
             "achieved_rate_rps": self.achieved_rate_rps,
+            "scheduled_rate_rps": self.scheduled_rate_rps,
             "slo": {"ttft_s": self.slo.ttft_s, "tpot_s": self.slo.tpot_s, "e2e_s": self.slo.e2e_s},
         }
+
+
+def _rate_rps(times_s: Sequence[float]) -> float | None:
+    """(n - 1) / (last - first): events per second between the first and the last; None under two events."""
+    if len(times_s) < 2 or max(times_s) <= min(times_s):
+        return None
+    return (len(times_s) - 1) / (max(times_s) - min(times_s))
 
 
 def run_window_s(records: Sequence[RequestRecord]) -> float:
@@ -241,8 +250,8 @@ def aggregate(
         return x / dur if dur > 0 else float("nan")
 
     n_good_slo = sum(1 for m in good if slo.met_by(m)) if slo.any else None
-    sends = sorted(r.sent_s for r in recs)
-    achieved = (len(sends) - 1) / (sends[-1] - sends[0]) if len(sends) >= 2 and sends[-1] > sends[0] else None
+    achieved = _rate_rps([r.sent_s for r in recs])
+    scheduled = _rate_rps([r.scheduled_s for r in recs])
 
     tpc_values: list[float] = [n for m in good for n in m.tokens_per_chunk]
     if not tpc_values:
@@ -279,6 +288,7 @@ def aggregate(
         goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
         goodput_fraction=(n_good_slo / len(recs) if recs else float("nan")) if n_good_slo is not None else None,
         achieved_rate_rps=achieved,
+        scheduled_rate_rps=scheduled,
         distributions=dists,
         token_count_sources=dict(sorted(Counter(m.token_count_source.value for m in good).items())),
         output_tokens_total=out_total,

@@ -127,3 +127,28 @@ def test_tokens_per_chunk_falls_back_to_request_means():
 def test_empty_run():
     a = aggregate([])
     assert (a.sent, a.ok, a.error) == (0, 0, 0) and math.isnan(a.distributions["ttft_s"].mean)
+
+
+def test_offered_load_is_judged_against_the_drawn_schedule():
+    from speculab.bench.results import build_warnings
+
+    def run(sched, sent):
+        recs = [
+            rec(index=i, scheduled=a, sent=b, chunks=((b + 0.1, 2),), usage=2)
+            for i, (a, b) in enumerate(zip(sched, sent, strict=True))
+        ]
+        a = aggregate(recs)
+        return a, build_warnings(a, requested_rate_rps=10.0, interrupted=False)
+
+    on_time = [i * 0.1 for i in range(11)]  # 10 req/s, as requested
+    a, w = run(on_time, on_time)
+    assert a.scheduled_rate_rps == pytest.approx(10.0) and not any("req/s" in x for x in w)
+    # a Poisson draw that came out at 8 req/s, sent on schedule: sampling noise, said so, not "not achieved"
+    slow_draw = [i * 0.125 for i in range(11)]
+    a, w = run(slow_draw, slow_draw)
+    assert not any("not achieved" in x for x in w) and any("came out at 8 req/s" in x for x in w)
+    # the client fell behind its schedule (each send later than the last): not achieved, against the schedule
+    late = [t * 1.2 for t in on_time]
+    a, w = run(on_time, late)
+    assert a.achieved_rate_rps == pytest.approx(10 / 1.2)
+    assert any("offered load not achieved: 8.33 req/s sent vs 10 scheduled" in x for x in w)
