@@ -154,6 +154,14 @@ def request_option_hints(records: Sequence[RequestRecord]) -> list[str]:
         hints.append(
             f"{len(msgs)} requests were rejected as invalid (HTTP 400/422); see error messages in requests.jsonl"
         )
+    # /v1/models answered (the preflight checks it), but the completions path did not: a chat-only server (or one
+    # without chat) under the other --api
+    n_missing = sum(1 for r in records if r.error is not None and r.error.status in (404, 405))
+    if n_missing:
+        hints.append(
+            f"{n_missing} requests got HTTP 404/405: the server may not serve this endpoint; "
+            "try the other --api (completions | chat)"
+        )
     return hints
 
 

@@ -84,3 +84,7 @@ def test_hints_name_the_flag_for_rejected_options():
     assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
     assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
     assert request_option_hints([]) == []
+    missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
+    assert request_option_hints([missing, missing]) == [
+        "2 requests got HTTP 404/405: the server may not serve this endpoint; try the other --api (completions | chat)"
+    ]
