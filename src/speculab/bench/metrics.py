@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from speculab.bench.cost import SloTargets, request_meets_slo
 from speculab.bench.records import RequestRecord, TokenCountSource
 from speculab.bench.stats import Distribution, describe
 
@@ -48,12 +49,8 @@ class SLO:
 
     def met_by(self, m: RequestMetrics) -> bool:
         """True if the (successful) request meets every set objective; an unknown value fails its objective."""
-        if not m.ok:
-            return False
-        for limit, value in ((self.ttft_s, m.ttft_s), (self.tpot_s, m.tpot_s), (self.e2e_s, m.e2e_s)):
-            if limit is not None and (value is None or value > limit):
-                return False
-        return True
+        # one rule for every goodput number: the same function decides SLO attainment in A/B reports
+        return m.ok and request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, SloTargets(self.ttft_s, self.tpot_s, self.e2e_s))
 
 
 @dataclass(frozen=True, slots=True)
