@@ -196,6 +196,13 @@ def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupt
         )
     if m.output_tokens_unknown:
         w.append(f"{m.output_tokens_unknown} successful requests have no output token count (no usage from server)")
+    n_connect = m.errors_by_category.get("connect", 0)
+    if n_connect and m.ok:
+        # the preflight reached the server and some requests succeeded: refusals later mean it went away
+        w.append(
+            f"{n_connect} requests could not connect although {m.ok} succeeded: the server crashed, restarted or "
+            "refused connections mid-run; throughput and the acceptance delta cover a broken window"
+        )
     if m.error:
         cats = ", ".join(f"{k} {v}" for k, v in m.errors_by_category.items())
         w.append(f"{m.error} of {m.sent} requests failed ({cats}); latency numbers cover successful requests only")

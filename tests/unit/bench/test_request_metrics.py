@@ -152,3 +152,14 @@ def test_offered_load_is_judged_against_the_drawn_schedule():
     a, w = run(on_time, late)
     assert a.achieved_rate_rps == pytest.approx(10 / 1.2)
     assert any("offered load not achieved: 8.33 req/s sent vs 10 scheduled" in x for x in w)
+
+
+def test_connect_errors_after_successes_warn_that_the_server_went_away():
+    from speculab.bench.results import build_warnings
+
+    ok = rec(index=0)
+    refused = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.CONNECT, "cannot connect"), end=10.2)
+    w = build_warnings(aggregate([ok, refused, refused]), requested_rate_rps=None, interrupted=False)
+    assert any(x.startswith("2 requests could not connect although 1 succeeded") for x in w)
+    w = build_warnings(aggregate([refused]), requested_rate_rps=None, interrupted=False)
+    assert not any("could not connect" in x for x in w)
