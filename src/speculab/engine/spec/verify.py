@@ -59,7 +59,7 @@ def draw_uniforms(
     return out.to(device)
 
 
-def _sample_inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def sample_inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """One token per row [N] from probs [N, V] (rows sum to > 0, not necessarily 1) using uniforms u [N].
 
     float64 cumulative sums; a token with zero probability is never returned (a tie in the cdf moves the
@@ -130,7 +130,7 @@ def verify(
     # The emitted token's own uniform is column n (after the n accept tests): reusing the rejecting test's
     # uniform would bias it, since given a rejection that number is no longer uniform on [0, 1).
     u_final = uniforms[torch.arange(b, device=dev), draft_lens]
-    sampled_token = _sample_inverse_cdf(final_dist, u_final)
+    sampled_token = sample_inverse_cdf(final_dist, u_final)
     final = torch.where(greedy, p_j.argmax(-1), sampled_token)
 
     tokens = torch.full((b, k + 1), -1, dtype=torch.long, device=dev)
