@@ -91,7 +91,13 @@ class DraftModelProposer:
     """Drafts with a small CausalLM; returns its processed probabilities q for exact verification."""
 
     def __init__(
-        self, model: CausalLM, num_speculative_tokens: int, num_slots: int, max_len: int, target_vocab_size: int
+        self,
+        model: CausalLM,
+        num_speculative_tokens: int,
+        num_slots: int,
+        max_len: int,
+        target_vocab_size: int,
+        seed: int = 0,
     ):
         if num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be at least 1")
@@ -102,6 +108,8 @@ class DraftModelProposer:
         self.device = param.device
         self.cache = KVCache(model.config, num_slots, max_len, dtype=param.dtype, device=param.device)
         self._states: dict[str, _DraftState] = {}
+        # Requests without a seed of their own draw their drafts from this one.
+        self.generator = torch.Generator().manual_seed(seed)
 
     @property
     def num_speculative_tokens(self) -> int:
@@ -164,9 +172,8 @@ class DraftModelProposer:
         u = torch.empty(len(rows), dtype=torch.float64)
         for b, row in enumerate(rows):
             if not bool(greedy[b]):
-                gen = row.generator
-                dev = gen.device if gen is not None else torch.device("cpu")
-                u[b] = torch.rand(1, generator=gen, device=dev, dtype=torch.float64).item()
+                gen = row.generator or self.generator
+                u[b] = torch.rand(1, generator=gen, device=gen.device, dtype=torch.float64).item()
             else:
                 u[b] = 0.5
         sampled = sample_inverse_cdf(q, u.to(q.device))
