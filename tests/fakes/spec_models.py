@@ -62,3 +62,25 @@ class Row:
     slot: int | None = 0
     generator: torch.Generator | None = None
     params: Params = field(default_factory=Params)
+
+
+def sharp_lm(seed: int, vocab_size: int = 64, num_hidden_layers: int = 2, sharpen: float = 8.0) -> CausalLM:
+    """A random model with a scaled-up head: peaked next-token distributions, loops in greedy text."""
+    torch.manual_seed(seed)
+    model = CausalLM(tiny_config(vocab_size=vocab_size, num_hidden_layers=num_hidden_layers)).eval()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(sharpen)
+    return model
+
+
+class LetterDetokenizer:
+    """Token i renders as one letter (for stop strings); the concatenation of pushes equals the full decode."""
+
+    def __init__(self, prompt_ids: list[int]):
+        del prompt_ids
+
+    def push(self, ids: list[int]) -> str:
+        return "".join(chr(ord("a") + i % 26) for i in ids)
+
+    def flush(self) -> str:
+        return ""

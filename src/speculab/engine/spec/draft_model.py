@@ -167,17 +167,19 @@ class DraftModelProposer:
             )
         return out
 
-    def _sample(self, q: torch.Tensor, rows: list[DraftSource], greedy: torch.Tensor) -> torch.Tensor:
-        """One draft token per row [B] from q [B, V], each sampled row using its own generator."""
-        u = torch.empty(len(rows), dtype=torch.float64)
+    def _sample(self, q: torch.Tensor, rows: list[DraftSource], greedy: list[bool], live: list[bool]) -> torch.Tensor:
+        """One draft token per row [B] from q [B, V], each sampled row drawing from its own generator.
+
+        Only live rows (still drafting) draw, so how far a request's generator advances depends on that
+        request alone, never on the other rows' draft lengths.
+        """
+        u = torch.full((len(rows),), 0.5, dtype=torch.float64)
         for b, row in enumerate(rows):
-            if not bool(greedy[b]):
+            if live[b] and not greedy[b]:
                 gen = row.generator or self.generator
                 u[b] = torch.rand(1, generator=gen, device=gen.device, dtype=torch.float64).item()
-            else:
-                u[b] = 0.5
         sampled = sample_inverse_cdf(q, u.to(q.device))
-        return torch.where(greedy, q.argmax(-1), sampled)
+        return torch.where(torch.tensor(greedy, device=q.device), q.argmax(-1), sampled)
 
     @torch.inference_mode()
     def propose(self, rows: Sequence[DraftSource], max_drafts: Sequence[int]) -> Proposal:
@@ -197,7 +199,7 @@ class DraftModelProposer:
         temperature = torch.tensor([float(r.params.temperature) for r in act_rows], device=self.device)
         top_p = torch.tensor([float(r.params.top_p) for r in act_rows], device=self.device)
         top_k = torch.tensor([int(r.params.top_k) for r in act_rows], device=self.device)
-        greedy = temperature <= 0
+        greedy = [float(r.params.temperature) <= 0 for r in act_rows]
         slots = torch.tensor([r.slot for r in act_rows], device=self.device)
         caps_t = torch.tensor(caps, device=self.device)
         length_t = torch.tensor(lengths, device=self.device)
@@ -207,7 +209,7 @@ class DraftModelProposer:
         q_all = torch.zeros((len(active), k, self.target_vocab_size), device=self.device)  # [A, K, V]
         for j in range(k):
             q = processed_probs(logits, temperature, top_p, top_k)  # [A, V]
-            x = self._sample(q, act_rows, greedy)
+            x = self._sample(q, act_rows, greedy, [j < cap for cap in caps])
             q_all[:, j] = q
             drafted[:, j] = x
             if j == k - 1 or j + 1 >= max(caps):

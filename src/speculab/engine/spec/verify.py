@@ -93,48 +93,77 @@ def verify(
     in_draft = cols[None, :] < draft_lens[:, None]  # [B, K]
     safe_drafts = torch.where(in_draft, draft_tokens, 0)  # padding may hold -1; keep gathers in range
 
-    p_all = target_probs.double()
-    p_draft = p_all[:, :k].gather(-1, safe_drafts.unsqueeze(-1)).squeeze(-1)  # [B, K] p_i(x_i)
+    rows = torch.arange(b, device=dev)
+    argmax = target_probs.argmax(-1)  # [B, K+1] the greedy choice at every position
+    greedy_ok = safe_drafts == argmax[:, :k]
+    if bool(greedy.all()):  # fast path, no probabilities needed beyond the argmax
+        num_accepted = (greedy_ok & in_draft).long().cumprod(-1).sum(-1)  # [B]
+        final = argmax[rows, num_accepted]
+    else:
+        num_accepted, final = _sampled(
+            safe_drafts, draft_lens, in_draft, target_probs, draft_probs, greedy, greedy_ok, argmax, uniforms
+        )
+
+    tokens = torch.full((b, k + 1), -1, dtype=torch.long, device=dev)
+    accepted_cols = cols[None, :] < num_accepted[:, None]
+    tokens[:, :k] = torch.where(accepted_cols, safe_drafts, -1)
+    tokens.scatter_(1, num_accepted.unsqueeze(-1), final.unsqueeze(-1))
+    return VerifyResult(num_accepted=num_accepted, tokens=tokens)
+
+
+def _sampled(
+    safe_drafts: torch.Tensor,  # [B, K]
+    draft_lens: torch.Tensor,  # [B]
+    in_draft: torch.Tensor,  # [B, K] bool
+    target_probs: torch.Tensor,  # [B, K+1, V]
+    draft_probs: torch.Tensor | None,  # [B, K, V]
+    greedy: torch.Tensor,  # [B] bool
+    greedy_ok: torch.Tensor,  # [B, K] bool
+    argmax: torch.Tensor,  # [B, K+1]
+    uniforms: torch.Tensor,  # [B, K+1]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rejection sampling for a batch with sampled rows: (num_accepted [B], the token after the prefix [B]).
+
+    Only the gathered probabilities and the one distribution per row that is sampled from are taken to
+    float64, never the whole [B, K+1, V] tensor.
+    """
+    b, k = safe_drafts.shape
+    dev = target_probs.device
+    rows = torch.arange(b, device=dev)
+    p_draft = target_probs[:, :k].gather(-1, safe_drafts.unsqueeze(-1)).squeeze(-1).double()  # [B, K] p_i(x_i)
     if draft_probs is None:
         q_draft = torch.ones_like(p_draft)
     else:
-        q_draft = draft_probs.to(dev).double().gather(-1, safe_drafts.unsqueeze(-1)).squeeze(-1)  # [B, K] q_i(x_i)
+        draft_probs = draft_probs.to(dev)
+        q_draft = draft_probs.gather(-1, safe_drafts.unsqueeze(-1)).squeeze(-1).double()  # [B, K] q_i(x_i)
 
     # A proposer that drafts x with q(x) = 0 broke its contract; such a draft is rejected and the token at
     # that position is drawn from p itself, which keeps the position exact (no division by zero).
     q_zero = q_draft <= 0
     ratio = torch.where(q_zero, torch.zeros_like(p_draft), p_draft / q_draft.clamp_min(1e-300)).clamp(max=1.0)
     sampled_ok = uniforms[:, :k] < ratio  # u in [0, 1): ratio 1 always accepts, ratio 0 never does
-    greedy_ok = safe_drafts == p_all[:, :k].argmax(-1)
     ok = torch.where(greedy[:, None], greedy_ok, sampled_ok) & in_draft  # [B, K]
     num_accepted = ok.long().cumprod(-1).sum(-1)  # [B] length of the accepted prefix
 
     # The distribution of the token emitted after the accepted prefix, at position j = num_accepted.
     j = num_accepted
-    p_j = p_all[torch.arange(b, device=dev), j]  # [B, V]
+    p_j = target_probs[rows, j].double()  # [B, V]
     rejected = j < draft_lens  # otherwise all drafts were accepted: bonus token from p_{n+1}
     jq = j.clamp(max=max(k - 1, 0))
     if k == 0:
         q_j = torch.zeros_like(p_j)
     elif draft_probs is None:
-        x_j = safe_drafts[torch.arange(b, device=dev), jq]
-        q_j = torch.zeros_like(p_j).scatter_(-1, x_j.unsqueeze(-1), 1.0)
+        q_j = torch.zeros_like(p_j).scatter_(-1, safe_drafts[rows, jq].unsqueeze(-1), 1.0)
     else:
-        q_j = draft_probs.to(dev).double()[torch.arange(b, device=dev), jq]
+        q_j = draft_probs[rows, jq].double()
     residual = (p_j - q_j).clamp_min(0.0)
     # p - q can vanish in floating point even though p(x) < q(x) made us reject (p and q equal up to
     # rounding): then the residual carries no information and p itself is the right distribution.
-    q_was_zero = q_zero[torch.arange(b, device=dev), jq] if k > 0 else torch.zeros_like(rejected)
+    q_was_zero = q_zero[rows, jq] if k > 0 else torch.zeros_like(rejected)
     use_residual = rejected & ~q_was_zero & (residual.sum(-1) > 1e-12)
     final_dist = torch.where(use_residual[:, None], residual, p_j)
     # The emitted token's own uniform is column n (after the n accept tests): reusing the rejecting test's
     # uniform would bias it, since given a rejection that number is no longer uniform on [0, 1).
-    u_final = uniforms[torch.arange(b, device=dev), draft_lens]
+    u_final = uniforms[rows, draft_lens]
     sampled_token = sample_inverse_cdf(final_dist, u_final)
-    final = torch.where(greedy, p_j.argmax(-1), sampled_token)
-
-    tokens = torch.full((b, k + 1), -1, dtype=torch.long, device=dev)
-    accepted_cols = cols[None, :] < num_accepted[:, None]
-    tokens[:, :k] = torch.where(accepted_cols, safe_drafts, -1)
-    tokens.scatter_(1, j.unsqueeze(-1), final.unsqueeze(-1))
-    return VerifyResult(num_accepted=num_accepted, tokens=tokens)
+    return num_accepted, torch.where(greedy, argmax[rows, j], sampled_token)

@@ -129,3 +129,17 @@ def test_vocabulary_check(tmp_path):
     check_same_vocabulary(tmp_path / "bare1", tmp_path / "bare2", 3, 3)
     with pytest.raises(DraftVocabularyError, match="vocab_size 4 but the target has 3"):
         check_same_vocabulary(tmp_path / "bare1", tmp_path / "bare2", 3, 4)
+
+
+def test_a_requests_generator_advances_by_its_own_draft_count_only(draft):
+    """Batch composition (other rows' caps) must not change how many numbers a request draws."""
+
+    def drafts_with_neighbour(neighbour_cap: int) -> tuple[list[int], float]:
+        prop = DraftModelProposer(draft, K, num_slots=2, max_len=128, target_vocab_size=32)
+        gen = torch.Generator().manual_seed(7)
+        row = Row("a", [1, 2, 3], slot=0, generator=gen, params=Params(temperature=1.0))
+        other = Row("b", [4, 5], slot=1, generator=torch.Generator().manual_seed(8), params=Params(temperature=1.0))
+        out = prop.propose([row, other], max_drafts=[1, neighbour_cap])
+        return out.tokens[0, :1].tolist(), torch.rand(1, generator=gen).item()
+
+    assert drafts_with_neighbour(1) == drafts_with_neighbour(4)
