@@ -16,11 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from speculab.errors import UserError
+
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
 
 
-class UnsupportedModelError(ValueError):
-    """The checkpoint is not an architecture this engine implements."""
+class UnsupportedModelError(UserError, ValueError):
+    """The checkpoint is not an architecture this engine implements (a user mistake: pick another model)."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def _pair(arch: str, **extra):
                 if name.endswith("bias"):
                     p.normal_()
     ours = CausalLM(cfg).eval()
-    missing, unexpected = ours.load_state_dict(hf.state_dict(), strict=False)
+    missing, unexpected = ours.load_state_dict(hf.state_dict(), strict=True)
     assert not unexpected and set(missing) <= {"lm_head.weight"}
     return cfg, hf, ours
 

@@ -1,0 +1,237 @@
+"""Compose the built-in workload sets from the hand-written parts in scripts/builtin_parts/.
+
+    python scripts/make_builtin_workloads.py          # rewrites src/speculab/bench/data/*.jsonl
+    python scripts/make_builtin_workloads.py --check  # exit 1 if the committed files differ from a fresh build
+
+The output is deterministic (no randomness: every choice is a function of the item's position), and it is
+committed; the loader never runs this script. Bump BUILTIN_VERSION in speculab/bench/workload.py whenever the
+output changes, so that results record which prompts they were measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from builtin_parts import code, extraction, open_ended, passages  # noqa: E402
+
+OUT = HERE.parent / "src" / "speculab" / "bench" / "data"
+
+
+def approx_tokens(text: str) -> int:
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def interleave(groups: list[list[dict]]) -> list[dict]:
+    """Round-robin over groups so that any prefix of the set covers many different sources."""
+    out = []
+    for i in range(max(len(g) for g in groups)):
+        out += [g[i] for g in groups if i < len(g)]
+    return out
+
+
+def code_edit() -> list[dict]:
+    groups = []
+    for s, snip in enumerate(code.SNIPPETS):
+        group = []
+        for e, (instruction, checks) in enumerate(snip["edits"]):
+            template = code.TEMPLATES[(s + e) % len(code.TEMPLATES)]
+            prompt = template.format(code=snip["code"], instruction=instruction)
+            # The natural answer rewrites the whole snippet: allow its length plus room for the change.
+            max_tokens = int(approx_tokens(snip["code"]) * 1.3) + 96
+            group.append({"category": "code-edit", "prompt": prompt, "max_tokens": max_tokens, "checks": checks})
+        groups.append(group)
+    return interleave(groups)
+
+
+def extraction_items() -> list[dict]:
+    items = []
+    for r, rec in enumerate(extraction.RECORDS):
+        keys = list(rec["fields"])
+        properties = {}
+        for k, schema in rec["fields"].items():
+            prop = dict(schema)
+            if k in rec["expect"]:
+                prop["const"] = rec["expect"][k]
+            n = rec.get("list_len", {}).get(k)
+            if n is not None:
+                prop["minItems"] = prop["maxItems"] = n
+            properties[k] = prop
+        schema = {"type": "object", "required": keys, "properties": properties}
+        instruction = extraction.INSTRUCTIONS[r % len(extraction.INSTRUCTIONS)].format(keys=", ".join(keys))
+        if "instruction_extra" in rec:
+            instruction += " " + rec["instruction_extra"]
+        prompt = f"{instruction}\n\nText:\n{rec['doc']}" if r % 2 == 0 else f"{rec['doc']}\n\n---\n{instruction}"
+        items.append(
+            {
+                "category": "extraction",
+                "prompt": prompt,
+                "max_tokens": 60 + 28 * len(keys),
+                "checks": [{"type": "json_schema", "name": "fields", "schema": schema}],
+            }
+        )
+    return items
+
+
+SUMMARIZE_TASKS = [
+    ("Summarize the following passage in three bullet points.", 180),
+    ("Write a one-paragraph summary of this text in under 80 words.", 150),
+    ("Rewrite this passage in plain language that a ten-year-old could follow, keeping every fact.", 420),
+    ("Rewrite the passage in a more formal tone. Keep all names, numbers and dates exactly as they are.", 460),
+    ("Turn this passage into a short FAQ with three questions and their answers.", 360),
+    ("Give this text a headline, then summarize it in two sentences.", 150),
+    ("Rewrite the passage as a short notice for a community newsletter, keeping the key facts and numbers.", 420),
+]
+
+
+def summarize_items() -> list[dict]:
+    items = []
+    for i, p in enumerate(passages.PASSAGES):
+        task, max_tokens = SUMMARIZE_TASKS[i % len(SUMMARIZE_TASKS)]
+        if task.startswith("Rewrite"):  # a rewrite is about as long as the passage: leave room for all of it
+            max_tokens = max(max_tokens, int(approx_tokens(p["text"]) * 1.4))
+        body = f"{p['title']}\n\n{p['text']}" if i % 3 else p["text"]
+        prompt = f"{task}\n\n{body}" if i % 2 == 0 else f"{body}\n\n{task}"
+        checks = [{"type": "contains", "value": p["key"], "ignore_case": True, "name": "keeps the subject"}]
+        items.append({"category": "summarize", "prompt": prompt, "max_tokens": max_tokens, "checks": checks})
+    return items
+
+
+RAG_INSTRUCTION = (
+    "Answer the question using only the documents below. First quote the sentence that contains the answer and "
+    "say which document it is from, then give the answer in a few words. If the documents do not contain the "
+    "answer, say so."
+)
+
+
+def answer_check(p: dict) -> dict:
+    if "answer_pattern" in p:
+        return {"type": "regex", "pattern": p["answer_pattern"], "flags": "is", "name": "answer"}
+    return {"type": "contains", "value": p["answer"], "ignore_case": True, "name": "answer"}
+
+
+def rag_items() -> list[dict]:
+    items = []
+    n = len(passages.PASSAGES)
+    for i, p in enumerate(passages.PASSAGES):
+        n_docs = 2 + i % 3  # 2, 3 or 4 documents: varied prompt lengths
+        others = [passages.PASSAGES[(i + 7 * k) % n] for k in range(1, n_docs)]
+        pos = i % n_docs  # where the document with the answer sits
+        docs = [*others[:pos], p, *others[pos:]]
+        context = "\n\n".join(f"Document [{k + 1}] {d['title']}\n{d['text']}" for k, d in enumerate(docs))
+        prompt = f"{RAG_INSTRUCTION}\n\n{context}\n\nQuestion: {p['question']}"
+        checks = [
+            answer_check(p),
+            {
+                "type": "regex",
+                "pattern": rf"(document|doc\.?)\s*\[?{pos + 1}\]?(?!\d)",
+                "flags": "i",
+                "name": "cites the document",
+            },
+        ]
+        items.append({"category": "rag-qa", "prompt": prompt, "max_tokens": 200, "checks": checks})
+    return items
+
+
+def writing_items() -> list[dict]:
+    return [{"category": "writing", "prompt": q, "max_tokens": m, "checks": c} for q, m, c in open_ended.WRITING]
+
+
+def qa_items() -> list[dict]:
+    items = []
+    for q, m, pattern in open_ended.QA:
+        checks = [{"type": "regex", "pattern": pattern, "flags": "i", "name": "key idea"}]
+        items.append({"category": "qa", "prompt": q, "max_tokens": m, "checks": checks})
+    return items
+
+
+def number_pattern(value: Fraction, shown: str) -> str:
+    """Regex for a number as people write it: optional thousands commas, optional trailing zeros."""
+    whole, _, frac = shown.partition(".")
+    digits = whole.lstrip("-")
+    groups = []
+    while digits:
+        groups.insert(0, digits[-3:])
+        digits = digits[:-3]
+    body = ",?".join(groups)
+    frac = frac.rstrip("0")
+    tail = rf"\.{frac}0*" if frac else r"(?:\.0+)?"
+    sign = "-" if value < 0 else ""
+    return rf"{sign}{body}{tail}(?![.,]?\d)"
+
+
+def math_items_out() -> list[dict]:
+    items = []
+    for problem, value, shown in open_ended.math_items():
+        prompt = f"{problem}\nShow your working, then give the final answer on its own line as 'Answer: <number>'."
+        checks = [
+            {
+                "type": "regex",
+                "name": f"answer {shown}",
+                "pattern": r"answer\W{0,4}\s*[$€£]?\s*" + number_pattern(value, shown),
+                "flags": "i",
+            }
+        ]
+        items.append({"category": "math", "prompt": prompt, "max_tokens": 320, "checks": checks})
+    return items
+
+
+SETS = {
+    "code-edit": code_edit,
+    "extraction": extraction_items,
+    "summarize": summarize_items,
+    "rag-qa": rag_items,
+    "writing": writing_items,
+    "qa": qa_items,
+    "math": math_items_out,
+}
+
+
+def build() -> dict[str, str]:
+    for p in passages.PASSAGES:  # every rag answer must be in its passage, verbatim
+        assert p["answer"].lower() in p["text"].lower(), p["title"]
+        assert p["key"].lower() in p["text"].lower(), p["title"]
+        assert re.search(p.get("answer_pattern", re.escape(p["answer"])), p["text"], re.I | re.S), p["title"]
+        words = len(p["text"].split())
+        assert 150 <= words <= 300, (p["title"], words)
+    files = {}
+    for name, make in SETS.items():
+        lines = []
+        for i, item in enumerate(make()):
+            obj = {"id": f"{name}-{i:03d}", **item}
+            if not obj.get("checks"):
+                obj.pop("checks", None)
+            lines.append(json.dumps(obj, ensure_ascii=False))
+        files[name] = "\n".join(lines) + "\n"
+    return files
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    args = ap.parse_args()
+    files = build()
+    stale = []
+    for name, text in files.items():
+        path = OUT / f"{name}.jsonl"
+        if args.check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"{path.relative_to(HERE.parent)}: {text.count(chr(10))} items, {len(text.encode()) // 1024} KiB")
+    if stale:
+        print(f"stale built-in sets: {', '.join(stale)}; run python scripts/make_builtin_workloads.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Model runner: ragged rows of tokens in, logits out, KV cache written.
+
+A row is one sequence's new tokens at consecutive absolute positions in its cache slot: a prefill
+chunk, a decode token, or a decode token followed by draft tokens (speculative verification). Rows of
+different lengths are right-padded; padding has position -1 and writes to the cache's scratch column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from speculab.engine.model import BatchInput, CausalLM, KVCache
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    slot: int
+    tokens: list[int]  # new tokens, len >= 1
+    start: int  # absolute position of tokens[0] (= tokens already cached for this sequence)
+
+
+class ModelRunner:
+    """Owns the model and its preallocated KV cache ([L, slots, Hkv, max_len + 1, D])."""
+
+    def __init__(self, model: CausalLM, num_slots: int, max_len: int):
+        self.model = model
+        p = next(model.parameters())
+        self.device, self.dtype = p.device, p.dtype
+        self.cache = KVCache(model.config, num_slots, max_len, self.dtype, self.device)
+        self.vocab_size = model.config.vocab_size
+
+    def _batch(self, rows: list[Row]) -> BatchInput:
+        s = max(len(r.tokens) for r in rows)
+        tokens = torch.zeros(len(rows), s, dtype=torch.long)
+        positions = torch.full((len(rows), s), -1, dtype=torch.long)
+        for i, r in enumerate(rows):
+            n = len(r.tokens)
+            if r.start + n > self.cache.max_len:
+                raise ValueError(f"row writes position {r.start + n - 1}, past the cache's {self.cache.max_len}")
+            tokens[i, :n] = torch.tensor(r.tokens)
+            positions[i, :n] = torch.arange(r.start, r.start + n)
+        kv_len = max(r.start + len(r.tokens) for r in rows)
+        slots = torch.tensor([r.slot for r in rows], dtype=torch.long)
+        dev = self.device
+        return BatchInput(tokens.to(dev), positions.to(dev), slots.to(dev), kv_len)
+
+    @torch.inference_mode()
+    def last_logits(self, rows: list[Row]) -> torch.Tensor:
+        """Logits [B, V] (float32) at each row's last token; the vocabulary projection runs only there."""
+        batch = self._batch(rows)
+        s = batch.tokens.shape[1]
+        last = torch.tensor([i * s + len(r.tokens) - 1 for i, r in enumerate(rows)], device=self.device)
+        return self.model(batch, self.cache, logits_rows=last)
+
+    @torch.inference_mode()
+    def all_logits(self, rows: list[Row]) -> torch.Tensor:
+        """Logits [B, S, V] (float32) at every position of every row (padding rows hold garbage)."""
+        return self.model(self._batch(rows), self.cache)
+
+    @torch.inference_mode()
+    def write(self, rows: list[Row]) -> None:
+        """Write rows into the cache without computing any logits (prefill chunks that do not end a prompt)."""
+        self.model.hidden_states(self._batch(rows), self.cache)

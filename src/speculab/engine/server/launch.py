@@ -1,0 +1,131 @@
+"""`speculab serve`: load a model directory, build the engine and the app, run uvicorn, say when ready."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import uvicorn
+from fastapi import FastAPI
+
+from speculab.engine.async_engine import AsyncEngine
+from speculab.engine.engine import Engine, EngineConfig, Speculator
+from speculab.engine.loader import load_model, parse_dtype, resolve_model_path
+from speculab.engine.server.app import AppConfig, create_app
+from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
+from speculab.errors import UserError
+
+DEFAULT_MAX_MODEL_LEN = 4096  # cap on the default context, so the per-slot KV cache stays modest
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    model: str  # a model directory, or a shipped model name ("demo")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_num_seqs: int = 8
+    max_model_len: int | None = None  # default: the model's positions, at most DEFAULT_MAX_MODEL_LEN
+    max_num_batched_tokens: int | None = None  # default: max(2048, max_num_seqs)
+    max_waiting: int = 256
+    dtype: str | None = None  # auto: float32 on CPU, bfloat16 on CUDA
+    device: str = "auto"
+    api_key: str | None = None
+    served_model_name: str | None = None  # default: the name given on the command line
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise UserError(f"--port {self.port} is not a TCP port; use 1-65535")
+        if self.max_num_seqs < 1:
+            raise UserError("--max-num-seqs must be at least 1")
+        if self.max_model_len is not None and self.max_model_len < 2:
+            raise UserError("--max-model-len must be at least 2")
+        if self.max_waiting < 0:
+            raise UserError("--max-waiting must be >= 0")
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"unknown device {name!r}; use auto, cpu or cuda[:N]") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda but this torch has no CUDA device; use --device cpu")
+    return dev
+
+
+def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tuple[AsyncEngine, Tokenizer, str]:
+    """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name."""
+    path = resolve_model_path(cfg.model)
+    device = pick_device(cfg.device)
+    model = load_model(path, dtype=parse_dtype(cfg.dtype), device=device)
+    tok = Tokenizer.from_dir(path)
+    n_pos = model.config.max_position_embeddings
+    max_len = cfg.max_model_len or min(n_pos, DEFAULT_MAX_MODEL_LEN)
+    if max_len > n_pos:
+        raise UserError(f"--max-model-len {max_len} exceeds the model's {n_pos} positions; use at most {n_pos}")
+    ecfg = EngineConfig(
+        max_num_seqs=cfg.max_num_seqs,
+        max_model_len=max_len,
+        max_num_batched_tokens=cfg.max_num_batched_tokens or max(2048, cfg.max_num_seqs),
+        max_waiting=cfg.max_waiting,
+        seed=cfg.seed,
+    )
+    eos = set(tok.eos_token_ids) | _ids(model.config.eos_token_id)
+    engine = Engine(
+        model,
+        ecfg,
+        eos_token_ids=eos,
+        detokenizer_factory=lambda ids: IncrementalDetokenizer(tok, ids),
+        speculator=speculator,
+    )
+    name = cfg.served_model_name or (cfg.model if not Path(cfg.model).exists() else Path(cfg.model).name)
+    return AsyncEngine(engine), tok, name
+
+
+def _ids(v: int | list[int] | None) -> set[int]:
+    return set() if v is None else ({v} if isinstance(v, int) else set(v))
+
+
+def make_app(cfg: ServeConfig, speculator: Speculator | None = None) -> FastAPI:
+    engine, tok, name = build_engine(cfg, speculator)
+    return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key))
+
+
+def _check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); pick another --port or --host") from None
+
+
+def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Speculator | None = None) -> None:
+    """Block serving HTTP until interrupted; `on_ready(url)` runs once /health answers."""
+    _check_port_free(cfg.host, cfg.port)
+    app = make_app(cfg, speculator)
+    server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on"))
+    host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    url = f"http://{'127.0.0.1' if cfg.host == '0.0.0.0' else host}:{cfg.port}"
+
+    def announce() -> None:
+        while not server.should_exit:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        on_ready(url)
+                        return
+            except OSError:
+                time.sleep(0.05)
+
+    threading.Thread(target=announce, name="speculab-ready", daemon=True).start()
+    server.run()

@@ -1,0 +1,151 @@
+"""Paired A/B statistics: pairing rules, intervals, verdicts, A-vs-A false-positive rate, detection of 1.3x."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from speculab.bench.stats import (
+    MIN_PAIRS,
+    Verdict,
+    bootstrap_geomean_ratio,
+    bootstrap_median_ratio,
+    compare_paired,
+    describe,
+    min_detectable_change,
+    paired_ratios,
+    wilcoxon_log_ratios,
+)
+
+
+def _arms(rng: np.random.Generator, n: int, effect: float = 1.0, prompt_sd: float = 0.5, noise_sd: float = 0.15):
+    """Per-prompt TPOTs: a shared prompt effect (long prompts are slow in both arms) plus per-arm noise."""
+    prompt = rng.normal(math.log(0.02), prompt_sd, n)
+    base = np.exp(prompt + rng.normal(0, noise_sd, n))
+    cand = np.exp(prompt + rng.normal(0, noise_sd, n)) * effect
+    return dict(enumerate(cand.tolist())), dict(enumerate(base.tolist()))
+
+
+def test_describe_still_summarises():
+    d = describe([1.0, 2.0, 3.0])
+    assert (d.n, d.mean, d.p50) == (3, 2.0, 2.0)
+
+
+def test_pairing_keeps_only_indices_usable_in_both():
+    cand = {0: 2.0, 1: 1.0, 2: float("nan"), 3: 4.0, 5: 0.0, 6: 3.0}
+    base = {0: 1.0, 1: 2.0, 2: 1.0, 4: 1.0, 5: 1.0, 6: float("inf")}
+    p = paired_ratios(cand, base)
+    assert p.indices == (0, 1)
+    assert p.ratios == (2.0, 0.5)
+    assert p.n_dropped == 5  # 2 nan, 3 and 4 one-sided, 5 zero, 6 inf
+    assert p.to_dict()["ratios"] == [2.0, 0.5]
+
+
+def test_geomean_and_median_estimates_are_exact_on_known_ratios():
+    ratios = paired_ratios({i: v for i, v in enumerate([1.0, 2.0, 4.0, 8.0])}, {i: 1.0 for i in range(4)})
+    rng = np.random.default_rng(0)
+    geo = bootstrap_geomean_ratio(ratios, rng, 500).interval
+    med = bootstrap_median_ratio(ratios, rng, 500).interval
+    assert geo.estimate == pytest.approx(2**1.5)
+    assert med.estimate == pytest.approx(3.0)
+    assert geo.low < geo.estimate < geo.high and med.low <= med.estimate <= med.high
+
+
+def test_bca_interval_covers_like_a_t_interval_on_normal_logs():
+    # For normal log ratios the BCa interval should be close to the exact t-interval of the mean log.
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.1, 0.2, 200)
+    ratios = paired_ratios(dict(enumerate(np.exp(x).tolist())), {i: 1.0 for i in range(200)})
+    geo = bootstrap_geomean_ratio(ratios, np.random.default_rng(4), 4000).interval
+    half = scipy_stats.t.ppf(0.975, 199) * x.std(ddof=1) / math.sqrt(200)
+    assert math.log(geo.low) == pytest.approx(x.mean() - half, abs=0.01)
+    assert math.log(geo.high) == pytest.approx(x.mean() + half, abs=0.01)
+
+
+def test_identical_ratios_give_a_degenerate_interval_not_nan():
+    ratios = paired_ratios({i: 2.0 for i in range(10)}, {i: 1.0 for i in range(10)})
+    geo = bootstrap_geomean_ratio(ratios, np.random.default_rng(0), 200).interval
+    assert geo.low == geo.high == pytest.approx(2.0)
+    assert wilcoxon_log_ratios(ratios) < 0.01
+    assert wilcoxon_log_ratios(paired_ratios({0: 1.0, 1: 1.0}, {0: 1.0, 1: 1.0})) == 1.0
+
+
+def test_a_vs_a_says_no_detectable_difference():
+    rng = np.random.default_rng(2026)
+    cand, base = _arms(rng, 80)
+    c = compare_paired("tpot_s", cand, base, rng)
+    assert c.verdict is Verdict.NO_DIFFERENCE
+    assert c.geomean_ratio.low < 1 < c.geomean_ratio.high
+    assert 0 < c.min_detectable_change < 0.2  # noise sd 0.15 * sqrt(2) over 80 prompts: ~6% detectable
+    d = c.to_dict()
+    assert d["verdict"] == "no detectable difference" and d["n_pairs"] == 80
+
+
+def test_a_vs_a_false_positive_rate_is_about_five_percent():
+    # 400 seeded A-vs-A runs: the verdict is a 95% interval, so ~5% should (wrongly) call a difference.
+    # Binomial(400, 0.05) has sd 1.1 percentage points; 2%..9% is beyond 2.5 sd either way.
+    rng = np.random.default_rng(12345)
+    runs = 400
+    false_pos = 0
+    wilcoxon_pos = 0
+    for _ in range(runs):
+        cand, base = _arms(rng, 50)
+        c = compare_paired("tpot_s", cand, base, rng, n_resamples=1000)
+        false_pos += c.verdict is not Verdict.NO_DIFFERENCE
+        wilcoxon_pos += c.wilcoxon_p < 0.05
+    assert 0.02 <= false_pos / runs <= 0.09
+    assert 0.02 <= wilcoxon_pos / runs <= 0.09
+
+
+def test_a_1_3x_effect_is_detected_in_both_directions():
+    rng = np.random.default_rng(7)
+    cand, base = _arms(rng, 60, effect=1 / 1.3)  # candidate 1.3x faster
+    c = compare_paired("tpot_s", cand, base, rng)
+    assert c.verdict is Verdict.FASTER
+    assert c.speedup == pytest.approx(1.3, rel=0.08)
+    lo, hi = c.speedup_interval
+    assert lo < 1.3 < hi and lo > 1
+    assert c.wilcoxon_p < 1e-6
+
+    cand, base = _arms(rng, 60, effect=1.3)
+    assert compare_paired("tpot_s", cand, base, rng).verdict is Verdict.SLOWER
+
+
+def test_higher_is_better_metrics_flip_the_verdict():
+    rng = np.random.default_rng(8)
+    cand, base = _arms(rng, 60, effect=1.3)  # candidate's values are higher: good for tok/s
+    c = compare_paired("output_tok_s", cand, base, rng, lower_is_better=False)
+    assert c.verdict is Verdict.FASTER
+    assert c.speedup == pytest.approx(c.geomean_ratio.estimate)
+
+
+def test_too_few_pairs_gives_no_verdict():
+    rng = np.random.default_rng(0)
+    cand, base = _arms(rng, MIN_PAIRS - 1, effect=0.5)
+    c = compare_paired("tpot_s", cand, base, rng)
+    assert c.verdict is Verdict.INSUFFICIENT and "need at least" in c.note
+
+
+def test_minimum_detectable_change_shrinks_with_sample_size():
+    rng = np.random.default_rng(11)
+    small = compare_paired("tpot_s", *_arms(rng, 20), rng).min_detectable_change
+    large = compare_paired("tpot_s", *_arms(rng, 500), rng).min_detectable_change
+    assert large < small / 3  # ~ 1/sqrt(n): sqrt(25) = 5
+
+
+def test_minimum_detectable_change_definition():
+    from speculab.bench.stats import Interval
+
+    # log half-width 1.96 * SE with SE = 0.05 -> (1.96 + 0.8416) * 0.05 in log space
+    iv = Interval(1.0, math.exp(-1.959964 * 0.05), math.exp(1.959964 * 0.05), 0.95, "x", 10)
+    assert min_detectable_change(iv) == pytest.approx(math.expm1(2.801564 * 0.05), rel=1e-4)
+
+
+def test_results_are_reproducible_with_the_same_seed():
+    cand, base = _arms(np.random.default_rng(1), 40)
+    a = compare_paired("tpot_s", cand, base, np.random.default_rng(9)).to_dict()
+    b = compare_paired("tpot_s", cand, base, np.random.default_rng(9)).to_dict()
+    assert a == b

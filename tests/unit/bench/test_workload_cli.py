@@ -1,0 +1,39 @@
+"""`speculab workload`: lists the built-in sets, summarizes a spec, and turns bad input into one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from speculab.cli import main
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    out, err = capsys.readouterr()
+    return e.value.code or 0, out, err
+
+
+def test_lists_builtin_sets(capsys):
+    code, out, _ = run_cli(["workload"], capsys)
+    assert code == 0
+    for name in ("builtin:code-edit", "builtin:rag-qa", "builtin:math", "builtin:mixed"):
+        assert name in out
+
+
+def test_summarizes_a_workload_and_shows_items(capsys):
+    code, out, _ = run_cli(["workload", "builtin:mixed", "--num-prompts", "14", "--show", "2", "--api", "chat"], capsys)
+    assert code == 0
+    assert "mixed: 14 requests (14 distinct prompts)" in out
+    assert "code-edit 2" in out and "rag-qa 2" in out
+    assert "#0 code-edit-000 [code-edit] seed 821328062" in out
+    assert "parse_duration" in out
+
+
+def test_bad_workload_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\n{"prompt": "x", "max_tokens": -1}\n')
+    code, out, err = run_cli(["workload", str(bad)], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == f"error: {bad}:2: 'max_tokens' must be a positive integer, got -1"
+    assert "Traceback" not in err
