@@ -140,13 +140,13 @@ class DraftModelProposer:
     def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> torch.Tensor:
         """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one.
 
-        Rows whose catch-up is short (the usual 1-2 tokens) share one padded forward; a long catch-up (a new
-        request's prompt) runs alone so that it does not pad every other row to its length.
+        Rows whose catch-up is short (the usual 1-2 tokens) share one padded forward; long catch-ups (new
+        requests' prompts) share another, so that a prompt never pads the short rows to its length.
         """
         out = torch.empty((len(rows), self.target_vocab_size), device=self.device)
         short = [i for i, (s, n) in enumerate(zip(starts, lengths, strict=True)) if n - s <= self._k + 1]
-        groups = [short] if short else []
-        groups += [[i] for i in range(len(rows)) if i not in set(short)]
+        long = [i for i in range(len(rows)) if i not in set(short)]
+        groups = [g for g in (short, long) if g]
         for group in groups:
             width = max(lengths[i] - starts[i] for i in group)
             tokens = torch.zeros((len(group), width), dtype=torch.long)
