@@ -44,6 +44,17 @@ from speculab.engine.spec.draft_model import DraftModelProposer
 from speculab.engine.spec.ngram import NgramProposer
 from speculab.engine.spec.speculator import Speculator
 
+# A stand-in with the shipped demo pair's "cpu" preset target shape (scripts/train_demo.py), random weights.
+DEMO_CPU_SHAPE = ModelConfig(
+    vocab_size=8192,
+    hidden_size=256,
+    intermediate_size=704,
+    num_hidden_layers=5,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=64,
+    max_position_embeddings=1024,
+)
 TINY = ModelConfig(
     vocab_size=256,
     hidden_size=64,
@@ -106,6 +117,7 @@ class RunResult:
     acceptance_rate: float | None
     mean_acceptance_length: float | None
     outputs: list[list[int]]
+    num_drafts: int | None = None  # verification steps with at least one draft token
 
 
 def run_engine(
@@ -136,12 +148,14 @@ def run_engine(
             if n > 1:
                 tpot.append((s.last_token_s - s.first_token_s) / (n - 1))
             outputs.append(list(s.output_ids))
-    rate = length = None
-    if spec is not None and spec.counters.num_draft_tokens:
+    rate = length = drafts = None
+    if spec is not None:
         c = spec.counters
-        rate = c.num_accepted_tokens / c.num_draft_tokens
-        length = 1 + c.num_accepted_tokens / max(c.num_drafts, 1)
-    return RunResult(tpot, ttft, total_tokens / wall, rate, length, outputs)
+        drafts = c.num_drafts
+        if c.num_draft_tokens:
+            rate = c.num_accepted_tokens / c.num_draft_tokens
+            length = 1 + c.num_accepted_tokens / c.num_drafts
+    return RunResult(tpot, ttft, total_tokens / wall, rate, length, outputs, drafts)
 
 
 # --- transformers -----------------------------------------------------------------------------------
@@ -192,19 +206,20 @@ def run_hf(hf, hf_draft, mode: str, prompts: list[list[int]], concurrency: int, 
 
 
 # --- driver -----------------------------------------------------------------------------------------
-def write_random_pair(out: Path) -> tuple[Path, Path]:
-    """A random 2-layer target and a draft made of its embedding, first layer and head (so they often agree)."""
+def write_random_pair(out: Path, cfg: ModelConfig = TINY, draft_layers: int = 1) -> tuple[Path, Path]:
+    """A random target and a draft made of its embedding, first `draft_layers` layers and head (they often agree)."""
     from safetensors.torch import save_file
 
     torch.manual_seed(0)
-    model = CausalLM(TINY)
+    model = CausalLM(cfg)
     with torch.no_grad():
         model.lm_head.weight.mul_(8.0)  # peaked logits: greedy text loops, as small real models' does
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    draft_cfg = dataclasses.replace(TINY, num_hidden_layers=1)
+    draft_cfg = dataclasses.replace(cfg, num_hidden_layers=draft_layers)
+    dropped = tuple(f"model.layers.{i}." for i in range(draft_layers, cfg.num_hidden_layers))
     pairs = (
-        (out / "target", TINY, state),
-        (out / "draft", draft_cfg, {k: v for k, v in state.items() if not k.startswith("model.layers.1.")}),
+        (out / "target", cfg, state),
+        (out / "draft", draft_cfg, {k: v for k, v in state.items() if not k.startswith(dropped)}),
     )
     for d, cfg, weights in pairs:
         d.mkdir()
@@ -220,6 +235,7 @@ def summarize(r: RunResult) -> dict:
         "tokens_per_s": round(r.tokens_per_s, 1),
         "acceptance_rate": None if r.acceptance_rate is None else round(r.acceptance_rate, 3),
         "mean_acceptance_length": None if r.mean_acceptance_length is None else round(r.mean_acceptance_length, 2),
+        **({} if r.num_drafts is None else {"drafts": r.num_drafts}),
     }
 
 
@@ -228,6 +244,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--target", default="demo", help="target model directory or 'demo'")
     ap.add_argument("--draft", default="demo-draft", help="draft model directory or 'demo-draft'")
     ap.add_argument("--tiny", action="store_true", help="random tiny models (smoke test)")
+    ap.add_argument(
+        "--standin",
+        action="store_true",
+        help="random target of the demo 'cpu' preset shape, draft = its first 2 layers (no trained pair needed)",
+    )
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--kinds", nargs="+", default=["input-grounded", "open-ended"])
     ap.add_argument("--num-prompts", type=int, default=16, help="prompts per kind (rounded up to C per wave)")
@@ -249,8 +270,9 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
     tmp = tempfile.TemporaryDirectory()
-    if args.tiny:
-        target_dir, draft_dir = write_random_pair(Path(tmp.name))
+    if args.tiny or args.standin:
+        shape, layers = (DEMO_CPU_SHAPE, 2) if args.standin else (TINY, 1)
+        target_dir, draft_dir = write_random_pair(Path(tmp.name), shape, layers)
         tokenizer = None
     else:
         from speculab.engine.tokenizer import Tokenizer
@@ -271,8 +293,8 @@ def main(argv: list[str] | None = None) -> dict:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "torch_threads": torch.get_num_threads(),
-        "target": "random-tiny" if args.tiny else str(args.target),
-        "draft": "random-tiny-1-layer" if args.tiny else str(args.draft),
+        "target": "random-tiny" if args.tiny else "random-demo-cpu-shape" if args.standin else str(args.target),
+        "draft": "target's first layers" if args.tiny or args.standin else str(args.draft),
         "target_parameters": model.config.num_parameters,
         "draft_parameters": draft.config.num_parameters,
         "k": args.k,
