@@ -7,12 +7,19 @@ Each command parses and validates its flags, calls one library function, prints 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from speculab import __version__
 from speculab.errors import UserError
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer on real click
+    from click.exceptions import NoArgsIsHelpError, UsageError
 
 app = typer.Typer(
     name="speculab",
@@ -31,6 +38,61 @@ def version() -> None:
 
 
 # --- commands are registered below, one block each (bench, mock-server, serve, run, compare, demo, ...) ---
+
+
+@app.command()
+def bench(
+    url: str = typer.Option(..., "--url", help="Base URL of an OpenAI-compatible server, e.g. http://localhost:8000"),
+    output: Path = typer.Option(..., "--output", "-o", help="New directory for manifest, requests and summary"),
+    model: str = typer.Option("", "--model", help="Served model name (default: the only one the server serves)"),
+    api: str = typer.Option("completions", "--api", help="completions | chat"),
+    workload: str = typer.Option(
+        "builtin:mixed", "--workload", help="builtin:NAME, file.jsonl, sharegpt:PATH, synthetic:..."
+    ),
+    num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; with --rate: a cap"),
+    rate: float | None = typer.Option(None, "--rate", help="Open loop: requests per second"),
+    arrival: str = typer.Option("poisson", "--arrival", help="Open-loop arrivals: poisson | constant | gamma"),
+    burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
+    duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
+    warmup: int = typer.Option(0, "--warmup", help="Warmup requests before measuring (excluded from results)"),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
+    ),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    top_p: float | None = typer.Option(None, "--top-p"),
+    seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask the server to generate exactly max tokens"),
+    stream: bool = typer.Option(True, "--stream/--no-stream", help="Streamed (SSE) or whole responses"),
+    timeout: float = typer.Option(600.0, "--timeout", help="Per-request timeout, seconds"),
+    include_usage: bool = typer.Option(True, "--include-usage/--no-include-usage", help="stream_options.include_usage"),
+    continuous_usage: bool = typer.Option(
+        True, "--continuous-usage/--no-continuous-usage", help="stream_options.continuous_usage_stats"
+    ),
+    logprobs: int | None = typer.Option(None, "--logprobs", help="Request per-token logprobs (N alternatives)"),
+    extra_body: str | None = typer.Option(None, "--extra-body", help="JSON object merged into every request body"),
+    api_key: str | None = typer.Option(None, "--api-key", help="Default: $SPECULAB_API_KEY or $OPENAI_API_KEY"),
+    tokenizer: str | None = typer.Option(None, "--tokenizer", help="tokenizer.json (or dir) to count chunk tokens"),
+    slo_ttft: float | None = typer.Option(None, "--slo-ttft", help="Goodput SLO on TTFT, seconds"),
+    slo_tpot: float | None = typer.Option(None, "--slo-tpot", help="Goodput SLO on TPOT, seconds"),
+    slo_e2e: float | None = typer.Option(None, "--slo-e2e", help="Goodput SLO on E2E latency, seconds"),
+    stall_threshold: float = typer.Option(0.2, "--stall-threshold", help="Stall: gap above this many seconds..."),
+    stall_k: float = typer.Option(3.0, "--stall-k", help="...and above k x the request's median gap"),
+    scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Diff Prometheus /metrics before and after"),
+) -> None:
+    """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
+    from speculab.bench.cli_args import bench_config_from_flags
+    from speculab.bench.measure import run_bench_interruptible
+    from speculab.report.console import BenchProgress, print_bench_summary
+
+    cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
+    console = Console()
+    with BenchProgress(console) as progress:
+        result = run_bench_interruptible(cfg, items, on_progress=progress.update, count_tokens=count_tokens)
+    print_bench_summary(console, result.summary, result.run_dir)
+    if result.interrupted:
+        err_console.print("interrupted: results of the part that ran are on disk")
+        raise typer.Exit(130)
 
 
 # --- workload: list the built-in sets, or load and check a workload without sending anything ---------------------
@@ -138,18 +200,130 @@ def serve(
     run_server(cfg, on_ready=ready)
 
 
+# --- mock-server ---------------------------------------------------------------------------------------------
+
+
+def _chunk_pattern(text: str) -> tuple[int, ...]:
+    try:
+        pattern = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--tokens-per-chunk must be N or a pattern like 3,1,2; got {text!r}") from None
+    if not pattern or min(pattern) < 1:
+        raise UserError(f"--tokens-per-chunk values must be >= 1; got {text!r}")
+    return pattern
+
+
+@app.command("mock-server")
+def mock_server(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
+    ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),
+    gap_ms: float = typer.Option(20.0, help="Time between chunks of one stream."),
+    tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
+    output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
+    prefill_ms_per_token: float = typer.Option(0.0, help="Extra TTFT per (uncached) prompt token."),
+    serial_prefill: bool = typer.Option(
+        False, "--serial-prefill", help="Prefills run one at a time: TTFT grows under load, decode does not."
+    ),
+    startup_ms: float = typer.Option(0.0, help="Wait this long before listening, like a server loading a model."),
+    cold_start_ms: float = typer.Option(0.0, help="Extra delay for the first request (and after --idle-reset-s)."),
+    idle_reset_s: float = typer.Option(None, help="Idle seconds after which the server is cold again."),
+    max_concurrency: int = typer.Option(None, help="Requests beyond this many queue server-side."),
+    decode_slowdown: float = typer.Option(0.0, help="Gap grows by this fraction per extra running request."),
+    num_speculative_tokens: int = typer.Option(
+        None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
+    ),
+    prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
+    max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),
+    model: list[str] = typer.Option(["speculab-mock"], "--model", help="Served model name (repeat for several)."),
+    fault_5xx_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 500."),
+    fault_429_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 429 + Retry-After."),
+    retry_after_s: float = typer.Option(1.0, help="Retry-After of the 429 faults."),
+    fault_drop_rate: float = typer.Option(0.0, help="Share of streams whose connection drops mid-way."),
+    fault_malformed_rate: float = typer.Option(0.0, help="Share of streams with one malformed SSE event."),
+    fault_error_event_rate: float = typer.Option(0.0, help="Share of streams ending in an error event."),
+    fault_stall_rate: float = typer.Option(0.0, help="Share of streams that stall mid-way."),
+    fault_stall_s: float = typer.Option(3600.0, help="How long a stall lasts."),
+    seed: int = typer.Option(0, help="Seed of the fault draws."),
+    record_send_times: bool = typer.Option(
+        False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
+    ),
+) -> None:
+    """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
+    import asyncio
+    import errno
+
+    from speculab.bench.mock_server import MockConfig, serve_mock
+
+    pattern = _chunk_pattern(tokens_per_chunk)
+    try:
+        cfg = MockConfig(
+            ttft_s=ttft_ms / 1e3,
+            gap_s=gap_ms / 1e3,
+            tokens_per_chunk=pattern if len(pattern) > 1 else pattern[0],
+            output_tokens=output_tokens,
+            models=tuple(model),
+            max_model_len=max_model_len,
+            prefill_s_per_token=prefill_ms_per_token / 1e3,
+            serial_prefill=serial_prefill,
+            startup_s=startup_ms / 1e3,
+            cold_start_s=cold_start_ms / 1e3,
+            idle_reset_s=idle_reset_s,
+            max_concurrency=max_concurrency,
+            decode_slowdown_per_request=decode_slowdown,
+            num_speculative_tokens=max(pattern) - 1 if num_speculative_tokens is None else num_speculative_tokens,
+            prefix_cache=prefix_cache,
+            fault_5xx_rate=fault_5xx_rate,
+            fault_429_rate=fault_429_rate,
+            retry_after_s=retry_after_s,
+            fault_drop_rate=fault_drop_rate,
+            fault_malformed_rate=fault_malformed_rate,
+            fault_error_event_rate=fault_error_event_rate,
+            fault_stall_rate=fault_stall_rate,
+            fault_stall_s=fault_stall_s,
+            seed=seed,
+            record_send_times=record_send_times,
+        )
+    except ValueError as e:
+        raise UserError(f"invalid mock-server settings: {e}") from None
+
+    def ready(url: str) -> None:
+        typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}); Ctrl-C stops it", err=False)
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(serve_mock(cfg, host, port, ready))
+    except KeyboardInterrupt:
+        err_console.print("mock-server stopped")
+    except OSError as e:
+        if e.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise UserError(
+                f"cannot listen on {host}:{port} ({e.strerror}); pass another --port, or --port 0"
+            ) from None
+        raise
+
+
 @app.callback()
 def _root() -> None:
     """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: click handles usage errors (exit 2); UserError becomes one line and its exit code."""
+    """Entry point: usage errors (bad flags) and UserError become one line and a non-zero exit, no traceback."""
     try:
-        app(args=argv)
+        rc = app(args=argv, standalone_mode=False)
+    except NoArgsIsHelpError as e:
+        typer.echo(e.ctx.get_help() if e.ctx else str(e))
+        sys.exit(0)
+    except UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "speculab"
+        msg = f"{e.format_message()} (see {cmd} --help)"
+        err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     except UserError as e:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)

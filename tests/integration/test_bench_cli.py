@@ -1,0 +1,169 @@
+"""`speculab bench` from the command line: bad input is one line and a non-zero exit before any load; a real
+run writes its directory; Ctrl-C leaves a valid partial run and exits 130."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fakes.scripted_openai import free_port
+from integration.mock_process import mock_process
+from speculab.cli import main
+
+FAST = dict(ttft_s=0.01, gap_s=0.002, tokens_per_chunk=2, output_tokens=8)
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *args])
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def mock_url():
+    with mock_process(**FAST, models=("model-a", "model-b")) as url:
+        yield url
+
+
+def one_line_error(err: str) -> str:
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and lines[0].startswith("error:"), err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "flags,expect",
+    [
+        (["--concurrency", "abc"], "--concurrency"),
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--rate", "-2"], "--rate must be a positive"),
+        (["--api", "responses"], "--api must be"),
+        (["--max-tokens", "0"], "--max-tokens"),
+        (["--arrival", "gamma"], "add --rate"),
+        (["--rate", "2", "--arrival", "weibull"], "--arrival must be one of"),
+        (["--timeout", "0"], "--timeout"),
+        (["--extra-body", "{nope"], "--extra-body is not valid JSON"),
+        (["--workload", "nope:thing"], "unknown workload"),
+        (["--tokenizer", "/nonexistent/tok"], "--tokenizer"),
+        (["--bogus-flag"], "No such option"),
+    ],
+)
+def test_bad_flags_are_one_line_before_any_load(capsys, tmp_path, flags, expect):
+    # the URL is unreachable: a flag error must come first, and nothing is sent
+    code, _, err = run_cli(capsys, "--url", f"http://127.0.0.1:{free_port()}", "--output", str(tmp_path / "r"), *flags)
+    assert code == 2
+    assert expect in one_line_error(err)
+    assert not (tmp_path / "r").exists()
+
+
+def test_malformed_workload_names_file_and_line(capsys, tmp_path):
+    wl = tmp_path / "w.jsonl"
+    wl.write_text('{"prompt": "ok"}\n{"prompt": \n')
+    code, _, err = run_cli(
+        capsys, "--url", "http://127.0.0.1:9", "--workload", str(wl), "--output", str(tmp_path / "r")
+    )
+    line = one_line_error(err)
+    assert code == 2 and "w.jsonl" in line and ":2" in line
+
+
+def test_unreachable_url(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "--url", f"http://127.0.0.1:{free_port()}", "--output", str(tmp_path / "r"))
+    assert code == 3 and "cannot reach" in one_line_error(err)
+
+
+def test_wrong_model_lists_served(capsys, tmp_path, mock_url):
+    code, _, err = run_cli(capsys, "--url", mock_url, "--model", "gpt-9", "--output", str(tmp_path / "r"))
+    line = one_line_error(err)
+    assert code == 3 and "model-a, model-b" in line and "--model" in line
+    code, _, err = run_cli(capsys, "--url", mock_url, "--output", str(tmp_path / "r"))
+    assert code == 3 and "several models" in one_line_error(err)
+
+
+def test_existing_run_dir_refused(capsys, tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "summary.json").write_text("{}")
+    code, _, err = run_cli(capsys, "--url", "http://127.0.0.1:9", "--output", str(tmp_path / "r"))
+    assert code == 2 and "already holds a run" in one_line_error(err)
+
+
+def test_successful_run_writes_directory_and_hides_key(capsys, tmp_path, mock_url):
+    out = tmp_path / "run"
+    code, stdout, _ = run_cli(
+        capsys,
+        "--url",
+        mock_url + "/v1",
+        "--model",
+        "model-b",
+        "--api",
+        "chat",
+        "--workload",
+        "builtin:math",
+        "--num-prompts",
+        "6",
+        "--concurrency",
+        "3",
+        "--output",
+        str(out),
+        "--api-key",
+        "sk-very-secret",
+    )
+    assert code == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["counts"] == s["counts"] | {"sent": 6, "ok": 6, "error": 0}
+    for key in ("ttft_s", "tpot_s", "e2e_s", "chunk_gap_s", "itl_s"):
+        assert set(s["metrics"][key]) >= {"mean", "p50", "p90", "p99"}
+    assert "mean" in s["metrics"]["tokens_per_chunk"] and "output_tok_s" in s["throughput"]
+    assert len((out / "requests.jsonl").read_text().splitlines()) == 6
+    for f in out.iterdir():
+        assert "sk-very-secret" not in f.read_text()
+    assert "TTFT" in stdout
+
+
+def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path):
+    out = tmp_path / "run"
+    with mock_process(ttft_s=0.05, gap_s=0.05, tokens_per_chunk=1, output_tokens=400) as url:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "speculab",
+                "bench",
+                "--url",
+                url,
+                "--num-prompts",
+                "40",
+                "--concurrency",
+                "4",
+                "--max-tokens",
+                "400",
+                "--workload",
+                "builtin:qa",
+                "--output",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while not (out / "requests.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["interrupted"] is True
+    c = s["counts"]
+    assert c["sent"] == c["ok"] + c["error"] == 4 and c["errors_by_category"] == {"cancelled": 4}
+    assert len((out / "requests.jsonl").read_text().splitlines()) == 4
+    assert json.loads((out / "manifest.json").read_text())["interrupted"] is True

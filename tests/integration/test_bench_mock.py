@@ -1,0 +1,106 @@
+"""speculab bench against the scripted mock server: the accuracy the issue demands, and faults at run level."""
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from integration.mock_process import mock_process
+from speculab.bench.client import EndpointConfig, SamplingConfig
+from speculab.bench.measure import BenchConfig, run_bench
+from speculab.bench.records import RequestSpec
+from speculab.bench.results import read_records
+from speculab.bench.runner import LoadConfig
+
+SCRIPT = dict(ttft_s=0.1, gap_s=0.02, tokens_per_chunk=2, output_tokens=128, num_speculative_tokens=3)
+
+
+async def wakeup_lateness_p90_s(n: int = 40, sleep_s: float = 0.005) -> float:
+    """How late this process's event loop wakes up from short sleeps (the machine's scheduling noise)."""
+    late = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await asyncio.sleep(sleep_s)
+        late.append(time.perf_counter() - t - sleep_s)
+    late.sort()
+    return late[int(0.9 * (n - 1))]
+
+
+# The +-1-2 ms tolerances of issue 2 are meaningful only when the OS wakes processes on time. On a machine
+# shared with other CPU-bound jobs, wakeups arrive milliseconds late in the mock and the client alike; then the
+# timing assertions are skipped (saying so and why), while every count and ratio is still checked.
+QUIET_LATENESS_S = 0.0005
+
+
+@pytest.fixture(scope="module")
+def mock_url():
+    with mock_process(**SCRIPT) as url:
+        yield url
+
+
+@pytest.mark.parametrize("concurrency,n", [(1, 4), (64, 320)])
+async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
+    items = tuple(RequestSpec(i, prompt=f"tell me about item {i}") for i in range(n))
+    cfg = BenchConfig(
+        endpoint=EndpointConfig(mock_url, ""),  # the only served model is chosen
+        sampling=SamplingConfig(max_tokens=128),
+        load=LoadConfig(concurrency=concurrency, warmup=2),
+        output_dir=tmp_path / "run",
+    )
+    lateness_before = await wakeup_lateness_p90_s()
+    res = await run_bench(cfg, items)
+    lateness = max(lateness_before, await wakeup_lateness_p90_s())
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s == json.loads(json.dumps(res.summary))
+    m = s["metrics"]
+    assert s["counts"]["sent"] == s["counts"]["ok"] == n and s["counts"]["error"] == 0
+    assert m["tokens_per_chunk"]["mean"] == 2.0 and m["tokens_per_chunk"]["max"] == 2.0
+    assert s["tokens"]["count_sources"] == {"continuous_usage": n}
+    sd = s["server"]["spec_decode"]
+    assert sd is not None and sd["acceptance_length"] == pytest.approx(2.0)  # 2 tokens per step = 1 accepted + bonus
+    assert s["throughput"]["output_tok_s"] > 0 and s["counts"]["warmup"] == 2
+    recs = read_records(tmp_path / "run" / "requests.jsonl")
+    assert len(recs) == n + 2 and sum(r.warmup for r in recs) == 2
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["server"]["models"] == ["speculab-mock"] and manifest["finished_at"]
+    # per request, E2E - TTFT is exactly the sum of the chunk gaps (63 gaps of 128 tokens in 2-token chunks)
+    assert m["chunk_gap_s"]["n"] == 63 * n and m["itl_s"]["n"] == 126 * n
+
+    timing = (
+        f"TTFT p50 {m['ttft_s']['p50'] * 1e3:.2f} ms, TPOT p50 {m['tpot_s']['p50'] * 1e3:.3f} ms, "
+        f"chunk gap p50 {m['chunk_gap_s']['p50'] * 1e3:.3f} ms, ITL p50 {m['itl_s']['p50'] * 1e3:.3f} ms"
+    )
+    if lateness > QUIET_LATENESS_S:
+        pytest.skip(f"machine too busy for +-1 ms checks (wakeups {lateness * 1e3:.1f} ms late at p90); {timing}")
+    assert abs(m["ttft_s"]["p50"] - 0.100) <= 0.002, timing
+    # TPOT = (E2E - TTFT) / (128 - 1) = 63 gaps x 20 ms / 127 = 9.92 ms: within 2% of 10 ms
+    assert m["tpot_s"]["p50"] == pytest.approx(0.010, rel=0.02), timing
+    assert abs(m["chunk_gap_s"]["p50"] - 0.020) <= 0.001, timing
+    assert m["itl_s"]["p50"] == pytest.approx(0.010, abs=0.0005), timing
+
+
+async def test_faults_are_counted_and_the_run_continues(tmp_path):
+    faults = dict(
+        fault_5xx_rate=0.1,
+        fault_drop_rate=0.1,
+        fault_malformed_rate=0.1,
+        fault_error_event_rate=0.1,
+        fault_stall_rate=0.1,
+        fault_stall_s=30.0,
+    )
+    with mock_process(ttft_s=0.005, gap_s=0.002, tokens_per_chunk=1, output_tokens=6, seed=3, **faults) as url:
+        items = tuple(RequestSpec(i, prompt="x") for i in range(80))
+        cfg = BenchConfig(
+            endpoint=EndpointConfig(url, "speculab-mock", timeout_s=0.5),
+            sampling=SamplingConfig(max_tokens=6),
+            load=LoadConfig(concurrency=16),
+            output_dir=tmp_path / "run",
+        )
+        res = await run_bench(cfg, items)
+    c = res.summary["counts"]
+    assert c["sent"] == 80 == c["ok"] + c["error"]
+    cats = c["errors_by_category"]
+    assert set(cats) == {"http", "dropped", "malformed", "error_event", "timeout"}, cats
+    assert c["ok"] >= 30
+    assert len(read_records(tmp_path / "run" / "requests.jsonl")) == 80

@@ -1,0 +1,83 @@
+import json
+import math
+
+import pytest
+
+from fakes.scripted_openai import FakeServer, Reply, free_port, serve
+from speculab.bench.client import EndpointConfig, make_session
+from speculab.bench.endpoint_probe import ServerInfo, choose_model, probe_endpoint
+from speculab.bench.metrics import StallConfig, aggregate
+from speculab.bench.records import ChunkEvent, RequestRecord
+from speculab.bench.results import RunDir, build_summary, json_safe, read_records, redact_argv
+from speculab.errors import EndpointError, UserError
+from speculab.report.console import bench_renderable
+
+
+def test_redact_argv():
+    argv = ["speculab", "bench", "--api-key", "sk-1", "--api-key=sk-2", "--url", "http://h"]
+    assert redact_argv(argv) == ["speculab", "bench", "--api-key", "***", "--api-key=***", "--url", "http://h"]
+
+
+def test_json_safe():
+    assert json_safe({"a": math.nan, "b": [1.0, math.inf], "c": (2,)}) == {"a": None, "b": [1.0, None], "c": [2]}
+
+
+def test_run_dir_streams_records_and_survives_a_torn_line(tmp_path):
+    rd = RunDir(tmp_path / "run").create()
+    r = RequestRecord(0, 0.0, 0.1, 0.5, chunks=(ChunkEvent(0.2, "hé", 1),), completion_tokens=1)
+    rd.append(r)
+    # flushed at once: readable before close
+    assert read_records(tmp_path / "run" / "requests.jsonl") == [r]
+    with (tmp_path / "run" / "requests.jsonl").open("a") as f:
+        f.write('{"index": 1, "sched')  # the process died mid-write
+    assert read_records(tmp_path / "run" / "requests.jsonl") == [r]
+    rd.close()
+    with pytest.raises(UserError, match="already holds a run"):
+        RunDir(tmp_path / "run").create()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="is a file"):
+        RunDir.check(tmp_path / "file")
+
+
+def test_summary_is_strict_json_even_when_empty():
+    s = build_summary(
+        aggregate([]),
+        run={},
+        load={"rate_rps": 5.0},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=None,
+        spec_decode_note="no metrics",
+        metrics_scraped=False,
+        interrupted=True,
+    )
+    text = json.dumps(json_safe(s), allow_nan=False)
+    back = json.loads(text)
+    assert back["counts"]["sent"] == 0 and back["metrics"]["ttft_s"]["p50"] is None
+    assert any("interrupted" in w for w in back["warnings"])
+    bench_renderable(json_safe(s))  # renders without numbers
+
+
+async def test_probe_lists_models_and_rejections():
+    fake = FakeServer(lambda b: Reply(200, b"{}"), models=("a", "b"))
+    async with serve(fake) as url, make_session() as session:
+        info = await probe_endpoint(session, EndpointConfig(url, "a"))
+    assert info.models == ("a", "b") and info.version is None
+    with pytest.raises(EndpointError, match="served: a, b"):
+        choose_model("c", info, url)
+    assert choose_model(None, ServerInfo(("only",), ()), url) == "only"
+    async with make_session() as session:
+        with pytest.raises(EndpointError, match="cannot reach"):
+            await probe_endpoint(session, EndpointConfig(f"http://127.0.0.1:{free_port()}", "a"))
+
+
+def test_hints_name_the_flag_for_rejected_options():
+    from speculab.bench.records import ErrorCategory, ErrorInfo
+    from speculab.bench.results import request_option_hints
+
+    def rejected(msg):
+        return RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, f"HTTP 400: {msg}", 400))
+
+    assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
+    assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
+    assert request_option_hints([]) == []

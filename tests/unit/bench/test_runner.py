@@ -1,0 +1,135 @@
+"""The load runner with an in-process fake request function (no sockets)."""
+
+import asyncio
+import time
+
+import pytest
+
+from speculab.bench.arrivals import ArrivalConfig
+from speculab.bench.metrics import aggregate
+from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
+from speculab.bench.runner import LoadConfig, plan, run_load
+from speculab.errors import UserError
+
+ITEMS = tuple(RequestSpec(index=i, prompt=f"p{i}", seed=100 + i) for i in range(10))
+
+
+class FakeRequest:
+    """Takes `latency_s`, tracks concurrency, and returns a cancelled record when cancelled (like the client)."""
+
+    def __init__(self, latency_s=0.01, fail_every=0):
+        self.latency_s, self.fail_every = latency_s, fail_every
+        self.in_flight = self.max_in_flight = 0
+        self.seen: list[RequestSpec] = []
+
+    async def __call__(self, session, spec, *, scheduled_s, warmup=False):
+        sent = time.perf_counter()
+        self.seen.append(spec)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        err = None
+        try:
+            await asyncio.sleep(self.latency_s)
+            if self.fail_every and spec.index % self.fail_every == 0:
+                err = ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500)
+        except asyncio.CancelledError:
+            err = ErrorInfo(ErrorCategory.CANCELLED, "cancelled")
+        finally:
+            self.in_flight -= 1
+        t = time.perf_counter()
+        return RequestRecord(
+            spec.index,
+            scheduled_s,
+            sent,
+            t,
+            chunks=(ChunkEvent(t, "x", 1),),
+            completion_tokens=1,
+            error=err,
+            warmup=warmup,
+        )
+
+
+async def go(load, fake, items=ITEMS, stop=None, progress=None):
+    records = []
+    out = await run_load(items, fake, None, load, on_record=records.append, stop=stop, on_progress=progress)
+    return out, records
+
+
+async def test_closed_loop_concurrency_and_order():
+    fake = FakeRequest()
+    progress = []
+    out, recs = await go(LoadConfig(concurrency=3), fake, progress=progress.append)
+    assert len(recs) == 10 and out.measured == 10 and not out.interrupted
+    assert fake.max_in_flight == 3
+    assert [s.index for s in fake.seen] == list(range(10))  # sent in workload order
+    assert progress[-1].finished == 10 and progress[-1].total == 10
+
+
+async def test_warmup_recorded_and_excluded():
+    fake = FakeRequest(fail_every=4)
+    out, recs = await go(LoadConfig(concurrency=2, warmup=3, num_prompts=10), fake)
+    assert sum(r.warmup for r in recs) == 3 == out.warmup
+    agg = aggregate(recs)
+    assert agg.sent == 10 and agg.sent == agg.ok + agg.error and agg.error == 3  # indices 0, 4, 8
+
+
+async def test_num_prompts_cycles_items_with_fresh_indices():
+    specs = list(plan(ITEMS[:3], 7, endless=False))
+    assert [s.index for s in specs] == list(range(7))
+    assert [s.prompt for s in specs] == ["p0", "p1", "p2", "p0", "p1", "p2", "p0"]
+    assert specs[3].seed == 100  # a repeated item keeps its seed
+    assert len(list(plan(ITEMS, 4, endless=False))) == 4
+
+
+async def test_open_loop_cap_shows_as_queue_time():
+    # 100 rps offered, each request takes 50 ms, at most 1 in flight: the client must fall behind, visibly
+    fake = FakeRequest(latency_s=0.05)
+    load = LoadConfig(concurrency=1, arrival=ArrivalConfig(100.0, "constant"), num_prompts=6)
+    _out, recs = await go(load, fake)
+    assert fake.max_in_flight == 1 and len(recs) == 6
+    sched = sorted(r.scheduled_s for r in recs)
+    assert sched[1] - sched[0] == pytest.approx(0.01, abs=1e-9)  # schedule is the plan, not when it went
+    assert max(r.queue_s for r in recs) > 0.15
+
+
+async def test_open_loop_uncapped_runs_concurrently():
+    fake = FakeRequest(latency_s=0.1)
+    load = LoadConfig(concurrency=None, arrival=ArrivalConfig(200.0, "poisson"), num_prompts=10)
+    _out, recs = await go(load, fake)
+    assert len(recs) == 10 and fake.max_in_flight > 1
+
+
+async def test_duration_stops_new_requests():
+    fake = FakeRequest(latency_s=0.02)
+    _out, recs = await go(LoadConfig(concurrency=2, duration_s=0.15), fake)
+    assert 2 <= len(recs) < 40
+    assert len({r.index for r in recs}) == len(recs)
+
+
+async def test_stop_cancels_in_flight_and_records_them():
+    fake = FakeRequest(latency_s=10.0)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.1, stop.set)
+    out, recs = await go(LoadConfig(concurrency=4), fake, stop=stop)
+    assert out.interrupted and len(recs) == 4
+    assert all(r.error.category is ErrorCategory.CANCELLED for r in recs)
+    agg = aggregate(recs)
+    assert agg.sent == agg.ok + agg.error == 4
+
+
+def test_bad_load_config():
+    with pytest.raises(UserError):
+        LoadConfig(concurrency=0)
+    with pytest.raises(UserError):
+        LoadConfig(concurrency=None)
+    with pytest.raises(UserError):
+        LoadConfig(duration_s=0)
+
+
+@pytest.mark.parametrize("arrival", [None, ArrivalConfig(500.0, "constant")])
+async def test_a_bug_in_the_request_function_is_raised_not_swallowed(arrival):
+    async def broken(session, spec, *, scheduled_s, warmup=False):
+        raise ZeroDivisionError("bug")
+
+    with pytest.raises(ZeroDivisionError):
+        await run_load(ITEMS, broken, None, LoadConfig(concurrency=2, arrival=arrival), on_record=lambda r: None)

@@ -1,0 +1,31 @@
+from rich.console import Console
+
+from speculab.bench.metrics import StallConfig, aggregate
+from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
+from speculab.bench.results import build_summary, json_safe
+from speculab.report.console import print_bench_summary
+
+
+def test_bench_summary_renders_numbers_and_escapes_server_text():
+    ok = RequestRecord(
+        0, 0.0, 0.0, 0.2, chunks=(ChunkEvent(0.1, "a", 2), ChunkEvent(0.12, "b", 2)), completion_tokens=4
+    )
+    bad = RequestRecord(1, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 500: [bold]boom[/]", 500))
+    s = build_summary(
+        aggregate([ok, bad]),
+        run={"model": "[red]m[/red]", "api": "completions", "workload": "w"},
+        load={"rate_rps": None},
+        stall=StallConfig(),
+        warmup_requests=1,
+        spec_decode={"acceptance_rate": 0.5, "acceptance_length": 2.5, "per_position": [0.7, 0.3], "source": "x"},
+        spec_decode_note=None,
+        metrics_scraped=True,
+        interrupted=False,
+    )
+    console = Console(record=True, width=140)
+    print_bench_summary(console, json_safe(s))
+    out = console.export_text()
+    assert "TTFT" in out and "100.0" in out  # 0.1 s shown as milliseconds
+    assert "[red]m[/red]" in out  # server-provided text shown literally, not interpreted as markup
+    assert "mean acceptance length 2.500" in out and "per position 0.70 0.30" in out
+    assert "1 error" in out and "http 1" in out
