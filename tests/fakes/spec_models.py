@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -38,10 +39,7 @@ def truncated_copy(target: CausalLM, num_layers: int) -> CausalLM:
     """A draft that shares the target's embedding, head and first layers: it agrees with the target often."""
     draft = copy.deepcopy(target)
     draft.model.layers = draft.model.layers[:num_layers]
-    cfg = target.config
-    draft.config = ModelConfig(
-        **{**{f: getattr(cfg, f) for f in cfg.__dataclass_fields__}, "num_hidden_layers": num_layers}
-    )
+    draft.config = dataclasses.replace(target.config, num_hidden_layers=num_layers)
     return draft
 
 

@@ -68,10 +68,6 @@ class Proposal:
     lens: torch.Tensor  # [B] int64
     probs: torch.Tensor | None = None  # [B, K, V]
 
-    @property
-    def num_columns(self) -> int:
-        return int(self.tokens.shape[1])
-
 
 class Proposer(Protocol):
     """Proposes up to `num_speculative_tokens` tokens per running sequence."""
@@ -86,11 +82,3 @@ class Proposer(Protocol):
     def release(self, request_id: str) -> None:
         """Forget a finished or aborted request (its n-gram index, its draft cache position)."""
         ...
-
-
-def empty_proposal(batch_size: int, num_columns: int) -> Proposal:
-    """A proposal with no drafts for any row, K columns of padding."""
-    return Proposal(
-        tokens=torch.full((batch_size, num_columns), -1, dtype=torch.long),
-        lens=torch.zeros(batch_size, dtype=torch.long),
-    )
