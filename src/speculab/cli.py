@@ -155,7 +155,9 @@ def serve(
     max_model_len: int | None = typer.Option(
         None, help="Prompt + output tokens per sequence (default: the model's, at most 4096)."
     ),
-    max_num_batched_tokens: int | None = typer.Option(None, help="Token budget per engine step (default: 2048)."),
+    max_num_batched_tokens: int | None = typer.Option(
+        None, help="Token budget per engine step (default: 512 on CPU, 2048 on CUDA)."
+    ),
     max_waiting: int = typer.Option(256, help="Waiting-queue bound; beyond it requests get HTTP 429."),
     dtype: str = typer.Option("auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:N."),
@@ -218,6 +220,7 @@ def mock_server(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
     ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),
+    ttft_jitter_ms: float = typer.Option(0.0, help="Adds a seeded uniform [0, this) to each TTFT."),
     gap_ms: float = typer.Option(20.0, help="Time between chunks of one stream."),
     tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
     output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
@@ -259,6 +262,7 @@ def mock_server(
     try:
         cfg = MockConfig(
             ttft_s=ttft_ms / 1e3,
+            ttft_jitter_s=ttft_jitter_ms / 1e3,
             gap_s=gap_ms / 1e3,
             tokens_per_chunk=pattern if len(pattern) > 1 else pattern[0],
             output_tokens=output_tokens,
@@ -293,6 +297,7 @@ def mock_server(
 
     try:
         asyncio.run(serve_mock(cfg, host, port, ready))
+        err_console.print("mock-server stopped")  # SIGTERM
     except KeyboardInterrupt:
         err_console.print("mock-server stopped")
     except OSError as e:
@@ -301,6 +306,24 @@ def mock_server(
                 f"cannot listen on {host}:{port} ({e.strerror}); pass another --port, or --port 0"
             ) from None
         raise
+
+
+# --- report: re-render report.html + summary.json of a saved A/B run (speculab run / demo), partial runs too ----
+
+
+@app.command("report")
+def report_command(
+    directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
+    output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
+    seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
+) -> None:
+    """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
+    from speculab.report.console import print_ab_report
+    from speculab.report.model import ReportOptions
+    from speculab.report.render import render_run_dir
+
+    report = render_run_dir(directory, output, ReportOptions(seed=seed))
+    print_ab_report(Console(soft_wrap=True), report, output or directory)
 
 
 @app.callback()
