@@ -110,13 +110,27 @@ class RunDir:
     def write_json(self, name: str, obj: dict[str, Any]) -> None:
         """Atomic: write a temporary file, then rename over the target."""
         tmp = self.path / (name + ".tmp")
-        tmp.write_text(json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        tmp.replace(self.path / name)
+        text = json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n"
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(self.path / name)
+        except OSError as e:
+            raise self._write_error(name, e) from None
 
     def append(self, rec: RequestRecord) -> None:
         assert self._requests is not None, "create() first"
-        self._requests.write(json.dumps(json_safe(rec.to_dict()), ensure_ascii=False, allow_nan=False) + "\n")
-        self._requests.flush()
+        line = json.dumps(json_safe(rec.to_dict()), ensure_ascii=False, allow_nan=False) + "\n"
+        try:
+            self._requests.write(line)
+            self._requests.flush()
+        except OSError as e:  # disk full, a removed mount: the run stops with one line, not a traceback
+            raise self._write_error(REQUESTS, e) from None
+
+    def _write_error(self, name: str, e: OSError) -> UserError:
+        return UserError(
+            f"cannot write {self.path / name} ({e.strerror or e}); the run stopped. Records written before "
+            "are in requests.jsonl; free space or choose another --output"
+        )
 
     def close(self) -> None:
         if self._requests is not None:

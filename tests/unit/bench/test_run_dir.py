@@ -88,3 +88,24 @@ def test_hints_name_the_flag_for_rejected_options():
     assert request_option_hints([missing, missing]) == [
         "2 requests got HTTP 404/405: the server may not serve this endpoint; try the other --api (completions | chat)"
     ]
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
+    import errno
+
+    class FullDisk:
+        def write(self, _text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    rd = RunDir(tmp_path / "run").create()
+    rd._requests.close()
+    rd._requests = FullDisk()
+    with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
+        rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
+    rd.close()
