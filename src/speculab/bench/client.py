@@ -324,7 +324,7 @@ class StreamState:
             completion_tokens=_usage_int(self.usage, "completion_tokens"),
             token_count_source=source,
             finish_reason=self.finish_reason,
-            error=error or self.error,
+            error=error or self.error or finish_error(self.finish_reason),
             warmup=warmup,
             stream=True,
             spec=spec_from_timings(self.timings),
@@ -349,6 +349,20 @@ def spec_from_timings(timings: dict[str, Any] | None) -> dict[str, Any] | None:
         "accepted_tokens": timings.get("draft_n_accepted"),
         "source": "llama.cpp timings",
     }
+
+
+# Finish reasons that mean the server gave up on the request, though the response may look complete (HTTP 200,
+# [DONE]): vLLM ends engine-side aborts (shutdown, pause, scale-down) with finish_reason "abort" (vllm#57082).
+FAILED_FINISH_REASONS = frozenset({"abort", "error"})
+
+
+def finish_error(finish_reason: Any) -> ErrorInfo | None:
+    """An `error_event` failure for a finish reason that means the server gave up on the request."""
+    if isinstance(finish_reason, str) and finish_reason in FAILED_FINISH_REASONS:
+        return ErrorInfo(
+            ErrorCategory.ERROR_EVENT, f"the server ended the response with finish_reason {finish_reason!r}"
+        )
+    return None
 
 
 class RequestFunc(Protocol):
@@ -470,6 +484,7 @@ class UnaryRequest:
                         err = ErrorInfo(ErrorCategory.MALFORMED, f"malformed response body: {e}")
                     if delta.error is not None:
                         err = ErrorInfo(ErrorCategory.ERROR_EVENT, delta.error.message or "error object in body")
+                    err = err or finish_error(delta.finish_reason)
         except (asyncio.CancelledError, asyncio.TimeoutError, aiohttp.ClientError) as e:
             err = _transport_error(e, got_response=got_response, timeout_s=ep.timeout_s)
         end_s = self.clock()

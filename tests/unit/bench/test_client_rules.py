@@ -140,3 +140,13 @@ def test_llamacpp_timings_are_kept():
     _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
     assert r.spec == {"draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
     assert r.extra["timings"]["draft_n"] == 8
+
+
+def test_finish_reason_abort_is_a_failure_even_with_done():
+    # vLLM ends engine-side aborts (shutdown, pause) with finish_reason "abort", HTTP 200 and [DONE]
+    script = [(1.0, chunk("ab", cum=2)), (1.1, chunk("c", cum=3, finish="abort")), (1.2, DONE)]
+    _, r = play(script)
+    assert not r.ok and r.error.category is ErrorCategory.ERROR_EVENT and "'abort'" in r.error.message
+    assert len(r.chunks) == 2  # what arrived stays in the record
+    _, r = play([(1.0, chunk("ab", cum=2)), (1.1, chunk("c", cum=3, finish="stop")), (1.2, DONE)])
+    assert r.ok
