@@ -141,7 +141,8 @@ def _running_at(url: str) -> float:
     return 0.0
 
 
-def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
     out = tmp_path / "run"
     with mock_process(ttft_s=0.05, gap_s=0.05, tokens_per_chunk=1, output_tokens=400) as url:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -174,7 +175,7 @@ def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path):
         deadline = time.monotonic() + 60
         while _running_at(url) < 4 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
