@@ -36,13 +36,13 @@ class Distribution:
 
 
 def describe(values: Iterable[float]) -> Distribution:
-    """mean, sample std (ddof=1), min/max and linear-interpolated percentiles of `values`."""
+    """mean, sample std (ddof=1; NaN for one value), min/max and linear-interpolated percentiles of `values`."""
     a = np.asarray(list(values), dtype=float)
     if a.size == 0:
         nan = float("nan")
         return Distribution(0, nan, nan, nan, nan, nan, nan, nan, nan)
     p = np.percentile(a, PERCENTILES)
-    std = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    std = float(a.std(ddof=1)) if a.size > 1 else float("nan")  # one value has no sample spread (null in files)
     return Distribution(
         n=int(a.size),
         mean=float(a.mean()),
