@@ -192,6 +192,105 @@ def serve(
     run_server(cfg, on_ready=ready)
 
 
+# --- mock-server ---------------------------------------------------------------------------------------------
+
+
+def _chunk_pattern(text: str) -> tuple[int, ...]:
+    try:
+        pattern = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--tokens-per-chunk must be N or a pattern like 3,1,2; got {text!r}") from None
+    if not pattern or min(pattern) < 1:
+        raise UserError(f"--tokens-per-chunk values must be >= 1; got {text!r}")
+    return pattern
+
+
+@app.command("mock-server")
+def mock_server(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
+    ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),
+    gap_ms: float = typer.Option(20.0, help="Time between chunks of one stream."),
+    tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
+    output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
+    prefill_ms_per_token: float = typer.Option(0.0, help="Extra TTFT per (uncached) prompt token."),
+    serial_prefill: bool = typer.Option(
+        False, "--serial-prefill", help="Prefills run one at a time: TTFT grows under load, decode does not."
+    ),
+    startup_ms: float = typer.Option(0.0, help="Wait this long before listening, like a server loading a model."),
+    cold_start_ms: float = typer.Option(0.0, help="Extra delay for the first request (and after --idle-reset-s)."),
+    idle_reset_s: float = typer.Option(None, help="Idle seconds after which the server is cold again."),
+    max_concurrency: int = typer.Option(None, help="Requests beyond this many queue server-side."),
+    decode_slowdown: float = typer.Option(0.0, help="Gap grows by this fraction per extra running request."),
+    num_speculative_tokens: int = typer.Option(
+        None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
+    ),
+    prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
+    max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),
+    model: list[str] = typer.Option(["speculab-mock"], "--model", help="Served model name (repeat for several)."),
+    fault_5xx_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 500."),
+    fault_429_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 429 + Retry-After."),
+    retry_after_s: float = typer.Option(1.0, help="Retry-After of the 429 faults."),
+    fault_drop_rate: float = typer.Option(0.0, help="Share of streams whose connection drops mid-way."),
+    fault_malformed_rate: float = typer.Option(0.0, help="Share of streams with one malformed SSE event."),
+    fault_error_event_rate: float = typer.Option(0.0, help="Share of streams ending in an error event."),
+    fault_stall_rate: float = typer.Option(0.0, help="Share of streams that stall mid-way."),
+    fault_stall_s: float = typer.Option(3600.0, help="How long a stall lasts."),
+    seed: int = typer.Option(0, help="Seed of the fault draws."),
+) -> None:
+    """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
+    import asyncio
+    import errno
+
+    from speculab.bench.mock_server import MockConfig, serve_mock
+
+    pattern = _chunk_pattern(tokens_per_chunk)
+    try:
+        cfg = MockConfig(
+            ttft_s=ttft_ms / 1e3,
+            gap_s=gap_ms / 1e3,
+            tokens_per_chunk=pattern if len(pattern) > 1 else pattern[0],
+            output_tokens=output_tokens,
+            models=tuple(model),
+            max_model_len=max_model_len,
+            prefill_s_per_token=prefill_ms_per_token / 1e3,
+            serial_prefill=serial_prefill,
+            startup_s=startup_ms / 1e3,
+            cold_start_s=cold_start_ms / 1e3,
+            idle_reset_s=idle_reset_s,
+            max_concurrency=max_concurrency,
+            decode_slowdown_per_request=decode_slowdown,
+            num_speculative_tokens=max(pattern) - 1 if num_speculative_tokens is None else num_speculative_tokens,
+            prefix_cache=prefix_cache,
+            fault_5xx_rate=fault_5xx_rate,
+            fault_429_rate=fault_429_rate,
+            retry_after_s=retry_after_s,
+            fault_drop_rate=fault_drop_rate,
+            fault_malformed_rate=fault_malformed_rate,
+            fault_error_event_rate=fault_error_event_rate,
+            fault_stall_rate=fault_stall_rate,
+            fault_stall_s=fault_stall_s,
+            seed=seed,
+        )
+    except ValueError as e:
+        raise UserError(f"invalid mock-server settings: {e}") from None
+
+    def ready(url: str) -> None:
+        typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}); Ctrl-C stops it", err=False)
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(serve_mock(cfg, host, port, ready))
+    except KeyboardInterrupt:
+        err_console.print("mock-server stopped")
+    except OSError as e:
+        if e.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise UserError(
+                f"cannot listen on {host}:{port} ({e.strerror}); pass another --port, or --port 0"
+            ) from None
+        raise
+
+
 @app.callback()
 def _root() -> None:
     """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""

@@ -1,0 +1,259 @@
+"""The mock server's script: its configuration and the pure rules it follows (tokens, lengths, chunks, text).
+
+What a "token" is here: one word of a fixed 64-word vocabulary followed by one space ("delta "). A prompt's
+token count is its number of whitespace-separated words (`len(text.split())`); a chat prompt is rendered as one
+"role: content" line per message first, so each message adds one token for its role. Prompts given as token
+ids count one token per id. Generated text is a pure function of the prompt and the request's `seed`
+(temperature and the server's configuration play no part), so two mock servers with different timing or
+speculation settings return identical text - as exact speculative decoding would.
+
+The timing script, per request (all on the event loop's monotonic clock):
+- queueing: with `max_concurrency`, requests beyond it wait for a slot; the wait shows up in TTFT.
+- cold start: the first request after start (and after `idle_reset_s` without traffic) waits `cold_start_s`;
+  requests arriving during the warm-up wait for it too, as they would for a model that is loading.
+- first chunk at admitted + cold-start wait + `ttft_s` + uncached prompt tokens x `prefill_s_per_token`;
+  with `serial_prefill`, the prefill work of concurrent requests is done one request at a time. A request
+  admitted without waiting counts as admitted on arrival: its own set-up work never shifts its schedule.
+- chunk i+1 at chunk i's deadline + `gap_s` x (1 + `decode_slowdown_per_request` x (running - 1)).
+Sends are scheduled against these absolute deadlines, never as accumulated sleeps, so scheduler overshoot on
+one chunk does not shift the next: gaps stay exact even with hundreds of concurrent streams.
+
+Speculation: each chunk is one verification step (one "draft" in vLLM's counters) that yields its chunk's
+tokens: accepted = tokens - 1 (the last one is the bonus token), draft tokens = `num_speculative_tokens`. So the
+counters' mean acceptance length equals the mean of `tokens_per_chunk` (over whole cycles of a pattern). A step
+cut short by max_tokens is still counted with its full acceptance, as vLLM counts it before truncation.
+Simplification: the first chunk also counts as a verification step (a real engine's first token comes from
+prefill alone).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import random
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+# 64 short, distinct words. Token i of an output is VOCAB[k] + " " for a seeded k.
+# fmt: off
+VOCAB: tuple[str, ...] = (
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
+    "xray", "yankee", "zulu", "amber", "birch", "cedar", "dune", "ember", "fern", "grove", "harbor", "island",
+    "jade", "kernel", "lantern", "meadow", "nectar", "orbit", "pebble", "quartz", "river", "summit", "timber",
+    "umber", "valley", "willow", "yarrow", "zephyr", "anchor", "beacon", "canyon", "mesa", "estuary", "fjord",
+    "glacier", "horizon", "inlet", "jetty", "knoll", "meridian", "lagoon",
+)
+# fmt: on
+assert len(VOCAB) == 64 and len(set(VOCAB)) == 64
+
+
+class Fault(str, enum.Enum):
+    """Injected failures, drawn per request from the configured rates (mutually exclusive)."""
+
+    HTTP_5XX = "http_5xx"  # 500 with an OpenAI-style error body, before any streaming
+    HTTP_429 = "http_429"  # 429 with Retry-After, before any streaming
+    DROP = "drop"  # the connection is closed mid-stream, without the final chunk or [DONE]
+    MALFORMED = "malformed"  # one SSE event whose data is not JSON, then the stream continues
+    ERROR_EVENT = "error_event"  # an error object inside the stream, then [DONE]
+    STALL = "stall"  # the stream pauses `fault_stall_s` mid-way (long enough to trip client timeouts)
+
+
+@dataclass(frozen=True, slots=True)
+class MockConfig:
+    """The script the mock server follows. Times in seconds; rates are probabilities per request."""
+
+    ttft_s: float = 0.1  # admitted -> first chunk, for a prompt with no prefill cost
+    gap_s: float = 0.02  # between consecutive chunks of one stream
+    tokens_per_chunk: int | tuple[int, ...] = 1  # an int, or a per-chunk pattern cycled within each request
+    output_tokens: int = 128  # natural length (the mock's "EOS"); max_tokens caps it, min_tokens/ignore_eos extend it
+    models: str | tuple[str, ...] = ("speculab-mock",)  # served model names; the first is the default
+    max_model_len: int = 8192  # context length: prompt + output tokens must fit
+    prefill_s_per_token: float = 0.0  # TTFT grows by this per uncached prompt token
+    serial_prefill: bool = False  # prefills run one at a time (one compute-bound prefill engine): TTFT grows
+    # with the prefill work queued ahead under load, while decode gaps stay steady
+    cold_start_s: float = 0.0  # extra wait for the first request after start (and after idle_reset_s idle)
+    idle_reset_s: float | None = None  # idle time after which the server is cold again; None: only at start
+    max_concurrency: int | None = None  # requests beyond it queue server-side (shows as TTFT); None: unlimited
+    decode_slowdown_per_request: float = 0.0  # gap x (1 + this x (running - 1)): batching slows decode
+    num_speculative_tokens: int = 0  # k > 0 exposes vLLM spec-decode counters; chunks must be <= k + 1 tokens
+    prefix_cache: bool = False  # cached leading blocks of a prompt cost no prefill
+    prefix_cache_block_tokens: int = 16  # cache granularity in tokens (vLLM's block size)
+    prefix_cache_max_blocks: int = 65536  # LRU capacity in blocks
+    fault_5xx_rate: float = 0.0
+    fault_429_rate: float = 0.0
+    retry_after_s: float = 1.0  # Retry-After header of 429 faults (whole seconds on the wire, rounded up)
+    fault_drop_rate: float = 0.0
+    fault_malformed_rate: float = 0.0
+    fault_error_event_rate: float = 0.0
+    fault_stall_rate: float = 0.0
+    fault_stall_s: float = 3600.0  # how long a stall lasts; long by default so it trips client timeouts
+    seed: int = 0  # seeds fault draws; generated text does not depend on it
+    startup_s: float = 0.0  # `serve_mock` (the CLI) waits this long before listening, like a model loading
+
+    def __post_init__(self) -> None:
+        if isinstance(self.models, str):
+            object.__setattr__(self, "models", (self.models,))
+        if isinstance(self.tokens_per_chunk, list):
+            object.__setattr__(self, "tokens_per_chunk", tuple(self.tokens_per_chunk))
+        self._validate()
+
+    def _validate(self) -> None:
+        def need(ok: bool, msg: str) -> None:
+            if not ok:
+                raise ValueError(msg)
+
+        times = (
+            "ttft_s",
+            "gap_s",
+            "prefill_s_per_token",
+            "cold_start_s",
+            "retry_after_s",
+            "fault_stall_s",
+            "startup_s",
+        )
+        for name in times:
+            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.decode_slowdown_per_request >= 0, "decode_slowdown_per_request must be >= 0")
+        need(len(self.chunk_pattern) > 0, "tokens_per_chunk pattern must not be empty")
+        need(all(n >= 1 for n in self.chunk_pattern), f"tokens_per_chunk values must be >= 1: {self.tokens_per_chunk}")
+        need(self.output_tokens >= 1, f"output_tokens must be >= 1, got {self.output_tokens}")
+        need(len(self.models) > 0 and all(self.models), "at least one non-empty model name is needed")
+        need(self.max_model_len >= 2, "max_model_len must be >= 2")
+        need(self.idle_reset_s is None or self.idle_reset_s > 0, "idle_reset_s must be > 0 (or None)")
+        need(self.max_concurrency is None or self.max_concurrency >= 1, "max_concurrency must be >= 1 (or None)")
+        need(self.num_speculative_tokens >= 0, "num_speculative_tokens must be >= 0")
+        if self.num_speculative_tokens > 0:
+            need(
+                max(self.chunk_pattern) <= self.num_speculative_tokens + 1,
+                f"a chunk of {max(self.chunk_pattern)} tokens needs num_speculative_tokens >= "
+                f"{max(self.chunk_pattern) - 1} (one verification step yields at most k + 1 tokens)",
+            )
+        need(self.prefix_cache_block_tokens >= 1, "prefix_cache_block_tokens must be >= 1")
+        need(self.prefix_cache_max_blocks >= 1, "prefix_cache_max_blocks must be >= 1")
+        rate_fields = ("fault_5xx_rate", "fault_429_rate", "fault_drop_rate", "fault_malformed_rate")
+        for name in (*rate_fields, "fault_error_event_rate", "fault_stall_rate"):
+            need(0 <= getattr(self, name) <= 1, f"{name} must be in [0, 1], got {getattr(self, name)}")
+        total = sum(self.fault_rates.values())
+        need(total <= 1 + 1e-9, f"fault rates must sum to <= 1 (one fault per request at most), got {total:g}")
+
+    @property
+    def chunk_pattern(self) -> tuple[int, ...]:
+        """Tokens per chunk as a pattern (a single int is a pattern of one)."""
+        tpc = self.tokens_per_chunk
+        return (tpc,) if isinstance(tpc, int) else tuple(tpc)
+
+    @property
+    def mean_tokens_per_chunk(self) -> float:
+        p = self.chunk_pattern
+        return sum(p) / len(p)
+
+    @property
+    def fault_rates(self) -> dict[Fault, float]:
+        return {
+            Fault.HTTP_5XX: self.fault_5xx_rate,
+            Fault.HTTP_429: self.fault_429_rate,
+            Fault.DROP: self.fault_drop_rate,
+            Fault.MALFORMED: self.fault_malformed_rate,
+            Fault.ERROR_EVENT: self.fault_error_event_rate,
+            Fault.STALL: self.fault_stall_rate,
+        }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pure pieces: tokens, output plan, chunking, text
+
+
+def count_tokens(text: str) -> int:
+    """The mock's token count of a text: whitespace-separated words."""
+    return len(text.split())
+
+
+def render_chat(messages: list[dict[str, Any]]) -> str:
+    """One "role: content" line per message; list contents keep their text parts only."""
+    lines = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        lines.append(f"{m.get('role', 'user')}: {content or ''}")
+    return "\n".join(lines)
+
+
+def plan_output(
+    cfg: MockConfig, prompt_tokens: int, max_tokens: int | None, min_tokens: int = 0, ignore_eos: bool = False
+) -> tuple[int, str]:
+    """(output tokens, finish_reason): the natural length `cfg.output_tokens`, raised to min_tokens, capped by
+    max_tokens and the context; ignore_eos generates up to the cap. "length" when the cap cut it."""
+    cap = cfg.max_model_len - prompt_tokens
+    if max_tokens is not None:
+        cap = min(cap, max_tokens)
+    natural = cap if ignore_eos else max(cfg.output_tokens, min_tokens)
+    if natural >= cap:
+        return cap, "length"
+    return natural, "stop"
+
+
+def chunk_sizes(pattern: tuple[int, ...], n_tokens: int) -> list[int]:
+    """Split n_tokens into chunks following the cycled pattern; the last chunk is cut to fit."""
+    sizes: list[int] = []
+    left, i = n_tokens, 0
+    while left > 0:
+        n = min(pattern[i % len(pattern)], left)
+        sizes.append(n)
+        left -= n
+        i += 1
+    return sizes
+
+
+def _text_seed(prompt_text: str, seed: int | None) -> int:
+    digest = hashlib.sha256(f"{prompt_text}\x00{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def generate_tokens(prompt_text: str, seed: int | None, n: int) -> list[str]:
+    """The n output tokens ("word ") for this prompt and seed: deterministic, independent of timing settings."""
+    rng = random.Random(_text_seed(prompt_text, seed))
+    return [VOCAB[rng.randrange(len(VOCAB))] + " " for _ in range(n)]
+
+
+def token_logprobs(prompt_text: str, seed: int | None, tokens: list[str], top: int) -> list[dict[str, Any]]:
+    """Deterministic logprobs: the chosen token is always the most likely of its `top` alternatives."""
+    rng = random.Random(_text_seed(prompt_text, seed) ^ 0x5EED)
+    out = []
+    for tok in tokens:
+        lp = -0.05 - 1.5 * rng.random()
+        alts = {tok: lp}
+        k = 0
+        while len(alts) < top:
+            alt = VOCAB[rng.randrange(len(VOCAB))] + " "
+            if alt not in alts:
+                k += 1
+                alts[alt] = lp - 0.5 * k - rng.random()
+        out.append({"token": tok, "logprob": lp, "top": alts if top else {}})
+    return out
+
+
+class PrefixCache:
+    """Block-hash prefix cache: a prompt's leading full blocks that were seen before cost no prefill (LRU)."""
+
+    def __init__(self, block_tokens: int, max_blocks: int):
+        self.block_tokens, self.max_blocks = block_tokens, max_blocks
+        self._blocks: OrderedDict[int, None] = OrderedDict()
+
+    def lookup_and_insert(self, tokens: list[str]) -> int:
+        """Cached tokens for this prompt (at least one token is always computed); then cache its blocks."""
+        b = self.block_tokens
+        h, hit_blocks, still_hitting = 0, 0, True
+        for start in range(0, len(tokens) - b + 1, b):
+            h = hash((h, tuple(tokens[start : start + b])))
+            if still_hitting and h in self._blocks:
+                hit_blocks += 1
+                self._blocks.move_to_end(h)
+            else:
+                still_hitting = False
+                self._blocks[h] = None
+                if len(self._blocks) > self.max_blocks:
+                    self._blocks.popitem(last=False)
+        return min(hit_blocks * b, max(len(tokens) - 1, 0))

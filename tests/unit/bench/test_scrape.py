@@ -1,0 +1,167 @@
+"""Prometheus snapshots and the numbers derived from them, on metric text in vLLM's and SGLang's real format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from speculab.bench.scrape import (
+    MetricsSnapshot,
+    counter_deltas,
+    metrics_url,
+    parse_metrics,
+    scrape_metrics,
+    spec_decode_delta,
+    spec_decode_delta_with_reason,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _load(name: str) -> MetricsSnapshot:
+    return parse_metrics((FIXTURES / name).read_text())
+
+
+def test_parse_keeps_every_sample_with_labels_and_types():
+    snap = _load("vllm_spec_before.prom")
+    assert len(snap.samples) == 24  # _created gauges included: nothing is dropped
+    created = snap.select("vllm:prompt_tokens_created", engine="1")
+    assert created[0].value == pytest.approx(1.7329810227341852e9)
+    assert snap.total("vllm:prompt_tokens_total") == 20000.0
+    assert snap.total("vllm:prompt_tokens_total", engine="0") == 12000.0
+    assert ("vllm:spec_decode_num_drafts", "counter") in snap.types
+
+
+def test_total_suffix_is_optional_both_ways():
+    snap = _load("vllm_spec_before.prom")
+    assert snap.total("vllm:spec_decode_num_drafts") == snap.total("vllm:spec_decode_num_drafts_total") == 500.0
+    bare = parse_metrics("# TYPE speculab:spec_decode_num_drafts untyped\nspeculab:spec_decode_num_drafts 7\n")
+    assert bare.total("speculab:spec_decode_num_drafts_total") == 7.0
+    assert bare.total("speculab:nothing") is None
+
+
+def test_vllm_spec_decode_delta_is_summed_over_engines():
+    stats = spec_decode_delta(_load("vllm_spec_before.prom"), _load("vllm_spec_after.prom"))
+    assert stats is not None
+    assert (stats.num_drafts, stats.num_draft_tokens, stats.num_accepted_tokens) == (1000, 3000, 1800)
+    d = stats.to_dict()
+    assert d["acceptance_rate"] == pytest.approx(0.6)
+    assert d["acceptance_length"] == pytest.approx(2.8)
+    assert d["per_position"] == pytest.approx([0.9, 0.6, 0.3])
+    assert d["source"] == "vllm:spec_decode_* counters, server-wide delta"
+
+
+def test_per_position_is_ordered_numerically():
+    lines = ["# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter"]
+    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{p}"}} {12 - p}' for p in range(12)]
+    lines += ["# TYPE vllm:spec_decode_num_drafts counter", "vllm:spec_decode_num_drafts_total 12"]
+    lines += ["# TYPE vllm:spec_decode_num_draft_tokens counter", "vllm:spec_decode_num_draft_tokens_total 144"]
+    lines += ["# TYPE vllm:spec_decode_num_accepted_tokens counter", "vllm:spec_decode_num_accepted_tokens_total 78"]
+    after = parse_metrics("\n".join(lines) + "\n")
+    stats = spec_decode_delta(parse_metrics(""), after)  # counters absent before: they started at zero
+    assert stats is not None
+    assert stats.per_position == pytest.approx([(12 - p) / 12 for p in range(12)])
+    assert stats.acceptance_length == pytest.approx(1 + 78 / 12)
+
+
+def test_counter_reset_gives_none_with_reason():
+    before, after = _load("vllm_spec_after.prom"), _load("vllm_spec_before.prom")  # went backwards
+    stats, reason = spec_decode_delta_with_reason(before, after)
+    assert stats is None and "restarted" in reason
+    assert spec_decode_delta(before, after) is None
+
+
+def test_no_movement_and_no_counters_give_reasons():
+    snap = _load("vllm_spec_before.prom")
+    stats, reason = spec_decode_delta_with_reason(snap, snap)
+    assert stats is None and "no speculative steps" in reason
+    plain = parse_metrics("# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total 5\n")
+    stats, reason = spec_decode_delta_with_reason(plain, plain)
+    assert stats is None and "no speculative-decoding metrics" in reason
+
+
+def test_speculab_family_has_vllm_semantics():
+    text = _read("vllm_spec_before.prom").replace("vllm:", "speculab:")
+    after = _read("vllm_spec_after.prom").replace("vllm:", "speculab:")
+    stats = spec_decode_delta(parse_metrics(text), parse_metrics(after))
+    assert stats is not None and stats.acceptance_length == pytest.approx(2.8)
+    assert stats.source.startswith("speculab:spec_decode_*")
+
+
+def test_sglang_gauges_are_read_not_diffed():
+    snap = _load("sglang_spec.prom")
+    stats = spec_decode_delta(parse_metrics(""), snap)
+    assert stats is not None
+    assert stats.acceptance_length == pytest.approx(2.8)  # mean over the two TP ranks
+    assert stats.acceptance_rate == pytest.approx(0.62)
+    assert stats.num_drafts is None and stats.per_position == ()
+    assert "not a delta" in stats.source
+    zero = parse_metrics("# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 0\n")
+    assert spec_decode_delta(zero, zero) is None
+
+
+def test_counter_deltas_for_token_counters():
+    before, after = _load("vllm_spec_before.prom"), _load("vllm_spec_after.prom")
+    d = counter_deltas(before, after, ["vllm:prompt_tokens", "vllm:generation_tokens_total", "vllm:absent_total"])
+    assert d == {"vllm:prompt_tokens": 3000.0, "vllm:generation_tokens_total": 500.0, "vllm:absent_total": None}
+    assert counter_deltas(after, before, ["vllm:prompt_tokens"]) == {"vllm:prompt_tokens": None}  # reset
+    assert counter_deltas(parse_metrics(""), after, ["vllm:prompt_tokens"]) == {"vllm:prompt_tokens": 23000.0}
+
+
+def test_snapshot_round_trips_through_dict():
+    snap = _load("vllm_spec_after.prom")
+    again = MetricsSnapshot.from_dict(snap.to_dict())
+    assert again == snap
+
+
+def test_metrics_url_is_at_the_root():
+    assert metrics_url("http://h:8000") == "http://h:8000/metrics"
+    assert metrics_url("http://h:8000/v1/") == "http://h:8000/metrics"
+
+
+def _read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+async def _serve(routes: dict[str, web.Response]) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    for path, resp in routes.items():
+        app.router.add_get(path, _handler(resp))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    return runner, f"http://{host}:{port}"
+
+
+def _handler(resp: web.Response):
+    async def handle(_request: web.Request) -> web.Response:
+        return resp
+
+    return handle
+
+
+async def test_scrape_metrics_over_http():
+    good = web.Response(text=_read("vllm_spec_before.prom"), content_type="text/plain")
+    html = web.Response(text="<html><body>not metrics {</body></html>", content_type="text/html")
+    runner, url = await _serve({"/metrics": good})
+    runner2, url2 = await _serve({"/metrics": html})
+    runner3, url3 = await _serve({})
+    try:
+        async with aiohttp.ClientSession() as session:
+            times = iter([42.0])
+            snap = await scrape_metrics(session, url + "/v1", clock=lambda: next(times))
+            assert snap is not None and snap.t_s == 42.0
+            assert snap.total("vllm:spec_decode_num_drafts") == 500.0
+            assert await scrape_metrics(session, url2) is None  # a page that is not Prometheus text
+            assert await scrape_metrics(session, url3) is None  # 404
+            await runner3.cleanup()
+            assert await scrape_metrics(session, url3, timeout_s=2) is None  # nothing listening
+    finally:
+        await runner.cleanup()
+        await runner2.cleanup()
+        await runner3.cleanup()
