@@ -356,9 +356,7 @@ def run_command(
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
     check_output_dir(out)
-    plan = plan_experiment(
-        exp, allow_extra_diff=allow_extra_diff or exp.allow_extra_diff, on_change=lambda c: _print_change(console, c)
-    )
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: _print_change(console, c))
     _run_plan(console, plan, out)
 
 

@@ -42,6 +42,7 @@ from speculab.bench.engines.acceptance import (
     from_sglang_gauges,
 )
 from speculab.bench.engines.base import AcceptanceMetrics, EngineAdapter, refuse_if_speculating
+from speculab.bench.engines.flags import is_speculation_flag
 from speculab.bench.engines.vllm import counters as counter_metrics
 from speculab.bench.memory import GpuMemory, MemorySampler
 from speculab.bench.records import RequestRecord, RequestSpec
@@ -157,7 +158,15 @@ def derive_candidate(
         note = "engine `other`: speculab does not know its speculation flags; check the difference yourself"
         return cand, ChangeCheck(name, lines, None, note)
     verified = is_single_change(diff, adapter) and not env_diff
-    return cand, ChangeCheck(name, lines, verified, "" if verified else "more than speculation differs")
+    if verified:
+        return cand, ChangeCheck(name, lines, True)
+    extra = [
+        d.describe()
+        for d in diff.differences
+        if not is_speculation_flag(d.flag, adapter.speculation_flags, adapter.speculation_prefixes)
+    ]
+    note = "; ".join([*extra, *env_diff]) or "the commands are identical"
+    return cand, ChangeCheck(name, lines, False, f"not speculation: {note}")
 
 
 def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> ChangeCheck:
@@ -170,12 +179,12 @@ def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> Change
                 f"candidate {change.candidate}: its command is identical to the baseline's, so speculation would not "
                 "be switched on; check the speculation block (or pass --allow-extra-diff for an A-vs-A run)"
             )
-        extra = "; ".join(line for line in change.diff_lines)
+        extra = change.note.removeprefix("not speculation: ")
         raise UserError(
             f"candidate {change.candidate} differs from the baseline in more than speculation ({extra}); make the "
             "commands differ only in speculation, or pass --allow-extra-diff to run anyway"
         )
-    return replace(change, note="more than speculation differs; run anyway because of --allow-extra-diff")
+    return replace(change, note=f"{change.note}; run anyway because of --allow-extra-diff")
 
 
 def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[LoadLevel, ...]]:
@@ -276,7 +285,7 @@ def plan_experiment(
         )
         if on_change is not None:
             on_change(change)
-        change = enforce_single_change(change, allow_extra_diff)
+        change = enforce_single_change(change, allow_extra_diff or exp.allow_extra_diff)
         engine = la.engine
         base = ArmPlan(
             replace(base_info, url=base_cmd.url, engine=engine, command=base_cmd.command),
