@@ -171,6 +171,7 @@ class ServerProcess:
         if self.proc is None:
             return None
         pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
+        tree = self.process_tree()  # before signalling: children re-parent once the leader is gone
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGTERM)
@@ -181,6 +182,14 @@ class ServerProcess:
             os.killpg(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+        for p in tree[1:]:  # a descendant that left the group (setsid) gets its own SIGKILL
+            with contextlib.suppress(Exception):
+                p.kill()  # type: ignore[attr-defined]
+        if len(tree) > 1:
+            with contextlib.suppress(Exception):
+                import psutil
+
+                psutil.wait_procs(tree[1:], timeout=5)  # type: ignore[arg-type]
         self._close_log()
         return self.proc.returncode
 
