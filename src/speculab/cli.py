@@ -57,7 +57,9 @@ def bench(
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
     duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
     warmup: int = typer.Option(0, "--warmup", help="Warmup requests before measuring (excluded from results)"),
-    max_tokens: int = typer.Option(256, "--max-tokens", help="Output limit per request (items may override)"),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
+    ),
     temperature: float = typer.Option(0.0, "--temperature"),
     top_p: float | None = typer.Option(None, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
@@ -238,6 +240,9 @@ def mock_server(
     fault_stall_rate: float = typer.Option(0.0, help="Share of streams that stall mid-way."),
     fault_stall_s: float = typer.Option(3600.0, help="How long a stall lasts."),
     seed: int = typer.Option(0, help="Seed of the fault draws."),
+    record_send_times: bool = typer.Option(
+        False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
+    ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
     import asyncio
@@ -272,6 +277,7 @@ def mock_server(
             fault_stall_rate=fault_stall_rate,
             fault_stall_s=fault_stall_s,
             seed=seed,
+            record_send_times=record_send_times,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

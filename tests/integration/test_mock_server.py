@@ -312,3 +312,22 @@ async def test_serial_prefill_queues_prefills_but_not_decode(session):
     assert ttfts[2] >= 0.6  # the third prefill waited for two others
     firsts = sorted(r.text_chunks()[0][0] for r in results)
     assert firsts[1] - firsts[0] >= 0.19 and firsts[2] - firsts[1] >= 0.19  # one prefill at a time
+
+
+async def test_send_times_are_recorded_on_the_shared_monotonic_clock(session):
+    import time
+
+    cfg = MockConfig(ttft_s=0.0, gap_s=0.005, tokens_per_chunk=2, output_tokens=6, record_send_times=True)
+    async with running_mock_server(cfg) as url:
+        t0 = time.monotonic()
+        r = await post(session, url + "/v1/completions", {"prompt": "timed prompt", "stream": True})
+        async with session.get(url + "/mock/send_times") as resp:
+            log = await resp.json()
+    (entry,) = log["requests"]
+    assert entry["prompt"] == "timed prompt" and len(entry["chunks_s"]) == 3
+    assert t0 <= entry["arrival_s"] <= entry["chunks_s"][0]
+    # each chunk was written before the client saw it (perf_counter and monotonic share CLOCK_MONOTONIC on Linux)
+    seen = [t for t, _ in r.text_chunks()]
+    assert all(w <= s for w, s in zip(entry["chunks_s"], seen, strict=True))
+    async with running_mock_server(MockConfig(**FAST)) as url, session.get(url + "/mock/send_times") as resp:
+        assert resp.status == 404

@@ -79,7 +79,8 @@ def bench_config_from_flags(
         extra_body=MappingProxyType(parse_extra_body(f["extra_body"])),
     )
     sampling = SamplingConfig(
-        max_tokens=f["max_tokens"],
+        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
+        max_tokens_overrides_items=f["max_tokens"] is not None,
         temperature=f["temperature"],
         top_p=f["top_p"],
         seed=f["seed"],

@@ -115,11 +115,12 @@ def normalize_base_url(url: str) -> str:
 class SamplingConfig:
     """Sampling parameters of a run, identical for every request (per-item max_tokens may override)."""
 
-    max_tokens: int | None = 256
+    max_tokens: int | None = 256  # for items without their own max_tokens
     temperature: float = 0.0
     top_p: float | None = None
     seed: int | None = 0  # run seed; a request without its own seed gets seed + index
     ignore_eos: bool = False  # vLLM/SGLang extension: generate exactly max_tokens
+    max_tokens_overrides_items: bool = False  # True when the user set --max-tokens: it wins over per-item limits
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -146,7 +147,8 @@ def build_payload(ep: EndpointConfig, sp: SamplingConfig, spec: RequestSpec) -> 
         body["messages"] = (
             [dict(m) for m in spec.messages] if spec.messages else [{"role": "user", "content": spec.prompt or ""}]
         )
-    max_tokens = spec.max_tokens if spec.max_tokens is not None else sp.max_tokens
+    use_item = spec.max_tokens is not None and not sp.max_tokens_overrides_items
+    max_tokens = spec.max_tokens if use_item else sp.max_tokens
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     body["temperature"] = sp.temperature

@@ -91,6 +91,8 @@ class MockConfig:
     fault_stall_s: float = 3600.0  # how long a stall lasts; long by default so it trips client timeouts
     seed: int = 0  # seeds fault draws; generated text does not depend on it
     startup_s: float = 0.0  # `serve_mock` (the CLI) waits this long before listening, like a model loading
+    record_send_times: bool = False  # keep each chunk's write time (CLOCK_MONOTONIC) for GET /mock/send_times:
+    # lets a benchmark separate the client's timing error from the server's own wake-up lateness
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):

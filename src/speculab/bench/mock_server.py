@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speculab import __version__
@@ -36,6 +37,7 @@ from speculab.bench.mock_script import (
     render_chat,
     token_logprobs,
 )
+from speculab.protocol.openai import error_body
 
 # --------------------------------------------------------------------------------------------------------------
 # Request bodies (pydantic at the edge). Unknown fields are accepted and ignored, as servers do.
@@ -78,7 +80,7 @@ class _ChatBody(_Common):
 def error_response(
     status: int, message: str, type_: str, code: str | None = None, param: str | None = None, **headers: str
 ) -> web.Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    body = error_body(message, type=type_, param=param, code=code)
     return web.json_response(body, status=status, headers=headers or None)
 
 
@@ -102,10 +104,56 @@ def _one_line(err: ValidationError) -> str:
 # Server state: metrics, admission, cold start, prefix cache, fault draws
 
 
+class _ChunkCounters:
+    """Counters bumped on every chunk, kept as plain ints and exported at scrape time: prometheus_client's locked
+    `inc()`, five times per chunk, would cost as much as writing the chunk."""
+
+    def __init__(self, model: str, k: int):
+        self.model, self.k = model, k
+        self.generation_tokens = 0
+        self.drafts = 0
+        self.draft_tokens = 0
+        self.accepted = 0
+        self.accepted_pos = [0] * k
+
+    def chunk(self, n_tokens: int, step_tokens: int) -> None:
+        """A chunk of n_tokens was emitted by one verification step that yielded step_tokens (accepted + 1 bonus,
+        accepted at positions 0..accepted-1; step_tokens > n_tokens when max_tokens cut the step short)."""
+        self.generation_tokens += n_tokens
+        if self.k > 0:
+            accepted = step_tokens - 1
+            self.drafts += 1
+            self.draft_tokens += self.k
+            self.accepted += accepted
+            for p in range(accepted):
+                self.accepted_pos[p] += 1
+
+    def collect(self) -> Iterator[Metric]:
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            fam = CounterMetricFamily(name, doc, labels=["model_name"])
+            fam.add_metric([self.model], value)
+            return fam
+
+        yield counter("vllm:generation_tokens", "Generated tokens.", self.generation_tokens)
+        if self.k == 0:
+            return
+        yield counter("vllm:spec_decode_num_drafts", "Verification steps (one per request per step).", self.drafts)
+        yield counter("vllm:spec_decode_num_draft_tokens", "Proposed tokens.", self.draft_tokens)
+        yield counter("vllm:spec_decode_num_accepted_tokens", "Accepted tokens.", self.accepted)
+        per_pos = CounterMetricFamily(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens by draft position.",
+            labels=["model_name", "position"],
+        )
+        for p, v in enumerate(self.accepted_pos):
+            per_pos.add_metric([self.model, str(p)], v)
+        yield per_pos
+
+
 class _Metrics:
     """vLLM-named Prometheus metrics in the app's own registry (several apps can share one process).
 
-    Label children are bound once: `.labels()` per chunk would cost more than writing the chunk."""
+    Label children are bound once: `.labels()` per request would cost more than the request's own work."""
 
     def __init__(self, cfg: MockConfig):
         self.registry = r = CollectorRegistry()
@@ -124,40 +172,20 @@ class _Metrics:
         self.running = gauge("vllm:num_requests_running", "Requests being generated.")
         self.waiting = gauge("vllm:num_requests_waiting", "Requests queued for a slot.")
         self.prompt_tokens = counter("vllm:prompt_tokens", "Prefill tokens processed.")
-        self.generation_tokens = counter("vllm:generation_tokens", "Generated tokens.")
+        self.chunks = _ChunkCounters(model, cfg.num_speculative_tokens)
+        r.register(self.chunks)
         self._success = Counter("vllm:request_success", "Finished requests.", [*lab, "finished_reason"], registry=r)
         for reason in ("stop", "length"):
             self._success.labels(model, reason)
         self.ttft = histogram("vllm:time_to_first_token_seconds", "Arrival to first chunk.")
         self.e2e = histogram("vllm:e2e_request_latency_seconds", "Arrival to last chunk.")
         self.queue = histogram("vllm:request_queue_time_seconds", "Arrival to admission.")
-        self.k = cfg.num_speculative_tokens
-        if self.k > 0:
-            self.drafts = counter("vllm:spec_decode_num_drafts", "Verification steps (one per request per step).")
-            self.draft_tokens = counter("vllm:spec_decode_num_draft_tokens", "Proposed tokens.")
-            self.accepted = counter("vllm:spec_decode_num_accepted_tokens", "Accepted tokens.")
-            per_pos = Counter(
-                "vllm:spec_decode_num_accepted_tokens_per_pos",
-                "Accepted tokens by draft position.",
-                [*lab, "position"],
-                registry=r,
-            )
-            self.accepted_pos = [per_pos.labels(model, str(p)) for p in range(self.k)]
         if cfg.prefix_cache:
             self.cache_queries = counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.")
             self.cache_hits = counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.")
 
     def success(self, finish_reason: str) -> None:
         self._success.labels(self.model, finish_reason).inc()
-
-    def verification_step(self, step_tokens: int) -> None:
-        """One draft verified: step_tokens = accepted + 1 bonus token, accepted at positions 0..accepted-1."""
-        accepted = step_tokens - 1
-        self.drafts.inc()
-        self.draft_tokens.inc(self.k)
-        self.accepted.inc(accepted)
-        for p in range(accepted):
-            self.accepted_pos[p].inc()
 
 
 class _MockState:
@@ -174,6 +202,7 @@ class _MockState:
         self.prefill_free_at = 0.0  # serial_prefill: when the prefill engine finishes the work queued so far
         self.cache = PrefixCache(cfg.prefix_cache_block_tokens, cfg.prefix_cache_max_blocks)
         self.shutdown = asyncio.Event()
+        self.send_log: list[dict[str, Any]] = []  # cfg.record_send_times: one entry per streamed request
 
     def next_id(self) -> int:
         self.n_requests += 1
@@ -528,6 +557,12 @@ async def _generate(
     # Mid-stream faults fire before chunk `fault_at`: after at least one chunk when there are two or more.
     fault_at = 1 + int(fault_pos * (len(steps) - 1)) if len(steps) > 1 else 0
     done, text_off = 0, 0
+    sends: list[float] | None = None
+    if cfg.record_send_times and resp is not None:
+        sends = []
+        state.send_log.append(
+            {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
+        )
     for i, n in enumerate(steps):
         if state.shutdown.is_set():  # server stopping: end the stream abruptly, as a dying server would
             _drop(request)
@@ -560,9 +595,9 @@ async def _generate(
                 await resp.write(b'data: {"id": "' + job.rid.encode() + b'", "choices": [{"text": \n\n')
         if resp is not None:
             await resp.write(payload)
-        m.generation_tokens.inc(n)
-        if m.k > 0:
-            m.verification_step(pattern[i % len(pattern)])
+            if sends is not None:
+                sends.append(loop.time())
+        m.chunks.chunk(n, pattern[i % len(pattern)])
         done += n
         running = max(state.running, 1)
         deadline += cfg.gap_s * (1 + cfg.decode_slowdown_per_request * (running - 1))
@@ -624,6 +659,20 @@ async def _health(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
+async def _send_times(request: web.Request) -> web.Response:
+    """Chunk write times of every streamed request so far (with record_send_times), on CLOCK_MONOTONIC: the
+    same clock as time.monotonic() and time.perf_counter() in any process on this machine (Linux)."""
+    state = request.app[STATE_KEY]
+    if not state.cfg.record_send_times:
+        return error_response(
+            404,
+            "send times are not recorded: start the mock with --record-send-times",
+            "invalid_request_error",
+            "not_recorded",
+        )
+    return web.json_response({"clock": "CLOCK_MONOTONIC", "requests": state.send_log})
+
+
 async def _metrics(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     return web.Response(body=generate_latest(state.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -657,6 +706,7 @@ def create_app(cfg: MockConfig) -> web.Application:
     app.router.add_get("/version", _version)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/mock/send_times", _send_times)
     return app
 
 

@@ -53,6 +53,15 @@ class SSEDecoder:
 
     def _drain(self) -> Iterator[SSEEvent]:
         buf = self._buf
+        if b"\r" not in buf:
+            # fast path (nearly every server): "\n" line endings only
+            *lines, rest = bytes(buf).split(b"\n")
+            self._buf = bytearray(rest)
+            for raw in lines:
+                event = self._line(raw.decode("utf-8", errors="replace"))
+                if event is not None:
+                    yield event
+            return
         start = 0
         n = len(buf)
         while start < n:

@@ -79,3 +79,15 @@ def test_pending_detects_cut_stream():
 
 def test_comments_and_empty_events_are_not_dispatched():
     assert decode_all(b": ping\n\n: ping\n\nevent: x\n\n") == []
+
+
+LF_ONLY = (
+    b"".join(f'data: {{"i": {i}, "t": "\xc3\xa9"}}\n\n'.encode("latin-1") for i in range(50)) + b"data: [DONE]\n\n"
+)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_random_rechunking_lf_only_fast_path(seed):
+    whole = decode_all(LF_ONLY)
+    assert len(whole) == 51 and whole[0].data == '{"i": 0, "t": "é"}'
+    assert feed_all(rechunk(LF_ONLY, random.Random(seed))) == whole

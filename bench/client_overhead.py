@@ -1,0 +1,308 @@
+"""How exactly does the harness client time streams, and how many concurrent streams can one process time?
+
+The harness client (`speculab.bench.client` + `runner`, the code `speculab bench` runs) streams from the mock
+server, which runs in a separate process with `--record-send-times`: it logs the moment each chunk was written
+to its socket, on CLOCK_MONOTONIC, the clock `time.perf_counter()` reads in the client too. For every chunk,
+
+    chunk timing error = client's recorded arrival - server's write time
+
+which is the client's own error (event-loop delay, parsing, bookkeeping) plus loopback transit (tens of us),
+free of the server's wake-up lateness (reported separately, as server lateness against its schedule). Also:
+
+    TTFT overhead = client TTFT (first chunk - sent_s) - server TTFT (first write - request arrival)
+
+what every TTFT the client reports carries beyond the server's own TTFT. It splits into the client's send delay
+(sent_s -> request body handed to the socket, seen by an aiohttp trace hook), wire to server arrival (loopback
+plus the server's HTTP parsing, which queues when many requests arrive at once) and the first chunk's timing
+error.
+
+Each concurrency level is a closed loop of N streams (N warmup requests first, to open the connections), then
+`--rounds` x N measured requests. A level is sustained when every request succeeded and the p99 chunk timing
+error is <= 1 ms. The client's peak RSS (this process) is sampled during each level.
+
+Usage (from the repository root):
+    python bench/client_overhead.py                       # levels 64..1024, 50 ms between chunks
+    python bench/client_overhead.py --levels 512 --gap-ms 20 --json out.json
+    chrt -f 10 python bench/client_overhead.py            # real-time priority on a shared machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import gc
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
+from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
+
+from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--levels", default="64,128,256,512,768,1024", help="concurrent streams per level")
+    p.add_argument("--ttft-ms", type=float, default=100.0)
+    p.add_argument("--gap-ms", type=float, default=50.0, help="mock server's time between chunks")
+    p.add_argument("--tokens-per-chunk", type=int, default=2)
+    p.add_argument("--output-tokens", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
+    p.add_argument("--max-error-ms", type=float, default=1.0, help="p99 chunk timing error that counts as sustained")
+    p.add_argument("--pin", action="store_true", help="pin the client to CPU 0 and the server to CPU 1")
+    p.add_argument(
+        "--gc",
+        choices=("default", "freeze", "off"),
+        default="default",
+        help="the client's cyclic garbage collector during each level: as Python sets it (default); gc.freeze() "
+        "first, so long-lived objects are no longer rescanned (freeze); or frozen and disabled, collecting only "
+        "between levels (off)",
+    )
+    p.add_argument("--json", type=Path, default=None, help="write the full results here")
+    return p.parse_args(argv)
+
+
+def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    """The mock server in its own process, so its CPU time does not delay the client's reads."""
+    argv = [sys.executable, "-m", "speculab", "mock-server", "--port", "0", "--record-send-times"]
+    argv += ["--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
+    argv += ["--tokens-per-chunk", str(args.tokens_per_chunk), "--output-tokens", str(args.output_tokens)]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline() if proc.stdout else ""
+    m = re.search(r"(http://\S+)", line)
+    if not m:
+        proc.kill()
+        raise SystemExit(f"the mock server did not start: {line!r}")
+    if args.pin and len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(proc.pid, {1})
+    return proc, m.group(1)
+
+
+class PeakRss:
+    """Samples this process's RSS every 20 ms while running."""
+
+    def __init__(self) -> None:
+        self.proc = psutil.Process()
+        self.peak_bytes = self.proc.memory_info().rss
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while True:
+            self.peak_bytes = max(self.peak_bytes, self.proc.memory_info().rss)
+            await asyncio.sleep(0.02)
+
+    def __enter__(self) -> PeakRss:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        self.peak_bytes = max(self.peak_bytes, self.proc.memory_info().rss)
+
+
+def _pcts_ms(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    a = np.asarray(values) * 1e3
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {
+        "p50": round(float(p50), 3),
+        "p90": round(float(p90), 3),
+        "p99": round(float(p99), 3),
+        "max": round(float(a.max()), 3),
+    }
+
+
+def _session(written: dict[str, float]) -> aiohttp.ClientSession:
+    """`speculab.bench.client.make_session()`'s settings plus a trace hook that fills `written`: prompt -> when
+    its request body was handed to the socket (aiohttp writes headers and body together, from a task of its own)."""
+    trace = aiohttp.TraceConfig()
+
+    async def on_chunk_sent(_session: Any, _ctx: Any, params: aiohttp.TraceRequestChunkSentParams) -> None:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            written[json.loads(params.chunk)["prompt"]] = time.perf_counter()
+
+    trace.on_request_chunk_sent.append(on_chunk_sent)
+    # as make_session(): no connection cap, no session-wide timeout (each request has its own)
+    connector = aiohttp.TCPConnector(limit=0)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace])
+
+
+def compare(
+    records: list[RequestRecord],
+    items: list[RequestSpec],
+    send_log: dict[str, Any],
+    wire_sent: dict[str, float],
+    gap_s: float,
+) -> dict[str, Any]:
+    """Client arrivals vs server writes, request by request (matched by their unique prompts)."""
+    by_prompt = {e["prompt"]: e for e in send_log["requests"]}  # measured requests came after the warmup ones
+    chunk_err: list[float] = []
+    ttft_over: list[float] = []
+    send_delay: list[float] = []
+    to_server: list[float] = []
+    server_late: list[float] = []
+    mismatched = 0
+    for rec in records:
+        prompt = items[rec.index].prompt or ""
+        entry = by_prompt.get(prompt)
+        if entry is None or len(entry["chunks_s"]) != len(rec.chunks):
+            mismatched += 1
+            continue
+        writes, got = entry["chunks_s"], [c.t_s for c in rec.chunks]
+        chunk_err += [g - w for g, w in zip(got, writes, strict=True)]
+        ttft_over.append((got[0] - rec.sent_s) - (writes[0] - entry["arrival_s"]))
+        if prompt in wire_sent:
+            send_delay.append(wire_sent[prompt] - rec.sent_s)
+            to_server.append(entry["arrival_s"] - wire_sent[prompt])
+        server_late += [w - (entry["first_deadline_s"] + i * gap_s) for i, w in enumerate(writes)]
+    return {
+        "chunks": len(chunk_err),
+        "requests_unmatched": mismatched,
+        "chunk_error_ms": _pcts_ms(chunk_err),
+        "ttft_overhead_ms": _pcts_ms(ttft_over),
+        "client_send_delay_ms": _pcts_ms(send_delay),
+        "wire_to_server_arrival_ms": _pcts_ms(to_server),
+        "server_lateness_ms": _pcts_ms(server_late),
+    }
+
+
+async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any]:
+    proc, url = start_mock(args)
+    gc_pauses_ms: list[float] = []
+    started: list[float] = []
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            gc_pauses_ms.append((time.perf_counter() - started.pop()) * 1e3)
+
+    if args.gc in ("freeze", "off"):
+        gc.collect()
+        gc.freeze()
+    if args.gc == "off":
+        gc.disable()
+    gc.callbacks.append(on_gc)
+    try:
+        n = concurrency * args.rounds
+        items = [RequestSpec(index=i, prompt=f"client overhead probe {i}") for i in range(n)]
+        endpoint = EndpointConfig(base_url=url, model="speculab-mock", api="completions", stream=True)
+        sampling = SamplingConfig(max_tokens=args.output_tokens, temperature=0.0, seed=0)
+        records: list[RequestRecord] = []
+        me, server = psutil.Process(), psutil.Process(proc.pid)
+        cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()
+        t0 = time.perf_counter()
+        with PeakRss() as rss:
+            wire_sent: dict[str, float] = {}
+            async with _session(wire_sent) as session:
+                await run_load(
+                    items,
+                    request_func(endpoint, sampling),
+                    session,
+                    LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency),
+                    on_record=records.append,
+                )
+                async with session.get(url + "/mock/send_times") as resp:
+                    send_log = await resp.json()
+        wall_s = time.perf_counter() - t0
+        cpu1, server_cpu1 = me.cpu_times(), server.cpu_times()
+        measured = [r for r in records if not r.warmup]
+        ok = [r for r in measured if r.ok]
+        result: dict[str, Any] = {
+            "concurrency": concurrency,
+            "requests": len(measured),
+            "ok": len(ok),
+            "errors": sorted({f"{r.error.category.value}: {r.error.message[:80]}" for r in measured if r.error}),
+            "client_peak_rss_mb": round(rss.peak_bytes / 2**20, 1),
+            "client_cpu_s_per_wall_s": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / wall_s, 2),
+            "server_cpu_s_per_wall_s": round(
+                (server_cpu1.user + server_cpu1.system - server_cpu0.user - server_cpu0.system) / wall_s, 2
+            ),
+            **compare(ok, items, send_log, wire_sent, args.gap_ms / 1e3),
+        }
+        result["gc_pauses"] = len(gc_pauses_ms)
+        result["gc_longest_pause_ms"] = round(max(gc_pauses_ms, default=0.0), 2)
+        p99 = result["chunk_error_ms"]["p99"]
+        result["sustained"] = bool(len(ok) == len(measured) and p99 is not None and p99 <= args.max_error_ms)
+        return result
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.enable()
+        gc.unfreeze()
+        gc.collect()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    if args.pin:
+        os.sched_setaffinity(0, {0})
+    info = machine()
+    print(json.dumps(info))
+    levels = []
+    for c in (int(x) for x in args.levels.split(",")):
+        r = await run_level(args, c)
+        levels.append(r)
+        e, s = r["chunk_error_ms"], r["server_lateness_ms"]
+        print(
+            f"{c:5d} streams: ok {r['ok']}/{r['requests']}  chunk error p50 {e['p50']} p99 {e['p99']} max {e['max']} ms"
+            f"  TTFT overhead p50 {r['ttft_overhead_ms']['p50']} ms (client send delay p50"
+            f" {r['client_send_delay_ms']['p50']}, wire to server arrival p50 {r['wire_to_server_arrival_ms']['p50']})"
+            f"  server lateness p99 {s['p99']} ms"
+            f"  RSS {r['client_peak_rss_mb']} MB  CPU client {r['client_cpu_s_per_wall_s']}"
+            f" server {r['server_cpu_s_per_wall_s']}"
+            f"  longest GC {r['gc_longest_pause_ms']} ms  sustained {r['sustained']}",
+            flush=True,
+        )
+    sustained = [r["concurrency"] for r in levels if r["sustained"]]
+    summary = {
+        "machine": info,
+        "settings": {k: v for k, v in vars(args).items() if k != "json"},
+        "levels": levels,
+        "max_sustained_streams": max(sustained) if sustained else None,
+    }
+    best = summary["max_sustained_streams"]
+    print(f"most concurrent streams with p99 chunk timing error <= {args.max_error_ms} ms: {best}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse_args()))
