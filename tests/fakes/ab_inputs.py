@@ -65,6 +65,8 @@ class ArmEffect:
     error_rate: float = 0.0
     gpu_bytes: float = 20e9
     diverge: dict[int, tuple[int, float]] = field(default_factory=dict)  # index -> (token position, top-2 gap)
+    # The target's top-2 gap at a position without changing the text: the baseline's view of the same prefix.
+    tie_at: dict[int, tuple[int, float]] = field(default_factory=dict)
     logprobs: bool = False
 
 
@@ -140,8 +142,9 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
         else:
             sent = n / (level.value * frac)
             rec = _record(it.index, sent, tpot, ttft, toks, eff, err)
-        if eff.logprobs and rec.logprobs and it.index in eff.diverge:
-            pos, gap = eff.diverge[it.index]
+        gaps = eff.tie_at | eff.diverge
+        if eff.logprobs and rec.logprobs and it.index in gaps:
+            pos, gap = gaps[it.index]
             lps = list(rec.logprobs)
             lps[pos] = {"token": toks[pos], "logprob": -0.5, "top": {toks[pos]: -0.5, " other": -0.5 - gap}}
             rec = replace(rec, logprobs=tuple(lps))
@@ -288,7 +291,6 @@ def make_inputs(
 def main(out: str) -> None:
     """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
     from speculab.report.html import write_report
-
     from speculab.report.inputs import save_inputs
     from speculab.report.model import build_report
 
@@ -302,7 +304,7 @@ def main(out: str) -> None:
             LevelSpec("concurrency", 8, ("operating", "sweep")),
             LevelSpec("concurrency", 16, ("sweep",)),
         ),
-        baseline=ArmEffect(logprobs=True),
+        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}),
         candidates={
             "ngram-k4": ArmEffect(
                 tpot_factor={"c1": 1 / 1.8, "c2": 1 / 1.6, "c4": 1 / 1.3, "c8": 1 / 1.05, "c16": 1 / 0.85},

@@ -6,6 +6,7 @@ fields; Optional fields keep None. Enums are written as their values.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import math
 import types
@@ -63,7 +64,7 @@ def from_data(tp: Any, data: Any) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(from_data(args[0], x) for x in data)
         return tuple(from_data(a, x) for a, x in zip(args, data, strict=True))
-    if origin in (dict, typing.Mapping) or tp is dict:
+    if origin in (dict, collections.abc.Mapping) or tp is dict:
         args = typing.get_args(tp)
         vt = args[1] if len(args) == 2 else Any
         return {k: from_data(vt, v) for k, v in data.items()}

@@ -447,3 +447,84 @@ def _read_repeat(rdir: Path, arm: str, level: str, repeat: int) -> RepeatRun:
     except ValueError as e:
         raise UserError(f"{meta}: not JSON ({e})") from None
     return RepeatRun.from_meta(d, records)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From an experiment file (the lifecycle's starting point).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def levels_from_loads(loads: Any) -> tuple[LevelSpec, ...]:
+    """config.LoadsConfig -> LevelSpecs in run order (low, operating, sweep), a level run once with all its roles."""
+    out: dict[tuple[str, float], LevelSpec] = {}
+    tagged = [(loads.low, "low"), (loads.operating, "operating"), *((lv, "sweep") for lv in loads.sweep)]
+    for lv, role in tagged:
+        kind = lv.kind
+        key = (kind, float(lv.value))
+        if key in out:
+            prev = out[key]
+            if role not in prev.roles:
+                out[key] = replace(prev, roles=(*prev.roles, role))
+            continue
+        rate = kind == "rate"
+        out[key] = LevelSpec(
+            kind, float(lv.value), (role,), lv.arrival if rate else None, lv.max_concurrency if rate else None
+        )
+    return tuple(out.values())
+
+
+def setup_from_experiment(
+    exp: Any, items: Sequence[RequestSpec], *, workload_name: str, workload_source: str, logprobs: int | None = None
+) -> Setup:
+    """config.Experiment + the loaded workload items -> Setup (started/finished and versions: fill with replace())."""
+    s, slo = exp.sampling, exp.slos
+    return Setup(
+        name=exp.name or "",
+        workload_name=workload_name,
+        workload_source=workload_source,
+        api=exp.workload.api,
+        items=tuple(items),
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=s.top_k,
+        seed=s.seed,
+        max_tokens=s.max_tokens,
+        min_tokens=s.min_tokens,
+        ignore_eos=s.ignore_eos,
+        levels=levels_from_loads(exp.loads),
+        repeats=exp.repeats,
+        slo_ttft_s=slo.ttft_s,
+        slo_tpot_s=slo.tpot_s,
+        slo_e2e_s=slo.e2e_s,
+        slo_attainment=slo.attainment,
+        target_rate_rps=exp.cost.target_rate_rps if exp.cost is not None else None,
+        checks_enabled=exp.checks,
+        logprobs=logprobs,
+        two_url_mode=exp.two_url_mode,
+    )
+
+
+def candidate_name(method: str, k: int) -> str:
+    """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4'."""
+    return f"{method}-k{k}"
+
+
+def acceptance_from_spec_decode(d: Mapping[str, Any] | None) -> AcceptanceSummary | None:
+    """`bench.scrape.SpecDecodeStats.to_dict()` (bench's summary.json `server.spec_decode`) -> AcceptanceSummary.
+
+    No drafts counted -> `active=False` (the "speculation not active" gate); None in, None out (nothing reported)."""
+    if d is None:
+        return None
+    drafts = d.get("num_drafts")
+    active = bool(drafts) if drafts is not None else bool((d.get("acceptance_length") or 0) > 1)
+    return AcceptanceSummary(
+        source=str(d.get("source", "server metrics")),
+        active=active,
+        drafts=drafts,
+        draft_tokens=d.get("num_draft_tokens"),
+        accepted_tokens=d.get("num_accepted_tokens"),
+        acceptance_rate=d.get("acceptance_rate"),
+        acceptance_length=d.get("acceptance_length"),
+        per_position=tuple(d.get("per_position") or ()),
+        approximate=drafts is None,
+    )

@@ -55,6 +55,7 @@ class ReportOptions:
     n_resamples: int = stats.N_RESAMPLES
     correctness: CorrectnessOptions = field(default_factory=CorrectnessOptions)
     max_series_points: int = 400  # memory time series are thinned to this many points per repeat
+    max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -166,6 +167,7 @@ class LevelComparison:
     cost_ratio: Interval | None  # $ per 1M tokens candidate/baseline (0.62 = 38% cheaper)
     memory_delta_bytes: float | None  # candidate - baseline peak
     memory_kind: str  # "gpu" or "rss" or ""
+    by_category: tuple[Ratio, ...] = ()  # TPOT per workload category; Ratio.metric holds the category name
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -334,7 +336,7 @@ class Report:
         return to_data(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> Report:
@@ -440,6 +442,11 @@ def _thin(values: Sequence[Any], n: int) -> list[Any]:
     return [values[i] for i in idx]
 
 
+def _r6(x: float | None) -> float | None:
+    """Plot material keeps 6 significant digits (microseconds at the scale of seconds): a smaller summary.json."""
+    return None if x is None else float(f"{x:.6g}")
+
+
 def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: ReportOptions) -> Series:
     ok = [m for m in per if m.ok and not m.warmup]
     tpc: dict[str, int] = defaultdict(int)
@@ -450,15 +457,15 @@ def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: Repo
     mem = sorted(runs[0].memory, key=lambda s: s.t_s) if runs else []
     mem = _thin(mem, opts.max_series_points)
     return Series(
-        ttft_s=tuple(sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
-        tpot_s=tuple(sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
-        e2e_s=tuple(sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
-        chunk_gap_s=tuple(_thin(gaps, 5000)),
+        ttft_s=tuple(float(f"{x:.6g}") for x in sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
+        tpot_s=tuple(float(f"{x:.6g}") for x in sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
+        e2e_s=tuple(float(f"{x:.6g}") for x in sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
+        chunk_gap_s=tuple(float(f"{x:.6g}") for x in _thin(gaps, opts.max_gap_points)),
         tokens_per_chunk=dict(sorted(tpc.items(), key=lambda kv: int(kv[0]))),
-        memory_t_s=tuple(s.t_s for s in mem),
-        memory_gpu_bytes=tuple(s.gpu_bytes for s in mem),
-        memory_rss_bytes=tuple(s.rss_bytes for s in mem),
-        memory_kv_usage=tuple(s.kv_usage for s in mem),
+        memory_t_s=tuple(float(f"{s.t_s:.6g}") for s in mem),
+        memory_gpu_bytes=tuple(_r6(s.gpu_bytes) for s in mem),
+        memory_rss_bytes=tuple(_r6(s.rss_bytes) for s in mem),
+        memory_kv_usage=tuple(_r6(s.kv_usage) for s in mem),
     )
 
 
@@ -617,11 +624,12 @@ def compare_level(
         return LevelComparison(cand_arm.name, gate, reason, f"no verdict: {reason}", (), None, None, None, "")
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
     ratios = []
+    values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     for metric in (*PAIRED_METRICS, "itl_s"):
-        c = stats.compare_paired(
-            metric, per_prompt(c_runs, metric), per_prompt(b_runs, metric), rng, n_resamples=opts.n_resamples
-        )
+        values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
+        c = stats.compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
         ratios.append(_ratio(c))
+    by_category = _by_category(values["tpot_s"], inputs, rng, opts)
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -637,7 +645,32 @@ def compare_level(
         verdict = f"no verdict: {reason}"
     else:
         verdict = ratios[0].verdict
-    return LevelComparison(cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind)
+    return LevelComparison(
+        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category
+    )
+
+
+def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,
+                 opts: ReportOptions) -> tuple[Ratio, ...]:  # fmt: skip
+    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category."""
+    cats: dict[str, set[int]] = defaultdict(set)
+    for it in inputs.setup.items:
+        if it.category:
+            cats[it.category].add(it.index)
+    if len(cats) < 2:
+        return ()
+    cand, base = tpot
+    out = []
+    for cat, idx in sorted(cats.items()):
+        c = stats.compare_paired(
+            cat,
+            {i: v for i, v in cand.items() if i in idx},
+            {i: v for i, v in base.items() if i in idx},
+            rng,
+            n_resamples=opts.n_resamples,
+        )
+        out.append(_ratio(c))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -987,9 +1020,19 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
                     "assumed); tokens per chunk is unreliable — enable continuous usage stats or logprobs"
                 )
             if a.repeats and a.acceptance is None and a.arm != "baseline":
+                hint = ""
+                base = lv.arm("baseline")
+                tpc, btpc = (
+                    a.distributions["tokens_per_chunk"].mean,
+                    base.distributions["tokens_per_chunk"].mean if base else math.nan,
+                )
+                if measured_tpc(a) and math.isfinite(btpc) and abs(tpc - btpc) < 0.05:
+                    hint = (
+                        f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
+                    )
                 w.append(
                     f"{labels.get(a.arm, a.arm)} at {lv.label}: the engine reported no acceptance, so speculation "
-                    "could not be confirmed active"
+                    f"could not be confirmed active{hint}"
                 )
             if a.acceptance is not None and a.acceptance.active and a.acceptance.inactive_repeats:
                 w.append(
@@ -1003,6 +1046,11 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
             w.extend(f"{c.label}: {x}" for x in c.correctness.warnings)
     w.extend(inputs.notes)
     return list(dict.fromkeys(w))
+
+
+def measured_tpc(a: ArmLevel) -> bool:
+    """Tokens per chunk was measured (not assumed one per chunk) for every successful request of this arm."""
+    return bool(a.token_count_sources) and "one_per_chunk" not in a.token_count_sources
 
 
 def _missing(inputs: ReportInputs) -> list[str]:
