@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -213,3 +217,69 @@ def test_output_dir_with_a_run_is_refused(tmp_path: Path) -> None:
     plan = plan_experiment(parse_experiment(launch_yaml(free_port(), repeats=1)))
     with pytest.raises(UserError, match="already holds a run"):
         asyncio.run(run_plan(plan, tmp_path))
+
+
+def _cli(*args: str, **kw: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "160"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "speculab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def test_cli_run_prints_the_verdict_and_writes_the_report(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(launch_yaml(free_port(), repeats=1, prompts=8))
+    proc = _cli("run", str(exp), "--output", str(tmp_path / "run"))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "single change not verified" in stderr and "~ --tokens-per-chunk: 1 -> 3" in stderr
+    assert "ngram k=2" in stdout and "faster" in stdout
+    assert (tmp_path / "run" / "report.html").is_file() and (tmp_path / "run" / "summary.json").is_file()
+
+
+def test_cli_ctrl_c_exits_130_with_a_report_of_what_ran(tmp_path: Path) -> None:
+    port = free_port()
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(launch_yaml(port, repeats=1, prompts=400))
+    out = tmp_path / "run"
+    proc = _cli("run", str(exp), "--output", str(out))
+    requests = out / "runs" / "baseline" / "c1" / "r1" / "requests.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not requests.is_file() or len(requests.read_text().splitlines()) < 6):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not port_in_use("127.0.0.1", port)  # the launched server was stopped
+    assert (out / "report.html").is_file()
+    again = subprocess.run(
+        [sys.executable, "-m", "speculab", "report", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+        timeout=60,
+    )
+    assert again.returncode == 0, again.stderr
+    assert load_inputs(out).interrupted
+
+
+def test_cli_refuses_an_extra_difference_in_one_line(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.yaml"
+    cmd = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
+    cand = [*cmd, "--max-num-seqs", "8", "--speculative-config", "{}"]
+    exp.write_text(
+        f"""
+workload: "synthetic:input=10,output=8"
+loads: {{operating: {{concurrency: 1}}}}
+baseline: {{launch: {{engine: vllm, command: {json.dumps(cmd)}, port: 8000}}}}
+candidate: {{command: {json.dumps(cand)}}}
+speculation: {{method: ngram, num_speculative_tokens: 2}}
+"""
+    )
+    proc = _cli("run", str(exp), "--output", str(tmp_path / "run"))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in stderr
+    assert "more than speculation differs" in stderr and "+ --max-num-seqs 8" in stderr
+    assert "error: candidate ngram-k2 differs from the baseline in more than speculation (+ --max-num-seqs 8)" in stderr
+    assert not (tmp_path / "run").exists()
