@@ -163,6 +163,11 @@ def serve(
     api_key: str | None = typer.Option(None, help="Require 'Authorization: Bearer KEY' on /v1/*."),
     served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
     seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
+    speculative_config: str | None = typer.Option(
+        None,
+        help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
+        '\'{"method":"draft_model","model":"DIR|demo-draft","num_speculative_tokens":4}\' (docs/speculative.md).',
+    ),
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
     try:
@@ -185,6 +190,7 @@ def serve(
         api_key=api_key,
         served_model_name=served_model_name,
         seed=seed,
+        speculative_config=speculative_config,
     )
 
     def ready(url: str) -> None:
