@@ -716,12 +716,13 @@ class _Lifecycle:
         return model, info, snap.names() if snap is not None else set()
 
     async def first_token(self, arm: ArmPlan, model: str, server: ServerProcess) -> float | None:
-        """Process start -> first token of a one-token probe request (the cold start a user would see)."""
-        probe = replace(self.setup.items[0], index=0, max_tokens=1)
+        """Process start -> first token of a short probe request (the cold start a user would see)."""
+        # a few tokens, not one: a lone token can be an incomplete UTF-8 sequence that streams no text at all
+        probe = replace(self.setup.items[0], index=0, max_tokens=8)
         rec = await self._request(arm, model)(self.session, probe, scheduled_s=self.clock())
         if not rec.ok or not rec.chunks or server.started_s is None:
-            if rec.error is not None:
-                self.notes.append(f"{arm.info.name}: cold-start probe failed: {rec.error.message[:200]}")
+            why = rec.error.message[:200] if rec.error is not None else "no text streamed"
+            self.notes.append(f"{arm.info.name}: cold-start probe gave no first token ({why})")
             return None
         return rec.chunks[0].t_s - server.started_s
 
