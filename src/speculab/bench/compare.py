@@ -25,6 +25,7 @@ from speculab.report.inputs import (
     RepeatRun,
     ReportInputs,
     Setup,
+    acceptance_from_spec_decode,
 )
 
 CANDIDATE = "candidate"
@@ -62,21 +63,7 @@ def _level(load: Mapping[str, Any]) -> LevelSpec:
 
 
 def _acceptance(summary: Mapping[str, Any]) -> AcceptanceSummary | None:
-    sd = (summary.get("server") or {}).get("spec_decode")
-    if not sd:
-        return None
-    drafts = sd.get("num_drafts")
-    return AcceptanceSummary(
-        source=str(sd.get("source", "server metrics")),
-        active=bool(drafts) or bool(sd.get("acceptance_length")),
-        drafts=drafts,
-        draft_tokens=sd.get("num_draft_tokens"),
-        accepted_tokens=sd.get("num_accepted_tokens"),
-        acceptance_rate=sd.get("acceptance_rate"),
-        acceptance_length=sd.get("acceptance_length"),
-        per_position=tuple(sd.get("per_position") or ()),
-        approximate=drafts is None,
-    )
+    return acceptance_from_spec_decode((summary.get("server") or {}).get("spec_decode"))
 
 
 def _items(manifest: Mapping[str, Any]) -> tuple[tuple[RequestSpec, ...], str | None]:
