@@ -838,12 +838,15 @@ class _Lifecycle:
                 await self.run_launch_mode()
             else:
                 await self.run_two_url_mode()
-        except BaseException:
+        except BaseException as e:
             self.interrupted = True
+            why = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+            self.notes.append(f"the run stopped on an error ({why}): the report covers the part that ran")
             raise
         finally:
-            self.interrupted = self.interrupted or self.stop.is_set()
-            if self.interrupted:
+            if self.stop.is_set() and not self.interrupted:
+                self.interrupted = True
+            if self.interrupted and not any(n.startswith("the run stopped") for n in self.notes):
                 self.notes.append("the run was interrupted: the report covers the part that ran")
             with contextlib.suppress(Exception):
                 self.write_inputs(final=True)
