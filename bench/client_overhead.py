@@ -51,9 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
-from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
-
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
+from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -8,8 +8,8 @@ import math
 
 import aiohttp
 import pytest
-from conftest import post
 
+from conftest import post
 from speculab.bench.mock_server import MockConfig, count_tokens, mock_server_in_thread, running_mock_server
 from speculab.bench.scrape import counter_deltas, scrape_metrics, spec_decode_delta
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import aiohttp
 import psutil
 import pytest
+
 from conftest import post
 
 SRC = Path(__file__).resolve().parents[2] / "src"

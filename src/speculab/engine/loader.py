@@ -137,11 +137,24 @@ def _check_keys(expected: dict[str, torch.Size], found: dict[str, Path], path: P
     raise ModelLoadError(f"weights in {path} do not match its config.json; " + "; ".join(parts))
 
 
+def _check_device(device: str | torch.device) -> torch.device:
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ModelLoadError(f"unknown device {str(device)!r}; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ModelLoadError(f"device {dev} requested but CUDA is not available here; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ModelLoadError(f"device {dev} does not exist; this machine has {torch.cuda.device_count()} GPU(s)")
+    return dev
+
+
 def load_model(path: str | Path, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu") -> CausalLM:
     """Load a model directory (or "demo"/"demo-draft") in eval mode on `device`; dtype defaults per device."""
     root = resolve_model_path(path)
     cfg = read_config(root)
-    dev = torch.device(device)
+    dev = _check_device(device)
     dtype = dtype or default_dtype(dev)
     files = weight_files(root)
 

@@ -203,3 +203,30 @@ def test_malformed_config(tmp_path: Path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ModelLoadError, match="not valid JSON"):
         load_model(tmp_path)
+
+
+def test_model_is_built_on_meta_so_weights_exist_once(tmp_path: Path, monkeypatch):
+    """Random init never touches real memory: the only real tensors are the ones read from safetensors."""
+    ckpt = make_tiny_checkpoint(tmp_path)
+    devices = []
+    real_init = torch.nn.init.kaiming_uniform_
+
+    def spy(tensor, *a, **kw):
+        devices.append(tensor.device.type)
+        return real_init(tensor, *a, **kw)
+
+    monkeypatch.setattr(torch.nn.init, "kaiming_uniform_", spy)
+    model = load_model(ckpt)
+    assert devices and set(devices) == {"meta"}
+    assert not any(p.is_meta for p in model.parameters())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tiny_checkpoint: Path):
+    with pytest.raises(ModelLoadError, match="CUDA is not available here; use --device cpu"):
+        load_model(tiny_checkpoint, device="cuda")
+
+
+def test_unknown_device(tiny_checkpoint: Path):
+    with pytest.raises(ModelLoadError, match="unknown device 'gpu0'"):
+        load_model(tiny_checkpoint, device="gpu0")
