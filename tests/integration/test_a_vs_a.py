@@ -3,8 +3,11 @@ seeded runs the false-positive rate must be about the nominal 5% (issue 5, item 
 
 Both arms are the same mock server (two-URL mode, interleaved ABBA blocks), so any systematic difference the
 pipeline finds is a defect: order effects, block effects, connection reuse, pairing mistakes. Measurement noise
-is real (the event loop, two noisy cores) plus a seeded jitter on every clock reading, so each run has
-independent per-request noise of a known size and the test is reproducible in distribution.
+is real (the event loop, two noisy cores) plus a seeded jitter on every clock reading that dominates it, so each
+run has independent per-request noise of a known size (about 7% of TPOT) and the test is reproducible in
+distribution. Real machine noise alone is heavy-tailed (a busy machine stalls a few streams by tens of ms): with it
+alone and 16 pairs, the measured rate was 15-25% on a loaded two-core machine (the BCa interval under-covers with
+so few heavy-tailed pairs); docs/experiment.md says so.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from speculab.report.inputs import load_inputs
 from speculab.report.model import ReportOptions, build_report, per_prompt
 
 RUNS = 40
-JITTER_S = 0.0004  # +-0.4 ms on each reading; chunks are 2 ms apart, so a stream's readings stay ordered
+JITTER_S = 0.0018  # +-1.8 ms on each reading; chunks are 4 ms apart, so a stream's readings stay ordered
 
 
 def jittery_clock(seed: int) -> Callable[[], float]:
@@ -39,20 +42,20 @@ def jittery_clock(seed: int) -> Callable[[], float]:
 def a_vs_a(url: str, out: Path, seed: int) -> object:
     y = f"""
 workload: {{spec: "synthetic:input=10,output=8", num_prompts: 16, warmup_requests: 1}}
-sampling: {{max_tokens: 8, seed: {seed}}}
+sampling: {{max_tokens: 6, seed: {seed}}}
 loads: {{operating: {{concurrency: 1}}}}
 baseline: {{url: "{url}"}}
 candidate: {{url: "{url}"}}
 speculation: {{method: ngram, num_speculative_tokens: 4}}
 """
-    plan = dataclasses.replace(plan_experiment(parse_experiment(y)), block_size=8, memory_interval_s=10.0)
+    plan = dataclasses.replace(plan_experiment(parse_experiment(y)), memory_interval_s=10.0)  # blocks of 2
     asyncio.run(run_plan(plan, out, clock=jittery_clock(seed)))
     return load_inputs(out)
 
 
 @pytest.mark.slow
 def test_identical_arms_false_positive_rate_is_about_five_percent(tmp_path: Path) -> None:
-    cfg = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=8)
+    cfg = MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)
     verdicts: list[str] = []
     with mock_server_in_thread(cfg) as url:
         for seed in range(RUNS):
@@ -83,7 +86,7 @@ def test_identical_arms_false_positive_rate_is_about_five_percent(tmp_path: Path
 
 @pytest.mark.parametrize("seed", [101])
 def test_a_vs_a_report_has_no_gate_problem(tmp_path: Path, seed: int) -> None:
-    with mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=8)) as url:
+    with mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)) as url:
         inputs = a_vs_a(url, tmp_path / "run", seed)
     runs = [r for r in inputs.runs if not r.interrupted]
     assert len(runs) == 2 and all(len([x for x in r.records if not x.warmup]) == 16 for r in runs)

@@ -100,7 +100,7 @@ class RunPlan:
     api: str = "completions"
     extra_body: Mapping[str, Any] = field(default_factory=dict)  # top_k, min_tokens: same for every arm
     warmup_requests: int = 4
-    block_size: int | None = None  # two-URL mode: requests per block (None: 4 x concurrency, at least 8)
+    block_size: int | None = None  # two-URL mode: requests per block (None: 2 at concurrency 1, else 4 x it)
     memory_interval_s: float = 1.0
     stop_grace_s: float = 20.0
     request_timeout_s: float = 600.0
@@ -766,7 +766,9 @@ class _Lifecycle:
     def blocks_for(self, level_i: int) -> list[tuple[RequestSpec, ...]]:
         lv = self.plan.loads[level_i]
         width = lv.concurrency or lv.max_concurrency or max(1, round(lv.rate_rps or 1))
-        size = self.plan.block_size or max(8, 4 * width)
+        # Small blocks keep each prompt's two measurements close in time, so a burst of contention hits both
+        # arms of a pair; at higher load a block must be long enough for the load to reach steady state.
+        size = self.plan.block_size or (2 if width == 1 else 4 * width)
         items = self.setup.items
         return [tuple(items[i : i + size]) for i in range(0, len(items), size)]
 
