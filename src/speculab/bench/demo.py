@@ -20,6 +20,7 @@ from speculab.config import LoadLevel, SpeculationConfig
 from speculab.report.inputs import BASELINE, ArmInfo, LevelSpec, Setup
 
 DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
+MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +79,15 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         label = spec.label if spec.method == "ngram" else f"draft k={spec.num_speculative_tokens}"
         info = ArmInfo(name, label, cmd.url, "speculab", cmd.command, spec.method, spec.num_speculative_tokens)
         arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
-    wl = load_workload(DEMO_WORKLOAD, seed=0, num_prompts=cfg.num_prompts, api="completions")
-    # every item capped at the demo's max_tokens (some built-in items ask for more): the run must fit in minutes
-    items = tuple(replace(it, max_tokens=min(it.max_tokens or cfg.max_tokens, cfg.max_tokens)) for it in wl.items)
+    wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
+    # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
+    # (code edits, writing, extraction, questions, summaries, math), renumbered as the run's pairing keys; every
+    # item capped at the demo's max_tokens (some built-in items ask for more): the run must fit in minutes.
+    short = [it for it in wl.items if it.prompt is not None and len(it.prompt) <= MAX_PROMPT_CHARS]
+    items = tuple(
+        replace(it, index=i, max_tokens=min(it.max_tokens or cfg.max_tokens, cfg.max_tokens))
+        for i, it in enumerate(short[: cfg.num_prompts])
+    )
     loads = (LoadLevel(concurrency=1), LoadLevel(concurrency=cfg.operating_concurrency))
     levels = (
         LevelSpec("concurrency", 1, ("low",)),
