@@ -79,11 +79,12 @@ def _output_tokens(i: int, seed: int) -> list[str]:
     return _words(rng, 48 + int(rng.integers(0, 48)))
 
 
-def _record(i: int, sent: float, tpot: float, ttft: float, toks: list[str], eff: ArmEffect, err: bool
-            ) -> RequestRecord:  # fmt: skip
+def _record(i: int, sent: float, tpot: float, ttft: float, toks: list[str], eff: ArmEffect, err: bool,
+            scheduled: float | None = None) -> RequestRecord:  # fmt: skip
+    scheduled = sent if scheduled is None else scheduled
     if err:
         return RequestRecord(
-            i, sent, sent, sent + 0.05, error=ErrorInfo(ErrorCategory.HTTP, "503 Service Unavailable", 503)
+            i, scheduled, sent, sent + 0.05, error=ErrorInfo(ErrorCategory.HTTP, "503 Service Unavailable", 503)
         )
     chunks = []
     t = sent + ttft
@@ -100,7 +101,7 @@ def _record(i: int, sent: float, tpot: float, ttft: float, toks: list[str], eff:
         logprobs = tuple({"token": tok, "logprob": -0.01, "top": {tok: -0.01, "<alt>": -3.0}} for tok in toks)
     return RequestRecord(
         index=i,
-        scheduled_s=sent,
+        scheduled_s=scheduled,
         sent_s=sent,
         end_s=t + 0.001,
         chunks=tuple(chunks),
@@ -140,8 +141,8 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
             rec = _record(it.index, sent, tpot, ttft, toks, eff, err)
             slots[j] = rec.end_s if frac >= 1.0 else rec.end_s / frac
         else:
-            sent = n / (level.value * frac)
-            rec = _record(it.index, sent, tpot, ttft, toks, eff, err)
+            sent = n / (level.value * frac)  # the client falls behind its schedule of n / rate
+            rec = _record(it.index, sent, tpot, ttft, toks, eff, err, scheduled=n / level.value)
         gaps = eff.tie_at | eff.diverge
         if eff.logprobs and rec.logprobs and it.index in gaps:
             pos, gap = gaps[it.index]
@@ -152,7 +153,7 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
     acc = None
     if eff.acceptance_length is not None:
         ok_tokens = sum(r.completion_tokens or 0 for r in records if r.ok)
-        if eff.acceptance_length <= 1.0:
+        if eff.acceptance_length <= 1.0 or ok_tokens == 0:
             acc = AcceptanceSummary("vllm counters (server-wide)", False, 0.0, 0.0, 0.0)
         else:
             drafts = ok_tokens / eff.acceptance_length

@@ -54,13 +54,17 @@ def usd(v: float | None, digits: int = 2) -> str:
     return f"${v:,.{digits}f}" if _ok(v) else "–"
 
 
-def interval(iv: Any, fmt: str = ",.1f", unit: str = "") -> str:
-    """'123.4 [118.0–129.1] tok/s', or the estimate alone with '(no interval)'."""
+def interval(iv: Any, fmt: str = ",.1f", unit: str = "", floor: float | None = None) -> str:
+    """'123.4 [118.0–129.1] tok/s', or the estimate alone with '(no interval)'. `floor`: a rate cannot go below 0,
+    so a t-interval from 2-3 repeats that reaches below it is shown clipped ('≤' marks the clip)."""
     if iv is None or not _ok(iv.estimate):
         return "–"
     u = f" {unit}" if unit else ""
     if _ok(iv.low) and _ok(iv.high):
-        return f"{format(iv.estimate, fmt)} [{format(iv.low, fmt)}–{format(iv.high, fmt)}]{u}"
+        low = format(iv.low, fmt)
+        if floor is not None and iv.low < floor:
+            low = "≤" + format(floor, fmt)
+        return f"{format(iv.estimate, fmt)} [{low}–{format(iv.high, fmt)}]{u}"
     return f"{format(iv.estimate, fmt)}{u} (no interval: n = {iv.n})"
 
 
@@ -69,8 +73,10 @@ def money_interval(iv: Any) -> str:
     if iv is None or not _ok(iv.estimate):
         return "–"
     d = 2 if iv.estimate >= 0.1 else 4
-    if _ok(iv.low) and _ok(iv.high):
-        return f"{usd(iv.estimate, d)} [{usd(iv.low, d)}–{usd(iv.high, d)}]"
+    if _ok(iv.low) and (_ok(iv.high) or iv.high == math.inf):
+        # an unbounded upper end: the throughput interval reached 0 tok/s (too few or too noisy repeats)
+        high = usd(iv.high, d) if _ok(iv.high) else "∞"
+        return f"{usd(iv.estimate, d)} [{usd(iv.low, d)}–{high}]"
     return f"{usd(iv.estimate, d)} (no interval: n = {iv.n})"
 
 
@@ -111,8 +117,8 @@ def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "gap": f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}",
                 "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
                 "tpc": num(d["tokens_per_chunk"].mean),
-                "tok_s": interval(a.output_tok_s),
-                "req_s": interval(a.requests_per_s, ",.2f"),
+                "tok_s": interval(a.output_tok_s, floor=0.0),
+                "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
                 "cost": money_interval(a.usd_per_mtok),
                 "slo": f"{a.slo_attainment:.0%}" if _ok(a.slo_attainment) else "–",
                 "load": load + (f" ({a.load_fraction:.0%})" if _ok(a.load_fraction) else ""),
@@ -131,6 +137,7 @@ def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "memory": _memory_text(a),
                 "repeats": str(a.repeats)
                 + (f" ({a.interrupted_repeats} interrupted)" if a.interrupted_repeats else ""),
+                "by_repeat": ", ".join(f"r{r} (#{o}) {num(t, ',.1f')}" for r, o, t in a.repeat_tok_s),
             }
         )
     return rows
@@ -248,7 +255,7 @@ def _curve_plots(report: Report) -> dict[str, str]:
                     est.append(d.mean * 1e3), lo.append((d.mean - half) * 1e3), hi.append((d.mean + half) * 1e3)
                 iv = a.output_tok_s if a else None
                 te.append(iv.estimate if iv else math.nan)
-                tl.append(iv.low if iv else math.nan)
+                tl.append(max(0.0, iv.low) if iv else math.nan)  # a rate's band stops at 0
                 th.append(iv.high if iv else math.nan)
             tpot[arm.label] = (est, lo, hi)
             tput[arm.label] = (te, tl, th)

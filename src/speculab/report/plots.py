@@ -40,7 +40,7 @@ def color(i: int) -> str:
 def to_svg(fig: plt.Figure) -> str:
     """Render and close a figure; return a bare <svg> element."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]
@@ -59,13 +59,20 @@ def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Seq
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.6))
     axes = list(axes) if len(metrics) > 1 else [axes]
     for ax, (key, label) in zip(axes, metrics, strict=True):
+        spread = 1.0
         for i, (arm, by_metric) in enumerate(series.items()):
             v = sorted(x * 1e3 for x in _finite(by_metric.get(key, ())))
             if not v:
                 continue
             y = [(j + 1) / len(v) for j in range(len(v))]
             ax.step(v, y, where="post", color=color(i), label=arm, lw=1.4)
-        ax.set_xlabel(f"{label} (ms)")
+            if v[0] > 0:
+                spread = max(spread, v[-1] / v[len(v) // 2])
+        # A long tail (a cold request, a stall) squeezes the body of a linear plot into one corner: go log.
+        log = spread > 8
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{label} (ms{', log scale' if log else ''})")
         ax.set_ylim(0, 1.01)
     axes[0].set_ylabel("fraction of requests ≤ x")
     axes[-1].legend(loc="lower right", fontsize=8, frameon=False)

@@ -108,6 +108,7 @@ def test_error_rate_gate():
     r = build_report(make_inputs(n_prompts=30, repeats=1, candidates={"ngram-k4": flaky}), FAST)
     comp = r.level("c1").comparison("ngram-k4")
     assert comp.gate == "errors" and "error rate" in comp.gate_reason and "2% gate" in comp.gate_reason
+    assert "first: http: 503 Service Unavailable" in comp.gate_reason
 
 
 def test_partial_run_says_what_is_missing():
@@ -213,3 +214,18 @@ def test_speedup_per_category(faster_report: Report):
     cats = faster_report.level("c1").comparison("ngram-k4").by_category
     assert [m.metric for m in cats] == ["code-edit", "rag-qa", "writing"]
     assert all(m.n_pairs == 10 and m.verdict == "faster" for m in cats)
+
+
+def test_send_fraction_is_against_the_schedule_not_the_nominal_rate():
+    from speculab.report.model import send_fraction
+
+    def rec(i: int, sched: float, sent: float) -> RequestRecord:
+        return RequestRecord(i, sched, sent, sent + 1, chunks=(ChunkEvent(sent + 1, "x", 1),))
+
+    # a Poisson schedule that happens to run 10% slow is the offered load: fraction 1.0
+    on_time = [rec(i, 1.1 * i, 1.1 * i) for i in range(10)]
+    assert send_fraction(on_time) == pytest.approx(1.0)
+    # a client that falls behind (a cap, or overload) sends over a longer span than scheduled
+    late = [rec(i, float(i), 1.25 * i) for i in range(10)]
+    assert send_fraction(late) == pytest.approx(0.8)
+    assert send_fraction(late[:1]) is None
