@@ -50,6 +50,8 @@ def one_line_error(err: str) -> str:
         (["--rate", "2", "--arrival", "weibull"], "--arrival must be one of"),
         (["--timeout", "0"], "--timeout"),
         (["--extra-body", "{nope"], "--extra-body is not valid JSON"),
+        (["--extra-body", '{"stream": false}'], "--extra-body sets 'stream', which speculab sets itself; use --stream"),
+        (["--extra-body", '{"temperature": 1}'], "use --temperature instead"),
         (["--workload", "nope:thing"], "unknown workload"),
         (["--tokenizer", "/nonexistent/tok"], "--tokenizer"),
         (["--bogus-flag"], "No such option"),
