@@ -303,7 +303,8 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
         "expected_saving_s": expected,
     }
     if not shared or not control:
-        return PrefixCaching(None, None, None, None, None, note="the prefix probes did not succeed", **base)
+        return PrefixCaching(enabled=None, shared_ttft_s=None, control_ttft_s=None, saving_s=None, saving_s_ci=None,
+                             note="the prefix probes did not run or did not succeed", **base)  # fmt: skip
     d, lo, hi = welch_diff(control, shared, inp.confidence)
     ci = (lo, hi) if math.isfinite(lo) else None
     if expected is None or expected < th.cold_extra_floor_s:
