@@ -164,10 +164,14 @@ def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) 
         if ttft is None and prompt is None:
             continue
         queue, _ = _hist_mean(before, after, prefix + "request_queue_time_seconds")
+        itl, _ = _hist_mean(before, after, prefix + "inter_token_latency_seconds")
+        if itl is None:
+            itl, _ = _hist_mean(before, after, prefix + "time_per_output_token_seconds")
         return dg.ServerPhase(
             ttft_mean_s=ttft,
             ttft_count=n,
             queue_mean_s=queue,
+            itl_mean_s=itl,
             prompt_tokens=prompt,
             prefix_cache_queries=_delta(before, after, prefix + "prefix_cache_queries_total"),
             prefix_cache_hits=_delta(before, after, prefix + "prefix_cache_hits_total"),
@@ -263,6 +267,7 @@ def _merge(a: dg.ServerPhase | None, b: dg.ServerPhase) -> dg.ServerPhase:
         ttft_mean_s=wmean(a.ttft_mean_s, a.ttft_count, b.ttft_mean_s, b.ttft_count),
         ttft_count=add(a.ttft_count, b.ttft_count),
         queue_mean_s=wmean(a.queue_mean_s, a.ttft_count, b.queue_mean_s, b.ttft_count),
+        itl_mean_s=wmean(a.itl_mean_s, a.ttft_count, b.itl_mean_s, b.ttft_count),
         prompt_tokens=add(a.prompt_tokens, b.prompt_tokens),
         prefix_cache_queries=add(a.prefix_cache_queries, b.prefix_cache_queries),
         prefix_cache_hits=add(a.prefix_cache_hits, b.prefix_cache_hits),

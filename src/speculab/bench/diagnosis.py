@@ -68,6 +68,7 @@ class ServerPhase:
     ttft_mean_s: float | None = None  # time-to-first-token histogram: Δsum / Δcount
     ttft_count: float | None = None
     queue_mean_s: float | None = None  # request queue time histogram (vLLM): Δsum / Δcount
+    itl_mean_s: float | None = None  # inter-token latency (time per output token) histogram: Δsum / Δcount
     prompt_tokens: float | None = None  # prompt token counter delta
     prefix_cache_queries: float | None = None
     prefix_cache_hits: float | None = None
@@ -490,6 +491,25 @@ class Diagnosis:
     disaggregation: str | None  # the suggestion and its cost, only when interference was measured
     warnings: tuple[str, ...]
     server: Mapping[str, ServerPhase] = field(default_factory=dict)
+    phases: Mapping[str, Sequence[RequestRecord]] = field(default_factory=dict, repr=False)
+
+    def server_vs_client(self, phases: Mapping[str, Sequence[RequestRecord]]) -> dict[str, dict[str, Any]]:
+        """Per phase with server metrics: what the server says beside what the client measured. The client's TTFT
+        includes the network and HTTP handling the server does not see; prompt token counts should match exactly."""
+        out = {}
+        for name, srv in self.server.items():
+            ok = _ok(phases.get(name, ()))
+            ms = [request_metrics(r) for r in ok]
+            tpots = [m.tpot_s for m in ms if m.tpot_s is not None]
+            prompts = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
+            out[name] = {
+                "server": srv.to_dict(),
+                "client_requests_ok": len(ok),
+                "client_ttft_mean_s": _mean(_ttfts(ok)) if ok else None,
+                "client_tpot_mean_s": _mean(tpots) if tpots else None,
+                "client_prompt_tokens": sum(prompts) if len(prompts) == len(ok) else None,
+            }
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """diagnosis.json's measured part (the orchestrator adds run metadata)."""
@@ -523,7 +543,7 @@ class Diagnosis:
                 "operating_point": asdict(self.operating) if self.operating else None,
             },
             "disaggregation": self.disaggregation,
-            "server_metrics": {k: v.to_dict() for k, v in self.server.items()},
+            "server_metrics": self.server_vs_client(self.phases),
             "warnings": list(self.warnings),
         }
 
@@ -696,6 +716,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         disaggregation=disagg,
         warnings=tuple(warnings),
         server=dict(inp.server),
+        phases=inp.phases,
     )
 
 
