@@ -155,7 +155,9 @@ def serve(
     max_model_len: int | None = typer.Option(
         None, help="Prompt + output tokens per sequence (default: the model's, at most 4096)."
     ),
-    max_num_batched_tokens: int | None = typer.Option(None, help="Token budget per engine step (default: 2048)."),
+    max_num_batched_tokens: int | None = typer.Option(
+        None, help="Token budget per engine step (default: 512 on CPU, 2048 on CUDA)."
+    ),
     max_waiting: int = typer.Option(256, help="Waiting-queue bound; beyond it requests get HTTP 429."),
     dtype: str = typer.Option("auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:N."),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from speculab.engine.model import CausalLM, ModelConfig
@@ -51,3 +52,12 @@ def prompts(n: int, seed: int = 1, lo: int = 3, hi: int = 20) -> list[list[int]]
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(lo, hi, (n,), generator=g).tolist()
     return [torch.randint(0, VOCAB, (k,), generator=g).tolist() for k in lengths]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread; on a loaded 2-core machine more threads spin against each other."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -78,17 +79,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(api_key: str | None = None, **engine_kw: Any) -> Iterator[Server]:
+def running_server(api_key: str | None = None, model_dir: Path | None = None, **engine_kw: Any) -> Iterator[Server]:
+    """A server on the tiny random model with the character tokenizer, or on a real checkpoint directory."""
     engine_kw.setdefault("max_num_seqs", 4)
     engine_kw.setdefault("max_model_len", 128)
     engine_kw.setdefault("max_num_batched_tokens", 256)
-    tok = CharTokenizer()
-    engine = Engine(
-        tiny_model(),
-        EngineConfig(**engine_kw),
-        eos_token_ids=tok.eos_token_ids,
-        detokenizer_factory=lambda ids: CharDetok(tok, ids),
-    )
+    if model_dir is None:
+        tok: Any = CharTokenizer()
+        model = tiny_model()
+        detok: Any = lambda ids: CharDetok(tok, ids)  # noqa: E731
+    else:
+        from speculab.engine.loader import load_model
+        from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
+
+        tok, model = Tokenizer.from_dir(model_dir), load_model(model_dir)
+        detok = lambda ids: IncrementalDetokenizer(tok, ids)  # noqa: E731
+    engine = Engine(model, EngineConfig(**engine_kw), eos_token_ids=tok.eos_token_ids, detokenizer_factory=detok)
     aeng = AsyncEngine(engine)
     app = create_app(aeng, tok, AppConfig(served_model_name="tiny", api_key=api_key))
     port = free_port()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
 from tests.integration.server_harness import free_port
 
 from speculab.cli import main
@@ -18,7 +19,7 @@ SRC = str(Path(__file__).parents[2] / "src")
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": SRC}
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "speculab", "serve", *args], env=env, stderr=subprocess.PIPE, text=True
     )
@@ -66,6 +67,8 @@ def test_serve_prints_url_and_answers_openai_clients(tiny_checkpoint):
         (["{ckpt}", "--device", "cuda:7"], "cuda"),
         (["{ckpt}", "--dtype", "float8"], "unknown dtype"),
         (["{ckpt}", "--port", "0"], "--port"),
+        (["{ckpt}", "--max-num-seqs", "8", "--max-num-batched-tokens", "4"], "max_num_batched_tokens"),
+        (["{ckpt}", "--max-num-seqs", "100000000", "--max-model-len", "512"], "lower --max-num-seqs"),
     ],
 )
 def test_serve_user_mistakes_are_one_line(tiny_checkpoint, capsys, args, words):

@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 import pytest
+from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
 from tests.integration.server_harness import running_server, wait_for
 
 
@@ -112,9 +113,14 @@ def test_stop_string_never_streamed(client):
 
 def test_models_health_version_metrics(client, server):
     assert [m.id for m in client.models.list()] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("other")
+    status, body = server.get("/v1/completions")  # wrong method: still OpenAI JSON
+    assert status == 405 and json.loads(body)["error"]["message"]
     assert server.get("/health")[0] == 200
     status, body = server.get("/version")
-    assert status == 200 and "version" in json.loads(body)
+    assert status == 200 and json.loads(body)["name"] == "speculab" and "version" in json.loads(body)
     status, text = server.get("/metrics")
     assert status == 200
     for name in (
@@ -127,6 +133,9 @@ def test_models_health_version_metrics(client, server):
         "speculab:e2e_request_latency_seconds_bucket",
         "speculab:kv_cache_usage_perc",
         "speculab:process_resident_memory_bytes",
+        "speculab:request_queue_time_seconds_bucket",
+        "speculab:request_prefill_time_seconds_bucket",
+        "speculab:request_decode_time_seconds_bucket",
     ):
         assert name in text, name
 
@@ -256,6 +265,8 @@ def test_disconnect_non_streaming_frees_the_slot(server, slow_steps):
 
 def test_queue_full_is_429_with_retry_after():
     with running_server(max_num_seqs=1, max_waiting=1) as s:
+        step = s.engine.step
+        s.engine.step = lambda: (time.sleep(0.02), step())[1]  # keep the first two requests in flight
         long = {"model": "tiny", "prompt": "q", "max_tokens": 120, "ignore_eos": True, "stream": True}
         socks = [_raw_stream_request(s, long) for _ in range(2)]  # one running, one waiting
         assert wait_for(lambda: s.async_engine.num_in_flight == 2)
@@ -274,3 +285,44 @@ def test_api_key():
         good = openai.OpenAI(base_url=s.url + "/v1", api_key="sekret", max_retries=0)
         assert good.completions.create(model="tiny", prompt="x", max_tokens=2).usage.completion_tokens == 2
         assert s.get("/health")[0] == 200
+
+
+def test_engine_failure_is_an_openai_error_and_health_says_so():
+    with running_server() as s:
+
+        def broken():
+            raise RuntimeError("simulated kernel failure")
+
+        s.engine.step = broken
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 500 and "simulated kernel failure" in payload["error"]["message"]
+        assert payload["error"]["type"] == "server_error"
+        assert s.get("/health")[0] == 503
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 503 and "engine" in payload["error"]["message"]
+
+
+def test_harness_detects_this_server_as_speculab(server):
+    from speculab.bench.engines.detect import detect_engine
+
+    version = json.loads(server.get("/version")[1])
+    models = json.loads(server.get("/v1/models")[1])
+    names = [ln.split("{")[0].split(" ")[0] for ln in server.get("/metrics")[1].splitlines() if ln[:1] != "#"]
+    assert detect_engine(version, None) == detect_engine(None, models) == detect_engine(None, None, names) == "speculab"
+
+
+def test_shutdown_ends_streams_cleanly_and_refuses_new_requests():
+    with running_server() as s:
+        step = s.engine.step
+        s.engine.step = lambda: (time.sleep(0.02), step())[1]
+        sock = _raw_stream_request(
+            s, {"model": "tiny", "prompt": "x", "max_tokens": 120, "ignore_eos": True, "stream": True}
+        )
+        _read_until(sock, b"data:")
+        s.async_engine.begin_shutdown()  # what Ctrl-C / SIGTERM does in `speculab serve`
+        tail = _read_until(sock, b"data: [DONE]")
+        assert b"the server is shutting down" in tail
+        sock.close()
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 503 and "shutting down" in payload["error"]["message"]
+        assert s.get("/health")[0] == 503

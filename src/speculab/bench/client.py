@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -83,7 +84,10 @@ class EndpointConfig:
         return self.base_url + _PATHS[self.api]
 
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        h = {"Content-Type": "application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
 
     def to_manifest(self) -> dict[str, Any]:
         """Everything but the key itself (only whether one was used)."""
@@ -376,7 +380,9 @@ class StreamingRequest:
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
         ep = self.endpoint
-        payload = build_payload(ep, self.sampling, spec)
+        # serialized before the clock starts: encoding the body is the harness's work, not the endpoint's latency
+        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        headers = ep.headers()
         st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
         clock = self.clock
         err: ErrorInfo | None = None
@@ -384,7 +390,7 @@ class StreamingRequest:
         end_s: float | None = None
         sent_s = clock()
         try:
-            async with session.post(ep.url, json=payload, headers=ep.headers(), timeout=_timeout(ep)) as resp:
+            async with session.post(ep.url, data=body, headers=headers, timeout=_timeout(ep)) as resp:
                 got_response = True
                 if resp.status != 200:
                     err = await _http_error(resp)
@@ -429,13 +435,15 @@ class UnaryRequest:
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
         ep = self.endpoint
-        payload = build_payload(ep, self.sampling, spec)
+        # serialized before the clock starts: encoding the body is the harness's work, not the endpoint's latency
+        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        headers = ep.headers()
         err: ErrorInfo | None = None
         delta = Delta()
         got_response = False
         sent_s = self.clock()
         try:
-            async with session.post(ep.url, json=payload, headers=ep.headers(), timeout=_timeout(ep)) as resp:
+            async with session.post(ep.url, data=body, headers=headers, timeout=_timeout(ep)) as resp:
                 got_response = True
                 if resp.status != 200:
                     err = await _http_error(resp)

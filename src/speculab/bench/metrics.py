@@ -156,6 +156,7 @@ class RunMetrics:
     ok: int
     error: int
     errors_by_category: dict[str, int]
+    error_examples: dict[str, str]  # the first message seen per category, for diagnosis
     duration_s: float
     requests_per_s: float
     output_tok_s: float
@@ -178,6 +179,7 @@ class RunMetrics:
                 "ok": self.ok,
                 "error": self.error,
                 "errors_by_category": dict(self.errors_by_category),
+                "error_examples": dict(self.error_examples),
             },
             "metrics": {k: v.to_dict() for k, v in self.distributions.items()},
             "throughput": {
@@ -248,11 +250,16 @@ def aggregate(
         "stalled_s": describe(m.stalled_s for m in good),
     }
     cats = Counter(r.error.category.value for r in recs if r.error is not None)
+    examples: dict[str, str] = {}
+    for r in recs:
+        if r.error is not None:
+            examples.setdefault(r.error.category.value, r.error.message[:300])
     return RunMetrics(
         sent=len(recs),
         ok=len(good),
         error=len(recs) - len(good),
         errors_by_category=dict(sorted(cats.items())),
+        error_examples=dict(sorted(examples.items())),
         duration_s=dur,
         requests_per_s=rate(len(good)),
         output_tok_s=rate(out_total),

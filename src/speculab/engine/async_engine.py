@@ -14,7 +14,6 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from speculab.engine.engine import Engine
@@ -53,6 +52,7 @@ class AsyncEngine:
         self._thread: threading.Thread | None = None
         self._capacity = engine.cfg.max_num_seqs + engine.cfg.max_waiting
         self.error: BaseException | None = None
+        self._stopping = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -62,9 +62,19 @@ class AsyncEngine:
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._commands.put(_STOP)
+            self.begin_shutdown()
             self._thread.join(timeout=30)
             self._thread = None
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._stopping
+
+    def begin_shutdown(self) -> None:
+        """Refuse new requests and end every in-flight one with an error, without waiting (signal-handler safe)."""
+        if not self._stopping:
+            self._stopping = True
+            self._commands.put(_STOP)
 
     # --- the caller's side (event loop thread) -----------------------------------------------------
     @property
@@ -78,6 +88,8 @@ class AsyncEngine:
         """Admit a request or raise: ValueError (bad request), QueueFull (retry later), EngineDeadError."""
         if self.error is not None:
             raise EngineDeadError(f"the engine stopped after an internal error: {self.error}")
+        if self._stopping:
+            raise EngineDeadError("the server is shutting down")
         self.engine.validate(prompt_ids, params)
         loop = asyncio.get_running_loop()
         q: asyncio.Queue[SequenceOutput | Exception] = asyncio.Queue()
@@ -94,25 +106,6 @@ class AsyncEngine:
     def abort(self, request_id: str) -> None:
         """Cancel a request (thread-safe, idempotent); its slot is freed before the next step."""
         self._commands.put(_Abort(request_id))
-
-    async def generate(
-        self, request_id: str, prompt_ids: list[int], params: SamplingParams
-    ) -> AsyncIterator[SequenceOutput]:
-        """Outputs until the final one; leaving early (client gone, task cancelled) aborts the request."""
-        q = self.submit(request_id, prompt_ids, params)
-        finished = False
-        try:
-            while True:
-                out = await q.get()
-                if isinstance(out, Exception):
-                    raise out
-                finished = out.finished
-                yield out
-                if finished:
-                    return
-        finally:
-            if not finished:
-                self.abort(request_id)
 
     # --- the engine thread -------------------------------------------------------------------------
     def _loop(self) -> None:

@@ -22,7 +22,7 @@ import torch
 
 from speculab.engine.model import CausalLM
 from speculab.engine.runner import ModelRunner, Row
-from speculab.engine.sampler import request_probs, sample, token_logprobs
+from speculab.engine.sampler import ban_tokens, request_probs, sample, token_logprobs
 from speculab.engine.scheduler import PrefillChunk, Scheduler, SchedulerConfig
 from speculab.engine.sequence import Detokenizer, FinishReason, SamplingParams, Sequence, SequenceOutput, TokenLogprob
 
@@ -168,6 +168,10 @@ class Engine:
         """Run one scheduling step; an event for every sequence that produced tokens or finished."""
         width = 1 + (self.speculator.num_speculative_tokens if self.speculator else 0)
         plan = self.scheduler.schedule(decode_width=width)
+        now = self.clock()
+        for c in plan.prefill:
+            if c.seq.scheduled_s is None:
+                c.seq.scheduled_s = now
         touched: list[Sequence] = []
         if plan.decode:
             touched += self._decode(plan.decode)
@@ -209,8 +213,11 @@ class Engine:
 
     def _sample_and_append(self, seqs: list[Sequence], logits: torch.Tensor) -> None:
         """One new token per sequence from logits [B, V] at its last cached position."""
-        probs = request_probs(logits, seqs, [s.num_output_tokens for s in seqs])
-        tokens = sample(probs, seqs, self.generator)
+        out_index = [s.num_output_tokens for s in seqs]
+        if all(s.params.greedy for s in seqs):  # the argmax of processed_probs' one-hot, without building it
+            tokens = ban_tokens(logits, seqs, out_index).argmax(-1).tolist()
+        else:
+            tokens = sample(request_probs(logits, seqs, out_index), seqs, self.generator)
         lps = token_logprobs(logits, tokens, [s.params.logprobs for s in seqs])
         now = self.clock()
         for s, tok, lp in zip(seqs, tokens, lps, strict=True):

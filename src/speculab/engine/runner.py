@@ -33,18 +33,22 @@ class ModelRunner:
 
     def _batch(self, rows: list[Row]) -> BatchInput:
         s = max(len(r.tokens) for r in rows)
-        tokens = torch.zeros(len(rows), s, dtype=torch.long)
-        positions = torch.full((len(rows), s), -1, dtype=torch.long)
-        for i, r in enumerate(rows):
+        tokens, positions = [], []
+        for r in rows:
             n = len(r.tokens)
             if r.start + n > self.cache.max_len:
                 raise ValueError(f"row writes position {r.start + n - 1}, past the cache's {self.cache.max_len}")
-            tokens[i, :n] = torch.tensor(r.tokens)
-            positions[i, :n] = torch.arange(r.start, r.start + n)
+            tokens.append(r.tokens + [0] * (s - n))
+            positions.append(list(range(r.start, r.start + n)) + [-1] * (s - n))
         kv_len = max(r.start + len(r.tokens) for r in rows)
-        slots = torch.tensor([r.slot for r in rows], dtype=torch.long)
+        # Built on the host in one call each, then one copy per tensor to the device.
         dev = self.device
-        return BatchInput(tokens.to(dev), positions.to(dev), slots.to(dev), kv_len)
+        return BatchInput(
+            torch.tensor(tokens, dtype=torch.long).to(dev),
+            torch.tensor(positions, dtype=torch.long).to(dev),
+            torch.tensor([r.slot for r in rows], dtype=torch.long).to(dev),
+            kv_len,
+        )
 
     @torch.inference_mode()
     def last_logits(self, rows: list[Row]) -> torch.Tensor:

@@ -68,6 +68,8 @@ class SamplingParams:
             raise ValueError(f"min_tokens must be in [0, max_tokens], got {self.min_tokens}")
         if any(not s for s in self.stop):
             raise ValueError("stop strings must be non-empty")
+        if self.seed is not None and not -(2**63) <= self.seed < 2**64:
+            raise ValueError("seed must fit in 64 bits")
         if self.logprobs is not None and self.logprobs < 0:
             raise ValueError(f"logprobs must be >= 0, got {self.logprobs}")
 
@@ -94,6 +96,15 @@ class SpecStats:
     num_accepted_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class PhaseTimes:
+    """A finished request's phases in seconds, on the engine's clock: queued -> prefill -> decode."""
+
+    queue_s: float  # arrival -> a cache slot was assigned
+    prefill_s: float  # slot assigned -> first token (the whole prompt, chunks included)
+    decode_s: float  # first token -> last token
+
+
 @dataclass(slots=True)
 class SequenceOutput:
     """What one engine step produced for one request. Several tokens per step are normal under speculation."""
@@ -107,6 +118,7 @@ class SequenceOutput:
     num_prompt_tokens: int
     num_output_tokens: int
     spec: SpecStats | None = None
+    phases: PhaseTimes | None = None  # on the final output of a request that produced tokens
 
 
 @dataclass(eq=False)
@@ -127,6 +139,7 @@ class Sequence:
     num_cached: int = 0  # leading tokens whose KV is in the slot
     generator: torch.Generator | None = None  # per-request RNG when a seed is given
     spec: SpecStats = field(default_factory=SpecStats)
+    scheduled_s: float | None = None  # when a cache slot was assigned
     first_token_s: float | None = None
     last_token_s: float | None = None
 
@@ -223,27 +236,39 @@ class Sequence:
         if self.detokenizer is not None:
             before = len(self.text)
             self.text += self.detokenizer.push([tok])
-            if p.stop and past_min:
-                # A stop string can only newly appear in a window that reaches into the new text.
-                start = max(0, before - max(len(s) for s in p.stop) + 1)
-                hits = [i for i in (self.text.find(s, start) for s in p.stop) if i >= 0]
-                if hits:
-                    self.text = self.text[: min(hits)]
-                    self._stop_string_hit = True
-                    return FinishReason.STOP
+            if past_min and self._cut_at_stop_string(before):
+                return FinishReason.STOP
         if len(self.output_ids) >= p.max_tokens:
             return FinishReason.LENGTH
         return None
 
+    def _cut_at_stop_string(self, before: int) -> bool:
+        """Cut `text` at the first stop string that ends after position `before`; True if one was found."""
+        if not self.params.stop:
+            return False
+        # A stop string can only newly appear in a window that reaches into the new text.
+        start = max(0, before - max(len(s) for s in self.params.stop) + 1)
+        hits = [i for i in (self.text.find(s, start) for s in self.params.stop) if i >= 0]
+        if not hits:
+            return False
+        self.text = self.text[: min(hits)]
+        self._stop_string_hit = True
+        return True
+
     def finish(self, reason: FinishReason) -> None:
         if self.is_finished:
             return
+        # Text still held inside the detokenizer (an incomplete UTF-8 sequence) is real output, unless a
+        # stop string cut the text: everything after the stop is discarded. Released text may complete a
+        # stop string; it is cut there too, so no output ever contains a stop string.
+        if self.detokenizer is not None and not self._stop_string_hit:
+            before = len(self.text)
+            self.text += self.detokenizer.flush()
+            past_min = len(self.output_ids) >= self.params.min_tokens
+            if reason is not FinishReason.ABORT and past_min and self._cut_at_stop_string(before):
+                reason = FinishReason.STOP
         self.status = SequenceStatus.FINISHED
         self.finish_reason = reason
-        # Text still held inside the detokenizer (an incomplete UTF-8 sequence) is real output, unless a
-        # stop string cut the text: everything after the stop is discarded.
-        if self.detokenizer is not None and not self._stop_string_hit:
-            self.text += self.detokenizer.flush()
 
     def take_output(self) -> SequenceOutput:
         """The event for everything not yet reported; streamable text stops short of a possible stop string."""
@@ -267,4 +292,14 @@ class Sequence:
             num_prompt_tokens=self.num_prompt_tokens,
             num_output_tokens=self.num_output_tokens,
             spec=self.spec if self.spec.num_drafts else None,
+            phases=self._phases() if self.is_finished else None,
+        )
+
+    def _phases(self) -> PhaseTimes | None:
+        if self.scheduled_s is None or self.first_token_s is None or self.last_token_s is None:
+            return None
+        return PhaseTimes(
+            queue_s=self.scheduled_s - self.arrival_s,
+            prefill_s=self.first_token_s - self.scheduled_s,
+            decode_s=self.last_token_s - self.first_token_s,
         )

@@ -60,7 +60,7 @@ class _Sampling(BaseModel):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=-1)  # -1 or 0 = off (vLLM accepts -1)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**64)
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
     stream: bool = False

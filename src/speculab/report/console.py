@@ -63,6 +63,8 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     parts.append(
         Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)})")
     )
+    for cat, msg in c.get("error_examples", {}).items():
+        parts.append(Text(f"  e.g. {cat}: {msg}", style="dim"))
     sources = ", ".join(f"{k} {v}" for k, v in summary.get("tokens", {}).get("count_sources", {}).items())
     parts.append(
         Text(

@@ -89,6 +89,7 @@ def test_aggregate_counts_throughput_goodput():
     assert (a.sent, a.ok, a.error) == (4, 2, 2)
     assert a.sent == a.ok + a.error
     assert a.errors_by_category == {"dropped": 1, "http": 1}
+    assert a.error_examples == {"dropped": "cut", "http": "503"}
     assert a.duration_s == pytest.approx(1.9)  # first scheduled 0.0 -> last end 1.9
     assert a.output_tok_s == pytest.approx(12 / 1.9)
     assert a.total_tok_s == pytest.approx(20 / 1.9)

@@ -133,3 +133,17 @@ async def test_a_bug_in_the_request_function_is_raised_not_swallowed(arrival):
 
     with pytest.raises(ZeroDivisionError):
         await run_load(ITEMS, broken, None, LoadConfig(concurrency=2, arrival=arrival), on_record=lambda r: None)
+
+
+async def test_finished_records_are_kept_out_of_full_collections_during_the_run():
+    import gc
+
+    frozen = []
+
+    def progress(p):
+        if p.finished:
+            frozen.append(gc.get_freeze_count())
+
+    await go(LoadConfig(concurrency=2, num_prompts=4), FakeRequest(), progress=progress)
+    assert frozen and min(frozen) > 0  # records (and everything older) frozen as they finish
+    assert gc.get_freeze_count() == 0  # and handed back to the collector afterwards

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, prompts, tiny_model
+from tests.fakes.engine_fakes import VOCAB, CharDetokenizer, char_of, one_torch_thread, prompts, tiny_model  # noqa: F401 (autouse fixture)
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.model import BatchInput, KVCache
 from speculab.engine.scheduler import QueueFull
-from speculab.engine.sequence import FinishReason, SamplingParams
+from speculab.engine.sequence import FinishReason, PhaseTimes, SamplingParams
 
 GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
 
@@ -25,7 +25,9 @@ def make(model, **kw) -> Engine:
     kw.setdefault("max_num_batched_tokens", 256)
     eos = kw.pop("eos", frozenset())
     detok = kw.pop("detok", None)
-    return Engine(model, EngineConfig(**kw), eos_token_ids=eos, detokenizer_factory=detok)
+    clock = kw.pop("clock", None)
+    extra = {"clock": clock} if clock is not None else {}
+    return Engine(model, EngineConfig(**kw), eos_token_ids=eos, detokenizer_factory=detok, **extra)
 
 
 def reference_greedy(model, prompt: list[int], n: int) -> list[int]:
@@ -217,3 +219,71 @@ def test_bad_requests_are_refused_without_taking_a_slot(model, prompt, params, m
 def test_sampling_params_reject_bad_values(kw):
     with pytest.raises(ValueError):
         SamplingParams(**kw)
+
+
+def test_requests_join_between_steps_and_decodes_share_one_forward(model):
+    eng = make(model, max_num_seqs=8)
+    calls: list[tuple[str, int]] = []
+    runner = eng.runner
+    for name in ("last_logits", "all_logits", "write"):
+        fn = getattr(runner, name)
+        setattr(runner, name, lambda rows, fn=fn, name=name: (calls.append((name, len(rows))), fn(rows))[1])
+    a = eng.add_request("a", [1, 2, 3], SamplingParams(max_tokens=30, temperature=0.0))
+    eng.step()  # a's prefill
+    eng.step()  # a decodes
+    joined = [eng.add_request(f"j{i}", [4, 5, 6, i], SamplingParams(max_tokens=5, temperature=0.0)) for i in range(6)]
+    calls.clear()
+    eng.step()  # a decodes while the six newcomers are prefilled: one decode forward, one prefill forward
+    assert calls == [("last_logits", 1), ("last_logits", 6)]
+    assert all(len(s.output_ids) == 1 for s in joined) and len(a.output_ids) == 3
+    calls.clear()
+    eng.step()  # all seven decode in a single forward
+    assert calls == [("last_logits", 7)]
+    while eng.has_unfinished():
+        eng.step()
+    assert (
+        a.output_ids == make(model).generate([[1, 2, 3]], SamplingParams(max_tokens=30, temperature=0.0))[0].output_ids
+    )
+
+
+def test_phase_times_on_a_scripted_clock(model):
+    now = [0.0]
+    eng = make(model, max_num_seqs=1, clock=lambda: now[0])
+    eng.add_request("a", [1, 2], SamplingParams(max_tokens=2, temperature=0.0))
+    now[0] = 0.5
+    eng.add_request("b", [3, 4], SamplingParams(max_tokens=3, temperature=0.0))
+    finals = {}
+    for t in (1.0, 2.0, 3.0, 4.0, 5.0):
+        now[0] = t
+        finals.update({o.request_id: o for o in eng.step() if o.finished})
+    # a: slot at 1, first token at 1 (prefill step), last at 2; b waits for a's slot until 3, then 3 tokens by 5
+    assert finals["a"].phases == PhaseTimes(queue_s=1.0, prefill_s=0.0, decode_s=1.0)
+    assert finals["b"].phases == PhaseTimes(queue_s=2.5, prefill_s=0.0, decode_s=2.0)
+
+
+def test_sampled_first_tokens_follow_the_processed_distribution(model):
+    """3000 seeded requests: the first token's frequencies match temperature/top-k/top-p probabilities (chi-square)."""
+    from scipy.stats import chisquare
+
+    from speculab.engine.sampling import processed_probs
+
+    prompt = [5, 9, 2, 7]
+    t, top_p, top_k = 1.3, 0.95, 12
+    cache = KVCache(model.config, 1, 128, torch.float32, torch.device("cpu"))
+    batch = BatchInput(torch.tensor([prompt]), torch.arange(4)[None], torch.tensor([0]), 4)
+    with torch.no_grad():
+        logits = model(batch, cache)[:, -1]
+    p = processed_probs(logits, torch.tensor([t]), torch.tensor([top_p]), torch.tensor([top_k]))[0].double()
+    n = 3000
+    eng = make(model, max_num_seqs=64, max_num_batched_tokens=256, max_waiting=n)
+    params = [SamplingParams(max_tokens=1, temperature=t, top_p=top_p, top_k=top_k, seed=i) for i in range(n)]
+    seqs = eng.generate([prompt] * n, params)
+    counts = torch.bincount(torch.tensor([s.output_ids[0] for s in seqs]), minlength=VOCAB).double()
+    assert counts[p == 0].sum() == 0  # nothing outside top-k / top-p is ever drawn
+    keep = p * n >= 5
+    observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
+    expected = torch.cat([p[keep], p[~keep].sum()[None]]) * n
+    if expected[-1] == 0:
+        observed, expected = observed[:-1], expected[:-1]
+    expected *= n / expected.sum()  # float32 probabilities: renormalise so the totals agree exactly
+    assert chisquare(observed.numpy(), expected.numpy()).pvalue > 1e-3

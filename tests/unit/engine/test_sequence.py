@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.fakes.engine_fakes import CharDetokenizer, char_of
+from tests.fakes.engine_fakes import CharDetokenizer, char_of, one_torch_thread  # noqa: F401 (autouse fixture)
 
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
 
@@ -74,3 +74,24 @@ def test_detokenizer_text_concatenates_to_full_decode():
         s.append([t])
         texts.append(s.take_output().text)
     assert "".join(texts) == "".join(char_of(t) for t in [3, 4, 5, 6, 7, 8])
+
+
+class HoldAllDetokenizer:
+    """Releases nothing until flush (like a run of incomplete UTF-8 bytes)."""
+
+    def __init__(self):
+        self.ids: list[int] = []
+
+    def push(self, ids: list[int]) -> str:
+        self.ids += ids
+        return ""
+
+    def flush(self) -> str:
+        return "".join(char_of(i) for i in self.ids)
+
+
+def test_stop_string_in_text_released_at_flush_is_still_cut():
+    s = Sequence("r", [1], SamplingParams(max_tokens=4, stop=("cd",)), detokenizer=HoldAllDetokenizer())
+    s.append([0, 1, 2, 3])  # "abcd" appears only when flushed at max_tokens
+    out = s.take_output()
+    assert out.text == "ab" and out.finish_reason is FinishReason.STOP and out.num_output_tokens == 4

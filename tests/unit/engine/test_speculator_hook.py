@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from tests.fakes.engine_fakes import VOCAB, prompts, tiny_model
+from tests.fakes.engine_fakes import VOCAB, one_torch_thread, prompts, tiny_model  # noqa: F401 (autouse fixture)
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.sampler import request_probs

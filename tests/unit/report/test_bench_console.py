@@ -29,3 +29,4 @@ def test_bench_summary_renders_numbers_and_escapes_server_text():
     assert "[red]m[/red]" in out  # server-provided text shown literally, not interpreted as markup
     assert "mean acceptance length 2.500" in out and "per position 0.70 0.30" in out
     assert "1 error" in out and "http 1" in out
+    assert "e.g. http: HTTP 500: [bold]boom[/]" in out

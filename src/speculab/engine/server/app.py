@@ -9,7 +9,9 @@ slot; a client that disconnects (streaming or not) aborts its request and frees 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hmac
 import logging
 import re
 import time
@@ -170,7 +172,8 @@ def create_app(
     @app.middleware("http")
     async def _auth(request: Request, call_next: Callable[[Request], Any]) -> Response:
         guarded = cfg.api_key is not None and request.url.path.startswith("/v1/")
-        if guarded and request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
+        sent = request.headers.get("authorization", "").encode()
+        if guarded and not hmac.compare_digest(sent, f"Bearer {cfg.api_key}".encode()):
             metrics.error(401)
             return _error(401, "invalid or missing API key; send 'Authorization: Bearer <key>'", code="invalid_api_key")
         return await call_next(request)
@@ -179,11 +182,14 @@ def create_app(
     async def health() -> Response:
         if engine.error is not None:
             return _error(503, f"engine failed: {engine.error}", type="server_error")
+        if engine.shutting_down:
+            return _error(503, "the server is shutting down", type="server_error")
         return Response(status_code=200)
 
     @app.get("/version")
     async def version() -> dict[str, str]:
-        return {"version": __version__}
+        # "name" tells speculab's own endpoint detection this is not vLLM (whose /version is only {"version"}).
+        return {"name": "speculab", "version": __version__}
 
     @app.get("/metrics")
     async def prometheus() -> Response:
@@ -192,6 +198,11 @@ def create_app(
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         return oa.models_list([cfg.served_model_name], oa.now_s(), max_model_len=max_model_len)
+
+    @app.get("/v1/models/{name:path}")
+    async def model_card(name: str) -> dict[str, Any]:
+        check_model(name)
+        return oa.models_list([cfg.served_model_name], oa.now_s(), max_model_len=max_model_len)["data"][0]
 
     def check_model(name: str) -> None:
         if name != cfg.served_model_name:
@@ -265,6 +276,7 @@ def create_app(
         def on_output(out: SequenceOutput) -> None:
             tracker.on_tokens(len(out.new_token_ids))
             if out.finished and out.finish_reason is not None:
+                tracker.on_phases(out.phases)
                 tracker.on_finish(out.finish_reason.value)
 
         async def outputs() -> AsyncIterator[SequenceOutput]:
@@ -288,29 +300,21 @@ def create_app(
                 on_output(out)
                 rendering.chunk(out)
 
-        disconnected = False
+        async def client_gone() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+
+        gen, watch = asyncio.create_task(collect()), asyncio.create_task(client_gone())
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def gen() -> None:
-                    await collect()
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    nonlocal disconnected
-                    while (await request.receive())["type"] != "http.disconnect":
-                        pass
-                    disconnected = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(gen)
-                tg.start_soon(watch)
-        except EngineDeadError as e:
-            raise oa.ApiError(500, f"generation failed: {e}", type="server_error") from None
+            await asyncio.wait({gen, watch}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for t in (gen, watch):
+                t.cancel()
             close()
-        if disconnected:
-            return Response(status_code=499)
+        if not gen.done() or gen.cancelled():
+            return Response(status_code=499)  # the client left; nobody reads this
+        if gen.exception() is not None:
+            raise oa.ApiError(500, f"generation failed: {gen.exception()}", type="server_error")
         return JSONResponse(rendering.response())
 
     @app.exception_handler(oa.ApiError)
@@ -322,7 +326,8 @@ def create_app(
     async def completions(request: Request, req: oa.CompletionRequest) -> Response:
         check_model(req.model)
         p = req.prompt
-        prompt_ids = tokenizer.encode(p) if isinstance(p, str) else list(p)  # type: ignore[arg-type]
+        # Tokenizing a long prompt is CPU work: keep it off the event loop.
+        prompt_ids = await asyncio.to_thread(tokenizer.encode, p) if isinstance(p, str) else list(p)  # type: ignore[arg-type]
         return await run(
             request, req, prompt_ids, req.max_tokens or DEFAULT_COMPLETION_MAX_TOKENS, req.logprobs, chat=False
         )
@@ -330,11 +335,15 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request, req: oa.ChatCompletionRequest) -> Response:
         check_model(req.model)
-        try:
+
+        def render() -> list[int]:
             text = tokenizer.apply_chat_template(req.message_dicts(), add_generation_prompt=req.add_generation_prompt)
+            return tokenizer.encode(text, add_special_tokens=False)
+
+        try:
+            prompt_ids = await asyncio.to_thread(render)
         except UserError as e:
             raise oa.ApiError(400, str(e), param="messages") from None
-        prompt_ids = tokenizer.encode(text, add_special_tokens=False)
         logprobs = (req.top_logprobs or 0) if req.logprobs else None
         return await run(request, req, prompt_ids, req.output_limit, logprobs, chat=True)
 

@@ -9,14 +9,17 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
+import psutil
 import torch
 import uvicorn
 from fastapi import FastAPI
 
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig, Speculator
-from speculab.engine.loader import load_model, parse_dtype, resolve_model_path
+from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
+from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import AppConfig, create_app
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
@@ -31,7 +34,7 @@ class ServeConfig:
     port: int = 8000
     max_num_seqs: int = 8
     max_model_len: int | None = None  # default: the model's positions, at most DEFAULT_MAX_MODEL_LEN
-    max_num_batched_tokens: int | None = None  # default: max(2048, max_num_seqs)
+    max_num_batched_tokens: int | None = None  # default: default_token_budget(device), at least max_num_seqs
     max_waiting: int = 256
     dtype: str | None = None  # auto: float32 on CPU, bfloat16 on CUDA
     device: str = "auto"
@@ -50,6 +53,15 @@ class ServeConfig:
             raise UserError("--max-waiting must be >= 0")
 
 
+def default_token_budget(device: torch.device) -> int:
+    """Per-step token budget: a step that prefills B tokens stalls every running decode for that long.
+
+    On a CPU, 2048 prompt tokens of even a small model take hundreds of milliseconds; 512 keeps the stall
+    near a few decode steps at the cost of prefilling long prompts over more steps.
+    """
+    return 512 if device.type == "cpu" else 2048
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -63,22 +75,32 @@ def pick_device(name: str) -> torch.device:
 
 
 def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tuple[AsyncEngine, Tokenizer, str]:
-    """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name."""
+    """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name.
+
+    Settings are checked against the model's config and the free memory before any weights are read.
+    """
     path = resolve_model_path(cfg.model)
     device = pick_device(cfg.device)
-    model = load_model(path, dtype=parse_dtype(cfg.dtype), device=device)
-    tok = Tokenizer.from_dir(path)
-    n_pos = model.config.max_position_embeddings
+    dtype = parse_dtype(cfg.dtype) or default_dtype(device)
+    mcfg = read_config(path)
+    n_pos = mcfg.max_position_embeddings
     max_len = cfg.max_model_len or min(n_pos, DEFAULT_MAX_MODEL_LEN)
     if max_len > n_pos:
         raise UserError(f"--max-model-len {max_len} exceeds the model's {n_pos} positions; use at most {n_pos}")
     ecfg = EngineConfig(
         max_num_seqs=cfg.max_num_seqs,
         max_model_len=max_len,
-        max_num_batched_tokens=cfg.max_num_batched_tokens or max(2048, cfg.max_num_seqs),
+        max_num_batched_tokens=cfg.max_num_batched_tokens or max(default_token_budget(device), cfg.max_num_seqs),
         max_waiting=cfg.max_waiting,
         seed=cfg.seed,
     )
+    try:
+        ecfg.scheduler_config()
+    except ValueError as e:
+        raise UserError(f"invalid engine settings: {e} (see speculab serve --help)") from None
+    check_memory(mcfg, ecfg, dtype, device)
+    model = load_model(path, dtype=dtype, device=device)
+    tok = Tokenizer.from_dir(path)
     eos = set(tok.eos_token_ids) | _ids(model.config.eos_token_id)
     engine = Engine(
         model,
@@ -91,6 +113,27 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
     return AsyncEngine(engine), tok, name
 
 
+def kv_cache_bytes(mcfg: ModelConfig, ecfg: EngineConfig, dtype: torch.dtype) -> int:
+    """Bytes of the preallocated cache: keys and values, [L, slots, Hkv, max_len + 1, D]."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    per_pos = mcfg.num_hidden_layers * mcfg.num_key_value_heads * mcfg.head_dim * elem * 2
+    return per_pos * ecfg.max_num_seqs * (ecfg.max_model_len + 1)
+
+
+def check_memory(mcfg: ModelConfig, ecfg: EngineConfig, dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse settings whose weights + KV cache cannot fit, with the numbers and the flags to change."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    weights, kv = mcfg.num_parameters * elem, kv_cache_bytes(mcfg, ecfg, dtype)
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else psutil.virtual_memory().available
+    if weights + kv > 0.9 * free:
+        gib = 1024**3
+        raise UserError(
+            f"weights ({weights / gib:.2f} GiB) + KV cache for {ecfg.max_num_seqs} sequences x {ecfg.max_model_len} "
+            f"tokens ({kv / gib:.2f} GiB) exceed the {free / gib:.2f} GiB free on {device}; "
+            "lower --max-num-seqs or --max-model-len"
+        )
+
+
 def _ids(v: int | list[int] | None) -> set[int]:
     return set() if v is None else ({v} if isinstance(v, int) else set(v))
 
@@ -98,6 +141,19 @@ def _ids(v: int | list[int] | None) -> set[int]:
 def make_app(cfg: ServeConfig, speculator: Speculator | None = None) -> FastAPI:
     engine, tok, name = build_engine(cfg, speculator)
     return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key))
+
+
+class _Server(uvicorn.Server):
+    """On Ctrl-C / SIGTERM, end in-flight generations at once (an error event, then [DONE]) so that
+    uvicorn's graceful shutdown does not wait on, then cancel, long streams."""
+
+    def __init__(self, config: uvicorn.Config, engine: AsyncEngine):
+        super().__init__(config)
+        self.engine = engine
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.engine.begin_shutdown()
+        super().handle_exit(sig, frame)
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -113,7 +169,11 @@ def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Specula
     """Block serving HTTP until interrupted; `on_ready(url)` runs once /health answers."""
     _check_port_free(cfg.host, cfg.port)
     app = make_app(cfg, speculator)
-    server = uvicorn.Server(uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on"))
+    # Ctrl-C: stop accepting, give in-flight streams a few seconds, then close them (their slots go with the engine).
+    ucfg = uvicorn.Config(
+        app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
+    server = _Server(ucfg, app.state.engine)
     host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     url = f"http://{'127.0.0.1' if cfg.host == '0.0.0.0' else host}:{cfg.port}"
 

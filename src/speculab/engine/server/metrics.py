@@ -5,7 +5,9 @@ latency histograms are observed by the request handlers as events reach them:
 - time_to_first_token_seconds: request received -> first output event carrying tokens;
 - inter_token_latency_seconds: per generated token after the first, the gap between consecutive output
   events divided evenly over the tokens the later event carries (several under speculation);
-- e2e_request_latency_seconds: request received -> final event.
+- e2e_request_latency_seconds: request received -> final event;
+- request_queue_time_seconds / request_prefill_time_seconds / request_decode_time_seconds: a finished
+  request's phases on the engine's clock (arrival -> slot assigned -> first token -> last token).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from speculab.engine.async_engine import AsyncEngine
+from speculab.engine.sequence import PhaseTimes
 
 PREFIX = "speculab:"
 _LATENCY_BUCKETS_S = (
@@ -89,8 +92,12 @@ class _EngineCollector(Collector):
             c.add_metric([self.model_name], value)
             return c
 
-        yield gauge("num_requests_running", "Requests holding a KV cache slot.", e.num_running)
-        yield gauge("num_requests_waiting", "Requests queued for a slot.", e.num_waiting)
+        running = e.num_running
+        # Admitted but not yet holding a slot: the scheduler's queue plus requests the engine thread has not
+        # picked up yet (they arrive while a step runs).
+        waiting = max(self.engine.num_in_flight - running, e.num_waiting)
+        yield gauge("num_requests_running", "Requests holding a KV cache slot.", running)
+        yield gauge("num_requests_waiting", "Requests queued for a slot.", waiting)
         yield gauge("kv_cache_usage_perc", "Fraction of KV cache positions holding live tokens (0-1).", e.kv_usage())
         yield gauge("kv_cache_bytes", "Bytes preallocated for the KV cache.", e.runner.cache.nbytes)
         yield gauge("process_resident_memory_bytes", "Server process resident memory.", self.process.memory_info().rss)
@@ -126,6 +133,17 @@ class ServerMetrics:
             registry=self.registry,
             buckets=_LATENCY_BUCKETS_S,
         ).labels(model_name)
+        phase = [
+            ("queue", "Arrival to cache slot assigned."),
+            ("prefill", "Slot assigned to first token."),
+            ("decode", "First token to last token."),
+        ]
+        self.phases = {
+            name: Histogram(
+                f"{PREFIX}request_{name}_time_seconds", doc, labels, registry=self.registry, buckets=_LATENCY_BUCKETS_S
+            ).labels(model_name)
+            for name, doc in phase
+        }
         self._success = Counter(
             PREFIX + "request_success",
             "Finished requests by finish reason.",
@@ -169,6 +187,12 @@ class RequestTracker:
             for _ in range(n):
                 self.m.itl.observe(per_token)
         self.last_s = now
+
+    def on_phases(self, phases: PhaseTimes | None) -> None:
+        if phases is not None:
+            self.m.phases["queue"].observe(phases.queue_s)
+            self.m.phases["prefill"].observe(phases.prefill_s)
+            self.m.phases["decode"].observe(phases.decode_s)
 
     def on_finish(self, reason: str) -> None:
         if self.done:
