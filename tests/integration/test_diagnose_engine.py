@@ -45,10 +45,10 @@ async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_pat
         endpoint=EndpointConfig(base_url=engine_url, model=""),
         output_dir=tmp_path / "d",
         # the tiny tokenizer splits words into several tokens: keep prompts well inside its 512-token context
-        workload="synthetic:input=20,output=12",
+        workload="synthetic:input=20,output=32",
         num_prompts=3,
         concurrency=2,
-        sampling=SamplingConfig(max_tokens=12, ignore_eos=True),
+        sampling=SamplingConfig(max_tokens=32, ignore_eos=True),
         max_prompt_tokens=80,
         sweep_points=4,
         sweep_repeats=2,
@@ -61,7 +61,7 @@ async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_pat
     assert not d.warnings or all("linear" in w for w in d.warnings), d.warnings
     assert d.prefill.fit is not None and d.prefill.token_source == "usage"
     assert d.decode is not None and 0 < d.decode.decode_share < 1
-    assert d.findings, "a real engine's latency is explained by something"
+    assert d.findings[0].cause == "decode", d.findings  # a tiny model: 32 decode steps outweigh a 20-token prefill
     sm = doc["server_metrics"]
     assert {"prefill", "workload-c1", "workload-load"} <= set(sm), sm.keys()
     for phase in ("prefill", "workload-c1", "workload-load"):

@@ -218,7 +218,9 @@ def cold_start(inp: Inputs) -> ColdStart:
         detected = head is not None
     else:
         extras = [x for x in (first_extra, idle_extra) if significant(x)]
-        head = max(extras) if extras else max((x for x in (first_extra, idle_extra) if x is not None), default=None)
+        measured = [x for x in (first_extra, idle_extra) if x is not None]
+        # not significant: the largest measured extra, floored at 0 (a first request faster than warm ones is noise)
+        head = max(extras) if extras else (max(0.0, *measured) if measured else None)
         detected = bool(extras)
     return ColdStart(
         mode="launch" if st is not None else "running",
