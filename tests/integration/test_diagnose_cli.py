@@ -94,7 +94,7 @@ def test_run_prints_findings_first_and_writes_files(capsys, tmp_path):
 
 def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
     out = tmp_path / "d"
-    # long decode: the workload phase is still running when Ctrl-C comes
+    # long decode (400 x 50 ms): the workload phase's first request is in flight when Ctrl-C comes
     with mock_process(ttft_s=0.01, gap_s=0.05, output_tokens=400, max_model_len=1024) as url:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         proc = subprocess.Popen(
@@ -105,7 +105,8 @@ def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             rj = out / "requests.jsonl"
-            if rj.exists() and '"workload-c1"' in rj.read_text():
+            # the third (last) prefix control has finished: the workload phase starts next
+            if rj.exists() and rj.read_text().count('"prefix-control"') == 3:
                 break
             time.sleep(0.1)
         time.sleep(0.5)
