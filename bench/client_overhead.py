@@ -17,7 +17,10 @@ plus the server's HTTP parsing, which queues when many requests arrive at once) 
 error.
 
 Each concurrency level is a closed loop of N streams (N warmup requests first, to open the connections), then
-`--rounds` x N measured requests. A level is sustained when every request succeeded and the p99 chunk timing
+`--rounds` x N measured requests. By default the mock adds a seeded jitter of up to one chunk gap to each TTFT,
+so the streams' chunks arrive spread over the gap, as in real traffic; `--synchronized` makes every stream's
+chunks arrive in the same instant instead (the worst case: a single-threaded client timestamps the k-th chunk of a
+burst after handling the k-1 before it). A level is sustained when every request succeeded and the p99 chunk timing
 error is <= 1 ms. The client's peak RSS (this process) is sampled during each level.
 
 Usage (from the repository root):
@@ -50,7 +53,14 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from speculab.bench.client import EndpointConfig, SamplingConfig, request_func  # noqa: E402
+from speculab.bench.client import (  # noqa: E402
+    EndpointConfig,
+    SamplingConfig,
+    StreamingRequest,
+    StreamState,
+    build_payload,
+    request_func,
+)
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
 from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
@@ -60,10 +70,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--levels", default="64,128,256,512,768,1024", help="concurrent streams per level")
     p.add_argument("--ttft-ms", type=float, default=100.0)
     p.add_argument("--gap-ms", type=float, default=50.0, help="mock server's time between chunks")
+    p.add_argument(
+        "--synchronized",
+        action="store_true",
+        help="identical TTFTs, so all streams' chunks arrive in bursts at the same instants (the worst case); by "
+        "default each TTFT gets a seeded jitter of up to one gap, spreading the streams' phases as real traffic does",
+    )
     p.add_argument("--tokens-per-chunk", type=int, default=2)
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
     p.add_argument("--max-error-ms", type=float, default=1.0, help="p99 chunk timing error that counts as sustained")
+    p.add_argument(
+        "--client",
+        choices=("harness", "deferred"),
+        default="harness",
+        help="harness: speculab's StreamingRequest as `speculab bench` runs it; deferred: the same parsing "
+        "(StreamState), moved after the stream ends so that the read loop only timestamps bytes",
+    )
     p.add_argument("--pin", action="store_true", help="pin the client to CPU 0 and the server to CPU 1")
     p.add_argument(
         "--gc",
@@ -81,6 +104,7 @@ def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
     """The mock server in its own process, so its CPU time does not delay the client's reads."""
     argv = [sys.executable, "-m", "speculab", "mock-server", "--port", "0", "--record-send-times"]
     argv += ["--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
+    argv += ["--ttft-jitter-ms", "0" if args.synchronized else str(args.gap_ms)]
     argv += ["--tokens-per-chunk", str(args.tokens_per_chunk), "--output-tokens", str(args.output_tokens)]
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
@@ -130,6 +154,31 @@ def _pcts_ms(values: list[float]) -> dict[str, float | None]:
     }
 
 
+class DeferredParseRequest(StreamingRequest):
+    """The harness's streaming request with its parsing moved out of the read loop: arrivals are timestamped as
+    the bytes come, and fed to the same `StreamState` (with those timestamps) once the stream has ended. Same
+    record; it shows how much of the timing error is the per-chunk parsing inside the loop."""
+
+    async def __call__(
+        self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+    ) -> RequestRecord:
+        ep, clock = self.endpoint, self.clock
+        st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
+        pieces: list[tuple[float, bytes]] = []
+        sent_s = clock()
+        async with session.post(ep.url, json=build_payload(ep, self.sampling, spec)) as resp:
+            resp.raise_for_status()
+            async for piece in resp.content.iter_any():
+                pieces.append((clock(), piece))
+        end_s = clock()
+        for t, piece in pieces:
+            if st.feed(piece, t):
+                break
+        else:
+            st.eof()
+        return st.record(spec=spec, scheduled_s=scheduled_s, sent_s=sent_s, end_s=end_s, warmup=warmup, error=None)
+
+
 def _session(written: dict[str, float]) -> aiohttp.ClientSession:
     """`speculab.bench.client.make_session()`'s settings plus a trace hook that fills `written`: prompt -> when
     its request body was handed to the socket (aiohttp writes headers and body together, from a task of its own)."""
@@ -172,6 +221,7 @@ def compare(
         if prompt in wire_sent:
             send_delay.append(wire_sent[prompt] - rec.sent_s)
             to_server.append(entry["arrival_s"] - wire_sent[prompt])
+        # first_deadline_s already includes the TTFT jitter
         server_late += [w - (entry["first_deadline_s"] + i * gap_s) for i, w in enumerate(writes)]
     return {
         "chunks": len(chunk_err),
@@ -213,9 +263,14 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         with PeakRss() as rss:
             wire_sent: dict[str, float] = {}
             async with _session(wire_sent) as session:
+                request = (
+                    request_func(endpoint, sampling)
+                    if args.client == "harness"
+                    else DeferredParseRequest(endpoint, sampling)
+                )
                 await run_load(
                     items,
-                    request_func(endpoint, sampling),
+                    request,
                     session,
                     LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency),
                     on_record=records.append,

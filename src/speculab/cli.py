@@ -214,6 +214,7 @@ def mock_server(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
     ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),
+    ttft_jitter_ms: float = typer.Option(0.0, help="Adds a seeded uniform [0, this) to each TTFT."),
     gap_ms: float = typer.Option(20.0, help="Time between chunks of one stream."),
     tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
     output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
@@ -255,6 +256,7 @@ def mock_server(
     try:
         cfg = MockConfig(
             ttft_s=ttft_ms / 1e3,
+            ttft_jitter_s=ttft_jitter_ms / 1e3,
             gap_s=gap_ms / 1e3,
             tokens_per_chunk=pattern if len(pattern) > 1 else pattern[0],
             output_tokens=output_tokens,
@@ -289,6 +291,7 @@ def mock_server(
 
     try:
         asyncio.run(serve_mock(cfg, host, port, ready))
+        err_console.print("mock-server stopped")  # SIGTERM
     except KeyboardInterrupt:
         err_console.print("mock-server stopped")
     except OSError as e:

@@ -331,3 +331,14 @@ async def test_send_times_are_recorded_on_the_shared_monotonic_clock(session):
     assert all(w <= s for w, s in zip(entry["chunks_s"], seen, strict=True))
     async with running_mock_server(MockConfig(**FAST)) as url, session.get(url + "/mock/send_times") as resp:
         assert resp.status == 404
+
+
+async def test_ttft_jitter_spreads_first_chunks(session):
+    cfg = MockConfig(ttft_s=0.05, ttft_jitter_s=0.2, gap_s=0.0, output_tokens=1, seed=5)
+    async with running_mock_server(cfg) as url:
+        results = await asyncio.gather(
+            *(post(session, url + "/v1/completions", {"prompt": "p", "stream": True}) for _ in range(8))
+        )
+    ttfts = sorted(r.ttft_s for r in results)
+    assert ttfts[0] >= 0.05
+    assert ttfts[-1] - ttfts[0] >= 0.05  # 8 uniform draws over 200 ms: spread out (P(range < 50 ms) < 1e-3)

@@ -97,3 +97,15 @@ def test_startup_delay_before_listening():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_sigterm_stops_cleanly():
+    proc = subprocess.Popen(_cli("--port", "0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert "ready at" in proc.stdout.readline()
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "stopped" in err and "Traceback" not in err

@@ -65,6 +65,7 @@ class MockConfig:
     """The script the mock server follows. Times in seconds; rates are probabilities per request."""
 
     ttft_s: float = 0.1  # admitted -> first chunk, for a prompt with no prefill cost
+    ttft_jitter_s: float = 0.0  # adds U[0, this) to each TTFT (seeded): concurrent streams fall out of step
     gap_s: float = 0.02  # between consecutive chunks of one stream
     tokens_per_chunk: int | tuple[int, ...] = 1  # an int, or a per-chunk pattern cycled within each request
     output_tokens: int = 128  # natural length (the mock's "EOS"); max_tokens caps it, min_tokens/ignore_eos extend it
@@ -108,6 +109,7 @@ class MockConfig:
 
         times = (
             "ttft_s",
+            "ttft_jitter_s",
             "gap_s",
             "prefill_s_per_token",
             "cold_start_s",
