@@ -275,15 +275,24 @@ def _merge(a: dg.ServerPhase | None, b: dg.ServerPhase) -> dg.ServerPhase:
     )
 
 
-async def _cold_phases(s: _Session, cfg: DiagnoseConfig, seed: int, server: Any) -> dg.Startup | None:
+@dataclass(frozen=True, slots=True)
+class _Launched:
+    """A server this diagnosis started: the process (stopped at the end) and its start and readiness times."""
+
+    process: Any  # speculab.bench.server_process.ServerProcess
+    started_s: float  # process start, on the diagnosis clock
+    ready_s: float  # process start -> health 200, seconds
+
+
+async def _cold_phases(s: _Session, cfg: DiagnoseConfig, seed: int, launched: _Launched | None) -> dg.Startup | None:
     api = cfg.endpoint.api
     probes = _synthetic(cfg.cold_probe_tokens, cfg.warm_probes + 2, seed, api)
     first = await s.phase(dg.PHASE_COLD, probes[:1])
     startup = None
-    if server is not None:
-        ready = getattr(server, "ready_s", None)
-        t_first = first[0].chunks[0].t_s - server.started_s if first and first[0].ok and first[0].chunks else None
-        startup = dg.Startup(ready_s=ready, first_token_s=t_first)
+    if launched is not None:
+        ok = first and first[0].ok and first[0].chunks
+        t_first = first[0].chunks[0].t_s - launched.started_s if ok else None
+        startup = dg.Startup(ready_s=launched.ready_s, first_token_s=t_first)
     await s.phase(dg.PHASE_WARM, probes[1 : 1 + cfg.warm_probes])
     if cfg.idle_s > 0 and await s.idle(cfg.idle_s):
         await s.phase(dg.PHASE_IDLE, probes[-1:])
@@ -336,11 +345,11 @@ async def run_diagnosis(
     if cfg.output_dir is not None:
         RunDir.check(cfg.output_dir)
     probe_seed = cfg.probe_seed if cfg.probe_seed is not None else random.SystemRandom().randrange(2**31 - 10_000)
-    server = None
+    launched: _Launched | None = None
     async with make_session() as http:
         try:
             if cfg.launch is not None:
-                server = await _launch(cfg, http, stop, clock)
+                launched = await _launch(cfg, http, stop, clock)
             info = await probe_endpoint(http, cfg.endpoint)
             model = choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)
             context = _context_length(cfg, info, model)
@@ -350,16 +359,17 @@ async def run_diagnosis(
             run_dir = RunDir(cfg.output_dir).create() if cfg.output_dir is not None else None
             try:
                 return await _measure(cfg, ep, info, context, lengths, items, probe_seed, http, run_dir, stop,
-                                      on_phase, clock, server)  # fmt: skip
+                                      on_phase, clock, launched)  # fmt: skip
             finally:
                 if run_dir is not None:
                     run_dir.close()
         finally:
-            if server is not None:
-                await asyncio.to_thread(server.stop)
+            if launched is not None:
+                await asyncio.to_thread(launched.process.stop)
 
 
-async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asyncio.Event, clock: Clock) -> Any:
+async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asyncio.Event, clock: Clock) -> _Launched:
+    """Start the server with the lifecycle's launcher (own process group, log file) and wait until it is ready."""
     from speculab.bench.server_process import ServerProcess
 
     log_dir = cfg.output_dir if cfg.output_dir is not None else Path(".")
@@ -375,8 +385,8 @@ async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asynci
     if ready is None:  # stopped while waiting
         await asyncio.to_thread(server.stop)
         raise KeyboardInterrupt
-    server.ready_s = ready  # type: ignore[attr-defined]
-    return server
+    assert server.started_s is not None
+    return _Launched(server, server.started_s, ready)
 
 
 def _check_workload_fits(items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig) -> None:
@@ -401,7 +411,7 @@ async def _measure(
     stop: asyncio.Event,
     on_phase: PhaseCallback | None,
     clock: Clock,
-    server: Any,
+    launched: _Launched | None,
 ) -> DiagnoseResult:
     started_at = utc_now()
     prefix = cfg.prefix_tokens or max(cfg.min_prompt_tokens, lengths[-1] // 2)
@@ -421,7 +431,7 @@ async def _measure(
     if run_dir is not None:
         run_dir.write_json(MANIFEST, manifest)
     s = _Session(cfg, ep, http, run_dir, stop, on_phase, clock)
-    startup = await _cold_phases(s, cfg, probe_seed, server)
+    startup = await _cold_phases(s, cfg, probe_seed, launched)
     approx = await _prefill_phase(s, cfg, lengths, probe_seed)
     await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed)
     await _workload_phases(s, cfg, items)
