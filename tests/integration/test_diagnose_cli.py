@@ -169,3 +169,22 @@ def test_experiment_file_supplies_url_workload_and_operating_point(capsys, tmp_p
     doc = json.loads((out / "diagnosis.json").read_text())
     assert doc["options"]["concurrency"] == 2 and doc["options"]["workload"] == "synthetic:input=24,output=8"
     assert doc["queueing"]["measured"] and doc["run"]["base_url"] == url
+
+
+def test_requests_the_server_refuses_stop_the_diagnosis_with_its_reason(capsys, tmp_path):
+    with mock_process(max_model_len=512) as url:  # the mock refuses n > 1 with HTTP 400
+        code, _, err = run_cli(
+            capsys,
+            "--url",
+            url,
+            "--output",
+            str(tmp_path / "d"),
+            "--extra-body",
+            '{"n": 2}',
+            "--workload",
+            "builtin:qa",
+        )
+    last = err.strip().splitlines()[-1]
+    assert code == 3 and "Traceback" not in err
+    assert last.startswith("error:") and "HTTP 400" in last and "--extra-body" in last
+    assert (tmp_path / "d" / "requests.jsonl").read_text().strip()  # what was sent is on disk

@@ -36,7 +36,7 @@ from speculab.bench.client import Clock, EndpointConfig, SamplingConfig, make_se
 from speculab.bench.endpoint_probe import ServerInfo, choose_model, probe_endpoint
 from speculab.bench.measure import check_items
 from speculab.bench.records import RequestRecord, RequestSpec
-from speculab.bench.results import MANIFEST, RunDir, utc_now, versions
+from speculab.bench.results import MANIFEST, RunDir, request_option_hints, utc_now, versions
 from speculab.bench.runner import LoadConfig, run_load
 from speculab.bench.scrape import MetricsSnapshot, scrape_metrics
 from speculab.bench.workload import approx_tokens, item_text, load_workload
@@ -432,6 +432,7 @@ async def _measure(
         run_dir.write_json(MANIFEST, manifest)
     s = _Session(cfg, ep, http, run_dir, stop, on_phase, clock)
     startup = await _cold_phases(s, cfg, probe_seed, launched)
+    _stop_if_rejected(s.records)
     approx = await _prefill_phase(s, cfg, lengths, probe_seed)
     await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed)
     await _workload_phases(s, cfg, items)
@@ -459,6 +460,20 @@ async def _measure(
 
         (run_dir.path / DIAGNOSIS_HTML).write_text(render_diagnosis_page(doc), encoding="utf-8")
     return DiagnoseResult(d, doc, run_dir.path if run_dir else None, interrupted, tuple(s.records))
+
+
+def _stop_if_rejected(records: Sequence[RequestRecord]) -> None:
+    """Every request so far was refused as invalid (HTTP 4xx): every later one would be too. Stop with the server's
+    reason and the flag that fixes it (the records stay in requests.jsonl)."""
+    if not records or any(r.ok for r in records):
+        return
+    err = records[0].error
+    if err is None or err.status is None or not 400 <= err.status < 500:
+        return
+    hints = [h for h in request_option_hints(records) if "rerun" in h]  # the ones that name a flag
+    fix = hints[0] if hints else "check --api, --model and --extra-body"
+    reason = err.message[:200] if err.message.startswith("HTTP") else f"HTTP {err.status}: {err.message[:200]}"
+    raise EndpointError(f"the server rejected the diagnosis's requests ({reason}); {fix}")
 
 
 def _options(
