@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.integration.server_harness import free_port
 
+from fakes.scripted_openai import free_port
 from speculab.bench.client import EndpointConfig, SamplingConfig
 from speculab.bench.diagnose import DiagnoseConfig, run_diagnosis
 
