@@ -358,6 +358,24 @@ def diagnose(
         raise typer.Exit(130)
 
 
+# --- report: re-render report.html + summary.json of a saved A/B run (speculab run / demo), partial runs too ----
+
+
+@app.command("report")
+def report_command(
+    directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
+    output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
+    seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
+) -> None:
+    """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
+    from speculab.report.console import print_ab_report
+    from speculab.report.model import ReportOptions
+    from speculab.report.render import render_run_dir
+
+    report = render_run_dir(directory, output, ReportOptions(seed=seed))
+    print_ab_report(Console(soft_wrap=True), report, output or directory)
+
+
 @app.callback()
 def _root() -> None:
     """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""

@@ -1,0 +1,178 @@
+"""Across loads: the crossover load, the what-if for other draft lengths, and the capacity plan."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from speculab.bench import cost as costlib
+from speculab.bench import stats
+from speculab.bench import whatif as whatiflib
+from speculab.report.inputs import ArmInfo, LevelSpec, ReportInputs
+from speculab.report.per_load import arm_price, per_prompt, slo_targets
+from speculab.report.schema import (
+    AcceptanceView,
+    CrossoverView,
+    KRow,
+    LevelReport,
+    PlanSide,
+    PlanView,
+    ReportOptions,
+    WhatIfView,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Across loads: crossover, what-if, capacity.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _axis_levels(inputs: ReportInputs) -> tuple[str, list[LevelSpec]]:
+    """The loads of one axis for curves: the sweep's axis if there is a sweep, else the operating point's."""
+    levels = list(inputs.setup.levels)
+    sweep = [lv for lv in levels if "sweep" in lv.roles]
+    op = next((lv for lv in levels if "operating" in lv.roles), levels[0] if levels else None)
+    axis = sweep[0].kind if sweep else (op.kind if op else "concurrency")
+    same = sorted({lv.value: lv for lv in levels if lv.kind == axis}.values(), key=lambda lv: lv.value)
+    return axis, same
+
+
+def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs, opts: ReportOptions
+               ) -> CrossoverView | None:  # fmt: skip
+    axis, axis_levels = _axis_levels(inputs)
+    keys = {lv.key for lv in axis_levels}
+    points: list[stats.LoadSpeedup] = []
+    excluded = []
+    for lv in levels:
+        if lv.key not in keys:
+            continue
+        comp = lv.comparison(cand.name)
+        if comp is None or comp.gate != "ok":
+            if comp is not None and comp.gate != "missing":
+                excluded.append(f"{lv.label}: {comp.gate_reason}")
+            continue
+        tp = comp.metric("tpot_s")
+        if tp is None or tp.n_pairs < stats.MIN_PAIRS:
+            excluded.append(f"{lv.label}: not enough paired TPOT data")
+            continue
+        points.append(stats.LoadSpeedup(lv.value, tp.speedup, tp.speedup_low, tp.speedup_high, ()))
+    if len(points) < 2:
+        return None
+    # Replicates are not kept in the Report (thousands of numbers), so recompute them here for the interval.
+    points = _with_replicates(points, cand, axis, inputs, opts)
+    c = stats.crossover(points, log_load=axis == "concurrency")
+    return CrossoverView(
+        axis,
+        tuple(p.load for p in points),
+        tuple(p.speedup for p in points),
+        tuple(p.low for p in points),
+        tuple(p.high for p in points),
+        c.status.value,
+        c.load,
+        c.low,
+        c.high,
+        c.low_censored,
+        c.high_censored,
+        c.method,
+        c.scale,
+        tuple(excluded),
+    )
+
+
+def _with_replicates(points: list[stats.LoadSpeedup], cand: ArmInfo, axis: str, inputs: ReportInputs,
+                     opts: ReportOptions) -> list[stats.LoadSpeedup]:  # fmt: skip
+    """Bootstrap replicates of the TPOT speedup at each load (same seed scheme as the report: reproducible)."""
+    out = []
+    by_value = {lv.value: lv for lv in inputs.setup.levels if lv.kind == axis}
+    for p in points:
+        lv = by_value[p.load]
+        rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
+        c = stats.compare_paired(
+            "tpot_s",
+            per_prompt(inputs.runs_for(cand.name, lv.key), "tpot_s"),
+            per_prompt(inputs.runs_for("baseline", lv.key), "tpot_s"),
+            rng,
+            n_resamples=opts.n_resamples,
+        )
+        out.append(stats.LoadSpeedup.from_comparison(p.load, c))
+    return out
+
+
+def _profile(acc: AcceptanceView, k: int | None) -> whatiflib.AcceptanceProfile | None:
+    if acc.per_position:
+        return whatiflib.profile_from_per_position(list(acc.per_position))
+    if acc.drafts and acc.accepted_tokens is not None and k:
+        return whatiflib.profile_from_totals(acc.drafts, acc.accepted_tokens, k)
+    if acc.acceptance_length is not None and k and 1.0 <= acc.acceptance_length <= k + 1:
+        return whatiflib.profile_from_totals(1.0, acc.acceptance_length - 1.0, k)
+    return None
+
+
+def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[str]) -> tuple[WhatIfView, ...]:
+    """At the low load and at the operating point: predicted speedup for k = 1..8 from measured acceptance."""
+    out = []
+    seen = set()
+    for role in ("low", "operating"):
+        lv = next((x for x in levels if role in x.roles), None)
+        if lv is None or lv.key in seen:
+            continue
+        seen.add(lv.key)
+        a, comp = lv.arm(cand.name), lv.comparison(cand.name)
+        if a is None or a.acceptance is None or not a.acceptance.active or comp is None or comp.gate != "ok":
+            continue
+        tp = comp.metric("tpot_s")
+        if tp is None or not math.isfinite(tp.speedup):
+            continue
+        try:
+            prof = _profile(a.acceptance, cand.num_speculative_tokens)
+            if prof is None:
+                continue
+            w = whatiflib.what_if_from_observation(prof, tp.speedup)
+        except ValueError as e:
+            warnings.append(f"{cand.label} what-if at {lv.label} skipped: {e}")
+            continue
+        out.append(
+            WhatIfView(
+                lv.key,
+                lv.label,
+                prof.per_position,
+                prof.alpha,
+                prof.source,
+                w.step_cost,
+                w.step_cost_source,
+                tuple(KRow(p.k, p.expected_tokens, p.speedup, p.model) for p in w.predictions),
+                w.recommended_k,
+                w.observed_k,
+                w.observed_speedup,
+                w.notes,
+            )
+        )
+    return tuple(out)
+
+
+def capacity_plan(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs) -> PlanView | None:
+    slo, target = slo_targets(inputs), inputs.setup.target_rate_rps
+    bp, cp = arm_price(base), arm_price(cand)
+    if slo is None or target is None or bp is None or cp is None:
+        return None
+    axis = "rate" if any(lv.kind == "rate" for lv in levels) else "concurrency"
+
+    def results(arm: str) -> list[costlib.LoadResult]:
+        out = []
+        for lv in levels:
+            a = lv.arm(arm)
+            if lv.kind != axis or a is None or a.repeats == 0 or a.slo_attainment is None:
+                continue
+            rate = a.achieved_rate_rps if axis == "rate" else a.requests_per_s.estimate
+            if rate is None or not math.isfinite(rate):
+                continue
+            out.append(costlib.LoadResult(lv.value, rate, a.slo_attainment))
+        return out
+
+    p = costlib.compare_plans(target, results(base.name), results(cand.name), slo, bp, cp)
+
+    def side(c: costlib.CapacityPlan) -> PlanSide:
+        return PlanSide(c.goodput_rps_per_replica, c.replicas, c.gpus, c.usd_per_month)
+
+    return PlanView(target, axis, side(p.baseline), side(p.candidate), p.monthly_difference_usd, p.gpu_difference)

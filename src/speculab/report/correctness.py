@@ -1,0 +1,310 @@
+"""Is the candidate still correct? Checks per item, and output equivalence against the baseline.
+
+Pure functions over `ReportInputs`. Each prompt is judged on one output per arm: the first measured load that ran
+in both arms, lowest repeat (its *reference* output). At temperature 0 speculation should not change the output at
+all (exact rejection sampling), so a divergence is either a numerics artefact (the target's top two tokens nearly
+tied, where batching or kernel differences flip the argmax) or a real problem. We classify with the target's own
+logprobs at the first diverging token when they were recorded. At temperature > 0 strings differ by design; only
+distributions (check pass rates, output lengths) are compared, and differing strings are never a failure.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats as scipy_stats
+
+from speculab.bench.checks import CheckSpecError, evaluate
+from speculab.bench.records import RequestRecord, RequestSpec
+from speculab.bench.stats import Distribution, Interval, describe, mcnemar, wilson_interval
+
+EXCERPT_BEFORE = 60
+EXCERPT_AFTER = 80
+MAX_DIVERGENCES_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectnessOptions:
+    near_tie_logprob_gap: float = 0.1  # nats; top-1 minus top-2 logprob below this = a near-tie
+    alpha: float = 0.05  # significance for McNemar and the length test
+
+
+@dataclass(frozen=True, slots=True)
+class ArmChecks:
+    arm: str
+    checked: int  # prompts with checks and a successful reference output
+    passed: int
+    pass_rate: Interval  # Wilson
+    failures: tuple[str, ...]  # "item 12 (prompt id): check 'name' failed: reason", first few
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    index: int
+    prompt_id: str
+    position: int  # first differing token (unit "token") or character (unit "char")
+    unit: str
+    kind: str  # "near-tie" | "confident" | "unclassified"
+    logprob_gap: float | None  # target's top-1 minus top-2 logprob at the divergence, nats
+    baseline_token: str
+    candidate_token: str
+    context: str  # common text just before the divergence (escaped when rendered)
+    baseline_text: str  # baseline's text from the divergence on (clipped)
+    candidate_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectnessComparison:
+    candidate: str
+    temperature: float
+    reference: str  # which load/repeat the reference outputs came from
+    n_compared: int  # prompts with a successful reference output in both arms
+    identical: int
+    identical_rate: Interval  # Wilson
+    baseline_self_identical_rate: float | None  # baseline outputs across its loads/repeats identical to its reference
+    divergences: tuple[Divergence, ...]  # at temperature 0 only; confident ones first, at most 20
+    n_divergent: int
+    n_near_tie: int
+    n_confident: int
+    n_unclassified: int
+    baseline_checks: ArmChecks | None
+    candidate_checks: ArmChecks | None
+    mcnemar_b: int | None  # baseline passed, candidate failed
+    mcnemar_c: int | None  # candidate passed, baseline failed
+    mcnemar_p: float | None
+    mcnemar_method: str
+    length_baseline: Distribution  # output tokens (or characters when no token counts), reference outputs
+    length_candidate: Distribution
+    length_unit: str
+    length_wilcoxon_p: float | None  # paired per prompt
+    verdict: str
+    warnings: tuple[str, ...]
+
+
+def _reference_records(runs_by_level: Sequence[Sequence[Any]]) -> dict[int, RequestRecord]:
+    out: dict[int, RequestRecord] = {}
+    for runs in runs_by_level:
+        for run in sorted(runs, key=lambda r: r.repeat):
+            for r in run.records:
+                if not r.warmup and r.ok and r.index not in out:
+                    out[r.index] = r
+        if out:
+            return out
+    return out
+
+
+def _tokens(r: RequestRecord) -> list[str] | None:
+    if not r.logprobs:
+        return None
+    toks = [e.get("token") for e in r.logprobs]
+    return toks if all(isinstance(t, str) for t in toks) else None
+
+
+def _first_diff(a: Sequence[Any], b: Sequence[Any]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def _top_gap(entry: Mapping[str, Any]) -> float | None:
+    top = entry.get("top") or {}
+    vals = sorted((float(v) for v in top.values() if isinstance(v, (int, float)) and math.isfinite(v)), reverse=True)
+    if len(vals) >= 2:
+        return vals[0] - vals[1]
+    return None
+
+
+def divergence(index: int, prompt_id: str, base: RequestRecord, cand: RequestRecord, gap_limit: float) -> Divergence:
+    """Where two outputs first differ, and whether the target was nearly indifferent there."""
+    bt, ct = _tokens(base), _tokens(cand)
+    if bt is not None and ct is not None:
+        pos = _first_diff(bt, ct)
+        char = len("".join(bt[:pos]))
+        gap = None
+        for rec in (base, cand):  # the target's distribution; both arms run the same target on the same prefix
+            if rec.logprobs and pos < len(rec.logprobs):
+                gap = _top_gap(rec.logprobs[pos])
+                if gap is not None:
+                    break
+        kind = "unclassified" if gap is None else ("near-tie" if gap < gap_limit else "confident")
+        btok = bt[pos] if pos < len(bt) else "(end)"
+        ctok = ct[pos] if pos < len(ct) else "(end)"
+        unit = "token"
+    else:
+        pos = char = _first_diff(base.output_text, cand.output_text)
+        gap, kind, unit = None, "unclassified", "char"
+        btok = base.output_text[pos : pos + 1] or "(end)"
+        ctok = cand.output_text[pos : pos + 1] or "(end)"
+    text = base.output_text
+    return Divergence(
+        index=index,
+        prompt_id=prompt_id,
+        position=pos,
+        unit=unit,
+        kind=kind,
+        logprob_gap=gap,
+        baseline_token=btok,
+        candidate_token=ctok,
+        context=text[max(0, char - EXCERPT_BEFORE) : char],
+        baseline_text=base.output_text[char : char + EXCERPT_AFTER],
+        candidate_text=cand.output_text[char : char + EXCERPT_AFTER],
+    )
+
+
+def _check_pass(items: Mapping[int, RequestSpec], refs: Mapping[int, RequestRecord], warnings: list[str]
+                ) -> tuple[dict[int, bool], list[str]]:  # fmt: skip
+    """Prompt index -> all checks passed, for prompts that have checks; and failure descriptions."""
+    out: dict[int, bool] = {}
+    fails: list[str] = []
+    for i, rec in sorted(refs.items()):
+        item = items.get(i)
+        if item is None or not item.checks:
+            continue
+        try:
+            results = evaluate(item.checks, rec.output_text, item)
+        except CheckSpecError as e:
+            warnings.append(f"item {i}: check could not run ({e})")
+            continue
+        out[i] = all(r.passed for r in results)
+        for r in results:
+            if not r.passed and len(fails) < 10:
+                name = f" ({item.prompt_id})" if item.prompt_id else ""
+                fails.append(f"item {i}{name}: check '{r.name}' failed" + (f": {r.reason}" if r.reason else ""))
+    return out, fails
+
+
+def _arm_checks(arm: str, passes: Mapping[int, bool], fails: Sequence[str]) -> ArmChecks | None:
+    if not passes:
+        return None
+    n, k = len(passes), sum(passes.values())
+    return ArmChecks(arm, n, k, wilson_interval(k, n), tuple(fails))
+
+
+def _length(r: RequestRecord, unit: str) -> float:
+    return float(r.completion_tokens) if unit == "tokens" else float(len(r.output_text))
+
+
+def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -> CorrectnessComparison | None:
+    """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline."""
+    setup = inputs.setup
+    levels = [lv for lv in setup.levels if inputs.runs_for("baseline", lv.key) and inputs.runs_for(candidate, lv.key)]
+    if not levels:
+        return None
+    lv = levels[0]
+    base_refs = _reference_records([inputs.runs_for("baseline", lv.key)])
+    cand_refs = _reference_records([inputs.runs_for(candidate, lv.key)])
+    common = sorted(set(base_refs) & set(cand_refs))
+    if not common:
+        return None
+    items = {it.index: it for it in setup.items}
+    warnings: list[str] = []
+    temp0 = setup.temperature == 0
+
+    identical = [i for i in common if base_refs[i].output_text == cand_refs[i].output_text]
+    divs: list[Divergence] = []
+    if temp0:
+        for i in common:
+            if base_refs[i].output_text != cand_refs[i].output_text:
+                pid = items[i].prompt_id if i in items else ""
+                divs.append(divergence(i, pid, base_refs[i], cand_refs[i], opts.near_tie_logprob_gap))
+    n_conf = sum(1 for d in divs if d.kind == "confident")
+    n_tie = sum(1 for d in divs if d.kind == "near-tie")
+    n_unc = sum(1 for d in divs if d.kind == "unclassified")
+    divs.sort(key=lambda d: ({"confident": 0, "unclassified": 1, "near-tie": 2}[d.kind], d.index))
+
+    # Does the baseline even agree with itself across loads and repeats? (batch-dependent numerics at T=0)
+    self_same = self_n = 0
+    for level in setup.levels:
+        for run in inputs.runs_for("baseline", level.key):
+            for r in run.records:
+                if r.ok and not r.warmup and r.index in base_refs and r is not base_refs[r.index]:
+                    self_n += 1
+                    self_same += r.output_text == base_refs[r.index].output_text
+    self_rate = self_same / self_n if self_n else None
+
+    bp, bfails = _check_pass(items, base_refs, warnings)
+    cp, cfails = _check_pass(items, cand_refs, warnings)
+    bchecks, cchecks = _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails)
+    mc = mcnemar(cp, bp) if bp and cp else None
+
+    unit = (
+        "tokens" if all(base_refs[i].completion_tokens and cand_refs[i].completion_tokens for i in common) else "chars"
+    )
+    bl = [_length(base_refs[i], unit) for i in common]
+    cl = [_length(cand_refs[i], unit) for i in common]
+    diffs = [c - b for b, c in zip(bl, cl, strict=True)]
+    length_p = None
+    if len(common) >= 6 and any(d != 0 for d in diffs):
+        length_p = float(scipy_stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
+    elif len(common) >= 6:
+        length_p = 1.0
+
+    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(common), mc, bchecks, cchecks, length_p, bl, cl,
+                       opts, self_rate)  # fmt: skip
+    if temp0 and divs and n_unc == len(divs):
+        warnings.append(
+            f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
+            "from real divergences; request logprobs (top 2 or more) to classify them"
+        )
+    if temp0 and self_rate is not None and self_rate < 1.0:
+        warnings.append(
+            f"the baseline itself gave different outputs for the same prompt at temperature 0 in "
+            f"{1 - self_rate:.0%} of repeated requests (batch-dependent numerics): some divergence is expected"
+        )
+    return CorrectnessComparison(
+        candidate=candidate,
+        temperature=setup.temperature,
+        reference=f"{lv.label}, first repeat",
+        n_compared=len(common),
+        identical=len(identical),
+        identical_rate=wilson_interval(len(identical), len(common)),
+        baseline_self_identical_rate=self_rate,
+        divergences=tuple(divs[:MAX_DIVERGENCES_SHOWN]),
+        n_divergent=len(divs) if temp0 else len(common) - len(identical),
+        n_near_tie=n_tie,
+        n_confident=n_conf,
+        n_unclassified=n_unc,
+        baseline_checks=bchecks,
+        candidate_checks=cchecks,
+        mcnemar_b=mc.b if mc else None,
+        mcnemar_c=mc.c if mc else None,
+        mcnemar_p=mc.p_value if mc else None,
+        mcnemar_method=mc.method if mc else "",
+        length_baseline=describe(bl),
+        length_candidate=describe(cl),
+        length_unit=unit,
+        length_wilcoxon_p=length_p,
+        verdict=verdict,
+        warnings=tuple(warnings),
+    )
+
+
+def _verdict(temp0: bool, n_conf: int, n_tie: int, n_unc: int, n_div: int, n: int, mc: Any, bchecks: Any,
+             cchecks: Any, length_p: float | None, bl: list[float], cl: list[float], opts: CorrectnessOptions,
+             self_rate: float | None) -> str:  # fmt: skip
+    """One phrase: the worst finding first."""
+    if mc is not None and mc.p_value < opts.alpha and mc.b > mc.c:
+        return (
+            f"pass rate lower ({cchecks.pass_rate.estimate:.0%} vs {bchecks.pass_rate.estimate:.0%}, "
+            f"McNemar p = {mc.p_value:.2g})"
+        )
+    if temp0 and n_conf:
+        return f"SUSPICIOUS: {n_conf} confident divergence(s) at temperature 0 (of {n} prompts)"
+    if length_p is not None and length_p < opts.alpha:
+        direction = "longer" if statistics.median(cl) > statistics.median(bl) else "shorter"
+        return f"outputs {direction} (paired length test p = {length_p:.2g})"
+    if mc is not None and mc.p_value < opts.alpha and mc.c > mc.b:
+        return f"pass rate higher (McNemar p = {mc.p_value:.2g})"
+    if temp0:
+        if n_div == 0:
+            return f"no difference (outputs identical for all {n} prompts)"
+        if n_unc:
+            return f"{n_div} of {n} outputs differ at temperature 0 ({n_unc} unclassified: no logprobs)"
+        return f"no difference ({n_div} of {n} outputs differ, all at near-ties)"
+    return "no difference"

@@ -1,0 +1,592 @@
+"""report.html: one self-contained file (inline CSS, inline SVG plots, no external URLs) from a `Report`.
+
+`view(report)` turns the report into plain strings (every number formatted here, with its unit); the Jinja2
+template only lays them out (no arithmetic) with autoescape on: model output is untrusted text and is escaped
+everywhere. Only the SVG plots we draw ourselves are marked safe.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from speculab.report import plots
+from speculab.report.model import (
+    METRIC_LABELS,
+    ArmLevel,
+    LevelReport,
+    Report,
+    fmt_bytes,
+    fmt_range,
+    fmt_x,
+    ratio_phrase,
+)
+
+REPORT_FILE = "report.html"
+SUMMARY_FILE = "summary.json"
+
+
+# --- formatting: the only place numbers become text -------------------------------------------------------------
+
+
+def _ok(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and not math.isfinite(v))
+
+
+def ms(v: float | None, digits: int = 1) -> str:
+    return f"{v * 1e3:,.{digits}f} ms" if _ok(v) else "–"
+
+
+def num(v: float | None, fmt: str = ",.2f", unit: str = "") -> str:
+    return (format(v, fmt) + (f" {unit}" if unit else "")) if _ok(v) else "–"
+
+
+def gb(v: float | None) -> str:
+    return f"{v / 1e9:,.2f} GB" if _ok(v) else "–"
+
+
+def usd(v: float | None, digits: int = 2) -> str:
+    return f"${v:,.{digits}f}" if _ok(v) else "–"
+
+
+def interval(iv: Any, fmt: str = ",.1f", unit: str = "", floor: float | None = None) -> str:
+    """'123.4 [118.0–129.1] tok/s', or the estimate alone with '(no interval)'. `floor`: a rate cannot go below 0,
+    so a t-interval from 2-3 repeats that reaches below it is shown clipped ('≤' marks the clip)."""
+    if iv is None or not _ok(iv.estimate):
+        return "–"
+    u = f" {unit}" if unit else ""
+    if _ok(iv.low) and _ok(iv.high):
+        low = format(iv.low, fmt)
+        if floor is not None and iv.low < floor:
+            low = "≤" + format(floor, fmt)
+        return f"{format(iv.estimate, fmt)} [{low}–{format(iv.high, fmt)}]{u}"
+    return f"{format(iv.estimate, fmt)}{u} (no interval: n = {iv.n})"
+
+
+def money_interval(iv: Any) -> str:
+    """'$7.91 [$7.82–$8.00]' with as many decimals as small prices need."""
+    if iv is None or not _ok(iv.estimate):
+        return "–"
+    d = 2 if iv.estimate >= 0.1 else 4
+    if _ok(iv.low) and (_ok(iv.high) or iv.high == math.inf):
+        # an unbounded upper end: the throughput interval reached 0 tok/s (too few or too noisy repeats)
+        high = usd(iv.high, d) if _ok(iv.high) else "∞"
+        return f"{usd(iv.estimate, d)} [{usd(iv.low, d)}–{high}]"
+    return f"{usd(iv.estimate, d)} (no interval: n = {iv.n})"
+
+
+def pvalue(p: float | None) -> str:
+    if not _ok(p):
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# --- the view -----------------------------------------------------------------------------------------------
+
+
+def _arm_labels(report: Report) -> dict[str, str]:
+    return {a.name: a.label for a in report.arms}
+
+
+def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
+    rows = []
+    for arm in report.arms:
+        a: ArmLevel | None = lv.arm(arm.name)
+        if a is None:
+            rows.append({"arm": arm.label, "missing": "not run"})
+            continue
+        d = a.distributions
+        load = (
+            f"{num(a.achieved_rate_rps, '.3g')} req/s sent"
+            if lv.kind == "rate"
+            else f"{num(a.achieved_concurrency, '.3g')} in flight"
+        )
+        acc = a.acceptance
+        rows.append(
+            {
+                "arm": arm.label,
+                "missing": "",
+                "ttft": f"{ms(d['ttft_s'].p50)} / {ms(d['ttft_s'].p99)}",
+                "tpot": f"{ms(d['tpot_s'].p50, 2)} / {ms(d['tpot_s'].p99, 2)}",
+                "itl": f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}",
+                "gap": f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}",
+                "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
+                "tpc": num(d["tokens_per_chunk"].mean),
+                "tok_s": interval(a.output_tok_s, floor=0.0),
+                "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
+                "cost": money_interval(a.usd_per_mtok),
+                "slo": f"{a.slo_attainment:.0%}" if _ok(a.slo_attainment) else "–",
+                "load": load + (f" ({a.load_fraction:.0%})" if _ok(a.load_fraction) else ""),
+                "errors": f"{a.error} of {a.sent}"
+                + (f" ({', '.join(f'{k} {v}' for k, v in a.errors_by_category.items())})" if a.error else ""),
+                "stalls": str(a.stalled_requests),
+                "acceptance": (
+                    "–"
+                    if acc is None
+                    else (
+                        f"{num(acc.acceptance_length)} tokens/step, rate {num(acc.acceptance_rate, '.1%')}"
+                        if acc.active
+                        else "no drafts"
+                    )
+                ),
+                "memory": _memory_text(a),
+                "repeats": str(a.repeats)
+                + (f" ({a.interrupted_repeats} interrupted)" if a.interrupted_repeats else ""),
+                "by_repeat": ", ".join(f"r{r} (#{o}) {num(t, ',.1f')}" for r, o, t in a.repeat_tok_s),
+            }
+        )
+    return rows
+
+
+def _memory_text(a: ArmLevel) -> str:
+    m = a.memory
+    parts = []
+    if m.gpu_peak_bytes is not None:
+        parts.append(f"GPU {gb(m.gpu_peak_bytes)} ({m.gpu_scope or 'device'})")
+    if m.rss_peak_bytes is not None:
+        parts.append(f"RSS {gb(m.rss_peak_bytes)}")
+    if m.kv_usage_max is not None:
+        parts.append(f"KV max {m.kv_usage_max:.0%}")
+    return ", ".join(parts) or "–"
+
+
+def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
+    labels = _arm_labels(report)
+    out = []
+    for comp in lv.comparisons:
+        metrics = []
+        for m in comp.metrics:
+            mdc = f"±{m.min_detectable_change:.1%}" if _ok(m.min_detectable_change) else "–"
+            metrics.append(
+                {
+                    "metric": METRIC_LABELS.get(m.metric, m.metric),
+                    "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
+                    "median": f"{fmt_x(1 / m.median_ratio.estimate) if _ok(m.median_ratio.estimate) else '–'}",
+                    "p": pvalue(m.wilcoxon_p),
+                    "verdict": m.verdict,
+                    "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+                    "mdc": mdc,
+                    "pairs": f"{m.n_pairs}" + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
+                    "note": m.note,
+                }
+            )
+        cats = [
+            {
+                "category": m.metric,
+                "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
+                "verdict": m.verdict,
+                "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+                "pairs": str(m.n_pairs),
+            }
+            for m in comp.by_category
+        ]
+        out.append(
+            {
+                "categories": cats,
+                "candidate": labels.get(comp.candidate, comp.candidate),
+                "gate": comp.gate,
+                "gated": comp.gate != "ok",
+                "reason": comp.gate_reason,
+                "verdict": comp.verdict,
+                "metrics": metrics,
+                "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
+                "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
+                "memory": f"{fmt_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
+                if comp.memory_delta_bytes is not None
+                else "–",
+            }
+        )
+    return out
+
+
+def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
+    labels = _arm_labels(report)
+    series = {labels[a.arm]: {"ttft_s": a.series.ttft_s, "tpot_s": a.series.tpot_s, "e2e_s": a.series.e2e_s}
+              for a in lv.arms}  # fmt: skip
+    out = {}
+    if any(s["tpot_s"] or s["ttft_s"] for s in series.values()):
+        out["cdf"] = plots.cdf_panels(series, (("tpot_s", "TPOT"), ("ttft_s", "TTFT"), ("e2e_s", "E2E")))
+    gaps = {labels[a.arm]: [g * 1e3 for g in a.series.chunk_gap_s] for a in lv.arms}
+    tpc = {labels[a.arm]: a.series.tokens_per_chunk for a in lv.arms}
+    if any(gaps.values()):
+        out["hist"] = plots.histograms(gaps, tpc)
+    mem_kind = "GPU memory" if any(x is not None for a in lv.arms for x in a.series.memory_gpu_bytes) else "RSS"
+    mem = {
+        labels[a.arm]: (
+            a.series.memory_t_s,
+            a.series.memory_gpu_bytes if mem_kind == "GPU memory" else a.series.memory_rss_bytes,
+            a.series.memory_kv_usage,
+        )
+        for a in lv.arms
+        if a.series.memory_t_s
+    }
+    if mem:
+        out["memory"] = plots.memory_over_time(mem, mem_kind)
+    return out
+
+
+def _curve_plots(report: Report) -> dict[str, str]:
+    """TPOT and throughput vs load (bands), speedup vs load with crossover, cost bars: over one axis."""
+    labels = _arm_labels(report)
+    out: dict[str, str] = {}
+    kinds = [lv.kind for lv in report.levels]
+    if not kinds:
+        return out
+    axis = next((c.crossover.axis for c in report.candidates if c.crossover), max(set(kinds), key=kinds.count))
+    lvs = sorted((lv for lv in report.levels if lv.kind == axis), key=lambda lv: lv.value)
+    xlabel = "concurrency" if axis == "concurrency" else "offered load (req/s)"
+    log_x = axis == "concurrency" and len(lvs) > 2
+    if len(lvs) >= 2:
+        tpot, tput = {}, {}
+        for arm in report.arms:
+            est, lo, hi, te, tl, th = [], [], [], [], [], []
+            for lv in lvs:
+                a = lv.arm(arm.name)
+                d = a.distributions["tpot_s"] if a else None
+                if d is None or d.n == 0:
+                    est.append(math.nan), lo.append(math.nan), hi.append(math.nan)
+                else:
+                    half = 1.96 * d.std / math.sqrt(d.n) if d.n > 1 else math.nan
+                    est.append(d.mean * 1e3), lo.append((d.mean - half) * 1e3), hi.append((d.mean + half) * 1e3)
+                iv = a.output_tok_s if a else None
+                te.append(iv.estimate if iv else math.nan)
+                tl.append(max(0.0, iv.low) if iv else math.nan)  # a rate's band stops at 0
+                th.append(iv.high if iv else math.nan)
+            tpot[arm.label] = (est, lo, hi)
+            tput[arm.label] = (te, tl, th)
+        loads = [lv.value for lv in lvs]
+        out["tpot_vs_load"] = plots.band_vs_load(loads, tpot, xlabel=xlabel, ylabel="mean TPOT (ms)", log_x=log_x)
+        out["tput_vs_load"] = plots.band_vs_load(loads, tput, xlabel=xlabel, ylabel="output tok/s", log_x=log_x)
+    curves, crosses = {}, {}
+    for c in report.candidates:
+        x = c.crossover
+        if x is None:
+            continue
+        curves[c.label] = (x.loads, x.speedups, x.lows, x.highs)
+        crosses[c.label] = (x.load, x.low, x.high)
+    if curves:
+        out["speedup"] = plots.speedup_vs_load(curves, crosses, xlabel=xlabel, log_x=log_x)
+    acc = {c.label: c.acceptance.per_position for c in report.candidates if c.acceptance and c.acceptance.per_position}
+    if acc:
+        out["acceptance"] = plots.acceptance_bars(acc)
+    priced = [a for a in report.arms if a.usd_per_hour is not None]
+    if priced and report.levels:
+        cost = {}
+        for arm in priced:
+            e, lo, hi = [], [], []
+            for lv in report.levels:
+                a = lv.arm(arm.name)
+                iv = a.usd_per_mtok if a else None
+                e.append(iv.estimate if iv else math.nan)
+                lo.append(iv.low if iv else math.nan)
+                hi.append(iv.high if iv else math.nan)
+            cost[labels[arm.name]] = (e, lo, hi)
+        out["cost"] = plots.cost_bars([lv.label for lv in report.levels], cost)
+    return out
+
+
+def _correctness(report: Report) -> list[dict[str, Any]]:
+    out = []
+    for c in report.candidates:
+        k = c.correctness
+        if k is None:
+            out.append({"label": c.label, "absent": True})
+            continue
+        checks = []
+        for side in (k.baseline_checks, k.candidate_checks):
+            if side is not None:
+                checks.append(
+                    {
+                        "arm": _arm_labels(report).get(side.arm, side.arm),
+                        "rate": f"{side.passed} of {side.checked} "
+                        f"({interval(side.pass_rate, '.1%').replace(' (no interval: n = 1)', '')})",
+                        "failures": list(side.failures),
+                    }
+                )
+        out.append(
+            {
+                "label": c.label,
+                "absent": False,
+                "verdict": k.verdict,
+                "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs")),
+                "temperature": f"{k.temperature:g}",
+                "reference": k.reference,
+                "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",
+                "self": f"{k.baseline_self_identical_rate:.1%}" if _ok(k.baseline_self_identical_rate) else "–",
+                "counts": f"{k.n_divergent} divergent: {k.n_confident} confident, {k.n_near_tie} near-tie, "
+                f"{k.n_unclassified} unclassified",
+                "temp0": k.temperature == 0,
+                "divergences": [
+                    {
+                        "where": f"item {d.index}" + (f" ({d.prompt_id})" if d.prompt_id else ""),
+                        "position": f"{d.unit} {d.position}",
+                        "kind": d.kind,
+                        "gap": f"{d.logprob_gap:.3f} nats" if _ok(d.logprob_gap) else "–",
+                        "tokens": f"{d.baseline_token!r} → {d.candidate_token!r}",
+                        "context": d.context,
+                        "baseline": d.baseline_text,
+                        "candidate": d.candidate_text,
+                    }
+                    for d in k.divergences
+                ],
+                "checks": checks,
+                "mcnemar": (
+                    f"b = {k.mcnemar_b} (baseline passed, candidate failed), c = {k.mcnemar_c}; "
+                    f"p = {pvalue(k.mcnemar_p)} ({k.mcnemar_method})"
+                    if k.mcnemar_p is not None
+                    else "–"
+                ),
+                "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
+                f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
+                f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",
+            }
+        )
+    return out
+
+
+def _what_if(report: Report) -> list[dict[str, Any]]:
+    out = []
+    for c in report.candidates:
+        for w in c.what_if:
+            out.append(
+                {
+                    "label": c.label,
+                    "level": w.level_label,
+                    "profile": f"{w.profile_source}; per position "
+                    + ", ".join(f"{p:.2f}" for p in w.per_position)
+                    + f"; fitted i.i.d. α = {w.alpha:.3f}",
+                    "cost": f"c = {w.step_cost:.3f} target steps per drafted token ({w.step_cost_source})",
+                    "observed": f"observed {fmt_x(w.observed_speedup or math.nan)} at k = {w.observed_k}",
+                    "recommended": str(w.recommended_k) if w.recommended_k else "none (no k is predicted to pay)",
+                    "rows": [
+                        {
+                            "k": str(r.k),
+                            "tokens": f"{r.expected_tokens:.2f}",
+                            "speedup": fmt_x(r.speedup),
+                            "model": r.model,
+                            "best": r.k == w.recommended_k,
+                        }
+                        for r in w.rows
+                    ],
+                    "notes": list(w.notes),
+                }
+            )
+    return out
+
+
+def _plans(report: Report) -> list[dict[str, str]]:
+    out = []
+    for c in report.candidates:
+        p = c.plan
+        if p is None:
+            continue
+
+        def side(s: Any) -> str:
+            if s.replicas is None:
+                return "no measured load met the SLO: capacity unknown"
+            return (
+                f"goodput {num(s.goodput_rps_per_replica, ',.2f')} req/s per replica → {s.replicas} replicas, "
+                f"{s.gpus} GPUs, {usd(s.usd_per_month, 0)}/month"
+            )
+
+        diff = "–"
+        if p.monthly_difference_usd is not None:
+            sign = "saves" if p.monthly_difference_usd < 0 else "costs"
+            gpus = f"{p.gpu_difference:+d}".replace("-", "−")
+            diff = f"{c.label} {sign} {usd(abs(p.monthly_difference_usd), 0)}/month ({gpus} GPUs)"
+        out.append(
+            {
+                "label": c.label,
+                "target": f"{p.target_rate_rps:g} req/s (loads on the {p.axis} axis; {p.hours_per_month:g} h/month)",
+                "baseline": side(p.baseline),
+                "candidate": side(p.candidate),
+                "difference": diff,
+            }
+        )
+    return out
+
+
+def _setup(report: Report) -> dict[str, Any]:
+    s = report.setup
+    slo = ", ".join(
+        f"{name} ≤ {ms(v)}" for name, v in (("TTFT", s.slo_ttft_s), ("TPOT", s.slo_tpot_s), ("E2E", s.slo_e2e_s)) if v
+    )
+    sampling = f"temperature {s.temperature:g}, top_p {s.top_p:g}" + (f", top_k {s.top_k}" if s.top_k else "")
+    sampling += f", seed {s.seed}, max_tokens {s.max_tokens}"
+    if s.min_tokens is not None:
+        sampling += f", min_tokens {s.min_tokens}"
+    if s.ignore_eos:
+        sampling += ", ignore_eos"
+    arms = []
+    for a in report.arms:
+        cs = []
+        if a.cold_start_ready_s is not None:
+            cs.append(f"ready {num(a.cold_start_ready_s, ',.1f', 's')}")
+        if a.cold_start_first_token_s is not None:
+            cs.append(f"first token {num(a.cold_start_first_token_s, ',.1f', 's')}")
+        arms.append(
+            {
+                "label": a.label,
+                "engine": a.engine,
+                "url": a.url,
+                "command": " ".join(a.command) if a.command else "(running server: command unknown)",
+                "speculation": f"{a.method} k={a.num_speculative_tokens}" if a.method else "none",
+                "price": f"{usd(a.usd_per_hour)}/GPU-hour × {a.gpus} GPU" if a.usd_per_hour is not None else "–",
+                "cold": ", ".join(cs) or "–",
+                "server_info": a.server_info_json,
+            }
+        )
+    changes = [
+        {
+            "label": c.label,
+            "status": {True: "verified: only speculation differs", False: "NOT a single change", None: "not verified"}[
+                c.single_change
+            ],
+            "bad": c.single_change is not True,
+            "lines": list(c.diff_lines),
+            "note": c.change_note,
+        }
+        for c in report.candidates
+    ]
+    return {
+        "rows": [
+            ("workload", f"{s.workload_name} — {s.workload_source}"),
+            ("prompts", f"{s.prompts} ({', '.join(f'{k} {v}' for k, v in s.categories.items())})"),
+            ("API", s.api),
+            ("sampling", sampling),
+            ("loads", "; ".join(s.levels)),
+            ("repeats", f"{s.repeats} (arms alternate ABBA across repeats)"),
+            ("SLOs", (slo + f", attainment ≥ {s.slo_attainment:.0%}") if slo else "none set"),
+            ("mode", "two URLs (the single change cannot be verified)" if s.two_url_mode else "launch / commands"),
+            ("time", f"{s.started_utc or '?'} → {s.finished_utc or '?'}"),
+            ("versions", ", ".join(f"{k} {v}" for k, v in s.versions.items()) or "–"),
+        ],
+        "arms": arms,
+        "changes": changes,
+    }
+
+
+def view(report: Report) -> dict[str, Any]:
+    """Everything the template shows, as strings (and the SVG plots as trusted markup)."""
+    levels = []
+    for lv in report.levels:
+        lp = _level_plots(report, lv)
+        levels.append(
+            {
+                "label": lv.label,
+                "roles": ", ".join(lv.roles),
+                "arms": _arm_rows(report, lv),
+                "comparisons": _comparison_rows(report, lv),
+                "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory")},
+            }
+        )
+    cp = _curve_plots(report)
+    curves = {k: Markup(cp.get(k, "")) for k in ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost")}
+    acceptance = []
+    for c in report.candidates:
+        a = c.acceptance
+        if a is None:
+            acceptance.append(
+                {
+                    "label": c.label,
+                    "text": "the engine reported no acceptance (speculation unconfirmed)",
+                    "source": "",
+                    "positions": "",
+                }
+            )
+            continue
+        text = (
+            f"{num(a.acceptance_length)} tokens per verification step (bonus token included), acceptance rate "
+            f"{num(a.acceptance_rate, '.1%')}, {num(a.drafts, ',.0f')} drafts over {a.repeats} repeat(s)"
+            if a.active
+            else "no drafts: speculation was not active"
+        )
+        acceptance.append(
+            {
+                "label": c.label,
+                "text": text,
+                "source": a.source + (" (approximate)" if a.approximate else ""),
+                "positions": ", ".join(f"{p:.2f}" for p in a.per_position) or "–",
+            }
+        )
+    crossovers = []
+    for c in report.candidates:
+        x = c.crossover
+        if x is None:
+            continue
+        unit = "" if x.axis == "concurrency" else " req/s"
+        if x.load is not None:
+            lo = ("≤ " if x.low_censored else "") + f"{x.low:.3g}"
+            hi = ("≥ " if x.high_censored else "") + f"{x.high:.3g}"
+            text = f"≈ {x.load:.3g}{unit} [{lo} – {hi}] ({x.method}, {x.scale} interpolation)"
+        else:
+            text = x.status
+        crossovers.append({"label": c.label, "text": text, "excluded": list(x.excluded)})
+    diagnosis = None
+    if report.diagnosis:
+        diagnosis = _diagnosis_view(report.diagnosis)
+    return {
+        "title": report.title,
+        "verdicts": [c.verdict_line for c in report.candidates],
+        "warnings": list(report.warnings),
+        "missing": list(report.missing),
+        "interrupted": report.interrupted,
+        "setup": _setup(report),
+        "levels": levels,
+        "curves": curves,
+        "acceptance": acceptance,
+        "crossovers": crossovers,
+        "correctness": _correctness(report),
+        "what_if": _what_if(report),
+        "plans": _plans(report),
+        "diagnosis": diagnosis,
+        "options": {
+            "max_error_rate": f"{report.options.get('max_error_rate', math.nan):.0%}",
+            "min_load": f"{report.options.get('min_load_fraction', math.nan):.0%}",
+            "near_tie": f"{report.options.get('near_tie_logprob_gap', math.nan):g} nats",
+            "resamples": f"{report.options.get('n_resamples', '')}",
+            "seed": f"{report.options.get('seed', '')}",
+        },
+    }
+
+
+def _diagnosis_view(d: Any) -> dict[str, Any]:
+    """The diagnose section (filled by `speculab diagnose`): findings if it has them, else its keys as rows."""
+    findings = []
+    for f in d.get("findings", []) if isinstance(d, dict) else []:
+        if isinstance(f, dict):
+            findings.append({k: str(v) for k, v in f.items()})
+    rows = [(str(k), str(v)) for k, v in d.items() if k != "findings" and not isinstance(v, (dict, list))]
+    return {"findings": findings, "rows": rows}
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FunctionLoader(
+        lambda name: resources.files("speculab.report").joinpath("templates", name).read_text()
+    ),
+    autoescape=True,  # model output is untrusted text; only our own SVG is Markup
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def render_html(report: Report) -> str:
+    return _ENV.get_template("report.html.j2").render(v=view(report))
+
+
+def write_report(out_dir: Path, report: Report) -> tuple[Path, Path]:
+    """Write summary.json and report.html (atomically each); return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in ((SUMMARY_FILE, report.to_json()), (REPORT_FILE, render_html(report))):
+        tmp = out_dir / (name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out_dir / name)
+        paths.append(out_dir / name)
+    return paths[0], paths[1]

@@ -1,0 +1,252 @@
+"""The A/B report: every number computed once, from `ReportInputs`, by pure functions. to/from summary.json.
+
+`build_report(inputs)` is the only entry point. Presentation (console, HTML) reads a `Report` and formats; it never
+computes. The parts live in `schema` (the dataclasses), `per_load` (per arm and load; comparisons and gates),
+`across_loads` (crossover, what-if, capacity) and `verdict` (the one-liner); this module assembles them.
+How each number is made (docs/results.md has the long form):
+
+* per arm and load: the bench metrics (`bench.metrics`) over the measured requests of every repeat, pooled;
+  throughput per repeat with a t-interval over repeats.
+* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`bench.stats.compare_paired`).
+  With several repeats each prompt's value is the median over its repeats in that arm (one pair per prompt, so the
+  bootstrap resamples prompts, the independent unit).
+* gates, in this order: runs missing; error rate above the gate; no drafts (-> "speculation not active", never
+  "no difference"); offered load not achieved (achieved < 95% of requested, or of the schedule's rate).
+  A gated load has no verdict.
+* crossover over the loads of one axis; what-if from per-position acceptance; cost and capacity from `bench.cost`;
+  correctness (checks, McNemar, output equivalence with divergence classification) in `report.correctness`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from speculab.bench import stats
+from speculab.report.across_loads import capacity_plan, crossover_view, what_if_views
+from speculab.report.correctness import compare_correctness
+from speculab.report.inputs import ArmInfo, ReportInputs
+from speculab.report.per_load import (  # noqa: F401  (re-exported: the lifecycle and tests import them from here)
+    achieved_concurrency,
+    arm_level,
+    combine_acceptance,
+    compare_level,
+    per_prompt,
+    send_fraction,
+)
+from speculab.report.schema import (  # noqa: F401  (re-exported)
+    METRIC_LABELS,
+    REPORT_SCHEMA,
+    ArmLevel,
+    ArmView,
+    CandidateReport,
+    LevelReport,
+    Report,
+    ReportOptions,
+    SetupView,
+)
+from speculab.report.verdict import fmt_bytes, fmt_range, fmt_x, pct, ratio_phrase, verdict_line  # noqa: F401
+
+# ---------------------------------------------------------------------------------------------------------------
+# build_report
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _setup_view(inputs: ReportInputs) -> SetupView:
+    s = inputs.setup
+    cats: dict[str, int] = defaultdict(int)
+    for it in s.items:
+        cats[it.category or "uncategorised"] += 1
+    return SetupView(
+        name=s.name,
+        workload_name=s.workload_name,
+        workload_source=s.workload_source,
+        api=s.api,
+        prompts=len(s.items),
+        categories=dict(sorted(cats.items())),
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=s.top_k,
+        seed=s.seed,
+        max_tokens=s.max_tokens,
+        min_tokens=s.min_tokens,
+        ignore_eos=s.ignore_eos,
+        repeats=s.repeats,
+        levels=tuple(f"{lv.label} ({', '.join(lv.roles)})" if lv.roles else lv.label for lv in s.levels),
+        slo_ttft_s=s.slo_ttft_s,
+        slo_tpot_s=s.slo_tpot_s,
+        slo_e2e_s=s.slo_e2e_s,
+        slo_attainment=s.slo_attainment,
+        target_rate_rps=s.target_rate_rps,
+        two_url_mode=s.two_url_mode,
+        started_utc=s.started_utc,
+        finished_utc=s.finished_utc,
+        versions={k: str(v) for k, v in s.versions.items()},
+    )
+
+
+def _arm_view(a: ArmInfo) -> ArmView:
+    cs = a.cold_start
+    return ArmView(
+        a.name,
+        a.label,
+        a.engine,
+        a.url,
+        a.command,
+        a.method,
+        a.num_speculative_tokens,
+        a.usd_per_hour,
+        a.gpus,
+        cs.ready_s if cs else None,
+        cs.first_token_s if cs else None,
+        json.dumps(dict(a.server_info), indent=1, sort_keys=True, default=str) if a.server_info else "",
+    )
+
+
+def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]) -> list[str]:
+    w: list[str] = []
+    labels = {a.name: a.label for a in inputs.arms}
+    if inputs.interrupted:
+        w.append("the run was interrupted: the report covers only what finished (see 'missing')")
+    for c in cands:
+        if c.single_change is False:
+            w.append(
+                f"{c.label}: the commands differ in more than speculation ({'; '.join(c.diff_lines)}): "
+                "a difference may not be speculation's doing"
+            )
+        elif c.single_change is None:
+            w.append(f"{c.label}: the single change could not be verified ({c.change_note or 'commands unknown'})")
+    for lv in levels:
+        for comp in lv.comparisons:
+            if comp.gate not in ("ok", "missing"):
+                w.append(f"{labels.get(comp.candidate, comp.candidate)} at {lv.label}: no verdict — {comp.gate_reason}")
+        for a in lv.arms:
+            if a.token_count_sources.get("one_per_chunk"):
+                w.append(
+                    f"{labels.get(a.arm, a.arm)} at {lv.label}: per-chunk token counts unknown (one per chunk "
+                    "assumed); tokens per chunk is unreliable — enable continuous usage stats or logprobs"
+                )
+            if a.repeats and a.acceptance is None and a.arm != "baseline":
+                hint = ""
+                base = lv.arm("baseline")
+                tpc, btpc = (
+                    a.distributions["tokens_per_chunk"].mean,
+                    base.distributions["tokens_per_chunk"].mean if base else math.nan,
+                )
+                if measured_tpc(a) and math.isfinite(btpc) and abs(tpc - btpc) < 0.05:
+                    hint = (
+                        f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
+                    )
+                w.append(
+                    f"{labels.get(a.arm, a.arm)} at {lv.label}: the engine reported no acceptance, so speculation "
+                    f"could not be confirmed active{hint}"
+                )
+            if a.acceptance is not None and a.acceptance.active and a.acceptance.inactive_repeats:
+                w.append(
+                    f"{labels.get(a.arm, a.arm)} at {lv.label}: {a.acceptance.inactive_repeats} of "
+                    f"{a.acceptance.repeats} repeats made no drafts"
+                )
+    if inputs.setup.repeats < 2:
+        w.append("one repeat: throughput and cost have no interval; set `repeats: 3` for intervals")
+    for c in cands:
+        if c.correctness is not None:
+            w.extend(f"{c.label}: {x}" for x in c.correctness.warnings)
+    w.extend(inputs.notes)
+    return list(dict.fromkeys(w))
+
+
+def measured_tpc(a: ArmLevel) -> bool:
+    """Tokens per chunk was measured (not assumed one per chunk) for every successful request of this arm."""
+    return bool(a.token_count_sources) and "one_per_chunk" not in a.token_count_sources
+
+
+def _missing(inputs: ReportInputs) -> list[str]:
+    out = []
+    for lv in inputs.setup.levels:
+        for arm in inputs.arms:
+            runs = inputs.runs_for(arm.name, lv.key)
+            have = {r.repeat for r in runs if any(not x.warmup for x in r.records)}
+            want = set(range(1, inputs.setup.repeats + 1))
+            if not have:
+                out.append(f"{arm.label} at {lv.label}: no runs")
+            elif want - have:
+                out.append(f"{arm.label} at {lv.label}: repeats {sorted(want - have)} missing")
+            part = [r.repeat for r in runs if r.interrupted and r.records]
+            if part:
+                out.append(f"{arm.label} at {lv.label}: repeat(s) {part} interrupted (partial records, no counters)")
+    return out
+
+
+def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> Report:
+    """Every number of the A/B report from the raw inputs. Pure: same inputs and options, same report."""
+    opts = options or ReportOptions()
+    base = inputs.baseline
+    levels: list[LevelReport] = []
+    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
+    order = sorted(
+        range(len(inputs.setup.levels)), key=lambda j: (inputs.setup.levels[j].kind, inputs.setup.levels[j].value)
+    )
+    for i in order:
+        lv = inputs.setup.levels[i]
+        arms = {}
+        for arm in inputs.arms:
+            runs = inputs.runs_for(arm.name, lv.key)
+            if runs:
+                arms[arm.name] = arm_level(arm, lv, runs, inputs, opts)
+        comps = []
+        for j, cand in enumerate(inputs.candidates):
+            rng = np.random.default_rng([opts.seed, i, j])
+            comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
+        levels.append(LevelReport(lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps)))
+
+    warnings: list[str] = []
+    cands = []
+    changes = {c.candidate: c for c in inputs.changes}
+    for cand in inputs.candidates:
+        low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
+        low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
+        acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
+        cross = crossover_view(cand, levels, inputs, opts)
+        corr = compare_correctness(inputs, cand.name, opts.correctness)
+        ch = changes.get(cand.name)
+        cands.append(
+            CandidateReport(
+                name=cand.name,
+                label=cand.label,
+                verdict_line=verdict_line(cand, levels, cross, acc, corr),
+                acceptance=acc,
+                crossover=cross,
+                what_if=what_if_views(cand, levels, warnings),
+                plan=capacity_plan(cand, base, levels, inputs),
+                correctness=corr,
+                single_change=ch.verified if ch else None,
+                diff_lines=ch.diff_lines if ch else (),
+                change_note=ch.note if ch else "no command comparison recorded",
+            )
+        )
+    missing = _missing(inputs)
+    title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
+    return Report(
+        schema=REPORT_SCHEMA,
+        title=title,
+        setup=_setup_view(inputs),
+        arms=tuple(_arm_view(a) for a in inputs.arms),
+        levels=tuple(levels),
+        candidates=tuple(cands),
+        warnings=tuple(_warnings(inputs, levels, cands) + warnings),
+        missing=tuple(missing),
+        interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
+        diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
+        options={
+            "max_error_rate": opts.max_error_rate,
+            "min_load_fraction": opts.min_load_fraction,
+            "seed": opts.seed,
+            "n_resamples": opts.n_resamples,
+            "confidence": stats.CONFIDENCE,
+            "near_tie_logprob_gap": opts.correctness.near_tie_logprob_gap,
+        },
+    )

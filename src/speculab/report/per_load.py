@@ -1,0 +1,386 @@
+"""Per arm and load: pooled bench metrics, acceptance, memory; per load and candidate: paired comparisons and gates.
+
+See docs/results.md for how each number is made."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from speculab.bench import cost as costlib
+from speculab.bench import stats
+from speculab.bench.engines.acceptance import AcceptanceSummary
+from speculab.bench.metrics import RequestMetrics, aggregate, request_metrics
+from speculab.bench.records import RequestRecord
+from speculab.report.inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
+from speculab.report.schema import (
+    PAIRED_METRICS,
+    AcceptanceView,
+    ArmLevel,
+    LevelComparison,
+    MemoryView,
+    Ratio,
+    ReportOptions,
+    Series,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per arm and load.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView | None:
+    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged."""
+    if not summaries:
+        return None
+    inactive = sum(1 for s in summaries if not s.active)
+    active = [s for s in summaries if s.active]
+    src = summaries[0].source
+    if not active:
+        first = summaries[0]
+        return AcceptanceView(src, False, first.drafts, first.draft_tokens, first.accepted_tokens,
+                              repeats=len(summaries), inactive_repeats=inactive)  # fmt: skip
+    if all(s.drafts and s.accepted_tokens is not None for s in active):
+        drafts = sum(float(s.drafts or 0) for s in active)
+        accepted = sum(float(s.accepted_tokens or 0) for s in active)
+        drafted_known = all(s.draft_tokens for s in active)
+        drafted = sum(float(s.draft_tokens or 0) for s in active) if drafted_known else None
+        per_pos: tuple[float, ...] = ()
+        k = {len(s.per_position) for s in active}
+        if len(k) == 1 and next(iter(k)) > 0:
+            per_pos = tuple(
+                sum(s.per_position[j] * float(s.drafts or 0) for s in active) / drafts for j in range(next(iter(k)))
+            )
+        return AcceptanceView(
+            src,
+            True,
+            drafts,
+            drafted,
+            accepted,
+            accepted / drafted if drafted else None,
+            1.0 + accepted / drafts,
+            per_pos,
+            any(s.approximate for s in active),
+            len(summaries),
+            inactive,
+        )
+    lengths = [s.acceptance_length for s in active if s.acceptance_length is not None]
+    rates = [s.acceptance_rate for s in active if s.acceptance_rate is not None]
+    return AcceptanceView(
+        src,
+        True,
+        acceptance_rate=statistics.fmean(rates) if rates else None,
+        acceptance_length=statistics.fmean(lengths) if lengths else None,
+        approximate=True,
+        repeats=len(summaries),
+        inactive_repeats=inactive,
+    )
+
+
+def achieved_concurrency(records: Sequence[RequestRecord]) -> float | None:
+    """Time-weighted mean of requests in flight between the first and the last send (closed loop: the client
+    refills a slot as soon as one frees, so this equals the requested concurrency unless the client fell behind).
+    None when every request was sent at once (nothing to measure)."""
+    recs = [r for r in records if not r.warmup]
+    if len(recs) < 2:
+        return None
+    t0 = min(r.sent_s for r in recs)
+    t1 = max(r.sent_s for r in recs)
+    if t1 <= t0:
+        return None
+    busy = sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in recs)
+    return busy / (t1 - t0)
+
+
+def send_fraction(records: Sequence[RequestRecord]) -> float | None:
+    """Achieved send rate / scheduled rate over one repeat (1.0 = the client sent on schedule). None if < 2 sends."""
+    recs = [r for r in records if not r.warmup]
+    if len(recs) < 2:
+        return None
+    sched = max(r.scheduled_s for r in recs) - min(r.scheduled_s for r in recs)
+    sent = max(r.sent_s for r in recs) - min(r.sent_s for r in recs)
+    if sched <= 0 or sent <= 0:
+        return None
+    return sched / sent  # same n - 1 intervals: the rates' ratio is the spans' inverse ratio
+
+
+def _memory(runs: Sequence[RepeatRun]) -> MemoryView:
+    def peak(vals: list[float | None]) -> float | None:
+        v = [x for x in vals if x is not None]
+        return max(v) if v else None
+
+    gpu = [peak([m.gpu_bytes for m in r.memory]) for r in runs]
+    rss = [peak([m.rss_bytes for m in r.memory]) for r in runs]
+    kv = [m.kv_usage for r in runs for m in r.memory if m.kv_usage is not None]
+    gpu_v = [g for g in gpu if g is not None]
+    rss_v = [x for x in rss if x is not None]
+    scope = next((r.gpu_scope for r in runs if r.gpu_scope), "")
+    return MemoryView(
+        gpu_peak_bytes=statistics.fmean(gpu_v) if gpu_v else None,
+        gpu_scope=scope,
+        rss_peak_bytes=statistics.fmean(rss_v) if rss_v else None,
+        kv_usage_mean=statistics.fmean(kv) if kv else None,
+        kv_usage_max=max(kv) if kv else None,
+        samples=sum(len(r.memory) for r in runs),
+    )
+
+
+def _thin(values: Sequence[Any], n: int) -> list[Any]:
+    if len(values) <= n:
+        return list(values)
+    idx = np.linspace(0, len(values) - 1, n).round().astype(int)
+    return [values[i] for i in idx]
+
+
+def _r6(x: float | None) -> float | None:
+    """Plot material keeps 6 significant digits (microseconds at the scale of seconds): a smaller summary.json."""
+    return None if x is None else float(f"{x:.6g}")
+
+
+def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: ReportOptions) -> Series:
+    ok = [m for m in per if m.ok and not m.warmup]
+    tpc: dict[str, int] = defaultdict(int)
+    for m in ok:
+        for n in m.tokens_per_chunk:
+            tpc[str(n)] += 1
+    gaps = sorted(g for m in ok for g in m.chunk_gaps_s)
+    mem = sorted(runs[0].memory, key=lambda s: s.t_s) if runs else []
+    mem = _thin(mem, opts.max_series_points)
+    return Series(
+        ttft_s=tuple(float(f"{x:.6g}") for x in sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
+        tpot_s=tuple(float(f"{x:.6g}") for x in sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
+        e2e_s=tuple(float(f"{x:.6g}") for x in sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
+        chunk_gap_s=tuple(float(f"{x:.6g}") for x in _thin(gaps, opts.max_gap_points)),
+        tokens_per_chunk=dict(sorted(tpc.items(), key=lambda kv: int(kv[0]))),
+        memory_t_s=tuple(float(f"{s.t_s:.6g}") for s in mem),
+        memory_gpu_bytes=tuple(_r6(s.gpu_bytes) for s in mem),
+        memory_rss_bytes=tuple(_r6(s.rss_bytes) for s in mem),
+        memory_kv_usage=tuple(_r6(s.kv_usage) for s in mem),
+    )
+
+
+def slo_targets(inputs: ReportInputs) -> costlib.SloTargets | None:
+    s = inputs.setup
+    if s.slo_ttft_s is None and s.slo_tpot_s is None and s.slo_e2e_s is None:
+        return None
+    return costlib.SloTargets(s.slo_ttft_s, s.slo_tpot_s, s.slo_e2e_s, s.slo_attainment)
+
+
+def arm_price(arm: ArmInfo) -> costlib.ArmPrice | None:
+    return costlib.ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
+
+
+def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ReportInputs, opts: ReportOptions
+              ) -> ArmLevel:  # fmt: skip
+    """Pool an arm's repeats at one load: distributions over every request, throughput per repeat."""
+    records = [r for run in runs for r in run.records if not r.warmup]
+    per = [request_metrics(r) for r in records]
+    pooled = aggregate(records)
+    by_repeat = [aggregate(run.records) for run in runs if any(not r.warmup for r in run.records)]
+    sent, ok = pooled.sent, pooled.ok
+    achieved_rate = [m.achieved_rate_rps for m in by_repeat if m.achieved_rate_rps is not None]
+    conc = [c for c in (achieved_concurrency(run.records) for run in runs) if c is not None]
+    achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None
+    achieved_conc = statistics.fmean(conc) if conc else None
+    if level.kind == "rate":
+        # Against the schedule's own rate, not the nominal one: a seeded Poisson schedule of n requests is itself
+        # ~1/sqrt(n) off the nominal rate, and that is the offered load, not a failure to deliver it.
+        fracs = [f for f in (send_fraction(run.records) for run in runs) if f is not None]
+        frac = statistics.fmean(fracs) if fracs else None
+    else:
+        frac = achieved_conc / level.value if achieved_conc is not None else None
+    tok_s = [m.output_tok_s for m in by_repeat]
+    price = arm_price(arm)
+    slo = slo_targets(inputs)
+    attainment = None
+    if slo is not None and per:
+        attainment = costlib.slo_attainment(
+            [(m.ttft_s, m.tpot_s, m.e2e_s) if m.ok else (None, None, None) for m in per], slo
+        )
+    return ArmLevel(
+        arm=arm.name,
+        repeats=len(by_repeat),
+        interrupted_repeats=sum(1 for r in runs if r.interrupted),
+        sent=sent,
+        ok=ok,
+        error=pooled.error,
+        error_rate=pooled.error / sent if sent else math.nan,
+        errors_by_category=dict(pooled.errors_by_category),
+        first_error=next((f"{r.error.category.value}: {r.error.message}" for r in records if r.error is not None), "")[
+            :300
+        ],
+        requested_rate_rps=level.requested_rate_rps,
+        achieved_rate_rps=achieved_rate_rps,
+        achieved_concurrency=achieved_conc,
+        load_fraction=frac,
+        distributions=dict(pooled.distributions),
+        requests_per_s=stats.t_interval([m.requests_per_s for m in by_repeat]),
+        output_tok_s=stats.t_interval(tok_s),
+        total_tok_s=stats.t_interval([m.total_tok_s for m in by_repeat]),
+        usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
+        slo_attainment=attainment,
+        stalled_requests=pooled.stalled_requests,
+        repeat_tok_s=tuple(
+            (run.repeat, run.order, m.output_tok_s)
+            for run, m in ((run, aggregate(run.records)) for run in runs)
+            if any(not r.warmup for r in run.records)
+        ),
+        token_count_sources=dict(pooled.token_count_sources),
+        acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
+        memory=_memory(runs),
+        series=_series(per, runs, opts),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per load: paired comparisons and gates.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def per_prompt(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
+    """Prompt index -> the median over repeats of one per-request metric (successful requests only)."""
+    values: dict[int, list[float]] = defaultdict(list)
+    for run in runs:
+        for r in run.records:
+            if r.warmup or not r.ok:
+                continue
+            m = request_metrics(r)
+            v = getattr(m, metric) if metric != "itl_s" else (statistics.fmean(m.itl_s) if m.itl_s else None)
+            if v is not None:
+                values[r.index].append(float(v))
+    return {i: statistics.median(v) for i, v in values.items()}
+
+
+def _ratio(c: stats.MetricComparison) -> Ratio:
+    lo, hi = c.speedup_interval
+    return Ratio(
+        c.metric,
+        c.n_pairs,
+        c.n_dropped,
+        c.geomean_ratio,
+        c.median_ratio,
+        c.speedup,
+        lo,
+        hi,
+        c.wilcoxon_p,
+        c.verdict.value,
+        c.min_detectable_change,
+        c.note,
+    )
+
+
+def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
+          ) -> tuple[str, str]:  # fmt: skip
+    """(gate, reason). "ok" when a verdict may be given."""
+    if base is None or base.repeats == 0 or cand is None or cand.repeats == 0:
+        which = "baseline" if base is None or base.repeats == 0 else cand_label
+        return "missing", f"no {which} runs at {level.label}"
+    for side, a in (("baseline", base), (cand_label, cand)):
+        if a.error_rate > opts.max_error_rate:
+            first = f"; first: {a.first_error}" if a.first_error else ""
+            return "errors", (
+                f"{side} error rate {a.error_rate:.1%} ({a.error} of {a.sent}) is above the {opts.max_error_rate:.0%} "
+                f"gate{first}"
+            )
+    acc = cand.acceptance
+    if acc is not None and not acc.active:
+        drafts = f"{acc.drafts:g} drafts" if acc.drafts is not None else "no drafts"
+        return "not active", f"{drafts} reported by {acc.source}: the candidate did not speculate"
+    for side, a in (("baseline", base), (cand_label, cand)):
+        if a.load_fraction is not None and a.load_fraction < opts.min_load_fraction:
+            if level.kind == "rate":
+                got = (
+                    f"{a.achieved_rate_rps:.3g} req/s sent of {level.value:g} requested, "
+                    f"{a.load_fraction:.0%} of the schedule's rate"
+                )
+            else:
+                got = (
+                    f"{a.achieved_concurrency:.3g} requests in flight of {level.value:g} requested "
+                    f"({a.load_fraction:.0%})"
+                )
+            return "load not achieved", (
+                f"{side}: {got} (gate {opts.min_load_fraction:.0%}); "
+                "raise max_concurrency or use a faster client machine"
+            )
+    return "ok", ""
+
+
+def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
+    return {run.repeat: aggregate(run.records).output_tok_s for run in runs if any(not r.warmup for r in run.records)}
+
+
+def _memory_delta(base: ArmLevel, cand: ArmLevel) -> tuple[float | None, str]:
+    if base.memory.gpu_peak_bytes is not None and cand.memory.gpu_peak_bytes is not None:
+        return cand.memory.gpu_peak_bytes - base.memory.gpu_peak_bytes, "gpu"
+    if base.memory.rss_peak_bytes is not None and cand.memory.rss_peak_bytes is not None:
+        return cand.memory.rss_peak_bytes - base.memory.rss_peak_bytes, "rss"
+    return None, ""
+
+
+def compare_level(
+    level: LevelSpec,
+    cand_arm: ArmInfo,
+    base_arm: ArmInfo,
+    arms: Mapping[str, ArmLevel],
+    inputs: ReportInputs,
+    rng: np.random.Generator,
+    opts: ReportOptions,
+) -> LevelComparison:
+    base, cand = arms.get(base_arm.name), arms.get(cand_arm.name)
+    gate, reason = _gate(level, base, cand, cand_arm.label, opts)
+    if gate == "missing" or base is None or cand is None:
+        return LevelComparison(cand_arm.name, gate, reason, f"no verdict: {reason}", (), None, None, None, "")
+    b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
+    ratios = []
+    values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
+    for metric in (*PAIRED_METRICS, "itl_s"):
+        values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
+        c = stats.compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
+        ratios.append(_ratio(c))
+    by_category = _by_category(values["tpot_s"], inputs, rng, opts)
+    b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
+    common = sorted(set(b_tok) & set(c_tok))
+    tput = cost_ratio = None
+    if common:
+        tput = stats.repeat_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common])
+        bp, cp = arm_price(base_arm), arm_price(cand_arm)
+        if bp is not None and cp is not None and bp.replica_usd_per_hour > 0:
+            cost_ratio = costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
+    mem, kind = _memory_delta(base, cand)
+    if gate == "not active":
+        verdict = "speculation not active"
+    elif gate != "ok":
+        verdict = f"no verdict: {reason}"
+    else:
+        verdict = ratios[0].verdict
+    return LevelComparison(
+        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category
+    )
+
+
+def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,
+                 opts: ReportOptions) -> tuple[Ratio, ...]:  # fmt: skip
+    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category."""
+    cats: dict[str, set[int]] = defaultdict(set)
+    for it in inputs.setup.items:
+        if it.category:
+            cats[it.category].add(it.index)
+    if len(cats) < 2:
+        return ()
+    cand, base = tpot
+    out = []
+    for cat, idx in sorted(cats.items()):
+        c = stats.compare_paired(
+            cat,
+            {i: v for i, v in cand.items() if i in idx},
+            {i: v for i, v in base.items() if i in idx},
+            rng,
+            n_resamples=opts.n_resamples,
+        )
+        out.append(_ratio(c))
+    return tuple(out)

@@ -1,0 +1,240 @@
+"""Plots for the HTML report: matplotlib (Agg backend) -> inline SVG text. No files, no external references.
+
+Each function takes already-computed numbers from the Report and returns one `<svg>` element as a string (the XML
+prolog, DOCTYPE and RDF metadata are stripped so the page stays self-contained). Text in the SVG is escaped by
+matplotlib's SVG writer; labels here come from the report (arm labels, units), never from model output.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: no display, deterministic output
+import matplotlib.pyplot as plt
+
+COLORS = ("#4c566a", "#d08770", "#5e81ac", "#a3be8c", "#b48ead", "#ebcb8b", "#bf616a", "#88c0d0")
+
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",  # keep text as text: smaller, selectable, uses the page's font
+        "svg.hashsalt": "speculab",  # stable ids: the same report renders to the same bytes
+        "font.size": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "figure.dpi": 96,
+    }
+)
+
+
+def color(i: int) -> str:
+    return COLORS[i % len(COLORS)]
+
+
+def to_svg(fig: plt.Figure) -> str:
+    """Render and close a figure; return a bare <svg> element."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    # Inline SVG in HTML needs no namespace URLs; dropping them keeps the file free of any http(s) reference.
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+    return svg.replace("xlink:href", "href")
+
+
+def _finite(xs: Sequence[float | None]) -> list[float]:
+    return [float(x) for x in xs if x is not None and math.isfinite(x)]
+
+
+def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[tuple[str, str]]) -> str:
+    """One panel per metric: the empirical CDF of each arm's per-request values (milliseconds)."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.6))
+    axes = list(axes) if len(metrics) > 1 else [axes]
+    for ax, (key, label) in zip(axes, metrics, strict=True):
+        spread = 1.0
+        for i, (arm, by_metric) in enumerate(series.items()):
+            v = sorted(x * 1e3 for x in _finite(by_metric.get(key, ())))
+            if not v:
+                continue
+            y = [(j + 1) / len(v) for j in range(len(v))]
+            ax.step(v, y, where="post", color=color(i), label=arm, lw=1.4)
+            if v[0] > 0:
+                spread = max(spread, v[-1] / v[len(v) // 2])
+        # A long tail (a cold request, a stall) squeezes the body of a linear plot into one corner: go log.
+        log = spread > 8
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{label} (ms{', log scale' if log else ''})")
+        ax.set_ylim(0, 1.01)
+    axes[0].set_ylabel("fraction of requests ≤ x")
+    axes[-1].legend(loc="lower right", fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def band_vs_load(
+    loads: Sequence[float],
+    arms: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    log_x: bool,
+) -> str:
+    """A line per arm (estimate) with a shaded interval band (low, high) against load."""
+    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    for i, (arm, (est, lo, hi)) in enumerate(arms.items()):
+        pts = [
+            (x, e, a, b) for x, e, a, b in zip(loads, est, lo, hi, strict=True) if e is not None and math.isfinite(e)
+        ]
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        ax.plot(xs, [p[1] for p in pts], marker="o", ms=3.5, color=color(i), label=arm, lw=1.4)
+        band = [(p[0], p[2], p[3]) for p in pts if math.isfinite(p[2]) and math.isfinite(p[3])]
+        if band:
+            ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band], color=color(i), alpha=0.2)
+    if log_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(list(loads), [f"{x:g}" for x in loads])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def speedup_vs_load(
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]],
+    crossovers: Mapping[str, tuple[float | None, float | None, float | None]],
+    *,
+    xlabel: str,
+    log_x: bool,
+    offset: int = 1,
+) -> str:
+    """TPOT speedup (baseline/candidate) per candidate with its interval band, the 1× line and the crossover."""
+    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    all_x: set[float] = set()
+    for i, (arm, (xs, est, lo, hi)) in enumerate(curves.items()):
+        c = color(i + offset)
+        all_x.update(xs)
+        ax.plot(xs, est, marker="o", ms=3.5, color=c, label=arm, lw=1.4)
+        ax.fill_between(xs, lo, hi, color=c, alpha=0.2)
+        point, low, high = crossovers.get(arm, (None, None, None))
+        if point is not None:
+            ax.axvline(point, color=c, ls="--", lw=1)
+            if low is not None and high is not None:
+                ax.axvspan(low, high, color=c, alpha=0.08)
+    ax.axhline(1.0, color="black", lw=0.8)
+    if log_x:
+        ax.set_xscale("log", base=2)
+    xs_sorted = sorted(all_x)
+    ax.set_xticks(xs_sorted, [f"{x:g}" for x in xs_sorted])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("TPOT speedup (×, > 1 = faster)")
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> str:
+    """P(first j+1 drafted tokens accepted) by draft position, one bar group per candidate."""
+    fig, ax = plt.subplots(figsize=(4.6, 2.7))
+    n = max(1, len(per_arm))
+    width = 0.8 / n
+    for i, (arm, rates) in enumerate(per_arm.items()):
+        xs = [j + 1 + (i - (n - 1) / 2) * width for j in range(len(rates))]
+        ax.bar(xs, rates, width=width, color=color(i + offset), label=arm)
+    ax.set_xticks(range(1, 1 + max((len(r) for r in per_arm.values()), default=1)))
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance (prefix-wise)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def histograms(
+    gaps_ms: Mapping[str, Sequence[float]],
+    tokens_per_chunk: Mapping[str, Mapping[str, int]],
+) -> str:
+    """Left: chunk-gap histogram (ms) per arm; right: tokens per chunk (share of chunks) per arm."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 2.7))
+    allg = [g for v in gaps_ms.values() for g in _finite(v)]
+    if allg:
+        hi = sorted(allg)[int(0.99 * (len(allg) - 1))] or max(allg)
+        bins = [hi * j / 40 for j in range(41)]
+        for i, (arm, v) in enumerate(gaps_ms.items()):
+            vals = [min(x, hi) for x in _finite(v)]
+            if vals:
+                a1.hist(vals, bins=bins, histtype="step", color=color(i), label=arm, lw=1.4, density=True)
+    a1.set_xlabel("chunk gap (ms; the top 1% folded into the last bin)")
+    a1.set_ylabel("density")
+    a1.legend(fontsize=8, frameon=False)
+    n = max(1, len(tokens_per_chunk))
+    width = 0.8 / n
+    for i, (arm, counts) in enumerate(tokens_per_chunk.items()):
+        total = sum(counts.values())
+        if not total:
+            continue
+        ks = sorted(int(k) for k in counts)
+        a2.bar([k + (i - (n - 1) / 2) * width for k in ks], [counts[str(k)] / total for k in ks], width=width,
+               color=color(i), label=arm)  # fmt: skip
+    a2.set_xlabel("tokens per chunk")
+    a2.set_ylabel("share of chunks")
+    a2.xaxis.get_major_locator().set_params(integer=True)
+    a2.legend(fontsize=8, frameon=False, loc="upper center")
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def memory_over_time(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float | None], Sequence[float | None]]], mem_label: str
+) -> str:
+    """Left: memory (GB) over the load level per arm; right: the engine's KV-cache usage gauge (%)."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 2.7))
+    for i, (arm, (t, mem, kv)) in enumerate(series.items()):
+        pts = [(x, m / 1e9) for x, m in zip(t, mem, strict=True) if m is not None]
+        if pts:
+            a1.plot([p[0] for p in pts], [p[1] for p in pts], color=color(i), label=arm, lw=1.4)
+        kvp = [(x, k * 100) for x, k in zip(t, kv, strict=True) if k is not None]
+        if kvp:
+            a2.plot([p[0] for p in kvp], [p[1] for p in kvp], color=color(i), label=arm, lw=1.4)
+    a1.set_xlabel("seconds into the load level")
+    a1.set_ylabel(f"{mem_label} (GB)")
+    a2.set_xlabel("seconds into the load level")
+    a2.set_ylabel("KV cache usage (%)")
+    for ax in (a1, a2):
+        ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]]
+              ) -> str:  # fmt: skip
+    """$ per 1M output tokens per load level and arm, error bars from repeats."""
+    fig, ax = plt.subplots(figsize=(max(4.6, 1.2 * len(labels) + 2), 2.8))
+    n = max(1, len(arms))
+    width = 0.8 / n
+    for i, (arm, (est, lo, hi)) in enumerate(arms.items()):
+        xs = [j + (i - (n - 1) / 2) * width for j in range(len(labels))]
+        e = [x if math.isfinite(x) else 0.0 for x in est]
+        err_lo = [
+            max(0.0, x - a) if math.isfinite(a) and math.isfinite(x) else 0.0 for x, a in zip(est, lo, strict=True)
+        ]
+        err_hi = [
+            max(0.0, b - x) if math.isfinite(b) and math.isfinite(x) else 0.0 for x, b in zip(est, hi, strict=True)
+        ]
+        ax.bar(xs, e, width=width, color=color(i), label=arm, yerr=[err_lo, err_hi], capsize=2)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel("$ per 1M output tokens")
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)

@@ -1,0 +1,28 @@
+"""Re-render a saved A/B run: DIR/inputs.json + DIR/runs/... -> DIR/summary.json + DIR/report.html.
+
+The lifecycle calls `render_run_dir` at the end of a run (and may call it after each load level, so a crash still
+leaves a report of what finished); `speculab report DIR` calls it on any saved run, partial ones included.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speculab.errors import UserError
+from speculab.report.html import write_report
+from speculab.report.inputs import load_inputs
+from speculab.report.model import Report, ReportOptions, build_report
+
+
+def render_run_dir(root: Path, out_dir: Path | None = None, options: ReportOptions | None = None) -> Report:
+    """Read the saved inputs in `root`, build the report, write summary.json and report.html to out_dir (or root)."""
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory; give the output directory of `speculab run` or `speculab demo`")
+    inputs = load_inputs(root)
+    report = build_report(inputs, options)
+    target = out_dir or root
+    try:
+        write_report(target, report)
+    except OSError as e:
+        raise UserError(f"{target}: cannot write the report ({e.strerror}); choose another --output") from None
+    return report

@@ -1,0 +1,325 @@
+"""The A/B report's parts: frozen dataclasses of numbers and strings; summary.json is `to_data(report)`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from speculab.bench import cost as costlib
+from speculab.bench import stats
+from speculab.bench.stats import Distribution, Interval
+from speculab.report.codec import from_data, to_data
+from speculab.report.correctness import CorrectnessComparison, CorrectnessOptions
+
+REPORT_SCHEMA = "speculab.report.summary/1"
+
+# Paired metrics, in the order the report shows them. ITL is each request's mean per-token gap after the first
+# token; TPOT is the headline (speculation's promise is fewer seconds per output token).
+PAIRED_METRICS = ("tpot_s", "e2e_s", "ttft_s")
+METRIC_LABELS = {"tpot_s": "TPOT", "e2e_s": "E2E", "ttft_s": "TTFT", "itl_s": "ITL"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOptions:
+    """Knobs of the analysis; defaults are what `speculab run` uses."""
+
+    max_error_rate: float = 0.02  # above this in either arm: no verdict at that load
+    min_load_fraction: float = 0.95  # achieved load below this fraction of the requested: no verdict
+    seed: int = 0  # bootstrap RNG seed: a re-rendered report gives the same intervals
+    n_resamples: int = stats.N_RESAMPLES
+    correctness: CorrectnessOptions = field(default_factory=CorrectnessOptions)
+    max_series_points: int = 400  # memory time series are thinned to this many points per repeat
+    max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The report's parts. Plain frozen dataclasses of numbers and strings: summary.json is `to_data(report)`.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceView:
+    """Acceptance combined over repeats: counters summed (exact), gauges averaged (approximate)."""
+
+    source: str
+    active: bool
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None  # tokens per verification step, bonus token included
+    per_position: tuple[float, ...] = ()
+    approximate: bool = False
+    repeats: int = 0
+    inactive_repeats: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """Peaks per repeat, averaged over repeats. Bytes; kv_usage is a fraction."""
+
+    gpu_peak_bytes: float | None = None
+    gpu_scope: str = ""  # "process" or "device"
+    rss_peak_bytes: float | None = None
+    kv_usage_mean: float | None = None
+    kv_usage_max: float | None = None
+    samples: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """Plot material, kept in summary.json so `speculab report` and the HTML need nothing else."""
+
+    ttft_s: tuple[float, ...] = ()  # one per successful request, pooled over repeats
+    tpot_s: tuple[float, ...] = ()
+    e2e_s: tuple[float, ...] = ()
+    chunk_gap_s: tuple[float, ...] = ()  # thinned to at most 5000 values
+    tokens_per_chunk: Mapping[str, int] = field(default_factory=dict)  # "3" -> number of chunks with 3 tokens
+    memory_t_s: tuple[float, ...] = ()  # first repeat, thinned
+    memory_gpu_bytes: tuple[float | None, ...] = ()
+    memory_rss_bytes: tuple[float | None, ...] = ()
+    memory_kv_usage: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ArmLevel:
+    """One arm at one load level, repeats pooled."""
+
+    arm: str
+    repeats: int  # repeats with records
+    interrupted_repeats: int
+    sent: int
+    ok: int
+    error: int
+    error_rate: float
+    errors_by_category: Mapping[str, int]
+    first_error: str  # the first failed request's category and message ("" when none failed): says what to fix
+    requested_rate_rps: float | None
+    achieved_rate_rps: float | None  # send rate actually achieved (rate loads), mean over repeats
+    achieved_concurrency: float | None  # time-weighted in-flight requests while sending (closed loops)
+    load_fraction: float | None  # achieved / requested (rate or concurrency)
+    distributions: Mapping[str, Distribution]  # bench metric -> distribution, seconds (tokens for counts)
+    requests_per_s: Interval
+    output_tok_s: Interval
+    total_tok_s: Interval
+    usd_per_mtok: Interval | None  # $ per 1M output tokens, interval from repeats
+    slo_attainment: float | None  # fraction of requests meeting every SLO limit; None without SLOs
+    stalled_requests: int
+    # Per repeat, in repeat order: (repeat, position in the ABBA run sequence, output tok/s) - to see drift.
+    repeat_tok_s: tuple[tuple[int, int, float], ...]
+    token_count_sources: Mapping[str, int]
+    acceptance: AcceptanceView | None
+    memory: MemoryView
+    series: Series
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """A paired candidate/baseline comparison of one metric (stats.MetricComparison, flattened)."""
+
+    metric: str
+    n_pairs: int
+    n_dropped: int
+    ratio: Interval  # geometric-mean ratio candidate/baseline, BCa interval
+    median_ratio: Interval
+    speedup: float  # baseline/candidate for time metrics (> 1 = faster)
+    speedup_low: float
+    speedup_high: float
+    wilcoxon_p: float
+    verdict: str  # faster | slower | no detectable difference | not enough paired data
+    min_detectable_change: float
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LevelComparison:
+    """One candidate vs the baseline at one load."""
+
+    candidate: str
+    gate: str  # "ok" | "missing" | "errors" | "not active" | "load not achieved"
+    gate_reason: str
+    verdict: str  # the TPOT verdict, or the gate's: "speculation not active", "no verdict: ..."
+    metrics: tuple[Ratio, ...]
+    throughput_ratio: Interval | None  # output tok/s candidate/baseline, paired by repeat
+    cost_ratio: Interval | None  # $ per 1M tokens candidate/baseline (0.62 = 38% cheaper)
+    memory_delta_bytes: float | None  # candidate - baseline peak
+    memory_kind: str  # "gpu" or "rss" or ""
+    by_category: tuple[Ratio, ...] = ()  # TPOT per workload category; Ratio.metric holds the category name
+
+    def metric(self, name: str) -> Ratio | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelReport:
+    key: str
+    label: str
+    kind: str
+    value: float
+    roles: tuple[str, ...]
+    arms: tuple[ArmLevel, ...]
+    comparisons: tuple[LevelComparison, ...]
+
+    def arm(self, name: str) -> ArmLevel | None:
+        return next((a for a in self.arms if a.arm == name), None)
+
+    def comparison(self, candidate: str) -> LevelComparison | None:
+        return next((c for c in self.comparisons if c.candidate == candidate), None)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossoverView:
+    axis: str  # "concurrency" or "rate"
+    loads: tuple[float, ...]
+    speedups: tuple[float, ...]
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
+    status: str
+    load: float | None
+    low: float | None
+    high: float | None
+    low_censored: bool
+    high_censored: bool
+    method: str
+    scale: str
+    excluded: tuple[str, ...] = ()  # loads left out (gated), with why
+
+
+@dataclass(frozen=True, slots=True)
+class KRow:
+    k: int
+    expected_tokens: float
+    speedup: float
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfView:
+    level: str  # LevelSpec.key where acceptance and the observed speedup came from
+    level_label: str
+    per_position: tuple[float, ...]
+    alpha: float
+    profile_source: str
+    step_cost: float
+    step_cost_source: str
+    rows: tuple[KRow, ...]
+    recommended_k: int
+    observed_k: int | None
+    observed_speedup: float | None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSide:
+    goodput_rps_per_replica: float | None
+    replicas: int | None
+    gpus: int | None
+    usd_per_month: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanView:
+    target_rate_rps: float
+    axis: str
+    baseline: PlanSide
+    candidate: PlanSide
+    monthly_difference_usd: float | None
+    gpu_difference: int | None
+    hours_per_month: float = costlib.HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateReport:
+    """Everything about one candidate arm against the baseline, across loads."""
+
+    name: str
+    label: str
+    verdict_line: str  # hyperfine-style one-liner
+    acceptance: AcceptanceView | None  # at the low load (batching changes nothing about acceptance in principle)
+    crossover: CrossoverView | None
+    what_if: tuple[WhatIfView, ...]
+    plan: PlanView | None
+    correctness: CorrectnessComparison | None
+    single_change: bool | None
+    diff_lines: tuple[str, ...]
+    change_note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArmView:
+    name: str
+    label: str
+    engine: str
+    url: str
+    command: tuple[str, ...] | None
+    method: str | None
+    num_speculative_tokens: int | None
+    usd_per_hour: float | None
+    gpus: int
+    cold_start_ready_s: float | None
+    cold_start_first_token_s: float | None
+    server_info_json: str  # what the server reported about itself, as JSON text (two-URL mode)
+
+
+@dataclass(frozen=True, slots=True)
+class SetupView:
+    name: str
+    workload_name: str
+    workload_source: str
+    api: str
+    prompts: int
+    categories: Mapping[str, int]
+    temperature: float
+    top_p: float
+    top_k: int | None
+    seed: int
+    max_tokens: int
+    min_tokens: int | None
+    ignore_eos: bool
+    repeats: int
+    levels: tuple[str, ...]  # labels, in run order, with roles
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    slo_e2e_s: float | None
+    slo_attainment: float
+    target_rate_rps: float | None
+    two_url_mode: bool
+    started_utc: str
+    finished_utc: str
+    versions: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    schema: str
+    title: str
+    setup: SetupView
+    arms: tuple[ArmView, ...]
+    levels: tuple[LevelReport, ...]
+    candidates: tuple[CandidateReport, ...]
+    warnings: tuple[str, ...]  # actionable, most important first
+    missing: tuple[str, ...]  # planned runs that are absent ("ngram-k4 at concurrency 16: no runs")
+    interrupted: bool
+    diagnosis: Mapping[str, Any] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def level(self, key: str) -> LevelReport | None:
+        return next((lv for lv in self.levels if lv.key == key), None)
+
+    def candidate(self, name: str) -> CandidateReport | None:
+        return next((c for c in self.candidates if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_data(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        d = json.loads(text)
+        if d.get("schema") != REPORT_SCHEMA:
+            raise ValueError(f"not a speculab A/B summary (schema {d.get('schema')!r}, want {REPORT_SCHEMA})")
+        return from_data(cls, d)

@@ -1,0 +1,123 @@
+"""The hyperfine-style verdict line and the number formats it (and the other views) share."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from speculab.bench import stats
+from speculab.bench.stats import Interval
+from speculab.report.correctness import CorrectnessComparison
+from speculab.report.inputs import ArmInfo
+from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport
+
+# ---------------------------------------------------------------------------------------------------------------
+# The verdict line.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def fmt_x(v: float) -> str:
+    return f"{v:.2f}×" if math.isfinite(v) else "-"
+
+
+def fmt_range(lo: float, hi: float) -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "[no interval]"
+    return f"[{lo:.2f}–{hi:.2f}]"
+
+
+def fmt_bytes(b: float) -> str:
+    sign = "+" if b > 0 else ("−" if b < 0 else "±")
+    a = abs(b)
+    if a >= 1e9:
+        return f"{sign}{a / 1e9:.2f} GB"
+    if a >= 1e6:
+        return f"{sign}{a / 1e6:.0f} MB"
+    return f"{sign}{a / 1e3:.0f} kB"
+
+
+def fmt_load(kind: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if kind == "concurrency" else f"{value:.3g} req/s"
+
+
+def level_phrase(comp: LevelComparison, label: str) -> str:
+    """'TPOT 1.84× faster [1.71–1.97] at concurrency 1' or the gate's reason."""
+    if comp.gate == "not active":
+        return f"speculation not active at {label}"
+    if comp.gate != "ok":
+        return f"no verdict at {label} ({comp.gate})"
+    tp = comp.metric("tpot_s")
+    if tp is None:
+        return f"no TPOT at {label}"
+    rng = fmt_range(tp.speedup_low, tp.speedup_high)
+    if tp.verdict == stats.Verdict.FASTER.value:
+        return f"{fmt_x(tp.speedup)} faster {rng} at {label}"
+    if tp.verdict == stats.Verdict.SLOWER.value:
+        return f"{fmt_x(tp.speedup)} (slower) {rng} at {label}"
+    if tp.verdict == stats.Verdict.INSUFFICIENT.value:
+        return f"not enough paired data at {label}"
+    mdc = tp.min_detectable_change
+    could = f", could have detected ±{mdc:.0%}" if math.isfinite(mdc) else ""
+    return f"no detectable difference at {label} ({fmt_x(tp.speedup)} {rng}{could})"
+
+
+def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: CrossoverView | None,
+                 acc: AcceptanceView | None, correctness: CorrectnessComparison | None) -> str:  # fmt: skip
+    """The hyperfine-style one-liner; every part names its load, interval or source."""
+    shown = [lv for lv in levels if {"low", "operating"} & set(lv.roles)] or list(levels[:2])
+    phrases = []
+    for lv in shown:
+        comp = lv.comparison(cand.name)
+        if comp is not None:
+            phrases.append(level_phrase(comp, lv.label))
+    head = "; ".join(phrases) if phrases else "no load level ran"
+    numeric = bool(phrases) and (phrases[0][:1].isdigit() or phrases[0].startswith("no detectable"))
+    parts = [("TPOT " if numeric else "") + head]
+    any_faster = any(
+        (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and c.verdict == stats.Verdict.FASTER.value
+        for lv in levels
+    )
+    if crossover is not None and any_faster:
+        unit = "" if crossover.axis == "concurrency" else " req/s"
+        if crossover.status == stats.CrossoverStatus.CROSSES.value and crossover.load is not None:
+            lo = ("≤" if crossover.low_censored else "") + f"{crossover.low:.3g}"
+            hi = ("≥" if crossover.high_censored else "") + f"{crossover.high:.3g}"
+            parts.append(f"crossover ≈ {crossover.load:.3g}{unit} [{lo}–{hi}]")
+        else:
+            parts.append(f"crossover: {crossover.status}")
+    if acc is not None:
+        if acc.active and acc.acceptance_length is not None:
+            parts.append(f"acceptance length {acc.acceptance_length:.2f} ({acc.source})")
+        elif not acc.active:
+            parts.append(f"no drafts ({acc.source})")
+    else:
+        parts.append("acceptance unknown (engine reports none)")
+    op = next((lv for lv in levels if "operating" in lv.roles), None)
+    comp = op.comparison(cand.name) if op is not None else None
+    if comp is not None and comp.memory_delta_bytes is not None:
+        parts.append(f"memory {fmt_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})")
+    if comp is not None and comp.cost_ratio is not None and math.isfinite(comp.cost_ratio.estimate):
+        parts.append(f"$/1M tokens {ratio_phrase(comp.cost_ratio)} at the operating point")
+    elif comp is not None and comp.throughput_ratio is not None and math.isfinite(comp.throughput_ratio.estimate):
+        parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
+    if correctness is not None:
+        parts.append(f"correctness: {correctness.verdict}")
+    return f"{cand.label}: " + "; ".join(parts)
+
+
+def pct(ratio: float) -> str:
+    """0.62 -> '−38%', 1.05 -> '+5%'."""
+    d = (ratio - 1.0) * 100
+    return f"{'+' if d >= 0 else '−'}{abs(d):.0f}%"
+
+
+def ratio_phrase(iv: Interval) -> str:
+    """A repeat-based ratio as a change with its interval: '−38% [−45%…−30%]', or why there is no verdict."""
+    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+        return f"{pct(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}, no interval)"
+    rng = f"[{pct(iv.low)}…{pct(iv.high)}]"
+    if iv.low <= 1.0 <= iv.high:
+        return f"no detectable change ({pct(iv.estimate)} {rng})"
+    return f"{pct(iv.estimate)} {rng}"

@@ -1,0 +1,335 @@
+"""Synthetic A/B report inputs with known effects: the report must find exactly what was put in.
+
+Each prompt i has a base TPOT (log-normal across prompts, so pairing matters) and an output length; each arm at
+each load multiplies TPOT by a known factor with per-request noise. Closed loops are simulated slot by slot, so the
+achieved concurrency is exactly what was asked unless `achieved_fraction` says otherwise. The candidate streams
+several tokens per chunk (its acceptance), and reports counters like vLLM's.
+
+Run as a script to write a sample run directory and its report: `python -m tests.fakes.ab_inputs OUT_DIR`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import zlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from speculab.bench.engines.acceptance import AcceptanceSummary
+from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
+from speculab.report.inputs import (
+    ArmInfo,
+    ChangeCheck,
+    ColdStart,
+    LevelSpec,
+    MemorySample,
+    RepeatRun,
+    ReportInputs,
+    Setup,
+)
+
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "while",
+    "code",
+    "ran",
+    "fast",
+    "and",
+    "the",
+    "model",
+    "wrote",
+    "every",
+    "token",
+    "it",
+    "could",
+]
+
+
+@dataclass(frozen=True)
+class ArmEffect:
+    """How one arm behaves: TPOT factor per level key (default 1), tokens per chunk, acceptance, memory."""
+
+    tpot_factor: dict[str, float] = field(default_factory=dict)
+    tokens_per_chunk: int = 1
+    acceptance_length: float | None = None  # None: reports nothing (baseline); 1.0 with k -> no drafts
+    k: int = 4
+    achieved_fraction: dict[str, float] = field(default_factory=dict)  # per level: < 1 = client fell behind
+    error_rate: float = 0.0
+    gpu_bytes: float = 20e9
+    diverge: dict[int, tuple[int, float]] = field(default_factory=dict)  # index -> (token position, top-2 gap)
+    # The target's top-2 gap at a position without changing the text: the baseline's view of the same prefix.
+    tie_at: dict[int, tuple[int, float]] = field(default_factory=dict)
+    logprobs: bool = False
+
+
+def _words(rng: np.random.Generator, n: int) -> list[str]:
+    return [" " + WORDS[int(j)] for j in rng.integers(0, len(WORDS), size=n)]
+
+
+def _output_tokens(i: int, seed: int) -> list[str]:
+    rng = np.random.default_rng([seed, 99, i])
+    return _words(rng, 48 + int(rng.integers(0, 48)))
+
+
+def _record(i: int, sent: float, tpot: float, ttft: float, toks: list[str], eff: ArmEffect, err: bool,
+            scheduled: float | None = None) -> RequestRecord:  # fmt: skip
+    scheduled = sent if scheduled is None else scheduled
+    if err:
+        return RequestRecord(
+            i, scheduled, sent, sent + 0.05, error=ErrorInfo(ErrorCategory.HTTP, "503 Service Unavailable", 503)
+        )
+    chunks = []
+    t = sent + ttft
+    pos = 0
+    per = eff.tokens_per_chunk
+    while pos < len(toks):
+        n = 1 if pos == 0 else min(per, len(toks) - pos)
+        if pos > 0:
+            t += tpot * n
+        chunks.append(ChunkEvent(t, "".join(toks[pos : pos + n]), n))
+        pos += n
+    logprobs = None
+    if eff.logprobs:
+        logprobs = tuple({"token": tok, "logprob": -0.01, "top": {tok: -0.01, "<alt>": -3.0}} for tok in toks)
+    return RequestRecord(
+        index=i,
+        scheduled_s=scheduled,
+        sent_s=sent,
+        end_s=t + 0.001,
+        chunks=tuple(chunks),
+        output_text="".join(toks),
+        prompt_tokens=20,
+        completion_tokens=len(toks),
+        token_count_source=TokenCountSource.CONTINUOUS_USAGE,
+        finish_reason="length",
+        logprobs=logprobs,
+    )
+
+
+def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], eff: ArmEffect, *, seed: int,
+             temperature: float = 0.0) -> RepeatRun:  # fmt: skip
+    """One repeat of one arm at one load: records with the arm's effect, acceptance counters, memory samples."""
+    rng = np.random.default_rng([seed, zlib.crc32(arm.encode()) % 1000, int(level.value * 10), repeat])
+    factor = eff.tpot_factor.get(level.key, 1.0)
+    frac = eff.achieved_fraction.get(level.key, 1.0)
+    # Batching: TPOT grows with load for everyone (a plain engine is ~25% slower at 16 than at 1).
+    load_slowdown = 1.0 + 0.02 * (level.value - 1)
+    records = []
+    slots = [0.0] * (int(level.value) if level.kind == "concurrency" else 1)
+    for n, it in enumerate(items):
+        base_tpot = 0.02 * math.exp(0.4 * np.random.default_rng([seed, it.index]).standard_normal())
+        tpot = base_tpot * load_slowdown * factor * math.exp(0.03 * rng.standard_normal())
+        ttft = 0.05 * math.exp(0.1 * rng.standard_normal())
+        toks = _output_tokens(it.index, seed if temperature == 0 else seed + repeat)
+        if it.index in eff.diverge:
+            pos, _gap = eff.diverge[it.index]
+            toks = [*toks[:pos], " DIFFERENT", *toks[pos + 1 :]]
+        err = rng.random() < eff.error_rate
+        if level.kind == "concurrency":
+            j = int(np.argmin(slots))
+            sent = slots[j]
+            if frac < 1.0:
+                sent += 0.2 * (1 - frac) * (n + 1) / len(items)  # the client is slow to refill slots
+            rec = _record(it.index, sent, tpot, ttft, toks, eff, err)
+            slots[j] = rec.end_s if frac >= 1.0 else rec.end_s / frac
+        else:
+            sent = n / (level.value * frac)  # the client falls behind its schedule of n / rate
+            rec = _record(it.index, sent, tpot, ttft, toks, eff, err, scheduled=n / level.value)
+        gaps = eff.tie_at | eff.diverge
+        if eff.logprobs and rec.logprobs and it.index in gaps:
+            pos, gap = gaps[it.index]
+            lps = list(rec.logprobs)
+            lps[pos] = {"token": toks[pos], "logprob": -0.5, "top": {toks[pos]: -0.5, " other": -0.5 - gap}}
+            rec = replace(rec, logprobs=tuple(lps))
+        records.append(rec)
+    acc = None
+    if eff.acceptance_length is not None:
+        ok_tokens = sum(r.completion_tokens or 0 for r in records if r.ok)
+        if eff.acceptance_length <= 1.0 or ok_tokens == 0:
+            acc = AcceptanceSummary("vllm counters (server-wide)", False, 0.0, 0.0, 0.0)
+        else:
+            drafts = ok_tokens / eff.acceptance_length
+            accepted = drafts * (eff.acceptance_length - 1)
+            alpha = _alpha(eff.acceptance_length - 1, eff.k)
+            per_pos = tuple(alpha ** (j + 1) for j in range(eff.k))
+            scale = (eff.acceptance_length - 1) / sum(per_pos)
+            per_pos = tuple(p * scale for p in per_pos)
+            acc = AcceptanceSummary(
+                "vllm counters (server-wide)",
+                True,
+                drafts,
+                drafts * eff.k,
+                accepted,
+                accepted / (drafts * eff.k),
+                eff.acceptance_length,
+                per_pos,
+            )
+    end = max(r.end_s for r in records)
+    mem = tuple(
+        MemorySample(t, eff.gpu_bytes + 1e8 * math.sin(t), 3e9, min(1.0, 0.1 + 0.02 * level.value * (t / end)))
+        for t in np.linspace(0, end, 30)
+    )
+    return RepeatRun(arm, level.key, repeat, tuple(records), acc, mem, "process", order=repeat)
+
+
+def _alpha(mean_accepted: float, k: int) -> float:
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if sum(mid ** (j + 1) for j in range(k)) < mean_accepted:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def make_items(n: int) -> list[RequestSpec]:
+    cats = ("code-edit", "rag-qa", "writing")
+    return [
+        RequestSpec(
+            index=i,
+            prompt=f"prompt {i}",
+            category=cats[i % 3],
+            seed=1000 + i,
+            checks=({"type": "contains", "value": " the"},) if i % 2 == 0 else (),
+            prompt_id=f"p{i}",
+        )
+        for i in range(n)
+    ]
+
+
+def make_inputs(
+    *,
+    n_prompts: int = 40,
+    repeats: int = 2,
+    levels: tuple[LevelSpec, ...] = (
+        LevelSpec("concurrency", 1, ("low", "sweep")),
+        LevelSpec("concurrency", 4, ("sweep",)),
+        LevelSpec("concurrency", 16, ("operating", "sweep")),
+    ),
+    baseline: ArmEffect | None = None,
+    candidates: dict[str, ArmEffect] | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    skip: tuple[tuple[str, str], ...] = (),  # (arm, level key) pairs that never ran
+    slo: bool = True,
+) -> ReportInputs:
+    baseline = baseline or ArmEffect()
+    if candidates is None:
+        candidates = {
+            "ngram-k4": ArmEffect(
+                tpot_factor={"c1": 1 / 1.8, "c4": 1 / 1.3, "c16": 1 / 0.9},
+                tokens_per_chunk=3,
+                acceptance_length=2.9,
+                gpu_bytes=20.4e9,
+            )
+        }
+    items = make_items(n_prompts)
+    arms = [
+        ArmInfo(
+            "baseline",
+            "plain",
+            "http://127.0.0.1:8000",
+            "vllm",
+            ("python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "--port", "8000"),
+            usd_per_hour=2.5,
+            cold_start=ColdStart(31.0, 32.5),
+        )
+    ]
+    changes = []
+    for name, eff in candidates.items():
+        method, k = name.split("-k")[0], int(name.split("-k")[1]) if "-k" in name else eff.k
+        arms.append(
+            ArmInfo(
+                name,
+                f"{method} k={k}",
+                "http://127.0.0.1:8000",
+                "vllm",
+                (*arms[0].command, "--speculative-config", f'{{"method":"{method}","num_speculative_tokens":{k}}}'),
+                method,
+                k,
+                usd_per_hour=2.5,
+                cold_start=ColdStart(33.0, 34.0),
+            )
+        )
+        changes.append(ChangeCheck(name, (f'+ --speculative-config {{"method":"{method}"}}',), True))
+    setup = Setup(
+        name="",
+        workload_name="builtin:grounded",
+        workload_source="built-in set v1",
+        api="completions",
+        items=tuple(items),
+        temperature=temperature,
+        max_tokens=96,
+        levels=levels,
+        repeats=repeats,
+        slo_tpot_s=0.03 if slo else None,
+        slo_ttft_s=0.5 if slo else None,
+        target_rate_rps=40.0 if slo else None,
+        logprobs=2 if baseline.logprobs else None,
+        started_utc="2026-11-29T20:00:00Z",
+        finished_utc="2026-11-29T20:20:00Z",
+    )
+    runs = []
+    effects = {"baseline": baseline, **candidates}
+    for lv in levels:
+        for r in range(1, repeats + 1):
+            for arm, eff in effects.items():
+                if (arm, lv.key) in skip:
+                    continue
+                runs.append(make_run(arm, lv, r, items, eff, seed=seed, temperature=temperature))
+    return ReportInputs(setup, tuple(arms), tuple(changes), tuple(runs))
+
+
+def main(out: str) -> None:
+    """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
+    from speculab.report.html import write_report
+    from speculab.report.inputs import save_inputs
+    from speculab.report.model import build_report
+
+    inputs = make_inputs(
+        n_prompts=60,
+        repeats=3,
+        levels=(
+            LevelSpec("concurrency", 1, ("low", "sweep")),
+            LevelSpec("concurrency", 2, ("sweep",)),
+            LevelSpec("concurrency", 4, ("sweep",)),
+            LevelSpec("concurrency", 8, ("operating", "sweep")),
+            LevelSpec("concurrency", 16, ("sweep",)),
+        ),
+        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}),
+        candidates={
+            "ngram-k4": ArmEffect(
+                tpot_factor={"c1": 1 / 1.8, "c2": 1 / 1.6, "c4": 1 / 1.3, "c8": 1 / 1.05, "c16": 1 / 0.85},
+                tokens_per_chunk=3,
+                acceptance_length=2.9,
+                gpu_bytes=20.4e9,
+                logprobs=True,
+                diverge={3: (10, 0.02), 7: (20, 2.5)},
+            ),
+            "draft_model-k4": ArmEffect(
+                tpot_factor={"c1": 1 / 1.4, "c2": 1 / 1.3, "c4": 1 / 1.1, "c8": 1 / 0.9, "c16": 1 / 0.75},
+                tokens_per_chunk=2,
+                acceptance_length=2.2,
+                gpu_bytes=21.5e9,
+                logprobs=True,
+            ),
+        },
+    )
+    root = Path(out)
+    save_inputs(root, inputs)
+    report = build_report(inputs)
+    write_report(root, report)
+    print(root / "report.html")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,103 @@
+"""Correctness: check pass rates and McNemar, output equivalence at temperature 0 with divergence classification,
+distribution comparison at temperature > 0."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from tests.fakes.ab_inputs import ArmEffect, make_inputs
+
+from speculab.bench.records import ChunkEvent, RequestRecord
+from speculab.report.correctness import CorrectnessOptions, compare_correctness, divergence
+
+OPTS = CorrectnessOptions()
+
+
+def _rec(text: str, tokens: list[str] | None = None, gaps: list[float] | None = None) -> RequestRecord:
+    lps = None
+    if tokens is not None:
+        gaps = gaps or [3.0] * len(tokens)
+        lps = tuple(
+            {"token": t, "logprob": -0.1, "top": {t: -0.1, "<x>": -0.1 - g}} for t, g in zip(tokens, gaps, strict=True)
+        )
+    return RequestRecord(0, 0, 0, 1, chunks=(ChunkEvent(1, text, None),), output_text=text, logprobs=lps)
+
+
+def test_divergence_by_tokens_near_tie_and_confident():
+    base = _rec("a b c d", ["a", " b", " c", " d"], gaps=[3, 3, 0.01, 3])
+    cand = _rec("a b X d", ["a", " b", " X", " d"])
+    d = divergence(0, "p0", base, cand, 0.1)
+    assert (d.position, d.unit, d.kind) == (2, "token", "near-tie")
+    assert d.logprob_gap == pytest.approx(0.01)
+    assert d.context == "a b" and d.baseline_text.startswith(" c") and d.candidate_text.startswith(" X")
+    base2 = _rec("a b c d", ["a", " b", " c", " d"], gaps=[3, 3, 2.0, 3])
+    assert divergence(0, "", base2, cand, 0.1).kind == "confident"
+
+
+def test_divergence_by_characters_without_logprobs():
+    d = divergence(0, "", _rec("hello world"), _rec("hello there"), 0.1)
+    assert (d.position, d.unit, d.kind) == (6, "char", "unclassified")
+    assert d.baseline_token == "w" and d.candidate_token == "t"
+    end = divergence(0, "", _rec("abc"), _rec("abcdef"), 0.1)
+    assert end.position == 3 and end.baseline_token == "(end)"
+
+
+def test_identical_outputs_at_temperature_zero():
+    r = compare_correctness(make_inputs(n_prompts=20, repeats=1), "ngram-k4", OPTS)
+    assert r.n_compared == 20 and r.identical == 20 and r.n_divergent == 0
+    assert r.verdict.startswith("no difference")
+    assert r.baseline_checks is not None and r.baseline_checks.checked == 10  # even items carry a check
+    assert r.mcnemar_p == 1.0
+    assert r.baseline_self_identical_rate == 1.0
+
+
+def test_confident_divergence_is_suspicious_and_near_tie_is_not():
+    base = ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)})
+    cand = ArmEffect(acceptance_length=2.0, logprobs=True, diverge={3: (10, 0.02), 7: (20, 2.5)})
+    r = compare_correctness(make_inputs(n_prompts=20, repeats=1, baseline=base, candidates={"ngram-k4": cand}),
+                            "ngram-k4", OPTS)  # fmt: skip
+    assert r.n_divergent == 2 and r.n_confident == 1 and r.n_near_tie == 1
+    assert r.divergences[0].kind == "confident" and r.divergences[0].index == 7  # confident ones first
+    assert r.divergences[0].position == 20 and "DIFFERENT" in r.divergences[0].candidate_text
+    assert r.verdict.startswith("SUSPICIOUS: 1 confident")
+
+
+def test_only_near_ties_is_no_difference():
+    base = ArmEffect(logprobs=True, tie_at={3: (5, 0.01)})
+    cand = ArmEffect(acceptance_length=2.0, logprobs=True, diverge={3: (5, 0.01)})
+    r = compare_correctness(make_inputs(n_prompts=12, repeats=1, baseline=base, candidates={"ngram-k4": cand}),
+                            "ngram-k4", OPTS)  # fmt: skip
+    assert r.verdict == "no difference (1 of 12 outputs differ, all at near-ties)"
+
+
+def test_unclassified_divergences_warn_to_request_logprobs():
+    cand = ArmEffect(acceptance_length=2.0, diverge={2: (4, 0.0)})
+    r = compare_correctness(make_inputs(n_prompts=12, repeats=1, candidates={"ngram-k4": cand}), "ngram-k4", OPTS)
+    assert r.n_unclassified == 1 and "unclassified" in r.verdict
+    assert any("request logprobs" in w for w in r.warnings)
+
+
+def test_failing_checks_give_lower_pass_rate_with_mcnemar():
+    inputs = make_inputs(n_prompts=60, repeats=1)
+    runs = []
+    for run in inputs.runs:
+        if run.arm == "ngram-k4":  # the candidate drops the word every check looks for
+            recs = tuple(replace(r, output_text=r.output_text.replace(" the", " a")) for r in run.records)
+            run = replace(run, records=recs)
+        runs.append(run)
+    r = compare_correctness(inputs.with_runs(runs), "ngram-k4", OPTS)
+    assert r.candidate_checks.passed < r.baseline_checks.passed
+    assert r.mcnemar_b > 0 and r.mcnemar_c == 0 and r.mcnemar_p < 0.05
+    assert r.verdict.startswith("pass rate lower")
+    assert r.candidate_checks.failures and "check 'contains' failed" in r.candidate_checks.failures[0]
+
+
+def test_temperature_above_zero_never_fails_on_differing_strings():
+    cand = ArmEffect(acceptance_length=2.0, diverge={i: (3, 3.0) for i in range(10)})
+    r = compare_correctness(
+        make_inputs(n_prompts=20, repeats=1, temperature=0.8, candidates={"ngram-k4": cand}), "ngram-k4", OPTS
+    )
+    assert r.n_divergent == 10 and r.divergences == ()  # counted, not listed as suspicious
+    assert r.verdict == "no difference"
+    assert r.length_unit == "tokens" and r.length_wilcoxon_p == 1.0

@@ -1,0 +1,167 @@
+"""HTML (self-contained, escaped), console verdict, inputs on disk, and `speculab report DIR`."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from tests.fakes.ab_inputs import ArmEffect, make_inputs
+
+from speculab.cli import main
+from speculab.report.console import ab_renderable
+from speculab.report.html import render_html
+from speculab.report.inputs import RUN_FILE, load_inputs, repeat_dir, save_inputs
+from speculab.report.model import Report, ReportOptions, build_report
+
+FAST = ReportOptions(n_resamples=400)
+EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture(scope="module")
+def evil_report() -> Report:
+    """A candidate whose output contains markup, diverging confidently at temperature 0 (so it is shown)."""
+    base = ArmEffect(logprobs=True, tie_at={1: (2, 3.0)})
+    cand = ArmEffect(tpot_factor={"c1": 0.5}, acceptance_length=2.5, logprobs=True, diverge={1: (2, 3.0)})
+    inputs = make_inputs(n_prompts=12, repeats=1, baseline=base, candidates={"ngram-k4": cand})
+    runs = []
+    for run in inputs.runs:
+        if run.arm == "ngram-k4":
+            recs = tuple(
+                replace(r, output_text=r.output_text.replace(" DIFFERENT", EVIL)) if r.index == 1 else r
+                for r in run.records
+            )
+            run = replace(run, records=recs)
+        runs.append(run)
+    return build_report(inputs.with_runs(runs), FAST)
+
+
+@pytest.fixture(scope="module")
+def html(evil_report: Report) -> str:
+    return render_html(evil_report)
+
+
+def test_model_output_is_escaped(html: str):
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html  # shown, as text
+
+
+def test_html_is_self_contained(html: str):
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
+    assert "@import" not in html and "<link" not in html and "<script" not in html.lower()
+    assert html.count("<svg") >= 6  # CDFs, histograms, memory, curves, acceptance, cost
+
+
+def test_html_sections_and_units(html: str, evil_report: Report):
+    for section in ("verdict", "setup", "loads", "per-load", "acceptance", "correctness", "cost", "whatif", "methods"):
+        assert f'id="{section}"' in html
+    assert 'id="diagnosis"' not in html  # only when a diagnosis is present
+    assert evil_report.candidates[0].verdict_line.split(";")[0].replace('"', "&#34;") in html
+    assert " ms / " in html and "tok/s" in html and "vllm counters" in html and "confident" in html
+
+
+def test_diagnosis_slot_renders_when_present():
+    from speculab.report.inputs import LevelSpec
+
+    small = build_report(make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),)), FAST)
+    diag = {"findings": [{"finding": "decode dominates", "next": "evaluate speculation"}], "decode_share": 0.8}
+    html = render_html(replace(small, diagnosis=diag))
+    assert 'id="diagnosis"' in html and "decode dominates" in html and "decode_share" in html
+
+
+def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
+    console = Console(width=200, record=True, color_system=None)
+    console.print(ab_renderable(evil_report, Path("/out")))
+    text = console.export_text()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[1])  # the verdict right after the heading
+    assert "concurrency 1 — p50 latencies" in text and "speedup" in text
+    assert text.index("ngram k=4: TPOT") < text.index("p50 latencies") < text.index("warning:")
+    assert "correctness: SUSPICIOUS: 1 confident divergence(s)" in text
+    assert "/out/report.html" in text
+
+
+def test_console_bench_table_still_works():
+    from speculab.report.console import bench_table
+
+    summary = {"metrics": {"ttft_s": {"n": 3, "mean": 0.1, "p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1}}}
+    console = Console(width=120, record=True, color_system=None)
+    console.print(bench_table(summary))
+    assert "100.0" in console.export_text()
+
+
+def test_inputs_round_trip_on_disk_and_partial_repeat(tmp_path: Path):
+    inputs = make_inputs(n_prompts=8, repeats=2)
+    save_inputs(tmp_path, inputs)
+    back = load_inputs(tmp_path)
+    assert back.setup == inputs.setup and back.arms == inputs.arms and back.changes == inputs.changes
+    assert sorted((r.arm, r.level, r.repeat) for r in back.runs) == sorted(
+        (r.arm, r.level, r.repeat) for r in inputs.runs
+    )
+    orig = {(r.arm, r.level, r.repeat): r for r in inputs.runs}
+    for r in back.runs:
+        assert r == orig[(r.arm, r.level, r.repeat)]
+    # a crash: one repeat lost its run.json and the torn last line of its requests.jsonl
+    d = repeat_dir(tmp_path, "ngram-k4", "c16", 2)
+    (d / RUN_FILE).unlink()
+    req = d / "requests.jsonl"
+    req.write_text(req.read_text()[:-40])
+    partial = load_inputs(tmp_path)
+    run = next(r for r in partial.runs if (r.arm, r.level, r.repeat) == ("ngram-k4", "c16", 2))
+    assert run.interrupted and run.acceptance is None and len(run.records) == 7
+    report = build_report(partial, FAST)
+    assert any("interrupted" in m for m in report.missing)
+
+
+def test_cli_report_rerenders_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    inputs = make_inputs(n_prompts=8, repeats=1, skip=(("ngram-k4", "c16"),))
+    save_inputs(tmp_path, inputs)
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(tmp_path)])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "ngram k=4: TPOT" in out and "missing:" in out and "no runs" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["schema"] == "speculab.report.summary/1"
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert Report.from_json((tmp_path / "summary.json").read_text()).missing
+
+
+def test_cli_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    for arg in (tmp_path / "nope", tmp_path):
+        with pytest.raises(SystemExit) as e:
+            main(["report", str(arg)])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error:") and len(err.strip().splitlines()) == 1
+    (tmp_path / "inputs.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        main(["report", str(tmp_path)])
+    assert "unreadable" in capsys.readouterr().err
+
+
+def test_partial_run_renders_with_missing_rows():
+    from speculab.report.inputs import LevelSpec
+
+    levels = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
+    r = build_report(make_inputs(n_prompts=8, repeats=1, levels=levels, skip=(("ngram-k4", "c4"),), slo=False), FAST)
+    html = render_html(r)
+    assert "not run" in html and "missing: ngram k=4 at concurrency 4: no runs" in html
+    assert "No capacity plan" in html
+
+
+@pytest.mark.parametrize("skip_candidate", [False, True])
+def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
+    from speculab.report.inputs import LevelSpec
+
+    level = (LevelSpec("rate", 4, ("low", "operating")),)
+    skip = (("ngram-k4", "r4"),) if skip_candidate else ()
+    r = build_report(make_inputs(n_prompts=8, repeats=1, levels=level, skip=skip, slo=False), FAST)
+    html = render_html(r)
+    assert "No crossover" in html and html.count("<svg") >= 2
+    if skip_candidate:
+        assert "no verdict at 4 req/s (missing)" in r.candidates[0].verdict_line
+        assert "nothing to compare" in html
