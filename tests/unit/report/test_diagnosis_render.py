@@ -55,3 +55,20 @@ def test_console_prints_findings_first() -> None:
     assert out.startswith("Diagnosis: cold start explains the most latency")
     assert out.index("1. cold start") < out.index("2. generation") < out.index("prefill ")
     assert "warning:" in out and "1 of 5 requests failed" in out
+
+
+def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
+    from dataclasses import replace
+
+    from tests.fakes.ab_inputs import make_inputs
+
+    from speculab.report.html import render_html
+    from speculab.report.inputs import LevelSpec
+    from speculab.report.model import ReportOptions, build_report
+
+    inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))
+    report = build_report(inputs, ReportOptions(n_resamples=200))
+    html = render_html(replace(report, diagnosis=diagnosis_view(document())))
+    section = html[html.index('id="diagnosis"') :]
+    assert "#1 cold start" in section and "next step" in section and "tok/s" in section
+    assert "<script>alert" not in html
