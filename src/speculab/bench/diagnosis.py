@@ -611,6 +611,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         warnings.append("the server reported no prompt token counts: prefill per token uses approximate lengths")
 
     candidates: list[Finding] = []
+    noise: set[str] = set()  # causes measured but not distinguishable from noise: never findings
     e2e = op.e2e_s if op is not None else math.nan
     if dec is not None:
         candidates.append(
@@ -630,12 +631,13 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         )
     if fit is not None and prefill_req_s is not None:
         lo = fit.s_per_token_ci[0]
-        slope_real = math.isfinite(lo) and lo > 0
+        if not (math.isfinite(lo) and lo > 0):
+            noise.add("prefill")  # the prompt-length cost is not distinguishable from zero
         candidates.append(
             Finding(
                 cause="prefill",
                 title="long prompts (prefill)",
-                explained_s=prefill_req_s if slope_real else 0.0,
+                explained_s=prefill_req_s,
                 share=prefill_req_s / e2e if e2e > 0 else math.nan,
                 affects="every request, in proportion to its prompt length",
                 evidence=(
@@ -647,6 +649,8 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
             )
         )
     if qu.measured and qu.wait_s is not None:
+        if qu.wait_s_ci is not None and not qu.wait_s_ci[0] > 0:
+            noise.add("queueing")  # the extra TTFT at load is not distinguishable from zero
         client = f"; client-side wait {qu.client_queue_s:.3f} s" if qu.client_queue_s else ""
         candidates.append(
             Finding(
@@ -661,7 +665,9 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         )
     if cs.cold_start_s is not None:
         warm_e2e = c1.e2e_s if c1 is not None else (cs.warm_ttft_s or 0.0)
-        explained = cs.cold_start_s if (cs.detected or cs.mode == "launch") else 0.0
+        explained = max(0.0, cs.cold_start_s)
+        if not (cs.detected or cs.mode == "launch"):
+            noise.add("cold_start")  # within the warm requests' spread
         if cs.mode == "launch":
             affects = "the first request after the server (re)starts: scale-from-zero, restarts, deploys"
             evidence = (
@@ -692,7 +698,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
 
     def is_finding(f: Finding) -> bool:
         total = f.explained_s / f.share if f.share and f.share > 0 else math.nan
-        return _finding_ok(f.explained_s, total, th)
+        return f.cause not in noise and _finding_ok(f.explained_s, total, th)
 
     found = sorted((f for f in candidates if is_finding(f)), key=lambda f: -f.explained_s)
     ranked = tuple(_with_rank(f, i + 1) for i, f in enumerate(found))
