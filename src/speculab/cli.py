@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -164,6 +165,11 @@ def serve(
     api_key: str | None = typer.Option(None, help="Require 'Authorization: Bearer KEY' on /v1/*."),
     served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
     seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
+    speculative_config: str | None = typer.Option(
+        None,
+        help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
+        '\'{"method":"draft_model","model":"DIR|demo-draft","num_speculative_tokens":4}\' (docs/speculative.md).',
+    ),
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
     try:
@@ -186,6 +192,7 @@ def serve(
         api_key=api_key,
         served_model_name=served_model_name,
         seed=seed,
+        speculative_config=speculative_config,
     )
 
     def ready(url: str) -> None:
@@ -356,6 +363,139 @@ def diagnose(
     if result.interrupted:
         err_console.print("interrupted: the diagnosis of the phases that ran is on disk")
         raise typer.Exit(130)
+
+
+# --- run / compare / init / demo: the A/B lifecycle (speculab.bench.experiment) ----------------------------------
+
+
+def _default_run_dir(stem: str) -> Path:
+    from datetime import datetime
+
+    return Path("speculab-runs") / f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def _print_change(console: Console, change: Any) -> None:
+    from rich.markup import escape
+
+    status = {True: "[green]only speculation differs[/]", False: "[red]more than speculation differs[/]"}.get(
+        change.verified, "[yellow]single change not verified[/]"
+    )
+    console.print(f"[bold]{escape(change.candidate)}[/] vs baseline: {status}")
+    for line in change.diff_lines:
+        console.print(f"    {escape(line)}", highlight=False)
+    if change.note:
+        console.print(f"    [dim]{escape(change.note)}[/]", highlight=False)
+
+
+def _render(console: Console, out: Path, *, interrupted: bool) -> None:
+    """summary.json + report.html from what is on disk, then the verdict first."""
+    from speculab.report.console import print_ab_report
+    from speculab.report.render import render_run_dir
+
+    report = render_run_dir(out)
+    print_ab_report(Console(soft_wrap=True), report, out)
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted:[/] the report covers the part that ran; re-render with `speculab report {out}`"
+        )
+
+
+def _run_plan(console: Console, plan: Any, out: Path) -> None:
+    from speculab.bench.experiment import describe_plan, run_plan_interruptible
+    from speculab.report.run_progress import RunProgress
+
+    for line in describe_plan(plan):
+        console.print(line, highlight=False)
+    console.print(f"results: {out}", highlight=False)
+    outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console))
+    _render(console, out, interrupted=outcome.interrupted)
+    if outcome.interrupted:
+        raise typer.Exit(130)
+
+
+@app.command("run")
+def run_command(
+    experiment: Path = typer.Argument(..., help="experiment file (YAML; `speculab init --url URL` writes one)"),
+    output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/NAME-TIME)"),
+    allow_extra_diff: bool = typer.Option(
+        False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
+    ),
+) -> None:
+    """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
+    from speculab.bench.experiment import check_output_dir, plan_experiment
+    from speculab.config import load_experiment
+
+    console = Console(stderr=True, soft_wrap=True)
+    exp = load_experiment(experiment)
+    out = output or _default_run_dir(experiment.stem)
+    check_output_dir(out)
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: _print_change(console, c))
+    _run_plan(console, plan, out)
+
+
+@app.command("compare")
+def compare_command(
+    dir_a: Path = typer.Argument(..., help="`speculab bench` output: the baseline"),
+    dir_b: Path = typer.Argument(..., help="`speculab bench` output: the candidate"),
+    output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
+) -> None:
+    """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
+    from speculab.bench.compare import inputs_from_bench_dirs
+    from speculab.bench.experiment import check_output_dir
+    from speculab.report.inputs import save_inputs
+
+    console = Console(stderr=True, soft_wrap=True)
+    inputs = inputs_from_bench_dirs(dir_a, dir_b)
+    out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
+    check_output_dir(out)
+    save_inputs(out, inputs)
+    _render(console, out, interrupted=False)
+
+
+@app.command("init")
+def init_command(
+    url: str = typer.Option(..., "--url", help="base URL of the running server to look at, e.g. http://host:8000"),
+    output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
+    force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
+) -> None:
+    """Detect the engine behind URL and write a commented starter experiment file."""
+    import asyncio
+
+    from speculab.bench.starter import look_at_server, starter_yaml
+    from speculab.config import parse_experiment
+
+    if output.exists() and not force:
+        raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
+    look = asyncio.run(look_at_server(url))
+    text = starter_yaml(look)
+    parse_experiment(text, str(output))  # the starter must load as written
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
+    console = Console(stderr=True)
+    console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
+    console.print(f"next: edit it (see the comments), then `speculab run {output}`", highlight=False)
+
+
+@app.command("demo")
+def demo_command(
+    output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/demo-TIME)"),
+    quick: bool = typer.Option(False, "--quick", help="fewer and shorter prompts (about a minute)"),
+    model: str = typer.Option("demo", "--model", help="target model: 'demo' (shipped) or a model directory"),
+    draft: str = typer.Option("demo-draft", "--draft", help="draft model: 'demo-draft', a directory, or 'none'"),
+) -> None:
+    """The whole A/B job on speculab's engine and the demo model pair: plain vs n-gram vs draft model."""
+    from speculab.bench.demo import DemoConfig, demo_plan
+    from speculab.bench.experiment import check_output_dir
+
+    console = Console(stderr=True, soft_wrap=True)
+    out = output or _default_run_dir("demo")
+    check_output_dir(out)
+    plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick))
+    for change in plan.changes:
+        _print_change(console, change)
+    _run_plan(console, plan, out)
 
 
 # --- report: re-render report.html + summary.json of a saved A/B run (speculab run / demo), partial runs too ----

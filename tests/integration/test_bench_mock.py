@@ -13,7 +13,9 @@ from speculab.bench.records import RequestSpec
 from speculab.bench.results import read_records
 from speculab.bench.runner import LoadConfig
 
-SCRIPT = dict(ttft_s=0.1, gap_s=0.02, tokens_per_chunk=2, output_tokens=128, num_speculative_tokens=3)
+SCRIPT = dict(
+    ttft_s=0.1, gap_s=0.02, tokens_per_chunk=2, output_tokens=128, num_speculative_tokens=3, record_send_times=True
+)
 
 
 async def wakeup_lateness_p90_s(n: int = 40, sleep_s: float = 0.005) -> float:
@@ -25,6 +27,20 @@ async def wakeup_lateness_p90_s(n: int = 40, sleep_s: float = 0.005) -> float:
         late.append(time.perf_counter() - t - sleep_s)
     late.sort()
     return late[int(0.9 * (n - 1))]
+
+
+async def server_send_log(url: str) -> dict[str, dict]:
+    """The mock's own record of each stream (arrival, first-chunk deadline, chunk write times), by prompt; the
+    last entry wins, so warmup requests that reused a prompt are replaced by the measured one."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.get(f"{url}/mock/send_times") as resp:
+        return {r["prompt"]: r for r in (await resp.json())["requests"]}
+
+
+def median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 # The +-1-2 ms tolerances of issue 2 are meaningful only when the OS wakes processes on time. On a machine
@@ -74,6 +90,26 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     )
     if lateness > QUIET_LATENESS_S:
         pytest.skip(f"machine too busy for +-1 ms checks (wakeups {lateness * 1e3:.1f} ms late at p90); {timing}")
+    # Both processes read CLOCK_MONOTONIC, so the mock's send log splits each TTFT into what the client did and
+    # what the server did: ttft = (arrival - sent) + 100 ms + (first write - deadline) + (received - first write).
+    log = await server_send_log(mock_url)
+    measured = [r for r in recs if not r.warmup]
+    server = [log[f"tell me about item {r.index}"] for r in measured]
+    delivery = [r.chunks[0].t_s - e["chunks_s"][0] for r, e in zip(measured, server, strict=True)]
+    server_share = [e["chunks_s"][0] - e["arrival_s"] for e in server]  # 100 ms + the mock's own lateness
+    timing += (
+        f"; first chunk received {median(delivery) * 1e3:.2f} ms after the mock wrote it, "
+        f"mock's own TTFT {median(server_share) * 1e3:.2f} ms (p50)"
+    )
+    way_in = [e["arrival_s"] - r.sent_s for r, e in zip(measured, server, strict=True)]
+    timing += f", request reached the mock {median(way_in) * 1e3:.2f} ms after it was sent (p50)"
+    # The client's own timestamping error: a written chunk is seen within 1 ms.
+    assert median(delivery) <= 0.001, timing
+    # Issue 2's +-2 ms holds the client to the scripted 100 ms. That is only a fair reference while the mock keeps
+    # its script and takes requests in promptly; at 64 streams on 2 cores its event loop can fall behind by
+    # milliseconds. Then the check above (the client saw what the mock did) is what this run can show.
+    if abs(median(server_share) - 0.100) > 0.001 or median(way_in) > 0.001:
+        pytest.skip(f"the mock fell behind its script, so 100 +- 2 ms is not the reference this run; {timing}")
     assert abs(m["ttft_s"]["p50"] - 0.100) <= 0.002, timing
     # TPOT = (E2E - TTFT) / (128 - 1) = 63 gaps x 20 ms / 127 = 9.92 ms: within 2% of 10 ms
     assert m["tpot_s"]["p50"] == pytest.approx(0.010, rel=0.02), timing

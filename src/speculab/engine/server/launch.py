@@ -21,6 +21,9 @@ from speculab.engine.engine import Engine, EngineConfig, Speculator
 from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import AppConfig, create_app
+from speculab.engine.spec.config import build_proposer, parse_spec_config
+from speculab.engine.spec.metrics import SpecDecodeCollector
+from speculab.engine.spec.speculator import Speculator as ProposeVerify
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
 
@@ -41,6 +44,7 @@ class ServeConfig:
     api_key: str | None = None
     served_model_name: str | None = None  # default: the name given on the command line
     seed: int = 0
+    speculative_config: str | None = None  # --speculative-config JSON (docs/speculative.md)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -51,6 +55,10 @@ class ServeConfig:
             raise UserError("--max-model-len must be at least 2")
         if self.max_waiting < 0:
             raise UserError("--max-waiting must be >= 0")
+        if self.speculative_config is not None:  # a malformed config or missing draft fails before any load
+            spec = parse_spec_config(self.speculative_config)
+            if spec.model is not None:
+                resolve_model_path(spec.model)
 
 
 def default_token_budget(device: torch.device) -> int:
@@ -102,6 +110,17 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
     model = load_model(path, dtype=dtype, device=device)
     tok = Tokenizer.from_dir(path)
     eos = set(tok.eos_token_ids) | _ids(model.config.eos_token_id)
+    if speculator is None and cfg.speculative_config is not None:
+        proposer = build_proposer(
+            parse_spec_config(cfg.speculative_config),
+            target_config=model.config,
+            target_dir=path,
+            num_slots=ecfg.max_num_seqs,
+            max_len=ecfg.max_model_len,
+            dtype=next(model.parameters()).dtype,
+            device=device,
+        )
+        speculator = ProposeVerify(proposer)
     engine = Engine(
         model,
         ecfg,
@@ -140,7 +159,9 @@ def _ids(v: int | list[int] | None) -> set[int]:
 
 def make_app(cfg: ServeConfig, speculator: Speculator | None = None) -> FastAPI:
     engine, tok, name = build_engine(cfg, speculator)
-    return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key))
+    spec = engine.engine.speculator
+    collectors = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, ProposeVerify) else []
+    return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key), collectors=collectors)
 
 
 class _Server(uvicorn.Server):

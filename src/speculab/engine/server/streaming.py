@@ -24,14 +24,14 @@ def sse(data: dict[str, Any] | str) -> bytes:
 
 
 def default_usage_extra(out: SequenceOutput) -> dict[str, Any] | None:
-    """Per-request speculation counters in usage (extension field), present only when speculation ran."""
+    """Per-request speculation counters in usage (extension field, docs/speculative.md), when speculation ran."""
     if out.spec is None:
         return None
     return {
-        "speculative": {
-            "num_drafts": out.spec.num_drafts,
-            "num_draft_tokens": out.spec.num_draft_tokens,
-            "num_accepted_tokens": out.spec.num_accepted_tokens,
+        "speculab_spec_decode": {
+            "drafts": out.spec.num_drafts,
+            "draft_tokens": out.spec.num_draft_tokens,
+            "accepted_tokens": out.spec.num_accepted_tokens,
         }
     }
 

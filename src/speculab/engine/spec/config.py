@@ -1,0 +1,152 @@
+"""`--speculative-config`: which proposer, how many tokens; vLLM's key names where they overlap.
+
+    {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    {"method": "draft_model", "model": "PATH or demo-draft", "num_speculative_tokens": 4}
+
+As in vLLM, a config with "model" and no "method" means a draft model. Every mistake is a SpecConfigError
+naming the key and the fix, raised at start-up before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from speculab.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
+
+    from speculab.engine.model import ModelConfig
+    from speculab.engine.spec.proposer import Proposer
+
+METHODS = ("ngram", "draft_model")
+MAX_SPECULATIVE_TOKENS = 32
+DEFAULT_PROMPT_LOOKUP_MAX = 4
+DEFAULT_PROMPT_LOOKUP_MIN = 1
+_KEYS = {
+    "ngram": {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min"},
+    "draft_model": {"method", "num_speculative_tokens", "model"},
+}
+_EXAMPLES = (
+    '\'{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}\' or '
+    '\'{"method":"draft_model","model":"PATH","num_speculative_tokens":4}\''
+)
+
+
+class SpecConfigError(UserError):
+    """The speculative config is malformed; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpecConfig:
+    """A validated speculative-decoding configuration."""
+
+    method: str  # "ngram" | "draft_model"
+    num_speculative_tokens: int
+    prompt_lookup_max: int = DEFAULT_PROMPT_LOOKUP_MAX  # ngram only
+    prompt_lookup_min: int = DEFAULT_PROMPT_LOOKUP_MIN  # ngram only
+    model: str | None = None  # draft_model only: a directory, or "demo-draft"
+
+    def to_json(self) -> dict[str, Any]:
+        """The config in the same keys it was given in (for /version, logs and reports)."""
+        out: dict[str, Any] = {"method": self.method, "num_speculative_tokens": self.num_speculative_tokens}
+        if self.method == "ngram":
+            out |= {"prompt_lookup_max": self.prompt_lookup_max, "prompt_lookup_min": self.prompt_lookup_min}
+        else:
+            out["model"] = self.model
+        return out
+
+
+def _int(data: dict[str, Any], key: str, lo: int, hi: int) -> int:
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecConfigError(f"speculative config: {key} must be an integer, got {json.dumps(value)}")
+    if not lo <= value <= hi:
+        raise SpecConfigError(f"speculative config: {key} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def parse_spec_config(text: str | dict[str, Any]) -> SpecConfig:
+    """A JSON object (string or dict) -> SpecConfig, or SpecConfigError naming the offending key."""
+    if isinstance(text, str):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecConfigError(
+                f"speculative config is not valid JSON ({e.msg} at char {e.pos}); e.g. {_EXAMPLES}"
+            ) from None
+    else:
+        data = text
+    if not isinstance(data, dict):
+        raise SpecConfigError(f"speculative config must be a JSON object, e.g. {_EXAMPLES}")
+    method = data.get("method", "draft_model" if "model" in data else None)
+    if method is None:
+        raise SpecConfigError(f"speculative config: missing key method (one of {', '.join(METHODS)})")
+    if method not in METHODS:
+        raise SpecConfigError(
+            f"speculative config: method {json.dumps(method)} is not supported by speculab's engine; use one of "
+            f"{', '.join(METHODS)}"
+        )
+    unknown = sorted(set(data) - _KEYS[method])
+    if unknown:
+        raise SpecConfigError(
+            f"speculative config: unknown key {unknown[0]} for method {method} "
+            f"(allowed: {', '.join(sorted(_KEYS[method]))})"
+        )
+    if "num_speculative_tokens" not in data:
+        raise SpecConfigError("speculative config: missing key num_speculative_tokens (e.g. 4)")
+    k = _int(data, "num_speculative_tokens", 1, MAX_SPECULATIVE_TOKENS)
+    if method == "ngram":
+        has_max, has_min = "prompt_lookup_max" in data, "prompt_lookup_min" in data
+        n_max = _int(data, "prompt_lookup_max", 1, 1024) if has_max else None
+        n_min = _int(data, "prompt_lookup_min", 1, 1024) if has_min else None
+        # One bound given alone: the other follows it (a lone max keeps min 1; a lone min sets max to it).
+        n_max = n_max if n_max is not None else max(DEFAULT_PROMPT_LOOKUP_MAX, n_min or 0)
+        n_min = n_min if n_min is not None else DEFAULT_PROMPT_LOOKUP_MIN
+        if n_min > n_max:
+            raise SpecConfigError(
+                f"speculative config: prompt_lookup_min ({n_min}) must not exceed prompt_lookup_max ({n_max})"
+            )
+        return SpecConfig(method, k, prompt_lookup_max=n_max, prompt_lookup_min=n_min)
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise SpecConfigError(
+            "speculative config: method draft_model needs key model (a model directory, or demo-draft)"
+        )
+    return SpecConfig(method, k, model=model)
+
+
+def build_proposer(
+    config: SpecConfig,
+    *,
+    target_config: ModelConfig,
+    target_dir: Path,
+    num_slots: int,
+    max_len: int,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str = "cpu",
+) -> Proposer:
+    """The proposer a config names; a draft model is resolved, checked against the target's vocabulary, loaded."""
+    from speculab.engine.spec.ngram import NgramProposer
+
+    if config.method == "ngram":
+        return NgramProposer(config.num_speculative_tokens, config.prompt_lookup_max, config.prompt_lookup_min)
+
+    from speculab.engine.loader import load_model, read_config, resolve_model_path
+    from speculab.engine.spec.draft_model import DraftModelProposer, check_same_vocabulary
+
+    assert config.model is not None
+    draft_dir = resolve_model_path(config.model)
+    draft_config = read_config(draft_dir)
+    check_same_vocabulary(target_dir, draft_dir, target_config.vocab_size, draft_config.vocab_size)
+    model = load_model(draft_dir, dtype=dtype, device=device)
+    return DraftModelProposer(
+        model,
+        config.num_speculative_tokens,
+        num_slots=num_slots,
+        max_len=max_len,
+        target_vocab_size=target_config.vocab_size,
+    )

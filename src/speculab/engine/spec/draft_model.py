@@ -1,0 +1,231 @@
+"""A small model that shares the target's vocabulary drafts k tokens per step, autoregressively and batched.
+
+The draft keeps its own KV cache with the same slots as the target's (a request uses slot s in both). Per
+request it remembers how many leading tokens of the sequence are committed in its cache and which draft
+tokens it wrote after them. Each `propose`:
+  1. rolls back to the longest prefix of its cache that is still the committed sequence (drafts the target
+     accepted stay; rejected ones are dropped by simply using a shorter length),
+  2. catches up: one forward over the committed tokens it has not seen (the whole prompt the first time;
+     afterwards the target's corrected or bonus token, plus the last accepted draft when all were accepted),
+  3. drafts k tokens, one batched forward per token, sampling each from q = processed_probs of its logits
+     with the request's temperature / top-k / top-p and the request's generator, and returns q for
+     exact rejection sampling.
+Shapes: B rows, K = num_speculative_tokens, V = target vocabulary, S = tokens per row in a forward.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from speculab.engine.model import BatchInput, CausalLM, KVCache
+from speculab.engine.sampling import processed_probs
+from speculab.engine.spec.proposer import DraftSource, Proposal
+from speculab.engine.spec.verify import sample_inverse_cdf
+from speculab.errors import UserError
+
+
+class DraftVocabularyError(UserError):
+    """The draft model cannot propose tokens for this target: their vocabularies differ."""
+
+
+def _tokenizer_vocab(model_dir: Path) -> dict[str, int] | None:
+    """token -> id from tokenizer.json (model vocabulary plus added tokens), or None without one."""
+    path = model_dir / "tokenizer.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    vocab = dict(data.get("model", {}).get("vocab", {}) or {})
+    for tok in data.get("added_tokens", []) or []:
+        vocab[tok["content"]] = tok["id"]
+    return vocab
+
+
+def check_same_vocabulary(target_dir: Path, draft_dir: Path, target_vocab_size: int, draft_vocab_size: int) -> None:
+    """Raise DraftVocabularyError unless the draft's tokens mean the same as the target's.
+
+    Tokenizers are compared token by token when both directories have tokenizer.json. Embedding tables may
+    be padded to different sizes (Qwen2 does this) as long as the tokenizers agree; without tokenizers the
+    vocabulary sizes must be equal.
+    """
+    target_vocab, draft_vocab = _tokenizer_vocab(target_dir), _tokenizer_vocab(draft_dir)
+    if target_vocab is not None and draft_vocab is not None:
+        if target_vocab != draft_vocab:
+            differing = sorted(set(target_vocab.items()) ^ set(draft_vocab.items()), key=lambda kv: kv[1])[:3]
+            raise DraftVocabularyError(
+                f"draft model {draft_dir} does not share the target's tokenizer ({len(draft_vocab)} vs "
+                f"{len(target_vocab)} tokens; first differences {differing}); use a draft trained with the "
+                "target's tokenizer"
+            )
+        if max(target_vocab.values(), default=-1) >= min(target_vocab_size, draft_vocab_size):
+            raise DraftVocabularyError(
+                f"draft model {draft_dir} has vocab_size {draft_vocab_size}, too small for the tokenizer's "
+                f"{len(target_vocab)} tokens"
+            )
+        return
+    if target_vocab_size != draft_vocab_size:
+        raise DraftVocabularyError(
+            f"draft model {draft_dir} has vocab_size {draft_vocab_size} but the target has {target_vocab_size}; "
+            "speculative decoding needs a draft with the target's vocabulary"
+        )
+
+
+@dataclass(slots=True)
+class _DraftState:
+    """What the draft cache holds for one request: `committed` sequence tokens, then `tail` draft tokens."""
+
+    committed: int = 0
+    tail: list[int] = field(default_factory=list)
+
+
+def _token_at(row: DraftSource, i: int) -> int:
+    n_prompt = len(row.prompt_ids)
+    return row.prompt_ids[i] if i < n_prompt else row.output_ids[i - n_prompt]
+
+
+class DraftModelProposer:
+    """Drafts with a small CausalLM; returns its processed probabilities q for exact verification."""
+
+    def __init__(
+        self,
+        model: CausalLM,
+        num_speculative_tokens: int,
+        num_slots: int,
+        max_len: int,
+        target_vocab_size: int,
+        seed: int = 0,
+    ):
+        if num_speculative_tokens < 1:
+            raise ValueError("num_speculative_tokens must be at least 1")
+        self.model = model
+        self._k = num_speculative_tokens
+        self.target_vocab_size = target_vocab_size
+        param = next(model.parameters())
+        self.device = param.device
+        self.cache = KVCache(model.config, num_slots, max_len, dtype=param.dtype, device=param.device)
+        self._states: dict[str, _DraftState] = {}
+        # Requests without a seed of their own draw their drafts from this one.
+        self.generator = torch.Generator().manual_seed(seed)
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        return self._k
+
+    def release(self, request_id: str) -> None:
+        self._states.pop(request_id, None)
+
+    # --- one step -----------------------------------------------------------------------------------
+    def _valid_prefix(self, row: DraftSource, state: _DraftState, length: int) -> int:
+        """Cache positions that still hold the committed sequence: the committed part plus matching drafts."""
+        valid = state.committed
+        for tok in state.tail:
+            if valid >= length or _token_at(row, valid) != tok:
+                break
+            valid += 1
+        # At least the last committed token is fed again: its logits give the first draft's distribution.
+        return min(valid, length - 1)
+
+    def _to_vocab(self, logits: torch.Tensor) -> torch.Tensor:
+        """Draft logits [N, V_draft] -> [N, V_target]: drop padding rows the target lacks, never draft them."""
+        v = self.target_vocab_size
+        if logits.shape[-1] >= v:
+            return logits[:, :v]
+        pad = torch.full((logits.shape[0], v - logits.shape[-1]), float("-inf"), device=logits.device)
+        return torch.cat([logits, pad], dim=-1)
+
+    def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> torch.Tensor:
+        """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one.
+
+        Rows whose catch-up is short (the usual 1-2 tokens) share one padded forward; long catch-ups (new
+        requests' prompts) share another, so that a prompt never pads the short rows to its length.
+        """
+        out = torch.empty((len(rows), self.target_vocab_size), device=self.device)
+        short = [i for i, (s, n) in enumerate(zip(starts, lengths, strict=True)) if n - s <= self._k + 1]
+        long = [i for i in range(len(rows)) if i not in set(short)]
+        groups = [g for g in (short, long) if g]
+        for group in groups:
+            width = max(lengths[i] - starts[i] for i in group)
+            tokens = torch.zeros((len(group), width), dtype=torch.long)
+            positions = torch.full((len(group), width), -1, dtype=torch.long)
+            for r, i in enumerate(group):
+                n = lengths[i] - starts[i]
+                tokens[r, :n] = torch.tensor([_token_at(rows[i], p) for p in range(starts[i], lengths[i])])
+                positions[r, :n] = torch.arange(starts[i], lengths[i])
+            last = torch.tensor([r * width + lengths[i] - starts[i] - 1 for r, i in enumerate(group)])
+            batch = BatchInput(
+                tokens=tokens.to(self.device),
+                positions=positions.to(self.device),
+                slots=torch.tensor([rows[i].slot for i in group], device=self.device),
+                kv_len=max(lengths[i] for i in group),
+            )
+            out[torch.tensor(group, device=self.device)] = self._to_vocab(
+                self.model(batch, self.cache, logits_rows=last.to(self.device))
+            )
+        return out
+
+    def _sample(self, q: torch.Tensor, rows: list[DraftSource], greedy: list[bool], live: list[bool]) -> torch.Tensor:
+        """One draft token per row [B] from q [B, V], each sampled row drawing from its own generator.
+
+        Only live rows (still drafting) draw, so how far a request's generator advances depends on that
+        request alone, never on the other rows' draft lengths.
+        """
+        u = torch.full((len(rows),), 0.5, dtype=torch.float64)
+        for b, row in enumerate(rows):
+            if live[b] and not greedy[b]:
+                gen = row.generator or self.generator
+                u[b] = torch.rand(1, generator=gen, device=gen.device, dtype=torch.float64).item()
+        sampled = sample_inverse_cdf(q, u.to(q.device))
+        return torch.where(torch.tensor(greedy, device=q.device), q.argmax(-1), sampled)
+
+    @torch.inference_mode()
+    def propose(self, rows: Sequence[DraftSource], max_drafts: Sequence[int]) -> Proposal:
+        b_all, k = len(rows), self._k
+        tokens = torch.full((b_all, k), -1, dtype=torch.long, device=self.device)
+        lens = torch.zeros(b_all, dtype=torch.long)
+        probs = torch.zeros((b_all, k, self.target_vocab_size), device=self.device)
+        active = [b for b in range(b_all) if min(k, max_drafts[b]) > 0]
+        if not active:
+            return Proposal(tokens=tokens, lens=lens.to(self.device), probs=probs)
+        act_rows = [rows[b] for b in active]
+        caps = [min(k, max_drafts[b]) for b in active]
+        lengths = [len(r.prompt_ids) + len(r.output_ids) for r in act_rows]
+        states = [self._states.setdefault(r.request_id, _DraftState()) for r in act_rows]
+        starts = [self._valid_prefix(r, s, n) for r, s, n in zip(act_rows, states, lengths, strict=True)]
+
+        temperature = torch.tensor([float(r.params.temperature) for r in act_rows], device=self.device)
+        top_p = torch.tensor([float(r.params.top_p) for r in act_rows], device=self.device)
+        top_k = torch.tensor([int(r.params.top_k) for r in act_rows], device=self.device)
+        greedy = [float(r.params.temperature) <= 0 for r in act_rows]
+        slots = torch.tensor([r.slot for r in act_rows], device=self.device)
+        caps_t = torch.tensor(caps, device=self.device)
+        length_t = torch.tensor(lengths, device=self.device)
+
+        logits = self._catch_up(act_rows, starts, lengths)  # [A, V]
+        drafted = torch.full((len(active), k), -1, dtype=torch.long, device=self.device)  # [A, K]
+        q_all = torch.zeros((len(active), k, self.target_vocab_size), device=self.device)  # [A, K, V]
+        for j in range(k):
+            q = processed_probs(logits, temperature, top_p, top_k)  # [A, V]
+            x = self._sample(q, act_rows, greedy, [j < cap for cap in caps])
+            q_all[:, j] = q
+            drafted[:, j] = x
+            if j == k - 1 or j + 1 >= max(caps):
+                break
+            # Feed x_j at position L + j for rows that still draft; the others write the scratch column.
+            live = j + 1 < caps_t
+            positions = torch.where(live, length_t + j, -1)[:, None]  # [A, 1]
+            batch = BatchInput(tokens=x[:, None], positions=positions, slots=slots, kv_len=max(lengths) + j + 1)
+            logits = self._to_vocab(self.model(batch, self.cache)[:, 0])
+
+        drafted_host = drafted.tolist()  # one device sync for the bookkeeping below
+        for i, (b, cap) in enumerate(zip(active, caps, strict=True)):
+            tokens[b, :cap] = drafted[i, :cap]
+            probs[b, :cap] = q_all[i, :cap]
+            lens[b] = cap
+            # The cache now holds the committed sequence and the drafts fed back (all but the last).
+            states[i].committed = lengths[i]
+            states[i].tail = drafted_host[i][: cap - 1]
+        return Proposal(tokens=tokens, lens=lens.to(self.device), probs=probs)

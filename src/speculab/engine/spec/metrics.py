@@ -1,0 +1,46 @@
+"""Prometheus counters for speculative decoding, vLLM's names under the `speculab:` prefix.
+
+Read from the speculator's totals at scrape time (the engine thread owns them; reading ints is safe).
+A draft is one verification step of one request that proposed at least one token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from speculab.engine.spec.speculator import SpecCounters
+
+PREFIX = "speculab:"
+
+
+class SpecDecodeCollector(Collector):
+    """`speculab:spec_decode_*_total`, labelled with the served model name like the engine's other metrics."""
+
+    def __init__(self, counters: SpecCounters, model_name: str):
+        self.counters = counters
+        self.model_name = model_name
+
+    def collect(self) -> Iterator[Metric]:
+        c, name = self.counters, self.model_name
+
+        def counter(suffix: str, doc: str, value: int) -> CounterMetricFamily:
+            m = CounterMetricFamily(PREFIX + "spec_decode_" + suffix, doc, labels=["model_name"])
+            m.add_metric([name], value)
+            return m
+
+        yield counter("num_drafts", "Verification steps of a request with at least one draft token.", c.num_drafts)
+        yield counter("num_draft_tokens", "Draft tokens proposed and verified.", c.num_draft_tokens)
+        yield counter(
+            "num_accepted_tokens", "Draft tokens accepted (the target's own token not counted).", c.num_accepted_tokens
+        )
+        per_pos = CounterMetricFamily(
+            PREFIX + "spec_decode_num_accepted_tokens_per_pos",
+            "Drafts whose token at this 0-based position was accepted.",
+            labels=["model_name", "position"],
+        )
+        for pos, value in enumerate(list(c.accepted_per_pos)):
+            per_pos.add_metric([name, str(pos)], value)
+        yield per_pos

@@ -1,0 +1,46 @@
+"""Terminal progress for `speculab run` / `demo`: lifecycle steps as lines, one progress bar per arm and level."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class RunProgress:
+    """Implements `speculab.bench.experiment.Reporter` with rich (a bar only while a level runs)."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def phase(self, text: str) -> None:
+        self.console.print(f"[dim]-[/] {escape(text)}", highlight=False)
+
+    def level_start(self, arm: str, level: str, repeat: int, total: int) -> None:
+        self.level_end()
+        self._bar = Progress(
+            TextColumn("  {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(escape(f"{arm} @ {level} (repeat {repeat})"), total=total, info="")
+
+    def progress(self, p: Any) -> None:
+        if self._bar is None:
+            return
+        info = "warming up" if p.warmup else f"{p.in_flight} in flight" + (f", {p.error} errors" if p.error else "")
+        self._bar.update(self._task, completed=0 if p.warmup else p.finished, info=info)
+
+    def level_end(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

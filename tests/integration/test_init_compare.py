@@ -1,0 +1,106 @@
+"""`speculab init` (detect the engine, write a starter file that loads) and `speculab compare` (two bench runs ->
+report inputs), against the mock server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from speculab.bench.client import EndpointConfig, SamplingConfig
+from speculab.bench.compare import inputs_from_bench_dirs
+from speculab.bench.measure import BenchConfig, run_bench
+from speculab.bench.mock_server import MockConfig, mock_server_in_thread
+from speculab.bench.runner import LoadConfig
+from speculab.bench.starter import ServerLook, look_at_server, starter_yaml
+from speculab.bench.workload import load_workload
+from speculab.config import load_experiment, parse_experiment
+from speculab.errors import EndpointError, UserError
+from speculab.report.model import build_report
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> None:
+    cfg = MockConfig(tokens_per_chunk=2, num_speculative_tokens=1)  # exposes vllm:spec_decode_* counters
+    with mock_server_in_thread(cfg) as url:
+        out = tmp_path / "experiment.yaml"
+        proc = subprocess.run(
+            [sys.executable, "-m", "speculab", "init", "--url", url, "--output", str(out)],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "engine: vllm" in proc.stderr
+        again = subprocess.run(
+            [sys.executable, "-m", "speculab", "init", "--url", url, "--output", str(out)],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
+            timeout=60,
+        )
+        assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
+    exp = load_experiment(out)
+    assert exp.baseline.launch is not None and exp.baseline.launch.engine == "vllm"
+    port = url.rsplit(":", 1)[1]
+    assert exp.baseline.launch.port == int(port) and "vllm.entrypoints.openai.api_server" in exp.baseline.launch.command
+    assert exp.speculation.method == "ngram" and exp.repeats == 2
+
+
+@pytest.mark.parametrize("engine", ["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"])
+def test_starter_file_loads_for_every_engine(engine: str) -> None:
+    look = ServerLook("http://10.0.0.5:30000", engine, ({"id": "my-model", "root": "/models/m"},), None, ())
+    exp = parse_experiment(starter_yaml(look), "starter.yaml")
+    if engine == "other":  # unknown flags: two-URL mode with a placeholder candidate
+        assert exp.two_url_mode and exp.baseline.url == "http://10.0.0.5:30000"
+    else:
+        assert exp.baseline.launch is not None and exp.baseline.launch.engine == engine
+        assert "/models/m" in exp.baseline.launch.command and exp.baseline.launch.host == "10.0.0.5"
+
+
+def test_init_unreachable_url_is_one_clear_error() -> None:
+    with pytest.raises(EndpointError, match=r"cannot reach http://127\.0\.0\.1:9"):
+        asyncio.run(look_at_server("http://127.0.0.1:9"))
+
+
+def _bench(url: str, out: Path, concurrency: int = 2) -> None:
+    wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=12)
+    cfg = BenchConfig(
+        endpoint=EndpointConfig(base_url=url, model=""),
+        sampling=SamplingConfig(max_tokens=16),
+        load=LoadConfig(concurrency=concurrency),
+        output_dir=out,
+        workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": 12},
+    )
+    asyncio.run(run_bench(cfg, wl.items))
+
+
+def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
+    plain = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)
+    spec = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16, tokens_per_chunk=4, num_speculative_tokens=3)
+    with mock_server_in_thread(plain) as a, mock_server_in_thread(spec) as b:
+        _bench(a, tmp_path / "a")
+        _bench(b, tmp_path / "b")
+        _bench(b, tmp_path / "b4", concurrency=4)
+    inputs = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b")
+    assert [a.name for a in inputs.arms] == ["baseline", "candidate"]
+    assert inputs.changes[0].verified is None and "not interleaved" in inputs.notes[0]
+    assert len(inputs.setup.items) == 12 and inputs.setup.levels[0].key == "c2"
+    cand = inputs.runs_for("candidate", "c2")[0]
+    assert cand.acceptance is not None and cand.acceptance.acceptance_length == pytest.approx(4.0)
+    report = build_report(inputs)
+    assert report.level("c2").comparison("candidate").metric("tpot_s").verdict == "faster"
+    with pytest.raises(UserError, match=r"cannot be paired: load.concurrency: 2 vs 4"):
+        inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b4")
+    with pytest.raises(UserError, match="give the output directory of a `speculab bench` run"):
+        inputs_from_bench_dirs(tmp_path / "a", tmp_path / "nope")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "inputs.json").write_text(json.dumps({}))
+    with pytest.raises(UserError, match="speculab report"):
+        inputs_from_bench_dirs(tmp_path / "c", tmp_path / "a")

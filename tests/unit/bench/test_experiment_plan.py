@@ -1,0 +1,141 @@
+"""Planning an A/B run: candidate derivation, the single-change rule and --allow-extra-diff, levels, same
+sampling in every arm. Nothing is started here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from speculab.bench.engines import adapter_for
+from speculab.bench.experiment import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
+from speculab.bench.server_process import ServerCommand
+from speculab.config import SpeculationConfig, parse_experiment
+from speculab.errors import UserError
+
+VLLM = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
+
+
+def exp_yaml(candidate: str = "", extra: str = "", engine: str = "vllm", command: list[str] | None = None) -> str:
+    return f"""
+workload: {{spec: "synthetic:input=10,output=8", num_prompts: 6}}
+sampling: {{temperature: 0.0, max_tokens: 32, top_k: 5, min_tokens: 4, seed: 7}}
+loads:
+  low: {{concurrency: 1}}
+  operating: {{rate: 2.5, arrival: constant, max_concurrency: 8}}
+  sweep: [{{rate: 1}}, {{rate: 2.5}}, {{rate: 5}}]
+repeats: 2
+baseline:
+  launch: {{engine: {engine}, command: {json.dumps(command or VLLM)}, port: 8000, env: {{A: "1"}}}}
+speculation: {{method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}}
+{candidate}
+{extra}
+"""
+
+
+def test_vllm_candidate_is_derived_and_verified() -> None:
+    seen = []
+    plan = plan_experiment(parse_experiment(exp_yaml()), on_change=seen.append)
+    base, cand = plan.arms
+    assert cand.launch is not None and base.launch is not None
+    assert cand.launch.command == (
+        *VLLM,
+        "--speculative-config",
+        '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}',
+    )
+    assert cand.launch.env == {"A": "1"} and cand.launch.port == 8000
+    assert plan.changes[0].verified is True and seen == list(plan.changes)
+    assert cand.info.name == "ngram-k4" and cand.info.label == "ngram k=4" and cand.info.engine == "vllm"
+    assert base.info.command == tuple(VLLM) and cand.k == 4
+
+
+def test_levels_dedup_with_roles_and_same_sampling_for_every_arm() -> None:
+    plan = plan_experiment(parse_experiment(exp_yaml()))
+    assert [(lv.key, lv.roles) for lv in plan.setup.levels] == [
+        ("c1", ("low",)),
+        ("r2.5", ("operating", "sweep")),
+        ("r1", ("sweep",)),
+        ("r5", ("sweep",)),
+    ]
+    assert plan.loads[1].arrival == "constant" and plan.loads[1].max_concurrency == 8
+    assert plan.extra_body == {"top_k": 5, "min_tokens": 4} == sampling_extras(5, 4)
+    assert plan.sampling.seed == 7 and plan.sampling.max_tokens == 32 and plan.setup.repeats == 2
+    assert len(plan.setup.items) == 6 and all(it.seed is not None for it in plan.setup.items)
+
+
+def test_extra_difference_is_refused_unless_allowed() -> None:
+    cand = {"command": [*VLLM, "--max-model-len", "4096", "--speculative-config", '{"method":"ngram"}']}
+    y = exp_yaml(candidate="candidate: " + json.dumps(cand))
+    seen = []
+    with pytest.raises(UserError, match=r"more than speculation \(.*--max-model-len.*--allow-extra-diff"):
+        plan_experiment(parse_experiment(y), on_change=seen.append)
+    assert seen and seen[0].verified is False  # the difference was shown before the refusal
+    plan = plan_experiment(parse_experiment(y), allow_extra_diff=True)
+    assert plan.changes[0].verified is False and "--allow-extra-diff" in plan.changes[0].note
+    # the file's own allow_extra_diff key works too
+    assert plan_experiment(
+        parse_experiment(exp_yaml(candidate="candidate: " + json.dumps(cand), extra="allow_extra_diff: true"))
+    )
+
+
+def test_environment_difference_counts_as_extra() -> None:
+    y = exp_yaml(
+        candidate="candidate: {command: " + json.dumps([*VLLM, "--speculative-config", "{}"]) + ', env: {A: "2"}}'
+    )
+    with pytest.raises(UserError, match="env A: 1 -> 2"):
+        plan_experiment(parse_experiment(y))
+
+
+def test_identical_candidate_is_refused_with_a_reason() -> None:
+    y = exp_yaml(candidate="candidate: " + json.dumps({"command": VLLM}))
+    with pytest.raises(UserError, match="identical to the baseline"):
+        plan_experiment(parse_experiment(y))
+
+
+def test_baseline_that_already_speculates_is_refused() -> None:
+    cmd = [*VLLM, "--speculative-config", "{}"]
+    with pytest.raises(UserError, match="already has speculation flag --speculative-config"):
+        plan_experiment(parse_experiment(exp_yaml(command=cmd)))
+
+
+def test_other_engine_cannot_be_verified_but_runs() -> None:
+    y = exp_yaml(
+        engine="other",
+        command=["srv", "--port", "8000"],
+        candidate='candidate: {command: [srv, --port, "8000", --spec]}',
+    )
+    plan = plan_experiment(parse_experiment(y))
+    assert plan.changes[0].verified is None and "check the difference yourself" in plan.changes[0].note
+
+
+@pytest.mark.parametrize("engine", ["speculab", "sglang", "llamacpp", "tgi"])
+def test_every_engine_adapter_derives_a_single_change(engine: str) -> None:
+    spec = SpeculationConfig("draft_model", 4, model="/d") if engine != "tgi" else SpeculationConfig("ngram", 3)
+    base = ServerCommand(("server", "--model", "/m", "--port", "9000"), 9000)
+    cand, change = derive_candidate(adapter_for(engine), base, spec, name="x")
+    assert change.verified is True and cand.command[:5] == base.command
+    assert enforce_single_change(change, False) is change
+
+
+def test_two_url_plan() -> None:
+    y = """
+workload: "synthetic:input=10,output=8"
+loads: {operating: {concurrency: 2}}
+baseline: {url: "http://a:1"}
+candidate: {url: "http://b:2", model: m2}
+speculation: {method: ngram, num_speculative_tokens: 3}
+"""
+    plan = plan_experiment(parse_experiment(y))
+    assert not plan.launch_mode and plan.setup.two_url_mode
+    assert [a.info.url for a in plan.arms] == ["http://a:1", "http://b:2"] and plan.arms[1].model == "m2"
+    assert plan.changes[0].verified is None and plan.changes[0].diff_lines == ()
+
+
+def test_api_key_env_must_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPECULAB_TEST_KEY", raising=False)
+    y = exp_yaml().replace("baseline:\n", "baseline:\n  api_key_env: SPECULAB_TEST_KEY\n")
+    with pytest.raises(UserError, match="SPECULAB_TEST_KEY, which is not set"):
+        plan_experiment(parse_experiment(y))
+    monkeypatch.setenv("SPECULAB_TEST_KEY", "secret")
+    plan = plan_experiment(parse_experiment(y))
+    assert plan.arms[0].api_key == "secret" and "secret" not in repr(plan.arms[0])

@@ -1,0 +1,141 @@
+"""Speculative decoding end to end in the engine (fp32, CPU, tiny random models).
+
+Greedy output with n-gram lookup and with a draft model is identical to plain decoding, including cuts by
+eos, stop strings and max_tokens inside accepted runs; sampled output has the target's joint distribution;
+a batch whose rows accept different numbers of drafts equals each row run alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from scipy.stats import chisquare
+from tests.fakes.spec_models import LetterDetokenizer, sharp_lm, truncated_copy
+
+from speculab.engine.engine import Engine, EngineConfig
+from speculab.engine.model import BatchInput, CausalLM, KVCache
+from speculab.engine.sampling import processed_probs
+from speculab.engine.sequence import FinishReason, SamplingParams
+from speculab.engine.spec.draft_model import DraftModelProposer
+from speculab.engine.spec.ngram import NgramProposer
+from speculab.engine.spec.speculator import Speculator
+
+SLOTS, MAX_LEN = 8, 128
+
+
+@pytest.fixture(scope="module")
+def target() -> CausalLM:
+    return sharp_lm(0)
+
+
+def make_engine(model: CausalLM, spec: str | None, draft: CausalLM | None = None, **kw) -> Engine:
+    slots = kw.pop("max_num_seqs", SLOTS)
+    speculator = None
+    if spec == "ngram":
+        speculator = Speculator(NgramProposer(4, prompt_lookup_max=3, prompt_lookup_min=1))
+    elif spec == "draft":
+        assert draft is not None
+        speculator = Speculator(DraftModelProposer(draft, 4, slots, MAX_LEN, model.config.vocab_size))
+    cfg = EngineConfig(max_num_seqs=slots, max_model_len=MAX_LEN, max_num_batched_tokens=512, max_waiting=10_000)
+    return Engine(model, cfg, speculator=speculator, detokenizer_factory=LetterDetokenizer, **kw)
+
+
+def workload(n: int, vocab: int, seed: int) -> tuple[list[list[int]], list[SamplingParams]]:
+    """Prompts that repeat spans of themselves (so lookup finds matches); varied limits and stop strings."""
+    g = torch.Generator().manual_seed(seed)
+    prompts, params = [], []
+    for i in range(n):
+        base = torch.randint(0, vocab, (int(torch.randint(4, 16, (1,), generator=g)),), generator=g).tolist()
+        prompts.append(base + base[: len(base) // 2] + base)
+        stop = ("ab",) if i % 5 == 0 else ()
+        params.append(
+            SamplingParams(max_tokens=int(torch.randint(1, 40, (1,), generator=g)), temperature=0.0, stop=stop)
+        )
+    return prompts, params
+
+
+@pytest.mark.parametrize("method", ["ngram", "draft"])
+def test_greedy_speculative_equals_plain_for_60_prompts(target, method):
+    prompts, params = workload(60, target.config.vocab_size, seed=1)
+    plain = make_engine(target, None).generate(prompts, params)
+    # eos: a token plain decoding emits mid-output somewhere, so some accepted runs must be cut by it.
+    eos = frozenset({plain[0].output_ids[len(plain[0].output_ids) // 2]}) if plain[0].output_ids else frozenset()
+    plain = make_engine(target, None, eos_token_ids=eos).generate(prompts, params)
+    draft = truncated_copy(target, 1) if method == "draft" else None
+    engine = make_engine(target, method, draft, eos_token_ids=eos)
+    spec = engine.generate(prompts, params)
+    assert [s.output_ids for s in spec] == [s.output_ids for s in plain]
+    assert [s.finish_reason for s in spec] == [s.finish_reason for s in plain]
+    assert [s.text for s in spec] == [s.text for s in plain]
+    reasons = {s.finish_reason for s in spec}
+    assert FinishReason.STOP in reasons and FinishReason.LENGTH in reasons
+    c = engine.speculator.counters
+    assert c.num_drafts > 0 and 0 < c.num_accepted_tokens < c.num_draft_tokens
+    assert sum(s.spec.num_accepted_tokens for s in spec) == c.num_accepted_tokens
+    assert c.accepted_per_pos[0] >= c.accepted_per_pos[-1] > 0
+    assert sorted(engine.scheduler.free_slots) == list(range(SLOTS))
+
+
+def test_batch_with_mixed_acceptance_equals_each_row_alone(target):
+    draft = truncated_copy(target, 1)
+    prompts, _ = workload(8, target.config.vocab_size, seed=2)
+    params = [
+        SamplingParams(max_tokens=30, temperature=0.0)
+        if i % 2
+        else SamplingParams(max_tokens=30, temperature=0.9, top_p=0.9, seed=100 + i)
+        for i in range(8)
+    ]
+    engine = make_engine(target, "draft", draft)
+    seqs = [engine.add_request(f"r{i}", p, sp) for i, (p, sp) in enumerate(zip(prompts, params, strict=True))]
+    mixed_steps = 0
+    while engine.has_unfinished():
+        counts = {len(out.new_token_ids) for out in engine.step() if out.new_token_ids}
+        mixed_steps += len(counts) > 1
+    assert mixed_steps > 0  # rows in one step emitted different numbers of tokens
+    for p, sp, s in zip(prompts, params, seqs, strict=True):
+        alone = make_engine(target, "draft", truncated_copy(target, 1)).generate([p], sp)[0]
+        assert alone.output_ids == s.output_ids
+
+
+def _full_probs(model: CausalLM, tokens: list[int], sp: SamplingParams) -> torch.Tensor:
+    cache = KVCache(model.config, 1, 64, torch.float32, torch.device("cpu"))
+    n = len(tokens)
+    with torch.inference_mode():
+        logits = model(BatchInput(torch.tensor([tokens]), torch.arange(n)[None], torch.tensor([0]), n), cache)[:, -1]
+    t, p, k = torch.tensor([sp.temperature]), torch.tensor([sp.top_p]), torch.tensor([sp.top_k])
+    return processed_probs(logits, t, p, k)[0].double()
+
+
+@pytest.mark.parametrize("method", ["ngram", "draft"])
+def test_sampled_first_tokens_have_the_targets_joint_distribution(method):
+    """5,000 seeded requests; the joint law of the first 3 tokens (prefill, then draft/verify/bonus) vs exact."""
+    vocab, n_samples, n_tokens = 5, 5000, 3
+    target = sharp_lm(3, vocab_size=vocab, sharpen=2.0)
+    draft = sharp_lm(4, vocab_size=vocab, num_hidden_layers=1, sharpen=2.0)  # a different model: real rejections
+    sp = dict(max_tokens=n_tokens, temperature=0.9, top_k=4)
+    prompt = [1, 2, 3, 1, 2]
+    exact = []
+    for seq in itertools.product(range(vocab), repeat=n_tokens):
+        prob, prefix = 1.0, list(prompt)
+        for tok in seq:
+            prob *= float(_full_probs(target, prefix, SamplingParams(**sp))[tok])
+            prefix.append(tok)
+        exact.append(prob)
+    exact_t = torch.tensor(exact, dtype=torch.float64)
+    engine = make_engine(target, method, draft, max_num_seqs=64)
+    outs = engine.generate([prompt] * n_samples, [SamplingParams(**sp, seed=i) for i in range(n_samples)])
+    codes = [sum(t * vocab ** (n_tokens - 1 - j) for j, t in enumerate(s.output_ids)) for s in outs]
+    observed = torch.bincount(torch.tensor(codes), minlength=vocab**n_tokens).double()
+    c = engine.speculator.counters
+    assert c.num_drafts > 500 and 0 < c.num_accepted_tokens < c.num_draft_tokens
+    assert observed[exact_t == 0].sum() == 0  # top-k removed these sequences: they must never appear
+    # Pool cells with small expected counts so that the chi-square approximation holds.
+    exp = exact_t * n_samples
+    big = exp >= 5
+    obs_cells = torch.cat([observed[big], observed[~big].sum()[None]])
+    exp_cells = torch.cat([exp[big], exp[~big].sum()[None]])
+    assert (
+        chisquare(obs_cells.numpy(), exp_cells.numpy() * obs_cells.sum().item() / exp_cells.sum().item()).pvalue > 1e-3
+    )
