@@ -126,8 +126,7 @@ def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
 
 
 def test_launch_cmd_times_start_up_and_first_token_then_stops_the_server(capsys, tmp_path):
-    # the launcher is the lifecycle's (branch `lifecycle`); until it is merged there is nothing to launch with
-    port_in_use = pytest.importorskip("speculab.bench.server_process").port_in_use
+    from speculab.bench.server_process import port_in_use
 
     port = free_port()
     out = tmp_path / "d"

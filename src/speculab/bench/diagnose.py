@@ -39,6 +39,7 @@ from speculab.bench.records import RequestRecord, RequestSpec
 from speculab.bench.results import MANIFEST, RunDir, request_option_hints, utc_now, versions
 from speculab.bench.runner import LoadConfig, run_load
 from speculab.bench.scrape import MetricsSnapshot, scrape_metrics
+from speculab.bench.server_process import ServerCommand, ServerProcess
 from speculab.bench.workload import approx_tokens, item_text, load_workload
 from speculab.errors import EndpointError, UserError
 
@@ -69,7 +70,7 @@ class DiagnoseConfig:
     idle_s: float = 0.0  # > 0: one more probe after this long idle (scale-to-zero, evicted caches)
     prefix_tokens: int | None = None  # None: half the longest sweep prompt
     prefix_repeats: int = 3
-    launch: Any = None  # speculab.bench.server_process.ServerCommand: start (and stop) the server ourselves
+    launch: ServerCommand | None = None  # start (and stop) the server ourselves: times start-up and first token
     scrape: bool = True
     thresholds: dg.Thresholds = field(default_factory=dg.Thresholds)
     command: tuple[str, ...] = ()  # argv, already redacted
@@ -279,7 +280,7 @@ def _merge(a: dg.ServerPhase | None, b: dg.ServerPhase) -> dg.ServerPhase:
 class _Launched:
     """A server this diagnosis started: the process (stopped at the end) and its start and readiness times."""
 
-    process: Any  # speculab.bench.server_process.ServerProcess
+    process: ServerProcess
     started_s: float  # process start, on the diagnosis clock
     ready_s: float  # process start -> health 200, seconds
 
@@ -370,8 +371,7 @@ async def run_diagnosis(
 
 async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asyncio.Event, clock: Clock) -> _Launched:
     """Start the server with the lifecycle's launcher (own process group, log file) and wait until it is ready."""
-    from speculab.bench.server_process import ServerProcess
-
+    assert cfg.launch is not None
     log_dir = cfg.output_dir if cfg.output_dir is not None else Path(".")
     server = ServerProcess(cfg.launch, log_dir / "server.log", name="diagnosed", clock=clock)
     if cfg.output_dir is not None:

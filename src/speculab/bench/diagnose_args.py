@@ -14,11 +14,13 @@ from urllib.parse import urlsplit
 from speculab.bench.cli_args import parse_extra_body
 from speculab.bench.client import EndpointConfig, SamplingConfig, resolve_api_key
 from speculab.bench.diagnose import DiagnoseConfig
+from speculab.bench.engines import adapter_for
 from speculab.bench.results import RunDir, redact_argv
+from speculab.bench.server_process import ServerCommand  # the lifecycle's launcher, as bench/experiment.py uses it
 from speculab.errors import UserError
 
 
-def _launch_from_cmd(cmd: str, url: str, engine: str, ready_timeout_s: float) -> Any:
+def _launch_from_cmd(cmd: str, url: str, engine: str, ready_timeout_s: float) -> ServerCommand:
     try:
         argv = shlex.split(cmd)
     except ValueError as e:
@@ -30,9 +32,6 @@ def _launch_from_cmd(cmd: str, url: str, engine: str, ready_timeout_s: float) ->
         raise UserError(f"--url {url!r} needs an explicit port with --launch-cmd (where the launched server listens)")
     if not ready_timeout_s > 0:
         raise UserError(f"--ready-timeout must be positive seconds, got {ready_timeout_s}")
-    from speculab.bench.engines import adapter_for
-    from speculab.bench.server_process import ServerCommand  # the lifecycle's launcher (bench/experiment.py uses it)
-
     health = adapter_for(engine).health_path
     return ServerCommand(tuple(argv), parts.port, {}, parts.hostname or "127.0.0.1", health, ready_timeout_s)
 
@@ -46,9 +45,6 @@ def _from_experiment(path: str, f: dict[str, Any]) -> None:
     if f["url"] is None:
         f["url"] = b.base_url
     if b.launch is not None and f["launch_cmd"] is None:
-        from speculab.bench.engines import adapter_for
-        from speculab.bench.server_process import ServerCommand
-
         la = b.launch
         health = la.health_path or adapter_for(la.engine).health_path
         f["_launch"] = ServerCommand(la.command, la.port, dict(la.env), la.host, health, la.ready_timeout_s)
