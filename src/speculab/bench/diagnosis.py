@@ -401,23 +401,24 @@ def queueing(
     tpot_ratio = load.tpot_s / c1.tpot_s if c1.tpot_s > 0 else math.nan
     steady = math.isfinite(tpot_ratio) and tpot_ratio <= th.steady_tpot_ratio
     far = ttft_ratio >= th.interference_ttft_ratio and d >= th.min_effect_s
-    # Waiting for a free slot also raises TTFT with decode steady; that is capacity, not interference. The server's
-    # queue-time histogram separates the two; without it, prefill contention can add at most the prefill work of the
-    # other N-1 requests in flight.
+    # Interference means the extra TTFT is other requests' prefill work: it can be at most the prefill of the other
+    # N-1 requests in flight (with some slack). Waiting for a free slot also raises TTFT with decode steady, but that
+    # is capacity, not interference: the server's queue-time histogram, when it has one, shows it. Anything beyond
+    # both (scheduling, CPU overhead) is queueing of another kind; disaggregation would not remove it.
+    parts = []
+    slot_explains = server_q is not None and server_q >= 0.5 * d
     if server_q is not None:
-        slot_explains = server_q >= 0.5 * d
-        how = f"the server reports {server_q:.3f} s of queue time per request"
-    elif prefill_per_request_s is not None:
-        slot_explains = d > 1.5 * (inp.concurrency - 1) * prefill_per_request_s
-        how = (
-            f"more than the prefill work of the other {inp.concurrency - 1} requests in flight "
-            f"({(inp.concurrency - 1) * prefill_per_request_s:.3f} s)"
-            if slot_explains
-            else "within the prefill work of the requests in flight"
-        )
+        parts.append(f"the server reports {server_q:.3f} s of queue time per request")
+    if prefill_per_request_s is not None:
+        bound = (inp.concurrency - 1) * prefill_per_request_s
+        prefill_explains = d <= 1.5 * bound
+        within = "within" if prefill_explains else "more than"
+        parts.append(f"{within} the prefill work of the other {inp.concurrency - 1} requests in flight ({bound:.3f} s)")
     else:
-        slot_explains, how = True, "no server queue metric and no prefill fit to tell slot waits from prefill"
-    interference = far and steady and not slot_explains
+        prefill_explains = False
+        parts.append("no prefill fit to compare the extra TTFT with")
+    how = "; ".join(parts)
+    interference = far and steady and prefill_explains and not slot_explains
     note = (
         f"TTFT {c1.ttft_s:.3f} s alone -> {load.ttft_s:.3f} s at concurrency {inp.concurrency} "
         f"({ttft_ratio:.1f}x); TPOT {c1.tpot_s * 1e3:.1f} -> {load.tpot_s * 1e3:.1f} ms ({tpot_ratio:.2f}x); {how}"

@@ -290,3 +290,10 @@ def test_to_dict_is_json_ready_and_has_the_issue_keys() -> None:
 def test_nothing_measured_is_not_a_crash() -> None:
     d = dg.analyze(dg.Inputs(phases={}))
     assert d.findings == () and d.decode is None and d.prefill.fit is None and not d.queueing.measured
+
+
+def test_no_interference_when_the_extra_ttft_is_beyond_any_prefill_work() -> None:
+    # the real-engine case: no server queue time, decode steady, but 1.9 s of extra TTFT against 3 x 5 ms of prefill
+    d = situation(s_per_token=1e-5, ttft_c1=0.06, ttft_load=2.0, server_queue=0.0)
+    assert not d.queueing.interference and d.disaggregation is None
+    assert d.findings[0].cause == "queueing" and "more than the prefill work" in d.findings[0].evidence
