@@ -77,3 +77,8 @@ async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_pat
         m = sm[phase]
         itl = m["server"]["itl_mean_s"]
         assert itl is not None and abs(m["client_tpot_mean_s"] - itl) <= 0.002 + 0.25 * itl, (phase, m)
+    # 4 slots, 2 in flight: the engine's own queue-time histogram says nobody waited for a slot, and the diagnosis
+    # reports the same server-side wait
+    load_srv = sm["workload-load"]["server"]
+    assert load_srv["queue_mean_s"] is not None and load_srv["queue_mean_s"] < 0.005
+    assert d.queueing.server_queue_s == load_srv["queue_mean_s"]

@@ -166,6 +166,7 @@ def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) 
             continue
         queue, _ = _hist_mean(before, after, prefix + "request_queue_time_seconds")
         itl, _ = _hist_mean(before, after, prefix + "inter_token_latency_seconds")
+        prefill, _ = _hist_mean(before, after, prefix + "request_prefill_time_seconds")
         if itl is None:
             itl, _ = _hist_mean(before, after, prefix + "time_per_output_token_seconds")
         return dg.ServerPhase(
@@ -173,6 +174,7 @@ def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) 
             ttft_count=n,
             queue_mean_s=queue,
             itl_mean_s=itl,
+            prefill_mean_s=prefill,
             prompt_tokens=prompt,
             prefix_cache_queries=_delta(before, after, prefix + "prefix_cache_queries_total"),
             prefix_cache_hits=_delta(before, after, prefix + "prefix_cache_hits_total"),
@@ -269,6 +271,7 @@ def _merge(a: dg.ServerPhase | None, b: dg.ServerPhase) -> dg.ServerPhase:
         ttft_count=add(a.ttft_count, b.ttft_count),
         queue_mean_s=wmean(a.queue_mean_s, a.ttft_count, b.queue_mean_s, b.ttft_count),
         itl_mean_s=wmean(a.itl_mean_s, a.ttft_count, b.itl_mean_s, b.ttft_count),
+        prefill_mean_s=wmean(a.prefill_mean_s, a.ttft_count, b.prefill_mean_s, b.ttft_count),
         prompt_tokens=add(a.prompt_tokens, b.prompt_tokens),
         prefix_cache_queries=add(a.prefix_cache_queries, b.prefix_cache_queries),
         prefix_cache_hits=add(a.prefix_cache_hits, b.prefix_cache_hits),

@@ -69,6 +69,7 @@ class ServerPhase:
     ttft_count: float | None = None
     queue_mean_s: float | None = None  # request queue time histogram (vLLM): Δsum / Δcount
     itl_mean_s: float | None = None  # inter-token latency (time per output token) histogram: Δsum / Δcount
+    prefill_mean_s: float | None = None  # request prefill time histogram (vLLM, speculab): slot -> first token
     prompt_tokens: float | None = None  # prompt token counter delta
     prefix_cache_queries: float | None = None
     prefix_cache_hits: float | None = None
