@@ -76,7 +76,7 @@ async def test_decode_dominated() -> None:
     with mock_process(
         ttft_s=0.02, gap_s=0.012, output_tokens=48, prefill_s_per_token=0.00002, max_model_len=1024
     ) as url:
-        res = await diagnose(url, concurrency=2, workload="synthetic:input=64,output=48", max_tokens=48)
+        res = await diagnose(url, concurrency=2, workload="synthetic:input=64,output=32", max_tokens=32)
     d = res.diagnosis
     assert d.findings[0].cause == "decode", d.findings
     assert d.decode is not None and d.decode.decode_share > 0.8
