@@ -74,7 +74,7 @@ async def test_quantities_recovered_within_10_percent(tmp_path: Path) -> None:
 
 async def test_decode_dominated() -> None:
     with mock_process(
-        ttft_s=0.02, gap_s=0.012, output_tokens=48, prefill_s_per_token=0.00002, max_model_len=1024
+        ttft_s=0.02, gap_s=0.01, output_tokens=32, prefill_s_per_token=0.00002, max_model_len=1024
     ) as url:
         res = await diagnose(url, concurrency=2, workload="synthetic:input=64,output=32", max_tokens=32)
     d = res.diagnosis
