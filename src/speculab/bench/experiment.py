@@ -720,6 +720,10 @@ class _Lifecycle:
         # a few tokens, not one: a lone token can be an incomplete UTF-8 sequence that streams no text at all
         probe = replace(self.setup.items[0], index=0, max_tokens=8)
         rec = await self._request(arm, model)(self.session, probe, scheduled_s=self.clock())
+        if rec.ok and not rec.chunks and rec.completion_tokens and server.started_s is not None:
+            # The model ended at once (e.g. its first token was end-of-sequence): no text, but a token was made, and
+            # the response that carried its finish_reason is when it reached us.
+            return rec.end_s - server.started_s
         if not rec.ok or not rec.chunks or server.started_s is None:
             why = rec.error.message[:200] if rec.error is not None else "no text streamed"
             self.notes.append(f"{arm.info.name}: cold-start probe gave no first token ({why})")
