@@ -599,9 +599,16 @@ class LoadSpeedup:
 
     @classmethod
     def from_comparison(cls, load: float, c: MetricComparison) -> LoadSpeedup:
-        """The speedup of a time metric's comparison at one load, replicates converted to speedups."""
+        """The speedup of a time metric's comparison at one load, replicates converted to speedups.
+
+        The replicates are the geometric mean's bootstrap, recentred (in log space) on the verdict's estimate, so
+        the crossover's point and interval describe the same speedup curve as the per-load verdicts; under heavy
+        tails the geometric mean's spread is the wider one, which keeps the crossover interval conservative.
+        """
         lo, hi = c.speedup_interval
-        reps = tuple(1.0 / r for r in c.replicates) if c.lower_is_better else c.replicates
+        shift = c.verdict_ratio.estimate / c.geomean_ratio.estimate if c.geomean_ratio.estimate > 0 else 1.0
+        ratios = [r * shift for r in c.replicates]
+        reps = tuple(1.0 / r for r in ratios) if c.lower_is_better else tuple(ratios)
         return cls(load, c.speedup, lo, hi, reps)
 
 
