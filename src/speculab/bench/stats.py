@@ -267,10 +267,15 @@ def signed_rank_critical_k(n: int, confidence: float = CONFIDENCE) -> int:
     m = n * (n + 1) // 2
     if n < 1:
         return 0
-    tail = signed_rank_cdf(np.arange(m + 1), n)
-    # tail[k-1] <= alpha/2  <=>  k-1 < number of t with tail[t] <= alpha/2 (tail is non-decreasing)
-    k = int(np.searchsorted(tail, (1 - confidence) / 2 * (1 + 1e-12), side="right"))
-    return min(k, (m + 1) // 2)
+    half_alpha = (1 - confidence) / 2
+    if n <= EXACT_SIGNED_RANK_MAX_N:
+        # cdf[k-1] <= alpha/2  <=>  k-1 < number of t with cdf[t] <= alpha/2 (the cdf is non-decreasing)
+        k = int(np.searchsorted(_signed_rank_cdf(n), half_alpha * (1 + 1e-12), side="right"))
+    else:  # largest t with ndtr((t + 0.5 - m/2) / sd) <= alpha/2, plus one; no O(n^2) array
+        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        t = math.floor(m / 2 - 0.5 + sd * float(special.ndtri(half_alpha)))
+        k = t + 1 if float(signed_rank_cdf(t, n)) <= half_alpha else t  # guard the floor against rounding
+    return max(0, min(k, (m + 1) // 2))
 
 
 def _walsh_order_stats(x: np.ndarray, orders: Sequence[int]) -> np.ndarray:
