@@ -309,6 +309,62 @@ def mock_server(
         raise
 
 
+# --- diagnose: which latency problem is this (cold start, queueing, prefill, decode)? ---------------------------
+
+
+@app.command()
+def diagnose(
+    url: str | None = typer.Option(None, "--url", help="Server base URL (with --launch-cmd: where it will listen)"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="New directory (default: ./diagnose-TIMESTAMP)"),
+    model: str | None = typer.Option(None, "--model", help="Served model name (default: the only one served)"),
+    api: str | None = typer.Option(None, "--api", help="completions | chat (default completions)"),
+    workload: str | None = typer.Option(None, "--workload", help="Your workload (default builtin:mixed)"),
+    num_prompts: int | None = typer.Option(None, "--num-prompts", help="Workload requests per load (default 16)"),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Your operating point (closed loop); 1: no queueing check"
+    ),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit for workload requests"),
+    temperature: float | None = typer.Option(None, "--temperature"),
+    seed: int | None = typer.Option(None, "--seed", help="Workload seed (per-request sampling seeds)"),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask the server to generate exactly max tokens"),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Context length (default: /v1/models)"),
+    max_prompt_tokens: int | None = typer.Option(None, "--max-prompt-tokens", help="Longest prompt of the sweep"),
+    sweep_points: int = typer.Option(6, "--sweep-points", help="Prompt lengths in the prefill sweep"),
+    sweep_repeats: int = typer.Option(3, "--sweep-repeats", help="Requests per prompt length"),
+    idle: float = typer.Option(0.0, "--idle", help="Also probe after this many idle seconds (scale-to-zero)"),
+    prefix_tokens: int | None = typer.Option(None, "--prefix-tokens", help="Shared prefix length of the cache probe"),
+    probe_seed: int | None = typer.Option(None, "--probe-seed", help="Seed of probe prompts (default: fresh text)"),
+    launch_cmd: str | None = typer.Option(None, "--launch-cmd", help="Start this server command (measures start-up)"),
+    engine: str = typer.Option("other", "--engine", help="With --launch-cmd: vllm|sglang|llamacpp|tgi|speculab|other"),
+    ready_timeout: float = typer.Option(600.0, "--ready-timeout", help="With --launch-cmd: seconds to become ready"),
+    experiment: str | None = typer.Option(None, "--experiment", help="Take URL/launch, workload, load from this file"),
+    api_key: str | None = typer.Option(None, "--api-key", help="Default: $SPECULAB_API_KEY or $OPENAI_API_KEY"),
+    timeout: float = typer.Option(600.0, "--timeout", help="Per-request timeout, seconds"),
+    include_usage: bool = typer.Option(True, "--include-usage/--no-include-usage", help="stream_options.include_usage"),
+    continuous_usage: bool = typer.Option(
+        True, "--continuous-usage/--no-continuous-usage", help="stream_options.continuous_usage_stats"
+    ),
+    extra_body: str | None = typer.Option(None, "--extra-body", help="JSON object merged into every request body"),
+    scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Read the server's /metrics around each phase"),
+) -> None:
+    """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
+    from speculab.bench.diagnose import diagnose_interruptible
+    from speculab.bench.diagnose_args import diagnose_config_from_flags
+    from speculab.report.diagnosis_console import print_diagnosis
+
+    cfg = diagnose_config_from_flags(dict(locals()), argv=sys.argv)
+    console = Console()
+
+    def phase(text: str) -> None:
+        err_console.print(f"[dim]{escape(text)}[/]", highlight=False)
+
+    result = diagnose_interruptible(cfg, on_phase=phase)
+    print_diagnosis(console, result.document, result.run_dir)
+    if result.interrupted:
+        err_console.print("interrupted: the diagnosis of the phases that ran is on disk")
+        raise typer.Exit(130)
+
+
 # --- run / compare / init / demo: the A/B lifecycle (speculab.bench.experiment) ----------------------------------
 
 

@@ -306,6 +306,8 @@ class _Load(_Model):
             raise ValueError("give exactly one of `concurrency` (closed loop) or `rate` (requests/s, open loop)")
         if self.concurrency is not None and (self.max_concurrency is not None or self.arrival != "poisson"):
             raise ValueError("arrival and max_concurrency apply to `rate` loads only")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError(f"burstiness shapes gamma arrivals only; set arrival: gamma (not {self.arrival})")
         return self
 
 

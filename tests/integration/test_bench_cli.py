@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -49,6 +50,8 @@ def one_line_error(err: str) -> str:
         (["--rate", "2", "--arrival", "weibull"], "--arrival must be one of"),
         (["--timeout", "0"], "--timeout"),
         (["--extra-body", "{nope"], "--extra-body is not valid JSON"),
+        (["--extra-body", '{"stream": false}'], "--extra-body sets 'stream', which speculab sets itself; use --stream"),
+        (["--extra-body", '{"temperature": 1}'], "use --temperature instead"),
         (["--workload", "nope:thing"], "unknown workload"),
         (["--tokenizer", "/nonexistent/tok"], "--tokenizer"),
         (["--bogus-flag"], "No such option"),
@@ -125,7 +128,23 @@ def test_successful_run_writes_directory_and_hides_key(capsys, tmp_path, mock_ur
     assert "TTFT" in stdout
 
 
-def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path):
+def _running_at(url: str) -> float:
+    """The mock's vllm:num_requests_running gauge (0 when /metrics cannot be read yet)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return 0.0
+    for fam in text_string_to_metric_families(text):
+        if fam.name == "vllm:num_requests_running":
+            return sum(s.value for s in fam.samples)
+    return 0.0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
     out = tmp_path / "run"
     with mock_process(ttft_s=0.05, gap_s=0.05, tokens_per_chunk=1, output_tokens=400) as url:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -153,11 +172,12 @@ def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path):
             text=True,
             env=env,
         )
+        # Ctrl-C once all 4 requests are running at the server (each takes 20 s): a fixed sleep after the output
+        # appeared raced the preflight and the metrics scrape on a slow machine
         deadline = time.monotonic() + 60
-        while not (out / "requests.jsonl").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        while _running_at(url) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err

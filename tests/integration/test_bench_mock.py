@@ -1,9 +1,11 @@
 """speculab bench against the scripted mock server: the accuracy the issue demands, and faults at run level."""
 
 import asyncio
+import contextlib
 import json
 import time
 
+import psutil
 import pytest
 
 from integration.mock_process import mock_process
@@ -29,6 +31,18 @@ async def wakeup_lateness_p90_s(n: int = 40, sleep_s: float = 0.005) -> float:
     return late[int(0.9 * (n - 1))]
 
 
+def others_cpu_s() -> float:
+    """CPU seconds the whole machine has spent (steal included) outside this process and its children (the mock)."""
+    me = psutil.Process()
+    own = 0.0
+    for p in (me, *me.children(recursive=True)):
+        with contextlib.suppress(psutil.Error):
+            own += sum(p.cpu_times()[:2])  # user + system
+    t = psutil.cpu_times()
+    busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq", "steal"))
+    return busy - own
+
+
 async def server_send_log(url: str) -> dict[str, dict]:
     """The mock's own record of each stream (arrival, first-chunk deadline, chunk write times), by prompt; the
     last entry wins, so warmup requests that reused a prompt are replaced by the measured one."""
@@ -45,8 +59,12 @@ def median(xs: list[float]) -> float:
 
 # The +-1-2 ms tolerances of issue 2 are meaningful only when the OS wakes processes on time. On a machine
 # shared with other CPU-bound jobs, wakeups arrive milliseconds late in the mock and the client alike; then the
-# timing assertions are skipped (saying so and why), while every count and ratio is still checked.
+# timing assertions are skipped (saying so and why), while every count and ratio is still checked. Wakeup lateness
+# is sampled before and after the run; other processes' CPU use is measured over the run itself (a job that starts
+# mid-run and saturates a 2-core machine was missed by the samples). The client's and the mock's own CPU use never
+# excuse a miss.
 QUIET_LATENESS_S = 0.0005
+QUIET_OTHERS_CPU_SHARE = 0.10  # of all cores, over the run
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +83,9 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
         output_dir=tmp_path / "run",
     )
     lateness_before = await wakeup_lateness_p90_s()
+    others0, t0 = others_cpu_s(), time.perf_counter()
     res = await run_bench(cfg, items)
+    others_share = (others_cpu_s() - others0) / ((time.perf_counter() - t0) * (psutil.cpu_count() or 1))
     lateness = max(lateness_before, await wakeup_lateness_p90_s())
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s == json.loads(json.dumps(res.summary))
@@ -103,6 +123,8 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     )
     way_in = [e["arrival_s"] - r.sent_s for r, e in zip(measured, server, strict=True)]
     timing += f", request reached the mock {median(way_in) * 1e3:.2f} ms after it was sent (p50)"
+    if others_share > QUIET_OTHERS_CPU_SHARE:
+        pytest.skip(f"machine too busy for +-1 ms checks (other processes used {others_share:.0%} of it); {timing}")
     # The client's own timestamping error: a written chunk is seen within 1 ms.
     assert median(delivery) <= 0.001, timing
     # Issue 2's +-2 ms holds the client to the scripted 100 ms. That is only a fair reference while the mock keeps

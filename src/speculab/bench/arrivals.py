@@ -33,6 +33,9 @@ class ArrivalConfig:
             raise UserError(f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind!r}")
         if not self.burstiness > 0:
             raise UserError(f"--burstiness must be > 0, got {self.burstiness}")
+        if self.burstiness != 1.0 and self.kind != "gamma":
+            # silently ignoring it would run a Poisson (or constant) load the user did not ask for
+            raise UserError(f"--burstiness shapes gamma arrivals only; add --arrival gamma (not {self.kind})")
 
 
 def intervals(cfg: ArrivalConfig, rng: np.random.Generator) -> Iterator[float]:

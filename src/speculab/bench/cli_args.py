@@ -35,6 +35,14 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
         ) from None
     if not isinstance(obj, dict):
         raise UserError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'")
+    # keys the harness sets from its own flags: overriding them here would silently break what it measures
+    # (stream: false under a streaming reader fails every request; a different model or prompt is another run)
+    owned = {"model": "--model", "stream": "--stream/--no-stream", "prompt": "--workload", "messages": "--workload"}
+    owned |= {"max_tokens": "--max-tokens", "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed"}
+    clash = [k for k in obj if k in owned]
+    if clash:
+        k = clash[0]
+        raise UserError(f"--extra-body sets {k!r}, which speculab sets itself; use {owned[k]} instead")
     return obj
 
 

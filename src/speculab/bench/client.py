@@ -110,6 +110,12 @@ def normalize_base_url(url: str) -> str:
     u = url.strip().rstrip("/")
     if not (u.startswith("http://") or u.startswith("https://")):
         raise UserError(f"--url must start with http:// or https://, got {url!r}")
+    for path in ("/v1/chat/completions", "/v1/completions", "/chat/completions", "/completions", "/v1/models"):
+        if u.endswith(path):
+            raise UserError(
+                f"--url is the server's base address, not an endpoint: drop {path!r} "
+                f"(e.g. --url {u[: -len(path)]}; --api chooses completions or chat)"
+            )
     if u.endswith("/v1"):
         u = u[: -len("/v1")]
     return u
@@ -198,6 +204,7 @@ class StreamState:
         self._answer: list[str] = []
         self._reasoning: list[str] = []
         self._logprobs: list[dict[str, Any]] = []
+        self._untexted_logprob_tokens = 0  # tokens of text-less chunks since the last text chunk (credited to the next)
         self.usage: dict[str, Any] | None = None
         self.usage_chunk_s: float | None = None
         self.finish_reason: str | None = None
@@ -249,7 +256,15 @@ class StreamState:
         if d.carries_text:
             self._answer.append(d.text)
             self._reasoning.append(d.reasoning)
-            self._chunks.append(_PendingChunk(t_s, d.reasoning + d.text, d.completion_tokens, d.n_logprob_tokens))
+            n_lp = d.n_logprob_tokens
+            if n_lp is not None:
+                # a token whose text is held back (a partial UTF-8 character, a special token) arrives in a
+                # text-less chunk; like continuous usage, its count goes to the next chunk that carries text
+                n_lp += self._untexted_logprob_tokens
+                self._untexted_logprob_tokens = 0
+            self._chunks.append(_PendingChunk(t_s, d.reasoning + d.text, d.completion_tokens, n_lp))
+        elif d.logprobs:
+            self._untexted_logprob_tokens += len(d.logprobs)
 
     def eof(self) -> None:
         """The server closed the stream. Without [DONE] (or at least a finish_reason and no cut event) the
@@ -309,7 +324,7 @@ class StreamState:
             completion_tokens=_usage_int(self.usage, "completion_tokens"),
             token_count_source=source,
             finish_reason=self.finish_reason,
-            error=error or self.error,
+            error=error or self.error or finish_error(self.finish_reason),
             warmup=warmup,
             stream=True,
             spec=spec_from_timings(self.timings),
@@ -334,6 +349,20 @@ def spec_from_timings(timings: dict[str, Any] | None) -> dict[str, Any] | None:
         "accepted_tokens": timings.get("draft_n_accepted"),
         "source": "llama.cpp timings",
     }
+
+
+# Finish reasons that mean the server gave up on the request, though the response may look complete (HTTP 200,
+# [DONE]): vLLM ends engine-side aborts (shutdown, pause, scale-down) with finish_reason "abort" (vllm#57082).
+FAILED_FINISH_REASONS = frozenset({"abort", "error"})
+
+
+def finish_error(finish_reason: Any) -> ErrorInfo | None:
+    """An `error_event` failure for a finish reason that means the server gave up on the request."""
+    if isinstance(finish_reason, str) and finish_reason in FAILED_FINISH_REASONS:
+        return ErrorInfo(
+            ErrorCategory.ERROR_EVENT, f"the server ended the response with finish_reason {finish_reason!r}"
+        )
+    return None
 
 
 class RequestFunc(Protocol):
@@ -455,6 +484,7 @@ class UnaryRequest:
                         err = ErrorInfo(ErrorCategory.MALFORMED, f"malformed response body: {e}")
                     if delta.error is not None:
                         err = ErrorInfo(ErrorCategory.ERROR_EVENT, delta.error.message or "error object in body")
+                    err = err or finish_error(delta.finish_reason)
         except (asyncio.CancelledError, asyncio.TimeoutError, aiohttp.ClientError) as e:
             err = _transport_error(e, got_response=got_response, timeout_s=ep.timeout_s)
         end_s = self.clock()

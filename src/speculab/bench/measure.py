@@ -192,23 +192,27 @@ def run_bench_interruptible(
     on_progress: Callable[[Progress], None] | None = None,
     count_tokens: TokenCounter | None = None,
 ) -> BenchResult:
-    """`run_bench` on a fresh event loop where the first Ctrl-C stops the run cleanly (in-flight requests are
-    cancelled and recorded, the summary is written) and a second one interrupts at once."""
+    """`run_bench` on a fresh event loop where the first Ctrl-C (or SIGTERM: `timeout`, a CI job's cancel) stops
+    the run cleanly (in-flight requests are cancelled and recorded, the summary is written) and a second one
+    interrupts at once."""
 
     async def main() -> BenchResult:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
 
-        def on_sigint() -> None:
+        def on_signal(sig: signal.Signals) -> None:
             stop.set()
-            loop.remove_signal_handler(signal.SIGINT)  # restores the default: a second Ctrl-C raises at once
+            loop.remove_signal_handler(sig)  # restores the default: a second one stops at once
 
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, on_signal, sig)
         try:
             return await run_bench(cfg, items, on_progress=on_progress, stop=stop, count_tokens=count_tokens)
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(signal.SIGINT)
+            for sig in signals:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(sig)
 
     return asyncio.run(main())

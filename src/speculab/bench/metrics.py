@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from speculab.bench.cost import SloTargets, request_meets_slo
 from speculab.bench.records import RequestRecord, TokenCountSource
 from speculab.bench.stats import Distribution, describe
 
@@ -48,12 +49,8 @@ class SLO:
 
     def met_by(self, m: RequestMetrics) -> bool:
         """True if the (successful) request meets every set objective; an unknown value fails its objective."""
-        if not m.ok:
-            return False
-        for limit, value in ((self.ttft_s, m.ttft_s), (self.tpot_s, m.tpot_s), (self.e2e_s, m.e2e_s)):
-            if limit is not None and (value is None or value > limit):
-                return False
-        return True
+        # one rule for every goodput number: the same function decides SLO attainment in A/B reports
+        return m.ok and request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, SloTargets(self.ttft_s, self.tpot_s, self.e2e_s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +68,7 @@ class RequestMetrics:
     n_chunks: int
     chunk_gaps_s: tuple[float, ...]
     tokens_per_chunk: tuple[int, ...]  # empty unless per-chunk counts were measured
-    itl_s: tuple[float, ...]  # per-token inter-token latency after the first chunk
+    itl_s: tuple[float, ...]  # per-token inter-token latency after the first chunk; () when counts are unknown
     stall_count: int
     stalled_s: float  # total length of the stalled gaps
     token_count_source: TokenCountSource
@@ -90,6 +87,17 @@ def chunk_gaps(r: RequestRecord) -> tuple[float, ...]:
     """Gaps between consecutive text-carrying chunks, seconds."""
     ts = [c.t_s for c in r.chunks]
     return tuple(b - a for a, b in pairwise(ts))
+
+
+def itl_counts_known(r: RequestRecord, n_out: int | None) -> bool:
+    """Whether per-token ITL can be computed: per-chunk counts were measured, or one token per chunk is assumed
+    and the server's usage confirms it (output tokens = chunks, or chunks + 1 for an end token that carries no
+    text). Otherwise a speculative chunk of 4 tokens would count as one 40 ms ITL: the conflation we avoid."""
+    if r.token_count_source in MEASURED_SOURCES and all(c.n_tokens is not None for c in r.chunks):
+        return True
+    return (
+        r.token_count_source is TokenCountSource.ONE_PER_CHUNK and n_out is not None and 0 <= n_out - len(r.chunks) <= 1
+    )
 
 
 def per_token_itl(r: RequestRecord) -> tuple[float, ...]:
@@ -126,6 +134,7 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
     gaps = chunk_gaps(r)
     measured = r.token_count_source in MEASURED_SOURCES and all(c.n_tokens is not None for c in r.chunks)
     tpc = tuple(int(c.n_tokens or 0) for c in r.chunks) if measured else ()
+    itl = per_token_itl(r) if itl_counts_known(r, n_out) else ()
     n_stall, stalled = stalls(gaps, stall)
     return RequestMetrics(
         index=r.index,
@@ -141,7 +150,7 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
         n_chunks=len(r.chunks),
         chunk_gaps_s=gaps,
         tokens_per_chunk=tpc,
-        itl_s=per_token_itl(r),
+        itl_s=itl,
         stall_count=n_stall,
         stalled_s=stalled,
         token_count_source=r.token_count_source,
@@ -164,6 +173,7 @@ class RunMetrics:
     goodput_rps: float | None  # None when no SLO was set
     goodput_fraction: float | None  # good / sent
     achieved_rate_rps: float | None  # send rate actually achieved, (n-1)/(last send - first send)
+    scheduled_rate_rps: float | None  # rate of the drawn schedule, (n-1)/(last scheduled - first scheduled)
     distributions: dict[str, Distribution]
     token_count_sources: dict[str, int]
     output_tokens_total: int
@@ -198,8 +208,16 @@ class RunMetrics:
             },
             "stalls": {"requests_with_stalls": self.stalled_requests},
             "achieved_rate_rps": self.achieved_rate_rps,
+            "scheduled_rate_rps": self.scheduled_rate_rps,
             "slo": {"ttft_s": self.slo.ttft_s, "tpot_s": self.slo.tpot_s, "e2e_s": self.slo.e2e_s},
         }
+
+
+def _rate_rps(times_s: Sequence[float]) -> float | None:
+    """(n - 1) / (last - first): events per second between the first and the last; None under two events."""
+    if len(times_s) < 2 or max(times_s) <= min(times_s):
+        return None
+    return (len(times_s) - 1) / (max(times_s) - min(times_s))
 
 
 def run_window_s(records: Sequence[RequestRecord]) -> float:
@@ -229,8 +247,8 @@ def aggregate(
         return x / dur if dur > 0 else float("nan")
 
     n_good_slo = sum(1 for m in good if slo.met_by(m)) if slo.any else None
-    sends = sorted(r.sent_s for r in recs)
-    achieved = (len(sends) - 1) / (sends[-1] - sends[0]) if len(sends) >= 2 and sends[-1] > sends[0] else None
+    achieved = _rate_rps([r.sent_s for r in recs])
+    scheduled = _rate_rps([r.scheduled_s for r in recs])
 
     tpc_values: list[float] = [n for m in good for n in m.tokens_per_chunk]
     if not tpc_values:
@@ -267,6 +285,7 @@ def aggregate(
         goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
         goodput_fraction=(n_good_slo / len(recs) if recs else float("nan")) if n_good_slo is not None else None,
         achieved_rate_rps=achieved,
+        scheduled_rate_rps=scheduled,
         distributions=dists,
         token_count_sources=dict(sorted(Counter(m.token_count_source.value for m in good).items())),
         output_tokens_total=out_total,

@@ -248,58 +248,33 @@ async def run_load(
     """Offer `load` with the workload `items`; every finished request goes to `on_record` at once.
     `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape)."""
     try:
-        return await _run_load(
-            items,
-            request,
-            session,
-            load,
-            on_record=on_record,
-            on_progress=on_progress,
-            stop=stop,
-            clock=clock,
-            on_measure_start=on_measure_start,
-        )
+        n_warm = 0
+        if load.warmup:
+            warm = _Run(request, session, on_record, on_progress, clock, None, None)
+            warm_specs = plan(items, load.warmup, endless=False)
+            driver = asyncio.create_task(_closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True))
+            stopped = await _until_done_or_stopped(warm, driver, stop)
+            n_warm = warm.warmup_done
+            if stopped:
+                now = clock()
+                return LoadOutcome(now, now, True, 0, n_warm)
+
+        if on_measure_start is not None:
+            await on_measure_start()
+        endless = load.duration_s is not None
+        total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
+        run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
+        specs = plan(items, load.num_prompts, endless)
+        if load.arrival is None:
+            assert load.concurrency is not None
+            coro = _closed_loop(run, specs, load.concurrency, False)
+        else:
+            coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
+        run.report(False)
+        stopped = await _until_done_or_stopped(run, asyncio.create_task(coro), stop)
+        ended = clock() if stopped else run.last_end_s
+        with contextlib.suppress(Exception):
+            run.report(False)
+        return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm)
     finally:
         gc.unfreeze()  # see _Run._job
-
-
-async def _run_load(
-    items: Sequence[RequestSpec],
-    request: RequestFunc,
-    session: aiohttp.ClientSession,
-    load: LoadConfig,
-    *,
-    on_record: Callable[[RequestRecord], None],
-    on_progress: Callable[[Progress], None] | None = None,
-    stop: asyncio.Event | None = None,
-    clock: Clock = time.perf_counter,
-    on_measure_start: Callable[[], Awaitable[None]] | None = None,
-) -> LoadOutcome:
-    n_warm = 0
-    if load.warmup:
-        warm = _Run(request, session, on_record, on_progress, clock, None, None)
-        warm_specs = plan(items, load.warmup, endless=False)
-        driver = asyncio.create_task(_closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True))
-        stopped = await _until_done_or_stopped(warm, driver, stop)
-        n_warm = warm.warmup_done
-        if stopped:
-            now = clock()
-            return LoadOutcome(now, now, True, 0, n_warm)
-
-    if on_measure_start is not None:
-        await on_measure_start()
-    endless = load.duration_s is not None
-    total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
-    run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
-    specs = plan(items, load.num_prompts, endless)
-    if load.arrival is None:
-        assert load.concurrency is not None
-        coro = _closed_loop(run, specs, load.concurrency, False)
-    else:
-        coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
-    run.report(False)
-    stopped = await _until_done_or_stopped(run, asyncio.create_task(coro), stop)
-    ended = clock() if stopped else run.last_end_s
-    with contextlib.suppress(Exception):
-        run.report(False)
-    return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm)

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy import stats as scipy_stats
+
+# scipy.stats (~0.7 s to import) is imported inside the two functions that need it: every `speculab bench` run
+# imports this module for describe(), and should not pay for a signed-rank test it never runs.
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -35,13 +37,13 @@ class Distribution:
 
 
 def describe(values: Iterable[float]) -> Distribution:
-    """mean, sample std (ddof=1), min/max and linear-interpolated percentiles of `values`."""
+    """mean, sample std (ddof=1; NaN for one value), min/max and linear-interpolated percentiles of `values`."""
     a = np.asarray(list(values), dtype=float)
     if a.size == 0:
         nan = float("nan")
         return Distribution(0, nan, nan, nan, nan, nan, nan, nan, nan)
     p = np.percentile(a, PERCENTILES)
-    std = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    std = float(a.std(ddof=1)) if a.size > 1 else float("nan")  # one value has no sample spread (null in files)
     return Distribution(
         n=int(a.size),
         mean=float(a.mean()),
@@ -216,6 +218,8 @@ def wilcoxon_log_ratios(ratios: PairedRatios) -> float:
         return float("nan")
     if not np.any(x != 0):
         return 1.0
+    from scipy import stats as scipy_stats
+
     # zero_method="wilcox" drops exact ties (identical values in both arms carry no direction).
     return float(scipy_stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
 
@@ -512,7 +516,7 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     mean = float(a.mean())
     if a.size < 2:
         return Interval(mean, nan, nan, confidence, "t", 1)
-    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, a.size - 1)) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    half = float(special.stdtrit(a.size - 1, 0.5 + confidence / 2)) * float(a.std(ddof=1)) / math.sqrt(a.size)
     return Interval(mean, mean - half, mean + half, confidence, "t", int(a.size))
 
 
@@ -568,11 +572,13 @@ def mcnemar_counts(b: int, c: int, n_pairs: int | None = None) -> McNemarResult:
     if n == 0:
         return McNemarResult(n_pairs if n_pairs is not None else 0, b, c, 1.0, "exact-binomial")
     if n < EXACT_MCNEMAR_BELOW:
+        from scipy import stats as scipy_stats
+
         p = float(scipy_stats.binomtest(min(b, c), n, 0.5).pvalue)
         method = "exact-binomial"
     else:
         chi2 = (abs(b - c) - 1) ** 2 / n
-        p = float(scipy_stats.chi2.sf(chi2, 1))
+        p = float(special.chdtrc(1, chi2))  # chi-square survival function, 1 degree of freedom
         method = "chi2-continuity"
     return McNemarResult(n_pairs if n_pairs is not None else n, b, c, min(1.0, p), method)
 

@@ -59,7 +59,7 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     parts.append(Text.from_markup(f"[bold]speculab bench[/] {head}"))
     parts.append(bench_table(summary))
     errs = ", ".join(f"{escape(k)} {v}" for k, v in c.get("errors_by_category", {}).items())
-    err_txt = f"[red]{c['error']} error[/] ({errs})" if c["error"] else "0 error"
+    err_txt = f"[red]error {c['error']}[/] ({errs})" if c["error"] else "error 0"
     parts.append(
         Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)})")
     )
@@ -75,7 +75,10 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     load = summary.get("load", {})
     rate = ""
     if load.get("requested_rate_rps"):
-        rate = f"  offered {_num(load['requested_rate_rps'])} req/s, achieved {_num(load.get('achieved_rate_rps'))}"
+        rate = f"  offered {_num(load['requested_rate_rps'])} req/s"
+        if load.get("scheduled_rate_rps") is not None:
+            rate += f" (schedule {_num(load['scheduled_rate_rps'])})"
+        rate += f", achieved {_num(load.get('achieved_rate_rps'))}"
     good = f"  goodput {_num(th.get('goodput_rps'))} req/s" if th.get("goodput_rps") is not None else ""
     parts.append(
         Text(
@@ -83,7 +86,11 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
             f"  {_num(th.get('total_tok_s'), ',.1f')} total tok/s  over {_num(th.get('duration_s'))} s{good}{rate}"
         )
     )
-    sd = (summary.get("server") or {}).get("spec_decode")
+    server = summary.get("server") or {}
+    sd = server.get("spec_decode")
+    if not sd and server.get("spec_decode_note"):
+        # why there is no acceptance (no counters, counters that did not move, a server restart): say it
+        parts.append(Text(f"speculation -  ({server['spec_decode_note']})", style="dim"))
     if sd:
         pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
         parts.append(

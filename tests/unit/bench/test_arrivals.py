@@ -21,7 +21,15 @@ def test_mean_rate_and_seeded(kind, burst):
 
 
 @pytest.mark.parametrize(
-    "kw", [dict(rate_rps=0), dict(rate_rps=-1), dict(rate_rps=1, kind="x"), dict(rate_rps=1, burstiness=0)]
+    "kw",
+    [
+        dict(rate_rps=0),
+        dict(rate_rps=-1),
+        dict(rate_rps=1, kind="x"),
+        dict(rate_rps=1, burstiness=0),
+        dict(rate_rps=1, burstiness=0.5),  # a Poisson load would silently ignore it
+        dict(rate_rps=1, kind="constant", burstiness=2.0),
+    ],
 )
 def test_bad_config(kw):
     with pytest.raises(UserError):

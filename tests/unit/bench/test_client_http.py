@@ -70,6 +70,9 @@ async def test_non_stream(api):
     rec, bodies = await one(Reply(200, json.dumps(body).encode()), api=api, stream=False)
     assert rec.ok and rec.output_text == "yo" and rec.completion_tokens == 1 and not rec.stream
     assert "stream_options" not in bodies[0] and bodies[0]["stream"] is False
+    body["choices"][0]["finish_reason"] = "abort"  # vLLM's engine-side abort: HTTP 200, yet no complete answer
+    rec, _ = await one(Reply(200, json.dumps(body).encode()), api=api, stream=False)
+    assert not rec.ok and rec.error.category is ErrorCategory.ERROR_EVENT and rec.output_text == "yo"
 
 
 async def test_http_5xx():
@@ -128,3 +131,6 @@ def test_payload_rules():
         )
     with pytest.raises(UserError, match="http://"):
         EndpointConfig("localhost:8000", "m")
+    # an endpoint URL pasted as --url: say which part to drop instead of probing http://h/v1/completions/v1/models
+    with pytest.raises(UserError, match=r"drop '/v1/chat/completions' \(e\.g\. --url http://h:1;"):
+        EndpointConfig("http://h:1/v1/chat/completions/", "m")

@@ -76,6 +76,15 @@ def test_chunk_counts_from_logprobs_then_tokenizer_then_one_per_chunk():
     _, r = play(script, logprobs_requested=True)
     assert r.token_count_source is TokenCountSource.LOGPROBS and [c.n_tokens for c in r.chunks] == [3, 1]
     assert len(r.logprobs) == 4
+    # a token with no text of its own (held-back UTF-8 bytes) is counted with the next text chunk, not lost
+    script = [
+        (1.0, chunk("a", logprobs={"tokens": ["a"]})),
+        (1.1, chunk("", logprobs={"tokens": ["\\xe2"]})),
+        (1.2, chunk("\u20ac", finish="stop", logprobs={"tokens": ["\\x82\\xac"]})),
+        (1.3, DONE),
+    ]
+    _, r = play(script, logprobs_requested=True)
+    assert r.token_count_source is TokenCountSource.LOGPROBS and [c.n_tokens for c in r.chunks] == [1, 2]
     script = [(1.0, chunk("abc")), (1.1, chunk("d", finish="stop")), (1.2, DONE)]
     _, r = play(script, count_tokens=len)
     assert r.token_count_source is TokenCountSource.TOKENIZER and [c.n_tokens for c in r.chunks] == [3, 1]
@@ -131,3 +140,13 @@ def test_llamacpp_timings_are_kept():
     _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
     assert r.spec == {"draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
     assert r.extra["timings"]["draft_n"] == 8
+
+
+def test_finish_reason_abort_is_a_failure_even_with_done():
+    # vLLM ends engine-side aborts (shutdown, pause) with finish_reason "abort", HTTP 200 and [DONE]
+    script = [(1.0, chunk("ab", cum=2)), (1.1, chunk("c", cum=3, finish="abort")), (1.2, DONE)]
+    _, r = play(script)
+    assert not r.ok and r.error.category is ErrorCategory.ERROR_EVENT and "'abort'" in r.error.message
+    assert len(r.chunks) == 2  # what arrived stays in the record
+    _, r = play([(1.0, chunk("ab", cum=2)), (1.1, chunk("c", cum=3, finish="stop")), (1.2, DONE)])
+    assert r.ok

@@ -77,6 +77,19 @@ def test_itl_unknown_chunk_counts_as_one():
     assert per_token_itl(r) == pytest.approx((0.5,))
 
 
+def test_itl_with_assumed_counts_only_when_usage_confirms_one_token_per_chunk():
+    chunks = ((10.1, 1), (10.14, 1), (10.18, 1))
+    # usage 3 or 4 (an end token without text): one token per chunk confirmed, ITL = chunk gap
+    for usage in (3, 4):
+        m = request_metrics(rec(chunks=chunks, usage=usage, src=TokenCountSource.ONE_PER_CHUNK))
+        assert m.itl_s == pytest.approx((0.04, 0.04))
+    # usage 12 over 3 chunks (speculation bunching, no per-chunk counts): per-token ITL is unknowable, not 40 ms
+    m = request_metrics(rec(chunks=chunks, usage=12, src=TokenCountSource.ONE_PER_CHUNK))
+    assert m.itl_s == () and m.chunk_gaps_s == pytest.approx((0.04, 0.04))
+    assert m.tpot_s == pytest.approx(0.08 / 11)  # TPOT still uses the usage total
+    assert request_metrics(rec(chunks=chunks, usage=None, src=TokenCountSource.ONE_PER_CHUNK)).itl_s == ()
+
+
 def test_aggregate_counts_throughput_goodput():
     recs = [
         rec(index=0, sent=0.0, chunks=((0.1, 2), (0.12, 2), (0.14, 2)), usage=6),
@@ -114,3 +127,39 @@ def test_tokens_per_chunk_falls_back_to_request_means():
 def test_empty_run():
     a = aggregate([])
     assert (a.sent, a.ok, a.error) == (0, 0, 0) and math.isnan(a.distributions["ttft_s"].mean)
+
+
+def test_offered_load_is_judged_against_the_drawn_schedule():
+    from speculab.bench.results import build_warnings
+
+    def run(sched, sent):
+        recs = [
+            rec(index=i, scheduled=a, sent=b, chunks=((b + 0.1, 2),), usage=2)
+            for i, (a, b) in enumerate(zip(sched, sent, strict=True))
+        ]
+        a = aggregate(recs)
+        return a, build_warnings(a, requested_rate_rps=10.0, interrupted=False)
+
+    on_time = [i * 0.1 for i in range(11)]  # 10 req/s, as requested
+    a, w = run(on_time, on_time)
+    assert a.scheduled_rate_rps == pytest.approx(10.0) and not any("req/s" in x for x in w)
+    # a Poisson draw that came out at 8 req/s, sent on schedule: sampling noise, said so, not "not achieved"
+    slow_draw = [i * 0.125 for i in range(11)]
+    a, w = run(slow_draw, slow_draw)
+    assert not any("not achieved" in x for x in w) and any("came out at 8 req/s" in x for x in w)
+    # the client fell behind its schedule (each send later than the last): not achieved, against the schedule
+    late = [t * 1.2 for t in on_time]
+    a, w = run(on_time, late)
+    assert a.achieved_rate_rps == pytest.approx(10 / 1.2)
+    assert any("offered load not achieved: 8.33 req/s sent vs 10 scheduled" in x for x in w)
+
+
+def test_connect_errors_after_successes_warn_that_the_server_went_away():
+    from speculab.bench.results import build_warnings
+
+    ok = rec(index=0)
+    refused = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.CONNECT, "cannot connect"), end=10.2)
+    w = build_warnings(aggregate([ok, refused, refused]), requested_rate_rps=None, interrupted=False)
+    assert any(x.startswith("2 requests could not connect although 1 succeeded") for x in w)
+    w = build_warnings(aggregate([refused]), requested_rate_rps=None, interrupted=False)
+    assert not any("could not connect" in x for x in w)

@@ -37,6 +37,9 @@ def test_run_dir_streams_records_and_survives_a_torn_line(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="is a file"):
         RunDir.check(tmp_path / "file")
+    # a directory below a file: os.access says the parent is writable, mkdir still fails -> one line, no traceback
+    with pytest.raises(UserError, match="cannot create it"):
+        RunDir(tmp_path / "file" / "run").create()
 
 
 def test_summary_is_strict_json_even_when_empty():
@@ -81,3 +84,28 @@ def test_hints_name_the_flag_for_rejected_options():
     assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
     assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
     assert request_option_hints([]) == []
+    missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
+    assert request_option_hints([missing, missing]) == [
+        "2 requests got HTTP 404/405: the server may not serve this endpoint; try the other --api (completions | chat)"
+    ]
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
+    import errno
+
+    class FullDisk:
+        def write(self, _text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    rd = RunDir(tmp_path / "run").create()
+    rd._requests.close()
+    rd._requests = FullDisk()
+    with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
+        rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
+    rd.close()

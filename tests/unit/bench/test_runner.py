@@ -147,3 +147,26 @@ async def test_finished_records_are_kept_out_of_full_collections_during_the_run(
     await go(LoadConfig(concurrency=2, num_prompts=4), FakeRequest(), progress=progress)
     assert frozen and min(frozen) > 0  # records (and everything older) frozen as they finish
     assert gc.get_freeze_count() == 0  # and handed back to the collector afterwards
+
+
+async def test_stop_during_warmup_measures_nothing_and_records_the_cancelled_warmups():
+    fake = FakeRequest(latency_s=10.0)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.1, stop.set)
+    out, recs = await go(LoadConfig(concurrency=2, warmup=3, num_prompts=5), fake, stop=stop)
+    assert out.interrupted and out.measured == 0 and out.warmup == 2 == len(recs)
+    assert all(r.warmup and r.error.category is ErrorCategory.CANCELLED for r in recs)
+    agg = aggregate(recs)
+    assert agg.sent == agg.ok + agg.error == 0
+
+
+async def test_stop_while_open_loop_waits_for_a_slot():
+    # capped at 1 in flight, 100 rps offered: the driver is blocked on the slot when the stop comes
+    fake = FakeRequest(latency_s=10.0)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.1, stop.set)
+    load = LoadConfig(concurrency=1, arrival=ArrivalConfig(100.0, "constant"), num_prompts=50)
+    out, recs = await go(load, fake, stop=stop)
+    assert out.interrupted and len(recs) == 1 and recs[0].error.category is ErrorCategory.CANCELLED
+    agg = aggregate(recs)
+    assert agg.sent == agg.ok + agg.error == 1

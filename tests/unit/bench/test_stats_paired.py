@@ -32,6 +32,13 @@ def _arms(rng: np.random.Generator, n: int, effect: float = 1.0, prompt_sd: floa
 def test_describe_still_summarises():
     d = describe([1.0, 2.0, 3.0])
     assert (d.n, d.mean, d.p50) == (3, 2.0, 2.0)
+    # the definitions docs/metrics.md gives: sample std (ddof=1), linear-interpolated percentiles
+    d = describe(float(x) for x in range(1, 11))
+    assert d.std == pytest.approx(math.sqrt(55 / 6)) and (d.min, d.max) == (1.0, 10.0)
+    assert (d.p50, d.p90, d.p95, d.p99) == pytest.approx((5.5, 9.1, 9.55, 9.91))
+    one = describe([0.25])
+    assert (one.n, one.mean, one.p99) == (1, 0.25, 0.25) and math.isnan(one.std)  # no spread from one value
+    assert describe([]).n == 0 and math.isnan(describe([]).mean)
 
 
 def test_pairing_keeps_only_indices_usable_in_both():

@@ -135,6 +135,10 @@ def _err(text: str) -> str:
         (("num_speculative_tokens: 3", "num_speculative_tokens: true"), "num_speculative_tokens: must be an integer"),
         (("port: 8123", "port: 8123, env: {A: 1}"), "baseline.launch.env.A: must be a string (quote it)"),
         (("workload: builtin:open", "workload: {api: chat}"), "workload.spec: required key is missing"),
+        (
+            ("{concurrency: 8}", "{rate: 2, burstiness: 0.5}"),
+            "loads.operating: burstiness shapes gamma arrivals only; set arrival: gamma (not poisson)",
+        ),
     ],
 )
 def test_each_mistake_is_one_line_with_the_key_path(change, expected):

@@ -28,5 +28,26 @@ def test_bench_summary_renders_numbers_and_escapes_server_text():
     assert "TTFT" in out and "100.0" in out  # 0.1 s shown as milliseconds
     assert "[red]m[/red]" in out  # server-provided text shown literally, not interpreted as markup
     assert "mean acceptance length 2.500" in out and "per position 0.70 0.30" in out
-    assert "1 error" in out and "http 1" in out
+    assert "error 1" in out and "http 1" in out
     assert "e.g. http: HTTP 500: [bold]boom[/]" in out
+
+
+def test_bench_summary_says_why_acceptance_is_missing_and_shows_the_drawn_schedule():
+    ok = RequestRecord(0, 0.0, 0.0, 0.2, chunks=(ChunkEvent(0.1, "a", 1),), completion_tokens=1)
+    later = RequestRecord(1, 0.5, 0.5, 0.7, chunks=(ChunkEvent(0.6, "a", 1),), completion_tokens=1)
+    s = build_summary(
+        aggregate([ok, later]),
+        run={"model": "m", "api": "completions", "workload": "w"},
+        load={"rate_rps": 2.5},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=None,
+        spec_decode_note="vllm:spec_decode counters did not move: no speculative steps during the window",
+        metrics_scraped=True,
+        interrupted=False,
+    )
+    console = Console(record=True, width=200)
+    print_bench_summary(console, json_safe(s))
+    out = console.export_text()
+    assert "offered 2.50 req/s (schedule 2.00), achieved 2.00" in out
+    assert "speculation -  (vllm:spec_decode counters did not move" in out

@@ -1,0 +1,206 @@
+"""The diagnosis in HTML: `diagnosis_view` (the dict the A/B report's diagnosis slot renders: `findings` as
+label -> text cards, other scalar keys as rows) and `render_diagnosis_page` (DIR/diagnosis.html, self-contained).
+Input is diagnosis.json as written by `speculab diagnose`; all arithmetic was done there, this only formats.
+Every string is escaped (jinja2 autoescape): server error messages end up in warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jinja2
+
+
+def fmt_s(x: Any) -> str:
+    """Seconds for a reader: ms below one second."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
+        return "–"
+    return f"{x * 1e3:.1f} ms" if abs(x) < 1 else f"{x:.2f} s"
+
+
+def fmt_pct(x: Any) -> str:
+    return f"{x:.0%}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
+
+
+def _ci(pair: Any, fmt: Any) -> str:
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return ""
+    return f" [{fmt(pair[0])} – {fmt(pair[1])}]"
+
+
+def _rate(x: Any) -> str:
+    if not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "–" if not (isinstance(x, float) and math.isinf(x)) else "∞"
+    return f"{x:,.0f} tok/s"
+
+
+def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The measured quantities, formatted, in reading order."""
+    pre, cs, q, dec, pc = (doc.get(k) or {} for k in ("prefill", "cold_start", "queueing", "decode", "prefix_caching"))
+    rows = [
+        ("prefill", _prefill_text(pre)),
+        ("cold start", _cold_text(cs)),
+        ("prefix caching", _prefix_text(pc)),
+        ("queueing", _queue_text(q)),
+        (
+            "decode share",
+            f"{fmt_pct(dec.get('decode_share'))} of E2E ({fmt_s(dec.get('decode_s'))} of {fmt_s(dec.get('e2e_s'))}) at "
+            f"concurrency {dec.get('at_concurrency')}; TPOT {fmt_s(dec.get('tpot_s'))}"
+            if dec
+            else "not measured",
+        ),
+    ]
+    if doc.get("disaggregation"):
+        rows.append(("disaggregation", str(doc["disaggregation"])))
+    return rows
+
+
+def _ms_per_token(x: Any) -> str:
+    return f"{x * 1e3:.4f}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
+
+
+def _prefill_text(pre: dict[str, Any]) -> str:
+    if not pre or pre.get("s_per_token") is None:
+        return "not measured"
+    r2 = pre.get("r2")
+    return (
+        f"{_rate(pre.get('tokens_per_s'))}{_ci(pre.get('tokens_per_s_ci'), _rate)}; "
+        f"{_ms_per_token(pre['s_per_token'])}{_ci(pre.get('s_per_token_ci'), _ms_per_token)} ms per prompt token; "
+        f"fixed overhead {fmt_s(pre.get('overhead_s'))}{_ci(pre.get('overhead_s_ci'), fmt_s)}"
+        + (f"; R² {r2:.3f}" if isinstance(r2, (int, float)) else "")
+    )
+
+
+def _cold_text(cs: dict[str, Any]) -> str:
+    if not cs:
+        return "not measured"
+    if cs.get("mode") == "launch":
+        return (
+            f"process start → ready {fmt_s(cs.get('process_ready_s'))} → first token "
+            f"{fmt_s(cs.get('process_first_token_s'))}"
+            f"; first request {fmt_s(cs.get('first_request_ttft_s'))} vs warm {fmt_s(cs.get('warm_ttft_s'))}"
+        )
+    text = f"first request {fmt_s(cs.get('first_request_ttft_s'))} vs warm {fmt_s(cs.get('warm_ttft_s'))}"
+    if cs.get("idle_s"):
+        text += f"; after {cs['idle_s']:g} s idle {fmt_s(cs.get('after_idle_ttft_s'))}"
+    return text + ("" if cs.get("detected") else " (no cold start detected)")
+
+
+def _prefix_text(pc: dict[str, Any]) -> str:
+    if not pc:
+        return "not measured"
+    state = {True: "on", False: "off", None: "undetermined"}[pc.get("enabled")]
+    return (
+        f"{state}: {pc.get('prefix_tokens')}-token shared prefix {fmt_s(pc.get('shared_ttft_s'))} vs fresh "
+        f"{fmt_s(pc.get('control_ttft_s'))} (saves {fmt_s(pc.get('saving_s'))}; a full hit would save "
+        f"{fmt_s(pc.get('expected_saving_s'))})"
+    )
+
+
+def _queue_text(q: dict[str, Any]) -> str:
+    if not q or not q.get("measured"):
+        return (q or {}).get("note") or "not measured"
+    text = (
+        f"TTFT {fmt_s(q.get('ttft_c1_s'))} at concurrency 1 → {fmt_s(q.get('ttft_load_s'))} at {q.get('concurrency')}: "
+        f"+{fmt_s(q.get('wait_s'))}{_ci(q.get('wait_s_ci'), fmt_s)}"
+    )
+    if q.get("server_queue_s") is not None:
+        text += f"; server queue {fmt_s(q['server_queue_s'])}"
+    if q.get("client_queue_s"):
+        text += f"; client wait {fmt_s(q['client_queue_s'])}"
+    return text + f"; TPOT {fmt_s(q.get('tpot_c1_s'))} → {fmt_s(q.get('tpot_load_s'))}"
+
+
+def _finding_card(f: dict[str, Any]) -> dict[str, str]:
+    return {
+        "finding": f"#{f.get('rank')} {f.get('title')}",
+        "explains": f"{fmt_s(f.get('explained_s'))} ({fmt_pct(f.get('share'))} of the affected request's latency)",
+        "affects": str(f.get("affects", "")),
+        "evidence": str(f.get("evidence", "")),
+        "next step": str(f.get("next_step", "")),
+    }
+
+
+def diagnosis_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """For the A/B report's diagnosis slot: `findings` (cards of label -> text) and scalar rows (label -> text)."""
+    view: dict[str, Any] = {"findings": [_finding_card(f) for f in doc.get("findings", [])]}
+    for k, v in headline_rows(doc):
+        view[k] = v
+    if not view["findings"]:
+        view["verdict"] = "no cause stands out above the thresholds"
+    return view
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>speculab diagnosis: {{ title }}</title>
+<style>
+body{font:15px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.4em}.card{border:1px solid #ccd;border-radius:6px;padding:.6em .9em;margin:.6em 0;background:#fafaff}
+.card h3{margin:.1em 0 .3em;font-size:1.05em}.muted{color:#667}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;vertical-align:top;padding:.3em .5em;border-bottom:1px solid #eee}th{width:11em}
+.warn{color:#8a4b00}
+</style></head><body>
+<h1>Diagnosis of {{ title }}</h1>
+<p class="muted">{{ when }}{% if interrupted %} · <b>interrupted: partial diagnosis</b>{% endif %}</p>
+<h2>Findings, most latency first</h2>
+{% for f in findings %}
+<div class="card"><h3>#{{ f.rank }} {{ f.title }}: {{ f.explains }}</h3>
+<div><span class="muted">affects:</span> {{ f.affects }}</div>
+<div><span class="muted">evidence:</span> {{ f.evidence }}</div>
+<div><span class="muted">next step:</span> {{ f.next_step }}</div></div>
+{% else %}
+<p>No cause explains a noticeable share of latency above the thresholds.</p>
+{% endfor %}
+{% if checked %}<p class="muted">Checked and below the thresholds: {{ checked }}</p>{% endif %}
+<h2>Measurements</h2>
+<table>{% for k, v in rows %}<tr><th>{{ k }}</th><td>{{ v }}</td></tr>{% endfor %}</table>
+{% if by_length %}
+<h2>TTFT by prompt length (concurrency 1)</h2>
+<table><tr><th>prompt tokens</th><th>n</th><th>mean TTFT</th><th>min – max</th></tr>
+{% for r in by_length %}
+<tr><td>{{ r.tokens }}</td><td>{{ r.n }}</td><td>{{ r.mean }}</td><td>{{ r.range }}</td></tr>
+{% endfor %}
+</table>{% endif %}
+{% if warnings %}<h2>Warnings</h2><ul>{% for w in warnings %}<li class="warn">{{ w }}</li>{% endfor %}</ul>{% endif %}
+<p class="muted">Every number is in diagnosis.json (seconds); every request in requests.jsonl.</p>
+</body></html>
+"""
+
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_diagnosis_page(doc: dict[str, Any]) -> str:
+    """A self-contained HTML page (no scripts, no external resources) of a diagnosis.json document."""
+    run = doc.get("run") or {}
+    findings = [
+        {
+            "rank": f.get("rank"),
+            "title": f.get("title"),
+            "explains": f"{fmt_s(f.get('explained_s'))} ({fmt_pct(f.get('share'))} of the affected request's latency)",
+            "affects": f.get("affects", ""),
+            "evidence": f.get("evidence", ""),
+            "next_step": f.get("next_step", ""),
+        }
+        for f in doc.get("findings", [])
+    ]
+    checked = "; ".join(f"{f.get('title')} ({fmt_s(f.get('explained_s'))})" for f in doc.get("checked", []))
+    by_length = [
+        {
+            "tokens": r.get("prompt_tokens"),
+            "n": r.get("n"),
+            "mean": fmt_s(r.get("ttft_mean_s")),
+            "range": f"{fmt_s(r.get('ttft_min_s'))} – {fmt_s(r.get('ttft_max_s'))}",
+        }
+        for r in (doc.get("prefill") or {}).get("by_length", [])
+    ]
+    return _ENV.from_string(_PAGE).render(
+        title=f"{run.get('model', '?')} at {run.get('base_url', '?')}",
+        when=f"{run.get('started_at', '')} → {run.get('finished_at', '')}",
+        interrupted=bool(doc.get("interrupted")),
+        findings=findings,
+        checked=checked,
+        rows=headline_rows(doc),
+        by_length=by_length,
+        warnings=list(doc.get("warnings", [])),
+    )

@@ -1,0 +1,74 @@
+"""diagnosis.json -> the report slot's view, the standalone page and the terminal summary: formatting only, every
+string escaped, the findings first."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from speculab.bench import diagnosis as dg
+from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.report.diagnosis_console import print_diagnosis
+from speculab.report.diagnosis_html import diagnosis_view, render_diagnosis_page
+
+
+def rec(i: int, ttft: float, n: int = 20, prompt: int = 100, error: str | None = None) -> RequestRecord:
+    if error is not None:
+        return RequestRecord(i, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, error, 500))
+    chunks = tuple(ChunkEvent(ttft + k * 0.01, "x ", 1) for k in range(n))
+    return RequestRecord(i, 0.0, 0.0, chunks[-1].t_s, chunks=chunks, prompt_tokens=prompt, completion_tokens=n,
+                         token_count_source=TokenCountSource.CONTINUOUS_USAGE)  # fmt: skip
+
+
+def document() -> dict:
+    phases = {
+        dg.PHASE_COLD: [rec(0, 2.0)],
+        dg.PHASE_WARM: [rec(1, 0.05), rec(2, 0.05)],
+        dg.PHASE_PREFILL: [rec(i, 0.02 + 1e-4 * n, 1, n) for i, n in enumerate([16, 64, 256, 1024])],
+        dg.PHASE_BASELINE: [rec(i, 0.05) for i in range(4)] + [rec(9, 0, error="<script>alert(1)</script>")],
+    }
+    doc = dg.analyze(dg.Inputs(phases=phases)).to_dict()
+    doc["run"] = {"model": "m<b>", "base_url": "http://x", "started_at": "a", "finished_at": "b"}
+    return doc
+
+
+def test_view_has_finding_cards_and_readable_rows() -> None:
+    v = diagnosis_view(document())
+    assert v["findings"][0]["finding"].startswith("#1 cold start")
+    assert set(v["findings"][0]) == {"finding", "explains", "affects", "evidence", "next step"}
+    assert "tok/s" in v["prefill"] and "first request" in v["cold start"]
+    assert all(isinstance(x, str) for k, x in v.items() if k != "findings")
+
+
+def test_page_is_self_contained_and_escapes_untrusted_text() -> None:
+    page = render_diagnosis_page(document())
+    assert "<script" not in page and "&lt;script&gt;" in page  # the server's error message, escaped
+    assert "m&lt;b&gt;" in page and "<link" not in page and "src=" not in page  # nothing fetched from elsewhere
+    assert page.index("Findings") < page.index("Measurements")
+
+
+def test_console_prints_findings_first() -> None:
+    buf = io.StringIO()
+    print_diagnosis(Console(file=buf, width=120), document(), None)
+    out = buf.getvalue()
+    assert out.startswith("Diagnosis: cold start explains the most latency")
+    assert out.index("1. cold start") < out.index("2. generation") < out.index("prefill ")
+    assert "warning:" in out and "1 of 5 requests failed" in out
+
+
+def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
+    from dataclasses import replace
+
+    from tests.fakes.ab_inputs import make_inputs
+
+    from speculab.report.html import render_html
+    from speculab.report.inputs import LevelSpec
+    from speculab.report.model import ReportOptions, build_report
+
+    inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))
+    report = build_report(inputs, ReportOptions(n_resamples=200))
+    html = render_html(replace(report, diagnosis=diagnosis_view(document())))
+    section = html[html.index('id="diagnosis"') :]
+    assert "#1 cold start" in section and "next step" in section and "tok/s" in section
+    assert "<script>alert" not in html
