@@ -6,8 +6,9 @@ pipeline finds is a defect: order effects, block effects, connection reuse, pair
 is real (the event loop, two noisy cores) plus a seeded jitter on every clock reading that dominates it, so each
 run has independent per-request noise of a known size (about 7% of TPOT) and the test is reproducible in
 distribution. Real machine noise alone is heavy-tailed (a busy machine stalls a few streams by tens of ms): with it
-alone and 16 pairs, the measured rate was 15-25% on a loaded two-core machine (the BCa interval under-covers with
-so few heavy-tailed pairs); docs/experiment.md says so.
+alone and 16 pairs, the rate was 15-25% on a loaded two-core machine while the verdict followed a BCa bootstrap
+interval (it under-covers with so few heavy-tailed pairs); it now follows the signed-rank interval, whose level is
+exact for symmetric noise (docs/statistics.md, tests/unit/bench/test_stats_small_n.py).
 """
 
 from __future__ import annotations

@@ -125,8 +125,8 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     timing += f", request reached the mock {median(way_in) * 1e3:.2f} ms after it was sent (p50)"
     if others_share > QUIET_OTHERS_CPU_SHARE:
         pytest.skip(f"machine too busy for +-1 ms checks (other processes used {others_share:.0%} of it); {timing}")
-    # The client's own timestamping error: a written chunk is seen within 1 ms.
-    assert median(delivery) <= 0.001, timing
+    # The client's own timestamping error: a written chunk is seen within the issue's 2 ms TTFT tolerance.
+    assert median(delivery) <= 0.002, timing
     # Issue 2's +-2 ms holds the client to the scripted 100 ms. That is only a fair reference while the mock keeps
     # its script and takes requests in promptly; at 64 streams on 2 cores its event loop can fall behind by
     # milliseconds. Then the check above (the client saw what the mock did) is what this run can show.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -223,12 +224,162 @@ def wilcoxon_log_ratios(ratios: PairedRatios) -> float:
     return float(scipy_stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The verdict's interval: Hodges-Lehmann shift of the log ratios with its signed-rank (Walsh-average) interval.
+#
+# The n(n+1)/2 Walsh averages (x_i + x_j)/2, i <= j, are what the signed-rank statistic counts: T+ = #{W > 0}.
+# Under "no difference" the log ratios of exchangeable arms are symmetric about 0 whatever their tails, and then
+# T+ has the signed-rank null distribution exactly. Inverting the test gives the interval [W_(k), W_(M+1-k)] with
+# k the largest integer such that P(T+ <= k-1) <= alpha/2, so "the interval excludes 0" and "exact two-sided
+# p <= alpha" are the same event: the verdict, the interval and the p-value can never disagree. Its coverage is
+# >= the nominal level for every symmetric noise distribution and every n (the bootstrap's is not: it under-covers
+# with 8-32 heavy-tailed pairs; see bench/stats_coverage.py and docs/statistics.md).
+# --------------------------------------------------------------------------------------------------------------
+
+EXACT_SIGNED_RANK_MAX_N = 300  # exact null distribution up to here (~30 ms at 300); normal approximation above
+MATERIALISE_WALSH_MAX_N = 2000  # up to here the Walsh averages are built (2M floats); above, found by bisection
+
+
+@functools.lru_cache(maxsize=64)
+def _signed_rank_cdf(n: int) -> np.ndarray:
+    """P(T+ <= t) for t = 0..n(n+1)/2 under the null (each rank's sign a fair coin); shape [n(n+1)/2 + 1]."""
+    pmf = np.zeros(n * (n + 1) // 2 + 1)
+    pmf[0] = 1.0
+    top = 0
+    for rank in range(1, n + 1):  # T+ = sum of ranks with a positive sign: convolve with (1 + z^rank) / 2
+        top += rank
+        pmf[rank : top + 1] = 0.5 * (pmf[rank : top + 1] + pmf[: top + 1 - rank])
+        pmf[:rank] *= 0.5
+    cdf = np.cumsum(pmf)
+    cdf.setflags(write=False)
+    return cdf
+
+
+def signed_rank_cdf(t: np.ndarray | float, n: int) -> np.ndarray:
+    """P(T+ <= t) for the signed-rank statistic of n pairs; exact up to EXACT_SIGNED_RANK_MAX_N, then normal."""
+    t = np.floor(np.asarray(t, dtype=float))
+    m = n * (n + 1) / 2
+    if n <= EXACT_SIGNED_RANK_MAX_N:
+        cdf = _signed_rank_cdf(n)
+        return np.where(t < 0, 0.0, cdf[np.clip(t, 0, m).astype(int)])
+    sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    return special.ndtr((t + 0.5 - m / 2) / sd)  # continuity-corrected
+
+
+def signed_rank_critical_k(n: int, confidence: float = CONFIDENCE) -> int:
+    """Largest k with P(T+ <= k-1) <= (1-confidence)/2; 0 when no interval at this level exists (tiny n)."""
+    m = n * (n + 1) // 2
+    if n < 1:
+        return 0
+    half_alpha = (1 - confidence) / 2
+    if n <= EXACT_SIGNED_RANK_MAX_N:
+        # cdf[k-1] <= alpha/2  <=>  k-1 < number of t with cdf[t] <= alpha/2 (the cdf is non-decreasing)
+        k = int(np.searchsorted(_signed_rank_cdf(n), half_alpha * (1 + 1e-12), side="right"))
+    else:  # largest t with ndtr((t + 0.5 - m/2) / sd) <= alpha/2, plus one; no O(n^2) array
+        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        t = math.floor(m / 2 - 0.5 + sd * float(special.ndtri(half_alpha)))
+        k = t + 1 if float(signed_rank_cdf(t, n)) <= half_alpha else t  # guard the floor against rounding
+    return max(0, min(k, (m + 1) // 2))
+
+
+def _walsh_order_stats(x: np.ndarray, orders: Sequence[int]) -> np.ndarray:
+    """The Walsh averages' order statistics (0-based) for each row of x; shape [..., len(orders)]. x: [..., n]."""
+    n = x.shape[-1]
+    i, j = np.triu_indices(n)
+    walsh = (x[..., i] + x[..., j]) / 2  # [..., n(n+1)/2]
+    return np.partition(walsh, list(orders), axis=-1)[..., list(orders)]
+
+
+def _walsh_order_stat_bisect(x: np.ndarray, order: int) -> float:
+    """The order-th (0-based) smallest Walsh average of a 1-D x without building them: bisection on the count."""
+    xs = np.sort(x)
+
+    def count_le(v: float) -> int:  # #{i <= j: x_i + x_j <= 2v}
+        return int(np.sum(np.maximum(np.searchsorted(xs, 2 * v - xs, side="right") - np.arange(xs.size), 0)))
+
+    lo, hi = float(xs[0]), float(xs[-1])  # every Walsh average lies in [min, max]
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if count_le(mid) >= order + 1:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def hodges_lehmann_batch(x: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hodges-Lehmann estimate (median Walsh average) and signed-rank interval for each row of x: [..., n].
+
+    Returns (estimate, low, high), each of shape x.shape[:-1]; bounds are NaN when n is too small for an interval
+    at this confidence (n < 6 at 95%). Vectorised over leading axes (the coverage simulation uses it directly).
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    m = n * (n + 1) // 2
+    k = signed_rank_critical_k(n, confidence)
+    mid = [(m - 1) // 2, m // 2]
+    orders = mid + ([k - 1, m - k] if k >= 1 else [])
+    if n <= MATERIALISE_WALSH_MAX_N:
+        o = _walsh_order_stats(x, orders)
+    else:
+        rows = x.reshape(-1, n)
+        o = np.array([[_walsh_order_stat_bisect(r, q) for q in orders] for r in rows]).reshape(*x.shape[:-1], -1)
+    est = (o[..., 0] + o[..., 1]) / 2
+    nan = np.full(est.shape, np.nan)
+    return est, (o[..., 2] if k >= 1 else nan), (o[..., 3] if k >= 1 else nan)
+
+
+def signed_rank_p(x: np.ndarray) -> float:
+    """Exact (normal above EXACT_SIGNED_RANK_MAX_N) two-sided signed-rank p from the Walsh-average count.
+
+    T+ = #{W > 0} + #{W = 0}/2, the statistic the interval inverts, so p <= alpha exactly when the interval of
+    `hodges_lehmann_ratio` excludes 1 (without exact zeros; with them the interval decides). 1.0 if all x == 0.
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n < 1 or not np.any(x != 0):
+        return 1.0
+    m = n * (n + 1) // 2
+    if n <= MATERIALISE_WALSH_MAX_N:
+        i, j = np.triu_indices(n)
+        w = x[i] + x[j]
+        t_plus = float(np.count_nonzero(w > 0) + 0.5 * np.count_nonzero(w == 0))
+    else:
+        xs = np.sort(x)
+        le0 = int(np.sum(np.maximum(np.searchsorted(xs, -xs, side="right") - np.arange(n), 0)))
+        lt0 = int(np.sum(np.maximum(np.searchsorted(xs, -xs, side="left") - np.arange(n), 0)))
+        t_plus = (m - le0) + 0.5 * (le0 - lt0)
+    # Null distribution is symmetric about m/2: two-sided p = 2 * P(T+ <= min(t, m - t)).
+    low_side = min(t_plus, m - t_plus)
+    return float(min(1.0, 2 * float(signed_rank_cdf(math.floor(low_side), n))))
+
+
+def hodges_lehmann_ratio(ratios: PairedRatios, confidence: float = CONFIDENCE) -> Interval:
+    """exp(Hodges-Lehmann log ratio) with the distribution-free signed-rank interval (exact for n <= 300)."""
+    x = ratios.log_ratios()
+    method = "signed-rank-exact" if x.size <= EXACT_SIGNED_RANK_MAX_N else "signed-rank-normal"
+    if x.size == 0:
+        nan = float("nan")
+        return Interval(nan, nan, nan, confidence, method, 0)
+    est, lo, hi = hodges_lehmann_batch(x, confidence)
+    return Interval(float(np.exp(est)), float(np.exp(lo)), float(np.exp(hi)), confidence, method, int(x.size))
+
+
 @dataclass(frozen=True, slots=True)
 class MetricComparison:
     """The paired verdict for one metric at one load: candidate/baseline ratios, intervals, test and verdict.
 
+    The verdict follows `hodges_lehmann_ratio` (exp of the Hodges-Lehmann shift of the log ratios, i.e. the
+    typical per-prompt ratio) and its distribution-free signed-rank interval, which is also what `speedup` and
+    `speedup_interval` report, so the verdict never contradicts the interval printed beside it; `wilcoxon_p` is the
+    exact signed-rank p of the same statistic (p <= 1 - confidence exactly when that interval excludes 1).
+    `geomean_ratio` (BCa bootstrap) and `median_ratio` (percentile bootstrap) are reported for reading, not for
+    the verdict: the bootstrap under-covers with few heavy-tailed pairs (docs/statistics.md).
+
     `min_detectable_change` is the relative change (0.05 = 5%) that this run would have detected with 80% power
-    at the chosen confidence: in log space (z_{1-a/2} + z_{power}) * SE, with SE taken from the bootstrap interval's
+    at the chosen confidence: in log space (z_{1-a/2} + z_{power}) * SE, with SE taken from the verdict interval's
     half-width (half-width / z_{1-a/2}). A "no detectable difference" verdict always comes with it, so a reader
     knows whether "no difference" means "< 1%" or "< 40%".
     """
@@ -236,7 +387,7 @@ class MetricComparison:
     metric: str
     n_pairs: int
     n_dropped: int
-    geomean_ratio: Interval  # the verdict's interval
+    geomean_ratio: Interval  # BCa bootstrap; for reading (the verdict follows hodges_lehmann_ratio)
     median_ratio: Interval
     wilcoxon_p: float
     verdict: Verdict
@@ -246,16 +397,23 @@ class MetricComparison:
     # Bootstrap replicates of the geometric-mean ratio (candidate/baseline), kept for the crossover interval;
     # not part of to_dict() (thousands of numbers), nor of equality.
     replicates: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    # The verdict's interval; None only for comparisons built by hand (then the geometric mean stands in).
+    hodges_lehmann_ratio: Interval | None = None
+
+    @property
+    def verdict_ratio(self) -> Interval:
+        """The interval the verdict follows (candidate/baseline)."""
+        return self.hodges_lehmann_ratio if self.hodges_lehmann_ratio is not None else self.geomean_ratio
 
     @property
     def speedup(self) -> float:
         """baseline/candidate for a time metric (2.0 = twice as fast); candidate/baseline otherwise."""
-        r = self.geomean_ratio
+        r = self.verdict_ratio
         return 1.0 / r.estimate if self.lower_is_better else r.estimate
 
     @property
     def speedup_interval(self) -> tuple[float, float]:
-        r = self.geomean_ratio
+        r = self.verdict_ratio
         return (1.0 / r.high, 1.0 / r.low) if self.lower_is_better else (r.low, r.high)
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,6 +424,8 @@ class MetricComparison:
             "n_dropped": self.n_dropped,
             "geomean_ratio": self.geomean_ratio.to_dict(),
             "median_ratio": self.median_ratio.to_dict(),
+            "hodges_lehmann_ratio": self.verdict_ratio.to_dict(),
+            "verdict_basis": "hodges_lehmann_ratio" if self.hodges_lehmann_ratio is not None else "geomean_ratio",
             "wilcoxon_p": self.wilcoxon_p,
             "verdict": self.verdict.value,
             "min_detectable_change": self.min_detectable_change,
@@ -298,28 +458,34 @@ def compare_paired(
 ) -> MetricComparison:
     """Pair per-prompt values of one metric and decide: faster, slower or no detectable difference.
 
-    The verdict follows the geometric-mean ratio's BCa interval (the interval the report prints, so the verdict
-    never contradicts it): entirely below 1 -> the candidate's values are lower. The Wilcoxon p-value is reported
-    beside it and a note flags the rare case where the two disagree.
+    The verdict follows the Hodges-Lehmann ratio's signed-rank interval (distribution-free; exact coverage for
+    symmetric noise at any n): entirely below 1 -> the candidate's values are lower. That interval is the one
+    `speedup_interval` reports, and the exact signed-rank p is the same test, so none of the three can disagree.
+    The geometric-mean (BCa) and median (percentile) bootstrap intervals are computed for reading; `note` says
+    when the geometric mean's interval would have decided differently (outliers or too few pairs).
     """
     pairs = paired_ratios(candidate, baseline)
     boot = bootstrap_geomean_ratio(pairs, rng, n_resamples, confidence)
     geo = boot.interval
     med = bootstrap_median_ratio(pairs, rng, n_resamples, confidence).interval
-    p = wilcoxon_log_ratios(pairs)
+    hl = hodges_lehmann_ratio(pairs, confidence)
+    p = signed_rank_p(pairs.log_ratios()) if pairs.n >= 2 else float("nan")
     note = ""
     if pairs.n < MIN_PAIRS:
         verdict = Verdict.INSUFFICIENT
         note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
-    elif geo.excludes(1.0):
-        lower = geo.high < 1.0
-        verdict = Verdict.FASTER if lower == lower_is_better else Verdict.SLOWER
-        if p >= 1 - confidence:
-            note = f"interval excludes 1 but signed-rank p = {p:.3g}: borderline"
     else:
-        verdict = Verdict.NO_DIFFERENCE
-        if p < 1 - confidence:
-            note = f"interval includes 1 but signed-rank p = {p:.3g}: borderline"
+        if hl.excludes(1.0):
+            lower = hl.high < 1.0
+            verdict = Verdict.FASTER if lower == lower_is_better else Verdict.SLOWER
+        else:
+            verdict = Verdict.NO_DIFFERENCE
+        if geo.excludes(1.0) != hl.excludes(1.0):
+            which = "excludes" if geo.excludes(1.0) else "includes"
+            note = (
+                f"the geometric-mean interval {which} 1 but the signed-rank interval (the verdict's) does not: "
+                "borderline, or a few outlying pairs"
+            )
     return MetricComparison(
         metric=metric,
         n_pairs=pairs.n,
@@ -328,10 +494,11 @@ def compare_paired(
         median_ratio=med,
         wilcoxon_p=p,
         verdict=verdict,
-        min_detectable_change=min_detectable_change(geo),
+        min_detectable_change=min_detectable_change(hl),
         lower_is_better=lower_is_better,
         note=note,
         replicates=tuple(boot.replicates.tolist()),
+        hodges_lehmann_ratio=hl,
     )
 
 
@@ -443,9 +610,16 @@ class LoadSpeedup:
 
     @classmethod
     def from_comparison(cls, load: float, c: MetricComparison) -> LoadSpeedup:
-        """The speedup of a time metric's comparison at one load, replicates converted to speedups."""
+        """The speedup of a time metric's comparison at one load, replicates converted to speedups.
+
+        The replicates are the geometric mean's bootstrap, recentred (in log space) on the verdict's estimate, so
+        the crossover's point and interval describe the same speedup curve as the per-load verdicts; under heavy
+        tails the geometric mean's spread is the wider one, which keeps the crossover interval conservative.
+        """
         lo, hi = c.speedup_interval
-        reps = tuple(1.0 / r for r in c.replicates) if c.lower_is_better else c.replicates
+        shift = c.verdict_ratio.estimate / c.geomean_ratio.estimate if c.geomean_ratio.estimate > 0 else 1.0
+        ratios = [r * shift for r in c.replicates]
+        reps = tuple(1.0 / r for r in ratios) if c.lower_is_better else tuple(ratios)
         return cls(load, c.speedup, lo, hi, reps)
 
 

@@ -167,6 +167,10 @@ def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "metric": METRIC_LABELS.get(m.metric, m.metric),
                     "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
                     "median": f"{fmt_x(1 / m.median_ratio.estimate) if _ok(m.median_ratio.estimate) else '–'}",
+                    # the geometric mean, for reading (the verdict follows the Hodges-Lehmann speedup beside it)
+                    "geomean": f"{fmt_x(1 / m.ratio.estimate)} {fmt_range(1 / m.ratio.high, 1 / m.ratio.low)}"
+                    if _ok(m.ratio.estimate) and m.ratio.estimate > 0
+                    else "–",
                     "p": pvalue(m.wilcoxon_p),
                     "verdict": m.verdict,
                     "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),

@@ -124,7 +124,7 @@ class Ratio:
     n_dropped: int
     ratio: Interval  # geometric-mean ratio candidate/baseline, BCa interval
     median_ratio: Interval
-    speedup: float  # baseline/candidate for time metrics (> 1 = faster)
+    speedup: float  # the verdict's (Hodges-Lehmann) baseline/candidate for time metrics (> 1 = faster)
     speedup_low: float
     speedup_high: float
     wilcoxon_p: float
