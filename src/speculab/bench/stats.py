@@ -625,8 +625,9 @@ class LoadSpeedup:
 
 class CrossoverStatus(str, Enum):
     CROSSES = "crosses"  # speedup > 1 at low load and <= 1 at a higher one
-    ALWAYS_FASTER = "faster at every load measured"
-    NEVER_FASTER = "not faster at any load measured"
+    # Statuses describe the point estimates (significance is the per-load verdicts' job), so say "estimate".
+    ALWAYS_FASTER = "speedup estimate above 1 at every load measured"
+    NEVER_FASTER = "speedup estimate at or below 1 from the lowest load measured"
     TOO_FEW_LOADS = "fewer than two loads"
 
 
