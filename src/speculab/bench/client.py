@@ -327,7 +327,7 @@ class StreamState:
             error=error or self.error or finish_error(self.finish_reason),
             warmup=warmup,
             stream=True,
-            spec=spec_from_timings(self.timings),
+            spec=spec_from_response(self.usage, self.timings),
             logprobs=tuple(self._logprobs) if self.logprobs_requested else None,
             extra=extra,
         )
@@ -338,6 +338,19 @@ def _usage_int(usage: dict[str, Any] | None, key: str) -> int | None:
         return None
     v = usage.get(key)
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def spec_from_response(usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Per-response speculation stats: speculab's `usage.speculab_spec_decode`, else llama.cpp's `timings`."""
+    ours = (usage or {}).get("speculab_spec_decode")
+    if isinstance(ours, dict):
+        return {
+            "drafts": ours.get("drafts"),
+            "draft_tokens": ours.get("draft_tokens"),
+            "accepted_tokens": ours.get("accepted_tokens"),
+            "source": "speculab usage.speculab_spec_decode",
+        }
+    return spec_from_timings(timings)
 
 
 def spec_from_timings(timings: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -504,7 +517,7 @@ class UnaryRequest:
             error=err,
             warmup=warmup,
             stream=False,
-            spec=spec_from_timings(delta.timings),
+            spec=spec_from_response(delta.usage, delta.timings),
             logprobs=delta.logprobs if ep.logprobs is not None else None,
             extra=extra,
         )

@@ -150,3 +150,21 @@ def test_finish_reason_abort_is_a_failure_even_with_done():
     assert len(r.chunks) == 2  # what arrived stays in the record
     _, r = play([(1.0, chunk("ab", cum=2)), (1.1, chunk("c", cum=3, finish="stop")), (1.2, DONE)])
     assert r.ok
+
+
+def test_speculab_per_response_spec_stats_are_kept():
+    # speculab serve puts each request's speculation counters in a usage extension field
+    usage = {
+        "prompt_tokens": 5,
+        "completion_tokens": 3,
+        "speculab_spec_decode": {"drafts": 1, "draft_tokens": 4, "accepted_tokens": 2},
+    }
+    last = f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
+    _, r = play([(1.0, chunk("abc", finish="stop")), (1.1, last), (1.2, DONE)])
+    assert r.spec == {
+        "drafts": 1,
+        "draft_tokens": 4,
+        "accepted_tokens": 2,
+        "source": "speculab usage.speculab_spec_decode",
+    }
+    assert r.completion_tokens == 3
