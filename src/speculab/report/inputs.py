@@ -26,6 +26,7 @@ from typing import Any
 
 from speculab.bench.engines.acceptance import AcceptanceSummary
 from speculab.bench.records import RequestRecord, RequestSpec
+from speculab.bench.results import read_records
 from speculab.errors import UserError
 
 INPUTS_SCHEMA = "speculab.report.inputs/1"
@@ -397,22 +398,6 @@ def save_inputs(root: Path, inputs: ReportInputs) -> None:
             write_run_meta(root, run)
 
 
-def _read_records(path: Path) -> list[RequestRecord]:
-    """requests.jsonl -> records; a torn last line (the process died mid-write) is skipped."""
-    out: list[RequestRecord] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(RequestRecord.from_dict(json.loads(line)))
-        except (ValueError, KeyError, TypeError) as e:
-            if i == len(lines) - 1:
-                break
-            raise UserError(f"{path}:{i + 1}: not a request record ({e})") from None
-    return out
-
-
 def load_inputs(root: Path) -> ReportInputs:
     """Read DIR back: inputs.json, then every runs/<arm>/<level>/r<n>/ found (partial repeats included)."""
     f = root / INPUTS_FILE
@@ -438,7 +423,7 @@ def load_inputs(root: Path) -> ReportInputs:
 
 def _read_repeat(rdir: Path, arm: str, level: str, repeat: int) -> RepeatRun:
     req = rdir / REQUESTS_FILE
-    records = _read_records(req) if req.is_file() else []
+    records = read_records(req) if req.is_file() else []
     meta = rdir / RUN_FILE
     if not meta.is_file():
         return RepeatRun(arm, level, repeat, tuple(records), interrupted=True, notes=("run.json missing: partial",))
