@@ -97,6 +97,13 @@ def running_server(api_key: str | None = None, model_dir: Path | None = None, **
     engine = Engine(model, EngineConfig(**engine_kw), eos_token_ids=tok.eos_token_ids, detokenizer_factory=detok)
     aeng = AsyncEngine(engine)
     app = create_app(aeng, tok, AppConfig(served_model_name="tiny", api_key=api_key))
+    with serve_app(app) as url:
+        yield Server(url, engine, aeng)
+
+
+@contextlib.contextmanager
+def serve_app(app: Any) -> Iterator[str]:
+    """Run an ASGI app with uvicorn in a thread on 127.0.0.1 (free port) until /health answers; yields its URL."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -110,7 +117,7 @@ def running_server(api_key: str | None = None, model_dir: Path | None = None, **
         except OSError:
             time.sleep(0.05)
     try:
-        yield Server(url, engine, aeng)
+        yield url
     finally:
         server.should_exit = True
         thread.join(timeout=10)

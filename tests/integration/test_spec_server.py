@@ -8,18 +8,15 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-import uvicorn
 from tests.fakes.engine_fakes import tiny_model
 from tests.fakes.spec_models import truncated_copy
-from tests.integration.server_harness import CharDetok, CharTokenizer, Server, free_port
+from tests.integration.server_harness import CharDetok, CharTokenizer, Server, free_port, serve_app
 
 from speculab.cli import main
 from speculab.engine.async_engine import AsyncEngine
@@ -56,23 +53,8 @@ def speculative_server(spec: Speculator) -> Iterator[Server]:
     aeng = AsyncEngine(engine)
     collectors = [SpecDecodeCollector(spec.counters, "tiny")]
     app = create_app(aeng, tok, AppConfig(served_model_name="tiny"), collectors=collectors)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1):
-                break
-        except OSError:
-            time.sleep(0.05)
-    try:
+    with serve_app(app) as url:
         yield Server(url, engine, aeng)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def _plain_text(prompt_ids: list[int], max_tokens: int) -> str:
