@@ -11,31 +11,21 @@ import urllib.request
 
 import pytest
 
+from fakes.cli_runner import one_line_error, run_main
 from fakes.scripted_openai import free_port
 from integration.mock_process import mock_process
-from speculab.cli import main
 
 FAST = dict(ttft_s=0.01, gap_s=0.002, tokens_per_chunk=2, output_tokens=8)
 
 
 def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        main(["bench", *args])
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
+    return run_main(capsys, "bench", *args)
 
 
 @pytest.fixture(scope="module")
 def mock_url():
     with mock_process(**FAST, models=("model-a", "model-b")) as url:
         yield url
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err and lines[0].startswith("error:"), err
-    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -10,25 +10,15 @@ import time
 
 import pytest
 
+from fakes.cli_runner import one_line_error, run_main
 from fakes.scripted_openai import free_port
 from integration.mock_process import mock_process
-from speculab.cli import main
 
 SMALL = ["--sweep-points", "3", "--sweep-repeats", "1", "--num-prompts", "2", "--max-tokens", "8"]
 
 
 def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as e:
-        main(["diagnose", *args])
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err and lines[0].startswith("error:"), err
-    return lines[0]
+    return run_main(capsys, "diagnose", *args)
 
 
 @pytest.mark.parametrize(

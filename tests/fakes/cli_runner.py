@@ -1,0 +1,23 @@
+"""Run the `speculab` CLI in-process and read what a user would see."""
+
+from __future__ import annotations
+
+import pytest
+
+from speculab.cli import main
+
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    """`speculab ARGV...` -> (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def one_line_error(err: str) -> str:
+    """The single `error: ...` line a user mistake must produce (no traceback); returns it."""
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and lines[0].startswith("error:"), err
+    return lines[0]
