@@ -73,6 +73,7 @@ def bench_config_from_flags(
         duration_s=f["duration"],
         warmup=f["warmup"],
         seed=f["seed"],
+        ramp_up_s=f.get("ramp_up", 0.0),
     )
     endpoint = EndpointConfig(
         base_url=f["url"],

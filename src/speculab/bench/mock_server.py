@@ -282,10 +282,15 @@ def _error_event(message: str) -> bytes:
 # Handlers
 
 
-async def _sleep_until(deadline: float) -> None:
-    delay = deadline - asyncio.get_running_loop().time()
-    if delay > 0:
-        await asyncio.sleep(delay)
+async def _sleep_until(deadline: float, spin_s: float = 0.0) -> None:
+    """Sleep until `deadline` (loop clock). asyncio's sleeps overshoot by 1-2 ms; with `spin_s` > 0 the sleep ends
+    `spin_s` early and the rest is spent yielding to the loop (other streams' writes still run meanwhile)."""
+    loop = asyncio.get_running_loop()
+    delay = deadline - loop.time()
+    if delay > spin_s:
+        await asyncio.sleep(delay - spin_s)
+    while loop.time() < deadline:
+        await asyncio.sleep(0)
 
 
 def _client_gone(request: web.Request) -> bool:
@@ -399,7 +404,7 @@ async def _generate(
             usage = job.usage(done + n) if job.continuous_usage else None
             payload = _chunk(job, [_choice(job, text, job.finish_reason if last else None, lp_block)], usage)
             text_off += len(text)
-        await _sleep_until(deadline)
+        await _sleep_until(deadline, cfg.spin_s)
         if i == 0:
             m.ttft.observe(loop.time() - t_arrival)
         if i == fault_at and fault in (Fault.DROP, Fault.MALFORMED, Fault.ERROR_EVENT) and resp is None:

@@ -39,6 +39,7 @@ class LoadConfig:
     duration_s: float | None = None  # stop sending new requests after this long
     warmup: int = 0  # warmup requests before the measured run
     seed: int = 0  # seeds the arrival RNG
+    ramp_up_s: float = 0.0  # closed loop: worker k of N sends its first request k/N of this after the phase starts
 
     def __post_init__(self) -> None:
         if self.concurrency is not None and self.concurrency < 1:
@@ -51,6 +52,10 @@ class LoadConfig:
             raise UserError(f"--duration must be positive seconds, got {self.duration_s}")
         if self.warmup < 0:
             raise UserError(f"--warmup must be >= 0, got {self.warmup}")
+        if not self.ramp_up_s >= 0:
+            raise UserError(f"--ramp-up must be >= 0 seconds, got {self.ramp_up_s}")
+        if self.ramp_up_s > 0 and self.arrival is not None:
+            raise UserError("--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing")
 
     @property
     def mode(self) -> str:
@@ -67,6 +72,7 @@ class LoadConfig:
             "duration_s": self.duration_s,
             "warmup": self.warmup,
             "seed": self.seed,
+            "ramp_up_s": self.ramp_up_s,
         }
 
 
@@ -176,8 +182,15 @@ class _Run:
         return self.duration_s is not None and self.clock() - self.t0 >= self.duration_s
 
 
-async def _closed_loop(run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool) -> None:
-    async def worker() -> None:
+async def _closed_loop(
+    run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool, ramp_up_s: float = 0.0
+) -> None:
+    async def worker(k: int) -> None:
+        # Without a ramp, N identical requests start, stream and finish in lockstep, round after round: client and
+        # server then handle N events in one burst at every step, which real traffic never does. A ramp spreads
+        # the workers' phases once; equal-length requests then keep them spread.
+        if ramp_up_s > 0 and k:
+            await asyncio.sleep(k * ramp_up_s / concurrency)
         for spec in specs:  # one shared iterator: each item goes to exactly one worker
             if run.expired():
                 return
@@ -187,7 +200,7 @@ async def _closed_loop(run: _Run, specs: Iterator[RequestSpec], concurrency: int
             await asyncio.wait({job})
             run.raise_failure()
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(k) for k in range(concurrency)))
 
 
 async def _open_loop(
@@ -252,7 +265,9 @@ async def run_load(
         if load.warmup:
             warm = _Run(request, session, on_record, on_progress, clock, None, None)
             warm_specs = plan(items, load.warmup, endless=False)
-            driver = asyncio.create_task(_closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True))
+            driver = asyncio.create_task(
+                _closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True, load.ramp_up_s)
+            )
             stopped = await _until_done_or_stopped(warm, driver, stop)
             n_warm = warm.warmup_done
             if stopped:
@@ -267,7 +282,7 @@ async def run_load(
         specs = plan(items, load.num_prompts, endless)
         if load.arrival is None:
             assert load.concurrency is not None
-            coro = _closed_loop(run, specs, load.concurrency, False)
+            coro = _closed_loop(run, specs, load.concurrency, False, load.ramp_up_s)
         else:
             coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
         run.report(False)
