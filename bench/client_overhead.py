@@ -49,6 +49,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 import psutil
+import yarl
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -61,6 +62,7 @@ from speculab.bench.client import (  # noqa: E402
     build_payload,
     request_func,
 )
+from speculab.bench.read_stamps import stamping_session  # noqa: E402
 from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
 from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
 
@@ -76,16 +78,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="identical TTFTs, so all streams' chunks arrive in bursts at the same instants (the worst case); by "
         "default each TTFT gets a seeded jitter of up to one gap, spreading the streams' phases as real traffic does",
     )
+    p.add_argument(
+        "--ramp-up-s",
+        type=float,
+        default=None,
+        help="spread the N streams' first requests over this long (speculab bench --ramp-up), so that request "
+        "starts and chunk phases are spread as in steady traffic; default: one request's duration (0 with "
+        "--synchronized). Chunks are counted once the ramp has ended, when all N streams are running",
+    )
     p.add_argument("--tokens-per-chunk", type=int, default=2)
     p.add_argument("--output-tokens", type=int, default=64)
-    p.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
+    p.add_argument("--rounds", type=int, default=3, help="measured requests per stream")
     p.add_argument("--max-error-ms", type=float, default=1.0, help="p99 chunk timing error that counts as sustained")
     p.add_argument(
         "--client",
-        choices=("harness", "deferred"),
+        choices=("harness", "deferred", "raw"),
         default="harness",
         help="harness: speculab's StreamingRequest as `speculab bench` runs it; deferred: the same parsing "
-        "(StreamState), moved after the stream ends so that the read loop only timestamps bytes",
+        "(StreamState), moved after the stream ends so that the read loop only timestamps bytes; raw: no aiohttp "
+        "at all, one bare asyncio Protocol per request stamping each socket read (HTTP/1.0, parsed after the "
+        "end): the floor this machine's scheduling sets for any Python client",
     )
     p.add_argument("--pin", action="store_true", help="pin the client to CPU 0 and the server to CPU 1")
     p.add_argument(
@@ -96,8 +108,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "first, so long-lived objects are no longer rescanned (freeze); or frozen and disabled, collecting only "
         "between levels (off)",
     )
+    p.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the client's event loop: asyncio's own, or uvloop (libuv; `pip install uvloop`)",
+    )
     p.add_argument("--json", type=Path, default=None, help="write the full results here")
     return p.parse_args(argv)
+
+
+def ramp_up_s(args: argparse.Namespace) -> float:
+    if args.ramp_up_s is not None:
+        return args.ramp_up_s
+    if args.synchronized:
+        return 0.0
+    chunks = -(-args.output_tokens // args.tokens_per_chunk)
+    return (args.ttft_ms + (chunks - 1) * args.gap_ms) / 1e3
 
 
 def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
@@ -179,6 +206,63 @@ class DeferredParseRequest(StreamingRequest):
         return st.record(spec=spec, scheduled_s=scheduled_s, sent_s=sent_s, end_s=end_s, warmup=warmup, error=None)
 
 
+class _Stamp(asyncio.Protocol):
+    """Stamps every socket read the moment the event loop hands it over; nothing else."""
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.pieces: list[tuple[float, bytes]] = []
+        self.done = done
+
+    def data_received(self, data: bytes) -> None:
+        self.pieces.append((time.perf_counter(), data))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class RawStampRequest(StreamingRequest):
+    """The timing floor: a fresh connection per request, an HTTP/1.0 POST (so the response body is the bare SSE
+    stream, ended by closing), each read stamped in `data_received`, and the same `StreamState` parsing run on
+    the stamped reads after the stream has ended. Whatever error this shows comes from the machine (wake-ups,
+    loopback, the event loop's own turn), not from aiohttp or speculab's parsing."""
+
+    async def __call__(
+        self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+    ) -> RequestRecord:
+        ep, clock = self.endpoint, self.clock
+        url = yarl.URL(ep.url)
+        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        head = (
+            f"POST {url.raw_path} HTTP/1.0\r\nHost: {url.host}:{url.port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        proto = _Stamp(done)
+        sent_s = clock()
+        transport, _ = await loop.create_connection(lambda: proto, url.host, url.port)
+        transport.write(head + body)
+        await done
+        end_s = clock()
+        st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
+        in_body, pending = False, b""
+        for t, piece in proto.pieces:
+            if not in_body:
+                pending += piece
+                if b"\r\n\r\n" not in pending:
+                    continue
+                status_line, _, piece = pending.partition(b"\r\n\r\n")
+                if b" 200 " not in status_line.split(b"\r\n", 1)[0]:
+                    raise SystemExit(f"raw client: {status_line[:200]!r}")
+                in_body = True
+            if piece and st.feed(piece, t):
+                break
+        else:
+            st.eof()
+        return st.record(spec=spec, scheduled_s=scheduled_s, sent_s=sent_s, end_s=end_s, warmup=warmup, error=None)
+
+
 def _session(written: dict[str, float]) -> aiohttp.ClientSession:
     """`speculab.bench.client.make_session()`'s settings plus a trace hook that fills `written`: prompt -> when
     its request body was handed to the socket (aiohttp writes headers and body together, from a task of its own)."""
@@ -191,7 +275,9 @@ def _session(written: dict[str, float]) -> aiohttp.ClientSession:
     trace.on_request_chunk_sent.append(on_chunk_sent)
     # as make_session(): no connection cap, no session-wide timeout (each request has its own)
     connector = aiohttp.TCPConnector(limit=0)
-    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace])
+    return stamping_session(
+        connector, time.perf_counter, timeout=aiohttp.ClientTimeout(total=None), trace_configs=[trace]
+    )
 
 
 def compare(
@@ -200,8 +286,12 @@ def compare(
     send_log: dict[str, Any],
     wire_sent: dict[str, float],
     gap_s: float,
+    full_from_s: float = 0.0,
+    full_until_s: float = float("inf"),
 ) -> dict[str, Any]:
-    """Client arrivals vs server writes, request by request (matched by their unique prompts)."""
+    """Client arrivals vs server writes, request by request (matched by their unique prompts). Chunk errors count
+    only chunks that arrived while all N streams were running: after the ramp (`full_from_s`) and before the last
+    request was sent (`full_until_s`; from then on streams end one by one)."""
     by_prompt = {e["prompt"]: e for e in send_log["requests"]}  # measured requests came after the warmup ones
     chunk_err: list[float] = []
     ttft_over: list[float] = []
@@ -216,7 +306,7 @@ def compare(
             mismatched += 1
             continue
         writes, got = entry["chunks_s"], [c.t_s for c in rec.chunks]
-        chunk_err += [g - w for g, w in zip(got, writes, strict=True)]
+        chunk_err += [g - w for g, w in zip(got, writes, strict=True) if full_from_s <= g <= full_until_s]
         ttft_over.append((got[0] - rec.sent_s) - (writes[0] - entry["arrival_s"]))
         if prompt in wire_sent:
             send_delay.append(wire_sent[prompt] - rec.sent_s)
@@ -253,6 +343,7 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
     gc.callbacks.append(on_gc)
     try:
         n = concurrency * args.rounds
+        ramp_s = ramp_up_s(args)
         items = [RequestSpec(index=i, prompt=f"client overhead probe {i}") for i in range(n)]
         endpoint = EndpointConfig(base_url=url, model="speculab-mock", api="completions", stream=True)
         sampling = SamplingConfig(max_tokens=args.output_tokens, temperature=0.0, seed=0)
@@ -263,16 +354,16 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         with PeakRss() as rss:
             wire_sent: dict[str, float] = {}
             async with _session(wire_sent) as session:
-                request = (
-                    request_func(endpoint, sampling)
-                    if args.client == "harness"
-                    else DeferredParseRequest(endpoint, sampling)
-                )
-                await run_load(
+                request = {
+                    "harness": lambda: request_func(endpoint, sampling),
+                    "deferred": lambda: DeferredParseRequest(endpoint, sampling),
+                    "raw": lambda: RawStampRequest(endpoint, sampling),
+                }[args.client]()
+                outcome = await run_load(
                     items,
                     request,
                     session,
-                    LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency),
+                    LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency, ramp_up_s=ramp_s),
                     on_record=records.append,
                 )
                 async with session.get(url + "/mock/send_times") as resp:
@@ -291,7 +382,16 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
             "server_cpu_s_per_wall_s": round(
                 (server_cpu1.user + server_cpu1.system - server_cpu0.user - server_cpu0.system) / wall_s, 2
             ),
-            **compare(ok, items, send_log, wire_sent, args.gap_ms / 1e3),
+            "ramp_up_s": round(ramp_s, 3),
+            **compare(
+                ok,
+                items,
+                send_log,
+                wire_sent,
+                args.gap_ms / 1e3,
+                full_from_s=outcome.started_s + ramp_s,
+                full_until_s=max(r.sent_s for r in measured),
+            ),
         }
         result["gc_pauses"] = len(gc_pauses_ms)
         result["gc_longest_pause_ms"] = round(max(gc_pauses_ms, default=0.0), 2)
@@ -359,4 +459,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse_args()))
+    _args = parse_args()
+    if _args.loop == "uvloop":
+        import uvloop
+
+        uvloop.run(main(_args))
+    else:
+        asyncio.run(main(_args))

@@ -256,8 +256,9 @@ def mock_server(
         False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
     ),
     spin_ms: float = typer.Option(
-        0.0, help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
-        "of the script instead of 1-2 ms late, at the cost of CPU; 2.5 covers asyncio's overshoot."
+        0.0,
+        help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
+        "of the script instead of 1-2 ms late, at the cost of CPU; 2.5 covers asyncio's overshoot.",
     ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""

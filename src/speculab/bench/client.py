@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 
 import aiohttp
 
+from speculab.bench.read_stamps import ReadTimes, stamping_session
 from speculab.bench.records import (
     ChunkEvent,
     ErrorCategory,
@@ -446,8 +447,9 @@ class StreamingRequest:
                         else ErrorInfo(ErrorCategory.MALFORMED, "expected an SSE stream, got a JSON body")
                     )
                 else:
+                    reads = ReadTimes.of(resp, clock)  # each chunk's time: the socket read that delivered it
                     async for piece in resp.content.iter_any():
-                        if st.feed(piece, clock()):
+                        if any(st.feed(part, t) for part, t in reads.split(piece, clock())):
                             break
                     else:
                         st.eof()
@@ -535,11 +537,13 @@ def request_func(
     return cls(endpoint, sampling, clock, count_tokens)
 
 
-def make_session(*, limit: int = 0) -> aiohttp.ClientSession:
+def make_session(*, limit: int = 0, clock: Clock = time.perf_counter) -> aiohttp.ClientSession:
     """One session per run. No connection cap by default (aiohttp's default of 100 would silently throttle
-    high concurrency); no session-wide timeout (each request has its own)."""
-    return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=limit, force_close=False),
+    high concurrency); no session-wide timeout (each request has its own). Its connections stamp every socket
+    read with `clock` (see read_stamps): streamed requests using the same clock time chunks by those stamps."""
+    return stamping_session(
+        aiohttp.TCPConnector(limit=limit, force_close=False),
+        clock,
         timeout=aiohttp.ClientTimeout(total=None),
         # keep-alive connections are reused; responses are read incrementally by us
         auto_decompress=True,

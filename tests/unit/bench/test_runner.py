@@ -170,3 +170,21 @@ async def test_stop_while_open_loop_waits_for_a_slot():
     assert out.interrupted and len(recs) == 1 and recs[0].error.category is ErrorCategory.CANCELLED
     agg = aggregate(recs)
     assert agg.sent == agg.ok + agg.error == 1
+
+
+async def test_ramp_up_staggers_the_workers_first_requests():
+    fake = FakeRequest(latency_s=0.2)
+    _, recs = await go(LoadConfig(concurrency=4, num_prompts=4, ramp_up_s=0.2), fake)
+    starts = sorted(r.sent_s for r in recs)
+    offsets = [s - starts[0] for s in starts]
+    # worker k starts k/4 of the ramp in: 0, 50, 100, 150 ms (sleep wake-ups only ever add)
+    for k, off in enumerate(offsets):
+        assert 0.05 * k - 0.002 <= off <= 0.05 * k + 0.04, offsets
+    assert fake.max_in_flight == 4  # every worker is running by the end of the ramp
+
+
+def test_ramp_up_is_closed_loop_only():
+    with pytest.raises(UserError, match="--ramp-up"):
+        LoadConfig(concurrency=2, arrival=ArrivalConfig(5.0), ramp_up_s=1.0)
+    with pytest.raises(UserError, match="--ramp-up"):
+        LoadConfig(concurrency=2, ramp_up_s=-1.0)
