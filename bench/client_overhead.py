@@ -23,8 +23,12 @@ chunks arrive in the same instant instead (the worst case: a single-threaded cli
 burst after handling the k-1 before it). A level is sustained when every request succeeded and the p99 chunk timing
 error is <= 1 ms. The client's peak RSS (this process) is sampled during each level.
 
+Streams are spread by a ramp (`speculab bench --ramp-up`, one request's duration by default) and chunk errors are
+counted while all N run. `--client raw` measures the floor: a bare asyncio Protocol that only stamps socket reads.
+
 Usage (from the repository root):
     python bench/client_overhead.py                       # levels 64..1024, 50 ms between chunks
+    python bench/client_overhead.py --levels 128,256,512 --client raw   # the machine's own floor
     python bench/client_overhead.py --levels 512 --gap-ms 20 --json out.json
     chrt -f 10 python bench/client_overhead.py            # real-time priority on a shared machine
 """

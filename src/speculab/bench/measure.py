@@ -22,6 +22,7 @@ import aiohttp
 from speculab.bench.client import Clock, EndpointConfig, SamplingConfig, TokenCounter, make_session, request_func
 from speculab.bench.endpoint_probe import ServerInfo, choose_model, probe_endpoint
 from speculab.bench.metrics import SLO, StallConfig, aggregate
+from speculab.bench.read_stamps import chunk_time_source
 from speculab.bench.records import RequestRecord, RequestSpec
 from speculab.bench.results import (
     MANIFEST,
@@ -116,6 +117,7 @@ async def _measure(
         "tokenizer": cfg.tokenizer,
         "server": info.to_dict(),
         "clock": getattr(clock, "__name__", str(clock)),
+        "chunk_times": chunk_time_source(session, clock),
         "started_at": utc_now(),
         "finished_at": None,
     }

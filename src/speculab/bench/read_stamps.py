@@ -64,9 +64,17 @@ def stamping_session(connector: aiohttp.TCPConnector, clock: Clock, **kwargs: ob
     return aiohttp.ClientSession(connector=connector, **kwargs)  # type: ignore[arg-type]
 
 
-def read_stamping_active(session: aiohttp.ClientSession) -> bool:
+def read_stamping_active(session: aiohttp.ClientSession, clock: Clock | None = None) -> bool:
+    """Whether `session` stamps socket reads (with `clock`, when given)."""
     factory = getattr(session.connector, "_factory", None)
-    return isinstance(factory, functools.partial) and factory.func is StampingResponseHandler
+    if not (isinstance(factory, functools.partial) and factory.func is StampingResponseHandler):
+        return False
+    return clock is None or factory.keywords.get("clock") is clock
+
+
+def chunk_time_source(session: aiohttp.ClientSession, clock: Clock) -> str:
+    """For the manifest: where streamed chunks' arrival times come from in a run using `session` and `clock`."""
+    return "socket_read" if read_stamping_active(session, clock) else "read_loop"
 
 
 class ReadTimes:
