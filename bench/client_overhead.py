@@ -298,6 +298,7 @@ def compare(
     request was sent (`full_until_s`; from then on streams end one by one)."""
     by_prompt = {e["prompt"]: e for e in send_log["requests"]}  # measured requests came after the warmup ones
     chunk_err: list[float] = []
+    matched_chunks = 0
     ttft_over: list[float] = []
     send_delay: list[float] = []
     to_server: list[float] = []
@@ -310,6 +311,7 @@ def compare(
             mismatched += 1
             continue
         writes, got = entry["chunks_s"], [c.t_s for c in rec.chunks]
+        matched_chunks += len(got)
         chunk_err += [g - w for g, w in zip(got, writes, strict=True) if full_from_s <= g <= full_until_s]
         ttft_over.append((got[0] - rec.sent_s) - (writes[0] - entry["arrival_s"]))
         if prompt in wire_sent:
@@ -318,7 +320,8 @@ def compare(
         # first_deadline_s already includes the TTFT jitter
         server_late += [w - (entry["first_deadline_s"] + i * gap_s) for i, w in enumerate(writes)]
     return {
-        "chunks": len(chunk_err),
+        "chunks": len(chunk_err),  # counted: arrived while all N streams ran
+        "chunks_matched": matched_chunks,  # every chunk of every measured request, matched to its write
         "requests_unmatched": mismatched,
         "chunk_error_ms": _pcts_ms(chunk_err),
         "ttft_overhead_ms": _pcts_ms(ttft_over),

@@ -168,6 +168,9 @@ def serve(
     api_key: str | None = typer.Option(None, help="Require 'Authorization: Bearer KEY' on /v1/*."),
     served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
     seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
+    threads: int | None = typer.Option(
+        None, help="torch CPU threads (default: torch's, one per core); 1 leaves room for a client on a small machine."
+    ),
     speculative_config: str | None = typer.Option(
         None,
         help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
@@ -196,6 +199,7 @@ def serve(
         served_model_name=served_model_name,
         seed=seed,
         speculative_config=speculative_config,
+        threads=threads,
     )
 
     def ready(url: str) -> None:

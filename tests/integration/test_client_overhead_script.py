@@ -7,20 +7,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_client_overhead_smoke(tmp_path: Path):
+@pytest.mark.parametrize("client", ["harness", "raw"])
+def test_client_overhead_smoke(tmp_path: Path, client: str):
     out = tmp_path / "res.json"
-    cmd = [sys.executable, "bench/client_overhead.py", "--levels", "2,4", "--rounds", "2", "--ttft-ms", "5"]
+    cmd = [sys.executable, "bench/client_overhead.py", "--levels", "2,4", "--rounds", "3", "--ttft-ms", "5"]
+    cmd += ["--client", client]
     cmd += ["--gap-ms", "5", "--output-tokens", "8", "--gc", "off", "--json", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads(out.read_text())
     assert res["machine"]["nproc"] >= 1 and res["machine"]["cpu_model"]
     for level in res["levels"]:
-        n = level["concurrency"] * 2
+        n = level["concurrency"] * 3
         assert level["requests"] == level["ok"] == n and level["requests_unmatched"] == 0
-        assert level["chunks"] == n * 4  # 8 tokens, 2 per chunk: every chunk matched to its write
-        # a chunk cannot be seen before it was written (one CLOCK_MONOTONIC for both processes)
-        assert level["chunk_error_ms"]["p50"] >= 0 and level["client_peak_rss_mb"] > 0
+        assert level["chunks_matched"] == n * 4  # 8 tokens, 2 per chunk: every chunk matched to its write
+        assert 0 < level["chunks"] <= n * 4  # those that arrived while all streams ran
+        # a chunk cannot be seen long before it was written (one CLOCK_MONOTONIC for both processes; the mock
+        # stamps a write once it returns, so a read can precede the stamp by microseconds)
+        assert level["chunk_error_ms"]["p50"] > -0.5 and level["client_peak_rss_mb"] > 0

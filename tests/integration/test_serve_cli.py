@@ -67,6 +67,7 @@ def test_serve_prints_url_and_answers_openai_clients(tiny_checkpoint):
         (["{ckpt}", "--device", "cuda:7"], "cuda"),
         (["{ckpt}", "--dtype", "float8"], "unknown dtype"),
         (["{ckpt}", "--port", "0"], "--port"),
+        (["{ckpt}", "--threads", "0"], "--threads must be at least 1"),
         (["{ckpt}", "--max-num-seqs", "8", "--max-num-batched-tokens", "4"], "max_num_batched_tokens"),
         (["{ckpt}", "--max-num-seqs", "100000000", "--max-model-len", "512"], "lower --max-num-seqs"),
     ],

@@ -45,6 +45,7 @@ class ServeConfig:
     served_model_name: str | None = None  # default: the name given on the command line
     seed: int = 0
     speculative_config: str | None = None  # --speculative-config JSON (docs/speculative.md)
+    threads: int | None = None  # torch CPU threads (intra-op); None: torch's default (one per physical core)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -55,6 +56,8 @@ class ServeConfig:
             raise UserError("--max-model-len must be at least 2")
         if self.max_waiting < 0:
             raise UserError("--max-waiting must be >= 0")
+        if self.threads is not None and self.threads < 1:
+            raise UserError(f"--threads must be at least 1, got {self.threads}")
         if self.speculative_config is not None:  # a malformed config or missing draft fails before any load
             spec = parse_spec_config(self.speculative_config)
             if spec.model is not None:
@@ -89,6 +92,10 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
     """
     path = resolve_model_path(cfg.model)
     device = pick_device(cfg.device)
+    if cfg.threads is not None:
+        # On a machine shared with the load generator (the demo, a laptop), torch's default of one thread per
+        # core makes its OpenMP workers spin against the client for the same cores (docs/engine.md).
+        torch.set_num_threads(cfg.threads)
     dtype = parse_dtype(cfg.dtype) or default_dtype(device)
     mcfg = read_config(path)
     n_pos = mcfg.max_position_embeddings
