@@ -182,6 +182,11 @@ class KVCache(nn.Module):
         return self.k.numel() * self.k.element_size() * 2
 
 
+def consecutive_start(slots: list[int]) -> int | None:
+    """slots[0] when the rows use slots slots[0], slots[0] + 1, ... in order (BatchInput.slot_start), else None."""
+    return slots[0] if slots and slots == list(range(slots[0], slots[0] + len(slots))) else None
+
+
 @dataclass
 class BatchInput:
     """One forward's inputs. All tensors on the model's device.
@@ -195,6 +200,8 @@ class BatchInput:
     positions: torch.Tensor
     slots: torch.Tensor
     kv_len: int
+    slot_start: int | None = None  # rows use slots slot_start, slot_start + 1, ... in order: the cache is sliced
+    # (a view) instead of gathered (a copy of every attended key and value, per layer, per step)
 
 
 class Attention(nn.Module):
@@ -218,6 +225,7 @@ class Attention(nn.Module):
         write_pos: torch.Tensor,  # [B, S] cache column for each new token
         slots: torch.Tensor,  # [B]
         kv_len: int,
+        slot_start: int | None = None,
     ) -> torch.Tensor:
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.n_heads, self.head_dim).transpose(1, 2)  # [B, H, S, D]
@@ -230,8 +238,12 @@ class Attention(nn.Module):
         slot_idx = slots[:, None].expand(b, s)  # [B, S]
         cache.k[layer][slot_idx, :, write_pos] = k.transpose(1, 2).to(cache.k.dtype)  # [B, S, Hkv, D]
         cache.v[layer][slot_idx, :, write_pos] = v.transpose(1, 2).to(cache.v.dtype)
-        keys = cache.k[layer][slots, :, :kv_len]  # [B, Hkv, K, D]
-        values = cache.v[layer][slots, :, :kv_len]
+        if slot_start is not None:
+            keys = cache.k[layer, slot_start : slot_start + b, :, :kv_len]  # [B, Hkv, K, D], views
+            values = cache.v[layer, slot_start : slot_start + b, :, :kv_len]
+        else:
+            keys = cache.k[layer][slots, :, :kv_len]  # gathered copies
+            values = cache.v[layer][slots, :, :kv_len]
         out = F.scaled_dot_product_attention(
             q, keys.to(q.dtype), values.to(q.dtype), attn_mask=mask, enable_gqa=self.n_kv != self.n_heads
         )  # [B, H, S, D]
@@ -296,7 +308,7 @@ class CausalLM(nn.Module):
         write_pos = torch.where(batch.positions >= 0, batch.positions, cache.max_len)  # scratch column
         for i, layer in enumerate(self.model.layers):
             h = layer.input_layernorm(x)
-            x = x + layer.self_attn(h, cos, sin, mask, cache, i, write_pos, batch.slots, batch.kv_len)
+            x = x + layer.self_attn(h, cos, sin, mask, cache, i, write_pos, batch.slots, batch.kv_len, batch.slot_start)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         return self.model.norm(x)
 

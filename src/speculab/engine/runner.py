@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from speculab.engine.model import BatchInput, CausalLM, KVCache
+from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +41,15 @@ class ModelRunner:
             tokens.append(r.tokens + [0] * (s - n))
             positions.append(list(range(r.start, r.start + n)) + [-1] * (s - n))
         kv_len = max(r.start + len(r.tokens) for r in rows)
+        slots = [r.slot for r in rows]
         # Built on the host in one call each, then one copy per tensor to the device.
         dev = self.device
         return BatchInput(
             torch.tensor(tokens, dtype=torch.long).to(dev),
             torch.tensor(positions, dtype=torch.long).to(dev),
-            torch.tensor([r.slot for r in rows], dtype=torch.long).to(dev),
+            torch.tensor(slots, dtype=torch.long).to(dev),
             kv_len,
+            consecutive_start(slots),
         )
 
     @torch.inference_mode()

@@ -5,7 +5,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from speculab.engine.model import BatchInput, CausalLM, KVCache, ModelConfig  # noqa: E402
+from speculab.engine.model import BatchInput, CausalLM, KVCache, ModelConfig, consecutive_start  # noqa: E402
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -88,6 +88,25 @@ def test_padded_batch_rows_are_independent():
     both = ours(BatchInput(tokens, pos, torch.tensor([3, 2]), 12), cache)
     assert (both[0] - alone_a[0]).abs().max() <= 1e-5
     assert (both[1, :7] - alone_b[0]).abs().max() <= 1e-5
+
+
+def test_sliced_cache_slots_equal_gathered_ones():
+    """Rows on consecutive slots read the cache through a view (slot_start); the result equals the gather path,
+    prefill and a decode step after it alike."""
+    cfg, _, ours = _pair("LlamaForCausalLM")
+    assert consecutive_start([2, 3, 4]) == 2 and consecutive_start([3, 2]) is None and consecutive_start([1]) == 1
+    tokens = torch.randint(0, 100, (3, 9))
+    pos = torch.arange(9).repeat(3, 1)
+    pos[2, 6:] = -1  # a padded row
+    step = torch.randint(0, 100, (3, 1))
+    step_pos = torch.tensor([[9], [9], [6]])
+    out = []
+    for start in (None, 1):
+        cache = KVCache(cfg, 5, 32, torch.float32, torch.device("cpu"))
+        slots = torch.tensor([1, 2, 3])
+        first = ours(BatchInput(tokens, pos, slots, 9, slot_start=start), cache)
+        out.append((first, ours(BatchInput(step, step_pos, slots, 10, slot_start=start), cache)))
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
 
 
 def test_unsupported_architecture_is_a_clear_error():

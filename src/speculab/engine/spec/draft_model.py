@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from speculab.engine.model import BatchInput, CausalLM, KVCache
+from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
 from speculab.engine.sampling import processed_probs
 from speculab.engine.spec.proposer import DraftSource, Proposal
 from speculab.engine.spec.verify import sample_inverse_cdf
@@ -156,11 +156,13 @@ class DraftModelProposer:
                 tokens[r, :n] = torch.tensor([_token_at(rows[i], p) for p in range(starts[i], lengths[i])])
                 positions[r, :n] = torch.arange(starts[i], lengths[i])
             last = torch.tensor([r * width + lengths[i] - starts[i] - 1 for r, i in enumerate(group)])
+            group_slots = [rows[i].slot for i in group]
             batch = BatchInput(
                 tokens=tokens.to(self.device),
                 positions=positions.to(self.device),
-                slots=torch.tensor([rows[i].slot for i in group], device=self.device),
+                slots=torch.tensor(group_slots, device=self.device),
                 kv_len=max(lengths[i] for i in group),
+                slot_start=consecutive_start(group_slots),
             )
             out[torch.tensor(group, device=self.device)] = self._to_vocab(
                 self.model(batch, self.cache, logits_rows=last.to(self.device))
@@ -186,10 +188,9 @@ class DraftModelProposer:
         b_all, k = len(rows), self._k
         tokens = torch.full((b_all, k), -1, dtype=torch.long, device=self.device)
         lens = torch.zeros(b_all, dtype=torch.long)
-        probs = torch.zeros((b_all, k, self.target_vocab_size), device=self.device)
         active = [b for b in range(b_all) if min(k, max_drafts[b]) > 0]
         if not active:
-            return Proposal(tokens=tokens, lens=lens.to(self.device), probs=probs)
+            return Proposal(tokens=tokens, lens=lens.to(self.device), probs=None)  # no drafts: q is never read
         act_rows = [rows[b] for b in active]
         caps = [min(k, max_drafts[b]) for b in active]
         lengths = [len(r.prompt_ids) + len(r.output_ids) for r in act_rows]
@@ -200,30 +201,41 @@ class DraftModelProposer:
         top_p = torch.tensor([float(r.params.top_p) for r in act_rows], device=self.device)
         top_k = torch.tensor([int(r.params.top_k) for r in act_rows], device=self.device)
         greedy = [float(r.params.temperature) <= 0 for r in act_rows]
-        slots = torch.tensor([r.slot for r in act_rows], device=self.device)
+        slot_list = [r.slot for r in act_rows]
+        slots, slot_start = torch.tensor(slot_list, device=self.device), consecutive_start(slot_list)
+        # All greedy: each draft is the argmax, so q is one-hot at it, which is what a Proposal without probs
+        # means (as for n-gram drafts): no softmax over the vocabulary per draft position.
+        all_greedy = all(greedy)
         caps_t = torch.tensor(caps, device=self.device)
         length_t = torch.tensor(lengths, device=self.device)
 
         logits = self._catch_up(act_rows, starts, lengths)  # [A, V]
         drafted = torch.full((len(active), k), -1, dtype=torch.long, device=self.device)  # [A, K]
-        q_all = torch.zeros((len(active), k, self.target_vocab_size), device=self.device)  # [A, K, V]
+        q_all = None if all_greedy else torch.zeros((len(active), k, self.target_vocab_size), device=self.device)
         for j in range(k):
-            q = processed_probs(logits, temperature, top_p, top_k)  # [A, V]
-            x = self._sample(q, act_rows, greedy, [j < cap for cap in caps])
-            q_all[:, j] = q
+            if all_greedy:
+                x = logits.argmax(-1)
+            else:
+                q = processed_probs(logits, temperature, top_p, top_k)  # [A, V]
+                x = self._sample(q, act_rows, greedy, [j < cap for cap in caps])
+                q_all[:, j] = q  # type: ignore[index]
             drafted[:, j] = x
             if j == k - 1 or j + 1 >= max(caps):
                 break
             # Feed x_j at position L + j for rows that still draft; the others write the scratch column.
             live = j + 1 < caps_t
             positions = torch.where(live, length_t + j, -1)[:, None]  # [A, 1]
-            batch = BatchInput(tokens=x[:, None], positions=positions, slots=slots, kv_len=max(lengths) + j + 1)
+            batch = BatchInput(
+                tokens=x[:, None], positions=positions, slots=slots, kv_len=max(lengths) + j + 1, slot_start=slot_start
+            )
             logits = self._to_vocab(self.model(batch, self.cache)[:, 0])
 
         drafted_host = drafted.tolist()  # one device sync for the bookkeeping below
+        probs = None if q_all is None else torch.zeros((b_all, k, self.target_vocab_size), device=self.device)
         for i, (b, cap) in enumerate(zip(active, caps, strict=True)):
             tokens[b, :cap] = drafted[i, :cap]
-            probs[b, :cap] = q_all[i, :cap]
+            if probs is not None and q_all is not None:
+                probs[b, :cap] = q_all[i, :cap]
             lens[b] = cap
             # The cache now holds the committed sequence and the drafts fed back (all but the last).
             states[i].committed = lengths[i]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from speculab.engine.sampler import request_probs
+from speculab.engine.sampler import ban_tokens, request_probs
 from speculab.engine.sequence import Sequence
 from speculab.engine.spec.proposer import Proposal, Proposer
 from speculab.engine.spec.verify import draw_uniforms, verify
@@ -66,9 +66,15 @@ class Speculator:
         # p for every scored position, with the output index each token would get (min_tokens bans depend on it).
         flat_seqs = [s for s in seqs for _ in range(width)]
         out_index = [s.num_output_tokens + j for s in seqs for j in range(width)]
-        p = request_probs(target_logits.reshape(b * width, v), flat_seqs, out_index).view(b, width, v)
-        q = None if proposal.probs is None else proposal.probs[:, :k].to(dev)
         greedy = [s.params.greedy for s in seqs]
+        flat = target_logits.reshape(b * width, v)
+        if all(greedy):
+            # verify() reads only the argmax of an all-greedy batch, and a greedy p is one-hot at the argmax of the
+            # banned logits: those stand in for p, without the softmax over the vocabulary at every position
+            p = ban_tokens(flat, flat_seqs, out_index).view(b, width, v)
+        else:
+            p = request_probs(flat, flat_seqs, out_index).view(b, width, v)
+        q = None if proposal.probs is None else proposal.probs[:, :k].to(dev)
         uniforms = draw_uniforms([s.generator or generator for s in seqs], lens.tolist(), greedy, width, dev)
         result = verify(draft_tokens, lens, p, q, torch.tensor(greedy), uniforms)
         emitted = result.emitted()

@@ -77,7 +77,8 @@ def sample_inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 def verify(
     draft_tokens: torch.Tensor,  # [B, K] int64, padding beyond draft_lens is ignored
     draft_lens: torch.Tensor,  # [B] int64 in 0..K
-    target_probs: torch.Tensor,  # [B, K+1, V] processed target distributions (temperature/top-k/top-p applied)
+    target_probs: torch.Tensor,  # [B, K+1, V] processed target distributions (temperature/top-k/top-p applied);
+    # when every row is greedy only its argmax is read, so scores with the same argmax may stand in
     draft_probs: torch.Tensor | None,  # [B, K, V] processed draft distributions, or None: q is one-hot at the draft
     greedy: torch.Tensor,  # [B] bool
     uniforms: torch.Tensor,  # [B, K+1] from draw_uniforms (ignored for greedy rows)

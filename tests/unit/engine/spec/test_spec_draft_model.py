@@ -40,14 +40,24 @@ def test_greedy_drafts_are_the_draft_models_greedy_continuation(draft):
     rows = [Row("a", [1, 2, 3], slot=2), Row("b", list(range(5, 25)), slot=0), Row("c", [7], slot=3)]
     out = prop.propose(rows, max_drafts=[4, 2, 4])
     assert out.lens.tolist() == [4, 2, 4]
+    assert out.probs is None  # an all-greedy batch: q is one-hot at each draft, which None means
     for b, row in enumerate(rows):
         seq = list(row.prompt_ids)
         for j in range(int(out.lens[b])):
             nxt = int(full_logits(draft, seq).argmax())
             assert int(out.tokens[b, j]) == nxt
-            assert out.probs[b, j].tolist() == torch.nn.functional.one_hot(torch.tensor(nxt), 32).float().tolist()
             seq.append(nxt)
         assert (out.tokens[b, int(out.lens[b]) :] == -1).all()
+
+
+def test_a_mixed_batch_carries_q_and_the_greedy_rows_q_is_one_hot(draft):
+    prop = DraftModelProposer(draft, K, num_slots=4, max_len=128, target_vocab_size=32)
+    rows = [Row("g", [1, 2, 3], slot=0), Row("s", [4, 5], slot=1, params=Params(temperature=1.0))]
+    out = prop.propose(rows, max_drafts=[3, 3])
+    assert out.probs is not None
+    for j in range(3):
+        tok = int(out.tokens[0, j])
+        assert out.probs[0, j].tolist() == torch.nn.functional.one_hot(torch.tensor(tok), 32).float().tolist()
 
 
 def test_q_is_processed_draft_probability_with_the_requests_params(draft):
