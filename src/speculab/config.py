@@ -126,6 +126,7 @@ class SamplingConfig:
     max_tokens: int = 256
     min_tokens: int | None = None  # with ignore_eos: a fixed output length, where the engine supports it
     ignore_eos: bool = False
+    logprobs: int | None = None  # top alternatives per token to request: lets the report tell near-ties apart
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +286,7 @@ class _Sampling(_Model):
     max_tokens: int = Field(default=256, ge=1)
     min_tokens: int | None = Field(default=None, ge=0)
     ignore_eos: bool = False
+    logprobs: int | None = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _check(self) -> _Sampling:
@@ -542,7 +544,9 @@ def _to_experiment(m: _Experiment, source: str) -> Experiment:
     return Experiment(
         name=m.name,
         workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests),
-        sampling=SamplingConfig(s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos),
+        sampling=SamplingConfig(
+            s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
+        ),
         loads=LoadsConfig(_load(m.loads.operating), _load(m.loads.low), tuple(_load(x) for x in m.loads.sweep)),
         slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
         repeats=m.repeats,

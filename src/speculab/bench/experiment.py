@@ -99,6 +99,7 @@ class RunPlan:
     sampling: SamplingConfig
     api: str = "completions"
     extra_body: Mapping[str, Any] = field(default_factory=dict)  # top_k, min_tokens: same for every arm
+    logprobs: int | None = None  # top alternatives per token, requested from every arm (near-tie classification)
     warmup_requests: int = 4
     block_size: int | None = None  # two-URL mode: requests per block (None: 2 at concurrency 1, else 4 x it)
     memory_interval_s: float = 1.0
@@ -334,6 +335,7 @@ def plan_experiment(
         ),
         api=exp.workload.api,
         extra_body=sampling_extras(s.top_k, s.min_tokens),
+        logprobs=s.logprobs,
         warmup_requests=exp.workload.warmup_requests,
     )
 
@@ -563,6 +565,7 @@ class _Lifecycle:
             api_key=arm.api_key,
             timeout_s=self.plan.request_timeout_s,
             extra_body=dict(self.plan.extra_body),
+            logprobs=self.plan.logprobs,
         )
         return request_func(ep, self.plan.sampling, clock=self.clock)
 

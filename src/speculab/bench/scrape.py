@@ -26,6 +26,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from speculab.bench.engines.acceptance import counter_rates
+
 log = logging.getLogger(__name__)
 
 # Counter families with vLLM's spec-decode semantics, in the order they are looked for.
@@ -233,10 +235,11 @@ def _counter_stats(
         if d < 0:
             return None, f"{prefix}{_ACCEPTED_PER_POS}_total went backwards: the server restarted between scrapes"
         per_position.append(d / drafts)
+    rate, length = counter_rates(drafts, draft_tokens, accepted)
     stats = SpecDecodeStats(
         source=f"{prefix}spec_decode_* counters, server-wide delta",
-        acceptance_rate=accepted / draft_tokens if draft_tokens > 0 else None,
-        acceptance_length=1.0 + accepted / drafts,
+        acceptance_rate=rate,
+        acceptance_length=length,
         per_position=tuple(per_position),
         num_drafts=round(drafts),
         num_draft_tokens=round(draft_tokens),

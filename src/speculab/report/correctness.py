@@ -250,7 +250,8 @@ def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -
     if temp0 and divs and n_unc == len(divs):
         warnings.append(
             f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
-            "from real divergences; request logprobs (top 2 or more) to classify them"
+            "from real divergences; set `sampling: {logprobs: 2}` in the experiment file (or bench --logprobs 2) to "
+            "classify them"
         )
     if temp0 and self_rate is not None and self_rate < 1.0:
         warnings.append(

@@ -139,3 +139,19 @@ def test_api_key_env_must_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPECULAB_TEST_KEY", "secret")
     plan = plan_experiment(parse_experiment(y))
     assert plan.arms[0].api_key == "secret" and "secret" not in repr(plan.arms[0])
+
+
+async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
+    """`sampling.logprobs: N` reaches each arm's request body, so the report can classify near-ties."""
+    import asyncio
+
+    from speculab.bench.client import build_payload
+    from speculab.bench.experiment import _Lifecycle, _Silent
+
+    assert plan_experiment(parse_experiment(exp_yaml())).logprobs is None
+    plan = plan_experiment(parse_experiment(exp_yaml().replace("seed: 7}", "seed: 7, logprobs: 2}")))
+    assert plan.logprobs == 2
+    life = _Lifecycle(plan, tmp_path, None, asyncio.Event(), _Silent(), lambda: 0.0)  # type: ignore[arg-type]
+    for arm in plan.arms:
+        req = life._request(arm, "m")
+        assert build_payload(req.endpoint, req.sampling, plan.setup.items[0])["logprobs"] == 2

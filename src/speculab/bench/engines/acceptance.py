@@ -33,6 +33,12 @@ class AcceptanceSummary:
         return d
 
 
+def counter_rates(drafts: float, draft_tokens: float, accepted: float) -> tuple[float | None, float]:
+    """(acceptance rate, mean acceptance length) from vLLM-semantics totals; `drafts` must be > 0. The one place
+    these formulas live: `from_counters` (experiments) and `bench.scrape` (single runs) both call it."""
+    return (accepted / draft_tokens if draft_tokens > 0 else None), 1.0 + accepted / drafts
+
+
 def from_counters(
     kind: str, metrics: AcceptanceMetrics, deltas: Mapping[str, float], per_position: Mapping[int, float]
 ) -> AcceptanceSummary:
@@ -44,9 +50,8 @@ def from_counters(
     if drafts <= 0 or drafted <= 0:
         return AcceptanceSummary(source, False, drafts, drafted, accepted)
     positions = tuple(per_position[j] / drafts for j in sorted(per_position))
-    return AcceptanceSummary(
-        source, True, drafts, drafted, accepted, accepted / drafted, 1.0 + accepted / drafts, positions
-    )
+    rate, length = counter_rates(drafts, drafted, accepted)
+    return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
 
 
 def from_llamacpp_timings(timings: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
