@@ -6,6 +6,7 @@ Each command parses and validates its flags, calls one library function, prints 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab import __version__
-from speculab.errors import UserError
+from speculab.errors import EndpointError, UserError
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -420,7 +421,14 @@ def _run_plan(console: Console, plan: Any, out: Path) -> None:
     for line in describe_plan(plan):
         console.print(line, highlight=False)
     console.print(f"results: {out}", highlight=False)
-    outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console))
+    try:
+        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console))
+    except EndpointError:
+        # e.g. a launched server exited mid-run: report what finished before the one-line error (exit 3)
+        if (out / "inputs.json").is_file():
+            with contextlib.suppress(Exception):
+                _render(console, out, interrupted=True)
+        raise
     _render(console, out, interrupted=outcome.interrupted)
     if outcome.interrupted:
         raise typer.Exit(130)

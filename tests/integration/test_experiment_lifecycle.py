@@ -283,3 +283,33 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     assert "more than speculation differs" in stderr and "+ --max-num-seqs 8" in stderr
     assert "error: candidate ngram-k2 differs from the baseline in more than speculation (+ --max-num-seqs 8)" in stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_cli_server_dying_mid_run_stops_the_run_with_exit_3_and_a_report(tmp_path: Path) -> None:
+    """A launched server that exits mid-level: the run stops at once (no run of connection errors), the partial
+    level is kept and reported, and the error is one line naming the server, its exit code and its log."""
+    import psutil
+
+    port = free_port()
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(launch_yaml(port, repeats=1, prompts=400))
+    out = tmp_path / "run"
+    proc = _cli("run", str(exp), "--output", str(out))
+    requests = out / "runs" / "baseline" / "c1" / "r1" / "requests.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not requests.is_file() or len(requests.read_text().splitlines()) < 6):
+        time.sleep(0.2)
+    servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if "mock-server" in " ".join(p.cmdline())]
+    assert len(servers) == 1
+    servers[0].kill()
+    t_kill = time.time()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert time.time() - t_kill < 30  # stopped, not 390 connection errors later
+    lines = [ln for ln in stderr.splitlines() if "exited with code" in ln]
+    assert lines and "baseline server exited with code -9 during level" in lines[-1] and "Traceback" not in stderr
+    assert (out / "report.html").is_file()
+    inputs = load_inputs(out)
+    assert inputs.interrupted and [(r.arm, r.level, r.interrupted) for r in inputs.runs] == [("baseline", "c1", True)]
+    measured = [r for r in inputs.runs[0].records if not r.warmup]
+    assert sum(r.ok for r in measured) >= 4 and len(measured) < 60

@@ -51,7 +51,7 @@ from speculab.bench.runner import LoadConfig, Progress, run_load
 from speculab.bench.scrape import MetricsSnapshot, scrape_metrics
 from speculab.bench.server_process import ServerCommand, ServerProcess
 from speculab.config import Experiment, LoadLevel, SpeculationConfig
-from speculab.errors import UserError
+from speculab.errors import EndpointError, UserError
 from speculab.report.inputs import (
     BASELINE,
     INPUTS_FILE,
@@ -465,6 +465,17 @@ class RunOutcome:
     runs: int  # repeats finished (arm x level x repeat)
 
 
+async def _set_when(target: asyncio.Event, *sources: asyncio.Event) -> None:
+    """Set `target` as soon as any of `sources` is set (run as a task; cancel it when done)."""
+    waits = [asyncio.create_task(e.wait()) for e in sources]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        target.set()
+    finally:
+        for w in waits:
+            w.cancel()
+
+
 class _RecordFile:
     """requests.jsonl of one repeat, appended and flushed as each request finishes."""
 
@@ -527,6 +538,7 @@ class _Lifecycle:
         self.order = 0
         self.finished_runs = 0
         self.interrupted = False
+        self.server_died: EndpointError | None = None  # a launched server exited mid-level: the run stops on it
         self.gpu = GpuMemory.open()
 
     # --- inputs.json ----------------------------------------------------------------------------------------
@@ -614,19 +626,39 @@ class _Lifecycle:
                     before[0] = await scrape_metrics(self.session, arm.info.url)
                 s.start()
 
-            outcome = await run_load(
-                block,
-                _BlockRequest(request, block),
-                self.session,
-                self._load(lv, len(block), warmup if bi == 0 else 0),
-                on_record=sink.append,
-                on_progress=self.reporter.progress,
-                stop=self.stop,
-                clock=self.clock,
-                on_measure_start=measure_start,
-            )
+            # A launched server that exits mid-level would turn every remaining request into a connection error
+            # (a run of failures that measures nothing): stop the level at once instead, and say so.
+            died = asyncio.Event()
+            watchers = [asyncio.create_task(server.watch(died))] if server is not None else []
+            level_stop = self.stop
+            if watchers:
+                level_stop = asyncio.Event()
+                watchers += [asyncio.create_task(_set_when(level_stop, self.stop, died))]
+            try:
+                outcome = await run_load(
+                    block,
+                    _BlockRequest(request, block),
+                    self.session,
+                    self._load(lv, len(block), warmup if bi == 0 else 0),
+                    on_record=sink.append,
+                    on_progress=self.reporter.progress,
+                    stop=level_stop,
+                    clock=self.clock,
+                    on_measure_start=measure_start,
+                )
+            finally:
+                for w in watchers:
+                    w.cancel()
             samples = await sampler.stop()
             memory.append((samples, sampler.gpu_scope))
+            if died.is_set() and server is not None and not self.stop.is_set():
+                # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
+                spec = self.setup.levels[level_i]
+                self.server_died = server.died_error(
+                    f"during level {spec.label}, repeat {repeat}; what finished is in {self.out} "
+                    f"(`speculab report {self.out}` renders it)"
+                )
+                return True
             if outcome.interrupted:
                 return True
         return False
@@ -759,6 +791,8 @@ class _Lifecycle:
                         run = await self.level(
                             arm, model, li, repeat, warmup=self.plan.warmup_requests if li == 0 else 0, server=server
                         )
+                        if self.server_died is not None:
+                            raise self.server_died
                         if run.interrupted or self.stop.is_set():
                             self.interrupted = True
                             return

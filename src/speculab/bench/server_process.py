@@ -112,13 +112,40 @@ class ServerProcess:
             return ""
         return "\n".join(lines[-n:])
 
-    def _died(self) -> EndpointError:
+    def _died(self, when: str = "before it was ready") -> EndpointError:
         code = self.returncode()
         tail = self.log_tail(1).strip()
         last = f": {tail[:300]}" if tail else ""
-        return EndpointError(
-            f"{self.name} server exited with code {code} before it was ready (log: {self.log_path}){last}"
-        )
+        return EndpointError(f"{self.name} server exited with code {code} {when} (log: {self.log_path}){last}")
+
+    def died_error(self, when: str) -> EndpointError:
+        """The one-line error for a server that exited `when` (e.g. "during level c4, repeat 1")."""
+        return self._died(when)
+
+    async def watch(self, on_exit: asyncio.Event, interval_s: float = 0.05) -> None:
+        """Set `on_exit` as soon as the process has exited (run as a task; cancel it when done). On Linux a pidfd
+        wakes the loop the moment it exits (at concurrency 1 a dead server refuses a request per millisecond, so
+        a polling delay would be paid in failed requests); elsewhere it polls every `interval_s`."""
+        if self.proc is None:
+            return
+        fd = None
+        with contextlib.suppress(AttributeError, OSError):
+            fd = os.pidfd_open(self.proc.pid)
+        if fd is None:
+            while self.returncode() is None:
+                await asyncio.sleep(interval_s)
+            on_exit.set()
+            return
+        loop = asyncio.get_running_loop()
+        exited = asyncio.Event()
+        try:
+            loop.add_reader(fd, exited.set)
+            if self.returncode() is None:
+                await exited.wait()
+            on_exit.set()
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
 
     async def wait_ready(self, session: aiohttp.ClientSession, stop: asyncio.Event | None = None) -> float | None:
         """Poll the health endpoint until it answers 200; seconds from process start, None if stopped first."""
