@@ -160,3 +160,20 @@ def test_bad_options_fail_before_anything(bad: dict[str, Any]) -> None:
 
     with pytest.raises(UserError):
         DiagnoseConfig(endpoint=EndpointConfig(base_url="http://127.0.0.1:9", model=""), **bad)
+
+
+async def test_default_workload_leaves_out_prompts_too_long_for_a_small_context(tmp_path: Path) -> None:
+    """With no --workload, built-in prompts that cannot fit a 512-token context are skipped, and the run says so;
+    a workload the user names is refused instead (it is theirs to fix)."""
+    from speculab.errors import UserError
+
+    with mock_process(ttft_s=0.005, gap_s=0.002, output_tokens=16, max_model_len=512) as url:
+        res = await diagnose(url, tmp_path / "d", workload="builtin:mixed", workload_default=True, num_prompts=4,
+                             max_tokens=16)  # fmt: skip
+        note = [w for w in res.document["warnings"] if "built-in prompts too long" in w]
+        assert note and "512-token context" in note[0], res.document["warnings"]
+        assert res.document["options"]["workload_note"] == note[0]
+        wl = [r for r in res.records if r.extra.get("phase") == "workload-c1"]
+        assert len(wl) == 4 and all(r.ok for r in wl)
+        with pytest.raises(UserError, match="the context is 512"):
+            await diagnose(url, None, workload="builtin:mixed", num_prompts=227, max_tokens=16)

@@ -55,6 +55,8 @@ class DiagnoseConfig:
     endpoint: EndpointConfig  # model "" means: the only model the server serves
     output_dir: Path | None = None  # None: nothing written (library use)
     workload: str = "builtin:mixed"  # the user's workload, for decode share and queueing
+    workload_default: bool = False  # the user named none: built-in prompts too long for the context are left out
+    workload_note: str | None = None  # set by the run: what was left out of the default workload, if anything
     num_prompts: int = 16  # workload requests at concurrency 1 (and at least 2 x concurrency at load)
     concurrency: int = 1  # the operating point; 1: queueing is not measured
     sampling: SamplingConfig = field(default_factory=SamplingConfig)  # for the workload phases
@@ -344,7 +346,9 @@ async def run_diagnosis(
     """Measure every phase against `cfg.endpoint` (or a server launched from `cfg.launch`) and diagnose it.
     Every user mistake is raised as a UserError before the first request."""
     stop = stop or asyncio.Event()
-    items = load_workload(cfg.workload, seed=cfg.seed, num_prompts=cfg.num_prompts, api=cfg.endpoint.api).items
+    # the default workload is loaded whole, so that prompts too long for the server's context can be left out
+    n_load = None if cfg.workload_default else cfg.num_prompts
+    items = load_workload(cfg.workload, seed=cfg.seed, num_prompts=n_load, api=cfg.endpoint.api).items
     check_items(items, cfg.endpoint)
     if cfg.output_dir is not None:
         RunDir.check(cfg.output_dir)
@@ -358,7 +362,16 @@ async def run_diagnosis(
             model = choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)
             context = _context_length(cfg, info, model)
             lengths = _plan_lengths(cfg, context)
+            left_out = 0
+            if cfg.workload_default:
+                items, left_out = _fitting_items(items, context, cfg)
             _check_workload_fits(items, context, cfg)
+            if left_out:
+                cfg = dataclasses.replace(
+                    cfg,
+                    workload_note=f"{left_out} built-in prompts too long for the {context}-token context with "
+                    f"max_tokens {cfg.sampling.max_tokens} were left out",
+                )
             ep = dataclasses.replace(cfg.endpoint, model=model)
             run_dir = RunDir(cfg.output_dir).create() if cfg.output_dir is not None else None
             try:
@@ -390,6 +403,24 @@ async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asynci
         raise KeyboardInterrupt
     assert server.started_s is not None
     return _Launched(server, server.started_s, ready)
+
+
+def _fitting_items(
+    items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig
+) -> tuple[tuple[RequestSpec, ...], int]:
+    """The first `num_prompts` items whose prompt (approximate tokens x 1.5: word counts undercount a small
+    model's tokens) plus max_tokens fits the context, renumbered; and how many were skipped to find them."""
+    sp = cfg.sampling
+
+    def out_tokens(it: RequestSpec) -> int:
+        return sp.max_tokens if sp.max_tokens_overrides_items or it.max_tokens is None else it.max_tokens
+
+    fit = [it for it in items if approx_tokens(item_text(it)) * 1.5 + out_tokens(it) <= context]
+    if not fit:
+        return tuple(items[: cfg.num_prompts]), 0  # nothing fits: _check_workload_fits says so
+    chosen = fit[: cfg.num_prompts]
+    skipped = items.index(chosen[-1]) + 1 - len(chosen)
+    return tuple(dataclasses.replace(it, index=i) for i, it in enumerate(chosen)), skipped
 
 
 def _check_workload_fits(items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig) -> None:
@@ -484,6 +515,7 @@ def _options(
 ) -> dict[str, Any]:
     return {
         "workload": cfg.workload,
+        "workload_note": cfg.workload_note,
         "num_prompts": cfg.num_prompts,
         "concurrency": cfg.concurrency,
         "sampling": dataclasses.asdict(cfg.sampling),
@@ -527,13 +559,16 @@ def build_document(
         "prefix_caching": d.prefix_caching.enabled,
         "top_finding": d.findings[0].cause if d.findings else None,
     }
-    return {
+    doc = {
         "schema": dg.SCHEMA,
         "interrupted": interrupted,
         "summary": headline,
         **body,
         "options": _options(cfg, context, lengths, probe_seed, prefix, prefix_total),
     }
+    if cfg.workload_note:
+        doc["warnings"] = [*doc.get("warnings", []), cfg.workload_note]
+    return doc
 
 
 def diagnose_interruptible(cfg: DiagnoseConfig, *, on_phase: PhaseCallback | None = None) -> DiagnoseResult:

@@ -116,6 +116,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         endpoint=ep,
         output_dir=output,
         workload=f["workload"] or "builtin:mixed",
+        workload_default=not f["workload"],
         num_prompts=f["num_prompts"] if f["num_prompts"] is not None else 16,
         concurrency=f["concurrency"] if f["concurrency"] is not None else 1,
         sampling=sampling,
