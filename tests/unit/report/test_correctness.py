@@ -75,7 +75,7 @@ def test_unclassified_divergences_warn_to_request_logprobs():
     cand = ArmEffect(acceptance_length=2.0, diverge={2: (4, 0.0)})
     r = compare_correctness(make_inputs(n_prompts=12, repeats=1, candidates={"ngram-k4": cand}), "ngram-k4", OPTS)
     assert r.n_unclassified == 1 and "unclassified" in r.verdict
-    assert any("request logprobs" in w for w in r.warnings)
+    assert any("logprobs: 2" in w and "classify" in w for w in r.warnings)
 
 
 def test_failing_checks_give_lower_pass_rate_with_mcnemar():
