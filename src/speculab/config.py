@@ -138,6 +138,7 @@ class LoadLevel:
     arrival: str = "poisson"  # poisson | constant | gamma (open loop only)
     burstiness: float = 1.0  # gamma shape; 1.0 = Poisson
     max_concurrency: int | None = None
+    ramp_up_s: float = 0.0  # closed loop: the workers' first requests spread over this long (bench --ramp-up)
 
     @property
     def kind(self) -> str:
@@ -301,11 +302,14 @@ class _Load(_Model):
     arrival: Literal["poisson", "constant", "gamma"] = "poisson"
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
+    ramp_up_s: float = Field(default=0.0, ge=0)
 
     @model_validator(mode="after")
     def _one_of(self) -> _Load:
         if (self.concurrency is None) == (self.rate is None):
             raise ValueError("give exactly one of `concurrency` (closed loop) or `rate` (requests/s, open loop)")
+        if self.ramp_up_s > 0 and self.concurrency is None:
+            raise ValueError("ramp_up_s staggers closed-loop workers; with `rate` the arrival process sets the pacing")
         if self.concurrency is not None and (self.max_concurrency is not None or self.arrival != "poisson"):
             raise ValueError("arrival and max_concurrency apply to `rate` loads only")
         if self.burstiness != 1.0 and self.arrival != "gamma":
@@ -518,7 +522,7 @@ def _first_error(e: ValidationError, source: str) -> str:
 
 
 def _load(m: _Load) -> LoadLevel:
-    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency)
+    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s)
 
 
 def _to_experiment(m: _Experiment, source: str) -> Experiment:

@@ -583,7 +583,9 @@ class _Lifecycle:
 
     def _load(self, lv: LoadLevel, n: int, warmup: int) -> LoadConfig:
         if lv.concurrency is not None:
-            return LoadConfig(concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed)
+            return LoadConfig(
+                concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed, ramp_up_s=lv.ramp_up_s
+            )
         assert lv.rate_rps is not None
         arrival = ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
         return LoadConfig(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -201,3 +202,18 @@ def test_relative_workload_files_resolve_against_the_experiment_file(tmp_path):
     f.write_text(MINIMAL)
     assert load_experiment(f).workload.spec == "builtin:open"
     assert "sampling.seed: must be >= 0" in _err(MINIMAL + "sampling: {seed: -1}\n")
+
+
+def test_ramp_up_is_a_closed_loop_option_that_reaches_the_load() -> None:
+    from speculab.bench.experiment import _Lifecycle, _Silent, plan_experiment
+
+    plain = "loads: {operating: {concurrency: 8}}"
+    ramped = MINIMAL.replace(plain, "loads: {operating: {concurrency: 8, ramp_up_s: 1.5}}")
+    e = parse_experiment(ramped)
+    assert e.loads.operating.ramp_up_s == 1.5 and e.loads.low.ramp_up_s == 0.0
+    plan = plan_experiment(e)
+    life = _Lifecycle(plan, Path("unused"), None, None, _Silent(), lambda: 0.0)  # type: ignore[arg-type]
+    i = next(k for k, lv in enumerate(plan.loads) if lv.concurrency == 8)
+    assert life._load(plan.loads[i], 10, 2).ramp_up_s == 1.5
+    bad = MINIMAL.replace(plain, "loads: {operating: {rate: 2, ramp_up_s: 1}}")
+    assert "ramp_up_s staggers closed-loop workers" in _err(bad)
