@@ -139,3 +139,25 @@ def test_sampled_first_tokens_have_the_targets_joint_distribution(method):
     assert (
         chisquare(obs_cells.numpy(), exp_cells.numpy() * obs_cells.sum().item() / exp_cells.sum().item()).pvalue > 1e-3
     )
+
+
+@pytest.mark.parametrize("method", [None, "ngram", "draft"])
+def test_bfloat16_engine_runs_plain_and_speculative(target, method):
+    """The CUDA default dtype, exercised on the CPU: bf16 weights and caches, float32 logits and verification,
+    sampled and greedy rows in one batch. (bf16 is not bit-exact across batch shapes, so outputs are only checked
+    for validity here; exactness is the fp32 tests' job.)"""
+    import copy
+
+    model = copy.deepcopy(target).to(torch.bfloat16)
+    draft = truncated_copy(target, 1).to(torch.bfloat16) if method == "draft" else None
+    engine = make_engine(model, method, draft)
+    prompts, params = workload(6, model.config.vocab_size, seed=5)
+    params = [SamplingParams(max_tokens=p.max_tokens, temperature=0.0 if i % 2 else 0.8, seed=i)
+              for i, p in enumerate(params)]  # fmt: skip
+    seqs = engine.generate(prompts, params)
+    for s, p in zip(seqs, params, strict=True):
+        assert s.is_finished and 1 <= len(s.output_ids) <= p.max_tokens
+        assert all(0 <= t < model.config.vocab_size for t in s.output_ids)
+    if method is not None:
+        c = engine.speculator.counters  # type: ignore[union-attr]
+        assert c.num_drafts > 0 and 0 <= c.num_accepted_tokens <= c.num_draft_tokens
