@@ -177,3 +177,18 @@ async def test_default_workload_leaves_out_prompts_too_long_for_a_small_context(
         assert len(wl) == 4 and all(r.ok for r in wl)
         with pytest.raises(UserError, match="the context is 512"):
             await diagnose(url, None, workload="builtin:mixed", num_prompts=227, max_tokens=16)
+
+
+def test_synthetic_token_ratio_from_probe_usage() -> None:
+    from speculab.bench.diagnose import synthetic_token_ratio
+    from speculab.bench.records import RequestRecord
+
+    def rec(tokens: int | None, ok: bool = True) -> RequestRecord:
+        from speculab.bench.records import ErrorCategory, ErrorInfo
+
+        err = None if ok else ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500)
+        return RequestRecord(0, 0.0, 0.0, 1.0, prompt_tokens=tokens, error=err)
+
+    assert synthetic_token_ratio([rec(48), rec(50), rec(47), rec(None), rec(900, ok=False)], 32) == 48 / 32
+    assert synthetic_token_ratio([rec(None)], 32) == 1.0  # no usage: sized as before
+    assert synthetic_token_ratio([rec(1000)], 32) == 4.0  # clipped

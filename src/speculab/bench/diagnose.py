@@ -305,20 +305,41 @@ async def _cold_phases(s: _Session, cfg: DiagnoseConfig, seed: int, launched: _L
     return startup
 
 
-async def _prefill_phase(s: _Session, cfg: DiagnoseConfig, lengths: Sequence[int], seed: int) -> dict[int, int]:
+def synthetic_token_ratio(records: Sequence[RequestRecord], nominal: int) -> float:
+    """The server's prompt tokens per nominal synthetic token, from probes of `nominal` tokens (median; 1.0 when
+    the server reports no usage). Synthetic text is counted in common English words, one token each in GPT-2 and
+    Llama vocabularies; a small or code-trained tokenizer splits them further, and a sweep sized in words would
+    then overshoot the context. Clipped to [0.5, 4]: a wilder ratio means the probes were not what they seem."""
+    ratios = sorted(r.prompt_tokens / nominal for r in records if r.ok and r.prompt_tokens and nominal > 0)
+    if not ratios:
+        return 1.0
+    return min(4.0, max(0.5, ratios[len(ratios) // 2]))
+
+
+def _scaled(n: int, ratio: float) -> int:
+    return max(1, round(n / ratio))
+
+
+async def _prefill_phase(
+    s: _Session, cfg: DiagnoseConfig, lengths: Sequence[int], seed: int, ratio: float = 1.0
+) -> dict[int, int]:
     api = cfg.endpoint.api
     specs: list[tuple[int, RequestSpec]] = []
     for i, n in enumerate(lengths):
-        specs.extend((n, spec) for spec in _synthetic(n, cfg.sweep_repeats, seed + 1000 + i, api))
+        # n server tokens: n / ratio synthetic ones (the fallback token count, without usage, is then n)
+        specs.extend((n, spec) for spec in _synthetic(_scaled(n, ratio), cfg.sweep_repeats, seed + 1000 + i, api))
     # shuffled (seeded): slow drift of the server, or a cache warming up, then spreads over all lengths alike
     random.Random(seed).shuffle(specs)
     await s.phase(dg.PHASE_PREFILL, [sp for _, sp in specs])
     return {pos: n for pos, (n, _) in enumerate(specs)}
 
 
-async def _prefix_phases(s: _Session, cfg: DiagnoseConfig, prefix: int, total: int, seed: int) -> None:
+async def _prefix_phases(
+    s: _Session, cfg: DiagnoseConfig, prefix: int, total: int, seed: int, ratio: float = 1.0
+) -> None:
     api = cfg.endpoint.api
     k = cfg.prefix_repeats
+    total, prefix = _scaled(total, ratio), _scaled(prefix, ratio)
     shared = _synthetic(total, k + 1, seed + 2000, api, prefix=prefix)
     control = _synthetic(total, k, seed + 3000, api)
     await s.phase(dg.PHASE_PREFIX_PRIMER, shared[:1])
@@ -467,8 +488,10 @@ async def _measure(
     s = _Session(cfg, ep, http, run_dir, stop, on_phase, clock)
     startup = await _cold_phases(s, cfg, probe_seed, launched)
     _stop_if_rejected(s.records)
-    approx = await _prefill_phase(s, cfg, lengths, probe_seed)
-    await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed)
+    # completions only: a chat template adds tokens of its own that a 32-token probe cannot tell from the text's
+    ratio = synthetic_token_ratio(s.records, cfg.cold_probe_tokens) if ep.api == "completions" else 1.0
+    approx = await _prefill_phase(s, cfg, lengths, probe_seed, ratio)
+    await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed, ratio)
     await _workload_phases(s, cfg, items)
     interrupted = stop.is_set()
     inp = dg.Inputs(
@@ -486,6 +509,7 @@ async def _measure(
     finished_at = utc_now()
     doc = build_document(d, cfg, ep, context, lengths, probe_seed, prefix, prefix_total, interrupted)
     doc["run"] = {"started_at": started_at, "finished_at": finished_at, "model": ep.model, "base_url": ep.base_url}
+    doc["options"]["synthetic_token_ratio"] = round(ratio, 4)  # server tokens per synthetic token (sizes the sweep)
     if run_dir is not None:
         run_dir.write_json(DIAGNOSIS_JSON, doc)
         manifest.update(finished_at=finished_at, interrupted=interrupted)
