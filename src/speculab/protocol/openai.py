@@ -236,6 +236,16 @@ def chat_logprobs(tokens: list[TokenLP]) -> dict[str, Any]:
     return {"content": [{**entry(t, lp), "top_logprobs": [entry(a, alp) for a, alp in top]} for t, lp, top in tokens]}
 
 
+def _envelope(
+    rid: str, object_: str, created: int, model: str, choices: list[dict[str, Any]], usage_: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Every response and chunk shares this shape; `usage` is present only when given."""
+    body: dict[str, Any] = {"id": rid, "object": object_, "created": created, "model": model, "choices": choices}
+    if usage_ is not None:
+        body["usage"] = usage_
+    return body
+
+
 def completion_response(
     rid: str,
     model: str,
@@ -245,14 +255,8 @@ def completion_response(
     usage_: dict[str, Any],
     logprobs: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
-        "usage": usage_,
-    }
+    choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
+    return _envelope(rid, "text_completion", created, model, [choice], usage_)
 
 
 def completion_chunk(
@@ -264,16 +268,8 @@ def completion_chunk(
     logprobs: dict[str, Any] | None = None,
     usage_: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    chunk: dict[str, Any] = {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
-    }
-    if usage_ is not None:
-        chunk["usage"] = usage_
-    return chunk
+    choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
+    return _envelope(rid, "text_completion", created, model, [choice], usage_)
 
 
 def chat_response(
@@ -285,21 +281,9 @@ def chat_response(
     usage_: dict[str, Any],
     logprobs: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "logprobs": logprobs,
-                "finish_reason": finish_reason,
-            }
-        ],
-        "usage": usage_,
-    }
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish_reason}
+    return _envelope(rid, "chat.completion", created, model, [choice], usage_)
 
 
 def chat_chunk(
@@ -311,21 +295,13 @@ def chat_chunk(
     logprobs: dict[str, Any] | None = None,
     usage_: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    chunk: dict[str, Any] = {
-        "id": rid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}],
-    }
-    if usage_ is not None:
-        chunk["usage"] = usage_
-    return chunk
+    choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+    return _envelope(rid, "chat.completion.chunk", created, model, [choice], usage_)
 
 
 def usage_chunk(rid: str, model: str, created: int, object_: str, usage_: dict[str, Any]) -> dict[str, Any]:
     """The trailing chunk of stream_options.include_usage: no choices, only usage."""
-    return {"id": rid, "object": object_, "created": created, "model": model, "choices": [], "usage": usage_}
+    return _envelope(rid, object_, created, model, [], usage_)
 
 
 def models_list(
