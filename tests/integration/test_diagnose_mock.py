@@ -192,3 +192,19 @@ def test_synthetic_token_ratio_from_probe_usage() -> None:
     assert synthetic_token_ratio([rec(48), rec(50), rec(47), rec(None), rec(900, ok=False)], 32) == 48 / 32
     assert synthetic_token_ratio([rec(None)], 32) == 1.0  # no usage: sized as before
     assert synthetic_token_ratio([rec(1000)], 32) == 4.0  # clipped
+
+
+def test_fitting_items_cycle_up_to_num_prompts_with_their_own_seeds() -> None:
+    from speculab.bench.diagnose import _fitting_items
+    from speculab.bench.records import RequestSpec
+    from speculab.bench.workload import request_seed
+
+    items = tuple(RequestSpec(i, prompt=("word " * (400 if i % 2 else 10)).strip(), seed=99) for i in range(6))
+    cfg = DiagnoseConfig(endpoint=EndpointConfig(base_url="http://x", model=""), num_prompts=7, seed=3,
+                         sampling=SamplingConfig(max_tokens=16))  # fmt: skip
+    chosen, left_out = _fitting_items(items, 512, cfg)
+    assert left_out == 3 and len(chosen) == 7
+    assert [c.prompt for c in chosen] == [items[i % 3 * 2].prompt for i in range(7)]  # items 0, 2, 4, 0, ...
+    assert [c.index for c in chosen] == list(range(7)) and [c.seed for c in chosen] == [
+        request_seed(3, i) for i in range(7)
+    ]

@@ -40,7 +40,7 @@ from speculab.bench.results import MANIFEST, RunDir, request_option_hints, utc_n
 from speculab.bench.runner import LoadConfig, run_load
 from speculab.bench.scrape import MetricsSnapshot, scrape_metrics
 from speculab.bench.server_process import ServerCommand, ServerProcess
-from speculab.bench.workload import approx_tokens, item_text, load_workload
+from speculab.bench.workload import approx_tokens, item_text, load_workload, request_seed
 from speculab.errors import EndpointError, UserError
 
 DIAGNOSIS_JSON = "diagnosis.json"
@@ -375,7 +375,7 @@ async def run_diagnosis(
         RunDir.check(cfg.output_dir)
     probe_seed = cfg.probe_seed if cfg.probe_seed is not None else random.SystemRandom().randrange(2**31 - 10_000)
     launched: _Launched | None = None
-    async with make_session() as http:
+    async with make_session(clock=clock) as http:
         try:
             if cfg.launch is not None:
                 launched = await _launch(cfg, http, stop, clock)
@@ -440,8 +440,11 @@ def _fitting_items(
     if not fit:
         return tuple(items[: cfg.num_prompts]), 0  # nothing fits: _check_workload_fits says so
     chosen = fit[: cfg.num_prompts]
-    skipped = items.index(chosen[-1]) + 1 - len(chosen)
-    return tuple(dataclasses.replace(it, index=i) for i, it in enumerate(chosen)), skipped
+    skipped = (items.index(chosen[-1]) + 1 - len(chosen)) if len(fit) > len(chosen) else len(items) - len(fit)
+    # cycled up to num_prompts as the loader cycles a short set, each position with its own seed
+    return tuple(
+        dataclasses.replace(fit[i % len(fit)], index=i, seed=request_seed(cfg.seed, i)) for i in range(cfg.num_prompts)
+    ), skipped
 
 
 def _check_workload_fits(items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig) -> None:

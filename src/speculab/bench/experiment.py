@@ -911,7 +911,7 @@ async def run_plan(
     """Run every arm at every level and repeat, streaming results to out_dir. Servers are always stopped."""
     check_output_dir(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    async with make_session() as session:
+    async with make_session(clock=clock) as session:
         life = _Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter or _Silent(), clock)
         return await life.run()
 

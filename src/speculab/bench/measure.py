@@ -80,7 +80,7 @@ async def run_bench(
 ) -> BenchResult:
     check_items(items, cfg.endpoint)
     RunDir.check(cfg.output_dir)
-    async with make_session() as session:
+    async with make_session(clock=clock) as session:
         info = await probe_endpoint(session, cfg.endpoint)
         ep = dataclasses.replace(
             cfg.endpoint, model=choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)

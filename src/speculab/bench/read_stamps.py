@@ -38,8 +38,8 @@ class StampingResponseHandler(ResponseHandler):
         t = self.clock()
         before = getattr(self, "_payload", None)
         super().data_received(data)
-        # a read that completes a response leaves `_payload` None afterwards; one that starts a response
-        # (headers and first body bytes together) sets it: stamp whichever reader received these bytes
+        # a read that starts a response (headers and first body bytes together) sets `_payload`; a closing or
+        # failing connection clears it: stamp whichever reader received these bytes
         for payload in (before, getattr(self, "_payload", None)):
             if payload is None:
                 continue
@@ -87,8 +87,12 @@ class ReadTimes:
     @classmethod
     def of(cls, resp: aiohttp.ClientResponse, clock: Clock) -> ReadTimes:
         """The stamps of `resp`'s connection, if it stamps reads on the same clock the caller uses."""
-        conn = resp.connection
-        proto = conn.protocol if conn is not None else None
+        # `resp.connection` is already None when the whole body arrived before this call (aiohttp releases the
+        # connection at end of payload): the response's own reference to its protocol stays. The identity check
+        # in stamps_for still refuses stamps if the connection has since carried another response.
+        proto = getattr(resp, "_protocol", None)
+        if proto is None and resp.connection is not None:
+            proto = resp.connection.protocol
         ok = isinstance(proto, StampingResponseHandler) and proto.clock is clock
         return cls(proto.stamps_for(resp.content) if ok else None)  # type: ignore[union-attr]
 

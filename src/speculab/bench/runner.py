@@ -52,8 +52,8 @@ class LoadConfig:
             raise UserError(f"--duration must be positive seconds, got {self.duration_s}")
         if self.warmup < 0:
             raise UserError(f"--warmup must be >= 0, got {self.warmup}")
-        if not self.ramp_up_s >= 0:
-            raise UserError(f"--ramp-up must be >= 0 seconds, got {self.ramp_up_s}")
+        if not 0 <= self.ramp_up_s < float("inf"):
+            raise UserError(f"--ramp-up must be a finite number of seconds >= 0, got {self.ramp_up_s}")
         if self.ramp_up_s > 0 and self.arrival is not None:
             raise UserError("--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing")
 
@@ -183,22 +183,33 @@ class _Run:
 
 
 async def _closed_loop(
-    run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool, ramp_up_s: float = 0.0
+    run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool, ramp_step_s: float = 0.0
 ) -> None:
+    over = asyncio.Event()  # the items ran out or the duration passed: workers still waiting to start give up
+
     async def worker(k: int) -> None:
         # Without a ramp, N identical requests start, stream and finish in lockstep, round after round: client and
         # server then handle N events in one burst at every step, which real traffic never does. A ramp spreads
         # the workers' phases once; equal-length requests then keep them spread.
-        if ramp_up_s > 0 and k:
-            await asyncio.sleep(k * ramp_up_s / concurrency)
-        for spec in specs:  # one shared iterator: each item goes to exactly one worker
-            if run.expired():
+        if ramp_step_s > 0 and k:
+            delay = k * ramp_step_s
+            if run.duration_s is not None:
+                delay = min(delay, max(0.0, run.duration_s - (run.clock() - run.t0)))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(over.wait(), delay)
+            if over.is_set():
                 return
-            job = run.start(spec, run.clock(), warmup)
-            # asyncio.wait, unlike await, does not cancel the job when this worker is cancelled: the job
-            # is cancelled separately and still produces its (cancelled) record
-            await asyncio.wait({job})
-            run.raise_failure()
+        try:
+            for spec in specs:  # one shared iterator: each item goes to exactly one worker
+                if run.expired():
+                    return
+                job = run.start(spec, run.clock(), warmup)
+                # asyncio.wait, unlike await, does not cancel the job when this worker is cancelled: the job
+                # is cancelled separately and still produces its (cancelled) record
+                await asyncio.wait({job})
+                run.raise_failure()
+        finally:
+            over.set()  # this worker stops only when the items ran out, time is up, or the run failed
 
     await asyncio.gather(*(worker(k) for k in range(concurrency)))
 
@@ -260,13 +271,15 @@ async def run_load(
 ) -> LoadOutcome:
     """Offer `load` with the workload `items`; every finished request goes to `on_record` at once.
     `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape)."""
+    # worker k of N starts k x (ramp / N) in; warmup's fewer workers keep the same spacing (a short ramp)
+    ramp_step = load.ramp_up_s / load.concurrency if load.ramp_up_s and load.concurrency else 0.0
     try:
         n_warm = 0
         if load.warmup:
             warm = _Run(request, session, on_record, on_progress, clock, None, None)
             warm_specs = plan(items, load.warmup, endless=False)
             driver = asyncio.create_task(
-                _closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True, load.ramp_up_s)
+                _closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True, ramp_step)
             )
             stopped = await _until_done_or_stopped(warm, driver, stop)
             n_warm = warm.warmup_done
@@ -282,7 +295,7 @@ async def run_load(
         specs = plan(items, load.num_prompts, endless)
         if load.arrival is None:
             assert load.concurrency is not None
-            coro = _closed_loop(run, specs, load.concurrency, False, load.ramp_up_s)
+            coro = _closed_loop(run, specs, load.concurrency, False, ramp_step)
         else:
             coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
         run.report(False)

@@ -66,3 +66,36 @@ async def test_each_socket_read_is_stamped_with_the_body_bytes_it_completed():
     assert list(h.stamps_for(payload)) == [(5, 2.0), (11, 3.0)]
     rt = ReadTimes(h.stamps_for(payload))
     assert rt.split(b"hello world", 9.0) == [(b"hello", 2.0), (b" world", 3.0)]
+
+
+async def test_a_body_that_arrived_whole_before_reading_keeps_its_socket_read_time():
+    """aiohttp releases the connection once the whole body is in: the stamps must still be found (the response's
+    own protocol), or a short stream read late would be timed by the read loop."""
+    import time
+
+    from aiohttp import web
+
+    body = b'data: {"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="text/event-stream")
+
+    app = web.Application()
+    app.router.add_post("/", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with make_session() as session, session.post(f"http://127.0.0.1:{port}/", data=b"{}") as resp:
+            await asyncio.sleep(0.05)  # the reader is late: the body is in and the connection released
+            assert resp.connection is None
+            reads = ReadTimes.of(resp, time.perf_counter)
+            assert reads.active
+            piece = await resp.content.read()
+            parts = reads.split(piece, time.perf_counter())
+            assert b"".join(p for p, _ in parts) == body
+            assert all(time.perf_counter() - t >= 0.04 for _, t in parts)  # the read's time, not now
+    finally:
+        await runner.cleanup()

@@ -188,3 +188,24 @@ def test_ramp_up_is_closed_loop_only():
         LoadConfig(concurrency=2, arrival=ArrivalConfig(5.0), ramp_up_s=1.0)
     with pytest.raises(UserError, match="--ramp-up"):
         LoadConfig(concurrency=2, ramp_up_s=-1.0)
+
+
+async def test_ramp_up_ends_when_the_run_does():
+    """Workers still waiting out the ramp give up when the items run out or the duration passes: a long ramp
+    never stretches a short run."""
+    t = time.perf_counter()
+    _, recs = await go(LoadConfig(concurrency=4, num_prompts=2, ramp_up_s=8.0), FakeRequest(latency_s=0.01))
+    assert len(recs) == 2 and time.perf_counter() - t < 4.0  # worker 1 starts 2 s in; workers 2, 3 never do
+    t = time.perf_counter()
+    _, recs = await go(LoadConfig(concurrency=4, duration_s=0.3, ramp_up_s=8.0), FakeRequest(latency_s=0.05))
+    assert recs and time.perf_counter() - t < 1.5
+    with pytest.raises(UserError, match="finite"):
+        LoadConfig(concurrency=2, ramp_up_s=float("inf"))
+
+
+async def test_warmup_keeps_the_ramps_spacing_not_its_length():
+    fake = FakeRequest(latency_s=0.01)
+    t = time.perf_counter()
+    await go(LoadConfig(concurrency=64, warmup=4, num_prompts=4, ramp_up_s=6.4), fake)
+    # 4 warmup workers 0.1 s apart, then the measured phase's 4 items on workers 0..3 (0.1 s apart): not 6.4 s
+    assert time.perf_counter() - t < 3.0
