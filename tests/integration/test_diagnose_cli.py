@@ -177,3 +177,13 @@ def test_requests_the_server_refuses_stop_the_diagnosis_with_its_reason(capsys, 
     assert code == 3 and "Traceback" not in err
     assert last.startswith("error:") and "HTTP 400" in last and "--extra-body" in last
     assert (tmp_path / "d" / "requests.jsonl").read_text().strip()  # what was sent is on disk
+
+
+def test_launch_on_a_port_in_use_is_one_line_and_leaves_no_directory(capsys, tmp_path):
+    with mock_process() as url:
+        port = url.rsplit(":", 1)[1]
+        out = tmp_path / "d"
+        server = f"{sys.executable} -m speculab mock-server --port {port}"
+        code, _, err = run_cli(capsys, "--launch-cmd", server, "--url", url, "--output", str(out), *SMALL)
+    assert code == 2 and one_line_error(err) and f"launched: port {port}" in err and "already in use" in err
+    assert not out.exists()

@@ -410,9 +410,8 @@ async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asynci
     """Start the server with the lifecycle's launcher (own process group, log file) and wait until it is ready."""
     assert cfg.launch is not None
     log_dir = cfg.output_dir if cfg.output_dir is not None else Path(".")
-    server = ServerProcess(cfg.launch, log_dir / "server.log", name="diagnosed", clock=clock)
-    if cfg.output_dir is not None:
-        cfg.output_dir.mkdir(parents=True, exist_ok=True)
+    # start() checks the port before it creates the log's directory: a refused launch leaves nothing behind
+    server = ServerProcess(cfg.launch, log_dir / "server.log", name="launched", clock=clock)
     server.start()
     try:
         ready = await server.wait_ready(http, stop)

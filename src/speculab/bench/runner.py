@@ -55,7 +55,10 @@ class LoadConfig:
         if not 0 <= self.ramp_up_s < float("inf"):
             raise UserError(f"--ramp-up must be a finite number of seconds >= 0, got {self.ramp_up_s}")
         if self.ramp_up_s > 0 and self.arrival is not None:
-            raise UserError("--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing")
+            raise UserError(
+                "--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing: drop "
+                "--ramp-up, or use --concurrency N without --rate"
+            )
 
     @property
     def mode(self) -> str:

@@ -146,7 +146,9 @@ def _load_builtin(name: str) -> tuple[str, list[_SourceItem]]:
         items = _mix_items(name)
     else:
         known = ", ".join([*_BUILTIN, *_MIXES])
-        raise UserError(f"unknown built-in workload {name!r}; choose one of: {known} (or --workload list)")
+        raise UserError(
+            f"unknown built-in workload {name!r}; choose one of: {known} (`speculab workload` describes them)"
+        )
     digest = hashlib.sha256("".join(_builtin_text(f) for f in files).encode()).hexdigest()
     return f"builtin:{name} v{BUILTIN_VERSION} (sha256 {digest})", items
 
@@ -515,7 +517,7 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         name, (source, items) = Path(spec).stem, _load_jsonl(spec)
     else:
         raise UserError(
-            f"unknown workload {spec!r}; use builtin:NAME (see --workload list), a .jsonl file, jsonl:PATH, "
+            f"unknown workload {spec!r}; use builtin:NAME (`speculab workload` lists them), a .jsonl file, jsonl:PATH, "
             "sharegpt:PATH or synthetic:input=N,output=N"
         )
     return Workload(name=name, source=source, items=_finalize(items, seed, num_prompts, api))
