@@ -2,7 +2,8 @@
 
 For each prompt kind (input-grounded: the output copies spans of the prompt; open-ended: free continuation)
 and each concurrency C in --concurrency, C requests are submitted together to speculab's Engine (in
-process, no HTTP) and run to --max-tokens tokens (greedy, EOS ignored, so every row does the same work).
+process, no HTTP) and run to --max-tokens tokens (greedy; EOS banned, as transformers' min_new_tokens bans it,
+so every row does the same work and all rows can be compared token for token).
 Per request: TTFT and TPOT = (last token - first token) / (tokens - 1), from the engine's per-token times.
 Per run: output tokens/s over the wall time, acceptance rate (accepted / draft tokens) and mean acceptance
 length (1 + accepted / drafts, bonus token included) from the speculator's counters.
@@ -131,8 +132,12 @@ def run_engine(
     elif method == "draft":
         assert draft is not None
         spec = Speculator(DraftModelProposer(draft, args.k, cfg.max_num_seqs, max_len, model.config.vocab_size))
-    engine = Engine(model, cfg, speculator=spec)
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=0.0, ignore_eos=True)
+    eos = model.config.eos_token_id
+    eos_ids = set() if eos is None else ({eos} if isinstance(eos, int) else set(eos))
+    engine = Engine(model, cfg, speculator=spec, eos_token_ids=eos_ids)
+    # EOS banned at every position (min_tokens = max_tokens), exactly as transformers' min_new_tokens does, so both
+    # generate the same greedy tokens (ignore_eos would still emit EOS as a token where it is the argmax)
+    params = SamplingParams(max_tokens=args.max_tokens, min_tokens=args.max_tokens, temperature=0.0)
     tpot, ttft, outputs, total_tokens, wall = [], [], [], 0, 0.0
     for start in range(0, len(prompts), concurrency):  # waves of C requests in flight together
         wave = prompts[start : start + concurrency]

@@ -627,7 +627,10 @@ class CrossoverStatus(str, Enum):
     CROSSES = "crosses"  # speedup > 1 at low load and <= 1 at a higher one
     # Statuses describe the point estimates (significance is the per-load verdicts' job), so say "estimate".
     ALWAYS_FASTER = "speedup estimate above 1 at every load measured"
-    NEVER_FASTER = "speedup estimate at or below 1 from the lowest load measured"
+    NEVER_FASTER = "speedup estimate at or below 1 at every load measured"
+    # at or below 1 at the lowest load yet above 1 higher up: speculation pays only under load (no crossing from
+    # above to report; e.g. a baseline that itself slows down more with concurrency)
+    RISES = "speedup estimate at or below 1 at the lowest load, above 1 at a higher one"
     TOO_FEW_LOADS = "fewer than two loads"
 
 
@@ -701,7 +704,7 @@ def crossover(points: Sequence[LoadSpeedup], *, confidence: float = CONFIDENCE, 
         method = "interval-endpoints"
 
     if point == -math.inf:
-        status = CrossoverStatus.NEVER_FASTER
+        status = CrossoverStatus.RISES if any(p.speedup > 1 for p in pts) else CrossoverStatus.NEVER_FASTER
     elif point == math.inf:
         status = CrossoverStatus.ALWAYS_FASTER
     else:

@@ -82,6 +82,8 @@ def test_crossover_statuses_and_censoring():
     assert crossover(_curve([1, 2, 4], [1.5, 1.3, 1.1])).status is CrossoverStatus.ALWAYS_FASTER
     never = crossover(_curve([1, 2, 4], [0.9, 0.8, 0.7]))
     assert never.status is CrossoverStatus.NEVER_FASTER and never.load is None
+    rises = crossover(_curve([1, 4], [1.0, 1.43]))  # not faster alone, faster under load: no crossing from above
+    assert rises.status is CrossoverStatus.RISES and rises.load is None
     assert crossover(_curve([1], [2.0])).status is CrossoverStatus.TOO_FEW_LOADS
     # The upper curve never drops below 1: the interval runs past the highest load measured.
     wide = crossover(_curve([1, 2, 4], [1.5, 1.2, 0.97], width=0.1))
