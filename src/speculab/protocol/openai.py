@@ -255,8 +255,8 @@ def completion_response(
     usage_: dict[str, Any],
     logprobs: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
-    return _envelope(rid, "text_completion", created, model, [choice], usage_)
+    # a whole completion has the shape of its one chunk, usage included
+    return completion_chunk(rid, model, created, text, finish_reason, logprobs, usage_)
 
 
 def completion_chunk(

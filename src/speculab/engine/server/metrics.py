@@ -12,7 +12,8 @@ latency histograms are observed by the request handlers as events reach them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import psutil
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -112,37 +113,20 @@ class ServerMetrics:
         self.clock = clock
         self.registry.register(_EngineCollector(engine, model_name))
         labels = ["model_name"]
-        self.ttft = Histogram(
-            PREFIX + "time_to_first_token_seconds",
-            "Time to first token.",
-            labels,
-            registry=self.registry,
-            buckets=_LATENCY_BUCKETS_S,
-        ).labels(model_name)
-        self.itl = Histogram(
-            PREFIX + "inter_token_latency_seconds",
-            "Time per generated token after the first.",
-            labels,
-            registry=self.registry,
-            buckets=_ITL_BUCKETS_S,
-        ).labels(model_name)
-        self.e2e = Histogram(
-            PREFIX + "e2e_request_latency_seconds",
-            "Request received to final token.",
-            labels,
-            registry=self.registry,
-            buckets=_LATENCY_BUCKETS_S,
-        ).labels(model_name)
+        self.ttft = self._histogram("time_to_first_token_seconds", "Time to first token.", _LATENCY_BUCKETS_S)
+        self.itl = self._histogram(
+            "inter_token_latency_seconds", "Time per generated token after the first.", _ITL_BUCKETS_S
+        )
+        self.e2e = self._histogram(
+            "e2e_request_latency_seconds", "Request received to final token.", _LATENCY_BUCKETS_S
+        )
         phase = [
             ("queue", "Arrival to cache slot assigned."),
             ("prefill", "Slot assigned to first token."),
             ("decode", "First token to last token."),
         ]
         self.phases = {
-            name: Histogram(
-                f"{PREFIX}request_{name}_time_seconds", doc, labels, registry=self.registry, buckets=_LATENCY_BUCKETS_S
-            ).labels(model_name)
-            for name, doc in phase
+            name: self._histogram(f"request_{name}_time_seconds", doc, _LATENCY_BUCKETS_S) for name, doc in phase
         }
         self._success = Counter(
             PREFIX + "request_success",
@@ -155,6 +139,12 @@ class ServerMetrics:
             "Refused or failed requests by HTTP status.",
             [*labels, "status"],
             registry=self.registry,
+        )
+
+    def _histogram(self, name: str, doc: str, buckets: Sequence[float]) -> Any:
+        """One `speculab:` histogram labelled with this server's model name."""
+        return Histogram(PREFIX + name, doc, ["model_name"], registry=self.registry, buckets=buckets).labels(
+            self.model_name
         )
 
     def tracker(self) -> RequestTracker:
