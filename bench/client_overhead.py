@@ -236,7 +236,7 @@ class RawStampRequest(StreamingRequest):
     ) -> RequestRecord:
         ep, clock = self.endpoint, self.clock
         url = yarl.URL(ep.url)
-        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        body = self._body(spec)
         head = (
             f"POST {url.raw_path} HTTP/1.0\r\nHost: {url.host}:{url.port}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"

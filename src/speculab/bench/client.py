@@ -411,20 +411,28 @@ async def _http_error(resp: aiohttp.ClientResponse) -> ErrorInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamingRequest:
-    """`RequestFunc` for streamed completions or chat completions."""
+class _Request:
+    """What both request functions hold, and the request they send."""
 
     endpoint: EndpointConfig
     sampling: SamplingConfig
     clock: Clock = time.perf_counter
     count_tokens: TokenCounter | None = None
 
+    def _body(self, spec: RequestSpec) -> bytes:
+        # serialized before the clock starts: encoding the body is the harness's work, not the endpoint's latency
+        return json.dumps(build_payload(self.endpoint, self.sampling, spec)).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamingRequest(_Request):
+    """`RequestFunc` for streamed completions or chat completions."""
+
     async def __call__(
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
         ep = self.endpoint
-        # serialized before the clock starts: encoding the body is the harness's work, not the endpoint's latency
-        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        body = self._body(spec)
         headers = ep.headers()
         st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
         clock = self.clock
@@ -467,20 +475,14 @@ class StreamingRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class UnaryRequest:
+class UnaryRequest(_Request):
     """`RequestFunc` for non-streamed completions or chat completions: one body, no chunks."""
-
-    endpoint: EndpointConfig
-    sampling: SamplingConfig
-    clock: Clock = time.perf_counter
-    count_tokens: TokenCounter | None = None
 
     async def __call__(
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
         ep = self.endpoint
-        # serialized before the clock starts: encoding the body is the harness's work, not the endpoint's latency
-        body = json.dumps(build_payload(ep, self.sampling, spec)).encode()
+        body = self._body(spec)
         headers = ep.headers()
         err: ErrorInfo | None = None
         delta = Delta()
