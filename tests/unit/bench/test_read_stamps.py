@@ -73,29 +73,19 @@ async def test_a_body_that_arrived_whole_before_reading_keeps_its_socket_read_ti
     own protocol), or a short stream read late would be timed by the read loop."""
     import time
 
-    from aiohttp import web
+    from fakes.scripted_openai import FakeServer, Write, serve
 
     body = b'data: {"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
-
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=body, content_type="text/event-stream")
-
-    app = web.Application()
-    app.router.add_post("/", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with make_session() as session, session.post(f"http://127.0.0.1:{port}/", data=b"{}") as resp:
-            await asyncio.sleep(0.05)  # the reader is late: the body is in and the connection released
-            assert resp.connection is None
-            reads = ReadTimes.of(resp, time.perf_counter)
-            assert reads.active
-            piece = await resp.content.read()
-            parts = reads.split(piece, time.perf_counter())
-            assert b"".join(p for p, _ in parts) == body
-            assert all(time.perf_counter() - t >= 0.04 for _, t in parts)  # the read's time, not now
-    finally:
-        await runner.cleanup()
+    async with (
+        serve(FakeServer(lambda _: [Write(body)])) as url,
+        make_session() as session,
+        session.post(f"{url}/v1/completions", data=b"{}") as resp,
+    ):
+        await asyncio.sleep(0.05)  # the reader is late: the body is in and the connection released
+        assert resp.connection is None
+        reads = ReadTimes.of(resp, time.perf_counter)
+        assert reads.active
+        piece = await resp.content.read()
+        parts = reads.split(piece, time.perf_counter())
+        assert b"".join(p for p, _ in parts) == body
+        assert all(time.perf_counter() - t >= 0.04 for _, t in parts)  # the read's time, not now
