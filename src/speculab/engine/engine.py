@@ -4,7 +4,7 @@
 thread for the server. It knows token ids only: text comes from an injected detokenizer factory
 (needed for stop strings), so the core is testable with a tiny random model and a fake tokenizer.
 
-Speculative decoding plugs in through `Speculator` (implemented in `speculab.engine.spec`): before the
+Speculative decoding plugs in through `SpeculationHook` (implemented by `speculab.engine.spec.speculator`): before the
 decode forward it proposes draft tokens per sequence; the forward runs each decode row as
 [last token, draft_1..draft_k] and returns logits at every position; the speculator's `verify` turns
 those into the tokens to emit (ragged, 1..k+1 per row); appending applies eos / stop / max_tokens token
@@ -21,8 +21,8 @@ from typing import Protocol
 import torch
 
 from speculab.engine.model import CausalLM
-from speculab.engine.runner import ModelRunner, Row
-from speculab.engine.sampler import ban_tokens, request_probs, sample, token_logprobs
+from speculab.engine.model_runner import ModelRunner, Row
+from speculab.engine.sampling import ban_tokens, request_probs, sample, token_logprobs
 from speculab.engine.scheduler import PrefillChunk, Scheduler, SchedulerConfig
 from speculab.engine.sequence import Detokenizer, FinishReason, SamplingParams, Sequence, SequenceOutput, TokenLogprob
 
@@ -35,7 +35,7 @@ class InvalidRequest(ValueError):
         self.param = param
 
 
-class Speculator(Protocol):
+class SpeculationHook(Protocol):
     """Speculative decoding as the engine sees it. `num_speculative_tokens` bounds the drafts per row."""
 
     num_speculative_tokens: int
@@ -56,7 +56,7 @@ class Speculator(Protocol):
     ) -> list[list[int]]:
         """Tokens to emit per sequence: the accepted draft prefix plus one target token (1..k+1 each).
 
-        Use `speculab.engine.sampler.request_probs` for the target's p and the draft's q alike; update
+        Use `speculab.engine.sampling.request_probs` for the target's p and the draft's q alike; update
         each `seq.spec` (drafts, draft tokens, accepted tokens).
         """
         ...
@@ -86,7 +86,7 @@ class Engine:
         *,
         eos_token_ids: frozenset[int] | set[int] = frozenset(),
         detokenizer_factory: Callable[[list[int]], Detokenizer] | None = None,
-        speculator: Speculator | None = None,
+        speculator: SpeculationHook | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         if cfg.max_model_len > model.config.max_position_embeddings:
@@ -262,4 +262,4 @@ class Engine:
         return seqs
 
 
-__all__ = ["Engine", "EngineConfig", "FinishReason", "InvalidRequest", "SamplingParams", "Speculator"]
+__all__ = ["Engine", "EngineConfig", "FinishReason", "InvalidRequest", "SamplingParams", "SpeculationHook"]

@@ -6,7 +6,7 @@ import torch
 from tests.fakes.engine_fakes import VOCAB, one_torch_thread, prompts, tiny_model  # noqa: F401 (autouse fixture)
 
 from speculab.engine.engine import Engine, EngineConfig
-from speculab.engine.sampler import request_probs
+from speculab.engine.sampling import request_probs
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
 
 

@@ -17,13 +17,13 @@ import uvicorn
 from fastapi import FastAPI
 
 from speculab.engine.async_engine import AsyncEngine
-from speculab.engine.engine import Engine, EngineConfig, Speculator
+from speculab.engine.engine import Engine, EngineConfig, SpeculationHook
 from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import AppConfig, create_app
 from speculab.engine.spec.config import build_proposer, parse_spec_config
 from speculab.engine.spec.metrics import SpecDecodeCollector
-from speculab.engine.spec.speculator import Speculator as ProposeVerify
+from speculab.engine.spec.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
 
@@ -85,7 +85,7 @@ def pick_device(name: str) -> torch.device:
     return dev
 
 
-def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tuple[AsyncEngine, Tokenizer, str]:
+def build_engine(cfg: ServeConfig, speculator: SpeculationHook | None = None) -> tuple[AsyncEngine, Tokenizer, str]:
     """Load weights and tokenizer; returns the threaded engine, the tokenizer and the served model name.
 
     Settings are checked against the model's config and the free memory before any weights are read.
@@ -127,7 +127,7 @@ def build_engine(cfg: ServeConfig, speculator: Speculator | None = None) -> tupl
             dtype=next(model.parameters()).dtype,
             device=device,
         )
-        speculator = ProposeVerify(proposer)
+        speculator = Speculator(proposer)
     engine = Engine(
         model,
         ecfg,
@@ -164,10 +164,10 @@ def _ids(v: int | list[int] | None) -> set[int]:
     return set() if v is None else ({v} if isinstance(v, int) else set(v))
 
 
-def make_app(cfg: ServeConfig, speculator: Speculator | None = None) -> FastAPI:
+def make_app(cfg: ServeConfig, speculator: SpeculationHook | None = None) -> FastAPI:
     engine, tok, name = build_engine(cfg, speculator)
     spec = engine.engine.speculator
-    collectors = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, ProposeVerify) else []
+    collectors = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, Speculator) else []
     return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key), collectors=collectors)
 
 
@@ -193,7 +193,7 @@ def _check_port_free(host: str, port: int) -> None:
             raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); pick another --port or --host") from None
 
 
-def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Speculator | None = None) -> None:
+def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: SpeculationHook | None = None) -> None:
     """Block serving HTTP until interrupted; `on_ready(url)` runs once /health answers."""
     _check_port_free(cfg.host, cfg.port)
     app = make_app(cfg, speculator)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from speculab.engine.sampler import ban_tokens, request_probs
+from speculab.engine.sampling import ban_tokens, request_probs
 from speculab.engine.sequence import Sequence
 from speculab.engine.spec.proposer import Proposal, Proposer
 from speculab.engine.spec.verify import draw_uniforms, verify
@@ -30,7 +30,7 @@ class SpecCounters:
 
 
 class Speculator:
-    """Implements the engine's `Speculator` hook with any `Proposer` and exact verification."""
+    """Implements the engine's `SpeculationHook` with any `Proposer` and exact verification."""
 
     def __init__(self, proposer: Proposer):
         self.proposer = proposer
