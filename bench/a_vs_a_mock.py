@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from speculab.bench import stats
-from speculab.bench.experiment import plan_experiment, run_plan
-from speculab.bench.mock_server import MockConfig, mock_server_in_thread
 from speculab.config import parse_experiment
-from speculab.report.inputs import load_inputs
+from speculab.harness.analysis import stats
+from speculab.harness.experiment.plan import plan_experiment
+from speculab.harness.experiment.run import run_plan
+from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.results.ab_dir import load_inputs
 from speculab.report.model import per_prompt
 
 JITTER_S = 0.0018  # the integration test's: +-1.8 ms on each clock reading

@@ -1,6 +1,6 @@
 """How exactly does the harness client time streams, and how many concurrent streams can one process time?
 
-The harness client (`speculab.bench.client` + `runner`, the code `speculab bench` runs) streams from the mock
+The harness client (`speculab.harness.client.request` + `runner`, the code `speculab bench` runs) streams from the mock
 server, which runs in a separate process with `--record-send-times`: it logs the moment each chunk was written
 to its socket, on CLOCK_MONOTONIC, the clock `time.perf_counter()` reads in the client too. For every chunk,
 
@@ -58,7 +58,7 @@ import yarl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from speculab.bench.client import (  # noqa: E402
+from speculab.harness.client.request import (  # noqa: E402
     EndpointConfig,
     SamplingConfig,
     StreamingRequest,
@@ -66,9 +66,9 @@ from speculab.bench.client import (  # noqa: E402
     build_payload,
     request_func,
 )
-from speculab.bench.read_stamps import stamping_session  # noqa: E402
-from speculab.bench.records import RequestRecord, RequestSpec  # noqa: E402
-from speculab.bench.runner import LoadConfig, run_load  # noqa: E402
+from speculab.harness.client.socket_times import stamping_session  # noqa: E402
+from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
+from speculab.harness.records import RequestRecord, RequestSpec  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -268,7 +268,7 @@ class RawStampRequest(StreamingRequest):
 
 
 def _session(written: dict[str, float]) -> aiohttp.ClientSession:
-    """`speculab.bench.client.make_session()`'s settings plus a trace hook that fills `written`: prompt -> when
+    """`make_session()`'s settings (speculab.harness.client) plus a trace hook that fills `written`: prompt -> when
     its request body was handed to the socket (aiohttp writes headers and body together, from a task of its own)."""
     trace = aiohttp.TraceConfig()
 

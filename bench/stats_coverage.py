@@ -34,7 +34,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
-from speculab.bench import stats
+from speculab.harness.analysis import stats
 
 NS = (8, 16, 32, 64)
 NOISES = ("lognormal", "t3", "stall")

@@ -1,10 +1,10 @@
 """Compose the built-in workload sets from the hand-written parts in scripts/builtin_parts/.
 
-    python scripts/make_builtin_workloads.py          # rewrites src/speculab/bench/data/*.jsonl
+    python scripts/make_builtin_workloads.py          # rewrites src/speculab/harness/workload/data/*.jsonl
     python scripts/make_builtin_workloads.py --check  # exit 1 if the committed files differ from a fresh build
 
 The output is deterministic (no randomness: every choice is a function of the item's position), and it is
-committed; the loader never runs this script. Bump BUILTIN_VERSION in speculab/bench/workload.py whenever the
+committed; the loader never runs this script. Bump BUILTIN_VERSION in speculab/harness/workload/load.py whenever the
 output changes, so that results record which prompts they were measured on.
 """
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from builtin_parts import code, extraction, open_ended, passages  # noqa: E402
 
-OUT = HERE.parent / "src" / "speculab" / "bench" / "data"
+OUT = HERE.parent / "src" / "speculab" / "harness" / "workload" / "data"
 
 
 def approx_tokens(text: str) -> int:

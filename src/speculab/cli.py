@@ -86,8 +86,8 @@ def bench(
     scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Diff Prometheus /metrics before and after"),
 ) -> None:
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
-    from speculab.bench.cli_args import bench_config_from_flags
-    from speculab.bench.measure import run_bench_interruptible
+    from speculab.harness.measure.options import bench_config_from_flags
+    from speculab.harness.measure.run import run_bench_interruptible
     from speculab.report.console import BenchProgress, print_bench_summary
 
     cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
@@ -117,7 +117,7 @@ def workload_command(
     from rich.markup import escape
     from rich.table import Table
 
-    from speculab.bench.workload import item_text, list_builtin, load_workload, workload_overview
+    from speculab.harness.workload.load import item_text, list_builtin, load_workload, workload_overview
 
     console = Console(soft_wrap=True)
     if not spec:
@@ -270,7 +270,7 @@ def mock_server(
     import asyncio
     import errno
 
-    from speculab.bench.mock_server import MockConfig, serve_mock
+    from speculab.harness.mock.server import MockConfig, serve_mock
 
     pattern = _chunk_pattern(tokens_per_chunk)
     try:
@@ -362,9 +362,10 @@ def diagnose(
     scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Read the server's /metrics around each phase"),
 ) -> None:
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
-    from speculab.bench.diagnose import diagnose_interruptible
-    from speculab.bench.diagnose_args import diagnose_config_from_flags
+    from speculab.harness.diagnose.options import diagnose_config_from_flags
+    from speculab.harness.diagnose.run import diagnose_interruptible
     from speculab.report.diagnosis_console import print_diagnosis
+    from speculab.report.diagnosis_html import write_diagnosis_page
 
     cfg = diagnose_config_from_flags(dict(locals()), argv=sys.argv)
     console = Console()
@@ -373,13 +374,15 @@ def diagnose(
         err_console.print(f"[dim]{escape(text)}[/]", highlight=False)
 
     result = diagnose_interruptible(cfg, on_phase=phase)
+    if result.run_dir is not None:
+        write_diagnosis_page(result.run_dir, result.document)
     print_diagnosis(console, result.document, result.run_dir)
     if result.interrupted:
         err_console.print("interrupted: the diagnosis of the phases that ran is on disk")
         raise typer.Exit(130)
 
 
-# --- run / compare / init / demo: the A/B lifecycle (speculab.bench.experiment) ----------------------------------
+# --- run / compare / init / demo: the A/B lifecycle (speculab.harness.experiment) ----------------------------------
 
 
 def _default_run_dir(stem: str) -> Path:
@@ -415,7 +418,8 @@ def _render(console: Console, out: Path, *, interrupted: bool) -> None:
 
 
 def _run_plan(console: Console, plan: Any, out: Path) -> None:
-    from speculab.bench.experiment import describe_plan, run_plan_interruptible
+    from speculab.harness.experiment.plan import describe_plan
+    from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.run_progress import RunProgress
 
     for line in describe_plan(plan):
@@ -443,13 +447,14 @@ def run_command(
     ),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
-    from speculab.bench.experiment import check_output_dir, plan_experiment
     from speculab.config import load_experiment
+    from speculab.harness.experiment.plan import plan_experiment
+    from speculab.harness.results.ab_dir import check_ab_output_dir
 
     console = Console(stderr=True, soft_wrap=True)
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
-    check_output_dir(out)
+    check_ab_output_dir(out)
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: _print_change(console, c))
     _run_plan(console, plan, out)
 
@@ -461,14 +466,13 @@ def compare_command(
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
 ) -> None:
     """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
-    from speculab.bench.compare import inputs_from_bench_dirs
-    from speculab.bench.experiment import check_output_dir
-    from speculab.report.inputs import save_inputs
+    from speculab.harness.experiment.compare import inputs_from_bench_dirs
+    from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
     inputs = inputs_from_bench_dirs(dir_a, dir_b)
     out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
-    check_output_dir(out)
+    check_ab_output_dir(out)
     save_inputs(out, inputs)
     _render(console, out, interrupted=False)
 
@@ -482,8 +486,8 @@ def init_command(
     """Detect the engine behind URL and write a commented starter experiment file."""
     import asyncio
 
-    from speculab.bench.starter import look_at_server, starter_yaml
     from speculab.config import parse_experiment
+    from speculab.harness.experiment.init import look_at_server, starter_yaml
 
     if output.exists() and not force:
         raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
@@ -507,12 +511,12 @@ def demo_command(
     draft: str = typer.Option("demo-draft", "--draft", help="draft model: 'demo-draft', a directory, or 'none'"),
 ) -> None:
     """The whole A/B job on speculab's engine and the demo model pair: plain vs n-gram vs draft model."""
-    from speculab.bench.demo import DemoConfig, demo_plan
-    from speculab.bench.experiment import check_output_dir
+    from speculab.harness.experiment.demo import DemoConfig, demo_plan
+    from speculab.harness.results.ab_dir import check_ab_output_dir
 
     console = Console(stderr=True, soft_wrap=True)
     out = output or _default_run_dir("demo")
-    check_output_dir(out)
+    check_ab_output_dir(out)
     plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick))
     for change in plan.changes:
         _print_change(console, change)

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from speculab.bench.engines.acceptance import AcceptanceSummary
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
-from speculab.report.inputs import (
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
+from speculab.harness.results.ab_inputs import (
     ArmInfo,
     ChangeCheck,
     ColdStart,
@@ -30,6 +29,7 @@ from speculab.report.inputs import (
     ReportInputs,
     Setup,
 )
+from speculab.harness.servers.acceptance import AcceptanceSummary
 
 WORDS = [
     "the",
@@ -291,8 +291,8 @@ def make_inputs(
 
 def main(out: str) -> None:
     """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
+    from speculab.harness.results.ab_dir import save_inputs
     from speculab.report.html import write_report
-    from speculab.report.inputs import save_inputs
     from speculab.report.model import build_report
 
     inputs = make_inputs(

@@ -9,11 +9,11 @@ import psutil
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.bench.client import EndpointConfig, SamplingConfig
-from speculab.bench.measure import BenchConfig, run_bench
-from speculab.bench.records import RequestSpec
-from speculab.bench.results import read_records
-from speculab.bench.runner import LoadConfig
+from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, run_bench
+from speculab.harness.records import RequestSpec
+from speculab.harness.results.requests_file import read_records
 
 # spin_s: the mock keeps its script to ~0.05 ms instead of waking 1-2 ms late (asyncio's sleep overshoot), so
 # the scripted 100 ms is a fair reference for the client's +-2 ms

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from speculab.bench.demo import DemoConfig, demo_plan
-from speculab.report.inputs import load_inputs
+from speculab.harness.experiment.demo import DemoConfig, demo_plan
+from speculab.harness.results.ab_dir import load_inputs
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -116,7 +116,7 @@ def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
 
 
 def test_launch_cmd_times_start_up_and_first_token_then_stops_the_server(capsys, tmp_path):
-    from speculab.bench.server_process import port_in_use
+    from speculab.harness.servers.process import port_in_use
 
     port = free_port()
     out = tmp_path / "d"

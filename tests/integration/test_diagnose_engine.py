@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fakes.scripted_openai import free_port
-from speculab.bench.client import EndpointConfig, SamplingConfig
-from speculab.bench.diagnose import DiagnoseConfig, run_diagnosis
+from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.diagnose.run import DiagnoseConfig, run_diagnosis
 
 SRC = str(Path(__file__).parents[2] / "src")
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.bench.client import EndpointConfig, SamplingConfig
-from speculab.bench.diagnose import DiagnoseConfig, run_diagnosis
-from speculab.bench.results import read_records
+from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.diagnose.run import DiagnoseConfig, run_diagnosis
+from speculab.harness.results.requests_file import read_records
+from speculab.report.diagnosis_html import write_diagnosis_page
 
 FAST = dict(sweep_points=5, sweep_repeats=2, prefix_tokens=200, prefix_repeats=2, warm_probes=3, probe_seed=7)
 
@@ -63,7 +64,7 @@ async def test_quantities_recovered_within_10_percent(tmp_path: Path) -> None:
     phases = {r.extra["phase"] for r in recs}
     assert {"cold", "warm", "prefill", "prefix-shared", "prefix-control", "workload-c1", "workload-load"} <= phases
     assert len(recs) == len(res.records)
-    html = (tmp_path / "d" / "diagnosis.html").read_text()
+    html = write_diagnosis_page(tmp_path / "d", doc).read_text()  # what `speculab diagnose` renders beside it
     assert "Findings" in html and "<script" not in html
     # the mock's own counters agree: the sweep's prompt tokens are what the server counted
     sp = d.server["prefill"]
@@ -180,11 +181,11 @@ async def test_default_workload_leaves_out_prompts_too_long_for_a_small_context(
 
 
 def test_synthetic_token_ratio_from_probe_usage() -> None:
-    from speculab.bench.diagnose import synthetic_token_ratio
-    from speculab.bench.records import RequestRecord
+    from speculab.harness.diagnose.run import synthetic_token_ratio
+    from speculab.harness.records import RequestRecord
 
     def rec(tokens: int | None, ok: bool = True) -> RequestRecord:
-        from speculab.bench.records import ErrorCategory, ErrorInfo
+        from speculab.harness.records import ErrorCategory, ErrorInfo
 
         err = None if ok else ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500)
         return RequestRecord(0, 0.0, 0.0, 1.0, prompt_tokens=tokens, error=err)
@@ -195,9 +196,9 @@ def test_synthetic_token_ratio_from_probe_usage() -> None:
 
 
 def test_fitting_items_cycle_up_to_num_prompts_with_their_own_seeds() -> None:
-    from speculab.bench.diagnose import _fitting_items
-    from speculab.bench.records import RequestSpec
-    from speculab.bench.workload import request_seed
+    from speculab.harness.diagnose.run import _fitting_items
+    from speculab.harness.records import RequestSpec
+    from speculab.harness.workload.load import request_seed
 
     items = tuple(RequestSpec(i, prompt=("word " * (400 if i % 2 else 10)).strip(), seed=99) for i in range(6))
     cfg = DiagnoseConfig(endpoint=EndpointConfig(base_url="http://x", model=""), num_prompts=7, seed=3,

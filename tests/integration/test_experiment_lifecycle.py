@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from speculab.bench.experiment import plan_experiment, run_plan
-from speculab.bench.mock_server import MockConfig, mock_server_in_thread
-from speculab.bench.server_process import free_port, port_in_use
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError, UserError
-from speculab.report.inputs import load_inputs
+from speculab.harness.experiment.plan import plan_experiment
+from speculab.harness.experiment.run import run_plan
+from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.servers.process import free_port, port_in_use
 from speculab.report.model import build_report
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

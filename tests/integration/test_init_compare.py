@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from speculab.bench.client import EndpointConfig, SamplingConfig
-from speculab.bench.compare import inputs_from_bench_dirs
-from speculab.bench.measure import BenchConfig, run_bench
-from speculab.bench.mock_server import MockConfig, mock_server_in_thread
-from speculab.bench.runner import LoadConfig
-from speculab.bench.starter import ServerLook, look_at_server, starter_yaml
-from speculab.bench.workload import load_workload
 from speculab.config import load_experiment, parse_experiment
 from speculab.errors import EndpointError, UserError
+from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.experiment.compare import inputs_from_bench_dirs
+from speculab.harness.experiment.init import ServerLook, look_at_server, starter_yaml
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, run_bench
+from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.workload.load import load_workload
 from speculab.report.model import build_report
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

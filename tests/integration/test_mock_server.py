@@ -10,8 +10,10 @@ import aiohttp
 import pytest
 
 from conftest import post
-from speculab.bench.mock_server import MockConfig, count_tokens, mock_server_in_thread, running_mock_server
-from speculab.bench.scrape import counter_deltas, scrape_metrics, spec_decode_delta
+from speculab.harness.mock.server import MockConfig, count_tokens, mock_server_in_thread, running_mock_server
+from speculab.harness.servers.acceptance import acceptance_between
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.scrape import counter_deltas, scrape_metrics
 
 FAST = {"ttft_s": 0.0, "gap_s": 0.0}
 STREAM_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
@@ -155,13 +157,13 @@ async def test_counters_match_what_was_served(session):
         )
         after = await scrape_metrics(session, url)
     assert all(r.status == 200 for r in results)
-    stats = spec_decode_delta(before, after)
+    stats = acceptance_between(adapter_for("other"), before, after)
     assert stats is not None
     # 5 requests x 6 steps of (3, 1, 2, 3, 1, 2) tokens: accepted 2+0+1 per cycle, k = 3 drafted per step
-    assert (stats.num_drafts, stats.num_draft_tokens, stats.num_accepted_tokens) == (30, 90, 30)
+    assert (stats.drafts, stats.draft_tokens, stats.accepted_tokens) == (30, 90, 30)
     assert stats.acceptance_length == pytest.approx(2.0)  # == mean tokens per chunk
     assert stats.acceptance_rate == pytest.approx(1 / 3)
-    assert stats.per_position == pytest.approx([2 / 3, 1 / 3, 0.0])
+    assert stats.per_position == pytest.approx((2 / 3, 1 / 3, 0.0))
     d = counter_deltas(before, after, ["vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success"])
     assert d == {"vllm:prompt_tokens": 15.0, "vllm:generation_tokens": 60.0, "vllm:request_success": 5.0}
     assert after.total("vllm:num_requests_running") == 0.0

@@ -9,21 +9,14 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.bench.client import EndpointConfig, SamplingConfig
-from speculab.bench.measure import BenchConfig, run_bench
-from speculab.bench.records import RequestSpec
-from speculab.bench.runner import LoadConfig
+from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, run_bench
+from speculab.harness.records import RequestSpec
+from speculab.harness.results.ab_dir import load_inputs, save_inputs
+from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs, Setup
+from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.report.html import render_html
-from speculab.report.inputs import (
-    ArmInfo,
-    LevelSpec,
-    RepeatRun,
-    ReportInputs,
-    Setup,
-    acceptance_from_spec_decode,
-    load_inputs,
-    save_inputs,
-)
 from speculab.report.model import ReportOptions, build_report
 
 N = 24
@@ -49,10 +42,15 @@ async def test_report_from_real_records(tmp_path: Path):
         base = await _bench(plain_url, tmp_path / "plain", items)
         cand = await _bench(spec_url, tmp_path / "spec", items)
     level = LevelSpec("concurrency", 2, ("low", "operating"))
+    spec_decode = cand.summary["server"]["spec_decode"]
     runs = (
         RepeatRun("baseline", level.key, 1, base.records, None),
         RepeatRun(
-            "ngram-k3", level.key, 1, cand.records, acceptance_from_spec_decode(cand.summary["server"]["spec_decode"])
+            "ngram-k3",
+            level.key,
+            1,
+            cand.records,
+            AcceptanceSummary.from_spec_decode_dict(spec_decode),
         ),
     )
     inputs = ReportInputs(

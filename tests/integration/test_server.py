@@ -303,7 +303,7 @@ def test_engine_failure_is_an_openai_error_and_health_says_so():
 
 
 def test_harness_detects_this_server_as_speculab(server):
-    from speculab.bench.engines.detect import detect_engine
+    from speculab.harness.servers.adapters.detect import detect_engine
 
     version = json.loads(server.get("/version")[1])
     models = json.loads(server.get("/v1/models")[1])

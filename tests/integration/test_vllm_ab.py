@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from speculab.bench.server_process import free_port
-from speculab.report.inputs import load_inputs
+from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.servers.process import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

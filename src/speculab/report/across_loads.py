@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from speculab.bench import cost as costlib
-from speculab.bench import stats
-from speculab.bench import whatif as whatiflib
-from speculab.report.inputs import ArmInfo, LevelSpec, ReportInputs
+from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis import stats
+from speculab.harness.analysis import whatif as whatiflib
+from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
 from speculab.report.per_load import arm_price, per_prompt, slo_targets
 from speculab.report.schema import (
     AcceptanceView,

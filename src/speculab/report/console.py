@@ -145,7 +145,7 @@ class BenchProgress:
         self._progress.__exit__(*exc)  # type: ignore[arg-type]
 
     def update(self, p: Any) -> None:
-        """Takes a `speculab.bench.runner.Progress`."""
+        """Takes a `speculab.harness.load.runner.Progress`."""
         if p.warmup:
             self._progress.update(self._task, description="warmup", detail="", total=None)
             return

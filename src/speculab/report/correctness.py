@@ -18,9 +18,9 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
-from speculab.bench.checks import CheckSpecError, evaluate
-from speculab.bench.records import RequestRecord, RequestSpec
-from speculab.bench.stats import Distribution, Interval, describe, mcnemar, wilson_interval
+from speculab.harness.analysis.stats import Distribution, Interval, describe, mcnemar, wilson_interval
+from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.workload.checks import CheckSpecError, evaluate
 
 EXCERPT_BEFORE = 60
 EXCERPT_AFTER = 80

@@ -7,6 +7,7 @@ Every string is escaped (jinja2 autoescape): server error messages end up in war
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -204,3 +205,13 @@ def render_diagnosis_page(doc: dict[str, Any]) -> str:
         by_length=by_length,
         warnings=list(doc.get("warnings", [])),
     )
+
+
+DIAGNOSIS_HTML = "diagnosis.html"
+
+
+def write_diagnosis_page(run_dir: Path, doc: dict[str, Any]) -> Path:
+    """DIR/diagnosis.html beside the diagnosis.json `speculab diagnose` wrote."""
+    path = run_dir / DIAGNOSIS_HTML
+    path.write_text(render_diagnosis_page(doc), encoding="utf-8")
+    return path

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from speculab.bench import stats
+from speculab.harness.analysis import stats
+from speculab.harness.results.ab_inputs import ArmInfo, ReportInputs
 from speculab.report.across_loads import capacity_plan, crossover_view, what_if_views
 from speculab.report.correctness import compare_correctness
-from speculab.report.inputs import ArmInfo, ReportInputs
 from speculab.report.per_load import (  # noqa: F401  (re-exported: the lifecycle and tests import them from here)
     achieved_concurrency,
     arm_level,

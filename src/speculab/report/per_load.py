@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from speculab.bench import cost as costlib
-from speculab.bench import stats
-from speculab.bench.engines.acceptance import AcceptanceSummary
-from speculab.bench.metrics import RequestMetrics, aggregate, request_metrics
-from speculab.bench.records import RequestRecord
-from speculab.report.inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
+from speculab.config import ArmPrice, SloTargets
+from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis import stats
+from speculab.harness.analysis.metrics import RequestMetrics, aggregate, request_metrics
+from speculab.harness.records import RequestRecord
+from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
+from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.report.schema import (
     PAIRED_METRICS,
     AcceptanceView,
@@ -164,15 +165,15 @@ def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: Repo
     )
 
 
-def slo_targets(inputs: ReportInputs) -> costlib.SloTargets | None:
+def slo_targets(inputs: ReportInputs) -> SloTargets | None:
     s = inputs.setup
     if s.slo_ttft_s is None and s.slo_tpot_s is None and s.slo_e2e_s is None:
         return None
-    return costlib.SloTargets(s.slo_ttft_s, s.slo_tpot_s, s.slo_e2e_s, s.slo_attainment)
+    return SloTargets(s.slo_ttft_s, s.slo_tpot_s, s.slo_e2e_s, s.slo_attainment)
 
 
-def arm_price(arm: ArmInfo) -> costlib.ArmPrice | None:
-    return costlib.ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
+def arm_price(arm: ArmInfo) -> ArmPrice | None:
+    return ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
 
 
 def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ReportInputs, opts: ReportOptions

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from speculab.errors import UserError
+from speculab.harness.results.ab_dir import load_inputs
 from speculab.report.html import write_report
-from speculab.report.inputs import load_inputs
 from speculab.report.model import Report, ReportOptions, build_report
 
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from speculab.bench import cost as costlib
-from speculab.bench import stats
-from speculab.bench.stats import Distribution, Interval
+from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis import stats
+from speculab.harness.analysis.stats import Distribution, Interval
 from speculab.report.codec import from_data, to_data
 from speculab.report.correctness import CorrectnessComparison, CorrectnessOptions
 

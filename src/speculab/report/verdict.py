@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from speculab.bench import stats
-from speculab.bench.stats import Interval
+from speculab.harness.analysis import stats
+from speculab.harness.analysis.stats import Interval
+from speculab.harness.results.ab_inputs import ArmInfo
 from speculab.report.correctness import CorrectnessComparison
-from speculab.report.inputs import ArmInfo
 from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.bench.engines import adapter_for
-from speculab.bench.engines.acceptance import (
+from speculab.harness.servers.acceptance import (
     from_counters,
     from_llamacpp_timings,
     from_sglang_gauges,
     from_sglang_meta,
 )
+from speculab.harness.servers.adapters import adapter_for
 
 
 def test_vllm_counters_follow_vllm_definitions():
     m = adapter_for("vllm").acceptance
     deltas = {m.drafts: 100.0, m.draft_tokens: 400.0, m.accepted_tokens: 190.0}
     s = from_counters("vllm", m, deltas, {0: 80.0, 1: 60.0, 2: 30.0, 3: 20.0})
-    assert s.active and s.source == "vllm counters (server-wide)"
+    assert s.active and s.source == "vllm:spec_decode_* counters (server-wide delta)"
     assert s.acceptance_rate == pytest.approx(190 / 400)
     assert s.acceptance_length == pytest.approx(2.9)
     assert s.per_position == (0.8, 0.6, 0.3, 0.2)

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from speculab.bench.arrivals import ArrivalConfig, schedule
 from speculab.errors import UserError
+from speculab.harness.load.arrivals import ArrivalConfig, schedule
 
 
 def test_constant():

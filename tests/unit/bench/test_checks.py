@@ -7,8 +7,15 @@ import textwrap
 
 import pytest
 
-from speculab.bench.checks import CheckResult, CheckSpecError, evaluate, first_json_value, parse_check, parse_checks
-from speculab.bench.records import RequestSpec
+from speculab.harness.records import RequestSpec
+from speculab.harness.workload.checks import (
+    CheckResult,
+    CheckSpecError,
+    evaluate,
+    first_json_value,
+    parse_check,
+    parse_checks,
+)
 
 
 def run(spec: dict, text: str, item: RequestSpec | None = None) -> CheckResult:

@@ -18,9 +18,9 @@ from fakes.scripted_openai import (
     sse,
     usage_chunk,
 )
-from speculab.bench.client import EndpointConfig, SamplingConfig, build_payload, make_session, request_func
-from speculab.bench.records import ErrorCategory, RequestSpec, TokenCountSource
 from speculab.errors import UserError
+from speculab.harness.client.request import EndpointConfig, SamplingConfig, build_payload, make_session, request_func
+from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
 
 SPEC = RequestSpec(index=3, prompt="hello")
 

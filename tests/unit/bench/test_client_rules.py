@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from speculab.bench.client import StreamState
-from speculab.bench.metrics import request_metrics
-from speculab.bench.records import ErrorCategory, RequestSpec, TokenCountSource
+from speculab.harness.analysis.metrics import request_metrics
+from speculab.harness.client.request import StreamState
+from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
 
 SPEC = RequestSpec(index=0, prompt="p")
 

@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from speculab.bench.cost import (
+from speculab.config import ArmPrice, SloTargets
+from speculab.harness.analysis.cost import (
     HOURS_PER_MONTH,
-    ArmPrice,
     LoadResult,
-    SloTargets,
     capacity_plan,
     compare_plans,
     cost_interval,

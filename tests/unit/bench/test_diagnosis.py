@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from speculab.bench import diagnosis as dg
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.diagnose import analysis as dg
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 
 
 def rec(

@@ -6,10 +6,17 @@ import json
 
 import pytest
 
-from speculab.bench.engines import adapter_for, command_diff, detect_engine, diff_for, is_single_change, parse_command
-from speculab.bench.engines.flags import POSITIONAL
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.servers.adapters import (
+    adapter_for,
+    command_diff,
+    detect_engine,
+    diff_for,
+    is_single_change,
+    parse_command,
+)
+from speculab.harness.servers.adapters.flags import POSITIONAL
 
 NGRAM = SpeculationConfig("ngram", 4, prompt_lookup_max=4, prompt_lookup_min=2)
 DRAFT = SpeculationConfig("draft_model", 5, model="/models/draft")

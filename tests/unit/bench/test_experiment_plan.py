@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from speculab.bench.engines import adapter_for
-from speculab.bench.experiment import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
-from speculab.bench.server_process import ServerCommand
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
+from speculab.harness.experiment.plan import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.process import ServerCommand
 
 VLLM = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
 
@@ -145,13 +145,14 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     """`sampling.logprobs: N` reaches each arm's request body, so the report can classify near-ties."""
     import asyncio
 
-    from speculab.bench.client import build_payload
-    from speculab.bench.experiment import _Lifecycle, _Silent
+    from speculab.harness.client.request import build_payload
+    from speculab.harness.experiment.lifecycle import Lifecycle
+    from speculab.harness.experiment.progress import Silent
 
     assert plan_experiment(parse_experiment(exp_yaml())).logprobs is None
     plan = plan_experiment(parse_experiment(exp_yaml().replace("seed: 7}", "seed: 7, logprobs: 2}")))
     assert plan.logprobs == 2
-    life = _Lifecycle(plan, tmp_path, None, asyncio.Event(), _Silent(), lambda: 0.0)  # type: ignore[arg-type]
+    life = Lifecycle(plan, tmp_path, None, asyncio.Event(), Silent(), lambda: 0.0)  # type: ignore[arg-type]
     for arm in plan.arms:
-        req = life._request(arm, "m")
+        req = life.request(arm, "m")
         assert build_payload(req.endpoint, req.sampling, plan.setup.items[0])["logprobs"] == 2

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from speculab.bench.memory import GpuMemory, kv_usage
-from speculab.bench.scrape import parse_metrics
-from speculab.bench.server_process import ServerCommand, ServerProcess, free_port
+from speculab.harness.servers.memory import GpuMemory, kv_usage
+from speculab.harness.servers.process import ServerCommand, ServerProcess, free_port
+from speculab.harness.servers.scrape import parse_metrics
 
 
 class FakeNvml:

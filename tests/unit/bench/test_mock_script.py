@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.bench.mock_script import (
+from speculab.harness.mock.script import (
     VOCAB,
     MockConfig,
     PrefixCache,

@@ -3,8 +3,8 @@
 import asyncio
 import collections
 
-from speculab.bench.client import make_session
-from speculab.bench.read_stamps import ReadTimes, StampingResponseHandler, read_stamping_active
+from speculab.harness.client.request import make_session
+from speculab.harness.client.socket_times import ReadTimes, StampingResponseHandler, read_stamping_active
 
 
 def times(stamps, pieces, now=99.0):

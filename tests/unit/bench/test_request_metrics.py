@@ -2,8 +2,9 @@ import math
 
 import pytest
 
-from speculab.bench.metrics import SLO, StallConfig, aggregate, per_token_itl, request_metrics, stalls
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.config import SloTargets
+from speculab.harness.analysis.metrics import StallConfig, aggregate, per_token_itl, request_metrics, stalls
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 
 
 def rec(
@@ -98,7 +99,7 @@ def test_aggregate_counts_throughput_goodput():
         rec(index=3, sent=1.0, chunks=(), error=ErrorInfo(ErrorCategory.HTTP, "503", 503), end=1.1),
         rec(index=9, sent=-5.0, warmup=True),
     ]
-    a = aggregate(recs, slo=SLO(ttft_s=0.2))
+    a = aggregate(recs, slo=SloTargets(ttft_s=0.2))
     assert (a.sent, a.ok, a.error) == (4, 2, 2)
     assert a.sent == a.ok + a.error
     assert a.errors_by_category == {"dropped": 1, "http": 1}
@@ -130,7 +131,7 @@ def test_empty_run():
 
 
 def test_offered_load_is_judged_against_the_drawn_schedule():
-    from speculab.bench.results import build_warnings
+    from speculab.harness.results.run_dir import build_warnings
 
     def run(sched, sent):
         recs = [
@@ -155,7 +156,7 @@ def test_offered_load_is_judged_against_the_drawn_schedule():
 
 
 def test_connect_errors_after_successes_warn_that_the_server_went_away():
-    from speculab.bench.results import build_warnings
+    from speculab.harness.results.run_dir import build_warnings
 
     ok = rec(index=0)
     refused = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.CONNECT, "cannot connect"), end=10.2)

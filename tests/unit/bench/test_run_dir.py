@@ -4,12 +4,14 @@ import math
 import pytest
 
 from fakes.scripted_openai import FakeServer, Reply, free_port, serve
-from speculab.bench.client import EndpointConfig, make_session
-from speculab.bench.endpoint_probe import ServerInfo, choose_model, probe_endpoint
-from speculab.bench.metrics import StallConfig, aggregate
-from speculab.bench.records import ChunkEvent, RequestRecord
-from speculab.bench.results import RunDir, build_summary, json_safe, read_records, redact_argv
 from speculab.errors import EndpointError, UserError
+from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
+from speculab.harness.client.request import EndpointConfig, make_session
+from speculab.harness.records import ChunkEvent, RequestRecord
+from speculab.harness.results.requests_file import read_records
+from speculab.harness.results.run_dir import RunDir, build_summary, redact_argv
+from speculab.harness.results.strict_json import json_safe
 from speculab.report.console import bench_renderable
 
 
@@ -75,8 +77,8 @@ async def test_probe_lists_models_and_rejections():
 
 
 def test_hints_name_the_flag_for_rejected_options():
-    from speculab.bench.records import ErrorCategory, ErrorInfo
-    from speculab.bench.results import request_option_hints
+    from speculab.harness.records import ErrorCategory, ErrorInfo
+    from speculab.harness.results.run_dir import request_option_hints
 
     def rejected(msg):
         return RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, f"HTTP 400: {msg}", 400))
@@ -104,8 +106,8 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
             pass
 
     rd = RunDir(tmp_path / "run").create()
-    rd._requests.close()
-    rd._requests = FullDisk()
+    rd._requests._f.close()  # the one requests.jsonl writer (results.requests_file) behind RunDir
+    rd._requests._f = FullDisk()
     with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
         rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
     rd.close()

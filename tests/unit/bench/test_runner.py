@@ -5,11 +5,11 @@ import time
 
 import pytest
 
-from speculab.bench.arrivals import ArrivalConfig
-from speculab.bench.metrics import aggregate
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
-from speculab.bench.runner import LoadConfig, plan, run_load
 from speculab.errors import UserError
+from speculab.harness.analysis.metrics import aggregate
+from speculab.harness.load.arrivals import ArrivalConfig
+from speculab.harness.load.runner import LoadConfig, plan, run_load
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
 
 ITEMS = tuple(RequestSpec(index=i, prompt=f"p{i}", seed=100 + i) for i in range(10))
 

@@ -8,14 +8,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from speculab.bench.scrape import (
+from speculab.harness.servers.scrape import (
     MetricsSnapshot,
     counter_deltas,
     metrics_url,
     parse_metrics,
     scrape_metrics,
-    spec_decode_delta,
-    spec_decode_delta_with_reason,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,66 +39,6 @@ def test_total_suffix_is_optional_both_ways():
     bare = parse_metrics("# TYPE speculab:spec_decode_num_drafts untyped\nspeculab:spec_decode_num_drafts 7\n")
     assert bare.total("speculab:spec_decode_num_drafts_total") == 7.0
     assert bare.total("speculab:nothing") is None
-
-
-def test_vllm_spec_decode_delta_is_summed_over_engines():
-    stats = spec_decode_delta(_load("vllm_spec_before.prom"), _load("vllm_spec_after.prom"))
-    assert stats is not None
-    assert (stats.num_drafts, stats.num_draft_tokens, stats.num_accepted_tokens) == (1000, 3000, 1800)
-    d = stats.to_dict()
-    assert d["acceptance_rate"] == pytest.approx(0.6)
-    assert d["acceptance_length"] == pytest.approx(2.8)
-    assert d["per_position"] == pytest.approx([0.9, 0.6, 0.3])
-    assert d["source"] == "vllm:spec_decode_* counters, server-wide delta"
-
-
-def test_per_position_is_ordered_numerically():
-    lines = ["# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter"]
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{p}"}} {12 - p}' for p in range(12)]
-    lines += ["# TYPE vllm:spec_decode_num_drafts counter", "vllm:spec_decode_num_drafts_total 12"]
-    lines += ["# TYPE vllm:spec_decode_num_draft_tokens counter", "vllm:spec_decode_num_draft_tokens_total 144"]
-    lines += ["# TYPE vllm:spec_decode_num_accepted_tokens counter", "vllm:spec_decode_num_accepted_tokens_total 78"]
-    after = parse_metrics("\n".join(lines) + "\n")
-    stats = spec_decode_delta(parse_metrics(""), after)  # counters absent before: they started at zero
-    assert stats is not None
-    assert stats.per_position == pytest.approx([(12 - p) / 12 for p in range(12)])
-    assert stats.acceptance_length == pytest.approx(1 + 78 / 12)
-
-
-def test_counter_reset_gives_none_with_reason():
-    before, after = _load("vllm_spec_after.prom"), _load("vllm_spec_before.prom")  # went backwards
-    stats, reason = spec_decode_delta_with_reason(before, after)
-    assert stats is None and "restarted" in reason
-    assert spec_decode_delta(before, after) is None
-
-
-def test_no_movement_and_no_counters_give_reasons():
-    snap = _load("vllm_spec_before.prom")
-    stats, reason = spec_decode_delta_with_reason(snap, snap)
-    assert stats is None and "no speculative steps" in reason
-    plain = parse_metrics("# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total 5\n")
-    stats, reason = spec_decode_delta_with_reason(plain, plain)
-    assert stats is None and "no speculative-decoding metrics" in reason
-
-
-def test_speculab_family_has_vllm_semantics():
-    text = _read("vllm_spec_before.prom").replace("vllm:", "speculab:")
-    after = _read("vllm_spec_after.prom").replace("vllm:", "speculab:")
-    stats = spec_decode_delta(parse_metrics(text), parse_metrics(after))
-    assert stats is not None and stats.acceptance_length == pytest.approx(2.8)
-    assert stats.source.startswith("speculab:spec_decode_*")
-
-
-def test_sglang_gauges_are_read_not_diffed():
-    snap = _load("sglang_spec.prom")
-    stats = spec_decode_delta(parse_metrics(""), snap)
-    assert stats is not None
-    assert stats.acceptance_length == pytest.approx(2.8)  # mean over the two TP ranks
-    assert stats.acceptance_rate == pytest.approx(0.62)
-    assert stats.num_drafts is None and stats.per_position == ()
-    assert "not a delta" in stats.source
-    zero = parse_metrics("# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length 0\n")
-    assert spec_decode_delta(zero, zero) is None
 
 
 def test_counter_deltas_for_token_counters():

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from speculab.bench.server_process import ServerCommand, ServerProcess, free_port
+from speculab.harness.servers.process import ServerCommand, ServerProcess, free_port
 
 
 def _server(tmp_path: Path, code: str) -> ServerProcess:

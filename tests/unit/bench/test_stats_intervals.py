@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from speculab.bench.stats import (
+from speculab.harness.analysis.stats import (
     CrossoverStatus,
     LoadSpeedup,
     compare_paired,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.bench.stats import (
+from speculab.harness.analysis.stats import (
     MIN_PAIRS,
     Verdict,
     bootstrap_geomean_ratio,
@@ -144,7 +144,7 @@ def test_minimum_detectable_change_shrinks_with_sample_size():
 
 
 def test_minimum_detectable_change_definition():
-    from speculab.bench.stats import Interval
+    from speculab.harness.analysis.stats import Interval
 
     # log half-width 1.96 * SE with SE = 0.05 -> (1.96 + 0.8416) * 0.05 in log space
     iv = Interval(1.0, math.exp(-1.959964 * 0.05), math.exp(1.959964 * 0.05), 0.95, "x", 10)

@@ -13,8 +13,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.bench import stats
-from speculab.bench.stats import Verdict, compare_paired, hodges_lehmann_batch, signed_rank_critical_k, signed_rank_p
+from speculab.harness.analysis import stats
+from speculab.harness.analysis.stats import (
+    Verdict,
+    compare_paired,
+    hodges_lehmann_batch,
+    signed_rank_critical_k,
+    signed_rank_p,
+)
 
 
 def _log_noise(rng: np.random.Generator, model: str, shape: tuple[int, ...]) -> np.ndarray:

@@ -1,7 +1,7 @@
 import pytest
 
-from speculab.bench.tokenizer import load_token_counter
 from speculab.errors import UserError
+from speculab.harness.client.token_counter import load_token_counter
 
 
 def test_counts_with_a_local_tokenizer_json(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.bench.whatif import (
+from speculab.harness.analysis.whatif import (
     expected_tokens,
     fit_alpha,
     geometric_expected_tokens,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from speculab.bench.checks import evaluate, parse_checks
-from speculab.bench.workload import list_builtin, load_workload
+from speculab.harness.workload.checks import evaluate, parse_checks
+from speculab.harness.workload.load import list_builtin, load_workload
 
 ROOT = Path(__file__).resolve().parents[3]
 SETS = [b.name for b in list_builtin() if b.kind != "mix"]
@@ -53,7 +53,7 @@ def test_every_set_has_at_least_30_valid_items(name):
 
 
 def test_data_is_small_and_in_sync_with_its_generator():
-    data = ROOT / "src" / "speculab" / "bench" / "data"
+    data = ROOT / "src" / "speculab" / "harness" / "workload" / "data"
     assert sum(p.stat().st_size for p in data.glob("*.jsonl")) < 1_000_000
     script = ROOT / "scripts" / "make_builtin_workloads.py"
     proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=60)

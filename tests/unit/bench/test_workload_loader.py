@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speculab.bench.checks import evaluate
-from speculab.bench.workload import (
+from speculab.errors import UserError
+from speculab.harness.workload.checks import evaluate
+from speculab.harness.workload.load import (
     Workload,
     approx_tokens,
     load_workload,
@@ -18,7 +19,6 @@ from speculab.bench.workload import (
     render_messages,
     request_seed,
 )
-from speculab.errors import UserError
 
 
 def write_jsonl(path, objs) -> str:

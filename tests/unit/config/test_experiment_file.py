@@ -205,15 +205,17 @@ def test_relative_workload_files_resolve_against_the_experiment_file(tmp_path):
 
 
 def test_ramp_up_is_a_closed_loop_option_that_reaches_the_load() -> None:
-    from speculab.bench.experiment import _Lifecycle, _Silent, plan_experiment
+    from speculab.harness.experiment.lifecycle import Lifecycle
+    from speculab.harness.experiment.plan import plan_experiment
+    from speculab.harness.experiment.progress import Silent
 
     plain = "loads: {operating: {concurrency: 8}}"
     ramped = MINIMAL.replace(plain, "loads: {operating: {concurrency: 8, ramp_up_s: 1.5}}")
     e = parse_experiment(ramped)
     assert e.loads.operating.ramp_up_s == 1.5 and e.loads.low.ramp_up_s == 0.0
     plan = plan_experiment(e)
-    life = _Lifecycle(plan, Path("unused"), None, None, _Silent(), lambda: 0.0)  # type: ignore[arg-type]
+    life = Lifecycle(plan, Path("unused"), None, None, Silent(), lambda: 0.0)  # type: ignore[arg-type]
     i = next(k for k, lv in enumerate(plan.loads) if lv.concurrency == 8)
-    assert life._load(plan.loads[i], 10, 2).ramp_up_s == 1.5
+    assert life.load_config(plan.loads[i], 10, 2).ramp_up_s == 1.5
     bad = MINIMAL.replace(plain, "loads: {operating: {rate: 2, ramp_up_s: 1}}")
     assert "ramp_up_s staggers closed-loop workers" in _err(bad)

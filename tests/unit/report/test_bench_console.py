@@ -1,8 +1,9 @@
 from rich.console import Console
 
-from speculab.bench.metrics import StallConfig, aggregate
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
-from speculab.bench.results import build_summary, json_safe
+from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
+from speculab.harness.results.run_dir import build_summary
+from speculab.harness.results.strict_json import json_safe
 from speculab.report.console import print_bench_summary
 
 

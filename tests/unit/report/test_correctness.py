@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.bench.records import ChunkEvent, RequestRecord
+from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.report.correctness import CorrectnessOptions, compare_correctness, divergence
 
 OPTS = CorrectnessOptions()

@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
-from speculab.bench import diagnosis as dg
-from speculab.bench.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.diagnose import analysis as dg
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.report.diagnosis_console import print_diagnosis
 from speculab.report.diagnosis_html import diagnosis_view, render_diagnosis_page
 
@@ -62,8 +62,8 @@ def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
 
     from tests.fakes.ab_inputs import make_inputs
 
+    from speculab.harness.results.ab_inputs import LevelSpec
     from speculab.report.html import render_html
-    from speculab.report.inputs import LevelSpec
     from speculab.report.model import ReportOptions, build_report
 
     inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))

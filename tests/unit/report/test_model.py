@@ -9,9 +9,9 @@ import math
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.bench.records import ChunkEvent, RequestRecord
-from speculab.bench.stats import Distribution, Interval
-from speculab.report.inputs import LevelSpec, RepeatRun
+from speculab.harness.analysis.stats import Distribution, Interval
+from speculab.harness.records import ChunkEvent, RequestRecord
+from speculab.harness.results.ab_inputs import LevelSpec, RepeatRun
 from speculab.report.model import Report, ReportOptions, achieved_concurrency, build_report, combine_acceptance
 
 FAST = ReportOptions(n_resamples=600)
@@ -168,7 +168,7 @@ def test_achieved_concurrency_counts_in_flight_while_sending():
 
 
 def test_combine_acceptance_sums_counters_over_repeats():
-    from speculab.bench.engines.acceptance import AcceptanceSummary
+    from speculab.harness.servers.acceptance import AcceptanceSummary
 
     a = AcceptanceSummary("vllm counters (server-wide)", True, 100, 400, 200, 0.5, 3.0, (0.8, 0.6, 0.4, 0.2))
     b = AcceptanceSummary("vllm counters (server-wide)", True, 300, 1200, 300, 0.25, 2.0, (0.5, 0.3, 0.15, 0.05))
@@ -190,7 +190,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     the single change is unverified and that speculation could not be confirmed (hinting when chunks look plain)."""
     from dataclasses import replace
 
-    from speculab.report.inputs import ChangeCheck
+    from speculab.harness.results.ab_inputs import ChangeCheck
 
     silent = ArmEffect(tpot_factor={"c1": 0.9, "c4": 0.9, "c16": 0.9})  # no counters, one token per chunk
     inputs = make_inputs(n_prompts=20, repeats=1, candidates={"ngram-k4": silent})

@@ -12,9 +12,9 @@ from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.cli import main
+from speculab.harness.results.ab_dir import RUN_FILE, load_inputs, repeat_dir, save_inputs
 from speculab.report.console import ab_renderable
 from speculab.report.html import render_html
-from speculab.report.inputs import RUN_FILE, load_inputs, repeat_dir, save_inputs
 from speculab.report.model import Report, ReportOptions, build_report
 
 FAST = ReportOptions(n_resamples=400)
@@ -64,7 +64,7 @@ def test_html_sections_and_units(html: str, evil_report: Report):
 
 
 def test_diagnosis_slot_renders_when_present():
-    from speculab.report.inputs import LevelSpec
+    from speculab.harness.results.ab_inputs import LevelSpec
 
     small = build_report(make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),)), FAST)
     diag = {"findings": [{"finding": "decode dominates", "next": "evaluate speculation"}], "decode_share": 0.8}
@@ -144,7 +144,7 @@ def test_cli_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_partial_run_renders_with_missing_rows():
-    from speculab.report.inputs import LevelSpec
+    from speculab.harness.results.ab_inputs import LevelSpec
 
     levels = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
     r = build_report(make_inputs(n_prompts=8, repeats=1, levels=levels, skip=(("ngram-k4", "c4"),), slo=False), FAST)
@@ -155,7 +155,7 @@ def test_partial_run_renders_with_missing_rows():
 
 @pytest.mark.parametrize("skip_candidate", [False, True])
 def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
-    from speculab.report.inputs import LevelSpec
+    from speculab.harness.results.ab_inputs import LevelSpec
 
     level = (LevelSpec("rate", 4, ("low", "operating")),)
     skip = (("ngram-k4", "r4"),) if skip_candidate else ()

@@ -1,0 +1,46 @@
+"""The experiment file: YAML in (`load`), validated at the edge (`schema`), out as frozen dataclasses (`experiment`).
+
+It knows nothing about the harness, the engine or the report: they read these configs; it imports none of them.
+"""
+
+from speculab.config.experiment import (
+    ENGINE_KINDS,
+    NEEDS_MODEL,
+    ArmConfig,
+    ArmPrice,
+    CandidateConfig,
+    CostConfig,
+    EngineKind,
+    Experiment,
+    LaunchConfig,
+    LoadLevel,
+    LoadsConfig,
+    SamplingConfig,
+    SloTargets,
+    SpecMethod,
+    SpeculationConfig,
+    WorkloadConfig,
+)
+from speculab.config.load import load_experiment, parse_experiment, resolve_workload_path
+
+__all__ = [
+    "ENGINE_KINDS",
+    "NEEDS_MODEL",
+    "ArmConfig",
+    "ArmPrice",
+    "CandidateConfig",
+    "CostConfig",
+    "EngineKind",
+    "Experiment",
+    "LaunchConfig",
+    "LoadLevel",
+    "LoadsConfig",
+    "SamplingConfig",
+    "SloTargets",
+    "SpecMethod",
+    "SpeculationConfig",
+    "WorkloadConfig",
+    "load_experiment",
+    "parse_experiment",
+    "resolve_workload_path",
+]

@@ -1,0 +1,217 @@
+"""The experiment as the rest of speculab sees it: frozen dataclasses, validated and complete.
+
+`speculab.config.load` builds them from YAML (docs/experiment.md); nothing else in the tree builds them from a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, get_args
+
+EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"]
+ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
+SpecMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp"]
+NEEDS_MODEL = frozenset({"draft_model", "eagle", "eagle3"})
+
+
+@dataclass(frozen=True, slots=True)
+class ArmPrice:
+    """What one replica of an arm costs: GPU-hour price times GPUs per replica."""
+
+    usd_per_hour: float  # per GPU
+    gpus: int = 1
+
+    def __post_init__(self) -> None:
+        if self.usd_per_hour < 0 or self.gpus < 1:
+            raise ValueError("usd_per_hour must be >= 0 and gpus >= 1")
+
+    @property
+    def replica_usd_per_hour(self) -> float:
+        return self.usd_per_hour * self.gpus
+
+
+@dataclass(frozen=True, slots=True)
+class SloTargets:
+    """Per-request limits (seconds); None = not constrained. A load meets the SLO when at least `attainment` of its
+    requests meet every set limit (failed requests never do)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+    attainment: float = 0.9
+
+    @property
+    def any(self) -> bool:
+        """True when at least one limit is set (goodput is measured only then)."""
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
+
+
+@dataclass(frozen=True, slots=True)
+class SpeculationConfig:
+    """What the candidate arm adds. Key names follow vLLM's --speculative-config where they overlap."""
+
+    method: str  # ngram | draft_model | eagle | eagle3 | mtp
+    num_speculative_tokens: int  # k: tokens drafted per step
+    prompt_lookup_max: int | None = None  # ngram: longest n-gram matched
+    prompt_lookup_min: int | None = None  # ngram: shortest n-gram matched
+    model: str | None = None  # draft model path or name (draft_model, eagle, eagle3)
+    options: Mapping[str, Any] = field(default_factory=dict)  # more keys for the --speculative-config JSON
+    engine_args: tuple[str, ...] = ()  # raw flags appended to the candidate command for any engine
+
+    def speculative_config_json(self) -> str:
+        """The --speculative-config value for speculab and vLLM (method first, then k, then the rest)."""
+        d: dict[str, Any] = {"method": self.method, "num_speculative_tokens": self.num_speculative_tokens}
+        if self.model is not None:
+            d["model"] = self.model
+        if self.prompt_lookup_max is not None:
+            d["prompt_lookup_max"] = self.prompt_lookup_max
+        if self.prompt_lookup_min is not None:
+            d["prompt_lookup_min"] = self.prompt_lookup_min
+        d.update(self.options)
+        return json.dumps(d, separators=(",", ":"))
+
+    @property
+    def label(self) -> str:
+        """Short name for reports: "ngram k=4", "draft_model k=4"."""
+        return f"{self.method} k={self.num_speculative_tokens}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["options"] = dict(self.options)
+        d["engine_args"] = list(self.engine_args)
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """How speculab starts a server: argument list (no shell), extra environment, port it listens on."""
+
+    engine: str  # EngineKind
+    command: tuple[str, ...]
+    port: int
+    env: Mapping[str, str] = field(default_factory=dict)
+    ready_timeout_s: float = 600.0
+    host: str = "127.0.0.1"
+    health_path: str | None = None  # None: the engine adapter's default
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArmConfig:
+    """The baseline arm: a running server (url) or one speculab launches (launch). Exactly one is set."""
+
+    url: str | None = None
+    launch: LaunchConfig | None = None
+    model: str | None = None  # served model name; None = the server's only model
+    api_key_env: str | None = None  # name of the environment variable holding the API key (never the key)
+
+    @property
+    def base_url(self) -> str:
+        return self.url if self.url is not None else self.launch.url  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateConfig:
+    """Explicit candidate: a second URL (two-URL mode) or a command (engine `other`, or overriding the adapter)."""
+
+    url: str | None = None
+    command: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = None  # None: the baseline's environment
+    port: int | None = None  # None: the baseline's port (arms never run at the same time when launched)
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadConfig:
+    spec: str  # what `speculab bench --workload` takes
+    num_prompts: int | None = None  # None: the whole workload
+    api: str = "completions"  # completions | chat
+    warmup_requests: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingConfig:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    seed: int = 0
+    max_tokens: int = 256
+    min_tokens: int | None = None  # with ignore_eos: a fixed output length, where the engine supports it
+    ignore_eos: bool = False
+    logprobs: int | None = None  # top alternatives per token to request: lets the report tell near-ties apart
+
+
+@dataclass(frozen=True, slots=True)
+class LoadLevel:
+    """One offered load: closed loop at `concurrency`, or open loop at `rate_rps` (optionally capped)."""
+
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    arrival: str = "poisson"  # poisson | constant | gamma (open loop only)
+    burstiness: float = 1.0  # gamma shape; 1.0 = Poisson
+    max_concurrency: int | None = None
+    ramp_up_s: float = 0.0  # closed loop: the workers' first requests spread over this long (bench --ramp-up)
+
+    @property
+    def kind(self) -> str:
+        return "concurrency" if self.concurrency is not None else "rate"
+
+    @property
+    def value(self) -> float:
+        return float(self.concurrency if self.concurrency is not None else self.rate_rps)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        return f"concurrency {self.concurrency}" if self.concurrency is not None else f"{self.rate_rps:g} req/s"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadsConfig:
+    operating: LoadLevel
+    low: LoadLevel = field(default_factory=lambda: LoadLevel(concurrency=1))
+    sweep: tuple[LoadLevel, ...] = ()
+
+    def all_levels(self) -> tuple[LoadLevel, ...]:
+        """Distinct levels in run order: low, operating, then the sweep."""
+        out: list[LoadLevel] = []
+        for lv in (self.low, self.operating, *self.sweep):
+            if lv not in out:
+                out.append(lv)
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class CostConfig:
+    baseline: ArmPrice
+    candidate: ArmPrice
+    target_rate_rps: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    workload: WorkloadConfig
+    baseline: ArmConfig
+    speculation: SpeculationConfig
+    loads: LoadsConfig
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    slos: SloTargets = field(default_factory=SloTargets)
+    repeats: int = 1
+    checks: bool = True
+    cost: CostConfig | None = None
+    candidate: CandidateConfig | None = None
+    allow_extra_diff: bool = False
+    name: str | None = None
+    source: str = ""  # the file it came from
+
+    @property
+    def two_url_mode(self) -> bool:
+        return self.candidate is not None and self.candidate.url is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (for manifest.json); mappings become dicts, tuples lists."""
+        return json.loads(json.dumps(asdict(self), default=lambda o: dict(o) if isinstance(o, Mapping) else str(o)))

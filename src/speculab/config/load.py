@@ -1,0 +1,219 @@
+"""The experiment file: YAML in, validated with pydantic at the edge, out as frozen dataclasses.
+
+Every mistake becomes one `UserError` line naming the file and the key path, e.g.
+`experiment.yaml: loads.sweep[2].rate: must be > 0`; unknown keys are rejected with a did-you-mean.
+The schema is documented in docs/experiment.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from speculab.config.experiment import (
+    ArmConfig,
+    ArmPrice,
+    CandidateConfig,
+    CostConfig,
+    Experiment,
+    LaunchConfig,
+    LoadLevel,
+    LoadsConfig,
+    SamplingConfig,
+    SloTargets,
+    SpeculationConfig,
+    WorkloadConfig,
+)
+from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
+from speculab.errors import UserError
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment file; every problem is a one-line UserError naming the key path."""
+    p = Path(path)
+    name = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{name}: no such file; write one with `speculab init --url URL`") from None
+    except OSError as e:
+        raise UserError(f"{name}: cannot read: {e.strerror}") from None
+    exp = parse_experiment(text, name)
+    spec = resolve_workload_path(exp.workload.spec, p.parent)
+    if spec == exp.workload.spec:
+        return exp
+    return replace(exp, workload=replace(exp.workload, spec=spec))
+
+
+def resolve_workload_path(spec: str, base_dir: Path) -> str:
+    """A relative file in a workload spec is relative to the experiment file, wherever speculab is run from."""
+    for prefix in ("jsonl:", "sharegpt:", ""):
+        if prefix and not spec.startswith(prefix):
+            continue
+        if not prefix and (not spec.endswith(".jsonl") or ":" in spec.split("/")[0]):
+            continue
+        path = Path(spec[len(prefix) :])
+        if not path.is_absolute() and (base_dir / path).exists():
+            return prefix + str(base_dir / path)
+        return spec
+    return spec
+
+
+def parse_experiment(text: str, source: str = "experiment.yaml") -> Experiment:
+    """Validate YAML text (source names it in messages)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UserError(f"{source}{where}: not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of keys (workload, loads, baseline, speculation, ...)")
+    try:
+        m = ExperimentSchema.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_first_error(e, source)) from None
+    return _to_experiment(m, source)
+
+
+def _loc_str(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the schema model reached by following loc from the root (for did-you-mean)."""
+    models: list[type[BaseModel]] = [ExperimentSchema]
+    for part in loc:
+        nxt: list[type[BaseModel]] = []
+        for mdl in models:
+            if isinstance(part, int) or part not in mdl.model_fields:
+                continue
+            nxt.extend(_models_in(mdl.model_fields[part].annotation))
+        if isinstance(part, int):
+            continue  # list index: stay on the element model found by _models_in
+        models = nxt
+    return sorted({f for mdl in models for f in mdl.model_fields})
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)] if get_origin(annotation) else []
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        key = str(err["loc"][-1])
+        close = difflib.get_close_matches(key, _fields_at(tuple(err["loc"][:-1])), n=1, cutoff=0.6)
+        return "unknown key" + (f"; did you mean `{close[0]}`?" if close else "")
+    if kind == "missing":
+        return "required key is missing"
+    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+    if kind in bounds:
+        limit = next(iter(ctx.values()))
+        return (
+            f"must be {bounds[kind]} {limit:g}" if isinstance(limit, int | float) else f"must be {bounds[kind]} {limit}"
+        )
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}"
+    if kind in ("too_short", "too_long"):
+        return "must not be empty" if ctx.get("min_length") == 1 else err["msg"].lower()
+    simple = {
+        "int_type": "must be an integer",
+        "int_parsing": "must be an integer",
+        "int_from_float": "must be a whole number",
+        "float_type": "must be a number",
+        "float_parsing": "must be a number",
+        "bool_type": "must be true or false",
+        "bool_parsing": "must be true or false",
+        "string_type": "must be a string (quote it)",
+        "list_type": "must be a list, e.g. [a, b]",
+        "dict_type": "must be a mapping of keys",
+        "model_type": "must be a mapping of keys",
+    }
+    if kind in simple:
+        if err["loc"] and err["loc"][0] == "workload" and len(err["loc"]) <= 2 and kind == "model_type":
+            return "must be a workload spec string (as `speculab bench --workload` takes) or a mapping with `spec`"
+        if err["loc"] and err["loc"][-1] == "command" and kind == "list_type":
+            return 'must be a list of arguments, e.g. [python, -m, my.server, --port, "8000"]'
+        return simple[kind]
+    if kind == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    return err["msg"][:1].lower() + err["msg"][1:]
+
+
+def _first_error(e: ValidationError, source: str) -> str:
+    errors = e.errors()
+    # `workload` accepts a mapping or a string: pydantic reports both branches; keep the mapping's complaint.
+    errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and "str" in str(x["loc"][1]))]
+    # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
+    errors.sort(key=lambda x: x["type"] != "extra_forbidden")
+    cleaned = []
+    for x in errors:
+        loc = tuple(p for p in x["loc"] if p not in ("WorkloadSchema",))
+        cleaned.append((loc, _message(x)))
+    loc, msg = cleaned[0]
+    more = f" (and {len(cleaned) - 1} more)" if len(cleaned) > 1 else ""
+    where = _loc_str(loc)
+    return f"{source}: {where}: {msg}{more}" if where else f"{source}: {msg}{more}"
+
+
+def _load(m: LoadSchema) -> LoadLevel:
+    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s)
+
+
+def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
+    w = m.workload if isinstance(m.workload, WorkloadSchema) else WorkloadSchema(spec=m.workload)
+    s, b, sp = m.sampling, m.baseline, m.speculation
+    launch = None
+    if b.launch is not None:
+        la = b.launch
+        launch = LaunchConfig(
+            la.engine, tuple(la.command), la.port, dict(la.env), la.ready_timeout_s, la.host, la.health_path
+        )
+    cand = None
+    if m.candidate is not None:
+        c = m.candidate
+        cand = CandidateConfig(
+            c.url, tuple(c.command) if c.command else None, dict(c.env) if c.env is not None else None, c.port, c.model
+        )
+    cost = None
+    if m.cost is not None:
+        base_price = ArmPrice(m.cost.baseline.usd_per_hour, m.cost.baseline.gpus)
+        cp = m.cost.candidate
+        cost = CostConfig(base_price, ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price, m.cost.target_rate_rps)
+    return Experiment(
+        name=m.name,
+        workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests),
+        sampling=SamplingConfig(
+            s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
+        ),
+        loads=LoadsConfig(_load(m.loads.operating), _load(m.loads.low), tuple(_load(x) for x in m.loads.sweep)),
+        slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
+        repeats=m.repeats,
+        checks=m.checks,
+        cost=cost,
+        baseline=ArmConfig(b.url, launch, b.model, b.api_key_env),
+        speculation=SpeculationConfig(
+            sp.method,
+            sp.num_speculative_tokens,
+            sp.prompt_lookup_max,
+            sp.prompt_lookup_min,
+            sp.model,
+            dict(sp.options),
+            tuple(sp.engine_args),
+        ),
+        candidate=cand,
+        allow_extra_diff=m.allow_extra_diff,
+        source=source,
+    )

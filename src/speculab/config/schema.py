@@ -1,0 +1,189 @@
+"""The experiment file's YAML schema: pydantic models at the edge, strict (unknown keys are errors).
+
+`speculab.config.load` validates a file against `ExperimentSchema` and converts it to the frozen dataclasses of
+`speculab.config.experiment`; nothing else sees these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from speculab.config.experiment import NEEDS_MODEL, EngineKind, SpecMethod
+
+
+class _Model(BaseModel):
+    # strict: YAML already gives native types, so `true` is not silently a 1, nor 2.5 a float where ints belong.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
+
+
+class SpeculationSchema(_Model):
+    method: SpecMethod
+    num_speculative_tokens: int = Field(ge=1, le=64)
+    prompt_lookup_max: int | None = Field(default=None, ge=1)
+    prompt_lookup_min: int | None = Field(default=None, ge=1)
+    model: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    engine_args: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> SpeculationSchema:
+        if self.method in NEEDS_MODEL and not self.model:
+            raise ValueError(f"method {self.method} needs `model` (the draft model's path or name)")
+        if self.method == "ngram" and self.model:
+            raise ValueError("method ngram takes no `model`; use method draft_model for a draft model")
+        lo, hi = self.prompt_lookup_min, self.prompt_lookup_max
+        if self.method != "ngram" and (lo is not None or hi is not None):
+            raise ValueError("prompt_lookup_min/max only apply to method ngram")
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"prompt_lookup_min ({lo}) must be <= prompt_lookup_max ({hi})")
+        return self
+
+
+class LaunchSchema(_Model):
+    engine: EngineKind
+    command: list[str] = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+    env: dict[str, str] = Field(default_factory=dict)
+    ready_timeout_s: float = Field(default=600.0, gt=0)
+    host: str = "127.0.0.1"
+    health_path: str | None = None
+
+
+class ArmSchema(_Model):
+    url: str | None = None
+    launch: LaunchSchema | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ArmSchema:
+        if (self.url is None) == (self.launch is None):
+            raise ValueError("give exactly one of `url` (a running server) or `launch` (a command to start)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        return self
+
+
+class CandidateSchema(_Model):
+    url: str | None = None
+    command: list[str] | None = Field(default=None, min_length=1)
+    env: dict[str, str] | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    model: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> CandidateSchema:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give exactly one of `url` (two-URL mode) or `command` (explicit candidate command)")
+        return self
+
+
+class WorkloadSchema(_Model):
+    spec: str = Field(min_length=1)
+    num_prompts: int | None = Field(default=None, ge=1)
+    api: Literal["completions", "chat"] = "completions"
+    warmup_requests: int = Field(default=4, ge=0)
+
+
+class SamplingSchema(_Model):
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int | None = Field(default=None, ge=-1)
+    seed: int = Field(default=0, ge=0)
+    max_tokens: int = Field(default=256, ge=1)
+    min_tokens: int | None = Field(default=None, ge=0)
+    ignore_eos: bool = False
+    logprobs: int | None = Field(default=None, ge=0, le=20)
+
+    @model_validator(mode="after")
+    def _check(self) -> SamplingSchema:
+        if self.min_tokens is not None and self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens ({self.min_tokens}) must be <= max_tokens ({self.max_tokens})")
+        return self
+
+
+class LoadSchema(_Model):
+    concurrency: int | None = Field(default=None, ge=1)
+    rate: float | None = Field(default=None, gt=0)
+    arrival: Literal["poisson", "constant", "gamma"] = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    ramp_up_s: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> LoadSchema:
+        if (self.concurrency is None) == (self.rate is None):
+            raise ValueError("give exactly one of `concurrency` (closed loop) or `rate` (requests/s, open loop)")
+        if self.ramp_up_s > 0 and self.concurrency is None:
+            raise ValueError("ramp_up_s staggers closed-loop workers; with `rate` the arrival process sets the pacing")
+        if self.concurrency is not None and (self.max_concurrency is not None or self.arrival != "poisson"):
+            raise ValueError("arrival and max_concurrency apply to `rate` loads only")
+        if self.burstiness != 1.0 and self.arrival != "gamma":
+            raise ValueError(f"burstiness shapes gamma arrivals only; set arrival: gamma (not {self.arrival})")
+        return self
+
+
+class LoadsSchema(_Model):
+    operating: LoadSchema
+    low: LoadSchema = LoadSchema(concurrency=1)
+    sweep: list[LoadSchema] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sweep_axis(self) -> LoadsSchema:
+        if len(self.sweep) == 1:
+            raise ValueError("sweep needs at least 2 loads (or none)")
+        kinds = {"concurrency" if lv.concurrency is not None else "rate" for lv in self.sweep}
+        if len(kinds) > 1:
+            raise ValueError("sweep mixes concurrency and rate loads; use one axis so a crossover can be found")
+        return self
+
+
+class SlosSchema(_Model):
+    ttft_s: float | None = Field(default=None, gt=0)
+    tpot_s: float | None = Field(default=None, gt=0)
+    e2e_s: float | None = Field(default=None, gt=0)
+    attainment: float = Field(default=0.9, gt=0, le=1)
+
+
+class PriceSchema(_Model):
+    usd_per_hour: float = Field(ge=0)
+    gpus: int = Field(default=1, ge=1)
+
+
+class CostSchema(_Model):
+    baseline: PriceSchema
+    candidate: PriceSchema | None = None  # None: the same as the baseline
+    target_rate_rps: float | None = Field(default=None, gt=0)
+
+
+class ExperimentSchema(_Model):
+    name: str | None = None
+    workload: WorkloadSchema | str
+    sampling: SamplingSchema = SamplingSchema()
+    loads: LoadsSchema
+    slos: SlosSchema = SlosSchema()
+    repeats: int = Field(default=1, ge=1, le=100)
+    checks: bool = True
+    cost: CostSchema | None = None
+    baseline: ArmSchema
+    speculation: SpeculationSchema
+    candidate: CandidateSchema | None = None
+    allow_extra_diff: bool = False
+
+    @model_validator(mode="after")
+    def _arms(self) -> ExperimentSchema:
+        b, c = self.baseline, self.candidate
+        if b.url is not None and (c is None or c.url is None):
+            raise ValueError(
+                "baseline is a running server (url): give candidate.url too (two-URL mode), "
+                "or use baseline.launch so speculab can start the candidate"
+            )
+        if b.launch is not None and c is not None and c.url is not None:
+            raise ValueError("candidate.url needs baseline.url too; with baseline.launch the candidate is derived")
+        if b.launch is not None and b.launch.engine == "other" and (c is None or c.command is None):
+            raise ValueError(
+                "baseline.launch.engine is `other`: give candidate.command (speculab cannot derive its flags)"
+            )
+        return self

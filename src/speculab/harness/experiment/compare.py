@@ -1,0 +1,161 @@
+"""`speculab compare DIR_A DIR_B`: two `speculab bench` results -> the A/B report's inputs (A is the baseline).
+
+The runs are paired per prompt like an A/B run, but they were two separate runs: the single change cannot be
+verified and drift between them is not cancelled by interleaving; the inputs say so. Runs that differ in
+workload, sampling or offered load cannot be paired and are refused, naming the difference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from speculab.errors import UserError
+from speculab.harness.records import RequestSpec
+from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, RepeatRun, ReportInputs, Setup
+from speculab.harness.results.requests_file import read_records
+from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
+from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.servers.adapters import detect_engine
+
+CANDIDATE = "candidate"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path.parent}: no {path.name}; give the output directory of a `speculab bench` run") from None
+    except ValueError as e:
+        raise UserError(f"{path}: not JSON ({e})") from None
+
+
+def _bench_dir(d: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    if not d.is_dir():
+        raise UserError(f"{d}: no such directory; give the output directory of a `speculab bench` run")
+    if (d / "inputs.json").is_file():
+        raise UserError(f"{d} is an A/B run already; re-render it with `speculab report {d}`")
+    manifest = _read_json(d / MANIFEST)
+    summary = _read_json(d / SUMMARY) if (d / SUMMARY).is_file() else {}
+    if not (d / REQUESTS).is_file():
+        raise UserError(f"{d}: no {REQUESTS}; give the output directory of a `speculab bench` run")
+    return manifest, summary
+
+
+def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: tuple[str, ...], what: str) -> list[str]:
+    return [f"{what}.{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
+
+
+def _level(load: Mapping[str, Any]) -> LevelSpec:
+    if load.get("mode") == "open":
+        return LevelSpec("rate", float(load["rate_rps"]), ("operating",), load.get("arrival"), load.get("concurrency"))
+    return LevelSpec("concurrency", float(load.get("concurrency") or 1), ("low", "operating"))
+
+
+def _acceptance(summary: Mapping[str, Any]) -> AcceptanceSummary | None:
+    return AcceptanceSummary.from_spec_decode_dict((summary.get("server") or {}).get("spec_decode"))
+
+
+def _items(manifest: Mapping[str, Any]) -> tuple[tuple[RequestSpec, ...], str | None]:
+    """Reload the workload the bench run used (for prompts and checks); a note when it cannot be found."""
+    from speculab.harness.workload.load import load_workload
+
+    w = manifest.get("workload") or {}
+    spec = w.get("spec")
+    if not spec:
+        return (), "the bench manifest does not name its workload: prompts and checks are not shown"
+    try:
+        wl = load_workload(
+            spec,
+            seed=int((manifest.get("sampling") or {}).get("seed") or 0),
+            num_prompts=w.get("n_items"),
+            api=(manifest.get("endpoint") or {}).get("api", "completions"),
+        )
+    except UserError as e:
+        return (), f"workload {spec} could not be reloaded ({e}): prompts and checks are not shown"
+    if w.get("source") and wl.source != w.get("source"):
+        return (), f"workload {spec} changed since the runs ({wl.source} vs {w.get('source')}): prompts not shown"
+    return wl.items, None
+
+
+def _arm(name: str, label: str, manifest: Mapping[str, Any]) -> ArmInfo:
+    server = manifest.get("server") or {}
+    version = server.get("version")
+    cards = server.get("model_cards") or []
+    engine = detect_engine(version if isinstance(version, Mapping) else None, {"data": cards}, ())
+    return ArmInfo(
+        name=name,
+        label=label,
+        url=(manifest.get("endpoint") or {}).get("base_url", ""),
+        engine=engine,
+        server_info={"version": version, "models": cards, "detected_engine": engine},
+    )
+
+
+def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
+    """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired."""
+    ma, sa = _bench_dir(dir_a)
+    mb, sb = _bench_dir(dir_b)
+    diffs = [
+        *_differences(ma.get("workload") or {}, mb.get("workload") or {}, ("spec", "source", "n_items"), "workload"),
+        *_differences(
+            ma.get("sampling") or {},
+            mb.get("sampling") or {},
+            ("max_tokens", "temperature", "top_p", "seed"),
+            "sampling",
+        ),
+        *_differences(ma.get("load") or {}, mb.get("load") or {}, ("mode", "concurrency", "rate_rps"), "load"),
+        *_differences(ma.get("endpoint") or {}, mb.get("endpoint") or {}, ("api", "stream"), "endpoint"),
+    ]
+    if diffs:
+        raise UserError(
+            f"{dir_a} and {dir_b} cannot be paired: {'; '.join(diffs)}; rerun one of them with the other's settings"
+        )
+    level = _level(ma.get("load") or {})
+    items, note = _items(ma)
+    sampling = ma.get("sampling") or {}
+    setup = Setup(
+        name=f"{dir_a.name} vs {dir_b.name}",
+        workload_name=(ma.get("workload") or {}).get("name") or "",
+        workload_source=(ma.get("workload") or {}).get("source") or "",
+        api=(ma.get("endpoint") or {}).get("api", "completions"),
+        items=items,
+        temperature=float(sampling.get("temperature") or 0.0),
+        top_p=float(sampling.get("top_p") or 1.0),
+        seed=int(sampling.get("seed") or 0),
+        max_tokens=int(sampling.get("max_tokens") or 0),
+        ignore_eos=bool(sampling.get("ignore_eos")),
+        levels=(level,),
+        repeats=1,
+        logprobs=(ma.get("endpoint") or {}).get("logprobs"),
+        two_url_mode=True,
+        started_utc=ma.get("started_at") or "",
+        finished_utc=mb.get("finished_at") or "",
+        versions=ma.get("versions") or {},
+    )
+    arms = (_arm(BASELINE, f"A: {dir_a.name}", ma), _arm(CANDIDATE, f"B: {dir_b.name}", mb))
+    runs = tuple(
+        RepeatRun(
+            arm=arm,
+            level=level.key,
+            repeat=1,
+            records=tuple(read_records(d / REQUESTS)),
+            acceptance=_acceptance(s),
+            order=i,
+            interrupted=bool(s.get("interrupted")) or not s,
+            notes=("summary.json missing: the run did not finish",) if not s else (),
+        )
+        for i, (arm, d, s) in enumerate(((BASELINE, dir_a, sa), (CANDIDATE, dir_b, sb)))
+    )
+    notes = [
+        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
+        "(thermal, other tenants) is not cancelled"
+    ]
+    if note:
+        notes.append(note)
+    change = ChangeCheck(
+        CANDIDATE, (), None, "compare: two separate bench runs; speculab could not verify what differs between them"
+    )
+    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(notes))

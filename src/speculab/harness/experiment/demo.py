@@ -1,0 +1,117 @@
+"""`speculab demo`: the whole A/B job on speculab's own engine and the shipped demo model pair.
+
+Three arms, launched one at a time through the same lifecycle `speculab run` uses: plain decoding, n-gram prompt
+lookup, and the demo draft model, each at concurrency 1 and an operating point, on built-in input-grounded and
+open-ended prompts (`builtin:mixed`). The engine runs as `python -m speculab serve` with this interpreter, so the
+demo works from any install. Sized to finish in about three minutes on two CPU cores (`quick`: about one).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+
+from speculab.config import LoadLevel, SpeculationConfig
+from speculab.harness.client.request import SamplingConfig
+from speculab.harness.experiment.plan import ArmPlan, RunPlan, candidate_name, derive_candidate, enforce_single_change
+from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.process import ServerCommand, free_port
+from speculab.harness.workload.load import load_workload
+
+DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
+MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
+
+
+@dataclass(frozen=True, slots=True)
+class DemoConfig:
+    model: str = "demo"  # the shipped target; or a model directory
+    draft: str | None = "demo-draft"  # the shipped draft; None: n-gram only
+    quick: bool = False
+    port: int | None = None  # None: a free port
+    operating_concurrency: int = 4
+    num_speculative_tokens: int = 4
+    max_num_seqs: int = 4
+    ready_timeout_s: float = 300.0
+
+    @property
+    def num_prompts(self) -> int:
+        return 8 if self.quick else 16
+
+    @property
+    def max_tokens(self) -> int:
+        return 48 if self.quick else 64
+
+
+def demo_speculations(cfg: DemoConfig) -> list[SpeculationConfig]:
+    k = cfg.num_speculative_tokens
+    specs = [SpeculationConfig("ngram", k, prompt_lookup_max=4, prompt_lookup_min=2)]
+    if cfg.draft is not None:
+        specs.append(SpeculationConfig("draft_model", k, model=cfg.draft))
+    return specs
+
+
+def demo_plan(cfg: DemoConfig) -> RunPlan:
+    """Plain vs n-gram vs draft on the embedded engine; every candidate checked to differ only in speculation."""
+    port = cfg.port or free_port()
+    base_cmd = ServerCommand(
+        command=(
+            sys.executable,
+            "-m",
+            "speculab",
+            "serve",
+            cfg.model,
+            "--port",
+            str(port),
+            "--max-num-seqs",
+            str(cfg.max_num_seqs),
+        ),
+        port=port,
+        ready_timeout_s=cfg.ready_timeout_s,
+    )
+    adapter = adapter_for("speculab")
+    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, "speculab", base_cmd.command), base_cmd)]
+    changes = []
+    for spec in demo_speculations(cfg):
+        name = candidate_name(spec.method, spec.num_speculative_tokens)
+        cmd, change = derive_candidate(adapter, base_cmd, spec, name=name)
+        changes.append(enforce_single_change(change, allow_extra_diff=False))
+        label = spec.label if spec.method == "ngram" else f"draft k={spec.num_speculative_tokens}"
+        info = ArmInfo(name, label, cmd.url, "speculab", cmd.command, spec.method, spec.num_speculative_tokens)
+        arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
+    wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
+    # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
+    # (code edits, writing, extraction, questions, summaries, math), renumbered as the run's pairing keys; every
+    # item capped at the demo's max_tokens (some built-in items ask for more): the run must fit in minutes.
+    short = [it for it in wl.items if it.prompt is not None and len(it.prompt) <= MAX_PROMPT_CHARS]
+    items = tuple(
+        replace(it, index=i, max_tokens=min(it.max_tokens or cfg.max_tokens, cfg.max_tokens))
+        for i, it in enumerate(short[: cfg.num_prompts])
+    )
+    loads = (LoadLevel(concurrency=1), LoadLevel(concurrency=cfg.operating_concurrency))
+    levels = (
+        LevelSpec("concurrency", 1, ("low",)),
+        LevelSpec("concurrency", cfg.operating_concurrency, ("operating",)),
+    )
+    setup = Setup(
+        name="speculab demo",
+        workload_name=wl.name,
+        workload_source=wl.source,
+        api="completions",
+        items=items,
+        temperature=0.0,
+        seed=0,
+        max_tokens=cfg.max_tokens,
+        levels=levels,
+        repeats=1,
+    )
+    return RunPlan(
+        setup=setup,
+        arms=tuple(arms),
+        changes=tuple(changes),
+        loads=loads,
+        sampling=SamplingConfig(max_tokens=cfg.max_tokens, temperature=0.0, seed=0),
+        warmup_requests=2,
+        memory_interval_s=1.0,
+        stop_grace_s=10.0,
+    )

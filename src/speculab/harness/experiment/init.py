@@ -1,0 +1,170 @@
+"""`speculab init --url URL`: look at a running server, guess its engine, and write a commented starter experiment.
+
+The engine is detected from /metrics names, /v1/models and /version (`detect_engine`). For an engine whose
+speculation flags speculab knows, the file uses launch mode, so speculab starts both arms itself and can verify
+that speculation is the only change; the command is a guess to complete (the model path comes from /v1/models).
+For any other engine the file uses two-URL mode: the candidate URL is a placeholder for your speculative server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from speculab.errors import EndpointError
+from speculab.harness.client.request import make_session, normalize_base_url
+from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.servers.scrape import scrape_metrics
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLook:
+    url: str
+    engine: str
+    models: tuple[dict[str, Any], ...]
+    version: Any
+    metric_names: tuple[str, ...]
+
+
+async def _get_json(session: aiohttp.ClientSession, url: str) -> Any:
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as resp:
+            if resp.status != 200:
+                return None
+            return json.loads(await resp.read())
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return None
+
+
+async def look_at_server(url: str) -> ServerLook:
+    """GET /v1/models (required), /version and /metrics (optional); detect the engine."""
+    base = normalize_base_url(url)
+    async with make_session() as session:
+        try:
+            async with session.get(base + "/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                status = resp.status
+                body = await resp.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            raise EndpointError(
+                f"cannot reach {base} ({type(e).__name__}); is the server running? check --url"
+            ) from None
+        if status != 200:
+            raise EndpointError(
+                f"{base}/v1/models answered HTTP {status}; give the base URL of an OpenAI-compatible server"
+            )
+        try:
+            models = tuple(m for m in json.loads(body).get("data", []) if isinstance(m, dict))
+        except (ValueError, AttributeError):
+            raise EndpointError(f"{base}/v1/models is not an OpenAI model list; check --url") from None
+        version = await _get_json(session, base + "/version")
+        snap = await scrape_metrics(session, base)
+    names = tuple(sorted(snap.names())) if snap is not None else ()
+    version_map = version if isinstance(version, dict) else None
+    engine = detect_engine(version_map, {"data": list(models)}, names)
+    return ServerLook(base, engine, models, version, names)
+
+
+def _q(s: str) -> str:
+    """A YAML double-quoted scalar."""
+    return json.dumps(s)
+
+
+def _launch_command(engine: str, model: str, port: int) -> list[str] | None:
+    p = str(port)
+    commands = {
+        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p],
+        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p],
+        "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
+        "llamacpp": ["llama-server", "-m", model, "--port", p],
+        "tgi": ["text-generation-launcher", "--model-id", model, "--port", p],
+    }
+    return commands.get(engine)
+
+
+_SPECULATION = {
+    "speculab": "  method: ngram                  # ngram | draft_model (with model: DIR)\n"
+    "  num_speculative_tokens: 4\n  prompt_lookup_max: 4\n  prompt_lookup_min: 2\n",
+    "vllm": "  method: ngram                  # ngram | draft_model | eagle | eagle3 | mtp\n"
+    "  num_speculative_tokens: 4\n  prompt_lookup_max: 4\n  prompt_lookup_min: 2\n",
+    "sglang": "  method: eagle                  # ngram (CUDA only) | draft_model | eagle | eagle3\n"
+    "  num_speculative_tokens: 4\n  model: /path/to/eagle-draft    # the draft / EAGLE head\n",
+    "llamacpp": "  method: draft_model            # draft_model | ngram (newer llama-server builds)\n"
+    "  num_speculative_tokens: 8\n  model: /path/to/draft.gguf\n",
+    "tgi": "  method: ngram                  # TGI: --speculate k (n-gram, or Medusa heads if the model has them)\n"
+    "  num_speculative_tokens: 2\n",
+}
+
+
+def starter_yaml(look: ServerLook) -> str:
+    """A commented experiment file for this server that `load_experiment` accepts as written."""
+    model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
+    model_id = model_ids[0] if model_ids else "MODEL"
+    root = next((str(m["root"]) for m in look.models if m.get("root")), model_id)
+    parts = urlsplit(look.url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    command = _launch_command(look.engine, root, port)
+    evidence = "its /metrics names, /v1/models and /version" if look.metric_names else "/v1/models and /version"
+    head = [
+        f"# speculab experiment, written by `speculab init --url {look.url}`.",
+        f"# Detected engine: {look.engine} (from {evidence}); served model(s): {', '.join(model_ids) or 'none'}.",
+        "# Run it with `speculab run THIS_FILE`; every key is explained in docs/experiment.md.",
+        f"name: speculation on {model_id}",
+        "workload:",
+        "  spec: builtin:mixed   # builtin:grounded | builtin:open | PATH.jsonl | synthetic:input=N,output=N",
+        "  num_prompts: 64",
+        "  api: completions                 # completions | chat",
+        "  warmup_requests: 4",
+        "sampling:",
+        "  temperature: 0.0                 # greedy: outputs must match exactly between arms",
+        "  max_tokens: 256",
+        "  seed: 0",
+        "loads:",
+        "  low: {concurrency: 1}            # where speculation helps most",
+        "  operating: {concurrency: 8}      # your production load (or {rate: R} requests/s)",
+        "  # sweep: [{concurrency: 1}, {concurrency: 4}, {concurrency: 16}]   # to find the crossover",
+        "slos: {ttft_s: 1.0, tpot_s: 0.1}",
+        "repeats: 2                         # arms alternate ABBA across repeats",
+        "checks: true",
+        "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
+    ]
+    if command is not None and look.engine in _SPECULATION:
+        args = ", ".join(_q(a) for a in command)
+        body = [
+            "baseline:",
+            "  # Launch mode: speculab starts this command, measures it, stops it, then starts the same command with",
+            "  # speculation added, so it can check that speculation is the only change. The command below is a",
+            f"  # guess: complete it with the flags you serve with. Stop the server now at {look.url} first (or",
+            "  # change the port): speculab refuses to launch onto a port that is in use.",
+            "  launch:",
+            f"    engine: {look.engine}",
+            f"    command: [{args}]",
+            f"    port: {port}",
+            f"    host: {_q(host)}",
+            "    ready_timeout_s: 900",
+            f"  # model: {_q(model_id)}           # served model name; default: the server's only model",
+            "  # Two-URL mode instead (both servers already running; the single change cannot be verified):",
+            f"  # url: {look.url}",
+            "speculation:",
+            _SPECULATION[look.engine].rstrip("\n"),
+            "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
+        ]
+    else:
+        body = [
+            "baseline:",
+            f"  url: {look.url}",
+            f"  model: {_q(model_id)}",
+            "speculation:                       # what the candidate server runs (recorded in the report)",
+            "  method: ngram",
+            "  num_speculative_tokens: 4",
+            "candidate:",
+            "  # Two-URL mode: start your speculative server here. speculab cannot verify that speculation is the",
+            "  # only change between the two servers; the report says so and records what each reports about itself.",
+            f"  url: http://{host}:{port + 1}",
+        ]
+    return "\n".join([*head, *body]) + "\n"

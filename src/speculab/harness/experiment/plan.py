@@ -1,0 +1,314 @@
+"""The A/B plan: what will run, decided (and checked) before anything starts or is sent.
+
+`plan_experiment` loads the workload, derives each candidate's server command through its engine adapter, checks
+the single-change rule (refusing a candidate that differs from the baseline in more than speculation), and returns a
+frozen `RunPlan` whose `setup` is written to inputs.json as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from speculab.config import Experiment, LoadLevel, SpeculationConfig
+from speculab.errors import UserError
+from speculab.harness.client.request import (
+    SamplingConfig,
+)
+from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
+from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
+from speculab.harness.servers.adapters.flags import is_speculation_flag
+from speculab.harness.servers.process import ServerCommand
+
+
+@dataclass(frozen=True, slots=True)
+class ArmPlan:
+    """One arm: its description for the report, and how to reach (or start) its server."""
+
+    info: ArmInfo
+    launch: ServerCommand | None = None  # None: a running server at info.url
+    model: str | None = None  # served model name; None: the server's only model
+    api_key: str | None = field(default=None, repr=False)
+    k: int | None = None  # speculative tokens per step (llama.cpp per-response acceptance needs it)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Everything the lifecycle needs; `setup` is written to inputs.json as it is."""
+
+    setup: Setup
+    arms: tuple[ArmPlan, ...]  # the baseline first
+    changes: tuple[ChangeCheck, ...]
+    loads: tuple[LoadLevel, ...]  # aligned with setup.levels
+    sampling: SamplingConfig
+    api: str = "completions"
+    extra_body: Mapping[str, Any] = field(default_factory=dict)  # top_k, min_tokens: same for every arm
+    logprobs: int | None = None  # top alternatives per token, requested from every arm (near-tie classification)
+    warmup_requests: int = 4
+    block_size: int | None = None  # two-URL mode: requests per block (None: 2 at concurrency 1, else 4 x it)
+    memory_interval_s: float = 1.0
+    stop_grace_s: float = 20.0
+    request_timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if len(self.loads) != len(self.setup.levels):
+            raise ValueError("loads and setup.levels must be aligned")
+        if not self.arms or self.arms[0].info.name != BASELINE:
+            raise ValueError("the first arm must be the baseline")
+
+    @property
+    def launch_mode(self) -> bool:
+        return all(a.launch is not None for a in self.arms)
+
+
+def candidate_name(method: str, k: int) -> str:
+    """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4'."""
+    return f"{method}-k{k}"
+
+
+def _env_lines(base: Mapping[str, str], cand: Mapping[str, str]) -> list[str]:
+    out = []
+    for k in sorted(set(base) | set(cand)):
+        if base.get(k) != cand.get(k):
+            out.append(f"env {k}: {base.get(k, '(absent)')} -> {cand.get(k, '(absent)')}")
+    return out
+
+
+def derive_candidate(
+    adapter: EngineAdapter,
+    baseline: ServerCommand,
+    spec: SpeculationConfig,
+    *,
+    name: str,
+    command: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    port: int | None = None,
+) -> tuple[ServerCommand, ChangeCheck]:
+    """The candidate's server command (derived by the adapter unless given) and its single-change check.
+
+    verified: True when only speculation flags differ; False when more differs; None when it cannot be known
+    (engine `other`, whose speculation flags speculab does not know)."""
+    refuse_if_speculating(adapter, baseline.command)
+    cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, spec))
+    cand = replace(
+        baseline,
+        command=cmd,
+        env=dict(env) if env is not None else dict(baseline.env),
+        port=port if port is not None else baseline.port,
+    )
+    diff = diff_for(adapter, baseline.command, cmd)
+    env_diff = _env_lines(baseline.env, cand.env)
+    lines = tuple([*diff.lines(), *env_diff] if diff.differences else env_diff or diff.lines())
+    if adapter.kind == "other":
+        note = "engine `other`: speculab does not know its speculation flags; check the difference yourself"
+        return cand, ChangeCheck(name, lines, None, note)
+    verified = is_single_change(diff, adapter) and not env_diff
+    if verified:
+        return cand, ChangeCheck(name, lines, True)
+    extra = [
+        d.describe()
+        for d in diff.differences
+        if not is_speculation_flag(d.flag, adapter.speculation_flags, adapter.speculation_prefixes)
+    ]
+    note = "; ".join([*extra, *env_diff]) or "the commands are identical"
+    return cand, ChangeCheck(name, lines, False, f"not speculation: {note}")
+
+
+def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> ChangeCheck:
+    """Refuse a candidate that differs in more than speculation, unless allowed (then say so in the record)."""
+    if change.verified is not False:
+        return change
+    if not allow_extra_diff:
+        if change.diff_lines == ("(the commands are identical)",):
+            raise UserError(
+                f"candidate {change.candidate}: its command is identical to the baseline's, so speculation would not "
+                "be switched on; check the speculation block (or pass --allow-extra-diff for an A-vs-A run)"
+            )
+        extra = change.note.removeprefix("not speculation: ")
+        raise UserError(
+            f"candidate {change.candidate} differs from the baseline in more than speculation ({extra}); make the "
+            "commands differ only in speculation, or pass --allow-extra-diff to run anyway"
+        )
+    return replace(change, note=f"{change.note}; run anyway because of --allow-extra-diff")
+
+
+def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[LoadLevel, ...]]:
+    """Distinct levels in run order (low, operating, sweep), each with all its roles."""
+    specs: dict[tuple[str, float], LevelSpec] = {}
+    loads: dict[tuple[str, float], LoadLevel] = {}
+    tagged = [(exp.loads.low, "low"), (exp.loads.operating, "operating"), *((lv, "sweep") for lv in exp.loads.sweep)]
+    for lv, role in tagged:
+        key = (lv.kind, lv.value)
+        if key in specs:
+            prev = specs[key]
+            if role not in prev.roles:
+                specs[key] = replace(prev, roles=(*prev.roles, role))
+            continue
+        rate = lv.kind == "rate"
+        specs[key] = LevelSpec(
+            lv.kind, lv.value, (role,), lv.arrival if rate else None, lv.max_concurrency if rate else None
+        )
+        loads[key] = lv
+    return tuple(specs.values()), tuple(loads[k] for k in specs)
+
+
+def _api_key(env_name: str | None) -> str | None:
+    if env_name is None:
+        return None
+    key = os.environ.get(env_name)
+    if not key:
+        raise UserError(f"baseline.api_key_env names {env_name}, which is not set; export it or remove the key")
+    return key
+
+
+def plan_experiment(
+    exp: Experiment,
+    *,
+    allow_extra_diff: bool = False,
+    on_change: Callable[[ChangeCheck], None] | None = None,
+) -> RunPlan:
+    """Load the workload, derive the candidate, check the single change. Nothing is started or sent.
+
+    on_change sees each candidate's command difference before any refusal, so the user sees what differs."""
+    from speculab.harness.workload.load import load_workload
+
+    wl = load_workload(
+        exp.workload.spec, seed=exp.sampling.seed, num_prompts=exp.workload.num_prompts, api=exp.workload.api
+    )
+    if exp.workload.api == "completions" and any(it.prompt is None for it in wl.items):
+        raise UserError(f"{exp.source}: workload.api is completions but the workload has chat messages; use chat")
+    levels, loads = _levels_and_loads(exp)
+    sp = exp.speculation
+    key = _api_key(exp.baseline.api_key_env)
+    cost = exp.cost
+    cname = candidate_name(sp.method, sp.num_speculative_tokens)
+    base_info = ArmInfo(
+        BASELINE,
+        "plain",
+        usd_per_hour=cost.baseline.usd_per_hour if cost else None,
+        gpus=cost.baseline.gpus if cost else 1,
+    )
+    cand_info = ArmInfo(
+        cname,
+        sp.label,
+        method=sp.method,
+        num_speculative_tokens=sp.num_speculative_tokens,
+        usd_per_hour=cost.candidate.usd_per_hour if cost else None,
+        gpus=cost.candidate.gpus if cost else 1,
+    )
+    c = exp.candidate
+    if exp.two_url_mode:
+        assert exp.baseline.url is not None and c is not None and c.url is not None
+        base = ArmPlan(replace(base_info, url=exp.baseline.url), None, exp.baseline.model, key)
+        cand = ArmPlan(
+            replace(cand_info, url=c.url), None, c.model or exp.baseline.model, key, sp.num_speculative_tokens
+        )
+        change = ChangeCheck(
+            cname,
+            (),
+            None,
+            "two-URL mode: both servers were already running, so speculab could not verify that speculation is the "
+            "only difference; what each server reports about itself is recorded with the arms",
+        )
+        if on_change is not None:
+            on_change(change)
+    else:
+        la = exp.baseline.launch
+        assert la is not None
+        adapter = adapter_for(la.engine)
+        base_cmd = ServerCommand(
+            la.command, la.port, dict(la.env), la.host, la.health_path or adapter.health_path, la.ready_timeout_s
+        )
+        cand_cmd, change = derive_candidate(
+            adapter,
+            base_cmd,
+            sp,
+            name=cname,
+            command=c.command if c is not None else None,
+            env=c.env if c is not None else None,
+            port=c.port if c is not None else None,
+        )
+        if on_change is not None:
+            on_change(change)
+        change = enforce_single_change(change, allow_extra_diff or exp.allow_extra_diff)
+        engine = la.engine
+        base = ArmPlan(
+            replace(base_info, url=base_cmd.url, engine=engine, command=base_cmd.command),
+            base_cmd,
+            exp.baseline.model,
+            key,
+        )
+        cand = ArmPlan(
+            replace(cand_info, url=cand_cmd.url, engine=engine, command=cand_cmd.command),
+            cand_cmd,
+            (c.model if c is not None else None) or exp.baseline.model,
+            key,
+            sp.num_speculative_tokens,
+        )
+    s = exp.sampling
+    setup = Setup(
+        name=exp.name or Path(exp.source).stem,
+        workload_name=wl.name,
+        workload_source=wl.source,
+        api=exp.workload.api,
+        items=wl.items,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=s.top_k,
+        seed=s.seed,
+        max_tokens=s.max_tokens,
+        min_tokens=s.min_tokens,
+        ignore_eos=s.ignore_eos,
+        levels=levels,
+        repeats=exp.repeats,
+        slo_ttft_s=exp.slos.ttft_s,
+        slo_tpot_s=exp.slos.tpot_s,
+        slo_e2e_s=exp.slos.e2e_s,
+        slo_attainment=exp.slos.attainment,
+        target_rate_rps=cost.target_rate_rps if cost else None,
+        checks_enabled=exp.checks,
+        two_url_mode=exp.two_url_mode,
+    )
+    return RunPlan(
+        setup=setup,
+        arms=(base, cand),
+        changes=(change,),
+        loads=loads,
+        sampling=SamplingConfig(
+            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed, ignore_eos=s.ignore_eos
+        ),
+        api=exp.workload.api,
+        extra_body=sampling_extras(s.top_k, s.min_tokens),
+        logprobs=s.logprobs,
+        warmup_requests=exp.workload.warmup_requests,
+    )
+
+
+def sampling_extras(top_k: int | None, min_tokens: int | None) -> dict[str, Any]:
+    """Sampling keys outside the OpenAI schema that vLLM, SGLang and speculab accept in the body."""
+    out: dict[str, Any] = {}
+    if top_k is not None:
+        out["top_k"] = top_k
+    if min_tokens is not None:
+        out["min_tokens"] = min_tokens
+    return out
+
+
+def describe_plan(plan: RunPlan) -> list[str]:
+    """A few lines for the terminal before the run starts."""
+    s = plan.setup
+    lines = [
+        f"workload {s.workload_name}: {len(s.items)} prompts; temperature {s.temperature:g}, max_tokens {s.max_tokens}",
+        "loads: "
+        + ", ".join(lv.label for lv in s.levels)
+        + f"; {s.repeats} repeat(s)"
+        + (" alternating ABBA" if s.repeats > 1 else ""),
+        "arms: "
+        + ", ".join(a.info.label for a in plan.arms)
+        + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),
+    ]
+    return lines

@@ -1,0 +1,80 @@
+"""`speculab run`: a plan run to the end (or to Ctrl-C), results streamed to the output directory.
+
+Servers are always stopped; whatever finished is on disk in the A/B layout, so `speculab report DIR` renders a
+partial run as well as a whole one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from speculab.harness.client.request import (
+    Clock,
+    make_session,
+)
+from speculab.harness.experiment.launch_mode import run_launch_mode
+from speculab.harness.experiment.lifecycle import Lifecycle
+from speculab.harness.experiment.plan import RunPlan
+from speculab.harness.experiment.progress import Reporter, Silent
+from speculab.harness.experiment.two_url import run_two_url_mode
+from speculab.harness.load.interrupt import run_interruptible
+from speculab.harness.results.ab_dir import check_ab_output_dir
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    out_dir: Path
+    interrupted: bool
+    runs: int  # repeats finished (arm x level x repeat)
+
+
+async def _run_to_end(life: Lifecycle) -> RunOutcome:
+    """Both modes end here: inputs.json rewritten (final), interruptions noted, the GPU handle closed."""
+    life.write_inputs()
+    try:
+        if life.plan.launch_mode:
+            await run_launch_mode(life)
+        else:
+            await run_two_url_mode(life)
+    except BaseException as e:
+        life.interrupted = True
+        why = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+        life.notes.append(f"the run stopped on an error ({why}): the report covers the part that ran")
+        raise
+    finally:
+        if life.stop.is_set() and not life.interrupted:
+            life.interrupted = True
+        if life.interrupted and not any(n.startswith("the run stopped") for n in life.notes):
+            life.notes.append("the run was interrupted: the report covers the part that ran")
+        with contextlib.suppress(Exception):
+            life.write_inputs(final=True)
+        if life.gpu is not None:
+            life.gpu.close()
+    return RunOutcome(life.out, life.interrupted, life.finished_runs)
+
+
+async def run_plan(
+    plan: RunPlan,
+    out_dir: Path,
+    *,
+    stop: asyncio.Event | None = None,
+    reporter: Reporter | None = None,
+    clock: Clock = time.perf_counter,
+) -> RunOutcome:
+    """Run every arm at every level and repeat, streaming results to out_dir. Servers are always stopped."""
+    check_ab_output_dir(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    async with make_session(clock=clock) as session:
+        life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter or Silent(), clock)
+        return await _run_to_end(life)
+
+
+def run_plan_interruptible(plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None) -> RunOutcome:
+    """`run_plan` on a fresh event loop where the first Ctrl-C stops cleanly (in-flight requests are recorded as
+    cancelled, servers stopped, inputs.json marked interrupted) and a second one interrupts at once (servers are
+    still stopped: every launch is inside try/finally)."""
+    return run_interruptible(lambda stop: run_plan(plan, out_dir, stop=stop, reporter=reporter))

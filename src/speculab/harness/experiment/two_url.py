@@ -1,0 +1,85 @@
+"""Two-URL mode: both servers are already running; the arms take turns block by block.
+
+Each load level's prompts are split into blocks, and the arms alternate (A B, then B A, ...), so slow drift hits
+both arms alike. The single change cannot be verified; what each server says about itself (/version, /v1/models,
+detected engine) is recorded with the arm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speculab.harness.experiment.lifecycle import Lifecycle, _RecordSink
+from speculab.harness.records import RequestSpec
+from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir
+from speculab.harness.servers.scrape import scrape_metrics
+
+
+def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
+    lv = life.plan.loads[level_i]
+    width = lv.concurrency or lv.max_concurrency or max(1, round(lv.rate_rps or 1))
+    # Small blocks keep each prompt's two measurements close in time, so a burst of contention hits both
+    # arms of a pair; at higher load a block must be long enough for the load to reach steady state.
+    size = life.plan.block_size or (2 if width == 1 else 4 * width)
+    items = life.setup.items
+    return [tuple(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+async def run_two_url_mode(life: Lifecycle) -> None:
+    arms = list(life.plan.arms)
+    models: dict[str, str] = {}
+    for arm in arms:
+        model, info, names = await life.probe(arm)
+        models[arm.info.name] = model
+        life.note_server(arm, info, names, None)
+    warmed: set[str] = set()
+    for repeat in range(1, life.setup.repeats + 1):
+        for li, spec in enumerate(life.setup.levels):
+            blocks = blocks_for(life, li)
+            per_arm: dict[str, dict[str, Any]] = {
+                a.info.name: {"memory": [], "sink": None, "before": [None]} for a in arms
+            }
+            for a in arms:
+                st = per_arm[a.info.name]
+                st["sink"] = _RecordSink(repeat_dir(life.out, a.info.name, spec.key, repeat) / REQUESTS_FILE)
+                st["before"][0] = await scrape_metrics(life.session, a.info.url)
+            t0 = life.clock()
+            interrupted = False
+            try:
+                for bi, block in enumerate(blocks):
+                    order = arms if (bi + repeat) % 2 == 1 else arms[::-1]  # ABBA over blocks and repeats
+                    for arm in order:
+                        st = per_arm[arm.info.name]
+                        warm = life.plan.warmup_requests if arm.info.name not in warmed else 0
+                        warmed.add(arm.info.name)
+                        life.reporter.level_start(arm.info.label, spec.label, repeat, len(block))
+                        try:
+                            interrupted = await life.run_blocks(
+                                arm,
+                                models[arm.info.name],
+                                li,
+                                [block],
+                                repeat,
+                                warm,
+                                None,
+                                t0,
+                                st["sink"],
+                                st["memory"],
+                                st["before"] if warm else None,  # warmup traffic must not count
+                            )
+                        finally:
+                            life.reporter.level_end()
+                        if interrupted:
+                            break
+                    if interrupted:
+                        break
+            finally:
+                for a in arms:
+                    per_arm[a.info.name]["sink"].close()
+            for a in arms:
+                st = per_arm[a.info.name]
+                after = await scrape_metrics(life.session, a.info.url)
+                life.repeat_run(a, spec, repeat, st["sink"].records, st["before"][0], after, st["memory"], interrupted)
+            if interrupted or life.stop.is_set():
+                life.interrupted = True
+                return

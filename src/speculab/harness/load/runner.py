@@ -1,0 +1,311 @@
+"""Offered load: pacing, concurrency, warmup and cancellation -> request records, each handed on as it finishes.
+
+Closed loop: N workers, each sends its next request as soon as its previous one finishes.
+Open loop: requests are scheduled at `ArrivalConfig` offsets; with a concurrency cap a request waits for a free
+slot, and that wait is client queue time (scheduled -> sent), recorded and reported, never hidden.
+Warmup requests run first (closed loop), are recorded with `warmup=True` and excluded from results.
+Stopping: after the workload's items (cycled up to num_prompts), or when `duration_s` has passed (no new
+requests; in-flight ones finish), or when `stop` is set (Ctrl-C): in-flight requests are cancelled and
+recorded as `cancelled`, so every request that was sent has a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import aiohttp
+import numpy as np
+
+from speculab.errors import UserError
+from speculab.harness.client.request import Clock, RequestFunc
+from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
+from speculab.harness.records import RequestRecord, RequestSpec
+
+
+@dataclass(frozen=True, slots=True)
+class LoadConfig:
+    """How much load to offer. Open loop when `arrival` is set, closed loop otherwise."""
+
+    concurrency: int | None = 1  # closed loop: workers; open loop: optional cap on requests in flight
+    arrival: ArrivalConfig | None = None
+    num_prompts: int | None = None  # measured requests to send; None: every workload item once (or until duration)
+    duration_s: float | None = None  # stop sending new requests after this long
+    warmup: int = 0  # warmup requests before the measured run
+    seed: int = 0  # seeds the arrival RNG
+    ramp_up_s: float = 0.0  # closed loop: worker k of N sends its first request k/N of this after the phase starts
+
+    def __post_init__(self) -> None:
+        if self.concurrency is not None and self.concurrency < 1:
+            raise UserError(f"--concurrency must be at least 1, got {self.concurrency}")
+        if self.arrival is None and self.concurrency is None:
+            raise UserError("give --concurrency N (closed loop) or --rate R (open loop)")
+        if self.num_prompts is not None and self.num_prompts < 1:
+            raise UserError(f"--num-prompts must be at least 1, got {self.num_prompts}")
+        if self.duration_s is not None and not self.duration_s > 0:
+            raise UserError(f"--duration must be positive seconds, got {self.duration_s}")
+        if self.warmup < 0:
+            raise UserError(f"--warmup must be >= 0, got {self.warmup}")
+        if not 0 <= self.ramp_up_s < float("inf"):
+            raise UserError(f"--ramp-up must be a finite number of seconds >= 0, got {self.ramp_up_s}")
+        if self.ramp_up_s > 0 and self.arrival is not None:
+            raise UserError(
+                "--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing: drop "
+                "--ramp-up, or use --concurrency N without --rate"
+            )
+
+    @property
+    def mode(self) -> str:
+        return "closed" if self.arrival is None else "open"
+
+    def to_manifest(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "concurrency": self.concurrency,
+            "rate_rps": None if self.arrival is None else self.arrival.rate_rps,
+            "arrival": None if self.arrival is None else self.arrival.kind,
+            "burstiness": None if self.arrival is None else self.arrival.burstiness,
+            "num_prompts": self.num_prompts,
+            "duration_s": self.duration_s,
+            "warmup": self.warmup,
+            "seed": self.seed,
+            "ramp_up_s": self.ramp_up_s,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    finished: int  # measured requests finished (ok or not)
+    ok: int
+    error: int
+    in_flight: int
+    total: int | None  # measured requests planned, if known
+    elapsed_s: float
+    duration_s: float | None
+    warmup: bool  # still in the warmup phase
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOutcome:
+    started_s: float  # clock time the measured phase began
+    ended_s: float  # clock time the last measured request finished (or the run was stopped)
+    interrupted: bool
+    measured: int  # measured records produced
+    warmup: int  # warmup records produced
+
+
+def plan(items: Sequence[RequestSpec], num_prompts: int | None, endless: bool) -> Iterator[RequestSpec]:
+    """Workload items in order; cycled (with fresh indices) up to num_prompts, or forever when `endless`
+    (duration-bounded runs). A repeated item keeps its prompt and seed; its index is its position in the run."""
+    if not items:
+        raise UserError("the workload has no items")
+    limit = num_prompts if num_prompts is not None else (None if endless else len(items))
+    cycled = itertools.cycle(items) if (endless or (limit is not None and limit > len(items))) else iter(items)
+    for pos, spec in enumerate(itertools.islice(cycled, limit)):
+        yield spec if spec.index == pos else dataclasses.replace(spec, index=pos)
+
+
+class _Run:
+    """Shared state of one load phase: in-flight jobs, counters, callbacks."""
+
+    def __init__(
+        self,
+        request: RequestFunc,
+        session: aiohttp.ClientSession,
+        on_record: Callable[[RequestRecord], None],
+        on_progress: Callable[[Progress], None] | None,
+        clock: Clock,
+        total: int | None,
+        duration_s: float | None,
+    ):
+        self.request, self.session, self.on_record, self.on_progress = request, session, on_record, on_progress
+        self.clock, self.total, self.duration_s = clock, total, duration_s
+        self.jobs: set[asyncio.Task[None]] = set()
+        self.finished = self.ok = self.error = self.warmup_done = 0
+        self.t0 = clock()
+        self.last_end_s = self.t0
+        self.failure: BaseException | None = None  # a bug in a request function: re-raised, never swallowed
+
+    def start(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._job(spec, scheduled_s, warmup))
+        self.jobs.add(task)
+        task.add_done_callback(self._done)
+        self.report(warmup)
+        return task
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.jobs.discard(task)
+        if not task.cancelled() and task.exception() is not None and self.failure is None:
+            self.failure = task.exception()
+
+    def raise_failure(self) -> None:
+        """Request functions turn every server or network failure into a record; anything they raise is a bug."""
+        if self.failure is not None:
+            raise self.failure
+
+    async def _job(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> None:
+        rec = await self.request(self.session, spec, scheduled_s=scheduled_s, warmup=warmup)
+        self.on_record(rec)
+        # Finished records are long-lived, and a run keeps hundreds of thousands of chunk events: without this,
+        # Python's full collections grow with them and freeze the event loop for tens of ms while other streams'
+        # chunks arrive, showing up as fake gaps and stalls. gc.freeze() moves every object tracked now out of
+        # the collector's view in O(1); run_load undoes it at the end.
+        gc.freeze()
+        if warmup:
+            self.warmup_done += 1
+        else:
+            self.finished += 1
+            self.ok += rec.ok
+            self.error += not rec.ok
+            self.last_end_s = max(self.last_end_s, rec.end_s)
+        self.report(warmup)
+
+    def report(self, warmup: bool) -> None:
+        if self.on_progress is not None:
+            self.on_progress(
+                Progress(
+                    finished=self.finished,
+                    ok=self.ok,
+                    error=self.error,
+                    in_flight=len(self.jobs),
+                    total=self.total,
+                    elapsed_s=self.clock() - self.t0,
+                    duration_s=self.duration_s,
+                    warmup=warmup,
+                )
+            )
+
+    def expired(self) -> bool:
+        return self.duration_s is not None and self.clock() - self.t0 >= self.duration_s
+
+
+async def _closed_loop(
+    run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool, ramp_step_s: float = 0.0
+) -> None:
+    over = asyncio.Event()  # the items ran out or the duration passed: workers still waiting to start give up
+
+    async def worker(k: int) -> None:
+        # Without a ramp, N identical requests start, stream and finish in lockstep, round after round: client and
+        # server then handle N events in one burst at every step, which real traffic never does. A ramp spreads
+        # the workers' phases once; equal-length requests then keep them spread.
+        if ramp_step_s > 0 and k:
+            delay = k * ramp_step_s
+            if run.duration_s is not None:
+                delay = min(delay, max(0.0, run.duration_s - (run.clock() - run.t0)))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(over.wait(), delay)
+            if over.is_set():
+                return
+        try:
+            for spec in specs:  # one shared iterator: each item goes to exactly one worker
+                if run.expired():
+                    return
+                job = run.start(spec, run.clock(), warmup)
+                # asyncio.wait, unlike await, does not cancel the job when this worker is cancelled: the job
+                # is cancelled separately and still produces its (cancelled) record
+                await asyncio.wait({job})
+                run.raise_failure()
+        finally:
+            over.set()  # this worker stops only when the items ran out, time is up, or the run failed
+
+    await asyncio.gather(*(worker(k) for k in range(concurrency)))
+
+
+async def _open_loop(
+    run: _Run, specs: Iterator[RequestSpec], arrival: ArrivalConfig, cap: int | None, rng: np.random.Generator
+) -> None:
+    slots = asyncio.Semaphore(cap) if cap is not None else None
+    for spec, offset in zip(specs, send_offsets(arrival, rng), strict=False):
+        run.raise_failure()
+        if run.duration_s is not None and offset >= run.duration_s:
+            break
+        scheduled_s = run.t0 + offset
+        delay = scheduled_s - run.clock()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if slots is not None:
+            await slots.acquire()
+        job = run.start(spec, scheduled_s, False)
+        if slots is not None:
+            job.add_done_callback(lambda _t, s=slots: s.release())
+    if run.jobs:
+        await asyncio.wait(set(run.jobs))
+    run.raise_failure()
+
+
+async def _until_done_or_stopped(run: _Run, driver: asyncio.Task[None], stop: asyncio.Event | None) -> bool:
+    """Wait for the driver; on stop, cancel it and every in-flight request (each still yields a record).
+    Returns True if stopped."""
+    if stop is None:
+        await driver
+        return False
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({driver, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+    if driver.done():
+        driver.result()  # re-raise a bug in the driver, if any
+        return False
+    driver.cancel()
+    for job in list(run.jobs):
+        job.cancel()
+    await asyncio.gather(driver, *list(run.jobs), return_exceptions=True)
+    return True
+
+
+async def run_load(
+    items: Sequence[RequestSpec],
+    request: RequestFunc,
+    session: aiohttp.ClientSession,
+    load: LoadConfig,
+    *,
+    on_record: Callable[[RequestRecord], None],
+    on_progress: Callable[[Progress], None] | None = None,
+    stop: asyncio.Event | None = None,
+    clock: Clock = time.perf_counter,
+    on_measure_start: Callable[[], Awaitable[None]] | None = None,
+) -> LoadOutcome:
+    """Offer `load` with the workload `items`; every finished request goes to `on_record` at once.
+    `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape)."""
+    # worker k of N starts k x (ramp / N) in; warmup's fewer workers keep the same spacing (a short ramp)
+    ramp_step = load.ramp_up_s / load.concurrency if load.ramp_up_s and load.concurrency else 0.0
+    try:
+        n_warm = 0
+        if load.warmup:
+            warm = _Run(request, session, on_record, on_progress, clock, None, None)
+            warm_specs = plan(items, load.warmup, endless=False)
+            driver = asyncio.create_task(
+                _closed_loop(warm, warm_specs, min(load.concurrency or 1, load.warmup), True, ramp_step)
+            )
+            stopped = await _until_done_or_stopped(warm, driver, stop)
+            n_warm = warm.warmup_done
+            if stopped:
+                now = clock()
+                return LoadOutcome(now, now, True, 0, n_warm)
+
+        if on_measure_start is not None:
+            await on_measure_start()
+        endless = load.duration_s is not None
+        total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
+        run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
+        specs = plan(items, load.num_prompts, endless)
+        if load.arrival is None:
+            assert load.concurrency is not None
+            coro = _closed_loop(run, specs, load.concurrency, False, ramp_step)
+        else:
+            coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
+        run.report(False)
+        stopped = await _until_done_or_stopped(run, asyncio.create_task(coro), stop)
+        ended = clock() if stopped else run.last_end_s
+        with contextlib.suppress(Exception):
+            run.report(False)
+        return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm)
+    finally:
+        gc.unfreeze()  # see _Run._job

@@ -1,0 +1,124 @@
+"""`speculab bench` flags -> validated configs, workload and token counter. Every mistake is a UserError line,
+raised before any request is sent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from speculab.config import SloTargets
+from speculab.errors import UserError
+from speculab.harness.analysis.metrics import StallConfig
+from speculab.harness.client.request import EndpointConfig, SamplingConfig, TokenCounter, resolve_api_key
+from speculab.harness.load.arrivals import ArrivalConfig
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, check_items
+from speculab.harness.records import RequestSpec
+from speculab.harness.results.run_dir import redact_argv
+
+
+def _positive(name: str, v: float | None) -> None:
+    if v is not None and not v > 0:
+        raise UserError(f"{name} must be positive seconds, got {v}")
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"--extra-body is not valid JSON ({e.msg}); give an object like '{{\"ignore_eos\": true}}'"
+        ) from None
+    if not isinstance(obj, dict):
+        raise UserError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'")
+    # keys the harness sets from its own flags: overriding them here would silently break what it measures
+    # (stream: false under a streaming reader fails every request; a different model or prompt is another run)
+    owned = {"model": "--model", "stream": "--stream/--no-stream", "prompt": "--workload", "messages": "--workload"}
+    owned |= {"max_tokens": "--max-tokens", "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed"}
+    clash = [k for k in obj if k in owned]
+    if clash:
+        k = clash[0]
+        raise UserError(f"--extra-body sets {k!r}, which speculab sets itself; use {owned[k]} instead")
+    return obj
+
+
+def bench_config_from_flags(
+    f: dict[str, Any], argv: Sequence[str] = ()
+) -> tuple[BenchConfig, tuple[RequestSpec, ...], TokenCounter | None]:
+    """Validate every flag, load the workload and tokenizer; nothing touches the network."""
+    from speculab.harness.workload.load import load_workload
+
+    if f["api"] not in ("completions", "chat"):
+        raise UserError(f"--api must be 'completions' or 'chat', not {f['api']!r}")
+    if f["seed"] < 0:
+        raise UserError(f"--seed must be >= 0, got {f['seed']}")
+    for name in ("--slo-ttft", "--slo-tpot", "--slo-e2e", "--stall-threshold", "--timeout"):
+        _positive(name, f[name[2:].replace("-", "_")])
+    if f["stall_k"] < 1:
+        raise UserError(f"--stall-k must be >= 1, got {f['stall_k']}")
+    if f["logprobs"] is not None and f["logprobs"] < 0:
+        raise UserError(f"--logprobs must be >= 0, got {f['logprobs']}")
+    if f["rate"] is None and (f["arrival"] != "poisson" or f["burstiness"] != 1.0):
+        raise UserError("--arrival and --burstiness shape open-loop load; add --rate R")
+    arrival = None if f["rate"] is None else ArrivalConfig(f["rate"], f["arrival"], f["burstiness"])
+    concurrency = f["concurrency"] if (f["concurrency"] is not None or arrival is not None) else 1
+    load = LoadConfig(
+        concurrency=concurrency,
+        arrival=arrival,
+        num_prompts=f["num_prompts"],
+        duration_s=f["duration"],
+        warmup=f["warmup"],
+        seed=f["seed"],
+        ramp_up_s=f.get("ramp_up", 0.0),
+    )
+    endpoint = EndpointConfig(
+        base_url=f["url"],
+        model=f["model"],
+        api=f["api"],
+        stream=f["stream"],
+        api_key=resolve_api_key(f["api_key"]),
+        timeout_s=f["timeout"],
+        include_usage=f["include_usage"],
+        continuous_usage_stats=f["continuous_usage"] and f["include_usage"],
+        logprobs=f["logprobs"],
+        extra_body=MappingProxyType(parse_extra_body(f["extra_body"])),
+    )
+    sampling = SamplingConfig(
+        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
+        max_tokens_overrides_items=f["max_tokens"] is not None,
+        temperature=f["temperature"],
+        top_p=f["top_p"],
+        seed=f["seed"],
+        ignore_eos=f["ignore_eos"],
+    )
+    # a duration-bounded run cycles the workload itself; otherwise the loader sizes it to --num-prompts
+    n_load = None if f["duration"] is not None else f["num_prompts"]
+    wl = load_workload(f["workload"], seed=f["seed"], num_prompts=n_load, api=f["api"])
+    check_items(wl.items, endpoint)
+    count_tokens = None
+    if f["tokenizer"]:
+        from speculab.harness.client.token_counter import load_token_counter
+
+        count_tokens = load_token_counter(f["tokenizer"])
+    output = Path(f["output"])
+    from speculab.harness.results.run_dir import RunDir
+
+    RunDir.check(output)
+    cfg = BenchConfig(
+        endpoint=endpoint,
+        sampling=sampling,
+        load=load,
+        output_dir=output,
+        workload={"spec": f["workload"], "name": wl.name, "source": wl.source, "n_items": len(wl.items)},
+        stall=StallConfig(f["stall_threshold"], f["stall_k"]),
+        slo=SloTargets(f["slo_ttft"], f["slo_tpot"], f["slo_e2e"]),
+        tokenizer=f["tokenizer"],
+        scrape=f["scrape"],
+        command=tuple(redact_argv(argv)),
+    )
+    return cfg, wl.items, count_tokens

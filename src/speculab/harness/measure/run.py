@@ -1,0 +1,212 @@
+"""One measured run of one endpoint (one arm): preflight -> manifest -> scrape -> load -> scrape -> summary.
+
+Everything a user can get wrong is checked before the first request: the output directory, the endpoint,
+the model, the workload's fit with the API. Records stream to requests.jsonl as they finish; summary.json is
+written at the end, also when the run was interrupted (it then covers the part that ran).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from speculab.config import SloTargets
+from speculab.errors import UserError
+from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
+from speculab.harness.client.request import (
+    Clock,
+    EndpointConfig,
+    SamplingConfig,
+    TokenCounter,
+    make_session,
+    request_func,
+)
+from speculab.harness.client.socket_times import chunk_time_source
+from speculab.harness.load.interrupt import run_interruptible
+from speculab.harness.load.runner import LoadConfig, Progress, run_load
+from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.results.run_dir import (
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    SUMMARY,
+    RunDir,
+    build_summary,
+    request_option_hints,
+    utc_now,
+    versions,
+)
+from speculab.harness.servers.acceptance import acceptance_with_reason
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    endpoint: EndpointConfig  # model "" means: the only model the server serves
+    sampling: SamplingConfig
+    load: LoadConfig
+    output_dir: Path
+    workload: dict[str, Any] = field(default_factory=dict)  # spec, name, source, n_items: for the manifest
+    stall: StallConfig = field(default_factory=StallConfig)
+    slo: SloTargets = field(default_factory=SloTargets)
+    tokenizer: str | None = None
+    scrape: bool = True  # scrape /metrics before and after the measured phase
+    command: tuple[str, ...] = ()  # argv, already redacted
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    summary: dict[str, Any]
+    run_dir: Path
+    interrupted: bool
+    records: tuple[RequestRecord, ...]
+
+
+def check_items(items: Sequence[RequestSpec], ep: EndpointConfig) -> None:
+    """A completions endpoint needs prompts; chat accepts either."""
+    if ep.api == "completions":
+        for s in items:
+            if s.prompt is None:
+                raise UserError(f"workload item {s.index} has chat messages only; use --api chat")
+
+
+async def run_bench(
+    cfg: BenchConfig,
+    items: Sequence[RequestSpec],
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    stop: asyncio.Event | None = None,
+    count_tokens: TokenCounter | None = None,
+    clock: Clock = time.perf_counter,
+) -> BenchResult:
+    check_items(items, cfg.endpoint)
+    RunDir.check(cfg.output_dir)
+    async with make_session(clock=clock) as session:
+        info = await probe_endpoint(session, cfg.endpoint)
+        ep = dataclasses.replace(
+            cfg.endpoint, model=choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)
+        )
+        run_dir = RunDir(cfg.output_dir).create()
+        try:
+            return await _measure(cfg, ep, info, run_dir, session, items, on_progress, stop, count_tokens, clock)
+        finally:
+            run_dir.close()
+
+
+async def _measure(
+    cfg: BenchConfig,
+    ep: EndpointConfig,
+    info: ServerInfo,
+    run_dir: RunDir,
+    session: aiohttp.ClientSession,
+    items: Sequence[RequestSpec],
+    on_progress: Callable[[Progress], None] | None,
+    stop: asyncio.Event | None,
+    count_tokens: TokenCounter | None,
+    clock: Clock,
+) -> BenchResult:
+    manifest: dict[str, Any] = {
+        "schema": MANIFEST_SCHEMA,
+        "command": list(cfg.command),
+        "versions": versions(),
+        "endpoint": ep.to_manifest(),
+        "sampling": dataclasses.asdict(cfg.sampling),
+        "load": cfg.load.to_manifest(),
+        "workload": cfg.workload,
+        "stall": dataclasses.asdict(cfg.stall),
+        "slo": {"ttft_s": cfg.slo.ttft_s, "tpot_s": cfg.slo.tpot_s, "e2e_s": cfg.slo.e2e_s},
+        "tokenizer": cfg.tokenizer,
+        "server": info.to_dict(),
+        "clock": getattr(clock, "__name__", str(clock)),
+        "chunk_times": chunk_time_source(session, clock),
+        "started_at": utc_now(),
+        "finished_at": None,
+    }
+    run_dir.write_json(MANIFEST, manifest)
+    records: list[RequestRecord] = []
+
+    def on_record(rec: RequestRecord) -> None:
+        run_dir.append(rec)
+        records.append(rec)
+
+    before: list[MetricsSnapshot | None] = [None]
+
+    async def measure_start() -> None:
+        if cfg.scrape:
+            before[0] = await scrape_metrics(session, ep.base_url)
+
+    request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
+    outcome = await run_load(
+        items,
+        request,
+        session,
+        cfg.load,
+        on_record=on_record,
+        on_progress=on_progress,
+        stop=stop,
+        clock=clock,
+        on_measure_start=measure_start,
+    )
+    after = await scrape_metrics(session, ep.base_url) if cfg.scrape and before[0] is not None else None
+    spec_decode, note = None, None
+    if before[0] is None:
+        note = "no Prometheus /metrics at the endpoint" if cfg.scrape else "metrics scraping disabled"
+    elif after is None:
+        note = "/metrics could not be read after the run"
+    else:
+        # No engine is named here: the `other` adapter reads whichever vLLM-, speculab- or SGLang-style metrics exist.
+        acc, note = acceptance_with_reason(adapter_for("other"), before[0], after)
+        spec_decode = acc.to_spec_decode_dict() if acc is not None and acc.active else None
+
+    measured = [r for r in records if not r.warmup]
+    m = aggregate(measured, stall=cfg.stall, slo=cfg.slo)
+    finished_at = utc_now()
+    summary = build_summary(
+        m,
+        run={
+            "started_at": manifest["started_at"],
+            "finished_at": finished_at,
+            "wall_s": outcome.ended_s - outcome.started_s,
+            "model": ep.model,
+            "api": ep.api,
+            "stream": ep.stream,
+            "base_url": ep.base_url,
+            "workload": cfg.workload.get("name"),
+        },
+        load=cfg.load.to_manifest(),
+        stall=cfg.stall,
+        warmup_requests=outcome.warmup,
+        spec_decode=spec_decode,
+        spec_decode_note=note,
+        metrics_scraped=after is not None,
+        interrupted=outcome.interrupted,
+        hints=request_option_hints(measured),
+    )
+    run_dir.write_json(SUMMARY, summary)
+    manifest["finished_at"] = finished_at
+    manifest["interrupted"] = outcome.interrupted
+    run_dir.write_json(MANIFEST, manifest)
+    return BenchResult(summary, run_dir.path, outcome.interrupted, tuple(records))
+
+
+def run_bench_interruptible(
+    cfg: BenchConfig,
+    items: Sequence[RequestSpec],
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    count_tokens: TokenCounter | None = None,
+) -> BenchResult:
+    """`run_bench` on a fresh event loop where the first Ctrl-C (or SIGTERM: `timeout`, a CI job's cancel) stops
+    the run cleanly (in-flight requests are cancelled and recorded, the summary is written) and a second Ctrl-C
+    interrupts at once."""
+    return run_interruptible(
+        lambda stop: run_bench(cfg, items, on_progress=on_progress, stop=stop, count_tokens=count_tokens)
+    )

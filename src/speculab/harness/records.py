@@ -1,0 +1,146 @@
+"""Frozen records of what was asked and what was observed, one request at a time.
+
+Raw events only: arrival times of chunks, their text and token counts, usage and errors. Every derived
+number (TTFT, TPOT, gaps, stalls) is computed later by pure functions in `speculab.harness.analysis.metrics`.
+All times are seconds on one monotonic clock (`time.perf_counter` in production, scripted in tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class ErrorCategory(str, Enum):
+    """Why a request failed; the report counts errors by these."""
+
+    HTTP = "http"  # a non-2xx status before any body was streamed
+    TIMEOUT = "timeout"  # the per-request timeout expired
+    CONNECT = "connect"  # the connection could not be made (refused, DNS, TLS)
+    DROPPED = "dropped"  # the connection closed mid-stream before [DONE] / finish_reason
+    MALFORMED = "malformed"  # the stream or body could not be parsed as the OpenAI format
+    ERROR_EVENT = "error_event"  # the server sent an error object inside the stream
+    CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C) while the request was in flight
+
+
+class TokenCountSource(str, Enum):
+    """Where per-chunk token counts came from, best first."""
+
+    CONTINUOUS_USAGE = "continuous_usage"  # usage.completion_tokens on every chunk (vLLM, speculab)
+    LOGPROBS = "logprobs"  # one logprob entry per token in each chunk
+    TOKENIZER = "tokenizer"  # a local tokenizer applied to each chunk's text
+    ONE_PER_CHUNK = "one_per_chunk"  # nothing better: assume one token per chunk (flagged in reports)
+    NONE = "none"  # non-streaming: no chunks to count
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """One request of a workload: the same in every arm and every repeat."""
+
+    index: int  # position in the workload, 0-based; also the pairing key across arms
+    prompt: str | None = None  # /v1/completions
+    messages: tuple[dict[str, Any], ...] | None = None  # /v1/chat/completions
+    max_tokens: int | None = None  # per-item override of the run's max_tokens
+    category: str | None = None  # e.g. "code-edit", "open-qa": reports break results down by it
+    seed: int | None = None  # per-request sampling seed, derived from the run seed and index
+    checks: tuple[dict[str, Any], ...] = ()  # correctness checks for this item (see workload.checks)
+    expected_output_tokens: int | None = None  # synthetic workloads: the length we asked the generator for
+    prompt_id: str = ""  # stable id from the source file when it has one
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RequestSpec:
+        msgs = d.get("messages")
+        return cls(
+            index=int(d["index"]),
+            prompt=d.get("prompt"),
+            messages=tuple(msgs) if msgs is not None else None,
+            max_tokens=d.get("max_tokens"),
+            category=d.get("category"),
+            seed=d.get("seed"),
+            checks=tuple(d.get("checks") or ()),
+            expected_output_tokens=d.get("expected_output_tokens"),
+            prompt_id=d.get("prompt_id", ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvent:
+    """One streamed chunk that carried generated text."""
+
+    t_s: float  # arrival time on the monotonic clock, seconds
+    text: str
+    n_tokens: int | None  # tokens in this chunk, if knowable (see RequestRecord.token_count_source)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    category: ErrorCategory
+    message: str
+    status: int | None = None  # HTTP status when there was one
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """Everything observed about one request. Written to requests.jsonl as soon as it finishes."""
+
+    index: int  # RequestSpec.index
+    scheduled_s: float  # when the load generator wanted to send it
+    sent_s: float  # when the request actually left (after client-side queueing)
+    end_s: float  # when the response (or the failure) was complete, trailing usage chunk included
+    chunks: tuple[ChunkEvent, ...] = ()  # text-carrying chunks in arrival order; () if not streaming
+    output_text: str = ""
+    prompt_tokens: int | None = None  # server usage
+    completion_tokens: int | None = None  # server usage; None when the server gave none
+    token_count_source: TokenCountSource = TokenCountSource.NONE
+    finish_reason: str | None = None
+    error: ErrorInfo | None = None
+    warmup: bool = False  # warmup requests are recorded but excluded from results
+    stream: bool = True
+    # Per-response speculative-decoding stats when the server reports them (speculab usage extension,
+    # llama.cpp timings, SGLang meta_info): {"drafts": .., "draft_tokens": .., "accepted_tokens": ..}
+    spec: dict[str, Any] | None = None
+    # Token logprobs when requested: list of {"token": str, "logprob": float, "top": {tok: lp}}
+    logprobs: tuple[dict[str, Any], ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields worth keeping
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def queue_s(self) -> float:
+        """Client-side queueing: scheduled -> sent. Large values mean the client fell behind."""
+        return self.sent_s - self.scheduled_s
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["token_count_source"] = self.token_count_source.value
+        if self.error is not None:
+            d["error"]["category"] = self.error.category.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
+        err = d.get("error")
+        return cls(
+            index=d["index"],
+            scheduled_s=d["scheduled_s"],
+            sent_s=d["sent_s"],
+            end_s=d["end_s"],
+            chunks=tuple(ChunkEvent(**c) for c in d.get("chunks", ())),
+            output_text=d.get("output_text", ""),
+            prompt_tokens=d.get("prompt_tokens"),
+            completion_tokens=d.get("completion_tokens"),
+            token_count_source=TokenCountSource(d.get("token_count_source", "none")),
+            finish_reason=d.get("finish_reason"),
+            error=None if err is None else ErrorInfo(ErrorCategory(err["category"]), err["message"], err.get("status")),
+            warmup=d.get("warmup", False),
+            stream=d.get("stream", True),
+            spec=d.get("spec"),
+            logprobs=tuple(d["logprobs"]) if d.get("logprobs") is not None else None,
+            extra=d.get("extra", {}),
+        )

@@ -1,0 +1,95 @@
+"""The A/B result directory: `speculab run`, `demo` and `compare` write it; `speculab report DIR` reads it back.
+
+On disk (docs/results.md):
+
+    DIR/inputs.json                                  ReportInputs minus the per-repeat runs (schema INPUTS_SCHEMA)
+    DIR/runs/<arm>/<level>/r<repeat>/requests.jsonl  RequestRecords, appended as each request finishes
+    DIR/runs/<arm>/<level>/r<repeat>/run.json        RepeatRun minus records, written when the repeat ends
+
+`<arm>` is ArmInfo.name, `<level>` LevelSpec.key ("c1", "c16", "r8", "r0.5"), `<repeat>` 1-based. A repeat
+with requests.jsonl but no run.json is a run that was interrupted: its records count, its counters do not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from speculab.errors import UserError
+from speculab.harness.results.ab_inputs import RepeatRun, ReportInputs
+from speculab.harness.results.output_dir import check_output_dir
+from speculab.harness.results.requests_file import read_records, write_records
+from speculab.harness.results.strict_json import write_json_atomic
+
+INPUTS_FILE = "inputs.json"
+RUNS_DIR = "runs"
+RUN_FILE = "run.json"
+REQUESTS_FILE = "requests.jsonl"
+
+
+def check_ab_output_dir(path: Path) -> None:
+    """Before anything runs: refuse a directory that holds another A/B run, or cannot be written."""
+    check_output_dir(path, (INPUTS_FILE, RUNS_DIR))
+
+
+def repeat_dir(root: Path, arm: str, level: str, repeat: int) -> Path:
+    """DIR/runs/<arm>/<level>/r<repeat>: where one repeat's requests.jsonl and run.json live."""
+    return root / RUNS_DIR / arm / level / f"r{repeat}"
+
+
+def write_setup(root: Path, inputs: ReportInputs) -> None:
+    """Write (or rewrite) DIR/inputs.json atomically. Call at the start and again at the end of a run."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(root / INPUTS_FILE, inputs.setup_dict())
+
+
+def write_run_meta(root: Path, run: RepeatRun) -> None:
+    """Write run.json for a finished repeat (its requests.jsonl is appended by the runner as requests finish)."""
+    d = repeat_dir(root, run.arm, run.level, run.repeat)
+    d.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(d / RUN_FILE, run.meta_dict())
+
+
+def save_inputs(root: Path, inputs: ReportInputs) -> None:
+    """The whole input set: inputs.json plus every repeat's run.json and requests.jsonl."""
+    write_setup(root, inputs)
+    for run in inputs.runs:
+        write_records(repeat_dir(root, run.arm, run.level, run.repeat) / REQUESTS_FILE, run.records)
+        if not run.interrupted:
+            write_run_meta(root, run)
+
+
+def load_inputs(root: Path) -> ReportInputs:
+    """Read DIR back: inputs.json, then every runs/<arm>/<level>/r<n>/ found (partial repeats included)."""
+    f = root / INPUTS_FILE
+    if not f.is_file():
+        if root.is_dir() and (root / "summary.json").is_file() and (root / REQUESTS_FILE).is_file():
+            raise UserError(f"{root} is a `speculab bench` result; compare two of them with `speculab compare A B`")
+        raise UserError(f"{root}: no {INPUTS_FILE}; give the output directory of `speculab run` or `speculab demo`")
+    try:
+        setup = json.loads(f.read_text(encoding="utf-8"))
+        inputs = ReportInputs.from_setup_dict(setup)
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{f}: unreadable ({e}); was it written by this version of speculab?") from None
+    runs: list[RepeatRun] = []
+    base = root / RUNS_DIR
+    for arm in inputs.arms:
+        for level_dir in sorted((base / arm.name).glob("*")) if (base / arm.name).is_dir() else ():
+            for rdir in sorted(level_dir.glob("r*")):
+                if not rdir.is_dir() or not rdir.name[1:].isdigit():
+                    continue
+                runs.append(_read_repeat(rdir, arm.name, level_dir.name, int(rdir.name[1:])))
+    return inputs.with_runs(runs)
+
+
+def _read_repeat(rdir: Path, arm: str, level: str, repeat: int) -> RepeatRun:
+    req = rdir / REQUESTS_FILE
+    records = read_records(req) if req.is_file() else []
+    meta = rdir / RUN_FILE
+    if not meta.is_file():
+        return RepeatRun(arm, level, repeat, tuple(records), interrupted=True, notes=("run.json missing: partial",))
+    try:
+        d = json.loads(meta.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise UserError(f"{meta}: not JSON ({e})") from None
+    return RepeatRun.from_meta(d, records)

@@ -1,0 +1,73 @@
+"""requests.jsonl: one `RequestRecord` per line, appended and flushed as each request finishes.
+
+The one writer and the one reader of every run's records (`speculab bench`, `diagnose`, and each repeat of an A/B
+run), so a crash or a full disk loses nothing that finished, and a torn last line (the process died mid-write) is
+skipped on reading.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO
+
+from speculab.errors import UserError
+from speculab.harness.records import RequestRecord
+from speculab.harness.results.strict_json import dumps
+
+
+def write_error(path: Path, e: OSError) -> UserError:
+    """One line for a write that failed mid-run (disk full, a removed mount): what was kept and what to do."""
+    return UserError(
+        f"cannot write {path} ({e.strerror or e}); the run stopped. Records written before "
+        "are in requests.jsonl; free space or choose another --output"
+    )
+
+
+class RequestsFile:
+    """An open requests.jsonl: `append` writes one record and flushes it; errors become one-line `UserError`s."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._f: IO[str] | None = path.open("a", encoding="utf-8")
+        except OSError as e:  # os.access cannot predict everything (root, read-only or virtual file systems)
+            raise UserError(
+                f"--output {path.parent}: cannot create it ({e.strerror}); choose another directory"
+            ) from None
+
+    def append(self, rec: RequestRecord) -> None:
+        assert self._f is not None, "closed"
+        try:
+            self._f.write(dumps(rec.to_dict()) + "\n")
+            self._f.flush()
+        except OSError as e:
+            raise write_error(self.path, e) from None
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+def write_records(path: Path, records: list[RequestRecord] | tuple[RequestRecord, ...]) -> None:
+    """A whole file in one go (tests, re-exports); runs append as requests finish instead."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(dumps(r.to_dict()) + "\n" for r in records), encoding="utf-8")
+
+
+def read_records(path: Path) -> list[RequestRecord]:
+    """requests.jsonl -> records; a torn last line (the process died mid-write) is skipped."""
+    out: list[RequestRecord] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(RequestRecord.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as e:
+            if i == len(lines) - 1:
+                break
+            raise UserError(f"{path}:{i + 1}: not a request record ({e})") from None
+    return out

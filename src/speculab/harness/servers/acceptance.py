@@ -1,0 +1,262 @@
+"""Speculative acceptance over a window, from whatever the engine reports, always naming the source.
+
+One mechanism for every command: `acceptance_between(adapter, before, after, records, k)` reads the adapter's
+source (Prometheus counters diffed between two scrapes, SGLang gauges, llama.cpp per-response timings) and falls back
+to vLLM- or speculab-style counters or SGLang gauges that any server may expose; `speculab bench` (no engine known)
+passes the `other` adapter. The result is one `AcceptanceSummary`; `to_spec_decode_dict` is its form in a bench
+summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
+
+Definitions follow vLLM: a draft is one request's verification step; acceptance rate = accepted / drafted tokens;
+mean acceptance length = 1 + accepted / drafts (the target's own token included); per position j = accepted at j /
+drafts. Counters are server-wide: traffic from anyone else during the window counts too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from speculab.harness.records import RequestRecord
+from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
+from speculab.harness.servers.adapters.vllm import counters as vllm_style_counters
+from speculab.harness.servers.scrape import MetricsSnapshot
+
+SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
+SGLANG_ACCEPT_RATE = "sglang:spec_accept_rate"
+# Counter families with vLLM's spec-decode semantics, tried for any engine after the adapter's own source.
+VLLM_STYLE_PREFIXES = ("vllm", "speculab")
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceSummary:
+    source: str  # e.g. "vllm:spec_decode_* counters (server-wide delta)"; reports print it beside the numbers
+    active: bool  # False: no drafts at all -> the verdict is "speculation not active"
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None
+    per_position: tuple[float, ...] = ()
+    approximate: bool = False  # gauges or a k assumption were involved
+
+    def to_dict(self) -> dict[str, Any]:
+        """The A/B run.json form (`from_dict` reads it back)."""
+        d = asdict(self)
+        d["per_position"] = list(self.per_position)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AcceptanceSummary:
+        return cls(
+            source=d["source"],
+            active=bool(d["active"]),
+            drafts=d.get("drafts"),
+            draft_tokens=d.get("draft_tokens"),
+            accepted_tokens=d.get("accepted_tokens"),
+            acceptance_rate=d.get("acceptance_rate"),
+            acceptance_length=d.get("acceptance_length"),
+            per_position=tuple(d.get("per_position") or ()),
+            approximate=bool(d.get("approximate", False)),
+        )
+
+    def to_spec_decode_dict(self) -> dict[str, Any]:
+        """The bench summary.json form, `server.spec_decode` (counts as integers; None where not reported)."""
+        return {
+            "acceptance_rate": self.acceptance_rate,
+            "acceptance_length": self.acceptance_length,
+            "per_position": list(self.per_position),
+            "num_drafts": _count(self.drafts),
+            "num_draft_tokens": _count(self.draft_tokens),
+            "num_accepted_tokens": _count(self.accepted_tokens),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_spec_decode_dict(cls, d: Mapping[str, Any] | None) -> AcceptanceSummary | None:
+        """A bench summary's `server.spec_decode` (None: nothing reported) -> AcceptanceSummary; no drafts counted
+        -> `active=False` (the "speculation not active" gate)."""
+        if d is None:
+            return None
+        drafts = d.get("num_drafts")
+        active = bool(drafts) if drafts is not None else bool((d.get("acceptance_length") or 0) > 1)
+        return cls(
+            source=str(d.get("source", "server metrics")),
+            active=active,
+            drafts=drafts,
+            draft_tokens=d.get("num_draft_tokens"),
+            accepted_tokens=d.get("num_accepted_tokens"),
+            acceptance_rate=d.get("acceptance_rate"),
+            acceptance_length=d.get("acceptance_length"),
+            per_position=tuple(d.get("per_position") or ()),
+            approximate=drafts is None,
+        )
+
+
+def _count(v: float | None) -> int | None:
+    return None if v is None else round(v)
+
+
+def counter_rates(drafts: float, draft_tokens: float, accepted: float) -> tuple[float | None, float]:
+    """(acceptance rate, mean acceptance length) from vLLM-semantics totals; `drafts` must be > 0. The one place
+    these formulas live."""
+    return (accepted / draft_tokens if draft_tokens > 0 else None), 1.0 + accepted / drafts
+
+
+def from_counters(
+    kind: str, metrics: AcceptanceMetrics, deltas: Mapping[str, float], per_position: Mapping[int, float]
+) -> AcceptanceSummary:
+    """vLLM / speculab counters diffed around a load level. Server-wide: other clients' traffic counts too."""
+    source = f"{kind}:spec_decode_* counters (server-wide delta)"
+    drafts = deltas.get(metrics.drafts or "", 0.0)
+    drafted = deltas.get(metrics.draft_tokens or "", 0.0)
+    accepted = deltas.get(metrics.accepted_tokens or "", 0.0)
+    if drafts <= 0 or drafted <= 0:
+        return AcceptanceSummary(source, False, drafts, drafted, accepted)
+    positions = tuple(per_position[j] / drafts for j in sorted(per_position))
+    rate, length = counter_rates(drafts, drafted, accepted)
+    return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
+
+
+def from_llamacpp_timings(timings: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
+    """Sum `timings.draft_n` / `draft_n_accepted` over responses. Exact rate; the length needs the step count,
+    which llama.cpp does not report, so it is estimated as if every draft had k tokens (flagged approximate)."""
+    drafted = accepted = 0.0
+    for t in timings:
+        drafted += float(t.get("draft_n") or 0)
+        accepted += float(t.get("draft_n_accepted") or 0)
+    source = "llama.cpp per-response timings"
+    if drafted <= 0:
+        return AcceptanceSummary(source, False, None, drafted, accepted)
+    length = None
+    drafts = None
+    if k:
+        drafts = drafted / k
+        length = 1.0 + accepted / drafts
+    return AcceptanceSummary(source, True, drafts, drafted, accepted, accepted / drafted, length, (), k is not None)
+
+
+def from_sglang_meta(meta_infos: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
+    """SGLang per-response `meta_info`: acceptance length = completion_tokens / spec_verify_ct (exact);
+    the rate needs k: (length - 1) / k (flagged approximate)."""
+    steps = tokens = 0.0
+    for m in meta_infos:
+        steps += float(m.get("spec_verify_ct") or 0)
+        tokens += float(m.get("completion_tokens") or 0)
+    source = "sglang per-response meta_info"
+    if steps <= 0:
+        return AcceptanceSummary(source, False, steps)
+    length = tokens / steps
+    rate = (length - 1.0) / k if k else None
+    accepted = tokens - steps  # every step emits one target token; the rest were accepted drafts
+    return AcceptanceSummary(source, True, steps, steps * k if k else None, accepted, rate, length, (), k is not None)
+
+
+def from_sglang_gauges(accept_length: float | None, accept_rate: float | None) -> AcceptanceSummary:
+    """SGLang's gauges: a recent-window average computed by the server, read after the load level."""
+    active = bool(accept_length and accept_length > 1.0) or bool(accept_rate and accept_rate > 0)
+    return AcceptanceSummary(
+        "sglang gauges (server-wide, recent window; read, not a delta)",
+        active,
+        acceptance_rate=accept_rate,
+        acceptance_length=accept_length,
+        approximate=True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Acceptance between two scrapes (and over a window's responses): the one place every command gets it from.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def acceptance_between(
+    adapter: EngineAdapter,
+    before: MetricsSnapshot | None,
+    after: MetricsSnapshot | None,
+    records: Sequence[RequestRecord] = (),
+    k: int | None = None,
+) -> AcceptanceSummary | None:
+    """Acceptance over the window between two scrapes (warmup records excluded); None when nothing was reported."""
+    return acceptance_with_reason(adapter, before, after, records, k)[0]
+
+
+def acceptance_with_reason(
+    adapter: EngineAdapter,
+    before: MetricsSnapshot | None,
+    after: MetricsSnapshot | None,
+    records: Sequence[RequestRecord] = (),
+    k: int | None = None,
+) -> tuple[AcceptanceSummary | None, str | None]:
+    """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; per-response
+    fields (llama.cpp timings); then, for any engine, vLLM- or speculab-style counters or SGLang gauges if the server
+    happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the server
+    restarted between the scrapes) gives None: no delta can be trusted."""
+    acc = adapter.acceptance
+    have = before is not None and after is not None
+    if have and acc.kind == "counters":
+        found, why = _counter_acceptance(adapter.kind, acc, before, after)  # type: ignore[arg-type]
+        if found is not None or why is not None:
+            return found, why
+    if have and acc.kind == "gauges":
+        found, why = _gauge_acceptance(acc.accept_length_gauge or "", acc.accept_rate_gauge or "", after)  # type: ignore[arg-type]
+        if found is not None:
+            return found, why
+    if adapter.kind == "llamacpp":
+        timings = [r.extra["timings"] for r in records if not r.warmup and isinstance(r.extra.get("timings"), dict)]
+        if any("draft_n" in t for t in timings):
+            found = from_llamacpp_timings(timings, k)
+            return found, None if found.active else "llama.cpp timings show no drafted tokens"
+    if have:
+        for prefix in VLLM_STYLE_PREFIXES:
+            found, why = _counter_acceptance(prefix, vllm_style_counters(prefix), before, after)  # type: ignore[arg-type]
+            if found is not None or why is not None:
+                return found, why
+        found, why = _gauge_acceptance(SGLANG_ACCEPT_LENGTH, SGLANG_ACCEPT_RATE, after)  # type: ignore[arg-type]
+        if found is not None:
+            return found, why
+    return None, "the server exposes no speculative-decoding metrics (vllm:, speculab: or sglang:)"
+
+
+def _counter_acceptance(
+    kind: str, metrics: AcceptanceMetrics, before: MetricsSnapshot, after: MetricsSnapshot
+) -> tuple[AcceptanceSummary | None, str | None]:
+    """(None, None) when these counters are not exposed; (None, why) on a reset; else the summary (inactive when
+    the counters did not move, with the reason)."""
+    names = [metrics.drafts, metrics.draft_tokens, metrics.accepted_tokens]
+    if any(n is None or after.resolve(n) is None for n in names):
+        return None, None
+    deltas: dict[str, float] = {}
+    for n in names:
+        # A counter absent before the window but present after it started at zero (lazily registered metrics).
+        a, b = after.total(n) or 0.0, before.total(n) or 0.0  # type: ignore[arg-type]
+        if a < b:
+            return None, f"{n} went backwards ({b:g} -> {a:g}): the server restarted between scrapes"
+        deltas[n] = a - b  # type: ignore[index]
+    per_pos: dict[int, float] = {}
+    if metrics.accepted_per_position:
+        pa = after.by_label(metrics.accepted_per_position, "position")
+        pb = before.by_label(metrics.accepted_per_position, "position")
+        for pos, v in pa.items():
+            if not pos.isdigit():
+                continue
+            d = v - pb.get(pos, 0.0)
+            if d < 0:
+                why = f"{metrics.accepted_per_position} went backwards: the server restarted between scrapes"
+                return None, why
+            per_pos[int(pos)] = d
+    found = from_counters(kind, metrics, deltas, per_pos)
+    why = None if found.active else f"{kind}:spec_decode counters did not move: no speculative steps during the window"
+    return found, why
+
+
+def _gauge_acceptance(
+    length_name: str, rate_name: str, after: MetricsSnapshot
+) -> tuple[AcceptanceSummary | None, str | None]:
+    """SGLang reports gauges for its latest batch, one per rank: averaged over ranks, read after the window."""
+    lengths = [s.value for s in after.select(length_name)] if length_name else []
+    if not lengths:
+        return None, None
+    rates = [s.value for s in after.select(rate_name)] if rate_name else []
+    length = sum(lengths) / len(lengths)
+    found = from_sglang_gauges(length, sum(rates) / len(rates) if rates else None)
+    return found, None if found.active else f"{length_name} is {length:g}: no speculative steps reported"

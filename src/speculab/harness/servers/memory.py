@@ -1,0 +1,148 @@
+"""Memory while a load level runs: GPU memory through NVML (per process where the driver shows our processes,
+else the whole device), the server process tree's RSS (CPU engines), and the engine's KV-cache usage gauge.
+
+NVML comes from the optional `nvidia-ml-py` package (`import pynvml`); without it, or without a GPU, GPU readings
+are simply absent. Nothing here fails a run: a reading that cannot be taken is None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+import aiohttp
+
+from speculab.harness.results.ab_inputs import MemorySample
+from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
+
+# KV-cache usage gauges (fraction 0..1), first present wins: vLLM (new, old names), speculab, SGLang.
+KV_USAGE_GAUGES = (
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "speculab:kv_cache_usage_perc",
+    "sglang:token_usage",
+)
+
+
+def kv_usage(snapshot: MetricsSnapshot | None) -> float | None:
+    """The engine's KV-cache usage fraction from a /metrics snapshot (max over label sets), or None."""
+    if snapshot is None:
+        return None
+    for name in KV_USAGE_GAUGES:
+        vals = [s.value for s in snapshot.select(name)]
+        if vals:
+            return max(vals)
+    return None
+
+
+class GpuMemory:
+    """NVML readings. `open()` returns None when pynvml is missing or no GPU is visible."""
+
+    def __init__(self, nvml: ModuleType, handles: list[Any]):
+        self.nvml, self.handles = nvml, handles
+
+    @classmethod
+    def open(cls, nvml: ModuleType | None = None) -> GpuMemory | None:
+        try:
+            if nvml is None:
+                import pynvml as nvml  # optional dependency: nvidia-ml-py
+            nvml.nvmlInit()
+            n = nvml.nvmlDeviceGetCount()
+            if n == 0:
+                nvml.nvmlShutdown()
+                return None
+            return cls(nvml, [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)])
+        except Exception:  # ImportError, NVMLError (no driver): no GPU readings
+            return None
+
+    def read(self, pids: Iterable[int] | None) -> tuple[float | None, str]:
+        """(bytes, scope): the named processes' GPU memory summed over devices ("process"), or, when the driver
+        does not show them (containers hide host pids) or no pids are known, the devices' used memory ("device")."""
+        want = set(pids or ())
+        if want:
+            total, seen = 0.0, False
+            for h in self.handles:
+                procs: list[Any] = []
+                for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+                    with contextlib.suppress(Exception):
+                        procs += list(getattr(self.nvml, fn)(h))
+                for p in procs:
+                    used = getattr(p, "usedGpuMemory", None)
+                    if p.pid in want and used is not None:
+                        total += float(used)
+                        seen = True
+            if seen:
+                return total, "process"
+        used_total, any_dev = 0.0, False
+        for h in self.handles:
+            with contextlib.suppress(Exception):
+                used_total += float(self.nvml.nvmlDeviceGetMemoryInfo(h).used)
+                any_dev = True
+        return (used_total, "device") if any_dev else (None, "")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.nvml.nvmlShutdown()
+
+
+class MemorySampler:
+    """Samples memory every `interval_s` from `start()` until `stop()`; t_s is seconds since `t0_s`."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        *,
+        rss: Callable[[], float | None] | None = None,
+        pids: Callable[[], set[int]] | None = None,
+        gpu: GpuMemory | None = None,
+        interval_s: float = 1.0,
+        t0_s: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        scrape_kv: bool = True,
+    ):
+        self.session, self.base_url, self.rss, self.pids, self.gpu = session, base_url, rss, pids, gpu
+        self.interval_s, self.clock, self.scrape_kv = interval_s, clock, scrape_kv
+        self.t0_s = clock() if t0_s is None else t0_s
+        self.samples: list[MemorySample] = []
+        self.gpu_scope = ""
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def sample(self) -> MemorySample:
+        t = self.clock() - self.t0_s
+        gpu_bytes = None
+        if self.gpu is not None:
+            gpu_bytes, scope = self.gpu.read(self.pids() if self.pids else None)
+            if scope and self.gpu_scope != "device":  # one device-wide reading makes the whole series device-wide
+                self.gpu_scope = scope
+        kv = None
+        if self.scrape_kv:
+            kv = kv_usage(await scrape_metrics(self.session, self.base_url, timeout_s=2.0))
+        s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv)
+        self.samples.append(s)
+        return s
+
+    async def _loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):  # a failed reading is a gap in the series, never a failed run
+                await self.sample()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.interval_s)
+
+    def start(self) -> MemorySampler:
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def stop(self) -> tuple[MemorySample, ...]:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        with contextlib.suppress(Exception):  # one reading at the end of the level
+            await self.sample()
+        return tuple(self.samples)

@@ -1,0 +1,4 @@
+"""Workloads: where prompts come from (built-in sets, JSONL, ShareGPT, synthetic) and their correctness checks.
+
+It knows nothing about endpoints, load or timing: a workload is a frozen tuple of `RequestSpec`s.
+"""
