@@ -22,12 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis import stats
+from speculab.harness.analysis.paired import MetricComparison, Verdict, compare_paired
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
-from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import per_prompt
+from speculab.report.per_load import per_prompt
 
 JITTER_S = 0.0018  # the integration test's: +-1.8 ms on each clock reading
 
@@ -39,7 +40,7 @@ def _clock(seed: int, jitter: bool) -> Callable[[], float]:
     return lambda: time.perf_counter() + float(rng.uniform(-JITTER_S, JITTER_S))
 
 
-def one_run(url: str, out: Path, seed: int, jitter: bool) -> stats.MetricComparison:
+def one_run(url: str, out: Path, seed: int, jitter: bool) -> MetricComparison:
     y = f"""
 workload: {{spec: "synthetic:input=10,output=8", num_prompts: 16, warmup_requests: 1}}
 sampling: {{max_tokens: 6, seed: {seed}}}
@@ -51,7 +52,7 @@ speculation: {{method: ngram, num_speculative_tokens: 4}}
     plan = dataclasses.replace(plan_experiment(parse_experiment(y)), memory_interval_s=10.0)
     asyncio.run(run_plan(plan, out, clock=_clock(seed, jitter)))
     inputs = load_inputs(out)
-    return stats.compare_paired(
+    return compare_paired(
         "tpot_s",
         per_prompt(inputs.runs_for("ngram-k4", "c1"), "tpot_s"),
         per_prompt(inputs.runs_for("baseline", "c1"), "tpot_s"),
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in range(a.first_seed, a.first_seed + a.runs):
             c = one_run(url, Path(tmp) / str(seed), seed, a.jitter)
             old += c.geomean_ratio.excludes(1.0)
-            new += c.verdict is not stats.Verdict.NO_DIFFERENCE
+            new += c.verdict is not Verdict.NO_DIFFERENCE
     noise = "test jitter + machine noise" if a.jitter else "machine noise only"
     print(
         f"{noise}, {a.runs} A-vs-A runs of 16 prompts: BCa geometric-mean interval excludes 1 in {old} "

@@ -58,15 +58,10 @@ import yarl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from speculab.harness.client.request import (  # noqa: E402
-    EndpointConfig,
-    SamplingConfig,
-    StreamingRequest,
-    StreamState,
-    build_payload,
-    request_func,
-)
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, build_payload  # noqa: E402
+from speculab.harness.client.request import StreamingRequest, request_func  # noqa: E402
 from speculab.harness.client.socket_times import stamping_session  # noqa: E402
+from speculab.harness.client.stream import StreamState  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
 from speculab.harness.records import RequestRecord, RequestSpec  # noqa: E402
 
@@ -353,7 +348,7 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         ramp_s = ramp_up_s(args)
         items = [RequestSpec(index=i, prompt=f"client overhead probe {i}") for i in range(n)]
         endpoint = EndpointConfig(base_url=url, model="speculab-mock", api="completions", stream=True)
-        sampling = SamplingConfig(max_tokens=args.output_tokens, temperature=0.0, seed=0)
+        sampling = RequestSampling(max_tokens=args.output_tokens, temperature=0.0, seed=0)
         records: list[RequestRecord] = []
         me, server = psutil.Process(), psutil.Process(proc.pid)
         cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()

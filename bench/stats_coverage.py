@@ -10,9 +10,9 @@ times independent per-request noise in each arm, for n = 8, 16, 32, 64 pairs and
 and scores three rules on the log ratios (all at 95 %):
 
 * bca:      the BCa bootstrap interval of the geometric-mean ratio excludes 1 (speculab's verdict before this change;
-            `stats.bootstrap_geomean_ratio`, 1000 resamples);
+            `bootstrap_geomean_ratio`, 1000 resamples);
 * t:        the Student-t interval of the mean log ratio excludes 1;
-* hl:       the Hodges-Lehmann signed-rank interval excludes 1 (`stats.hodges_lehmann_batch`; speculab's verdict now).
+* hl:       the Hodges-Lehmann signed-rank interval excludes 1 (`hodges_lehmann_batch`; speculab's verdict now).
 
 A-vs-A (effect 1.0) gives the false-positive rate; effects 1.1x, 1.3x, 2x give the power. Then it checks the
 minimum detectable change the verdict reports: the power actually achieved against an effect of that size.
@@ -35,6 +35,8 @@ from scipy import special
 from scipy import stats as scipy_stats
 
 from speculab.harness.analysis import stats
+from speculab.harness.analysis.paired import PairedRatios, bootstrap_geomean_ratio
+from speculab.harness.analysis.signed_rank import hodges_lehmann_batch
 
 NS = (8, 16, 32, 64)
 NOISES = ("lognormal", "t3", "stall")
@@ -62,7 +64,7 @@ def log_ratios(rng: np.random.Generator, model: str, runs: int, n: int, effect: 
 
 
 def reject_hl(x: np.ndarray) -> np.ndarray:
-    _, lo, hi = stats.hodges_lehmann_batch(x)
+    _, lo, hi = hodges_lehmann_batch(x)
     return (lo > 0) | (hi < 0)
 
 
@@ -77,8 +79,8 @@ def reject_bca(x: np.ndarray, rng: np.random.Generator, n_resamples: int) -> np.
     out = np.empty(x.shape[0], dtype=bool)
     n = x.shape[1]
     for r, row in enumerate(x):
-        pr = stats.PairedRatios(tuple(range(n)), tuple(np.exp(row).tolist()), 0)
-        out[r] = stats.bootstrap_geomean_ratio(pr, rng, n_resamples).interval.excludes(1.0)
+        pr = PairedRatios(tuple(range(n)), tuple(np.exp(row).tolist()), 0)
+        out[r] = bootstrap_geomean_ratio(pr, rng, n_resamples).interval.excludes(1.0)
     return out
 
 
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     z = (special.ndtri(0.975) + special.ndtri(stats.POWER)) / (2 * special.ndtri(0.975))
     for model in NOISES:
         for n in NS:
-            _, lo, hi = stats.hodges_lehmann_batch(log_ratios(rng, model, runs, n, 1.0))
+            _, lo, hi = hodges_lehmann_batch(log_ratios(rng, model, runs, n, 1.0))
             mdc = float(np.median(np.expm1(z * (hi - lo))))
             power = reject_hl(log_ratios(rng, model, power_runs, n, 1.0 + mdc)).mean()
             print(f"| {model} | {n} | {100 * mdc:.1f} % | {100 * power:.0f} % |", flush=True)

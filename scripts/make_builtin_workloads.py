@@ -4,7 +4,7 @@
     python scripts/make_builtin_workloads.py --check  # exit 1 if the committed files differ from a fresh build
 
 The output is deterministic (no randomness: every choice is a function of the item's position), and it is
-committed; the loader never runs this script. Bump BUILTIN_VERSION in speculab/harness/workload/load.py whenever the
+committed; the loader never runs this script. Bump BUILTIN_VERSION in speculab/harness/workload/builtin.py whenever the
 output changes, so that results record which prompts they were measured on.
 """
 

@@ -88,7 +88,7 @@ def bench(
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
     from speculab.harness.measure.options import bench_config_from_flags
     from speculab.harness.measure.run import run_bench_interruptible
-    from speculab.report.console import BenchProgress, print_bench_summary
+    from speculab.report.console.bench import BenchProgress, print_bench_summary
 
     cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
     console = Console()
@@ -117,7 +117,9 @@ def workload_command(
     from rich.markup import escape
     from rich.table import Table
 
-    from speculab.harness.workload.load import item_text, list_builtin, load_workload, workload_overview
+    from speculab.harness.workload.builtin import list_builtin
+    from speculab.harness.workload.items import item_text
+    from speculab.harness.workload.load import load_workload, workload_overview
 
     console = Console(soft_wrap=True)
     if not spec:
@@ -270,7 +272,8 @@ def mock_server(
     import asyncio
     import errno
 
-    from speculab.harness.mock.server import MockConfig, serve_mock
+    from speculab.harness.mock.requests import MockConfig
+    from speculab.harness.mock.server import serve_mock
 
     pattern = _chunk_pattern(tokens_per_chunk)
     try:
@@ -364,8 +367,8 @@ def diagnose(
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
     from speculab.harness.diagnose.options import diagnose_config_from_flags
     from speculab.harness.diagnose.run import diagnose_interruptible
-    from speculab.report.diagnosis_console import print_diagnosis
-    from speculab.report.diagnosis_html import write_diagnosis_page
+    from speculab.report.console.diagnosis import print_diagnosis
+    from speculab.report.html.diagnosis import write_diagnosis_page
 
     cfg = diagnose_config_from_flags(dict(locals()), argv=sys.argv)
     console = Console()
@@ -406,7 +409,7 @@ def _print_change(console: Console, change: Any) -> None:
 
 def _render(console: Console, out: Path, *, interrupted: bool) -> None:
     """summary.json + report.html from what is on disk, then the verdict first."""
-    from speculab.report.console import print_ab_report
+    from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
     report = render_run_dir(out)
@@ -420,7 +423,7 @@ def _render(console: Console, out: Path, *, interrupted: bool) -> None:
 def _run_plan(console: Console, plan: Any, out: Path) -> None:
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
-    from speculab.report.run_progress import RunProgress
+    from speculab.report.console.run_progress import RunProgress
 
     for line in describe_plan(plan):
         console.print(line, highlight=False)
@@ -533,9 +536,9 @@ def report_command(
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
-    from speculab.report.console import print_ab_report
-    from speculab.report.model import ReportOptions
+    from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
+    from speculab.report.schema import ReportOptions
 
     report = render_run_dir(directory, output, ReportOptions(seed=seed))
     print_ab_report(Console(soft_wrap=True), report, output or directory)

@@ -22,7 +22,7 @@ from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, Reque
 from speculab.harness.results.ab_inputs import (
     ArmInfo,
     ChangeCheck,
-    ColdStart,
+    ColdStartTimes,
     LevelSpec,
     MemorySample,
     RepeatRun,
@@ -241,7 +241,7 @@ def make_inputs(
             "vllm",
             ("python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "--port", "8000"),
             usd_per_hour=2.5,
-            cold_start=ColdStart(31.0, 32.5),
+            cold_start=ColdStartTimes(31.0, 32.5),
         )
     ]
     changes = []
@@ -257,7 +257,7 @@ def make_inputs(
                 method,
                 k,
                 usd_per_hour=2.5,
-                cold_start=ColdStart(33.0, 34.0),
+                cold_start=ColdStartTimes(33.0, 34.0),
             )
         )
         changes.append(ChangeCheck(name, (f'+ --speculative-config {{"method":"{method}"}}',), True))
@@ -292,7 +292,7 @@ def make_inputs(
 def main(out: str) -> None:
     """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
     from speculab.harness.results.ab_dir import save_inputs
-    from speculab.report.html import write_report
+    from speculab.report.html.page import write_report
     from speculab.report.model import build_report
 
     inputs = make_inputs(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import string
 import threading
 import time
@@ -19,6 +18,7 @@ from tests.fakes.engine_fakes import tiny_model
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.server.app import AppConfig, create_app
+from speculab.harness.servers.process import free_port
 
 ALPHABET = " " + string.ascii_lowercase + string.digits + ".,!?\n:"  # ids 2.. ; 0 = bos, 1 = eos
 
@@ -70,12 +70,6 @@ class Server:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

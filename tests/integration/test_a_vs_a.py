@@ -22,12 +22,15 @@ import numpy as np
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis import stats
+from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
-from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import ReportOptions, build_report, per_prompt
+from speculab.report.model import build_report
+from speculab.report.per_load import per_prompt
+from speculab.report.schema import ReportOptions
 
 RUNS = 40
 JITTER_S = 0.0018  # +-1.8 ms on each reading; chunks are 4 ms apart, so a stream's readings stay ordered
@@ -64,7 +67,7 @@ def test_identical_arms_false_positive_rate_is_about_five_percent(tmp_path: Path
             inputs = a_vs_a(url, tmp_path / f"run{seed}", seed)
             runs_b = inputs.runs_for("baseline", "c1")
             runs_c = inputs.runs_for("ngram-k4", "c1")
-            cmp = stats.compare_paired(
+            cmp = compare_paired(
                 "tpot_s",
                 per_prompt(runs_c, "tpot_s"),
                 per_prompt(runs_b, "tpot_s"),

@@ -12,8 +12,8 @@ import urllib.request
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from fakes.scripted_openai import free_port
 from integration.mock_process import mock_process
+from speculab.harness.servers.process import free_port
 
 FAST = dict(ttft_s=0.01, gap_s=0.002, tokens_per_chunk=2, output_tokens=8)
 

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import RequestSpec
@@ -86,7 +86,7 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     items = tuple(RequestSpec(i, prompt=f"tell me about item {i}") for i in range(n))
     cfg = BenchConfig(
         endpoint=EndpointConfig(mock_url, ""),  # the only served model is chosen
-        sampling=SamplingConfig(max_tokens=128),
+        sampling=RequestSampling(max_tokens=128),
         # warmup opens the connections; a ramp of one chunk gap spreads the 64 streams' phases, as real traffic
         # is spread, instead of 64 identical requests starting, streaming and ending in lockstep
         load=LoadConfig(concurrency=concurrency, warmup=max(2, concurrency), ramp_up_s=0.02),
@@ -163,7 +163,7 @@ async def test_faults_are_counted_and_the_run_continues(tmp_path):
         items = tuple(RequestSpec(i, prompt="x") for i in range(80))
         cfg = BenchConfig(
             endpoint=EndpointConfig(url, "speculab-mock", timeout_s=0.5),
-            sampling=SamplingConfig(max_tokens=6),
+            sampling=RequestSampling(max_tokens=6),
             load=LoadConfig(concurrency=16),
             output_dir=tmp_path / "run",
         )

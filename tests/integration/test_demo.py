@@ -59,7 +59,7 @@ def test_demo_runs_on_tiny_checkpoints(tmp_path: Path) -> None:
         assert len(ref) == 8
         for cand in ("ngram-k4", "draft_model-k4"):
             (run,) = inputs.runs_for(cand, level)
-            assert run.acceptance is not None and run.acceptance.source.startswith("speculab counters")
+            assert run.acceptance is not None and run.acceptance.source.startswith("speculab:spec_decode_* counters")
             assert all(r.ok for r in run.records)
             # greedy + exact verification: identical text in every arm
             assert {r.index: r.output_text for r in run.records if not r.warmup} == ref

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from fakes.scripted_openai import free_port
 from integration.mock_process import mock_process
+from speculab.harness.servers.process import free_port
 
 SMALL = ["--sweep-points", "3", "--sweep-repeats", "1", "--num-prompts", "2", "--max-tokens", "8"]
 

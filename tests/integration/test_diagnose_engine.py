@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fakes.scripted_openai import free_port
-from speculab.harness.client.request import EndpointConfig, SamplingConfig
-from speculab.harness.diagnose.run import DiagnoseConfig, run_diagnosis
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.diagnose.config import DiagnoseConfig
+from speculab.harness.diagnose.run import run_diagnosis
+from speculab.harness.servers.process import free_port
 
 SRC = str(Path(__file__).parents[2] / "src")
 
@@ -48,7 +49,7 @@ async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_pat
         workload="synthetic:input=20,output=32",
         num_prompts=3,
         concurrency=2,
-        sampling=SamplingConfig(max_tokens=32, ignore_eos=True),
+        sampling=RequestSampling(max_tokens=32, ignore_eos=True),
         max_prompt_tokens=80,
         sweep_points=4,
         sweep_repeats=2,

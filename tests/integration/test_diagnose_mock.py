@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.harness.client.request import EndpointConfig, SamplingConfig
-from speculab.harness.diagnose.run import DiagnoseConfig, run_diagnosis
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.diagnose.config import DiagnoseConfig
+from speculab.harness.diagnose.run import run_diagnosis
 from speculab.harness.results.requests_file import read_records
-from speculab.report.diagnosis_html import write_diagnosis_page
+from speculab.report.html.diagnosis import write_diagnosis_page
 
 FAST = dict(sweep_points=5, sweep_repeats=2, prefix_tokens=200, prefix_repeats=2, warm_probes=3, probe_seed=7)
 
@@ -27,7 +28,7 @@ async def diagnose(url: str, out: Path | None = None, **over: Any):
     opts.update(
         workload=over.pop("workload", "synthetic:input=64,output=16"),
         num_prompts=over.pop("num_prompts", 3),
-        sampling=SamplingConfig(max_tokens=over.pop("max_tokens", 16)),
+        sampling=RequestSampling(max_tokens=over.pop("max_tokens", 16)),
     )
     opts.update(over)
     cfg = DiagnoseConfig(endpoint=EndpointConfig(base_url=url, model=""), output_dir=out, **opts)
@@ -198,11 +199,11 @@ def test_synthetic_token_ratio_from_probe_usage() -> None:
 def test_fitting_items_cycle_up_to_num_prompts_with_their_own_seeds() -> None:
     from speculab.harness.diagnose.run import _fitting_items
     from speculab.harness.records import RequestSpec
-    from speculab.harness.workload.load import request_seed
+    from speculab.harness.workload.items import request_seed
 
     items = tuple(RequestSpec(i, prompt=("word " * (400 if i % 2 else 10)).strip(), seed=99) for i in range(6))
     cfg = DiagnoseConfig(endpoint=EndpointConfig(base_url="http://x", model=""), num_prompts=7, seed=3,
-                         sampling=SamplingConfig(max_tokens=16))  # fmt: skip
+                         sampling=RequestSampling(max_tokens=16))  # fmt: skip
     chosen, left_out = _fitting_items(items, 512, cfg)
     assert left_out == 3 and len(chosen) == 7
     assert [c.prompt for c in chosen] == [items[i % 3 * 2].prompt for i in range(7)]  # items 0, 2, 4, 0, ...

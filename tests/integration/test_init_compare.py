@@ -13,12 +13,13 @@ import pytest
 
 from speculab.config import load_experiment, parse_experiment
 from speculab.errors import EndpointError, UserError
-from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.experiment.compare import inputs_from_bench_dirs
 from speculab.harness.experiment.init import ServerLook, look_at_server, starter_yaml
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.server import MockConfig, mock_server_in_thread
+from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.workload.load import load_workload
 from speculab.report.model import build_report
 
@@ -73,7 +74,7 @@ def _bench(url: str, out: Path, concurrency: int = 2) -> None:
     wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=12)
     cfg = BenchConfig(
         endpoint=EndpointConfig(base_url=url, model=""),
-        sampling=SamplingConfig(max_tokens=16),
+        sampling=RequestSampling(max_tokens=16),
         load=LoadConfig(concurrency=concurrency),
         output_dir=out,
         workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": 12},

@@ -10,7 +10,9 @@ import aiohttp
 import pytest
 
 from conftest import post
-from speculab.harness.mock.server import MockConfig, count_tokens, mock_server_in_thread, running_mock_server
+from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.script import count_tokens
+from speculab.harness.mock.server import mock_server_in_thread, running_mock_server
 from speculab.harness.servers.acceptance import acceptance_between
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import counter_deltas, scrape_metrics

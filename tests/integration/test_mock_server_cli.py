@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from speculab.harness.servers.process import free_port
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 ENV = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
@@ -75,12 +77,9 @@ def test_port_in_use_is_a_one_line_error():
 
 
 def test_startup_delay_before_listening():
-    import socket
     import time
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     t0 = time.monotonic()
     proc = subprocess.Popen(
         _cli("--port", str(port), "--startup-ms", "700"),

@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_process
-from speculab.harness.client.request import EndpointConfig, SamplingConfig
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_dir import load_inputs, save_inputs
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs, Setup
 from speculab.harness.servers.acceptance import AcceptanceSummary
-from speculab.report.html import render_html
-from speculab.report.model import ReportOptions, build_report
+from speculab.report.html.page import render_html
+from speculab.report.model import build_report
+from speculab.report.schema import ReportOptions
 
 N = 24
 PLAIN = dict(ttft_s=0.02, gap_s=0.006, tokens_per_chunk=1, output_tokens=42)
@@ -28,7 +29,7 @@ SPEC = dict(ttft_s=0.02, gap_s=0.009, tokens_per_chunk=3, output_tokens=42, num_
 async def _bench(url: str, out: Path, items: tuple[RequestSpec, ...]):
     cfg = BenchConfig(
         endpoint=EndpointConfig(url, ""),
-        sampling=SamplingConfig(max_tokens=42),
+        sampling=RequestSampling(max_tokens=42),
         load=LoadConfig(concurrency=2, warmup=1),
         output_dir=out,
     )

@@ -11,9 +11,9 @@ from pathlib import Path
 import openai
 import pytest
 from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
-from tests.integration.server_harness import free_port
 
 from speculab.cli import main
+from speculab.harness.servers.process import free_port
 
 SRC = str(Path(__file__).parents[2] / "src")
 

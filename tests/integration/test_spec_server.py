@@ -16,7 +16,7 @@ import openai
 import pytest
 from tests.fakes.engine_fakes import tiny_model
 from tests.fakes.spec_models import truncated_copy
-from tests.integration.server_harness import CharDetok, CharTokenizer, Server, free_port, serve_app
+from tests.integration.server_harness import CharDetok, CharTokenizer, Server, serve_app
 
 from speculab.cli import main
 from speculab.engine.async_engine import AsyncEngine
@@ -27,6 +27,7 @@ from speculab.engine.spec.draft_model import DraftModelProposer
 from speculab.engine.spec.metrics import SpecDecodeCollector
 from speculab.engine.spec.ngram import NgramProposer
 from speculab.engine.spec.speculator import Speculator
+from speculab.harness.servers.process import free_port
 
 PROMPT = "one two three, one two three, one two three, one two"
 SLOTS, MAX_LEN = 4, 128

@@ -124,7 +124,9 @@ speculation: {{method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, p
         assert all(r.ok for r in base.records + cand.records)
         # acceptance from vLLM's own counters, diffed around the level (warmup excluded)
         acc = cand.acceptance
-        assert acc is not None and acc.source.startswith("vllm counters") and acc.active and acc.drafts > 0
+        assert (
+            acc is not None and acc.source.startswith("vllm:spec_decode_* counters") and acc.active and acc.drafts > 0
+        )
         assert 0 <= acc.acceptance_rate <= 1 and len(acc.per_position) == 4
         assert base.acceptance is None or not base.acceptance.active
         # exact speculation at temperature 0: the same text for every prompt

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from speculab.harness.analysis import cost as costlib
-from speculab.harness.analysis import stats
 from speculab.harness.analysis import whatif as whatiflib
+from speculab.harness.analysis.crossover import LoadSpeedup, crossover
+from speculab.harness.analysis.paired import MIN_PAIRS, compare_paired
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
 from speculab.report.per_load import arm_price, per_prompt, slo_targets
 from speculab.report.schema import (
@@ -42,7 +43,7 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
                ) -> CrossoverView | None:  # fmt: skip
     axis, axis_levels = _axis_levels(inputs)
     keys = {lv.key for lv in axis_levels}
-    points: list[stats.LoadSpeedup] = []
+    points: list[LoadSpeedup] = []
     excluded = []
     for lv in levels:
         if lv.key not in keys:
@@ -53,15 +54,15 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
                 excluded.append(f"{lv.label}: {comp.gate_reason}")
             continue
         tp = comp.metric("tpot_s")
-        if tp is None or tp.n_pairs < stats.MIN_PAIRS:
+        if tp is None or tp.n_pairs < MIN_PAIRS:
             excluded.append(f"{lv.label}: not enough paired TPOT data")
             continue
-        points.append(stats.LoadSpeedup(lv.value, tp.speedup, tp.speedup_low, tp.speedup_high, ()))
+        points.append(LoadSpeedup(lv.value, tp.speedup, tp.speedup_low, tp.speedup_high, ()))
     if len(points) < 2:
         return None
     # Replicates are not kept in the Report (thousands of numbers), so recompute them here for the interval.
     points = _with_replicates(points, cand, axis, inputs, opts)
-    c = stats.crossover(points, log_load=axis == "concurrency")
+    c = crossover(points, log_load=axis == "concurrency")
     return CrossoverView(
         axis,
         tuple(p.load for p in points),
@@ -80,22 +81,22 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
     )
 
 
-def _with_replicates(points: list[stats.LoadSpeedup], cand: ArmInfo, axis: str, inputs: ReportInputs,
-                     opts: ReportOptions) -> list[stats.LoadSpeedup]:  # fmt: skip
+def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs: ReportInputs,
+                     opts: ReportOptions) -> list[LoadSpeedup]:  # fmt: skip
     """Bootstrap replicates of the TPOT speedup at each load (same seed scheme as the report: reproducible)."""
     out = []
     by_value = {lv.value: lv for lv in inputs.setup.levels if lv.kind == axis}
     for p in points:
         lv = by_value[p.load]
         rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
-        c = stats.compare_paired(
+        c = compare_paired(
             "tpot_s",
             per_prompt(inputs.runs_for(cand.name, lv.key), "tpot_s"),
             per_prompt(inputs.runs_for("baseline", lv.key), "tpot_s"),
             rng,
             n_resamples=opts.n_resamples,
         )
-        out.append(stats.LoadSpeedup.from_comparison(p.load, c))
+        out.append(LoadSpeedup.from_comparison(p.load, c))
     return out
 
 
@@ -151,7 +152,7 @@ def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[s
     return tuple(out)
 
 
-def capacity_plan(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs) -> PlanView | None:
+def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs) -> PlanView | None:
     slo, target = slo_targets(inputs), inputs.setup.target_rate_rps
     bp, cp = arm_price(base), arm_price(cand)
     if slo is None or target is None or bp is None or cp is None:

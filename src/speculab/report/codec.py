@@ -1,7 +1,8 @@
-"""Dataclass <-> JSON for the report model, driven by type hints so summary.json round-trips without hand code.
+"""JSON -> dataclass for the report model, driven by type hints so summary.json round-trips without hand code.
 
-NaN and infinities become null on the way out (summary.json is strict JSON) and NaN on the way back into float
-fields; Optional fields keep None. Enums are written as their values.
+The way out is the harness's one strict-JSON writer (`speculab.harness.results.strict_json.json_safe`: NaN and
+infinities become null, enums their values); the way back turns null into NaN for float fields, and Optional
+fields keep None.
 """
 
 from __future__ import annotations
@@ -14,21 +15,6 @@ import typing
 from enum import Enum
 from functools import cache
 from typing import Any, Union
-
-
-def to_data(obj: Any) -> Any:
-    """A dataclass tree -> plain JSON-ready data (dicts, lists, numbers, strings, None)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Enum):
-        return obj.value
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): to_data(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_data(v) for v in obj]
-    return obj
 
 
 @cache

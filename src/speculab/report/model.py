@@ -7,7 +7,7 @@ How each number is made (docs/results.md has the long form):
 
 * per arm and load: the bench metrics (`bench.metrics`) over the measured requests of every repeat, pooled;
   throughput per repeat with a t-interval over repeats.
-* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`bench.stats.compare_paired`).
+* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`bench.compare_paired`).
   With several repeats each prompt's value is the median over its repeats in that arm (one pair per prompt, so the
   bootstrap resamples prompts, the independent unit).
 * gates, in this order: runs missing; error rate above the gate; no drafts (-> "speculation not active", never
@@ -28,18 +28,13 @@ import numpy as np
 
 from speculab.harness.analysis import stats
 from speculab.harness.results.ab_inputs import ArmInfo, ReportInputs
-from speculab.report.across_loads import capacity_plan, crossover_view, what_if_views
+from speculab.report.across_loads import capacity_view, crossover_view, what_if_views
 from speculab.report.correctness import compare_correctness
-from speculab.report.per_load import (  # noqa: F401  (re-exported: the lifecycle and tests import them from here)
-    achieved_concurrency,
+from speculab.report.per_load import (
     arm_level,
-    combine_acceptance,
     compare_level,
-    per_prompt,
-    send_fraction,
 )
-from speculab.report.schema import (  # noqa: F401  (re-exported)
-    METRIC_LABELS,
+from speculab.report.schema import (
     REPORT_SCHEMA,
     ArmLevel,
     ArmView,
@@ -49,7 +44,7 @@ from speculab.report.schema import (  # noqa: F401  (re-exported)
     ReportOptions,
     SetupView,
 )
-from speculab.report.verdict import fmt_bytes, fmt_range, fmt_x, pct, ratio_phrase, verdict_line  # noqa: F401
+from speculab.report.verdict import verdict_line
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -221,7 +216,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
                 acceptance=acc,
                 crossover=cross,
                 what_if=what_if_views(cand, levels, warnings),
-                plan=capacity_plan(cand, base, levels, inputs),
+                plan=capacity_view(cand, base, levels, inputs),
                 correctness=corr,
                 single_change=ch.verified if ch else None,
                 diff_lines=ch.diff_lines if ch else (),

@@ -16,6 +16,7 @@ from speculab.config import ArmPrice, SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import RequestMetrics, aggregate, request_metrics
+from speculab.harness.analysis.paired import MetricComparison, compare_paired
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
@@ -257,7 +258,7 @@ def per_prompt(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
     return {i: statistics.median(v) for i, v in values.items()}
 
 
-def _ratio(c: stats.MetricComparison) -> Ratio:
+def _ratio(c: MetricComparison) -> Ratio:
     lo, hi = c.speedup_interval
     return Ratio(
         c.metric,
@@ -341,7 +342,7 @@ def compare_level(
     values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     for metric in (*PAIRED_METRICS, "itl_s"):
         values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
-        c = stats.compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
+        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
         ratios.append(_ratio(c))
     by_category = _by_category(values["tpot_s"], inputs, rng, opts)
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
@@ -376,7 +377,7 @@ def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: Report
     cand, base = tpot
     out = []
     for cat, idx in sorted(cats.items()):
-        c = stats.compare_paired(
+        c = compare_paired(
             cat,
             {i: v for i, v in cand.items() if i in idx},
             {i: v for i, v in base.items() if i in idx},

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.html import write_report
-from speculab.report.model import Report, ReportOptions, build_report
+from speculab.report.html.page import write_report
+from speculab.report.model import build_report
+from speculab.report.schema import Report, ReportOptions
 
 
 def render_run_dir(root: Path, out_dir: Path | None = None, options: ReportOptions | None = None) -> Report:

@@ -1,4 +1,4 @@
-"""The A/B report's parts: frozen dataclasses of numbers and strings; summary.json is `to_data(report)`."""
+"""The A/B report's parts: frozen dataclasses of numbers and strings; summary.json is `json_safe(report)`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.harness.analysis import cost as costlib
-from speculab.harness.analysis import stats
+from speculab.harness.analysis.paired import N_RESAMPLES
 from speculab.harness.analysis.stats import Distribution, Interval
-from speculab.report.codec import from_data, to_data
+from speculab.harness.results.strict_json import json_safe
+from speculab.report.codec import from_data
 from speculab.report.correctness import CorrectnessComparison, CorrectnessOptions
 
 REPORT_SCHEMA = "speculab.report.summary/1"
@@ -28,14 +29,14 @@ class ReportOptions:
     max_error_rate: float = 0.02  # above this in either arm: no verdict at that load
     min_load_fraction: float = 0.95  # achieved load below this fraction of the requested: no verdict
     seed: int = 0  # bootstrap RNG seed: a re-rendered report gives the same intervals
-    n_resamples: int = stats.N_RESAMPLES
+    n_resamples: int = N_RESAMPLES
     correctness: CorrectnessOptions = field(default_factory=CorrectnessOptions)
     max_series_points: int = 400  # memory time series are thinned to this many points per repeat
     max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The report's parts. Plain frozen dataclasses of numbers and strings: summary.json is `to_data(report)`.
+# The report's parts. Plain frozen dataclasses of numbers and strings: summary.json is `json_safe(report)`.
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -117,7 +118,7 @@ class ArmLevel:
 
 @dataclass(frozen=True, slots=True)
 class Ratio:
-    """A paired candidate/baseline comparison of one metric (stats.MetricComparison, flattened)."""
+    """A paired candidate/baseline comparison of one metric (MetricComparison, flattened)."""
 
     metric: str
     n_pairs: int
@@ -312,7 +313,7 @@ class Report:
         return next((c for c in self.candidates if c.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_data(self)
+        return json_safe(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"

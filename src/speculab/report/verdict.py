@@ -1,45 +1,21 @@
-"""The hyperfine-style verdict line and the number formats it (and the other views) share."""
+"""The hyperfine-style verdict line and the phrases the views share (numbers formatted by `formatting`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from speculab.harness.analysis import stats
+from speculab.harness.analysis.crossover import CrossoverStatus
+from speculab.harness.analysis.paired import Verdict
 from speculab.harness.analysis.stats import Interval
 from speculab.harness.results.ab_inputs import ArmInfo
 from speculab.report.correctness import CorrectnessComparison
+from speculab.report.formatting import relative_change, signed_bytes, speedup, speedup_range
 from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def fmt_x(v: float) -> str:
-    return f"{v:.2f}×" if math.isfinite(v) else "-"
-
-
-def fmt_range(lo: float, hi: float) -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "[no interval]"
-    return f"[{lo:.2f}–{hi:.2f}]"
-
-
-def fmt_bytes(b: float) -> str:
-    sign = "+" if b > 0 else ("−" if b < 0 else "±")
-    a = abs(b)
-    if a >= 1e9:
-        return f"{sign}{a / 1e9:.2f} GB"
-    if a >= 1e6:
-        return f"{sign}{a / 1e6:.0f} MB"
-    return f"{sign}{a / 1e3:.0f} kB"
-
-
-def fmt_load(kind: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g}" if kind == "concurrency" else f"{value:.3g} req/s"
 
 
 def level_phrase(comp: LevelComparison, label: str) -> str:
@@ -51,16 +27,16 @@ def level_phrase(comp: LevelComparison, label: str) -> str:
     tp = comp.metric("tpot_s")
     if tp is None:
         return f"no TPOT at {label}"
-    rng = fmt_range(tp.speedup_low, tp.speedup_high)
-    if tp.verdict == stats.Verdict.FASTER.value:
-        return f"{fmt_x(tp.speedup)} faster {rng} at {label}"
-    if tp.verdict == stats.Verdict.SLOWER.value:
-        return f"{fmt_x(tp.speedup)} (slower) {rng} at {label}"
-    if tp.verdict == stats.Verdict.INSUFFICIENT.value:
+    rng = speedup_range(tp.speedup_low, tp.speedup_high)
+    if tp.verdict == Verdict.FASTER.value:
+        return f"{speedup(tp.speedup)} faster {rng} at {label}"
+    if tp.verdict == Verdict.SLOWER.value:
+        return f"{speedup(tp.speedup)} (slower) {rng} at {label}"
+    if tp.verdict == Verdict.INSUFFICIENT.value:
         return f"not enough paired data at {label}"
     mdc = tp.min_detectable_change
     could = f", could have detected ±{mdc:.0%}" if math.isfinite(mdc) else ""
-    return f"no detectable difference at {label} ({fmt_x(tp.speedup)} {rng}{could})"
+    return f"no detectable difference at {label} ({speedup(tp.speedup)} {rng}{could})"
 
 
 def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: CrossoverView | None,
@@ -76,12 +52,12 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
     numeric = bool(phrases) and (phrases[0][:1].isdigit() or phrases[0].startswith("no detectable"))
     parts = [("TPOT " if numeric else "") + head]
     any_faster = any(
-        (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and c.verdict == stats.Verdict.FASTER.value
+        (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and c.verdict == Verdict.FASTER.value
         for lv in levels
     )
     if crossover is not None and any_faster:
         unit = "" if crossover.axis == "concurrency" else " req/s"
-        if crossover.status == stats.CrossoverStatus.CROSSES.value and crossover.load is not None:
+        if crossover.status == CrossoverStatus.CROSSES.value and crossover.load is not None:
             lo = ("≤" if crossover.low_censored else "") + f"{crossover.low:.3g}"
             hi = ("≥" if crossover.high_censored else "") + f"{crossover.high:.3g}"
             parts.append(f"crossover ≈ {crossover.load:.3g}{unit} [{lo}–{hi}]")
@@ -97,7 +73,7 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
     op = next((lv for lv in levels if "operating" in lv.roles), None)
     comp = op.comparison(cand.name) if op is not None else None
     if comp is not None and comp.memory_delta_bytes is not None:
-        parts.append(f"memory {fmt_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})")
+        parts.append(f"memory {signed_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})")
     if comp is not None and comp.cost_ratio is not None and math.isfinite(comp.cost_ratio.estimate):
         parts.append(f"$/1M tokens {ratio_phrase(comp.cost_ratio)} at the operating point")
     elif comp is not None and comp.throughput_ratio is not None and math.isfinite(comp.throughput_ratio.estimate):
@@ -107,17 +83,11 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
     return f"{cand.label}: " + "; ".join(parts)
 
 
-def pct(ratio: float) -> str:
-    """0.62 -> '−38%', 1.05 -> '+5%'."""
-    d = (ratio - 1.0) * 100
-    return f"{'+' if d >= 0 else '−'}{abs(d):.0f}%"
-
-
 def ratio_phrase(iv: Interval) -> str:
     """A repeat-based ratio as a change with its interval: '−38% [−45%…−30%]', or why there is no verdict."""
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{pct(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}, no interval)"
-    rng = f"[{pct(iv.low)}…{pct(iv.high)}]"
+        return f"{relative_change(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}, no interval)"
+    rng = f"[{relative_change(iv.low)}…{relative_change(iv.high)}]"
     if iv.low <= 1.0 <= iv.high:
-        return f"no detectable change ({pct(iv.estimate)} {rng})"
-    return f"{pct(iv.estimate)} {rng}"
+        return f"no detectable change ({relative_change(iv.estimate)} {rng})"
+    return f"{relative_change(iv.estimate)} {rng}"

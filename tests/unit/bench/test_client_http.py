@@ -12,15 +12,16 @@ from fakes.scripted_openai import (
     Sleep,
     Write,
     completion_chunk,
-    free_port,
     serve,
     simple_stream,
     sse,
     usage_chunk,
 )
 from speculab.errors import UserError
-from speculab.harness.client.request import EndpointConfig, SamplingConfig, build_payload, make_session, request_func
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, build_payload
+from speculab.harness.client.request import make_session, request_func
 from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
+from speculab.harness.servers.process import free_port
 
 SPEC = RequestSpec(index=3, prompt="hello")
 
@@ -29,7 +30,7 @@ async def one(script, *, api="completions", stream=True, spec=SPEC, **ep_kw):
     fake = FakeServer(lambda body: script)
     async with serve(fake) as url, make_session() as session:
         ep = EndpointConfig(url, "fake-model", api=api, stream=stream, **ep_kw)
-        rec = await request_func(ep, SamplingConfig(max_tokens=8, seed=7))(session, spec, scheduled_s=0.0)
+        rec = await request_func(ep, RequestSampling(max_tokens=8, seed=7))(session, spec, scheduled_s=0.0)
     return rec, fake.bodies
 
 
@@ -104,7 +105,7 @@ async def test_timeout():
 async def test_connect_refused():
     ep = EndpointConfig(f"http://127.0.0.1:{free_port()}", "m")
     async with make_session() as session:
-        rec = await request_func(ep, SamplingConfig())(session, SPEC, scheduled_s=0.0)
+        rec = await request_func(ep, RequestSampling())(session, SPEC, scheduled_s=0.0)
     assert rec.error.category is ErrorCategory.CONNECT
 
 
@@ -116,17 +117,17 @@ async def test_json_body_on_stream_request():
 def test_payload_rules():
     ep = EndpointConfig("http://h:1/v1/", "m", api="chat", logprobs=2, extra_body={"ignore_eos": True})
     assert ep.base_url == "http://h:1" and ep.url == "http://h:1/v1/chat/completions"
-    b = build_payload(ep, SamplingConfig(max_tokens=5, seed=None), RequestSpec(0, prompt="x", seed=42, max_tokens=9))
+    b = build_payload(ep, RequestSampling(max_tokens=5, seed=None), RequestSpec(0, prompt="x", seed=42, max_tokens=9))
     assert b["seed"] == 42 and b["max_tokens"] == 9 and b["logprobs"] is True and b["top_logprobs"] == 2
     assert b["ignore_eos"] is True
-    forced = SamplingConfig(max_tokens=5, max_tokens_overrides_items=True)
+    forced = RequestSampling(max_tokens=5, max_tokens_overrides_items=True)
     assert build_payload(ep, forced, RequestSpec(0, prompt="x", max_tokens=9))["max_tokens"] == 5
     assert "key" not in repr(EndpointConfig("http://h", "m", api_key="sk-secret")).replace("api_key", "")
     assert "sk-secret" not in json.dumps(EndpointConfig("http://h", "m", api_key="sk-secret").to_manifest())
     with pytest.raises(UserError, match="--api chat"):
         build_payload(
             EndpointConfig("http://h", "m"),
-            SamplingConfig(),
+            RequestSampling(),
             RequestSpec(0, messages=({"role": "user", "content": "x"},)),
         )
     with pytest.raises(UserError, match="http://"):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from speculab.harness.analysis.metrics import request_metrics
-from speculab.harness.client.request import StreamState
+from speculab.harness.client.stream import StreamState
 from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
 
 SPEC = RequestSpec(index=0, prompt="p")

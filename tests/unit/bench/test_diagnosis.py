@@ -7,7 +7,24 @@ import math
 import numpy as np
 import pytest
 
+from speculab.harness.analysis.stats import LinearFit, fit_line, welch_diff
 from speculab.harness.diagnose import analysis as dg
+from speculab.harness.diagnose.causes import (
+    PHASE_BASELINE,
+    PHASE_COLD,
+    PHASE_IDLE,
+    PHASE_LOAD,
+    PHASE_PREFILL,
+    PHASE_PREFIX_CONTROL,
+    PHASE_PREFIX_SHARED,
+    PHASE_WARM,
+    Inputs,
+    ServerPhase,
+    Startup,
+    cold_start,
+    prefill,
+    prefix_caching,
+)
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 
 
@@ -54,7 +71,7 @@ def sweep(s_per_token: float, overhead_s: float, noise_s: float = 0.0, seed: int
 
 def test_fit_line_exact_data_recovers_line_with_tight_interval() -> None:
     x = [10, 20, 40, 80]
-    fit = dg.fit_line(x, [0.05 + 0.001 * v for v in x])
+    fit = fit_line(x, [0.05 + 0.001 * v for v in x])
     assert fit is not None
     assert fit.s_per_token == pytest.approx(0.001) and fit.overhead_s == pytest.approx(0.05)
     assert fit.tokens_per_s == pytest.approx(1000) and fit.r2 == pytest.approx(1.0)
@@ -67,26 +84,26 @@ def test_fit_line_interval_covers_truth_about_95_percent() -> None:
     covered = 0
     for _ in range(400):
         y = 0.03 + 2e-4 * x + rng.normal(0, 0.01, x.size)
-        fit = dg.fit_line(x, y)
+        fit = fit_line(x, y)
         assert fit is not None
         covered += fit.s_per_token_ci[0] <= 2e-4 <= fit.s_per_token_ci[1]
     assert 0.92 <= covered / 400 <= 0.98
 
 
 def test_fit_line_needs_three_points_and_varying_x() -> None:
-    assert dg.fit_line([1, 2], [1, 2]) is None
-    assert dg.fit_line([5, 5, 5], [1, 2, 3]) is None
+    assert fit_line([1, 2], [1, 2]) is None
+    assert fit_line([5, 5, 5], [1, 2, 3]) is None
 
 
 def test_rate_interval_is_inverted_and_open_when_slope_may_be_zero() -> None:
-    fit = dg.LinearFit(0.001, (0.0005, 0.002), 0.0, (0.0, 0.0), 1.0, 5, 0.0)
+    fit = LinearFit(0.001, (0.0005, 0.002), 0.0, (0.0, 0.0), 1.0, 5, 0.0)
     assert fit.tokens_per_s_ci == pytest.approx((500, 2000))
-    flat = dg.LinearFit(0.001, (-0.0005, 0.002), 0.0, (0.0, 0.0), 1.0, 5, 0.0)
+    flat = LinearFit(0.001, (-0.0005, 0.002), 0.0, (0.0, 0.0), 1.0, 5, 0.0)
     assert flat.tokens_per_s_ci[1] == math.inf
 
 
 def test_welch_diff_sign_and_interval() -> None:
-    d, lo, hi = dg.welch_diff([1.0, 1.1, 0.9], [0.5, 0.6, 0.4])
+    d, lo, hi = welch_diff([1.0, 1.1, 0.9], [0.5, 0.6, 0.4])
     assert d == pytest.approx(0.5) and lo < 0.5 < hi and lo > 0
 
 
@@ -99,75 +116,75 @@ def test_sweep_lengths_geometric_distinct_and_bounded() -> None:
 # --- the checks ---------------------------------------------------------------------------------------------------
 
 
-def inputs(**phases: list[RequestRecord]) -> dg.Inputs:
+def inputs(**phases: list[RequestRecord]) -> Inputs:
     key = {k: k.replace("_", "-") for k in phases}
-    return dg.Inputs(phases={key[k]: v for k, v in phases.items()})
+    return Inputs(phases={key[k]: v for k, v in phases.items()})
 
 
 def test_prefill_uses_server_counts_and_falls_back_to_approximate() -> None:
-    p = dg.prefill(dg.Inputs(phases={dg.PHASE_PREFILL: sweep(5e-4, 0.02, 0.002)}))
+    p = prefill(Inputs(phases={PHASE_PREFILL: sweep(5e-4, 0.02, 0.002)}))
     assert p.token_source == "usage" and p.fit is not None
     assert p.fit.s_per_token == pytest.approx(5e-4, rel=0.05)
     assert [r["prompt_tokens"] for r in p.by_length] == [16, 64, 256, 1024, 2048]
     no_usage = [rec(i, 0.02 + 1e-3 * n, prompt_tokens=None) for i, n in enumerate([10, 100, 1000])]
-    p2 = dg.prefill(dg.Inputs(phases={dg.PHASE_PREFILL: no_usage}), approx_tokens={0: 10, 1: 100, 2: 1000})
+    p2 = prefill(Inputs(phases={PHASE_PREFILL: no_usage}), approx_tokens={0: 10, 1: 100, 2: 1000})
     assert p2.token_source == "approximate" and p2.fit is not None and p2.fit.s_per_token == pytest.approx(1e-3)
 
 
 def test_cold_start_running_server_first_and_after_idle() -> None:
-    inp = dg.Inputs(
+    inp = Inputs(
         phases={
-            dg.PHASE_COLD: [rec(0, 0.55)],
-            dg.PHASE_WARM: [rec(1, 0.05), rec(2, 0.052), rec(3, 0.048)],
-            dg.PHASE_IDLE: [rec(4, 1.05)],
+            PHASE_COLD: [rec(0, 0.55)],
+            PHASE_WARM: [rec(1, 0.05), rec(2, 0.052), rec(3, 0.048)],
+            PHASE_IDLE: [rec(4, 1.05)],
         },
         idle_s=60,
     )
-    cs = dg.cold_start(inp)
+    cs = cold_start(inp)
     assert cs.detected and cs.mode == "running"
     assert cs.first_request_extra_s == pytest.approx(0.5) and cs.after_idle_extra_s == pytest.approx(1.0)
     assert cs.cold_start_s == pytest.approx(1.0)
 
 
 def test_cold_start_not_detected_within_noise() -> None:
-    inp = dg.Inputs(phases={dg.PHASE_COLD: [rec(0, 0.056)], dg.PHASE_WARM: [rec(1, 0.05), rec(2, 0.051)]})
-    assert not dg.cold_start(inp).detected
+    inp = Inputs(phases={PHASE_COLD: [rec(0, 0.056)], PHASE_WARM: [rec(1, 0.05), rec(2, 0.051)]})
+    assert not cold_start(inp).detected
 
 
 def test_cold_start_launch_mode_reports_process_to_first_token() -> None:
-    inp = dg.Inputs(phases={}, startup=dg.Startup(ready_s=12.0, first_token_s=13.5))
-    cs = dg.cold_start(inp)
+    inp = Inputs(phases={}, startup=Startup(ready_s=12.0, first_token_s=13.5))
+    cs = cold_start(inp)
     assert cs.mode == "launch" and cs.cold_start_s == 13.5 and cs.process_ready_s == 12.0
 
 
 def test_prefix_caching_on_off_and_undetermined() -> None:
-    fit = dg.LinearFit(1e-3, (0.9e-3, 1.1e-3), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
+    fit = LinearFit(1e-3, (0.9e-3, 1.1e-3), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
     base = dict(prefix_tokens=400, prefix_prompt_tokens=464)
-    on = dg.prefix_caching(
-        dg.Inputs(
+    on = prefix_caching(
+        Inputs(
             phases={
-                dg.PHASE_PREFIX_SHARED: [rec(i, 0.08 + 0.001 * i, prompt_tokens=464) for i in range(3)],
-                dg.PHASE_PREFIX_CONTROL: [rec(i, 0.47 + 0.001 * i, prompt_tokens=464) for i in range(3)],
+                PHASE_PREFIX_SHARED: [rec(i, 0.08 + 0.001 * i, prompt_tokens=464) for i in range(3)],
+                PHASE_PREFIX_CONTROL: [rec(i, 0.47 + 0.001 * i, prompt_tokens=464) for i in range(3)],
             },
             **base,
         ),
         fit,
     )
     assert on.enabled is True and on.saving_s == pytest.approx(0.39) and on.expected_saving_s == pytest.approx(0.4)
-    off = dg.prefix_caching(
-        dg.Inputs(
+    off = prefix_caching(
+        Inputs(
             phases={
-                dg.PHASE_PREFIX_SHARED: [rec(i, 0.47 + 0.002 * i, prompt_tokens=464) for i in range(3)],
-                dg.PHASE_PREFIX_CONTROL: [rec(i, 0.47 - 0.002 * i, prompt_tokens=464) for i in range(3)],
+                PHASE_PREFIX_SHARED: [rec(i, 0.47 + 0.002 * i, prompt_tokens=464) for i in range(3)],
+                PHASE_PREFIX_CONTROL: [rec(i, 0.47 - 0.002 * i, prompt_tokens=464) for i in range(3)],
             },
             **base,
         ),
         fit,
     )
     assert off.enabled is False
-    cheap = dg.LinearFit(1e-6, (0.0, 2e-6), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
-    und = dg.prefix_caching(
-        dg.Inputs(phases={dg.PHASE_PREFIX_SHARED: [rec(0, 0.01)], dg.PHASE_PREFIX_CONTROL: [rec(1, 0.01)]}, **base),
+    cheap = LinearFit(1e-6, (0.0, 2e-6), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
+    und = prefix_caching(
+        Inputs(phases={PHASE_PREFIX_SHARED: [rec(0, 0.01)], PHASE_PREFIX_CONTROL: [rec(1, 0.01)]}, **base),
         cheap,
     )
     assert und.enabled is None and "too little" in und.note
@@ -175,12 +192,12 @@ def test_prefix_caching_on_off_and_undetermined() -> None:
 
 def test_prefix_token_count_is_scaled_to_the_servers_count() -> None:
     # the server counts 10% fewer tokens than speculab's approximation: so does the prefix
-    fit = dg.LinearFit(1e-3, (0.9e-3, 1.1e-3), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
-    pc = dg.prefix_caching(
-        dg.Inputs(
+    fit = LinearFit(1e-3, (0.9e-3, 1.1e-3), 0.01, (0.0, 0.02), 1.0, 10, 0.001)
+    pc = prefix_caching(
+        Inputs(
             phases={
-                dg.PHASE_PREFIX_SHARED: [rec(i, 0.1, prompt_tokens=450) for i in range(2)],
-                dg.PHASE_PREFIX_CONTROL: [rec(i, 0.4, prompt_tokens=450) for i in range(2)],
+                PHASE_PREFIX_SHARED: [rec(i, 0.1, prompt_tokens=450) for i in range(2)],
+                PHASE_PREFIX_CONTROL: [rec(i, 0.4, prompt_tokens=450) for i in range(2)],
             },
             prefix_tokens=400,
             prefix_prompt_tokens=500,
@@ -204,19 +221,19 @@ def situation(
     server_queue: float | None = None,
 ) -> dg.Diagnosis:  # fmt: skip
     phases = {
-        dg.PHASE_COLD: [rec(0, cold_first)],
-        dg.PHASE_WARM: [rec(i, 0.05) for i in range(1, 4)],
-        dg.PHASE_PREFILL: sweep(s_per_token, 0.05, 0.0005),
-        dg.PHASE_BASELINE: workload(ttft_c1, tokens, gap_s),
+        PHASE_COLD: [rec(0, cold_first)],
+        PHASE_WARM: [rec(i, 0.05) for i in range(1, 4)],
+        PHASE_PREFILL: sweep(s_per_token, 0.05, 0.0005),
+        PHASE_BASELINE: workload(ttft_c1, tokens, gap_s),
     }
     conc = 1
     server = {}
     if ttft_load is not None:
-        phases[dg.PHASE_LOAD] = workload(ttft_load, tokens, gap_load or gap_s, n=8)
+        phases[PHASE_LOAD] = workload(ttft_load, tokens, gap_load or gap_s, n=8)
         conc = 4
         if server_queue is not None:
-            server[dg.PHASE_LOAD] = dg.ServerPhase(queue_mean_s=server_queue)
-    return dg.analyze(dg.Inputs(phases=phases, concurrency=conc, server=server))
+            server[PHASE_LOAD] = ServerPhase(queue_mean_s=server_queue)
+    return dg.analyze(Inputs(phases=phases, concurrency=conc, server=server))
 
 
 def causes(d: dg.Diagnosis) -> list[str]:
@@ -267,10 +284,10 @@ def test_interference_without_server_metrics_uses_the_prefill_bound() -> None:
 
 def test_failed_requests_are_warned_and_left_out() -> None:
     phases = {
-        dg.PHASE_PREFILL: [*sweep(5e-4, 0.02), rec(99, 0.0, error=True)],
-        dg.PHASE_BASELINE: workload(0.1, 20, 0.01),
+        PHASE_PREFILL: [*sweep(5e-4, 0.02), rec(99, 0.0, error=True)],
+        PHASE_BASELINE: workload(0.1, 20, 0.01),
     }
-    d = dg.analyze(dg.Inputs(phases=phases))
+    d = dg.analyze(Inputs(phases=phases))
     assert any("1 of 16 requests failed in phase prefill" in w for w in d.warnings)
     assert d.prefill.fit is not None and d.prefill.fit.n == 15
 
@@ -288,7 +305,7 @@ def test_to_dict_is_json_ready_and_has_the_issue_keys() -> None:
 
 
 def test_nothing_measured_is_not_a_crash() -> None:
-    d = dg.analyze(dg.Inputs(phases={}))
+    d = dg.analyze(Inputs(phases={}))
     assert d.findings == () and d.decode is None and d.prefill.fit is None and not d.queueing.measured
 
 

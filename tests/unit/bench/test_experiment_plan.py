@@ -145,7 +145,7 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     """`sampling.logprobs: N` reaches each arm's request body, so the report can classify near-ties."""
     import asyncio
 
-    from speculab.harness.client.request import build_payload
+    from speculab.harness.client.endpoint import build_payload
     from speculab.harness.experiment.lifecycle import Lifecycle
     from speculab.harness.experiment.progress import Silent
 

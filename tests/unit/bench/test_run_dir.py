@@ -3,16 +3,18 @@ import math
 
 import pytest
 
-from fakes.scripted_openai import FakeServer, Reply, free_port, serve
+from fakes.scripted_openai import FakeServer, Reply, serve
 from speculab.errors import EndpointError, UserError
 from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.client.endpoint import EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import EndpointConfig, make_session
+from speculab.harness.client.request import make_session
 from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.run_dir import RunDir, build_summary, redact_argv
 from speculab.harness.results.strict_json import json_safe
-from speculab.report.console import bench_renderable
+from speculab.harness.servers.process import free_port
+from speculab.report.console.bench import bench_renderable
 
 
 def test_redact_argv():

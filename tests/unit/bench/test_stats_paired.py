@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.stats import (
+from speculab.harness.analysis.paired import (
     MIN_PAIRS,
     Verdict,
     bootstrap_geomean_ratio,
     bootstrap_median_ratio,
     compare_paired,
-    describe,
     min_detectable_change,
     paired_ratios,
     wilcoxon_log_ratios,
 )
+from speculab.harness.analysis.stats import describe
 
 
 def _arms(rng: np.random.Generator, n: int, effect: float = 1.0, prompt_sd: float = 0.5, noise_sd: float = 0.15):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from speculab.harness.workload.builtin import list_builtin
 from speculab.harness.workload.checks import evaluate, parse_checks
-from speculab.harness.workload.load import list_builtin, load_workload
+from speculab.harness.workload.load import load_workload
 
 ROOT = Path(__file__).resolve().parents[3]
 SETS = [b.name for b in list_builtin() if b.kind != "mix"]

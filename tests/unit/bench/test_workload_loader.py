@@ -11,14 +11,9 @@ import pytest
 
 from speculab.errors import UserError
 from speculab.harness.workload.checks import evaluate
-from speculab.harness.workload.load import (
-    Workload,
-    approx_tokens,
-    load_workload,
-    parse_synthetic,
-    render_messages,
-    request_seed,
-)
+from speculab.harness.workload.items import Workload, approx_tokens, render_messages, request_seed
+from speculab.harness.workload.load import load_workload
+from speculab.harness.workload.synthetic import parse_synthetic
 
 
 def write_jsonl(path, objs) -> str:

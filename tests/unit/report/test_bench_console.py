@@ -4,7 +4,7 @@ from speculab.harness.analysis.metrics import StallConfig, aggregate
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
 from speculab.harness.results.run_dir import build_summary
 from speculab.harness.results.strict_json import json_safe
-from speculab.report.console import print_bench_summary
+from speculab.report.console.bench import print_bench_summary
 
 
 def test_bench_summary_renders_numbers_and_escapes_server_text():
@@ -51,4 +51,4 @@ def test_bench_summary_says_why_acceptance_is_missing_and_shows_the_drawn_schedu
     print_bench_summary(console, json_safe(s))
     out = console.export_text()
     assert "offered 2.50 req/s (schedule 2.00), achieved 2.00" in out
-    assert "speculation -  (vllm:spec_decode counters did not move" in out
+    assert "speculation –  (vllm:spec_decode counters did not move" in out  # formatting.MISSING

@@ -8,9 +8,10 @@ import io
 from rich.console import Console
 
 from speculab.harness.diagnose import analysis as dg
+from speculab.harness.diagnose.causes import PHASE_BASELINE, PHASE_COLD, PHASE_PREFILL, PHASE_WARM, Inputs
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
-from speculab.report.diagnosis_console import print_diagnosis
-from speculab.report.diagnosis_html import diagnosis_view, render_diagnosis_page
+from speculab.report.console.diagnosis import print_diagnosis
+from speculab.report.html.diagnosis import diagnosis_view, render_diagnosis_page
 
 
 def rec(i: int, ttft: float, n: int = 20, prompt: int = 100, error: str | None = None) -> RequestRecord:
@@ -23,12 +24,12 @@ def rec(i: int, ttft: float, n: int = 20, prompt: int = 100, error: str | None =
 
 def document() -> dict:
     phases = {
-        dg.PHASE_COLD: [rec(0, 2.0)],
-        dg.PHASE_WARM: [rec(1, 0.05), rec(2, 0.05)],
-        dg.PHASE_PREFILL: [rec(i, 0.02 + 1e-4 * n, 1, n) for i, n in enumerate([16, 64, 256, 1024])],
-        dg.PHASE_BASELINE: [rec(i, 0.05) for i in range(4)] + [rec(9, 0, error="<script>alert(1)</script>")],
+        PHASE_COLD: [rec(0, 2.0)],
+        PHASE_WARM: [rec(1, 0.05), rec(2, 0.05)],
+        PHASE_PREFILL: [rec(i, 0.02 + 1e-4 * n, 1, n) for i, n in enumerate([16, 64, 256, 1024])],
+        PHASE_BASELINE: [rec(i, 0.05) for i in range(4)] + [rec(9, 0, error="<script>alert(1)</script>")],
     }
-    doc = dg.analyze(dg.Inputs(phases=phases)).to_dict()
+    doc = dg.analyze(Inputs(phases=phases)).to_dict()
     doc["run"] = {"model": "m<b>", "base_url": "http://x", "started_at": "a", "finished_at": "b"}
     return doc
 
@@ -63,8 +64,9 @@ def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
     from tests.fakes.ab_inputs import make_inputs
 
     from speculab.harness.results.ab_inputs import LevelSpec
-    from speculab.report.html import render_html
-    from speculab.report.model import ReportOptions, build_report
+    from speculab.report.html.page import render_html
+    from speculab.report.model import build_report
+    from speculab.report.schema import ReportOptions
 
     inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))
     report = build_report(inputs, ReportOptions(n_resamples=200))

@@ -12,7 +12,9 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 from speculab.harness.analysis.stats import Distribution, Interval
 from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.harness.results.ab_inputs import LevelSpec, RepeatRun
-from speculab.report.model import Report, ReportOptions, achieved_concurrency, build_report, combine_acceptance
+from speculab.report.model import build_report
+from speculab.report.per_load import achieved_concurrency, combine_acceptance
+from speculab.report.schema import Report, ReportOptions
 
 FAST = ReportOptions(n_resamples=600)
 SPEEDUPS = {"c1": 1.8, "c4": 1.3, "c16": 0.9}
@@ -217,7 +219,7 @@ def test_speedup_per_category(faster_report: Report):
 
 
 def test_send_fraction_is_against_the_schedule_not_the_nominal_rate():
-    from speculab.report.model import send_fraction
+    from speculab.report.per_load import send_fraction
 
     def rec(i: int, sched: float, sent: float) -> RequestRecord:
         return RequestRecord(i, sched, sent, sent + 1, chunks=(ChunkEvent(sent + 1, "x", 1),))

@@ -13,9 +13,10 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.cli import main
 from speculab.harness.results.ab_dir import RUN_FILE, load_inputs, repeat_dir, save_inputs
-from speculab.report.console import ab_renderable
-from speculab.report.html import render_html
-from speculab.report.model import Report, ReportOptions, build_report
+from speculab.report.console.ab import ab_renderable
+from speculab.report.html.page import render_html
+from speculab.report.model import build_report
+from speculab.report.schema import Report, ReportOptions
 
 FAST = ReportOptions(n_resamples=400)
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -85,7 +86,7 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
 
 
 def test_console_bench_table_still_works():
-    from speculab.report.console import bench_table
+    from speculab.report.console.bench import bench_table
 
     summary = {"metrics": {"ttft_s": {"n": 3, "mean": 0.1, "p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1}}}
     console = Console(width=120, record=True, color_system=None)

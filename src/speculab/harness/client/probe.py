@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 
 from speculab.errors import EndpointError
-from speculab.harness.client.request import EndpointConfig
+from speculab.harness.client.endpoint import EndpointConfig
 
 
 @dataclass(frozen=True, slots=True)

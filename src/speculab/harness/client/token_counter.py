@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from speculab.errors import UserError
-from speculab.harness.client.request import TokenCounter
+from speculab.harness.client.endpoint import TokenCounter
 
 
 def load_token_counter(spec: str) -> TokenCounter:

@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from speculab.errors import UserError
-from speculab.harness.client.request import EndpointConfig, SamplingConfig, resolve_api_key
-from speculab.harness.diagnose.run import DiagnoseConfig
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, resolve_api_key
+from speculab.harness.diagnose.config import DiagnoseConfig
 from speculab.harness.measure.options import parse_extra_body
 from speculab.harness.results.run_dir import RunDir, redact_argv
 from speculab.harness.servers.adapters import adapter_for
@@ -103,7 +103,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         launch = _launch_from_cmd(f["launch_cmd"], ep.base_url, f["engine"], f["ready_timeout"])
     elif f["engine"] != "other":
         raise UserError("--engine only applies with --launch-cmd (it picks the readiness check)")
-    sampling = SamplingConfig(
+    sampling = RequestSampling(
         max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
         max_tokens_overrides_items=f["max_tokens"] is not None,
         temperature=f["temperature"] if f["temperature"] is not None else 0.0,

@@ -23,7 +23,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,78 +31,39 @@ import aiohttp
 import numpy as np
 
 from speculab.errors import EndpointError, UserError
+from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import Clock, EndpointConfig, SamplingConfig, make_session, request_func
+from speculab.harness.client.request import make_session, request_func
 from speculab.harness.diagnose import analysis as dg
+from speculab.harness.diagnose.causes import (
+    PHASE_BASELINE,
+    PHASE_COLD,
+    PHASE_IDLE,
+    PHASE_LOAD,
+    PHASE_PREFILL,
+    PHASE_PREFIX_CONTROL,
+    PHASE_PREFIX_PRIMER,
+    PHASE_PREFIX_SHARED,
+    PHASE_WARM,
+    Inputs,
+    ServerPhase,
+    Startup,
+)
+from speculab.harness.diagnose.config import DiagnoseConfig, DiagnoseResult
+from speculab.harness.diagnose.document import build_document, diagnose_options
+from speculab.harness.diagnose.server_metrics import merge_phases, server_phase
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.measure.run import check_items
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.run_dir import MANIFEST, RunDir, request_option_hints, utc_now, versions
-from speculab.harness.servers.process import ServerCommand, ServerProcess
+from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
-from speculab.harness.workload.load import approx_tokens, item_text, load_workload, request_seed
+from speculab.harness.workload.items import approx_tokens, item_text, request_seed
+from speculab.harness.workload.load import load_workload
 
 DIAGNOSIS_JSON = "diagnosis.json"
 PhaseCallback = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class DiagnoseConfig:
-    """What to measure and how hard. Token counts are approximate (speculab's own count) when generated."""
-
-    endpoint: EndpointConfig  # model "" means: the only model the server serves
-    output_dir: Path | None = None  # None: nothing written (library use)
-    workload: str = "builtin:mixed"  # the user's workload, for decode share and queueing
-    workload_default: bool = False  # the user named none: built-in prompts too long for the context are left out
-    workload_note: str | None = None  # set by the run: what was left out of the default workload, if anything
-    num_prompts: int = 16  # workload requests at concurrency 1 (and at least 2 x concurrency at load)
-    concurrency: int = 1  # the operating point; 1: queueing is not measured
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # for the workload phases
-    seed: int = 0  # the workload's per-request seeds
-    probe_seed: int | None = None  # synthetic probe text; None: fresh for every run (see module doc)
-    max_model_len: int | None = None  # None: from /v1/models (max_model_len), else an error before any load
-    max_prompt_tokens: int | None = None  # cap on the sweep's longest prompt (default: what the context allows)
-    sweep_points: int = 6
-    sweep_repeats: int = 3
-    min_prompt_tokens: int = 16
-    cold_probe_tokens: int = 32
-    warm_probes: int = 3
-    idle_s: float = 0.0  # > 0: one more probe after this long idle (scale-to-zero, evicted caches)
-    prefix_tokens: int | None = None  # None: half the longest sweep prompt
-    prefix_repeats: int = 3
-    launch: ServerCommand | None = None  # start (and stop) the server ourselves: times start-up and first token
-    scrape: bool = True
-    thresholds: dg.Thresholds = field(default_factory=dg.Thresholds)
-    command: tuple[str, ...] = ()  # argv, already redacted
-
-    def __post_init__(self) -> None:
-        def need(ok: bool, msg: str) -> None:
-            if not ok:
-                raise UserError(msg)
-
-        need(self.concurrency >= 1, f"--concurrency must be at least 1, got {self.concurrency}")
-        need(self.num_prompts >= 2, f"--num-prompts must be at least 2, got {self.num_prompts}")
-        need(self.sweep_points >= 3, f"--sweep-points must be at least 3 (a line needs them), got {self.sweep_points}")
-        need(self.sweep_repeats >= 1, f"--sweep-repeats must be at least 1, got {self.sweep_repeats}")
-        need(self.warm_probes >= 2, f"--warm-probes must be at least 2, got {self.warm_probes}")
-        need(self.idle_s >= 0, f"--idle must be >= 0 seconds, got {self.idle_s}")
-        need(self.prefix_repeats >= 2, f"--prefix-repeats must be at least 2, got {self.prefix_repeats}")
-        need(self.min_prompt_tokens >= 1, "--min-prompt-tokens must be >= 1")
-        for name in ("max_model_len", "max_prompt_tokens", "prefix_tokens"):
-            v = getattr(self, name)
-            need(v is None or v >= 2, f"--{name.replace('_', '-')} must be at least 2, got {v}")
-        need(self.probe_seed is None or self.probe_seed >= 0, "--probe-seed must be >= 0")
-        need(self.seed >= 0, f"--seed must be >= 0, got {self.seed}")
-
-
-@dataclass(frozen=True, slots=True)
-class DiagnoseResult:
-    diagnosis: dg.Diagnosis
-    document: dict[str, Any]  # diagnosis.json
-    run_dir: Path | None
-    interrupted: bool
-    records: tuple[RequestRecord, ...]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -140,51 +101,6 @@ def _context_length(cfg: DiagnoseConfig, info: ServerInfo, model: str) -> int:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Server metrics around a phase
-
-
-def _hist_mean(before: MetricsSnapshot, after: MetricsSnapshot, base: str) -> tuple[float | None, float | None]:
-    s1, c1 = after.total(base + "_sum"), after.total(base + "_count")
-    if s1 is None or c1 is None:
-        return None, None
-    ds, dc = s1 - (before.total(base + "_sum") or 0.0), c1 - (before.total(base + "_count") or 0.0)
-    return (ds / dc if dc > 0 else None), dc
-
-
-def _delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str) -> float | None:
-    a = after.total(name)
-    return None if a is None else a - (before.total(name) or 0.0)
-
-
-def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> dg.ServerPhase | None:
-    """The server's view of one phase from two scrapes: vLLM names first, then speculab's and SGLang's."""
-    if before is None or after is None:
-        return None
-    for prefix in ("vllm:", "speculab:", "sglang:"):
-        ttft, n = _hist_mean(before, after, prefix + "time_to_first_token_seconds")
-        prompt = _delta(before, after, prefix + "prompt_tokens_total")
-        if ttft is None and prompt is None:
-            continue
-        queue, _ = _hist_mean(before, after, prefix + "request_queue_time_seconds")
-        itl, _ = _hist_mean(before, after, prefix + "inter_token_latency_seconds")
-        prefill, _ = _hist_mean(before, after, prefix + "request_prefill_time_seconds")
-        if itl is None:
-            itl, _ = _hist_mean(before, after, prefix + "time_per_output_token_seconds")
-        return dg.ServerPhase(
-            ttft_mean_s=ttft,
-            ttft_count=n,
-            queue_mean_s=queue,
-            itl_mean_s=itl,
-            prefill_mean_s=prefill,
-            prompt_tokens=prompt,
-            prefix_cache_queries=_delta(before, after, prefix + "prefix_cache_queries_total"),
-            prefix_cache_hits=_delta(before, after, prefix + "prefix_cache_hits_total"),
-            source=prefix,
-        )
-    return None
-
-
-# --------------------------------------------------------------------------------------------------------------
 # The run
 
 
@@ -204,7 +120,7 @@ class _Session:
         self.cfg, self.ep, self.http, self.run_dir, self.stop = cfg, ep, http, run_dir, stop
         self.on_phase, self.clock = on_phase, clock
         self.phases: dict[str, list[RequestRecord]] = {}
-        self.server: dict[str, dg.ServerPhase] = {}
+        self.server: dict[str, ServerPhase] = {}
         self.records: list[RequestRecord] = []
         self.metrics_available = cfg.scrape
 
@@ -217,7 +133,7 @@ class _Session:
         return snap
 
     async def phase(
-        self, name: str, specs: Sequence[RequestSpec], *, concurrency: int = 1, sampling: SamplingConfig | None = None
+        self, name: str, specs: Sequence[RequestSpec], *, concurrency: int = 1, sampling: RequestSampling | None = None
     ) -> list[RequestRecord]:
         if self.stop.is_set() or not specs:
             return []
@@ -225,7 +141,7 @@ class _Session:
             self.on_phase(
                 f"{name}: {len(specs)} requests" + (f" at concurrency {concurrency}" if concurrency > 1 else "")
             )
-        sp = sampling or SamplingConfig(max_tokens=1, max_tokens_overrides_items=True, temperature=0.0)
+        sp = sampling or RequestSampling(max_tokens=1, max_tokens_overrides_items=True, temperature=0.0)
         request = request_func(self.ep, sp, clock=self.clock)
         out = self.phases.setdefault(name, [])
 
@@ -243,7 +159,7 @@ class _Session:
         sp_phase = server_phase(before, after)
         if sp_phase is not None:
             # several calls with the same name (interleaved prefix probes) add up
-            self.server[name] = _merge(self.server.get(name), sp_phase)
+            self.server[name] = merge_phases(self.server.get(name), sp_phase)
         return out
 
     async def idle(self, seconds: float) -> bool:
@@ -255,31 +171,6 @@ class _Session:
         return not self.stop.is_set()
 
 
-def _merge(a: dg.ServerPhase | None, b: dg.ServerPhase) -> dg.ServerPhase:
-    if a is None:
-        return b
-
-    def add(x: float | None, y: float | None) -> float | None:
-        return None if x is None and y is None else (x or 0.0) + (y or 0.0)
-
-    def wmean(x: float | None, nx: float | None, y: float | None, ny: float | None) -> float | None:
-        if x is None or y is None or not nx or not ny:
-            return x if y is None else y
-        return (x * nx + y * ny) / (nx + ny)
-
-    return dg.ServerPhase(
-        ttft_mean_s=wmean(a.ttft_mean_s, a.ttft_count, b.ttft_mean_s, b.ttft_count),
-        ttft_count=add(a.ttft_count, b.ttft_count),
-        queue_mean_s=wmean(a.queue_mean_s, a.ttft_count, b.queue_mean_s, b.ttft_count),
-        itl_mean_s=wmean(a.itl_mean_s, a.ttft_count, b.itl_mean_s, b.ttft_count),
-        prefill_mean_s=wmean(a.prefill_mean_s, a.ttft_count, b.prefill_mean_s, b.ttft_count),
-        prompt_tokens=add(a.prompt_tokens, b.prompt_tokens),
-        prefix_cache_queries=add(a.prefix_cache_queries, b.prefix_cache_queries),
-        prefix_cache_hits=add(a.prefix_cache_hits, b.prefix_cache_hits),
-        source=b.source,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Launched:
     """A server this diagnosis started: the process (stopped at the end) and its start and readiness times."""
@@ -289,18 +180,18 @@ class _Launched:
     ready_s: float  # process start -> health 200, seconds
 
 
-async def _cold_phases(s: _Session, cfg: DiagnoseConfig, seed: int, launched: _Launched | None) -> dg.Startup | None:
+async def _cold_phases(s: _Session, cfg: DiagnoseConfig, seed: int, launched: _Launched | None) -> Startup | None:
     api = cfg.endpoint.api
     probes = _synthetic(cfg.cold_probe_tokens, cfg.warm_probes + 2, seed, api)
-    first = await s.phase(dg.PHASE_COLD, probes[:1])
+    first = await s.phase(PHASE_COLD, probes[:1])
     startup = None
     if launched is not None:
         ok = first and first[0].ok and first[0].chunks
         t_first = first[0].chunks[0].t_s - launched.started_s if ok else None
-        startup = dg.Startup(ready_s=launched.ready_s, first_token_s=t_first)
-    await s.phase(dg.PHASE_WARM, probes[1 : 1 + cfg.warm_probes])
+        startup = Startup(ready_s=launched.ready_s, first_token_s=t_first)
+    await s.phase(PHASE_WARM, probes[1 : 1 + cfg.warm_probes])
     if cfg.idle_s > 0 and await s.idle(cfg.idle_s):
-        await s.phase(dg.PHASE_IDLE, probes[-1:])
+        await s.phase(PHASE_IDLE, probes[-1:])
     return startup
 
 
@@ -329,7 +220,7 @@ async def _prefill_phase(
         specs.extend((n, spec) for spec in _synthetic(_scaled(n, ratio), cfg.sweep_repeats, seed + 1000 + i, api))
     # shuffled (seeded): slow drift of the server, or a cache warming up, then spreads over all lengths alike
     random.Random(seed).shuffle(specs)
-    await s.phase(dg.PHASE_PREFILL, [sp for _, sp in specs])
+    await s.phase(PHASE_PREFILL, [sp for _, sp in specs])
     return {pos: n for pos, (n, _) in enumerate(specs)}
 
 
@@ -341,19 +232,19 @@ async def _prefix_phases(
     total, prefix = _scaled(total, ratio), _scaled(prefix, ratio)
     shared = _synthetic(total, k + 1, seed + 2000, api, prefix=prefix)
     control = _synthetic(total, k, seed + 3000, api)
-    await s.phase(dg.PHASE_PREFIX_PRIMER, shared[:1])
+    await s.phase(PHASE_PREFIX_PRIMER, shared[:1])
     for i in range(k):  # interleaved: drift hits both kinds alike
-        await s.phase(dg.PHASE_PREFIX_SHARED, shared[1 + i : 2 + i])
-        await s.phase(dg.PHASE_PREFIX_CONTROL, control[i : i + 1])
+        await s.phase(PHASE_PREFIX_SHARED, shared[1 + i : 2 + i])
+        await s.phase(PHASE_PREFIX_CONTROL, control[i : i + 1])
 
 
 async def _workload_phases(s: _Session, cfg: DiagnoseConfig, items: Sequence[RequestSpec]) -> None:
     sp = cfg.sampling
-    await s.phase(dg.PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
+    await s.phase(PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
     if cfg.concurrency > 1:
         n = max(cfg.num_prompts, 2 * cfg.concurrency)
         cycled = [dataclasses.replace(items[i % len(items)], index=i) for i in range(n)]
-        await s.phase(dg.PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp)
+        await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp)
 
 
 async def run_diagnosis(
@@ -480,7 +371,7 @@ async def _measure(
         "endpoint": ep.to_manifest(),
         "server": info.to_dict(),
         "launch": list(cfg.launch.command) if cfg.launch is not None else None,
-        "options": _options(cfg, context, lengths, probe_seed, prefix, prefix_total),
+        "options": diagnose_options(cfg, context, lengths, probe_seed, prefix, prefix_total),
         "started_at": started_at,
         "finished_at": None,
     }
@@ -495,7 +386,7 @@ async def _measure(
     await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed, ratio)
     await _workload_phases(s, cfg, items)
     interrupted = stop.is_set()
-    inp = dg.Inputs(
+    inp = Inputs(
         phases=s.phases,
         concurrency=cfg.concurrency,
         idle_s=cfg.idle_s or None,
@@ -530,67 +421,6 @@ def _stop_if_rejected(records: Sequence[RequestRecord]) -> None:
     fix = hints[0] if hints else "check --api, --model and --extra-body"
     reason = err.message[:200] if err.message.startswith("HTTP") else f"HTTP {err.status}: {err.message[:200]}"
     raise EndpointError(f"the server rejected the diagnosis's requests ({reason}); {fix}")
-
-
-def _options(
-    cfg: DiagnoseConfig, context: int, lengths: Sequence[int], probe_seed: int, prefix: int, prefix_total: int
-) -> dict[str, Any]:
-    return {
-        "workload": cfg.workload,
-        "workload_note": cfg.workload_note,
-        "num_prompts": cfg.num_prompts,
-        "concurrency": cfg.concurrency,
-        "sampling": dataclasses.asdict(cfg.sampling),
-        "seed": cfg.seed,
-        "probe_seed": probe_seed,
-        "max_model_len": context,
-        "sweep_lengths": list(lengths),
-        "sweep_repeats": cfg.sweep_repeats,
-        "cold_probe_tokens": cfg.cold_probe_tokens,
-        "warm_probes": cfg.warm_probes,
-        "idle_s": cfg.idle_s,
-        "prefix_tokens": prefix,
-        "prefix_prompt_tokens": prefix_total,
-        "prefix_repeats": cfg.prefix_repeats,
-        "thresholds": dataclasses.asdict(cfg.thresholds),
-    }
-
-
-def build_document(
-    d: dg.Diagnosis,
-    cfg: DiagnoseConfig,
-    ep: EndpointConfig,
-    context: int,
-    lengths: Sequence[int],
-    probe_seed: int,
-    prefix: int,
-    prefix_total: int,
-    interrupted: bool,
-) -> dict[str, Any]:
-    """diagnosis.json: schema, the headline numbers (issue 6's keys) first, then every check in full."""
-    fit = d.prefill.fit
-    body = d.to_dict()
-    headline = {
-        "prefill_s_per_token": fit.s_per_token if fit else None,
-        "prefill_tokens_per_s": fit.tokens_per_s if fit else None,
-        "prefill_overhead_s": fit.overhead_s if fit else None,
-        "cold_start_s": d.cold_start.cold_start_s,
-        "decode_share": d.decode.decode_share if d.decode else None,
-        "tpot_s": d.decode.tpot_s if d.decode else None,
-        "queueing_wait_s": d.queueing.wait_s,
-        "prefix_caching": d.prefix_caching.enabled,
-        "top_finding": d.findings[0].cause if d.findings else None,
-    }
-    doc = {
-        "schema": dg.SCHEMA,
-        "interrupted": interrupted,
-        "summary": headline,
-        **body,
-        "options": _options(cfg, context, lengths, probe_seed, prefix, prefix_total),
-    }
-    if cfg.workload_note:
-        doc["warnings"] = [*doc.get("warnings", []), cfg.workload_note]
-    return doc
 
 
 def diagnose_interruptible(cfg: DiagnoseConfig, *, on_phase: PhaseCallback | None = None) -> DiagnoseResult:

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from speculab.config import LoadLevel, SpeculationConfig
-from speculab.harness.client.request import SamplingConfig
+from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.experiment.plan import ArmPlan, RunPlan, candidate_name, derive_candidate, enforce_single_change
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for
@@ -110,7 +110,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         arms=tuple(arms),
         changes=tuple(changes),
         loads=loads,
-        sampling=SamplingConfig(max_tokens=cfg.max_tokens, temperature=0.0, seed=0),
+        sampling=RequestSampling(max_tokens=cfg.max_tokens, temperature=0.0, seed=0),
         warmup_requests=2,
         memory_interval_s=1.0,
         stop_grace_s=10.0,

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from speculab.errors import EndpointError
-from speculab.harness.client.request import make_session, normalize_base_url
+from speculab.harness.client.endpoint import normalize_base_url
+from speculab.harness.client.request import make_session
 from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.servers.scrape import scrape_metrics
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan
-from speculab.harness.results.ab_inputs import ColdStart
+from speculab.harness.results.ab_inputs import ColdStartTimes
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.servers.process import ServerProcess
 
@@ -62,7 +62,7 @@ async def run_launch_mode(life: Lifecycle) -> None:
                     return  # stopped while waiting
                 model, info, names = await life.probe(arm)
                 first = await first_token(life, arm, model, server)
-                cold = ColdStart(ready_s, first)
+                cold = ColdStartTimes(ready_s, first)
                 life.launches.append(
                     {"arm": arm.info.name, "repeat": repeat, "ready_s": ready_s, "first_token_s": first}
                 )

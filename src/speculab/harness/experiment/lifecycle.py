@@ -20,20 +20,16 @@ import aiohttp
 
 from speculab.config import LoadLevel
 from speculab.errors import EndpointError
+from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import (
-    Clock,
-    EndpointConfig,
-    RequestFunc,
-    request_func,
-)
+from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.experiment.progress import Reporter
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
-from speculab.harness.results.ab_inputs import ArmInfo, ColdStart, LevelSpec, RepeatRun, ReportInputs
+from speculab.harness.results.ab_inputs import ArmInfo, ColdStartTimes, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.results.requests_file import RequestsFile
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.servers.acceptance import (
@@ -131,7 +127,7 @@ class Lifecycle:
         )
         write_setup(self.out, inputs)
 
-    def note_server(self, arm: ArmPlan, info: ServerInfo, metric_names: set[str], cold: ColdStart | None) -> None:
+    def note_server(self, arm: ArmPlan, info: ServerInfo, metric_names: set[str], cold: ColdStartTimes | None) -> None:
         version = (
             info.version if isinstance(info.version, Mapping) else ({"raw": info.version} if info.version else None)
         )

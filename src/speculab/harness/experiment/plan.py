@@ -15,9 +15,7 @@ from typing import Any
 
 from speculab.config import Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.client.request import (
-    SamplingConfig,
-)
+from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
@@ -44,7 +42,7 @@ class RunPlan:
     arms: tuple[ArmPlan, ...]  # the baseline first
     changes: tuple[ChangeCheck, ...]
     loads: tuple[LoadLevel, ...]  # aligned with setup.levels
-    sampling: SamplingConfig
+    sampling: RequestSampling
     api: str = "completions"
     extra_body: Mapping[str, Any] = field(default_factory=dict)  # top_k, min_tokens: same for every arm
     logprobs: int | None = None  # top alternatives per token, requested from every arm (near-tie classification)
@@ -278,7 +276,7 @@ def plan_experiment(
         arms=(base, cand),
         changes=(change,),
         loads=loads,
-        sampling=SamplingConfig(
+        sampling=RequestSampling(
             max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed, ignore_eos=s.ignore_eos
         ),
         api=exp.workload.api,

@@ -12,10 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from speculab.harness.client.request import (
-    Clock,
-    make_session,
-)
+from speculab.harness.client.endpoint import Clock
+from speculab.harness.client.request import make_session
 from speculab.harness.experiment.launch_mode import run_launch_mode
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan

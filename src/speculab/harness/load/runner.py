@@ -24,7 +24,8 @@ import aiohttp
 import numpy as np
 
 from speculab.errors import UserError
-from speculab.harness.client.request import Clock, RequestFunc
+from speculab.harness.client.endpoint import Clock
+from speculab.harness.client.request import RequestFunc
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
 from speculab.harness.records import RequestRecord, RequestSpec
 

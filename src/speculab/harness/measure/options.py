@@ -12,7 +12,7 @@ from typing import Any
 from speculab.config import SloTargets
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import StallConfig
-from speculab.harness.client.request import EndpointConfig, SamplingConfig, TokenCounter, resolve_api_key
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, TokenCounter, resolve_api_key
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, check_items
@@ -88,7 +88,7 @@ def bench_config_from_flags(
         logprobs=f["logprobs"],
         extra_body=MappingProxyType(parse_extra_body(f["extra_body"])),
     )
-    sampling = SamplingConfig(
+    sampling = RequestSampling(
         max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
         max_tokens_overrides_items=f["max_tokens"] is not None,
         temperature=f["temperature"],

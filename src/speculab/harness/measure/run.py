@@ -20,15 +20,9 @@ import aiohttp
 from speculab.config import SloTargets
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import (
-    Clock,
-    EndpointConfig,
-    SamplingConfig,
-    TokenCounter,
-    make_session,
-    request_func,
-)
+from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, Progress, run_load
@@ -51,7 +45,7 @@ from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 @dataclass(frozen=True, slots=True)
 class BenchConfig:
     endpoint: EndpointConfig  # model "" means: the only model the server serves
-    sampling: SamplingConfig
+    sampling: RequestSampling
     load: LoadConfig
     output_dir: Path
     workload: dict[str, Any] = field(default_factory=dict)  # spec, name, source, n_items: for the manifest

@@ -13,17 +13,15 @@ import contextlib
 import gc
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speculab import __version__
+from speculab.harness.mock.requests import Job, RequestError, error_response, parse_job
 from speculab.harness.mock.script import (
     VOCAB,
     Fault,
@@ -36,246 +34,9 @@ from speculab.harness.mock.script import (
     token_logprobs,
 )
 from speculab.harness.mock.state import MockState
-from speculab.protocol.openai import error_body
-
-# --------------------------------------------------------------------------------------------------------------
-# Request bodies (pydantic at the edge). Unknown fields are accepted and ignored, as servers do.
-
-
-class _StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    include_usage: bool = False
-    continuous_usage_stats: bool = False
-
-
-class _Common(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    min_tokens: int = Field(0, ge=0)
-    ignore_eos: bool = False
-    stream: bool = False
-    stream_options: _StreamOptions | None = None
-    seed: int | None = None
-    n: int = Field(1, ge=1, le=1)
-
-
-class _CompletionBody(_Common):
-    prompt: str | list[str] | list[int] | list[list[int]]
-    logprobs: int | None = Field(None, ge=0, le=20)
-
-
-class _ChatBody(_Common):
-    messages: list[dict[str, Any]] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=20)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Errors: OpenAI-style JSON bodies with the right status
-
-
-def error_response(
-    status: int, message: str, type_: str, code: str | None = None, param: str | None = None, **headers: str
-) -> web.Response:
-    body = error_body(message, type=type_, param=param, code=code)
-    return web.json_response(body, status=status, headers=headers or None)
-
-
-class _RequestError(Exception):
-    """A bad request, turned into an OpenAI-style error response by the handler."""
-
-    def __init__(self, status: int, message: str, code: str, param: str | None = None):
-        super().__init__(message)
-        self.response = error_response(status, message, "invalid_request_error", code, param)
-
-
-def _one_line(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors()[:3]:
-        loc = ".".join(str(x) for x in e["loc"]) or "body"
-        parts.append(f"{loc}: {e['msg']}")
-    return "; ".join(parts)
-
+from speculab.harness.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# One generation: the parsed request and its schedule
-
-
-@dataclass(slots=True)
-class _Job:
-    chat: bool
-    rid: str
-    model: str
-    prompt_text: str
-    prompt_words: list[str]
-    prompt_tokens: int
-    n_tokens: int
-    finish_reason: str
-    seed: int | None
-    logprobs_top: int | None  # None: no logprobs; else alternatives per token (0 = chosen token only)
-    include_usage: bool
-    continuous_usage: bool
-    created: int = field(default_factory=lambda: int(time.time()))
-    cached_tokens: int = 0
-
-    def usage(self, completion_tokens: int) -> dict[str, Any]:
-        u: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": self.prompt_tokens + completion_tokens,
-        }
-        if self.cached_tokens:
-            u["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
-        return u
-
-
-def _parse_job(cfg: MockConfig, body: Any, chat: bool, rid: int) -> _Job:
-    if not isinstance(body, dict):
-        raise _RequestError(400, "the request body must be a JSON object", "invalid_body")
-    try:
-        req: _ChatBody | _CompletionBody = (
-            _ChatBody.model_validate(body) if chat else _CompletionBody.model_validate(body)
-        )
-    except ValidationError as e:
-        raise _RequestError(400, f"invalid request: {_one_line(e)}", "invalid_request") from None
-    model = req.model or cfg.models[0]
-    if model not in cfg.models:
-        served = ", ".join(cfg.models)
-        raise _RequestError(
-            404, f"The model `{model}` does not exist. Served models: {served}", "model_not_found", "model"
-        )
-    if isinstance(req, _ChatBody):
-        prompt_text = render_chat(req.messages)
-        words = prompt_text.split()
-        max_tokens = req.max_completion_tokens or req.max_tokens
-        top = (req.top_logprobs or 0) if req.logprobs else None
-    else:
-        prompt = req.prompt
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], list):  # batch of token-id prompts
-            if len(prompt) != 1:
-                raise _RequestError(400, "the mock serves one prompt per request", "batch_not_supported", "prompt")
-            prompt = prompt[0]
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
-            if len(prompt) != 1:
-                raise _RequestError(400, "the mock serves one prompt per request", "batch_not_supported", "prompt")
-            prompt = prompt[0]
-        if isinstance(prompt, list):  # token ids: one token each
-            words = [str(t) for t in prompt]
-            prompt_text = " ".join(words)
-        else:
-            prompt_text, words = prompt, prompt.split()
-        max_tokens, top = req.max_tokens, req.logprobs
-    n_prompt = len(words)
-    if n_prompt == 0:
-        raise _RequestError(400, "the prompt is empty", "empty_prompt", "messages" if chat else "prompt")
-    if n_prompt + (max_tokens or 1) > cfg.max_model_len:
-        raise _RequestError(
-            400,
-            f"This model's maximum context length is {cfg.max_model_len} tokens. However, you requested "
-            f"{n_prompt + (max_tokens or 0)} tokens ({n_prompt} in the prompt, {max_tokens or 0} in the completion).",
-            "context_length_exceeded",
-            "max_tokens" if max_tokens else "prompt",
-        )
-    n_tokens, reason = plan_output(cfg, n_prompt, max_tokens, req.min_tokens, req.ignore_eos)
-    opts = req.stream_options
-    include_usage = bool(opts and opts.include_usage)
-    return _Job(
-        chat=chat,
-        rid=f"{'chatcmpl' if chat else 'cmpl'}-mock-{rid}",
-        model=model,
-        prompt_text=prompt_text,
-        prompt_words=words,
-        prompt_tokens=n_prompt,
-        n_tokens=n_tokens,
-        finish_reason=reason,
-        seed=req.seed,
-        logprobs_top=top,
-        include_usage=include_usage,
-        # vLLM sends per-chunk usage only when include_usage is on too; the mock behaves the same.
-        continuous_usage=include_usage and bool(opts and opts.continuous_usage_stats),
-    )
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Wire format of chunks and bodies
-
-
-def _logprobs_block(job: _Job, lps: list[dict[str, Any]], text_offset: int) -> dict[str, Any]:
-    if job.chat:
-        return {
-            "content": [
-                {
-                    "token": e["token"],
-                    "logprob": e["logprob"],
-                    "bytes": list(e["token"].encode()),
-                    "top_logprobs": [
-                        {"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in e["top"].items()
-                    ],
-                }
-                for e in lps
-            ]
-        }
-    offsets, off = [], text_offset
-    for e in lps:
-        offsets.append(off)
-        off += len(e["token"])
-    return {
-        "tokens": [e["token"] for e in lps],
-        "token_logprobs": [e["logprob"] for e in lps],
-        "top_logprobs": [e["top"] for e in lps] if job.logprobs_top else None,
-        "text_offset": offsets,
-    }
-
-
-def _choice(job: _Job, text: str | None, finish: str | None, logprobs: dict[str, Any] | None) -> dict[str, Any]:
-    if job.chat:
-        delta: dict[str, Any] = {"role": "assistant", "content": ""} if text is None else {"content": text}
-        return {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
-    return {"index": 0, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
-
-
-def _chunk(job: _Job, choices: list[dict[str, Any]], usage: dict[str, Any] | None) -> bytes:
-    obj: dict[str, Any] = {
-        "id": job.rid,
-        "object": "chat.completion.chunk" if job.chat else "text_completion",
-        "created": job.created,
-        "model": job.model,
-        "choices": choices,
-    }
-    if job.include_usage:
-        obj["usage"] = usage  # OpenAI: null on every chunk but the usage chunk, unless continuous
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-
-def _full_body(job: _Job, text: str, lps: list[dict[str, Any]] | None) -> dict[str, Any]:
-    logprobs = _logprobs_block(job, lps, 0) if lps is not None else None
-    if job.chat:
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "logprobs": logprobs,
-            "finish_reason": job.finish_reason,
-        }
-    else:
-        choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": job.finish_reason}
-    return {
-        "id": job.rid,
-        "object": "chat.completion" if job.chat else "text_completion",
-        "created": job.created,
-        "model": job.model,
-        "choices": [choice],
-        "usage": job.usage(job.n_tokens),
-    }
-
-
-def _error_event(message: str) -> bytes:
-    err = {"error": {"message": message, "type": "server_error", "param": None, "code": "mock_fault"}}
-    return b"data: " + json.dumps(err).encode() + b"\n\n"
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -323,8 +84,8 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         return error_response(400, f"the request body is not valid JSON: {e}", "invalid_request_error", "invalid_json")
     try:
-        job = _parse_job(cfg, body, chat, state.next_id())
-    except _RequestError as e:
+        job = parse_job(cfg, body, chat, state.next_id())
+    except RequestError as e:
         return e.response
     fault, fault_pos = state.draw_fault()
     if fault is Fault.HTTP_5XX:
@@ -346,7 +107,7 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
         await resp.prepare(request)
         if job.chat:  # OpenAI sends the role delta at once, before any text: it must not count as the first token
             await resp.write(
-                _chunk(job, [_choice(job, None, None, None)], job.usage(0) if job.continuous_usage else None)
+                chunk_event(job, [choice(job, None, None, None)], job.usage(0) if job.continuous_usage else None)
             )
     try:
         async with state.admission(t_arrival) as t_admit:
@@ -366,7 +127,7 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
 async def _generate(
     state: MockState,
     request: web.Request,
-    job: _Job,
+    job: Job,
     resp: web.StreamResponse | None,
     deadline: float,
     t_arrival: float,
@@ -400,9 +161,9 @@ async def _generate(
         payload = b""
         if resp is not None:  # encoded before the deadline, so that at the deadline only the write is left
             text = "".join(tokens[done : done + n])
-            lp_block = _logprobs_block(job, lps[done : done + n], text_off) if lps is not None else None
+            lp_block = logprobs_block(job, lps[done : done + n], text_off) if lps is not None else None
             usage = job.usage(done + n) if job.continuous_usage else None
-            payload = _chunk(job, [_choice(job, text, job.finish_reason if last else None, lp_block)], usage)
+            payload = chunk_event(job, [choice(job, text, job.finish_reason if last else None, lp_block)], usage)
             text_off += len(text)
         await _sleep_until(deadline, cfg.spin_s)
         if i == 0:
@@ -414,7 +175,7 @@ async def _generate(
                 _drop(request)
                 return resp
             if fault is Fault.ERROR_EVENT:
-                await resp.write(_error_event("mock fault: generation failed mid-stream"))
+                await resp.write(error_event("mock fault: generation failed mid-stream"))
                 await resp.write(b"data: [DONE]\n\n")
                 return resp
             if fault is Fault.MALFORMED:
@@ -430,9 +191,9 @@ async def _generate(
     m.e2e.observe(loop.time() - t_arrival)
     m.success(job.finish_reason)
     if resp is None:
-        return web.json_response(_full_body(job, "".join(tokens), lps))
+        return web.json_response(full_body(job, "".join(tokens), lps))
     if job.include_usage:
-        await resp.write(_chunk(job, [], job.usage(done)))
+        await resp.write(chunk_event(job, [], job.usage(done)))
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp

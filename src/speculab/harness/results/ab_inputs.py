@@ -66,7 +66,7 @@ class LevelSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ColdStart:
+class ColdStartTimes:
     """Launch-mode timings from process start, seconds; None where not measured."""
 
     ready_s: float | None = None  # process start -> health endpoint answered
@@ -86,7 +86,7 @@ class ArmInfo:
     num_speculative_tokens: int | None = None  # k; None for the baseline
     usd_per_hour: float | None = None
     gpus: int = 1
-    cold_start: ColdStart | None = None
+    cold_start: ColdStartTimes | None = None
     # What the server says about itself (/version, /v1/models, detected engine): recorded in two-URL mode,
     # where the single change cannot be verified from commands.
     server_info: Mapping[str, Any] = field(default_factory=dict)
@@ -114,7 +114,7 @@ class ArmInfo:
             num_speculative_tokens=d.get("num_speculative_tokens"),
             usd_per_hour=d.get("usd_per_hour"),
             gpus=int(d.get("gpus", 1)),
-            cold_start=ColdStart(**cs) if cs else None,
+            cold_start=ColdStartTimes(**cs) if cs else None,
             server_info=dict(d.get("server_info") or {}),
         )
 

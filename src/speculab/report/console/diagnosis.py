@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from speculab.report.diagnosis_html import fmt_pct, fmt_s, headline_rows
+from speculab.report.formatting import pct, seconds
+from speculab.report.html.diagnosis import headline_rows
 
 
 def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None) -> None:
@@ -21,21 +22,21 @@ def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None)
         top = findings[0]
         console.print(
             f"[bold]Diagnosis: {escape(top['title'])} explains the most latency "
-            f"({fmt_s(top['explained_s'])}, {fmt_pct(top['share'])} of an affected request).[/]"
+            f"({seconds(top['explained_s'])}, {pct(top['share'])} of an affected request).[/]"
         )
     else:
         console.print("[bold]Diagnosis: no cause explains a noticeable share of latency.[/]")
     for f in findings:
         console.print(
-            f"\n[bold]{f['rank']}. {escape(f['title'])}[/]: {fmt_s(f['explained_s'])} "
-            f"({fmt_pct(f['share'])}; affects {escape(f['affects'])})",
+            f"\n[bold]{f['rank']}. {escape(f['title'])}[/]: {seconds(f['explained_s'])} "
+            f"({pct(f['share'])}; affects {escape(f['affects'])})",
             highlight=False,
         )
         console.print(f"   evidence: {escape(f['evidence'])}", highlight=False)
         console.print(f"   [green]next:[/] {escape(f['next_step'])}", highlight=False)
     checked = doc.get("checked", [])
     if checked:
-        below = ", ".join(f"{escape(c['title'])} {fmt_s(c['explained_s'])}" for c in checked)
+        below = ", ".join(f"{escape(c['title'])} {seconds(c['explained_s'])}" for c in checked)
         console.print(f"\n[dim]checked, below the thresholds: {below}[/]", highlight=False)
     if doc.get("disaggregation"):
         console.print(f"\n[bold]prefill/decode interference:[/] {escape(doc['disaggregation'])}", highlight=False)

@@ -15,75 +15,26 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from speculab.report import plots
-from speculab.report.model import (
-    METRIC_LABELS,
-    ArmLevel,
-    LevelReport,
-    Report,
-    fmt_bytes,
-    fmt_range,
-    fmt_x,
-    ratio_phrase,
+from speculab.report.formatting import (
+    MISSING,
+    gb,
+    interval,
+    is_number,
+    money_interval,
+    ms,
+    num,
+    pvalue,
+    signed_bytes,
+    speedup,
+    speedup_range,
+    usd,
 )
+from speculab.report.html import plots
+from speculab.report.schema import METRIC_LABELS, ArmLevel, LevelReport, Report
+from speculab.report.verdict import ratio_phrase
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
-
-
-# --- formatting: the only place numbers become text -------------------------------------------------------------
-
-
-def _ok(v: Any) -> bool:
-    return v is not None and not (isinstance(v, float) and not math.isfinite(v))
-
-
-def ms(v: float | None, digits: int = 1) -> str:
-    return f"{v * 1e3:,.{digits}f} ms" if _ok(v) else "–"
-
-
-def num(v: float | None, fmt: str = ",.2f", unit: str = "") -> str:
-    return (format(v, fmt) + (f" {unit}" if unit else "")) if _ok(v) else "–"
-
-
-def gb(v: float | None) -> str:
-    return f"{v / 1e9:,.2f} GB" if _ok(v) else "–"
-
-
-def usd(v: float | None, digits: int = 2) -> str:
-    return f"${v:,.{digits}f}" if _ok(v) else "–"
-
-
-def interval(iv: Any, fmt: str = ",.1f", unit: str = "", floor: float | None = None) -> str:
-    """'123.4 [118.0–129.1] tok/s', or the estimate alone with '(no interval)'. `floor`: a rate cannot go below 0,
-    so a t-interval from 2-3 repeats that reaches below it is shown clipped ('≤' marks the clip)."""
-    if iv is None or not _ok(iv.estimate):
-        return "–"
-    u = f" {unit}" if unit else ""
-    if _ok(iv.low) and _ok(iv.high):
-        low = format(iv.low, fmt)
-        if floor is not None and iv.low < floor:
-            low = "≤" + format(floor, fmt)
-        return f"{format(iv.estimate, fmt)} [{low}–{format(iv.high, fmt)}]{u}"
-    return f"{format(iv.estimate, fmt)}{u} (no interval: n = {iv.n})"
-
-
-def money_interval(iv: Any) -> str:
-    """'$7.91 [$7.82–$8.00]' with as many decimals as small prices need."""
-    if iv is None or not _ok(iv.estimate):
-        return "–"
-    d = 2 if iv.estimate >= 0.1 else 4
-    if _ok(iv.low) and (_ok(iv.high) or iv.high == math.inf):
-        # an unbounded upper end: the throughput interval reached 0 tok/s (too few or too noisy repeats)
-        high = usd(iv.high, d) if _ok(iv.high) else "∞"
-        return f"{usd(iv.estimate, d)} [{usd(iv.low, d)}–{high}]"
-    return f"{usd(iv.estimate, d)} (no interval: n = {iv.n})"
-
-
-def pvalue(p: float | None) -> str:
-    if not _ok(p):
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 # --- the view -----------------------------------------------------------------------------------------------
@@ -120,8 +71,8 @@ def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "tok_s": interval(a.output_tok_s, floor=0.0),
                 "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
                 "cost": money_interval(a.usd_per_mtok),
-                "slo": f"{a.slo_attainment:.0%}" if _ok(a.slo_attainment) else "–",
-                "load": load + (f" ({a.load_fraction:.0%})" if _ok(a.load_fraction) else ""),
+                "slo": f"{a.slo_attainment:.0%}" if is_number(a.slo_attainment) else "–",
+                "load": load + (f" ({a.load_fraction:.0%})" if is_number(a.load_fraction) else ""),
                 "errors": f"{a.error} of {a.sent}"
                 + (f" ({', '.join(f'{k} {v}' for k, v in a.errors_by_category.items())})" if a.error else ""),
                 "stalls": str(a.stalled_requests),
@@ -161,15 +112,15 @@ def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
     for comp in lv.comparisons:
         metrics = []
         for m in comp.metrics:
-            mdc = f"±{m.min_detectable_change:.1%}" if _ok(m.min_detectable_change) else "–"
+            mdc = f"±{m.min_detectable_change:.1%}" if is_number(m.min_detectable_change) else "–"
             metrics.append(
                 {
                     "metric": METRIC_LABELS.get(m.metric, m.metric),
-                    "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
-                    "median": f"{fmt_x(1 / m.median_ratio.estimate) if _ok(m.median_ratio.estimate) else '–'}",
+                    "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
+                    "median": speedup(1 / m.median_ratio.estimate) if is_number(m.median_ratio.estimate) else MISSING,
                     # the geometric mean, for reading (the verdict follows the Hodges-Lehmann speedup beside it)
-                    "geomean": f"{fmt_x(1 / m.ratio.estimate)} {fmt_range(1 / m.ratio.high, 1 / m.ratio.low)}"
-                    if _ok(m.ratio.estimate) and m.ratio.estimate > 0
+                    "geomean": f"{speedup(1 / m.ratio.estimate)} {speedup_range(1 / m.ratio.high, 1 / m.ratio.low)}"
+                    if is_number(m.ratio.estimate) and m.ratio.estimate > 0
                     else "–",
                     "p": pvalue(m.wilcoxon_p),
                     "verdict": m.verdict,
@@ -182,7 +133,7 @@ def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
         cats = [
             {
                 "category": m.metric,
-                "speedup": f"{fmt_x(m.speedup)} {fmt_range(m.speedup_low, m.speedup_high)}",
+                "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
                 "verdict": m.verdict,
                 "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
                 "pairs": str(m.n_pairs),
@@ -200,7 +151,7 @@ def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "metrics": metrics,
                 "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
                 "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
-                "memory": f"{fmt_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
+                "memory": f"{signed_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
                 if comp.memory_delta_bytes is not None
                 else "–",
             }
@@ -321,7 +272,7 @@ def _correctness(report: Report) -> list[dict[str, Any]]:
                 "temperature": f"{k.temperature:g}",
                 "reference": k.reference,
                 "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",
-                "self": f"{k.baseline_self_identical_rate:.1%}" if _ok(k.baseline_self_identical_rate) else "–",
+                "self": f"{k.baseline_self_identical_rate:.1%}" if is_number(k.baseline_self_identical_rate) else "–",
                 "counts": f"{k.n_divergent} divergent: {k.n_confident} confident, {k.n_near_tie} near-tie, "
                 f"{k.n_unclassified} unclassified",
                 "temp0": k.temperature == 0,
@@ -330,7 +281,7 @@ def _correctness(report: Report) -> list[dict[str, Any]]:
                         "where": f"item {d.index}" + (f" ({d.prompt_id})" if d.prompt_id else ""),
                         "position": f"{d.unit} {d.position}",
                         "kind": d.kind,
-                        "gap": f"{d.logprob_gap:.3f} nats" if _ok(d.logprob_gap) else "–",
+                        "gap": f"{d.logprob_gap:.3f} nats" if is_number(d.logprob_gap) else "–",
                         "tokens": f"{d.baseline_token!r} → {d.candidate_token!r}",
                         "context": d.context,
                         "baseline": d.baseline_text,
@@ -365,13 +316,13 @@ def _what_if(report: Report) -> list[dict[str, Any]]:
                     + ", ".join(f"{p:.2f}" for p in w.per_position)
                     + f"; fitted i.i.d. α = {w.alpha:.3f}",
                     "cost": f"c = {w.step_cost:.3f} target steps per drafted token ({w.step_cost_source})",
-                    "observed": f"observed {fmt_x(w.observed_speedup or math.nan)} at k = {w.observed_k}",
+                    "observed": f"observed {speedup(w.observed_speedup or math.nan)} at k = {w.observed_k}",
                     "recommended": str(w.recommended_k) if w.recommended_k else "none (no k is predicted to pay)",
                     "rows": [
                         {
                             "k": str(r.k),
                             "tokens": f"{r.expected_tokens:.2f}",
-                            "speedup": fmt_x(r.speedup),
+                            "speedup": speedup(r.speedup),
                             "model": r.model,
                             "best": r.k == w.recommended_k,
                         }
@@ -571,7 +522,7 @@ def _diagnosis_view(d: Any) -> dict[str, Any]:
 
 _ENV = jinja2.Environment(
     loader=jinja2.FunctionLoader(
-        lambda name: resources.files("speculab.report").joinpath("templates", name).read_text()
+        lambda name: resources.files("speculab.report.html").joinpath("templates", name).read_text()
     ),
     autoescape=True,  # model output is untrusted text; only our own SVG is Markup
     undefined=jinja2.StrictUndefined,

@@ -6,34 +6,12 @@ Every string is escaped (jinja2 autoescape): server error messages end up in war
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-
-def fmt_s(x: Any) -> str:
-    """Seconds for a reader: ms below one second."""
-    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
-        return "–"
-    return f"{x * 1e3:.1f} ms" if abs(x) < 1 else f"{x:.2f} s"
-
-
-def fmt_pct(x: Any) -> str:
-    return f"{x:.0%}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
-
-
-def _ci(pair: Any, fmt: Any) -> str:
-    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-        return ""
-    return f" [{fmt(pair[0])} – {fmt(pair[1])}]"
-
-
-def _rate(x: Any) -> str:
-    if not isinstance(x, (int, float)) or not math.isfinite(x):
-        return "–" if not (isinstance(x, float) and math.isinf(x)) else "∞"
-    return f"{x:,.0f} tok/s"
+from speculab.report.formatting import ci_suffix, ms_per_token, pct, seconds, tok_rate
 
 
 def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -46,8 +24,8 @@ def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("queueing", _queue_text(q)),
         (
             "decode share",
-            f"{fmt_pct(dec.get('decode_share'))} of E2E ({fmt_s(dec.get('decode_s'))} of {fmt_s(dec.get('e2e_s'))}) at "
-            f"concurrency {dec.get('at_concurrency')}; TPOT {fmt_s(dec.get('tpot_s'))}"
+            f"{pct(dec.get('decode_share'))} of E2E ({seconds(dec.get('decode_s'))} of {seconds(dec.get('e2e_s'))}) at "
+            f"concurrency {dec.get('at_concurrency')}; TPOT {seconds(dec.get('tpot_s'))}"
             if dec
             else "not measured",
         ),
@@ -57,18 +35,14 @@ def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _ms_per_token(x: Any) -> str:
-    return f"{x * 1e3:.4f}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
-
-
 def _prefill_text(pre: dict[str, Any]) -> str:
     if not pre or pre.get("s_per_token") is None:
         return "not measured"
     r2 = pre.get("r2")
     return (
-        f"{_rate(pre.get('tokens_per_s'))}{_ci(pre.get('tokens_per_s_ci'), _rate)}; "
-        f"{_ms_per_token(pre['s_per_token'])}{_ci(pre.get('s_per_token_ci'), _ms_per_token)} ms per prompt token; "
-        f"fixed overhead {fmt_s(pre.get('overhead_s'))}{_ci(pre.get('overhead_s_ci'), fmt_s)}"
+        f"{tok_rate(pre.get('tokens_per_s'))}{ci_suffix(pre.get('tokens_per_s_ci'), tok_rate)}; "
+        f"{ms_per_token(pre['s_per_token'])}{ci_suffix(pre.get('s_per_token_ci'), ms_per_token)} ms per prompt token; "
+        f"fixed overhead {seconds(pre.get('overhead_s'))}{ci_suffix(pre.get('overhead_s_ci'), seconds)}"
         + (f"; R² {r2:.3f}" if isinstance(r2, (int, float)) else "")
     )
 
@@ -78,13 +52,13 @@ def _cold_text(cs: dict[str, Any]) -> str:
         return "not measured"
     if cs.get("mode") == "launch":
         return (
-            f"process start → ready {fmt_s(cs.get('process_ready_s'))} → first token "
-            f"{fmt_s(cs.get('process_first_token_s'))}"
-            f"; first request {fmt_s(cs.get('first_request_ttft_s'))} vs warm {fmt_s(cs.get('warm_ttft_s'))}"
+            f"process start → ready {seconds(cs.get('process_ready_s'))} → first token "
+            f"{seconds(cs.get('process_first_token_s'))}"
+            f"; first request {seconds(cs.get('first_request_ttft_s'))} vs warm {seconds(cs.get('warm_ttft_s'))}"
         )
-    text = f"first request {fmt_s(cs.get('first_request_ttft_s'))} vs warm {fmt_s(cs.get('warm_ttft_s'))}"
+    text = f"first request {seconds(cs.get('first_request_ttft_s'))} vs warm {seconds(cs.get('warm_ttft_s'))}"
     if cs.get("idle_s"):
-        text += f"; after {cs['idle_s']:g} s idle {fmt_s(cs.get('after_idle_ttft_s'))}"
+        text += f"; after {cs['idle_s']:g} s idle {seconds(cs.get('after_idle_ttft_s'))}"
     return text + ("" if cs.get("detected") else " (no cold start detected)")
 
 
@@ -93,9 +67,9 @@ def _prefix_text(pc: dict[str, Any]) -> str:
         return "not measured"
     state = {True: "on", False: "off", None: "undetermined"}[pc.get("enabled")]
     return (
-        f"{state}: {pc.get('prefix_tokens')}-token shared prefix {fmt_s(pc.get('shared_ttft_s'))} vs fresh "
-        f"{fmt_s(pc.get('control_ttft_s'))} (saves {fmt_s(pc.get('saving_s'))}; a full hit would save "
-        f"{fmt_s(pc.get('expected_saving_s'))})"
+        f"{state}: {pc.get('prefix_tokens')}-token shared prefix {seconds(pc.get('shared_ttft_s'))} vs fresh "
+        f"{seconds(pc.get('control_ttft_s'))} (saves {seconds(pc.get('saving_s'))}; a full hit would save "
+        f"{seconds(pc.get('expected_saving_s'))})"
     )
 
 
@@ -103,20 +77,21 @@ def _queue_text(q: dict[str, Any]) -> str:
     if not q or not q.get("measured"):
         return (q or {}).get("note") or "not measured"
     text = (
-        f"TTFT {fmt_s(q.get('ttft_c1_s'))} at concurrency 1 → {fmt_s(q.get('ttft_load_s'))} at {q.get('concurrency')}: "
-        f"+{fmt_s(q.get('wait_s'))}{_ci(q.get('wait_s_ci'), fmt_s)}"
+        f"TTFT {seconds(q.get('ttft_c1_s'))} at concurrency 1 → {seconds(q.get('ttft_load_s'))} "
+        f"at {q.get('concurrency')}: "
+        f"+{seconds(q.get('wait_s'))}{ci_suffix(q.get('wait_s_ci'), seconds)}"
     )
     if q.get("server_queue_s") is not None:
-        text += f"; server queue {fmt_s(q['server_queue_s'])}"
+        text += f"; server queue {seconds(q['server_queue_s'])}"
     if q.get("client_queue_s"):
-        text += f"; client wait {fmt_s(q['client_queue_s'])}"
-    return text + f"; TPOT {fmt_s(q.get('tpot_c1_s'))} → {fmt_s(q.get('tpot_load_s'))}"
+        text += f"; client wait {seconds(q['client_queue_s'])}"
+    return text + f"; TPOT {seconds(q.get('tpot_c1_s'))} → {seconds(q.get('tpot_load_s'))}"
 
 
 def _finding_card(f: dict[str, Any]) -> dict[str, str]:
     return {
         "finding": f"#{f.get('rank')} {f.get('title')}",
-        "explains": f"{fmt_s(f.get('explained_s'))} ({fmt_pct(f.get('share'))} of the affected request's latency)",
+        "explains": f"{seconds(f.get('explained_s'))} ({pct(f.get('share'))} of the affected request's latency)",
         "affects": str(f.get("affects", "")),
         "evidence": str(f.get("evidence", "")),
         "next step": str(f.get("next_step", "")),
@@ -178,20 +153,20 @@ def render_diagnosis_page(doc: dict[str, Any]) -> str:
         {
             "rank": f.get("rank"),
             "title": f.get("title"),
-            "explains": f"{fmt_s(f.get('explained_s'))} ({fmt_pct(f.get('share'))} of the affected request's latency)",
+            "explains": f"{seconds(f.get('explained_s'))} ({pct(f.get('share'))} of the affected request's latency)",
             "affects": f.get("affects", ""),
             "evidence": f.get("evidence", ""),
             "next_step": f.get("next_step", ""),
         }
         for f in doc.get("findings", [])
     ]
-    checked = "; ".join(f"{f.get('title')} ({fmt_s(f.get('explained_s'))})" for f in doc.get("checked", []))
+    checked = "; ".join(f"{f.get('title')} ({seconds(f.get('explained_s'))})" for f in doc.get("checked", []))
     by_length = [
         {
             "tokens": r.get("prompt_tokens"),
             "n": r.get("n"),
-            "mean": fmt_s(r.get("ttft_mean_s")),
-            "range": f"{fmt_s(r.get('ttft_min_s'))} – {fmt_s(r.get('ttft_max_s'))}",
+            "mean": seconds(r.get("ttft_mean_s")),
+            "range": f"{seconds(r.get('ttft_min_s'))} – {seconds(r.get('ttft_max_s'))}",
         }
         for r in (doc.get("prefill") or {}).get("by_length", [])
     ]

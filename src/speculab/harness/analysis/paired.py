@@ -1,0 +1,301 @@
+"""Paired A/B comparisons: per-prompt ratios candidate/baseline and the verdict for one metric at one load.
+
+Every A/B number speculab reports is a ratio candidate/baseline of one metric for the same prompt (same index,
+same seed, same limits), so prompt-to-prompt variation (long prompts are slow in both arms) cancels. We work in
+log space: log ratios are symmetric (0.5x and 2x are equally far from 1), their mean is the log of the
+geometric-mean ratio, and under "no difference" with exchangeable arms they are symmetric around 0, which is
+exactly the assumption of the Wilcoxon signed-rank test. See docs/statistics.md.
+--------------------------------------------------------------------------------------------------------------
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from speculab.harness.analysis.signed_rank import EXACT_SIGNED_RANK_MAX_N, hodges_lehmann_batch, signed_rank_p
+from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval
+
+N_RESAMPLES = 2000
+MIN_PAIRS = 6  # below this a two-sided signed-rank test cannot reach p < 0.05 at all; we give no verdict
+
+
+class Verdict(str, Enum):
+    """Direction of a paired comparison; for time metrics "faster" means the candidate's values are lower."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    NO_DIFFERENCE = "no detectable difference"
+    INSUFFICIENT = "not enough paired data"
+
+
+@dataclass(frozen=True, slots=True)
+class PairedRatios:
+    """Per-prompt ratios candidate/baseline over indices present, finite and > 0 in both arms."""
+
+    indices: tuple[int, ...]
+    ratios: tuple[float, ...]
+    n_dropped: int  # indices present in either arm but unusable (missing in one, NaN, inf, <= 0)
+
+    @property
+    def n(self) -> int:
+        return len(self.ratios)
+
+    def log_ratios(self) -> np.ndarray:
+        return np.log(np.asarray(self.ratios, dtype=float))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"indices": list(self.indices), "ratios": list(self.ratios), "n_dropped": self.n_dropped}
+
+
+def paired_ratios(candidate: Mapping[int, float], baseline: Mapping[int, float]) -> PairedRatios:
+    """candidate[i] / baseline[i] for every index i usable in both (finite and > 0), sorted by index."""
+    keys = set(candidate) | set(baseline)
+    indices: list[int] = []
+    ratios: list[float] = []
+    for i in sorted(keys):
+        if i not in candidate or i not in baseline:
+            continue
+        c, b = float(candidate[i]), float(baseline[i])
+        # Ratios of zero, negative or missing values have no meaning on a log scale (a TPOT of 0 is a one-token
+        # answer, not an infinitely fast one); they are counted, not silently used.
+        if math.isfinite(c) and math.isfinite(b) and c > 0 and b > 0:
+            indices.append(i)
+            ratios.append(c / b)
+    return PairedRatios(tuple(indices), tuple(ratios), len(keys) - len(indices))
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapResult:
+    """An interval and the bootstrap replicates it came from (kept for the crossover interval)."""
+
+    interval: Interval
+    replicates: np.ndarray  # shape [n_resamples]; same scale as interval.estimate
+
+
+def _resample_stat(x: np.ndarray, stat: str, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
+    """`stat` ("mean" or "median") of n_resamples resamples of x with replacement; chunked to bound memory."""
+    n = x.size
+    out = np.empty(n_resamples)
+    rows = max(1, 4_000_000 // max(n, 1))  # at most ~32 MB of int64 indices per chunk
+    for start in range(0, n_resamples, rows):
+        stop = min(n_resamples, start + rows)
+        sample = x[rng.integers(0, n, size=(stop - start, n))]  # [rows, n]
+        out[start:stop] = sample.mean(axis=1) if stat == "mean" else np.median(sample, axis=1)
+    return out
+
+
+def _bca_bounds(x: np.ndarray, theta: float, reps: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Bias-corrected and accelerated percentile bounds for the mean of x (Efron 1987; jackknife acceleration)."""
+    n = x.size
+    less = np.count_nonzero(reps < theta) + 0.5 * np.count_nonzero(reps == theta)
+    p0 = min(max(less / reps.size, 1.0 / reps.size), 1 - 1.0 / reps.size)
+    z0 = float(special.ndtri(p0))
+    jack = (x.sum() - x) / (n - 1)  # leave-one-out means, shape [n]
+    d = jack.mean() - jack
+    denom = 6.0 * float(np.sum(d**2)) ** 1.5
+    a = float(np.sum(d**3)) / denom if denom > 0 else 0.0
+    z = float(special.ndtri(0.5 + confidence / 2))
+    lo_p = float(special.ndtr(z0 + (z0 - z) / (1 - a * (z0 - z))))
+    hi_p = float(special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))))
+    lo, hi = np.quantile(reps, [lo_p, hi_p])
+    return float(lo), float(hi)
+
+
+def bootstrap_geomean_ratio(
+    ratios: PairedRatios, rng: np.random.Generator, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
+) -> BootstrapResult:
+    """Geometric-mean ratio exp(mean log r) with a BCa bootstrap interval; replicates are ratios, not logs."""
+    x = ratios.log_ratios()
+    if x.size < 2:
+        nan = float("nan")
+        est = float(np.exp(x.mean())) if x.size else nan
+        return BootstrapResult(Interval(est, nan, nan, confidence, "bootstrap-bca", int(x.size)), np.empty(0))
+    theta = float(x.mean())
+    reps = _resample_stat(x, "mean", rng, n_resamples)
+    if np.ptp(x) == 0:  # every pair has the same ratio: no sampling variability to speak of
+        lo = hi = theta
+    else:
+        lo, hi = _bca_bounds(x, theta, reps, confidence)
+    interval = Interval(math.exp(theta), math.exp(lo), math.exp(hi), confidence, "bootstrap-bca", int(x.size))
+    return BootstrapResult(interval, np.exp(reps))
+
+
+def bootstrap_median_ratio(
+    ratios: PairedRatios, rng: np.random.Generator, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
+) -> BootstrapResult:
+    """Median per-prompt ratio with a percentile bootstrap interval (BCa's jackknife is unreliable for medians)."""
+    r = np.asarray(ratios.ratios, dtype=float)
+    if r.size < 2:
+        nan = float("nan")
+        est = float(r[0]) if r.size else nan
+        return BootstrapResult(Interval(est, nan, nan, confidence, "bootstrap-percentile", int(r.size)), np.empty(0))
+    reps = _resample_stat(r, "median", rng, n_resamples)
+    lo, hi = np.quantile(reps, [0.5 - confidence / 2, 0.5 + confidence / 2])
+    interval = Interval(float(np.median(r)), float(lo), float(hi), confidence, "bootstrap-percentile", int(r.size))
+    return BootstrapResult(interval, reps)
+
+
+def wilcoxon_log_ratios(ratios: PairedRatios) -> float:
+    """Two-sided Wilcoxon signed-rank p of log ratios vs 0; 1.0 when every ratio is exactly 1; NaN if n < 2."""
+    x = ratios.log_ratios()
+    if x.size < 2:
+        return float("nan")
+    if not np.any(x != 0):
+        return 1.0
+    from scipy import stats as scipy_stats
+
+    # zero_method="wilcox" drops exact ties (identical values in both arms carry no direction).
+    return float(scipy_stats.wilcoxon(x, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def hodges_lehmann_ratio(ratios: PairedRatios, confidence: float = CONFIDENCE) -> Interval:
+    """exp(Hodges-Lehmann log ratio) with the distribution-free signed-rank interval (exact for n <= 300)."""
+    x = ratios.log_ratios()
+    method = "signed-rank-exact" if x.size <= EXACT_SIGNED_RANK_MAX_N else "signed-rank-normal"
+    if x.size == 0:
+        nan = float("nan")
+        return Interval(nan, nan, nan, confidence, method, 0)
+    est, lo, hi = hodges_lehmann_batch(x, confidence)
+    return Interval(float(np.exp(est)), float(np.exp(lo)), float(np.exp(hi)), confidence, method, int(x.size))
+
+
+@dataclass(frozen=True, slots=True)
+class MetricComparison:
+    """The paired verdict for one metric at one load: candidate/baseline ratios, intervals, test and verdict.
+
+    The verdict follows `hodges_lehmann_ratio` (exp of the Hodges-Lehmann shift of the log ratios, i.e. the
+    typical per-prompt ratio) and its distribution-free signed-rank interval, which is also what `speedup` and
+    `speedup_interval` report, so the verdict never contradicts the interval printed beside it; `wilcoxon_p` is the
+    exact signed-rank p of the same statistic (p <= 1 - confidence exactly when that interval excludes 1).
+    `geomean_ratio` (BCa bootstrap) and `median_ratio` (percentile bootstrap) are reported for reading, not for
+    the verdict: the bootstrap under-covers with few heavy-tailed pairs (docs/statistics.md).
+
+    `min_detectable_change` is the relative change (0.05 = 5%) that this run would have detected with 80% power
+    at the chosen confidence: in log space (z_{1-a/2} + z_{power}) * SE, with SE taken from the verdict interval's
+    half-width (half-width / z_{1-a/2}). A "no detectable difference" verdict always comes with it, so a reader
+    knows whether "no difference" means "< 1%" or "< 40%".
+    """
+
+    metric: str
+    n_pairs: int
+    n_dropped: int
+    geomean_ratio: Interval  # BCa bootstrap; for reading (the verdict follows hodges_lehmann_ratio)
+    median_ratio: Interval
+    wilcoxon_p: float
+    verdict: Verdict
+    min_detectable_change: float
+    lower_is_better: bool
+    note: str = ""
+    # Bootstrap replicates of the geometric-mean ratio (candidate/baseline), kept for the crossover interval;
+    # not part of to_dict() (thousands of numbers), nor of equality.
+    replicates: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    # The verdict's interval; None only for comparisons built by hand (then the geometric mean stands in).
+    hodges_lehmann_ratio: Interval | None = None
+
+    @property
+    def verdict_ratio(self) -> Interval:
+        """The interval the verdict follows (candidate/baseline)."""
+        return self.hodges_lehmann_ratio if self.hodges_lehmann_ratio is not None else self.geomean_ratio
+
+    @property
+    def speedup(self) -> float:
+        """baseline/candidate for a time metric (2.0 = twice as fast); candidate/baseline otherwise."""
+        r = self.verdict_ratio
+        return 1.0 / r.estimate if self.lower_is_better else r.estimate
+
+    @property
+    def speedup_interval(self) -> tuple[float, float]:
+        r = self.verdict_ratio
+        return (1.0 / r.high, 1.0 / r.low) if self.lower_is_better else (r.low, r.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.speedup_interval
+        return {
+            "metric": self.metric,
+            "n_pairs": self.n_pairs,
+            "n_dropped": self.n_dropped,
+            "geomean_ratio": self.geomean_ratio.to_dict(),
+            "median_ratio": self.median_ratio.to_dict(),
+            "hodges_lehmann_ratio": self.verdict_ratio.to_dict(),
+            "verdict_basis": "hodges_lehmann_ratio" if self.hodges_lehmann_ratio is not None else "geomean_ratio",
+            "wilcoxon_p": self.wilcoxon_p,
+            "verdict": self.verdict.value,
+            "min_detectable_change": self.min_detectable_change,
+            "lower_is_better": self.lower_is_better,
+            "speedup": self.speedup,
+            "speedup_low": lo,
+            "speedup_high": hi,
+            "note": self.note,
+        }
+
+
+def min_detectable_change(interval: Interval, power: float = POWER) -> float:
+    """Relative change detectable with `power` given a log-scale interval's width: exp((z_a + z_b) * SE) - 1."""
+    if not (interval.low > 0 and interval.high > 0):
+        return float("nan")
+    z_a = float(special.ndtri(0.5 + interval.confidence / 2))
+    se_log = (math.log(interval.high) - math.log(interval.low)) / (2 * z_a)
+    return math.expm1((z_a + float(special.ndtri(power))) * se_log)
+
+
+def compare_paired(
+    metric: str,
+    candidate: Mapping[int, float],
+    baseline: Mapping[int, float],
+    rng: np.random.Generator,
+    *,
+    lower_is_better: bool = True,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> MetricComparison:
+    """Pair per-prompt values of one metric and decide: faster, slower or no detectable difference.
+
+    The verdict follows the Hodges-Lehmann ratio's signed-rank interval (distribution-free; exact coverage for
+    symmetric noise at any n): entirely below 1 -> the candidate's values are lower. That interval is the one
+    `speedup_interval` reports, and the exact signed-rank p is the same test, so none of the three can disagree.
+    The geometric-mean (BCa) and median (percentile) bootstrap intervals are computed for reading; `note` says
+    when the geometric mean's interval would have decided differently (outliers or too few pairs).
+    """
+    pairs = paired_ratios(candidate, baseline)
+    boot = bootstrap_geomean_ratio(pairs, rng, n_resamples, confidence)
+    geo = boot.interval
+    med = bootstrap_median_ratio(pairs, rng, n_resamples, confidence).interval
+    hl = hodges_lehmann_ratio(pairs, confidence)
+    p = signed_rank_p(pairs.log_ratios()) if pairs.n >= 2 else float("nan")
+    note = ""
+    if pairs.n < MIN_PAIRS:
+        verdict = Verdict.INSUFFICIENT
+        note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
+    else:
+        if hl.excludes(1.0):
+            lower = hl.high < 1.0
+            verdict = Verdict.FASTER if lower == lower_is_better else Verdict.SLOWER
+        else:
+            verdict = Verdict.NO_DIFFERENCE
+        if geo.excludes(1.0) != hl.excludes(1.0):
+            which = "excludes" if geo.excludes(1.0) else "includes"
+            note = (
+                f"the geometric-mean interval {which} 1 but the signed-rank interval (the verdict's) does not: "
+                "borderline, or a few outlying pairs"
+            )
+    return MetricComparison(
+        metric=metric,
+        n_pairs=pairs.n,
+        n_dropped=pairs.n_dropped,
+        geomean_ratio=geo,
+        median_ratio=med,
+        wilcoxon_p=p,
+        verdict=verdict,
+        min_detectable_change=min_detectable_change(hl),
+        lower_is_better=lower_is_better,
+        note=note,
+        replicates=tuple(boot.replicates.tolist()),
+        hodges_lehmann_ratio=hl,
+    )

@@ -1,0 +1,111 @@
+"""JSONL workloads: one JSON object per line with `prompt` or `messages`, and optional max_tokens, category, checks, id.
+
+Every malformed line raises `UserError` naming the file, the line and the fix before any request is sent.
+docs/workloads.md documents the format.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from typing import Any
+
+from speculab.errors import UserError
+from speculab.harness.workload.checks import CheckSpecError, parse_checks
+from speculab.harness.workload.items import SourceItem, read_workload_file
+
+_JSONL_KEYS = ("id", "prompt", "messages", "max_tokens", "category", "checks", "expected_output_tokens")
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+def load_jsonl(path_str: str) -> tuple[str, list[SourceItem]]:
+    path, raw = read_workload_file(path_str)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
+    items = parse_jsonl_text(text, str(path))
+    return f"{path} (sha256 {hashlib.sha256(raw).hexdigest()})", items
+
+
+def parse_jsonl_text(text: str, where: str) -> list[SourceItem]:
+    items = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{where}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
+        try:
+            items.append(_item_from_obj(obj, default_id=f"line{lineno}"))
+        except ValueError as e:
+            raise UserError(f"{where}:{lineno}: {e}") from None
+    if not items:
+        raise UserError(f"{where}: no items (expected one JSON object per line with 'prompt' or 'messages')")
+    return items
+
+
+def _item_from_obj(obj: Any, default_id: str) -> SourceItem:
+    """Validate one JSONL object; ValueError names the key and the fix."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    for key in obj:
+        close = difflib.get_close_matches(key, _JSONL_KEYS, n=1, cutoff=0.8)
+        if key not in _JSONL_KEYS and close:  # other unknown keys (answers, metadata) are kept out silently
+            raise ValueError(f"unknown key {key!r} (did you mean {close[0]!r}?)")
+    has_prompt, has_messages = "prompt" in obj, "messages" in obj
+    if has_prompt == has_messages:
+        raise ValueError("each item needs exactly one of 'prompt' (a string) or 'messages' (a list)")
+    prompt = messages = None
+    if has_prompt:
+        prompt = obj["prompt"]
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("'prompt' must be a non-empty string")
+    else:
+        messages = validate_messages(obj["messages"])
+    checks: tuple[dict[str, Any], ...] = ()
+    if "checks" in obj:
+        try:
+            parse_checks(obj["checks"])
+        except CheckSpecError as e:
+            raise ValueError(str(e)) from None
+        checks = tuple(obj["checks"])
+    category = obj.get("category")
+    if category is not None and (not isinstance(category, str) or not category):
+        raise ValueError("'category' must be a non-empty string")
+    item_id = obj.get("id", default_id)
+    if not isinstance(item_id, (str, int)) or isinstance(item_id, bool):
+        raise ValueError("'id' must be a string or an integer")
+    return SourceItem(
+        prompt_id=str(item_id),
+        prompt=prompt,
+        messages=messages,
+        max_tokens=_positive_int(obj, "max_tokens"),
+        category=category,
+        checks=checks,
+        expected_output_tokens=_positive_int(obj, "expected_output_tokens"),
+    )
+
+
+def _positive_int(obj: dict[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"'{key}' must be a positive integer, got {value!r}")
+    return value
+
+
+def validate_messages(messages: Any) -> tuple[dict[str, Any], ...]:
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("'messages' must be a non-empty list of {role, content} objects")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise ValueError(f"messages[{i}] must be an object with 'role' and 'content'")
+        if m["role"] not in _ROLES:
+            raise ValueError(f"messages[{i}].role must be one of {', '.join(_ROLES)}, got {m['role']!r}")
+        if not isinstance(m["content"], (str, list)):
+            raise ValueError(f"messages[{i}].content must be a string or a list of content parts")
+    return tuple(messages)

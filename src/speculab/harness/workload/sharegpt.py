@@ -1,0 +1,56 @@
+"""ShareGPT workloads: the first human turn of each conversation; the reply right after it sets max_tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from speculab.errors import UserError
+from speculab.harness.workload.items import SourceItem, approx_tokens, read_workload_file
+
+_HUMAN = ("human", "user")
+_ASSISTANT = ("gpt", "assistant", "chatgpt", "bard", "bing", "model")
+
+
+def load_sharegpt(path_str: str) -> tuple[str, list[SourceItem]]:
+    """First human turn of each conversation -> prompt; the reply right after it sets max_tokens (see docs)."""
+    path, raw = read_workload_file(path_str)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e.reason}); ShareGPT files are JSON") from None
+    if not isinstance(data, list):
+        raise UserError(
+            f"{path}: a ShareGPT file is a JSON list of {{'conversations': [...]}}, got {type(data).__name__}"
+        )
+    items, skipped = [], 0
+    for i, entry in enumerate(data):
+        convs = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(convs, list) or not all(isinstance(t, dict) for t in convs):
+            raise UserError(f"{path}: entry {i}: needs 'conversations', a list of {{'from', 'value'}} turns")
+        item = _sharegpt_item(convs, entry.get("id", f"entry{i}"))
+        if item is None:
+            skipped += 1
+        else:
+            items.append(item)
+    if not items:
+        raise UserError(f"{path}: no conversation has a non-empty human turn; is this a ShareGPT file?")
+    digest = hashlib.sha256(raw).hexdigest()
+    return f"{path} (sha256 {digest}; {len(items)} conversations used, {skipped} skipped)", items
+
+
+def _sharegpt_item(turns: list[dict[str, Any]], entry_id: Any) -> SourceItem | None:
+    for k, turn in enumerate(turns):
+        if turn.get("from") in _HUMAN:
+            prompt = turn.get("value")
+            if not isinstance(prompt, str) or not prompt.strip():
+                return None
+            reply = turns[k + 1] if k + 1 < len(turns) else None
+            out = None
+            if reply is not None and reply.get("from") in _ASSISTANT and isinstance(reply.get("value"), str):
+                out = max(1, approx_tokens(reply["value"]))
+            return SourceItem(prompt_id=str(entry_id), prompt=prompt, max_tokens=out, expected_output_tokens=out)
+    return None

@@ -1,0 +1,100 @@
+"""The A/B report in the terminal (speculab run / demo / report): the verdict first, hyperfine style, then one table
+per load, then warnings. Reads a `speculab.report.schema.Report`; formats only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from speculab.report.console.bench import ms_cell
+from speculab.report.formatting import MISSING, num, speedup, speedup_range
+
+
+def ab_level_table(report: Any, level: Any) -> Table:
+    """One load: a row per arm with latency medians (ms), throughput, the TPOT speedup and verdict, acceptance."""
+    from rich import box
+
+    errors = any(a.error for a in level.arms)
+    t = Table(
+        title=f"{level.label} — p50 latencies; TPOT speedup with its 95% interval",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    cols = [("arm", "left"), ("TPOT ms", "right"), ("TTFT ms", "right"), ("E2E s", "right"), ("tok/s", "right"),
+            ("speedup", "right"), ("verdict", "left"), ("acc.len", "right")]  # fmt: skip
+    if errors:
+        cols.append(("errors", "right"))
+    for col, justify in cols:
+        t.add_column(col, justify=justify, no_wrap=col in ("speedup", "verdict"))  # type: ignore[arg-type]
+    for arm in report.arms:
+        a = level.arm(arm.name)
+        if a is None:
+            t.add_row(
+                escape(arm.label), *([MISSING] * 5), "[yellow]not run[/]", MISSING, *([MISSING] if errors else [])
+            )
+            continue
+        d = a.distributions
+        comp = level.comparison(arm.name)
+        speed = verdict = MISSING
+        if comp is not None:
+            tp = comp.metric("tpot_s")
+            if tp is not None:
+                speed = f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}"
+            style = {"faster": "green", "slower": "red"}.get(comp.verdict, "yellow" if comp.gate != "ok" else "")
+            short = {"no detectable difference": "no diff.", "not enough paired data": "too few pairs"}
+            text = escape(short.get(comp.verdict, comp.verdict) if comp.gate == "ok" else comp.gate)
+            verdict = f"[{style}]{text}[/]" if style else text
+        acc = a.acceptance
+        acc_txt = MISSING if acc is None else (num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
+        row = [
+            escape(arm.label),
+            ms_cell(d["tpot_s"].p50),
+            ms_cell(d["ttft_s"].p50),
+            num(d["e2e_s"].p50),
+            num(a.output_tok_s.estimate, ",.1f"),
+            speed,
+            verdict,
+            acc_txt,
+        ]
+        t.add_row(*row, *([f"{a.error}/{a.sent}"] if errors else []))
+    return t
+
+
+def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
+    """Verdict lines first (bold), then a table per load, memory/cost notes, then warnings and what is missing."""
+    s = report.setup
+    parts: list[Any] = [
+        Text.from_markup(
+            f"[bold]speculab A/B[/] {escape(report.title)} · workload {escape(s.workload_name)} · {s.prompts} prompts"
+            f" · temperature {s.temperature:g} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+        )
+    ]
+    for c in report.candidates:
+        parts.append(Text(c.verdict_line, style="bold"))
+    for lv in report.levels:
+        parts.append(Text(""))
+        parts.append(ab_level_table(report, lv))
+        for comp in lv.comparisons:
+            if comp.gate not in ("ok", "missing"):
+                parts.append(Text.from_markup(f"  [yellow]no verdict:[/] {escape(comp.gate_reason)}"))
+    if report.warnings or report.missing:
+        parts.append(Text(""))
+    for w in report.warnings:
+        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
+    for m in report.missing:
+        parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(m)}"))
+    if out_dir is not None:
+        parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / 'summary.json'}"))
+    return Group(*parts)
+
+
+def print_ab_report(console: Console, report: Any, out_dir: Path | None = None) -> None:
+    console.print(ab_renderable(report, out_dir))

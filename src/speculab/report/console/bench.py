@@ -1,0 +1,151 @@
+"""Terminal summaries (rich). Reads summary dicts; converts seconds to milliseconds for display only.
+
+Bench part: one latency table, then counts, throughput, server-side acceptance and warnings. Anything that
+came from the server (error messages, model names) is escaped before rendering.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from speculab.report.formatting import MISSING, ms, num
+
+_LATENCY_ROWS = (
+    ("TTFT", "ttft_s"),
+    ("TPOT", "tpot_s"),
+    ("ITL (per token)", "itl_s"),
+    ("chunk gap", "chunk_gap_s"),
+    ("E2E", "e2e_s"),
+    ("client queue", "queue_s"),
+)
+
+
+def ms_cell(v: Any) -> str:
+    """Seconds as a millisecond table cell (the table's title carries the unit)."""
+    return ms(v, unit="")
+
+
+def bench_table(summary: dict[str, Any]) -> Table:
+    """Latency distributions in milliseconds, one row per metric."""
+    t = Table(title="latency (ms)", title_justify="left", show_edge=False, pad_edge=False)
+    t.add_column("metric")
+    for col in ("n", "mean", "p50", "p90", "p99", "max"):
+        t.add_column(col, justify="right")
+    metrics = summary.get("metrics", {})
+    for label, key in _LATENCY_ROWS:
+        d = metrics.get(key) or {}
+        t.add_row(label, str(d.get("n", 0)), *(ms_cell(d.get(c)) for c in ("mean", "p50", "p90", "p99", "max")))
+    return t
+
+
+def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Group:
+    c, th, m = summary["counts"], summary["throughput"], summary["metrics"]
+    tpc = m.get("tokens_per_chunk") or {}
+    parts: list[Any] = []
+    run = summary.get("run", {})
+    head = f"{escape(str(run.get('model', '')))} · {run.get('api', '')} · workload {escape(str(run.get('workload')))}"
+    parts.append(Text.from_markup(f"[bold]speculab bench[/] {head}"))
+    parts.append(bench_table(summary))
+    errs = ", ".join(f"{escape(k)} {v}" for k, v in c.get("errors_by_category", {}).items())
+    err_txt = f"[red]error {c['error']}[/] ({errs})" if c["error"] else "error 0"
+    parts.append(
+        Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)})")
+    )
+    for cat, msg in c.get("error_examples", {}).items():
+        parts.append(Text(f"  e.g. {cat}: {msg}", style="dim"))
+    sources = ", ".join(f"{k} {v}" for k, v in summary.get("tokens", {}).get("count_sources", {}).items())
+    parts.append(
+        Text(
+            f"tokens    per chunk mean {num(tpc.get('mean'))} p50 {num(tpc.get('p50'), '.1f')}"
+            f"  output total {summary.get('tokens', {}).get('output_total', 0):,}  (counts: {sources or '-'})"
+        )
+    )
+    load = summary.get("load", {})
+    rate = ""
+    if load.get("requested_rate_rps"):
+        rate = f"  offered {num(load['requested_rate_rps'])} req/s"
+        if load.get("scheduled_rate_rps") is not None:
+            rate += f" (schedule {num(load['scheduled_rate_rps'])})"
+        rate += f", achieved {num(load.get('achieved_rate_rps'))}"
+    good = f"  goodput {num(th.get('goodput_rps'))} req/s" if th.get("goodput_rps") is not None else ""
+    parts.append(
+        Text(
+            f"throughput  {num(th.get('requests_per_s'))} req/s  {num(th.get('output_tok_s'), ',.1f')} output tok/s"
+            f"  {num(th.get('total_tok_s'), ',.1f')} total tok/s  over {num(th.get('duration_s'))} s{good}{rate}"
+        )
+    )
+    server = summary.get("server") or {}
+    sd = server.get("spec_decode")
+    if not sd and server.get("spec_decode_note"):
+        # why there is no acceptance (no counters, counters that did not move, a server restart): say it
+        parts.append(Text(f"speculation {MISSING}  ({server['spec_decode_note']})", style="dim"))
+    if sd:
+        pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
+        parts.append(
+            Text(
+                f"speculation acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
+                f"  mean acceptance length {num(sd.get('acceptance_length'), '.3f')}"
+                + (f"  per position {pos}" if pos else "")
+                + f"  ({sd.get('source', '')})"
+            )
+        )
+    st = summary.get("stalls", {})
+    if st.get("requests_with_stalls"):
+        parts.append(
+            Text(
+                f"stalls    {st['requests_with_stalls']} requests had gaps > {ms_cell(st.get('threshold_s'))} ms "
+                f"and > {st.get('k')}x their median gap"
+            )
+        )
+    for w in summary.get("warnings", []):
+        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
+    if run_dir is not None:
+        parts.append(Text(f"results in {run_dir}"))
+    return Group(*parts)
+
+
+def print_bench_summary(console: Console, summary: dict[str, Any], run_dir: Path | None = None) -> None:
+    console.print(bench_renderable(summary, run_dir))
+
+
+class BenchProgress:
+    """A rich progress bar for a bench run: requests done of planned (or seconds of --duration), ok/error."""
+
+    def __init__(self, console: Console):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._task: Any = None
+
+    def __enter__(self) -> BenchProgress:
+        self._progress.__enter__()
+        self._task = self._progress.add_task("starting", total=None, detail="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def update(self, p: Any) -> None:
+        """Takes a `speculab.harness.load.runner.Progress`."""
+        if p.warmup:
+            self._progress.update(self._task, description="warmup", detail="", total=None)
+            return
+        if p.duration_s is not None:
+            total, done = p.duration_s, min(p.elapsed_s, p.duration_s)
+        else:
+            total, done = p.total, p.finished
+        detail = f"{p.finished} done  {p.ok} ok  {p.error} err  {p.in_flight} in flight"
+        self._progress.update(self._task, description="bench", completed=done, total=total, detail=detail)
