@@ -114,42 +114,15 @@ def workload_command(
     show: int = typer.Option(0, "--show", min=0, help="also print the first N requests"),
 ) -> None:
     """List the built-in workloads, or load one (reporting any problem by file and line) and summarize it."""
-    from rich.markup import escape
-    from rich.table import Table
-
     from speculab.harness.workload.builtin import list_builtin
-    from speculab.harness.workload.items import item_text
-    from speculab.harness.workload.load import load_workload, workload_overview
+    from speculab.harness.workload.load import load_workload
+    from speculab.report.console.workload import print_builtin_workloads, print_workload
 
     console = Console(soft_wrap=True)
     if not spec:
-        table = Table("workload", "kind", "items", "description", title="built-in workloads (--workload builtin:NAME)")
-        for b in list_builtin():
-            table.add_row(f"builtin:{b.name}", b.kind, str(b.count), b.description)
-        console.print(table)
+        print_builtin_workloads(console, list_builtin())
         return
-    wl = load_workload(spec, seed=seed, num_prompts=num_prompts or None, api=api)
-    o = workload_overview(wl)
-    p, m = o["prompt_tokens_approx"], o["max_tokens"]
-    console.print(f"[bold]{o['name']}[/]: {o['items']} requests ({o['distinct_prompts']} distinct prompts)")
-    console.print(f"source: {o['source']}", highlight=False)
-    console.print(f"categories: {', '.join(f'{k} {v}' for k, v in o['categories'].items())}", highlight=False)
-    console.print(
-        f"prompt length (approx. tokens): mean {p['mean']:.0f}, p50 {p['p50']:.0f}, p90 {p['p90']:.0f}, "
-        f"max {p['max']:.0f}"
-    )
-    if o["items_with_max_tokens"]:
-        console.print(
-            f"max_tokens set on {o['items_with_max_tokens']} requests: mean {m['mean']:.0f}, p50 {m['p50']:.0f}, "
-            f"max {m['max']:.0f}"
-        )
-    checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
-    console.print(f"checks on {o['items_with_checks']} requests ({checks})")
-    for item in wl.items[:show]:
-        text = item_text(item)
-        clipped = text if len(text) <= 300 else text[:297] + "..."
-        console.rule(escape(f"#{item.index} {item.prompt_id} [{item.category or '-'}] seed {item.seed}"), style="dim")
-        console.print(clipped, highlight=False, markup=False)
+    print_workload(console, load_workload(spec, seed=seed, num_prompts=num_prompts or None, api=api), show=show)
 
 
 # --- serve (reference engine) ---
@@ -216,16 +189,6 @@ def serve(
 # --- mock-server ---------------------------------------------------------------------------------------------
 
 
-def _chunk_pattern(text: str) -> tuple[int, ...]:
-    try:
-        pattern = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise UserError(f"--tokens-per-chunk must be N or a pattern like 3,1,2; got {text!r}") from None
-    if not pattern or min(pattern) < 1:
-        raise UserError(f"--tokens-per-chunk values must be >= 1; got {text!r}")
-    return pattern
-
-
 @app.command("mock-server")
 def mock_server(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
@@ -273,9 +236,10 @@ def mock_server(
     import errno
 
     from speculab.harness.mock.requests import MockConfig
+    from speculab.harness.mock.script import parse_chunk_pattern
     from speculab.harness.mock.server import serve_mock
 
-    pattern = _chunk_pattern(tokens_per_chunk)
+    pattern = parse_chunk_pattern(tokens_per_chunk)
     try:
         cfg = MockConfig(
             ttft_s=ttft_ms / 1e3,
@@ -394,19 +358,6 @@ def _default_run_dir(stem: str) -> Path:
     return Path("speculab-runs") / f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-def _print_change(console: Console, change: Any) -> None:
-    from rich.markup import escape
-
-    status = {True: "[green]only speculation differs[/]", False: "[red]more than speculation differs[/]"}.get(
-        change.verified, "[yellow]single change not verified[/]"
-    )
-    console.print(f"[bold]{escape(change.candidate)}[/] vs baseline: {status}")
-    for line in change.diff_lines:
-        console.print(f"    {escape(line)}", highlight=False)
-    if change.note:
-        console.print(f"    [dim]{escape(change.note)}[/]", highlight=False)
-
-
 def _render(console: Console, out: Path, *, interrupted: bool) -> None:
     """summary.json + report.html from what is on disk, then the verdict first."""
     from speculab.report.console.ab import print_ab_report
@@ -453,12 +404,13 @@ def run_command(
     from speculab.config import load_experiment
     from speculab.harness.experiment.plan import plan_experiment
     from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
     check_ab_output_dir(out)
-    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: _print_change(console, c))
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
     _run_plan(console, plan, out)
 
 
@@ -516,13 +468,14 @@ def demo_command(
     """The whole A/B job on speculab's engine and the demo model pair: plain vs n-gram vs draft model."""
     from speculab.harness.experiment.demo import DemoConfig, demo_plan
     from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
     out = output or _default_run_dir("demo")
     check_ab_output_dir(out)
     plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick))
     for change in plan.changes:
-        _print_change(console, change)
+        print_change(console, change)
     _run_plan(console, plan, out)
 
 

@@ -21,6 +21,7 @@ from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_c
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag
 from speculab.harness.servers.process import ServerCommand
+from speculab.harness.workload.items import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,75 +181,109 @@ def plan_experiment(
     if exp.workload.api == "completions" and any(it.prompt is None for it in wl.items):
         raise UserError(f"{exp.source}: workload.api is completions but the workload has chat messages; use chat")
     levels, loads = _levels_and_loads(exp)
-    sp = exp.speculation
     key = _api_key(exp.baseline.api_key_env)
-    cost = exp.cost
-    cname = candidate_name(sp.method, sp.num_speculative_tokens)
-    base_info = ArmInfo(
+    if exp.two_url_mode:
+        arms, change = _two_url_arms(exp, key)
+        if on_change is not None:
+            on_change(change)
+    else:
+        arms, change = _launch_arms(exp, key, on_change)
+        change = enforce_single_change(change, allow_extra_diff or exp.allow_extra_diff)
+    s = exp.sampling
+    return RunPlan(
+        setup=_setup(exp, wl, levels),
+        arms=arms,
+        changes=(change,),
+        loads=loads,
+        sampling=RequestSampling(
+            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed, ignore_eos=s.ignore_eos
+        ),
+        api=exp.workload.api,
+        extra_body=sampling_extras(s.top_k, s.min_tokens),
+        logprobs=s.logprobs,
+        warmup_requests=exp.workload.warmup_requests,
+    )
+
+
+def _arm_infos(exp: Experiment) -> tuple[ArmInfo, ArmInfo]:
+    """The baseline's and the candidate's description for the report (prices, method, k), before any URL."""
+    sp, cost = exp.speculation, exp.cost
+    base = ArmInfo(
         BASELINE,
         "plain",
         usd_per_hour=cost.baseline.usd_per_hour if cost else None,
         gpus=cost.baseline.gpus if cost else 1,
     )
-    cand_info = ArmInfo(
-        cname,
+    cand = ArmInfo(
+        candidate_name(sp.method, sp.num_speculative_tokens),
         sp.label,
         method=sp.method,
         num_speculative_tokens=sp.num_speculative_tokens,
         usd_per_hour=cost.candidate.usd_per_hour if cost else None,
         gpus=cost.candidate.gpus if cost else 1,
     )
-    c = exp.candidate
-    if exp.two_url_mode:
-        assert exp.baseline.url is not None and c is not None and c.url is not None
-        base = ArmPlan(replace(base_info, url=exp.baseline.url), None, exp.baseline.model, key)
-        cand = ArmPlan(
-            replace(cand_info, url=c.url), None, c.model or exp.baseline.model, key, sp.num_speculative_tokens
-        )
-        change = ChangeCheck(
-            cname,
-            (),
-            None,
-            "two-URL mode: both servers were already running, so speculab could not verify that speculation is the "
-            "only difference; what each server reports about itself is recorded with the arms",
-        )
-        if on_change is not None:
-            on_change(change)
-    else:
-        la = exp.baseline.launch
-        assert la is not None
-        adapter = adapter_for(la.engine)
-        base_cmd = ServerCommand(
-            la.command, la.port, dict(la.env), la.host, la.health_path or adapter.health_path, la.ready_timeout_s
-        )
-        cand_cmd, change = derive_candidate(
-            adapter,
-            base_cmd,
-            sp,
-            name=cname,
-            command=c.command if c is not None else None,
-            env=c.env if c is not None else None,
-            port=c.port if c is not None else None,
-        )
-        if on_change is not None:
-            on_change(change)
-        change = enforce_single_change(change, allow_extra_diff or exp.allow_extra_diff)
-        engine = la.engine
-        base = ArmPlan(
-            replace(base_info, url=base_cmd.url, engine=engine, command=base_cmd.command),
-            base_cmd,
-            exp.baseline.model,
-            key,
-        )
-        cand = ArmPlan(
-            replace(cand_info, url=cand_cmd.url, engine=engine, command=cand_cmd.command),
-            cand_cmd,
-            (c.model if c is not None else None) or exp.baseline.model,
-            key,
-            sp.num_speculative_tokens,
-        )
-    s = exp.sampling
-    setup = Setup(
+    return base, cand
+
+
+def _two_url_arms(exp: Experiment, key: str | None) -> tuple[tuple[ArmPlan, ArmPlan], ChangeCheck]:
+    """Both servers already run: the arms are their URLs; the single change cannot be verified."""
+    base_info, cand_info = _arm_infos(exp)
+    c, k = exp.candidate, exp.speculation.num_speculative_tokens
+    assert exp.baseline.url is not None and c is not None and c.url is not None
+    base = ArmPlan(replace(base_info, url=exp.baseline.url), None, exp.baseline.model, key)
+    cand = ArmPlan(replace(cand_info, url=c.url), None, c.model or exp.baseline.model, key, k)
+    change = ChangeCheck(
+        cand_info.name,
+        (),
+        None,
+        "two-URL mode: both servers were already running, so speculab could not verify that speculation is the "
+        "only difference; what each server reports about itself is recorded with the arms",
+    )
+    return (base, cand), change
+
+
+def _launch_arms(
+    exp: Experiment, key: str | None, on_change: Callable[[ChangeCheck], None] | None
+) -> tuple[tuple[ArmPlan, ArmPlan], ChangeCheck]:
+    """speculab launches both: the candidate's command is derived by the engine adapter (or given) and diffed."""
+    base_info, cand_info = _arm_infos(exp)
+    la, c, sp = exp.baseline.launch, exp.candidate, exp.speculation
+    assert la is not None
+    adapter = adapter_for(la.engine)
+    base_cmd = ServerCommand(
+        la.command, la.port, dict(la.env), la.host, la.health_path or adapter.health_path, la.ready_timeout_s
+    )
+    cand_cmd, change = derive_candidate(
+        adapter,
+        base_cmd,
+        sp,
+        name=cand_info.name,
+        command=c.command if c is not None else None,
+        env=c.env if c is not None else None,
+        port=c.port if c is not None else None,
+    )
+    if on_change is not None:
+        on_change(change)
+    base = ArmPlan(
+        replace(base_info, url=base_cmd.url, engine=la.engine, command=base_cmd.command),
+        base_cmd,
+        exp.baseline.model,
+        key,
+    )
+    cand = ArmPlan(
+        replace(cand_info, url=cand_cmd.url, engine=la.engine, command=cand_cmd.command),
+        cand_cmd,
+        (c.model if c is not None else None) or exp.baseline.model,
+        key,
+        sp.num_speculative_tokens,
+    )
+    return (base, cand), change
+
+
+def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setup:
+    """What was asked, as inputs.json records it (started/finished and versions are filled in by the run)."""
+    s, cost = exp.sampling, exp.cost
+    return Setup(
         name=exp.name or Path(exp.source).stem,
         workload_name=wl.name,
         workload_source=wl.source,
@@ -270,19 +305,6 @@ def plan_experiment(
         target_rate_rps=cost.target_rate_rps if cost else None,
         checks_enabled=exp.checks,
         two_url_mode=exp.two_url_mode,
-    )
-    return RunPlan(
-        setup=setup,
-        arms=(base, cand),
-        changes=(change,),
-        loads=loads,
-        sampling=RequestSampling(
-            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed, ignore_eos=s.ignore_eos
-        ),
-        api=exp.workload.api,
-        extra_body=sampling_extras(s.top_k, s.min_tokens),
-        logprobs=s.logprobs,
-        warmup_requests=exp.workload.warmup_requests,
     )
 
 

@@ -35,6 +35,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from speculab.errors import UserError
+
 # 64 short, distinct words. Token i of an output is VOCAB[k] + " " for a seeded k.
 # fmt: off
 VOCAB: tuple[str, ...] = (
@@ -58,6 +60,17 @@ class Fault(str, enum.Enum):
     MALFORMED = "malformed"  # one SSE event whose data is not JSON, then the stream continues
     ERROR_EVENT = "error_event"  # an error object inside the stream, then [DONE]
     STALL = "stall"  # the stream pauses `fault_stall_s` mid-way (long enough to trip client timeouts)
+
+
+def parse_chunk_pattern(text: str) -> tuple[int, ...]:
+    """`--tokens-per-chunk`: N, or a per-chunk pattern like 3,1,2 (cycled)."""
+    try:
+        pattern = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--tokens-per-chunk must be N or a pattern like 3,1,2; got {text!r}") from None
+    if not pattern or min(pattern) < 1:
+        raise UserError(f"--tokens-per-chunk values must be >= 1; got {text!r}")
+    return pattern
 
 
 @dataclass(frozen=True, slots=True)

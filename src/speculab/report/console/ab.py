@@ -98,3 +98,15 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
 
 def print_ab_report(console: Console, report: Any, out_dir: Path | None = None) -> None:
     console.print(ab_renderable(report, out_dir))
+
+
+def print_change(console: Console, change: Any) -> None:
+    """One candidate's single-change check (a `ChangeCheck`): the verdict, the command difference, the note."""
+    status = {True: "[green]only speculation differs[/]", False: "[red]more than speculation differs[/]"}.get(
+        change.verified, "[yellow]single change not verified[/]"
+    )
+    console.print(f"[bold]{escape(change.candidate)}[/] vs baseline: {status}")
+    for line in change.diff_lines:
+        console.print(f"    {escape(line)}", highlight=False)
+    if change.note:
+        console.print(f"    [dim]{escape(change.note)}[/]", highlight=False)

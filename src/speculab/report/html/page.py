@@ -16,22 +16,19 @@ import jinja2
 from markupsafe import Markup
 
 from speculab.report.formatting import (
-    MISSING,
-    gb,
-    interval,
-    is_number,
-    money_interval,
-    ms,
     num,
-    pvalue,
-    signed_bytes,
-    speedup,
-    speedup_range,
-    usd,
 )
 from speculab.report.html import plots
-from speculab.report.schema import METRIC_LABELS, ArmLevel, LevelReport, Report
-from speculab.report.verdict import ratio_phrase
+from speculab.report.html.sections import (
+    arm_labels,
+    arm_rows,
+    comparison_rows,
+    correctness_rows,
+    plan_rows,
+    setup_rows,
+    what_if_rows,
+)
+from speculab.report.schema import LevelReport, Report
 
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
@@ -40,127 +37,8 @@ SUMMARY_FILE = "summary.json"
 # --- the view -----------------------------------------------------------------------------------------------
 
 
-def _arm_labels(report: Report) -> dict[str, str]:
-    return {a.name: a.label for a in report.arms}
-
-
-def _arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
-    rows = []
-    for arm in report.arms:
-        a: ArmLevel | None = lv.arm(arm.name)
-        if a is None:
-            rows.append({"arm": arm.label, "missing": "not run"})
-            continue
-        d = a.distributions
-        load = (
-            f"{num(a.achieved_rate_rps, '.3g')} req/s sent"
-            if lv.kind == "rate"
-            else f"{num(a.achieved_concurrency, '.3g')} in flight"
-        )
-        acc = a.acceptance
-        rows.append(
-            {
-                "arm": arm.label,
-                "missing": "",
-                "ttft": f"{ms(d['ttft_s'].p50)} / {ms(d['ttft_s'].p99)}",
-                "tpot": f"{ms(d['tpot_s'].p50, 2)} / {ms(d['tpot_s'].p99, 2)}",
-                "itl": f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}",
-                "gap": f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}",
-                "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
-                "tpc": num(d["tokens_per_chunk"].mean),
-                "tok_s": interval(a.output_tok_s, floor=0.0),
-                "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
-                "cost": money_interval(a.usd_per_mtok),
-                "slo": f"{a.slo_attainment:.0%}" if is_number(a.slo_attainment) else "–",
-                "load": load + (f" ({a.load_fraction:.0%})" if is_number(a.load_fraction) else ""),
-                "errors": f"{a.error} of {a.sent}"
-                + (f" ({', '.join(f'{k} {v}' for k, v in a.errors_by_category.items())})" if a.error else ""),
-                "stalls": str(a.stalled_requests),
-                "acceptance": (
-                    "–"
-                    if acc is None
-                    else (
-                        f"{num(acc.acceptance_length)} tokens/step, rate {num(acc.acceptance_rate, '.1%')}"
-                        if acc.active
-                        else "no drafts"
-                    )
-                ),
-                "memory": _memory_text(a),
-                "repeats": str(a.repeats)
-                + (f" ({a.interrupted_repeats} interrupted)" if a.interrupted_repeats else ""),
-                "by_repeat": ", ".join(f"r{r} (#{o}) {num(t, ',.1f')}" for r, o, t in a.repeat_tok_s),
-            }
-        )
-    return rows
-
-
-def _memory_text(a: ArmLevel) -> str:
-    m = a.memory
-    parts = []
-    if m.gpu_peak_bytes is not None:
-        parts.append(f"GPU {gb(m.gpu_peak_bytes)} ({m.gpu_scope or 'device'})")
-    if m.rss_peak_bytes is not None:
-        parts.append(f"RSS {gb(m.rss_peak_bytes)}")
-    if m.kv_usage_max is not None:
-        parts.append(f"KV max {m.kv_usage_max:.0%}")
-    return ", ".join(parts) or "–"
-
-
-def _comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
-    labels = _arm_labels(report)
-    out = []
-    for comp in lv.comparisons:
-        metrics = []
-        for m in comp.metrics:
-            mdc = f"±{m.min_detectable_change:.1%}" if is_number(m.min_detectable_change) else "–"
-            metrics.append(
-                {
-                    "metric": METRIC_LABELS.get(m.metric, m.metric),
-                    "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
-                    "median": speedup(1 / m.median_ratio.estimate) if is_number(m.median_ratio.estimate) else MISSING,
-                    # the geometric mean, for reading (the verdict follows the Hodges-Lehmann speedup beside it)
-                    "geomean": f"{speedup(1 / m.ratio.estimate)} {speedup_range(1 / m.ratio.high, 1 / m.ratio.low)}"
-                    if is_number(m.ratio.estimate) and m.ratio.estimate > 0
-                    else "–",
-                    "p": pvalue(m.wilcoxon_p),
-                    "verdict": m.verdict,
-                    "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
-                    "mdc": mdc,
-                    "pairs": f"{m.n_pairs}" + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
-                    "note": m.note,
-                }
-            )
-        cats = [
-            {
-                "category": m.metric,
-                "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
-                "verdict": m.verdict,
-                "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
-                "pairs": str(m.n_pairs),
-            }
-            for m in comp.by_category
-        ]
-        out.append(
-            {
-                "categories": cats,
-                "candidate": labels.get(comp.candidate, comp.candidate),
-                "gate": comp.gate,
-                "gated": comp.gate != "ok",
-                "reason": comp.gate_reason,
-                "verdict": comp.verdict,
-                "metrics": metrics,
-                "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
-                "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
-                "memory": f"{signed_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
-                if comp.memory_delta_bytes is not None
-                else "–",
-            }
-        )
-    return out
-
-
 def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
-    labels = _arm_labels(report)
+    labels = arm_labels(report)
     series = {labels[a.arm]: {"ttft_s": a.series.ttft_s, "tpot_s": a.series.tpot_s, "e2e_s": a.series.e2e_s}
               for a in lv.arms}  # fmt: skip
     out = {}
@@ -187,7 +65,7 @@ def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
 
 def _curve_plots(report: Report) -> dict[str, str]:
     """TPOT and throughput vs load (bands), speedup vs load with crossover, cost bars: over one axis."""
-    labels = _arm_labels(report)
+    labels = arm_labels(report)
     out: dict[str, str] = {}
     kinds = [lv.kind for lv in report.levels]
     if not kinds:
@@ -245,187 +123,6 @@ def _curve_plots(report: Report) -> dict[str, str]:
     return out
 
 
-def _correctness(report: Report) -> list[dict[str, Any]]:
-    out = []
-    for c in report.candidates:
-        k = c.correctness
-        if k is None:
-            out.append({"label": c.label, "absent": True})
-            continue
-        checks = []
-        for side in (k.baseline_checks, k.candidate_checks):
-            if side is not None:
-                checks.append(
-                    {
-                        "arm": _arm_labels(report).get(side.arm, side.arm),
-                        "rate": f"{side.passed} of {side.checked} "
-                        f"({interval(side.pass_rate, '.1%').replace(' (no interval: n = 1)', '')})",
-                        "failures": list(side.failures),
-                    }
-                )
-        out.append(
-            {
-                "label": c.label,
-                "absent": False,
-                "verdict": k.verdict,
-                "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs")),
-                "temperature": f"{k.temperature:g}",
-                "reference": k.reference,
-                "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",
-                "self": f"{k.baseline_self_identical_rate:.1%}" if is_number(k.baseline_self_identical_rate) else "–",
-                "counts": f"{k.n_divergent} divergent: {k.n_confident} confident, {k.n_near_tie} near-tie, "
-                f"{k.n_unclassified} unclassified",
-                "temp0": k.temperature == 0,
-                "divergences": [
-                    {
-                        "where": f"item {d.index}" + (f" ({d.prompt_id})" if d.prompt_id else ""),
-                        "position": f"{d.unit} {d.position}",
-                        "kind": d.kind,
-                        "gap": f"{d.logprob_gap:.3f} nats" if is_number(d.logprob_gap) else "–",
-                        "tokens": f"{d.baseline_token!r} → {d.candidate_token!r}",
-                        "context": d.context,
-                        "baseline": d.baseline_text,
-                        "candidate": d.candidate_text,
-                    }
-                    for d in k.divergences
-                ],
-                "checks": checks,
-                "mcnemar": (
-                    f"b = {k.mcnemar_b} (baseline passed, candidate failed), c = {k.mcnemar_c}; "
-                    f"p = {pvalue(k.mcnemar_p)} ({k.mcnemar_method})"
-                    if k.mcnemar_p is not None
-                    else "–"
-                ),
-                "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
-                f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
-                f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",
-            }
-        )
-    return out
-
-
-def _what_if(report: Report) -> list[dict[str, Any]]:
-    out = []
-    for c in report.candidates:
-        for w in c.what_if:
-            out.append(
-                {
-                    "label": c.label,
-                    "level": w.level_label,
-                    "profile": f"{w.profile_source}; per position "
-                    + ", ".join(f"{p:.2f}" for p in w.per_position)
-                    + f"; fitted i.i.d. α = {w.alpha:.3f}",
-                    "cost": f"c = {w.step_cost:.3f} target steps per drafted token ({w.step_cost_source})",
-                    "observed": f"observed {speedup(w.observed_speedup or math.nan)} at k = {w.observed_k}",
-                    "recommended": str(w.recommended_k) if w.recommended_k else "none (no k is predicted to pay)",
-                    "rows": [
-                        {
-                            "k": str(r.k),
-                            "tokens": f"{r.expected_tokens:.2f}",
-                            "speedup": speedup(r.speedup),
-                            "model": r.model,
-                            "best": r.k == w.recommended_k,
-                        }
-                        for r in w.rows
-                    ],
-                    "notes": list(w.notes),
-                }
-            )
-    return out
-
-
-def _plans(report: Report) -> list[dict[str, str]]:
-    out = []
-    for c in report.candidates:
-        p = c.plan
-        if p is None:
-            continue
-
-        def side(s: Any) -> str:
-            if s.replicas is None:
-                return "no measured load met the SLO: capacity unknown"
-            return (
-                f"goodput {num(s.goodput_rps_per_replica, ',.2f')} req/s per replica → {s.replicas} replicas, "
-                f"{s.gpus} GPUs, {usd(s.usd_per_month, 0)}/month"
-            )
-
-        diff = "–"
-        if p.monthly_difference_usd is not None:
-            sign = "saves" if p.monthly_difference_usd < 0 else "costs"
-            gpus = f"{p.gpu_difference:+d}".replace("-", "−")
-            diff = f"{c.label} {sign} {usd(abs(p.monthly_difference_usd), 0)}/month ({gpus} GPUs)"
-        out.append(
-            {
-                "label": c.label,
-                "target": f"{p.target_rate_rps:g} req/s (loads on the {p.axis} axis; {p.hours_per_month:g} h/month)",
-                "baseline": side(p.baseline),
-                "candidate": side(p.candidate),
-                "difference": diff,
-            }
-        )
-    return out
-
-
-def _setup(report: Report) -> dict[str, Any]:
-    s = report.setup
-    slo = ", ".join(
-        f"{name} ≤ {ms(v)}" for name, v in (("TTFT", s.slo_ttft_s), ("TPOT", s.slo_tpot_s), ("E2E", s.slo_e2e_s)) if v
-    )
-    sampling = f"temperature {s.temperature:g}, top_p {s.top_p:g}" + (f", top_k {s.top_k}" if s.top_k else "")
-    sampling += f", seed {s.seed}, max_tokens {s.max_tokens}"
-    if s.min_tokens is not None:
-        sampling += f", min_tokens {s.min_tokens}"
-    if s.ignore_eos:
-        sampling += ", ignore_eos"
-    arms = []
-    for a in report.arms:
-        cs = []
-        if a.cold_start_ready_s is not None:
-            cs.append(f"ready {num(a.cold_start_ready_s, ',.1f', 's')}")
-        if a.cold_start_first_token_s is not None:
-            cs.append(f"first token {num(a.cold_start_first_token_s, ',.1f', 's')}")
-        arms.append(
-            {
-                "label": a.label,
-                "engine": a.engine,
-                "url": a.url,
-                "command": " ".join(a.command) if a.command else "(running server: command unknown)",
-                "speculation": f"{a.method} k={a.num_speculative_tokens}" if a.method else "none",
-                "price": f"{usd(a.usd_per_hour)}/GPU-hour × {a.gpus} GPU" if a.usd_per_hour is not None else "–",
-                "cold": ", ".join(cs) or "–",
-                "server_info": a.server_info_json,
-            }
-        )
-    changes = [
-        {
-            "label": c.label,
-            "status": {True: "verified: only speculation differs", False: "NOT a single change", None: "not verified"}[
-                c.single_change
-            ],
-            "bad": c.single_change is not True,
-            "lines": list(c.diff_lines),
-            "note": c.change_note,
-        }
-        for c in report.candidates
-    ]
-    return {
-        "rows": [
-            ("workload", f"{s.workload_name} — {s.workload_source}"),
-            ("prompts", f"{s.prompts} ({', '.join(f'{k} {v}' for k, v in s.categories.items())})"),
-            ("API", s.api),
-            ("sampling", sampling),
-            ("loads", "; ".join(s.levels)),
-            ("repeats", f"{s.repeats} (arms alternate ABBA across repeats)"),
-            ("SLOs", (slo + f", attainment ≥ {s.slo_attainment:.0%}") if slo else "none set"),
-            ("mode", "two URLs (the single change cannot be verified)" if s.two_url_mode else "launch / commands"),
-            ("time", f"{s.started_utc or '?'} → {s.finished_utc or '?'}"),
-            ("versions", ", ".join(f"{k} {v}" for k, v in s.versions.items()) or "–"),
-        ],
-        "arms": arms,
-        "changes": changes,
-    }
-
-
 def view(report: Report) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup)."""
     levels = []
@@ -435,8 +132,8 @@ def view(report: Report) -> dict[str, Any]:
             {
                 "label": lv.label,
                 "roles": ", ".join(lv.roles),
-                "arms": _arm_rows(report, lv),
-                "comparisons": _comparison_rows(report, lv),
+                "arms": arm_rows(report, lv),
+                "comparisons": comparison_rows(report, lv),
                 "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory")},
             }
         )
@@ -491,14 +188,14 @@ def view(report: Report) -> dict[str, Any]:
         "warnings": list(report.warnings),
         "missing": list(report.missing),
         "interrupted": report.interrupted,
-        "setup": _setup(report),
+        "setup": setup_rows(report),
         "levels": levels,
         "curves": curves,
         "acceptance": acceptance,
         "crossovers": crossovers,
-        "correctness": _correctness(report),
-        "what_if": _what_if(report),
-        "plans": _plans(report),
+        "correctness": correctness_rows(report),
+        "what_if": what_if_rows(report),
+        "plans": plan_rows(report),
         "diagnosis": diagnosis,
         "options": {
             "max_error_rate": f"{report.options.get('max_error_rate', math.nan):.0%}",

@@ -1,0 +1,52 @@
+"""`speculab workload` in the terminal: the built-in sets, or one loaded workload's counts, lengths and checks.
+
+Prompt text comes from user files: it is printed as plain text (no markup), and names are escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from speculab.harness.workload.builtin import BuiltinSet
+from speculab.harness.workload.items import Workload, item_text
+from speculab.harness.workload.load import workload_overview
+from speculab.report.formatting import MISSING
+
+
+def print_builtin_workloads(console: Console, sets: Sequence[BuiltinSet]) -> None:
+    table = Table("workload", "kind", "items", "description", title="built-in workloads (--workload builtin:NAME)")
+    for b in sets:
+        table.add_row(f"builtin:{b.name}", b.kind, str(b.count), b.description)
+    console.print(table)
+
+
+def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
+    """The overview (lengths in approximate tokens), then the first `show` requests, each clipped to 300 characters."""
+    o = workload_overview(wl)
+    p, m = o["prompt_tokens_approx"], o["max_tokens"]
+    console.print(f"[bold]{escape(o['name'])}[/]: {o['items']} requests ({o['distinct_prompts']} distinct prompts)")
+    console.print(f"source: {o['source']}", highlight=False, markup=False)
+    cats = ", ".join(f"{k} {v}" for k, v in o["categories"].items())
+    console.print(f"categories: {cats}", highlight=False, markup=False)
+    console.print(
+        f"prompt length (approx. tokens): mean {p['mean']:.0f}, p50 {p['p50']:.0f}, p90 {p['p90']:.0f}, "
+        f"max {p['max']:.0f}"
+    )
+    if o["items_with_max_tokens"]:
+        console.print(
+            f"max_tokens set on {o['items_with_max_tokens']} requests: mean {m['mean']:.0f}, p50 {m['p50']:.0f}, "
+            f"max {m['max']:.0f}"
+        )
+    checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
+    console.print(f"checks on {o['items_with_checks']} requests ({checks})", markup=False)
+    for item in wl.items[:show]:
+        text = item_text(item)
+        clipped = text if len(text) <= 300 else text[:297] + "..."
+        console.rule(
+            escape(f"#{item.index} {item.prompt_id} [{item.category or MISSING}] seed {item.seed}"), style="dim"
+        )
+        console.print(clipped, highlight=False, markup=False)
