@@ -125,6 +125,9 @@ class Engine:
         bad = [t for t in prompt_ids if not 0 <= t < v]
         if bad:
             raise InvalidRequest(f"prompt token id {bad[0]} is outside the vocabulary [0, {v})", "prompt")
+        bad = [t for t in params.stop_token_ids if not 0 <= t < v]
+        if bad:  # an id past the vocabulary would index past the logits (min_tokens bans); a negative one, wrap
+            raise InvalidRequest(f"stop token id {bad[0]} is outside the vocabulary [0, {v})", "stop_token_ids")
 
     def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> Sequence:
         """Queue a request; raises ValueError (bad request) or QueueFull (retry later)."""
