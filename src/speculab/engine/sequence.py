@@ -31,6 +31,7 @@ class FinishReason(str, enum.Enum):
     STOP = "stop"  # eos, a stop token id or a stop string
     LENGTH = "length"  # max_tokens or the model's context
     ABORT = "abort"  # the client went away or the request was cancelled
+    ERROR = "error"  # the engine failed while running this request (a bug); the others carry on
 
 
 # Temperatures in (0, GREEDY_TEMPERATURE) are treated as 0 (greedy), as vLLM does below its 1e-5 epsilon: logits
@@ -135,6 +136,7 @@ class SequenceOutput:
     num_output_tokens: int
     spec: SpecStats | None = None
     phases: PhaseTimes | None = None  # on the final output of a request that produced tokens
+    error: str | None = None  # finish_reason ERROR: what went wrong (the request failed; it has no result)
 
 
 @dataclass(eq=False)
@@ -158,6 +160,7 @@ class Sequence:
     scheduled_s: float | None = None  # when a cache slot was assigned
     first_token_s: float | None = None
     last_token_s: float | None = None
+    error: str | None = None  # set by fail()
 
     # text bookkeeping for stop strings: `text` is everything decoded so far (cut at a stop), `sent` how
     # much of it has been handed out.
@@ -286,6 +289,14 @@ class Sequence:
         self.status = SequenceStatus.FINISHED
         self.finish_reason = reason
 
+    def fail(self, error: str) -> None:
+        """Finish with FinishReason.ERROR. Nothing else runs (not even the detokenizer: it may be what failed)."""
+        if self.is_finished:
+            return
+        self.error = error
+        self.status = SequenceStatus.FINISHED
+        self.finish_reason = FinishReason.ERROR
+
     def take_output(self) -> SequenceOutput:
         """The event for everything not yet reported; streamable text stops short of a possible stop string."""
         if self.is_finished:
@@ -309,6 +320,7 @@ class Sequence:
             num_output_tokens=self.num_output_tokens,
             spec=self.spec if self.spec.num_drafts else None,
             phases=self._phases() if self.is_finished else None,
+            error=self.error,
         )
 
     def _phases(self) -> PhaseTimes | None:
