@@ -86,3 +86,4 @@ def test_a_fault_inside_step_fails_only_its_request(server):
     assert len(server.engine.scheduler.free_slots) == 4 and server.async_engine.num_in_flight == 0
     metrics = server.get("/metrics")[1]
     assert 'speculab:request_errors_total{model_name="tiny",status="500"} 3.0' in metrics
+    assert 'finished_reason="abort"' not in metrics  # a failed request is an error, not an abandoned one

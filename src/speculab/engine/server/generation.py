@@ -77,6 +77,7 @@ class Generation:
         while True:
             out = await self.queue.get()
             if isinstance(out, Exception):
+                self.tracker.on_error()
                 raise out
             yield out
             if out.finished:
