@@ -141,7 +141,9 @@ def serve(
     max_waiting: int = typer.Option(256, help="Waiting-queue bound; beyond it requests get HTTP 429."),
     dtype: str = typer.Option("auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
     device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:N."),
-    api_key: str | None = typer.Option(None, help="Require 'Authorization: Bearer KEY' on /v1/*."),
+    api_key: str | None = typer.Option(
+        None, help="Require 'Authorization: Bearer KEY' on /v1/* and /openapi.json (and /metrics if private)."
+    ),
     served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
     seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
     threads: int | None = typer.Option(
@@ -151,6 +153,16 @@ def serve(
         None,
         help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
         '\'{"method":"draft_model","model":"DIR|demo-draft","num_speculative_tokens":4}\' (docs/speculative.md).',
+    ),
+    max_request_bytes: int = typer.Option(
+        4 * 1024 * 1024, help="Largest request body; larger ones get HTTP 413 before they are read."
+    ),
+    max_header_bytes: int = typer.Option(16 * 1024, help="Largest request line + headers; larger get HTTP 431."),
+    max_prompt_tokens: int | None = typer.Option(
+        None, help="Longest prompt in tokens (default: the context minus one); longer ones get HTTP 400."
+    ),
+    metrics_public: bool = typer.Option(
+        True, "--metrics-public/--metrics-private", help="Under --api-key, serve /metrics without the key (default)."
     ),
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
@@ -176,6 +188,10 @@ def serve(
         seed=seed,
         speculative_config=speculative_config,
         threads=threads,
+        max_request_bytes=max_request_bytes,
+        max_header_bytes=max_header_bytes,
+        max_prompt_tokens=max_prompt_tokens,
+        metrics_public=metrics_public,
     )
 
     def ready(url: str) -> None:

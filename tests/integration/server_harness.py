@@ -17,7 +17,8 @@ from tests.fakes.engine_fakes import tiny_model
 
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig
-from speculab.engine.server.app import AppConfig, create_app
+from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, AppConfig, create_app
+from speculab.engine.server.connection import uvicorn_config
 from speculab.harness.servers.process import free_port
 
 ALPHABET = " " + string.ascii_lowercase + string.digits + ".,!?\n:"  # ids 2.. ; 0 = bos, 1 = eos
@@ -32,6 +33,9 @@ class CharTokenizer:
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
         ids = [2 + (ALPHABET.index(c) if c in ALPHABET else ALPHABET.index("?")) for c in text.lower()]
         return [0, *ids] if add_special_tokens else ids
+
+    def min_tokens(self, text: str) -> int:
+        return len(text)  # exactly one token per character (and BOS)
 
     def decode(self, ids: list[int]) -> str:
         return "".join(self.token_text(i) for i in ids if i > 1)
@@ -63,6 +67,11 @@ class Server:
     engine: Engine
     async_engine: AsyncEngine
     model_name: str = "tiny"
+    tokenizer: Any = None
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -73,8 +82,16 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(api_key: str | None = None, model_dir: Path | None = None, **engine_kw: Any) -> Iterator[Server]:
-    """A server on the tiny random model with the character tokenizer, or on a real checkpoint directory."""
+def running_server(
+    api_key: str | None = None,
+    model_dir: Path | None = None,
+    app_kw: dict[str, Any] | None = None,
+    **engine_kw: Any,
+) -> Iterator[Server]:
+    """A server on the tiny random model with the character tokenizer, or on a real checkpoint directory.
+
+    `app_kw` goes to AppConfig (limits, metrics_public); uvicorn runs with the settings `speculab serve` uses.
+    """
     engine_kw.setdefault("max_num_seqs", 4)
     engine_kw.setdefault("max_model_len", 128)
     engine_kw.setdefault("max_num_batched_tokens", 256)
@@ -90,16 +107,17 @@ def running_server(api_key: str | None = None, model_dir: Path | None = None, **
         detok = lambda ids: IncrementalDetokenizer(tok, ids)  # noqa: E731
     engine = Engine(model, EngineConfig(**engine_kw), eos_token_ids=tok.eos_token_ids, detokenizer_factory=detok)
     aeng = AsyncEngine(engine)
-    app = create_app(aeng, tok, AppConfig(served_model_name="tiny", api_key=api_key))
-    with serve_app(app) as url:
-        yield Server(url, engine, aeng)
+    cfg = AppConfig(served_model_name="tiny", api_key=api_key, **(app_kw or {}))
+    app = create_app(aeng, tok, cfg)
+    with serve_app(app, max_header_bytes=cfg.max_header_bytes) as url:
+        yield Server(url, engine, aeng, tokenizer=tok)
 
 
 @contextlib.contextmanager
-def serve_app(app: Any) -> Iterator[str]:
+def serve_app(app: Any, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> Iterator[str]:
     """Run an ASGI app with uvicorn in a thread on 127.0.0.1 (free port) until /health answers; yields its URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(app, host="127.0.0.1", port=port, max_header_bytes=max_header_bytes))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

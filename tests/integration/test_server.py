@@ -287,16 +287,32 @@ def test_api_key():
         assert s.get("/health")[0] == 200
 
 
-def test_engine_failure_is_an_openai_error_and_health_says_so():
+def test_a_step_failure_no_request_explains_fails_those_requests_and_the_server_goes_on():
+    with running_server() as s:
+        step = s.engine.step
+
+        def broken():
+            raise RuntimeError("simulated scheduler failure")
+
+        s.engine.step = broken
+        status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
+        assert status == 500 and "simulated scheduler failure" in payload["error"]["message"]
+        assert payload["error"]["type"] == "server_error"
+        assert s.get("/health")[0] == 200  # the engine was reset, not killed
+        s.engine.step = step
+        assert post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})[0] == 200
+        assert len(s.engine.scheduler.free_slots) == 4
+
+
+def test_engine_stops_for_good_only_when_it_cannot_even_reset():
     with running_server() as s:
 
         def broken():
             raise RuntimeError("simulated kernel failure")
 
-        s.engine.step = broken
+        s.engine.step = s.engine.reset = broken
         status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
-        assert status == 500 and "simulated kernel failure" in payload["error"]["message"]
-        assert payload["error"]["type"] == "server_error"
+        assert status == 500 and payload["error"]["type"] == "server_error"
         assert s.get("/health")[0] == 503
         status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
         assert status == 503 and "engine" in payload["error"]["message"]

@@ -5,6 +5,11 @@ go in through a `queue.SimpleQueue`; each step's outputs come back to the event 
 `loop.call_soon_threadsafe` into the request's own `asyncio.Queue`. Admission (validation and the
 queue bound) is decided on the caller's side before anything is queued, so a refused request never
 touches the engine and an accepted one always gets a final event.
+
+No exception ends the loop. A request that fails inside a step (`FinishReason.ERROR`, see recovery.py) gets a
+`RequestFailed` and the others carry on; a step that fails outside any one request (a scheduler bug) fails the
+requests in flight and resets the engine, which then serves new requests. Only a failed reset stops the loop
+for good (`error` is set, and /health answers 503).
 """
 
 from __future__ import annotations
@@ -17,14 +22,19 @@ import threading
 from dataclasses import dataclass
 
 from speculab.engine.engine import Engine
+from speculab.engine.recovery import describe
 from speculab.engine.scheduler import QueueFull
-from speculab.engine.sequence import SamplingParams, SequenceOutput
+from speculab.engine.sequence import FinishReason, SamplingParams, SequenceOutput
 
 log = logging.getLogger(__name__)
 
 
 class EngineDeadError(RuntimeError):
-    """The engine loop failed; the request cannot complete."""
+    """The engine loop stopped (shutdown, or a failure it could not recover from); the request cannot complete."""
+
+
+class RequestFailed(RuntimeError):
+    """The engine failed while running this request (a bug, reported as HTTP 500); other requests are unaffected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +138,27 @@ class AsyncEngine:
                 continue
             try:
                 outputs = self.engine.step()
-            except Exception as e:  # a bug, not a bad request: fail everyone loudly, keep no state
-                log.exception("engine step failed")
-                self.error = e
-                self._fail_all(EngineDeadError(f"engine step failed: {e}"))
-                return
+            except Exception as e:  # no request to blame (those are failed inside step): start over
+                if not self._recover(e):
+                    return
+                continue
             for out in outputs:
                 self._deliver(out)
+
+    def _recover(self, err: Exception) -> bool:
+        """Fail the engine's requests and empty it; False (and `error` set) if even that failed."""
+        log.exception("engine step failed outside any one request; failing the requests in flight and resetting")
+        failure = RequestFailed(f"engine step failed: {describe(err)}")
+        try:
+            dropped = self.engine.reset()
+        except Exception as e:
+            log.exception("resetting the engine failed; it stops serving")
+            self.error = e
+            self._fail_all(EngineDeadError(f"the engine stopped after an internal error: {describe(e)}"), abort=False)
+            return False
+        for rid in dropped:  # requests still queued as commands were not in the engine: they run as usual
+            self._deliver_error(rid, failure)
+        return True
 
     def _apply(self, cmd: object) -> None:
         if isinstance(cmd, _Add):
@@ -143,11 +167,19 @@ class AsyncEngine:
             except Exception as e:
                 self._deliver_error(cmd.request_id, e)
         elif isinstance(cmd, _Abort):
-            out = self.engine.abort(cmd.request_id)
+            try:
+                out = self.engine.abort(cmd.request_id)
+            except Exception as e:
+                log.exception("aborting request %s failed", cmd.request_id)
+                self._deliver_error(cmd.request_id, RequestFailed(describe(e)))
+                return
             if out is not None:
                 self._deliver(out)
 
     def _deliver(self, out: SequenceOutput) -> None:
+        if out.finish_reason is FinishReason.ERROR:
+            self._deliver_error(out.request_id, RequestFailed(out.error or "the engine failed on this request"))
+            return
         with self._lock:
             target = self._streams.get(out.request_id)
             if out.finished:
@@ -165,9 +197,11 @@ class AsyncEngine:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(q.put_nowait, err)
 
-    def _fail_all(self, err: Exception) -> None:
+    def _fail_all(self, err: Exception, *, abort: bool = True) -> None:
         with self._lock:
             ids = list(self._streams)
         for rid in ids:
-            self.engine.abort(rid)
+            if abort:
+                with contextlib.suppress(Exception):  # shutting down: the error reaches the client regardless
+                    self.engine.abort(rid)
             self._deliver_error(rid, err)

@@ -22,6 +22,7 @@ import torch
 
 from speculab.engine.model import CausalLM
 from speculab.engine.model_runner import ModelRunner, Row
+from speculab.engine.recovery import contained, run_isolated
 from speculab.engine.sampling import ban_tokens, request_probs, sample, token_logprobs
 from speculab.engine.scheduler import PrefillChunk, Scheduler, SchedulerConfig
 from speculab.engine.sequence import Detokenizer, FinishReason, SamplingParams, Sequence, SequenceOutput, TokenLogprob
@@ -125,6 +126,9 @@ class Engine:
         bad = [t for t in prompt_ids if not 0 <= t < v]
         if bad:
             raise InvalidRequest(f"prompt token id {bad[0]} is outside the vocabulary [0, {v})", "prompt")
+        bad = [t for t in params.stop_token_ids if not 0 <= t < v]
+        if bad:  # an id past the vocabulary would index past the logits (min_tokens bans); a negative one, wrap
+            raise InvalidRequest(f"stop token id {bad[0]} is outside the vocabulary [0, {v})", "stop_token_ids")
 
     def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> Sequence:
         """Queue a request; raises ValueError (bad request) or QueueFull (retry later)."""
@@ -152,6 +156,20 @@ class Engine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
+    def reset(self) -> list[str]:
+        """Drop every request, after a failure that no single request explains; returns their ids.
+
+        The engine is empty and usable afterwards: a fresh scheduler hands out every slot again, and stale KV
+        is never read (a new sequence overwrites its slot's positions before reading them).
+        """
+        seqs = [*self.scheduler.waiting, *self.scheduler.running]
+        for seq in seqs:
+            if self.speculator is not None:
+                with contained(seq):
+                    self.speculator.release(seq)
+        self.scheduler = Scheduler(self.cfg.scheduler_config())
+        return [s.request_id for s in seqs]
+
     @property
     def num_running(self) -> int:
         return self.scheduler.num_running
@@ -165,7 +183,10 @@ class Engine:
 
     # --- the step ----------------------------------------------------------------------------------
     def step(self) -> list[SequenceOutput]:
-        """Run one scheduling step; an event for every sequence that produced tokens or finished."""
+        """Run one scheduling step; an event for every sequence that produced tokens or finished.
+
+        A request whose share of the step raises finishes with FinishReason.ERROR; the others go on (recovery.py).
+        """
         width = 1 + (self.speculator.num_speculative_tokens if self.speculator else 0)
         plan = self.scheduler.schedule(decode_width=width)
         now = self.clock()
@@ -174,15 +195,16 @@ class Engine:
                 c.seq.scheduled_s = now
         touched: list[Sequence] = []
         if plan.decode:
-            touched += self._decode(plan.decode)
+            touched += run_isolated(self, plan.decode, self._decode, lambda s: s)
         if plan.prefill:
-            touched += self._prefill(plan.prefill)
+            touched += run_isolated(self, plan.prefill, self._prefill, lambda c: c.seq)
         outputs = []
         for seq in touched:
             if seq.is_finished:
                 self.scheduler.free(seq)
                 if self.speculator is not None:
-                    self.speculator.release(seq)
+                    with contained(seq):
+                        self.speculator.release(seq)
             outputs.append(seq.take_output())
         return outputs
 
@@ -193,13 +215,12 @@ class Engine:
             logits = self.runner.last_logits(rows)[done]  # [D, V]
         else:
             self.runner.write(rows)
-        for c in chunks:
+        seqs = [chunks[i].seq for i in done]
+        if done:
+            self._sample_and_append(seqs, logits)
+        for c in chunks:  # after sampling: a failed batch leaves every cache length as it was
             c.seq.num_cached += c.length
             self.num_prompt_tokens_total += c.length
-        if not done:
-            return []
-        seqs = [chunks[i].seq for i in done]
-        self._sample_and_append(seqs, logits)
         return seqs
 
     def _decode(self, seqs: list[Sequence]) -> list[Sequence]:
@@ -221,7 +242,8 @@ class Engine:
         lps = token_logprobs(logits, tokens, [s.params.logprobs for s in seqs])
         now = self.clock()
         for s, tok, lp in zip(seqs, tokens, lps, strict=True):
-            self.num_generation_tokens_total += s.append([tok], [lp] if lp is not None else None, now_s=now)
+            with contained(s):
+                self.num_generation_tokens_total += s.append([tok], [lp] if lp is not None else None, now_s=now)
 
     def _decode_speculative(self, seqs: list[Sequence]) -> list[Sequence]:
         spec = self.speculator
@@ -235,12 +257,13 @@ class Engine:
         emitted = spec.verify(seqs, drafts, logits, self.generator)
         now = self.clock()
         for i, (s, toks) in enumerate(zip(seqs, emitted, strict=True)):
-            if not 1 <= len(toks) <= len(drafts[i]) + 1:
-                raise RuntimeError(f"verify returned {len(toks)} tokens for {len(drafts[i])} drafts")
-            lps = self._logprobs_along(s, logits[i, : len(toks)], toks)
-            # KV is valid for the previous last token and the accepted drafts: old length + len(toks).
-            s.num_cached += len(toks)
-            self.num_generation_tokens_total += s.append(toks, lps, now_s=now)
+            with contained(s):
+                if not 1 <= len(toks) <= len(drafts[i]) + 1:
+                    raise RuntimeError(f"verify returned {len(toks)} tokens for {len(drafts[i])} drafts")
+                lps = self._logprobs_along(s, logits[i, : len(toks)], toks)
+                # KV is valid for the previous last token and the accepted drafts: old length + len(toks).
+                s.num_cached += len(toks)
+                self.num_generation_tokens_total += s.append(toks, lps, now_s=now)
         return seqs
 
     @staticmethod

@@ -14,6 +14,7 @@ overwritten before anything reads them.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,6 +31,14 @@ class FinishReason(str, enum.Enum):
     STOP = "stop"  # eos, a stop token id or a stop string
     LENGTH = "length"  # max_tokens or the model's context
     ABORT = "abort"  # the client went away or the request was cancelled
+    ERROR = "error"  # the engine failed while running this request (a bug); the others carry on
+
+
+# Temperatures in (0, GREEDY_TEMPERATURE) are treated as 0 (greedy), as vLLM does below its 1e-5 epsilon: logits
+# divided by a tiny temperature overflow float32 (1e-38 turns every logit into +-inf and softmax into NaN), and
+# long before that the distribution is one-hot at the argmax to float32 precision, which is what greedy picks.
+GREEDY_TEMPERATURE = 1e-5
+INT64_MAX = 2**63 - 1
 
 
 class Detokenizer(Protocol):
@@ -42,7 +51,11 @@ class Detokenizer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
-    """Per-request sampling and stopping. temperature 0 = greedy; top_k 0 = off; logprobs = top-N alternatives."""
+    """Per-request sampling and stopping. temperature 0 = greedy; top_k 0 = off; logprobs = top-N alternatives.
+
+    A temperature below GREEDY_TEMPERATURE is stored as 0: every reader (sampling, speculative verification)
+    then sees the same greedy request.
+    """
 
     max_tokens: int = 16
     temperature: float = 1.0
@@ -58,12 +71,16 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature}")
+        if 0 < self.temperature < GREEDY_TEMPERATURE:
+            object.__setattr__(self, "temperature", 0.0)
+        if not 0 < self.top_p <= 1:  # False for NaN too
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
+        if not 0 <= self.top_k <= INT64_MAX:  # top_k becomes an int64 tensor
+            raise ValueError(f"top_k must be in [0, 2**63) (0 = off), got {self.top_k}")
+        if any(not 0 <= t <= INT64_MAX for t in self.stop_token_ids):
+            raise ValueError("stop_token_ids must be non-negative token ids")
         if self.min_tokens < 0 or self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens must be in [0, max_tokens], got {self.min_tokens}")
         if any(not s for s in self.stop):
@@ -119,6 +136,7 @@ class SequenceOutput:
     num_output_tokens: int
     spec: SpecStats | None = None
     phases: PhaseTimes | None = None  # on the final output of a request that produced tokens
+    error: str | None = None  # finish_reason ERROR: what went wrong (the request failed; it has no result)
 
 
 @dataclass(eq=False)
@@ -142,6 +160,7 @@ class Sequence:
     scheduled_s: float | None = None  # when a cache slot was assigned
     first_token_s: float | None = None
     last_token_s: float | None = None
+    error: str | None = None  # set by fail()
 
     # text bookkeeping for stop strings: `text` is everything decoded so far (cut at a stop), `sent` how
     # much of it has been handed out.
@@ -270,6 +289,14 @@ class Sequence:
         self.status = SequenceStatus.FINISHED
         self.finish_reason = reason
 
+    def fail(self, error: str) -> None:
+        """Finish with FinishReason.ERROR. Nothing else runs (not even the detokenizer: it may be what failed)."""
+        if self.is_finished:
+            return
+        self.error = error
+        self.status = SequenceStatus.FINISHED
+        self.finish_reason = FinishReason.ERROR
+
     def take_output(self) -> SequenceOutput:
         """The event for everything not yet reported; streamable text stops short of a possible stop string."""
         if self.is_finished:
@@ -293,6 +320,7 @@ class Sequence:
             num_output_tokens=self.num_output_tokens,
             spec=self.spec if self.spec.num_drafts else None,
             phases=self._phases() if self.is_finished else None,
+            error=self.error,
         )
 
     def _phases(self) -> PhaseTimes | None:

@@ -19,6 +19,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
+from speculab.engine.token_bound import min_tokens, token_bound
 from speculab.errors import UserError
 
 REPLACEMENT_CHAR = "\ufffd"
@@ -81,6 +82,9 @@ class Tokenizer:
     """Encode/decode with a `tokenizers` model, with HF's special-token and chat-template conventions."""
 
     def __init__(self, tok: HFTokenizer, config: dict[str, Any], eos_token_ids: Iterable[int] = ()):
+        # A tokenizer.json may carry truncation or padding settings: a prompt must never be cut silently.
+        tok.no_truncation()
+        tok.no_padding()
         self._tok = tok
         self.config = config
         self.bos_token = _token_content(config.get("bos_token"))
@@ -104,6 +108,16 @@ class Tokenizer:
         )
         context = tok.encode("a", add_special_tokens=False).ids
         self._context_ids: list[int] = context[-1:]  # a plain token to decode others after (see token_text)
+        self._bound = token_bound(tok)
+
+    @property
+    def max_bytes_per_token(self) -> int | None:
+        """The most bytes of (normalized) text one token covers; None when this pipeline has no such bound."""
+        return self._bound.max_bytes_per_token
+
+    def min_tokens(self, text: str) -> int:
+        """A cheap lower bound on len(encode(text)) (token_bound.py); 0 when none is known."""
+        return min_tokens(self._tok, self._bound, text)
 
     @classmethod
     def from_dir(cls, path: str | Path) -> Tokenizer:
@@ -141,16 +155,21 @@ class Tokenizer:
         """Number of token ids including added tokens (the model's embedding may be larger)."""
         return self._tok.get_vocab_size(with_added_tokens=True)
 
+    def _encode(self, text: str, add_special_tokens: bool) -> list[int]:
+        # encode_batch releases the GIL while it works (encode does not): a long prompt tokenized in a worker
+        # thread then stalls neither the event loop nor the engine thread.
+        return self._tok.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids
+
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
         """Token ids; with add_special_tokens, BOS/EOS as the post-processor and add_bos/eos_token say."""
-        ids = self._tok.encode(text, add_special_tokens=add_special_tokens).ids
+        ids = self._encode(text, add_special_tokens)
         if not add_special_tokens or (self._add_bos is None and self._add_eos is None):
             return ids
         # An explicit add_bos_token/add_eos_token in tokenizer_config.json overrides the post-processor, as HF does.
         ids = list(ids)
         bos = self.bos_token_id
         eos = self._tok.token_to_id(self.eos_token) if self.eos_token else None
-        plain = self._tok.encode(text, add_special_tokens=False).ids
+        plain = self._encode(text, False)
         if bos is not None and self._add_bos is not None:
             has = bool(ids) and ids[0] == bos and not (plain and plain[0] == bos)
             if self._add_bos and not has:

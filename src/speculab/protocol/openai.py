@@ -5,17 +5,46 @@ a field we do not know is refused with its name (a typo such as `max_token` must
 back to a default), except for harmless fields real clients send (`user`, `store`, `metadata`, ...),
 which are accepted and ignored. Features the engine does not implement (n > 1, penalties, tools,
 logit_bias, echo, suffix) are refused with a message that says so, never silently ignored.
+
+What the schema alone can decide, it decides: every number is finite (no NaN or infinity), every integer fits
+in 64 bits (token ids, counts and seeds reach torch as int64 tensors), token ids are non-negative, and every
+string the server reads is valid Unicode (a lone UTF-16 surrogate such as "\\ud800" is legal JSON but cannot
+be tokenized or encoded as UTF-8). Bounds that depend on the model (vocabulary, context) are checked by the
+server against the model it serves.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_LOGPROBS = 20
+MAX_STOP_STRINGS = 16
+MAX_STOP_TOKEN_IDS = 1024  # more than any real use; a longer list is work on every generated token
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+
+def valid_unicode(text: str) -> str:
+    """`text` unchanged, or ValueError if it holds a lone surrogate (JSON allows "\\ud800"; UTF-8 does not)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"text contains a lone UTF-16 surrogate ({text[e.start]!a} at character {e.start}), "
+                "which is not valid Unicode; send valid UTF-8 text"
+            ) from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(valid_unicode)]
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=1, le=INT64_MAX)]  # max_tokens, n, best_of: at least 1
+TokenId = Annotated[int, Field(ge=0, le=INT64_MAX)]  # the vocabulary bound is the model's, checked by the server
 
 
 class ApiError(Exception):
@@ -44,8 +73,11 @@ def error_body(
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     include_usage: bool = False
     continuous_usage_stats: bool = False  # vLLM extension: usage on every chunk
 
@@ -53,27 +85,28 @@ class StreamOptions(BaseModel):
 class _Sampling(BaseModel):
     """Fields both endpoints share."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
-    model: str
-    max_tokens: int | None = Field(default=None, ge=1)
+    model: Text
+    max_tokens: Count | None = None
+    # 0 = greedy; the engine treats 0 < temperature < 1e-5 as greedy too (SamplingParams, docs/engine.md)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    top_k: int | None = Field(default=None, ge=-1)  # -1 or 0 = off (vLLM accepts -1)
-    seed: int | None = Field(default=None, ge=-(2**63), lt=2**64)
-    stop: str | list[str] | None = None
-    stop_token_ids: list[int] | None = None
+    top_k: int | None = Field(default=None, ge=-1, le=INT64_MAX)  # -1 or 0 = off (vLLM accepts -1)
+    seed: int | None = Field(default=None, ge=INT64_MIN, le=UINT64_MAX)
+    stop: Text | list[Text] | None = None
+    stop_token_ids: list[TokenId] | None = Field(default=None, max_length=MAX_STOP_TOKEN_IDS)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    n: int = Field(default=1, ge=1)
-    min_tokens: int = Field(default=0, ge=0)
+    n: Count = 1
+    min_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
     ignore_eos: bool = False
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float | None = None
     logit_bias: dict[str, float] | None = None
     # Accepted and ignored: they do not change what is generated.
-    user: str | None = None
+    user: Text | None = None
     store: bool | None = None
     metadata: dict[str, Any] | None = None
     service_tier: str | None = None
@@ -84,8 +117,8 @@ class _Sampling(BaseModel):
         items = [v] if isinstance(v, str) else (v or [])
         if any(s == "" for s in items):
             raise ValueError("stop strings must be non-empty")
-        if len(items) > 16:
-            raise ValueError("at most 16 stop strings")
+        if len(items) > MAX_STOP_STRINGS:
+            raise ValueError(f"at most {MAX_STOP_STRINGS} stop strings")
         return v
 
     @model_validator(mode="after")
@@ -109,11 +142,11 @@ class _Sampling(BaseModel):
 
 
 class CompletionRequest(_Sampling):
-    prompt: str | list[str] | list[int] | list[list[int]]
+    prompt: Text | list[Text] | list[Int64] | list[list[Int64]]
     logprobs: int | None = Field(default=None, ge=0, le=MAX_LOGPROBS)
     echo: bool = False
-    suffix: str | None = None
-    best_of: int | None = None
+    suffix: Text | None = None
+    best_of: Count | None = None
 
     @field_validator("prompt")
     @classmethod
@@ -138,16 +171,16 @@ class CompletionRequest(_Sampling):
 
 
 class TextPart(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     type: Literal["text"]
-    text: str
+    text: Text
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart]
-    name: str | None = None
+    content: Text | list[TextPart]
+    name: Text | None = None
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
@@ -155,7 +188,7 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: Count | None = None
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0, le=MAX_LOGPROBS)
     tools: list[Any] | None = None

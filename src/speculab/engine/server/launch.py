@@ -20,7 +20,8 @@ from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig, SpeculationHook
 from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
 from speculab.engine.model import ModelConfig
-from speculab.engine.server.app import AppConfig, create_app
+from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
+from speculab.engine.server.connection import uvicorn_config
 from speculab.engine.spec.config import build_proposer, parse_spec_config
 from speculab.engine.spec.metrics import SpecDecodeCollector
 from speculab.engine.spec.speculator import Speculator
@@ -46,6 +47,10 @@ class ServeConfig:
     seed: int = 0
     speculative_config: str | None = None  # --speculative-config JSON (docs/speculative.md)
     threads: int | None = None  # torch CPU threads (intra-op); None: torch's default (one per physical core)
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # 413 past it, before the body is read
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES  # 431 past it
+    max_prompt_tokens: int | None = None  # 400 past it; default: the context minus one
+    metrics_public: bool = True  # /metrics without the API key (--metrics-private requires it)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -58,6 +63,14 @@ class ServeConfig:
             raise UserError("--max-waiting must be >= 0")
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads must be at least 1, got {self.threads}")
+        for flag, value in (
+            ("--max-request-bytes", self.max_request_bytes),
+            ("--max-header-bytes", self.max_header_bytes),
+        ):
+            if value < 1024:
+                raise UserError(f"{flag} must be at least 1024, got {value}")
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
+            raise UserError(f"--max-prompt-tokens must be at least 1, got {self.max_prompt_tokens}")
         if self.speculative_config is not None:  # a malformed config or missing draft fails before any load
             spec = parse_spec_config(self.speculative_config)
             if spec.model is not None:
@@ -168,7 +181,15 @@ def make_app(cfg: ServeConfig, speculator: SpeculationHook | None = None) -> Fas
     engine, tok, name = build_engine(cfg, speculator)
     spec = engine.engine.speculator
     collectors = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, Speculator) else []
-    return create_app(engine, tok, AppConfig(served_model_name=name, api_key=cfg.api_key), collectors=collectors)
+    app_cfg = AppConfig(
+        served_model_name=name,
+        api_key=cfg.api_key,
+        max_request_bytes=cfg.max_request_bytes,
+        max_header_bytes=cfg.max_header_bytes,
+        max_prompt_tokens=cfg.max_prompt_tokens,
+        metrics_public=cfg.metrics_public,
+    )
+    return create_app(engine, tok, app_cfg, collectors=collectors)
 
 
 class _Server(uvicorn.Server):
@@ -198,8 +219,8 @@ def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Specula
     _check_port_free(cfg.host, cfg.port)
     app = make_app(cfg, speculator)
     # Ctrl-C: stop accepting, give in-flight streams a few seconds, then close them (their slots go with the engine).
-    ucfg = uvicorn.Config(
-        app, host=cfg.host, port=cfg.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    ucfg = uvicorn_config(
+        app, host=cfg.host, port=cfg.port, max_header_bytes=cfg.max_header_bytes, timeout_graceful_shutdown=5
     )
     server = _Server(ucfg, app.state.engine)
     host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host

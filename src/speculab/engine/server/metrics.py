@@ -184,6 +184,10 @@ class RequestTracker:
             self.m.phases["prefill"].observe(phases.prefill_s)
             self.m.phases["decode"].observe(phases.decode_s)
 
+    def on_error(self) -> None:
+        """The request failed (counted in request_errors_total by its status): no latency, no finish reason."""
+        self.done = True
+
     def on_finish(self, reason: str) -> None:
         if self.done:
             return

@@ -119,9 +119,12 @@ class Rendering:
 
 
 async def stream_events(
-    rendering: Rendering, outputs: AsyncIterator[SequenceOutput], on_output: Callable[[SequenceOutput], None]
+    rendering: Rendering,
+    outputs: AsyncIterator[SequenceOutput],
+    on_output: Callable[[SequenceOutput], None],
+    on_error: Callable[[Exception], None] = lambda _: None,
 ) -> AsyncIterator[bytes]:
-    """SSE bytes for a request's outputs; an engine failure mid-stream becomes an error event."""
+    """SSE bytes for a request's outputs; a failure mid-stream becomes an error event, then [DONE]."""
     first = rendering.first_chunk()
     if first is not None:
         yield first
@@ -131,6 +134,9 @@ async def stream_events(
             data = rendering.chunk(out)
             if data is not None:
                 yield data
-    except Exception as e:  # the engine died under us: tell the client in-band, the status is already sent
-        yield sse(oa.error_body(f"generation failed: {e}", type="server_error"))
+    except Exception as e:  # the engine failed this request: tell the client in-band, the status is already sent
+        on_error(e)
+        yield sse(json.dumps(oa.error_body(f"generation failed: {e}", type="server_error"), ensure_ascii=True))
+        yield sse("[DONE]")
+        return
     yield rendering.closing()

@@ -1,0 +1,234 @@
+"""`speculab serve` under hostile traffic: how fast it refuses what it must, whether others wait, whether RSS grows.
+
+Starts `python -m speculab serve MODEL` (default: the shipped demo model) on a free loopback port and measures,
+over raw sockets (exactly the bytes chosen go out):
+1. `one_token_alone_s`: a 1-token completion with nothing else running (median of --rounds);
+2. `refuse_10mb`: a 10 MB prompt sent whole with its Content-Length: seconds from the first byte sent to the
+   status line read, and the slowest of the 1-token completions sent back to back while it is in flight (the
+   issue: 29 s to refuse, 28 s for a bystander); the same for a prompt just under --max-request-bytes that
+   cannot fit the context (`refuse_long_prompt`, the cheap token bound) and for a 1 MB header
+   (`refuse_1mb_header`);
+3. `soak`: for --soak-s seconds, a loop of 10 MB bodies, long prompts, 1 MB headers, the issue's three engine
+   killers, invalid bodies (a lone surrogate, malformed JSON) and valid requests, while the server's RSS is
+   sampled every 0.5 s: RSS after warm-up vs at the end, statuses seen, any 5xx, /health at the end.
+Prints one JSON object. `--src DIR` serves another checkout's `src` (e.g. main's, to compare).
+
+    python bench/server_soak.py [--model demo] [--rounds 5] [--soak-s 60] [--src ../main/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+TEN_MB = 10_000_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
+    head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
+    head += [f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def exchange(port: int, data: bytes, timeout_s: float = 600) -> tuple[int, float]:
+    """(status, seconds from the first byte sent to the status line); status 0 if the connection broke."""
+    t0 = time.perf_counter()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+            sock.sendall(data)
+            f = sock.makefile("rb")
+            line = f.readline()
+            elapsed = time.perf_counter() - t0
+            status = int(line.split()[1]) if line else 0
+            headers = {}
+            while (h := f.readline()) not in (b"\r\n", b""):
+                k, _, v = h.decode("latin-1").partition(":")
+                headers[k.strip().lower()] = v.strip()
+            f.read(int(headers.get("content-length", 0)))
+            return status, elapsed
+    except OSError:
+        return 0, time.perf_counter() - t0
+
+
+def body(model: str, **fields: Any) -> bytes:
+    return json.dumps({"model": model, "max_tokens": 1, "temperature": 0, **fields}).encode()
+
+
+def with_bystander(port: int, model: str, hostile: bytes) -> dict[str, Any]:
+    """Send `hostile`; meanwhile, 1-token completions back to back on other connections (at least one, the first
+    10 ms in), so that one of them is in flight whenever the server stalls. Times in seconds."""
+    one_token = request("POST", "/v1/completions", body(model, prompt="Hello"))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        big = pool.submit(exchange, port, hostile)
+        time.sleep(0.01)
+        bystanders = [exchange(port, one_token)]
+        while not big.done():
+            bystanders.append(exchange(port, one_token))
+        big_status, big_s = big.result()
+    return {
+        "status": big_status,
+        "refused_s": big_s,
+        "bystander_statuses": {status for status, _ in bystanders},
+        "bystander_max_s": max(t for _, t in bystanders),
+        "bystanders": len(bystanders),
+    }
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    refused = [r["refused_s"] for r in runs]
+    slowest = [r["bystander_max_s"] for r in runs]
+    return {
+        "statuses": sorted({r["status"] for r in runs}),
+        "refused_s": {"median": round(statistics.median(refused), 4), "max": round(max(refused), 4)},
+        "slowest_bystander_s": {"median": round(statistics.median(slowest), 4), "max": round(max(slowest), 4)},
+        "bystanders": sum(r["bystanders"] for r in runs),
+        "bystander_statuses": sorted(set().union(*(r["bystander_statuses"] for r in runs))),
+    }
+
+
+def hostile_requests(model: str, max_request_bytes: int) -> dict[str, bytes]:
+    ten_mb = json.dumps({"model": model, "prompt": "a" * TEN_MB}).encode()
+    long_prompt = json.dumps({"model": model, "prompt": "The quick brown fox. " * ((max_request_bytes - 200) // 21)})
+    return {
+        "refuse_10mb": request("POST", "/v1/completions", ten_mb),
+        "refuse_long_prompt": request("POST", "/v1/completions", long_prompt.encode()),
+        "refuse_1mb_header": request("GET", "/health", headers={"X-Big": "a" * 1_000_000}),
+    }
+
+
+def soak_mix(model: str, hostile: dict[str, bytes]) -> list[tuple[str, bytes]]:
+    killers = [  # the issue's three: each used to disable the engine until a restart (1e-38 is now greedy: 200)
+        body(model, prompt="hi", max_tokens=4, min_tokens=2, stop_token_ids=[8192]),
+        body(model, prompt="hi", max_tokens=4, temperature=1e-38),
+        body(model, prompt="hi", max_tokens=4, top_k=2**63),
+    ]
+    invalid = [body(model, prompt="\ud800"), b'{"model": "' + model.encode() + b'", "prompt": [[[']
+    chat = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hi!"}], "max_tokens": 4}).encode()
+    return [
+        *hostile.items(),
+        *(("killer", request("POST", "/v1/completions", b)) for b in killers),
+        *(("invalid", request("POST", "/v1/completions", b)) for b in invalid),
+        ("valid", request("POST", "/v1/completions", body(model, prompt="Once upon a time", max_tokens=4))),
+        ("valid", request("POST", "/v1/chat/completions", chat)),
+    ]
+
+
+def soak(port: int, proc: psutil.Process, mix: list[tuple[str, bytes]], seconds: float) -> dict[str, Any]:
+    samples: list[tuple[float, int]] = []
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def sample() -> None:
+        while not stop.is_set():
+            samples.append((round(time.monotonic() - t0, 1), proc.memory_info().rss))
+            stop.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    statuses: collections.Counter[str] = collections.Counter()
+    rounds = 0
+    while time.monotonic() - t0 < seconds:
+        for kind, data in mix:
+            statuses[f"{kind} {exchange(port, data)[0]}"] += 1
+        rounds += 1
+    stop.set()
+    sampler.join()
+    warm = [rss for t, rss in samples if t >= min(10.0, seconds / 4)] or [samples[0][1]]
+    mb = 2**20
+    return {
+        "seconds": round(time.monotonic() - t0, 1),
+        "rounds": rounds,
+        "requests": sum(statuses.values()),
+        "statuses": dict(sorted(statuses.items())),
+        "server_errors_5xx": sum(n for k, n in statuses.items() if k.split()[-1].startswith("5")),
+        "rss_start_mb": round(samples[0][1] / mb, 1),
+        "rss_after_warmup_mb": round(warm[0] / mb, 1),
+        "rss_end_mb": round(samples[-1][1] / mb, 1),
+        "rss_max_mb": round(max(r for _, r in samples) / mb, 1),
+        "rss_growth_after_warmup_mb": round((samples[-1][1] - warm[0]) / mb, 1),
+        "rss_timeline_mb": [(t, round(r / mb)) for t, r in samples[:: max(1, len(samples) // 20)]],
+    }
+
+
+def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(args.src).resolve()), "OMP_NUM_THREADS": str(args.threads)}
+    cmd = [sys.executable, "-m", "speculab", "serve", args.model, "--port", str(port), "--threads", str(args.threads)]
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"server exited with {server.returncode}: {server.stderr.read()[-2000:]}")
+        if exchange(port, request("GET", "/health"), timeout_s=2)[0] == 200:
+            return server
+        time.sleep(0.2)
+    server.kill()
+    raise TimeoutError("server not healthy after 180 s")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="demo")
+    ap.add_argument("--src", default=str(ROOT / "src"), help="the speculab source tree to serve")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--soak-s", type=float, default=60.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024, help="the server's limit (default)")
+    args = ap.parse_args(argv)
+    port = free_port()
+    t0 = time.monotonic()
+    server = start_server(args, port)
+    res: dict[str, Any] = {
+        "script": "bench/server_soak.py",
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
+        "src": args.src,
+        "model": args.model,
+        "startup_s": round(time.monotonic() - t0, 1),
+    }
+    try:
+        proc = psutil.Process(server.pid)
+        model = args.model
+        alone = [exchange(port, request("POST", "/v1/completions", body(model, prompt="Hello")))[1] for _ in range(5)]
+        res["one_token_alone_s"] = round(statistics.median(alone), 4)
+        res["rss_idle_mb"] = round(proc.memory_info().rss / 2**20, 1)
+        hostile = hostile_requests(model, args.max_request_bytes)
+        for name, data in hostile.items():
+            res[name] = summarize([with_bystander(port, model, data) for _ in range(args.rounds)])
+            res[name]["rss_after_mb"] = round(proc.memory_info().rss / 2**20, 1)
+        if args.soak_s > 0:
+            res["soak"] = soak(port, proc, soak_mix(model, hostile), args.soak_s)
+        res["health_at_end"] = exchange(port, request("GET", "/health"))[0]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    print(json.dumps(res))
+    return res
+
+
+if __name__ == "__main__":
+    main()
