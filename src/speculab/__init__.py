@@ -1,3 +1,68 @@
-"""speculab: does speculative decoding make my endpoint faster and cheaper, and is it still correct?"""
+"""speculab: does speculative decoding make my endpoint faster and cheaper, at my load, and is it still correct?
+
+The library face: the handful of entry points a Python user needs, named in `__all__` and imported lazily, so that
+`import speculab` (which the CLI and the reference engine do for `__version__`) loads nothing else: the engine must
+never pull in the harness, and the CLI starts fast.
+
+    from speculab import load_workload, BenchConfig, run_bench            # measure one endpoint
+    from speculab import load_experiment, plan_experiment, run_plan       # the A/B experiment
+    from speculab import load_inputs, build_report, render_run_dir        # build or read a report
+    from speculab import DiagnoseConfig, diagnose_endpoint                # which latency problem is this?
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it (the one place each lives)
+_EXPORTS: dict[str, str] = {
+    # workloads
+    "load_workload": "speculab.harness.workload.load",
+    "Workload": "speculab.harness.workload.items",
+    "RequestSpec": "speculab.harness.records",
+    "RequestRecord": "speculab.harness.records",
+    # measure one endpoint (`speculab bench`)
+    "EndpointConfig": "speculab.harness.client.endpoint",
+    "RequestSampling": "speculab.harness.client.endpoint",
+    "LoadConfig": "speculab.harness.load.runner",
+    "BenchConfig": "speculab.harness.measure.run",
+    "BenchResult": "speculab.harness.measure.run",
+    "run_bench": "speculab.harness.measure.run",
+    # the A/B experiment (`speculab run`)
+    "load_experiment": "speculab.config.load",
+    "parse_experiment": "speculab.config.load",
+    "plan_experiment": "speculab.harness.experiment.plan",
+    "run_plan": "speculab.harness.experiment.run",
+    "RunOutcome": "speculab.harness.experiment.run",
+    # reports (`speculab report`, `compare`)
+    "load_inputs": "speculab.harness.results.ab_dir",
+    "save_inputs": "speculab.harness.results.ab_dir",
+    "inputs_from_bench_dirs": "speculab.harness.experiment.compare",
+    "build_report": "speculab.report.model",
+    "render_run_dir": "speculab.report.render",
+    # diagnose (`speculab diagnose`)
+    "DiagnoseConfig": "speculab.harness.diagnose.config",
+    "run_diagnosis": "speculab.harness.diagnose.run",
+    "diagnose_endpoint": "speculab.harness.diagnose.run",
+    # errors every entry point raises for a mistake the user can fix
+    "UserError": "speculab.errors",
+    "EndpointError": "speculab.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'speculab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

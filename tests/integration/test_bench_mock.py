@@ -1,13 +1,10 @@
 """speculab bench against the scripted mock server: the accuracy the issue demands, and faults at run level."""
 
-import asyncio
-import contextlib
 import json
-import time
 
-import psutil
 import pytest
 
+from fakes.quiet import OtherCpu, skip_if_busy, wakeup_lateness_s
 from integration.mock_process import mock_process
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
@@ -26,29 +23,6 @@ SCRIPT = dict(
     record_send_times=True,
     spin_s=0.0025,
 )
-
-
-async def wakeup_lateness_p90_s(n: int = 40, sleep_s: float = 0.005) -> float:
-    """How late this process's event loop wakes up from short sleeps (the machine's scheduling noise)."""
-    late = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await asyncio.sleep(sleep_s)
-        late.append(time.perf_counter() - t - sleep_s)
-    late.sort()
-    return late[int(0.9 * (n - 1))]
-
-
-def others_cpu_s() -> float:
-    """CPU seconds the whole machine has spent (steal included) outside this process and its children (the mock)."""
-    me = psutil.Process()
-    own = 0.0
-    for p in (me, *me.children(recursive=True)):
-        with contextlib.suppress(psutil.Error):
-            own += sum(p.cpu_times()[:2])  # user + system
-    t = psutil.cpu_times()
-    busy = sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq", "steal"))
-    return busy - own
 
 
 async def server_send_log(url: str) -> dict[str, dict]:
@@ -71,7 +45,7 @@ def median(xs: list[float]) -> float:
 # is sampled before and after the run; other processes' CPU use is measured over the run itself (a job that starts
 # mid-run and saturates a 2-core machine was missed by the samples). The client's and the mock's own CPU use never
 # excuse a miss.
-QUIET_LATENESS_S = 0.0005
+QUIET_LATENESS_S = 0.0005  # wakeups late at p90, before and after the run
 QUIET_OTHERS_CPU_SHARE = 0.10  # of all cores, over the run
 
 
@@ -92,11 +66,11 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
         load=LoadConfig(concurrency=concurrency, warmup=max(2, concurrency), ramp_up_s=0.02),
         output_dir=tmp_path / "run",
     )
-    lateness_before = await wakeup_lateness_p90_s()
-    others0, t0 = others_cpu_s(), time.perf_counter()
+    lateness_before = await wakeup_lateness_s()
+    others = OtherCpu()
     res = await run_bench(cfg, items)
-    others_share = (others_cpu_s() - others0) / ((time.perf_counter() - t0) * (psutil.cpu_count() or 1))
-    lateness = max(lateness_before, await wakeup_lateness_p90_s())
+    others_share = others.share()
+    lateness = max(lateness_before, await wakeup_lateness_s())
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s == json.loads(json.dumps(res.summary))
     m = s["metrics"]
@@ -118,8 +92,7 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
         f"TTFT p50 {m['ttft_s']['p50'] * 1e3:.2f} ms, TPOT p50 {m['tpot_s']['p50'] * 1e3:.3f} ms, "
         f"chunk gap p50 {m['chunk_gap_s']['p50'] * 1e3:.3f} ms, ITL p50 {m['itl_s']['p50'] * 1e3:.3f} ms"
     )
-    if lateness > QUIET_LATENESS_S:
-        pytest.skip(f"machine too busy for +-1 ms checks (wakeups {lateness * 1e3:.1f} ms late at p90); {timing}")
+    skip_if_busy(lateness_s=lateness, max_lateness_s=QUIET_LATENESS_S, figures=timing)
     # Both processes read CLOCK_MONOTONIC, so the mock's send log splits each TTFT into what the client did and
     # what the server did: ttft = (arrival - sent) + 100 ms + (first write - deadline) + (received - first write).
     log = await server_send_log(mock_url)
@@ -133,8 +106,7 @@ async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     )
     way_in = [e["arrival_s"] - r.sent_s for r, e in zip(measured, server, strict=True)]
     timing += f", request reached the mock {median(way_in) * 1e3:.2f} ms after it was sent (p50)"
-    if others_share > QUIET_OTHERS_CPU_SHARE:
-        pytest.skip(f"machine too busy for +-1 ms checks (other processes used {others_share:.0%} of it); {timing}")
+    skip_if_busy(others_share=others_share, max_others_share=QUIET_OTHERS_CPU_SHARE, figures=timing)
     # The client's own timestamping error: a written chunk is seen within the issue's 2 ms TTFT tolerance.
     assert median(delivery) <= 0.002, timing
     # Issue 2's +-2 ms holds the client to the scripted 100 ms. That is only a fair reference while the mock keeps

@@ -9,7 +9,7 @@ import math
 import aiohttp
 import pytest
 
-from conftest import post
+from fakes.raw_sse import post
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.script import count_tokens
 from speculab.harness.mock.server import mock_server_in_thread, running_mock_server

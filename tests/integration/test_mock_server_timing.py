@@ -7,7 +7,7 @@ own queueing of 64 simultaneous sends is not charged to the server. Connections 
 
 These tolerances only mean something on a machine with CPU to spare: the tests first measure how busy the CPUs
 are and how late the event loop wakes from plain sleeps, and skip, saying so, when the machine is too busy
-(SPECULAB_FORCE_TIMING_TESTS=1 runs them anyway, e.g. under real-time priority: `chrt -f 10 pytest ...`).
+(tests/fakes/quiet.py; SPECULAB_FORCE_TIMING_TESTS=1 runs them anyway).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-import psutil
 import pytest
 
-from conftest import post
+from fakes.quiet import other_cpu_share, skip_if_busy, wakeup_lateness_s
+from fakes.raw_sse import post
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 BODY = {"prompt": "measure me please", "stream": True, "stream_options": {"include_usage": True}}
@@ -47,26 +47,11 @@ def server_url():
         proc.wait(timeout=10)
 
 
-async def _timer_lateness_p50_s() -> float:
-    loop = asyncio.get_running_loop()
-    late = []
-    for _ in range(40):
-        deadline = loop.time() + 0.002
-        await asyncio.sleep(0.002)
-        late.append(loop.time() - deadline)
-    return statistics.median(late)
-
-
 async def _skip_if_busy() -> None:
     """Millisecond tolerances need idle CPUs: other processes' load delays the server's and client's wake-ups."""
-    if os.environ.get("SPECULAB_FORCE_TIMING_TESTS"):  # e.g. under `chrt -f 10` on a shared machine
-        return
-    busy = await asyncio.to_thread(psutil.cpu_percent, 0.5)
-    if busy > 50:
-        pytest.skip(f"machine too busy for 1 ms timing tolerances: CPUs {busy:.0f}% busy before the test")
-    late = await _timer_lateness_p50_s()
-    if late > 0.0012:
-        pytest.skip(f"machine too busy for 1 ms timing tolerances: sleeps wake {late * 1e3:.1f} ms late (p50)")
+    skip_if_busy(others_share=await other_cpu_share(0.5), max_others_share=0.5, figures="before the test")
+    late = await wakeup_lateness_s(quantile=0.5, sleep_s=0.002)
+    skip_if_busy(lateness_s=late, max_lateness_s=0.0012, figures="sleeps late at p50, before the test")
 
 
 def _traced_session() -> aiohttp.ClientSession:

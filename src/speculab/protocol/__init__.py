@@ -1,0 +1,4 @@
+"""The OpenAI wire format shared by client and server: request schemas, response and chunk builders, one SSE decoder.
+
+It is the only code the harness and the engine share: it imports neither of them, nor torch.
+"""

@@ -55,8 +55,9 @@ from speculab.harness.diagnose.server_metrics import merge_phases, server_phase
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.measure.run import check_items
+from speculab.harness.measure.summary import request_option_hints
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.results.run_dir import MANIFEST, RunDir, request_option_hints, utc_now, versions
+from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.items import approx_tokens, item_text, request_seed

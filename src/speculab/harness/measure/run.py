@@ -26,17 +26,9 @@ from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, Progress, run_load
+from speculab.harness.measure.summary import build_summary, request_option_hints
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.results.run_dir import (
-    MANIFEST,
-    MANIFEST_SCHEMA,
-    SUMMARY,
-    RunDir,
-    build_summary,
-    request_option_hints,
-    utc_now,
-    versions,
-)
+from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, SUMMARY, RunDir, utc_now, versions
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics

@@ -13,7 +13,7 @@ from speculab.harness.workload.builtin import list_builtin
 from speculab.harness.workload.checks import evaluate, parse_checks
 from speculab.harness.workload.load import load_workload
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SETS = [b.name for b in list_builtin() if b.kind != "mix"]
 GROUNDED = {"code-edit", "extraction", "summarize", "rag-qa"}
 

@@ -296,7 +296,7 @@ def test_synthetic_grammar_errors(arg, message):
 
 
 def test_the_examples_in_docs_work(tmp_path):
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "workloads.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[4] / "docs" / "workloads.md").read_text(encoding="utf-8")
     lines = [ln for ln in doc.splitlines() if ln.startswith(('{"id": "refund-1"', '{"messages"'))]
     assert len(lines) == 2
     w = load_workload(write_jsonl(tmp_path / "doc.jsonl", lines), seed=0)

@@ -1,8 +1,8 @@
 from rich.console import Console
 
 from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.measure.summary import build_summary
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
-from speculab.harness.results.run_dir import build_summary
 from speculab.harness.results.strict_json import json_safe
 from speculab.report.console.bench import print_bench_summary
 

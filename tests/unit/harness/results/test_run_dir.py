@@ -1,0 +1,61 @@
+"""A bench run directory: records streamed and read back, a refused directory, a full disk, the redacted argv."""
+
+import errno
+import math
+
+import pytest
+
+from speculab.errors import UserError
+from speculab.harness.records import ChunkEvent, RequestRecord
+from speculab.harness.results.requests_file import read_records
+from speculab.harness.results.run_dir import RunDir, redact_argv
+from speculab.harness.results.strict_json import json_safe
+
+
+def test_redact_argv():
+    argv = ["speculab", "bench", "--api-key", "sk-1", "--api-key=sk-2", "--url", "http://h"]
+    assert redact_argv(argv) == ["speculab", "bench", "--api-key", "***", "--api-key=***", "--url", "http://h"]
+
+
+def test_json_safe():
+    assert json_safe({"a": math.nan, "b": [1.0, math.inf], "c": (2,)}) == {"a": None, "b": [1.0, None], "c": [2]}
+
+
+def test_run_dir_streams_records_and_survives_a_torn_line(tmp_path):
+    rd = RunDir(tmp_path / "run").create()
+    r = RequestRecord(0, 0.0, 0.1, 0.5, chunks=(ChunkEvent(0.2, "hé", 1),), completion_tokens=1)
+    rd.append(r)
+    # flushed at once: readable before close
+    assert read_records(tmp_path / "run" / "requests.jsonl") == [r]
+    with (tmp_path / "run" / "requests.jsonl").open("a") as f:
+        f.write('{"index": 1, "sched')  # the process died mid-write
+    assert read_records(tmp_path / "run" / "requests.jsonl") == [r]
+    rd.close()
+    with pytest.raises(UserError, match="already holds a run"):
+        RunDir(tmp_path / "run").create()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="is a file"):
+        RunDir.check(tmp_path / "file")
+    # a directory below a file: os.access says the parent is writable, mkdir still fails -> one line, no traceback
+    with pytest.raises(UserError, match="cannot create it"):
+        RunDir(tmp_path / "file" / "run").create()
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
+
+    class FullDisk:
+        def write(self, _text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    rd = RunDir(tmp_path / "run").create()
+    rd._requests._f.close()  # the one requests.jsonl writer (results.requests_file) behind RunDir
+    rd._requests._f = FullDisk()
+    with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
+        rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
+    rd.close()
