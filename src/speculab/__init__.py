@@ -31,11 +31,13 @@ _EXPORTS: dict[str, str] = {
     "BenchConfig": "speculab.harness.measure.run",
     "BenchResult": "speculab.harness.measure.run",
     "run_bench": "speculab.harness.measure.run",
+    "run_bench_interruptible": "speculab.harness.measure.run",
     # the A/B experiment (`speculab run`)
     "load_experiment": "speculab.config.load",
     "parse_experiment": "speculab.config.load",
     "plan_experiment": "speculab.harness.experiment.plan",
     "run_plan": "speculab.harness.experiment.run",
+    "run_plan_interruptible": "speculab.harness.experiment.run",
     "RunOutcome": "speculab.harness.experiment.run",
     # reports (`speculab report`, `compare`)
     "load_inputs": "speculab.harness.results.ab_dir",
