@@ -18,14 +18,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from speculab.harness.records import RequestRecord
+from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
-from speculab.harness.servers.adapters.vllm import counters as vllm_style_counters
 from speculab.harness.servers.scrape import MetricsSnapshot
 
-SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
-SGLANG_ACCEPT_RATE = "sglang:spec_accept_rate"
-# Counter families with vLLM's spec-decode semantics, tried for any engine after the adapter's own source.
-VLLM_STYLE_PREFIXES = ("vllm", "speculab")
+# Engines whose metrics any server may expose (an `other` engine built on vLLM, say), tried in this order after the
+# adapter's own source. The metric names are the adapters' (servers.adapters): this module names none itself.
+FALLBACK_ENGINES = ("vllm", "speculab", "sglang")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,30 +190,32 @@ def acceptance_with_reason(
     fields (llama.cpp timings); then, for any engine, vLLM- or speculab-style counters or SGLang gauges if the server
     happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the server
     restarted between the scrapes) gives None: no delta can be trusted."""
-    acc = adapter.acceptance
     have = before is not None and after is not None
-    if have and acc.kind == "counters":
-        found, why = _counter_acceptance(adapter.kind, acc, before, after)  # type: ignore[arg-type]
+    if have:
+        found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
-            return found, why
-    if have and acc.kind == "gauges":
-        found, why = _gauge_acceptance(acc.accept_length_gauge or "", acc.accept_rate_gauge or "", after)  # type: ignore[arg-type]
-        if found is not None:
             return found, why
     if adapter.kind == "llamacpp":
         timings = [r.extra["timings"] for r in records if not r.warmup and isinstance(r.extra.get("timings"), dict)]
         if any("draft_n" in t for t in timings):
             found = from_llamacpp_timings(timings, k)
             return found, None if found.active else "llama.cpp timings show no drafted tokens"
-    if have:
-        for prefix in VLLM_STYLE_PREFIXES:
-            found, why = _counter_acceptance(prefix, vllm_style_counters(prefix), before, after)  # type: ignore[arg-type]
-            if found is not None or why is not None:
-                return found, why
-        found, why = _gauge_acceptance(SGLANG_ACCEPT_LENGTH, SGLANG_ACCEPT_RATE, after)  # type: ignore[arg-type]
-        if found is not None:
+    for kind in FALLBACK_ENGINES if have else ():
+        found, why = _adapter_source(kind, adapter_for(kind).acceptance, before, after)  # type: ignore[arg-type]
+        if found is not None or why is not None:
             return found, why
     return None, "the server exposes no speculative-decoding metrics (vllm:, speculab: or sglang:)"
+
+
+def _adapter_source(
+    kind: str, acc: AcceptanceMetrics, before: MetricsSnapshot, after: MetricsSnapshot
+) -> tuple[AcceptanceSummary | None, str | None]:
+    """The counters or gauges `acc` names; (None, None) when the server exposes none of them."""
+    if acc.kind == "counters":
+        return _counter_acceptance(kind, acc, before, after)
+    if acc.kind == "gauges":
+        return _gauge_acceptance(acc.accept_length_gauge or "", acc.accept_rate_gauge or "", after)
+    return None, None
 
 
 def _counter_acceptance(
