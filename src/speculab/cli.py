@@ -374,12 +374,22 @@ def _default_run_dir(stem: str) -> Path:
     return Path("speculab-runs") / f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-def _render(console: Console, out: Path, *, interrupted: bool) -> None:
+_ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
+
+
+def _report_options(*, allow_python_checks: bool, seed: int = 0) -> Any:
+    from speculab.report.correctness import CorrectnessOptions
+    from speculab.report.schema import ReportOptions
+
+    return ReportOptions(seed=seed, correctness=CorrectnessOptions(allow_python_checks=allow_python_checks))
+
+
+def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> None:
     """summary.json + report.html from what is on disk, then the verdict first."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
-    report = render_run_dir(out)
+    report = render_run_dir(out, None, options)
     print_ab_report(Console(soft_wrap=True), report, out)
     if interrupted:
         console.print(
@@ -387,7 +397,7 @@ def _render(console: Console, out: Path, *, interrupted: bool) -> None:
         )
 
 
-def _run_plan(console: Console, plan: Any, out: Path) -> None:
+def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> None:
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
@@ -401,9 +411,9 @@ def _run_plan(console: Console, plan: Any, out: Path) -> None:
         # e.g. a launched server exited mid-run: report what finished before the one-line error (exit 3)
         if (out / "inputs.json").is_file():
             with contextlib.suppress(Exception):
-                _render(console, out, interrupted=True)
+                _render(console, out, interrupted=True, options=options)
         raise
-    _render(console, out, interrupted=outcome.interrupted)
+    _render(console, out, interrupted=outcome.interrupted, options=options)
     if outcome.interrupted:
         raise typer.Exit(130)
 
@@ -415,6 +425,7 @@ def run_command(
     allow_extra_diff: bool = typer.Option(
         False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
     ),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.config import load_experiment
@@ -427,7 +438,7 @@ def run_command(
     out = output or _default_run_dir(experiment.stem)
     check_ab_output_dir(out)
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
-    _run_plan(console, plan, out)
+    _run_plan(console, plan, out, _report_options(allow_python_checks=allow_python_checks or exp.python_checks))
 
 
 @app.command("compare")
@@ -435,6 +446,7 @@ def compare_command(
     dir_a: Path = typer.Argument(..., help="`speculab bench` output: the baseline"),
     dir_b: Path = typer.Argument(..., help="`speculab bench` output: the candidate"),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
 ) -> None:
     """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
     from speculab.harness.experiment.compare import inputs_from_bench_dirs
@@ -445,7 +457,7 @@ def compare_command(
     out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)
-    _render(console, out, interrupted=False)
+    _render(console, out, interrupted=False, options=_report_options(allow_python_checks=allow_python_checks))
 
 
 @app.command("init")
@@ -503,13 +515,14 @@ def report_command(
     directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
     output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
-    from speculab.report.schema import ReportOptions
 
-    report = render_run_dir(directory, output, ReportOptions(seed=seed))
+    options = _report_options(allow_python_checks=allow_python_checks, seed=seed)
+    report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
 
 

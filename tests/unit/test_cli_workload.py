@@ -37,3 +37,21 @@ def test_bad_workload_is_one_line_and_exit_2(tmp_path, capsys):
     assert code == 2 and out == ""
     assert err.strip() == f"error: {bad}:2: 'max_tokens' must be a positive integer, got -1"
     assert "Traceback" not in err
+
+
+def test_a_workload_with_a_python_check_is_loaded_without_importing_it(tmp_path, capsys, monkeypatch):
+    """A shared workload file names code; `speculab workload` (and every loader) must not run it (issue 17)."""
+    import json
+    import sys
+
+    marker = tmp_path / "imported"
+    (tmp_path / "evil_next_to_it.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\ndef f(t, i):\n    return 1\n"
+    )
+    wl = tmp_path / "evil.jsonl"
+    wl.write_text(json.dumps({"prompt": "hi", "checks": [{"type": "python", "function": "evil_next_to_it:f"}]}) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(["workload", str(wl)], capsys)
+    assert code == 0 and "checks on 1 requests (python 1)" in out
+    assert not marker.exists() and "evil_next_to_it" not in sys.modules

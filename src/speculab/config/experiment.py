@@ -202,6 +202,7 @@ class Experiment:
     slos: SloTargets = field(default_factory=SloTargets)
     repeats: int = 1
     checks: bool = True
+    python_checks: bool = False  # run the workload's `python` checks (they import and run the code they name)
     cost: CostConfig | None = None
     candidate: CandidateConfig | None = None
     allow_extra_diff: bool = False

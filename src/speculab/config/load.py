@@ -202,6 +202,7 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
         repeats=m.repeats,
         checks=m.checks,
+        python_checks=m.python_checks,
         cost=cost,
         baseline=ArmConfig(b.url, launch, b.model, b.api_key_env),
         speculation=SpeculationConfig(

@@ -166,6 +166,7 @@ class ExperimentSchema(_Model):
     slos: SlosSchema = SlosSchema()
     repeats: int = Field(default=1, ge=1, le=100)
     checks: bool = True
+    python_checks: bool = False  # run `python` checks (code the workload names): an explicit opt-in
     cost: CostSchema | None = None
     baseline: ArmSchema
     speculation: SpeculationSchema

@@ -20,7 +20,7 @@ from scipy import stats as scipy_stats
 
 from speculab.harness.analysis.stats import Distribution, Interval, describe, mcnemar, wilson_interval
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.workload.checks import CheckSpecError, evaluate
+from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, evaluate
 
 EXCERPT_BEFORE = 60
 EXCERPT_AFTER = 80
@@ -31,6 +31,9 @@ MAX_DIVERGENCES_SHOWN = 20
 class CorrectnessOptions:
     near_tie_logprob_gap: float = 0.1  # nats; top-1 minus top-2 logprob below this = a near-tie
     alpha: float = 0.05  # significance for McNemar and the length test
+    # Run `python` checks (code a workload file names): only when the user opted in for this command, never
+    # because a results directory says so (--allow-python-checks; `python_checks: true` for `speculab run`).
+    allow_python_checks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,26 +160,33 @@ def divergence(index: int, prompt_id: str, base: RequestRecord, cand: RequestRec
     )
 
 
-def _check_pass(items: Mapping[int, RequestSpec], refs: Mapping[int, RequestRecord], warnings: list[str]
-                ) -> tuple[dict[int, bool], list[str]]:  # fmt: skip
-    """Prompt index -> all checks passed, for prompts that have checks; and failure descriptions."""
+def _check_pass(
+    items: Mapping[int, RequestSpec], refs: Mapping[int, RequestRecord], warnings: list[str], allow_python: bool
+) -> tuple[dict[int, bool], list[str], int]:
+    """Prompt index -> all checks that ran passed, for prompts with checks that ran; failure descriptions; and how
+    many python checks were not run (no opt-in)."""
     out: dict[int, bool] = {}
     fails: list[str] = []
+    not_run = 0
     for i, rec in sorted(refs.items()):
         item = items.get(i)
         if item is None or not item.checks:
             continue
         try:
-            results = evaluate(item.checks, rec.output_text, item)
+            results = evaluate(item.checks, rec.output_text, item, allow_python=allow_python)
         except CheckSpecError as e:
             warnings.append(f"item {i}: check could not run ({e})")
+            continue
+        not_run += sum(1 for r in results if not r.ran)
+        results = [r for r in results if r.ran]
+        if not results:
             continue
         out[i] = all(r.passed for r in results)
         for r in results:
             if not r.passed and len(fails) < 10:
                 name = f" ({item.prompt_id})" if item.prompt_id else ""
                 fails.append(f"item {i}{name}: check '{r.name}' failed" + (f": {r.reason}" if r.reason else ""))
-    return out, fails
+    return out, fails, not_run
 
 
 def _arm_checks(arm: str, passes: Mapping[int, bool], fails: Sequence[str]) -> ArmChecks | None:
@@ -228,8 +238,16 @@ def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -
                     self_same += r.output_text == base_refs[r.index].output_text
     self_rate = self_same / self_n if self_n else None
 
-    bp, bfails = _check_pass(items, base_refs, warnings)
-    cp, cfails = _check_pass(items, cand_refs, warnings)
+    bp, bfails, skipped = _check_pass(items, base_refs, warnings, opts.allow_python_checks)
+    cp, cfails, _ = _check_pass(items, cand_refs, warnings, opts.allow_python_checks)
+    n_python = sum(1 for i in common if i in items for c in items[i].checks if c.get("type") == "python")
+    if skipped:
+        warnings.append(
+            f"{skipped} python checks were not run (they run code the workload file names): pass "
+            f"{PYTHON_OPT_IN} (or set `python_checks: true` in the experiment file) to run them"
+        )
+    elif n_python:
+        warnings.append(f"{n_python} python checks ran per arm ({PYTHON_OPT_IN} was given)")
     bchecks, cchecks = _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails)
     mc = mcnemar(cp, bp) if bp and cp else None
 

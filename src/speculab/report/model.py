@@ -243,5 +243,6 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             "n_resamples": opts.n_resamples,
             "confidence": stats.CONFIDENCE,
             "near_tie_logprob_gap": opts.correctness.near_tie_logprob_gap,
+            "allow_python_checks": opts.correctness.allow_python_checks,
         },
     )

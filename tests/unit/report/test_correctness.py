@@ -101,3 +101,23 @@ def test_temperature_above_zero_never_fails_on_differing_strings():
     assert r.n_divergent == 10 and r.divergences == ()  # counted, not listed as suspicious
     assert r.verdict == "no difference"
     assert r.length_unit == "tokens" and r.length_wilcoxon_p == 1.0
+
+
+def test_python_checks_run_only_with_the_opt_in(tmp_path, monkeypatch):
+    """A results directory names code in its items' checks: re-rendering it runs none unless this command opts in."""
+    import sys
+
+    (tmp_path / "judge_mod.py").write_text("def judge(text, item):\n    return 'def ' in text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    inputs = make_inputs(n_prompts=20, repeats=1)
+    py = ({"type": "python", "function": "judge_mod:judge"},)
+    items = tuple(replace(it, checks=py) for it in inputs.setup.items)
+    inputs = replace(inputs, setup=replace(inputs.setup, items=items))
+    off = compare_correctness(inputs, "ngram-k4", OPTS)
+    assert off.baseline_checks is None and off.candidate_checks is None
+    assert any("20 python checks were not run" in w and "--allow-python-checks" in w for w in off.warnings)
+    assert "judge_mod" not in sys.modules
+    on = compare_correctness(inputs, "ngram-k4", replace(OPTS, allow_python_checks=True))
+    assert on.baseline_checks is not None and on.baseline_checks.checked == 20
+    assert any("python checks ran" in w for w in on.warnings)
+    sys.modules.pop("judge_mod", None)

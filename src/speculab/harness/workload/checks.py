@@ -12,13 +12,21 @@ sent) and `evaluate` runs them on an output. Checks are pure: same output, same 
 
 Every spec may also carry `name` (shown in reports; defaults to the type) and `negate: true` (pass when the
 check would fail, e.g. "must not contain").
+
+A `python` check runs code named by a workload file, which may come from anyone: loading a workload never imports
+anything (the spec's form is checked, nothing more), and `evaluate` runs python checks only when the caller passes
+`allow_python=True` (the user's `--allow-python-checks` or the experiment's `python_checks: true`, for that command).
+Even then the target must be a plain function in a module outside the standard library (`os:system`,
+`builtins:exec` and `shutil:rmtree` are not correctness checks). A check that was not run says so (`ran=False`).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +49,15 @@ class CheckSpecError(ValueError):
     """A check spec is malformed; the message says which key and how to fix it (callers add file:line)."""
 
 
+PYTHON_OPT_IN = "--allow-python-checks"  # the flag (and `python_checks: true` the experiment key) that runs them
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     name: str
     passed: bool
     reason: str = ""  # why it failed (or passed, for python checks that say so); "" when obvious
+    ran: bool = True  # False: a python check not run (no opt-in); `passed` means nothing then
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +68,7 @@ class Check:
     name: str
     negate: bool
     spec: Mapping[str, Any]
-    # Compiled state, built once at parse time: a regex, a validator, or a resolved callable.
+    # Compiled state, built once at parse time: a regex or a validator (python checks compile to None: see above).
     compiled: Any = field(default=None, compare=False, repr=False)
 
 
@@ -99,11 +111,17 @@ def parse_checks(specs: Any) -> tuple[Check, ...]:
     return tuple(out)
 
 
-def evaluate(checks: Sequence[Mapping[str, Any] | Check], output_text: str, item: Any = None) -> list[CheckResult]:
-    """Run each check on `output_text` (item is passed to python checks). A check that crashes fails, with why."""
+def evaluate(
+    checks: Sequence[Mapping[str, Any] | Check], output_text: str, item: Any = None, *, allow_python: bool = False
+) -> list[CheckResult]:
+    """Run each check on `output_text` (item is passed to python checks). A check that crashes fails, with why;
+    a python check without `allow_python` is not run (`ran=False`) and nothing is imported."""
     results = []
     for c in checks:
         check = c if isinstance(c, Check) else parse_check(c)
+        if check.type == "python" and not allow_python:
+            results.append(CheckResult(check.name, False, f"not run: python checks need {PYTHON_OPT_IN}", ran=False))
+            continue
         try:
             passed, reason = _RUNNERS[check.type](check, output_text, item)
         except Exception as e:  # a user's python check raising fails that check (negated or not), not the run
@@ -155,11 +173,27 @@ def _compile_schema(spec: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
-def _compile_python(spec: Mapping[str, Any]) -> Callable[..., Any]:
+_PYTHON_TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+def _compile_python(spec: Mapping[str, Any]) -> None:
+    """Check the target's form only: importing it would run a stranger's code while merely loading a workload."""
     target = spec["function"]
-    if not isinstance(target, str) or target.count(":") != 1:
+    if not isinstance(target, str) or not _PYTHON_TARGET.fullmatch(target):
         raise CheckSpecError(f"python check 'function' must look like 'package.module:function', got {target!r}")
+    return None
+
+
+def resolve_python_check(target: str) -> Callable[..., Any]:
+    """Import `module:function` (only ever called for a run the user opted in to): a plain function defined in a
+    module outside the standard library, else CheckSpecError naming why."""
     mod_name, fn_name = target.split(":")
+    top = mod_name.split(".")[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        raise CheckSpecError(
+            f"python check {target!r} names the standard library module {top!r}; a check is a function of yours "
+            "that judges the output (e.g. my_checks:is_valid_sql)"
+        )
     try:
         module = importlib.import_module(mod_name)
     except Exception as e:  # ImportError, or the module itself failing to import
@@ -167,8 +201,8 @@ def _compile_python(spec: Mapping[str, Any]) -> Callable[..., Any]:
             f"python check cannot import module {mod_name!r} ({type(e).__name__}: {e}); is it on PYTHONPATH?"
         ) from None
     fn = getattr(module, fn_name, None)
-    if not callable(fn):
-        raise CheckSpecError(f"python check: module {mod_name!r} has no callable {fn_name!r}")
+    if not inspect.isfunction(fn):
+        raise CheckSpecError(f"python check: module {mod_name!r} has no function {fn_name!r}")
     return fn
 
 
@@ -218,7 +252,7 @@ def _run_json_schema(check: Check, text: str, item: Any) -> tuple[bool, str]:
 
 
 def _run_python(check: Check, text: str, item: Any) -> tuple[bool, str]:
-    result = check.compiled(text, item)
+    result = resolve_python_check(check.spec["function"])(text, item)
     if isinstance(result, tuple) and len(result) == 2:
         return bool(result[0]), str(result[1])
     if isinstance(result, bool):

@@ -18,8 +18,8 @@ from speculab.harness.workload.checks import (
 )
 
 
-def run(spec: dict, text: str, item: RequestSpec | None = None) -> CheckResult:
-    (result,) = evaluate([spec], text, item)
+def run(spec: dict, text: str, item: RequestSpec | None = None, *, allow_python: bool = False) -> CheckResult:
+    (result,) = evaluate([spec], text, item, allow_python=allow_python)
     return result
 
 
@@ -90,15 +90,17 @@ def test_python_check_gets_output_and_item_and_may_give_a_reason(tmp_path, monke
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     item = RequestSpec(index=0, prompt="p", prompt_id="q-7")
-    ok = run({"type": "python", "function": "my_checks:mentions_id"}, "this is q-7", item)
+    ok = run({"type": "python", "function": "my_checks:mentions_id"}, "this is q-7", item, allow_python=True)
     assert ok.passed and ok.reason == "looked for q-7"
-    assert not run({"type": "python", "function": "my_checks:mentions_id"}, "nothing", item).passed
-    assert run({"type": "python", "function": "my_checks:is_short"}, "tiny", item).passed
-    crash = run({"type": "python", "function": "my_checks:crashes"}, "x", item)
+    assert not run({"type": "python", "function": "my_checks:mentions_id"}, "nothing", item, allow_python=True).passed
+    assert run({"type": "python", "function": "my_checks:is_short"}, "tiny", item, allow_python=True).passed
+    crash = run({"type": "python", "function": "my_checks:crashes"}, "x", item, allow_python=True)
     assert not crash.passed and "RuntimeError: boom" in crash.reason
     # a crash is a failure even when negated: never a silent pass
-    assert not run({"type": "python", "function": "my_checks:crashes", "negate": True}, "x", item).passed
-    assert not run({"type": "python", "function": "my_checks:returns_junk"}, "x", item).passed
+    assert not run(
+        {"type": "python", "function": "my_checks:crashes", "negate": True}, "x", item, allow_python=True
+    ).passed
+    assert not run({"type": "python", "function": "my_checks:returns_junk"}, "x", item, allow_python=True).passed
     sys.modules.pop("my_checks", None)
 
 
@@ -134,8 +136,8 @@ def test_evaluate_returns_one_result_per_check_in_order():
         ({"type": "json_schema", "schema": {"type": "objekt"}}, "not a valid JSON Schema"),
         ({"type": "json_schema", "schema": "object"}, "must be a JSON Schema object"),
         ({"type": "python", "function": "no_colon"}, "package.module:function"),
-        ({"type": "python", "function": "surely_not_a_module_xyz:f"}, "cannot import module"),
-        ({"type": "python", "function": "json:not_there"}, "has no callable 'not_there'"),
+        ({"type": "python", "function": "a.b:c:d"}, "package.module:function"),
+        ({"type": "python", "function": "my-checks:f"}, "package.module:function"),
         ({"type": "contains", "value": "x", "negate": "yes"}, "'negate' must be true or false"),
     ],
 )
@@ -150,3 +152,40 @@ def test_parse_checks_names_the_position():
         parse_checks([{"type": "contains", "value": "ok"}, {"type": "regex", "pattern": "["}])
     with pytest.raises(CheckSpecError, match="must be a list"):
         parse_checks({"type": "contains", "value": "x"})
+
+
+def _evil_module(tmp_path, monkeypatch) -> tuple[str, object]:
+    """A module that leaves a file behind when imported: the proof that something ran its code."""
+    marker = tmp_path / "imported"
+    (tmp_path / "evil_checks.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n\ndef judge(text, item):\n    return True\n\nclass NotAFunction:\n"
+        "    def __init__(self, text, item):\n        pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("evil_checks", None)
+    return "evil_checks", marker
+
+
+def test_a_python_check_is_validated_without_importing_anything(tmp_path, monkeypatch):
+    mod, marker = _evil_module(tmp_path, monkeypatch)
+    parse_check({"type": "python", "function": f"{mod}:judge"})  # loading a workload: form only
+    r = run({"type": "python", "function": f"{mod}:judge"}, "out")  # evaluating without the opt-in
+    assert not r.ran and "--allow-python-checks" in r.reason
+    assert not marker.exists() and mod not in sys.modules
+
+
+def test_with_the_opt_in_only_plain_functions_outside_the_standard_library_run(tmp_path, monkeypatch):
+    mod, marker = _evil_module(tmp_path, monkeypatch)
+    doomed = tmp_path / "doomed"
+    doomed.mkdir()
+    for target in ("os:system", "builtins:exec", "shutil:rmtree", "subprocess:run"):
+        r = run({"type": "python", "function": target}, str(doomed), allow_python=True)
+        assert r.ran and not r.passed and "standard library" in r.reason, target
+    assert doomed.is_dir()  # shutil.rmtree was never called on the path the "output" named
+    r = run({"type": "python", "function": f"{mod}:NotAFunction"}, "out", allow_python=True)
+    assert not r.passed and "has no function 'NotAFunction'" in r.reason
+    assert run({"type": "python", "function": f"{mod}:judge"}, "out", allow_python=True).passed
+    assert marker.exists()  # imported only now, with the opt-in
+    r = run({"type": "python", "function": "surely_not_a_module_xyz:f"}, "out", allow_python=True)
+    assert not r.passed and "cannot import module" in r.reason
+    sys.modules.pop(mod, None)
