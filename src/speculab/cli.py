@@ -241,6 +241,7 @@ def mock_server(
     record_send_times: bool = typer.Option(
         False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
     ),
+    api_key: str | None = typer.Option(None, "--api-key", help="Require 'Authorization: Bearer KEY' on /v1/*."),
     spin_ms: float = typer.Option(
         0.0,
         help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
@@ -251,8 +252,7 @@ def mock_server(
     import asyncio
     import errno
 
-    from speculab.harness.mock.requests import MockConfig
-    from speculab.harness.mock.script import parse_chunk_pattern
+    from speculab.harness.mock.script import MockConfig, parse_chunk_pattern
     from speculab.harness.mock.server import serve_mock
 
     pattern = parse_chunk_pattern(tokens_per_chunk)
@@ -285,6 +285,7 @@ def mock_server(
             seed=seed,
             record_send_times=record_send_times,
             spin_s=spin_ms / 1e3,
+            api_key=api_key,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

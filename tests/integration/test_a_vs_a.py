@@ -25,7 +25,7 @@ from speculab.config import parse_experiment
 from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
-from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.report.model import build_report

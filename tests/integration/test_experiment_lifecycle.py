@@ -19,7 +19,7 @@ from speculab.config import parse_experiment
 from speculab.errors import EndpointError, UserError
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
-from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
@@ -315,3 +315,31 @@ def test_cli_server_dying_mid_run_stops_the_run_with_exit_3_and_a_report(tmp_pat
     assert inputs.interrupted and [(r.arm, r.level, r.interrupted) for r in inputs.runs] == [("baseline", "c1", True)]
     measured = [r for r in inputs.runs[0].records if not r.warmup]
     assert sum(r.ok for r in measured) >= 4 and len(measured) < 60
+
+
+def test_a_key_in_a_launch_command_is_written_and_printed_nowhere(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`command: [..., --api-key, KEY]` reaches the launched server and no file, log or terminal line (issue 17)."""
+    from fakes.cli_runner import run_main
+
+    secret = "sk-speculab-test-0123456789"
+    monkeypatch.setenv("SPECULAB_TEST_KEY", secret)
+    port = free_port()
+    args = [*json.loads(mock_cmd(port, 1)), "--api-key", secret]
+    text = launch_yaml(port, repeats=1, prompts=4).replace(mock_cmd(port, 1), json.dumps(args), 1)
+    text = text.replace("    ready_timeout_s: 60\n", "    ready_timeout_s: 60\n  api_key_env: SPECULAB_TEST_KEY\n")
+    cand = [*json.loads(mock_cmd(port, 3)), f"--api-key={secret}"]
+    text = text.replace(mock_cmd(port, 3), json.dumps(cand))
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(text)
+    out = tmp_path / "run"
+    code, stdout, stderr = run_main(capsys, "run", str(exp), "--output", str(out))
+    assert code == 0, stderr
+    assert secret not in stdout + stderr
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert {"inputs.json", "summary.json", "report.html"} <= {p.name for p in files}
+    assert any(p.suffix == ".log" for p in files)
+    for p in files:
+        assert secret not in p.read_text(errors="replace"), p
+    inputs = load_inputs(out)
+    assert all(r.ok for run in inputs.runs for r in run.records)  # the server got the key: every request passed
+    assert "--api-key" in inputs.baseline.command and "***" in inputs.baseline.command

@@ -18,7 +18,7 @@ from speculab.harness.experiment.compare import inputs_from_bench_dirs
 from speculab.harness.experiment.init import ServerLook, look_at_server, starter_yaml
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.workload.load import load_workload
 from speculab.report.model import build_report

@@ -10,8 +10,7 @@ import aiohttp
 import pytest
 
 from fakes.raw_sse import post
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.script import count_tokens
+from speculab.harness.mock.script import MockConfig, count_tokens
 from speculab.harness.mock.server import mock_server_in_thread, running_mock_server
 from speculab.harness.servers.acceptance import acceptance_between
 from speculab.harness.servers.adapters import adapter_for

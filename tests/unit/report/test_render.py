@@ -13,6 +13,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.cli import main
 from speculab.harness.results.ab_dir import RUN_FILE, load_inputs, repeat_dir, save_inputs
+from speculab.harness.results.ab_inputs import LevelSpec
 from speculab.report.console.ab import ab_renderable
 from speculab.report.html.page import render_html
 from speculab.report.model import build_report
@@ -65,7 +66,6 @@ def test_html_sections_and_units(html: str, evil_report: Report):
 
 
 def test_diagnosis_slot_renders_when_present():
-    from speculab.harness.results.ab_inputs import LevelSpec
 
     small = build_report(make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),)), FAST)
     diag = {"findings": [{"finding": "decode dominates", "next": "evaluate speculation"}], "decode_share": 0.8}
@@ -145,7 +145,6 @@ def test_cli_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_partial_run_renders_with_missing_rows():
-    from speculab.harness.results.ab_inputs import LevelSpec
 
     levels = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
     r = build_report(make_inputs(n_prompts=8, repeats=1, levels=levels, skip=(("ngram-k4", "c4"),), slo=False), FAST)
@@ -156,7 +155,6 @@ def test_partial_run_renders_with_missing_rows():
 
 @pytest.mark.parametrize("skip_candidate", [False, True])
 def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
-    from speculab.harness.results.ab_inputs import LevelSpec
 
     level = (LevelSpec("rate", 4, ("low", "operating")),)
     skip = (("ngram-k4", "r4"),) if skip_candidate else ()
@@ -166,3 +164,17 @@ def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
     if skip_candidate:
         assert "no verdict at 4 req/s (missing)" in r.candidates[0].verdict_line
         assert "nothing to compare" in html
+
+
+def test_plots_with_nothing_labelled_print_no_warnings():
+    """A memory plot without KV gauges, or histograms without token counts, must not make matplotlib warn into the
+    user's terminal ("No artists with labels found to put in legend", issue 17)."""
+    import warnings
+
+    from speculab.report.html import plots
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        svg = plots.memory_over_time({"baseline": ([0.0, 1.0], [1e9, 1.1e9], [None, None])}, "RSS")
+        svg += plots.histograms({"baseline": [10.0, 12.0]}, {})
+    assert "<svg" in svg and [str(w.message) for w in caught] == []

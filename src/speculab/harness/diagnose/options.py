@@ -15,8 +15,9 @@ from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, resolve_api_key
 from speculab.harness.diagnose.config import DiagnoseConfig
 from speculab.harness.measure.options import parse_extra_body
-from speculab.harness.results.run_dir import RunDir, redact_argv
+from speculab.harness.results.run_dir import RunDir
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerCommand  # the lifecycle's launcher, as bench/experiment.py uses it
 
 
@@ -130,5 +131,5 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         prefix_tokens=f["prefix_tokens"],
         launch=launch,
         scrape=f["scrape"],
-        command=tuple(redact_argv(argv)),
+        command=redact_command(argv),
     )

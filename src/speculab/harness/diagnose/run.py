@@ -58,6 +58,7 @@ from speculab.harness.measure.run import check_items
 from speculab.harness.measure.summary import request_option_hints
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
+from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.items import approx_tokens, item_text, request_seed
@@ -371,7 +372,7 @@ async def _measure(
         "versions": versions(),
         "endpoint": ep.to_manifest(),
         "server": info.to_dict(),
-        "launch": list(cfg.launch.command) if cfg.launch is not None else None,
+        "launch": list(redact_command(cfg.launch.command)) if cfg.launch is not None else None,
         "options": diagnose_options(cfg, context, lengths, probe_seed, prefix, prefix_total),
         "started_at": started_at,
         "finished_at": None,

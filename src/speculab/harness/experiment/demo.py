@@ -16,6 +16,7 @@ from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.experiment.plan import ArmPlan, RunPlan, candidate_name, derive_candidate, enforce_single_change
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerCommand, free_port
 from speculab.harness.workload.load import load_workload
 
@@ -70,7 +71,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         ready_timeout_s=cfg.ready_timeout_s,
     )
     adapter = adapter_for("speculab")
-    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, "speculab", base_cmd.command), base_cmd)]
+    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, "speculab", redact_command(base_cmd.command)), base_cmd)]
     changes = []
     for spec in demo_speculations(cfg):
         name = candidate_name(spec.method, spec.num_speculative_tokens)

@@ -16,6 +16,7 @@ from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan
 from speculab.harness.results.ab_inputs import ColdStartTimes
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 
 LAUNCHES_FILE = "launches.json"  # every launch's cold start, in order (ArmInfo keeps the first one)
@@ -26,7 +27,7 @@ async def launch(life: Lifecycle, arm: ArmPlan, repeat: int) -> tuple[ServerProc
     assert arm.launch is not None
     log = life.out / LOGS_DIR / f"{arm.info.name}-r{repeat}.log"
     server = ServerProcess(arm.launch, log, name=arm.info.name, clock=life.clock)
-    life.reporter.phase(f"{arm.info.label}: starting {' '.join(arm.launch.command)}")
+    life.reporter.phase(f"{arm.info.label}: starting {' '.join(redact_command(arm.launch.command))}")
     server.start()
     ready_s = await server.wait_ready(life.session, life.stop)
     return server, ready_s

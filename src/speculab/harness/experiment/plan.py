@@ -19,7 +19,7 @@ from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
-from speculab.harness.servers.adapters.flags import is_speculation_flag
+from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand
 from speculab.harness.workload.items import Workload
 
@@ -265,13 +265,13 @@ def _launch_arms(
     if on_change is not None:
         on_change(change)
     base = ArmPlan(
-        replace(base_info, url=base_cmd.url, engine=la.engine, command=base_cmd.command),
+        replace(base_info, url=base_cmd.url, engine=la.engine, command=redact_command(base_cmd.command)),
         base_cmd,
         exp.baseline.model,
         key,
     )
     cand = ArmPlan(
-        replace(cand_info, url=cand_cmd.url, engine=la.engine, command=cand_cmd.command),
+        replace(cand_info, url=cand_cmd.url, engine=la.engine, command=redact_command(cand_cmd.command)),
         cand_cmd,
         (c.model if c is not None else None) or exp.baseline.model,
         key,

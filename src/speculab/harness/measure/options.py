@@ -17,7 +17,7 @@ from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, check_items
 from speculab.harness.records import RequestSpec
-from speculab.harness.results.run_dir import redact_argv
+from speculab.harness.servers.adapters.flags import redact_command
 
 
 def _positive(name: str, v: float | None) -> None:
@@ -119,6 +119,6 @@ def bench_config_from_flags(
         slo=SloTargets(f["slo_ttft"], f["slo_tpot"], f["slo_e2e"]),
         tokenizer=f["tokenizer"],
         scrape=f["scrape"],
-        command=tuple(redact_argv(argv)),
+        command=redact_command(argv),
     )
     return cfg, wl.items, count_tokens

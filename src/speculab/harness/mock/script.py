@@ -32,7 +32,7 @@ import enum
 import hashlib
 import random
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.errors import UserError
@@ -108,6 +108,7 @@ class MockConfig:
     spin_s: float = 0.0  # yield-spin this long before each deadline instead of sleeping through it: asyncio's
     # sleeps wake 1-2 ms late (epoll waits in whole ms, and Python 3.11 rounds the timeout up twice); spinning
     # lands writes within ~0.05 ms of their deadlines, at the cost of CPU while the loop waits
+    api_key: str | None = field(default=None, repr=False)  # require `Authorization: Bearer KEY` on /v1/* (401 else)
     record_send_times: bool = False  # keep each chunk's write time (CLOCK_MONOTONIC) for GET /mock/send_times:
     # lets a benchmark separate the client's timing error from the server's own wake-up lateness
 

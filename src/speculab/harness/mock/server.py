@@ -267,7 +267,10 @@ async def _metrics(request: web.Request) -> web.Response:
 
 @web.middleware
 async def _json_errors(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
-    """Routing errors (404, 405) as OpenAI-style JSON too."""
+    """Routing errors (404, 405) as OpenAI-style JSON too; the API key (401) on /v1/* when one is set."""
+    key = request.app[STATE_KEY].cfg.api_key
+    if key is not None and request.path.startswith("/v1/") and request.headers.get("Authorization") != f"Bearer {key}":
+        return error_response(401, "invalid or missing API key", "authentication_error", "invalid_api_key")
     try:
         return await handler(request)
     except web.HTTPException as e:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,29 +20,10 @@ from speculab.harness.results.strict_json import write_json_atomic
 
 MANIFEST_SCHEMA = "speculab.bench.manifest/1"
 MANIFEST, REQUESTS, SUMMARY = "manifest.json", "requests.jsonl", "summary.json"
-_SECRET_FLAGS = ("--api-key",)
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with secret flag values replaced: the API key is never written to disk."""
-    out: list[str] = []
-    hide_next = False
-    for a in argv:
-        if hide_next:
-            out.append("***")
-            hide_next = False
-        elif a in _SECRET_FLAGS:
-            out.append(a)
-            hide_next = True
-        elif any(a.startswith(f + "=") for f in _SECRET_FLAGS):
-            out.append(a.split("=", 1)[0] + "=***")
-        else:
-            out.append(a)
-    return out
 
 
 def versions() -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import IO
 import aiohttp
 
 from speculab.errors import EndpointError, UserError
+from speculab.harness.servers.adapters.flags import redact_command
 
 Clock = Callable[[], float]
 
@@ -77,7 +78,7 @@ class ServerProcess:
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
-        self._log.write(f"$ {' '.join(self.cmd.command)}\n".encode())
+        self._log.write(f"$ {' '.join(redact_command(self.cmd.command))}\n".encode())
         self._log.flush()
         env = {**os.environ, **self.cmd.env}
         self.started_s = self.clock()

@@ -11,10 +11,12 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display, deterministic output
+
 import matplotlib.pyplot as plt
 
 COLORS = ("#4c566a", "#d08770", "#5e81ac", "#a3be8c", "#b48ead", "#ebcb8b", "#bf616a", "#88c0d0")
@@ -31,6 +33,13 @@ plt.rcParams.update(
         "figure.dpi": 96,
     }
 )
+
+
+def _legend(ax: Any, **kw: Any) -> None:
+    """A legend only when something on the axes has a label (matplotlib warns into the user's terminal otherwise)."""
+    handles, _ = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(**kw)
 
 
 def color(i: int) -> str:
@@ -75,7 +84,7 @@ def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Seq
         ax.set_xlabel(f"{label} (ms{', log scale' if log else ''})")
         ax.set_ylim(0, 1.01)
     axes[0].set_ylabel("fraction of requests ≤ x")
-    axes[-1].legend(loc="lower right", fontsize=8, frameon=False)
+    _legend(axes[-1], loc="lower right", fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
 
@@ -106,7 +115,7 @@ def band_vs_load(
     ax.set_xticks(list(loads), [f"{x:g}" for x in loads])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8, frameon=False)
+    _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
 
@@ -139,7 +148,7 @@ def speedup_vs_load(
     ax.set_xticks(xs_sorted, [f"{x:g}" for x in xs_sorted])
     ax.set_xlabel(xlabel)
     ax.set_ylabel("TPOT speedup (×, > 1 = faster)")
-    ax.legend(fontsize=8, frameon=False)
+    _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
 
@@ -156,7 +165,7 @@ def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> 
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance (prefix-wise)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=8, frameon=False)
+    _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
 
@@ -177,7 +186,7 @@ def histograms(
                 a1.hist(vals, bins=bins, histtype="step", color=color(i), label=arm, lw=1.4, density=True)
     a1.set_xlabel("chunk gap (ms; the top 1% folded into the last bin)")
     a1.set_ylabel("density")
-    a1.legend(fontsize=8, frameon=False)
+    _legend(a1, fontsize=8, frameon=False)
     n = max(1, len(tokens_per_chunk))
     width = 0.8 / n
     for i, (arm, counts) in enumerate(tokens_per_chunk.items()):
@@ -190,7 +199,7 @@ def histograms(
     a2.set_xlabel("tokens per chunk")
     a2.set_ylabel("share of chunks")
     a2.xaxis.get_major_locator().set_params(integer=True)
-    a2.legend(fontsize=8, frameon=False, loc="upper center")
+    _legend(a2, fontsize=8, frameon=False, loc="upper center")
     fig.tight_layout()
     return to_svg(fig)
 
@@ -212,7 +221,7 @@ def memory_over_time(
     a2.set_xlabel("seconds into the load level")
     a2.set_ylabel("KV cache usage (%)")
     for ax in (a1, a2):
-        ax.legend(fontsize=8, frameon=False)
+        _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
 
@@ -235,6 +244,6 @@ def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], S
         ax.bar(xs, e, width=width, color=color(i), label=arm, yerr=[err_lo, err_hi], capsize=2)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylabel("$ per 1M output tokens")
-    ax.legend(fontsize=8, frameon=False)
+    _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)

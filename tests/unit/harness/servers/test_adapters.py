@@ -16,7 +16,7 @@ from speculab.harness.servers.adapters import (
     is_single_change,
     parse_command,
 )
-from speculab.harness.servers.adapters.flags import POSITIONAL
+from speculab.harness.servers.adapters.flags import POSITIONAL, redact_command
 
 NGRAM = SpeculationConfig("ngram", 4, prompt_lookup_max=4, prompt_lookup_min=2)
 DRAFT = SpeculationConfig("draft_model", 5, model="/models/draft")
@@ -143,3 +143,22 @@ def test_detect_engine():
     assert detect_engine({"version": "0.32.0"}, {"data": [{"id": "m", "owned_by": "system"}]}) == "vllm"
     assert detect_engine({"name": "speculab", "version": "0.1.0"}, None) == "speculab"
     assert detect_engine(None, {"data": [{"id": "m", "owned_by": "openai"}]}, []) == "other"
+
+
+def test_redact_command_hides_every_secret_flag_value_and_nothing_else():
+    argv = ["speculab", "bench", "--api-key", "sk-1", "--api-key=sk-2", "--url", "http://h"]
+    assert redact_command(argv) == ("speculab", "bench", "--api-key", "***", "--api-key=***", "--url", "http://h")
+    serve = ["vllm", "serve", "m", "--hf-token", "hf_x", "--max-num-batched-tokens", "2048", "--auth_token=t",
+             "--num-speculative-tokens", "4", "--ssl-keyfile", "/k.pem", "--token", "t", "--enforce-eager"]  # fmt: skip
+    assert redact_command(serve) == (
+        "vllm", "serve", "m", "--hf-token", "***", "--max-num-batched-tokens", "2048", "--auth_token=***",
+        "--num-speculative-tokens", "4", "--ssl-keyfile", "/k.pem", "--token", "***", "--enforce-eager",
+    )  # fmt: skip
+    # a secret flag used as a bare switch (no value follows) hides nothing that is not its value
+    assert redact_command(["srv", "--api-key", "--port", "8000"]) == ("srv", "--api-key", "--port", "8000")
+
+
+def test_a_command_difference_never_prints_a_secret():
+    d = command_diff(["srv", "--api-key", "old-key"], ["srv", "--api-key", "new-key", "--speculate", "4"])
+    text = " ".join(d.lines()) + repr(d.to_dict())
+    assert "old-key" not in text and "new-key" not in text and "--api-key" in text

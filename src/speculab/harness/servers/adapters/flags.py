@@ -8,10 +8,44 @@ reads as a flag with a value; both arms are parsed the same way, so a diff is st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 POSITIONAL = "<positional>"
+REDACTED = "***"
+# Flags whose value is a credential, in every engine's spelling (vLLM/SGLang/speculab --api-key, vLLM --hf-token,
+# llama.cpp --api-key, TGI --api-key, --auth-token, --openai-api-key, ...): the last word of the flag says so.
+# Plural words do not match, so --max-num-batched-tokens and --num-speculative-tokens are never hidden.
+_SECRET_FLAG = re.compile(r"--?(?:[a-z0-9]+[-_])*(?:api[-_]?key|key|token|secret|password|passwd|credentials?)", re.I)
+
+
+def is_secret_flag(flag: str) -> bool:
+    """True for a flag that carries a key, token, secret or password."""
+    return bool(_SECRET_FLAG.fullmatch(flag))
+
+
+def redact_command(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command with every secret flag's value replaced by `***` (`--api-key K` and `--api-key=K` alike): the
+    form in which a command is written to any file or printed. Launching still uses the real command."""
+    out: list[str] = []
+    hide_next = False
+    for a in argv:
+        if hide_next and not _is_flag(a):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        key, eq, _ = a.partition("=")
+        if _is_flag(a) and is_secret_flag(key):
+            if eq:
+                out.append(f"{key}={REDACTED}")
+            else:
+                out.append(a)
+                hide_next = True
+            continue
+        out.append(a)
+    return tuple(out)
 
 
 def _is_flag(token: str) -> bool:
@@ -61,6 +95,8 @@ class FlagDifference:
         def show(values: tuple[str | None, ...] | None) -> str:
             if values is None:
                 return "(absent)"
+            if is_secret_flag(self.flag):
+                return " ".join("(switch)" if v is None else REDACTED for v in values) or "(switch)"
             return " ".join("(switch)" if v is None else v for v in values) or "(switch)"
 
         if self.flag == POSITIONAL:
@@ -87,7 +123,8 @@ class CommandDiff:
     def to_dict(self) -> dict[str, object]:
         return {
             "differences": [
-                {"flag": d.flag, "baseline": d.baseline, "candidate": d.candidate, "text": d.describe()}
+                {"flag": d.flag, "text": d.describe()}
+                | ({} if is_secret_flag(d.flag) else {"baseline": d.baseline, "candidate": d.candidate})
                 for d in self.differences
             ]
         }
