@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab import __version__
-from speculab.errors import EndpointError, UserError
+from speculab.errors import EndpointError, ErrorRateExceeded, UserError
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -40,6 +41,24 @@ def version() -> None:
 
 
 # --- commands are registered below, one block each (bench, mock-server, serve, run, compare, demo, ...) ---
+# A command's parameters are its flags (typer declares one per line), so the long signatures below are
+# declarations, not logic: each body parses, calls one library function, prints, and maps the outcome to an exit code.
+
+_MAX_ERROR_HELP = (
+    "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
+)
+
+
+def _max_error_rate() -> Any:
+    from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
+
+    return typer.Option(DEFAULT_MAX_ERROR_RATE, "--max-error-rate", min=0.0, max=1.0, help=_MAX_ERROR_HELP)
+
+
+def _check_error_gate(why: str | None, where: Path | None) -> None:
+    """Exit 4 with one line when the error gate failed (results were written and printed before)."""
+    if why is not None:
+        raise ErrorRateExceeded(why + (f"; what was measured is in {where}" if where is not None else ""))
 
 
 @app.command()
@@ -84,8 +103,10 @@ def bench(
     stall_threshold: float = typer.Option(0.2, "--stall-threshold", help="Stall: gap above this many seconds..."),
     stall_k: float = typer.Option(3.0, "--stall-k", help="...and above k x the request's median gap"),
     scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Diff Prometheus /metrics before and after"),
+    max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
+    from speculab.harness.analysis.metrics import error_gate
     from speculab.harness.measure.options import bench_config_from_flags
     from speculab.harness.measure.run import run_bench_interruptible
     from speculab.report.console.bench import BenchProgress, print_bench_summary
@@ -98,6 +119,8 @@ def bench(
     if result.interrupted:
         err_console.print("interrupted: results of the part that ran are on disk")
         raise typer.Exit(130)
+    c = result.summary["counts"]
+    _check_error_gate(error_gate(c["error"], c["sent"], c["errors_by_category"], max_error_rate), result.run_dir)
 
 
 # --- workload: list the built-in sets, or load and check a workload without sending anything ---------------------
@@ -344,8 +367,10 @@ def diagnose(
     ),
     extra_body: str | None = typer.Option(None, "--extra-body", help="JSON object merged into every request body"),
     scrape: bool = typer.Option(True, "--scrape/--no-scrape", help="Read the server's /metrics around each phase"),
+    max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
+    from speculab.harness.analysis.metrics import error_gate
     from speculab.harness.diagnose.options import diagnose_config_from_flags
     from speculab.harness.diagnose.run import diagnose_interruptible
     from speculab.report.console.diagnosis import print_diagnosis
@@ -364,6 +389,10 @@ def diagnose(
     if result.interrupted:
         err_console.print("interrupted: the diagnosis of the phases that ran is on disk")
         raise typer.Exit(130)
+    measured = [r for r in result.records if not r.warmup]
+    failed = [r for r in measured if r.error is not None]
+    by_cat = Counter(r.error.category.value for r in failed)  # type: ignore[union-attr]
+    _check_error_gate(error_gate(len(failed), len(measured), by_cat, max_error_rate), result.run_dir)
 
 
 # --- run / compare / init / demo: the A/B lifecycle (speculab.harness.experiment) ----------------------------------
@@ -378,14 +407,17 @@ def _default_run_dir(stem: str) -> Path:
 _ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
 
 
-def _report_options(*, allow_python_checks: bool, seed: int = 0) -> Any:
+def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0) -> Any:
     from speculab.report.correctness import CorrectnessOptions
     from speculab.report.schema import ReportOptions
 
-    return ReportOptions(seed=seed, correctness=CorrectnessOptions(allow_python_checks=allow_python_checks))
+    correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
+    if max_error_rate is None:
+        return ReportOptions(seed=seed, correctness=correctness)
+    return ReportOptions(seed=seed, correctness=correctness, max_error_rate=max_error_rate)
 
 
-def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> None:
+def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> Any:
     """summary.json + report.html from what is on disk, then the verdict first."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
@@ -396,9 +428,11 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
         console.print(
             f"[yellow]interrupted:[/] the report covers the part that ran; re-render with `speculab report {out}`"
         )
+    return report
 
 
 def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> None:
+    options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
@@ -414,9 +448,16 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> No
             with contextlib.suppress(Exception):
                 _render(console, out, interrupted=True, options=options)
         raise
-    _render(console, out, interrupted=outcome.interrupted, options=options)
+    report = _render(console, out, interrupted=outcome.interrupted, options=options)
     if outcome.interrupted:
         raise typer.Exit(130)
+    _check_ab_error_gate(report, options, out)
+
+
+def _check_ab_error_gate(report: Any, options: Any, out: Path) -> None:
+    from speculab.report.verdict import report_error_gate
+
+    _check_error_gate(report_error_gate(report, options.max_error_rate), out)
 
 
 @app.command("run")
@@ -427,6 +468,7 @@ def run_command(
         False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.config import load_experiment
@@ -439,7 +481,10 @@ def run_command(
     out = output or _default_run_dir(experiment.stem)
     check_ab_output_dir(out)
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
-    _run_plan(console, plan, out, _report_options(allow_python_checks=allow_python_checks or exp.python_checks))
+    options = _report_options(
+        allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
+    )
+    _run_plan(console, plan, out, options)
 
 
 @app.command("compare")
@@ -448,6 +493,7 @@ def compare_command(
     dir_b: Path = typer.Argument(..., help="`speculab bench` output: the candidate"),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
     from speculab.harness.experiment.compare import inputs_from_bench_dirs
@@ -458,7 +504,8 @@ def compare_command(
     out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)
-    _render(console, out, interrupted=False, options=_report_options(allow_python_checks=allow_python_checks))
+    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate)
+    _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
 
 
 @app.command("init")

@@ -18,3 +18,10 @@ class EndpointError(UserError):
     """The endpoint could not be used (unreachable, wrong model, rejected our requests)."""
 
     exit_code = 3
+
+
+class ErrorRateExceeded(UserError):
+    """The run finished, but more requests failed than `--max-error-rate` allows: its numbers are not to be trusted
+    (results and report are written first)."""
+
+    exit_code = 4

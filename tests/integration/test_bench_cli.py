@@ -177,3 +177,21 @@ def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
     assert c["sent"] == c["ok"] + c["error"] == 4 and c["errors_by_category"] == {"cancelled": 4}
     assert len((out / "requests.jsonl").read_text().splitlines()) == 4
     assert json.loads((out / "manifest.json").read_text())["interrupted"] is True
+
+
+def test_a_run_whose_requests_fail_exits_4_after_writing_everything(capsys, tmp_path):
+    """Issue 17: bench against a server that fails every request exited 0."""
+    with mock_process(**FAST, fault_5xx_rate=1.0) as url:
+        out = tmp_path / "r"
+        args = ("--url", url, "--output", str(out), "--num-prompts", "8", "--workload", "builtin:qa")
+        code, stdout, err = run_cli(capsys, *args)
+        assert code == 4
+        line = one_line_error(err)
+        assert "8 of 8 requests failed (100.0%: http 8), more than --max-error-rate 2% allows" in line
+        assert str(out) in line and "error 8" in stdout  # the summary was printed first
+        assert json.loads((out / "summary.json").read_text())["counts"]["error"] == 8
+        # the gate is the user's to set: everything may fail when they say so
+        code, _, err = run_cli(capsys, *args[:3], str(tmp_path / "r2"), *args[4:], "--max-error-rate", "1")
+        assert code == 0, err
+    code, _, err = run_cli(capsys, "--url", url, "--output", str(tmp_path / "r3"), "--max-error-rate", "1.5")
+    assert code == 2 and "--max-error-rate" in one_line_error(err)

@@ -187,3 +187,16 @@ def test_launch_on_a_port_in_use_is_one_line_and_leaves_no_directory(capsys, tmp
         code, _, err = run_cli(capsys, "--launch-cmd", server, "--url", url, "--output", str(out), *SMALL)
     assert code == 2 and one_line_error(err) and f"launched: port {port}" in err and "already in use" in err
     assert not out.exists()
+
+
+def test_a_diagnosis_whose_requests_failed_exits_4_after_writing_it(capsys, tmp_path):
+    """Issue 17's error gate covers diagnose too: the diagnosis is written and printed, then exit 4."""
+    out = tmp_path / "d"
+    with mock_process(ttft_s=0.01, gap_s=0.01, output_tokens=8, max_model_len=512, fault_5xx_rate=0.3, seed=1) as url:
+        code, stdout, err = run_cli(
+            capsys, "--url", url, "--output", str(out), "--workload", "synthetic:input=32,output=8", *SMALL
+        )
+    assert code == 4, stdout + err
+    last = err.strip().splitlines()[-1]  # after the phase lines on stderr
+    assert last.startswith("error: ") and "more than --max-error-rate 2% allows" in last and "Traceback" not in err
+    assert (out / "diagnosis.json").is_file() and (out / "diagnosis.html").is_file()

@@ -105,3 +105,25 @@ def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
     (tmp_path / "c" / "inputs.json").write_text(json.dumps({}))
     with pytest.raises(UserError, match="speculab report"):
         inputs_from_bench_dirs(tmp_path / "c", tmp_path / "a")
+
+
+def test_compare_exits_4_when_an_arm_failed_beyond_the_error_gate(tmp_path: Path, capsys) -> None:
+    """Issue 17: a run whose candidate failed most requests exited 0 and its report said "no difference"."""
+    from fakes.cli_runner import one_line_error, run_main
+
+    ok = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)
+    broken = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16, fault_5xx_rate=0.5, seed=3)
+    with mock_server_in_thread(ok) as a, mock_server_in_thread(broken) as b:
+        _bench(a, tmp_path / "a")
+        _bench(b, tmp_path / "b")
+    code, _, err = run_main(
+        capsys, "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "ab")
+    )
+    assert code == 4
+    line = one_line_error(err)
+    assert line.startswith("error: B: b at concurrency 2: 4 of 12 requests failed (33.3%: http 4)"), line
+    assert "more than --max-error-rate 2% allows" in line and str(tmp_path / "ab") in line
+    summary = json.loads((tmp_path / "ab" / "summary.json").read_text())  # the report was written first
+    corr = summary["candidates"][0]["correctness"]
+    assert corr is None or corr["verdict"].startswith("not judged")
+    assert summary["levels"][0]["comparisons"][0]["gate"] == "errors"

@@ -88,6 +88,11 @@ class CorrectnessComparison:
     warnings: tuple[str, ...]
 
 
+def _sent_indices(runs: Sequence[Any]) -> set[int]:
+    """Prompts sent (warmup excluded), whatever came back."""
+    return {r.index for run in runs for r in run.records if not r.warmup}
+
+
 def _reference_records(runs_by_level: Sequence[Sequence[Any]]) -> dict[int, RequestRecord]:
     out: dict[int, RequestRecord] = {}
     for runs in runs_by_level:
@@ -200,8 +205,12 @@ def _length(r: RequestRecord, unit: str) -> float:
     return float(r.completion_tokens) if unit == "tokens" else float(len(r.output_text))
 
 
-def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -> CorrectnessComparison | None:
-    """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline."""
+def compare_correctness(
+    inputs: Any, candidate: str, opts: CorrectnessOptions, max_error_rate: float = 1.0
+) -> CorrectnessComparison | None:
+    """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline. Judged only
+    when at most `max_error_rate` of the prompts sent to both arms lack a successful output in one of them (the
+    report's error gate): a candidate that failed most requests is not "correct" on the few that came back."""
     setup = inputs.setup
     levels = [lv for lv in setup.levels if inputs.runs_for("baseline", lv.key) and inputs.runs_for(candidate, lv.key)]
     if not levels:
@@ -212,6 +221,8 @@ def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -
     common = sorted(set(base_refs) & set(cand_refs))
     if not common:
         return None
+    sent = _sent_indices(inputs.runs_for("baseline", lv.key)) & _sent_indices(inputs.runs_for(candidate, lv.key))
+    n_failed = len(sent - set(common))
     items = {it.index: it for it in setup.items}
     warnings: list[str] = []
     temp0 = setup.temperature == 0
@@ -265,6 +276,11 @@ def compare_correctness(inputs: Any, candidate: str, opts: CorrectnessOptions) -
 
     verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(common), mc, bchecks, cchecks, length_p, bl, cl,
                        opts, self_rate)  # fmt: skip
+    if sent and n_failed / len(sent) > max_error_rate:
+        verdict = (
+            f"not judged: {n_failed} of {len(sent)} prompts have no successful output in both arms (above the "
+            f"{max_error_rate:.0%} error gate)"
+        )
     if temp0 and divs and n_unc == len(divs):
         warnings.append(
             f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "

@@ -206,7 +206,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
         acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
         cross = crossover_view(cand, levels, inputs, opts)
-        corr = compare_correctness(inputs, cand.name, opts.correctness)
+        corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
         ch = changes.get(cand.name)
         cands.append(
             CandidateReport(

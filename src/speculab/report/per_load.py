@@ -4,7 +4,6 @@ See docs/results.md for how each number is made."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -15,7 +14,13 @@ import numpy as np
 from speculab.config import ArmPrice, SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
-from speculab.harness.analysis.metrics import RequestMetrics, aggregate, request_metrics
+from speculab.harness.analysis.metrics import (
+    RequestMetrics,
+    aggregate,
+    endpoint_error_rate,
+    exceeds_error_rate,
+    request_metrics,
+)
 from speculab.harness.analysis.paired import MetricComparison, compare_paired
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
@@ -211,7 +216,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         sent=sent,
         ok=ok,
         error=pooled.error,
-        error_rate=pooled.error / sent if sent else math.nan,
+        error_rate=endpoint_error_rate(pooled.error, sent, pooled.errors_by_category),
         errors_by_category=dict(pooled.errors_by_category),
         first_error=next((f"{r.error.category.value}: {r.error.message}" for r in records if r.error is not None), "")[
             :300
@@ -283,10 +288,12 @@ def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_l
         which = "baseline" if base is None or base.repeats == 0 else cand_label
         return "missing", f"no {which} runs at {level.label}"
     for side, a in (("baseline", base), (cand_label, cand)):
-        if a.error_rate > opts.max_error_rate:
+        if exceeds_error_rate(a.error_rate, opts.max_error_rate):
             first = f"; first: {a.first_error}" if a.first_error else ""
+            failed = a.error - a.errors_by_category.get("cancelled", 0)
+            counted = a.sent - a.errors_by_category.get("cancelled", 0)
             return "errors", (
-                f"{side} error rate {a.error_rate:.1%} ({a.error} of {a.sent}) is above the {opts.max_error_rate:.0%} "
+                f"{side} error rate {a.error_rate:.1%} ({failed} of {counted}) is above the {opts.max_error_rate:.0%} "
                 f"gate{first}"
             )
     acc = cand.acceptance

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import N_RESAMPLES
 from speculab.harness.analysis.stats import Distribution, Interval
 from speculab.harness.results.strict_json import json_safe
@@ -26,7 +27,7 @@ METRIC_LABELS = {"tpot_s": "TPOT", "e2e_s": "E2E", "ttft_s": "TTFT", "itl_s": "I
 class ReportOptions:
     """Knobs of the analysis; defaults are what `speculab run` uses."""
 
-    max_error_rate: float = 0.02  # above this in either arm: no verdict at that load
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE  # above this in either arm: no verdict at that load (and exit 4)
     min_load_fraction: float = 0.95  # achieved load below this fraction of the requested: no verdict
     seed: int = 0  # bootstrap RNG seed: a re-rendered report gives the same intervals
     n_resamples: int = N_RESAMPLES

@@ -6,12 +6,13 @@ import math
 from collections.abc import Sequence
 
 from speculab.harness.analysis.crossover import CrossoverStatus
+from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.analysis.paired import Verdict
 from speculab.harness.analysis.stats import Interval
 from speculab.harness.results.ab_inputs import ArmInfo
 from speculab.report.correctness import CorrectnessComparison
 from speculab.report.formatting import relative_change, signed_bytes, speedup, speedup_range
-from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport
+from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport, Report
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -91,3 +92,14 @@ def ratio_phrase(iv: Interval) -> str:
     if iv.low <= 1.0 <= iv.high:
         return f"no detectable change ({relative_change(iv.estimate)} {rng})"
     return f"{relative_change(iv.estimate)} {rng}"
+
+
+def report_error_gate(report: Report, max_error_rate: float) -> str | None:
+    """The first arm and load that fail the error gate, as one line for the command's exit; None when all pass."""
+    for lv in report.levels:
+        for a in lv.arms:
+            why = error_gate(a.error, a.sent, a.errors_by_category, max_error_rate)
+            if why is not None:
+                label = next((x.label for x in report.arms if x.name == a.arm), a.arm)
+                return f"{label} at {lv.label}: {why}"
+    return None

@@ -121,3 +121,22 @@ def test_python_checks_run_only_with_the_opt_in(tmp_path, monkeypatch):
     assert on.baseline_checks is not None and on.baseline_checks.checked == 20
     assert any("python checks ran" in w for w in on.warnings)
     sys.modules.pop("judge_mod", None)
+
+
+def test_a_candidate_that_failed_most_prompts_is_not_judged_correct():
+    """Issue 17: the candidate died mid-run, 1,583 requests failed, and the report still said "no difference"."""
+    from speculab.harness.records import ErrorCategory, ErrorInfo
+
+    inputs = make_inputs(n_prompts=20, repeats=1)
+    dead = ErrorInfo(ErrorCategory.CONNECT, "cannot connect")
+    runs = tuple(
+        replace(r, records=tuple(x if x.index < 3 or x.warmup else replace(x, error=dead) for x in r.records))
+        if r.arm == "ngram-k4"
+        else r
+        for r in inputs.runs
+    )
+    broken = inputs.with_runs(runs)
+    judged = compare_correctness(broken, "ngram-k4", OPTS)  # no gate: the 3 answered prompts look fine
+    assert judged.verdict.startswith("no difference") and judged.n_compared == 3
+    gated = compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
+    assert gated.verdict.startswith("not judged: 17 of 20 prompts have no successful output")

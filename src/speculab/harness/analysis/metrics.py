@@ -11,9 +11,10 @@ Definitions (docs/metrics.md is the long form):
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
 from speculab.harness.analysis.stats import Distribution, describe
-from speculab.harness.records import RequestRecord, TokenCountSource
+from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
 
 # Per-chunk counts from these sources are measured; ONE_PER_CHUNK is an assumption and is not used for
 # tokens-per-chunk distributions.
@@ -137,6 +138,36 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
         stall_count=n_stall,
         stalled_s=stalled,
         token_count_source=r.token_count_source,
+    )
+
+
+DEFAULT_MAX_ERROR_RATE = 0.02  # --max-error-rate: above it, no verdict at that load and a non-zero exit (code 4)
+
+
+def endpoint_error_rate(error: int, sent: int, errors_by_category: Mapping[str, int]) -> float:
+    """Share of requests the endpoint failed. Requests the user cancelled (Ctrl-C) count as neither failed nor sent:
+    an interrupted run is partial, not broken. NaN when no request counts."""
+    cancelled = errors_by_category.get(ErrorCategory.CANCELLED.value, 0)
+    n = sent - cancelled
+    return (error - cancelled) / n if n > 0 else math.nan
+
+
+def exceeds_error_rate(rate: float, max_error_rate: float) -> bool:
+    """The one error gate: verdicts are withheld and commands exit with code 4 above it."""
+    return math.isfinite(rate) and rate > max_error_rate
+
+
+def error_gate(error: int, sent: int, errors_by_category: Mapping[str, int], max_error_rate: float) -> str | None:
+    """Why these requests fail the error gate ("372 of 400 requests failed (93.0%: connect 372), more than ..."),
+    or None when they pass it."""
+    rate = endpoint_error_rate(error, sent, errors_by_category)
+    if not exceeds_error_rate(rate, max_error_rate):
+        return None
+    cancelled = errors_by_category.get(ErrorCategory.CANCELLED.value, 0)
+    cats = ", ".join(f"{k} {v}" for k, v in sorted(errors_by_category.items()) if k != ErrorCategory.CANCELLED.value)
+    return (
+        f"{error - cancelled} of {sent - cancelled} requests failed ({rate:.1%}: {cats}), more than "
+        f"--max-error-rate {max_error_rate:.0%} allows"
     )
 
 

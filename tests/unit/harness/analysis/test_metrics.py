@@ -164,3 +164,15 @@ def test_connect_errors_after_successes_warn_that_the_server_went_away():
     assert any(x.startswith("2 requests could not connect although 1 succeeded") for x in w)
     w = build_warnings(aggregate([refused]), requested_rate_rps=None, interrupted=False)
     assert not any("could not connect" in x for x in w)
+
+
+def test_cancelled_requests_neither_fail_nor_count_against_the_error_gate():
+    """Issue 17: a request cancelled by Ctrl-C counted as an endpoint error and blocked the verdict."""
+    from speculab.harness.analysis.metrics import endpoint_error_rate, error_gate
+
+    assert endpoint_error_rate(4, 40, {"cancelled": 4}) == 0.0
+    assert endpoint_error_rate(6, 40, {"cancelled": 4, "http": 2}) == pytest.approx(2 / 36)
+    assert math.isnan(endpoint_error_rate(4, 4, {"cancelled": 4}))
+    assert error_gate(4, 40, {"cancelled": 4}, 0.02) is None
+    why = error_gate(6, 40, {"cancelled": 4, "http": 2}, 0.02)
+    assert why == "2 of 36 requests failed (5.6%: http 2), more than --max-error-rate 2% allows"
