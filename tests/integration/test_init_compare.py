@@ -127,3 +127,28 @@ def test_compare_exits_4_when_an_arm_failed_beyond_the_error_gate(tmp_path: Path
     corr = summary["candidates"][0]["correctness"]
     assert corr is None or corr["verdict"].startswith("not judged")
     assert summary["levels"][0]["comparisons"][0]["gate"] == "errors"
+
+
+def test_compare_and_report_refuse_to_overwrite_a_bench_result(tmp_path: Path, capsys) -> None:
+    from fakes.cli_runner import one_line_error, run_main
+
+    ok = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)
+    with mock_server_in_thread(ok) as a:
+        _bench(a, tmp_path / "a")
+        _bench(a, tmp_path / "b")
+    before = (tmp_path / "a" / "summary.json").read_bytes()
+    code, _, err = run_main(
+        capsys, "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "a")
+    )
+    assert code == 2 and "already holds a run" in one_line_error(err)
+    assert (tmp_path / "a" / "summary.json").read_bytes() == before  # A can still be compared
+    code, _, err = run_main(
+        capsys, "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "ab")
+    )
+    assert code == 0, err
+    code, _, err = run_main(capsys, "report", str(tmp_path / "ab"), "--output", str(tmp_path / "b"))
+    assert code == 2 and "which the report would overwrite" in one_line_error(err)
+    code, _, err = run_main(capsys, "report", str(tmp_path / "ab"), "--output", str(tmp_path / "again"))
+    assert code == 0, err
+    code, _, err = run_main(capsys, "report", str(tmp_path / "ab"), "--output", str(tmp_path / "again"))
+    assert code == 0, err  # its own rendering may be rendered again

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.results.output_dir import check_render_target
 from speculab.report.html.page import write_report
 from speculab.report.model import build_report
 from speculab.report.schema import Report, ReportOptions
@@ -20,6 +21,8 @@ def render_run_dir(root: Path, out_dir: Path | None = None, options: ReportOptio
     if not root.is_dir():
         raise UserError(f"{root}: no such directory; give the output directory of `speculab run` or `speculab demo`")
     inputs = load_inputs(root)
+    if out_dir is not None and out_dir.resolve() != root.resolve():
+        check_render_target(out_dir)
     report = build_report(inputs, options)
     target = out_dir or root
     try:

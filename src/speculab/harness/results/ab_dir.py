@@ -29,7 +29,7 @@ REQUESTS_FILE = "requests.jsonl"
 
 def check_ab_output_dir(path: Path) -> None:
     """Before anything runs: refuse a directory that holds another A/B run, or cannot be written."""
-    check_output_dir(path, (INPUTS_FILE, RUNS_DIR))
+    check_output_dir(path)
 
 
 def repeat_dir(root: Path, arm: str, level: str, repeat: int) -> Path:

@@ -1,21 +1,78 @@
-"""The output directory every command writes to, checked before any request is sent."""
+"""The output directory every command writes to, checked before any request is sent: no command overwrites a result
+it did not create.
+
+Every file a speculab command leaves in its directory is named in RESULT_NAMES; a directory holding any of them is
+refused by every command (a bench result cannot become an A/B report, a run cannot land in another run's
+directory). The one exception is re-rendering: `speculab report DIR --output OUT` may replace a report it rendered
+there before (`check_render_target`), because a report is recomputed from saved inputs, never measured.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 from speculab.errors import UserError
 
+# bench and diagnose (manifest, records, summary, diagnosis), the A/B layout (inputs, runs/, launches, logs/), and
+# the rendered report.
+RESULT_NAMES = (
+    "manifest.json",
+    "requests.jsonl",
+    "summary.json",
+    "diagnosis.json",
+    "diagnosis.html",
+    "inputs.json",
+    "runs",
+    "launches.json",
+    "logs",
+    "report.html",
+)
+_RENDERED = frozenset({"summary.json", "report.html"})
+_AB_SUMMARY_SCHEMA_PREFIX = "speculab.report.summary/"
 
-def check_output_dir(path: Path, result_names: Iterable[str], *, flag: str = "--output") -> None:
-    """Refuse, with one line naming the fix, a directory that is a file, already holds a result (any of
-    `result_names` inside it), or cannot be created or written."""
+
+def _held(path: Path) -> list[str]:
+    return [n for n in RESULT_NAMES if (path / n).exists()] if path.is_dir() else []
+
+
+def check_output_dir(path: Path, *, flag: str = "--output") -> None:
+    """Refuse, with one line naming the fix, a directory that is a file, already holds a result, or cannot be
+    created or written."""
     if path.exists() and not path.is_dir():
         raise UserError(f"{flag} {path} is a file; give a directory")
-    if path.is_dir() and any((path / n).exists() for n in result_names):
-        raise UserError(f"{flag} {path} already holds a run; choose a new directory or remove it")
+    held = _held(path)
+    if held:
+        raise UserError(f"{flag} {path} already holds a run ({', '.join(held)}); choose a new directory or remove it")
+    _check_writable(path, flag)
+
+
+def check_render_target(path: Path, *, flag: str = "--output") -> None:
+    """Where `speculab report` may write report.html and summary.json: a new directory, or one holding only a report
+    rendered there before (an A/B summary.json and report.html) - never a bench result or another run."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {path} is a file; give a directory")
+    held = _held(path)
+    if held and (set(held) - _RENDERED or not _is_rendered_report(path / "summary.json")):
+        raise UserError(
+            f"{flag} {path} holds another result ({', '.join(held)}), which the report would overwrite; choose a new "
+            "directory"
+        )
+    _check_writable(path, flag)
+
+
+def _is_rendered_report(summary: Path) -> bool:
+    if not summary.exists():
+        return True  # report.html alone
+    try:
+        schema = json.loads(summary.read_text(encoding="utf-8")).get("schema", "")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(schema, str) and schema.startswith(_AB_SUMMARY_SCHEMA_PREFIX)
+
+
+def _check_writable(path: Path, flag: str) -> None:
     parent = path if path.is_dir() else path.parent
     while not parent.exists():
         parent = parent.parent

@@ -49,7 +49,7 @@ class RunDir:
     @staticmethod
     def check(path: Path) -> None:
         """Fail before any load if the directory cannot be used."""
-        check_output_dir(path, (MANIFEST, REQUESTS, SUMMARY))
+        check_output_dir(path)
 
     def create(self) -> RunDir:
         self.check(self.path)

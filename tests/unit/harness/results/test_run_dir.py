@@ -54,3 +54,29 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
     with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
         rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
     rd.close()
+
+
+def test_no_command_overwrites_a_result_it_did_not_create(tmp_path):
+    """Issue 17: `compare A B --output A` replaced A's bench summary.json; `run --output DIR` and
+    `report X --output BENCHDIR` overwrote other results silently."""
+    from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.harness.results.output_dir import check_render_target
+
+    bench = tmp_path / "bench"
+    RunDir(bench).create().close()
+    (bench / "summary.json").write_text('{"schema": "speculab.bench.summary/1"}')
+    report_only = tmp_path / "rendered"
+    report_only.mkdir()
+    (report_only / "summary.json").write_text('{"schema": "speculab.report.summary/1"}')
+    (report_only / "report.html").write_text("<html>")
+    for check in (check_ab_output_dir, RunDir.check):
+        for d in (bench, report_only):
+            with pytest.raises(UserError, match=r"already holds a run \(.*summary\.json.*\); choose a new directory"):
+                check(d)
+    with pytest.raises(UserError, match=r"holds another result .* which the report would overwrite"):
+        check_render_target(bench)
+    check_render_target(report_only)  # a report rendered there before may be rendered again
+    check_render_target(tmp_path / "new")
+    (report_only / "inputs.json").write_text("{}")  # ... but not once it is a run directory
+    with pytest.raises(UserError, match="holds another result"):
+        check_render_target(report_only)
