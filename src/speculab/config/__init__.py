@@ -4,6 +4,7 @@ It knows nothing about the harness, the engine or the report: they read these co
 """
 
 from speculab.config.experiment import (
+    DEFAULT_MAX_TOKENS,
     ENGINE_KINDS,
     NEEDS_MODEL,
     ArmConfig,
@@ -24,6 +25,7 @@ from speculab.config.experiment import (
 from speculab.config.load import load_experiment, parse_experiment, resolve_workload_path
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "ENGINE_KINDS",
     "NEEDS_MODEL",
     "ArmConfig",

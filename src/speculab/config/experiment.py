@@ -14,6 +14,7 @@ EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"]
 ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
 SpecMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp"]
 NEEDS_MODEL = frozenset({"draft_model", "eagle", "eagle3"})
+DEFAULT_MAX_TOKENS = 256  # output limit of a request whose workload item sets none
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +141,17 @@ class SamplingConfig:
     top_p: float = 1.0
     top_k: int | None = None
     seed: int = 0
-    max_tokens: int = 256
+    # Set: every request's output limit, the workload items' own limits included (as `bench --max-tokens`);
+    # None: each item's own limit, else DEFAULT_MAX_TOKENS.
+    max_tokens: int | None = None
     min_tokens: int | None = None  # with ignore_eos: a fixed output length, where the engine supports it
     ignore_eos: bool = False
     logprobs: int | None = None  # top alternatives per token to request: lets the report tell near-ties apart
+
+    @property
+    def default_max_tokens(self) -> int:
+        """The limit for items without their own (and for every item when `max_tokens` is set)."""
+        return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from speculab.config.experiment import NEEDS_MODEL, EngineKind, SpecMethod
+from speculab.config.experiment import DEFAULT_MAX_TOKENS, NEEDS_MODEL, EngineKind, SpecMethod
 
 
 class _Model(BaseModel):
@@ -92,15 +92,16 @@ class SamplingSchema(_Model):
     top_p: float = Field(default=1.0, gt=0, le=1)
     top_k: int | None = Field(default=None, ge=-1)
     seed: int = Field(default=0, ge=0)
-    max_tokens: int = Field(default=256, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
     min_tokens: int | None = Field(default=None, ge=0)
     ignore_eos: bool = False
     logprobs: int | None = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _check(self) -> SamplingSchema:
-        if self.min_tokens is not None and self.min_tokens > self.max_tokens:
-            raise ValueError(f"min_tokens ({self.min_tokens}) must be <= max_tokens ({self.max_tokens})")
+        limit = self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
+        if self.min_tokens is not None and self.min_tokens > limit:
+            raise ValueError(f"min_tokens ({self.min_tokens}) must be <= max_tokens ({limit})")
         return self
 
 

@@ -85,7 +85,7 @@ def test_minimal_file_gets_defaults():
     e = parse_experiment(MINIMAL)
     assert e.workload.spec == "builtin:open" and e.workload.num_prompts is None
     assert e.loads.low == LoadLevel(concurrency=1) and e.loads.sweep == ()
-    assert e.sampling.temperature == 0.0 and e.sampling.max_tokens == 256
+    assert e.sampling.temperature == 0.0 and e.sampling.max_tokens is None and e.sampling.default_max_tokens == 256
     assert e.repeats == 1 and e.checks and e.cost is None and not e.two_url_mode
     assert json.loads(e.speculation.speculative_config_json())["model"] == "demo-draft"
 

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from speculab.config import DEFAULT_MAX_TOKENS
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, resolve_api_key
 from speculab.harness.diagnose.config import DiagnoseConfig
@@ -59,7 +60,7 @@ def _from_experiment(path: str, f: dict[str, Any]) -> None:
     f["workload"] = f["workload"] or w.spec
     f["api"] = f["api"] or w.api
     f["num_prompts"] = w.num_prompts if f["num_prompts"] is None else f["num_prompts"]
-    f["max_tokens"] = s.max_tokens if f["max_tokens"] is None else f["max_tokens"]
+    f["max_tokens"] = s.max_tokens if f["max_tokens"] is None else f["max_tokens"]  # None: the items' own limits
     f["temperature"] = s.temperature if f["temperature"] is None else f["temperature"]
     f["ignore_eos"] = f["ignore_eos"] or s.ignore_eos
     f["seed"] = s.seed if f["seed"] is None else f["seed"]
@@ -105,7 +106,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
     elif f["engine"] != "other":
         raise UserError("--engine only applies with --launch-cmd (it picks the readiness check)")
     sampling = RequestSampling(
-        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
+        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else DEFAULT_MAX_TOKENS,
         max_tokens_overrides_items=f["max_tokens"] is not None,
         temperature=f["temperature"] if f["temperature"] is not None else 0.0,
         seed=f["seed"] if f["seed"] is not None else 0,

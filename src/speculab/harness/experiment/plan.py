@@ -196,7 +196,12 @@ def plan_experiment(
         changes=(change,),
         loads=loads,
         sampling=RequestSampling(
-            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed, ignore_eos=s.ignore_eos
+            max_tokens=s.default_max_tokens,
+            max_tokens_overrides_items=s.max_tokens is not None,  # as `bench --max-tokens`: the user's limit wins
+            temperature=s.temperature,
+            top_p=s.top_p,
+            seed=s.seed,
+            ignore_eos=s.ignore_eos,
         ),
         api=exp.workload.api,
         extra_body=sampling_extras(s.top_k, s.min_tokens),
@@ -293,7 +298,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         top_p=s.top_p,
         top_k=s.top_k,
         seed=s.seed,
-        max_tokens=s.max_tokens,
+        max_tokens=s.default_max_tokens,
         min_tokens=s.min_tokens,
         ignore_eos=s.ignore_eos,
         levels=levels,

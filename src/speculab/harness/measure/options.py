@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from speculab.config import SloTargets
+from speculab.config import DEFAULT_MAX_TOKENS, SloTargets
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import StallConfig
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, TokenCounter, resolve_api_key
@@ -89,7 +89,7 @@ def bench_config_from_flags(
         extra_body=MappingProxyType(parse_extra_body(f["extra_body"])),
     )
     sampling = RequestSampling(
-        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else 256,
+        max_tokens=f["max_tokens"] if f["max_tokens"] is not None else DEFAULT_MAX_TOKENS,
         max_tokens_overrides_items=f["max_tokens"] is not None,
         temperature=f["temperature"],
         top_p=f["top_p"],

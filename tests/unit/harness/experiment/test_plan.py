@@ -156,3 +156,18 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     for arm in plan.arms:
         req = life.request(arm, "m")
         assert build_payload(req.endpoint, req.sampling, plan.setup.items[0])["logprobs"] == 2
+
+
+def test_sampling_max_tokens_overrides_the_items_own_limits_as_bench_does() -> None:
+    """Issue 17: `sampling.max_tokens` did not cap built-in items' own limits (warmup generated 318 and 512 tokens)
+    while `bench --max-tokens` did."""
+    from speculab.harness.client.endpoint import EndpointConfig, build_payload
+    from speculab.harness.records import RequestSpec
+
+    item = RequestSpec(0, prompt="write a lot", max_tokens=512)
+    ep = EndpointConfig("http://h:1", "m")
+    set_it = plan_experiment(parse_experiment(exp_yaml().replace("max_tokens: 32", "max_tokens: 40")))
+    assert set_it.setup.max_tokens == 40 and build_payload(ep, set_it.sampling, item)["max_tokens"] == 40
+    unset = plan_experiment(parse_experiment(exp_yaml().replace("max_tokens: 32, ", "")))
+    assert unset.setup.max_tokens == 256 and build_payload(ep, unset.sampling, item)["max_tokens"] == 512
+    assert build_payload(ep, unset.sampling, RequestSpec(1, prompt="x"))["max_tokens"] == 256
