@@ -154,7 +154,7 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
     if eff.acceptance_length is not None:
         ok_tokens = sum(r.completion_tokens or 0 for r in records if r.ok)
         if eff.acceptance_length <= 1.0 or ok_tokens == 0:
-            acc = AcceptanceSummary("vllm counters (server-wide)", False, 0.0, 0.0, 0.0)
+            acc = AcceptanceSummary("vllm:spec_decode_* counters (server-wide delta)", False, 0.0, 0.0, 0.0)
         else:
             drafts = ok_tokens / eff.acceptance_length
             accepted = drafts * (eff.acceptance_length - 1)
@@ -163,7 +163,7 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
             scale = (eff.acceptance_length - 1) / sum(per_pos)
             per_pos = tuple(p * scale for p in per_pos)
             acc = AcceptanceSummary(
-                "vllm counters (server-wide)",
+                "vllm:spec_decode_* counters (server-wide delta)",
                 True,
                 drafts,
                 drafts * eff.k,

@@ -50,7 +50,7 @@ def test_crossover_between_bracketing_loads(faster_report: Report):
 def test_acceptance_what_if_memory_and_cost(faster_report: Report):
     c = faster_report.candidates[0]
     assert c.acceptance.active and c.acceptance.acceptance_length == pytest.approx(2.9, rel=1e-6)
-    assert "vllm counters" in c.acceptance.source
+    assert "vllm:spec_decode_* counters" in c.acceptance.source
     assert len(c.acceptance.per_position) == 4
     assert c.what_if and c.what_if[0].observed_k == 4
     assert 1 <= c.what_if[0].recommended_k <= 8
@@ -65,7 +65,7 @@ def test_verdict_line_names_loads_intervals_and_sources(faster_report: Report):
     line = faster_report.candidates[0].verdict_line
     assert line.startswith("ngram k=4: TPOT 1.")
     assert "faster [" in line and "at concurrency 1" in line and "at concurrency 16" in line
-    assert "crossover ≈" in line and "acceptance length 2.90 (vllm counters" in line
+    assert "crossover ≈" in line and "acceptance length 2.90 (vllm:spec_decode_* counters" in line
     assert "memory +" in line and "$/1M tokens" in line and "correctness: no difference" in line
 
 
@@ -172,18 +172,28 @@ def test_achieved_concurrency_counts_in_flight_while_sending():
 def test_combine_acceptance_sums_counters_over_repeats():
     from speculab.harness.servers.acceptance import AcceptanceSummary
 
-    a = AcceptanceSummary("vllm counters (server-wide)", True, 100, 400, 200, 0.5, 3.0, (0.8, 0.6, 0.4, 0.2))
-    b = AcceptanceSummary("vllm counters (server-wide)", True, 300, 1200, 300, 0.25, 2.0, (0.5, 0.3, 0.15, 0.05))
+    a = AcceptanceSummary(
+        "vllm:spec_decode_* counters (server-wide delta)", True, 100, 400, 200, 0.5, 3.0, (0.8, 0.6, 0.4, 0.2)
+    )
+    b = AcceptanceSummary(
+        "vllm:spec_decode_* counters (server-wide delta)", True, 300, 1200, 300, 0.25, 2.0, (0.5, 0.3, 0.15, 0.05)
+    )
     v = combine_acceptance([a, b])
     assert v.drafts == 400 and v.accepted_tokens == 500
     assert v.acceptance_length == pytest.approx(1 + 500 / 400) and v.acceptance_rate == pytest.approx(500 / 1600)
     assert v.per_position[0] == pytest.approx((0.8 * 100 + 0.5 * 300) / 400)
-    idle = AcceptanceSummary("vllm counters (server-wide)", False, 0, 0, 0)
+    idle = AcceptanceSummary("vllm:spec_decode_* counters (server-wide delta)", False, 0, 0, 0)
     assert not combine_acceptance([idle, idle]).active
     mixed = combine_acceptance([a, idle])
     assert mixed.active and mixed.inactive_repeats == 1
     assert combine_acceptance([]) is None
-    g = combine_acceptance([AcceptanceSummary("sglang gauges (recent window)", True, acceptance_length=2.0)])
+    g = combine_acceptance(
+        [
+            AcceptanceSummary(
+                "sglang gauges (server-wide, recent window; read, not a delta)", True, acceptance_length=2.0
+            )
+        ]
+    )
     assert g.approximate and g.acceptance_length == 2.0 and math.isnan(g.drafts or math.nan)
 
 

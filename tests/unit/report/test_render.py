@@ -62,7 +62,7 @@ def test_html_sections_and_units(html: str, evil_report: Report):
         assert f'id="{section}"' in html
     assert 'id="diagnosis"' not in html  # only when a diagnosis is present
     assert evil_report.candidates[0].verdict_line.split(";")[0].replace('"', "&#34;") in html
-    assert " ms / " in html and "tok/s" in html and "vllm counters" in html and "confident" in html
+    assert " ms / " in html and "tok/s" in html and "vllm:spec_decode_* counters" in html and "confident" in html
 
 
 def test_diagnosis_slot_renders_when_present():
@@ -79,8 +79,8 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
     text = console.export_text()
     lines = [ln for ln in text.splitlines() if ln.strip()]
     assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[1])  # the verdict right after the heading
-    assert "concurrency 1 — p50 latencies" in text and "speedup" in text
-    assert text.index("ngram k=4: TPOT") < text.index("p50 latencies") < text.index("warning:")
+    assert "concurrency 1 · p50 TPOT, TTFT in ms" in text and "speedup" in text
+    assert text.index("ngram k=4: TPOT") < text.index("p50 TPOT, TTFT in ms") < text.index("warning:")
     assert "correctness: SUSPICIOUS: 1 confident divergence(s)" in text
     assert "/out/report.html" in text
 
