@@ -129,7 +129,7 @@ class _Session:
     async def _scrape(self) -> MetricsSnapshot | None:
         if not self.metrics_available:
             return None
-        snap = await scrape_metrics(self.http, self.ep.base_url, clock=self.clock)
+        snap = await scrape_metrics(self.http, self.ep.base_url, clock=self.clock, api_key=self.ep.api_key)
         if snap is None:
             self.metrics_available = False
         return snap

@@ -195,11 +195,12 @@ class Lifecycle:
                 interval_s=self.plan.memory_interval_s,
                 t0_s=t0_s,
                 clock=self.clock,
+                api_key=arm.api_key,
             )
 
             async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0) -> None:
                 if first and before is not None:
-                    before[0] = await scrape_metrics(self.session, arm.info.url)
+                    before[0] = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
                 s.start()
 
             # A launched server that exits mid-level would turn every remaining request into a connection error
@@ -265,7 +266,7 @@ class Lifecycle:
         finally:
             sink.close()
             self.reporter.level_end()
-        after = await scrape_metrics(self.session, arm.info.url)
+        after = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
         return self.repeat_run(arm, spec, repeat, sink.records, before[0], after, memory, interrupted)
 
     def repeat_run(
@@ -313,5 +314,5 @@ class Lifecycle:
         ep = EndpointConfig(base_url=arm.info.url, model=arm.model or "", api_key=arm.api_key)
         info = await probe_endpoint(self.session, ep)
         model = choose_model(arm.model, info, arm.info.url)
-        snap = await scrape_metrics(self.session, arm.info.url)
+        snap = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
         return model, info, snap.names() if snap is not None else set()

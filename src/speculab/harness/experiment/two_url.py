@@ -42,7 +42,7 @@ async def run_two_url_mode(life: Lifecycle) -> None:
             for a in arms:
                 st = per_arm[a.info.name]
                 st["sink"] = _RecordSink(repeat_dir(life.out, a.info.name, spec.key, repeat) / REQUESTS_FILE)
-                st["before"][0] = await scrape_metrics(life.session, a.info.url)
+                st["before"][0] = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
             t0 = life.clock()
             interrupted = False
             try:
@@ -78,7 +78,7 @@ async def run_two_url_mode(life: Lifecycle) -> None:
                     per_arm[a.info.name]["sink"].close()
             for a in arms:
                 st = per_arm[a.info.name]
-                after = await scrape_metrics(life.session, a.info.url)
+                after = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
                 life.repeat_run(a, spec, repeat, st["sink"].records, st["before"][0], after, st["memory"], interrupted)
             if interrupted or life.stop.is_set():
                 life.interrupted = True

@@ -127,7 +127,7 @@ async def _measure(
 
     async def measure_start() -> None:
         if cfg.scrape:
-            before[0] = await scrape_metrics(session, ep.base_url)
+            before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
 
     request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
     outcome = await run_load(
@@ -141,7 +141,9 @@ async def _measure(
         clock=clock,
         on_measure_start=measure_start,
     )
-    after = await scrape_metrics(session, ep.base_url) if cfg.scrape and before[0] is not None else None
+    after = (
+        await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before[0] is not None else None
+    )
     spec_decode, note = None, None
     if before[0] is None:
         note = "no Prometheus /metrics at the endpoint" if cfg.scrape else "metrics scraping disabled"

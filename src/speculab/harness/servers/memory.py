@@ -104,8 +104,10 @@ class MemorySampler:
         t0_s: float | None = None,
         clock: Callable[[], float] = time.perf_counter,
         scrape_kv: bool = True,
+        api_key: str | None = None,
     ):
         self.session, self.base_url, self.rss, self.pids, self.gpu = session, base_url, rss, pids, gpu
+        self.api_key = api_key
         self.interval_s, self.clock, self.scrape_kv = interval_s, clock, scrape_kv
         self.t0_s = clock() if t0_s is None else t0_s
         self.samples: list[MemorySample] = []
@@ -122,7 +124,7 @@ class MemorySampler:
                 self.gpu_scope = scope
         kv = None
         if self.scrape_kv:
-            kv = kv_usage(await scrape_metrics(self.session, self.base_url, timeout_s=2.0))
+            kv = kv_usage(await scrape_metrics(self.session, self.base_url, timeout_s=2.0, api_key=self.api_key))
         s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv)
         self.samples.append(s)
         return s

@@ -111,11 +111,15 @@ async def scrape_metrics(
     base_url: str,
     timeout_s: float = 5.0,
     clock: Callable[[], float] = time.perf_counter,
+    api_key: str | None = None,
 ) -> MetricsSnapshot | None:
-    """GET /metrics and parse it; None when the server has no (parseable) /metrics or it did not answer in time."""
+    """GET /metrics and parse it; None when the server has no (parseable) /metrics or it did not answer in time.
+    The endpoint's API key goes along when there is one: servers may keep /metrics behind it (speculab serve
+    --metrics-private)."""
     url = metrics_url(base_url)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s), headers=headers) as resp:
             if resp.status != 200:
                 log.debug("no metrics at %s: HTTP %s", url, resp.status)
                 return None

@@ -103,3 +103,29 @@ async def test_scrape_metrics_over_http():
         await runner.cleanup()
         await runner2.cleanup()
         await runner3.cleanup()
+
+
+async def test_scrape_sends_the_endpoint_key_when_metrics_are_private():
+    """`speculab serve --metrics-private` keeps /metrics behind the key: the harness must send it to read acceptance."""
+    seen: list[str | None] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") != "Bearer k-1":
+            return web.Response(status=401)
+        return web.Response(text=_read("vllm_spec_before.prom"), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    try:
+        async with aiohttp.ClientSession() as session:
+            assert await scrape_metrics(session, f"http://{host}:{port}") is None
+            snap = await scrape_metrics(session, f"http://{host}:{port}", api_key="k-1")
+    finally:
+        await runner.cleanup()
+    assert snap is not None and seen == [None, "Bearer k-1"]
