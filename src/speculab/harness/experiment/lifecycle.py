@@ -76,15 +76,23 @@ class _RecordSink:
 
 @dataclass(frozen=True, slots=True)
 class _BlockRequest:
-    """The runner renumbers the items it is given 0..n-1; a block keeps the workload's indices (pairing keys)."""
+    """Sends the item each of the runner's request numbers stands for, with the workload's index (the pairing key).
+
+    The runner numbers each phase's requests by position, 0..n-1, cycling the items it was given when it needs more
+    (`runner.plan`). The measured phase sends each of the block's items once: position p is block[p]. Warmup sends
+    `warmup_requests`, which can be more than a block holds (a two-URL block is 2 requests at concurrency 1): its
+    position p is the workload's item p, cycled, so warmup sends the same prompts in both modes and never indexes
+    past a block."""
 
     inner: RequestFunc
     block: tuple[RequestSpec, ...]
+    warmup_items: tuple[RequestSpec, ...]
 
     async def __call__(
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
-        return await self.inner(session, self.block[spec.index], scheduled_s=scheduled_s, warmup=warmup)
+        items = self.warmup_items if warmup else self.block
+        return await self.inner(session, items[spec.index % len(items)], scheduled_s=scheduled_s, warmup=warmup)
 
 
 class Lifecycle:
@@ -213,7 +221,7 @@ class Lifecycle:
             try:
                 outcome = await run_load(
                     block,
-                    _BlockRequest(request, block),
+                    _BlockRequest(request, block, self.setup.items),
                     self.session,
                     self.load_config(lv, len(block), warmup if bi == 0 else 0),
                     on_record=sink.append,
