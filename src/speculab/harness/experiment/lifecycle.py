@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import aiohttp
 
 from speculab.config import LoadLevel
 from speculab.errors import EndpointError
+from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import RequestFunc, request_func
@@ -72,6 +73,20 @@ class _RecordSink:
 
     def close(self) -> None:
         self._file.close()
+
+
+@dataclass(slots=True)
+class Observed:
+    """What one arm gathers at one level and repeat while its blocks run (one block in launch mode)."""
+
+    sink: _RecordSink  # the records, streamed to requests.jsonl
+    memory: list[tuple[Sequence[Any], str]] = field(default_factory=list)  # (samples, GPU scope) per block
+    before: MetricsSnapshot | None = None  # /metrics before the first measured request (after warmup)
+    windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
+
+    @classmethod
+    def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
+        return cls(_RecordSink(repeat_dir(out, arm, level, repeat) / REQUESTS_FILE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +199,13 @@ class Lifecycle:
         warmup: int,
         server: ServerProcess | None,
         t0_s: float,
-        sink: _RecordSink,
-        memory: list[Any],
-        before: list[MetricsSnapshot | None] | None = None,
+        seen: Observed,
+        *,
+        scrape_before: bool = True,
     ) -> bool:
-        """Offer the level's load over the given blocks of items; returns True when interrupted.
-        `before`, when given, receives the /metrics scrape taken after warmup, just before the first measured
-        request (so warmup traffic never counts in the level's counter deltas)."""
+        """Offer the level's load over the given blocks of items, gathering into `seen`; True when interrupted.
+        With `scrape_before`, `seen.before` is the /metrics scrape taken after warmup, just before the first
+        measured request (so warmup traffic never counts in the level's counter deltas)."""
         lv = self.plan.loads[level_i]
         request = self.request(arm, model)
         for bi, block in enumerate(blocks):
@@ -206,8 +221,8 @@ class Lifecycle:
             )
 
             async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0) -> None:
-                if first and before is not None:
-                    before[0] = await scrape_metrics(self.session, arm.info.url)
+                if first and scrape_before:
+                    seen.before = await scrape_metrics(self.session, arm.info.url)
                 s.start()
 
             # A launched server that exits mid-level would turn every remaining request into a connection error
@@ -224,7 +239,7 @@ class Lifecycle:
                     _BlockRequest(request, block, self.setup.items),
                     self.session,
                     self.load_config(lv, len(block), warmup if bi == 0 else 0),
-                    on_record=sink.append,
+                    on_record=seen.sink.append,
                     on_progress=self.reporter.progress,
                     stop=level_stop,
                     clock=self.clock,
@@ -234,7 +249,9 @@ class Lifecycle:
                 for w in watchers:
                     w.cancel()
             samples = await sampler.stop()
-            memory.append((samples, sampler.gpu_scope))
+            seen.memory.append((samples, sampler.gpu_scope))
+            if outcome.measured:
+                seen.windows.append((outcome.started_s, outcome.ended_s))
             if died.is_set() and server is not None and not self.stop.is_set():
                 # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
                 spec = self.setup.levels[level_i]
@@ -262,54 +279,47 @@ class Lifecycle:
         items = self.setup.items
         blocks = blocks if blocks is not None else [items]
         self.reporter.level_start(arm.info.label, spec.label, repeat, sum(len(b) for b in blocks))
-        sink = _RecordSink(repeat_dir(self.out, arm.info.name, spec.key, repeat) / REQUESTS_FILE)
-        memory: list[Any] = []
+        seen = Observed.open(self.out, arm.info.name, spec.key, repeat)
         t0 = self.clock()
-        before: list[MetricsSnapshot | None] = [None]
         try:
-            interrupted = await self.run_blocks(
-                arm, model, level_i, blocks, repeat, warmup, server, t0, sink, memory, before
-            )
+            interrupted = await self.run_blocks(arm, model, level_i, blocks, repeat, warmup, server, t0, seen)
         finally:
-            sink.close()
+            seen.sink.close()
             self.reporter.level_end()
         after = await scrape_metrics(self.session, arm.info.url)
-        return self.repeat_run(arm, spec, repeat, sink.records, before[0], after, memory, interrupted)
+        return self.repeat_run(arm, spec, repeat, seen, after, interrupted)
 
     def repeat_run(
         self,
         arm: ArmPlan,
         spec: LevelSpec,
         repeat: int,
-        records: Sequence[RequestRecord],
-        before: MetricsSnapshot | None,
+        seen: Observed,
         after: MetricsSnapshot | None,
-        memory: Sequence[tuple[Sequence[Any], str]],
         interrupted: bool,
     ) -> RepeatRun:
         adapter = adapter_for(self.arms[arm.info.name].engine)
+        before, records = seen.before, seen.sink.records
         notes: list[str] = []
         if before is None or after is None:
             notes.append("no Prometheus /metrics read around this level: no server-side counters")
-        measured = [r for r in records if not r.warmup]
-        if spec.kind == "rate" and measured:
-            first = min(r.scheduled_s for r in measured)
-            last = max(r.sent_s for r in measured)
-            if len(measured) > 1 and last > first:
-                achieved = (len(measured) - 1) / (last - first)
+        if spec.kind == "rate":
+            achieved = send_rate_rps(by_window(records, seen.windows))  # over this arm's own blocks
+            if achieved is not None:
                 notes.append(f"sent {achieved:.3g} req/s (requested {spec.value:g})")
-        scopes = {scope for _, scope in memory if scope}
+        scopes = {scope for _, scope in seen.memory if scope}
         run = RepeatRun(
             arm=arm.info.name,
             level=spec.key,
             repeat=repeat,
             acceptance=acceptance_between(adapter, before, after, records, arm.k),
-            memory=tuple(s for samples, _ in memory for s in samples),
+            memory=tuple(s for samples, _ in seen.memory for s in samples),
             gpu_scope="device" if "device" in scopes else ("process" if scopes else ""),
             order=self.order,
             interrupted=interrupted,
             counter_deltas=_moved_counters(before, after),
             notes=tuple(notes),
+            windows_s=tuple(seen.windows),
         )
         self.order += 1
         write_run_meta(self.out, run)
