@@ -11,7 +11,7 @@ Gates and verdicts are the report's job; this records what was asked and what ha
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from speculab.harness.servers.acceptance import (
     acceptance_between,
 )
 from speculab.harness.servers.adapters import adapter_for, detect_engine
+from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
@@ -102,10 +103,13 @@ class _BlockRequest:
     inner: RequestFunc
     block: tuple[RequestSpec, ...]
     warmup_items: tuple[RequestSpec, ...]
+    admit: Callable[[], Awaitable[None]] | None = None  # awaited before each send (EndpointWatch.admit)
 
     async def __call__(
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
+        if self.admit is not None:
+            await self.admit()  # a wait here is client queue time: the request records sent_s when it leaves
         items = self.warmup_items if warmup else self.block
         return await self.inner(session, items[spec.index % len(items)], scheduled_s=scheduled_s, warmup=warmup)
 
@@ -135,7 +139,9 @@ class Lifecycle:
         self.order = 0
         self.finished_runs = 0
         self.interrupted = False
-        self.server_died: EndpointError | None = None  # a launched server exited mid-level: the run stops on it
+        # a launched server exited, or a URL arm's server went away, mid-level: the run stops on it
+        self.server_died: EndpointError | None = None
+        self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
 
     # --- inputs.json ----------------------------------------------------------------------------------------
@@ -177,6 +183,13 @@ class Lifecycle:
             logprobs=self.plan.logprobs,
         )
         return request_func(ep, self.plan.sampling, clock=self.clock)
+
+    def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:
+        """One watch per URL arm for the whole run: a run of refused connections may span blocks and levels."""
+        if arm.info.name not in self._watches:
+            headers = EndpointConfig(base_url=arm.info.url, model="", api_key=arm.api_key).headers()
+            self._watches[arm.info.name] = EndpointWatch(self.session, arm.info.url, headers, clock=self.clock)
+        return self._watches[arm.info.name]
 
     def load_config(self, lv: LoadLevel, n: int, warmup: int) -> LoadConfig:
         if lv.concurrency is not None:
@@ -225,44 +238,62 @@ class Lifecycle:
                     seen.before = await scrape_metrics(self.session, arm.info.url)
                 s.start()
 
-            # A launched server that exits mid-level would turn every remaining request into a connection error
-            # (a run of failures that measures nothing): stop the level at once instead, and say so.
-            died = asyncio.Event()
-            watchers = [asyncio.create_task(server.watch(died))] if server is not None else []
-            level_stop = self.stop
-            if watchers:
-                level_stop = asyncio.Event()
-                watchers += [asyncio.create_task(_set_when(level_stop, self.stop, died))]
+            # A server that goes away mid-level would turn every remaining request into a connection error (a run
+            # of failures that measures nothing): stop the level at once instead, and say so. A launched server's
+            # exit is seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
+            watch = self.endpoint_watch(arm) if server is None else None
+            died = watch.gone if watch is not None else asyncio.Event()
+            tasks = [asyncio.create_task(server.watch(died))] if server is not None else []
+            level_stop = asyncio.Event()
+            tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
+
+            def on_record(rec: RequestRecord, w: EndpointWatch | None = watch) -> None:
+                seen.sink.append(rec)
+                if w is not None:
+                    w.see(rec)
+
             try:
                 outcome = await run_load(
                     block,
-                    _BlockRequest(request, block, self.setup.items),
+                    _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
                     self.session,
                     self.load_config(lv, len(block), warmup if bi == 0 else 0),
-                    on_record=seen.sink.append,
+                    on_record=on_record,
                     on_progress=self.reporter.progress,
                     stop=level_stop,
                     clock=self.clock,
                     on_measure_start=measure_start,
                 )
+                if watch is not None and not self.stop.is_set():
+                    await watch.settle()  # a check the block's last requests started: is the server there?
             finally:
-                for w in watchers:
-                    w.cancel()
+                for t in tasks:
+                    t.cancel()
+                if watch is not None:
+                    watch.cancel()
             samples = await sampler.stop()
             seen.memory.append((samples, sampler.gpu_scope))
             if outcome.measured:
                 seen.windows.append((outcome.started_s, outcome.ended_s))
-            if died.is_set() and server is not None and not self.stop.is_set():
+            if died.is_set() and not self.stop.is_set():
                 # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
-                spec = self.setup.levels[level_i]
-                self.server_died = server.died_error(
-                    f"during level {spec.label}, repeat {repeat}; what finished is in {self.out} "
-                    f"(`speculab report {self.out}` renders it)"
-                )
+                self.server_died = self._gone_error(arm, server, watch, level_i, repeat)
                 return True
             if outcome.interrupted:
                 return True
         return False
+
+    def _gone_error(
+        self, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | None, level_i: int, repeat: int
+    ) -> EndpointError:
+        spec = self.setup.levels[level_i]
+        when = f"during level {spec.label}, repeat {repeat}"
+        saved = f"what finished is in {self.out} (`speculab report {self.out}` renders it)"
+        if server is not None:
+            return server.died_error(f"{when}; {saved}")
+        role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"
+        evidence = watch.evidence if watch is not None else "it stopped answering"
+        return EndpointError(f"{role} endpoint {arm.info.url} stopped answering {when} ({evidence}); {saved}")
 
     async def level(
         self,

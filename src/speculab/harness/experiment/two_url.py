@@ -2,7 +2,8 @@
 
 Each load level's prompts are split into blocks, and the arms alternate (A B, then B A, ...), so slow drift hits
 both arms alike. The single change cannot be verified; what each server says about itself (/version, /v1/models,
-detected engine) is recorded with the arm.
+detected engine) is recorded with the arm. Each block's window is recorded, so each arm's load is measured over its
+own blocks; a server that goes away stops the run (`servers.liveness`), keeping both arms' partial repeat.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ async def run_two_url_mode(life: Lifecycle) -> None:
             for a in arms:
                 after = await scrape_metrics(life.session, a.info.url)
                 life.repeat_run(a, spec, repeat, seen[a.info.name], after, interrupted)
+            if life.server_died is not None:
+                raise life.server_died  # both arms' partial repeats are saved, like an interruption
             if interrupted or life.stop.is_set():
                 life.interrupted = True
                 return
