@@ -160,3 +160,27 @@ def test_cli_run_stops_on_a_dead_arm_with_one_line_exit_3_and_a_report(tmp_path:
     assert inputs.interrupted and all(r.interrupted for r in inputs.runs)
     failed = [r for run in inputs.runs for r in run.records if not r.ok]
     assert 3 <= len(failed) <= 10  # stopped after a few refusals, not 400 of them
+
+
+def test_rate_load_blocks_each_get_their_own_part_of_the_schedule(tmp_path: Path) -> None:
+    """Every block of a rate load used to restart the arrival process with the run's seed, replaying the same first
+    gaps in each block (a fixed burst pattern, not the seeded process). Now block k has its own seed: the same for
+    both arms (a prompt's two measurements see the same arrivals), different from block to block."""
+    with mock_server_in_thread(FAST) as url_a, mock_server_in_thread(FAST) as url_b:
+        y = two_url_yaml(url_a, url_b, prompts=12, warmup=0, loads="{operating: {rate: 40}}")
+        plan = dataclasses.replace(plan_experiment(parse_experiment(y)), block_size=3)
+        asyncio.run(run_plan(plan, tmp_path / "run"))
+    inputs = load_inputs(tmp_path / "run")
+
+    def gaps(arm: str) -> list[tuple[float, ...]]:
+        (run,) = inputs.runs_for(arm, "r40")
+        assert len(run.windows_s) == 4  # one window per block
+        out = []
+        for b in range(4):
+            sched = sorted(r.scheduled_s for r in run.records if r.index // 3 == b)
+            out.append(tuple(round(t - sched[0], 9) for t in sched))
+        return out
+
+    base, cand = gaps("baseline"), gaps("ngram-k2")
+    assert base == cand
+    assert len(set(base)) == 4, base

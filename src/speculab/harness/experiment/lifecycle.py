@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 
 from speculab.config import LoadLevel
 from speculab.errors import EndpointError
@@ -191,7 +192,16 @@ class Lifecycle:
             self._watches[arm.info.name] = EndpointWatch(self.session, arm.info.url, headers, clock=self.clock)
         return self._watches[arm.info.name]
 
-    def load_config(self, lv: LoadLevel, n: int, warmup: int) -> LoadConfig:
+    def block_seed(self, block: int) -> int:
+        """The arrival schedule's seed for a level's block number `block`, the same for every arm: the run's seed for
+        the first (launch mode's only block), and one derived from it for each later block. One seed for every block
+        would replay the schedule's first gaps in each (blocks of 2 at 1 req/s: the same two-request burst, again
+        and again, instead of a Poisson process at 1 req/s)."""
+        if block == 0:
+            return self.setup.seed
+        return int(np.random.SeedSequence([self.setup.seed, block]).generate_state(1)[0])
+
+    def load_config(self, lv: LoadLevel, n: int, warmup: int, block: int = 0) -> LoadConfig:
         if lv.concurrency is not None:
             return LoadConfig(
                 concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed, ramp_up_s=lv.ramp_up_s
@@ -199,7 +209,7 @@ class Lifecycle:
         assert lv.rate_rps is not None
         arrival = ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
         return LoadConfig(
-            concurrency=lv.max_concurrency, arrival=arrival, num_prompts=n, warmup=warmup, seed=self.setup.seed
+            concurrency=lv.max_concurrency, arrival=arrival, num_prompts=n, warmup=warmup, seed=self.block_seed(block)
         )
 
     async def run_blocks(
@@ -215,10 +225,12 @@ class Lifecycle:
         seen: Observed,
         *,
         scrape_before: bool = True,
+        first_block: int = 0,
     ) -> bool:
         """Offer the level's load over the given blocks of items, gathering into `seen`; True when interrupted.
         With `scrape_before`, `seen.before` is the /metrics scrape taken after warmup, just before the first
-        measured request (so warmup traffic never counts in the level's counter deltas)."""
+        measured request (so warmup traffic never counts in the level's counter deltas). `first_block`: the first
+        block's number in the level (its arrival schedule's seed)."""
         lv = self.plan.loads[level_i]
         request = self.request(arm, model)
         for bi, block in enumerate(blocks):
@@ -257,7 +269,7 @@ class Lifecycle:
                     block,
                     _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
                     self.session,
-                    self.load_config(lv, len(block), warmup if bi == 0 else 0),
+                    self.load_config(lv, len(block), warmup if bi == 0 else 0, first_block + bi),
                     on_record=on_record,
                     on_progress=self.reporter.progress,
                     stop=level_stop,

@@ -30,6 +30,11 @@ async def run_two_url_mode(life: Lifecycle) -> None:
         model, info, names = await life.probe(arm)
         models[arm.info.name] = model
         life.note_server(arm, info, names, None)
+    if len({a.info.url.rstrip("/") for a in arms}) < len(arms):
+        life.notes.append(
+            "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
+            "arms' requests"
+        )
     warmed: set[str] = set()
     for repeat in range(1, life.setup.repeats + 1):
         for li, spec in enumerate(life.setup.levels):
@@ -58,6 +63,7 @@ async def run_two_url_mode(life: Lifecycle) -> None:
                                 t0,
                                 seen[arm.info.name],
                                 scrape_before=bool(warm),  # warmup traffic must not count
+                                first_block=bi,  # rate loads: each block its own part of the schedule
                             )
                         finally:
                             life.reporter.level_end()
