@@ -1,22 +1,38 @@
-"""A-vs-A through the whole lifecycle against the mock server: the old (BCa) and the new (signed-rank) verdict.
+"""A-vs-A through the whole lifecycle against the mock server: how often identical arms are called different.
 
-Both arms are one mock server (two-URL mode, ABBA blocks), 16 prompts at concurrency 1, as in
-tests/integration/test_a_vs_a.py, but by default WITHOUT the test's clock jitter: the only noise is the machine's
-own (event loop, a busy two-core VM), which is heavy-tailed. Counts, over seeds, how often the geometric mean's BCa
-interval excludes 1 (speculab's verdict before 2026-11-29) and how often the verdict (signed-rank interval) says
-there is a difference; 5 % is what a 95 % interval promises.
+Three setups (`--mode`):
 
-Usage: `PYTHONPATH=src python bench/a_vs_a_mock.py [--runs 40] [--first-seed 0] [--jitter]` (~1 s per run).
+* `one-server` (the default, and the setup recorded on 2026-11-29): one mock server behind both URLs, 16 prompts
+  at concurrency 1; counts how often the geometric mean's BCa interval excludes 1 (speculab's verdict before
+  2026-11-29) and how often the signed-rank verdict (`compare_paired`) says there is a difference. It calls
+  `compare_paired` directly, so it never sees the report's gates.
+* `two-url`: two identical mock servers, one per arm, as a user comparing two deployed endpoints would run it
+  (`speculab run` with `baseline.url` and `candidate.url`, default warmup); judged by the **report's** verdict
+  (`build_report`), gates included, at every load level. Before 2026-12-01 every such comparison was gated "load
+  not achieved" (each arm's load was measured over the other arm's blocks too).
+* `launch`: the same mock command launched once per arm and repeat (launch mode), judged the same way.
+
+By default the only noise is the machine's own (event loop, a busy two-core VM), which is heavy-tailed; `--jitter`
+adds the integration test's seeded clock jitter. 5 % "different" is what a 95 % interval promises.
+
+Usage: `PYTHONPATH=src python bench/a_vs_a_mock.py [--mode two-url] [--runs 40] [--first-seed 0] [--jitter]
+[--loads c1,c4] [--prompts 16]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +44,18 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.servers.process import free_port, port_in_use
+from speculab.report.model import build_report
 from speculab.report.per_load import per_prompt
+from speculab.report.schema import ReportOptions
 
 JITTER_S = 0.0018  # the integration test's: +-1.8 ms on each clock reading
+MOCK = MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)  # one-server: the integration test's ~26 ms requests
+# two-url / launch: ~100 ms requests in their own processes, as a deployed server would be. With 26 ms requests on
+# a loaded 2-core VM the client's ~1 ms turnaround between a response and the next send is 4-8 % of each request at
+# concurrency 4: the load gate then refuses (rightly) in launch mode as in two-URL mode.
+SERVED = MockConfig(ttft_s=0.010, gap_s=0.008, output_tokens=12)
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def _clock(seed: int, jitter: bool) -> Callable[[], float]:
@@ -40,16 +65,28 @@ def _clock(seed: int, jitter: bool) -> Callable[[], float]:
     return lambda: time.perf_counter() + float(rng.uniform(-JITTER_S, JITTER_S))
 
 
-def one_run(url: str, out: Path, seed: int, jitter: bool) -> MetricComparison:
-    y = f"""
-workload: {{spec: "synthetic:input=10,output=8", num_prompts: 16, warmup_requests: 1}}
-sampling: {{max_tokens: 6, seed: {seed}}}
-loads: {{operating: {{concurrency: 1}}}}
-baseline: {{url: "{url}"}}
-candidate: {{url: "{url}"}}
+def _loads_yaml(loads: list[str]) -> str:
+    """'c1,c4' -> {low: {concurrency: 1}, sweep: [...]} (a single level is the operating point)."""
+    levels = [f"{{concurrency: {int(k[1:])}}}" for k in loads]
+    if len(levels) == 1:
+        return f"{{low: {levels[0]}, operating: {levels[0]}}}"
+    return f"{{low: {levels[0]}, operating: {levels[-1]}, sweep: [{', '.join(levels)}]}}"
+
+
+def _yaml(seed: int, loads: list[str], arms: str, warmup: int, max_tokens: int = 6, prompts: int = 16) -> str:
+    return f"""
+workload: {{spec: "synthetic:input=10,output=8", num_prompts: {prompts}, warmup_requests: {warmup}}}
+sampling: {{max_tokens: {max_tokens}, seed: {seed}}}
+loads: {_loads_yaml(loads)}
 speculation: {{method: ngram, num_speculative_tokens: 4}}
+{arms}
 """
-    plan = dataclasses.replace(plan_experiment(parse_experiment(y)), memory_interval_s=10.0)
+
+
+def one_server_run(url: str, out: Path, seed: int, jitter: bool) -> MetricComparison:
+    arms = f'baseline: {{url: "{url}"}}\ncandidate: {{url: "{url}"}}'
+    plan = plan_experiment(parse_experiment(_yaml(seed, ["c1"], arms, warmup=1)))
+    plan = dataclasses.replace(plan, memory_interval_s=10.0)
     asyncio.run(run_plan(plan, out, clock=_clock(seed, jitter)))
     inputs = load_inputs(out)
     return compare_paired(
@@ -61,24 +98,100 @@ speculation: {{method: ngram, num_speculative_tokens: 4}}
     )
 
 
+def _mock_args(port: int) -> list[str]:
+    args = [sys.executable, "-m", "speculab", "mock-server", "--port", str(port)]
+    args += ["--ttft-ms", f"{SERVED.ttft_s * 1e3:g}", "--gap-ms", f"{SERVED.gap_s * 1e3:g}"]
+    return [*args, "--output-tokens", str(SERVED.output_tokens)]
+
+
+@contextlib.contextmanager
+def _served() -> Iterator[str]:
+    """`speculab mock-server` in its own process, as a deployed endpoint; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(_mock_args(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not port_in_use("127.0.0.1", port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mock-server on port {port} did not start (exit {proc.poll()})")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def report_verdicts(arms_yaml: str, out: Path, seed: int, jitter: bool, loads: list[str], prompts: int
+                    ) -> dict[str, str]:  # fmt: skip
+    """One A-vs-A through `speculab run`'s library path; the report's verdict (gates included) per load level."""
+    y = _yaml(seed, loads, arms_yaml, warmup=4, max_tokens=SERVED.output_tokens, prompts=prompts)  # default warmup
+    plan = plan_experiment(parse_experiment(y))
+    plan = dataclasses.replace(plan, memory_interval_s=10.0)
+    asyncio.run(run_plan(plan, out, clock=_clock(seed, jitter)))
+    report = build_report(load_inputs(out), ReportOptions(n_resamples=1000, seed=seed))
+    return {lv.key: lv.comparisons[0].verdict for lv in report.levels}
+
+
+@contextlib.contextmanager
+def _arms(mode: str) -> Iterator[Callable[[], str]]:
+    """Yields a function giving the experiment file's arm sections for one run."""
+    if mode == "two-url":
+        with _served() as a, _served() as b:
+            yield lambda: f'baseline: {{url: "{a}"}}\ncandidate: {{url: "{b}"}}'
+        return
+
+    def launch() -> str:
+        port = free_port()
+        return (
+            f"baseline: {{launch: {{engine: other, command: {json.dumps(_mock_args(port))}, port: {port}, "
+            f'env: {{PYTHONPATH: "{SRC}"}}, ready_timeout_s: 60}}}}\n'
+            f"candidate: {{command: {json.dumps(_mock_args(port))}}}"
+        )
+
+    yield launch
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=("one-server", "two-url", "launch"), default="one-server")
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--jitter", action="store_true", help="add the integration test's seeded clock jitter")
+    ap.add_argument("--loads", default="c1", help="two-url / launch: comma-separated levels, e.g. c1,c4")
+    ap.add_argument("--prompts", type=int, default=16, help="two-url / launch: prompts per run")
     a = ap.parse_args(argv)
-    old = new = 0
-    cfg = MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)
-    with mock_server_in_thread(cfg) as url, tempfile.TemporaryDirectory() as tmp:
-        for seed in range(a.first_seed, a.first_seed + a.runs):
-            c = one_run(url, Path(tmp) / str(seed), seed, a.jitter)
-            old += c.geomean_ratio.excludes(1.0)
-            new += c.verdict is not Verdict.NO_DIFFERENCE
     noise = "test jitter + machine noise" if a.jitter else "machine noise only"
-    print(
-        f"{noise}, {a.runs} A-vs-A runs of 16 prompts: BCa geometric-mean interval excludes 1 in {old} "
-        f"({old / a.runs:.0%}); signed-rank verdict says a difference in {new} ({new / a.runs:.0%})"
-    )
+    seeds = range(a.first_seed, a.first_seed + a.runs)
+    t0 = time.perf_counter()
+    if a.mode == "one-server":
+        old = new = 0
+        with mock_server_in_thread(MOCK) as url, tempfile.TemporaryDirectory() as tmp:
+            for seed in seeds:
+                c = one_server_run(url, Path(tmp) / str(seed), seed, a.jitter)
+                old += c.geomean_ratio.excludes(1.0)
+                new += c.verdict is not Verdict.NO_DIFFERENCE
+        print(
+            f"{noise}, {a.runs} A-vs-A runs of 16 prompts: BCa geometric-mean interval excludes 1 in {old} "
+            f"({old / a.runs:.0%}); signed-rank verdict says a difference in {new} ({new / a.runs:.0%})"
+        )
+        return
+    loads = a.loads.split(",")
+    per_level: dict[str, Counter[str]] = {k: Counter() for k in loads}
+    all_same = 0
+    with _arms(a.mode) as arms, tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            verdicts = report_verdicts(arms(), Path(tmp) / str(seed), seed, a.jitter, loads, a.prompts)
+            for key, v in verdicts.items():
+                per_level[key][v.split(" requests in flight")[0]] += 1  # "no verdict: baseline: 3.7" -> gated
+            all_same += all(v == "no detectable difference" for v in verdicts.values())
+    print(f"{a.mode}, {noise}, {a.runs} A-vs-A runs (seeds {seeds.start}-{seeds.stop - 1}) of {a.prompts} prompts, "
+          f"{time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for key, counts in per_level.items():
+        same = counts["no detectable difference"]
+        rest = ", ".join(f"{v}: {n}" for v, n in counts.most_common() if v != "no detectable difference")
+        print(f"  {key}: no detectable difference {same}/{a.runs} ({same / a.runs:.1%}); {rest or 'nothing else'}")
+    print(f"  every level 'no detectable difference': {all_same}/{a.runs} ({all_same / a.runs:.1%})")
 
 
 if __name__ == "__main__":

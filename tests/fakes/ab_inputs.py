@@ -289,6 +289,47 @@ def make_inputs(
     return ReportInputs(setup, tuple(arms), tuple(changes), tuple(runs))
 
 
+def _sent_at(rec: RequestRecord, sent_s: float) -> RequestRecord:
+    """The same request sent at `sent_s` (exactly: requests sent together stay together)."""
+    d = sent_s - rec.sent_s
+    chunks = tuple(replace(c, t_s=c.t_s + d) for c in rec.chunks)
+    return replace(rec, scheduled_s=sent_s, sent_s=sent_s, end_s=rec.end_s + d, chunks=chunks)
+
+
+def interleave_two_url(inputs: ReportInputs, block_size: int, *, record_windows: bool = True) -> ReportInputs:
+    """The same requests as two-URL mode runs them: per level and repeat, blocks of `block_size` prompts, arms taking
+    turns ABBA, each block starting its closed loop afresh (every slot free) once the previous block has ended.
+    Each request keeps its duration and chunk timing; `windows_s` records each block's span unless told not to."""
+    out: list[RepeatRun] = []
+    for lv in inputs.setup.levels:
+        slots_n = int(lv.value) if lv.kind == "concurrency" else 1
+        for rep in range(1, inputs.setup.repeats + 1):
+            runs = {a.name: next(r for r in inputs.runs_for(a.name, lv.key) if r.repeat == rep) for a in inputs.arms}
+            recs: dict[str, list[RequestRecord]] = {name: [] for name in runs}
+            windows: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+            by_index = {name: sorted(r.records, key=lambda x: x.index) for name, r in runs.items()}
+            n = max(len(v) for v in by_index.values())
+            t = 0.0
+            names = list(runs)
+            for bi, first in enumerate(range(0, n, block_size)):
+                for name in names if (bi + rep) % 2 == 1 else names[::-1]:
+                    slots = [t] * slots_n
+                    placed = []
+                    for r in by_index[name][first : first + block_size]:
+                        j = int(np.argmin(slots))
+                        moved = _sent_at(r, slots[j])
+                        slots[j] = moved.end_s
+                        placed.append(moved)
+                    end = max(x.end_s for x in placed)
+                    recs[name] += placed
+                    windows[name].append((t, end))
+                    t = end + 0.01  # the other arm's block follows
+            for name, r in runs.items():
+                kept = tuple(windows[name]) if record_windows else ()
+                out.append(replace(r, records=tuple(recs[name]), windows_s=kept))
+    return replace(inputs, runs=tuple(out))
+
+
 def main(out: str) -> None:
     """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
     from speculab.harness.results.ab_dir import save_inputs

@@ -25,6 +25,13 @@ asyncio.run(main())
 @contextlib.contextmanager
 def mock_process(**cfg: Any) -> Iterator[str]:
     """Start `MockConfig(**cfg)` on 127.0.0.1:free-port in a child process; yields its base URL."""
+    with mock_child(**cfg) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def mock_child(**cfg: Any) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`mock_process`, also yielding the child, for tests that kill the server mid-run."""
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, json.dumps(cfg)],
         stdin=subprocess.PIPE,
@@ -37,7 +44,7 @@ def mock_process(**cfg: Any) -> Iterator[str]:
         url = proc.stdout.readline().strip()
         if not url.startswith("http://"):
             raise RuntimeError(f"mock server did not start (exit {proc.poll()})")
-        yield url
+        yield url, proc
     finally:
         if proc.stdin:
             proc.stdin.close()

@@ -16,12 +16,14 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import (
     RequestMetrics,
+    RunMetrics,
     aggregate,
     endpoint_error_rate,
     exceeds_error_rate,
     request_metrics,
 )
 from speculab.harness.analysis.paired import MetricComparison, compare_paired
+from speculab.harness.analysis.windows import Window, active_s, by_window, send_rate_rps, send_span_s
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
@@ -89,31 +91,44 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
     )
 
 
-def achieved_concurrency(records: Sequence[RequestRecord]) -> float | None:
-    """Time-weighted mean of requests in flight between the first and the last send (closed loop: the client
-    refills a slot as soon as one frees, so this equals the requested concurrency unless the client fell behind).
-    None when every request was sent at once (nothing to measure)."""
-    recs = [r for r in records if not r.warmup]
-    if len(recs) < 2:
-        return None
-    t0 = min(r.sent_s for r in recs)
-    t1 = max(r.sent_s for r in recs)
-    if t1 <= t0:
-        return None
-    busy = sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in recs)
-    return busy / (t1 - t0)
+def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
+    """Time-weighted mean of requests in flight from the first to the last send of each of the arm's blocks (one
+    block in launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's). Closed
+    loop: the client refills a slot as soon as one frees, so this equals the requested concurrency unless the client
+    fell behind. None when every block sent all at once (nothing to measure)."""
+    busy = span = 0.0
+    for g in by_window(records, windows):
+        t0 = min(r.sent_s for r in g)
+        t1 = max(r.sent_s for r in g)
+        if len(g) < 2 or t1 <= t0:
+            continue
+        busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
+        span += t1 - t0
+    return busy / span if span > 0 else None
 
 
-def send_fraction(records: Sequence[RequestRecord]) -> float | None:
-    """Achieved send rate / scheduled rate over one repeat (1.0 = the client sent on schedule). None if < 2 sends."""
-    recs = [r for r in records if not r.warmup]
-    if len(recs) < 2:
-        return None
-    sched = max(r.scheduled_s for r in recs) - min(r.scheduled_s for r in recs)
-    sent = max(r.sent_s for r in recs) - min(r.sent_s for r in recs)
-    if sched <= 0 or sent <= 0:
-        return None
-    return sched / sent  # same n - 1 intervals: the rates' ratio is the spans' inverse ratio
+def send_fraction(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
+    """Achieved send rate / scheduled rate over one repeat's blocks (1.0 = the client sent on schedule). None if no
+    block has 2 sends."""
+    sched = sent = 0.0
+    for g in by_window(records, windows):
+        s = max(r.scheduled_s for r in g) - min(r.scheduled_s for r in g)
+        t = send_span_s(g)
+        if len(g) < 2 or s <= 0 or t <= 0:
+            continue
+        sched, sent = sched + s, sent + t
+    return sched / sent if sched > 0 and sent > 0 else None  # same n - 1 intervals: the spans' inverse ratio
+
+
+def repeat_metrics(run: RepeatRun) -> RunMetrics:
+    """One repeat's run-level numbers; throughput over the arm's own active time (its blocks' windows)."""
+    duration = active_s(by_window(run.records, run.windows_s)) if len(run.windows_s) > 1 else None
+    return aggregate(run.records, duration_s=duration)
+
+
+def repeat_send_rate_rps(run: RepeatRun) -> float | None:
+    """Sends per second while this arm was sending: over its own blocks."""
+    return send_rate_rps(by_window(run.records, run.windows_s))
 
 
 def _memory(runs: Sequence[RepeatRun]) -> MemoryView:
@@ -188,16 +203,17 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
     records = [r for run in runs for r in run.records if not r.warmup]
     per = [request_metrics(r) for r in records]
     pooled = aggregate(records)
-    by_repeat = [aggregate(run.records) for run in runs if any(not r.warmup for r in run.records)]
+    measured_runs = [run for run in runs if any(not r.warmup for r in run.records)]
+    by_repeat = [repeat_metrics(run) for run in measured_runs]
     sent, ok = pooled.sent, pooled.ok
-    achieved_rate = [m.achieved_rate_rps for m in by_repeat if m.achieved_rate_rps is not None]
-    conc = [c for c in (achieved_concurrency(run.records) for run in runs) if c is not None]
+    achieved_rate = [x for x in (repeat_send_rate_rps(run) for run in measured_runs) if x is not None]
+    conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in runs) if c is not None]
     achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None
     achieved_conc = statistics.fmean(conc) if conc else None
     if level.kind == "rate":
         # Against the schedule's own rate, not the nominal one: a seeded Poisson schedule of n requests is itself
         # ~1/sqrt(n) off the nominal rate, and that is the offered load, not a failure to deliver it.
-        fracs = [f for f in (send_fraction(run.records) for run in runs) if f is not None]
+        fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in runs) if f is not None]
         frac = statistics.fmean(fracs) if fracs else None
     else:
         frac = achieved_conc / level.value if achieved_conc is not None else None
@@ -233,9 +249,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         slo_attainment=attainment,
         stalled_requests=pooled.stalled_requests,
         repeat_tok_s=tuple(
-            (run.repeat, run.order, m.output_tok_s)
-            for run, m in ((run, aggregate(run.records)) for run in runs)
-            if any(not r.warmup for r in run.records)
+            (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),
         token_count_sources=dict(pooled.token_count_sources),
         acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
@@ -320,7 +334,7 @@ def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_l
 
 
 def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
-    return {run.repeat: aggregate(run.records).output_tok_s for run in runs if any(not r.warmup for r in run.records)}
+    return {run.repeat: repeat_metrics(run).output_tok_s for run in runs if any(not r.warmup for r in run.records)}
 
 
 def _memory_delta(base: ArmLevel, cand: ArmLevel) -> tuple[float | None, str]:

@@ -11,15 +11,17 @@ Gates and verdicts are the report's job; this records what was asked and what ha
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 
 from speculab.config import LoadLevel
 from speculab.errors import EndpointError
+from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import RequestFunc, request_func
@@ -36,6 +38,7 @@ from speculab.harness.servers.acceptance import (
     acceptance_between,
 )
 from speculab.harness.servers.adapters import adapter_for, detect_engine
+from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
@@ -74,17 +77,42 @@ class _RecordSink:
         self._file.close()
 
 
+@dataclass(slots=True)
+class Observed:
+    """What one arm gathers at one level and repeat while its blocks run (one block in launch mode)."""
+
+    sink: _RecordSink  # the records, streamed to requests.jsonl
+    memory: list[tuple[Sequence[Any], str]] = field(default_factory=list)  # (samples, GPU scope) per block
+    before: MetricsSnapshot | None = None  # /metrics before the first measured request (after warmup)
+    windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
+
+    @classmethod
+    def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
+        return cls(_RecordSink(repeat_dir(out, arm, level, repeat) / REQUESTS_FILE))
+
+
 @dataclass(frozen=True, slots=True)
 class _BlockRequest:
-    """The runner renumbers the items it is given 0..n-1; a block keeps the workload's indices (pairing keys)."""
+    """Sends the item each of the runner's request numbers stands for, with the workload's index (the pairing key).
+
+    The runner numbers each phase's requests by position, 0..n-1, cycling the items it was given when it needs more
+    (`runner.plan`). The measured phase sends each of the block's items once: position p is block[p]. Warmup sends
+    `warmup_requests`, which can be more than a block holds (a two-URL block is 2 requests at concurrency 1): its
+    position p is the workload's item p, cycled, so warmup sends the same prompts in both modes and never indexes
+    past a block."""
 
     inner: RequestFunc
     block: tuple[RequestSpec, ...]
+    warmup_items: tuple[RequestSpec, ...]
+    admit: Callable[[], Awaitable[None]] | None = None  # awaited before each send (EndpointWatch.admit)
 
     async def __call__(
         self, session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
     ) -> RequestRecord:
-        return await self.inner(session, self.block[spec.index], scheduled_s=scheduled_s, warmup=warmup)
+        if self.admit is not None:
+            await self.admit()  # a wait here is client queue time: the request records sent_s when it leaves
+        items = self.warmup_items if warmup else self.block
+        return await self.inner(session, items[spec.index % len(items)], scheduled_s=scheduled_s, warmup=warmup)
 
 
 class Lifecycle:
@@ -112,7 +140,9 @@ class Lifecycle:
         self.order = 0
         self.finished_runs = 0
         self.interrupted = False
-        self.server_died: EndpointError | None = None  # a launched server exited mid-level: the run stops on it
+        # a launched server exited, or a URL arm's server went away, mid-level: the run stops on it
+        self.server_died: EndpointError | None = None
+        self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
 
     # --- inputs.json ----------------------------------------------------------------------------------------
@@ -155,7 +185,23 @@ class Lifecycle:
         )
         return request_func(ep, self.plan.sampling, clock=self.clock)
 
-    def load_config(self, lv: LoadLevel, n: int, warmup: int) -> LoadConfig:
+    def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:
+        """One watch per URL arm for the whole run: a run of refused connections may span blocks and levels."""
+        if arm.info.name not in self._watches:
+            headers = EndpointConfig(base_url=arm.info.url, model="", api_key=arm.api_key).headers()
+            self._watches[arm.info.name] = EndpointWatch(self.session, arm.info.url, headers, clock=self.clock)
+        return self._watches[arm.info.name]
+
+    def block_seed(self, block: int) -> int:
+        """The arrival schedule's seed for a level's block number `block`, the same for every arm: the run's seed for
+        the first (launch mode's only block), and one derived from it for each later block. One seed for every block
+        would replay the schedule's first gaps in each (blocks of 2 at 1 req/s: the same two-request burst, again
+        and again, instead of a Poisson process at 1 req/s)."""
+        if block == 0:
+            return self.setup.seed
+        return int(np.random.SeedSequence([self.setup.seed, block]).generate_state(1)[0])
+
+    def load_config(self, lv: LoadLevel, n: int, warmup: int, block: int = 0) -> LoadConfig:
         if lv.concurrency is not None:
             return LoadConfig(
                 concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed, ramp_up_s=lv.ramp_up_s
@@ -163,7 +209,7 @@ class Lifecycle:
         assert lv.rate_rps is not None
         arrival = ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
         return LoadConfig(
-            concurrency=lv.max_concurrency, arrival=arrival, num_prompts=n, warmup=warmup, seed=self.setup.seed
+            concurrency=lv.max_concurrency, arrival=arrival, num_prompts=n, warmup=warmup, seed=self.block_seed(block)
         )
 
     async def run_blocks(
@@ -176,13 +222,15 @@ class Lifecycle:
         warmup: int,
         server: ServerProcess | None,
         t0_s: float,
-        sink: _RecordSink,
-        memory: list[Any],
-        before: list[MetricsSnapshot | None] | None = None,
+        seen: Observed,
+        *,
+        scrape_before: bool = True,
+        first_block: int = 0,
     ) -> bool:
-        """Offer the level's load over the given blocks of items; returns True when interrupted.
-        `before`, when given, receives the /metrics scrape taken after warmup, just before the first measured
-        request (so warmup traffic never counts in the level's counter deltas)."""
+        """Offer the level's load over the given blocks of items, gathering into `seen`; True when interrupted.
+        With `scrape_before`, `seen.before` is the /metrics scrape taken after warmup, just before the first
+        measured request (so warmup traffic never counts in the level's counter deltas). `first_block`: the first
+        block's number in the level (its arrival schedule's seed)."""
         lv = self.plan.loads[level_i]
         request = self.request(arm, model)
         for bi, block in enumerate(blocks):
@@ -199,46 +247,66 @@ class Lifecycle:
             )
 
             async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0) -> None:
-                if first and before is not None:
-                    before[0] = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
+                if first and scrape_before:
+                    seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
                 s.start()
 
-            # A launched server that exits mid-level would turn every remaining request into a connection error
-            # (a run of failures that measures nothing): stop the level at once instead, and say so.
-            died = asyncio.Event()
-            watchers = [asyncio.create_task(server.watch(died))] if server is not None else []
-            level_stop = self.stop
-            if watchers:
-                level_stop = asyncio.Event()
-                watchers += [asyncio.create_task(_set_when(level_stop, self.stop, died))]
+            # A server that goes away mid-level would turn every remaining request into a connection error (a run
+            # of failures that measures nothing): stop the level at once instead, and say so. A launched server's
+            # exit is seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
+            watch = self.endpoint_watch(arm) if server is None else None
+            died = watch.gone if watch is not None else asyncio.Event()
+            tasks = [asyncio.create_task(server.watch(died))] if server is not None else []
+            level_stop = asyncio.Event()
+            tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
+
+            def on_record(rec: RequestRecord, w: EndpointWatch | None = watch) -> None:
+                seen.sink.append(rec)
+                if w is not None:
+                    w.see(rec)
+
             try:
                 outcome = await run_load(
                     block,
-                    _BlockRequest(request, block),
+                    _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
                     self.session,
-                    self.load_config(lv, len(block), warmup if bi == 0 else 0),
-                    on_record=sink.append,
+                    self.load_config(lv, len(block), warmup if bi == 0 else 0, first_block + bi),
+                    on_record=on_record,
                     on_progress=self.reporter.progress,
                     stop=level_stop,
                     clock=self.clock,
                     on_measure_start=measure_start,
                 )
+                if watch is not None and not self.stop.is_set():
+                    await watch.settle()  # a check the block's last requests started: is the server there?
             finally:
-                for w in watchers:
-                    w.cancel()
+                for t in tasks:
+                    t.cancel()
+                if watch is not None:
+                    watch.cancel()
             samples = await sampler.stop()
-            memory.append((samples, sampler.gpu_scope))
-            if died.is_set() and server is not None and not self.stop.is_set():
+            seen.memory.append((samples, sampler.gpu_scope))
+            if outcome.measured:
+                seen.windows.append((outcome.started_s, outcome.ended_s))
+            if died.is_set() and not self.stop.is_set():
                 # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
-                spec = self.setup.levels[level_i]
-                self.server_died = server.died_error(
-                    f"during level {spec.label}, repeat {repeat}; what finished is in {self.out} "
-                    f"(`speculab report {self.out}` renders it)"
-                )
+                self.server_died = self._gone_error(arm, server, watch, level_i, repeat)
                 return True
             if outcome.interrupted:
                 return True
         return False
+
+    def _gone_error(
+        self, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | None, level_i: int, repeat: int
+    ) -> EndpointError:
+        spec = self.setup.levels[level_i]
+        when = f"during level {spec.label}, repeat {repeat}"
+        saved = f"what finished is in {self.out} (`speculab report {self.out}` renders it)"
+        if server is not None:
+            return server.died_error(f"{when}; {saved}")
+        role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"
+        evidence = watch.evidence if watch is not None else "it stopped answering"
+        return EndpointError(f"{role} endpoint {arm.info.url} stopped answering {when} ({evidence}); {saved}")
 
     async def level(
         self,
@@ -255,54 +323,47 @@ class Lifecycle:
         items = self.setup.items
         blocks = blocks if blocks is not None else [items]
         self.reporter.level_start(arm.info.label, spec.label, repeat, sum(len(b) for b in blocks))
-        sink = _RecordSink(repeat_dir(self.out, arm.info.name, spec.key, repeat) / REQUESTS_FILE)
-        memory: list[Any] = []
+        seen = Observed.open(self.out, arm.info.name, spec.key, repeat)
         t0 = self.clock()
-        before: list[MetricsSnapshot | None] = [None]
         try:
-            interrupted = await self.run_blocks(
-                arm, model, level_i, blocks, repeat, warmup, server, t0, sink, memory, before
-            )
+            interrupted = await self.run_blocks(arm, model, level_i, blocks, repeat, warmup, server, t0, seen)
         finally:
-            sink.close()
+            seen.sink.close()
             self.reporter.level_end()
         after = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
-        return self.repeat_run(arm, spec, repeat, sink.records, before[0], after, memory, interrupted)
+        return self.repeat_run(arm, spec, repeat, seen, after, interrupted)
 
     def repeat_run(
         self,
         arm: ArmPlan,
         spec: LevelSpec,
         repeat: int,
-        records: Sequence[RequestRecord],
-        before: MetricsSnapshot | None,
+        seen: Observed,
         after: MetricsSnapshot | None,
-        memory: Sequence[tuple[Sequence[Any], str]],
         interrupted: bool,
     ) -> RepeatRun:
         adapter = adapter_for(self.arms[arm.info.name].engine)
+        before, records = seen.before, seen.sink.records
         notes: list[str] = []
         if before is None or after is None:
             notes.append("no Prometheus /metrics read around this level: no server-side counters")
-        measured = [r for r in records if not r.warmup]
-        if spec.kind == "rate" and measured:
-            first = min(r.scheduled_s for r in measured)
-            last = max(r.sent_s for r in measured)
-            if len(measured) > 1 and last > first:
-                achieved = (len(measured) - 1) / (last - first)
+        if spec.kind == "rate":
+            achieved = send_rate_rps(by_window(records, seen.windows))  # over this arm's own blocks
+            if achieved is not None:
                 notes.append(f"sent {achieved:.3g} req/s (requested {spec.value:g})")
-        scopes = {scope for _, scope in memory if scope}
+        scopes = {scope for _, scope in seen.memory if scope}
         run = RepeatRun(
             arm=arm.info.name,
             level=spec.key,
             repeat=repeat,
             acceptance=acceptance_between(adapter, before, after, records, arm.k),
-            memory=tuple(s for samples, _ in memory for s in samples),
+            memory=tuple(s for samples, _ in seen.memory for s in samples),
             gpu_scope="device" if "device" in scopes else ("process" if scopes else ""),
             order=self.order,
             interrupted=interrupted,
             counter_deltas=_moved_counters(before, after),
             notes=tuple(notes),
+            windows_s=tuple(seen.windows),
         )
         self.order += 1
         write_run_meta(self.out, run)

@@ -2,16 +2,14 @@
 
 Each load level's prompts are split into blocks, and the arms alternate (A B, then B A, ...), so slow drift hits
 both arms alike. The single change cannot be verified; what each server says about itself (/version, /v1/models,
-detected engine) is recorded with the arm.
+detected engine) is recorded with the arm. Each block's window is recorded, so each arm's load is measured over its
+own blocks; a server that goes away stops the run (`servers.liveness`), keeping both arms' partial repeat.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from speculab.harness.experiment.lifecycle import Lifecycle, _RecordSink
+from speculab.harness.experiment.lifecycle import Lifecycle, Observed
 from speculab.harness.records import RequestSpec
-from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir
 from speculab.harness.servers.scrape import scrape_metrics
 
 
@@ -32,24 +30,24 @@ async def run_two_url_mode(life: Lifecycle) -> None:
         model, info, names = await life.probe(arm)
         models[arm.info.name] = model
         life.note_server(arm, info, names, None)
+    if len({a.info.url.rstrip("/") for a in arms}) < len(arms):
+        life.notes.append(
+            "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
+            "arms' requests"
+        )
     warmed: set[str] = set()
     for repeat in range(1, life.setup.repeats + 1):
         for li, spec in enumerate(life.setup.levels):
             blocks = blocks_for(life, li)
-            per_arm: dict[str, dict[str, Any]] = {
-                a.info.name: {"memory": [], "sink": None, "before": [None]} for a in arms
-            }
+            seen = {a.info.name: Observed.open(life.out, a.info.name, spec.key, repeat) for a in arms}
             for a in arms:
-                st = per_arm[a.info.name]
-                st["sink"] = _RecordSink(repeat_dir(life.out, a.info.name, spec.key, repeat) / REQUESTS_FILE)
-                st["before"][0] = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
+                seen[a.info.name].before = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
             t0 = life.clock()
             interrupted = False
             try:
                 for bi, block in enumerate(blocks):
                     order = arms if (bi + repeat) % 2 == 1 else arms[::-1]  # ABBA over blocks and repeats
                     for arm in order:
-                        st = per_arm[arm.info.name]
                         warm = life.plan.warmup_requests if arm.info.name not in warmed else 0
                         warmed.add(arm.info.name)
                         life.reporter.level_start(arm.info.label, spec.label, repeat, len(block))
@@ -63,9 +61,9 @@ async def run_two_url_mode(life: Lifecycle) -> None:
                                 warm,
                                 None,
                                 t0,
-                                st["sink"],
-                                st["memory"],
-                                st["before"] if warm else None,  # warmup traffic must not count
+                                seen[arm.info.name],
+                                scrape_before=bool(warm),  # warmup traffic must not count
+                                first_block=bi,  # rate loads: each block its own part of the schedule
                             )
                         finally:
                             life.reporter.level_end()
@@ -75,11 +73,12 @@ async def run_two_url_mode(life: Lifecycle) -> None:
                         break
             finally:
                 for a in arms:
-                    per_arm[a.info.name]["sink"].close()
+                    seen[a.info.name].sink.close()
             for a in arms:
-                st = per_arm[a.info.name]
                 after = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
-                life.repeat_run(a, spec, repeat, st["sink"].records, st["before"][0], after, st["memory"], interrupted)
+                life.repeat_run(a, spec, repeat, seen[a.info.name], after, interrupted)
+            if life.server_died is not None:
+                raise life.server_died  # both arms' partial repeats are saved, like an interruption
             if interrupted or life.stop.is_set():
                 life.interrupted = True
                 return

@@ -185,6 +185,10 @@ class RepeatRun:
     interrupted: bool = False  # the repeat did not finish (Ctrl-C, crash): records are partial
     counter_deltas: Mapping[str, float] = field(default_factory=dict)  # raw /metrics deltas, for the record
     notes: tuple[str, ...] = ()  # anything the lifecycle wants the reader to know about this repeat
+    # (start, end) clock seconds of each block's measured phase, the records' clock. Two-URL mode runs an arm in
+    # blocks with the other arm's in between: achieved load and throughput count these windows only
+    # (`analysis.windows`). () = not recorded (compare, older runs): the repeat is one window.
+    windows_s: tuple[tuple[float, float], ...] = ()
 
     def meta_dict(self) -> dict[str, Any]:
         """Everything except the records (they live in requests.jsonl)."""
@@ -200,6 +204,7 @@ class RepeatRun:
                 "interrupted": self.interrupted,
                 "counter_deltas": dict(self.counter_deltas),
                 "notes": list(self.notes),
+                "windows_s": [list(w) for w in self.windows_s],
             }
         )
 
@@ -218,6 +223,7 @@ class RepeatRun:
             interrupted=bool(d.get("interrupted", False)),
             counter_deltas={k: float(v) for k, v in (d.get("counter_deltas") or {}).items() if v is not None},
             notes=tuple(d.get("notes", ())),
+            windows_s=tuple((float(a), float(b)) for a, b in d.get("windows_s") or ()),
         )
 
 

@@ -1,0 +1,60 @@
+"""An arm's own active time: its records grouped by the windows its blocks ran in (pure).
+
+In two-URL mode the arms take turns block by block within one level: between two of an arm's blocks the other arm
+runs and this one sends nothing. A figure that divides by time (requests in flight, send rate, throughput) must then
+count each arm over its own windows, not over the whole level, or two identical servers each look half loaded. The
+lifecycle records every block's window (`RepeatRun.windows_s`); records without windows (launch mode's single block,
+`speculab compare`, run directories written before windows were recorded) are one window, and every figure is then
+exactly what it was computed as before.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from speculab.harness.records import RequestRecord
+
+Window = tuple[float, float]  # clock seconds: a block's measured phase began -> its last request ended
+
+
+def _distance(w: Window, t: float) -> float:
+    return max(w[0] - t, 0.0, t - w[1])
+
+
+def by_window(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> list[list[RequestRecord]]:
+    """Measured records grouped by the window their send falls in, in time order, empty groups left out.
+
+    Each record goes to the nearest window (distance 0 inside it), so a clock reading a little outside its block's
+    window still counts with that block. With fewer than two windows: one group of every measured record."""
+    recs = [r for r in records if not r.warmup]
+    if len(windows) < 2:
+        return [recs] if recs else []
+    ws = sorted(windows)
+    starts = [w[0] for w in ws]
+    groups: list[list[RequestRecord]] = [[] for _ in ws]
+    for r in recs:
+        i = max(bisect.bisect_right(starts, r.sent_s) - 1, 0)  # the last window starting at or before the send
+        if i + 1 < len(ws) and _distance(ws[i + 1], r.sent_s) < _distance(ws[i], r.sent_s):
+            i += 1
+        groups[i].append(r)
+    return [g for g in groups if g]
+
+
+def send_span_s(group: Sequence[RequestRecord]) -> float:
+    """First send -> last send of one group (0 for fewer than two records)."""
+    return max(r.sent_s for r in group) - min(r.sent_s for r in group) if len(group) > 1 else 0.0
+
+
+def send_rate_rps(groups: Sequence[Sequence[RequestRecord]]) -> float | None:
+    """Sends per second while sending: the sum of (n - 1) over the sum of first -> last send, per group (one group:
+    `metrics`' (n - 1) / (last send - first send)). None when no group has two sends apart in time."""
+    spans = [(len(g) - 1, send_span_s(g)) for g in groups]
+    total = sum(s for _, s in spans if s > 0)
+    return sum(n for n, s in spans if s > 0) / total if total > 0 else None
+
+
+def active_s(groups: Sequence[Sequence[RequestRecord]]) -> float:
+    """The arm's own measured wall time: first scheduled send -> last completion, summed over its groups (one group:
+    `metrics.run_window_s`)."""
+    return sum(max(r.end_s for r in g) - min(r.scheduled_s for r in g) for g in groups if g)

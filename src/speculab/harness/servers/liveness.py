@@ -1,0 +1,117 @@
+"""A server speculab did not launch: whether it is still there, told from what its requests see.
+
+Launch mode watches its server's process and stops the moment it exits. A server behind a URL (two-URL mode) has no
+process to watch; when it goes away every request fails at once with a refused connection, and a run would go on
+recording hundreds of failures that measure nothing. One refused connection is no proof, though (a restart of a
+proxy, a port briefly exhausted), so the rule needs two kinds of evidence:
+
+1. `threshold` requests in a row could not connect (`ErrorCategory.CONNECT`). Anything else — a success, an HTTP
+   error, a dropped stream — means something answered, and starts the count again.
+2. Then new requests are held back (not sent, so they cost nothing and record nothing) while /v1/models is asked
+   `probes` times, `probe_interval_s` apart. Any HTTP answer, of any status, lets them go: the endpoint is there.
+   No answer at all to every probe: `gone` is set, and the caller stops the level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Mapping
+
+import aiohttp
+
+from speculab.harness.client.endpoint import Clock
+from speculab.harness.records import ErrorCategory, RequestRecord
+
+
+def _detail(message: str) -> str:
+    """The operating system's reason in a connection error's message ("Connect call failed ...", "Name or service
+    not known"), without the host and port the caller names anyway."""
+    m = re.search(r"\[([^\]]+)\]\s*$", message)
+    return (m.group(1) if m else message.removeprefix("cannot connect: "))[:120]
+
+
+class EndpointWatch:
+    """Watches one URL arm's requests (`see` each record, `admit` before each send) for a server that has gone."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        threshold: int = 3,
+        probes: int = 3,
+        probe_interval_s: float = 0.5,
+        probe_timeout_s: float = 5.0,
+        clock: Clock = time.perf_counter,
+    ):
+        self.session, self.base_url, self.headers = session, base_url, dict(headers or {})
+        self.threshold, self.probes = threshold, probes
+        self.probe_interval_s, self.probe_timeout_s, self.clock = probe_interval_s, probe_timeout_s, clock
+        self.connect_failures = 0  # requests in a row that could not connect
+        self.first_failure = ""  # the first of them: its error message
+        self.gone = asyncio.Event()
+        self.evidence = ""  # set with `gone`: what was seen, for the one-line error
+        self._open = asyncio.Event()  # set: requests may be sent
+        self._open.set()
+        self._check: asyncio.Task[None] | None = None
+
+    def see(self, rec: RequestRecord) -> None:
+        """Every finished request of this arm, in the order they finish."""
+        if rec.error is not None and rec.error.category is ErrorCategory.CONNECT:
+            if self.connect_failures == 0:
+                self.first_failure = rec.error.message
+            self.connect_failures += 1
+            if self.connect_failures >= self.threshold and self._check is None and not self.gone.is_set():
+                self._open.clear()
+                self._check = asyncio.create_task(self._probe())
+        elif rec.error is None or rec.error.category is not ErrorCategory.CANCELLED:
+            self.connect_failures = 0  # something answered (a cancelled request says nothing either way)
+
+    async def admit(self) -> None:
+        """Before each send: returns at once unless a check is under way (then when it found the server); once the
+        endpoint is gone it never returns, and the request is cancelled with the level."""
+        if not self._open.is_set():
+            await self._open.wait()
+
+    async def settle(self) -> None:
+        """Wait for a check under way to conclude (so a block's end knows whether the endpoint is gone)."""
+        if self._check is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._check)
+
+    def cancel(self) -> None:
+        """Abandon a check under way (the run is stopping anyway)."""
+        if self._check is not None:
+            self._check.cancel()
+
+    async def _answers(self) -> bool:
+        try:
+            timeout = aiohttp.ClientTimeout(total=self.probe_timeout_s)
+            async with self.session.get(self.base_url + "/v1/models", headers=self.headers, timeout=timeout) as r:
+                await r.read()
+                return True  # any status: something is listening and speaking HTTP
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return False
+
+    async def _probe(self) -> None:
+        t0 = self.clock()
+        try:
+            for i in range(self.probes):
+                if i:
+                    await asyncio.sleep(self.probe_interval_s)
+                if await self._answers():
+                    self.connect_failures = 0
+                    return
+            self.evidence = (
+                f"{self.connect_failures} requests in a row could not connect ({_detail(self.first_failure)}), "
+                f"nor could {self.probes} probes of /v1/models over {self.clock() - t0:.1f} s"
+            )
+            self.gone.set()
+        finally:
+            self._check = None
+            if not self.gone.is_set():
+                self._open.set()
