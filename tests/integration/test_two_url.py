@@ -81,7 +81,7 @@ class KillAfter:
     def phase(self, text: str) -> None:
         pass
 
-    def level_start(self, arm: str, level: str, repeat: int, total: int) -> None:
+    def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
         self.arm = arm
 
     def progress(self, p: Progress) -> None:

@@ -12,7 +12,9 @@ class Reporter(Protocol):
     def phase(self, text: str) -> None:
         """A step of the lifecycle: launching, ready, stopping, ..."""
 
-    def level_start(self, arm: str, level: str, repeat: int, total: int) -> None: ...
+    def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
+        """`arm` starts sending at `level`; `total` requests in the level, `done` of them finished already (two-URL
+        mode calls this for every block of the level, with one level_end after the last)."""
 
     def progress(self, p: Progress) -> None: ...
 
@@ -23,7 +25,7 @@ class Silent:
     def phase(self, text: str) -> None:
         pass
 
-    def level_start(self, arm: str, level: str, repeat: int, total: int) -> None:
+    def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
         pass
 
     def progress(self, p: Progress) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ async def _run_to_end(life: Lifecycle) -> RunOutcome:
             await run_two_url_mode(life)
     except BaseException as e:
         life.interrupted = True
-        why = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+        why = textwrap.shorten(str(e).splitlines()[0], 300, placeholder=" ...") if str(e) else type(e).__name__
         life.notes.append(f"the run stopped on an error ({why}): the report covers the part that ran")
         raise
     finally:

@@ -44,34 +44,36 @@ async def run_two_url_mode(life: Lifecycle) -> None:
                 seen[a.info.name].before = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
             t0 = life.clock()
             interrupted = False
+            # one progress bar for the level that both arms' blocks fill in turn (not one bar per block)
+            total = len(arms) * sum(len(b) for b in blocks)
+            done = 0
             try:
                 for bi, block in enumerate(blocks):
                     order = arms if (bi + repeat) % 2 == 1 else arms[::-1]  # ABBA over blocks and repeats
                     for arm in order:
                         warm = life.plan.warmup_requests if arm.info.name not in warmed else 0
                         warmed.add(arm.info.name)
-                        life.reporter.level_start(arm.info.label, spec.label, repeat, len(block))
-                        try:
-                            interrupted = await life.run_blocks(
-                                arm,
-                                models[arm.info.name],
-                                li,
-                                [block],
-                                repeat,
-                                warm,
-                                None,
-                                t0,
-                                seen[arm.info.name],
-                                scrape_before=bool(warm),  # warmup traffic must not count
-                                first_block=bi,  # rate loads: each block its own part of the schedule
-                            )
-                        finally:
-                            life.reporter.level_end()
+                        life.reporter.level_start(arm.info.label, spec.label, repeat, total, done=done)
+                        interrupted = await life.run_blocks(
+                            arm,
+                            models[arm.info.name],
+                            li,
+                            [block],
+                            repeat,
+                            warm,
+                            None,
+                            t0,
+                            seen[arm.info.name],
+                            scrape_before=bool(warm),  # warmup traffic must not count
+                            first_block=bi,  # rate loads: each block its own part of the schedule
+                        )
+                        done += len(block)
                         if interrupted:
                             break
                     if interrupted:
                         break
             finally:
+                life.reporter.level_end()
                 for a in arms:
                     seen[a.info.name].sink.close()
             for a in arms:
