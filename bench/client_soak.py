@@ -96,17 +96,16 @@ def run_soak(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     finally:
         mock.terminate()
         mock.wait(timeout=30)
-    return describe_soak(args, timeline, exited_s, json.loads((out / "summary.json").read_text()))
+    # the load ended when the last record was written; the client then computed and wrote the summary
+    load_end_s = (out / "requests.jsonl").stat().st_mtime - timeline.t0_wall
+    return describe_soak(args, timeline, load_end_s, exited_s, json.loads((out / "summary.json").read_text()))
 
 
 def describe_soak(
-    args: argparse.Namespace, timeline: RssTimeline, exited_s: float, summary: dict[str, Any]
+    args: argparse.Namespace, timeline: RssTimeline, load_end_s: float, exited_s: float, summary: dict[str, Any]
 ) -> dict[str, Any]:
     samples = timeline.samples
     counts = [s.extra["records"] for s in samples]
-    # the load ran until the last sample that saw new records; the client then computed and wrote the summary
-    grew = [s.t_s for s, n, prev in zip(samples[1:], counts[1:], counts, strict=False) if n > prev]
-    load_end_s = grew[-1] if grew else samples[-1].t_s
     duration_s = args.minutes * 60
     warmup_s = args.warmup_s if args.warmup_s is not None else min(60.0, 0.1 * duration_s)
     client = rss_summary(timeline.series("client", until_s=load_end_s), warmup_s, band=args.band)
@@ -129,8 +128,8 @@ def describe_soak(
         "requests": {"sent": c["sent"], "ok": c["ok"], "error": c["error"], "warmup": c["warmup"]},
         "requests_per_s": summary["throughput"]["requests_per_s"],
         "records_timeline": [(s.t_s, n) for s, n in zip(samples[::step], counts[::step], strict=True)],
-        "load_end_s": load_end_s,
-        "summary_s": round(exited_s - load_end_s, 1),  # at most one interval early: the last growth was seen late
+        "load_end_s": round(load_end_s, 2),
+        "summary_s": round(exited_s - load_end_s, 1),
         "client_rss_after_load_max_mb": round(max(after_load) / MB, 1) if after_load else None,
         "client_growth_per_request_bytes": per_request,
         "client": client,

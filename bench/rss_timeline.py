@@ -44,6 +44,7 @@ class RssTimeline:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.t0 = time.monotonic()
+        self.t0_wall = time.time()  # the same instant on the wall clock (file times are on it)
 
     def _rss(self, p: psutil.Process) -> int | None:
         try:
@@ -66,7 +67,7 @@ class RssTimeline:
             self._stop.wait(self.interval_s)
 
     def start(self) -> RssTimeline:
-        self.t0 = time.monotonic()
+        self.t0, self.t0_wall = time.monotonic(), time.time()
         self._thread.start()
         return self
 
