@@ -43,14 +43,15 @@ import gc
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import mock_child
 import numpy as np
 import psutil
 import yarl
@@ -64,6 +65,7 @@ from speculab.harness.client.socket_times import stamping_session  # noqa: E402
 from speculab.harness.client.stream import StreamState  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
 from speculab.harness.records import RequestRecord, RequestSpec  # noqa: E402
+from speculab.harness.results.requests_file import RequestsFile, read_records  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -128,20 +130,13 @@ def ramp_up_s(args: argparse.Namespace) -> float:
 
 def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
     """The mock server in its own process, so its CPU time does not delay the client's reads."""
-    argv = [sys.executable, "-m", "speculab", "mock-server", "--port", "0", "--record-send-times"]
-    argv += ["--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
-    argv += ["--ttft-jitter-ms", "0" if args.synchronized else str(args.gap_ms)]
-    argv += ["--tokens-per-chunk", str(args.tokens_per_chunk), "--output-tokens", str(args.output_tokens)]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline() if proc.stdout else ""
-    m = re.search(r"(http://\S+)", line)
-    if not m:
-        proc.kill()
-        raise SystemExit(f"the mock server did not start: {line!r}")
+    flags = ["--record-send-times", "--ttft-ms", str(args.ttft_ms), "--gap-ms", str(args.gap_ms)]
+    flags += ["--ttft-jitter-ms", "0" if args.synchronized else str(args.gap_ms)]
+    flags += ["--tokens-per-chunk", str(args.tokens_per_chunk), "--output-tokens", str(args.output_tokens)]
+    proc, url = mock_child.start_mock(flags)
     if args.pin and len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(proc.pid, {1})
-    return proc, m.group(1)
+    return proc, url
 
 
 class PeakRss:
@@ -343,13 +338,16 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
     if args.gc == "off":
         gc.disable()
     gc.callbacks.append(on_gc)
+    tmp = tempfile.TemporaryDirectory(prefix="client_overhead-")
     try:
         n = concurrency * args.rounds
         ramp_s = ramp_up_s(args)
         items = [RequestSpec(index=i, prompt=f"client overhead probe {i}") for i in range(n)]
         endpoint = EndpointConfig(base_url=url, model="speculab-mock", api="completions", stream=True)
         sampling = RequestSampling(max_tokens=args.output_tokens, temperature=0.0, seed=0)
-        records: list[RequestRecord] = []
+        # records go to disk as `speculab bench` writes them, and are read back after the level: kept in memory,
+        # they would grow every full collection of the cyclic GC (pauses that show up as timing error)
+        requests = RequestsFile(Path(tmp.name) / "requests.jsonl")
         me, server = psutil.Process(), psutil.Process(proc.pid)
         cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()
         t0 = time.perf_counter()
@@ -366,13 +364,14 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
                     request,
                     session,
                     LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency, ramp_up_s=ramp_s),
-                    on_record=records.append,
+                    on_record=requests.append,
                 )
                 async with session.get(url + "/mock/send_times") as resp:
                     send_log = await resp.json()
         wall_s = time.perf_counter() - t0
         cpu1, server_cpu1 = me.cpu_times(), server.cpu_times()
-        measured = [r for r in records if not r.warmup]
+        requests.close()
+        measured = [r for r in read_records(requests.path) if not r.warmup]
         ok = [r for r in measured if r.ok]
         result: dict[str, Any] = {
             "concurrency": concurrency,
@@ -405,6 +404,7 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         gc.enable()
         gc.unfreeze()
         gc.collect()
+        tmp.cleanup()
         proc.terminate()
         proc.wait(timeout=10)
 

@@ -29,12 +29,12 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
+from rss_timeline import RssTimeline, rss_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 TEN_MB = 10_000_000
@@ -136,39 +136,21 @@ def soak_mix(model: str, hostile: dict[str, bytes]) -> list[tuple[str, bytes]]:
 
 
 def soak(port: int, proc: psutil.Process, mix: list[tuple[str, bytes]], seconds: float) -> dict[str, Any]:
-    samples: list[tuple[float, int]] = []
-    stop = threading.Event()
-    t0 = time.monotonic()
-
-    def sample() -> None:
-        while not stop.is_set():
-            samples.append((round(time.monotonic() - t0, 1), proc.memory_info().rss))
-            stop.wait(0.5)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     statuses: collections.Counter[str] = collections.Counter()
     rounds = 0
-    while time.monotonic() - t0 < seconds:
-        for kind, data in mix:
-            statuses[f"{kind} {exchange(port, data)[0]}"] += 1
-        rounds += 1
-    stop.set()
-    sampler.join()
-    warm = [rss for t, rss in samples if t >= min(10.0, seconds / 4)] or [samples[0][1]]
-    mb = 2**20
+    with RssTimeline({"server": proc}, interval_s=0.5) as timeline:
+        while time.monotonic() - timeline.t0 < seconds:
+            for kind, data in mix:
+                statuses[f"{kind} {exchange(port, data)[0]}"] += 1
+            rounds += 1
+    rss = rss_summary(timeline.series("server"), warmup_s=min(10.0, seconds / 4))
     return {
-        "seconds": round(time.monotonic() - t0, 1),
+        "seconds": round(time.monotonic() - timeline.t0, 1),
         "rounds": rounds,
         "requests": sum(statuses.values()),
         "statuses": dict(sorted(statuses.items())),
         "server_errors_5xx": sum(n for k, n in statuses.items() if k.split()[-1].startswith("5")),
-        "rss_start_mb": round(samples[0][1] / mb, 1),
-        "rss_after_warmup_mb": round(warm[0] / mb, 1),
-        "rss_end_mb": round(samples[-1][1] / mb, 1),
-        "rss_max_mb": round(max(r for _, r in samples) / mb, 1),
-        "rss_growth_after_warmup_mb": round((samples[-1][1] - warm[0]) / mb, 1),
-        "rss_timeline_mb": [(t, round(r / mb)) for t, r in samples[:: max(1, len(samples) // 20)]],
+        **{k: v for k, v in rss.items() if k != "samples"},
     }
 
 

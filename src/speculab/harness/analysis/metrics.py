@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 import statistics
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
@@ -227,18 +230,128 @@ class RunMetrics:
         }
 
 
-def _rate_rps(times_s: Sequence[float]) -> float | None:
+def _rate_rps(n: int, first_s: float, last_s: float) -> float | None:
     """(n - 1) / (last - first): events per second between the first and the last; None under two events."""
-    if len(times_s) < 2 or max(times_s) <= min(times_s):
+    if n < 2 or last_s <= first_s:
         return None
-    return (len(times_s) - 1) / (max(times_s) - min(times_s))
+    return (n - 1) / (last_s - first_s)
 
 
-def run_window_s(records: Sequence[RequestRecord]) -> float:
-    """Measured wall time: first scheduled send -> last completion, over the given records."""
-    if not records:
-        return 0.0
-    return max(r.end_s for r in records) - min(r.scheduled_s for r in records)
+# The distributions of a run, in summary.json's order; each pools one value per request, or per chunk or token.
+DISTRIBUTIONS = (
+    "ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "chunk_gap_s",
+    "itl_s",
+    "tokens_per_chunk",
+    "output_tokens",
+    "prompt_tokens",
+    "queue_s",
+    "stall_count",
+    "stalled_s",
+)
+
+
+class RunAccumulator:
+    """`aggregate`, one record at a time: what the run's numbers need, and never the records themselves.
+
+    Each distribution's values sit in an `array('d')` (8 bytes a value, in the order records are added, so every
+    percentile, mean and sum is the one `aggregate` computes over the same records in the same order); counts,
+    sums and the send/schedule extremes are running scalars. A record's chunks and text are dropped once read.
+    """
+
+    def __init__(self, *, stall: StallConfig = StallConfig(), slo: SloTargets = SloTargets()):
+        self.stall, self.slo = stall, slo
+        self.sent = self.ok = 0
+        self._values = {name: array("d") for name in DISTRIBUTIONS}
+        self._tpc_means = array("d")  # usage tokens / chunks per request: tokens per chunk when none were measured
+        self._first_scheduled_s = self._first_sent_s = math.inf
+        self._last_sent_s = self._last_scheduled_s = self._last_end_s = -math.inf
+        self._errors: Counter[str] = Counter()
+        self._error_examples: dict[str, str] = {}
+        self._sources: Counter[str] = Counter()
+        self._output_total = self._prompt_total = self._output_unknown = self._stalled = self._good_slo = 0
+
+    def add(self, r: RequestRecord) -> None:
+        """One finished request; warmup records are skipped."""
+        if r.warmup:
+            return
+        m = request_metrics(r, self.stall)
+        self.sent += 1
+        self._first_scheduled_s = min(self._first_scheduled_s, r.scheduled_s)
+        self._last_scheduled_s = max(self._last_scheduled_s, r.scheduled_s)
+        self._first_sent_s = min(self._first_sent_s, r.sent_s)
+        self._last_sent_s = max(self._last_sent_s, r.sent_s)
+        self._last_end_s = max(self._last_end_s, r.end_s)
+        v = self._values
+        v["queue_s"].append(m.queue_s)
+        if r.error is not None:
+            self._errors[r.error.category.value] += 1
+            self._error_examples.setdefault(r.error.category.value, r.error.message[:300])
+        if not m.ok:
+            return
+        # Latency distributions, token totals and goodput use successful requests only.
+        self.ok += 1
+        for name, x in (("ttft_s", m.ttft_s), ("tpot_s", m.tpot_s), ("e2e_s", m.e2e_s)):
+            if x is not None:
+                v[name].append(x)
+        v["chunk_gap_s"].extend(m.chunk_gaps_s)
+        v["itl_s"].extend(m.itl_s)
+        v["tokens_per_chunk"].extend(m.tokens_per_chunk)
+        if m.output_tokens is not None:
+            v["output_tokens"].append(m.output_tokens)
+            if m.n_chunks > 0:
+                self._tpc_means.append(m.output_tokens / m.n_chunks)
+        else:
+            self._output_unknown += 1
+        if m.prompt_tokens is not None:
+            v["prompt_tokens"].append(m.prompt_tokens)
+        v["stall_count"].append(m.stall_count)
+        v["stalled_s"].append(m.stalled_s)
+        self._stalled += m.stall_count > 0
+        self._output_total += m.output_tokens or 0
+        self._prompt_total += m.prompt_tokens or 0
+        self._sources[m.token_count_source.value] += 1
+        if self.slo.any:  # one rule for every goodput number: the same function decides SLO attainment in A/B reports
+            self._good_slo += request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, self.slo)
+
+    def result(self, duration_s: float | None = None) -> RunMetrics:
+        """The run's numbers so far. `duration_s` overrides the measured window (first scheduled -> last end)."""
+        window_s = self._last_end_s - self._first_scheduled_s if self.sent else 0.0
+        dur = window_s if duration_s is None else duration_s
+
+        def rate(x: float) -> float:
+            return x / dur if dur > 0 else float("nan")
+
+        n_good_slo = self._good_slo if self.slo.any else None
+        good_fraction = (n_good_slo / self.sent if self.sent else float("nan")) if n_good_slo is not None else None
+        values = {name: np.frombuffer(a, dtype=np.float64) for name, a in self._values.items()}
+        if values["tokens_per_chunk"].size == 0:
+            # no measured per-chunk counts: fall back to each request's mean (usage tokens / chunks)
+            values["tokens_per_chunk"] = np.frombuffer(self._tpc_means, dtype=np.float64)
+        return RunMetrics(
+            sent=self.sent,
+            ok=self.ok,
+            error=self.sent - self.ok,
+            errors_by_category=dict(sorted(self._errors.items())),
+            error_examples=dict(sorted(self._error_examples.items())),
+            duration_s=dur,
+            requests_per_s=rate(self.ok),
+            output_tok_s=rate(self._output_total),
+            total_tok_s=rate(self._output_total + self._prompt_total),
+            goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
+            goodput_fraction=good_fraction,
+            achieved_rate_rps=_rate_rps(self.sent, self._first_sent_s, self._last_sent_s),
+            scheduled_rate_rps=_rate_rps(self.sent, self._first_scheduled_s, self._last_scheduled_s),
+            distributions={name: describe(values[name]) for name in DISTRIBUTIONS},
+            token_count_sources=dict(sorted(self._sources.items())),
+            output_tokens_total=self._output_total,
+            prompt_tokens_total=self._prompt_total,
+            output_tokens_unknown=self._output_unknown,
+            stalled_requests=self._stalled,
+            slo=self.slo,
+        )
 
 
 def aggregate(
@@ -249,63 +362,9 @@ def aggregate(
     duration_s: float | None = None,
 ) -> RunMetrics:
     """Run-level numbers over non-warmup records. Latency distributions use successful requests only;
-    chunk gaps, tokens per chunk and ITL pool every chunk of every successful request."""
-    recs = [r for r in records if not r.warmup]
-    per = [request_metrics(r, stall) for r in recs]
-    good = [m for m in per if m.ok]
-    dur = run_window_s(recs) if duration_s is None else duration_s
-    out_total = sum(m.output_tokens or 0 for m in good)
-    prompt_total = sum(m.prompt_tokens or 0 for m in good)
-
-    def rate(x: float) -> float:
-        return x / dur if dur > 0 else float("nan")
-
-    # one rule for every goodput number: the same function decides SLO attainment in A/B reports
-    n_good_slo = sum(1 for m in good if request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, slo)) if slo.any else None
-    achieved = _rate_rps([r.sent_s for r in recs])
-    scheduled = _rate_rps([r.scheduled_s for r in recs])
-
-    tpc_values: list[float] = [n for m in good for n in m.tokens_per_chunk]
-    if not tpc_values:
-        # no measured per-chunk counts: fall back to each request's mean (usage tokens / chunks)
-        tpc_values = [m.output_tokens / m.n_chunks for m in good if m.output_tokens is not None and m.n_chunks > 0]
-    dists = {
-        "ttft_s": describe(m.ttft_s for m in good if m.ttft_s is not None),
-        "tpot_s": describe(m.tpot_s for m in good if m.tpot_s is not None),
-        "e2e_s": describe(m.e2e_s for m in good if m.e2e_s is not None),
-        "chunk_gap_s": describe(g for m in good for g in m.chunk_gaps_s),
-        "itl_s": describe(x for m in good for x in m.itl_s),
-        "tokens_per_chunk": describe(tpc_values),
-        "output_tokens": describe(m.output_tokens for m in good if m.output_tokens is not None),
-        "prompt_tokens": describe(m.prompt_tokens for m in good if m.prompt_tokens is not None),
-        "queue_s": describe(m.queue_s for m in per),
-        "stall_count": describe(m.stall_count for m in good),
-        "stalled_s": describe(m.stalled_s for m in good),
-    }
-    cats = Counter(r.error.category.value for r in recs if r.error is not None)
-    examples: dict[str, str] = {}
-    for r in recs:
-        if r.error is not None:
-            examples.setdefault(r.error.category.value, r.error.message[:300])
-    return RunMetrics(
-        sent=len(recs),
-        ok=len(good),
-        error=len(recs) - len(good),
-        errors_by_category=dict(sorted(cats.items())),
-        error_examples=dict(sorted(examples.items())),
-        duration_s=dur,
-        requests_per_s=rate(len(good)),
-        output_tok_s=rate(out_total),
-        total_tok_s=rate(out_total + prompt_total),
-        goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
-        goodput_fraction=(n_good_slo / len(recs) if recs else float("nan")) if n_good_slo is not None else None,
-        achieved_rate_rps=achieved,
-        scheduled_rate_rps=scheduled,
-        distributions=dists,
-        token_count_sources=dict(sorted(Counter(m.token_count_source.value for m in good).items())),
-        output_tokens_total=out_total,
-        prompt_tokens_total=prompt_total,
-        output_tokens_unknown=sum(1 for m in good if m.output_tokens is None),
-        stalled_requests=sum(1 for m in good if m.stall_count > 0),
-        slo=slo,
-    )
+    chunk gaps, tokens per chunk and ITL pool every chunk of every successful request. `records` is read once:
+    a generator over requests.jsonl keeps one record in memory at a time (see `RunAccumulator`)."""
+    acc = RunAccumulator(stall=stall, slo=slo)
+    for r in records:
+        acc.add(r)
+    return acc.result(duration_s)

@@ -40,9 +40,10 @@ class Distribution:
         return asdict(self)
 
 
-def describe(values: Iterable[float]) -> Distribution:
-    """mean, sample std (ddof=1; NaN for one value), min/max and linear-interpolated percentiles of `values`."""
-    a = np.asarray(list(values), dtype=float)
+def describe(values: Iterable[float] | np.ndarray) -> Distribution:
+    """mean, sample std (ddof=1; NaN for one value), min/max and linear-interpolated percentiles of `values`.
+    An array is used as it is (no copy into a list of Python floats: a long run's chunk gaps are millions)."""
+    a = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
     if a.size == 0:
         nan = float("nan")
         return Distribution(0, nan, nan, nan, nan, nan, nan, nan, nan)

@@ -32,7 +32,7 @@ from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
 from speculab.harness.results.ab_inputs import ArmInfo, ColdStartTimes, LevelSpec, RepeatRun, ReportInputs
-from speculab.harness.results.requests_file import RequestsFile
+from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.servers.acceptance import (
     acceptance_between,
@@ -63,18 +63,23 @@ async def _set_when(target: asyncio.Event, *sources: asyncio.Event) -> None:
 
 
 class _RecordSink:
-    """One repeat's requests.jsonl, appended and flushed as each request finishes, and the records in order."""
+    """One repeat's requests.jsonl, appended and flushed as each request finishes. The records are read back from
+    it once the load is over: held in memory during the load, they would grow the client with every request (and
+    every full collection of the cyclic GC with them, pausing the event loop while chunks arrive)."""
 
     def __init__(self, path: Path):
         self._file = RequestsFile(path)
-        self.records: list[RequestRecord] = []
 
     def append(self, rec: RequestRecord) -> None:
         self._file.append(rec)
-        self.records.append(rec)
 
     def close(self) -> None:
         self._file.close()
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        """Every record appended, in order (read from the file)."""
+        return read_records(self._file.path)
 
 
 @dataclass(slots=True)

@@ -1,8 +1,9 @@
 """One measured run of one endpoint (one arm): preflight -> manifest -> scrape -> load -> scrape -> summary.
 
 Everything a user can get wrong is checked before the first request: the output directory, the endpoint,
-the model, the workload's fit with the API. Records stream to requests.jsonl as they finish; summary.json is
-written at the end, also when the run was interrupted (it then covers the part that ran).
+the model, the workload's fit with the API. Records stream to requests.jsonl as they finish and are not kept in
+memory (the client's memory stays flat however long the run); summary.json is computed from that file at the end,
+also when the run was interrupted (it then covers the part that ran).
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ import aiohttp
 
 from speculab.config import SloTargets
 from speculab.errors import UserError
-from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, Progress, run_load
-from speculab.harness.measure.summary import build_summary, request_option_hints
+from speculab.harness.measure.summary import OptionRejections, build_summary
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, SUMMARY, RunDir, utc_now, versions
+from speculab.harness.results.requests_file import iter_records
+from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
@@ -53,7 +55,12 @@ class BenchResult:
     summary: dict[str, Any]
     run_dir: Path
     interrupted: bool
-    records: tuple[RequestRecord, ...]
+
+    @property
+    def records(self) -> tuple[RequestRecord, ...]:
+        """Every record of the run (warmup included) in the order they finished, read back from requests.jsonl on
+        each access: a run keeps none of them in memory."""
+        return tuple(iter_records(self.run_dir / REQUESTS))
 
 
 def check_items(items: Sequence[RequestSpec], ep: EndpointConfig) -> None:
@@ -117,12 +124,6 @@ async def _measure(
         "finished_at": None,
     }
     run_dir.write_json(MANIFEST, manifest)
-    records: list[RequestRecord] = []
-
-    def on_record(rec: RequestRecord) -> None:
-        run_dir.append(rec)
-        records.append(rec)
-
     before: list[MetricsSnapshot | None] = [None]
 
     async def measure_start() -> None:
@@ -135,7 +136,7 @@ async def _measure(
         request,
         session,
         cfg.load,
-        on_record=on_record,
+        on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
         on_progress=on_progress,
         stop=stop,
         clock=clock,
@@ -154,8 +155,8 @@ async def _measure(
         acc, note = acceptance_with_reason(adapter_for("other"), before[0], after)
         spec_decode = acc.to_spec_decode_dict() if acc is not None and acc.active else None
 
-    measured = [r for r in records if not r.warmup]
-    m = aggregate(measured, stall=cfg.stall, slo=cfg.slo)
+    # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
+    m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
     finished_at = utc_now()
     summary = build_summary(
         m,
@@ -176,13 +177,24 @@ async def _measure(
         spec_decode_note=note,
         metrics_scraped=after is not None,
         interrupted=outcome.interrupted,
-        hints=request_option_hints(measured),
+        hints=hints,
     )
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at
     manifest["interrupted"] = outcome.interrupted
     run_dir.write_json(MANIFEST, manifest)
-    return BenchResult(summary, run_dir.path, outcome.interrupted, tuple(records))
+    return BenchResult(summary, run_dir.path, outcome.interrupted)
+
+
+def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[str]]:
+    """The run's numbers and request-option hints from its requests.jsonl, in one pass that holds one record at a
+    time: the file is the one copy of the records, and a run of hours would not fit in memory as objects."""
+    acc, rejections = RunAccumulator(stall=stall, slo=slo), OptionRejections()
+    for rec in iter_records(path):
+        if not rec.warmup:
+            acc.add(rec)
+            rejections.add(rec)
+    return acc.result(), rejections.hints()
 
 
 def run_bench_interruptible(

@@ -8,6 +8,7 @@ skipped on reading.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -57,17 +58,25 @@ def write_records(path: Path, records: list[RequestRecord] | tuple[RequestRecord
     path.write_text("".join(dumps(r.to_dict()) + "\n" for r in records), encoding="utf-8")
 
 
+def iter_records(path: Path) -> Iterator[RequestRecord]:
+    """requests.jsonl -> records, one line at a time (a long run's file is never held whole); a torn last line (the
+    process died mid-write) is skipped. Lines end at "\\n" only: model output may hold U+2028 or U+0085, which JSON
+    leaves unescaped and `str.splitlines` would take for line ends."""
+    bad: UserError | None = None  # a line that did not parse: fatal unless it turns out to be the last one
+    with path.open(encoding="utf-8", newline="\n") as f:
+        for i, line in enumerate(f, start=1):
+            if bad is not None:
+                raise bad
+            if not line.strip():
+                continue
+            try:
+                rec = RequestRecord.from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError) as e:
+                bad = UserError(f"{path}:{i}: not a request record ({e})")
+                continue
+            yield rec
+
+
 def read_records(path: Path) -> list[RequestRecord]:
-    """requests.jsonl -> records; a torn last line (the process died mid-write) is skipped."""
-    out: list[RequestRecord] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(RequestRecord.from_dict(json.loads(line)))
-        except (ValueError, KeyError, TypeError) as e:
-            if i == len(lines) - 1:
-                break
-            raise UserError(f"{path}:{i + 1}: not a request record ({e})") from None
-    return out
+    """requests.jsonl -> records, all in memory (see `iter_records`)."""
+    return list(iter_records(path))

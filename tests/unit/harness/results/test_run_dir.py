@@ -7,7 +7,7 @@ import pytest
 
 from speculab.errors import UserError
 from speculab.harness.records import ChunkEvent, RequestRecord
-from speculab.harness.results.requests_file import read_records
+from speculab.harness.results.requests_file import iter_records, read_records, write_records
 from speculab.harness.results.run_dir import RunDir
 from speculab.harness.results.strict_json import json_safe
 
@@ -34,6 +34,28 @@ def test_run_dir_streams_records_and_survives_a_torn_line(tmp_path):
     # a directory below a file: os.access says the parent is writable, mkdir still fails -> one line, no traceback
     with pytest.raises(UserError, match="cannot create it"):
         RunDir(tmp_path / "file" / "run").create()
+
+
+def test_model_output_with_unicode_line_separators_reads_back(tmp_path):
+    # JSON leaves U+2028, U+2029 and U+0085 unescaped (non-ASCII is kept); str.splitlines() took them for line ends
+    # and refused the whole run as "not a request record"
+    text = "a\u2028b\u2029c\x85d\x1ce"
+    recs = [
+        RequestRecord(0, 0.0, 0.1, 0.5, chunks=(ChunkEvent(0.2, text, 1),), output_text=text),
+        RequestRecord(1, 0, 0, 1),
+    ]
+    write_records(tmp_path / "requests.jsonl", recs)
+    assert read_records(tmp_path / "requests.jsonl") == recs
+    assert list(iter_records(tmp_path / "requests.jsonl")) == recs
+
+
+def test_a_bad_line_before_the_last_is_refused_with_its_line_number(tmp_path):
+    path = tmp_path / "requests.jsonl"
+    write_records(path, [RequestRecord(0, 0.0, 0.1, 0.5)])
+    with path.open("a") as f:
+        f.write('{"index": 1, "sched\n\n')  # torn, then a (blank) line after it: not the last line
+    with pytest.raises(UserError, match=r"requests.jsonl:2: not a request record"):
+        read_records(path)
 
 
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
