@@ -189,8 +189,8 @@ def acceptance_with_reason(
 ) -> tuple[AcceptanceSummary | None, str | None]:
     """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; per-response
     fields (llama.cpp timings, when its /metrics is off); then, for any engine, vLLM-, speculab- or llama.cpp-style
-    counters or SGLang gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the server
-    restarted between the scrapes) gives None: no delta can be trusted."""
+    counters or SGLang gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A counter
+    that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted."""
     have = before is not None and after is not None
     if have:
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
