@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, refuse_if_speculating, unsupported
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    PrefixCacheMetrics,
+    refuse_if_speculating,
+    unsupported,
+)
 from speculab.harness.servers.adapters.vllm import counters
 
 # Every spelling of a speculation option -> the name the built version prints first (common/arg.cpp). Old builds'
@@ -84,6 +89,12 @@ class LlamacppAdapter:
         )
     )
     # `--spec-*` (every option of the built version) and `--draft-*` (older builds) by prefix; these exactly:
+    # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
+    prefix_cache: PrefixCacheMetrics | None = field(
+        default_factory=lambda: PrefixCacheMetrics(
+            "llamacpp:prompt_tokens_cached_total", misses="llamacpp:prompt_tokens_total"
+        )
+    )
     speculation_flags: frozenset[str] = frozenset(
         {"--ctx-size-draft", "--hf-file-draft", "--lookup-cache-static", "--lookup-cache-dynamic"}
     )
