@@ -327,7 +327,7 @@ def main(out: str) -> None:
             LevelSpec("concurrency", 8, ("operating", "sweep")),
             LevelSpec("concurrency", 16, ("sweep",)),
         ),
-        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}),
+        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}, prefix_hit_rate=0.9),
         candidates={
             "ngram-k4": ArmEffect(
                 tpot_factor={"c1": 1 / 1.8, "c2": 1 / 1.6, "c4": 1 / 1.3, "c8": 1 / 1.05, "c16": 1 / 0.85},
@@ -336,6 +336,8 @@ def main(out: str) -> None:
                 gpu_bytes=20.4e9,
                 logprobs=True,
                 diverge={3: (10, 0.02), 7: (20, 2.5)},
+                per_request_spread=0.3,
+                prefix_hit_rate=0.55,
             ),
             "draft_model-k4": ArmEffect(
                 tpot_factor={"c1": 1 / 1.4, "c2": 1 / 1.3, "c4": 1 / 1.1, "c8": 1 / 0.9, "c16": 1 / 0.75},

@@ -378,7 +378,7 @@ def compare_level(
     cand_tpot, base_tpot = values["tpot_s"]
     return LevelComparison(
         cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
-        acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot),
+        acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
         prefix_cache=hit_rate_change(base, cand),
     )  # fmt: skip
 

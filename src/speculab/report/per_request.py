@@ -75,11 +75,15 @@ def hit_rate_change(base: ArmLevel, cand: ArmLevel) -> HitRateChange | None:
 
 
 def acceptance_vs_speedup(
-    cand_runs: Sequence[RepeatRun], base_tpot: Mapping[int, float], cand_tpot: Mapping[int, float]
+    cand_runs: Sequence[RepeatRun],
+    base_tpot: Mapping[int, float],
+    cand_tpot: Mapping[int, float],
+    items: Sequence[RequestSpec],
 ) -> AcceptanceSpeedup | None:
     """The candidate's per-prompt acceptance length (median over repeats) against its TPOT speedup on that prompt
     (baseline TPOT / candidate TPOT, each the median over repeats, as the paired comparison uses)."""
     per = _per_request(cand_runs)
     if not per:
         return None
-    return acceptance_speedup(per_prompt_length(per), base_tpot, cand_tpot, per[0].length_kind)
+    categories = {it.index: it.category for it in items if it.category}
+    return acceptance_speedup(per_prompt_length(per), base_tpot, cand_tpot, per[0].length_kind, categories)

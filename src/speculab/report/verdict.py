@@ -88,7 +88,7 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
         None,
     )  # fmt: skip
     if moved is not None:
-        parts.append(f"{prefix_cache_phrase(moved[1])} at {moved[0].label}")
+        parts.append(f"at {moved[0].label}, {prefix_cache_phrase(moved[1])}")
     return f"{cand.label}: " + "; ".join(parts)
 
 

@@ -76,7 +76,7 @@ def test_report_gives_both_weightings_per_category_and_the_relation_to_speedup(r
     rel = lv.comparison("ngram-k4").acceptance_speedup
     # the fake makes each prompt's speedup proportional to its acceptance length: slope > 0, strong rank relation
     assert rel is not None and rel.n == 36 and rel.slope_low > 0 and rel.spearman_rho > 0.8
-    assert all(p[2] > 0 for p in rel.points)
+    assert all(p[3] > 0 for p in rel.points) and {p[1] for p in rel.points} == {"code-edit", "rag-qa", "writing"}
 
 
 def test_prefix_cache_hit_rate_change_is_a_warning_and_in_the_verdict(report: Report):

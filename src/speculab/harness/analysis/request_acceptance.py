@@ -115,11 +115,11 @@ def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcc
 @dataclass(frozen=True, slots=True)
 class AcceptanceSpeedup:
     """Per prompt: the candidate's acceptance length against its TPOT speedup (baseline TPOT / candidate TPOT, the
-    same prompt), with a least-squares line and Spearman's rank correlation. Points are (prompt index, length,
-    speedup), sorted by index."""
+    same prompt), with a least-squares line and Spearman's rank correlation. Points are (prompt index, category,
+    length, speedup), sorted by index ("" when the prompt has no category)."""
 
     length_kind: str
-    points: tuple[tuple[int, float, float], ...]
+    points: tuple[tuple[int, str, float, float], ...]
     slope: float  # speedup per unit of acceptance length (NaN below 3 points or when lengths do not vary)
     slope_low: float
     slope_high: float
@@ -133,16 +133,21 @@ class AcceptanceSpeedup:
 
 
 def acceptance_speedup(
-    lengths: Mapping[int, float], base_tpot_s: Mapping[int, float], cand_tpot_s: Mapping[int, float], length_kind: str
+    lengths: Mapping[int, float],
+    base_tpot_s: Mapping[int, float],
+    cand_tpot_s: Mapping[int, float],
+    length_kind: str,
+    categories: Mapping[int, str] | None = None,
 ) -> AcceptanceSpeedup | None:
     """Pair prompts present in all three maps (lengths: the candidate's per-prompt acceptance length)."""
+    categories = categories or {}
     idx = sorted(
         i for i in set(lengths) & set(base_tpot_s) & set(cand_tpot_s) if cand_tpot_s[i] > 0 and base_tpot_s[i] > 0
     )
     if not idx:
         return None
-    pts = tuple((i, float(lengths[i]), float(base_tpot_s[i] / cand_tpot_s[i])) for i in idx)
-    xs, ys = [p[1] for p in pts], [p[2] for p in pts]
+    pts = tuple((i, categories.get(i, ""), float(lengths[i]), float(base_tpot_s[i] / cand_tpot_s[i])) for i in idx)
+    xs, ys = [p[2] for p in pts], [p[3] for p in pts]
     fit = stats.fit_line(xs, ys)
     nan = math.nan
     rho = p = nan
