@@ -250,6 +250,7 @@ def mock_server(
         None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
     ),
     prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
+    prefix_cache_max_blocks: int = typer.Option(65536, help="Prefix-cache capacity in 16-token blocks (LRU)."),
     max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),
     model: list[str] = typer.Option(["speculab-mock"], "--model", help="Served model name (repeat for several)."),
     fault_5xx_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 500."),
@@ -297,6 +298,7 @@ def mock_server(
             decode_slowdown_per_request=decode_slowdown,
             num_speculative_tokens=max(pattern) - 1 if num_speculative_tokens is None else num_speculative_tokens,
             prefix_cache=prefix_cache,
+            prefix_cache_max_blocks=prefix_cache_max_blocks,
             fault_5xx_rate=fault_5xx_rate,
             fault_429_rate=fault_429_rate,
             retry_after_s=retry_after_s,
