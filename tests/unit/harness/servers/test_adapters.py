@@ -113,6 +113,8 @@ def test_llamacpp_flags_and_aliases():
     assert ad.acceptance.kind == "counters" and ad.acceptance.drafts == "llamacpp:spec_decode_num_drafts_total"
     assert ad.acceptance.accepted_per_position == "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
     assert ad.acceptance.response_fields["accepted_tokens"] == "timings.draft_n_accepted"
+    # llama-server drops keep-alive connections after streamed responses: speculab asks it to close each one
+    assert ad.keep_alive is False and all(adapter_for(k).keep_alive for k in ("vllm", "sglang", "speculab", "tgi"))
 
 
 def test_tgi_and_other():

@@ -50,6 +50,7 @@ class EngineAdapter(Protocol):
     health_path: str
     acceptance: AcceptanceMetrics
     prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
+    keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)
     speculation_flags: frozenset[str]  # exact flags that belong to speculation
     speculation_prefixes: tuple[str, ...]  # any flag starting with one of these belongs to speculation
     aliases: Mapping[str, str]  # alternate spellings -> canonical flag

@@ -88,6 +88,10 @@ class LlamacppAdapter:
             response_fields={"draft_tokens": "timings.draft_n", "accepted_tokens": "timings.draft_n_accepted"},
         )
     )
+    # llama-server advertises keep-alive but closes the connection after every streamed response (its chunked
+    # content provider reports the end of the stream as a failure to cpp-httplib); measured on the build we test:
+    # reusing those connections fails about one request in four as "server disconnected".
+    keep_alive: bool = False
     # `--spec-*` (every option of the built version) and `--draft-*` (older builds) by prefix; these exactly:
     # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
     prefix_cache: PrefixCacheMetrics | None = field(

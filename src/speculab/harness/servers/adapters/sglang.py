@@ -36,6 +36,7 @@ class SglangAdapter:
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total")
     )
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-algo"})  # short alias seen in older scripts
     speculation_prefixes: tuple[str, ...] = ("--speculative-",)
     aliases: dict[str, str] = field(default_factory=dict)

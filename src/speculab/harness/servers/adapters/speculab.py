@@ -16,6 +16,7 @@ class SpeculabAdapter:
     health_path: str = "/health"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("speculab"))
     prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-config"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)

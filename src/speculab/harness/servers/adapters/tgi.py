@@ -25,6 +25,7 @@ class TgiAdapter:
         default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
     )
     prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculate"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)

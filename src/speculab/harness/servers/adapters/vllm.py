@@ -31,6 +31,7 @@ class VllmAdapter:
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
     )
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset(
         {
             "--speculative-config",
