@@ -32,6 +32,9 @@ DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, 
 MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
 ENGINES = ("speculab", "llamacpp")
 LLAMACPP_CTX_PER_SLOT = 512  # the demo models' context: llama-server splits --ctx-size over its --parallel slots
+# One compute thread: ggml's threads wait for each other at every operation, spinning, and the demo models are tiny;
+# on two cores shared with the client, a second thread made a 48-token request take 6.9 s instead of 0.3 s.
+LLAMACPP_THREADS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
         return (
             str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1", "--port", str(port),
             "--metrics", "--parallel", str(slots), "--ctx-size", str(LLAMACPP_CTX_PER_SLOT * slots),
+            "--threads", str(LLAMACPP_THREADS),
         )  # fmt: skip
     if cfg.engine != "speculab":
         raise UserError(f"speculab demo runs on {' or '.join(ENGINES)}, not {cfg.engine!r}")

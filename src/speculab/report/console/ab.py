@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
-from speculab.report.formatting import MISSING, num, speedup, speedup_range
+from speculab.report.formatting import MISSING, interval, num, speedup, speedup_range
 
 
 def ab_level_table(report: Any, level: Any) -> Table:
@@ -110,7 +110,7 @@ def per_request_lines(report: Any, level: Any) -> list[str]:
             continue
         w = ra.overall
         rw = w.length_request_weighted
-        rw_txt = f"{num(rw.estimate)} [{num(rw.low)}–{num(rw.high)}]" if rw is not None else MISSING
+        rw_txt = interval(rw, ".2f", floor=1.0) if rw is not None else MISSING  # a length is >= 1
         what = "acc.len" if w.length_kind.startswith("acceptance length") else "tokens/step"
         lines.append(
             f"  {arm.label} per request: {what} {num(w.length_token_weighted)} token-weighted, {rw_txt} "

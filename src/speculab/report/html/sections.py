@@ -94,9 +94,9 @@ def _weighted_cells(w: WeightedAcceptance) -> dict[str, str]:
     return {
         "requests": f"{w.drafting_requests} of {w.requests}",
         "rate_tw": num(w.rate_token_weighted, ".1%"),
-        "rate_rw": interval(rw_rate, ".1%") if rw_rate is not None else MISSING,
+        "rate_rw": interval(rw_rate, ".1%", floor=0.0) if rw_rate is not None else MISSING,
         "len_tw": num(w.length_token_weighted),
-        "len_rw": interval(rw_len, ".2f") if rw_len is not None else MISSING,
+        "len_rw": interval(rw_len, ".2f", floor=1.0) if rw_len is not None else MISSING,  # a length is >= 1
     }
 
 
