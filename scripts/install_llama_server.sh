@@ -6,6 +6,9 @@
 #   $DIR/bin/llama-server          the server (static: no shared libraries to find)
 #   $DIR/convert/                  convert_hf_to_gguf.py with its conversion/ and gguf-py/ (scripts/demo_gguf.py)
 #   $DIR/VERSION                   the llama-cpp-python version it was built from
+#   $DIR/demo/{target,draft}.gguf  the shipped demo pair converted by scripts/demo_gguf.py (with $PYTHON, default
+#                                  python3: it needs torch, transformers and sentencepiece, i.e. speculab's
+#                                  [engine,llamacpp] extras); re-converted when the pair changes
 # Cost measured on a 2-core machine (issue 16): the sdist download ~76 MB; the build of the one target, about
 # 12 minutes quiet (more when the machine is shared); ~40 MB left on disk besides the sdist.
 # Build flags: no tests, examples, web UI download or HTTPS (the harness needs none of them); CPU only.
@@ -13,9 +16,21 @@ set -euo pipefail
 VERSION=0.3.36
 DIR="${SPECULAB_LLAMACPP_DIR:-$HOME/.cache/speculab/llama.cpp}"
 JOBS="${SPECULAB_BUILD_JOBS:-$(nproc)}"
+PYTHON="${PYTHON:-python3}"
+here="$(cd "$(dirname "$0")" && pwd)"
+convert_demo() {
+    if ! "$PYTHON" -c "import torch, transformers, sentencepiece, safetensors" 2>/dev/null; then
+        echo "the GGUF converter needs torch, transformers and sentencepiece: pip install -e '.[engine,llamacpp]'" >&2
+        exit 2
+    fi
+    t0=$(date +%s)
+    "$PYTHON" "$here/demo_gguf.py" --llamacpp-dir "$DIR"
+    echo "demo pair as GGUF in $(($(date +%s) - t0)) s"
+}
 if [ -x "$DIR/bin/llama-server" ] && [ "$(cat "$DIR/VERSION" 2>/dev/null)" = "$VERSION" ] \
     && "$DIR/bin/llama-server" --version >/dev/null 2>&1 && [ -f "$DIR/convert/convert_hf_to_gguf.py" ]; then
     echo "llama-server present: $DIR/bin/llama-server (llama-cpp-python $VERSION)"
+    convert_demo
     exit 0
 fi
 start=$(date +%s)
@@ -43,3 +58,4 @@ echo "$VERSION" >"$DIR/VERSION"
 rm -rf "$work"
 "$DIR/bin/llama-server" --version 2>&1 | head -2
 echo "llama-server ready: $DIR/bin/llama-server ($(($(date +%s) - start)) s in all)"
+convert_demo
