@@ -63,6 +63,12 @@ def test_extra_differences_are_not_a_single_change():
     assert not is_single_change(diff_for(ad, VLLM_BASE, VLLM_BASE), ad)  # nothing changed at all
 
 
+def test_vllm_per_request_metrics_flag_is_part_of_speculation():
+    ad = adapter_for("vllm")
+    spec = SpeculationConfig("ngram", 4, engine_args=("--per-request-spec-decode-metrics", "summary"))
+    assert is_single_change(diff_for(ad, VLLM_BASE, ad.candidate_command(VLLM_BASE, spec)), ad)
+
+
 def test_baseline_that_already_speculates_is_refused():
     with pytest.raises(UserError, match="already has speculation flag --speculative-config"):
         adapter_for("vllm").candidate_command([*VLLM_BASE, "--speculative-config", "{}"], NGRAM)
