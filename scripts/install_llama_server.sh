@@ -9,8 +9,10 @@
 #   $DIR/demo/{target,draft}.gguf  the shipped demo pair converted by scripts/demo_gguf.py (with $PYTHON, default
 #                                  python3: it needs torch, transformers and sentencepiece, i.e. speculab's
 #                                  [engine,llamacpp] extras); re-converted when the pair changes
-# Cost measured on a 2-core machine (issue 16): the sdist download ~76 MB; the build of the one target, about
-# 12 minutes quiet (more when the machine is shared); ~40 MB left on disk besides the sdist.
+# Cost on a 2-core machine: the sdist download (76 MB) a few seconds; the build of the one target about 12 minutes
+# when the machine is quiet (issue 16), 28.5 minutes measured on one shared with other jobs (14.6 CPU-minutes);
+# the GGUF conversion 15-60 s. Left on disk: bin 15 MB, convert 2 MB, demo 15 MB, the sdist 74 MB (the build tree
+# is removed).
 # Build flags: no tests, examples, web UI download or HTTPS (the harness needs none of them); CPU only.
 set -euo pipefail
 VERSION=0.3.36
