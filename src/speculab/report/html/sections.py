@@ -94,7 +94,7 @@ def _weighted_cells(w: WeightedAcceptance) -> dict[str, str]:
     return {
         "requests": f"{w.drafting_requests} of {w.requests}",
         "rate_tw": num(w.rate_token_weighted, ".1%"),
-        "rate_rw": interval(rw_rate, ".1%", floor=0.0) if rw_rate is not None else MISSING,
+        "rate_rw": interval(rw_rate, ".1%", floor=0.0, ceiling=1.0) if rw_rate is not None else MISSING,
         "len_tw": num(w.length_token_weighted),
         "len_rw": interval(rw_len, ".2f", floor=1.0) if rw_len is not None else MISSING,  # a length is >= 1
     }
@@ -115,11 +115,10 @@ def request_acceptance_rows(report: Report) -> list[dict[str, Any]]:
             rel = comp.acceptance_speedup if comp is not None else None
             relation = "–"
             if rel is not None:
-                slope = (
-                    f"{rel.slope:+.2f}× per unit [{rel.slope_low:+.2f}, {rel.slope_high:+.2f}]"
-                    if is_number(rel.slope)
-                    else "no line (lengths do not vary)"
-                )
+                if is_number(rel.slope):
+                    slope = f"{rel.slope:+.2f}× per unit [{rel.slope_low:+.2f}, {rel.slope_high:+.2f}]"
+                else:
+                    slope = "no line (" + ("fewer than 3 prompts" if rel.n < 3 else "the lengths do not vary") + ")"
                 rho = (
                     f"Spearman ρ {rel.spearman_rho:.2f} (p {pvalue(rel.spearman_p)})"
                     if is_number(rel.spearman_rho)
