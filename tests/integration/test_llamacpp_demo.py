@@ -21,6 +21,7 @@ import pytest
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import free_port
+from speculab.report.per_load import per_prompt
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
 
@@ -139,3 +140,11 @@ def test_demo_on_llamacpp(install: LlamacppInstall, tmp_path: Path) -> None:
             assert ra["source"] == "llama.cpp timings" and ra["overall"]["length_kind"].startswith("output tokens")
         for a in arms.values():  # llama.cpp's slot prompt cache: prompt_tokens_cached vs prompt_tokens counters
             assert a["prefix_cache"] is not None and a["prefix_cache"]["source"].startswith("llamacpp counters")
+        # each prompt's acceptance length against its TPOT speedup: every drafting prompt with a TPOT in both arms
+        for comp in level["comparisons"]:
+            rel = comp["acceptance_speedup"]
+            runs = {arm: inputs.runs_for(arm, level["key"]) for arm in ("baseline", comp["candidate"])}
+            tpot = {arm: per_prompt(r, "tpot_s") for arm, r in runs.items()}
+            drafting = {r.index for run in runs[comp["candidate"]] for r in run.records if r.spec and not r.warmup}
+            timed = {i for i in drafting if tpot["baseline"].get(i, 0) > 0 and tpot[comp["candidate"]].get(i, 0) > 0}
+            assert (len(rel["points"]) if rel else 0) == len(timed)
