@@ -250,6 +250,7 @@ def mock_server(
         None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
     ),
     prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
+    prefix_cache_max_blocks: int = typer.Option(65536, help="Prefix-cache capacity in 16-token blocks (LRU)."),
     max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),
     model: list[str] = typer.Option(["speculab-mock"], "--model", help="Served model name (repeat for several)."),
     fault_5xx_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 500."),
@@ -297,6 +298,7 @@ def mock_server(
             decode_slowdown_per_request=decode_slowdown,
             num_speculative_tokens=max(pattern) - 1 if num_speculative_tokens is None else num_speculative_tokens,
             prefix_cache=prefix_cache,
+            prefix_cache_max_blocks=prefix_cache_max_blocks,
             fault_5xx_rate=fault_5xx_rate,
             fault_429_rate=fault_429_rate,
             retry_after_s=retry_after_s,
@@ -538,10 +540,19 @@ def init_command(
 def demo_command(
     output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/demo-TIME)"),
     quick: bool = typer.Option(False, "--quick", help="fewer and shorter prompts (about a minute)"),
-    model: str = typer.Option("demo", "--model", help="target model: 'demo' (shipped) or a model directory"),
-    draft: str = typer.Option("demo-draft", "--draft", help="draft model: 'demo-draft', a directory, or 'none'"),
+    model: str = typer.Option(
+        "demo", "--model", help="target model: 'demo' (shipped) or a model directory (a .gguf file for llamacpp)"
+    ),
+    draft: str = typer.Option(
+        "demo-draft", "--draft", help="draft model: 'demo-draft', a directory (.gguf for llamacpp), or 'none'"
+    ),
+    engine: str = typer.Option(
+        "speculab",
+        "--engine",
+        help="speculab (the embedded engine) or llamacpp (llama-server from scripts/install_llama_server.sh)",
+    ),
 ) -> None:
-    """The whole A/B job on speculab's engine and the demo model pair: plain vs n-gram vs draft model."""
+    """The whole A/B job on the demo model pair: plain vs n-gram vs draft model, on speculab's engine or llama.cpp."""
     from speculab.harness.experiment.demo import DemoConfig, demo_plan
     from speculab.harness.results.ab_dir import check_ab_output_dir
     from speculab.report.console.ab import print_change
@@ -549,7 +560,7 @@ def demo_command(
     console = Console(stderr=True, soft_wrap=True)
     out = output or _default_run_dir("demo")
     check_ab_output_dir(out)
-    plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick))
+    plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick, engine=engine))
     for change in plan.changes:
         print_change(console, change)
     _run_plan(console, plan, out)

@@ -68,6 +68,10 @@ class ArmEffect:
     # The target's top-2 gap at a position without changing the text: the baseline's view of the same prefix.
     tie_at: dict[int, tuple[int, float]] = field(default_factory=dict)
     logprobs: bool = False
+    # Per-request acceptance in each response (vLLM semantics): prompt i's acceptance length is acceptance_length
+    # x exp(spread x z_i), and its TPOT speeds up in proportion (so length and speedup are related, as in reality).
+    per_request_spread: float | None = None
+    prefix_hit_rate: float | None = None  # vLLM prefix-cache counters in the run's deltas (prompt tokens)
 
 
 def _words(rng: np.random.Generator, n: int) -> list[str]:
@@ -127,6 +131,11 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
     for n, it in enumerate(items):
         base_tpot = 0.02 * math.exp(0.4 * np.random.default_rng([seed, it.index]).standard_normal())
         tpot = base_tpot * load_slowdown * factor * math.exp(0.03 * rng.standard_normal())
+        length_i = None
+        if eff.per_request_spread is not None and eff.acceptance_length:
+            z = np.random.default_rng([seed, 7, it.index]).standard_normal()
+            length_i = max(1.05, eff.acceptance_length * math.exp(eff.per_request_spread * z))
+            tpot *= eff.acceptance_length / length_i
         ttft = 0.05 * math.exp(0.1 * rng.standard_normal())
         toks = _output_tokens(it.index, seed if temperature == 0 else seed + repeat)
         if it.index in eff.diverge:
@@ -143,6 +152,12 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
         else:
             sent = n / (level.value * frac)  # the client falls behind its schedule of n / rate
             rec = _record(it.index, sent, tpot, ttft, toks, eff, err, scheduled=n / level.value)
+        if length_i is not None and rec.ok and rec.completion_tokens:
+            drafts = max(1, round((rec.completion_tokens - 1) / length_i))
+            accepted = min(rec.completion_tokens - 1 - drafts, drafts * eff.k)
+            spec = {"drafts": drafts, "draft_tokens": drafts * eff.k, "accepted_tokens": accepted,
+                    "source": "vllm metrics.speculative_decoding"}  # fmt: skip
+            rec = replace(rec, spec=spec)
         gaps = eff.tie_at | eff.diverge
         if eff.logprobs and rec.logprobs and it.index in gaps:
             pos, gap = gaps[it.index]
@@ -177,7 +192,14 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
         MemorySample(t, eff.gpu_bytes + 1e8 * math.sin(t), 3e9, min(1.0, 0.1 + 0.02 * level.value * (t / end)))
         for t in np.linspace(0, end, 30)
     )
-    return RepeatRun(arm, level.key, repeat, tuple(records), acc, mem, "process", order=repeat)
+    deltas: dict[str, float] = {}
+    if eff.prefix_hit_rate is not None:
+        queries = float(sum(r.prompt_tokens or 0 for r in records))
+        deltas = {
+            "vllm:prefix_cache_queries_total": queries,
+            "vllm:prefix_cache_hits_total": queries * eff.prefix_hit_rate,
+        }
+    return RepeatRun(arm, level.key, repeat, tuple(records), acc, mem, "process", order=repeat, counter_deltas=deltas)
 
 
 def _alpha(mean_accepted: float, k: int) -> float:
@@ -346,7 +368,7 @@ def main(out: str) -> None:
             LevelSpec("concurrency", 8, ("operating", "sweep")),
             LevelSpec("concurrency", 16, ("sweep",)),
         ),
-        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}),
+        baseline=ArmEffect(logprobs=True, tie_at={3: (10, 0.02), 7: (20, 2.5)}, prefix_hit_rate=0.9),
         candidates={
             "ngram-k4": ArmEffect(
                 tpot_factor={"c1": 1 / 1.8, "c2": 1 / 1.6, "c4": 1 / 1.3, "c8": 1 / 1.05, "c16": 1 / 0.85},
@@ -355,6 +377,8 @@ def main(out: str) -> None:
                 gpu_bytes=20.4e9,
                 logprobs=True,
                 diverge={3: (10, 0.02), 7: (20, 2.5)},
+                per_request_spread=0.3,
+                prefix_hit_rate=0.55,
             ),
             "draft_model-k4": ArmEffect(
                 tpot_factor={"c1": 1 / 1.4, "c2": 1 / 1.3, "c4": 1 / 1.1, "c8": 1 / 0.9, "c16": 1 / 0.75},

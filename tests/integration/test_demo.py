@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from speculab.errors import UserError
 from speculab.harness.experiment.demo import DemoConfig, demo_plan
 from speculab.harness.results.ab_dir import load_inputs
 
@@ -65,3 +66,27 @@ def test_demo_runs_on_tiny_checkpoints(tmp_path: Path) -> None:
             assert {r.index: r.output_text for r in run.records if not r.warmup} == ref
         (draft_run,) = inputs.runs_for("draft_model-k4", level)
         assert draft_run.acceptance.active and draft_run.acceptance.drafts > 0
+
+
+def test_demo_plan_on_llamacpp_derives_and_verifies_the_candidates(tmp_path: Path, monkeypatch) -> None:
+    # what scripts/install_llama_server.sh leaves behind (empty files: the plan only needs the paths)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "demo").mkdir()
+    server = tmp_path / "bin" / "llama-server"
+    server.write_text("#!/bin/sh\n")
+    server.chmod(0o755)
+    for name in ("target", "draft"):
+        (tmp_path / "demo" / f"{name}.gguf").write_bytes(b"GGUF")
+    monkeypatch.setenv("SPECULAB_LLAMACPP_DIR", str(tmp_path))
+    plan = demo_plan(DemoConfig(engine="llamacpp", port=8124))
+    assert [a.info.name for a in plan.arms] == ["baseline", "ngram-k4", "draft_model-k4"]
+    assert all(c.verified is True for c in plan.changes) and all(a.info.engine == "llamacpp" for a in plan.arms)
+    base = plan.arms[0].launch.command
+    assert base[0] == str(server) and "--metrics" in base and base[base.index("-m") + 1].endswith("target.gguf")
+    assert plan.arms[2].launch.command[len(base) :] == (
+        "--spec-type", "draft-simple", "--spec-draft-model", str(tmp_path / "demo" / "draft.gguf"),
+        "--spec-draft-n-max", "4",
+    )  # fmt: skip
+    monkeypatch.setenv("SPECULAB_LLAMACPP_DIR", str(tmp_path / "absent"))
+    with pytest.raises(UserError, match=r"install_llama_server\.sh"):
+        demo_plan(DemoConfig(engine="llamacpp"))

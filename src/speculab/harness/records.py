@@ -100,8 +100,9 @@ class RequestRecord:
     error: ErrorInfo | None = None
     warmup: bool = False  # warmup requests are recorded but excluded from results
     stream: bool = True
-    # Per-response speculative-decoding stats when the server reports them (speculab usage extension,
-    # llama.cpp timings, SGLang meta_info): {"drafts": .., "draft_tokens": .., "accepted_tokens": ..}
+    # Per-response speculative-decoding stats when the server reports them (speculab usage extension, vLLM
+    # metrics.speculative_decoding, SGLang meta_info, llama.cpp timings): {"drafts", "draft_tokens",
+    # "accepted_tokens", "source"} (+ "accepted_per_position" from vLLM); None where not reported (client.spec_fields)
     spec: dict[str, Any] | None = None
     # Token logprobs when requested: list of {"token": str, "logprob": float, "top": {tok: lp}}
     logprobs: tuple[dict[str, Any], ...] | None = None

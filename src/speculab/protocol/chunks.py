@@ -40,6 +40,8 @@ class Delta:
     error: ErrorObject | None = None
     has_choices: bool = False  # False for a usage-only chunk (choices == [])
     timings: dict[str, Any] | None = None  # llama.cpp per-response timings (draft_n, draft_n_accepted, ...)
+    metrics: dict[str, Any] | None = None  # vLLM per-request metrics (speculative_decoding, timing), final chunk/body
+    meta_info: dict[str, Any] | None = None  # SGLang meta_info (spec_verify_ct, ...): choices[0] or top level
 
     @property
     def carries_text(self) -> bool:
@@ -104,7 +106,9 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     usage = obj.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise MalformedChunk(f"usage is {type(usage).__name__}, expected an object")
-    timings = obj.get("timings") if isinstance(obj.get("timings"), dict) else None
+    timings = _object(obj, "timings")
+    metrics = _object(obj, "metrics")
+    meta_info = _object(obj, "meta_info")
     choices = obj.get("choices")
     if choices is None:
         choices = []
@@ -113,7 +117,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     if not choices:
         if usage is None and not stream:
             raise MalformedChunk("response has neither choices nor usage")
-        return Delta(usage=usage, has_choices=False, timings=timings)
+        return Delta(usage=usage, has_choices=False, timings=timings, metrics=metrics, meta_info=meta_info)
     c0 = choices[0]
     text, reasoning = _choice_text(c0, api, stream=stream)
     return Delta(
@@ -124,7 +128,15 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
         logprobs=_logprobs(c0.get("logprobs"), api),
         has_choices=True,
         timings=timings,
+        metrics=metrics,
+        meta_info=_object(c0, "meta_info") or meta_info,
     )
+
+
+def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """obj[key] when it is a JSON object (engines' extension fields: kept as they are), else None."""
+    v = obj.get(key)
+    return v if isinstance(v, dict) else None
 
 
 def _choice_text(c: dict[str, Any], api: ApiKind, *, stream: bool) -> tuple[str, str]:

@@ -94,17 +94,22 @@ def ci_suffix(pair: Any, fmt: Callable[[Any], str]) -> str:
     return f" [{fmt(pair[0])} – {fmt(pair[1])}]"
 
 
-def interval(iv: Any, fmt: str = ",.1f", unit: str = "", floor: float | None = None) -> str:
+def interval(
+    iv: Any, fmt: str = ",.1f", unit: str = "", floor: float | None = None, ceiling: float | None = None
+) -> str:
     """'123.4 [118.0–129.1] tok/s', or the estimate alone with '(no interval)'. `floor`: a rate cannot go below 0,
-    so a t-interval from 2-3 repeats that reaches below it is shown clipped ('≤' marks the clip)."""
+    so a t-interval from 2-3 repeats that reaches below it is shown clipped ('≤' marks the clip); `ceiling` likewise
+    ('≥': a fraction cannot exceed 1)."""
     if iv is None or not is_number(iv.estimate):
         return MISSING
     u = f" {unit}" if unit else ""
     if is_number(iv.low) and is_number(iv.high):
-        low = format(iv.low, fmt)
+        low, high = format(iv.low, fmt), format(iv.high, fmt)
         if floor is not None and iv.low < floor:
             low = "≤" + format(floor, fmt)
-        return f"{format(iv.estimate, fmt)} [{low}–{format(iv.high, fmt)}]{u}"
+        if ceiling is not None and iv.high > ceiling:
+            high = "≥" + format(ceiling, fmt)
+        return f"{format(iv.estimate, fmt)} [{low}–{high}]{u}"
     return f"{format(iv.estimate, fmt)}{u} (no interval: n = {iv.n})"
 
 

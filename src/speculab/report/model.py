@@ -44,7 +44,7 @@ from speculab.report.schema import (
     ReportOptions,
     SetupView,
 )
-from speculab.report.verdict import verdict_line
+from speculab.report.verdict import prefix_cache_phrase, verdict_line
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -119,6 +119,13 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
         for comp in lv.comparisons:
             if comp.gate not in ("ok", "missing"):
                 w.append(f"{labels.get(comp.candidate, comp.candidate)} at {lv.label}: no verdict — {comp.gate_reason}")
+            if comp.prefix_cache is not None and comp.prefix_cache.beyond_noise:
+                c = comp.prefix_cache
+                w.append(
+                    f"{labels.get(comp.candidate, comp.candidate)} at {lv.label}: {prefix_cache_phrase(c)} "
+                    f"(prompt tokens found in the cache, engine counters; p = {c.p_value:.2g} counting "
+                    f"{c.baseline_requests} and {c.candidate_requests} requests as the trials)"
+                )
         for a in lv.arms:
             if a.token_count_sources.get("one_per_chunk"):
                 w.append(

@@ -27,6 +27,12 @@ from speculab.harness.analysis.windows import Window, active_s, by_window, send_
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.report.per_request import (
+    acceptance_vs_speedup,
+    hit_rate_change,
+    prefix_cache_view,
+    request_acceptance_view,
+)
 from speculab.report.schema import (
     PAIRED_METRICS,
     AcceptanceView,
@@ -255,6 +261,8 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
         memory=_memory(runs),
         series=_series(per, runs, opts),
+        request_acceptance=request_acceptance_view(runs, inputs.setup.items),
+        prefix_cache=prefix_cache_view(runs, arm.engine),
     )
 
 
@@ -381,9 +389,12 @@ def compare_level(
         verdict = f"no verdict: {reason}"
     else:
         verdict = ratios[0].verdict
+    cand_tpot, base_tpot = values["tpot_s"]
     return LevelComparison(
-        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category
-    )
+        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
+        acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
+        prefix_cache=hit_rate_change(base, cand),
+    )  # fmt: skip
 
 
 def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,

@@ -10,6 +10,8 @@ from typing import Any
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import N_RESAMPLES
+from speculab.harness.analysis.prefix_cache import HitRateChange
+from speculab.harness.analysis.request_acceptance import AcceptanceSpeedup, WeightedAcceptance
 from speculab.harness.analysis.stats import Distribution, Interval
 from speculab.harness.results.strict_json import json_safe
 from speculab.report.codec import from_data
@@ -56,6 +58,29 @@ class AcceptanceView:
     approximate: bool = False
     repeats: int = 0
     inactive_repeats: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAcceptanceView:
+    """Acceptance from each response's own fields (`RequestRecord.spec`), repeats pooled: token-weighted and
+    request-weighted side by side, overall and per workload category."""
+
+    source: str
+    requests: int  # measured successful requests
+    overall: WeightedAcceptance
+    by_category: Mapping[str, WeightedAcceptance] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixCacheView:
+    """Prefix-cache lookups during the level, from the engine's counters, summed over repeats (prompt tokens)."""
+
+    source: str
+    queries: float
+    hits: float
+    hit_rate: float | None
+    requests: int  # measured requests: the trials of the "beyond noise" test (harness.analysis.prefix_cache)
+    repeats: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +140,8 @@ class ArmLevel:
     acceptance: AcceptanceView | None
     memory: MemoryView
     series: Series
+    request_acceptance: RequestAcceptanceView | None = None  # per-request fields, where the engine reports them
+    prefix_cache: PrefixCacheView | None = None  # where the engine exposes prefix-cache counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +176,9 @@ class LevelComparison:
     memory_delta_bytes: float | None  # candidate - baseline peak
     memory_kind: str  # "gpu" or "rss" or ""
     by_category: tuple[Ratio, ...] = ()  # TPOT per workload category; Ratio.metric holds the category name
+    # per prompt: the candidate's acceptance length (its own response fields) against its TPOT speedup
+    acceptance_speedup: AcceptanceSpeedup | None = None
+    prefix_cache: HitRateChange | None = None  # the two arms' prefix-cache hit rates, when both report one
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

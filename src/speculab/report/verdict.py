@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from speculab.harness.analysis.crossover import CrossoverStatus
 from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.analysis.paired import Verdict
+from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.analysis.stats import Interval
 from speculab.harness.results.ab_inputs import ArmInfo
 from speculab.report.correctness import CorrectnessComparison
@@ -81,7 +82,22 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
         parts.append(f"correctness: {correctness.verdict}")
+    moved = next(
+        ((lv, c.prefix_cache) for lv in levels if (c := lv.comparison(cand.name)) and c.prefix_cache
+         and c.prefix_cache.beyond_noise),
+        None,
+    )  # fmt: skip
+    if moved is not None:
+        parts.append(f"at {moved[0].label}, {prefix_cache_phrase(moved[1])}")
     return f"{cand.label}: " + "; ".join(parts)
+
+
+def prefix_cache_phrase(change: HitRateChange) -> str:
+    """The warning a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
+    return (
+        f"speculation changed the prefix-cache hit rate from {change.baseline_hit_rate:.0%} to "
+        f"{change.candidate_hit_rate:.0%}: TTFT differences may come from that"
+    )
 
 
 def ratio_phrase(iv: Interval) -> str:

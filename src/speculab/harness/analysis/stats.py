@@ -165,6 +165,19 @@ def mcnemar(candidate_pass: Mapping[int, bool], baseline_pass: Mapping[int, bool
     return mcnemar_counts(b, c, len(common))
 
 
+def two_proportion_p(p1: float, n1: int, p2: float, n2: int) -> float:
+    """Two-sided p of the pooled two-proportion z-test of p1 (over n1 trials) against p2 (over n2); 1.0 when it
+    cannot be computed (no trials, or a pooled proportion of 0 or 1: no variance, so no evidence of a difference)."""
+    if n1 <= 0 or n2 <= 0:
+        return 1.0
+    pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
+    var = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
+    if var <= 0:
+        return 1.0 if p1 == p2 else 0.0
+    z = abs(p1 - p2) / math.sqrt(var)
+    return float(2 * special.ndtr(-z))
+
+
 @dataclass(frozen=True, slots=True)
 class LinearFit:
     """TTFT = overhead_s + s_per_token x prompt_tokens, ordinary least squares with Student-t intervals."""

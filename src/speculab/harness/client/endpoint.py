@@ -48,6 +48,10 @@ class EndpointConfig:
     continuous_usage_stats: bool = True  # stream_options.continuous_usage_stats (vLLM, SGLang, speculab)
     logprobs: int | None = None  # request per-token logprobs with this many alternatives (0 = chosen token only)
     extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # False: ask the server to close each connection after its response (`Connection: close`). For servers that
+    # drop a keep-alive connection after a streamed response without saying so (llama.cpp's llama-server): the next
+    # request would otherwise land on a dead connection and fail as "server disconnected".
+    keep_alive: bool = True
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:
@@ -64,6 +68,8 @@ class EndpointConfig:
         h = {"Content-Type": "application/json"}
         if self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
+        if not self.keep_alive:
+            h["Connection"] = "close"
         return h
 
     def to_manifest(self) -> dict[str, Any]:

@@ -20,7 +20,8 @@ import aiohttp
 
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, build_payload
 from speculab.harness.client.socket_times import ReadTimes, stamping_session
-from speculab.harness.client.stream import StreamState, finish_error, spec_from_response, usage_int
+from speculab.harness.client.spec_fields import spec_from_response
+from speculab.harness.client.stream import StreamState, engine_extras, finish_error, usage_int
 from speculab.harness.records import (
     ErrorCategory,
     ErrorInfo,
@@ -158,8 +159,7 @@ class UnaryRequest(_Request):
             err = _transport_error(e, got_response=got_response, timeout_s=ep.timeout_s)
         end_s = self.clock()
         extra: dict[str, Any] = {"reasoning_text": delta.reasoning} if delta.reasoning else {}
-        if delta.timings is not None:
-            extra["timings"] = delta.timings
+        extra |= engine_extras(delta.timings, delta.metrics, delta.meta_info)
         return RequestRecord(
             index=spec.index,
             scheduled_s=scheduled_s,
@@ -173,7 +173,7 @@ class UnaryRequest(_Request):
             error=err,
             warmup=warmup,
             stream=False,
-            spec=spec_from_response(delta.usage, delta.timings),
+            spec=spec_from_response(delta.usage, delta.timings, delta.metrics, delta.meta_info),
             logprobs=delta.logprobs if ep.logprobs is not None else None,
             extra=extra,
         )

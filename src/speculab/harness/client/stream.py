@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculab.harness.client.endpoint import ApiKind, TokenCounter
+from speculab.harness.client.spec_fields import kept_meta_info, spec_from_response
 from speculab.harness.records import (
     ChunkEvent,
     ErrorCategory,
@@ -51,6 +52,8 @@ class StreamState:
         self.usage_chunk_s: float | None = None
         self.finish_reason: str | None = None
         self.timings: dict[str, Any] | None = None
+        self.metrics: dict[str, Any] | None = None  # vLLM per-request metrics (final usage chunk)
+        self.meta_info: dict[str, Any] | None = None  # SGLang meta_info
         self.error: ErrorInfo | None = None
         self.done = False  # [DONE] seen
         self.n_events = 0
@@ -91,6 +94,10 @@ class StreamState:
                 self.usage_chunk_s = t_s
         if d.timings is not None:
             self.timings = d.timings
+        if d.metrics is not None:
+            self.metrics = d.metrics
+        if d.meta_info is not None:
+            self.meta_info = d.meta_info
         if d.finish_reason:
             self.finish_reason = d.finish_reason
         if d.logprobs:
@@ -153,8 +160,7 @@ class StreamState:
             extra["usage_chunk_s"] = self.usage_chunk_s
         if any(self._reasoning):
             extra["reasoning_text"] = "".join(self._reasoning)
-        if self.timings is not None:
-            extra["timings"] = self.timings  # raw llama.cpp timings, for engines.acceptance.from_llamacpp_timings
+        extra |= engine_extras(self.timings, self.metrics, self.meta_info)
         return RequestRecord(
             index=spec.index,
             scheduled_s=scheduled_s,
@@ -169,7 +175,7 @@ class StreamState:
             error=error or self.error or finish_error(self.finish_reason),
             warmup=warmup,
             stream=True,
-            spec=spec_from_response(self.usage, self.timings),
+            spec=spec_from_response(self.usage, self.timings, self.metrics, self.meta_info),
             logprobs=tuple(self._logprobs) if self.logprobs_requested else None,
             extra=extra,
         )
@@ -182,28 +188,20 @@ def usage_int(usage: dict[str, Any] | None, key: str) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def spec_from_response(usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Per-response speculation stats: speculab's `usage.speculab_spec_decode`, else llama.cpp's `timings`."""
-    ours = (usage or {}).get("speculab_spec_decode")
-    if isinstance(ours, dict):
-        return {
-            "drafts": ours.get("drafts"),
-            "draft_tokens": ours.get("draft_tokens"),
-            "accepted_tokens": ours.get("accepted_tokens"),
-            "source": "speculab usage.speculab_spec_decode",
-        }
-    return spec_from_timings(timings)
-
-
-def spec_from_timings(timings: dict[str, Any] | None) -> dict[str, Any] | None:
-    """llama.cpp reports per-response draft stats in `timings` (draft_n, draft_n_accepted)."""
-    if not timings or "draft_n" not in timings:
-        return None
-    return {
-        "draft_tokens": timings.get("draft_n"),
-        "accepted_tokens": timings.get("draft_n_accepted"),
-        "source": "llama.cpp timings",
-    }
+def engine_extras(
+    timings: dict[str, Any] | None, metrics: dict[str, Any] | None, meta_info: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The engines' own per-response fields, raw, for `RequestRecord.extra`: llama.cpp `timings` (draft counts and
+    `cache_n`, its prefix-cache hit), vLLM `metrics`, SGLang's `meta_info` scalars."""
+    extra: dict[str, Any] = {}
+    if timings is not None:
+        extra["timings"] = timings
+    if metrics is not None:
+        extra["metrics"] = metrics
+    kept = kept_meta_info(meta_info)
+    if kept is not None:
+        extra["meta_info"] = kept
+    return extra
 
 
 # Finish reasons that mean the server gave up on the request, though the response may look complete (HTTP 200,

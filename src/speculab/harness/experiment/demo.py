@@ -1,9 +1,15 @@
-"""`speculab demo`: the whole A/B job on speculab's own engine and the shipped demo model pair.
+"""`speculab demo`: the whole A/B job on the shipped demo model pair, on speculab's own engine or llama.cpp.
 
 Three arms, launched one at a time through the same lifecycle `speculab run` uses: plain decoding, n-gram prompt
 lookup, and the demo draft model, each at concurrency 1 and an operating point, on built-in input-grounded and
-open-ended prompts (`builtin:mixed`). The engine runs as `python -m speculab serve` with this interpreter, so the
-demo works from any install. Sized to finish in about three minutes on two CPU cores (`quick`: about one).
+open-ended prompts (`builtin:mixed`). The candidates' commands are derived by the engine's adapter and checked to
+differ from the baseline only in speculation. Engines:
+
+* `speculab` (default): `python -m speculab serve` with this interpreter, so the demo works from any install.
+* `llamacpp`: the `llama-server` and the GGUF pair `scripts/install_llama_server.sh` builds and converts
+  (`servers.llamacpp_install`), with `--metrics` on so acceptance comes from llama.cpp's own counters.
+
+Sized to finish in about three minutes on two CPU cores (`quick`: about one).
 """
 
 from __future__ import annotations
@@ -12,22 +18,30 @@ import sys
 from dataclasses import dataclass, replace
 
 from speculab.config import LoadLevel, SpeculationConfig
+from speculab.errors import UserError
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.experiment.plan import ArmPlan, RunPlan, candidate_name, derive_candidate, enforce_single_change
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
+from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import ServerCommand, free_port
 from speculab.harness.workload.load import load_workload
 
 DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
 MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
+ENGINES = ("speculab", "llamacpp")
+LLAMACPP_CTX_PER_SLOT = 512  # the demo models' context: llama-server splits --ctx-size over its --parallel slots
+# One compute thread: ggml's threads wait for each other at every operation, spinning, and the demo models are tiny;
+# on two cores shared with the client, a second thread made a 48-token request take 6.9 s instead of 0.3 s.
+LLAMACPP_THREADS = 1
 
 
 @dataclass(frozen=True, slots=True)
 class DemoConfig:
-    model: str = "demo"  # the shipped target; or a model directory
+    model: str = "demo"  # the shipped target; or a model directory (speculab) or a .gguf file (llamacpp)
     draft: str | None = "demo-draft"  # the shipped draft; None: n-gram only
+    engine: str = "speculab"  # one of ENGINES
     quick: bool = False
     port: int | None = None  # None: a free port
     operating_concurrency: int = 4
@@ -48,37 +62,42 @@ def demo_speculations(cfg: DemoConfig) -> list[SpeculationConfig]:
     k = cfg.num_speculative_tokens
     specs = [SpeculationConfig("ngram", k, prompt_lookup_max=4, prompt_lookup_min=2)]
     if cfg.draft is not None:
-        specs.append(SpeculationConfig("draft_model", k, model=cfg.draft))
+        draft = cfg.draft
+        if cfg.engine == "llamacpp":
+            draft = str(LlamacppInstall.at().model(cfg.draft, draft=True))
+        specs.append(SpeculationConfig("draft_model", k, model=draft))
     return specs
 
 
+def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
+    """The plain arm's server command for the demo's engine."""
+    if cfg.engine == "llamacpp":
+        inst = LlamacppInstall.at()
+        slots = cfg.max_num_seqs
+        return (
+            str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1", "--port", str(port),
+            "--metrics", "--parallel", str(slots), "--ctx-size", str(LLAMACPP_CTX_PER_SLOT * slots),
+            "--threads", str(LLAMACPP_THREADS),
+        )  # fmt: skip
+    if cfg.engine != "speculab":
+        raise UserError(f"speculab demo runs on {' or '.join(ENGINES)}, not {cfg.engine!r}")
+    return (sys.executable, "-m", "speculab", "serve", cfg.model, "--port", str(port), "--max-num-seqs",
+            str(cfg.max_num_seqs))  # fmt: skip
+
+
 def demo_plan(cfg: DemoConfig) -> RunPlan:
-    """Plain vs n-gram vs draft on the embedded engine; every candidate checked to differ only in speculation."""
+    """Plain vs n-gram vs draft on the demo's engine; every candidate checked to differ only in speculation."""
     port = cfg.port or free_port()
-    base_cmd = ServerCommand(
-        command=(
-            sys.executable,
-            "-m",
-            "speculab",
-            "serve",
-            cfg.model,
-            "--port",
-            str(port),
-            "--max-num-seqs",
-            str(cfg.max_num_seqs),
-        ),
-        port=port,
-        ready_timeout_s=cfg.ready_timeout_s,
-    )
-    adapter = adapter_for("speculab")
-    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, "speculab", redact_command(base_cmd.command)), base_cmd)]
+    base_cmd = ServerCommand(command=base_command(cfg, port), port=port, ready_timeout_s=cfg.ready_timeout_s)
+    adapter = adapter_for(cfg.engine)
+    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, cfg.engine, redact_command(base_cmd.command)), base_cmd)]
     changes = []
     for spec in demo_speculations(cfg):
         name = candidate_name(spec.method, spec.num_speculative_tokens)
         cmd, change = derive_candidate(adapter, base_cmd, spec, name=name)
         changes.append(enforce_single_change(change, allow_extra_diff=False))
         label = spec.label if spec.method == "ngram" else f"draft k={spec.num_speculative_tokens}"
-        info = ArmInfo(name, label, cmd.url, "speculab", cmd.command, spec.method, spec.num_speculative_tokens)
+        info = ArmInfo(name, label, cmd.url, cfg.engine, cmd.command, spec.method, spec.num_speculative_tokens)
         arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
     wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
     # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
@@ -95,7 +114,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         LevelSpec("concurrency", cfg.operating_concurrency, ("operating",)),
     )
     setup = Setup(
-        name="speculab demo",
+        name="speculab demo" + (" on llama.cpp" if cfg.engine == "llamacpp" else ""),
         workload_name=wl.name,
         workload_source=wl.source,
         api="completions",

@@ -81,7 +81,8 @@ def _launch_command(engine: str, model: str, port: int) -> list[str] | None:
         "speculab": ["python", "-m", "speculab", "serve", model, "--port", p],
         "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p],
         "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
-        "llamacpp": ["llama-server", "-m", model, "--port", p],
+        # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
+        "llamacpp": ["llama-server", "-m", model, "--port", p, "--metrics"],
         "tgi": ["text-generation-launcher", "--model-id", model, "--port", p],
     }
     return commands.get(engine)
@@ -94,7 +95,7 @@ _SPECULATION = {
     "  num_speculative_tokens: 4\n  prompt_lookup_max: 4\n  prompt_lookup_min: 2\n",
     "sglang": "  method: eagle                  # ngram (CUDA only) | draft_model | eagle | eagle3\n"
     "  num_speculative_tokens: 4\n  model: /path/to/eagle-draft    # the draft / EAGLE head\n",
-    "llamacpp": "  method: draft_model            # draft_model | ngram (newer llama-server builds)\n"
+    "llamacpp": "  method: draft_model            # draft_model | ngram (llama-server builds with --spec-type)\n"
     "  num_speculative_tokens: 8\n  model: /path/to/draft.gguf\n",
     "tgi": "  method: ngram                  # TGI: --speculate k (n-gram, or Medusa heads if the model has them)\n"
     "  num_speculative_tokens: 2\n",

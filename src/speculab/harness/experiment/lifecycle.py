@@ -187,6 +187,7 @@ class Lifecycle:
             timeout_s=self.plan.request_timeout_s,
             extra_body=dict(self.plan.extra_body),
             logprobs=self.plan.logprobs,
+            keep_alive=adapter_for(self.arms[arm.info.name].engine).keep_alive,
         )
         return request_func(ep, self.plan.sampling, clock=self.clock)
 

@@ -1,8 +1,9 @@
 """Speculative acceptance over a window, from whatever the engine reports, always naming the source.
 
 One mechanism for every command: `acceptance_between(adapter, before, after, records, k)` reads the adapter's
-source (Prometheus counters diffed between two scrapes, SGLang gauges, llama.cpp per-response timings) and falls back
-to vLLM- or speculab-style counters or SGLang gauges that any server may expose; `speculab bench` (no engine known)
+source (Prometheus counters diffed between two scrapes: vLLM, speculab and llama.cpp `--metrics`; SGLang gauges;
+llama.cpp per-response timings when /metrics is off) and falls back to the vLLM-, speculab- or llama.cpp-style counters
+or SGLang gauges that any server may expose; `speculab bench` (no engine known)
 passes the `other` adapter. The result is one `AcceptanceSummary`; `to_spec_decode_dict` is its form in a bench
 summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
 
@@ -24,7 +25,7 @@ from speculab.harness.servers.scrape import MetricsSnapshot
 
 # Engines whose metrics any server may expose (an `other` engine built on vLLM, say), tried in this order after the
 # adapter's own source. The metric names are the adapters' (servers.adapters): this module names none itself.
-FALLBACK_ENGINES = ("vllm", "speculab", "sglang")
+FALLBACK_ENGINES = ("vllm", "speculab", "llamacpp", "sglang")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +188,9 @@ def acceptance_with_reason(
     k: int | None = None,
 ) -> tuple[AcceptanceSummary | None, str | None]:
     """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; per-response
-    fields (llama.cpp timings); then, for any engine, vLLM- or speculab-style counters or SGLang gauges if the server
-    happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the server
-    restarted between the scrapes) gives None: no delta can be trusted."""
+    fields (llama.cpp timings, when its /metrics is off); then, for any engine, vLLM-, speculab- or llama.cpp-style
+    counters or SGLang gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A counter
+    that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted."""
     have = before is not None and after is not None
     if have:
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
@@ -204,7 +205,7 @@ def acceptance_with_reason(
         found, why = _adapter_source(kind, adapter_for(kind).acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
             return found, why
-    return None, "the server exposes no speculative-decoding metrics (vllm:, speculab: or sglang:)"
+    return None, "the server exposes no speculative-decoding metrics (vllm:, speculab:, llamacpp: or sglang:)"
 
 
 def _adapter_source(

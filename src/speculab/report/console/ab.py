@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
-from speculab.report.formatting import MISSING, num, speedup, speedup_range
+from speculab.report.formatting import MISSING, interval, num, speedup, speedup_range
 
 
 def ab_level_table(report: Any, level: Any) -> Table:
@@ -87,6 +87,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         for comp in lv.comparisons:
             if comp.gate not in ("ok", "missing"):
                 parts.append(Text.from_markup(f"  [yellow]no verdict:[/] {escape(comp.gate_reason)}"))
+        parts.extend(Text(line) for line in per_request_lines(report, lv))
     if report.warnings or report.missing:
         parts.append(Text(""))
     for w in report.warnings:
@@ -96,6 +97,30 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     if out_dir is not None:
         parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / 'summary.json'}"))
     return Group(*parts)
+
+
+def per_request_lines(report: Any, level: Any) -> list[str]:
+    """Under a load's table: acceptance from the responses' own fields (token- vs request-weighted length) and the
+    prefix-cache hit rates, where the engine reports them."""
+    lines = []
+    for arm in report.arms:
+        a = level.arm(arm.name)
+        ra = a.request_acceptance if a is not None else None
+        if ra is None or ra.overall.drafting_requests == 0:
+            continue
+        w = ra.overall
+        rw = w.length_request_weighted
+        rw_txt = interval(rw, ".2f", floor=1.0) if rw is not None else MISSING  # a length is >= 1
+        what = "acc.len" if w.length_kind.startswith("acceptance length") else "tokens/step"
+        lines.append(
+            f"  {arm.label} per request: {what} {num(w.length_token_weighted)} token-weighted, {rw_txt} "
+            f"request-weighted ({w.drafting_requests} requests)"
+        )
+    rates = [(arm.label, level.arm(arm.name).prefix_cache) for arm in report.arms if level.arm(arm.name)]
+    rates = [(label, pc) for label, pc in rates if pc is not None and pc.hit_rate is not None]
+    if rates:
+        lines.append("  prefix-cache hit rate: " + ", ".join(f"{label} {pc.hit_rate:.0%}" for label, pc in rates))
+    return lines
 
 
 def print_ab_report(console: Console, report: Any, out_dir: Path | None = None) -> None:

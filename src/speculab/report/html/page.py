@@ -25,6 +25,7 @@ from speculab.report.html.sections import (
     comparison_rows,
     correctness_rows,
     plan_rows,
+    request_acceptance_rows,
     setup_rows,
     what_if_rows,
 )
@@ -60,6 +61,18 @@ def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
     }
     if mem:
         out["memory"] = plots.memory_over_time(mem, mem_kind)
+    panels, kinds = {}, set()
+    for comp in lv.comparisons:
+        rel = comp.acceptance_speedup
+        if rel is not None and rel.points:
+            panels[labels.get(comp.candidate, comp.candidate)] = (
+                [(x, y, cat) for _, cat, x, y in rel.points],
+                rel.slope,
+                rel.intercept,
+            )
+            kinds.add(rel.length_kind.split(":")[0])
+    if panels:
+        out["acceptance_speedup"] = plots.acceptance_vs_speedup(panels, " / ".join(sorted(kinds)) + " (per prompt)")
     return out
 
 
@@ -134,7 +147,7 @@ def view(report: Report) -> dict[str, Any]:
                 "roles": ", ".join(lv.roles),
                 "arms": arm_rows(report, lv),
                 "comparisons": comparison_rows(report, lv),
-                "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory")},
+                "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
             }
         )
     cp = _curve_plots(report)
@@ -192,6 +205,7 @@ def view(report: Report) -> dict[str, Any]:
         "levels": levels,
         "curves": curves,
         "acceptance": acceptance,
+        "request_acceptance": request_acceptance_rows(report),
         "crossovers": crossovers,
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),

@@ -170,6 +170,31 @@ def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> 
     return to_svg(fig)
 
 
+def acceptance_vs_speedup(
+    panels: Mapping[str, tuple[Sequence[tuple[float, float, str]], float, float]], xlabel: str
+) -> str:
+    """One panel per candidate: each prompt's acceptance length (x) against its TPOT speedup (y, baseline ÷
+    candidate), coloured by workload category, with the least-squares line (slope, intercept) and the 1× line."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
+    cats = sorted({c for pts, _, _ in panels.values() for _, _, c in pts})
+    for ax, (arm, (pts, slope, icpt)) in zip(axes[0], panels.items(), strict=True):
+        for i, cat in enumerate(cats):
+            sel = [(x, y) for x, y, c in pts if c == cat]
+            if sel:
+                ax.scatter([p[0] for p in sel], [p[1] for p in sel], s=14, color=color(i + 1), label=cat or "–")
+        xs = _finite([p[0] for p in pts])
+        if xs and math.isfinite(slope) and math.isfinite(icpt):
+            lo, hi = min(xs), max(xs)
+            ax.plot([lo, hi], [icpt + slope * lo, icpt + slope * hi], color="black", lw=1, ls="--")
+        ax.axhline(1.0, color="black", lw=0.6)
+        ax.set_title(arm, fontsize=9)
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel("TPOT speedup (×, baseline ÷ candidate)")
+    _legend(axes[0][-1], fontsize=7, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
 def histograms(
     gaps_ms: Mapping[str, Sequence[float]],
     tokens_per_chunk: Mapping[str, Mapping[str, int]],

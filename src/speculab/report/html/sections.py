@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from speculab.harness.analysis.request_acceptance import WeightedAcceptance
 from speculab.report.formatting import (
     MISSING,
     gb,
@@ -72,12 +73,71 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                     )
                 ),
                 "memory": memory_text(a),
+                "prefix": prefix_cache_text(a),
                 "repeats": str(a.repeats)
                 + (f" ({a.interrupted_repeats} interrupted)" if a.interrupted_repeats else ""),
                 "by_repeat": ", ".join(f"r{r} (#{o}) {num(t, ',.1f')}" for r, o, t in a.repeat_tok_s),
             }
         )
     return rows
+
+
+def prefix_cache_text(a: ArmLevel) -> str:
+    pc = a.prefix_cache
+    if pc is None:
+        return "–"
+    return f"{num(pc.hit_rate, '.0%')} of {num(pc.queries, ',.0f')} prompt tokens"
+
+
+def _weighted_cells(w: WeightedAcceptance) -> dict[str, str]:
+    rw_rate, rw_len = w.rate_request_weighted, w.length_request_weighted
+    return {
+        "requests": f"{w.drafting_requests} of {w.requests}",
+        "rate_tw": num(w.rate_token_weighted, ".1%"),
+        "rate_rw": interval(rw_rate, ".1%", floor=0.0, ceiling=1.0) if rw_rate is not None else MISSING,
+        "len_tw": num(w.length_token_weighted),
+        "len_rw": interval(rw_len, ".2f", floor=1.0) if rw_len is not None else MISSING,  # a length is >= 1
+    }
+
+
+def request_acceptance_rows(report: Report) -> list[dict[str, Any]]:
+    """Per candidate and load: acceptance from the responses' own fields, token- and request-weighted, overall then
+    per category; and the per-prompt relation between acceptance length and TPOT speedup."""
+    labels = arm_labels(report)
+    out = []
+    for lv in report.levels:
+        for arm in report.arms:
+            a = lv.arm(arm.name)
+            ra = a.request_acceptance if a is not None else None
+            if ra is None:
+                continue
+            comp = lv.comparison(arm.name)
+            rel = comp.acceptance_speedup if comp is not None else None
+            relation = "–"
+            if rel is not None:
+                if is_number(rel.slope):
+                    slope = f"{rel.slope:+.2f}× per unit [{rel.slope_low:+.2f}, {rel.slope_high:+.2f}]"
+                else:
+                    slope = "no line (" + ("fewer than 3 prompts" if rel.n < 3 else "the lengths do not vary") + ")"
+                rho = (
+                    f"Spearman ρ {rel.spearman_rho:.2f} (p {pvalue(rel.spearman_p)})"
+                    if is_number(rel.spearman_rho)
+                    else ""
+                )
+                relation = f"{slope}; {rho}; {rel.n} prompts".replace("; ;", ";")
+            rows = [{"category": "all", **_weighted_cells(ra.overall)}]
+            rows += [{"category": cat, **_weighted_cells(w)} for cat, w in ra.by_category.items()]
+            out.append(
+                {
+                    "label": labels.get(arm.name, arm.name),
+                    "level": lv.label,
+                    "source": ra.source,
+                    "kind": ra.overall.length_kind,
+                    "rows": rows,
+                    "relation": relation,
+                }
+            )
+    return out
 
 
 def memory_text(a: ArmLevel) -> str:

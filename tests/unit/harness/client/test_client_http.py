@@ -123,6 +123,9 @@ def test_payload_rules():
     forced = RequestSampling(max_tokens=5, max_tokens_overrides_items=True)
     assert build_payload(ep, forced, RequestSpec(0, prompt="x", max_tokens=9))["max_tokens"] == 5
     assert "key" not in repr(EndpointConfig("http://h", "m", api_key="sk-secret")).replace("api_key", "")
+    # servers that drop keep-alive connections after a stream (llama-server) are asked to close each one
+    assert "Connection" not in ep.headers() and EndpointConfig("http://h", "m", keep_alive=False).headers()[
+        "Connection"] == "close"  # fmt: skip
     assert "sk-secret" not in json.dumps(EndpointConfig("http://h", "m", api_key="sk-secret").to_manifest())
     with pytest.raises(UserError, match="--api chat"):
         build_payload(

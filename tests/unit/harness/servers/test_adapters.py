@@ -63,10 +63,16 @@ def test_extra_differences_are_not_a_single_change():
     assert not is_single_change(diff_for(ad, VLLM_BASE, VLLM_BASE), ad)  # nothing changed at all
 
 
+def test_vllm_per_request_metrics_flag_is_part_of_speculation():
+    ad = adapter_for("vllm")
+    spec = SpeculationConfig("ngram", 4, engine_args=("--per-request-spec-decode-metrics", "summary"))
+    assert is_single_change(diff_for(ad, VLLM_BASE, ad.candidate_command(VLLM_BASE, spec)), ad)
+
+
 def test_baseline_that_already_speculates_is_refused():
     with pytest.raises(UserError, match="already has speculation flag --speculative-config"):
         adapter_for("vllm").candidate_command([*VLLM_BASE, "--speculative-config", "{}"], NGRAM)
-    with pytest.raises(UserError, match="--model-draft"):
+    with pytest.raises(UserError, match="--spec-draft-model"):
         adapter_for("llamacpp").candidate_command(["llama-server", "-m", "x.gguf", "-md", "d.gguf"], DRAFT)
 
 
@@ -89,19 +95,32 @@ def test_sglang_flags():
 
 
 def test_llamacpp_flags_and_aliases():
+    # The spellings of the build scripts/install_llama_server.sh makes (llama-cpp-python 0.3.36's llama.cpp).
     ad = adapter_for("llamacpp")
-    base = ["llama-server", "-m", "t.gguf", "--port", "8080", "-ngl", "99"]
+    base = ["llama-server", "-m", "t.gguf", "--port", "8080", "-ngl", "99", "--metrics"]
     cand = ad.candidate_command(base, DRAFT)
-    assert cand[-4:] == ["--model-draft", "/models/draft", "--draft-max", "5"]
+    assert cand[len(base) :] == [
+        "--spec-type", "draft-simple", "--spec-draft-model", "/models/draft", "--spec-draft-n-max", "5"
+    ]  # fmt: skip
     assert is_single_change(diff_for(ad, base, cand), ad)
-    # The user's own candidate spelled with short aliases and a draft-min: still only speculation flags.
-    own = [*base, "-md", "/models/draft", "--draft", "5", "--draft-min", "1", "-ngld", "99"]
+    # The user's own candidate spelled with short and old aliases: still only speculation flags, the same option.
+    own = [*base, "-md", "/models/draft", "--draft", "5", "--draft-min", "1", "-ngld", "99", "-td", "2"]
     d = diff_for(ad, base, own)
-    assert set(d.flags) == {"--model-draft", "--draft-max", "--draft-min", "--gpu-layers-draft"}
+    assert set(d.flags) == {
+        "--spec-draft-model", "--spec-draft-n-max", "--spec-draft-n-min", "--spec-draft-ngl", "--spec-draft-threads"
+    }  # fmt: skip
     assert is_single_change(d, ad)
+    assert not diff_for(ad, [*base, "--model-draft", "d"], [*base, "-md", "d"]).differences
     ng = parse_command(ad.candidate_command(base, NGRAM)).flags
     assert ng["--spec-type"] == ("ngram-simple",) and ng["--spec-ngram-simple-size-m"] == ("4",)
+    assert ng["--spec-ngram-simple-size-n"] == ("4",)
+    assert is_single_change(diff_for(ad, base, [*base, "--spec-default"]), ad)
+    # acceptance: llama.cpp's --metrics counters (vLLM semantics), and per response timings
+    assert ad.acceptance.kind == "counters" and ad.acceptance.drafts == "llamacpp:spec_decode_num_drafts_total"
+    assert ad.acceptance.accepted_per_position == "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
     assert ad.acceptance.response_fields["accepted_tokens"] == "timings.draft_n_accepted"
+    # llama-server drops keep-alive connections after streamed responses: speculab asks it to close each one
+    assert ad.keep_alive is False and all(adapter_for(k).keep_alive for k in ("vllm", "sglang", "speculab", "tgi"))
 
 
 def test_tgi_and_other():
@@ -120,10 +139,10 @@ def test_tgi_and_other():
 
 
 def test_engine_args_are_appended_and_checked():
-    spec = SpeculationConfig("draft_model", 4, model="d.gguf", engine_args=("--draft-p-min", "0.5"))
+    spec = SpeculationConfig("draft_model", 4, model="d.gguf", engine_args=("--spec-draft-p-min", "0.5"))
     ad = adapter_for("llamacpp")
     cand = ad.candidate_command(["llama-server", "-m", "t.gguf"], spec)
-    assert cand[-2:] == ["--draft-p-min", "0.5"]
+    assert cand[-2:] == ["--spec-draft-p-min", "0.5"]
     assert is_single_change(diff_for(ad, ["llama-server", "-m", "t.gguf"], cand), ad)
     bad = SpeculationConfig("ngram", 4, engine_args=("--max-num-seqs", "4"))
     assert not is_single_change(

@@ -31,12 +31,26 @@ class AcceptanceMetrics:
     response_fields: Mapping[str, str] = field(default_factory=dict)  # meaning -> dotted path in the response
 
 
+@dataclass(frozen=True, slots=True)
+class PrefixCacheMetrics:
+    """Where an engine counts prefix-cache lookups, in prompt tokens (Prometheus counters, diffed around a level).
+
+    hits: tokens found in the cache. queries: tokens looked up; or, for engines that count the rest instead,
+    misses: tokens computed (queries = hits + misses)."""
+
+    hits: str
+    queries: str | None = None
+    misses: str | None = None
+
+
 class EngineAdapter(Protocol):
     """What speculab needs to know about one engine kind."""
 
     kind: str
     health_path: str
     acceptance: AcceptanceMetrics
+    prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
+    keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)
     speculation_flags: frozenset[str]  # exact flags that belong to speculation
     speculation_prefixes: tuple[str, ...]  # any flag starting with one of these belongs to speculation
     aliases: Mapping[str, str]  # alternate spellings -> canonical flag

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters.base import AcceptanceMetrics
+from speculab.harness.servers.adapters.base import AcceptanceMetrics, PrefixCacheMetrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,8 @@ class OtherAdapter:
     kind: str = "other"
     health_path: str = "/health"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
+    prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset()
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)

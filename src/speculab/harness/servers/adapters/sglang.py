@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, refuse_if_speculating, unsupported
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    PrefixCacheMetrics,
+    refuse_if_speculating,
+    unsupported,
+)
 
 _TREE_ALGOS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3"}
 
@@ -27,6 +32,11 @@ class SglangAdapter:
             response_fields={"verify_steps": "meta_info.spec_verify_ct", "tokens": "meta_info.completion_tokens"},
         )
     )
+    # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
+    prefix_cache: PrefixCacheMetrics | None = field(
+        default_factory=lambda: PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total")
+    )
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-algo"})  # short alias seen in older scripts
     speculation_prefixes: tuple[str, ...] = ("--speculative-",)
     aliases: dict[str, str] = field(default_factory=dict)

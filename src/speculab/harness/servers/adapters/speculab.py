@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, refuse_if_speculating
+from speculab.harness.servers.adapters.base import AcceptanceMetrics, PrefixCacheMetrics, refuse_if_speculating
 from speculab.harness.servers.adapters.vllm import counters
 
 
@@ -15,6 +15,8 @@ class SpeculabAdapter:
     kind: str = "speculab"
     health_path: str = "/health"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("speculab"))
+    prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-config"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, refuse_if_speculating, unsupported
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    PrefixCacheMetrics,
+    refuse_if_speculating,
+    unsupported,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +24,8 @@ class TgiAdapter:
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
     )
+    prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculate"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, refuse_if_speculating
+from speculab.harness.servers.adapters.base import AcceptanceMetrics, PrefixCacheMetrics, refuse_if_speculating
 
 
 def counters(prefix: str) -> AcceptanceMetrics:
@@ -27,10 +27,17 @@ class VllmAdapter:
     kind: str = "vllm"
     health_path: str = "/health"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("vllm"))
-    # --speculative-config today; the rest are the pre-0.8 spellings, so an old baseline's speculation is caught.
+    prefix_cache: PrefixCacheMetrics | None = field(
+        default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
+    )
+    keep_alive: bool = True
+    # --speculative-config today, and --per-request-spec-decode-metrics (0.32: each response carries its own
+    # acceptance; vLLM refuses it without speculation, so only a candidate can carry it, via engine_args); the rest
+    # are the pre-0.8 spellings, so an old baseline's speculation is caught.
     speculation_flags: frozenset[str] = frozenset(
         {
             "--speculative-config",
+            "--per-request-spec-decode-metrics",
             "--speculative-model",
             "--num-speculative-tokens",
             "--ngram-prompt-lookup-max",

@@ -1,0 +1,117 @@
+"""Per-response speculative-decoding stats, read from each engine's own response fields into one shape.
+
+`RequestRecord.spec` is `{"drafts", "draft_tokens", "accepted_tokens", "source"}` (vLLM semantics: a draft is one
+verification step of this request; accepted tokens exclude the target's own token), plus `accepted_per_position` where
+the engine gives a per-step histogram. A value the engine did not report is None, never derived; no recognised field
+at all gives None. The fields, by engine (docs/engines.md says which were seen from a real server):
+
+* speculab: `usage.speculab_spec_decode` {drafts, draft_tokens, accepted_tokens} (every response with speculation).
+* vLLM (`--per-request-spec-decode-metrics summary|detailed`, 0.32): top-level `metrics.speculative_decoding`
+  {num_spec_steps, num_draft_tokens, num_accepted_draft_tokens, acceptance_histogram, ...} in the body, or in the
+  final usage chunk of a stream (so only with `stream_options.include_usage`, which the harness always sends).
+* SGLang: `meta_info` {spec_verify_ct, spec_num_correct_drafts | spec_accepted_drafts | spec_accept_token_num,
+  spec_num_proposed_drafts | spec_proposed_drafts | spec_draft_token_num} on the choice (non-streamed chat with
+  `return_meta_info: true`) or at the top level (native /generate).
+* llama.cpp: `timings.draft_n` / `timings.draft_n_accepted` (tokens; no step count per request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SOURCE_SPECULAB = "speculab usage.speculab_spec_decode"
+SOURCE_VLLM = "vllm metrics.speculative_decoding"
+SOURCE_SGLANG = "sglang meta_info"
+SOURCE_LLAMACPP = "llama.cpp timings"
+
+# SGLang renamed these; every spelling seen in its tokenizer manager, newest first.
+_SGLANG_ACCEPTED = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
+_SGLANG_DRAFTED = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
+# meta_info scalars worth keeping in a record (it can also carry per-token logprobs: those are left out)
+SGLANG_META_KEPT = ("spec_verify_ct", *_SGLANG_ACCEPTED, *_SGLANG_DRAFTED, "completion_tokens", "cached_tokens")
+
+
+def spec_from_response(
+    usage: Mapping[str, Any] | None,
+    timings: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, Any] | None = None,
+    meta_info: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The response's speculation stats from whichever engine field is present (they never coexist)."""
+    return (
+        spec_from_speculab_usage(usage)
+        or spec_from_vllm_metrics(metrics)
+        or spec_from_sglang_meta(meta_info)
+        or spec_from_timings(timings)
+    )
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    return next((_int(d[k]) for k in keys if _int(d.get(k)) is not None), None)
+
+
+def spec_from_speculab_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    ours = (usage or {}).get("speculab_spec_decode")
+    if not isinstance(ours, Mapping):
+        return None
+    return {
+        "drafts": _int(ours.get("drafts")),
+        "draft_tokens": _int(ours.get("draft_tokens")),
+        "accepted_tokens": _int(ours.get("accepted_tokens")),
+        "source": SOURCE_SPECULAB,
+    }
+
+
+def spec_from_vllm_metrics(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """vLLM's per-request `metrics.speculative_decoding`. Its histogram counts steps by accepted drafts j (0..k), so
+    position p (0-based) was accepted in every step with j > p: that is vLLM's per-position counter, per request."""
+    sd = (metrics or {}).get("speculative_decoding")
+    if not isinstance(sd, Mapping):
+        return None
+    out: dict[str, Any] = {
+        "drafts": _int(sd.get("num_spec_steps")),
+        "draft_tokens": _int(sd.get("num_draft_tokens")),
+        "accepted_tokens": _int(sd.get("num_accepted_draft_tokens")),
+        "source": SOURCE_VLLM,
+    }
+    hist = sd.get("acceptance_histogram")
+    if isinstance(hist, list) and len(hist) > 1 and all(_int(h) is not None for h in hist):
+        out["accepted_per_position"] = [sum(int(h) for h in hist[p + 1 :]) for p in range(len(hist) - 1)]
+    return out
+
+
+def spec_from_sglang_meta(meta_info: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not meta_info or _int(meta_info.get("spec_verify_ct")) is None:
+        return None
+    return {
+        "drafts": _int(meta_info.get("spec_verify_ct")),
+        "draft_tokens": _first(meta_info, _SGLANG_DRAFTED),
+        "accepted_tokens": _first(meta_info, _SGLANG_ACCEPTED),
+        "source": SOURCE_SGLANG,
+    }
+
+
+def spec_from_timings(timings: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """llama.cpp adds draft_n / draft_n_accepted to `timings` only when the request drafted something; it reports
+    no verification steps per request (its /metrics counter has them server-wide)."""
+    if not timings or "draft_n" not in timings:
+        return None
+    return {
+        "drafts": None,
+        "draft_tokens": _int(timings.get("draft_n")),
+        "accepted_tokens": _int(timings.get("draft_n_accepted")),
+        "source": SOURCE_LLAMACPP,
+    }
+
+
+def kept_meta_info(meta_info: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """SGLang's meta_info scalars about speculation and the prefix cache, for the record (None when none)."""
+    if not meta_info:
+        return None
+    kept = {k: meta_info[k] for k in SGLANG_META_KEPT if k in meta_info}
+    return kept or None

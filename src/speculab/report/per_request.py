@@ -1,0 +1,89 @@
+"""Per arm and load: acceptance from each response's own fields and the prefix cache's hits; per load and candidate:
+acceptance length against TPOT speedup, prompt by prompt, and whether the prefix-cache hit rate moved.
+
+The numbers come from `harness.analysis.request_acceptance` and `harness.analysis.prefix_cache` (pure); this module
+only picks the records and counters of one arm and load. docs/results.md says how each is made.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_rates
+from speculab.harness.analysis.request_acceptance import (
+    AcceptanceSpeedup,
+    RequestAcceptance,
+    acceptance_speedup,
+    per_prompt_length,
+    request_acceptance,
+    weighted_acceptance,
+)
+from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.results.ab_inputs import RepeatRun
+from speculab.harness.servers.prefix_cache import prefix_cache_delta
+from speculab.report.schema import ArmLevel, PrefixCacheView, RequestAcceptanceView
+
+
+def _measured(runs: Sequence[RepeatRun]) -> list[RequestRecord]:
+    return [r for run in runs for r in run.records if not r.warmup]
+
+
+def _per_request(runs: Sequence[RepeatRun]) -> list[RequestAcceptance]:
+    return [a for a in (request_acceptance(r) for r in _measured(runs)) if a is not None]
+
+
+def request_acceptance_view(runs: Sequence[RepeatRun], items: Sequence[RequestSpec]) -> RequestAcceptanceView | None:
+    """Token- and request-weighted acceptance of one arm at one load, overall and per category; None when no
+    response carried per-request acceptance."""
+    records = _measured(runs)
+    per = [a for a in (request_acceptance(r) for r in records) if a is not None]
+    overall = weighted_acceptance(per)
+    if overall is None:
+        return None
+    category = {it.index: it.category for it in items if it.category}
+    groups: dict[str, list[RequestAcceptance]] = defaultdict(list)
+    for a in per:
+        if a.index in category:
+            groups[category[a.index]].append(a)
+    by_cat = {}
+    if len(groups) >= 2:
+        for cat, group in sorted(groups.items()):
+            w = weighted_acceptance(group)
+            if w is not None:
+                by_cat[cat] = w
+    return RequestAcceptanceView(per[0].source, sum(1 for r in records if r.ok), overall, by_cat)
+
+
+def prefix_cache_view(runs: Sequence[RepeatRun], engine: str) -> PrefixCacheView | None:
+    """The prefix-cache counters' deltas of one arm at one load, summed over repeats; None when not exposed."""
+    deltas = [d for d in (prefix_cache_delta(engine, run.counter_deltas) for run in runs if not run.interrupted) if d]
+    if not deltas:
+        return None
+    queries = sum(d.queries for d in deltas)
+    hits = sum(d.hits for d in deltas)
+    requests = sum(1 for r in _measured(runs) if r.ok)
+    return PrefixCacheView(deltas[0].source, queries, hits, hits / queries if queries > 0 else None, requests,
+                           len(deltas))  # fmt: skip
+
+
+def hit_rate_change(base: ArmLevel, cand: ArmLevel) -> HitRateChange | None:
+    b, c = base.prefix_cache, cand.prefix_cache
+    if b is None or c is None or b.hit_rate is None or c.hit_rate is None:
+        return None
+    return compare_hit_rates(b.hit_rate, b.requests, c.hit_rate, c.requests)
+
+
+def acceptance_vs_speedup(
+    cand_runs: Sequence[RepeatRun],
+    base_tpot: Mapping[int, float],
+    cand_tpot: Mapping[int, float],
+    items: Sequence[RequestSpec],
+) -> AcceptanceSpeedup | None:
+    """The candidate's per-prompt acceptance length (median over repeats) against its TPOT speedup on that prompt
+    (baseline TPOT / candidate TPOT, each the median over repeats, as the paired comparison uses)."""
+    per = _per_request(cand_runs)
+    if not per:
+        return None
+    categories = {it.index: it.category for it in items if it.category}
+    return acceptance_speedup(per_prompt_length(per), base_tpot, cand_tpot, per[0].length_kind, categories)

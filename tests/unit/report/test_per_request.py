@@ -1,0 +1,98 @@
+"""Per-request acceptance (token- and request-weighted, per category, against TPOT speedup) and the prefix-cache
+hit-rate check, on synthetic inputs whose effects are known."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tests.fakes.ab_inputs import ArmEffect, make_inputs
+
+from speculab.harness.analysis.request_acceptance import (
+    LENGTH_PER_STEP,
+    LENGTH_TOKENS_PER_STEP,
+    request_acceptance,
+    weighted_acceptance,
+)
+from speculab.harness.records import RequestRecord
+from speculab.harness.results.ab_inputs import LevelSpec
+from speculab.report.model import build_report
+from speculab.report.schema import Report, ReportOptions
+
+FAST = ReportOptions(n_resamples=400)
+LEVELS = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
+
+
+def rec(i: int, n: int, spec: dict | None) -> RequestRecord:
+    return RequestRecord(i, 0.0, 0.0, 1.0, completion_tokens=n, spec=spec)
+
+
+def test_long_requests_weigh_more_in_the_token_weighted_figure():
+    # one long request drafting well, three short ones drafting badly (vLLM-style fields)
+    per = [
+        request_acceptance(rec(0, 401, {"drafts": 100, "draft_tokens": 400, "accepted_tokens": 300})),
+        *(request_acceptance(rec(i, 11, {"drafts": 8, "draft_tokens": 32, "accepted_tokens": 2})) for i in (1, 2, 3)),
+    ]
+    w = weighted_acceptance(per)
+    assert w.length_kind == LENGTH_PER_STEP and w.requests == w.drafting_requests == 4
+    assert w.rate_token_weighted == pytest.approx(306 / 496)
+    assert w.rate_request_weighted.estimate == pytest.approx((0.75 + 3 * 2 / 32) / 4)
+    assert w.length_token_weighted == pytest.approx(1 + 306 / 124)
+    assert w.length_request_weighted.estimate == pytest.approx((4.0 + 3 * 1.25) / 4)
+
+
+def test_llamacpp_tokens_per_step_and_nothing_invented():
+    # llama.cpp reports drafted/accepted tokens but no steps: the length is output tokens per target step
+    a = request_acceptance(rec(0, 33, {"drafts": None, "draft_tokens": 40, "accepted_tokens": 24, "source": "x"}))
+    assert a.length_kind == LENGTH_TOKENS_PER_STEP and a.length == pytest.approx(32 / 8) and a.rate == 0.6
+    assert request_acceptance(rec(1, 10, None)) is None  # nothing reported: no acceptance
+    assert request_acceptance(rec(2, 10, {"drafts": 3, "draft_tokens": None, "accepted_tokens": None})) is None
+    zero = request_acceptance(rec(3, 10, {"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0}))
+    assert zero.rate is None and zero.length is None  # reported, but drafted nothing: 0/0 is no number
+    w = weighted_acceptance([a, zero])
+    assert w.requests == 1  # one kind of length per summary: the llama.cpp-style request's
+    assert w.length_token_weighted == pytest.approx(4.0)
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    cand = ArmEffect(
+        tpot_factor={"c1": 1 / 1.6, "c4": 1 / 1.3}, tokens_per_chunk=3, acceptance_length=2.6, per_request_spread=0.25,
+        prefix_hit_rate=0.41,
+    )  # fmt: skip
+    base = ArmEffect(prefix_hit_rate=0.97)
+    return build_report(make_inputs(n_prompts=36, repeats=2, levels=LEVELS, baseline=base,
+                                    candidates={"ngram-k4": cand}), FAST)  # fmt: skip
+
+
+def test_report_gives_both_weightings_per_category_and_the_relation_to_speedup(report: Report):
+    lv = report.level("c1")
+    ra = lv.arm("ngram-k4").request_acceptance
+    assert ra is not None and ra.source == "vllm metrics.speculative_decoding" and ra.requests == 72
+    assert ra.overall.drafting_requests == 72 and 2.0 < ra.overall.length_token_weighted < 3.3
+    assert math.isfinite(ra.overall.length_request_weighted.low)
+    assert set(ra.by_category) == {"code-edit", "rag-qa", "writing"}
+    assert lv.arm("baseline").request_acceptance is None  # the plain arm reports none
+    rel = lv.comparison("ngram-k4").acceptance_speedup
+    # the fake makes each prompt's speedup proportional to its acceptance length: slope > 0, strong rank relation
+    assert rel is not None and rel.n == 36 and rel.slope_low > 0 and rel.spearman_rho > 0.8
+    assert all(p[3] > 0 for p in rel.points) and {p[1] for p in rel.points} == {"code-edit", "rag-qa", "writing"}
+
+
+def test_prefix_cache_hit_rate_change_is_a_warning_and_in_the_verdict(report: Report):
+    comp = report.level("c4").comparison("ngram-k4")
+    assert report.level("c4").arm("baseline").prefix_cache.hit_rate == pytest.approx(0.97)
+    assert comp.prefix_cache.beyond_noise and comp.prefix_cache.candidate_hit_rate == pytest.approx(0.41)
+    text = "speculation changed the prefix-cache hit rate from 97% to 41%: TTFT differences may come from that"
+    assert any(text in w for w in report.warnings)
+    assert text in report.candidates[0].verdict_line
+    assert Report.from_json(report.to_json()) == report  # the new keys round-trip through summary.json
+
+
+def test_a_small_hit_rate_difference_is_noise():
+    arms = {"ngram-k4": ArmEffect(acceptance_length=2.0, tokens_per_chunk=2, prefix_hit_rate=0.78)}
+    r = build_report(make_inputs(n_prompts=12, repeats=1, levels=LEVELS, baseline=ArmEffect(prefix_hit_rate=0.82),
+                                 candidates=arms), FAST)  # fmt: skip
+    comp = r.level("c1").comparison("ngram-k4")
+    assert comp.prefix_cache is not None and not comp.prefix_cache.beyond_noise
+    assert not any("prefix-cache" in w for w in r.warnings) and "prefix-cache" not in r.candidates[0].verdict_line
