@@ -276,44 +276,10 @@ def mock_server(
     import asyncio
     import errno
 
-    from speculab.harness.mock.script import MockConfig, parse_chunk_pattern
+    from speculab.harness.mock.options import mock_config_from_flags
     from speculab.harness.mock.server import serve_mock
 
-    pattern = parse_chunk_pattern(tokens_per_chunk)
-    try:
-        cfg = MockConfig(
-            ttft_s=ttft_ms / 1e3,
-            ttft_jitter_s=ttft_jitter_ms / 1e3,
-            gap_s=gap_ms / 1e3,
-            tokens_per_chunk=pattern if len(pattern) > 1 else pattern[0],
-            output_tokens=output_tokens,
-            models=tuple(model),
-            max_model_len=max_model_len,
-            prefill_s_per_token=prefill_ms_per_token / 1e3,
-            serial_prefill=serial_prefill,
-            startup_s=startup_ms / 1e3,
-            cold_start_s=cold_start_ms / 1e3,
-            idle_reset_s=idle_reset_s,
-            max_concurrency=max_concurrency,
-            decode_slowdown_per_request=decode_slowdown,
-            num_speculative_tokens=max(pattern) - 1 if num_speculative_tokens is None else num_speculative_tokens,
-            prefix_cache=prefix_cache,
-            prefix_cache_max_blocks=prefix_cache_max_blocks,
-            fault_5xx_rate=fault_5xx_rate,
-            fault_429_rate=fault_429_rate,
-            retry_after_s=retry_after_s,
-            fault_drop_rate=fault_drop_rate,
-            fault_malformed_rate=fault_malformed_rate,
-            fault_error_event_rate=fault_error_event_rate,
-            fault_stall_rate=fault_stall_rate,
-            fault_stall_s=fault_stall_s,
-            seed=seed,
-            record_send_times=record_send_times,
-            spin_s=spin_ms / 1e3,
-            api_key=api_key,
-        )
-    except ValueError as e:
-        raise UserError(f"invalid mock-server settings: {e}") from None
+    cfg = mock_config_from_flags(dict(locals()))
 
     def ready(url: str) -> None:
         typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}); Ctrl-C stops it", err=False)
