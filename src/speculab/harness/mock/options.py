@@ -28,9 +28,7 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
             idle_reset_s=f["idle_reset_s"],
             max_concurrency=f["max_concurrency"],
             decode_slowdown_per_request=f["decode_slowdown"],
-            num_speculative_tokens=max(pattern) - 1
-            if f["num_speculative_tokens"] is None
-            else f["num_speculative_tokens"],
+            num_speculative_tokens=max(pattern) - 1 if k is None else k,
             prefix_cache=f["prefix_cache"],
             prefix_cache_max_blocks=f["prefix_cache_max_blocks"],
             fault_5xx_rate=f["fault_5xx_rate"],
