@@ -1,0 +1,105 @@
+"""The adaptive policy: acceptance EMAs, measured costs, and the k they choose (pure, scripted numbers).
+
+Exactness with the policy on is the engine tests' job (test_spec_engine.py runs it); here the choices themselves:
+speculate fully when drafts are accepted and verification is nearly free, skip when it is not worth it, pick an
+intermediate k when acceptance falls off with position, explore after a long run of skips.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from speculab.engine.spec.adaptive import Acceptance, AdaptiveConfig, AdaptivePolicy, StepCosts
+
+
+def test_acceptance_counts_reached_positions_only():
+    a = Acceptance(3, prior=0.5, prior_weight=0.0001, decay=1.0)
+    # asked 3 each; accepted 3, 1, 0: position 0 reached 3x (accepted 2), position 1 reached 2x (1), position 2 1x (1)
+    a.observe([3, 3, 3], [3, 1, 0])
+    assert a.rate(0) == pytest.approx(2 / 3, abs=1e-3)
+    assert a.rate(1) == pytest.approx(1 / 2, abs=1e-3)
+    assert a.rate(2) == pytest.approx(1.0, abs=1e-3)
+    assert a.expected_tokens(0) == 1.0
+    assert a.expected_tokens(3) == pytest.approx(1 + 2 / 3 + 1 / 3 + 1 / 3, abs=1e-3)
+    a.observe([1], [0])  # asked for one draft only: positions 1 and 2 learn nothing
+    assert a.rate(1) == pytest.approx(1 / 2, abs=1e-3)
+
+
+def test_acceptance_forgets_old_evidence():
+    a = Acceptance(1, decay=0.9)
+    for _ in range(200):
+        a.observe([1], [1])
+    for _ in range(60):
+        a.observe([1], [0])
+    assert a.rate(0) < 0.01  # the last 60 rejections outweigh 200 old acceptances
+
+
+def test_costs_interpolate_between_and_extrapolate_beyond_measurements():
+    c = StepCosts(ema=0.5)
+    assert c.target(4) is None and c.proposer(4) == 0.0
+    c.observe_target(1, 1.0)
+    assert c.target(3) == pytest.approx(3.0)  # one point: proportional, never optimistic
+    c.observe_target(5, 2.0)
+    assert c.target(3) == pytest.approx(1.5)
+    assert c.target(9) == pytest.approx(3.0)
+    assert c.target(0) == pytest.approx(1.0)
+    c.observe_target(5, 4.0)  # an EMA, not the last word
+    assert c.target(5) == pytest.approx(3.0)
+    c.observe_proposer(2, 4, 0.8)
+    assert c.proposer(2) == pytest.approx(0.2) and c.proposer(1) == pytest.approx(0.2)
+
+
+def test_calibration_times_a_grid_of_batch_shapes():
+    calls = []
+
+    def time_forward(rows: int, width: int) -> float:
+        calls.append((rows, width))
+        return 0.001 * (1 + rows * width / 10)
+
+    c = StepCosts()
+    c.calibrate(time_forward, max_rows=6, max_width=5)
+    assert {r for r, _ in calls} == {1, 2, 4, 6} and {w for _, w in calls} == {1, 2, 3, 4, 5}
+    assert c.target(30) == pytest.approx(0.004)
+
+
+def policy(accept: list[float], target_s, draft_s: float = 0.0, k: int = 4, rows=(1, 16), **cfg) -> AdaptivePolicy:
+    """A policy whose acceptance is `accept` per position and whose costs come from target_s(tokens)."""
+    p = AdaptivePolicy(k, AdaptiveConfig(prior_weight=1e-9, **cfg))
+    for i, a in enumerate(accept):
+        p.acceptance.reached[i], p.acceptance.accepted[i] = 1000.0, 1000.0 * a
+    for b in rows:
+        for w in range(1, k + 2):
+            p.costs.observe_target(b * w, target_s(b * w))
+        p.costs.observe_proposer(b, 1, draft_s)
+    return p
+
+
+def test_nothing_measured_means_speculate_and_measure():
+    assert AdaptivePolicy(4).choose(8) == 4
+
+
+def test_high_acceptance_and_cheap_verification_speculate_fully():
+    p = policy([0.9] * 4, lambda t: 1.0 + 0.01 * t)  # a memory-bound GPU: tokens are nearly free
+    assert p.choose(1) == 4 and p.choose(16) == 4
+
+
+def test_compute_bound_batches_stop_speculating():
+    p = policy([0.6] * 4, lambda t: 1.0 + 0.2 * t)  # cost grows with every batch token
+    assert p.choose(1) > 0
+    assert p.choose(16) == 0
+
+
+def test_acceptance_falling_with_position_picks_an_intermediate_k():
+    p = policy([0.9, 0.8, 0.1, 0.1], lambda t: 1.0 + 0.05 * t, draft_s=0.05)
+    assert p.choose(1) == 2
+
+
+def test_a_costly_proposer_is_not_worth_a_low_acceptance():
+    p = policy([0.3] * 4, lambda t: 1.0 + 0.01 * t, draft_s=0.5)
+    assert p.choose(1) == 0
+
+
+def test_a_long_run_of_skips_explores_once():
+    p = policy([0.2] * 4, lambda t: 1.0 + 0.2 * t, explore_every=5)
+    choices = [p.choose(16) for _ in range(10)]
+    assert choices.count(0) == 8 and choices[4] > 0 and choices[9] > 0
