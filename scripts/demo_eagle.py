@@ -143,8 +143,10 @@ def eagle_losses(
     loss: EagleLoss,
     gen: torch.Generator | None,
     depth: int | None = None,
+    draft_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(feature loss, token loss, pass-0 agreement) for windows [B, S + 1].
+    """(feature loss, token loss, pass-0 agreement) for windows [B, S + 1]; with `draft_ids` [N] the agreement of
+    an argmax restricted to that draft vocabulary (what drafting with it proposes).
 
     Training (a generator given) adds the feature noise and scores the token loss at a random `token_fraction`
     of positions; evaluation scores every position. Pass d's losses weigh 0.8^d (EAGLE-3's decay: later drafts
@@ -177,13 +179,20 @@ def eagle_losses(
         t_loss = t_loss + w * -(t_logp[:, keep].exp() * logp).sum(-1).mean()  # CE against the target's p
         norm += w
         if d == 0:
-            agree = (logp.argmax(-1) == t_logp.argmax(-1)).float().mean()
+            pred = logp.argmax(-1) if draft_ids is None else draft_ids[logp[..., draft_ids].argmax(-1)]
+            agree = (pred == t_logp.argmax(-1)).float().mean()
     return f_loss / norm, t_loss / norm, agree
 
 
 @torch.no_grad()
 def heldout_metrics(
-    head: EagleHead, target: CausalLM, windows: torch.Tensor, loss: EagleLoss, device: torch.device, batch_size: int
+    head: EagleHead,
+    target: CausalLM,
+    windows: torch.Tensor,
+    loss: EagleLoss,
+    device: torch.device,
+    batch_size: int,
+    draft_ids: torch.Tensor | None = None,
 ) -> dict[str, float]:
     """Held-out feature loss, token loss and teacher-forced agreement (pass 0: the first draft's situation),
     averaged over windows [n, S + 1]."""
@@ -194,7 +203,7 @@ def heldout_metrics(
     for i in range(0, windows.shape[0], batch_size):
         w = windows[i : i + batch_size]
         with autocast(device):
-            parts = eagle_losses(head, target, w, loss, None, depth=1)
+            parts = eagle_losses(head, target, w, loss, None, depth=1, draft_ids=draft_ids)
         for j, x in enumerate(parts):
             sums[j] += x.item() * w.shape[0]
         n += w.shape[0]
@@ -282,10 +291,16 @@ def train_eagle(
     return result
 
 
+def frequent_tokens(stream: torch.Tensor, vocab_size: int, n: int) -> torch.Tensor:
+    """The n most frequent token ids of `stream` [N], sorted (FR-Spec's frequency-ranked draft vocabulary)."""
+    counts = torch.bincount(stream.flatten().cpu(), minlength=vocab_size)
+    return counts.topk(n).indices.sort().values
+
+
 def save_eagle_dir(head: EagleHead, out_dir: Path, dtype: torch.dtype = torch.float16) -> list[Path]:
-    """config.json (Llama fields + EAGLE's "bias") and model.safetensors with fc.* and layers.* only."""
+    """config.json (Llama fields + EAGLE's "bias", draft_vocab_size) and model.safetensors: fc.*, layers.*, d2t."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    sd = {k: v.detach().to("cpu", dtype).contiguous() for k, v in head.state_dict().items()}
+    sd = {k: v.detach().to("cpu", v.dtype if k == "d2t" else dtype).contiguous() for k, v in head.state_dict().items()}
     for name, t in sd.items():
         if not torch.isfinite(t).all():
             raise ValueError(f"{name} does not fit in {dtype}")
@@ -352,6 +367,17 @@ def evaluate_eagle(
 
     held = heldout_metrics(head, target, windows, EagleLoss(), device, batch_size)
     alpha = held["agreement"]
+    ids = head.draft_token_ids()
+    vocab: dict = {}
+    if ids is not None:
+        restricted = heldout_metrics(head, target, windows, EagleLoss(), device, batch_size, draft_ids=ids)
+        inside = torch.zeros(target.config.vocab_size, dtype=torch.bool, device=windows.device)
+        inside[ids] = True
+        vocab = {
+            "draft_vocab_size": ids.numel(),
+            "draft_vocab_coverage": inside[windows[:, 1:]].float().mean().item(),  # held-out tokens it can draft
+            "agreement_alpha_draft_vocab": restricted["agreement"],
+        }
     # The engine runs the serving forward in float32, exactly as `speculab serve` does on a CPU.
     target32 = target.float().eval()
     head32 = head.float().eval()
@@ -371,6 +397,7 @@ def evaluate_eagle(
             f"expected_tokens_per_step_k{k}_iid": expected_tokens_per_step_iid(alpha, k),
             "feature_loss": held["feature_loss"],
             "token_loss": held["token_loss"],
+            **vocab,
         },
         "engine_greedy_replay": {
             "prompts": len(rows),

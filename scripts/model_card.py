@@ -146,12 +146,21 @@ def _replay_rows(replay: dict, kinds: tuple[str, ...]) -> list[list[object]]:
 def render_eagle(e: dict) -> list[str]:
     """The EAGLE head's part of the card: architecture, training, acceptance."""
     cfg, t, loss = e["config"], e["train"], e["loss"]
+    reused = t.get("reused_by")
+    vocab = cfg.get("draft_vocab_size")
     out = [
         "### EAGLE head (`demo-eagle`)",
         f"Trained with `python {e.get('created_by', 'scripts/train_demo.py')} {' '.join(e.get('argv', []))}`".rstrip()
-        + f" on {e.get('environment', {}).get('device', 'the same device')}: one decoder layer of the target's shape "
-        f"over fc(concat(embed(token), target feature)), the target's embedding and LM head shared (not stored), "
-        f"{e['parameters']:,} parameters, fc bias {'yes' if cfg.get('bias') else 'no'}.",
+        + f" on {e.get('environment', {}).get('device', 'the same device')}"
+        + (f" (draft vocabulary, export and evaluation redone by `... {' '.join(reused)}`)" if reused else "")
+        + ": one decoder layer of the target's shape over fc(concat(embed(token), target feature)), the target's "
+        f"embedding and LM head shared (not stored), {e['parameters']:,} parameters, fc bias "
+        f"{'yes' if cfg.get('bias') else 'no'}"
+        + (
+            f"; it drafts over the {vocab:,} most frequent training tokens (a draft vocabulary, `d2t`)."
+            if vocab
+            else "; it drafts over the whole vocabulary."
+        ),
         "",
     ]
     depth = loss.get("depth", 1)
@@ -183,7 +192,13 @@ def render_eagle(e: dict) -> list[str]:
         f"Teacher-forced on {tf['positions']:,} held-out positions (the first draft's situation: true target "
         f"features up to the position), the head's argmax equals the target's next-token argmax at "
         f"**{_f(tf['agreement_alpha'])}** of positions (i.i.d. estimate for k=4: "
-        f"{_f(tf['expected_tokens_per_step_k4_iid'], 2)} tokens per target step).",
+        f"{_f(tf['expected_tokens_per_step_k4_iid'], 2)} tokens per target step)"
+        + (
+            f"; restricted to the draft vocabulary (which holds {_f(tf['draft_vocab_coverage'])} of held-out tokens) "
+            f"it agrees at **{_f(tf['agreement_alpha_draft_vocab'])}**."
+            if "agreement_alpha_draft_vocab" in tf
+            else "."
+        ),
         "",
         f"Greedy speculative decoding run in speculab's engine (float32, k = 4) on {rp['prompts']} held-out prompts "
         f"({rp['prompt_tokens']} tokens, up to {rp['max_new_tokens']} new, stopping at EOS), every proposer on the "

@@ -67,6 +67,7 @@ class Preset:
     log_every_s: float
     eval_every_s: float
     eagle_lr: float = 2e-3  # the EAGLE head (one decoder layer over the target's features)
+    eagle_draft_vocab: int = 2048  # the head drafts over the most frequent tokens (its LM head is most of its cost)
 
 
 PRESETS = {
@@ -124,6 +125,7 @@ PRESETS = {
         log_every_s=1.0,
         eval_every_s=5.0,
         eagle_lr=1e-2,
+        eagle_draft_vocab=128,
     ),
 }
 

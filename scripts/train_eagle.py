@@ -29,11 +29,12 @@ for _p in (_HERE, _HERE.parent / "src"):  # runnable from a plain checkout witho
 
 import demo_data  # noqa: E402
 import torch  # noqa: E402
-from demo_eagle import EagleLoss, evaluate_eagle, new_head, save_eagle_dir, train_eagle  # noqa: E402
+from demo_eagle import EagleLoss, evaluate_eagle, frequent_tokens, new_head, save_eagle_dir, train_eagle  # noqa: E402
 from demo_train import TrainConfig  # noqa: E402
 
 from speculab.engine.loader import load_model  # noqa: E402
 from speculab.engine.model import CausalLM  # noqa: E402
+from speculab.engine.spec.eagle_head import EagleHead, load_eagle_head  # noqa: E402
 
 
 def eagle_stage(
@@ -50,11 +51,18 @@ def eagle_stage(
     max_steps: int | None = None,
     loss: EagleLoss = EagleLoss(),
     log=print,
+    draft_vocab: int | None = None,
+    reuse: tuple[EagleHead, dict] | None = None,
 ) -> dict:
-    """Train, export and evaluate the head; the report's "eagle" section."""
+    """Train, export and evaluate the head; the report's "eagle" section.
+
+    `draft_vocab` (default: the preset's) restricts drafting to that many of the most frequent training tokens
+    (0 or >= the vocabulary: all). `reuse` = (a trained head, its report's "train" section) skips training: the
+    draft vocabulary and the evaluation are redone for a head already trained.
+    """
     from demo_data import fixed_windows
 
-    head = new_head(target, seed + 2).to(device)
+    head = new_head(target, seed + 2).to(device) if reuse is None else reuse[0]
     cfg = TrainConfig(
         batch_size=preset.batch_size,
         seq_len=preset.seq_len,
@@ -68,7 +76,24 @@ def eagle_stage(
     )
     for p in target.parameters():
         p.requires_grad_(False)
-    res = train_eagle(head, target, train_stream, heldout_stream, cfg, loss, device, log=log)
+    if reuse is None:
+        res = train_eagle(head, target, train_stream, heldout_stream, cfg, loss, device, log=log)
+        train = {
+            **{k: v for k, v in asdict(cfg).items() if k != "betas"},
+            "steps": res.steps,
+            "tokens_seen": res.tokens_seen,
+            "elapsed_s": res.elapsed_s,
+            "tokens_per_s": res.tokens_seen / max(res.elapsed_s, 1e-9),
+            "epochs": res.tokens_seen / train_stream.numel(),
+            "best_step": res.best_step,
+            "final": {k: v for k, v in res.log[-1].items() if k != "step"},
+            "log": res.log,
+        }
+    else:
+        train = reuse[1]
+    n_vocab = preset.eagle_draft_vocab if draft_vocab is None else draft_vocab
+    if 0 < n_vocab < target.config.vocab_size:
+        head.set_draft_vocab(frequent_tokens(train_stream, target.config.vocab_size, n_vocab).to(device))
     files = save_eagle_dir(head, out_dir)
     t0 = time.monotonic()
     windows = fixed_windows(heldout_stream, preset.seq_len, preset.eval_windows)
@@ -94,17 +119,7 @@ def eagle_stage(
         "config": head.to_hf(),
         "parameters": sum(p.numel() for p in head.parameters()),
         "loss": asdict(loss),
-        "train": {
-            **{k: v for k, v in asdict(cfg).items() if k != "betas"},
-            "steps": res.steps,
-            "tokens_seen": res.tokens_seen,
-            "elapsed_s": res.elapsed_s,
-            "tokens_per_s": res.tokens_seen / max(res.elapsed_s, 1e-9),
-            "epochs": res.tokens_seen / train_stream.numel(),
-            "best_step": res.best_step,
-            "final": {k: v for k, v in res.log[-1].items() if k != "step"},
-            "log": res.log,
-        },
+        "train": train,
         "acceptance": acceptance,
         "files": {f"{out_dir.name}/{f.name}": f.stat().st_size for f in files},
     }
@@ -134,6 +149,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--depth-after", type=float, default=EagleLoss.depth_after, help="budget share before --depth")
     ap.add_argument("--token-fraction", type=float, default=EagleLoss.token_fraction)
     ap.add_argument("--lr", type=float, help="override the preset's eagle_lr")
+    ap.add_argument("--draft-vocab", type=int, help="draft vocabulary size (default: the preset's; 0 = all tokens)")
+    ap.add_argument(
+        "--reuse-head",
+        action="store_true",
+        help="do not train: take the head in --out (and its training record in --report), redo draft vocabulary, "
+        "export and evaluation",
+    )
     ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     ap.add_argument("--threads", type=int, help="torch CPU threads")
     ap.add_argument("--seed", type=int, default=0)
@@ -166,6 +188,14 @@ def main(argv: list[str] | None = None) -> dict:
     loss = EagleLoss(
         args.feature_weight, args.token_weight, args.noise, args.depth, args.depth_after, args.token_fraction
     )
+    reuse = None
+    previous = json.loads(args.report.read_text()).get("eagle") if args.report and args.report.is_file() else None
+    if args.reuse_head:
+        if previous is None:
+            raise SystemExit("--reuse-head needs the head's earlier report section (--report with an 'eagle' entry)")
+        head = load_eagle_head(args.out, target, dtype=torch.float32).float()
+        reuse = (head, {**previous["train"], "reused_by": sys.argv[1:] if argv is None else argv})
+        loss = EagleLoss(**previous["loss"])
     section = eagle_stage(
         target,
         draft,
@@ -179,10 +209,12 @@ def main(argv: list[str] | None = None) -> dict:
         args.seed,
         max_steps=args.max_steps,
         loss=loss,
+        draft_vocab=args.draft_vocab,
+        reuse=reuse,
     )
     section |= {
         "created_by": "scripts/train_eagle.py",
-        "argv": sys.argv[1:] if argv is None else argv,
+        "argv": previous["argv"] if args.reuse_head and previous else sys.argv[1:] if argv is None else argv,
         "preset": args.preset,
         "environment": {"python": platform.python_version(), "torch": torch.__version__, "device": str(device)},
         "wall_s": time.monotonic() - wall_start,

@@ -115,6 +115,9 @@ def test_eagle_head_is_trained_exported_and_evaluated(run):
     assert log[-1]["token_loss"] < log[0]["token_loss"] - 0.3
     head = load_eagle_head(out / "eagle", load_model(out / "target"))
     assert head.config.num_hidden_layers == 1 and head.lm_head is None
+    assert head.draft_token_ids().numel() == train_demo.PRESETS["tiny"].eagle_draft_vocab  # the frequent tokens
+    tf = e["acceptance"]["teacher_forced_heldout"]
+    assert 0 < tf["draft_vocab_coverage"] <= 1 and 0 <= tf["agreement_alpha_draft_vocab"] <= 1
     assert sorted(e["files"]) == ["eagle/config.json", "eagle/model.safetensors"]
     assert set(e["files"]) <= set(report["files"])
     replay = e["acceptance"]["engine_greedy_replay"]

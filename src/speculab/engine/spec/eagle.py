@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
 from speculab.engine.spec.drafting import assemble_proposal, draft_tokens
@@ -86,6 +87,13 @@ class EagleProposer:
         self.embed = target.model.embed_tokens
         # vLLM's rule: the head's own LM head when its checkpoint has one, the target's otherwise
         self.lm_head = head.lm_head if head.lm_head is not None else target.lm_head
+        self.vocab_size = target.config.vocab_size
+        # A draft vocabulary scores N of the V tokens: the LM head's rows for them ([N, H], copied once).
+        self._draft_ids = head.draft_token_ids()
+        weight = self.lm_head.weight
+        if self._draft_ids is not None and weight.shape[0] != self._draft_ids.numel():
+            weight = weight[self._draft_ids]
+        self._lm_weight = weight.detach().contiguous()
         self._k = num_speculative_tokens
         param = next(head.parameters())
         self.device, self.dtype = param.device, param.dtype
@@ -114,7 +122,13 @@ class EagleProposer:
 
     # --- one step -----------------------------------------------------------------------------------
     def _logits(self, features: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(features).float()
+        """Draft logits [A, V] float32 from predicted features [A, H]; -inf outside a draft vocabulary."""
+        logits = F.linear(features, self._lm_weight).float()  # [A, N]
+        if self._draft_ids is None:
+            return logits
+        full = torch.full((features.shape[0], self.vocab_size), float("-inf"), device=features.device)
+        full[:, self._draft_ids] = logits
+        return full
 
     def _entries(self, row: DraftSource, state: _HeadState) -> tuple[int, torch.Tensor, list[int]]:
         """The catch-up for one row: first position, features [n, H] and tokens [n] (t_{i+1} for entry i)."""

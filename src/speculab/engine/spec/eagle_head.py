@@ -18,10 +18,17 @@ num_hidden_layers = 1, heads, intermediate_size, rope_theta, vocab_size) and the
     layers.{i}.post_attention_layernorm.weight   layers.{i}.input_layernorm.weight for i > 0 only
     embed_tokens.weight                          optional: a frozen copy of the target's; the target's is used
     lm_head.weight                               optional: the head's own LM head; else the target's
+    d2t [N]                                      optional: a draft vocabulary (below)
 
 in model.safetensors (or its sharded index) or pytorch_model.bin (read with torch.load(weights_only=True): tensors
 only, no code), optionally under a "model." prefix. Layer 0 has no input norm (EAGLE's cnets and vLLM both skip
 it; a stored layers.0.input_layernorm.weight is ignored, as they ignore it).
+
+A draft vocabulary (FR-Spec; EAGLE-3's `d2t` and `draft_vocab_size`, here for an EAGLE-1 head): the head scores
+only N frequent tokens, draft id j meaning target token j + d2t[j]; q is zero elsewhere, so verification stays
+exact and drafts never propose a token outside it. It exists for speed where the LM head dominates the head's
+cost (a small model's vocabulary projection is most of its bytes); vLLM's EAGLE-1 loader skips the tensor and
+drafts over the whole vocabulary.
 """
 
 from __future__ import annotations
@@ -59,14 +66,34 @@ class EagleHeadError(UserError):
 class EagleHead(nn.Module):
     """fc + decoder layers (+ an optional own lm_head); the target's embedding and LM head are passed in."""
 
-    def __init__(self, cfg: ModelConfig, fc_bias: bool = False, own_lm_head: bool = False):
+    def __init__(
+        self, cfg: ModelConfig, fc_bias: bool = False, own_lm_head: bool = False, draft_vocab_size: int | None = None
+    ):
         super().__init__()
         h = cfg.hidden_size
         self.config = cfg
         self.fc = nn.Linear(2 * h, h, bias=fc_bias)
         self.layers = nn.ModuleList(DecoderLayer(cfg, input_norm=i > 0) for i in range(cfg.num_hidden_layers))
-        self.lm_head: nn.Linear | None = nn.Linear(h, cfg.vocab_size, bias=False) if own_lm_head else None
+        rows = draft_vocab_size or cfg.vocab_size
+        self.lm_head: nn.Linear | None = nn.Linear(h, rows, bias=False) if own_lm_head else None
+        self.d2t: torch.Tensor | None
+        if draft_vocab_size:
+            self.register_buffer("d2t", torch.zeros(draft_vocab_size, dtype=torch.long))  # target id = j + d2t[j]
+        else:
+            self.d2t = None
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
+
+    def draft_token_ids(self) -> torch.Tensor | None:
+        """The target token ids [N] the head drafts over, or None: the whole vocabulary."""
+        if self.d2t is None:
+            return None
+        return torch.arange(self.d2t.numel(), device=self.d2t.device) + self.d2t
+
+    def set_draft_vocab(self, token_ids: torch.Tensor) -> None:
+        """Restrict drafting to `token_ids` [N] (sorted, distinct target ids)."""
+        ids = token_ids.long().sort().values
+        self.__dict__.pop("d2t", None)  # a plain None attribute until the buffer exists
+        self.register_buffer("d2t", ids - torch.arange(ids.numel(), device=ids.device))
 
     def forward(
         self,
@@ -80,8 +107,9 @@ class EagleHead(nn.Module):
         return run_layers(self.layers, x, batch, cache, self.inv_freq)
 
     def to_hf(self) -> dict[str, Any]:
-        """config.json for this head: Llama fields, plus EAGLE's "bias" key for fc."""
-        return {**self.config.to_hf(), "bias": self.fc.bias is not None}
+        """config.json for this head: Llama fields, EAGLE's "bias" key for fc, EAGLE-3's draft_vocab_size if any."""
+        extra = {} if self.d2t is None else {"draft_vocab_size": self.d2t.numel()}
+        return {**self.config.to_hf(), "bias": self.fc.bias is not None, **extra}
 
 
 def _read_config(path: Path) -> ModelConfig:
@@ -170,8 +198,23 @@ def load_eagle_head(
             f"{tuple(target.model.embed_tokens.weight.shape)}: use the head trained for this target"
         )
     found = {k: v for k, v in raw.items() if not _IGNORED.search(k)}
+    d2t = found.get("d2t")
+    if d2t is not None:
+        ids = torch.arange(d2t.numel()) + d2t.long()
+        if (
+            d2t.dim() != 1
+            or ids.min() < 0
+            or ids.max() >= target.config.vocab_size
+            or ids.unique().numel() != ids.numel()
+        ):
+            raise EagleHeadError(f"EAGLE head {root}: d2t does not map to distinct ids of the target's vocabulary")
     with torch.device("meta"):
-        head = EagleHead(cfg, fc_bias="fc.bias" in found, own_lm_head="lm_head.weight" in found)
+        head = EagleHead(
+            cfg,
+            fc_bias="fc.bias" in found,
+            own_lm_head="lm_head.weight" in found,
+            draft_vocab_size=None if d2t is None else d2t.numel(),
+        )
     expected = {k: v.shape for k, v in head.state_dict().items()}
     missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or unexpected:
@@ -185,6 +228,8 @@ def load_eagle_head(
             raise EagleHeadError(
                 f"EAGLE head {root}: {name} has shape {tuple(t.shape)}, its config.json implies {tuple(expected[name])}"
             )
-    head.load_state_dict({k: v.to(device, dtype) for k, v in found.items()}, strict=True, assign=True)
+    head.load_state_dict(
+        {k: v.to(device) if k == "d2t" else v.to(device, dtype) for k, v in found.items()}, strict=True, assign=True
+    )
     head.inv_freq = rope_inv_freq(cfg).to(device)
     return head.eval().requires_grad_(False)

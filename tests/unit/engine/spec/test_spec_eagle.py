@@ -50,13 +50,18 @@ def reference_feature(head: EagleHead, target: CausalLM, tokens: list[int], feat
 @torch.inference_mode()
 def reference_q(head, target, committed: list[int], drafts: list[int], p: Params) -> list[torch.Tensor]:
     """q for each draft position, given the drafts before it: the target's features for the committed part, the
-    head's own predictions for the drafted part."""
+    head's own predictions for the drafted part; a draft vocabulary masks the other tokens' logits."""
     h = target_features(target, committed)[:-1]  # h_0 .. h_{n-1}; t_n (the last) is not in the target's cache yet
     tokens, feats = committed[1:], h
     out = []
     for j in range(len(drafts) + 1):
         f = reference_feature(head, target, tokens, feats)
         logits = target.lm_head(f).float()[None]
+        ids = head.draft_token_ids()
+        if ids is not None:
+            outside = torch.ones(logits.shape[-1], dtype=torch.bool)
+            outside[ids] = False
+            logits = logits.masked_fill(outside, float("-inf"))
         out.append(
             processed_probs(logits, torch.tensor([p.temperature]), torch.tensor([p.top_p]), torch.tensor([p.top_k]))[0]
         )
@@ -78,7 +83,11 @@ def record(prop: EagleProposer, target: CausalLM, rows: list[Row], starts: list[
     prop.record_target_hidden([r.request_id for r in rows], starts, hidden, counts)
 
 
-def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, head):
+@pytest.mark.parametrize("draft_vocab", [None, [0, 3, 4, 7, 9, 10, 11, 15, 20, 21, 25, 31]])
+def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, draft_vocab):
+    head = random_eagle(target, 1, fc_bias=True)
+    if draft_vocab is not None:
+        head.set_draft_vocab(torch.tensor(draft_vocab))
     g = torch.Generator().manual_seed(0)
     prop = EagleProposer(head, target, K, num_slots=3, max_len=128)
     params = [Params(temperature=1.0), Params(temperature=0.7, top_k=5), Params()]
@@ -105,6 +114,7 @@ def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, hea
                 else:
                     assert drafts[j] == int(ref[j].argmax())
                 assert ref[j][drafts[j]] > 0  # drafted from q's support
+                assert draft_vocab is None or drafts[j] in draft_vocab
             accepted = int(torch.randint(0, n + 1, (1,), generator=g))
             seen["all"] |= n > 0 and accepted == n
             seen["partial"] |= accepted < n
@@ -179,6 +189,11 @@ def test_loads_the_layouts_eagle_checkpoints_come_in(tmp_path, target, head):
         assert torch.allclose(run(loaded), want, atol=1e-6), name
     cfg = json.loads((tmp_path / "st" / "config.json").read_text())
     assert cfg["architectures"] == ["LlamaForCausalLM"] and cfg["bias"] is True and cfg["num_hidden_layers"] == 1
+    # a draft vocabulary (EAGLE-3's d2t) survives the round trip
+    vocab_head = random_eagle(target, 1)
+    vocab_head.set_draft_vocab(torch.tensor([5, 1, 30, 2]))
+    loaded = load_eagle_head(_save(tmp_path / "d2t", vocab_head, target), target)
+    assert loaded.draft_token_ids().tolist() == [1, 2, 5, 30] and loaded.to_hf()["draft_vocab_size"] == 4
     # an own lm_head is used instead of the target's (vLLM's rule)
     own = load_eagle_head(_save(tmp_path / "own", head, target, extra={"lm_head.weight": torch.zeros(32, 32)}), target)
     assert own.lm_head is not None and EagleProposer(own, target, 2, 1, 16).lm_head is own.lm_head

@@ -140,14 +140,16 @@ def _full_probs(model: CausalLM, tokens: list[int], sp: SamplingParams) -> torch
     return processed_probs(logits, t, p, k)[0].double()
 
 
-@pytest.mark.parametrize("method", ["ngram", "draft", "eagle"])
+@pytest.mark.parametrize("method", ["ngram", "draft", "eagle", "eagle+vocab"])
 def test_sampled_first_tokens_have_the_targets_joint_distribution(method):
     """5,000 seeded requests; the joint law of the first 3 tokens (prefill, then draft/verify/bonus) vs exact."""
     vocab, n_samples, n_tokens = 5, 5000, 3
     target = sharp_lm(3, vocab_size=vocab, sharpen=2.0)
     draft = sharp_lm(4, vocab_size=vocab, num_hidden_layers=1, sharpen=2.0)  # a different model: real rejections
-    if method == "eagle":
+    if method.startswith("eagle"):
         draft = random_eagle(target, 4)  # drafts through the target's (sharpened) head: q differs from p
+        if method == "eagle+vocab":
+            draft.set_draft_vocab(torch.tensor([0, 2, 3]))  # q is 0 on tokens 1 and 4: only the residual emits them
     sp = dict(max_tokens=n_tokens, temperature=0.9, top_k=4)
     prompt = [1, 2, 3, 1, 2]
     exact = []
@@ -158,7 +160,7 @@ def test_sampled_first_tokens_have_the_targets_joint_distribution(method):
             prefix.append(tok)
         exact.append(prob)
     exact_t = torch.tensor(exact, dtype=torch.float64)
-    engine = make_engine(target, method, draft, max_num_seqs=64)
+    engine = make_engine(target, method.partition("+")[0], draft, max_num_seqs=64)
     outs = engine.generate([prompt] * n_samples, [SamplingParams(**sp, seed=i) for i in range(n_samples)])
     codes = [sum(t * vocab ** (n_tokens - 1 - j) for j, t in enumerate(s.output_ids)) for s in outs]
     observed = torch.bincount(torch.tensor(codes), minlength=vocab**n_tokens).double()
