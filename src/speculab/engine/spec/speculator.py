@@ -8,10 +8,10 @@ that had at least one draft token; accepted tokens exclude the target's own (cor
 
 How many tokens a step drafts: num_speculative_tokens, unless the step has more decode rows than
 `disable_by_batch_size` (vLLM's option: then it drafts none), or an `AdaptivePolicy` chooses k in 0..K from
-recent acceptance and measured costs (spec/adaptive.py). A step with k = 0 is plain decoding through the same
-verification (greedy argmax, or one draw from p), so the output is unchanged; its time still teaches the policy
-what a plain step costs. The policy times the proposer (propose) and the target forward (from propose's return
-to verify's call) with an injected clock.
+recent acceptance and measured costs (spec/adaptive.py). A step in which no row drafts samples exactly as plain
+decoding does (the same `request_probs`, `sample` and generators), without the verifier's machinery; its time
+still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target forward
+(from propose's return to verify's call) with an injected clock.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from speculab.engine.sampling import ban_tokens, request_probs
+from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
 from speculab.engine.spec.adaptive import AdaptivePolicy
 from speculab.engine.spec.proposer import Proposal, Proposer
@@ -45,7 +45,7 @@ class SpecCounters:
 @dataclass(slots=True)
 class _Pending:
     seqs: list[Sequence]
-    proposal: Proposal
+    proposal: Proposal | None  # None: the step drafts nothing
     asked: list[int]  # drafts each row was asked for this step
     k: int
     proposer_s: float
@@ -88,13 +88,11 @@ class Speculator:
         k = self._step_k(len(seqs))
         self.counters.steps_by_k[k] += 1
         asked = [min(k, m) for m in max_drafts]
-        if any(asked):
-            proposal = self.proposer.propose(seqs, asked)
-        else:  # nothing to draft: the proposer is not even asked (an EAGLE head catches up later)
-            width = self.num_speculative_tokens
-            proposal = Proposal(
-                torch.full((len(seqs), width), -1, dtype=torch.long), torch.zeros(len(seqs), dtype=torch.long)
-            )
+        if not any(asked):  # nothing to draft: the proposer is not even asked (an EAGLE head catches up later)
+            t1 = self.clock()
+            self._pending = _Pending(seqs, None, asked, 0, t1 - t0, t1)
+            return [[] for _ in seqs]
+        proposal = self.proposer.propose(seqs, asked)
         t1 = self.clock()
         self._pending = _Pending(seqs, proposal, asked, k, t1 - t0, t1)
         lens = proposal.lens.tolist()
@@ -114,6 +112,10 @@ class Speculator:
         proposal = pending.proposal
         self._pending = None
         b, width, v = target_logits.shape
+        if proposal is None or not any(drafts):
+            emitted = self._plain(seqs, target_logits[:, 0], generator)
+            self._observe(pending, b * width, forward_s, [0] * b)
+            return emitted
         k = width - 1
         dev = target_logits.device
         lens = torch.tensor([len(d) for d in drafts], dtype=torch.long)
@@ -138,13 +140,25 @@ class Speculator:
         emitted = result.emitted()
         accepted = result.num_accepted.tolist()
         self._count(seqs, lens.tolist(), accepted)
-        if self.adaptive is not None:
-            costs = self.adaptive.costs
-            costs.observe_target(b * width, forward_s)  # rows are padded to the longest draft
-            costs.observe_proposer(b, pending.k, pending.proposer_s)
-            if pending.k:
-                self.adaptive.observe(pending.asked, accepted)
+        self._observe(pending, b * width, forward_s, accepted)  # rows are padded to the longest draft
         return emitted
+
+    def _plain(self, seqs: list[Sequence], logits: torch.Tensor, generator: torch.Generator) -> list[list[int]]:
+        """A step without drafts emits what plain decoding would, the same way (logits [B, V] at the last token)."""
+        out_index = [s.num_output_tokens for s in seqs]
+        if all(s.params.greedy for s in seqs):
+            return [[t] for t in ban_tokens(logits, seqs, out_index).argmax(-1).tolist()]
+        return [[t] for t in sample(request_probs(logits, seqs, out_index), seqs, generator)]
+
+    def _observe(self, pending: _Pending, batch_tokens: int, forward_s: float, accepted: list[int]) -> None:
+        """Feed the adaptive policy this step's timings and the verifier's decisions."""
+        if self.adaptive is None:
+            return
+        costs = self.adaptive.costs
+        costs.observe_target(batch_tokens, forward_s)
+        costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s)
+        if pending.k:
+            self.adaptive.observe(pending.asked, accepted)
 
     def _count(self, seqs: list[Sequence], lens: list[int], accepted: list[int]) -> None:
         c = self.counters
