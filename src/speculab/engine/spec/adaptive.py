@@ -16,8 +16,8 @@ forward and proposer time refine the estimate at the batch tokens it ran (also a
 Batch tokens between measured points are interpolated linearly, beyond them extrapolated from the last two.
 The proposer's cost per draft is learnt online per batch size (unknown = free, so it gets tried and measured).
 
-When k = 0 has won `explore_every` steps in a row, one step drafts at the best k > 0, so that acceptance and cost
-estimates that only change when speculation runs cannot lock speculation out for good.
+When one k has won `explore_every` steps in a row, one step runs at another k (each in turn), so that the costs
+and acceptances that only that k's steps measure stay fresh: stale estimates cannot lock a k in or out for good.
 Choosing k never changes what is emitted: every k is verified exactly; only the speed changes.
 """
 
@@ -151,7 +151,7 @@ class AdaptivePolicy:
         self.cfg = cfg
         self.acceptance = Acceptance(k_max, cfg.prior_acceptance, cfg.prior_weight, cfg.decay)
         self.costs = StepCosts(ema=cfg.cost_ema)
-        self._zero_streak = 0
+        self._last, self._streak, self._explored = -1, 0, 0
 
     def rates(self, rows: int) -> list[float]:
         """Expected tokens per second [K+1] for each k at this batch size (0 where costs are unknown)."""
@@ -170,13 +170,15 @@ class AdaptivePolicy:
         if not rates:
             return self.k_max  # nothing measured yet: speculate, and measure
         k = max(range(len(rates)), key=rates.__getitem__)
-        if k == 0:
-            self._zero_streak += 1
-            if self._zero_streak >= self.cfg.explore_every and self.k_max > 0:
-                self._zero_streak = 0
-                k = max(range(1, len(rates)), key=rates.__getitem__)
-        else:
-            self._zero_streak = 0
+        self._streak = self._streak + 1 if k == self._last else 1
+        self._last = k
+        if self._streak >= self.cfg.explore_every and self.k_max > 0:
+            # The same k for a long run: try another once, in turn (k = 0 first when speculating), so that the
+            # costs and acceptances only its steps measure stay fresh.
+            self._streak = 0
+            others = [j for j in range(self.k_max + 1) if j != k]
+            k = others[self._explored % len(others)]
+            self._explored += 1
         return k
 
     def observe(self, asked: Sequence[int], accepted: Sequence[int]) -> None:

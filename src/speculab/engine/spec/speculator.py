@@ -10,8 +10,8 @@ How many tokens a step drafts: num_speculative_tokens, unless the step has more 
 `disable_by_batch_size` (vLLM's option: then it drafts none), or an `AdaptivePolicy` chooses k in 0..K from
 recent acceptance and measured costs (spec/adaptive.py). A step in which no row drafts samples exactly as plain
 decoding does (the same `request_probs`, `sample` and generators), without the verifier's machinery; its time
-still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target forward
-(from propose's return to verify's call) with an injected clock.
+still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target's forward plus
+verification (from propose's return to verify's end) with an injected clock.
 """
 
 from __future__ import annotations
@@ -108,13 +108,12 @@ class Speculator:
         pending = self._pending
         if pending is None or len(pending.seqs) != len(seqs):
             raise RuntimeError("verify() must follow propose() for the same sequences")
-        forward_s = self.clock() - pending.proposed_at  # the target's forward over this step's rows
         proposal = pending.proposal
         self._pending = None
         b, width, v = target_logits.shape
         if proposal is None or not any(drafts):
             emitted = self._plain(seqs, target_logits[:, 0], generator)
-            self._observe(pending, b * width, forward_s, [0] * b)
+            self._observe(pending, b * width, [0] * b)
             return emitted
         k = width - 1
         dev = target_logits.device
@@ -140,7 +139,7 @@ class Speculator:
         emitted = result.emitted()
         accepted = result.num_accepted.tolist()
         self._count(seqs, lens.tolist(), accepted)
-        self._observe(pending, b * width, forward_s, accepted)  # rows are padded to the longest draft
+        self._observe(pending, b * width, accepted)  # rows are padded to the longest draft
         return emitted
 
     def _plain(self, seqs: list[Sequence], logits: torch.Tensor, generator: torch.Generator) -> list[list[int]]:
@@ -150,12 +149,16 @@ class Speculator:
             return [[t] for t in ban_tokens(logits, seqs, out_index).argmax(-1).tolist()]
         return [[t] for t in sample(request_probs(logits, seqs, out_index), seqs, generator)]
 
-    def _observe(self, pending: _Pending, batch_tokens: int, forward_s: float, accepted: list[int]) -> None:
-        """Feed the adaptive policy this step's timings and the verifier's decisions."""
+    def _observe(self, pending: _Pending, batch_tokens: int, accepted: list[int]) -> None:
+        """Feed the adaptive policy this step's timings and the verifier's decisions.
+
+        The target's cost is measured from propose's return to the end of verification: the forward over the
+        batch's tokens and what verifying them costs, both growing with k.
+        """
         if self.adaptive is None:
             return
         costs = self.adaptive.costs
-        costs.observe_target(batch_tokens, forward_s)
+        costs.observe_target(batch_tokens, self.clock() - pending.proposed_at)
         costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s)
         if pending.k:
             self.adaptive.observe(pending.asked, accepted)

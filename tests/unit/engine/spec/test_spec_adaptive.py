@@ -99,7 +99,8 @@ def test_a_costly_proposer_is_not_worth_a_low_acceptance():
     assert p.choose(1) == 0
 
 
-def test_a_long_run_of_skips_explores_once():
+def test_a_long_run_of_one_k_tries_the_others_in_turn():
     p = policy([0.2] * 4, lambda t: 1.0 + 0.2 * t, explore_every=5)
-    choices = [p.choose(16) for _ in range(10)]
-    assert choices.count(0) == 8 and choices[4] > 0 and choices[9] > 0
+    choices = [p.choose(16) for _ in range(25)]
+    assert [c for c in choices if c != 0] == [1, 2, 3, 4, 1]  # every 5th step, each other k in turn
+    assert choices.count(0) == 20
