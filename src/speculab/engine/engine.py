@@ -144,8 +144,11 @@ class Engine:
         """
         start = max(0, min(128, self.cfg.max_model_len - width - 1))
         batch = [Row(slot, [0] * width, start) for slot in range(rows)]
+        sync = torch.cuda.synchronize if self.runner.device.type == "cuda" else (lambda: None)
+        sync()
         t0 = time.perf_counter()
         self.runner.forward(batch, "all", hidden=self._record_hidden)
+        sync()  # kernels are asynchronous: time their completion, not their launch
         return time.perf_counter() - t0
 
     # --- requests ----------------------------------------------------------------------------------
