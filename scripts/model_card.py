@@ -152,7 +152,11 @@ def render_eagle(e: dict) -> list[str]:
         "### EAGLE head (`demo-eagle`)",
         f"Trained with `python {e.get('created_by', 'scripts/train_demo.py')} {' '.join(e.get('argv', []))}`".rstrip()
         + f" on {e.get('environment', {}).get('device', 'the same device')}"
-        + (f" (draft vocabulary, export and evaluation redone by `... {' '.join(reused)}`)" if reused else "")
+        + (
+            f" (draft vocabulary, export and evaluation redone by `python scripts/train_eagle.py {' '.join(reused)}`)"
+            if reused
+            else ""
+        )
         + ": one decoder layer of the target's shape over fc(concat(embed(token), target feature)), the target's "
         f"embedding and LM head shared (not stored), {e['parameters']:,} parameters, fc bias "
         f"{'yes' if cfg.get('bias') else 'no'}"
@@ -185,6 +189,8 @@ def render_eagle(e: dict) -> list[str]:
         _f(final.get("heldout_agreement", float("nan"))),
     ]
     out.append(_table(header, [row]))
+    if t.get("note"):
+        out += ["", f"The training record was {t['note']}."]
     acc = e["acceptance"]
     tf, rp = acc["teacher_forced_heldout"], acc["engine_greedy_replay"]
     out += [
