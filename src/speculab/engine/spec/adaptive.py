@@ -5,19 +5,22 @@ accepted | drafts 1 .. i-1 were), a missing draft counting as a rejection), a ro
 
     E(k) = 1 + sum_{j=1..k} prod_{i=1..j} a_i          tokens from a step with k drafts (E(0) = 1)
 
-and the step costs the target's forward over the batch's tokens plus the proposer's k forwards:
+and the step costs the target's forward (and verification) over the batch's tokens plus the proposer's k forwards:
 
     cost(B, k) = target(B * (1 + k)) + k * proposer(B)     (rows are padded to the longest draft)
 
 The policy picks the k in 0..K with the highest B * E(k) / cost(B, k). The a_i are exponential moving averages of
 the verifier's decisions (recent text, not the whole history). Costs are measured, not modelled: the engine times
 the target's forward at a grid of batch shapes when it starts (`StepCosts.calibrate`), and every step's own
-forward and proposer time refine the estimate at the batch tokens it ran (also an EMA: the machine's speed drifts).
-Batch tokens between measured points are interpolated linearly, beyond them extrapolated from the last two.
+forward and proposer time join the estimate at the batch tokens it ran: the median of the last 15 timings per size
+(the machine's speed drifts, and on a shared machine it spikes), kept non-decreasing in batch tokens. Batch tokens
+between measured points are interpolated linearly, beyond them extrapolated from the last two.
 The proposer's cost per draft is learnt online per batch size (unknown = free, so it gets tried and measured).
 
-When one k has won `explore_every` steps in a row, one step runs at another k (each in turn), so that the costs
-and acceptances that only that k's steps measure stay fresh: stale estimates cannot lock a k in or out for good.
+When one k has won `explore_every` steps in a row, one step runs at a neighbouring k, so that the costs and
+acceptances only that k's steps measure stay fresh: stale estimates cannot lock a k in or out for good. Each further
+try in the same run waits twice as long, since a try can be dear (an EAGLE head that skipped many steps catches up
+over all of them at once).
 Choosing k never changes what is emitted: every k is verified exactly; only the speed changes.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -36,12 +40,8 @@ class AdaptiveConfig:
     prior_acceptance: float = 0.5  # a_i before any evidence, worth `prior_weight` observations
     prior_weight: float = 2.0
     decay: float = 0.98  # per observation: an estimate remembers roughly the last 1 / (1 - decay) = 50 rows
-    cost_ema: float = 0.2  # weight of a new timing in the cost estimate at its batch size
+    cost_window: int = 15  # timings per batch size whose median is the cost estimate
     explore_every: int = 32
-
-
-def _ema(old: float | None, new: float, weight: float) -> float:
-    return new if old is None else (1 - weight) * old + weight * new
 
 
 def _interpolate(table: dict[int, float], x: int) -> float | None:
@@ -66,39 +66,57 @@ def _interpolate(table: dict[int, float], x: int) -> float | None:
 
 @dataclass
 class StepCosts:
-    """Seconds per target forward by batch tokens, and per proposer draft by batch rows (EMAs of measurements)."""
+    """Seconds per target forward by batch tokens, and per proposer draft by batch rows: the median of each size's
+    last `window` measurements (a shared machine's load spikes move a median far less than a mean), made
+    non-decreasing in batch tokens (a bigger batch never costs less; noise otherwise says it sometimes does)."""
 
-    ema: float = 0.2
-    target_s: dict[int, float] = field(default_factory=dict)  # batch tokens -> seconds per target forward
-    draft_s: dict[int, float] = field(default_factory=dict)  # batch rows -> proposer seconds per draft position
+    window: int = 15
+    target_obs: dict[int, deque[float]] = field(default_factory=dict)  # batch tokens -> recent seconds
+    draft_obs: dict[int, deque[float]] = field(default_factory=dict)  # batch rows -> recent seconds per draft
+    _tables: tuple[dict[int, float], dict[int, float]] | None = None
+
+    def _push(self, table: dict[int, deque[float]], key: int, seconds: float) -> None:
+        table.setdefault(key, deque(maxlen=self.window)).append(seconds)
+        self._tables = None
 
     def observe_target(self, batch_tokens: int, seconds: float) -> None:
-        self.target_s[batch_tokens] = _ema(self.target_s.get(batch_tokens), seconds, self.ema)
+        self._push(self.target_obs, batch_tokens, seconds)
 
     def observe_proposer(self, rows: int, k: int, seconds: float) -> None:
         if k > 0:
-            self.draft_s[rows] = _ema(self.draft_s.get(rows), seconds / k, self.ema)
+            self._push(self.draft_obs, rows, seconds / k)
+
+    def _medians(self) -> tuple[dict[int, float], dict[int, float]]:
+        if self._tables is None:
+            target, running = {}, 0.0
+            for t in sorted(self.target_obs):
+                running = max(running, statistics.median(self.target_obs[t]))
+                target[t] = running
+            draft = {b: statistics.median(v) for b, v in self.draft_obs.items()}
+            self._tables = (target, draft)
+        return self._tables
 
     def target(self, batch_tokens: int) -> float | None:
-        return _interpolate(self.target_s, batch_tokens)
+        return _interpolate(self._medians()[0], batch_tokens)
 
     def proposer(self, rows: int) -> float:
-        return _interpolate(self.draft_s, rows) or 0.0
+        return _interpolate(self._medians()[1], rows) or 0.0
 
     def calibrate(
-        self, time_forward: Callable[[int, int], float], max_rows: int, max_width: int, repeats: int = 3
+        self, time_forward: Callable[[int, int], float], max_rows: int, max_width: int, rounds: int = 5
     ) -> None:
-        """Time target forwards of `rows` x `width` tokens on a grid (median of `repeats`, after one warm-up)."""
+        """Time target forwards of `rows` x `width` tokens on a grid, `rounds` passes over the whole grid (so that
+        a slow moment hits every shape alike, and each shape's median discards it), after one warm-up each."""
         rows = sorted({1, max_rows, *(2**i for i in range(max_rows.bit_length()) if 2**i <= max_rows)})
         widths = sorted(
             {*range(1, min(max_width, 5) + 1), max_width, *(2**i + 1 for i in range(6) if 2**i < max_width)}
         )
-        seen: dict[int, list[float]] = {}
         for b in rows:
             time_forward(b, 1)  # warm-up: the first forward at a shape pays allocation
-            for w in widths:
-                seen.setdefault(b * w, []).append(statistics.median(time_forward(b, w) for _ in range(repeats)))
-        self.target_s = {t: statistics.mean(v) for t, v in seen.items()}
+        for _ in range(rounds):
+            for b in rows:
+                for w in widths:
+                    self.observe_target(b * w, time_forward(b, w))
 
 
 @dataclass
@@ -150,8 +168,8 @@ class AdaptivePolicy:
         self.k_max = k_max
         self.cfg = cfg
         self.acceptance = Acceptance(k_max, cfg.prior_acceptance, cfg.prior_weight, cfg.decay)
-        self.costs = StepCosts(ema=cfg.cost_ema)
-        self._last, self._streak, self._explored = -1, 0, 0
+        self.costs = StepCosts(window=cfg.cost_window)
+        self._last, self._streak, self._explored, self._patience = -1, 0, 0, cfg.explore_every
 
     def rates(self, rows: int) -> list[float]:
         """Expected tokens per second [K+1] for each k at this batch size (0 where costs are unknown)."""
@@ -170,15 +188,17 @@ class AdaptivePolicy:
         if not rates:
             return self.k_max  # nothing measured yet: speculate, and measure
         k = max(range(len(rates)), key=rates.__getitem__)
-        self._streak = self._streak + 1 if k == self._last else 1
-        self._last = k
-        if self._streak >= self.cfg.explore_every and self.k_max > 0:
-            # The same k for a long run: try another once, in turn (k = 0 first when speculating), so that the
-            # costs and acceptances only its steps measure stay fresh.
-            self._streak = 0
-            others = [j for j in range(self.k_max + 1) if j != k]
-            k = others[self._explored % len(others)]
+        if k != self._last:
+            self._last, self._streak, self._patience = k, 0, self.cfg.explore_every
+        self._streak += 1
+        if self._streak >= self._patience and self.k_max > 0:
+            # The same k for a long run: try a neighbour once (alternately below and above), so that the costs and
+            # acceptances only its steps measure stay fresh; each further try waits twice as long, since a try can
+            # be dear (after many steps without drafts an EAGLE head catches up over all of them at once).
+            self._streak, self._patience = 0, 2 * self._patience
+            neighbours = [j for j in (k - 1, k + 1) if 0 <= j <= self.k_max]
             self._explored += 1
+            return neighbours[self._explored % len(neighbours)]
         return k
 
     def observe(self, asked: Sequence[int], accepted: Sequence[int]) -> None:

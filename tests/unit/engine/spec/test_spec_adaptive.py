@@ -35,7 +35,7 @@ def test_acceptance_forgets_old_evidence():
 
 
 def test_costs_interpolate_between_and_extrapolate_beyond_measurements():
-    c = StepCosts(ema=0.5)
+    c = StepCosts(window=3)
     assert c.target(4) is None and c.proposer(4) == 0.0
     c.observe_target(1, 1.0)
     assert c.target(3) == pytest.approx(3.0)  # one point: proportional, never optimistic
@@ -43,8 +43,13 @@ def test_costs_interpolate_between_and_extrapolate_beyond_measurements():
     assert c.target(3) == pytest.approx(1.5)
     assert c.target(9) == pytest.approx(3.0)
     assert c.target(0) == pytest.approx(1.0)
-    c.observe_target(5, 4.0)  # an EMA, not the last word
+    c.observe_target(5, 4.0)  # the median of recent timings, not the last word
     assert c.target(5) == pytest.approx(3.0)
+    for _ in range(2):
+        c.observe_target(5, 2.5)
+    assert c.target(5) == pytest.approx(2.5)  # a window of 3: the 2.0 has left it, the 4.0 is outvoted
+    c.observe_target(9, 1.0)  # noise says a bigger batch is cheaper: the estimate never decreases with size
+    assert c.target(9) == pytest.approx(2.5)
     c.observe_proposer(2, 4, 0.8)
     assert c.proposer(2) == pytest.approx(0.2) and c.proposer(1) == pytest.approx(0.2)
 
@@ -57,8 +62,9 @@ def test_calibration_times_a_grid_of_batch_shapes():
         return 0.001 * (1 + rows * width / 10)
 
     c = StepCosts()
-    c.calibrate(time_forward, max_rows=6, max_width=5)
+    c.calibrate(time_forward, max_rows=6, max_width=5, rounds=3)
     assert {r for r, _ in calls} == {1, 2, 4, 6} and {w for _, w in calls} == {1, 2, 3, 4, 5}
+    assert calls.count((6, 5)) == 3  # every shape once per round
     assert c.target(30) == pytest.approx(0.004)
 
 
@@ -99,8 +105,8 @@ def test_a_costly_proposer_is_not_worth_a_low_acceptance():
     assert p.choose(1) == 0
 
 
-def test_a_long_run_of_one_k_tries_the_others_in_turn():
+def test_a_long_run_of_one_k_tries_a_neighbour_ever_more_rarely():
     p = policy([0.2] * 4, lambda t: 1.0 + 0.2 * t, explore_every=5)
-    choices = [p.choose(16) for _ in range(25)]
-    assert [c for c in choices if c != 0] == [1, 2, 3, 4, 1]  # every 5th step, each other k in turn
-    assert choices.count(0) == 20
+    choices = [p.choose(16) for _ in range(40)]
+    tried = [i for i, c in enumerate(choices) if c != 0]
+    assert tried == [4, 14, 34] and {choices[i] for i in tried} == {1}  # the 5th step, then 10 and 20 steps later
