@@ -15,7 +15,9 @@ the target's forward at a grid of batch shapes when it starts (`StepCosts.calibr
 forward and proposer time join the estimate at the batch tokens it ran: the median of the last 15 timings per size
 (the machine's speed drifts, and on a shared machine it spikes), kept non-decreasing in batch tokens. Batch tokens
 between measured points are interpolated linearly, beyond them extrapolated from the last two.
-The proposer's cost per draft is learnt online per batch size (unknown = free, so it gets tried and measured).
+The proposer's cost per draft is learnt online per batch size (unknown = free, so it gets tried and measured),
+without the time it spent catching up on a backlog (a new prompt, steps that did not speculate: `Proposal.backlog_s`),
+which speculation pays whenever it resumes and which would otherwise make every new request look like a dear draft.
 
 When one k has won `explore_every` steps in a row, one step runs at a neighbouring k, so that the costs and
 acceptances only that k's steps measure stay fresh: stale estimates cannot lock a k in or out for good. Each further
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 class AdaptiveConfig:
     """Policy settings (the speculative config's "adaptive": true uses the defaults)."""
 
-    prior_acceptance: float = 0.5  # a_i before any evidence, worth `prior_weight` observations
+    prior_acceptance: float = 0.5  # a_1 before any evidence (a_i leans on a_{i-1}), worth `prior_weight` observations
     prior_weight: float = 2.0
     decay: float = 0.98  # per observation: an estimate remembers roughly the last 1 / (1 - decay) = 50 rows
     cost_window: int = 15  # timings per batch size whose median is the cost estimate
@@ -121,7 +123,12 @@ class StepCosts:
 
 @dataclass
 class Acceptance:
-    """Per-position EMAs of the verifier's decisions: how often draft i is accepted once the row reaches it."""
+    """Per-position EMAs of the verifier's decisions: how often draft i is accepted once the row reaches it.
+
+    A position with little evidence leans on the one before it (`prior_weight` pseudo-observations of its rate;
+    the first position leans on `prior`): acceptance changes slowly with position, so after a few steps at k = 1
+    the policy can already judge k = 4 instead of creeping up one position at a time.
+    """
 
     k: int
     prior: float = 0.5
@@ -131,8 +138,7 @@ class Acceptance:
     accepted: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.reached = [self.prior_weight] * self.k
-        self.accepted = [self.prior_weight * self.prior] * self.k
+        self.reached, self.accepted = [0.0] * self.k, [0.0] * self.k
 
     def observe(self, asked: Sequence[int], accepted: Sequence[int]) -> None:
         """One verification step: per row, the drafts it was asked for and how many were accepted.
@@ -148,15 +154,23 @@ class Acceptance:
             self.reached[i] = g * self.reached[i] + len(reach)
             self.accepted[i] = g * self.accepted[i] + sum(1 for acc in reach if acc > i)
 
+    def rates(self) -> list[float]:
+        """a_1 .. a_K: P(draft at 0-based position i accepted | the ones before were), each shrunk toward the
+        position before it (the first toward the prior)."""
+        out, lean = [], self.prior
+        for reached, accepted in zip(self.reached, self.accepted, strict=True):
+            lean = (accepted + self.prior_weight * lean) / (reached + self.prior_weight)
+            out.append(lean)
+        return out
+
     def rate(self, i: int) -> float:
-        """a_{i+1}: P(draft at 0-based position i accepted | the ones before were)."""
-        return self.accepted[i] / self.reached[i]
+        return self.rates()[i]
 
     def expected_tokens(self, k: int) -> float:
         """E(k) = 1 + sum_j prod_{i<=j} a_i: tokens a row emits from a step with k drafts."""
         total, run = 1.0, 1.0
-        for i in range(k):
-            run *= self.rate(i)
+        for a in self.rates()[:k]:
+            run *= a
             total += run
         return total
 

@@ -16,14 +16,15 @@ Shapes: B rows, K = num_speculative_tokens, V = target vocabulary, S = tokens pe
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.spec.drafting import assemble_proposal, draft_tokens
+from speculab.engine.spec.drafting import assemble_proposal, draft_tokens, timed
 from speculab.engine.spec.proposer import DraftSource, Proposal
 from speculab.errors import UserError
 
@@ -97,6 +98,7 @@ class DraftModelProposer:
         max_len: int,
         target_vocab_size: int,
         seed: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
     ):
         if num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be at least 1")
@@ -107,6 +109,7 @@ class DraftModelProposer:
         self.device = param.device
         self.cache = KVCache(model.config, num_slots, max_len, dtype=param.dtype, device=param.device)
         self._states: dict[str, _DraftState] = {}
+        self.clock = clock  # times the backlog catch-ups (Proposal.backlog_s)
         # Requests without a seed of their own draw their drafts from this one.
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -136,8 +139,9 @@ class DraftModelProposer:
         pad = torch.full((logits.shape[0], v - logits.shape[-1]), float("-inf"), device=logits.device)
         return torch.cat([logits, pad], dim=-1)
 
-    def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> torch.Tensor:
-        """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one.
+    def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> tuple[torch.Tensor, float]:
+        """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one,
+        and the seconds spent on the long catch-ups (the backlog: see Proposal).
 
         Rows whose catch-up is short (the usual 1-2 tokens) share one padded forward; long catch-ups (new
         requests' prompts) share another, so that a prompt never pads the short rows to its length.
@@ -145,8 +149,8 @@ class DraftModelProposer:
         out = torch.empty((len(rows), self.target_vocab_size), device=self.device)
         short = [i for i, (s, n) in enumerate(zip(starts, lengths, strict=True)) if n - s <= self._k + 1]
         long = [i for i in range(len(rows)) if i not in set(short)]
-        groups = [g for g in (short, long) if g]
-        for group in groups:
+
+        def run(group: list[int]) -> None:
             width = max(lengths[i] - starts[i] for i in group)
             tokens = torch.zeros((len(group), width), dtype=torch.long)
             positions = torch.full((len(group), width), -1, dtype=torch.long)
@@ -166,7 +170,11 @@ class DraftModelProposer:
             out[torch.tensor(group, device=self.device)] = self._to_vocab(
                 self.model(batch, self.cache, logits_rows=last.to(self.device))
             )
-        return out
+
+        if short:
+            run(short)
+        backlog_s = timed(lambda: run(long), self.device, self.clock) if long else 0.0
+        return out, backlog_s
 
     @torch.inference_mode()
     def propose(self, rows: Sequence[DraftSource], max_drafts: Sequence[int]) -> Proposal:
@@ -191,11 +199,11 @@ class DraftModelProposer:
             )
             return self._to_vocab(self.model(batch, self.cache)[:, 0])
 
-        logits = self._catch_up(act_rows, starts, lengths)  # [A, V]
+        logits, backlog_s = self._catch_up(act_rows, starts, lengths)  # [A, V]
         drafted, q_all = draft_tokens(logits, step, act_rows, caps, k, self.generator)
         drafted_host = drafted.tolist()  # one device sync for the bookkeeping below
         for i, cap in enumerate(caps):
             # The cache now holds the committed sequence and the drafts fed back (all but the last).
             states[i].committed = lengths[i]
             states[i].tail = drafted_host[i][: cap - 1]
-        return assemble_proposal(b_all, k, active, caps, drafted, q_all, self.device)
+        return assemble_proposal(b_all, k, active, caps, drafted, q_all, self.device, backlog_s)

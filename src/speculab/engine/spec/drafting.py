@@ -73,6 +73,15 @@ def draft_tokens(
     return drafted, q_all
 
 
+def timed(fn: Callable[[], None], device: torch.device, clock: Callable[[], float]) -> float:
+    """Seconds `fn` took, kernels included (CUDA runs asynchronously: wait for them before reading the clock)."""
+    t0 = clock()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return clock() - t0
+
+
 def assemble_proposal(
     batch_size: int,
     k: int,
@@ -81,6 +90,7 @@ def assemble_proposal(
     drafted: torch.Tensor,  # [A, K]
     q_all: torch.Tensor | None,  # [A, K, V]
     device: torch.device,
+    backlog_s: float = 0.0,
 ) -> Proposal:
     """The padded Proposal for the whole batch: inactive rows propose nothing."""
     tokens = torch.full((batch_size, k), -1, dtype=torch.long, device=device)
@@ -91,4 +101,4 @@ def assemble_proposal(
         if probs is not None and q_all is not None:
             probs[b, :cap] = q_all[i, :cap]
         lens[b] = cap
-    return Proposal(tokens=tokens, lens=lens.to(device), probs=probs)
+    return Proposal(tokens=tokens, lens=lens.to(device), probs=probs, backlog_s=backlog_s)

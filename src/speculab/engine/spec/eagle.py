@@ -22,14 +22,15 @@ next catch-up covers them. Shapes: B rows, K = num_speculative_tokens, V = vocab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.spec.drafting import assemble_proposal, draft_tokens
+from speculab.engine.spec.drafting import assemble_proposal, draft_tokens, timed
 from speculab.engine.spec.eagle_head import EagleHead
 from speculab.engine.spec.proposer import DraftSource, Proposal
 
@@ -80,10 +81,12 @@ class EagleProposer:
         num_slots: int,
         max_len: int,
         seed: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
     ):
         if num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be at least 1")
         self.head = head
+        self.clock = clock  # times the backlog catch-ups (Proposal.backlog_s)
         self.embed = target.model.embed_tokens
         # vLLM's rule: the head's own LM head when its checkpoint has one, the target's otherwise
         self.lm_head = head.lm_head if head.lm_head is not None else target.lm_head
@@ -147,18 +150,20 @@ class EagleProposer:
             start, feats = end - 1, state.last[None]
         return start, feats, tokens[start + 1 : end + 1]
 
-    def _catch_up(self, rows: list[DraftSource], states: list[_HeadState]) -> tuple[torch.Tensor, list[int]]:
-        """Entries from target features for every row; the predicted feature [A, H] at each row's last one.
+    def _catch_up(self, rows: list[DraftSource], states: list[_HeadState]) -> tuple[torch.Tensor, list[int], float]:
+        """Entries from target features for every row: the predicted feature [A, H] at each row's last one, each
+        row's feature end, and the seconds spent on long catch-ups (the backlog: see Proposal).
 
-        Rows with the usual few new positions share one padded forward; rows catching up over a prompt share
-        another, so a prompt never pads the short rows to its length (as the draft model does).
+        Rows with the usual few new positions share one padded forward; rows catching up over a prompt (or steps
+        that did not speculate) share another, so a prompt never pads the short rows to its length.
         """
         work = [self._entries(r, s) for r, s in zip(rows, states, strict=True)]
         ends = [start + len(toks) for start, _, toks in work]
         out = torch.empty((len(rows), self.head.config.hidden_size), device=self.device, dtype=self.dtype)
         short = [i for i, (_, _, toks) in enumerate(work) if len(toks) <= self._k + 1]
         long = [i for i in range(len(rows)) if i not in set(short)]
-        for group in (g for g in (short, long) if g):
+
+        def run(group: list[int]) -> None:
             width = max(len(work[i][2]) for i in group)
             tokens = torch.zeros((len(group), width), dtype=torch.long)
             positions = torch.full((len(group), width), -1, dtype=torch.long)
@@ -179,9 +184,13 @@ class EagleProposer:
             predicted = self.head(self.embed(batch.tokens), feats, batch, self.cache)  # [G, W, H]
             last = torch.tensor([len(work[i][2]) - 1 for i in group], device=self.device)
             out[torch.tensor(group, device=self.device)] = predicted[torch.arange(len(group)), last]
+
+        if short:
+            run(short)
+        backlog_s = timed(lambda: run(long), self.device, self.clock) if long else 0.0
         for (_, f, _), s, end in zip(work, states, ends, strict=True):
             s.head_len, s.last, s.pending, s.num_pending = end, f[-1], [], 0
-        return out, ends
+        return out, ends, backlog_s
 
     @torch.inference_mode()
     def propose(self, rows: Sequence[DraftSource], max_drafts: Sequence[int]) -> Proposal:
@@ -192,7 +201,7 @@ class EagleProposer:
         act_rows = [rows[b] for b in active]
         caps = [min(k, max_drafts[b]) for b in active]
         states = [self._states.setdefault(r.request_id, _HeadState()) for r in act_rows]
-        feature, ends = self._catch_up(act_rows, states)  # [A, H]: f_n per row
+        feature, ends, backlog_s = self._catch_up(act_rows, states)  # [A, H]: f_n per row
         slot_list = [r.slot for r in act_rows]
         slots, slot_start = torch.tensor(slot_list, device=self.device), consecutive_start(slot_list)
         end_t = torch.tensor(ends, device=self.device)
@@ -206,4 +215,4 @@ class EagleProposer:
             return self._logits(state["feature"])
 
         drafted, q_all = draft_tokens(self._logits(feature), step, act_rows, caps, k, self.generator)
-        return assemble_proposal(b_all, k, active, caps, drafted, q_all, self.device)
+        return assemble_proposal(b_all, k, active, caps, drafted, q_all, self.device, backlog_s)

@@ -159,7 +159,8 @@ class Speculator:
             return
         costs = self.adaptive.costs
         costs.observe_target(batch_tokens, self.clock() - pending.proposed_at)
-        costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s)
+        backlog_s = pending.proposal.backlog_s if pending.proposal is not None else 0.0
+        costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s - backlog_s)
         if pending.k:
             self.adaptive.observe(pending.asked, accepted)
 
