@@ -200,8 +200,10 @@ class AdaptivePolicy:
         """k for a decode step of `rows` requests: the best expected throughput, with rare exploration."""
         rates = self.rates(rows)
         if not rates:
-            return self.k_max  # nothing measured yet: speculate, and measure
+            return min(1, self.k_max)  # nothing measured yet: speculate a little, and measure
         k = max(range(len(rates)), key=rates.__getitem__)
+        if k > 1 and not self.costs.draft_obs:
+            k = 1  # the proposer's cost is still unknown (counted as free): learn it with one draft, not k
         if k != self._last:
             self._last, self._streak, self._patience = k, 0, self.cfg.explore_every
         self._streak += 1

@@ -91,7 +91,13 @@ def policy(accept: list[float], target_s, draft_s: float = 0.0, k: int = 4, rows
 
 
 def test_nothing_measured_means_speculate_and_measure():
-    assert AdaptivePolicy(4).choose(8) == 4
+    assert AdaptivePolicy(4).choose(8) == 1
+    p = AdaptivePolicy(4)
+    for t in (8, 16, 24, 32, 40):
+        p.costs.observe_target(t, 1.0)  # verification is free, the proposer's cost is not known yet
+    assert p.choose(8) == 1  # one draft measures the proposer; k = 4 would pay four unknown drafts
+    p.costs.observe_proposer(8, 1, 0.01)
+    assert p.choose(8) == 4
 
 
 def test_high_acceptance_and_cheap_verification_speculate_fully():
