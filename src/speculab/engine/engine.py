@@ -86,10 +86,10 @@ class TargetHiddenHook(Protocol):
 
 @runtime_checkable
 class CalibratedHook(Protocol):
-    """A speculator that wants the target's forward timed at a grid of batch shapes before serving (the adaptive
-    policy's cost table): `time_forward(rows, width)` returns seconds for one forward of rows x width tokens."""
+    """A speculator that times the target's forward at a grid of batch shapes before serving (the adaptive
+    policy's cost table): `run_forward(rows, width)` runs one forward of rows x width tokens to completion."""
 
-    def calibrate(self, time_forward: Callable[[int, int], float], max_rows: int) -> None: ...
+    def calibrate(self, run_forward: Callable[[int, int], None], max_rows: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,27 +129,23 @@ class Engine:
         self._record_hidden = isinstance(speculator, TargetHiddenHook) and speculator.wants_target_hidden
         self.clock = clock
         if isinstance(speculator, CalibratedHook):
-            speculator.calibrate(self._time_decode_forward, cfg.max_num_seqs)
+            speculator.calibrate(self._calibration_forward, cfg.max_num_seqs)
         self.generator = torch.Generator().manual_seed(cfg.seed)
         self.num_prompt_tokens_total = 0  # prompt tokens prefilled (counters for /metrics)
         self.num_generation_tokens_total = 0  # output tokens emitted
         self._generate_count = 0
 
-    def _time_decode_forward(self, rows: int, width: int) -> float:
-        """Wall seconds of one decode forward of rows x width tokens (slots 0.., all free before serving).
+    def _calibration_forward(self, rows: int, width: int) -> None:
+        """One decode forward of rows x width tokens on slots 0.. (all free before serving), finished on return.
 
         It writes the free slots' caches past position 0, which nothing reads: a request's prefill overwrites
         them before its queries can see them. The context (128 positions) is a typical one; the adaptive policy
-        refines these figures with every real step's own timing.
+        refines its figures with every real step's own timing.
         """
         start = max(0, min(128, self.cfg.max_model_len - width - 1))
-        batch = [Row(slot, [0] * width, start) for slot in range(rows)]
-        sync = torch.cuda.synchronize if self.runner.device.type == "cuda" else (lambda: None)
-        sync()
-        t0 = time.perf_counter()
-        self.runner.forward(batch, "all", hidden=self._record_hidden)
-        sync()  # kernels are asynchronous: time their completion, not their launch
-        return time.perf_counter() - t0
+        self.runner.forward([Row(slot, [0] * width, start) for slot in range(rows)], "all", hidden=self._record_hidden)
+        if self.runner.device.type == "cuda":
+            torch.cuda.synchronize()  # kernels are asynchronous: the caller times their completion, not their launch
 
     # --- requests ----------------------------------------------------------------------------------
     def validate(self, prompt_ids: list[int], params: SamplingParams) -> None:

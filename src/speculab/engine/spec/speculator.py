@@ -61,7 +61,7 @@ class Speculator:
         *,
         disable_by_batch_size: int | None = None,
         adaptive: AdaptivePolicy | None = None,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = time.perf_counter,  # the policy's; time.thread_time gives CPU cost on a CPU
     ):
         self.proposer = proposer
         self.num_speculative_tokens = k = proposer.num_speculative_tokens
@@ -181,10 +181,18 @@ class Speculator:
     def release(self, seq: Sequence) -> None:
         self.proposer.release(seq.request_id)
 
-    def calibrate(self, time_forward: Callable[[int, int], float], max_rows: int) -> None:
-        """Time the target's forward on a grid of batch shapes (the adaptive policy's cost table); else nothing."""
-        if self.adaptive is not None:
-            self.adaptive.costs.calibrate(time_forward, max_rows, self.num_speculative_tokens + 1)
+    def calibrate(self, run_forward: Callable[[int, int], None], max_rows: int) -> None:
+        """Time the target's forward on a grid of batch shapes with this speculator's clock (the adaptive
+        policy's cost table); without a policy, nothing."""
+        if self.adaptive is None:
+            return
+
+        def time_forward(rows: int, width: int) -> float:
+            t0 = self.clock()
+            run_forward(rows, width)
+            return self.clock() - t0
+
+        self.adaptive.costs.calibrate(time_forward, max_rows, self.num_speculative_tokens + 1)
 
     @property
     def wants_target_hidden(self) -> bool:
