@@ -9,7 +9,9 @@ and the step costs the target's forward (and verification) over the batch's toke
 
     cost(B, k) = target(B * (1 + k)) + k * proposer(B)     (rows are padded to the longest draft)
 
-The policy picks the k in 0..K with the highest B * E(k) / cost(B, k). The a_i are exponential moving averages of
+The policy picks the k in 0..K with the highest B * E(k) / cost(B, k), but k > 0 only when that beats k = 0 (plain
+decoding) by `min_gain` (15%): the estimates are noisy, and the risks are not symmetric (a step without drafts is
+never slower than plain decoding; a bad speculative step is). The a_i are exponential moving averages of
 the verifier's decisions (recent text, not the whole history). Costs are measured, not modelled: the engine times
 the target's forward at a grid of batch shapes when it starts (`StepCosts.calibrate`), and every step's own
 forward and proposer time join the estimate at the batch tokens it ran: the median of the last 15 timings per size
@@ -44,6 +46,9 @@ class AdaptiveConfig:
     decay: float = 0.98  # per observation: an estimate remembers roughly the last 1 / (1 - decay) = 50 rows
     cost_window: int = 15  # timings per batch size whose median is the cost estimate
     explore_every: int = 32
+    # Speculate only when the estimate beats plain decoding by this much: the estimates are noisy, and the risks are
+    # not symmetric (a step that skips speculation is never slower than plain; a bad speculative step is).
+    min_gain: float = 0.15
 
 
 def _interpolate(table: dict[int, float], x: int) -> float | None:
@@ -202,6 +207,8 @@ class AdaptivePolicy:
         if not rates:
             return min(1, self.k_max)  # nothing measured yet: speculate a little, and measure
         k = max(range(len(rates)), key=rates.__getitem__)
+        if rates[k] < (1 + self.cfg.min_gain) * rates[0]:
+            k = 0
         if k > 1 and not self.costs.draft_obs:
             k = 1  # the proposer's cost is still unknown (counted as free): learn it with one draft, not k
         if k != self._last:

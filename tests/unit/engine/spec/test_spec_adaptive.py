@@ -126,3 +126,12 @@ def test_a_long_run_of_one_k_tries_a_neighbour_ever_more_rarely():
     choices = [p.choose(16) for _ in range(40)]
     tried = [i for i, c in enumerate(choices) if c != 0]
     assert tried == [4, 14, 34] and {choices[i] for i in tried} == {1}  # the 5th step, then 10 and 20 steps later
+
+
+def test_a_small_expected_gain_is_not_worth_the_risk():
+    # a_1 = 0.15: one draft gives 1.15 tokens for 1.02x the cost (+13% by the estimate)
+    p = policy([0.15, 0.0, 0.0, 0.0], lambda t: 1.0 + 0.02 * t)
+    rates = p.rates(1)
+    assert 1.0 < rates[1] / rates[0] < 1.15
+    assert p.choose(1) == 0
+    assert policy([0.15, 0.0, 0.0, 0.0], lambda t: 1.0 + 0.02 * t, min_gain=0.0).choose(1) == 1
