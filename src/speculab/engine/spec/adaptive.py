@@ -7,7 +7,8 @@ accepted | drafts 1 .. i-1 were), a missing draft counting as a rejection), a ro
 
 and the step costs the target's forward (and verification) over the batch's tokens plus the proposer's k forwards:
 
-    cost(B, k) = target(B * (1 + k)) + k * proposer(B)     (rows are padded to the longest draft)
+    cost(B, k) = target(B * (1 + k)) + k * proposer(B)     (rows are padded to the longest draft; a step in which
+                                                          no row proposes anything costs target(B))
 
 The policy picks the k in 0..K with the highest B * E(k) / cost(B, k), but k > 0 only when that beats k = 0 (plain
 decoding) by `min_gain` (15%): the estimates are noisy, and the risks are not symmetric (a step without drafts is
@@ -141,16 +142,23 @@ class Acceptance:
     decay: float = 0.98
     reached: list[float] = field(default_factory=list)
     accepted: list[float] = field(default_factory=list)
+    asked_rows: float = 0.0  # rows asked for drafts ...
+    proposing_rows: float = 0.0  # ... and those that proposed at least one (prompt lookup often finds nothing)
 
     def __post_init__(self) -> None:
         self.reached, self.accepted = [0.0] * self.k, [0.0] * self.k
 
-    def observe(self, asked: Sequence[int], accepted: Sequence[int]) -> None:
-        """One verification step: per row, the drafts it was asked for and how many were accepted.
+    def observe(self, asked: Sequence[int], accepted: Sequence[int], proposed: Sequence[int] | None = None) -> None:
+        """One verification step: per row, the drafts it was asked for, how many were accepted (and proposed).
 
         A row reaches position i when asked for more than i drafts and its first i were accepted; a draft the
         proposer did not produce (prompt lookup found a shorter match) counts as rejected there.
         """
+        if proposed is not None:
+            rows = [(a, p) for a, p in zip(asked, proposed, strict=True) if a > 0]
+            g = self.decay ** len(rows)
+            self.asked_rows = g * self.asked_rows + len(rows)
+            self.proposing_rows = g * self.proposing_rows + sum(1 for _, p in rows if p > 0)
         for i in range(self.k):
             reach = [acc for a, acc in zip(asked, accepted, strict=True) if a > i and acc >= i]
             if not reach:
@@ -158,6 +166,10 @@ class Acceptance:
             g = self.decay ** len(reach)
             self.reached[i] = g * self.reached[i] + len(reach)
             self.accepted[i] = g * self.accepted[i] + sum(1 for acc in reach if acc > i)
+
+    def proposing(self) -> float:
+        """P(a row asked for drafts proposes at least one); 1 until measured."""
+        return (self.proposing_rows + self.prior_weight) / (self.asked_rows + self.prior_weight)
 
     def rates(self) -> list[float]:
         """a_1 .. a_K: P(draft at 0-based position i accepted | the ones before were), each shrunk toward the
@@ -193,10 +205,15 @@ class AdaptivePolicy:
     def rates(self, rows: int) -> list[float]:
         """Expected tokens per second [K+1] for each k at this batch size (0 where costs are unknown)."""
         out = []
+        plain = self.costs.target(rows)
+        # A step in which no row proposes anything runs as plain decoding (prompt lookup's misses cost nothing)
+        none_propose = (1 - self.acceptance.proposing()) ** rows
         for k in range(self.k_max + 1):
             target = self.costs.target(rows * (1 + k))  # rows are padded to the longest draft: B x (1 + k) tokens
-            if target is None:
+            if target is None or plain is None:
                 return []
+            if k:
+                target = (1 - none_propose) * target + none_propose * plain
             cost = target + k * self.costs.proposer(rows)
             out.append(rows * self.acceptance.expected_tokens(k) / cost if cost > 0 else 0.0)
         return out
@@ -224,5 +241,5 @@ class AdaptivePolicy:
             return neighbours[self._explored % len(neighbours)]
         return k
 
-    def observe(self, asked: Sequence[int], accepted: Sequence[int]) -> None:
-        self.acceptance.observe(asked, accepted)
+    def observe(self, asked: Sequence[int], accepted: Sequence[int], proposed: Sequence[int] | None = None) -> None:
+        self.acceptance.observe(asked, accepted, proposed)

@@ -113,7 +113,7 @@ class Speculator:
         b, width, v = target_logits.shape
         if proposal is None or not any(drafts):
             emitted = self._plain(seqs, target_logits[:, 0], generator)
-            self._observe(pending, b * width, [0] * b)
+            self._observe(pending, b * width, [0] * b, [0] * b)
             return emitted
         k = width - 1
         dev = target_logits.device
@@ -139,7 +139,7 @@ class Speculator:
         emitted = result.emitted()
         accepted = result.num_accepted.tolist()
         self._count(seqs, lens.tolist(), accepted)
-        self._observe(pending, b * width, accepted)  # rows are padded to the longest draft
+        self._observe(pending, b * width, accepted, lens.tolist())  # rows are padded to the longest draft
         return emitted
 
     def _plain(self, seqs: list[Sequence], logits: torch.Tensor, generator: torch.Generator) -> list[list[int]]:
@@ -149,7 +149,7 @@ class Speculator:
             return [[t] for t in ban_tokens(logits, seqs, out_index).argmax(-1).tolist()]
         return [[t] for t in sample(request_probs(logits, seqs, out_index), seqs, generator)]
 
-    def _observe(self, pending: _Pending, batch_tokens: int, accepted: list[int]) -> None:
+    def _observe(self, pending: _Pending, batch_tokens: int, accepted: list[int], proposed: list[int]) -> None:
         """Feed the adaptive policy this step's timings and the verifier's decisions.
 
         The target's cost is measured from propose's return to the end of verification: the forward over the
@@ -162,7 +162,7 @@ class Speculator:
         backlog_s = pending.proposal.backlog_s if pending.proposal is not None else 0.0
         costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s - backlog_s)
         if pending.k:
-            self.adaptive.observe(pending.asked, accepted)
+            self.adaptive.observe(pending.asked, accepted, proposed)
 
     def _count(self, seqs: list[Sequence], lens: list[int], accepted: list[int]) -> None:
         c = self.counters

@@ -135,3 +135,14 @@ def test_a_small_expected_gain_is_not_worth_the_risk():
     assert 1.0 < rates[1] / rates[0] < 1.15
     assert p.choose(1) == 0
     assert policy([0.15, 0.0, 0.0, 0.0], lambda t: 1.0 + 0.02 * t, min_gain=0.0).choose(1) == 1
+
+
+def test_rows_that_propose_nothing_make_a_step_cheaper_not_dearer():
+    # prompt lookup: 30% of rows find a match; a found draft is accepted at 0.6 (a_1 = 0.3 * 0.6 unconditionally)
+    p = policy([0.18, 0.6, 0.6, 0.6], lambda t: 1.0 + 0.2 * t)
+    assert p.choose(1) == 0  # priced as if every step padded the row to k drafts, nothing pays
+    p.acceptance.asked_rows, p.acceptance.proposing_rows = 1000.0, 300.0
+    assert p.acceptance.proposing() == pytest.approx(0.3, abs=0.01)
+    assert p.choose(1) == 3  # 70% of steps run as plain decoding: k = 3 expects +17%
+    p.acceptance.observe([4, 4], [0, 0], [0, 3])  # the counts move with what rows propose
+    assert p.acceptance.asked_rows == pytest.approx(1000 * 0.98**2 + 2)  # an EMA: old rows decay
