@@ -52,14 +52,21 @@ class TrainResult:
     log: list[dict[str, float]] = field(default_factory=list)  # {"step", "elapsed_s", "loss", "lr", ...}
 
 
-def train_logits(model: CausalLM, tokens: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
-    """Logits [B, S, V] for tokens [B, S] at positions 0..S-1, full causal attention, no KV cache."""
-    b, s = tokens.shape
-    x = model.model.embed_tokens(tokens)  # [B, S, hidden]
-    positions = torch.arange(s, device=tokens.device)[None, :]  # [1, S]
-    cos, sin = model.rope(positions)  # [1, S, D] float32
-    cos, sin = cos[:, None].to(x.dtype), sin[:, None].to(x.dtype)  # [1, 1, S, D]
-    for layer in model.model.layers:
+def train_layers(
+    layers: torch.nn.ModuleList,
+    x: torch.Tensor,
+    rope: tuple[torch.Tensor, torch.Tensor],
+    dropout: float,
+    training: bool,
+) -> torch.Tensor:
+    """The residual stream [B, S, hidden] after decoder `layers` over x [B, S, hidden], full causal attention.
+
+    `rope` is (cos, sin) [1, S, D] float32 for positions 0..S-1. The same modules the serving forward runs
+    (model.run_layers), without a KV cache: shared by the demo models and the EAGLE head.
+    """
+    b, s, _ = x.shape
+    cos, sin = rope[0][:, None].to(x.dtype), rope[1][:, None].to(x.dtype)  # [1, 1, S, D]
+    for layer in layers:
         attn = layer.self_attn
         h = layer.input_layernorm(x)
         q = attn.q_proj(h).view(b, s, attn.n_heads, attn.head_dim).transpose(1, 2)  # [B, H, S, D]
@@ -73,9 +80,21 @@ def train_logits(model: CausalLM, tokens: torch.Tensor, dropout: float = 0.0) ->
             v = v.repeat_interleave(attn.n_heads // attn.n_kv, dim=1)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, D]
         out = attn.o_proj(out.transpose(1, 2).reshape(b, s, attn.n_heads * attn.head_dim))
-        x = x + F.dropout(out, dropout, model.training)
-        x = x + F.dropout(layer.mlp(layer.post_attention_layernorm(x)), dropout, model.training)
-    return model.lm_head(model.model.norm(x))
+        x = x + F.dropout(out, dropout, training)
+        x = x + F.dropout(layer.mlp(layer.post_attention_layernorm(x)), dropout, training)
+    return x
+
+
+def train_hidden(model: CausalLM, tokens: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
+    """Final-norm hidden states [B, S, hidden] for tokens [B, S] at positions 0..S-1 (what the LM head reads)."""
+    x = model.model.embed_tokens(tokens)  # [B, S, hidden]
+    rope = model.rope(torch.arange(tokens.shape[1], device=tokens.device)[None, :])  # [1, S, D] float32
+    return model.model.norm(train_layers(model.model.layers, x, rope, dropout, model.training))
+
+
+def train_logits(model: CausalLM, tokens: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
+    """Logits [B, S, V] for tokens [B, S] at positions 0..S-1, full causal attention, no KV cache."""
+    return model.lm_head(train_hidden(model, tokens, dropout))
 
 
 def lr_at(cfg: TrainConfig, step: int, elapsed_s: float) -> float:

@@ -112,26 +112,113 @@ def render(report: dict) -> str:
             f"up to {rp['max_new_tokens']} new), k = 4:",
             "",
         ]
-        rows = []
-        for kind in ("draft", "ngram"):
-            s = rp[kind]
-            rows.append(
-                [
-                    kind,
-                    f"{s['num_drafts']:,}",
-                    f"{s['num_draft_tokens']:,}",
-                    f"{s['num_accepted_tokens']:,}",
-                    _f(s["acceptance_rate"]),
-                    _f(s["mean_acceptance_length"], 2),
-                    _f(s["tokens_per_target_step"], 2),
-                    " / ".join(str(x) for x in s["accepted_per_pos"]),
-                ]
-            )
+        rows = _replay_rows(rp, ("draft", "ngram"))
         header = ["proposer", "drafts", "draft tokens", "accepted", "acceptance rate", "mean acceptance length"]
         out.append(_table([*header, "tokens per target step", "accepted per position"], rows))
+    if report.get("eagle"):
+        out += ["", *render_eagle(report["eagle"])]
     out += ["", "### Files", f"{report['total_bytes'] / 1e6:.1f} MB in {len(report['files'])} files:", ""]
     out.append(_table(["file", "bytes"], [[f"`{k}`", f"{v:,}"] for k, v in sorted(report["files"].items())]))
     return "\n".join(out)
+
+
+def _replay_rows(replay: dict, kinds: tuple[str, ...]) -> list[list[object]]:
+    rows = []
+    for kind in kinds:
+        if kind not in replay:
+            continue
+        s = replay[kind]
+        rows.append(
+            [
+                kind,
+                f"{s['num_drafts']:,}",
+                f"{s['num_draft_tokens']:,}",
+                f"{s['num_accepted_tokens']:,}",
+                _f(s["acceptance_rate"]),
+                _f(s["mean_acceptance_length"], 2),
+                _f(s["tokens_per_target_step"], 2),
+                " / ".join(str(x) for x in s["accepted_per_pos"]),
+            ]
+        )
+    return rows
+
+
+def render_eagle(e: dict) -> list[str]:
+    """The EAGLE head's part of the card: architecture, training, acceptance."""
+    cfg, t, loss = e["config"], e["train"], e["loss"]
+    reused = t.get("reused_by")
+    vocab = cfg.get("draft_vocab_size")
+    out = [
+        "### EAGLE head (`demo-eagle`)",
+        f"Trained with `python {e.get('created_by', 'scripts/train_demo.py')} {' '.join(e.get('argv', []))}`".rstrip()
+        + f" on {e.get('environment', {}).get('device', 'the same device')}"
+        + (
+            f" (draft vocabulary, export and evaluation redone by `python scripts/train_eagle.py {' '.join(reused)}`)"
+            if reused
+            else ""
+        )
+        + ": one decoder layer of the target's shape over fc(concat(embed(token), target feature)), the target's "
+        f"embedding and LM head shared (not stored), {e['parameters']:,} parameters, fc bias "
+        f"{'yes' if cfg.get('bias') else 'no'}"
+        + (
+            f"; it drafts over the {vocab:,} most frequent training tokens (a draft vocabulary, `d2t`)."
+            if vocab
+            else "; it drafts over the whole vocabulary."
+        ),
+        "",
+    ]
+    depth = loss.get("depth", 1)
+    objective = f"{loss['feature_weight']:g}·smooth-L1(feature) + {loss['token_weight']:g}·CE(target‖head)"
+    if depth > 1:
+        objective += f", {depth} passes after {loss.get('depth_after', 0):.0%} of the budget"
+    final = t["final"]
+    header = ["objective", "steps", "batch", "tokens seen", "epochs", "seconds", "tokens/s", "peak lr"]
+    header += ["final feature loss", "final token loss", "held-out token loss", "held-out agreement"]
+    row = [
+        objective,
+        f"{t['steps']:,}",
+        f"{t['batch_size']}×{t['seq_len']}",
+        f"{t['tokens_seen'] / 1e6:.1f}M",
+        _f(t["epochs"], 2),
+        f"{t['elapsed_s']:.0f}",
+        f"{t['tokens_per_s']:,.0f}",
+        f"{t['peak_lr']:g}",
+        _f(final["feature_loss"]),
+        _f(final["token_loss"]),
+        _f(final.get("heldout_token_loss", float("nan"))),
+        _f(final.get("heldout_agreement", float("nan"))),
+    ]
+    out.append(_table(header, [row]))
+    if t.get("note"):
+        out += ["", f"The training record was {t['note']}."]
+    acc = e["acceptance"]
+    tf, rp = acc["teacher_forced_heldout"], acc["engine_greedy_replay"]
+    out += [
+        "",
+        f"Teacher-forced on {tf['positions']:,} held-out positions (the first draft's situation: true target "
+        f"features up to the position), the head's argmax equals the target's next-token argmax at "
+        f"**{_f(tf['agreement_alpha'])}** of positions (i.i.d. estimate for k=4: "
+        f"{_f(tf['expected_tokens_per_step_k4_iid'], 2)} tokens per target step)"
+        + (
+            f"; restricted to the draft vocabulary (which holds {_f(tf['draft_vocab_coverage'])} of held-out tokens) "
+            f"it agrees at **{_f(tf['agreement_alpha_draft_vocab'])}**."
+            if "agreement_alpha_draft_vocab" in tf
+            else "."
+        ),
+        "",
+        f"Greedy speculative decoding run in speculab's engine (float32, k = 4) on {rp['prompts']} held-out prompts "
+        f"({rp['prompt_tokens']} tokens, up to {rp['max_new_tokens']} new, stopping at EOS), every proposer on the "
+        "same prompts; a request's prefill emits its first token without drafts, so tokens per target step count "
+        "that forward too:",
+        "",
+    ]
+    header = ["proposer", "drafts", "draft tokens", "accepted", "acceptance rate", "mean acceptance length"]
+    out.append(
+        _table(
+            [*header, "tokens per target step", "accepted per position"], _replay_rows(rp, ("eagle", "draft", "ngram"))
+        )
+    )
+    return out
 
 
 def fill(card: str, report: dict) -> str:

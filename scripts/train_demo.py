@@ -1,11 +1,13 @@
 """Train speculab's demo model pair (target <= 30M, draft <= 5M parameters) on the Python standard library.
 
 One command, no network:  python scripts/train_demo.py --out DIR --device cuda --minutes 5 [--bundle OUTDIR]
-Writes DIR/target/ and DIR/draft/ (Hugging Face format, fp16 safetensors, shared BPE tokenizer) and
-DIR/train_report.json (corpus, tokenizer, architectures, steps, tokens, losses, acceptance). `--bundle` also
-writes DIR as one tar split into <= 15 MiB parts (for machines that return few, small files).
+Writes DIR/target/ and DIR/draft/ (Hugging Face format, fp16 safetensors, shared BPE tokenizer), DIR/eagle/ (an
+EAGLE head for the target) and DIR/train_report.json (corpus, tokenizer, architectures, steps, tokens, losses,
+acceptance). `--bundle` also writes DIR as one tar split into <= 15 MiB parts (for machines that return few,
+small files).
 Pipeline: corpus (demo_data) -> tokenizer -> target training -> draft distillation from the target (demo_train)
--> held-out loss and acceptance (demo_eval) -> export (demo_export).
+-> held-out loss and acceptance (demo_eval) -> export (demo_export) -> the EAGLE head on the target's features
+(demo_eagle, its own --eagle-minutes; scripts/train_eagle.py retrains only the head).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class Preset:
     replay_new_tokens: int
     log_every_s: float
     eval_every_s: float
+    eagle_lr: float = 2e-3  # the EAGLE head (one decoder layer over the target's features)
+    eagle_draft_vocab: int = 2048  # the head drafts over the most frequent tokens (its LM head is most of its cost)
 
 
 PRESETS = {
@@ -120,6 +124,8 @@ PRESETS = {
         replay_new_tokens=16,
         log_every_s=1.0,
         eval_every_s=5.0,
+        eagle_lr=1e-2,
+        eagle_draft_vocab=128,
     ),
 }
 
@@ -203,6 +209,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="hard cap on the whole command: the training budget shrinks if data preparation ran long",
     )
     ap.add_argument("--target-share", type=float, default=0.7, help="fraction of the budget for the target")
+    ap.add_argument(
+        "--eagle-minutes",
+        type=float,
+        help="training budget for the EAGLE head, after the pair (default: --minutes / 4; 0: none)",
+    )
     ap.add_argument("--preset", choices=sorted(PRESETS), default="demo")
     ap.add_argument("--batch-size", type=int, help="override the preset's batch size (sequences per step)")
     ap.add_argument("--eval-windows", type=int, help="override the preset's held-out windows for the final eval")
@@ -361,6 +372,24 @@ def main(argv: list[str] | None = None) -> dict:
             "heldout_perplexity": math.exp(loss),  # nan if evaluation failed
         }
 
+    # 7. the EAGLE head, on the frozen target's features (its own budget, cut to what --wall-minutes leaves)
+    eagle_section = None
+    eagle_s = 60 * (args.minutes / 4 if args.eagle_minutes is None else args.eagle_minutes)
+    if args.wall_minutes is not None:
+        eagle_s = min(eagle_s, max(10.0, args.wall_minutes * 60 - (time.monotonic() - wall_start) - EVAL_RESERVE_S))
+    if eagle_s > 0 and (args.eagle_minutes is None or args.eagle_minutes > 0):
+        from train_eagle import eagle_stage
+
+        try:
+            eagle_section = eagle_stage(
+                target, draft, train_stream, heldout_stream, preset, eagle_s, out / "eagle", eos_id, device,
+                args.seed, max_steps=args.max_steps, log=log,
+            )  # fmt: skip
+            total_bytes += sum(eagle_section["files"].values())
+        except Exception as e:  # keep the pair and its report; say what failed
+            evaluation_error = (evaluation_error or "") + f" EAGLE stage: {type(e).__name__}: {e}"
+            log(f"EAGLE STAGE FAILED: {e}")
+
     report = {
         "created_by": "scripts/train_demo.py",
         "argv": sys.argv[1:] if argv is None else argv,
@@ -393,14 +422,15 @@ def main(argv: list[str] | None = None) -> dict:
         "draft": model_entry(dcfg, d_res, d_loss, d_train_cfg),
         "acceptance": acceptance,
         "evaluation_error": evaluation_error,
-        "files": {str(f.relative_to(out)): f.stat().st_size for f in files},
+        **({"eagle": eagle_section} if eagle_section is not None else {}),
+        "files": {str(f.relative_to(out)): f.stat().st_size for f in files} | (eagle_section or {}).get("files", {}),
         "total_bytes": total_bytes,
         "wall_s": time.monotonic() - wall_start,
     }
     (out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n")
     if acceptance is not None:
         log_acceptance(acceptance)
-    log(f"wrote {out} ({total_bytes / 1e6:.1f} MB in {len(files)} files) in {report['wall_s']:.0f}s")
+    log(f"wrote {out} ({total_bytes / 1e6:.1f} MB in {len(report['files'])} files) in {report['wall_s']:.0f}s")
     if total_bytes > MAX_TOTAL_BYTES:
         log(f"WARNING: {total_bytes:,} bytes exceeds the {MAX_TOTAL_BYTES:,}-byte budget for the shipped pair")
     if args.bundle:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from speculab.engine.model import CausalLM, ModelConfig
+from speculab.engine.spec.eagle_head import EagleHead
 
 
 def tiny_config(vocab_size: int = 32, num_hidden_layers: int = 2, hidden_size: int = 32) -> ModelConfig:
@@ -82,3 +83,38 @@ class LetterDetokenizer:
 
     def flush(self) -> str:
         return ""
+
+
+def eagle_copy(target: CausalLM) -> EagleHead:
+    """An EAGLE head that re-runs the target's layers on the embeddings alone (fc = [I | 0], features ignored).
+
+    It differs from the target only in missing the first token and the first layer's input norm, so its drafts
+    agree with the target often: acceptance moves, and rejections still happen.
+    """
+    cfg = target.config
+    head = EagleHead(cfg).eval()
+    h = cfg.hidden_size
+    with torch.no_grad():
+        head.fc.weight.zero_()
+        head.fc.weight[:, :h] = torch.eye(h)
+        for mine, theirs in zip(head.layers, target.model.layers, strict=True):
+            norm = mine.input_layernorm
+            mine.load_state_dict(theirs.state_dict(), strict=False)
+            mine.input_layernorm = (
+                norm if isinstance(norm, torch.nn.Identity) else copy.deepcopy(theirs.input_layernorm)
+            )
+    return head.requires_grad_(False)
+
+
+def random_eagle(target: CausalLM, seed: int, num_hidden_layers: int = 1, fc_bias: bool = False) -> EagleHead:
+    """A random EAGLE head for `target` (drafts rarely accepted: exercises rejections and resampling)."""
+    torch.manual_seed(seed)
+    cfg = dataclasses.replace(target.config, num_hidden_layers=num_hidden_layers)
+    head = EagleHead(cfg, fc_bias=fc_bias).eval()
+    with torch.no_grad():
+        for p in head.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.3)
+            elif fc_bias and p is head.fc.bias:
+                p.normal_(0, 0.1)
+    return head.requires_grad_(False)

@@ -161,7 +161,8 @@ def test_serve_with_speculative_config_answers_openai_clients(tiny_checkpoint):
     ("config", "words"),
     [
         ("{nope", "not valid JSON"),
-        ('{"method":"eagle","num_speculative_tokens":2}', 'method "eagle" is not supported'),
+        ('{"method":"medusa","num_speculative_tokens":2}', 'method "medusa" is not supported'),
+        ('{"method":"eagle","model":"/no/such/head","num_speculative_tokens":2}', "does not exist"),
         ('{"method":"ngram","num_speculative_tokens":2,"lookahead":3}', "unknown key lookahead"),
         ('{"method":"draft_model","model":"/no/such/draft","num_speculative_tokens":2}', "does not exist"),
     ],

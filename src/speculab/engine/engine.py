@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -67,6 +67,32 @@ class SpeculationHook(Protocol):
         ...
 
 
+@runtime_checkable
+class TargetHiddenHook(Protocol):
+    """A speculator that drafts from the target's hidden states (EAGLE): the engine hands it the final-norm
+    hidden states of every position whose target KV it keeps (prompt chunks, and the verified prefix of each
+    decode row), in order, before that sequence's next `propose`."""
+
+    @property
+    def wants_target_hidden(self) -> bool: ...
+
+    def record_target_hidden(
+        self,
+        seqs: list[Sequence],
+        starts: list[int],  # [B] absolute position of hidden[b, 0]
+        hidden: torch.Tensor,  # [B, S, H]
+        counts: list[int],  # [B] leading positions of row b to keep
+    ) -> None: ...
+
+
+@runtime_checkable
+class CalibratedHook(Protocol):
+    """A speculator that times the target's forward at a grid of batch shapes before serving (the adaptive
+    policy's cost table): `run_forward(rows, width)` runs one forward of rows x width tokens to completion."""
+
+    def calibrate(self, run_forward: Callable[[int, int], None], max_rows: int) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     max_num_seqs: int = 8
@@ -100,11 +126,27 @@ class Engine:
         self.eos_token_ids = frozenset(eos_token_ids)
         self.detokenizer_factory = detokenizer_factory
         self.speculator = speculator
+        # An EAGLE speculator drafts from the target's features: forwards then return hidden states too.
+        self._record_hidden = isinstance(speculator, TargetHiddenHook) and speculator.wants_target_hidden
         self.clock = clock
+        if isinstance(speculator, CalibratedHook):
+            speculator.calibrate(self._calibration_forward, cfg.max_num_seqs)
         self.generator = torch.Generator().manual_seed(cfg.seed)
         self.num_prompt_tokens_total = 0  # prompt tokens prefilled (counters for /metrics)
         self.num_generation_tokens_total = 0  # output tokens emitted
         self._generate_count = 0
+
+    def _calibration_forward(self, rows: int, width: int) -> None:
+        """One decode forward of rows x width tokens on slots 0.. (all free before serving), finished on return.
+
+        It writes the free slots' caches past position 0, which nothing reads: a request's prefill overwrites
+        them before its queries can see them. The context (128 positions) is a typical one; the adaptive policy
+        refines its figures with every real step's own timing.
+        """
+        start = max(0, min(128, self.cfg.max_model_len - width - 1))
+        self.runner.forward([Row(slot, [0] * width, start) for slot in range(rows)], "all", hidden=self._record_hidden)
+        if self.runner.device.type == "cuda":
+            torch.cuda.synchronize()  # kernels are asynchronous: the caller times their completion, not their launch
 
     # --- requests ----------------------------------------------------------------------------------
     def validate(self, prompt_ids: list[int], params: SamplingParams) -> None:
@@ -211,13 +253,12 @@ class Engine:
     def _prefill(self, chunks: list[PrefillChunk]) -> list[Sequence]:
         rows = [Row(c.seq.slot, c.seq.prompt_ids[c.start : c.start + c.length], c.start) for c in chunks]  # type: ignore[arg-type]
         done = [i for i, c in enumerate(chunks) if c.completes_prompt]
-        if done:
-            logits = self.runner.last_logits(rows)[done]  # [D, V]
-        else:
-            self.runner.write(rows)
+        out = self.runner.forward(rows, "last" if done else "none", hidden=self._record_hidden)
+        if out.hidden is not None:
+            self._record([c.seq for c in chunks], [c.start for c in chunks], out.hidden, [c.length for c in chunks])
         seqs = [chunks[i].seq for i in done]
         if done:
-            self._sample_and_append(seqs, logits)
+            self._sample_and_append(seqs, out.logits[done])  # type: ignore[index]  # [D, V]
         for c in chunks:  # after sampling: a failed batch leaves every cache length as it was
             c.seq.num_cached += c.length
             self.num_prompt_tokens_total += c.length
@@ -253,8 +294,12 @@ class Engine:
         drafts = spec.propose(seqs, max_drafts)
         drafts = [d[:m] for d, m in zip(drafts, max_drafts, strict=True)]
         rows = [Row(s.slot, [s.output_ids[-1], *d], s.num_cached) for s, d in zip(seqs, drafts, strict=True)]  # type: ignore[arg-type]
-        logits = self.runner.all_logits(rows)  # [B, 1 + max k, V]
+        out = self.runner.forward(rows, "all", hidden=self._record_hidden)
+        logits = out.logits  # [B, 1 + max k, V]
+        assert logits is not None
         emitted = spec.verify(seqs, drafts, logits, self.generator)
+        if out.hidden is not None:  # the features of the previous last token and the accepted drafts
+            self._record(seqs, [s.num_cached for s in seqs], out.hidden, [len(t) for t in emitted])
         now = self.clock()
         for i, (s, toks) in enumerate(zip(seqs, emitted, strict=True)):
             with contained(s):
@@ -265,6 +310,11 @@ class Engine:
                 s.num_cached += len(toks)
                 self.num_generation_tokens_total += s.append(toks, lps, now_s=now)
         return seqs
+
+    def _record(self, seqs: list[Sequence], starts: list[int], hidden: torch.Tensor, counts: list[int]) -> None:
+        """Hand the target's hidden states [B, S, H] of the positions whose KV is kept to an EAGLE speculator."""
+        hook: TargetHiddenHook = self.speculator  # type: ignore[assignment]
+        hook.record_target_hidden(seqs, starts, hidden, counts)
 
     @staticmethod
     def _logprobs_along(seq: Sequence, logits: torch.Tensor, toks: list[int]) -> list[TokenLogprob] | None:
@@ -285,4 +335,13 @@ class Engine:
         return seqs
 
 
-__all__ = ["Engine", "EngineConfig", "FinishReason", "InvalidRequest", "SamplingParams", "SpeculationHook"]
+__all__ = [
+    "CalibratedHook",
+    "Engine",
+    "EngineConfig",
+    "FinishReason",
+    "InvalidRequest",
+    "SamplingParams",
+    "SpeculationHook",
+    "TargetHiddenHook",
+]

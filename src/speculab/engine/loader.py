@@ -19,7 +19,11 @@ from speculab.engine.model import CausalLM, ModelConfig, rope_inv_freq
 from speculab.errors import UserError
 
 ASSETS_DIR = Path(__file__).with_name("assets")
-SHIPPED_MODELS = {"demo": ASSETS_DIR / "demo" / "target", "demo-draft": ASSETS_DIR / "demo" / "draft"}
+SHIPPED_MODELS = {
+    "demo": ASSETS_DIR / "demo" / "target",
+    "demo-draft": ASSETS_DIR / "demo" / "draft",
+    "demo-eagle": ASSETS_DIR / "demo" / "eagle",  # an EAGLE head for "demo" (spec/eagle_head.py)
+}
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -43,7 +47,7 @@ class ModelLoadError(UserError):
 
 
 def resolve_model_path(name_or_path: str | Path) -> Path:
-    """ "demo" / "demo-draft" -> the shipped demo models; anything else must be an existing local directory."""
+    """ "demo" / "demo-draft" / "demo-eagle" -> the shipped demo models; anything else must be a local directory."""
     name = str(name_or_path)
     if name in SHIPPED_MODELS:
         path = SHIPPED_MODELS[name]

@@ -265,12 +265,45 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, input_norm: bool = True):
         super().__init__()
         self.self_attn = Attention(cfg)
         self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        # EAGLE heads drop the first layer's input norm: their input is a learned fusion, not a residual stream
+        self.input_layernorm: nn.Module = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps) if input_norm else nn.Identity()
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+def rope_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin for absolute positions [B, S] -> [B, S, D], computed in float32 like HF (padding -1 reads as 0)."""
+    freqs = positions.clamp(min=0).float()[..., None] * inv_freq  # [B, S, D/2]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def run_layers(
+    layers: nn.ModuleList,
+    x: torch.Tensor,  # [B, S, hidden] the residual stream entering the first layer
+    batch: BatchInput,
+    cache: KVCache,
+    inv_freq: torch.Tensor,  # [D/2]
+) -> torch.Tensor:
+    """The residual stream [B, S, hidden] after `layers`, each writing this batch's keys/values into `cache`.
+
+    Shared by the decoder and by EAGLE heads (one decoder layer over fused features), so both attend the same way.
+    """
+    cos, sin = rope_tables(batch.positions, inv_freq)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    # Causal by absolute position: a query at position p sees cache columns 0..p of its own slot.
+    key_pos = torch.arange(batch.kv_len, device=x.device)  # [K]
+    q_pos = batch.positions.clamp(min=0)  # padding queries see column 0 and are ignored
+    mask = (key_pos[None, None, :] <= q_pos[:, :, None]).unsqueeze(1)  # [B, 1, S, K]
+    write_pos = torch.where(batch.positions >= 0, batch.positions, cache.max_len)  # scratch column
+    for i, layer in enumerate(layers):
+        h = layer.input_layernorm(x)
+        x = x + layer.self_attn(h, cos, sin, mask, cache, i, write_pos, batch.slots, batch.kv_len, batch.slot_start)
+        x = x + layer.mlp(layer.post_attention_layernorm(x))
+    return x
 
 
 class DecoderModel(nn.Module):
@@ -295,25 +328,19 @@ class CausalLM(nn.Module):
 
     def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin for absolute positions [B, S] -> [B, S, D], computed in float32 like HF."""
-        freqs = positions.clamp(min=0).float()[..., None] * self.inv_freq  # [B, S, D/2]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos(), emb.sin()
+        return rope_tables(positions, self.inv_freq)
 
     def hidden_states(self, batch: BatchInput, cache: KVCache) -> torch.Tensor:
-        """Final-norm hidden states [B, S, hidden] after writing this batch into the cache."""
+        """Final-norm hidden states [B, S, hidden] after writing this batch into the cache.
+
+        These are what the LM head reads, and what an EAGLE head drafts from (the target's features).
+        """
         x = self.model.embed_tokens(batch.tokens)  # [B, S, hidden]
-        cos, sin = self.rope(batch.positions)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
-        # Causal by absolute position: a query at position p sees cache columns 0..p of its own slot.
-        key_pos = torch.arange(batch.kv_len, device=x.device)  # [K]
-        q_pos = batch.positions.clamp(min=0)  # padding queries see column 0 and are ignored
-        mask = (key_pos[None, None, :] <= q_pos[:, :, None]).unsqueeze(1)  # [B, 1, S, K]
-        write_pos = torch.where(batch.positions >= 0, batch.positions, cache.max_len)  # scratch column
-        for i, layer in enumerate(self.model.layers):
-            h = layer.input_layernorm(x)
-            x = x + layer.self_attn(h, cos, sin, mask, cache, i, write_pos, batch.slots, batch.kv_len, batch.slot_start)
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return self.model.norm(x)
+        return self.model.norm(run_layers(self.model.layers, x, batch, cache, self.inv_freq))
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits [..., V] in float32 from final-norm hidden states [..., hidden]."""
+        return self.lm_head(hidden).float()
 
     def forward(self, batch: BatchInput, cache: KVCache, logits_rows: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, S, V] in float32; or, with `logits_rows` ([N] flat indices into B*S), [N, V].
@@ -324,4 +351,4 @@ class CausalLM(nn.Module):
         h = self.hidden_states(batch, cache)
         if logits_rows is not None:
             h = h.reshape(-1, h.shape[-1])[logits_rows]
-        return self.lm_head(h).float()
+        return self.logits(h)

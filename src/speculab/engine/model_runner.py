@@ -8,6 +8,7 @@ different lengths are right-padded; padding has position -1 and writes to the ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
@@ -19,6 +20,12 @@ class Row:
     slot: int
     tokens: list[int]  # new tokens, len >= 1
     start: int  # absolute position of tokens[0] (= tokens already cached for this sequence)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutput:
+    logits: torch.Tensor | None  # [B, V] (last) or [B, S, V] (all), float32; None when not asked for
+    hidden: torch.Tensor | None  # [B, S, hidden] final-norm states in the model's dtype; None when not asked for
 
 
 class ModelRunner:
@@ -53,19 +60,28 @@ class ModelRunner:
         )
 
     @torch.inference_mode()
+    def forward(self, rows: list[Row], logits: Literal["none", "last", "all"], hidden: bool = False) -> RunOutput:
+        """Write rows into the cache; logits at each row's last token ([B, V]), at every position ([B, S, V]) or
+        none; with `hidden`, also the final-norm hidden states [B, S, hidden] (what an EAGLE head drafts from)."""
+        batch = self._batch(rows)
+        h = self.model.hidden_states(batch, self.cache)  # [B, S, hidden]
+        out = None
+        if logits == "last":
+            s = batch.tokens.shape[1]
+            last = torch.tensor([i * s + len(r.tokens) - 1 for i, r in enumerate(rows)], device=self.device)
+            out = self.model.logits(h.reshape(-1, h.shape[-1])[last])  # [B, V]
+        elif logits == "all":
+            out = self.model.logits(h)  # [B, S, V]
+        return RunOutput(out, h if hidden else None)
+
     def last_logits(self, rows: list[Row]) -> torch.Tensor:
         """Logits [B, V] (float32) at each row's last token; the vocabulary projection runs only there."""
-        batch = self._batch(rows)
-        s = batch.tokens.shape[1]
-        last = torch.tensor([i * s + len(r.tokens) - 1 for i, r in enumerate(rows)], device=self.device)
-        return self.model(batch, self.cache, logits_rows=last)
+        return self.forward(rows, "last").logits  # type: ignore[return-value]
 
-    @torch.inference_mode()
     def all_logits(self, rows: list[Row]) -> torch.Tensor:
         """Logits [B, S, V] (float32) at every position of every row (padding rows hold garbage)."""
-        return self.model(self._batch(rows), self.cache)
+        return self.forward(rows, "all").logits  # type: ignore[return-value]
 
-    @torch.inference_mode()
     def write(self, rows: list[Row]) -> None:
         """Write rows into the cache without computing any logits (prefill chunks that do not end a prompt)."""
-        self.model.hidden_states(self._batch(rows), self.cache)
+        self.forward(rows, "none")

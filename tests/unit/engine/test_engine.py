@@ -225,20 +225,22 @@ def test_requests_join_between_steps_and_decodes_share_one_forward(model):
     eng = make(model, max_num_seqs=8)
     calls: list[tuple[str, int]] = []
     runner = eng.runner
-    for name in ("last_logits", "all_logits", "write"):
-        fn = getattr(runner, name)
-        setattr(runner, name, lambda rows, fn=fn, name=name: (calls.append((name, len(rows))), fn(rows))[1])
+    forward = runner.forward  # every forward goes through it (last_logits, all_logits and write too)
+    runner.forward = lambda rows, logits, hidden=False: (
+        calls.append((logits, len(rows))),
+        forward(rows, logits, hidden),
+    )[1]
     a = eng.add_request("a", [1, 2, 3], SamplingParams(max_tokens=30, temperature=0.0))
     eng.step()  # a's prefill
     eng.step()  # a decodes
     joined = [eng.add_request(f"j{i}", [4, 5, 6, i], SamplingParams(max_tokens=5, temperature=0.0)) for i in range(6)]
     calls.clear()
     eng.step()  # a decodes while the six newcomers are prefilled: one decode forward, one prefill forward
-    assert calls == [("last_logits", 1), ("last_logits", 6)]
+    assert calls == [("last", 1), ("last", 6)]
     assert all(len(s.output_ids) == 1 for s in joined) and len(a.output_ids) == 3
     calls.clear()
     eng.step()  # all seven decode in a single forward
-    assert calls == [("last_logits", 7)]
+    assert calls == [("last", 7)]
     while eng.has_unfinished():
         eng.step()
     assert (

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 from tests.fakes.engine_fakes import CharDetokenizer, one_torch_thread, prompts, tiny_model  # noqa: F401 (autouse fixture)
-from tests.fakes.spec_models import LetterDetokenizer, sharp_lm, truncated_copy
+from tests.fakes.spec_models import LetterDetokenizer, random_eagle, sharp_lm, truncated_copy
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
 from speculab.engine.spec.draft_model import DraftModelProposer
+from speculab.engine.spec.eagle import EagleProposer
 from speculab.engine.spec.ngram import NgramProposer
 from speculab.engine.spec.speculator import Speculator
 
@@ -46,19 +47,21 @@ def run(engine: Engine, ps: list[list[int]], params: list[SamplingParams] = PARA
     return seqs
 
 
-def poison_runner(engine: Engine, poisoned: str, where: str = "last_logits", after_calls: int = 0) -> None:
-    """Make the runner's `where` raise whenever a batch contains a row of the poisoned request's slot."""
-    original = getattr(engine.runner, where)
+def poison_runner(engine: Engine, poisoned: str, where: str = "last", after_calls: int = 0) -> None:
+    """Make the runner's forward with `logits=where` ("last": prefill ends and plain decode; "all": speculative
+    verification) raise whenever a batch contains a row of the poisoned request's slot."""
+    original = engine.runner.forward
     calls = [0]
 
-    def faulty(rows):
-        slots = {s.slot for s in engine.scheduler.running if s.request_id == poisoned}
-        calls[0] += 1
-        if calls[0] > after_calls and any(r.slot in slots for r in rows):
-            raise RuntimeError("injected kernel fault")
-        return original(rows)
+    def faulty(rows, logits, hidden=False):
+        if logits == where:
+            slots = {s.slot for s in engine.scheduler.running if s.request_id == poisoned}
+            calls[0] += 1
+            if calls[0] > after_calls and any(r.slot in slots for r in rows):
+                raise RuntimeError("injected kernel fault")
+        return original(rows, logits, hidden)
 
-    setattr(engine.runner, where, faulty)
+    engine.runner.forward = faulty  # type: ignore[method-assign]
 
 
 @pytest.mark.parametrize("after_calls", [0, 3], ids=["at-prefill", "mid-decode"])
@@ -154,16 +157,17 @@ def test_reset_drops_everything_and_frees_every_slot(model):
     assert len(run(engine, prompts(4, seed=9))["r0"].output_ids) == 10
 
 
-@pytest.mark.parametrize("method", ["ngram", "draft"])
+@pytest.mark.parametrize("method", ["ngram", "draft", "eagle"])
 def test_speculative_decoding_isolates_a_failing_row_exactly(method):
     target = sharp_lm(0)
 
     def engine() -> Engine:
-        proposer = (
-            NgramProposer(4, prompt_lookup_max=3, prompt_lookup_min=1)
-            if method == "ngram"
-            else DraftModelProposer(truncated_copy(target, 1), 4, 4, 64, target.config.vocab_size)
-        )
+        if method == "ngram":
+            proposer = NgramProposer(4, prompt_lookup_max=3, prompt_lookup_min=1)
+        elif method == "draft":
+            proposer = DraftModelProposer(truncated_copy(target, 1), 4, 4, 64, target.config.vocab_size)
+        else:  # the head drafts from the target's hidden states: a retried row must record them once, right
+            proposer = EagleProposer(random_eagle(target, 1), target, 4, num_slots=4, max_len=64)
         cfg = EngineConfig(max_num_seqs=4, max_model_len=64, max_num_batched_tokens=128)
         return Engine(target, cfg, speculator=Speculator(proposer), detokenizer_factory=LetterDetokenizer)
 
@@ -171,7 +175,7 @@ def test_speculative_decoding_isolates_a_failing_row_exactly(method):
     ps = [[(3 * i + j) % vocab for j in range(6)] * 2 for i in range(4)]  # repeats give n-gram lookup drafts
     clean = run(engine(), ps)
     eng = engine()
-    poison_runner(eng, POISON, where="all_logits", after_calls=2)
+    poison_runner(eng, POISON, where="all", after_calls=2)
     seqs = run(eng, ps)
     assert seqs[POISON].finish_reason is FinishReason.ERROR
     for rid in ("r0", "r2", "r3"):

@@ -1,8 +1,9 @@
 """The demo-pair training pipeline (scripts/train_demo.py) end to end on a CPU, and its pieces.
 
 One tiny run (a stdlib subset, ~100k-parameter models, seconds of training) feeds the end-to-end checks:
-the loss falls, both output directories load in transformers with logits equal to our CausalLM's, and the
-files respect the shipping limits. The real preset's sizes are checked against the limits arithmetically.
+the loss falls, both output directories load in transformers with logits equal to our CausalLM's, the EAGLE head
+loads as an EAGLE checkpoint and drafts in the engine, and the files respect the shipping limits. The real
+preset's sizes are checked against the limits arithmetically.
 """
 
 from __future__ import annotations
@@ -103,6 +104,32 @@ def test_training_lowers_the_loss(run):
     assert report["corpus"]["heldout_files"] > 0 and report["corpus"]["train_tokens"] > 10_000
 
 
+def test_eagle_head_is_trained_exported_and_evaluated(run):
+    from speculab.engine.loader import load_model
+    from speculab.engine.spec.eagle_head import load_eagle_head
+
+    out, _, report = run
+    e = report["eagle"]
+    log = e["train"]["log"]
+    assert e["train"]["steps"] == 40 and {entry["depth"] for entry in log} == {1, 2}  # the unrolled pass joined
+    assert log[-1]["token_loss"] < log[0]["token_loss"] - 0.3
+    head = load_eagle_head(out / "eagle", load_model(out / "target"))
+    assert head.config.num_hidden_layers == 1 and head.lm_head is None
+    assert head.draft_token_ids().numel() == train_demo.PRESETS["tiny"].eagle_draft_vocab  # the frequent tokens
+    tf = e["acceptance"]["teacher_forced_heldout"]
+    assert 0 < tf["draft_vocab_coverage"] <= 1 and 0 <= tf["agreement_alpha_draft_vocab"] <= 1
+    assert sorted(e["files"]) == ["eagle/config.json", "eagle/model.safetensors"]
+    assert set(e["files"]) <= set(report["files"])
+    replay = e["acceptance"]["engine_greedy_replay"]
+    for kind in ("eagle", "draft", "ngram"):
+        assert (
+            replay[kind]["tokens_generated"] > 0
+            and sum(replay[kind]["accepted_per_pos"]) == replay[kind]["num_accepted_tokens"]
+        )
+    assert replay["eagle"]["num_drafts"] > 0
+    assert 0 <= e["acceptance"]["teacher_forced_heldout"]["agreement_alpha"] <= 1
+
+
 def test_report_has_acceptance(run):
     out, _, report = run
     assert json.loads((out / "train_report.json").read_text())["acceptance"] == report["acceptance"]
@@ -143,7 +170,7 @@ def test_files_respect_the_shipping_limits(run):
     assert 1 <= len(parts) <= 8 and all(p.stat().st_size <= 15 * MiB for p in parts)
     with tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in parts))) as tar:
         names = set(tar.getnames())
-    assert {"train_report.json", "target/model.safetensors", "draft/tokenizer.json"} <= names
+    assert {"train_report.json", "target/model.safetensors", "draft/tokenizer.json", "eagle/model.safetensors"} <= names
 
 
 def test_demo_preset_fits_the_limits():
@@ -244,6 +271,8 @@ def test_model_card_is_filled_from_the_report(run, tmp_path):
     assert "Filled in after the GPU run" not in text and "## Limitations" in text
     assert f"{report['target']['parameters']:,}" in text and f"{report['target']['heldout_loss']:.3f}" in text
     assert f"{report['acceptance']['teacher_forced_heldout']['draft_agreement_alpha']:.3f}" in text
+    assert "### EAGLE head (`demo-eagle`)" in text
+    assert f"{report['eagle']['acceptance']['teacher_forced_heldout']['agreement_alpha']:.3f}" in text
     model_card.main([str(out / "train_report.json"), "--card", str(card)])  # idempotent: refills the same section
     assert card.read_text() == text
 
@@ -257,7 +286,7 @@ def test_shipped_demo_pair_loads_matches_and_fits():
     weights = [p for p in files if p.suffix == ".safetensors"]
     assert all(p.stat().st_size <= 15 * MiB for p in files)
     assert sum(p.stat().st_size for p in files if p.name != "train_report.json") <= train_demo.MAX_TOTAL_BYTES
-    assert {p.parent.name for p in weights} == {"target", "draft"}
+    assert {p.parent.name for p in weights} <= {"target", "draft", "eagle"}
     configs = {name: json.loads((SHIPPED / name / "config.json").read_text()) for name in ("target", "draft")}
     assert configs["target"]["vocab_size"] == configs["draft"]["vocab_size"]
     assert (SHIPPED / "target" / "tokenizer.json").read_bytes() == (SHIPPED / "draft" / "tokenizer.json").read_bytes()
@@ -271,3 +300,14 @@ def test_shipped_demo_pair_loads_matches_and_fits():
         with torch.no_grad():
             assert (hf(ids).logits - _our_logits(model_dir, ids)).abs().max().item() <= 1e-3
     assert params["target"] <= 30_000_000 and params["draft"] <= 5_000_000
+
+
+@pytest.mark.skipif(not (SHIPPED / "eagle" / "config.json").exists(), reason="demo EAGLE head not trained yet")
+def test_shipped_eagle_head_loads_for_the_shipped_target():
+    from speculab.engine.loader import load_model
+    from speculab.engine.spec.eagle_head import load_eagle_head
+
+    head = load_eagle_head("demo-eagle", load_model("demo"))
+    assert head.config.hidden_size == json.loads((SHIPPED / "target" / "config.json").read_text())["hidden_size"]
+    assert sum(p.numel() for p in head.parameters()) <= 2_000_000  # small: one layer and fc
+    assert all(p.stat().st_size <= 15 * MiB for p in (SHIPPED / "eagle").iterdir())

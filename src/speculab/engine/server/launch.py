@@ -22,7 +22,7 @@ from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
 from speculab.engine.server.connection import uvicorn_config
-from speculab.engine.spec.config import build_proposer, parse_spec_config
+from speculab.engine.spec.config import build_speculator, parse_spec_config
 from speculab.engine.spec.metrics import SpecDecodeCollector
 from speculab.engine.spec.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
@@ -131,16 +131,13 @@ def build_engine(cfg: ServeConfig, speculator: SpeculationHook | None = None) ->
     tok = Tokenizer.from_dir(path)
     eos = set(tok.eos_token_ids) | _ids(model.config.eos_token_id)
     if speculator is None and cfg.speculative_config is not None:
-        proposer = build_proposer(
+        speculator = build_speculator(
             parse_spec_config(cfg.speculative_config),
-            target_config=model.config,
+            target=model,
             target_dir=path,
             num_slots=ecfg.max_num_seqs,
             max_len=ecfg.max_model_len,
-            dtype=next(model.parameters()).dtype,
-            device=device,
         )
-        speculator = Speculator(proposer)
     engine = Engine(
         model,
         ecfg,

@@ -9,23 +9,23 @@ tokens it wrote after them. Each `propose`:
      afterwards the target's corrected or bonus token, plus the last accepted draft when all were accepted),
   3. drafts k tokens, one batched forward per token, sampling each from q = processed_probs of its logits
      with the request's temperature / top-k / top-p and the request's generator, and returns q for
-     exact rejection sampling.
+     exact rejection sampling (the loop shared with the EAGLE proposer, `spec/drafting.py`).
 Shapes: B rows, K = num_speculative_tokens, V = target vocabulary, S = tokens per row in a forward.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.sampling import processed_probs
+from speculab.engine.spec.drafting import assemble_proposal, draft_tokens, timed
 from speculab.engine.spec.proposer import DraftSource, Proposal
-from speculab.engine.spec.verify import sample_inverse_cdf
 from speculab.errors import UserError
 
 
@@ -98,6 +98,7 @@ class DraftModelProposer:
         max_len: int,
         target_vocab_size: int,
         seed: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
     ):
         if num_speculative_tokens < 1:
             raise ValueError("num_speculative_tokens must be at least 1")
@@ -108,6 +109,7 @@ class DraftModelProposer:
         self.device = param.device
         self.cache = KVCache(model.config, num_slots, max_len, dtype=param.dtype, device=param.device)
         self._states: dict[str, _DraftState] = {}
+        self.clock = clock  # times the backlog catch-ups (Proposal.backlog_s)
         # Requests without a seed of their own draw their drafts from this one.
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -137,8 +139,9 @@ class DraftModelProposer:
         pad = torch.full((logits.shape[0], v - logits.shape[-1]), float("-inf"), device=logits.device)
         return torch.cat([logits, pad], dim=-1)
 
-    def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> torch.Tensor:
-        """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one.
+    def _catch_up(self, rows: list[DraftSource], starts: list[int], lengths: list[int]) -> tuple[torch.Tensor, float]:
+        """Feed each row's committed tokens [start, length) into the cache; logits [B, V] at each row's last one,
+        and the seconds spent on the long catch-ups (the backlog: see Proposal).
 
         Rows whose catch-up is short (the usual 1-2 tokens) share one padded forward; long catch-ups (new
         requests' prompts) share another, so that a prompt never pads the short rows to its length.
@@ -146,8 +149,8 @@ class DraftModelProposer:
         out = torch.empty((len(rows), self.target_vocab_size), device=self.device)
         short = [i for i, (s, n) in enumerate(zip(starts, lengths, strict=True)) if n - s <= self._k + 1]
         long = [i for i in range(len(rows)) if i not in set(short)]
-        groups = [g for g in (short, long) if g]
-        for group in groups:
+
+        def run(group: list[int]) -> None:
             width = max(lengths[i] - starts[i] for i in group)
             tokens = torch.zeros((len(group), width), dtype=torch.long)
             positions = torch.full((len(group), width), -1, dtype=torch.long)
@@ -167,77 +170,40 @@ class DraftModelProposer:
             out[torch.tensor(group, device=self.device)] = self._to_vocab(
                 self.model(batch, self.cache, logits_rows=last.to(self.device))
             )
-        return out
 
-    def _sample(self, q: torch.Tensor, rows: list[DraftSource], greedy: list[bool], live: list[bool]) -> torch.Tensor:
-        """One draft token per row [B] from q [B, V], each sampled row drawing from its own generator.
-
-        Only live rows (still drafting) draw, so how far a request's generator advances depends on that
-        request alone, never on the other rows' draft lengths.
-        """
-        u = torch.full((len(rows),), 0.5, dtype=torch.float64)
-        for b, row in enumerate(rows):
-            if live[b] and not greedy[b]:
-                gen = row.generator or self.generator
-                u[b] = torch.rand(1, generator=gen, device=gen.device, dtype=torch.float64).item()
-        sampled = sample_inverse_cdf(q, u.to(q.device))
-        return torch.where(torch.tensor(greedy, device=q.device), q.argmax(-1), sampled)
+        if short:
+            run(short)
+        backlog_s = timed(lambda: run(long), self.device, self.clock) if long else 0.0
+        return out, backlog_s
 
     @torch.inference_mode()
     def propose(self, rows: Sequence[DraftSource], max_drafts: Sequence[int]) -> Proposal:
         b_all, k = len(rows), self._k
-        tokens = torch.full((b_all, k), -1, dtype=torch.long, device=self.device)
-        lens = torch.zeros(b_all, dtype=torch.long)
         active = [b for b in range(b_all) if min(k, max_drafts[b]) > 0]
-        if not active:
-            return Proposal(tokens=tokens, lens=lens.to(self.device), probs=None)  # no drafts: q is never read
+        if not active:  # no drafts: q is never read
+            return assemble_proposal(b_all, k, [], [], torch.empty(0, k), None, self.device)
         act_rows = [rows[b] for b in active]
         caps = [min(k, max_drafts[b]) for b in active]
         lengths = [len(r.prompt_ids) + len(r.output_ids) for r in act_rows]
         states = [self._states.setdefault(r.request_id, _DraftState()) for r in act_rows]
         starts = [self._valid_prefix(r, s, n) for r, s, n in zip(act_rows, states, lengths, strict=True)]
-
-        temperature = torch.tensor([float(r.params.temperature) for r in act_rows], device=self.device)
-        top_p = torch.tensor([float(r.params.top_p) for r in act_rows], device=self.device)
-        top_k = torch.tensor([int(r.params.top_k) for r in act_rows], device=self.device)
-        greedy = [float(r.params.temperature) <= 0 for r in act_rows]
         slot_list = [r.slot for r in act_rows]
         slots, slot_start = torch.tensor(slot_list, device=self.device), consecutive_start(slot_list)
-        # All greedy: each draft is the argmax, so q is one-hot at it, which is what a Proposal without probs
-        # means (as for n-gram drafts): no softmax over the vocabulary per draft position.
-        all_greedy = all(greedy)
-        caps_t = torch.tensor(caps, device=self.device)
         length_t = torch.tensor(lengths, device=self.device)
 
-        logits = self._catch_up(act_rows, starts, lengths)  # [A, V]
-        drafted = torch.full((len(active), k), -1, dtype=torch.long, device=self.device)  # [A, K]
-        q_all = None if all_greedy else torch.zeros((len(active), k, self.target_vocab_size), device=self.device)
-        for j in range(k):
-            if all_greedy:
-                x = logits.argmax(-1)
-            else:
-                q = processed_probs(logits, temperature, top_p, top_k)  # [A, V]
-                x = self._sample(q, act_rows, greedy, [j < cap for cap in caps])
-                q_all[:, j] = q  # type: ignore[index]
-            drafted[:, j] = x
-            if j == k - 1 or j + 1 >= max(caps):
-                break
+        def step(x: torch.Tensor, j: int, live: torch.Tensor) -> torch.Tensor:
             # Feed x_j at position L + j for rows that still draft; the others write the scratch column.
-            live = j + 1 < caps_t
             positions = torch.where(live, length_t + j, -1)[:, None]  # [A, 1]
             batch = BatchInput(
                 tokens=x[:, None], positions=positions, slots=slots, kv_len=max(lengths) + j + 1, slot_start=slot_start
             )
-            logits = self._to_vocab(self.model(batch, self.cache)[:, 0])
+            return self._to_vocab(self.model(batch, self.cache)[:, 0])
 
+        logits, backlog_s = self._catch_up(act_rows, starts, lengths)  # [A, V]
+        drafted, q_all = draft_tokens(logits, step, act_rows, caps, k, self.generator)
         drafted_host = drafted.tolist()  # one device sync for the bookkeeping below
-        probs = None if q_all is None else torch.zeros((b_all, k, self.target_vocab_size), device=self.device)
-        for i, (b, cap) in enumerate(zip(active, caps, strict=True)):
-            tokens[b, :cap] = drafted[i, :cap]
-            if probs is not None and q_all is not None:
-                probs[b, :cap] = q_all[i, :cap]
-            lens[b] = cap
+        for i, cap in enumerate(caps):
             # The cache now holds the committed sequence and the drafts fed back (all but the last).
             states[i].committed = lengths[i]
             states[i].tail = drafted_host[i][: cap - 1]
-        return Proposal(tokens=tokens, lens=lens.to(self.device), probs=probs)
+        return assemble_proposal(b_all, k, active, caps, drafted, q_all, self.device, backlog_s)

@@ -1,7 +1,10 @@
 """Prometheus counters for speculative decoding, vLLM's names under the `speculab:` prefix.
 
 Read from the speculator's totals at scrape time (the engine thread owns them; reading ints is safe).
-A draft is one verification step of one request that proposed at least one token.
+A draft is one verification step of one request that proposed at least one token. Beyond vLLM's set, two
+counters show speculation adapting to load: decode steps by the number of speculative tokens chosen for them
+(`k="0"` = speculation skipped), and skipped steps by reason (`batch_size`: disable_by_batch_size; `adaptive`:
+the adaptive policy chose k = 0).
 """
 
 from __future__ import annotations
@@ -44,3 +47,19 @@ class SpecDecodeCollector(Collector):
         for pos, value in enumerate(list(c.accepted_per_pos)):
             per_pos.add_metric([name, str(pos)], value)
         yield per_pos
+        steps = CounterMetricFamily(
+            PREFIX + "spec_decode_num_steps",
+            "Decode steps by the number of speculative tokens chosen for them (k=0: speculation skipped).",
+            labels=["model_name", "k"],
+        )
+        for k, value in enumerate(list(c.steps_by_k)):
+            steps.add_metric([name, str(k)], value)
+        yield steps
+        skipped = CounterMetricFamily(
+            PREFIX + "spec_decode_num_skipped_steps",
+            "Decode steps without speculation, by reason (batch_size: disable_by_batch_size; adaptive: k chose 0).",
+            labels=["model_name", "reason"],
+        )
+        skipped.add_metric([name, "batch_size"], c.skipped_by_batch_size)
+        skipped.add_metric([name, "adaptive"], c.skipped_by_adaptive)
+        yield skipped

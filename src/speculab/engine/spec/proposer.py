@@ -62,11 +62,15 @@ class Proposal:
     probs is the proposer's distribution q at each drafted position [B, K, V] (float32, the same
     temperature/top-k/top-p processing as the target's p), or None when q is one-hot at the draft.
     Tensors live on the CPU for n-gram lookup and on the draft model's device otherwise.
+    backlog_s is the time the call spent catching up on a backlog (a new prompt, steps that did not speculate)
+    rather than drafting: it is paid whenever speculation resumes, so the adaptive policy leaves it out of what
+    drafting costs.
     """
 
     tokens: torch.Tensor  # [B, K] int64
     lens: torch.Tensor  # [B] int64
     probs: torch.Tensor | None = None  # [B, K, V]
+    backlog_s: float = 0.0
 
 
 class Proposer(Protocol):

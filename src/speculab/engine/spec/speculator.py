@@ -5,16 +5,26 @@ and hands the logits to `verify`, which turns them into each request's distribut
 decoding would (`request_probs`: min_tokens bans, temperature, top-k, top-p), runs `verify()` against the
 proposer's q, and counts drafts with vLLM's semantics: a draft is one verification step of one request
 that had at least one draft token; accepted tokens exclude the target's own (corrected or bonus) token.
+
+How many tokens a step drafts: num_speculative_tokens, unless the step has more decode rows than
+`disable_by_batch_size` (vLLM's option: then it drafts none), or an `AdaptivePolicy` chooses k in 0..K from
+recent acceptance and measured costs (spec/adaptive.py). A step in which no row drafts samples exactly as plain
+decoding does (the same `request_probs`, `sample` and generators), without the verifier's machinery; its time
+still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target's forward plus
+verification (from propose's return to verify's end) with an injected clock.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from speculab.engine.sampling import ban_tokens, request_probs
+from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
+from speculab.engine.spec.adaptive import AdaptivePolicy
 from speculab.engine.spec.proposer import Proposal, Proposer
 from speculab.engine.spec.verify import draw_uniforms, verify
 
@@ -27,20 +37,64 @@ class SpecCounters:
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
     accepted_per_pos: list[int] = field(default_factory=list)  # [k]: drafts whose token at position i was accepted
+    steps_by_k: list[int] = field(default_factory=list)  # [k + 1]: decode steps by the number of drafts chosen
+    skipped_by_batch_size: int = 0  # steps with more decode rows than disable_by_batch_size
+    skipped_by_adaptive: int = 0  # steps where the adaptive policy chose k = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    seqs: list[Sequence]
+    proposal: Proposal | None  # None: the step drafts nothing
+    asked: list[int]  # drafts each row was asked for this step
+    k: int
+    proposer_s: float
+    proposed_at: float
 
 
 class Speculator:
     """Implements the engine's `SpeculationHook` with any `Proposer` and exact verification."""
 
-    def __init__(self, proposer: Proposer):
+    def __init__(
+        self,
+        proposer: Proposer,
+        *,
+        disable_by_batch_size: int | None = None,
+        adaptive: AdaptivePolicy | None = None,
+        clock: Callable[[], float] = time.perf_counter,  # the policy's; time.thread_time gives CPU cost on a CPU
+    ):
         self.proposer = proposer
-        self.num_speculative_tokens = proposer.num_speculative_tokens
-        self.counters = SpecCounters(accepted_per_pos=[0] * proposer.num_speculative_tokens)
-        self._pending: tuple[list[Sequence], Proposal] | None = None
+        self.num_speculative_tokens = k = proposer.num_speculative_tokens
+        self.disable_by_batch_size = disable_by_batch_size
+        self.adaptive = adaptive
+        self.clock = clock
+        self.counters = SpecCounters(accepted_per_pos=[0] * k, steps_by_k=[0] * (k + 1))
+        self._pending: _Pending | None = None
+
+    def _step_k(self, rows: int) -> int:
+        """Drafts for this step: 0 past disable_by_batch_size, else the policy's choice, else k."""
+        c = self.counters
+        if self.disable_by_batch_size is not None and rows > self.disable_by_batch_size:
+            c.skipped_by_batch_size += 1
+            return 0
+        if self.adaptive is None:
+            return self.num_speculative_tokens
+        k = self.adaptive.choose(rows)
+        c.skipped_by_adaptive += k == 0
+        return k
 
     def propose(self, seqs: list[Sequence], max_drafts: list[int]) -> list[list[int]]:
-        proposal = self.proposer.propose(seqs, max_drafts)
-        self._pending = (seqs, proposal)
+        t0 = self.clock()
+        k = self._step_k(len(seqs))
+        self.counters.steps_by_k[k] += 1
+        asked = [min(k, m) for m in max_drafts]
+        if not any(asked):  # nothing to draft: the proposer is not even asked (an EAGLE head catches up later)
+            t1 = self.clock()
+            self._pending = _Pending(seqs, None, asked, 0, t1 - t0, t1)
+            return [[] for _ in seqs]
+        proposal = self.proposer.propose(seqs, asked)
+        t1 = self.clock()
+        self._pending = _Pending(seqs, proposal, asked, k, t1 - t0, t1)
         lens = proposal.lens.tolist()
         return [row[:n] for row, n in zip(proposal.tokens.tolist(), lens, strict=True)]
 
@@ -51,11 +105,16 @@ class Speculator:
         target_logits: torch.Tensor,  # [B, 1 + K, V] float32; position j scores the token after draft j
         generator: torch.Generator,
     ) -> list[list[int]]:
-        if self._pending is None or len(self._pending[0]) != len(seqs):
+        pending = self._pending
+        if pending is None or len(pending.seqs) != len(seqs):
             raise RuntimeError("verify() must follow propose() for the same sequences")
-        proposal = self._pending[1]
+        proposal = pending.proposal
         self._pending = None
         b, width, v = target_logits.shape
+        if proposal is None or not any(drafts):
+            emitted = self._plain(seqs, target_logits[:, 0], generator)
+            self._observe(pending, b * width, [0] * b, [0] * b)
+            return emitted
         k = width - 1
         dev = target_logits.device
         lens = torch.tensor([len(d) for d in drafts], dtype=torch.long)
@@ -78,8 +137,32 @@ class Speculator:
         uniforms = draw_uniforms([s.generator or generator for s in seqs], lens.tolist(), greedy, width, dev)
         result = verify(draft_tokens, lens, p, q, torch.tensor(greedy), uniforms)
         emitted = result.emitted()
-        self._count(seqs, lens.tolist(), result.num_accepted.tolist())
+        accepted = result.num_accepted.tolist()
+        self._count(seqs, lens.tolist(), accepted)
+        self._observe(pending, b * width, accepted, lens.tolist())  # rows are padded to the longest draft
         return emitted
+
+    def _plain(self, seqs: list[Sequence], logits: torch.Tensor, generator: torch.Generator) -> list[list[int]]:
+        """A step without drafts emits what plain decoding would, the same way (logits [B, V] at the last token)."""
+        out_index = [s.num_output_tokens for s in seqs]
+        if all(s.params.greedy for s in seqs):
+            return [[t] for t in ban_tokens(logits, seqs, out_index).argmax(-1).tolist()]
+        return [[t] for t in sample(request_probs(logits, seqs, out_index), seqs, generator)]
+
+    def _observe(self, pending: _Pending, batch_tokens: int, accepted: list[int], proposed: list[int]) -> None:
+        """Feed the adaptive policy this step's timings and the verifier's decisions.
+
+        The target's cost is measured from propose's return to the end of verification: the forward over the
+        batch's tokens and what verifying them costs, both growing with k.
+        """
+        if self.adaptive is None:
+            return
+        costs = self.adaptive.costs
+        costs.observe_target(batch_tokens, self.clock() - pending.proposed_at)
+        backlog_s = pending.proposal.backlog_s if pending.proposal is not None else 0.0
+        costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s - backlog_s)
+        if pending.k:
+            self.adaptive.observe(pending.asked, accepted, proposed)
 
     def _count(self, seqs: list[Sequence], lens: list[int], accepted: list[int]) -> None:
         c = self.counters
@@ -97,3 +180,30 @@ class Speculator:
 
     def release(self, seq: Sequence) -> None:
         self.proposer.release(seq.request_id)
+
+    def calibrate(self, run_forward: Callable[[int, int], None], max_rows: int) -> None:
+        """Time the target's forward on a grid of batch shapes with this speculator's clock (the adaptive
+        policy's cost table); without a policy, nothing."""
+        if self.adaptive is None:
+            return
+
+        def time_forward(rows: int, width: int) -> float:
+            t0 = self.clock()
+            run_forward(rows, width)
+            return self.clock() - t0
+
+        self.adaptive.costs.calibrate(time_forward, max_rows, self.num_speculative_tokens + 1)
+
+    @property
+    def wants_target_hidden(self) -> bool:
+        """True when the proposer drafts from the target's hidden states (EAGLE); the engine then records them."""
+        return bool(getattr(self.proposer, "wants_target_hidden", False))
+
+    def record_target_hidden(
+        self,
+        seqs: list[Sequence],
+        starts: list[int],  # [B] absolute position of hidden[b, 0]
+        hidden: torch.Tensor,  # [B, S, H] final-norm hidden states of one target forward
+        counts: list[int],  # [B] leading positions of each row whose target KV the engine keeps
+    ) -> None:
+        self.proposer.record_target_hidden([s.request_id for s in seqs], starts, hidden, counts)  # type: ignore[attr-defined]

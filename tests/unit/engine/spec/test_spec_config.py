@@ -22,6 +22,23 @@ def test_draft_model_config_as_documented():
     assert parse_spec_config({"model": "/m", "num_speculative_tokens": 2}).method == "draft_model"
 
 
+def test_eagle_and_adaptive_configs_as_documented():
+    cfg = parse_spec_config('{"method":"eagle","model":"demo-eagle","num_speculative_tokens":4}')
+    assert cfg == SpecConfig("eagle", 4, model="demo-eagle")
+    adaptive = parse_spec_config(
+        {
+            "method": "eagle",
+            "model": "demo-eagle",
+            "num_speculative_tokens": 4,
+            "adaptive": True,
+            "disable_by_batch_size": 8,
+        }
+    )
+    assert adaptive == SpecConfig("eagle", 4, model="demo-eagle", adaptive=True, disable_by_batch_size=8)
+    for c in (cfg, adaptive, parse_spec_config({"method": "ngram", "num_speculative_tokens": 2, "adaptive": True})):
+        assert parse_spec_config(c.to_json()) == c
+
+
 def test_ngram_lookup_defaults():
     cfg = parse_spec_config({"method": "ngram", "num_speculative_tokens": 3})
     assert (cfg.prompt_lookup_max, cfg.prompt_lookup_min) == (4, 1)
@@ -37,7 +54,20 @@ def test_ngram_lookup_defaults():
         ("{not json", "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
         ('{"num_speculative_tokens": 4}', "missing key method"),
-        ('{"method": "eagle", "num_speculative_tokens": 4}', 'method "eagle" is not supported'),
+        ('{"method": "medusa", "num_speculative_tokens": 4}', 'method "medusa" is not supported'),
+        (
+            '{"method": "eagle", "num_speculative_tokens": 4}',
+            "method eagle needs key model (a model directory, or demo-eagle)",
+        ),
+        (
+            '{"method": "eagle", "model": "m", "num_speculative_tokens": 4, "prompt_lookup_min": 2}',
+            "unknown key prompt_lookup_min",
+        ),
+        (
+            '{"method": "ngram", "num_speculative_tokens": 4, "disable_by_batch_size": 0}',
+            "disable_by_batch_size must be between 1",
+        ),
+        ('{"method": "ngram", "num_speculative_tokens": 4, "adaptive": "yes"}', "adaptive must be true or false"),
         ('{"method": "ngram"}', "missing key num_speculative_tokens"),
         ('{"method": "ngram", "num_speculative_tokens": 0}', "num_speculative_tokens must be between 1 and 32"),
         ('{"method": "ngram", "num_speculative_tokens": "4"}', "num_speculative_tokens must be an integer"),
