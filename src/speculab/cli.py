@@ -512,13 +512,16 @@ def demo_command(
     draft: str = typer.Option(
         "demo-draft", "--draft", help="draft model: 'demo-draft', a directory (.gguf for llamacpp), or 'none'"
     ),
+    eagle: str = typer.Option(
+        "demo-eagle", "--eagle", help="EAGLE head (speculab's engine): 'demo-eagle', a directory, or 'none'"
+    ),
     engine: str = typer.Option(
         "speculab",
         "--engine",
         help="speculab (the embedded engine) or llamacpp (llama-server from scripts/install_llama_server.sh)",
     ),
 ) -> None:
-    """The whole A/B job on the demo model pair: plain vs n-gram vs draft model, on speculab's engine or llama.cpp."""
+    """The whole A/B job on the demo models: plain vs n-gram vs draft model vs EAGLE head (speculab or llama.cpp)."""
     from speculab.harness.experiment.demo import DemoConfig, demo_plan
     from speculab.harness.results.ab_dir import check_ab_output_dir
     from speculab.report.console.ab import print_change
@@ -526,7 +529,11 @@ def demo_command(
     console = Console(stderr=True, soft_wrap=True)
     out = output or _default_run_dir("demo")
     check_ab_output_dir(out)
-    plan = demo_plan(DemoConfig(model=model, draft=None if draft == "none" else draft, quick=quick, engine=engine))
+    none = {"none": None}
+    cfg = DemoConfig(
+        model=model, draft=none.get(draft, draft), eagle=none.get(eagle, eagle), engine=engine, quick=quick
+    )
+    plan = demo_plan(cfg)
     for change in plan.changes:
         print_change(console, change)
     _run_plan(console, plan, out)

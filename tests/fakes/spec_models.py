@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -118,3 +119,23 @@ def random_eagle(target: CausalLM, seed: int, num_hidden_layers: int = 1, fc_bia
             elif fc_bias and p is head.fc.bias:
                 p.normal_(0, 0.1)
     return head.requires_grad_(False)
+
+
+def save_eagle_checkpoint(head: EagleHead, path: Path) -> Path:
+    """`head` as an HF-format EAGLE checkpoint directory (config.json + model.safetensors), as vLLM would load it."""
+    import json
+
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.clone().contiguous() for k, v in head.state_dict().items()}, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(head.to_hf()))
+    return path
+
+
+def make_tiny_eagle(target_dir: Path, path: Path, seed: int = 1) -> Path:
+    """A random EAGLE head checkpoint for the checkpoint at `target_dir` (e.g. tests/fakes/tiny_checkpoint's)."""
+    from speculab.engine.loader import load_model
+
+    target = load_model(target_dir)
+    return save_eagle_checkpoint(eagle_copy(target) if seed == 0 else random_eagle(target, seed), path)

@@ -1,7 +1,8 @@
 """`speculab demo`: the whole A/B job on the shipped demo model pair, on speculab's own engine or llama.cpp.
 
-Three arms, launched one at a time through the same lifecycle `speculab run` uses: plain decoding, n-gram prompt
-lookup, and the demo draft model, each at concurrency 1 and an operating point, on built-in input-grounded and
+Up to four arms, launched one at a time through the same lifecycle `speculab run` uses: plain decoding, n-gram
+prompt lookup, the demo draft model and (on speculab's engine) the demo EAGLE head, each at concurrency 1 and an
+operating point, on built-in input-grounded and
 open-ended prompts (`builtin:mixed`). The candidates' commands are derived by the engine's adapter and checked to
 differ from the baseline only in speculation. Engines:
 
@@ -40,7 +41,8 @@ LLAMACPP_THREADS = 1
 @dataclass(frozen=True, slots=True)
 class DemoConfig:
     model: str = "demo"  # the shipped target; or a model directory (speculab) or a .gguf file (llamacpp)
-    draft: str | None = "demo-draft"  # the shipped draft; None: n-gram only
+    draft: str | None = "demo-draft"  # the shipped draft; None: no draft-model arm
+    eagle: str | None = "demo-eagle"  # the shipped EAGLE head (speculab's engine only); None: no EAGLE arm
     engine: str = "speculab"  # one of ENGINES
     quick: bool = False
     port: int | None = None  # None: a free port
@@ -66,6 +68,8 @@ def demo_speculations(cfg: DemoConfig) -> list[SpeculationConfig]:
         if cfg.engine == "llamacpp":
             draft = str(LlamacppInstall.at().model(cfg.draft, draft=True))
         specs.append(SpeculationConfig("draft_model", k, model=draft))
+    if cfg.eagle is not None and cfg.engine == "speculab":  # llama.cpp has no EAGLE-1 heads for our target
+        specs.append(SpeculationConfig("eagle", k, model=cfg.eagle))
     return specs
 
 
@@ -86,7 +90,8 @@ def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
 
 
 def demo_plan(cfg: DemoConfig) -> RunPlan:
-    """Plain vs n-gram vs draft on the demo's engine; every candidate checked to differ only in speculation."""
+    """Plain vs n-gram vs draft (vs EAGLE) on the demo's engine; every candidate checked to differ only in
+    speculation."""
     port = cfg.port or free_port()
     base_cmd = ServerCommand(command=base_command(cfg, port), port=port, ready_timeout_s=cfg.ready_timeout_s)
     adapter = adapter_for(cfg.engine)
@@ -96,8 +101,9 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         name = candidate_name(spec.method, spec.num_speculative_tokens)
         cmd, change = derive_candidate(adapter, base_cmd, spec, name=name)
         changes.append(enforce_single_change(change, allow_extra_diff=False))
-        label = spec.label if spec.method == "ngram" else f"draft k={spec.num_speculative_tokens}"
-        info = ArmInfo(name, label, cmd.url, cfg.engine, cmd.command, spec.method, spec.num_speculative_tokens)
+        label = f"draft k={spec.num_speculative_tokens}" if spec.method == "draft_model" else spec.label
+        command = redact_command(cmd.command)
+        info = ArmInfo(name, label, cmd.url, cfg.engine, command, spec.method, spec.num_speculative_tokens)
         arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
     wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
     # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
