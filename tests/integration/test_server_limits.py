@@ -59,16 +59,15 @@ def test_requests_that_used_to_disable_the_engine_are_400(server, path, stream, 
 
 
 @pytest.mark.parametrize("path", [COMPLETIONS, CHAT])
-def test_a_tiny_temperature_is_greedy(server, path):
-    def text(answer) -> str:
-        c = answer.json()["choices"][0]
-        return c["text"] if path == COMPLETIONS else c["message"]["content"]
-
-    tiny = post_json(server.port, path, body(path, False, temperature=1e-38, seed=3))
-    greedy = post_json(server.port, path, body(path, False, temperature=0))
-    assert tiny.status == greedy.status == 200 and text(tiny) == text(greedy)
-    streamed = post_json(server.port, path, body(path, True, temperature=1e-38))
-    assert streamed.status == 200 and streamed.events[-1] == "[DONE]"
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tiny_temperature_is_refused_naming_the_fix(server, path, stream):
+    """temperature 1e-38 made every probability NaN and disabled the engine for good (issue 17): now a 400."""
+    got = post_json(server.port, path, body(path, stream, temperature=1e-38, seed=3))
+    assert got.status == 400 and is_openai_error(got), got
+    err = got.json()["error"]
+    assert err["param"] == "temperature" and "send 0 for greedy decoding" in err["message"]
+    ok = post_json(server.port, path, body(path, False, temperature=1e-5))  # the floor itself is served
+    assert ok.status == 200
     assert_serving(server)
 
 

@@ -82,6 +82,9 @@ class StreamOptions(BaseModel):
     continuous_usage_stats: bool = False  # vLLM extension: usage on every chunk
 
 
+MIN_TEMPERATURE = 1e-5  # the smallest positive temperature served (vLLM's sampling epsilon)
+
+
 class _Sampling(BaseModel):
     """Fields both endpoints share."""
 
@@ -89,7 +92,8 @@ class _Sampling(BaseModel):
 
     model: Text
     max_tokens: Count | None = None
-    # 0 = greedy; the engine treats 0 < temperature < 1e-5 as greedy too (SamplingParams, docs/engine.md)
+    # 0 = greedy; 0 < temperature < MIN_TEMPERATURE is refused (below it logits / temperature overflow float32:
+    # 1e-38 made every probability NaN). The engine's SamplingParams treats such values as greedy for library use.
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=-1, le=INT64_MAX)  # -1 or 0 = off (vLLM accepts -1)
@@ -110,6 +114,16 @@ class _Sampling(BaseModel):
     store: bool | None = None
     metadata: dict[str, Any] | None = None
     service_tier: str | None = None
+
+    @field_validator("temperature")
+    @classmethod
+    def _temperature_floor(cls, v: float | None) -> float | None:
+        if v is not None and 0 < v < MIN_TEMPERATURE:
+            raise ValueError(
+                f"temperature {v:g} is too small to sample with: send 0 for greedy decoding, or at least "
+                f"{MIN_TEMPERATURE:g}"
+            )
+        return v
 
     @field_validator("stop")
     @classmethod
