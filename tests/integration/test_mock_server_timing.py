@@ -1,7 +1,9 @@
 """The mock server keeps its schedule, measured by a raw client at concurrency 1 and 64 (issue 2's tolerances).
 
-Server: TTFT 100 ms, 20 ms between chunks, 2 tokens per chunk, run as `speculab mock-server` in its own process
-(so its CPU does not delay the client's reads). Medians must be within 2 ms (TTFT) and 1 ms (chunk gap) of the
+Server: TTFT 100 ms, 20 ms between chunks, 2 tokens per chunk, run as `speculab mock-server --spin-ms 2.5` in its
+own process (so its CPU does not delay the client's reads). Without the spin, asyncio's sleeps wake 1-2 ms late
+(docs/mock-server.md), which leaves no margin under a 2 ms tolerance: the default mode is the cheap one, the spin
+the precise one that client benchmarks use. Medians must be within 2 ms (TTFT) and 1 ms (chunk gap) of the
 script. The send time is taken when the request is written to the socket (an aiohttp trace hook), so the client's
 own queueing of 64 simultaneous sends is not charged to the server. Connections are warmed first.
 
@@ -24,7 +26,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from fakes.quiet import other_cpu_share, skip_if_busy, wakeup_lateness_s
+from fakes.quiet import OtherCpu, other_cpu_share, skip_if_busy, wakeup_lateness_s
 from fakes.raw_sse import post
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -35,7 +37,7 @@ BODY = {"prompt": "measure me please", "stream": True, "stream_options": {"inclu
 def server_url():
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     argv = [sys.executable, "-m", "speculab", "mock-server", "--port", "0", "--ttft-ms", "100", "--gap-ms", "20"]
-    argv += ["--tokens-per-chunk", "2", "--output-tokens", "32"]
+    argv += ["--tokens-per-chunk", "2", "--output-tokens", "32", "--spin-ms", "2.5"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -82,16 +84,19 @@ async def _wave(session, url, n, stagger_s=0.0):
 
 async def _check(url: str, concurrency: int, rounds: int, stagger_s: float = 0.0) -> None:
     await _skip_if_busy()
+    others = OtherCpu()  # a job that starts during the test delays the server's and the client's wake-ups too
     async with _traced_session() as session:
         await _wave(session, url, concurrency)  # open the keep-alive connections
         results = [r for _ in range(rounds) for r in await _wave(session, url, concurrency, stagger_s)]
     ttft = statistics.median(r.ttft_s for r in results)
     gap = statistics.median(g for r in results for g in r.gaps_s())
-    assert abs(ttft - 0.1) <= 0.002, f"TTFT p50 {ttft * 1e3:.2f} ms"
-    assert abs(gap - 0.02) <= 0.001, f"gap p50 {gap * 1e3:.2f} ms"
-    for r in results:
+    for r in results:  # counts hold on any machine
         assert len(r.text_chunks()) == 16 and r.events[-1][1] == "[DONE]"
         assert r.events[-2][1]["usage"]["completion_tokens"] == 32
+    figures = f"TTFT p50 {ttft * 1e3:.2f} ms, gap p50 {gap * 1e3:.2f} ms"
+    skip_if_busy(others_share=others.share(), max_others_share=0.10, figures=f"during the test; {figures}")
+    assert abs(ttft - 0.1) <= 0.002, f"TTFT p50 {ttft * 1e3:.2f} ms"
+    assert abs(gap - 0.02) <= 0.001, f"gap p50 {gap * 1e3:.2f} ms"
 
 
 async def test_timing_at_concurrency_1(server_url):
