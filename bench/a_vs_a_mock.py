@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--jitter", action="store_true", help="add the integration test's seeded clock jitter")
     ap.add_argument("--loads", default="c1", help="two-url / launch: comma-separated levels, e.g. c1,c4")
-    ap.add_argument("--prompts", type=int, default=16, help="two-url / launch: prompts per run")
+    ap.add_argument("--prompts", type=int, default=24, help="two-url / launch: prompts per run (6 groups of 4 at c4)")
     a = ap.parse_args(argv)
     noise = "test jitter + machine noise" if a.jitter else "machine noise only"
     seeds = range(a.first_seed, a.first_seed + a.runs)

@@ -27,7 +27,7 @@ def test_demo_plan_four_arms_single_changes() -> None:
     draft_cmd = plan.arms[2].launch.command
     assert draft_cmd[: len(base)] == base and '"model":"/d"' in draft_cmd[-1]
     assert [lv.key for lv in plan.setup.levels] == ["c1", "c4"]
-    assert all(it.max_tokens <= 64 for it in plan.setup.items) and len(plan.setup.items) == 16
+    assert all(it.max_tokens <= 64 for it in plan.setup.items) and len(plan.setup.items) == 24
     kinds = {it.category for it in plan.setup.items}
     assert len(kinds) > 2  # grounded and open-ended categories interleaved
     assert (

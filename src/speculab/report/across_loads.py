@@ -12,7 +12,7 @@ from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.paired import MIN_PAIRS, compare_paired
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
-from speculab.report.per_load import arm_price, per_prompt, slo_targets
+from speculab.report.per_load import arm_price, per_prompt, prompt_groups, slo_targets
 from speculab.report.schema import (
     AcceptanceView,
     CrossoverView,
@@ -44,6 +44,7 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
     axis, axis_levels = _axis_levels(inputs)
     keys = {lv.key for lv in axis_levels}
     points: list[LoadSpeedup] = []
+    sizes: dict[float, int] = {}
     excluded = []
     for lv in levels:
         if lv.key not in keys:
@@ -54,14 +55,16 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
                 excluded.append(f"{lv.label}: {comp.gate_reason}")
             continue
         tp = comp.metric("tpot_s")
-        if tp is None or tp.n_pairs < MIN_PAIRS:
+        if tp is None or (tp.n_units or tp.n_pairs) < MIN_PAIRS:
             excluded.append(f"{lv.label}: not enough paired TPOT data")
             continue
         points.append(LoadSpeedup(lv.value, tp.speedup, tp.speedup_low, tp.speedup_high, ()))
+        sizes[lv.value] = tp.group_size
     if len(points) < 2:
         return None
-    # Replicates are not kept in the Report (thousands of numbers), so recompute them here for the interval.
-    points = _with_replicates(points, cand, axis, inputs, opts)
+    # Replicates are not kept in the Report (thousands of numbers), so recompute them here for the interval, over
+    # the same units as the level's verdict.
+    points = _with_replicates(points, cand, axis, inputs, opts, sizes)
     c = crossover(points, log_load=axis == "concurrency")
     return CrossoverView(
         axis,
@@ -82,7 +85,7 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
 
 
 def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs: ReportInputs,
-                     opts: ReportOptions) -> list[LoadSpeedup]:  # fmt: skip
+                     opts: ReportOptions, sizes: dict[float, int]) -> list[LoadSpeedup]:  # fmt: skip
     """Bootstrap replicates of the TPOT speedup at each load (same seed scheme as the report: reproducible)."""
     out = []
     by_value = {lv.value: lv for lv in inputs.setup.levels if lv.kind == axis}
@@ -95,6 +98,8 @@ def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs
             per_prompt(inputs.runs_for("baseline", lv.key), "tpot_s"),
             rng,
             n_resamples=opts.n_resamples,
+            groups=prompt_groups(inputs, sizes.get(p.load, 1)),
+            group_size=sizes.get(p.load, 1),
         )
         out.append(LoadSpeedup.from_comparison(p.load, c))
     return out

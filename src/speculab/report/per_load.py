@@ -22,7 +22,7 @@ from speculab.harness.analysis.metrics import (
     exceeds_error_rate,
     request_metrics,
 )
-from speculab.harness.analysis.paired import MetricComparison, compare_paired
+from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups
 from speculab.harness.analysis.windows import Window, active_s, by_window, send_rate_rps, send_span_s
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
@@ -300,7 +300,24 @@ def _ratio(c: MetricComparison) -> Ratio:
         c.verdict.value,
         c.min_detectable_change,
         c.note,
+        c.n_units,
+        c.group_size,
     )
+
+
+def group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
+    """How many prompts ran at the same time at this load: the concurrency of a closed loop; for a rate, the
+    larger of the two arms' measured requests in flight (Little's law at work), rounded; at least 1."""
+    if level.kind == "concurrency":
+        return max(1, round(level.value))
+    conc = [a.achieved_concurrency for a in (base, cand) if a is not None and a.achieved_concurrency is not None]
+    return max(1, round(max(conc))) if conc else 1
+
+
+def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
+    """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order);
+    None at size 1. See analysis.paired.concurrent_groups."""
+    return concurrent_groups([it.index for it in inputs.setup.items], size) if size > 1 else None
 
 
 def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
@@ -369,11 +386,13 @@ def compare_level(
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
     ratios = []
     values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
+    size = group_size(level, base, cand)
+    groups = prompt_groups(inputs, size)
     for metric in (*PAIRED_METRICS, "itl_s"):
         values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
-        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples)
+        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size)
         ratios.append(_ratio(c))
-    by_category = _by_category(values["tpot_s"], inputs, rng, opts)
+    by_category = _by_category(values["tpot_s"], inputs, rng, opts, groups, size)
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -398,8 +417,9 @@ def compare_level(
 
 
 def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,
-                 opts: ReportOptions) -> tuple[Ratio, ...]:  # fmt: skip
-    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category."""
+                 opts: ReportOptions, groups: dict[int, int] | None, size: int) -> tuple[Ratio, ...]:  # fmt: skip
+    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category.
+    A category's prompts keep the level's groups: those of one category sent together are one unit."""
     cats: dict[str, set[int]] = defaultdict(set)
     for it in inputs.setup.items:
         if it.category:
@@ -415,6 +435,8 @@ def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: Report
             {i: v for i, v in base.items() if i in idx},
             rng,
             n_resamples=opts.n_resamples,
+            groups=groups,
+            group_size=size,
         )
         out.append(_ratio(c))
     return tuple(out)

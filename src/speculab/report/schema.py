@@ -160,6 +160,10 @@ class Ratio:
     verdict: str  # faster | slower | no detectable difference | not enough paired data
     min_detectable_change: float
     note: str = ""
+    # What the interval and the test counted: groups of `group_size` prompts sent together at concurrency > 1
+    # (their pairs are not independent), or the prompts (group_size 1). 0: a summary written before groups.
+    n_units: int = 0
+    group_size: int = 1
 
 
 @dataclass(frozen=True, slots=True)

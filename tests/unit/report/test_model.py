@@ -25,7 +25,8 @@ def faster_report() -> Report:
     cand = ArmEffect(
         tpot_factor={k: 1 / v for k, v in SPEEDUPS.items()}, tokens_per_chunk=3, acceptance_length=2.9, gpu_bytes=20.4e9
     )
-    return build_report(make_inputs(n_prompts=30, repeats=2, candidates={"ngram-k4": cand}), FAST)
+    # 96 prompts: at concurrency 16 the verdict's units are groups of 16 prompts sent together, and it needs 6
+    return build_report(make_inputs(n_prompts=96, repeats=2, candidates={"ngram-k4": cand}), FAST)
 
 
 def test_faster_arm_detected_with_true_speedup_inside_interval(faster_report: Report):
@@ -71,7 +72,7 @@ def test_verdict_line_names_loads_intervals_and_sources(faster_report: Report):
 
 def test_a_vs_a_says_no_difference():
     same = ArmEffect(acceptance_length=2.0)  # speculating, but no faster: the verdict must be "no difference"
-    r = build_report(make_inputs(n_prompts=30, repeats=1, candidates={"ngram-k4": same}), FAST)
+    r = build_report(make_inputs(n_prompts=96, repeats=1, candidates={"ngram-k4": same}), FAST)
     for key in ("c1", "c16"):
         comp = r.level(key).comparison("ngram-k4")
         tp = comp.metric("tpot_s")
@@ -225,7 +226,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
 def test_speedup_per_category(faster_report: Report):
     cats = faster_report.level("c1").comparison("ngram-k4").by_category
     assert [m.metric for m in cats] == ["code-edit", "rag-qa", "writing"]
-    assert all(m.n_pairs == 10 and m.verdict == "faster" for m in cats)
+    assert all(m.n_pairs == 32 and m.verdict == "faster" for m in cats)
 
 
 def test_send_fraction_is_against_the_schedule_not_the_nominal_rate():

@@ -5,13 +5,21 @@ same seed, same limits), so prompt-to-prompt variation (long prompts are slow in
 log space: log ratios are symmetric (0.5x and 2x are equally far from 1), their mean is the log of the
 geometric-mean ratio, and under "no difference" with exchangeable arms they are symmetric around 0, which is
 exactly the assumption of the Wilcoxon signed-rank test. See docs/statistics.md.
+
+At concurrency > 1 the pairs are not independent: requests that run at the same time share the machine's and the
+batch's conditions (a stall, a batch's step time), so prompts sent together move together, and a test that counts
+each prompt as a unit calls identical arms different far more often than 5% (bench/a_vs_a_mock.py: 36% at
+concurrency 4). `concurrent_groups` cuts the send order into runs of as many prompts as were in flight, and the
+verdict's units are those groups (their geometric-mean ratios), which are independent to the extent that runs of
+that length do not overlap in time.
 --------------------------------------------------------------------------------------------------------------
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -69,6 +77,26 @@ def paired_ratios(candidate: Mapping[int, float], baseline: Mapping[int, float])
             indices.append(i)
             ratios.append(c / b)
     return PairedRatios(tuple(indices), tuple(ratios), len(keys) - len(indices))
+
+
+def concurrent_groups(order: Sequence[int], size: int) -> dict[int, int]:
+    """Prompt index -> group number for runs of `size` consecutive prompts in send order (`order`: the indices as
+    they were sent, the same in every arm). size 1: every prompt its own group."""
+    if size < 1:
+        raise ValueError(f"group size must be >= 1, got {size}")
+    return {idx: pos // size for pos, idx in enumerate(order)}
+
+
+def grouped_ratios(pairs: PairedRatios, groups: Mapping[int, int]) -> PairedRatios:
+    """One unit per group: the geometric mean of its pairs' ratios (mean log ratio), groups in order; `indices` are
+    the group numbers. A pair whose index has no group is its own unit (after the groups), never dropped."""
+    logs: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for i, r in zip(pairs.indices, pairs.ratios, strict=True):
+        g = groups.get(i)
+        logs[(0, g) if g is not None else (1, i)].append(math.log(r))
+    keys = sorted(logs)
+    ratios = tuple(math.exp(math.fsum(v) / len(v)) for v in (logs[k] for k in keys))
+    return PairedRatios(tuple(k[1] for k in keys), ratios, pairs.n_dropped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +212,7 @@ class MetricComparison:
     """
 
     metric: str
-    n_pairs: int
+    n_pairs: int  # prompts usable in both arms
     n_dropped: int
     geomean_ratio: Interval  # BCa bootstrap; for reading (the verdict follows hodges_lehmann_ratio)
     median_ratio: Interval
@@ -198,6 +226,10 @@ class MetricComparison:
     replicates: tuple[float, ...] = field(default=(), repr=False, compare=False)
     # The verdict's interval; None only for comparisons built by hand (then the geometric mean stands in).
     hodges_lehmann_ratio: Interval | None = None
+    # The units the intervals and the test count: groups of `group_size` prompts sent together (concurrency > 1),
+    # or the prompts themselves (group_size 1, n_units == n_pairs). 0: not recorded (built by hand).
+    n_units: int = 0
+    group_size: int = 1
 
     @property
     def verdict_ratio(self) -> Interval:
@@ -229,6 +261,8 @@ class MetricComparison:
             "verdict": self.verdict.value,
             "min_detectable_change": self.min_detectable_change,
             "lower_is_better": self.lower_is_better,
+            "n_units": self.n_units,
+            "group_size": self.group_size,
             "speedup": self.speedup,
             "speedup_low": lo,
             "speedup_high": hi,
@@ -254,6 +288,8 @@ def compare_paired(
     lower_is_better: bool = True,
     n_resamples: int = N_RESAMPLES,
     confidence: float = CONFIDENCE,
+    groups: Mapping[int, int] | None = None,
+    group_size: int = 1,
 ) -> MetricComparison:
     """Pair per-prompt values of one metric and decide: faster, slower or no detectable difference.
 
@@ -262,17 +298,28 @@ def compare_paired(
     `speedup_interval` reports, and the exact signed-rank p is the same test, so none of the three can disagree.
     The geometric-mean (BCa) and median (percentile) bootstrap intervals are computed for reading; `note` says
     when the geometric mean's interval would have decided differently (outliers or too few pairs).
+
+    `groups` (prompt index -> group, from `concurrent_groups` with `group_size` prompts each): the units of every
+    interval and of the test are the groups' geometric-mean ratios, not the prompts, because prompts that ran at
+    the same time are not independent. At least MIN_PAIRS units are needed for a verdict.
     """
     pairs = paired_ratios(candidate, baseline)
-    boot = bootstrap_geomean_ratio(pairs, rng, n_resamples, confidence)
+    units = grouped_ratios(pairs, groups) if groups is not None and group_size > 1 else pairs
+    boot = bootstrap_geomean_ratio(units, rng, n_resamples, confidence)
     geo = boot.interval
-    med = bootstrap_median_ratio(pairs, rng, n_resamples, confidence).interval
-    hl = hodges_lehmann_ratio(pairs, confidence)
-    p = signed_rank_p(pairs.log_ratios()) if pairs.n >= 2 else float("nan")
+    med = bootstrap_median_ratio(units, rng, n_resamples, confidence).interval
+    hl = hodges_lehmann_ratio(units, confidence)
+    p = signed_rank_p(units.log_ratios()) if units.n >= 2 else float("nan")
     note = ""
-    if pairs.n < MIN_PAIRS:
+    if units.n < MIN_PAIRS:
         verdict = Verdict.INSUFFICIENT
-        note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
+        if units is pairs:
+            note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
+        else:
+            note = (
+                f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); need at least "
+                f"{MIN_PAIRS} groups: use at least {MIN_PAIRS * group_size} prompts at this load"
+            )
     else:
         if hl.excludes(1.0):
             lower = hl.high < 1.0
@@ -298,4 +345,6 @@ def compare_paired(
         note=note,
         replicates=tuple(boot.replicates.tolist()),
         hodges_lehmann_ratio=hl,
+        n_units=units.n,
+        group_size=group_size if units is not pairs else 1,
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from speculab.config import Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.analysis.paired import MIN_PAIRS
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
@@ -336,4 +337,14 @@ def describe_plan(plan: RunPlan) -> list[str]:
         + ", ".join(a.info.label for a in plan.arms)
         + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),
     ]
+    # At concurrency c the verdict's units are groups of c prompts sent together (analysis.paired): say before the
+    # run, not after it, when a level cannot reach a verdict however large the effect.
+    n = len(s.items)
+    for lv in s.levels:
+        c = round(lv.value) if lv.kind == "concurrency" else 1
+        if c > 1 and n // c < MIN_PAIRS:
+            lines.append(
+                f"warning: at {lv.label} the {n} prompts make {n // c} groups of {c} sent together; a verdict needs "
+                f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
+            )
     return lines

@@ -87,6 +87,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         for comp in lv.comparisons:
             if comp.gate not in ("ok", "missing"):
                 parts.append(Text.from_markup(f"  [yellow]no verdict:[/] {escape(comp.gate_reason)}"))
+        parts.extend(Text.from_markup(line) for line in unit_lines(report, lv))
         parts.extend(Text(line) for line in per_request_lines(report, lv))
     if report.warnings or report.missing:
         parts.append(Text(""))
@@ -97,6 +98,26 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     if out_dir is not None:
         parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / 'summary.json'}"))
     return Group(*parts)
+
+
+def unit_lines(report: Any, level: Any) -> list[str]:
+    """Under a load's table (markup): what the verdicts counted when prompts ran together, once per load, and why a
+    candidate got "too few pairs"."""
+    lines = []
+    grouped = [(c, c.metric("tpot_s")) for c in level.comparisons if c.gate == "ok"]
+    grouped = [(c, tp) for c, tp in grouped if tp is not None and tp.group_size > 1]
+    if grouped:
+        tp = grouped[0][1]
+        lines.append(
+            f"  verdict units: {tp.n_units} groups of {tp.group_size} prompts sent together ({tp.n_pairs} pairs); "
+            "requests in flight at once share their conditions, so they are not independent"
+        )
+    labels = {a.name: a.label for a in report.arms}
+    for c, tp in grouped:
+        if tp.verdict == "not enough paired data" and tp.note:
+            label = escape(labels.get(c.candidate, c.candidate))
+            lines.append(f"  [yellow]too few pairs:[/] {label}: {escape(tp.note)}")
+    return lines
 
 
 def per_request_lines(report: Any, level: Any) -> list[str]:

@@ -172,7 +172,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "verdict": m.verdict,
                     "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
                     "mdc": mdc,
-                    "pairs": f"{m.n_pairs}" + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
+                    "pairs": f"{m.n_pairs}"
+                    + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
+                    + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
                     "note": m.note,
                 }
             )
@@ -182,7 +184,7 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
                 "verdict": m.verdict,
                 "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
-                "pairs": str(m.n_pairs),
+                "pairs": str(m.n_pairs) + (f" in {m.n_units} groups" if m.group_size > 1 else ""),
             }
             for m in comp.by_category
         ]
