@@ -24,8 +24,11 @@ which speculation pays whenever it resumes and which would otherwise make every 
 
 When one k has won `explore_every` steps in a row, one step runs at a neighbouring k, so that the costs and
 acceptances only that k's steps measure stay fresh: stale estimates cannot lock a k in or out for good. Each further
-try in the same run waits twice as long, since a try can be dear (an EAGLE head that skipped many steps catches up
-over all of them at once).
+try in the same run waits twice as long, and no try runs while the tries so far cost more than `explore_budget`
+(2%) of all the steps' time beyond the steps they replaced, since a try can be dear (an EAGLE head that skipped many
+steps catches up over all of them at once). Shapes the steps do not run keep their calibrated price scaled by the
+drift of the shapes that do (`StepCosts.drift`): the context grows during a run, and a start-up price measured
+with an empty KV cache would make an unvisited wide verification look cheap for good.
 Choosing k never changes what is emitted: every k is verified exactly; only the speed changes.
 """
 
@@ -47,6 +50,10 @@ class AdaptiveConfig:
     decay: float = 0.98  # per observation: an estimate remembers roughly the last 1 / (1 - decay) = 50 rows
     cost_window: int = 15  # timings per batch size whose median is the cost estimate
     explore_every: int = 32
+    # Tries of a k the estimates did not choose may cost at most this share of all the steps' time: a try can be
+    # dear (an EAGLE head that skipped many steps catches up over all of them at once), and at a load where
+    # speculation does not pay, tries are all the policy loses against plain decoding.
+    explore_budget: float = 0.02
     # Speculate only when the estimate beats plain decoding by this much: the estimates are noisy, and the risks are
     # not symmetric (a step that skips speculation is never slower than plain; a bad speculative step is).
     min_gain: float = 0.15
@@ -72,6 +79,14 @@ def _interpolate(table: dict[int, float], x: int) -> float | None:
     return table[x0] + (table[x1] - table[x0]) * (x - x0) / (x1 - x0)
 
 
+CATCH_UP_WIDTH = 64  # entries per row in the catch-up calibration: about what a try after 32+ skipped steps meets
+
+
+def calibration_rows(max_rows: int) -> list[int]:
+    """The batch sizes calibration times: 1, the powers of two below max_rows, and max_rows."""
+    return sorted({1, max_rows, *(2**i for i in range(max_rows.bit_length()) if 2**i <= max_rows)})
+
+
 @dataclass
 class StepCosts:
     """Seconds per target forward by batch tokens, and per proposer draft by batch rows: the median of each size's
@@ -81,6 +96,13 @@ class StepCosts:
     window: int = 15
     target_obs: dict[int, deque[float]] = field(default_factory=dict)  # batch tokens -> recent seconds
     draft_obs: dict[int, deque[float]] = field(default_factory=dict)  # batch rows -> recent seconds per draft
+    # What `calibrate` measured at start, kept apart from the steps' own timings: a shape the steps never run (a
+    # wide verification while the policy skips) would otherwise keep its start-up price, measured with an empty
+    # KV cache, while the shapes that run grow dearer with the context, and look cheap next to them for good.
+    calibrated: dict[int, float] = field(default_factory=dict)
+    # Seconds per entry a proposer spends catching up (a prompt, skipped steps) before it can draft: the median of
+    # recent catch-ups, per entry (calibrated at start for EAGLE; none: unknown, counted as free).
+    catch_up_obs: deque[float] = field(default_factory=lambda: deque(maxlen=15))
     _tables: tuple[dict[int, float], dict[int, float]] | None = None
 
     def _push(self, table: dict[int, deque[float]], key: int, seconds: float) -> None:
@@ -94,11 +116,30 @@ class StepCosts:
         if k > 0:
             self._push(self.draft_obs, rows, seconds / k)
 
+    def observe_catch_up(self, entries: int, seconds: float) -> None:
+        if entries > 0:
+            self.catch_up_obs.append(seconds / entries)
+
+    def catch_up(self, entries: int) -> float:
+        """Estimated seconds to catch up over `entries` entries (0 when nothing is pending or nothing is known)."""
+        return entries * statistics.median(self.catch_up_obs) if entries and self.catch_up_obs else 0.0
+
+    def drift(self) -> float:
+        """How much dearer the steps run now than calibration said for the same shapes: the median, over the
+        shapes both measured, of (recent median / calibrated); 1 when none is shared."""
+        shared = [statistics.median(v) / self.calibrated[t] for t, v in self.target_obs.items() if t in self.calibrated]
+        return statistics.median(shared) if shared else 1.0
+
     def _medians(self) -> tuple[dict[int, float], dict[int, float]]:
         if self._tables is None:
+            # a shape's own recent timings where the steps ran it; elsewhere its calibrated price, scaled by how far
+            # the shapes that do run have drifted from theirs (context length and machine speed move all shapes)
+            scale = self.drift()
+            merged = {t: c * scale for t, c in self.calibrated.items()}
+            merged.update({t: statistics.median(v) for t, v in self.target_obs.items()})
             target, running = {}, 0.0
-            for t in sorted(self.target_obs):
-                running = max(running, statistics.median(self.target_obs[t]))
+            for t in sorted(merged):
+                running = max(running, merged[t])
                 target[t] = running
             draft = {b: statistics.median(v) for b, v in self.draft_obs.items()}
             self._tables = (target, draft)
@@ -115,16 +156,19 @@ class StepCosts:
     ) -> None:
         """Time target forwards of `rows` x `width` tokens on a grid, `rounds` passes over the whole grid (so that
         a slow moment hits every shape alike, and each shape's median discards it), after one warm-up each."""
-        rows = sorted({1, max_rows, *(2**i for i in range(max_rows.bit_length()) if 2**i <= max_rows)})
+        rows = calibration_rows(max_rows)
         widths = sorted(
             {*range(1, min(max_width, 5) + 1), max_width, *(2**i + 1 for i in range(6) if 2**i < max_width)}
         )
         for b in rows:
             time_forward(b, 1)  # warm-up: the first forward at a shape pays allocation
+        timings: dict[int, list[float]] = {}
         for _ in range(rounds):
             for b in rows:
                 for w in widths:
-                    self.observe_target(b * w, time_forward(b, w))
+                    timings.setdefault(b * w, []).append(time_forward(b, w))
+        self.calibrated.update({t: statistics.median(v) for t, v in timings.items()})
+        self._tables = None
 
 
 @dataclass
@@ -201,6 +245,9 @@ class AdaptivePolicy:
         self.acceptance = Acceptance(k_max, cfg.prior_acceptance, cfg.prior_weight, cfg.decay)
         self.costs = StepCosts(window=cfg.cost_window)
         self._last, self._streak, self._explored, self._patience = -1, 0, 0, cfg.explore_every
+        self.elapsed_s = 0.0  # every step's time, proposer (catch-up included) and target
+        self.explore_extra_s = 0.0  # what tries cost beyond the estimate of the step they replaced
+        self._try_instead_of: float | None = None  # the replaced step's estimated seconds, while a try runs
 
     def rates(self, rows: int) -> list[float]:
         """Expected tokens per second [K+1] for each k at this batch size (0 where costs are unknown)."""
@@ -218,8 +265,10 @@ class AdaptivePolicy:
             out.append(rows * self.acceptance.expected_tokens(k) / cost if cost > 0 else 0.0)
         return out
 
-    def choose(self, rows: int) -> int:
-        """k for a decode step of `rows` requests: the best expected throughput, with rare exploration."""
+    def choose(self, rows: int, resume_s: float = 0.0) -> int:
+        """k for a decode step of `rows` requests: the best expected throughput, with rare exploration.
+        `resume_s`: what drafting this step would first cost in catch-up (the proposer's backlog), which a try
+        must fit in the exploration budget along with what the tries before it cost."""
         rates = self.rates(rows)
         if not rates:
             return min(1, self.k_max)  # nothing measured yet: speculate a little, and measure
@@ -231,15 +280,30 @@ class AdaptivePolicy:
         if k != self._last:
             self._last, self._streak, self._patience = k, 0, self.cfg.explore_every
         self._streak += 1
-        if self._streak >= self._patience and self.k_max > 0:
+        within_budget = self.explore_extra_s + resume_s <= self.cfg.explore_budget * self.elapsed_s
+        if self._streak >= self._patience and self.k_max > 0 and within_budget:
             # The same k for a long run: try a neighbour once (alternately below and above), so that the costs and
-            # acceptances only its steps measure stay fresh; each further try waits twice as long, since a try can
-            # be dear (after many steps without drafts an EAGLE head catches up over all of them at once).
+            # acceptances only its steps measure stay fresh; each further try waits twice as long, and none runs
+            # while the tries so far have cost more than `explore_budget` of the time (a try can be dear: after
+            # many steps without drafts an EAGLE head catches up over all of them at once).
             self._streak, self._patience = 0, 2 * self._patience
             neighbours = [j for j in (k - 1, k + 1) if 0 <= j <= self.k_max]
             self._explored += 1
+            self._try_instead_of = self.step_seconds(rows, k)
             return neighbours[self._explored % len(neighbours)]
         return k
+
+    def step_seconds(self, rows: int, k: int) -> float:
+        """The estimated seconds of a step of `rows` rows at k (0 where the target's cost is not known yet)."""
+        target = self.costs.target(rows * (1 + k)) or 0.0
+        return target + k * self.costs.proposer(rows)
+
+    def step_done(self, seconds: float) -> None:
+        """A step's whole time (proposer with its catch-up, target, verification), for the exploration budget."""
+        self.elapsed_s += seconds
+        if self._try_instead_of is not None:
+            self.explore_extra_s += max(0.0, seconds - self._try_instead_of)
+            self._try_instead_of = None
 
     def observe(self, asked: Sequence[int], accepted: Sequence[int], proposed: Sequence[int] | None = None) -> None:
         self.acceptance.observe(asked, accepted, proposed)

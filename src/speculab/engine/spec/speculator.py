@@ -24,7 +24,7 @@ import torch
 
 from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
-from speculab.engine.spec.adaptive import AdaptivePolicy
+from speculab.engine.spec.adaptive import CATCH_UP_WIDTH, AdaptivePolicy, calibration_rows
 from speculab.engine.spec.proposer import Proposal, Proposer
 from speculab.engine.spec.verify import draw_uniforms, verify
 
@@ -70,22 +70,27 @@ class Speculator:
         self.clock = clock
         self.counters = SpecCounters(accepted_per_pos=[0] * k, steps_by_k=[0] * (k + 1))
         self._pending: _Pending | None = None
+        self._backlog_tokens = 0  # what the proposer had to catch up over when this step's k was chosen
 
-    def _step_k(self, rows: int) -> int:
+    def _step_k(self, seqs: list[Sequence]) -> int:
         """Drafts for this step: 0 past disable_by_batch_size, else the policy's choice, else k."""
         c = self.counters
+        rows = len(seqs)
         if self.disable_by_batch_size is not None and rows > self.disable_by_batch_size:
             c.skipped_by_batch_size += 1
             return 0
         if self.adaptive is None:
             return self.num_speculative_tokens
-        k = self.adaptive.choose(rows)
+        backlog = getattr(self.proposer, "backlog_tokens", None)
+        pending = backlog(seqs) if callable(backlog) else 0
+        self._backlog_tokens = pending
+        k = self.adaptive.choose(rows, resume_s=self.adaptive.costs.catch_up(pending))
         c.skipped_by_adaptive += k == 0
         return k
 
     def propose(self, seqs: list[Sequence], max_drafts: list[int]) -> list[list[int]]:
         t0 = self.clock()
-        k = self._step_k(len(seqs))
+        k = self._step_k(seqs)
         self.counters.steps_by_k[k] += 1
         asked = [min(k, m) for m in max_drafts]
         if not any(asked):  # nothing to draft: the proposer is not even asked (an EAGLE head catches up later)
@@ -158,9 +163,13 @@ class Speculator:
         if self.adaptive is None:
             return
         costs = self.adaptive.costs
-        costs.observe_target(batch_tokens, self.clock() - pending.proposed_at)
+        target_s = self.clock() - pending.proposed_at
+        costs.observe_target(batch_tokens, target_s)
+        self.adaptive.step_done(pending.proposer_s + target_s)
         backlog_s = pending.proposal.backlog_s if pending.proposal is not None else 0.0
         costs.observe_proposer(len(pending.seqs), pending.k, pending.proposer_s - backlog_s)
+        if backlog_s > 0 and self._backlog_tokens > 0:
+            costs.observe_catch_up(self._backlog_tokens, backlog_s)
         if pending.k:
             self.adaptive.observe(pending.asked, accepted, proposed)
 
@@ -193,6 +202,22 @@ class Speculator:
             return self.clock() - t0
 
         self.adaptive.costs.calibrate(time_forward, max_rows, self.num_speculative_tokens + 1)
+        # A proposer that can run one draft on dummy inputs (EAGLE's head) is priced now too, per batch size, as
+        # the target is: its real drafts refine the figure (calibration_rows: the target's grid of rows).
+        draft = getattr(self.proposer, "calibration_draft", None)
+        if callable(draft):
+            for rows in calibration_rows(max_rows):
+                draft(rows)  # warm-up: the first forward at a shape pays allocation
+                for _ in range(3):
+                    t0 = self.clock()
+                    draft(rows)
+                    self.adaptive.costs.observe_proposer(rows, 1, self.clock() - t0)
+            # and a catch-up's price per entry, from one forward as wide as a run of skipped steps leaves
+            draft(max_rows, CATCH_UP_WIDTH)
+            for _ in range(3):
+                t0 = self.clock()
+                entries = draft(max_rows, CATCH_UP_WIDTH)
+                self.adaptive.costs.observe_catch_up(entries, self.clock() - t0)
 
     @property
     def wants_target_hidden(self) -> bool:

@@ -146,3 +146,43 @@ def test_rows_that_propose_nothing_make_a_step_cheaper_not_dearer():
     assert p.choose(1) == 3  # 70% of steps run as plain decoding: k = 3 expects +17%
     p.acceptance.observe([4, 4], [0, 0], [0, 3])  # the counts move with what rows propose
     assert p.acceptance.asked_rows == pytest.approx(1000 * 0.98**2 + 2)  # an EMA: old rows decay
+
+
+def test_unvisited_shapes_keep_their_calibrated_price_scaled_by_the_drift_of_visited_ones():
+    c = StepCosts(window=5)
+    c.calibrate(lambda rows, width: 0.001 * rows * width, max_rows=4, max_width=2, rounds=1)
+    assert c.target(8) == pytest.approx(0.008) and c.drift() == 1.0
+    for _ in range(5):  # the steps run only 4 x 1 tokens, and they now cost twice what calibration said (context)
+        c.observe_target(4, 0.008)
+    assert c.drift() == pytest.approx(2.0)
+    assert c.target(4) == pytest.approx(0.008)  # a visited shape: its own timings
+    assert c.target(8) == pytest.approx(0.016)  # unvisited: calibrated 0.008, scaled; not the start-up price
+
+
+def test_tries_stop_while_they_cost_more_than_the_budget():
+    p = policy([0.2] * 4, lambda t: 1.0 + 0.2 * t, explore_every=5, explore_budget=0.02)
+    choices = []
+    for _ in range(40):
+        k = p.choose(16)
+        choices.append(k)
+        plain = p.step_seconds(16, 0)
+        p.step_done(plain + (100.0 if k else 0.0))  # a try costs 100 s more than the step it replaced
+    assert [i for i, c in enumerate(choices) if c] == [4]  # the first try spent the budget of far more steps
+    assert p.explore_extra_s == pytest.approx(100.0)
+    p.step_done(5000.0)  # once the steps' time has grown 50x the tries' cost, the next try may run
+    assert any(p.choose(16) for _ in range(40))
+
+
+def test_a_try_waits_until_its_predicted_catch_up_fits_the_budget():
+    p = policy([0.2] * 4, lambda t: 1.0 + 0.2 * t, explore_every=5, explore_budget=0.02)
+    p.costs.observe_catch_up(1000, 0.1)  # 0.1 ms per entry
+    assert p.costs.catch_up(2000) == pytest.approx(0.2) and StepCosts().catch_up(2000) == 0.0
+    resume = p.costs.catch_up(16 * 10_000)  # 16 rows with 10,000 entries pending each: 16 s of catch-up
+    plain = p.step_seconds(16, 0)
+    choices = []
+    for _ in range(100):
+        choices.append(p.choose(16, resume_s=resume))
+        p.step_done(plain)
+    assert not any(choices)  # 100 steps of ~4.2 s: 2% of 420 s is 8.4 s, less than the 16 s the try would cost
+    p.step_done(800.0)
+    assert any(p.choose(16, resume_s=resume) for _ in range(200))  # 2% of 1,220 s covers it: the try runs

@@ -90,6 +90,9 @@ def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, dra
         head.set_draft_vocab(torch.tensor(draft_vocab))
     g = torch.Generator().manual_seed(0)
     prop = EagleProposer(head, target, K, num_slots=3, max_len=128)
+    # the adaptive policy's start-up timings write dummy entries into free slots: they must never be read
+    assert prop.calibration_draft(3) == 3 and prop.calibration_draft(3, 64) == 3 * 64
+    assert prop.calibration_draft(1, 500) == 128  # capped by the cache
     params = [Params(temperature=1.0), Params(temperature=0.7, top_k=5), Params()]
     rows = [
         Row("long", list(range(1, 20)), slot=1, params=params[0], generator=torch.Generator().manual_seed(1)),
@@ -99,6 +102,8 @@ def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, dra
     for r in rows:  # prefill emitted one token each
         r.output_ids.append(int(torch.randint(0, 32, (1,), generator=g)))
     record(prop, target, rows, [0, 0, 0])
+    # what resuming would catch up over: each row's whole prompt (the long forward); none before features arrive
+    assert prop.backlog_tokens(rows) == sum(len(r.prompt_ids) for r in rows if len(r.prompt_ids) > K + 1)
     seen = {"all": False, "partial": False, "skipped": False}
     for _ in range(10):
         caps = [int(torch.randint(0, K + 1, (1,), generator=g)) for _ in rows]
@@ -219,3 +224,14 @@ def test_a_head_for_another_target_is_refused_in_one_line(tmp_path, target, head
         load_eagle_head(tmp_path / "e", target)
     with pytest.raises(EagleHeadError, match=r"has no config\.json"):
         load_eagle_head(tmp_path, target)
+
+
+def test_the_adaptive_policy_prices_eagle_drafts_and_catch_ups_at_start(target, head):
+    from speculab.engine.spec.adaptive import AdaptivePolicy
+    from speculab.engine.spec.speculator import Speculator
+
+    policy = AdaptivePolicy(K)
+    spec = Speculator(EagleProposer(head, target, K, num_slots=2, max_len=128), adaptive=policy)
+    spec.calibrate(lambda rows, width: None, max_rows=2)  # the target's forward is the engine's: a no-op here
+    assert set(policy.costs.draft_obs) == {1, 2} and policy.costs.proposer(2) > 0
+    assert len(policy.costs.catch_up_obs) == 3 and policy.costs.catch_up(100) > 0
