@@ -171,3 +171,17 @@ def test_sampling_max_tokens_overrides_the_items_own_limits_as_bench_does() -> N
     unset = plan_experiment(parse_experiment(exp_yaml().replace("max_tokens: 32, ", "")))
     assert unset.setup.max_tokens == 256 and build_payload(ep, unset.sampling, item)["max_tokens"] == 512
     assert build_payload(ep, unset.sampling, RequestSpec(1, prompt="x"))["max_tokens"] == 256
+
+
+def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -> None:
+    from speculab.harness.experiment.plan import describe_plan
+
+    y = exp_yaml().replace("num_prompts: 6", "num_prompts: 16").replace(
+        "operating: {rate: 2.5, arrival: constant, max_concurrency: 8}", "operating: {concurrency: 4}"
+    )
+    lines = describe_plan(plan_experiment(parse_experiment(y)))
+    assert "warning: at concurrency 4 the 16 prompts make 4 groups of 4 sent together; a verdict needs 6: use " \
+        "num_prompts >= 24" in lines  # fmt: skip
+    assert not any("concurrency 1 the" in line for line in lines)  # one at a time: every prompt is a unit
+    ok = y.replace("num_prompts: 16", "num_prompts: 24")
+    assert not any(line.startswith("warning") for line in describe_plan(plan_experiment(parse_experiment(ok))))
