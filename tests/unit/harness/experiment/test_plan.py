@@ -176,8 +176,10 @@ def test_sampling_max_tokens_overrides_the_items_own_limits_as_bench_does() -> N
 def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -> None:
     from speculab.harness.experiment.plan import describe_plan
 
-    y = exp_yaml().replace("num_prompts: 6", "num_prompts: 16").replace(
-        "operating: {rate: 2.5, arrival: constant, max_concurrency: 8}", "operating: {concurrency: 4}"
+    y = (
+        exp_yaml()
+        .replace("num_prompts: 6", "num_prompts: 16")
+        .replace("operating: {rate: 2.5, arrival: constant, max_concurrency: 8}", "operating: {concurrency: 4}")
     )
     lines = describe_plan(plan_experiment(parse_experiment(y)))
     assert "warning: at concurrency 4 the 16 prompts make 4 groups of 4 sent together; a verdict needs 6: use " \
