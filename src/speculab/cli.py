@@ -505,7 +505,9 @@ def init_command(
 @app.command("demo")
 def demo_command(
     output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/demo-TIME)"),
-    quick: bool = typer.Option(False, "--quick", help="fewer and shorter prompts (about a minute)"),
+    quick: bool = typer.Option(
+        False, "--quick", help="8 prompts of at most 48 tokens: a smoke run, too few for a verdict at concurrency 4"
+    ),
     model: str = typer.Option(
         "demo", "--model", help="target model: 'demo' (shipped) or a model directory (a .gguf file for llamacpp)"
     ),
