@@ -85,6 +85,7 @@ class EndpointConfig:
             "continuous_usage_stats": self.continuous_usage_stats,
             "logprobs": self.logprobs,
             "extra_body": dict(self.extra_body),
+            "keep_alive": self.keep_alive,
         }
 
 

@@ -32,7 +32,7 @@ from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
 from speculab.harness.servers.acceptance import acceptance_with_reason
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import adapter_for, detect_engine
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 
 
@@ -84,20 +84,36 @@ async def run_bench(
     RunDir.check(cfg.output_dir)
     async with make_session(clock=clock) as session:
         info = await probe_endpoint(session, cfg.endpoint)
-        ep = dataclasses.replace(
-            cfg.endpoint, model=choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)
-        )
+        names: set[str] = set()
+        if cfg.scrape:
+            first = await scrape_metrics(session, cfg.endpoint.base_url, api_key=cfg.endpoint.api_key)
+            names = first.names() if first is not None else set()
+        ep, engine = bench_endpoint(cfg.endpoint, info, names)
         run_dir = RunDir(cfg.output_dir).create()
         try:
-            return await _measure(cfg, ep, info, run_dir, session, items, on_progress, stop, count_tokens, clock)
+            return await _measure(
+                cfg, ep, info, engine, run_dir, session, items, on_progress, stop, count_tokens, clock
+            )
         finally:
             run_dir.close()
+
+
+def bench_endpoint(ep: EndpointConfig, info: ServerInfo, metric_names: set[str]) -> tuple[EndpointConfig, str]:
+    """The endpoint as the bench sends to it, and the engine detected behind it (`detect_engine`: /metrics names,
+    /v1/models owned_by, /version). The model defaults to the server's; an engine that drops keep-alive connections
+    after a streamed response without saying so (llama.cpp's llama-server) gets `Connection: close` on every
+    request, as `speculab run` does for it, or the next request on that connection fails as if the server had."""
+    version = info.version if isinstance(info.version, dict) else ({"raw": info.version} if info.version else None)
+    engine = detect_engine(version, {"data": list(info.model_cards)}, metric_names)
+    model = choose_model(ep.model or None, info, ep.base_url)
+    return dataclasses.replace(ep, model=model, keep_alive=ep.keep_alive and adapter_for(engine).keep_alive), engine
 
 
 async def _measure(
     cfg: BenchConfig,
     ep: EndpointConfig,
     info: ServerInfo,
+    engine: str,
     run_dir: RunDir,
     session: aiohttp.ClientSession,
     items: Sequence[RequestSpec],
@@ -117,7 +133,7 @@ async def _measure(
         "stall": dataclasses.asdict(cfg.stall),
         "slo": {"ttft_s": cfg.slo.ttft_s, "tpot_s": cfg.slo.tpot_s, "e2e_s": cfg.slo.e2e_s},
         "tokenizer": cfg.tokenizer,
-        "server": info.to_dict(),
+        "server": {**info.to_dict(), "detected_engine": engine},
         "clock": getattr(clock, "__name__", str(clock)),
         "chunk_times": chunk_time_source(session, clock),
         "started_at": utc_now(),
