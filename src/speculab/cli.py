@@ -68,7 +68,9 @@ def bench(
     model: str = typer.Option("", "--model", help="Served model name (default: the only one the server serves)"),
     api: str = typer.Option("completions", "--api", help="completions | chat"),
     workload: str = typer.Option(
-        "builtin:mixed", "--workload", help="builtin:NAME, file.jsonl, sharegpt:PATH, synthetic:..."
+        "builtin:mixed",
+        "--workload",
+        help="builtin:NAME, file.jsonl, sharegpt:PATH, specbench:PATH, mtbench:PATH, synthetic:...",
     ),
     num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; with --rate: a cap"),
@@ -129,7 +131,9 @@ def bench(
 @app.command("workload")
 def workload_command(
     spec: str = typer.Argument(
-        "", help="builtin:NAME, PATH.jsonl, jsonl:PATH, sharegpt:PATH or synthetic:input=N,output=N; omit to list"
+        "",
+        help="builtin:NAME, PATH.jsonl, jsonl:PATH, sharegpt:PATH, specbench:PATH, mtbench:PATH or "
+        "synthetic:input=N,output=N; omit to list",
     ),
     num_prompts: int = typer.Option(0, "--num-prompts", min=0, help="take (or cycle to) this many requests; 0: all"),
     api: str = typer.Option("completions", "--api", help="completions or chat: how prompts are rendered"),

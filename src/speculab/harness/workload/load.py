@@ -3,6 +3,7 @@
     builtin:NAME                      a set shipped with speculab (`list_builtin()`; mixes grounded/open/mixed)
     PATH.jsonl | jsonl:PATH           one JSON object per line: prompt or messages, max_tokens, category, checks, id
     sharegpt:PATH                     ShareGPT JSON: the first human turn of each conversation
+    specbench:PATH | mtbench:PATH     question files ({question_id, category, turns}): first turns, by category
     synthetic:input=N,output=N[,...]  seeded random-word prompts of about N tokens (see `parse_synthetic`)
 
 Every malformed input raises `UserError` naming the file, line and reason before any request is sent.
@@ -20,6 +21,7 @@ from speculab.harness.analysis.stats import describe
 from speculab.harness.workload.builtin import load_builtin
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text
 from speculab.harness.workload.jsonl import load_jsonl
+from speculab.harness.workload.questions import load_questions
 from speculab.harness.workload.sharegpt import load_sharegpt
 from speculab.harness.workload.synthetic import load_synthetic
 
@@ -42,6 +44,8 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         name, (source, items) = Path(arg).stem, load_jsonl(arg)
     elif kind == "sharegpt":
         name, (source, items) = Path(arg).stem, load_sharegpt(arg)
+    elif kind in ("specbench", "mtbench"):
+        name, (source, items) = Path(arg).stem, load_questions(arg, kind)
     elif kind == "synthetic":
         name, (source, items) = "synthetic", load_synthetic(arg, seed, num_prompts)
     elif spec.endswith(".jsonl"):
@@ -49,7 +53,7 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     else:
         raise UserError(
             f"unknown workload {spec!r}; use builtin:NAME (`speculab workload` lists them), a .jsonl file, jsonl:PATH, "
-            "sharegpt:PATH or synthetic:input=N,output=N"
+            "sharegpt:PATH, specbench:PATH, mtbench:PATH or synthetic:input=N,output=N"
         )
     return Workload(name=name, source=source, items=finalize(items, seed, num_prompts, api))
 

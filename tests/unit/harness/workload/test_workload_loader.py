@@ -198,6 +198,62 @@ def test_sharegpt_first_human_turn_and_reply_length(tmp_path):
     assert "2 conversations used, 3 skipped" in w.source
 
 
+# --- Spec-Bench / MT-Bench question files ------------------------------------------------------------------
+
+
+QUESTIONS = [  # the format of Spec-Bench's and MT-Bench's question.jsonl (made-up questions)
+    {"question_id": 81, "category": "writing", "turns": ["Write a travel blog post.", "Rewrite it in limericks."]},
+    {
+        "question_id": 101,
+        "category": "reasoning",
+        "turns": ["Who is taller?", "And if not?"],
+        "reference": ["Alice", "Bob"],
+    },
+    {"question_id": 161, "category": "translation", "turns": ["Translate into German: hello"]},
+]
+
+
+@pytest.mark.parametrize("kind", ["specbench", "mtbench"])
+def test_question_files_send_first_turns_by_category_and_say_what_they_leave(tmp_path, kind):
+    path = write_jsonl(tmp_path / "question.jsonl", QUESTIONS)
+    w = load_workload(f"{kind}:{path}", seed=3)
+    assert [i.prompt for i in w.items] == [
+        "Write a travel blog post.",
+        "Who is taller?",
+        "Translate into German: hello",
+    ]
+    assert [i.category for i in w.items] == ["writing", "reasoning", "translation"]
+    assert [i.prompt_id for i in w.items] == ["81", "101", "161"] and w.name == "question"
+    assert f"{kind} questions" in w.source and "3 questions: 1 with 1 turn, 2 with 2 turns" in w.source
+    assert "first turns only: 2 questions' later turns not replayed yet" in w.source
+    chat = load_workload(f"{kind}:{path}", seed=3, api="chat")
+    assert chat.items[0].messages == ({"role": "user", "content": "Write a travel blog post."},)
+    single = write_jsonl(tmp_path / "single.jsonl", QUESTIONS[2:])
+    assert "not replayed" not in load_workload(f"specbench:{single}", seed=0).source
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"question_id": 1, "turns": []}', ":1: 'turns' must be a non-empty list"),
+        ('{"question_id": 1, "turns": ["ok", 2]}', ":1: every entry of 'turns' must be a string"),
+        ('{"question_id": 1, "turns": ["  "]}', ":1: the first turn is empty"),
+        ('{"question_id": 1, "category": 5, "turns": ["q"]}', ":1: 'category' must be a string"),
+        ('{"question_id": [1], "turns": ["q"]}', ":1: 'question_id' must be an integer or a string"),
+        ('{"prompt": "a jsonl item"}', ":1: 'turns' must be a non-empty list"),
+        ("[1, 2]", ":1: expected a JSON object with 'turns'"),
+        ("{oops", ":1: not valid JSON"),
+        ("", "no questions"),
+    ],
+)
+def test_question_file_errors_name_the_line(tmp_path, line, message):
+    path = tmp_path / "q.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(UserError) as e:
+        load_workload(f"mtbench:{path}", seed=0)
+    assert str(path) in str(e.value) and message in str(e.value)
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
