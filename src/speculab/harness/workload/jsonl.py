@@ -9,28 +9,38 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from speculab.errors import UserError
 from speculab.harness.workload.checks import CheckSpecError, parse_checks
 from speculab.harness.workload.items import SourceItem, read_workload_file
 
+T = TypeVar("T")
 _JSONL_KEYS = ("id", "prompt", "messages", "max_tokens", "category", "checks", "expected_output_tokens")
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 def load_jsonl(path_str: str) -> tuple[str, list[SourceItem]]:
-    path, raw = read_workload_file(path_str)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
+    path, raw, text = read_jsonl_file(path_str)
     items = parse_jsonl_text(text, str(path))
     return f"{path} (sha256 {hashlib.sha256(raw).hexdigest()})", items
 
 
-def parse_jsonl_text(text: str, where: str) -> list[SourceItem]:
-    items = []
+def read_jsonl_file(path_str: str) -> tuple[Path, bytes, str]:
+    """A JSONL workload file: its path, its bytes (for the sha256) and its UTF-8 text."""
+    path, raw = read_workload_file(path_str)
+    try:
+        return path, raw, raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
+
+
+def parse_lines(text: str, where: str, parse: Callable[[Any, str], T]) -> list[T]:
+    """`parse(obj, default_id)` for each non-blank line's JSON object; a line that is not JSON, or that `parse`
+    refuses with ValueError, raises UserError naming `where:line`. Every JSONL-shaped source reads through it."""
+    out = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -39,9 +49,14 @@ def parse_jsonl_text(text: str, where: str) -> list[SourceItem]:
         except json.JSONDecodeError as e:
             raise UserError(f"{where}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
         try:
-            items.append(_item_from_obj(obj, default_id=f"line{lineno}"))
+            out.append(parse(obj, f"line{lineno}"))
         except ValueError as e:
             raise UserError(f"{where}:{lineno}: {e}") from None
+    return out
+
+
+def parse_jsonl_text(text: str, where: str) -> list[SourceItem]:
+    items = parse_lines(text, where, _item_from_obj)
     if not items:
         raise UserError(f"{where}: no items (expected one JSON object per line with 'prompt' or 'messages')")
     return items

@@ -14,35 +14,20 @@ MT-Bench's `data/mt_bench/question.jsonl` (80 two-turn questions) in their repos
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.workload.items import SourceItem, read_workload_file
+from speculab.harness.workload.items import SourceItem
+from speculab.harness.workload.jsonl import parse_lines, read_jsonl_file
 
 
 def load_questions(path_str: str, kind: str) -> tuple[str, list[SourceItem]]:
     """kind: "specbench" or "mtbench" (the same format; the name is for messages and the source line)."""
-    path, raw = read_workload_file(path_str)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
-    items, turns = [], Counter()
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-        try:
-            item, n = _question(obj, f"line{lineno}")
-        except ValueError as e:
-            raise UserError(f"{path}:{lineno}: {e}") from None
-        items.append(item)
-        turns[n] += 1
+    path, raw, text = read_jsonl_file(path_str)
+    questions = parse_lines(text, str(path), _question)
+    items = [item for item, _ in questions]
+    turns = Counter(n for _, n in questions)
     if not items:
         raise UserError(f"{path}: no questions (a {kind} file has one {{'question_id', 'category', 'turns'}} per line)")
     multi = sum(c for n, c in turns.items() if n > 1)
