@@ -7,6 +7,8 @@ All times are seconds on one monotonic clock (`time.perf_counter` in production,
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -47,9 +49,26 @@ class RequestSpec:
     checks: tuple[dict[str, Any], ...] = ()  # correctness checks for this item (see workload.checks)
     expected_output_tokens: int | None = None  # synthetic workloads: the length we asked the generator for
     prompt_id: str = ""  # stable id from the source file when it has one
+    # Multi-turn conversations (workload.conversation): every turn is a request of its own. Turn 1 carries the
+    # conversation's opening messages; turn k > 1 only what it adds (its user message, or for completions its
+    # rendered text), and the load runner sends it after turn k-1 finished, behind that turn's own answer.
+    conversation_id: str | None = None
+    turn: int | None = None  # 1-based; None for a single-turn item
+
+    def context_sha256(self) -> str:
+        """sha256 of what this request sends (its prompt, or its messages as canonical JSON): for a conversation's
+        later turn, the earlier turns with the arm's own answers."""
+        if self.prompt is not None:
+            data = self.prompt.encode("utf-8", "surrogatepass")
+        else:
+            data = json.dumps(self.messages, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return hashlib.sha256(data).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.turn is None:  # single-turn items keep their shape
+            del d["conversation_id"], d["turn"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RequestSpec:
@@ -64,6 +83,8 @@ class RequestSpec:
             checks=tuple(d.get("checks") or ()),
             expected_output_tokens=d.get("expected_output_tokens"),
             prompt_id=d.get("prompt_id", ""),
+            conversation_id=d.get("conversation_id"),
+            turn=d.get("turn"),
         )
 
 
@@ -107,6 +128,12 @@ class RequestRecord:
     # Token logprobs when requested: list of {"token": str, "logprob": float, "top": {tok: lp}}
     logprobs: tuple[dict[str, Any], ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields worth keeping
+    # Conversation turns only: which conversation and turn, and the sha256 of the context actually sent (the
+    # earlier turns with this arm's own answers). Pairing across arms compares it: a turn whose context differs
+    # between arms is not a pair of the same prompt (analysis.paired.diverged_indices).
+    conversation_id: str | None = None
+    turn: int | None = None
+    context_sha256: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -122,6 +149,9 @@ class RequestRecord:
         d["token_count_source"] = self.token_count_source.value
         if self.error is not None:
             d["error"]["category"] = self.error.category.value
+        if self.turn is None:  # single-turn records keep their shape
+            for key in ("conversation_id", "turn", "context_sha256"):
+                del d[key]
         return d
 
     @classmethod
@@ -144,4 +174,7 @@ class RequestRecord:
             spec=d.get("spec"),
             logprobs=tuple(d["logprobs"]) if d.get("logprobs") is not None else None,
             extra=d.get("extra", {}),
+            conversation_id=d.get("conversation_id"),
+            turn=d.get("turn"),
+            context_sha256=d.get("context_sha256"),
         )

@@ -12,7 +12,7 @@ from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.paired import MIN_PAIRS, compare_paired
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
-from speculab.report.per_load import arm_price, per_prompt, prompt_groups, slo_targets
+from speculab.report.per_load import arm_price, paired_per_prompt, prompt_groups, slo_targets
 from speculab.report.schema import (
     AcceptanceView,
     CrossoverView,
@@ -92,10 +92,13 @@ def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs
     for p in points:
         lv = by_value[p.load]
         rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
+        cand_tpot, base_tpot, _ = paired_per_prompt(
+            inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s"
+        )
         c = compare_paired(
             "tpot_s",
-            per_prompt(inputs.runs_for(cand.name, lv.key), "tpot_s"),
-            per_prompt(inputs.runs_for("baseline", lv.key), "tpot_s"),
+            cand_tpot,
+            base_tpot,
             rng,
             n_resamples=opts.n_resamples,
             groups=prompt_groups(inputs, sizes.get(p.load, 1)),

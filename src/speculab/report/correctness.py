@@ -227,10 +227,18 @@ def compare_correctness(
     warnings: list[str] = []
     temp0 = setup.temperature == 0
 
-    identical = [i for i in common if base_refs[i].output_text == cand_refs[i].output_text]
+    # a conversation turn behind earlier answers that differed sent another context: its output is no evidence
+    # about this turn (the first differing answer is, and is compared where it happened)
+    same_context = [i for i in common if base_refs[i].context_sha256 == cand_refs[i].context_sha256]
+    if len(same_context) < len(common):
+        warnings.append(
+            f"{len(common) - len(same_context)} conversation turns were not compared for identical output: an "
+            "earlier answer in their conversation differed, so the arms sent different contexts"
+        )
+    identical = [i for i in same_context if base_refs[i].output_text == cand_refs[i].output_text]
     divs: list[Divergence] = []
     if temp0:
-        for i in common:
+        for i in same_context:
             if base_refs[i].output_text != cand_refs[i].output_text:
                 pid = items[i].prompt_id if i in items else ""
                 divs.append(divergence(i, pid, base_refs[i], cand_refs[i], opts.near_tie_logprob_gap))
@@ -274,7 +282,8 @@ def compare_correctness(
     elif len(common) >= 6:
         length_p = 1.0
 
-    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(common), mc, bchecks, cchecks, length_p, bl, cl,
+    n_same = len(same_context)
+    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), n_same, mc, bchecks, cchecks, length_p, bl, cl,
                        opts, self_rate)  # fmt: skip
     if sent and n_failed / len(sent) > max_error_rate:
         verdict = (
@@ -296,12 +305,12 @@ def compare_correctness(
         candidate=candidate,
         temperature=setup.temperature,
         reference=f"{lv.label}, first repeat",
-        n_compared=len(common),
+        n_compared=len(same_context),
         identical=len(identical),
-        identical_rate=wilson_interval(len(identical), len(common)),
+        identical_rate=wilson_interval(len(identical), len(same_context)),
         baseline_self_identical_rate=self_rate,
         divergences=tuple(divs[:MAX_DIVERGENCES_SHOWN]),
-        n_divergent=len(divs) if temp0 else len(common) - len(identical),
+        n_divergent=len(divs) if temp0 else len(same_context) - len(identical),
         n_near_tie=n_tie,
         n_confident=n_conf,
         n_unclassified=n_unc,

@@ -22,7 +22,7 @@ from speculab.harness.analysis.metrics import (
     exceeds_error_rate,
     request_metrics,
 )
-from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups
+from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups, diverged_indices
 from speculab.harness.analysis.windows import Window, active_s, by_window, send_rate_rps, send_span_s
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
@@ -315,9 +315,25 @@ def group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | 
 
 
 def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
-    """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order);
-    None at size 1. See analysis.paired.concurrent_groups."""
-    return concurrent_groups([it.index for it in inputs.setup.items], size) if size > 1 else None
+    """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order;
+    a conversation's turns are one unit); None at size 1. See analysis.paired.concurrent_groups."""
+    if size <= 1:
+        return None
+    items = inputs.setup.items
+    units = {it.index: it.conversation_id for it in items if it.conversation_id is not None}
+    return concurrent_groups([it.index for it in items], size, units)
+
+
+def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
+                      ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
+    """(candidate, baseline) per-prompt values of one metric, without the conversation turns whose context
+    differed between the arms (or repeats), and those left-out indices. Every paired comparison reads this."""
+    diverged = diverged_indices(r for run in (*cand_runs, *base_runs) for r in run.records)
+    cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
+    if diverged:
+        cand = {i: v for i, v in cand.items() if i not in diverged}
+        base = {i: v for i, v in base.items() if i not in diverged}
+    return cand, base, diverged
 
 
 def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
@@ -388,11 +404,16 @@ def compare_level(
     values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     size = group_size(level, base, cand)
     groups = prompt_groups(inputs, size)
+    diverged: frozenset[int] = frozenset()
     for metric in (*PAIRED_METRICS, "itl_s"):
-        values[metric] = (per_prompt(c_runs, metric), per_prompt(b_runs, metric))
+        cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric)
+        values[metric] = (cand_values, base_values)
         c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size)
         ratios.append(_ratio(c))
-    by_category = _by_category(values["tpot_s"], inputs, rng, opts, groups, size)
+    breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
+    by_category = breakdown(_categories(inputs))
+    by_turn = breakdown(_turns(inputs))
+    by_length = breakdown(_prompt_lengths(per_prompt(b_runs, "prompt_tokens")))
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -413,30 +434,74 @@ def compare_level(
         cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
         acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
         prefix_cache=hit_rate_change(base, cand),
+        by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged),
     )  # fmt: skip
 
 
-def _by_category(tpot: tuple[dict[int, float], dict[int, float]], inputs: ReportInputs, rng: np.random.Generator,
-                 opts: ReportOptions, groups: dict[int, int] | None, size: int) -> tuple[Ratio, ...]:  # fmt: skip
-    """TPOT speedup per workload category (input-grounded prompts are where n-gram drafts hit). metric = category.
-    A category's prompts keep the level's groups: those of one category sent together are one unit."""
+class _Breakdown:
+    """TPOT speedup per subset of prompts (category, turn, prompt-length bucket), each subset paired and judged like
+    the whole load; a subset's prompts keep the level's groups (those sent together are one unit)."""
+
+    def __init__(self, tpot: tuple[dict[int, float], dict[int, float]], rng: np.random.Generator,
+                 opts: ReportOptions, groups: dict[int, int] | None, size: int):  # fmt: skip
+        self.tpot, self.rng, self.opts, self.groups, self.size = tpot, rng, opts, groups, size
+
+    def __call__(self, subsets: Sequence[tuple[str, set[int]]]) -> tuple[Ratio, ...]:
+        """`subsets`: (label, indices) in display order; nothing when fewer than two subsets (the whole load)."""
+        if len(subsets) < 2:
+            return ()
+        cand, base = self.tpot
+        out = []
+        for label, idx in subsets:
+            c = compare_paired(
+                label,
+                {i: v for i, v in cand.items() if i in idx},
+                {i: v for i, v in base.items() if i in idx},
+                self.rng,
+                n_resamples=self.opts.n_resamples,
+                groups=self.groups,
+                group_size=self.size,
+            )
+            out.append(_ratio(c))
+        return tuple(out)
+
+
+def _categories(inputs: ReportInputs) -> list[tuple[str, set[int]]]:
+    """Workload categories (input-grounded prompts are where n-gram drafts hit), by name."""
     cats: dict[str, set[int]] = defaultdict(set)
     for it in inputs.setup.items:
         if it.category:
             cats[it.category].add(it.index)
-    if len(cats) < 2:
-        return ()
-    cand, base = tpot
-    out = []
-    for cat, idx in sorted(cats.items()):
-        c = compare_paired(
-            cat,
-            {i: v for i, v in cand.items() if i in idx},
-            {i: v for i, v in base.items() if i in idx},
-            rng,
-            n_resamples=opts.n_resamples,
-            groups=groups,
-            group_size=size,
-        )
-        out.append(_ratio(c))
-    return tuple(out)
+    return sorted(cats.items())
+
+
+def _turns(inputs: ReportInputs) -> list[tuple[str, set[int]]]:
+    """Conversation turns ("turn 1", "turn 2", ...; single-turn items count as turn 1), when there are turns > 1."""
+    turns: dict[int, set[int]] = defaultdict(set)
+    for it in inputs.setup.items:
+        turns[it.turn or 1].add(it.index)
+    return [(f"turn {t}", idx) for t, idx in sorted(turns.items())] if len(turns) > 1 else []
+
+
+# Prompt-length buckets, tokens (the server's prompt_tokens, baseline median over repeats): fixed edges, so two runs'
+# buckets compare; acceptance decays with long context, and users gate speculation by length.
+PROMPT_LENGTH_EDGES = (128, 512, 2048, 8192, 32768)
+
+
+def prompt_length_bucket(tokens: float) -> int:
+    """The bucket of a prompt of `tokens` tokens: 0 for < 128, 1 for 128-511, ..., 5 for >= 32768."""
+    return sum(tokens >= e for e in PROMPT_LENGTH_EDGES)
+
+
+def prompt_length_label(bucket: int) -> str:
+    edges = (0, *PROMPT_LENGTH_EDGES)
+    if bucket == len(PROMPT_LENGTH_EDGES):
+        return f">= {edges[-1]:,} prompt tokens"
+    return f"{edges[bucket]:,}-{edges[bucket + 1] - 1:,} prompt tokens"
+
+
+def _prompt_lengths(prompt_tokens: Mapping[int, float]) -> list[tuple[str, set[int]]]:
+    buckets: dict[int, set[int]] = defaultdict(set)
+    for i, n in prompt_tokens.items():
+        buckets[prompt_length_bucket(n)].add(i)
+    return [(prompt_length_label(b), idx) for b, idx in sorted(buckets.items())]

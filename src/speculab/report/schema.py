@@ -183,6 +183,10 @@ class LevelComparison:
     # per prompt: the candidate's acceptance length (its own response fields) against its TPOT speedup
     acceptance_speedup: AcceptanceSpeedup | None = None
     prefix_cache: HitRateChange | None = None  # the two arms' prefix-cache hit rates, when both report one
+    by_turn: tuple[Ratio, ...] = ()  # TPOT per conversation turn ("turn 1", ...), when the workload has turns > 1
+    by_prompt_length: tuple[Ratio, ...] = ()  # TPOT per prompt-length bucket (server prompt tokens, baseline)
+    # conversation turns left out of every pair: their context (the arms' own earlier answers) differed
+    diverged: int = 0
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -29,6 +29,7 @@ from scipy import special
 
 from speculab.harness.analysis.signed_rank import EXACT_SIGNED_RANK_MAX_N, hodges_lehmann_batch, signed_rank_p
 from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval
+from speculab.harness.records import RequestRecord
 
 N_RESAMPLES = 2000
 MIN_PAIRS = 6  # below this a two-sided signed-rank test cannot reach p < 0.05 at all; we give no verdict
@@ -79,12 +80,38 @@ def paired_ratios(candidate: Mapping[int, float], baseline: Mapping[int, float])
     return PairedRatios(tuple(indices), tuple(ratios), len(keys) - len(indices))
 
 
-def concurrent_groups(order: Sequence[int], size: int) -> dict[int, int]:
+def concurrent_groups(order: Sequence[int], size: int, units: Mapping[int, str] | None = None) -> dict[int, int]:
     """Prompt index -> group number for runs of `size` consecutive prompts in send order (`order`: the indices as
-    they were sent, the same in every arm). size 1: every prompt its own group."""
+    they were sent, the same in every arm). size 1: every prompt its own group.
+
+    `units` (index -> conversation id) makes a conversation's consecutive turns one unit of the send order: at
+    concurrency c, c conversations run side by side, each one turn at a time, so the group is c conversations
+    with all their turns."""
     if size < 1:
         raise ValueError(f"group size must be >= 1, got {size}")
-    return {idx: pos // size for pos, idx in enumerate(order)}
+    if not units:
+        return {idx: pos // size for pos, idx in enumerate(order)}
+    out, pos, last = {}, -1, None
+    for idx in order:
+        key = units.get(idx)
+        if key is None or key != last:
+            pos += 1
+        last = key
+        out[idx] = pos // size
+    return out
+
+
+def diverged_indices(records: Iterable[RequestRecord]) -> frozenset[int]:
+    """Indices whose records (every arm, every repeat) sent different contexts: a conversation turn behind earlier
+    answers that differed. Their pairs compare two different prompts and are left out of every verdict."""
+    first: dict[int, str] = {}
+    out: set[int] = set()
+    for r in records:
+        if r.warmup or r.context_sha256 is None:
+            continue
+        if first.setdefault(r.index, r.context_sha256) != r.context_sha256:
+            out.add(r.index)
+    return frozenset(out)
 
 
 def grouped_ratios(pairs: PairedRatios, groups: Mapping[int, int]) -> PairedRatios:

@@ -176,6 +176,9 @@ class UnaryRequest(_Request):
             spec=spec_from_response(delta.usage, delta.timings, delta.metrics, delta.meta_info),
             logprobs=delta.logprobs if ep.logprobs is not None else None,
             extra=extra,
+            conversation_id=spec.conversation_id,
+            turn=spec.turn,
+            context_sha256=spec.context_sha256() if spec.turn is not None else None,
         )
 
 

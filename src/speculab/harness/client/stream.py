@@ -178,6 +178,9 @@ class StreamState:
             spec=spec_from_response(self.usage, self.timings, self.metrics, self.meta_info),
             logprobs=tuple(self._logprobs) if self.logprobs_requested else None,
             extra=extra,
+            conversation_id=spec.conversation_id,
+            turn=spec.turn,
+            context_sha256=spec.context_sha256() if spec.turn is not None else None,
         )
 
 

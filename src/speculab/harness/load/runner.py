@@ -7,6 +7,15 @@ Warmup requests run first (closed loop), are recorded with `warmup=True` and exc
 Stopping: after the workload's items (cycled up to num_prompts), or when `duration_s` has passed (no new
 requests; in-flight ones finish), or when `stop` is set (Ctrl-C): in-flight requests are cancelled and
 recorded as `cancelled`, so every request that was sent has a record.
+
+Conversations (workload.conversation): the unit of load is a conversation, whose turns go one after another,
+turn k+1 as soon as turn k finished, behind turn k's own answer. Closed loop: N workers each drive one
+conversation at a time, so concurrency N is N conversations in flight, which is also N requests in flight
+(a conversation has at most one turn in flight). Open loop: the schedule's arrivals start conversations (the
+rate is conversations per second; a single-turn workload is unchanged), the concurrency cap counts
+conversations, and turns after the first are not scheduled (their `scheduled_s` is when they could go: the
+previous turn's end). A turn that fails, or the duration running out, leaves the conversation's later turns
+unsent; `LoadOutcome.skipped` counts them.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
 from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.workload.conversation import continue_turn, conversations
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +109,7 @@ class LoadOutcome:
     interrupted: bool
     measured: int  # measured records produced
     warmup: int  # warmup records produced
+    skipped: int = 0  # measured conversation turns not sent: an earlier turn failed, or time ran out
 
 
 def plan(items: Sequence[RequestSpec], num_prompts: int | None, endless: bool) -> Iterator[RequestSpec]:
@@ -127,20 +138,21 @@ class _Run:
     ):
         self.request, self.session, self.on_record, self.on_progress = request, session, on_record, on_progress
         self.clock, self.total, self.duration_s = clock, total, duration_s
-        self.jobs: set[asyncio.Task[None]] = set()
-        self.finished = self.ok = self.error = self.warmup_done = 0
+        self.jobs: set[asyncio.Task[RequestRecord]] = set()
+        self.talks: set[asyncio.Task[None]] = set()  # conversations sending their later turns (open loop)
+        self.finished = self.ok = self.error = self.warmup_done = self.skipped = 0
         self.t0 = clock()
         self.last_end_s = self.t0
         self.failure: BaseException | None = None  # a bug in a request function: re-raised, never swallowed
 
-    def start(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> asyncio.Task[None]:
+    def start(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> asyncio.Task[RequestRecord]:
         task = asyncio.create_task(self._job(spec, scheduled_s, warmup))
         self.jobs.add(task)
         task.add_done_callback(self._done)
         self.report(warmup)
         return task
 
-    def _done(self, task: asyncio.Task[None]) -> None:
+    def _done(self, task: asyncio.Task[RequestRecord]) -> None:
         self.jobs.discard(task)
         if not task.cancelled() and task.exception() is not None and self.failure is None:
             self.failure = task.exception()
@@ -150,7 +162,7 @@ class _Run:
         if self.failure is not None:
             raise self.failure
 
-    async def _job(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> None:
+    async def _job(self, spec: RequestSpec, scheduled_s: float, warmup: bool) -> RequestRecord:
         rec = await self.request(self.session, spec, scheduled_s=scheduled_s, warmup=warmup)
         self.on_record(rec)
         if warmup:
@@ -161,6 +173,7 @@ class _Run:
             self.error += not rec.ok
             self.last_end_s = max(self.last_end_s, rec.end_s)
         self.report(warmup)
+        return rec
 
     def report(self, warmup: bool) -> None:
         if self.on_progress is not None:
@@ -180,11 +193,33 @@ class _Run:
     def expired(self) -> bool:
         return self.duration_s is not None and self.clock() - self.t0 >= self.duration_s
 
+    async def converse(self, conv: Sequence[RequestSpec], first: asyncio.Task[RequestRecord], warmup: bool) -> None:
+        """Send a conversation's later turns, each as soon as the one before finished, behind its own answer.
+        `first` is the task of its first turn, already started. Returns when the last turn sent has finished."""
+        sent, job = conv[0], first
+        for k in range(1, len(conv)):
+            await asyncio.wait({job})  # not `await job`: cancelling the conversation must not cancel the request
+            self.raise_failure()
+            rec = None if job.cancelled() or job.exception() is not None else job.result()
+            if rec is None or not rec.ok or self.expired():
+                self.skipped += 0 if warmup else len(conv) - k
+                return
+            sent = continue_turn(sent, rec.output_text, conv[k])
+            job = self.start(sent, self.clock(), warmup)
+        await asyncio.wait({job})
+
+    def talk(self, conv: Sequence[RequestSpec], first: asyncio.Task[RequestRecord], warmup: bool) -> asyncio.Task[None]:
+        task = asyncio.create_task(self.converse(conv, first, warmup))
+        self.talks.add(task)
+        task.add_done_callback(self.talks.discard)
+        return task
+
 
 async def _closed_loop(
     run: _Run, specs: Iterator[RequestSpec], concurrency: int, warmup: bool, ramp_step_s: float = 0.0
 ) -> None:
     over = asyncio.Event()  # the items ran out or the duration passed: workers still waiting to start give up
+    convs = conversations(specs)
 
     async def worker(k: int) -> None:
         # Without a ramp, N identical requests start, stream and finish in lockstep, round after round: client and
@@ -199,13 +234,15 @@ async def _closed_loop(
             if over.is_set():
                 return
         try:
-            for spec in specs:  # one shared iterator: each item goes to exactly one worker
+            for conv in convs:  # one shared iterator: each conversation goes to exactly one worker
                 if run.expired():
                     return
-                job = run.start(spec, run.clock(), warmup)
+                if not _opens(conv, run, warmup):
+                    continue
+                job = run.start(conv[0], run.clock(), warmup)
                 # asyncio.wait, unlike await, does not cancel the job when this worker is cancelled: the job
                 # is cancelled separately and still produces its (cancelled) record
-                await asyncio.wait({job})
+                await (run.converse(conv, job, warmup) if len(conv) > 1 else asyncio.wait({job}))
                 run.raise_failure()
         finally:
             over.set()  # this worker stops only when the items ran out, time is up, or the run failed
@@ -217,22 +254,34 @@ async def _open_loop(
     run: _Run, specs: Iterator[RequestSpec], arrival: ArrivalConfig, cap: int | None, rng: np.random.Generator
 ) -> None:
     slots = asyncio.Semaphore(cap) if cap is not None else None
-    for spec, offset in zip(specs, send_offsets(arrival, rng), strict=False):
+    for conv, offset in zip(conversations(specs), send_offsets(arrival, rng), strict=False):
         run.raise_failure()
         if run.duration_s is not None and offset >= run.duration_s:
             break
+        if not _opens(conv, run, False):
+            continue
         scheduled_s = run.t0 + offset
         delay = scheduled_s - run.clock()
         if delay > 0:
             await asyncio.sleep(delay)
         if slots is not None:
             await slots.acquire()
-        job = run.start(spec, scheduled_s, False)
+        job = run.start(conv[0], scheduled_s, False)
+        holder = run.talk(conv, job, False) if len(conv) > 1 else job  # a slot is held for the whole conversation
         if slots is not None:
-            job.add_done_callback(lambda _t, s=slots: s.release())
-    if run.jobs:
-        await asyncio.wait(set(run.jobs))
+            holder.add_done_callback(lambda _t, s=slots: s.release())
+    while run.jobs or run.talks:
+        await asyncio.wait(run.jobs | run.talks)
     run.raise_failure()
+
+
+def _opens(conv: Sequence[RequestSpec], run: _Run, warmup: bool) -> bool:
+    """A conversation starts at turn 1; one cut off before its first turn (only a warmup prefix can do that) has
+    no context to continue and is skipped."""
+    if conv[0].turn is None or conv[0].turn <= 1:
+        return True
+    run.skipped += 0 if warmup else len(conv)
+    return False
 
 
 async def _until_done_or_stopped(run: _Run, driver: asyncio.Task[None], stop: asyncio.Event | None) -> bool:
@@ -250,9 +299,9 @@ async def _until_done_or_stopped(run: _Run, driver: asyncio.Task[None], stop: as
         driver.result()  # re-raise a bug in the driver, if any
         return False
     driver.cancel()
-    for job in list(run.jobs):
-        job.cancel()
-    await asyncio.gather(driver, *list(run.jobs), return_exceptions=True)
+    for task in [*run.talks, *run.jobs]:  # conversations first: none may start its next turn meanwhile
+        task.cancel()
+    await asyncio.gather(driver, *list(run.talks), *list(run.jobs), return_exceptions=True)
     return True
 
 
@@ -304,7 +353,7 @@ async def run_load(
         ended = clock() if stopped else run.last_end_s
         with contextlib.suppress(Exception):
             run.report(False)
-        return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm)
+        return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm, run.skipped)
     finally:
         gc.unfreeze()  # see _freeze_what_lives
 

@@ -4,10 +4,15 @@ Determinism: the items, their order and their per-request seeds depend only on (
 The run seed never reorders a source; it derives each request's sampling seed from (seed, index) through numpy's
 SeedSequence. `num_prompts` smaller than the set takes the first items; larger cycles through the set again in
 the same order (item i is source item i mod n, with its own seed).
+
+A source item with later turns is a conversation and gives one request per turn (workload.conversation);
+`num_prompts` counts requests, so a conversation may be cut after any turn at the end, and a conversation met
+again by cycling gets the conversation id "ID#2", "ID#3", ...
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +23,7 @@ import numpy as np
 
 from speculab.errors import UserError
 from speculab.harness.records import RequestSpec
+from speculab.harness.workload.conversation import render_turn, user_message
 
 APIS = ("completions", "chat")
 _SEED_MASK = 0x7FFF_FFFF  # per-request seeds fit a signed 32-bit int: every server accepts them
@@ -45,8 +51,9 @@ class SourceItem:
     messages: tuple[dict[str, Any], ...] | None = None
     max_tokens: int | None = None
     category: str | None = None
-    checks: tuple[dict[str, Any], ...] = ()
+    checks: tuple[dict[str, Any], ...] = ()  # of a conversation: checked against its last turn's answer
     expected_output_tokens: int | None = None
+    later_turns: tuple[str, ...] = ()  # a conversation's user messages after the first, one per turn
 
 
 def approx_tokens(text: str) -> int:
@@ -60,30 +67,63 @@ def request_seed(seed: int, index: int) -> int:
 
 
 def finalize(items: list[SourceItem], seed: int, num_prompts: int | None, api: str) -> tuple[RequestSpec, ...]:
-    total = len(items) if num_prompts is None else num_prompts
-    out = []
-    for i in range(total):
-        src = items[i % len(items)]  # cycle in order when num_prompts exceeds the set
+    total = sum(1 + len(i.later_turns) for i in items) if num_prompts is None else num_prompts
+    out: list[RequestSpec] = []
+    cycle = 0
+    while len(out) < total:
+        cycle += 1
+        for src in items:  # cycle in order when num_prompts exceeds the set
+            for spec in _turn_specs(src, api, cycle):
+                if len(out) == total:
+                    return tuple(out)
+                i = len(out)
+                out.append(dataclasses.replace(spec, index=i, seed=request_seed(seed, i)))
+    return tuple(out)
+
+
+def _turn_specs(src: SourceItem, api: str, cycle: int) -> list[RequestSpec]:
+    common = {"max_tokens": src.max_tokens, "category": src.category, "prompt_id": src.prompt_id}
+    if not src.later_turns:
         prompt, messages = _render(src, api)
-        out.append(
+        return [
             RequestSpec(
-                index=i,
+                index=0,
                 prompt=prompt,
                 messages=messages,
-                max_tokens=src.max_tokens,
-                category=src.category,
-                seed=request_seed(seed, i),
                 checks=src.checks,
                 expected_output_tokens=src.expected_output_tokens,
-                prompt_id=src.prompt_id,
+                **common,
+            )
+        ]
+    conv = src.prompt_id if cycle == 1 else f"{src.prompt_id}#{cycle}"
+    opening = src.messages if src.messages is not None else (user_message(src.prompt or ""),)
+    last = len(src.later_turns) + 1
+    specs = []
+    for turn, text in enumerate((None, *src.later_turns), start=1):
+        if api == "chat":
+            prompt, messages = None, opening if text is None else (user_message(text),)
+        else:
+            try:
+                prompt, messages = (render_messages(opening, roles=True) if text is None else render_turn(text)), None
+            except ValueError as e:
+                raise UserError(f"item {src.prompt_id}: {e}; use --api chat for this workload") from None
+        specs.append(
+            RequestSpec(
+                index=0,
+                prompt=prompt,
+                messages=messages,
+                checks=src.checks if turn == last else (),
+                conversation_id=conv,
+                turn=turn,
+                **common,
             )
         )
-    return tuple(out)
+    return specs
 
 
 def _render(src: SourceItem, api: str) -> tuple[str | None, tuple[dict[str, Any], ...] | None]:
     if api == "chat":
-        return None, src.messages if src.messages is not None else ({"role": "user", "content": src.prompt},)
+        return None, src.messages if src.messages is not None else (user_message(src.prompt or ""),)
     if src.prompt is not None:
         return src.prompt, None
     try:
@@ -92,11 +132,12 @@ def _render(src: SourceItem, api: str) -> tuple[str | None, tuple[dict[str, Any]
         raise UserError(f"item {src.prompt_id}: {e}; use --api chat for this workload") from None
 
 
-def render_messages(messages: Sequence[dict[str, Any]]) -> str:
-    """Messages -> one completions prompt. A lone user message is its text verbatim; otherwise each message
-    becomes "Role: text" (System/User/Assistant/...), separated by blank lines, ending with "Assistant:"."""
+def render_messages(messages: Sequence[dict[str, Any]], *, roles: bool = False) -> str:
+    """Messages -> one completions prompt. A lone user message is its text verbatim (unless `roles`, as for a
+    conversation's first turn, which later turns extend); otherwise each message becomes "Role: text"
+    (System/User/Assistant/...), separated by blank lines, ending with "Assistant:"."""
     texts = [(m["role"], _content_text(m["content"])) for m in messages]
-    if len(texts) == 1 and texts[0][0] == "user":
+    if len(texts) == 1 and texts[0][0] == "user" and not roles:
         return texts[0][1]
     return "\n\n".join(f"{role.capitalize()}: {text}" for role, text in texts) + "\n\nAssistant:"
 

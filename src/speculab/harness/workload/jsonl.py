@@ -1,4 +1,5 @@
-"""JSONL workloads: one JSON object per line with `prompt` or `messages`, and optional max_tokens, category, checks, id.
+"""JSONL workloads: one JSON object per line with `prompt`, `messages` or `turns` (a conversation: its user
+messages, one per turn, with an optional `system` prompt), and optional max_tokens, category, checks, id.
 
 Every malformed line raises `UserError` naming the file, the line and the fix before any request is sent.
 docs/workloads.md documents the format.
@@ -18,7 +19,9 @@ from speculab.harness.workload.checks import CheckSpecError, parse_checks
 from speculab.harness.workload.items import SourceItem, read_workload_file
 
 T = TypeVar("T")
-_JSONL_KEYS = ("id", "prompt", "messages", "max_tokens", "category", "checks", "expected_output_tokens")
+_JSONL_KEYS = (
+    "id", "prompt", "messages", "turns", "system", "max_tokens", "category", "checks", "expected_output_tokens"
+)  # fmt: skip
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
@@ -70,16 +73,24 @@ def _item_from_obj(obj: Any, default_id: str) -> SourceItem:
         close = difflib.get_close_matches(key, _JSONL_KEYS, n=1, cutoff=0.8)
         if key not in _JSONL_KEYS and close:  # other unknown keys (answers, metadata) are kept out silently
             raise ValueError(f"unknown key {key!r} (did you mean {close[0]!r}?)")
-    has_prompt, has_messages = "prompt" in obj, "messages" in obj
-    if has_prompt == has_messages:
-        raise ValueError("each item needs exactly one of 'prompt' (a string) or 'messages' (a list)")
+    given = [k for k in ("prompt", "messages", "turns") if k in obj]
+    if len(given) != 1:
+        raise ValueError(
+            "each item needs exactly one of 'prompt' (a string), 'messages' (a list) or 'turns' (a conversation's "
+            f"user messages){f', got {given[0]!r} and {given[1]!r}' if len(given) > 1 else ''}"
+        )
+    if "system" in obj and "turns" not in obj:
+        raise ValueError("'system' goes with 'turns'; with 'messages' put a system message first")
     prompt = messages = None
-    if has_prompt:
+    later: tuple[str, ...] = ()
+    if "prompt" in obj:
         prompt = obj["prompt"]
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("'prompt' must be a non-empty string")
-    else:
+    elif "messages" in obj:
         messages = validate_messages(obj["messages"])
+    else:
+        prompt, messages, later = _conversation(obj)
     checks: tuple[dict[str, Any], ...] = ()
     if "checks" in obj:
         try:
@@ -101,7 +112,21 @@ def _item_from_obj(obj: Any, default_id: str) -> SourceItem:
         category=category,
         checks=checks,
         expected_output_tokens=_positive_int(obj, "expected_output_tokens"),
+        later_turns=later,
     )
+
+
+def _conversation(obj: dict[str, Any]) -> tuple[str | None, tuple[dict[str, Any], ...] | None, tuple[str, ...]]:
+    """`turns` (+ `system`) -> (first prompt, or opening messages with the system prompt; later turns)."""
+    turns = obj["turns"]
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+        raise ValueError("'turns' must be a non-empty list of non-empty strings (the user's message in each turn)")
+    system = obj.get("system")
+    if system is None:
+        return turns[0], None, tuple(turns[1:])
+    if not isinstance(system, str) or not system.strip():
+        raise ValueError("'system' must be a non-empty string")
+    return None, ({"role": "system", "content": system}, {"role": "user", "content": turns[0]}), tuple(turns[1:])
 
 
 def _positive_int(obj: dict[str, Any], key: str) -> int | None:

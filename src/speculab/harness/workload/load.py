@@ -2,8 +2,8 @@
 
     builtin:NAME                      a set shipped with speculab (`list_builtin()`; mixes grounded/open/mixed)
     PATH.jsonl | jsonl:PATH           one JSON object per line: prompt or messages, max_tokens, category, checks, id
-    sharegpt:PATH                     ShareGPT JSON: the first human turn of each conversation
-    specbench:PATH | mtbench:PATH     question files ({question_id, category, turns}): first turns, by category
+    sharegpt:PATH[?turns=all]         ShareGPT JSON: the first human turn of each conversation (or every turn)
+    specbench:PATH | mtbench:PATH     question files ({question_id, category, turns}): every turn, by category
     synthetic:input=N,output=N[,...]  seeded random-word prompts of about N tokens (see `parse_synthetic`)
 
 Every malformed input raises `UserError` naming the file, line and reason before any request is sent.
@@ -19,6 +19,7 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.analysis.stats import describe
 from speculab.harness.workload.builtin import load_builtin
+from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text
 from speculab.harness.workload.jsonl import load_jsonl
 from speculab.harness.workload.questions import load_questions
@@ -43,9 +44,9 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     elif kind == "jsonl":
         name, (source, items) = Path(arg).stem, load_jsonl(arg)
     elif kind == "sharegpt":
-        name, (source, items) = Path(arg).stem, load_sharegpt(arg)
+        name, (source, items) = _stem(arg), load_sharegpt(arg)
     elif kind in ("specbench", "mtbench"):
-        name, (source, items) = Path(arg).stem, load_questions(arg, kind)
+        name, (source, items) = _stem(arg), load_questions(arg, kind)
     elif kind == "synthetic":
         name, (source, items) = "synthetic", load_synthetic(arg, seed, num_prompts)
     elif spec.endswith(".jsonl"):
@@ -58,17 +59,28 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     return Workload(name=name, source=source, items=finalize(items, seed, num_prompts, api))
 
 
+def _stem(arg: str) -> str:
+    """The file's stem, without a ?turns= option."""
+    path, sep, query = arg.rpartition("?")
+    return Path(path if sep and query.startswith("turns=") else arg).stem
+
+
 def workload_overview(workload: Workload) -> dict[str, Any]:
     """Counts and length distributions of a workload (lengths in approximate tokens, see `approx_tokens`)."""
     items = workload.items
     with_max = [i.max_tokens for i in items if i.max_tokens is not None]
     check_types = Counter(c.get("type") for i in items for c in i.checks)
+    convs = list(conversations(items))
     return {
         "name": workload.name,
         "source": workload.source,
         "items": len(items),
-        "distinct_prompts": len({i.prompt_id for i in items}),
+        "distinct_prompts": len({(i.prompt_id, i.turn) for i in items}),
+        # a single-turn item is a conversation of one turn; a multi-turn one counts once, by its number of turns
+        "conversations": len(convs),
+        "conversation_turns": {str(n): c for n, c in sorted(Counter(len(c) for c in convs).items())},
         "categories": dict(Counter(i.category or "(none)" for i in items)),
+        "conversation_categories": dict(Counter(c[0].category or "(none)" for c in convs)),
         "prompt_tokens_approx": describe(approx_tokens(item_text(i)) for i in items).to_dict(),
         "items_with_max_tokens": len(with_max),
         "max_tokens": describe(with_max).to_dict(),

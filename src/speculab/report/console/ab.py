@@ -117,7 +117,24 @@ def unit_lines(report: Any, level: Any) -> list[str]:
         if tp.verdict == "not enough paired data" and tp.note:
             label = escape(labels.get(c.candidate, c.candidate))
             lines.append(f"  [yellow]too few pairs:[/] {label}: {escape(tp.note)}")
+    for c in level.comparisons:
+        label = escape(labels.get(c.candidate, c.candidate))
+        if c.diverged:
+            lines.append(
+                f"  [yellow]diverged:[/] {label}: {c.diverged} conversation turns not paired (the arms' earlier "
+                "answers differed, so these turns sent different contexts)"
+            )
+        for name, rows in (("by turn", c.by_turn), ("by prompt length", c.by_prompt_length)):
+            if rows and c.gate == "ok":
+                cells = " · ".join(f"{escape(r.metric)} {_speedup_cell(r)}" for r in rows)
+                lines.append(f"  {label} TPOT {name}: {cells}")
     return lines
+
+
+def _speedup_cell(r: Any) -> str:
+    if r.verdict == "not enough paired data":
+        return f"– ({r.n_pairs} pairs)"
+    return f"{r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]"
 
 
 def per_request_lines(report: Any, level: Any) -> list[str]:

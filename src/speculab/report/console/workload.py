@@ -30,8 +30,16 @@ def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
     p, m = o["prompt_tokens_approx"], o["max_tokens"]
     console.print(f"[bold]{escape(o['name'])}[/]: {o['items']} requests ({o['distinct_prompts']} distinct prompts)")
     console.print(f"source: {o['source']}", highlight=False, markup=False)
-    cats = ", ".join(f"{k} {v}" for k, v in o["categories"].items())
-    console.print(f"categories: {cats}", highlight=False, markup=False)
+    turns = o["conversation_turns"]
+    if set(turns) != {"1"}:
+        shape = ", ".join(f"{c} with {n} turn{'s' if n != '1' else ''}" for n, c in turns.items())
+        console.print(
+            f"conversations: {o['conversations']} ({shape}); turn k+1 is sent with the arm's own turn-k answer"
+        )
+        cats = ", ".join(f"{k} {v}" for k, v in o["conversation_categories"].items())
+    else:
+        cats = ", ".join(f"{k} {v}" for k, v in o["categories"].items())
+    console.print(f"categories ({len(o['categories'])}): {cats}", highlight=False, markup=False)
     console.print(
         f"prompt length (approx. tokens): mean {p['mean']:.0f}, p50 {p['p50']:.0f}, p90 {p['p90']:.0f}, "
         f"max {p['max']:.0f}"
@@ -47,6 +55,10 @@ def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
         text = item_text(item)
         clipped = text if len(text) <= 300 else text[:297] + "..."
         console.rule(
-            escape(f"#{item.index} {item.prompt_id} [{item.category or MISSING}] seed {item.seed}"), style="dim"
+            escape(
+                f"#{item.index} {item.prompt_id}{f' turn {item.turn}' if item.turn else ''} "
+                f"[{item.category or MISSING}] seed {item.seed}"
+            ),
+            style="dim",
         )
         console.print(clipped, highlight=False, markup=False)

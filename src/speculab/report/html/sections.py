@@ -178,19 +178,19 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "note": m.note,
                 }
             )
-        cats = [
-            {
-                "category": m.metric,
-                "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
-                "verdict": m.verdict,
-                "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
-                "pairs": str(m.n_pairs) + (f" in {m.n_units} groups" if m.group_size > 1 else ""),
-            }
-            for m in comp.by_category
+        breakdowns = [
+            {"title": title, "rows": [_breakdown_row(m) for m in rows]}
+            for title, rows in (
+                ("category", comp.by_category),
+                ("turn", comp.by_turn),
+                ("prompt length", comp.by_prompt_length),
+            )
+            if rows
         ]
         out.append(
             {
-                "categories": cats,
+                "breakdowns": breakdowns,
+                "diverged": comp.diverged,
                 "candidate": labels.get(comp.candidate, comp.candidate),
                 "gate": comp.gate,
                 "gated": comp.gate != "ok",
@@ -205,6 +205,16 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _breakdown_row(m: Any) -> dict[str, str]:
+    return {
+        "label": m.metric,
+        "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
+        "verdict": m.verdict,
+        "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+        "pairs": str(m.n_pairs) + (f" in {m.n_units} groups" if m.group_size > 1 else ""),
+    }
 
 
 def correctness_rows(report: Report) -> list[dict[str, Any]]:

@@ -244,3 +244,88 @@ async def test_warmup_keeps_the_ramps_spacing_not_its_length():
     await go(LoadConfig(concurrency=64, warmup=4, num_prompts=4, ramp_up_s=6.4), fake)
     # 4 warmup workers 0.1 s apart, then the measured phase's 4 items on workers 0..3 (0.1 s apart): not 6.4 s
     assert time.perf_counter() - t < 3.0
+
+
+# --- conversations: turn k+1 behind the arm's own turn-k answer -----------------------------------------------
+
+
+class AnsweringRequest(FakeRequest):
+    """Answers each request with a text naming its index, so a later turn's context shows whose answer it holds."""
+
+    def __init__(self, latency_s=0.005, fail_index=None):
+        super().__init__(latency_s)
+        self.fail_index = fail_index
+
+    async def __call__(self, session, spec, *, scheduled_s, warmup=False):
+        rec = await super().__call__(session, spec, scheduled_s=scheduled_s, warmup=warmup)
+        err = ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500) if spec.index == self.fail_index else rec.error
+        return RequestRecord(
+            rec.index, rec.scheduled_s, rec.sent_s, rec.end_s, chunks=rec.chunks, output_text=f" answer{spec.index}",
+            completion_tokens=1, error=err, warmup=warmup, conversation_id=spec.conversation_id, turn=spec.turn,
+        )  # fmt: skip
+
+
+def conversation_items(n_conv=4, turns=3, api="completions"):
+    """n_conv conversations of `turns` turns each, as workload.items.finalize lays them out."""
+    from speculab.harness.workload.items import SourceItem, finalize
+
+    src = [SourceItem(f"c{c}", prompt=f"q{c}.1", later_turns=tuple(f"q{c}.{t}" for t in range(2, turns + 1)))
+           for c in range(n_conv)]  # fmt: skip
+    return finalize(src, 0, None, api)
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+async def test_closed_loop_sends_each_turn_after_the_last_with_its_own_answer(api):
+    fake = AnsweringRequest()
+    items = conversation_items(api=api)
+    out, recs = await go(LoadConfig(concurrency=2), fake, items=items)
+    assert out.measured == 12 and out.skipped == 0
+    assert fake.max_in_flight == 2  # two conversations in flight, one turn each
+    by_index = {s.index: s for s in fake.seen}
+    rec = {r.index: r for r in recs}
+    for s in items:
+        sent = by_index[s.index]
+        if s.turn > 1:
+            assert rec[s.index - 1].end_s <= rec[s.index].sent_s  # after the turn before finished
+        if api == "completions":
+            expected = "User: q{c}.1\n\nAssistant:".format(c=s.conversation_id[1:])
+            for t in range(2, s.turn + 1):
+                expected += f" answer{s.index - s.turn + t - 1}\n\nUser: q{s.conversation_id[1:]}.{t}\n\nAssistant:"
+            assert sent.prompt == expected
+        else:
+            assert len(sent.messages) == 2 * s.turn - 1
+            assert [m["content"] for m in sent.messages[1::2]] == [
+                f" answer{i}" for i in range(s.index - s.turn + 1, s.index)
+            ]
+    # records name their conversation and turn, and hash what was sent
+    assert [(r.conversation_id, r.turn) for r in sorted(recs, key=lambda r: r.index)][:4] == [
+        ("c0", 1), ("c0", 2), ("c0", 3), ("c1", 1)
+    ]  # fmt: skip
+
+
+async def test_a_failed_turn_leaves_its_later_turns_unsent_and_counted():
+    fake = AnsweringRequest(fail_index=4)  # conversation c1's second turn
+    out, recs = await go(LoadConfig(concurrency=2), fake, items=conversation_items())
+    assert out.skipped == 1 and out.measured == 11
+    assert 5 not in {s.index for s in fake.seen}
+
+
+async def test_open_loop_starts_conversations_at_the_schedule_and_caps_conversations():
+    fake = AnsweringRequest(latency_s=0.02)
+    load = LoadConfig(concurrency=2, arrival=ArrivalConfig(rate_rps=1000.0, kind="constant"))
+    out, recs = await go(load, fake, items=conversation_items(n_conv=4, turns=2))
+    assert out.measured == 8 and out.skipped == 0
+    assert fake.max_in_flight == 2  # the cap holds a slot for the whole conversation
+    rec = {r.index: r for r in recs}
+    for i in (1, 3, 5, 7):  # second turns: after their first turn, with its answer
+        assert rec[i].sent_s >= rec[i - 1].end_s
+        assert f" answer{i - 1}" in next(s for s in fake.seen if s.index == i).prompt
+
+
+async def test_stop_mid_conversation_sends_no_more_turns():
+    fake = AnsweringRequest(latency_s=0.05)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.02, stop.set)
+    out, recs = await go(LoadConfig(concurrency=2), fake, items=conversation_items(), stop=stop)
+    assert out.interrupted and len(fake.seen) == 2
+    assert all(r.error is not None and r.error.category == ErrorCategory.CANCELLED for r in recs)

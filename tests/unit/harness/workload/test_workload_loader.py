@@ -12,7 +12,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.workload.checks import evaluate
 from speculab.harness.workload.items import Workload, approx_tokens, render_messages, request_seed
-from speculab.harness.workload.load import load_workload
+from speculab.harness.workload.load import load_workload, workload_overview
 from speculab.harness.workload.synthetic import parse_synthetic
 
 
@@ -214,22 +214,47 @@ QUESTIONS = [  # the format of Spec-Bench's and MT-Bench's question.jsonl (made-
 
 
 @pytest.mark.parametrize("kind", ["specbench", "mtbench"])
-def test_question_files_send_first_turns_by_category_and_say_what_they_leave(tmp_path, kind):
+def test_question_files_become_conversations_one_request_per_turn_by_category(tmp_path, kind):
     path = write_jsonl(tmp_path / "question.jsonl", QUESTIONS)
     w = load_workload(f"{kind}:{path}", seed=3)
+    # completions: role form from turn 1, so each later turn's prompt extends the one before
     assert [i.prompt for i in w.items] == [
+        "User: Write a travel blog post.\n\nAssistant:",
+        "\n\nUser: Rewrite it in limericks.\n\nAssistant:",
+        "User: Who is taller?\n\nAssistant:",
+        "\n\nUser: And if not?\n\nAssistant:",
+        "Translate into German: hello",
+    ]
+    assert [(i.index, i.conversation_id, i.turn) for i in w.items] == [
+        (0, "81", 1), (1, "81", 2), (2, "101", 1), (3, "101", 2), (4, None, None)
+    ]  # fmt: skip
+    assert [i.category for i in w.items] == ["writing", "writing", "reasoning", "reasoning", "translation"]
+    assert len({i.seed for i in w.items}) == 5 and w.name == "question"
+    assert f"{kind} questions" in w.source and "3 questions: 1 with 1 turn, 2 with 2 turns" in w.source
+    chat = load_workload(f"{kind}:{path}", seed=3, api="chat")
+    assert chat.items[0].messages == ({"role": "user", "content": "Write a travel blog post."},)
+    assert chat.items[1].messages == ({"role": "user", "content": "Rewrite it in limericks."},)
+    first = load_workload(f"{kind}:{path}?turns=1", seed=3)
+    assert [i.prompt for i in first.items] == [
         "Write a travel blog post.",
         "Who is taller?",
         "Translate into German: hello",
     ]
-    assert [i.category for i in w.items] == ["writing", "reasoning", "translation"]
-    assert [i.prompt_id for i in w.items] == ["81", "101", "161"] and w.name == "question"
-    assert f"{kind} questions" in w.source and "3 questions: 1 with 1 turn, 2 with 2 turns" in w.source
-    assert "first turns only: 2 questions' later turns not replayed yet" in w.source
-    chat = load_workload(f"{kind}:{path}", seed=3, api="chat")
-    assert chat.items[0].messages == ({"role": "user", "content": "Write a travel blog post."},)
-    single = write_jsonl(tmp_path / "single.jsonl", QUESTIONS[2:])
-    assert "not replayed" not in load_workload(f"specbench:{single}", seed=0).source
+    assert "first turns only (?turns=1): 2 later turns not sent" in first.source
+    assert load_workload(f"{kind}:{path}?turns=all", seed=3).items == w.items
+    with pytest.raises(UserError, match=r"unknown option 'turns=2'; use"):
+        load_workload(f"{kind}:{path}?turns=2", seed=3)
+
+
+def test_num_prompts_counts_requests_and_cycled_conversations_get_their_own_ids(tmp_path):
+    path = write_jsonl(tmp_path / "question.jsonl", QUESTIONS)
+    w = load_workload(f"mtbench:{path}", seed=0, num_prompts=8)
+    assert [(i.conversation_id, i.turn) for i in w.items] == [
+        ("81", 1), ("81", 2), ("101", 1), ("101", 2), (None, None), ("81#2", 1), ("81#2", 2), ("101#2", 1)
+    ]  # fmt: skip
+    overview = workload_overview(w)
+    assert overview["conversations"] == 5 and overview["conversation_turns"] == {"1": 2, "2": 3}
+    assert overview["distinct_prompts"] == 5
 
 
 @pytest.mark.parametrize(
@@ -237,7 +262,7 @@ def test_question_files_send_first_turns_by_category_and_say_what_they_leave(tmp
     [
         ('{"question_id": 1, "turns": []}', ":1: 'turns' must be a non-empty list"),
         ('{"question_id": 1, "turns": ["ok", 2]}', ":1: every entry of 'turns' must be a string"),
-        ('{"question_id": 1, "turns": ["  "]}', ":1: the first turn is empty"),
+        ('{"question_id": 1, "turns": ["  "]}', ":1: turn 1 is empty"),
         ('{"question_id": 1, "category": 5, "turns": ["q"]}', ":1: 'category' must be a string"),
         ('{"question_id": [1], "turns": ["q"]}', ":1: 'question_id' must be an integer or a string"),
         ('{"prompt": "a jsonl item"}', ":1: 'turns' must be a non-empty list"),
