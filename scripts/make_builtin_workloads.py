@@ -183,6 +183,36 @@ def math_items_out() -> list[dict]:
     return items
 
 
+CHAT_CONVERSATIONS = 6  # per kind: code, document, writing
+
+
+def _follow_up(instruction: str) -> str:
+    return f"Now, starting from your version, {instruction[0].lower()}{instruction[1:]} Show the complete updated code."
+
+
+def chat_items() -> list[dict]:
+    """Multi-turn conversations (`turns`): each later turn builds on the answer before it, so the answer so far is
+    context the next one reuses (code revised twice, a document summarised then questioned, a text rewritten)."""
+    code_convs, doc_convs, writing_convs = [], [], []
+    for s, snip in enumerate(code.SNIPPETS[:CHAT_CONVERSATIONS]):
+        edits = snip["edits"][:3]
+        template = code.TEMPLATES[s % len(code.TEMPLATES)]
+        turns = [template.format(code=snip["code"], instruction=edits[0][0])]
+        turns += [_follow_up(instruction) for instruction, _ in edits[1:]]
+        max_tokens = int(approx_tokens(snip["code"]) * 1.3) + 96
+        code_convs.append({"category": "chat-code", "turns": turns, "max_tokens": max_tokens, "checks": edits[-1][1]})
+    for p in passages.PASSAGES[:CHAT_CONVERSATIONS]:
+        turns = [
+            f"Read this document and summarize it in three sentences.\n\n{p['title']}\n{p['text']}",
+            f"Using only the document, answer: {p['question']} Quote the sentence that contains the answer.",
+        ]
+        doc_convs.append({"category": "chat-document", "turns": turns, "max_tokens": 200, "checks": [answer_check(p)]})
+    for q, m, _ in open_ended.WRITING[:CHAT_CONVERSATIONS]:
+        turns = [q, "Now rewrite your answer in about half the length, keeping the same names and key details."]
+        writing_convs.append({"category": "chat-writing", "turns": turns, "max_tokens": m})
+    return interleave([code_convs, doc_convs, writing_convs])
+
+
 SETS = {
     "code-edit": code_edit,
     "extraction": extraction_items,
@@ -191,6 +221,7 @@ SETS = {
     "writing": writing_items,
     "qa": qa_items,
     "math": math_items_out,
+    "chat": chat_items,
 }
 
 

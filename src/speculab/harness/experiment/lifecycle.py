@@ -11,6 +11,7 @@ Gates and verdicts are the report's job; this records what was asked and what ha
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,7 +118,12 @@ class _BlockRequest:
         if self.admit is not None:
             await self.admit()  # a wait here is client queue time: the request records sent_s when it leaves
         items = self.warmup_items if warmup else self.block
-        return await self.inner(session, items[spec.index % len(items)], scheduled_s=scheduled_s, warmup=warmup)
+        item = items[spec.index % len(items)]
+        if spec.turn is not None and spec.turn > 1 and (item.conversation_id, item.turn) == (spec.conversation_id,
+                                                                                            spec.turn):  # fmt: skip
+            # a later turn the runner built behind this arm's own earlier answers: its context is what goes out
+            item = dataclasses.replace(item, prompt=spec.prompt, messages=spec.messages)
+        return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
 class Lifecycle:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from speculab.harness.experiment.lifecycle import Lifecycle, Observed
 from speculab.harness.records import RequestSpec
 from speculab.harness.servers.scrape import scrape_metrics
+from speculab.harness.workload.conversation import conversations
 
 
 def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
@@ -19,8 +20,17 @@ def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
     # Small blocks keep each prompt's two measurements close in time, so a burst of contention hits both
     # arms of a pair; at higher load a block must be long enough for the load to reach steady state.
     size = life.plan.block_size or (2 if width == 1 else 4 * width)
-    items = life.setup.items
-    return [tuple(items[i : i + size]) for i in range(0, len(items), size)]
+    # whole conversations only: a block boundary inside one would send its later turns without their context
+    blocks: list[tuple[RequestSpec, ...]] = []
+    current: list[RequestSpec] = []
+    for conv in conversations(life.setup.items):
+        if current and len(current) + len(conv) > size:
+            blocks.append(tuple(current))
+            current = []
+        current += conv
+    if current:
+        blocks.append(tuple(current))
+    return blocks
 
 
 async def run_two_url_mode(life: Lifecycle) -> None:

@@ -194,6 +194,7 @@ async def _measure(
         metrics_scraped=after is not None,
         interrupted=outcome.interrupted,
         hints=hints,
+        skipped_turns=outcome.skipped,
     )
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at

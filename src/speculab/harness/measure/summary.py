@@ -126,10 +126,12 @@ def build_summary(
     metrics_scraped: bool,
     interrupted: bool,
     hints: Sequence[str] = (),
+    skipped_turns: int = 0,
 ) -> dict[str, Any]:
     d = m.to_dict()
     requested = load.get("rate_rps")
-    counts = d["counts"] | {"warmup": warmup_requests}
+    # skipped_turns: conversation turns never sent, because an earlier turn of theirs failed (or time ran out)
+    counts = d["counts"] | {"warmup": warmup_requests, "skipped_turns": skipped_turns}
     return {
         "schema": SUMMARY_SCHEMA,
         "interrupted": interrupted,

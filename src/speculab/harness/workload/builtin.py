@@ -22,7 +22,7 @@ _DATA_PACKAGE = "speculab.harness.workload.data"
 @dataclass(frozen=True, slots=True)
 class BuiltinSet:
     name: str  # use as `builtin:NAME`
-    kind: str  # "grounded" (the answer reuses the prompt), "open" (open-ended), or "mix"
+    kind: str  # "grounded" (the answer reuses the prompt), "open" (open-ended), "conversation" (multi-turn), "mix"
     count: int  # items in the set
     description: str
 
@@ -38,11 +38,15 @@ _BUILTIN: dict[str, tuple[str, str]] = {  # name -> (kind, description); order i
     "writing": ("open", "stories, emails, descriptions and other open-ended writing"),
     "qa": ("open", "general-knowledge explanations"),
     "math": ("open", "word problems with a single numeric answer"),
+    "chat": (
+        "conversation",
+        "multi-turn: code revised turn by turn, a document summarised then questioned, a text rewritten shorter",
+    ),
 }
 _MIXES: dict[str, tuple[str, str]] = {
     "grounded": ("mix", "all input-grounded sets, interleaved round-robin"),
     "open": ("mix", "all open-ended sets, interleaved round-robin"),
-    "mixed": ("mix", "every built-in set, grounded and open alternating, interleaved round-robin"),
+    "mixed": ("mix", "every single-turn built-in set, grounded and open alternating, interleaved round-robin"),
 }
 
 

@@ -59,6 +59,8 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     )
     for cat, msg in c.get("error_examples", {}).items():
         parts.append(Text(f"  e.g. {cat}: {msg}", style="dim"))
+    if c.get("skipped_turns"):
+        parts.append(Text(f"  {c['skipped_turns']} conversation turns not sent: an earlier turn of theirs failed"))
     sources = ", ".join(f"{k} {v}" for k, v in summary.get("tokens", {}).get("count_sources", {}).items())
     parts.append(
         Text(

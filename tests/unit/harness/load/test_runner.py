@@ -288,7 +288,7 @@ async def test_closed_loop_sends_each_turn_after_the_last_with_its_own_answer(ap
         if s.turn > 1:
             assert rec[s.index - 1].end_s <= rec[s.index].sent_s  # after the turn before finished
         if api == "completions":
-            expected = "User: q{c}.1\n\nAssistant:".format(c=s.conversation_id[1:])
+            expected = f"User: q{s.conversation_id[1:]}.1\n\nAssistant:"
             for t in range(2, s.turn + 1):
                 expected += f" answer{s.index - s.turn + t - 1}\n\nUser: q{s.conversation_id[1:]}.{t}\n\nAssistant:"
             assert sent.prompt == expected
@@ -305,7 +305,7 @@ async def test_closed_loop_sends_each_turn_after_the_last_with_its_own_answer(ap
 
 async def test_a_failed_turn_leaves_its_later_turns_unsent_and_counted():
     fake = AnsweringRequest(fail_index=4)  # conversation c1's second turn
-    out, recs = await go(LoadConfig(concurrency=2), fake, items=conversation_items())
+    out, _recs = await go(LoadConfig(concurrency=2), fake, items=conversation_items())
     assert out.skipped == 1 and out.measured == 11
     assert 5 not in {s.index for s in fake.seen}
 
