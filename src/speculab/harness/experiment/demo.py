@@ -2,8 +2,8 @@
 
 Up to four arms, launched one at a time through the same lifecycle `speculab run` uses: plain decoding, n-gram
 prompt lookup, the demo draft model and (on speculab's engine) the demo EAGLE head, each at concurrency 1 and an
-operating point, on built-in input-grounded and
-open-ended prompts (`builtin:mixed`). The candidates' commands are derived by the engine's adapter and checked to
+operating point, on built-in input-grounded and open-ended prompts (`builtin:mixed`) and two-turn conversations
+(`builtin:chat`). The candidates' commands are derived by the engine's adapter and checked to
 differ from the baseline only in speculation. Engines:
 
 * `speculab` (default): `python -m speculab serve` with this interpreter, so the demo works from any install.
@@ -27,9 +27,13 @@ from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import ServerCommand, free_port
+from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.load import load_workload
 
 DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
+# and two-turn conversations (sent first): each arm's second turn carries its own first answer (workload.conversation)
+DEMO_CONVERSATIONS = "builtin:chat"
+DEMO_CONVERSATION_CATEGORY = "chat-writing"  # short turns: a conversation fits the demo model's context
 MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
 ENGINES = ("speculab", "llamacpp")
 LLAMACPP_CTX_PER_SLOT = 512  # the demo models' context: llama-server splits --ctx-size over its --parallel slots
@@ -55,6 +59,11 @@ class DemoConfig:
     def num_prompts(self) -> int:
         # 24: at concurrency 4 the verdict counts groups of 4 prompts sent together, and needs 6 of them
         return 8 if self.quick else 24
+
+    @property
+    def num_conversations(self) -> int:
+        """Two-turn conversations among the demo's `num_prompts` requests."""
+        return 1 if self.quick else 2
 
     @property
     def max_tokens(self) -> int:
@@ -108,12 +117,19 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
     wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
     # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
-    # (code edits, writing, extraction, questions, summaries, math), renumbered as the run's pairing keys; every
-    # item capped at the demo's max_tokens (some built-in items ask for more): the run must fit in minutes.
+    # (code edits, writing, extraction, questions, summaries, math), after the conversations' turns, renumbered as
+    # the run's pairing keys; every item capped at the demo's max_tokens (some built-in items ask for more): the
+    # run must fit in minutes.
     short = [it for it in wl.items if it.prompt is not None and len(it.prompt) <= MAX_PROMPT_CHARS]
+    chat = load_workload(DEMO_CONVERSATIONS, seed=0, api="completions")
+    convs = [c for c in conversations(chat.items) if c[0].category == DEMO_CONVERSATION_CATEGORY]
+    turns = [t for c in convs[: cfg.num_conversations] for t in c]
+    # conversations first: their turns go one after another, so at the end of a closed-loop run they would leave
+    # workers idle (fewer requests in flight than the level asks); at the start the single prompts fill in
+    chosen = turns + short[: cfg.num_prompts - len(turns)]
     items = tuple(
         replace(it, index=i, max_tokens=min(it.max_tokens or cfg.max_tokens, cfg.max_tokens))
-        for i, it in enumerate(short[: cfg.num_prompts])
+        for i, it in enumerate(chosen)
     )
     loads = (LoadLevel(concurrency=1), LoadLevel(concurrency=cfg.operating_concurrency))
     levels = (
@@ -123,7 +139,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     setup = Setup(
         name="speculab demo" + (" on llama.cpp" if cfg.engine == "llamacpp" else ""),
         workload_name=wl.name,
-        workload_source=wl.source,
+        workload_source=f"{len(turns)} turns of {DEMO_CONVERSATIONS}: {chat.source}; then {wl.source}",
         api="completions",
         items=items,
         temperature=0.0,
