@@ -70,11 +70,16 @@ def bench(
     workload: str = typer.Option(
         "builtin:mixed",
         "--workload",
-        help="builtin:NAME, file.jsonl, sharegpt:PATH, specbench:PATH, mtbench:PATH, synthetic:...",
+        help="builtin:NAME, file.jsonl, sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH, synthetic:...",
     ),
     num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; with --rate: a cap"),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", help="Closed loop: N in flight; with --rate or a trace: a cap"
+    ),
     rate: float | None = typer.Option(None, "--rate", help="Open loop: requests per second"),
+    trace_speed: float | None = typer.Option(
+        None, "--trace-speed", help="trace:PATH workloads: replay the arrivals this many times faster (default 1)"
+    ),
     arrival: str = typer.Option("poisson", "--arrival", help="Open-loop arrivals: poisson | constant | gamma"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
     duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
@@ -132,7 +137,7 @@ def bench(
 def workload_command(
     spec: str = typer.Argument(
         "",
-        help="builtin:NAME, PATH.jsonl, jsonl:PATH, sharegpt:PATH, specbench:PATH, mtbench:PATH or "
+        help="builtin:NAME, PATH.jsonl, jsonl:PATH, sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH or "
         "synthetic:input=N,output=N; omit to list",
     ),
     num_prompts: int = typer.Option(0, "--num-prompts", min=0, help="take (or cycle to) this many requests; 0: all"),

@@ -156,7 +156,8 @@ class SamplingConfig:
 
 @dataclass(frozen=True, slots=True)
 class LoadLevel:
-    """One offered load: closed loop at `concurrency`, or open loop at `rate_rps` (optionally capped)."""
+    """One offered load: closed loop at `concurrency`, open loop at `rate_rps`, or a trace workload replayed at its
+    own arrival times `trace_speed` times faster (open loop; both optionally capped by `max_concurrency`)."""
 
     concurrency: int | None = None
     rate_rps: float | None = None
@@ -164,17 +165,24 @@ class LoadLevel:
     burstiness: float = 1.0  # gamma shape; 1.0 = Poisson
     max_concurrency: int | None = None
     ramp_up_s: float = 0.0  # closed loop: the workers' first requests spread over this long (bench --ramp-up)
+    trace_speed: float | None = None  # trace replay (workload trace:PATH): 1 = the recorded times, 2 = twice as fast
 
     @property
     def kind(self) -> str:
+        if self.trace_speed is not None:
+            return "trace"
         return "concurrency" if self.concurrency is not None else "rate"
 
     @property
     def value(self) -> float:
+        if self.trace_speed is not None:
+            return float(self.trace_speed)
         return float(self.concurrency if self.concurrency is not None else self.rate_rps)  # type: ignore[arg-type]
 
     @property
     def label(self) -> str:
+        if self.trace_speed is not None:
+            return f"trace ×{self.trace_speed:g}"
         return f"concurrency {self.concurrency}" if self.concurrency is not None else f"{self.rate_rps:g} req/s"
 
 

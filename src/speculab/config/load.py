@@ -169,7 +169,7 @@ def _first_error(e: ValidationError, source: str) -> str:
 
 
 def _load(m: LoadSchema) -> LoadLevel:
-    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s)
+    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s, m.trace_speed)
 
 
 def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:

@@ -112,11 +112,17 @@ class LoadSchema(_Model):
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
     ramp_up_s: float = Field(default=0.0, ge=0)
+    trace_speed: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _one_of(self) -> LoadSchema:
-        if (self.concurrency is None) == (self.rate is None):
-            raise ValueError("give exactly one of `concurrency` (closed loop) or `rate` (requests/s, open loop)")
+        if sum(x is not None for x in (self.concurrency, self.rate, self.trace_speed)) != 1:
+            raise ValueError(
+                "give exactly one of `concurrency` (closed loop), `rate` (requests/s, open loop) or `trace_speed` "
+                "(a trace workload at its own arrival times, scaled)"
+            )
+        if self.trace_speed is not None and (self.arrival != "poisson" or self.burstiness != 1.0 or self.ramp_up_s):
+            raise ValueError("a trace sets its own arrival times: arrival, burstiness and ramp_up_s do not apply")
         if self.ramp_up_s > 0 and self.concurrency is None:
             raise ValueError("ramp_up_s staggers closed-loop workers; with `rate` the arrival process sets the pacing")
         if self.concurrency is not None and (self.max_concurrency is not None or self.arrival != "poisson"):
@@ -135,9 +141,14 @@ class LoadsSchema(_Model):
     def _sweep_axis(self) -> LoadsSchema:
         if len(self.sweep) == 1:
             raise ValueError("sweep needs at least 2 loads (or none)")
-        kinds = {"concurrency" if lv.concurrency is not None else "rate" for lv in self.sweep}
+        kinds = {
+            "concurrency" if lv.concurrency is not None else ("rate" if lv.rate is not None else "trace")
+            for lv in self.sweep
+        }
         if len(kinds) > 1:
-            raise ValueError("sweep mixes concurrency and rate loads; use one axis so a crossover can be found")
+            raise ValueError(
+                f"sweep mixes {' and '.join(sorted(kinds))} loads; use one axis so a crossover can be found"
+            )
         return self
 
 

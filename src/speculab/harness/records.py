@@ -54,6 +54,9 @@ class RequestSpec:
     # rendered text), and the load runner sends it after turn k-1 finished, behind that turn's own answer.
     conversation_id: str | None = None
     turn: int | None = None  # 1-based; None for a single-turn item
+    # Traces (workload.trace): when this request arrived in the trace, seconds after its first request; the load
+    # runner replays the arrivals (LoadConfig.trace_speed). None for every other workload.
+    arrival_s: float | None = None
 
     def context_sha256(self) -> str:
         """sha256 of what this request sends (its prompt, or its messages as canonical JSON): for a conversation's
@@ -68,6 +71,8 @@ class RequestSpec:
         d = asdict(self)
         if self.turn is None:  # single-turn items keep their shape
             del d["conversation_id"], d["turn"]
+        if self.arrival_s is None:
+            del d["arrival_s"]
         return d
 
     @classmethod
@@ -85,6 +90,7 @@ class RequestSpec:
             prompt_id=d.get("prompt_id", ""),
             conversation_id=d.get("conversation_id"),
             turn=d.get("turn"),
+            arrival_s=d.get("arrival_s"),
         )
 
 

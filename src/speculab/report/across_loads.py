@@ -65,7 +65,7 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
     # Replicates are not kept in the Report (thousands of numbers), so recompute them here for the interval, over
     # the same units as the level's verdict.
     points = _with_replicates(points, cand, axis, inputs, opts, sizes)
-    c = crossover(points, log_load=axis == "concurrency")
+    c = crossover(points, log_load=axis in ("concurrency", "trace"))
     return CrossoverView(
         axis,
         tuple(p.load for p in points),

@@ -216,7 +216,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
     conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in runs) if c is not None]
     achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None
     achieved_conc = statistics.fmean(conc) if conc else None
-    if level.kind == "rate":
+    if level.open_loop:
         # Against the schedule's own rate, not the nominal one: a seeded Poisson schedule of n requests is itself
         # ~1/sqrt(n) off the nominal rate, and that is the offered load, not a failure to deliver it.
         fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in runs) if f is not None]
@@ -357,11 +357,13 @@ def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_l
         return "not active", f"{drafts} reported by {acc.source}: the candidate did not speculate"
     for side, a in (("baseline", base), (cand_label, cand)):
         if a.load_fraction is not None and a.load_fraction < opts.min_load_fraction:
-            if level.kind == "rate":
-                got = (
-                    f"{a.achieved_rate_rps:.3g} req/s sent of {level.value:g} requested, "
-                    f"{a.load_fraction:.0%} of the schedule's rate"
+            if level.open_loop:
+                asked = (
+                    f"of {level.value:g} requested"
+                    if level.kind == "rate"
+                    else f"replaying the trace at ×{level.value:g}"
                 )
+                got = f"{a.achieved_rate_rps:.3g} req/s sent {asked}, {a.load_fraction:.0%} of the schedule's rate"
             else:
                 got = (
                     f"{a.achieved_concurrency:.3g} requests in flight of {level.value:g} requested "

@@ -218,6 +218,11 @@ class Lifecycle:
             return LoadConfig(
                 concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed, ramp_up_s=lv.ramp_up_s
             )
+        if lv.trace_speed is not None:
+            return LoadConfig(
+                concurrency=lv.max_concurrency, num_prompts=n, warmup=warmup, seed=self.setup.seed,
+                trace_speed=lv.trace_speed,
+            )  # fmt: skip
         assert lv.rate_rps is not None
         arrival = ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
         return LoadConfig(
@@ -359,10 +364,11 @@ class Lifecycle:
         notes: list[str] = []
         if before is None or after is None:
             notes.append("no Prometheus /metrics read around this level: no server-side counters")
-        if spec.kind == "rate":
+        if spec.open_loop:
             achieved = send_rate_rps(by_window(records, seen.windows))  # over this arm's own blocks
             if achieved is not None:
-                notes.append(f"sent {achieved:.3g} req/s (requested {spec.value:g})")
+                asked = f"requested {spec.value:g}" if spec.kind == "rate" else f"the trace at ×{spec.value:g}"
+                notes.append(f"sent {achieved:.3g} req/s ({asked})")
         scopes = {scope for _, scope in seen.memory if scope}
         run = RepeatRun(
             arm=arm.info.name,

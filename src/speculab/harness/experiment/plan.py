@@ -150,7 +150,11 @@ def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[Loa
             continue
         rate = lv.kind == "rate"
         specs[key] = LevelSpec(
-            lv.kind, lv.value, (role,), lv.arrival if rate else None, lv.max_concurrency if rate else None
+            lv.kind,
+            lv.value,
+            (role,),
+            lv.arrival if rate else None,
+            lv.max_concurrency if lv.kind != "concurrency" else None,
         )
         loads[key] = lv
     return tuple(specs.values()), tuple(loads[k] for k in specs)
@@ -182,6 +186,12 @@ def plan_experiment(
     if exp.workload.api == "completions" and any(it.prompt is None for it in wl.items):
         raise UserError(f"{exp.source}: workload.api is completions but the workload has chat messages; use chat")
     levels, loads = _levels_and_loads(exp)
+    trace_levels = [lv.label for lv in levels if lv.kind == "trace"]
+    if trace_levels and not any(it.arrival_s is not None for it in wl.items):
+        raise UserError(
+            f"{exp.source}: loads {', '.join(trace_levels)} replay a trace's arrival times, but the workload "
+            f"{exp.workload.spec!r} has none; use workload.spec: trace:PATH, or give those loads a rate"
+        )
     key = _api_key(exp.baseline.api_key_env)
     if exp.two_url_mode:
         arms, change = _two_url_arms(exp, key)

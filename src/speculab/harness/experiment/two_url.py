@@ -16,7 +16,7 @@ from speculab.harness.workload.conversation import conversations
 
 def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
     lv = life.plan.loads[level_i]
-    width = lv.concurrency or lv.max_concurrency or max(1, round(lv.rate_rps or 1))
+    width = lv.concurrency or lv.max_concurrency or max(1, round(lv.rate_rps or _trace_rate(life, lv.trace_speed)))
     # Small blocks keep each prompt's two measurements close in time, so a burst of contention hits both
     # arms of a pair; at higher load a block must be long enough for the load to reach steady state.
     size = life.plan.block_size or (2 if width == 1 else 4 * width)
@@ -31,6 +31,13 @@ def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
     if current:
         blocks.append(tuple(current))
     return blocks
+
+
+def _trace_rate(life: Lifecycle, speed: float | None) -> float:
+    """A trace level's mean request rate (its arrivals, scaled): a block holds about 4 seconds of it, as for a rate."""
+    arrivals = [it.arrival_s for it in life.setup.items if it.arrival_s is not None]
+    span = max(arrivals) - min(arrivals) if len(arrivals) > 1 else 0.0
+    return (len(arrivals) - 1) / span * (speed or 1.0) if span > 0 else 1.0
 
 
 async def run_two_url_mode(life: Lifecycle) -> None:

@@ -1,8 +1,9 @@
 """Offered load: pacing, concurrency, warmup and cancellation -> request records, each handed on as it finishes.
 
 Closed loop: N workers, each sends its next request as soon as its previous one finishes.
-Open loop: requests are scheduled at `ArrivalConfig` offsets; with a concurrency cap a request waits for a free
-slot, and that wait is client queue time (scheduled -> sent), recorded and reported, never hidden.
+Open loop: requests are scheduled at `ArrivalConfig` offsets, or at a trace's own arrival times (`trace_speed`);
+with a concurrency cap a request waits for a free slot, and that wait is client queue time (scheduled -> sent),
+recorded and reported, never hidden.
 Warmup requests run first (closed loop), are recorded with `warmup=True` and excluded from results.
 Stopping: after the workload's items (cycled up to num_prompts), or when `duration_s` has passed (no new
 requests; in-flight ones finish), or when `stop` is set (Ctrl-C): in-flight requests are cancelled and
@@ -36,6 +37,7 @@ from speculab.errors import UserError
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
+from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import continue_turn, conversations
 
@@ -51,11 +53,17 @@ class LoadConfig:
     warmup: int = 0  # warmup requests before the measured run
     seed: int = 0  # seeds the arrival RNG
     ramp_up_s: float = 0.0  # closed loop: worker k of N sends its first request k/N of this after the phase starts
+    # Trace replay (workload.trace): send each request at its recorded arrival, (arrival - first) / trace_speed
+    # seconds after the start; `concurrency`, when set, caps requests in flight as for a rate. Never cycled.
+    trace_speed: float | None = None
+    # open loop: wake this long before each send time and yield until it (load.pacing: sends land within ~0.05 ms
+    # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly
+    send_spin_s: float = SEND_SPIN_S
 
     def __post_init__(self) -> None:
         if self.concurrency is not None and self.concurrency < 1:
             raise UserError(f"--concurrency must be at least 1, got {self.concurrency}")
-        if self.arrival is None and self.concurrency is None:
+        if self.arrival is None and self.concurrency is None and self.trace_speed is None:
             raise UserError("give --concurrency N (closed loop) or --rate R (open loop)")
         if self.num_prompts is not None and self.num_prompts < 1:
             raise UserError(f"--num-prompts must be at least 1, got {self.num_prompts}")
@@ -65,6 +73,13 @@ class LoadConfig:
             raise UserError(f"--warmup must be >= 0, got {self.warmup}")
         if not 0 <= self.ramp_up_s < float("inf"):
             raise UserError(f"--ramp-up must be a finite number of seconds >= 0, got {self.ramp_up_s}")
+        if self.trace_speed is not None:
+            if not 0 < self.trace_speed < float("inf"):
+                raise UserError(f"--trace-speed must be a positive number, got {self.trace_speed}")
+            if self.arrival is not None:
+                raise UserError("a trace sets its own arrival times: drop --rate (use --trace-speed to scale them)")
+            if self.ramp_up_s > 0:
+                raise UserError("--ramp-up staggers closed-loop workers; a trace sets its own arrival times")
         if self.ramp_up_s > 0 and self.arrival is not None:
             raise UserError(
                 "--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing: drop "
@@ -73,6 +88,8 @@ class LoadConfig:
 
     @property
     def mode(self) -> str:
+        if self.trace_speed is not None:
+            return "trace"
         return "closed" if self.arrival is None else "open"
 
     def to_manifest(self) -> dict[str, object]:
@@ -87,6 +104,7 @@ class LoadConfig:
             "warmup": self.warmup,
             "seed": self.seed,
             "ramp_up_s": self.ramp_up_s,
+            "trace_speed": self.trace_speed,
         }
 
 
@@ -250,20 +268,41 @@ async def _closed_loop(
     await asyncio.gather(*(worker(k) for k in range(concurrency)))
 
 
+def arrival_offsets(arrival: ArrivalConfig, rng: np.random.Generator) -> Callable[[RequestSpec], float]:
+    """Send offsets from the arrival process, one per call (per conversation), in order."""
+    offsets = send_offsets(arrival, rng)
+    return lambda _spec: next(offsets)
+
+
+def trace_offsets(speed: float) -> Callable[[RequestSpec], float]:
+    """Send offsets from the requests' own arrival times, from the first one sent, divided by `speed` (a block of a
+    trace starts at its own first arrival)."""
+    first: list[float] = []
+
+    def offset(spec: RequestSpec) -> float:
+        if spec.arrival_s is None:
+            raise UserError(f"request {spec.index} has no arrival time: trace replay needs a trace:PATH workload")
+        if not first:
+            first.append(spec.arrival_s)
+        return (spec.arrival_s - first[0]) / speed
+
+    return offset
+
+
 async def _open_loop(
-    run: _Run, specs: Iterator[RequestSpec], arrival: ArrivalConfig, cap: int | None, rng: np.random.Generator
-) -> None:
+    run: _Run, specs: Iterator[RequestSpec], offset_of: Callable[[RequestSpec], float], cap: int | None,
+    spin_s: float,
+) -> None:  # fmt: skip
     slots = asyncio.Semaphore(cap) if cap is not None else None
-    for conv, offset in zip(conversations(specs), send_offsets(arrival, rng), strict=False):
+    for conv in conversations(specs):
+        offset = offset_of(conv[0])
         run.raise_failure()
         if run.duration_s is not None and offset >= run.duration_s:
             break
         if not _opens(conv, run, False):
             continue
         scheduled_s = run.t0 + offset
-        delay = scheduled_s - run.clock()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        await sleep_until(scheduled_s, run.clock, spin_s)
         if slots is not None:
             await slots.acquire()
         job = run.start(conv[0], scheduled_s, False)
@@ -339,15 +378,18 @@ async def run_load(
         if on_measure_start is not None:
             await on_measure_start()
         _freeze_what_lives()  # the connections warmup opened, the scrape: long-lived from here on
-        endless = load.duration_s is not None
+        endless = load.duration_s is not None and load.trace_speed is None  # a trace is replayed once
         total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
         run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
         specs = plan(items, load.num_prompts, endless)
-        if load.arrival is None:
+        if load.trace_speed is not None:
+            coro = _open_loop(run, specs, trace_offsets(load.trace_speed), load.concurrency, load.send_spin_s)
+        elif load.arrival is None:
             assert load.concurrency is not None
             coro = _closed_loop(run, specs, load.concurrency, False, ramp_step)
         else:
-            coro = _open_loop(run, specs, load.arrival, load.concurrency, np.random.default_rng(load.seed))
+            rng = np.random.default_rng(load.seed)
+            coro = _open_loop(run, specs, arrival_offsets(load.arrival, rng), load.concurrency, load.send_spin_s)
         run.report(False)
         stopped = await _until_done_or_stopped(run, asyncio.create_task(coro), stop)
         ended = clock() if stopped else run.last_end_s

@@ -47,6 +47,15 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
     return obj
 
 
+def trace_speed_for(items: Sequence[RequestSpec], speed: float | None) -> float | None:
+    """A trace workload is replayed at its arrival times (speed 1 unless given); --trace-speed needs a trace."""
+    if any(it.arrival_s is not None for it in items):
+        return 1.0 if speed is None else speed
+    if speed is not None:
+        raise UserError("--trace-speed scales a trace's arrival times; use it with --workload trace:PATH")
+    return None
+
+
 def bench_config_from_flags(
     f: dict[str, Any], argv: Sequence[str] = ()
 ) -> tuple[BenchConfig, tuple[RequestSpec, ...], TokenCounter | None]:
@@ -66,7 +75,13 @@ def bench_config_from_flags(
     if f["rate"] is None and (f["arrival"] != "poisson" or f["burstiness"] != 1.0):
         raise UserError("--arrival and --burstiness shape open-loop load; add --rate R")
     arrival = None if f["rate"] is None else ArrivalConfig(f["rate"], f["arrival"], f["burstiness"])
-    concurrency = f["concurrency"] if (f["concurrency"] is not None or arrival is not None) else 1
+    # a duration-bounded run cycles the workload itself; otherwise the loader sizes it to --num-prompts
+    n_load = None if f["duration"] is not None else f["num_prompts"]
+    wl = load_workload(f["workload"], seed=f["seed"], num_prompts=n_load, api=f["api"])
+    trace_speed = trace_speed_for(wl.items, f.get("trace_speed"))
+    concurrency = f["concurrency"]
+    if concurrency is None and arrival is None and trace_speed is None:
+        concurrency = 1
     load = LoadConfig(
         concurrency=concurrency,
         arrival=arrival,
@@ -75,6 +90,7 @@ def bench_config_from_flags(
         warmup=f["warmup"],
         seed=f["seed"],
         ramp_up_s=f.get("ramp_up", 0.0),
+        trace_speed=trace_speed,
     )
     endpoint = EndpointConfig(
         base_url=f["url"],
@@ -96,9 +112,6 @@ def bench_config_from_flags(
         seed=f["seed"],
         ignore_eos=f["ignore_eos"],
     )
-    # a duration-bounded run cycles the workload itself; otherwise the loader sizes it to --num-prompts
-    n_load = None if f["duration"] is not None else f["num_prompts"]
-    wl = load_workload(f["workload"], seed=f["seed"], num_prompts=n_load, api=f["api"])
     check_items(wl.items, endpoint)
     count_tokens = None
     if f["tokenizer"]:

@@ -139,7 +139,8 @@ def build_summary(
         "load": load
         | {
             "requested_rate_rps": requested,
-            "scheduled_rate_rps": m.scheduled_rate_rps if requested else None,
+            # a rate's or a trace's schedule (what the client meant to send), next to what it sent
+            "scheduled_rate_rps": m.scheduled_rate_rps if requested or load.get("mode") == "trace" else None,
             "achieved_rate_rps": m.achieved_rate_rps,
         },
         "counts": counts,

@@ -21,6 +21,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from speculab import __version__
+from speculab.harness.load.pacing import sleep_until
 from speculab.harness.mock.requests import Job, RequestError, error_response, parse_job
 from speculab.harness.mock.script import (
     VOCAB,
@@ -44,14 +45,9 @@ STATE_KEY = web.AppKey("speculab_mock_state", MockState)
 
 
 async def _sleep_until(deadline: float, spin_s: float = 0.0) -> None:
-    """Sleep until `deadline` (loop clock). asyncio's sleeps overshoot by 1-2 ms; with `spin_s` > 0 the sleep ends
-    `spin_s` early and the rest is spent yielding to the loop (other streams' writes still run meanwhile)."""
-    loop = asyncio.get_running_loop()
-    delay = deadline - loop.time()
-    if delay > spin_s:
-        await asyncio.sleep(delay - spin_s)
-    while loop.time() < deadline:
-        await asyncio.sleep(0)
+    """Sleep until `deadline` on the loop's clock; `spin_s` > 0 ends the sleep that early and yields to the loop for
+    the rest (load.pacing: asyncio's sleeps overshoot by 1-2 ms, and other streams' writes still run meanwhile)."""
+    await sleep_until(deadline, asyncio.get_running_loop().time, spin_s)
 
 
 def _client_gone(request: web.Request) -> bool:

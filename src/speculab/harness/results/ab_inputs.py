@@ -29,29 +29,36 @@ BASELINE = "baseline"
 class LevelSpec:
     """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep"."""
 
-    kind: str  # "concurrency" (closed loop) or "rate" (open loop, requests/s)
-    value: float  # the concurrency or the rate_rps
+    kind: str  # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals)
+    value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times)
     roles: tuple[str, ...] = ()
     arrival: str | None = None  # rate loads: poisson | constant | gamma
-    max_concurrency: int | None = None  # rate loads: client-side cap
+    max_concurrency: int | None = None  # rate and trace loads: client-side cap
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
-        if self.kind not in ("concurrency", "rate"):
-            raise ValueError(f"LevelSpec.kind must be 'concurrency' or 'rate', got {self.kind!r}")
+        if self.kind not in ("concurrency", "rate", "trace"):
+            raise ValueError(f"LevelSpec.kind must be 'concurrency', 'rate' or 'trace', got {self.kind!r}")
         if not self.value > 0:
             raise ValueError(f"LevelSpec.value must be > 0, got {self.value}")
 
     @property
     def key(self) -> str:
-        """Directory name: c<concurrency> or r<rate>, e.g. c16, r8, r0.5."""
-        return ("c" if self.kind == "concurrency" else "r") + f"{self.value:g}"
+        """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2."""
+        return {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
 
     @property
     def label(self) -> str:
         if self.kind == "concurrency":
             return f"concurrency {self.value:g}"
+        if self.kind == "trace":
+            return f"trace ×{self.value:g}"
         return f"{self.value:g} req/s"
+
+    @property
+    def open_loop(self) -> bool:
+        """Sent on a schedule (a rate, or a trace's arrivals), not by a fixed number of workers."""
+        return self.kind in ("rate", "trace")
 
     @property
     def requested_rate_rps(self) -> float | None:

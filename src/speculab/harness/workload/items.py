@@ -54,6 +54,7 @@ class SourceItem:
     checks: tuple[dict[str, Any], ...] = ()  # of a conversation: checked against its last turn's answer
     expected_output_tokens: int | None = None
     later_turns: tuple[str, ...] = ()  # a conversation's user messages after the first, one per turn
+    arrival_s: float | None = None  # a trace's request: seconds after the trace's first request
 
 
 def approx_tokens(text: str) -> int:
@@ -92,6 +93,7 @@ def _turn_specs(src: SourceItem, api: str, cycle: int) -> list[RequestSpec]:
                 messages=messages,
                 checks=src.checks,
                 expected_output_tokens=src.expected_output_tokens,
+                arrival_s=src.arrival_s,
                 **common,
             )
         ]

@@ -5,6 +5,7 @@
     sharegpt:PATH[?turns=all]         ShareGPT JSON: the first human turn of each conversation (or every turn)
     specbench:PATH | mtbench:PATH     question files ({question_id, category, turns}): every turn, by category
     synthetic:input=N,output=N[,...]  seeded random-word prompts of about N tokens (see `parse_synthetic`)
+    trace:PATH[?unit=ms|s][&block=N]  timestamped requests (Mooncake/Azure style), replayed at their arrival times
 
 Every malformed input raises `UserError` naming the file, line and reason before any request is sent.
 docs/workloads.md documents every format; `workload_overview` summarises a loaded workload.
@@ -12,6 +13,7 @@ docs/workloads.md documents every format; `workload_overview` summarises a loade
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from speculab.harness.workload.jsonl import load_jsonl
 from speculab.harness.workload.questions import load_questions
 from speculab.harness.workload.sharegpt import load_sharegpt
 from speculab.harness.workload.synthetic import load_synthetic
+from speculab.harness.workload.trace import load_trace, parse_trace_arg
 
 
 def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: str = "completions") -> Workload:
@@ -47,6 +50,13 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         name, (source, items) = _stem(arg), load_sharegpt(arg)
     elif kind in ("specbench", "mtbench"):
         name, (source, items) = _stem(arg), load_questions(arg, kind)
+    elif kind == "trace":
+        name, (source, items) = Path(parse_trace_arg(arg)[0]).stem, load_trace(arg, seed)
+        if num_prompts is not None and num_prompts > len(items):
+            raise UserError(
+                f"the trace has {len(items)} requests; --num-prompts can take fewer, not {num_prompts} (a trace is "
+                "replayed once, never cycled)"
+            )
     elif kind == "synthetic":
         name, (source, items) = "synthetic", load_synthetic(arg, seed, num_prompts)
     elif spec.endswith(".jsonl"):
@@ -54,9 +64,22 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     else:
         raise UserError(
             f"unknown workload {spec!r}; use builtin:NAME (`speculab workload` lists them), a .jsonl file, jsonl:PATH, "
-            "sharegpt:PATH, specbench:PATH, mtbench:PATH or synthetic:input=N,output=N"
+            "sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH or synthetic:input=N,output=N"
         )
     return Workload(name=name, source=source, items=finalize(items, seed, num_prompts, api))
+
+
+def _trace_overview(arrivals: list[float]) -> dict[str, Any] | None:
+    if not arrivals:
+        return None
+    span = max(arrivals) - min(arrivals)
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    return {
+        "requests": len(arrivals),
+        "span_s": span,
+        "rate_rps": (len(arrivals) - 1) / span if span > 0 else None,
+        "gap_s": describe(gaps).to_dict(),
+    }
 
 
 def _stem(arg: str) -> str:
@@ -85,5 +108,7 @@ def workload_overview(workload: Workload) -> dict[str, Any]:
         "items_with_max_tokens": len(with_max),
         "max_tokens": describe(with_max).to_dict(),
         "items_with_checks": sum(1 for i in items if i.checks),
+        # a trace's arrivals: how long it lasts and its mean rate (None for workloads without arrival times)
+        "trace": _trace_overview([i.arrival_s for i in items if i.arrival_s is not None]),
         "check_types": dict(check_types),
     }

@@ -146,7 +146,7 @@ _WORDS_ARRAY = np.array(_WORDS, dtype=object)
 _PUNCT_EVERY = (6, 16)  # sentence length range in words
 
 
-def _synthetic_text(rng: np.random.Generator, n_tokens: int) -> str:
+def synthetic_text(rng: np.random.Generator, n_tokens: int) -> str:
     """About n_tokens tokens of varied sentences (approx_tokens(result) == n_tokens exactly)."""
     lo, hi = _PUNCT_EVERY
     # Draw every random number up front (numpy, fast); the loop below runs once per sentence, not per word.
@@ -179,7 +179,7 @@ def load_synthetic(arg: str, seed: int, num_prompts: int | None) -> tuple[str, l
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED_7E47]))
     in_lens = spec.input.sample(rng, n)
     out_lens = spec.output.sample(rng, n)
-    prefix = _synthetic_text(rng, spec.prefix_tokens) + " " if spec.prefix_tokens else ""
+    prefix = synthetic_text(rng, spec.prefix_tokens) + " " if spec.prefix_tokens else ""
     items = []
     for i in range(n):
         body_tokens = max(1, int(in_lens[i]) - spec.prefix_tokens)
@@ -187,7 +187,7 @@ def load_synthetic(arg: str, seed: int, num_prompts: int | None) -> tuple[str, l
         items.append(
             SourceItem(
                 prompt_id=f"synthetic-{i}",
-                prompt=prefix + _synthetic_text(rng, body_tokens),
+                prompt=prefix + synthetic_text(rng, body_tokens),
                 max_tokens=out,
                 category="synthetic",
                 expected_output_tokens=out,

@@ -70,7 +70,12 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     )
     load = summary.get("load", {})
     rate = ""
-    if load.get("requested_rate_rps"):
+    if load.get("mode") == "trace":
+        rate = f"  trace replay ×{num(load.get('trace_speed'))}"
+        if load.get("scheduled_rate_rps") is not None:
+            rate += f" (schedule {num(load['scheduled_rate_rps'])} req/s)"
+        rate += f", achieved {num(load.get('achieved_rate_rps'))}"
+    elif load.get("requested_rate_rps"):
         rate = f"  offered {num(load['requested_rate_rps'])} req/s"
         if load.get("scheduled_rate_rps") is not None:
             rate += f" (schedule {num(load['scheduled_rate_rps'])})"

@@ -49,6 +49,16 @@ def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
             f"max_tokens set on {o['items_with_max_tokens']} requests: mean {m['mean']:.0f}, p50 {m['p50']:.0f}, "
             f"max {m['max']:.0f}"
         )
+    tr = o["trace"]
+    if tr is not None:
+        rate = f", {tr['rate_rps']:.3g} req/s on average" if tr["rate_rps"] else ""
+        g = tr["gap_s"]
+        console.print(
+            f"arrivals: {tr['requests']} over {tr['span_s']:.3f} s{rate}; gap p50 {g['p50'] * 1000:.1f} ms, "
+            f"p99 {g['p99'] * 1000:.1f} ms (replayed at these times, scaled by --trace-speed)"
+            if g["n"]
+            else f"arrivals: {tr['requests']} over {tr['span_s']:.3f} s"
+        )
     checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
     console.print(f"checks on {o['items_with_checks']} requests ({checks})", markup=False)
     for item in wl.items[:show]:

@@ -85,8 +85,10 @@ def _curve_plots(report: Report) -> dict[str, str]:
         return out
     axis = next((c.crossover.axis for c in report.candidates if c.crossover), max(set(kinds), key=kinds.count))
     lvs = sorted((lv for lv in report.levels if lv.kind == axis), key=lambda lv: lv.value)
-    xlabel = "concurrency" if axis == "concurrency" else "offered load (req/s)"
-    log_x = axis == "concurrency" and len(lvs) > 2
+    xlabel = {"concurrency": "concurrency", "trace": "trace speed (× the recorded arrival rate)"}.get(
+        axis, "offered load (req/s)"
+    )
+    log_x = axis in ("concurrency", "trace") and len(lvs) > 2
     if len(lvs) >= 2:
         tpot, tput = {}, {}
         for arm in report.arms:
@@ -184,7 +186,7 @@ def view(report: Report) -> dict[str, Any]:
         x = c.crossover
         if x is None:
             continue
-        unit = "" if x.axis == "concurrency" else " req/s"
+        unit = {"concurrency": "", "trace": "× trace speed"}.get(x.axis, " req/s")
         if x.load is not None:
             lo = ("≤ " if x.low_censored else "") + f"{x.low:.3g}"
             hi = ("≥ " if x.high_censored else "") + f"{x.high:.3g}"

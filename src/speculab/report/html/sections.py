@@ -41,7 +41,7 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
         d = a.distributions
         load = (
             f"{num(a.achieved_rate_rps, '.3g')} req/s sent"
-            if lv.kind == "rate"
+            if lv.kind in ("rate", "trace")
             else f"{num(a.achieved_concurrency, '.3g')} in flight"
         )
         acc = a.acceptance

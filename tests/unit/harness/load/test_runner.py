@@ -329,3 +329,39 @@ async def test_stop_mid_conversation_sends_no_more_turns():
     out, recs = await go(LoadConfig(concurrency=2), fake, items=conversation_items(), stop=stop)
     assert out.interrupted and len(fake.seen) == 2
     assert all(r.error is not None and r.error.category == ErrorCategory.CANCELLED for r in recs)
+
+
+# --- trace replay: each request at its recorded arrival ---------------------------------------------------------
+
+
+def trace_items(arrivals):
+    return tuple(RequestSpec(index=i, prompt=f"p{i}", arrival_s=a) for i, a in enumerate(arrivals))
+
+
+@pytest.mark.parametrize("speed", [1.0, 2.0])
+async def test_a_trace_is_scheduled_at_its_arrivals_divided_by_speed(speed):
+    arrivals = [0.0, 0.01, 0.05, 0.06, 0.12]
+    fake = FakeRequest(latency_s=0.001)
+    out, recs = await go(LoadConfig(concurrency=None, trace_speed=speed), fake, items=trace_items(arrivals))
+    assert out.measured == 5
+    rec = sorted(recs, key=lambda r: r.index)
+    offsets = [r.scheduled_s - out.started_s for r in rec]
+    assert offsets == pytest.approx([a / speed for a in arrivals], abs=1e-9)  # the schedule itself: exact
+    assert all(r.sent_s >= r.scheduled_s for r in rec)
+
+
+async def test_a_trace_block_starts_at_its_own_first_arrival_and_is_never_cycled():
+    fake = FakeRequest(latency_s=0.001)
+    items = trace_items([100.0, 100.02, 100.04])  # a later block of a trace: no 100 s wait
+    load = LoadConfig(concurrency=None, trace_speed=1.0, duration_s=5.0)
+    out, recs = await go(load, fake, items=items)
+    assert out.measured == 3  # a duration does not cycle a trace
+    assert max(r.scheduled_s for r in recs) - out.started_s == pytest.approx(0.04)
+
+
+def test_trace_speed_is_checked():
+    with pytest.raises(UserError, match="--trace-speed must be a positive number"):
+        LoadConfig(concurrency=None, trace_speed=0.0)
+    with pytest.raises(UserError, match="a trace sets its own arrival times: drop --rate"):
+        LoadConfig(arrival=ArrivalConfig(rate_rps=2.0), trace_speed=1.0)
+    assert LoadConfig(concurrency=None, trace_speed=1.5).to_manifest()["mode"] == "trace"

@@ -14,7 +14,7 @@ from speculab.harness.workload.checks import evaluate, parse_checks
 from speculab.harness.workload.load import load_workload
 
 ROOT = Path(__file__).resolve().parents[4]
-SETS = [b.name for b in list_builtin() if b.kind != "mix"]
+SETS = [b.name for b in list_builtin() if b.kind not in ("mix", "conversation")]  # single-turn sets
 GROUNDED = {"code-edit", "extraction", "summarize", "rag-qa"}
 
 
@@ -34,6 +34,25 @@ def test_list_builtin_names_kinds_and_counts():
     assert info["grounded"].count == sum(info[n].count for n in GROUNDED)
     assert info["mixed"].count == sum(info[n].count for n in SETS)
     assert all(b.description for b in info.values())
+    assert info["chat"].kind == "conversation" and info["chat"].count == 18
+
+
+def test_the_chat_set_is_conversations_whose_later_turns_build_on_the_answer():
+    w = load_workload("builtin:chat", seed=0)
+    convs = {}
+    for it in w.items:
+        convs.setdefault(it.conversation_id, []).append(it)
+    assert len(convs) == 18 and {len(c) for c in convs.values()} == {2, 3}
+    assert {c[0].category for c in convs.values()} == {"chat-code", "chat-document", "chat-writing"}
+    for turns in convs.values():
+        assert [t.turn for t in turns] == list(range(1, len(turns) + 1))
+        assert all(not t.checks for t in turns[:-1])  # checks judge the last answer
+        if turns[0].category != "chat-writing":
+            assert turns[-1].checks
+        for later in turns[1:]:  # a later turn adds a user message to the conversation so far
+            assert later.prompt.startswith("\n\nUser: ") and later.prompt.endswith("\n\nAssistant:")
+    code = next(c for c in convs.values() if c[0].category == "chat-code")
+    assert "starting from your version" in code[1].prompt
 
 
 @pytest.mark.parametrize("name", SETS)
