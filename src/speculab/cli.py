@@ -319,7 +319,10 @@ def diagnose(
     workload: str | None = typer.Option(None, "--workload", help="Your workload (default builtin:mixed)"),
     num_prompts: int | None = typer.Option(None, "--num-prompts", help="Workload requests per load (default 16)"),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Your operating point (closed loop); 1: no queueing check"
+        None, "--concurrency", help="Your operating point (closed loop; with a trace: a cap); 1: no queueing check"
+    ),
+    trace_speed: float | None = typer.Option(
+        None, "--trace-speed", help="trace:PATH workloads: the operating point replays the trace this fast (default 1)"
     ),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit for workload requests"),
     temperature: float | None = typer.Option(None, "--temperature"),

@@ -23,7 +23,14 @@ from speculab.harness.analysis.metrics import (
     request_metrics,
 )
 from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups, diverged_indices
-from speculab.harness.analysis.windows import Window, active_s, by_window, send_rate_rps, send_span_s
+from speculab.harness.analysis.windows import (
+    Window,
+    achieved_concurrency,
+    active_s,
+    by_window,
+    send_rate_rps,
+    send_span_s,
+)
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
@@ -95,22 +102,6 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
         repeats=len(summaries),
         inactive_repeats=inactive,
     )
-
-
-def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
-    """Time-weighted mean of requests in flight from the first to the last send of each of the arm's blocks (one
-    block in launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's). Closed
-    loop: the client refills a slot as soon as one frees, so this equals the requested concurrency unless the client
-    fell behind. None when every block sent all at once (nothing to measure)."""
-    busy = span = 0.0
-    for g in by_window(records, windows):
-        t0 = min(r.sent_s for r in g)
-        t1 = max(r.sent_s for r in g)
-        if len(g) < 2 or t1 <= t0:
-            continue
-        busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
-        span += t1 - t0
-    return busy / span if span > 0 else None
 
 
 def send_fraction(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:

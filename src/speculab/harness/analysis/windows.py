@@ -58,3 +58,19 @@ def active_s(groups: Sequence[Sequence[RequestRecord]]) -> float:
     """The arm's own measured wall time: first scheduled send -> last completion, summed over its groups (one group:
     `metrics.run_window_s`)."""
     return sum(max(r.end_s for r in g) - min(r.scheduled_s for r in g) for g in groups if g)
+
+
+def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
+    """Time-weighted mean of requests in flight from the first to the last send of each of the arm's blocks (one
+    block in launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's). Closed
+    loop: the client refills a slot as soon as one frees, so this equals the requested concurrency unless the client
+    fell behind. None when every block sent all at once (nothing to measure)."""
+    busy = span = 0.0
+    for g in by_window(records, windows):
+        t0 = min(r.sent_s for r in g)
+        t1 = max(r.sent_s for r in g)
+        if len(g) < 2 or t1 <= t0:
+            continue
+        busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
+        span += t1 - t0
+    return busy / span if span > 0 else None

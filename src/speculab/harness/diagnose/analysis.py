@@ -38,7 +38,9 @@ from speculab.harness.diagnose.causes import (
     decode_share,
     load_point,
     mean_of,
+    measures_load,
     ok_records,
+    operating_point,
     prefill,
     prefix_caching,
     queueing,
@@ -168,13 +170,13 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
     pf = prefill(inp, approx_tokens)
     pc = prefix_caching(inp, pf.fit)
     c1 = load_point(inp.phases.get(PHASE_BASELINE, ()), 1)
-    load = load_point(inp.phases.get(PHASE_LOAD, ()), inp.concurrency) if inp.concurrency > 1 else None
+    load = load_point(inp.phases.get(PHASE_LOAD, ()), inp.concurrency) if measures_load(inp) else None
     op = load or c1
     prompt_mean = c1.prompt_tokens if c1 and c1.prompt_tokens is not None else inp.workload_prompt_tokens
     fit = pf.fit
     prefill_req_s = fit.s_per_token * prompt_mean if fit is not None and prompt_mean is not None else None
     qu = queueing(inp, c1, load, prefill_req_s)
-    dec = decode_share(op) if op is not None else None
+    dec = decode_share(op, operating_point(inp) if load is not None else "concurrency 1") if op is not None else None
 
     for name, recs in inp.phases.items():
         bad = [r for r in recs if not r.ok and not r.warmup]
@@ -200,7 +202,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
                 title="generation after the first token",
                 explained_s=dec.decode_s,
                 share=dec.decode_share,
-                affects=f"every request (at concurrency {dec.at_concurrency})",
+                affects=f"every request (at {dec.at})",
                 evidence=(
                     f"E2E {dec.e2e_s:.3f} s of which {dec.decode_s:.3f} s ({dec.decode_share:.0%}) after the first "
                     f"token; TPOT {dec.tpot_s * 1e3:.1f} ms"
@@ -235,10 +237,10 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         candidates.append(
             Finding(
                 cause="queueing",
-                title=f"queueing at concurrency {qu.concurrency}",
+                title=f"queueing at {qu.at}",
                 explained_s=max(0.0, qu.wait_s),
                 share=max(0.0, qu.wait_s) / e2e if e2e > 0 else math.nan,
-                affects=f"requests at the operating point (concurrency {qu.concurrency})",
+                affects=f"requests at the operating point ({qu.at})",
                 evidence=qu.note + client,
                 next_step=NEXT_QUEUE,
             )

@@ -77,6 +77,10 @@ class Inputs:
 
     phases: Mapping[str, Sequence[RequestRecord]]
     concurrency: int = 1  # the operating point (closed loop); 1: queueing not measured
+    # a trace replayed as the operating point (open loop): its label ("trace ×1, 3.2 in flight on average") and the
+    # measured mean requests in flight; "" / None for a closed loop
+    operating_label: str = ""
+    in_flight: float | None = None
     idle_s: float | None = None  # the idle wait before the PHASE_IDLE request
     prefix_tokens: int = 0  # shared prefix length of the prefix phase (approximate tokens as generated)
     prefix_prompt_tokens: int = 0  # whole prompt length of the prefix phase (approximate tokens as generated)
@@ -248,6 +252,16 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
                          saving_s_ci=ci, note=note, **base)  # fmt: skip
 
 
+def operating_point(inp: Inputs) -> str:
+    """How the operating point is named in findings: "concurrency 8", or the trace's label."""
+    return inp.operating_label or f"concurrency {inp.concurrency}"
+
+
+def measures_load(inp: Inputs) -> bool:
+    """Was a load phase run (a closed loop above 1, or a trace replay)?"""
+    return inp.concurrency > 1 or bool(inp.operating_label)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadPoint:
     """The user's workload at one concurrency: means over successful requests."""
@@ -295,6 +309,7 @@ def load_point(records: Sequence[RequestRecord], concurrency: int) -> LoadPoint 
 class Queueing:
     measured: bool
     concurrency: int
+    at: str  # the operating point, named: "concurrency 8", "trace ×1, 3.2 in flight on average"
     ttft_c1_s: float | None
     ttft_load_s: float | None
     wait_s: float | None  # TTFT(load) - TTFT(c1) + client queue at load: what load adds before the first token
@@ -311,10 +326,11 @@ def queueing(
     inp: Inputs, c1: LoadPoint | None, load: LoadPoint | None, prefill_per_request_s: float | None
 ) -> Queueing:
     th = inp.thresholds
-    if inp.concurrency <= 1 or c1 is None or load is None:
-        why = "pass --concurrency N (your operating point) to measure queueing" if inp.concurrency <= 1 else (
+    at = operating_point(inp)
+    if not measures_load(inp) or c1 is None or load is None:
+        why = "pass --concurrency N (your operating point) to measure queueing" if not measures_load(inp) else (
             "the workload did not complete at both concurrency 1 and the operating point")  # fmt: skip
-        return Queueing(False, inp.concurrency, c1.ttft_s if c1 else None, None, None, None, None, None,
+        return Queueing(False, inp.concurrency, at, c1.ttft_s if c1 else None, None, None, None, None, None,
                         c1.tpot_s if c1 else None, None, False, why)  # fmt: skip
     load_recs = [r for r in inp.phases.get(PHASE_LOAD, ()) if not r.warmup]
     ttft_load = [t + r.queue_s for r, t in zip(ok_records(load_recs), ttfts_of(load_recs), strict=True)]
@@ -334,22 +350,24 @@ def queueing(
     if server_q is not None:
         parts.append(f"the server reports {server_q:.3f} s of queue time per request")
     if prefill_per_request_s is not None:
-        bound = (inp.concurrency - 1) * prefill_per_request_s
+        others = max(0.0, inp.in_flight - 1) if inp.in_flight is not None else inp.concurrency - 1
+        bound = others * prefill_per_request_s
         prefill_explains = d <= 1.5 * bound
         within = "within" if prefill_explains else "more than"
-        parts.append(f"{within} the prefill work of the other {inp.concurrency - 1} requests in flight ({bound:.3f} s)")
+        parts.append(f"{within} the prefill work of the other {others:.3g} requests in flight ({bound:.3f} s)")
     else:
         prefill_explains = False
         parts.append("no prefill fit to compare the extra TTFT with")
     how = "; ".join(parts)
     interference = far and steady and prefill_explains and not slot_explains
     note = (
-        f"TTFT {c1.ttft_s:.3f} s alone -> {load.ttft_s:.3f} s at concurrency {inp.concurrency} "
+        f"TTFT {c1.ttft_s:.3f} s alone -> {load.ttft_s:.3f} s at {at} "
         f"({ttft_ratio:.1f}x); TPOT {c1.tpot_s * 1e3:.1f} -> {load.tpot_s * 1e3:.1f} ms ({tpot_ratio:.2f}x); {how}"
     )
     return Queueing(
         measured=True,
         concurrency=inp.concurrency,
+        at=at,
         ttft_c1_s=c1.ttft_s,
         ttft_load_s=load.ttft_s,
         wait_s=d,
@@ -366,6 +384,7 @@ def queueing(
 @dataclass(frozen=True, slots=True)
 class DecodeShare:
     at_concurrency: int
+    at: str  # the load it was measured at, named (operating_point)
     decode_share: float  # mean(E2E - TTFT) / mean(E2E)
     decode_s: float
     e2e_s: float
@@ -375,9 +394,10 @@ class DecodeShare:
     output_tokens: float | None
 
 
-def decode_share(point: LoadPoint) -> DecodeShare:
+def decode_share(point: LoadPoint, at: str = "") -> DecodeShare:
     return DecodeShare(
         at_concurrency=point.concurrency,
+        at=at or f"concurrency {point.concurrency}",
         decode_share=point.decode_s / point.e2e_s if point.e2e_s > 0 else math.nan,
         decode_s=point.decode_s,
         e2e_s=point.e2e_s,

@@ -27,7 +27,10 @@ class DiagnoseConfig:
     workload_default: bool = False  # the user named none: built-in prompts too long for the context are left out
     workload_note: str | None = None  # set by the run: what was left out of the default workload, if anything
     num_prompts: int = 16  # workload requests at concurrency 1 (and at least 2 x concurrency at load)
-    concurrency: int = 1  # the operating point; 1: queueing is not measured
+    concurrency: int = 1  # the operating point; 1: queueing is not measured (with a trace: a cap above 1)
+    # a trace:PATH workload: the operating point replays the whole trace at its arrival times, this many times as fast
+    # (None: 1 for a trace workload); the concurrency-1 phase takes its first num_prompts requests
+    trace_speed: float | None = None
     sampling: RequestSampling = field(default_factory=RequestSampling)  # for the workload phases
     seed: int = 0  # the workload's per-request seeds
     probe_seed: int | None = None  # synthetic probe text; None: fresh for every run (see module doc)
@@ -52,6 +55,10 @@ class DiagnoseConfig:
                 raise UserError(msg)
 
         need(self.concurrency >= 1, f"--concurrency must be at least 1, got {self.concurrency}")
+        need(
+            self.trace_speed is None or 0 < self.trace_speed < float("inf"),
+            f"--trace-speed must be a positive number, got {self.trace_speed}",
+        )
         need(self.num_prompts >= 2, f"--num-prompts must be at least 2, got {self.num_prompts}")
         need(self.sweep_points >= 3, f"--sweep-points must be at least 3 (a line needs them), got {self.sweep_points}")
         need(self.sweep_repeats >= 1, f"--sweep-repeats must be at least 1, got {self.sweep_repeats}")

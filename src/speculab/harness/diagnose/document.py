@@ -22,6 +22,7 @@ def diagnose_options(
         "workload_note": cfg.workload_note,
         "num_prompts": cfg.num_prompts,
         "concurrency": cfg.concurrency,
+        "trace_speed": cfg.trace_speed,
         "sampling": dataclasses.asdict(cfg.sampling),
         "seed": cfg.seed,
         "probe_seed": probe_seed,

@@ -65,6 +65,10 @@ def _from_experiment(path: str, f: dict[str, Any]) -> None:
     f["ignore_eos"] = f["ignore_eos"] or s.ignore_eos
     f["seed"] = s.seed if f["seed"] is None else f["seed"]
     op = exp.loads.operating
+    if op.trace_speed is not None:  # the experiment's operating point replays its trace: so does diagnose
+        f["trace_speed"] = f.get("trace_speed") or op.trace_speed
+        if f["concurrency"] is None:
+            f["concurrency"] = op.max_concurrency or 1
     if f["concurrency"] is None:
         c = op.concurrency if op.concurrency is not None else op.max_concurrency
         if c is None:
@@ -121,6 +125,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         workload_default=not f["workload"],
         num_prompts=f["num_prompts"] if f["num_prompts"] is not None else 16,
         concurrency=f["concurrency"] if f["concurrency"] is not None else 1,
+        trace_speed=f.get("trace_speed"),
         sampling=sampling,
         seed=f["seed"] if f["seed"] is not None else 0,
         probe_seed=f["probe_seed"],

@@ -31,6 +31,7 @@ import aiohttp
 import numpy as np
 
 from speculab.errors import EndpointError, UserError
+from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
@@ -135,14 +136,25 @@ class _Session:
         return snap
 
     async def phase(
-        self, name: str, specs: Sequence[RequestSpec], *, concurrency: int = 1, sampling: RequestSampling | None = None
+        self,
+        name: str,
+        specs: Sequence[RequestSpec],
+        *,
+        concurrency: int = 1,
+        sampling: RequestSampling | None = None,
+        trace_speed: float | None = None,
     ) -> list[RequestRecord]:
+        """Send `specs`: a closed loop at `concurrency`, or with `trace_speed` a trace replay (open loop at the
+        requests' arrival times, `concurrency` > 1 capping requests in flight)."""
         if self.stop.is_set() or not specs:
             return []
         if self.on_phase is not None:
-            self.on_phase(
-                f"{name}: {len(specs)} requests" + (f" at concurrency {concurrency}" if concurrency > 1 else "")
-            )
+            how = f" at concurrency {concurrency}" if concurrency > 1 else ""
+            if trace_speed is not None:
+                how = f" replaying the trace at ×{trace_speed:g}" + (
+                    f", at most {concurrency} in flight" if how else ""
+                )
+            self.on_phase(f"{name}: {len(specs)} requests{how}")
         sp = sampling or RequestSampling(max_tokens=1, max_tokens_overrides_items=True, temperature=0.0)
         request = request_func(self.ep, sp, clock=self.clock)
         out = self.phases.setdefault(name, [])
@@ -155,7 +167,10 @@ class _Session:
             self.records.append(rec)
 
         before = await self._scrape()
-        load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
+        if trace_speed is not None:
+            load = LoadConfig(concurrency=concurrency if concurrency > 1 else None, trace_speed=trace_speed)
+        else:
+            load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
         await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
         after = await self._scrape() if before is not None else None
         sp_phase = server_phase(before, after)
@@ -243,7 +258,9 @@ async def _prefix_phases(
 async def _workload_phases(s: _Session, cfg: DiagnoseConfig, items: Sequence[RequestSpec]) -> None:
     sp = cfg.sampling
     await s.phase(PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
-    if cfg.concurrency > 1:
+    if cfg.trace_speed is not None:
+        await s.phase(PHASE_LOAD, items, concurrency=cfg.concurrency, sampling=sp, trace_speed=cfg.trace_speed)
+    elif cfg.concurrency > 1:
         n = max(cfg.num_prompts, 2 * cfg.concurrency)
         cycled = [dataclasses.replace(items[i % len(items)], index=i) for i in range(n)]
         await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp)
@@ -260,8 +277,14 @@ async def run_diagnosis(
     Every user mistake is raised as a UserError before the first request."""
     stop = stop or asyncio.Event()
     # the default workload is loaded whole, so that prompts too long for the server's context can be left out
-    n_load = None if cfg.workload_default else cfg.num_prompts
+    # so is a trace: the operating point replays all of it
+    is_trace = cfg.workload.startswith("trace:")
+    n_load = None if cfg.workload_default or is_trace else cfg.num_prompts
     items = load_workload(cfg.workload, seed=cfg.seed, num_prompts=n_load, api=cfg.endpoint.api).items
+    if cfg.trace_speed is not None and not is_trace:
+        raise UserError("--trace-speed replays a trace's arrival times; use it with --workload trace:PATH")
+    if is_trace:
+        cfg = dataclasses.replace(cfg, trace_speed=cfg.trace_speed or 1.0)
     check_items(items, cfg.endpoint)
     if cfg.output_dir is not None:
         RunDir.check(cfg.output_dir)
@@ -388,9 +411,14 @@ async def _measure(
     await _prefix_phases(s, cfg, prefix, prefix_total, probe_seed, ratio)
     await _workload_phases(s, cfg, items)
     interrupted = stop.is_set()
+    in_flight = achieved_concurrency(s.phases.get(PHASE_LOAD, ())) if cfg.trace_speed is not None else None
     inp = Inputs(
         phases=s.phases,
-        concurrency=cfg.concurrency,
+        concurrency=max(1, round(in_flight)) if in_flight is not None else cfg.concurrency,
+        operating_label=(
+            f"trace ×{cfg.trace_speed:g}, {in_flight:.2g} in flight on average" if in_flight is not None else ""
+        ),
+        in_flight=in_flight,
         idle_s=cfg.idle_s or None,
         prefix_tokens=prefix,
         prefix_prompt_tokens=prefix_total,

@@ -25,7 +25,7 @@ def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "decode share",
             f"{pct(dec.get('decode_share'))} of E2E ({seconds(dec.get('decode_s'))} of {seconds(dec.get('e2e_s'))}) at "
-            f"concurrency {dec.get('at_concurrency')}; TPOT {seconds(dec.get('tpot_s'))}"
+            f"{dec.get('at') or 'concurrency ' + str(dec.get('at_concurrency'))}; TPOT {seconds(dec.get('tpot_s'))}"
             if dec
             else "not measured",
         ),
@@ -78,7 +78,7 @@ def _queue_text(q: dict[str, Any]) -> str:
         return (q or {}).get("note") or "not measured"
     text = (
         f"TTFT {seconds(q.get('ttft_c1_s'))} at concurrency 1 → {seconds(q.get('ttft_load_s'))} "
-        f"at {q.get('concurrency')}: "
+        f"at {q.get('at') or q.get('concurrency')}: "
         f"+{seconds(q.get('wait_s'))}{ci_suffix(q.get('wait_s_ci'), seconds)}"
     )
     if q.get("server_queue_s") is not None:
