@@ -4,6 +4,7 @@
     PATH.jsonl | jsonl:PATH           one JSON object per line: prompt or messages, max_tokens, category, checks, id
     sharegpt:PATH[?turns=all]         ShareGPT JSON: the first human turn of each conversation (or every turn)
     specbench:PATH | mtbench:PATH     question files ({question_id, category, turns}): every turn, by category
+    speedbench:PATH                   SPEED-Bench's questions: the same format, JSONL or (with pyarrow) parquet
     synthetic:input=N,output=N[,...]  seeded random-word prompts of about N tokens (see `parse_synthetic`)
     trace:PATH[?unit=ms|s][&block=N]  timestamped requests (Mooncake/Azure style), replayed at their arrival times
 
@@ -48,7 +49,7 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
         name, (source, items) = Path(arg).stem, load_jsonl(arg)
     elif kind == "sharegpt":
         name, (source, items) = _stem(arg), load_sharegpt(arg)
-    elif kind in ("specbench", "mtbench"):
+    elif kind in ("specbench", "mtbench", "speedbench"):
         name, (source, items) = _stem(arg), load_questions(arg, kind)
     elif kind == "trace":
         name, (source, items) = Path(parse_trace_arg(arg)[0]).stem, load_trace(arg, seed)
@@ -64,7 +65,7 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     else:
         raise UserError(
             f"unknown workload {spec!r}; use builtin:NAME (`speculab workload` lists them), a .jsonl file, jsonl:PATH, "
-            "sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH or synthetic:input=N,output=N"
+            "sharegpt:PATH, specbench:PATH, mtbench:PATH, speedbench:PATH, trace:PATH or synthetic:input=N,output=N"
         )
     return Workload(name=name, source=source, items=finalize(items, seed, num_prompts, api))
 

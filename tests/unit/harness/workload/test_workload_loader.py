@@ -394,3 +394,26 @@ def test_the_examples_in_docs_work(tmp_path):
 
 def passed(item, text: str) -> bool:
     return all(r.passed for r in evaluate(item.checks, text, item))
+
+
+def test_speed_bench_questions_load_from_jsonl_and_parquet(tmp_path):
+    rows = [
+        {"question_id": "c-1", "category": "coding", "sub_category": "py", "turns": ["Write a sort.", "Stable?"],
+         "source": "x", "src_id": "1", "difficulty": "easy", "multiturn": True},
+        {"question_id": "q-1", "category": "qa", "sub_category": "", "turns": ["Why?"], "source": "y", "src_id": "2",
+         "difficulty": "hard", "multiturn": False},
+    ]  # fmt: skip
+    jsonl = load_workload(f"speedbench:{write_jsonl(tmp_path / 'speed.jsonl', rows)}", seed=0)
+    assert [(i.conversation_id, i.turn, i.category) for i in jsonl.items] == [
+        ("c-1", 1, "coding"), ("c-1", 2, "coding"), (None, None, "qa")
+    ]  # fmt: skip
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    path = tmp_path / "speed.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    parquet = load_workload(f"speedbench:{path}", seed=0)
+    assert parquet.items == jsonl.items and "speedbench questions" in parquet.source
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(UserError, match="not a readable parquet file"):
+        load_workload(f"speedbench:{tmp_path / 'bad.parquet'}", seed=0)
