@@ -22,6 +22,7 @@ from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_c
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand
+from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.items import Workload
 
 
@@ -349,12 +350,18 @@ def describe_plan(plan: RunPlan) -> list[str]:
     ]
     # At concurrency c the verdict's units are groups of c prompts sent together (analysis.paired): say before the
     # run, not after it, when a level cannot reach a verdict however large the effect.
-    n = len(s.items)
+    # a conversation's turns are one unit of the send order (docs/statistics.md)
+    n = sum(1 for _ in conversations(s.items))
+    what = "prompts" if n == len(s.items) else "conversations"
     for lv in s.levels:
         c = round(lv.value) if lv.kind == "concurrency" else 1
         if c > 1 and n // c < MIN_PAIRS:
             lines.append(
-                f"warning: at {lv.label} the {n} prompts make {n // c} groups of {c} sent together; a verdict needs "
-                f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
+                f"warning: at {lv.label} the {n} {what} make {n // c} groups of {c} sent together; a verdict needs "
+                + (
+                    f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
+                    if what == "prompts"
+                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their requests)"
+                )
             )
     return lines
