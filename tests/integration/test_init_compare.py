@@ -52,6 +52,8 @@ def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> Non
     port = url.rsplit(":", 1)[1]
     assert exp.baseline.launch.port == int(port) and "vllm.entrypoints.openai.api_server" in exp.baseline.launch.command
     assert exp.speculation.method == "ngram" and exp.repeats == 2
+    # a small grid: n-gram at k=2 and k=4, each its own candidate
+    assert [(sp.method, sp.num_speculative_tokens) for sp in exp.speculations] == [("ngram", 2), ("ngram", 4)]
 
 
 @pytest.mark.parametrize("engine", ["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"])

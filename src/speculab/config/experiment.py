@@ -60,6 +60,7 @@ class SpeculationConfig:
     model: str | None = None  # draft model path or name (draft_model, eagle, eagle3)
     options: Mapping[str, Any] = field(default_factory=dict)  # more keys for the --speculative-config JSON
     engine_args: tuple[str, ...] = ()  # raw flags appended to the candidate command for any engine
+    name: str | None = None  # the candidate's name in reports and directories; default "<method>-k<k>"
 
     def speculative_config_json(self) -> str:
         """The --speculative-config value for speculab and vLLM (method first, then k, then the rest)."""
@@ -75,8 +76,8 @@ class SpeculationConfig:
 
     @property
     def label(self) -> str:
-        """Short name for reports: "ngram k=4", "draft_model k=4"."""
-        return f"{self.method} k={self.num_speculative_tokens}"
+        """Short name for reports: the given name, else "ngram k=4", "draft_model k=4"."""
+        return self.name or f"{self.method} k={self.num_speculative_tokens}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -212,7 +213,8 @@ class CostConfig:
 class Experiment:
     workload: WorkloadConfig
     baseline: ArmConfig
-    speculation: SpeculationConfig
+    # the candidates, each derived from the baseline by its own single change: one block, or a list of them
+    speculations: tuple[SpeculationConfig, ...]
     loads: LoadsConfig
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     slos: SloTargets = field(default_factory=SloTargets)
@@ -224,6 +226,11 @@ class Experiment:
     allow_extra_diff: bool = False
     name: str | None = None
     source: str = ""  # the file it came from
+
+    @property
+    def speculation(self) -> SpeculationConfig:
+        """The first (in two-URL mode, the only) candidate's speculation."""
+        return self.speculations[0]
 
     @property
     def two_url_mode(self) -> bool:

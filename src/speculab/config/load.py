@@ -152,15 +152,27 @@ def _message(err: dict[str, Any]) -> str:
     return err["msg"][:1].lower() + err["msg"][1:]
 
 
+_WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type")
+_BRANCH_NAMES = ("function-after[", "list[", "SpeculationSchema")
+
+
 def _first_error(e: ValidationError, source: str) -> str:
     errors = e.errors()
     # `workload` accepts a mapping or a string: pydantic reports both branches; keep the mapping's complaint.
     errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and "str" in str(x["loc"][1]))]
+    # `speculation` is one block or a list of them: drop the branch the input was not (a mapping is no list, and a
+    # list is no mapping), and the branch names pydantic puts in the path
+    if any(x["loc"][:1] == ("speculation",) and x["type"] not in _WRONG_SHAPE for x in errors):
+        errors = [x for x in errors if not (x["loc"][:1] == ("speculation",) and x["type"] in _WRONG_SHAPE)]
     # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
     errors.sort(key=lambda x: x["type"] != "extra_forbidden")
     cleaned = []
     for x in errors:
-        loc = tuple(p for p in x["loc"] if p not in ("WorkloadSchema",))
+        loc = tuple(
+            p
+            for p in x["loc"]
+            if p not in ("WorkloadSchema",) and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
+        )
         cleaned.append((loc, _message(x)))
     loc, msg = cleaned[0]
     more = f" (and {len(cleaned) - 1} more)" if len(cleaned) > 1 else ""
@@ -174,7 +186,8 @@ def _load(m: LoadSchema) -> LoadLevel:
 
 def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
     w = m.workload if isinstance(m.workload, WorkloadSchema) else WorkloadSchema(spec=m.workload)
-    s, b, sp = m.sampling, m.baseline, m.speculation
+    s, b = m.sampling, m.baseline
+    specs = m.speculation if isinstance(m.speculation, list) else [m.speculation]
     launch = None
     if b.launch is not None:
         la = b.launch
@@ -205,14 +218,18 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         python_checks=m.python_checks,
         cost=cost,
         baseline=ArmConfig(b.url, launch, b.model, b.api_key_env),
-        speculation=SpeculationConfig(
-            sp.method,
-            sp.num_speculative_tokens,
-            sp.prompt_lookup_max,
-            sp.prompt_lookup_min,
-            sp.model,
-            dict(sp.options),
-            tuple(sp.engine_args),
+        speculations=tuple(
+            SpeculationConfig(
+                sp.method,
+                sp.num_speculative_tokens,
+                sp.prompt_lookup_max,
+                sp.prompt_lookup_min,
+                sp.model,
+                dict(sp.options),
+                tuple(sp.engine_args),
+                sp.name,
+            )
+            for sp in specs
         ),
         candidate=cand,
         allow_extra_diff=m.allow_extra_diff,

@@ -26,6 +26,7 @@ class SpeculationSchema(_Model):
     model: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     engine_args: list[str] = Field(default_factory=list)
+    name: str | None = Field(default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._=-]*$")
 
     @model_validator(mode="after")
     def _check(self) -> SpeculationSchema:
@@ -181,7 +182,7 @@ class ExperimentSchema(_Model):
     python_checks: bool = False  # run `python` checks (code the workload names): an explicit opt-in
     cost: CostSchema | None = None
     baseline: ArmSchema
-    speculation: SpeculationSchema
+    speculation: SpeculationSchema | list[SpeculationSchema]
     candidate: CandidateSchema | None = None
     allow_extra_diff: bool = False
 
@@ -199,4 +200,18 @@ class ExperimentSchema(_Model):
             raise ValueError(
                 "baseline.launch.engine is `other`: give candidate.command (speculab cannot derive its flags)"
             )
+        if isinstance(self.speculation, list):
+            if not self.speculation:
+                raise ValueError("speculation is an empty list: give one block, or a list of candidate blocks")
+            if len(self.speculation) > 1:
+                if c is not None and c.url is not None:
+                    raise ValueError(
+                        "two-URL mode compares one candidate (the server at candidate.url): give one speculation "
+                        "block, or use baseline.launch to let speculab start each candidate"
+                    )
+                if c is not None and (c.command is not None or c.port is not None):
+                    raise ValueError(
+                        "candidate.command and candidate.port fit one candidate; with a list of speculation blocks "
+                        "each candidate's command is derived from the baseline's"
+                    )
         return self

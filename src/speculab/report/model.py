@@ -34,6 +34,7 @@ from speculab.report.per_load import (
     arm_level,
     compare_level,
 )
+from speculab.report.ranking import rank_level
 from speculab.report.schema import (
     REPORT_SCHEMA,
     ArmLevel,
@@ -203,7 +204,13 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         for j, cand in enumerate(inputs.candidates):
             rng = np.random.default_rng([opts.seed, i, j])
             comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
-        levels.append(LevelReport(lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps)))
+        best, ranking, tied = rank_level(lv, comps, arms, inputs, np.random.default_rng([opts.seed, i, 99]),
+                                         opts.n_resamples)  # fmt: skip
+        levels.append(
+            LevelReport(
+                lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps), best, ranking, tied
+            )
+        )
 
     warnings: list[str] = []
     cands = []

@@ -276,7 +276,7 @@ def per_prompt(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
     return {i: statistics.median(v) for i, v in values.items()}
 
 
-def _ratio(c: MetricComparison) -> Ratio:
+def ratio_of(c: MetricComparison) -> Ratio:
     lo, hi = c.speedup_interval
     return Ratio(
         c.metric,
@@ -402,7 +402,7 @@ def compare_level(
         cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric)
         values[metric] = (cand_values, base_values)
         c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size)
-        ratios.append(_ratio(c))
+        ratios.append(ratio_of(c))
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs))
     by_turn = breakdown(_turns(inputs))
@@ -455,7 +455,7 @@ class _Breakdown:
                 groups=self.groups,
                 group_size=self.size,
             )
-            out.append(_ratio(c))
+            out.append(ratio_of(c))
         return tuple(out)
 
 

@@ -193,6 +193,22 @@ class LevelComparison:
 
 
 @dataclass(frozen=True, slots=True)
+class Ranked:
+    """One candidate's place at one load: its TPOT speedup over the baseline, and against the best candidate."""
+
+    candidate: str
+    label: str
+    gate: str  # the baseline comparison's gate ("ok", "errors", ...)
+    verdict: str  # its TPOT verdict against the baseline
+    speedup: float
+    speedup_low: float
+    speedup_high: float
+    # the best candidate's TPOT speedup over this one, paired per prompt (metric "vs <best>"); None for the best,
+    # and for candidates not faster than the baseline
+    vs_best: Ratio | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LevelReport:
     key: str
     label: str
@@ -201,6 +217,12 @@ class LevelReport:
     roles: tuple[str, ...]
     arms: tuple[ArmLevel, ...]
     comparisons: tuple[LevelComparison, ...]
+    # Which candidate pays at this load: the detectably faster (TPOT) candidate with the largest speedup, or None
+    # when no candidate is detectably faster than the baseline. `ranking` holds every candidate, best first;
+    # `tied_with_best` those faster than the baseline that the paired test cannot tell from the best.
+    best: str | None = None
+    ranking: tuple[Ranked, ...] = ()
+    tied_with_best: tuple[str, ...] = ()
 
     def arm(self, name: str) -> ArmLevel | None:
         return next((a for a in self.arms if a.arm == name), None)

@@ -88,17 +88,27 @@ def _launch_command(engine: str, model: str, port: int) -> list[str] | None:
     return commands.get(engine)
 
 
+# The starter's candidates: a small grid suited to the engine (n-gram at k=2 and 4, where the engine has n-gram), the
+# model-based methods commented with what to fill in. Every entry is derived from the baseline by its own change.
+_NGRAM_GRID = (
+    "  - {method: ngram, num_speculative_tokens: 2, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
+    "  - {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
+)
 _SPECULATION = {
-    "speculab": "  method: ngram                  # ngram | draft_model (with model: DIR)\n"
-    "  num_speculative_tokens: 4\n  prompt_lookup_max: 4\n  prompt_lookup_min: 2\n",
-    "vllm": "  method: ngram                  # ngram | draft_model | eagle | eagle3 | mtp\n"
-    "  num_speculative_tokens: 4\n  prompt_lookup_max: 4\n  prompt_lookup_min: 2\n",
-    "sglang": "  method: eagle                  # ngram (CUDA only) | draft_model | eagle | eagle3\n"
-    "  num_speculative_tokens: 4\n  model: /path/to/eagle-draft    # the draft / EAGLE head\n",
-    "llamacpp": "  method: draft_model            # draft_model | ngram (llama-server builds with --spec-type)\n"
-    "  num_speculative_tokens: 8\n  model: /path/to/draft.gguf\n",
-    "tgi": "  method: ngram                  # TGI: --speculate k (n-gram, or Medusa heads if the model has them)\n"
-    "  num_speculative_tokens: 2\n",
+    "speculab": _NGRAM_GRID
+    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
+    "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # an EAGLE-1 head for the target\n",
+    "vllm": _NGRAM_GRID
+    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
+    "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n",
+    "sglang": "  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model\n"
+    + _NGRAM_GRID
+    + "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n",
+    "llamacpp": "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
+    "  - {method: ngram, num_speculative_tokens: 4}\n"
+    "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n",
+    "tgi": "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
+    "  - {method: ngram, num_speculative_tokens: 4}\n",
 }
 
 
@@ -152,7 +162,7 @@ def starter_yaml(look: ServerLook) -> str:
             f"  # model: {_q(model_id)}           # served model name; default: the server's only model",
             "  # Two-URL mode instead (both servers already running; the single change cannot be verified):",
             f"  # url: {look.url}",
-            "speculation:",
+            "speculation:                       # the candidates; the report names the best at each load",
             _SPECULATION[look.engine].rstrip("\n"),
             "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
         ]

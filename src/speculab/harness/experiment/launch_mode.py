@@ -1,6 +1,7 @@
-"""Launch mode: speculab starts every server, one arm at a time, in ABBA order over repeats.
+"""Launch mode: speculab starts every server, one arm at a time, in ABBA order over repeats (with more than two
+arms, the rows of a balanced Latin square: `plan.arm_order`).
 
-For each repeat, for each arm (arms reversed on every other repeat, to cancel drift): launch the command in its own
+For each repeat, for each arm (in that repeat's order, so drift favours no arm): launch the command in its own
 process group with logs in DIR/logs/, measure the cold start (process start -> health 200 -> first token of a probe
 request), warm up, run every load level, then stop the server (SIGTERM, then SIGKILL; always, also on Ctrl-C and
 errors). A server that exits mid-level stops the run at once (`Lifecycle.server_died`).
@@ -13,7 +14,7 @@ import signal
 from dataclasses import replace
 
 from speculab.harness.experiment.lifecycle import Lifecycle
-from speculab.harness.experiment.plan import ArmPlan
+from speculab.harness.experiment.plan import ArmPlan, arm_order
 from speculab.harness.results.ab_inputs import ColdStartTimes
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.servers.adapters.flags import redact_command
@@ -52,7 +53,7 @@ async def first_token(life: Lifecycle, arm: ArmPlan, model: str, server: ServerP
 async def run_launch_mode(life: Lifecycle) -> None:
     arms = list(life.plan.arms)
     for repeat in range(1, life.setup.repeats + 1):
-        order = arms if repeat % 2 == 1 else arms[::-1]  # ABBA: A B | B A | A B ...
+        order = [arms[i] for i in arm_order(len(arms), repeat)]  # ABBA for two arms: A B | B A | A B ...
         for arm in order:
             if life.stop.is_set():
                 return

@@ -66,6 +66,25 @@ class RunPlan:
         return all(a.launch is not None for a in self.arms)
 
 
+def arm_order(n: int, repeat: int) -> list[int]:
+    """The order of n arms in repeat `repeat` (1-based): rows of a balanced Latin square (Williams design), so over a
+    full cycle every arm runs once in every position and follows every other arm equally often, and slow drift or a
+    warm machine favours none. The cycle is n repeats (2n for odd n, each row then also reversed). With two arms
+    this is ABBA: A B | B A | A B ..."""
+    if n < 1 or repeat < 1:
+        raise ValueError(f"arm_order needs n >= 1 and repeat >= 1, got {n}, {repeat}")
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:  # 0, 1, n-1, 2, n-2, ...
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    r = (repeat - 1) % (n if n % 2 == 0 else 2 * n)
+    row = [(a + r % n) % n for a in first]
+    return row[::-1] if r >= n else row
+
+
 def candidate_name(method: str, k: int) -> str:
     """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4'."""
     return f"{method}-k{k}"
@@ -195,17 +214,17 @@ def plan_experiment(
         )
     key = _api_key(exp.baseline.api_key_env)
     if exp.two_url_mode:
-        arms, change = _two_url_arms(exp, key)
+        arms, changes = _two_url_arms(exp, key)
         if on_change is not None:
-            on_change(change)
+            on_change(changes[0])
     else:
-        arms, change = _launch_arms(exp, key, on_change)
-        change = enforce_single_change(change, allow_extra_diff or exp.allow_extra_diff)
+        arms, changes = _launch_arms(exp, key, on_change)
+        changes = tuple(enforce_single_change(c, allow_extra_diff or exp.allow_extra_diff) for c in changes)
     s = exp.sampling
     return RunPlan(
         setup=_setup(exp, wl, levels),
         arms=arms,
-        changes=(change,),
+        changes=changes,
         loads=loads,
         sampling=RequestSampling(
             max_tokens=s.default_max_tokens,
@@ -222,29 +241,39 @@ def plan_experiment(
     )
 
 
-def _arm_infos(exp: Experiment) -> tuple[ArmInfo, ArmInfo]:
-    """The baseline's and the candidate's description for the report (prices, method, k), before any URL."""
-    sp, cost = exp.speculation, exp.cost
+def _arm_infos(exp: Experiment) -> tuple[ArmInfo, tuple[ArmInfo, ...]]:
+    """The baseline's and each candidate's description for the report (prices, method, k), before any URL."""
+    cost = exp.cost
     base = ArmInfo(
         BASELINE,
         "plain",
         usd_per_hour=cost.baseline.usd_per_hour if cost else None,
         gpus=cost.baseline.gpus if cost else 1,
     )
-    cand = ArmInfo(
-        candidate_name(sp.method, sp.num_speculative_tokens),
-        sp.label,
-        method=sp.method,
-        num_speculative_tokens=sp.num_speculative_tokens,
-        usd_per_hour=cost.candidate.usd_per_hour if cost else None,
-        gpus=cost.candidate.gpus if cost else 1,
+    cands = tuple(
+        ArmInfo(
+            sp.name or candidate_name(sp.method, sp.num_speculative_tokens),
+            sp.label,
+            method=sp.method,
+            num_speculative_tokens=sp.num_speculative_tokens,
+            usd_per_hour=cost.candidate.usd_per_hour if cost else None,
+            gpus=cost.candidate.gpus if cost else 1,
+        )
+        for sp in exp.speculations
     )
-    return base, cand
+    names = [c.name for c in cands]
+    dup = next((n for n in names if names.count(n) > 1 or n == BASELINE), None)
+    if dup is not None:
+        raise UserError(
+            f"{exp.source}: two speculation blocks are both named {dup!r} (or one is named baseline): give each a "
+            "distinct `name`"
+        )
+    return base, cands
 
 
-def _two_url_arms(exp: Experiment, key: str | None) -> tuple[tuple[ArmPlan, ArmPlan], ChangeCheck]:
+def _two_url_arms(exp: Experiment, key: str | None) -> tuple[tuple[ArmPlan, ...], tuple[ChangeCheck, ...]]:
     """Both servers already run: the arms are their URLs; the single change cannot be verified."""
-    base_info, cand_info = _arm_infos(exp)
+    base_info, (cand_info,) = _arm_infos(exp)
     c, k = exp.candidate, exp.speculation.num_speculative_tokens
     assert exp.baseline.url is not None and c is not None and c.url is not None
     base = ArmPlan(replace(base_info, url=exp.baseline.url), None, exp.baseline.model, key)
@@ -256,45 +285,51 @@ def _two_url_arms(exp: Experiment, key: str | None) -> tuple[tuple[ArmPlan, ArmP
         "two-URL mode: both servers were already running, so speculab could not verify that speculation is the "
         "only difference; what each server reports about itself is recorded with the arms",
     )
-    return (base, cand), change
+    return (base, cand), (change,)
 
 
 def _launch_arms(
     exp: Experiment, key: str | None, on_change: Callable[[ChangeCheck], None] | None
-) -> tuple[tuple[ArmPlan, ArmPlan], ChangeCheck]:
-    """speculab launches both: the candidate's command is derived by the engine adapter (or given) and diffed."""
-    base_info, cand_info = _arm_infos(exp)
-    la, c, sp = exp.baseline.launch, exp.candidate, exp.speculation
+) -> tuple[tuple[ArmPlan, ...], tuple[ChangeCheck, ...]]:
+    """speculab launches every arm: each candidate's command is derived by the engine adapter from the baseline's
+    (or given, for a single candidate) and diffed against it."""
+    base_info, cand_infos = _arm_infos(exp)
+    la, c = exp.baseline.launch, exp.candidate
     assert la is not None
     adapter = adapter_for(la.engine)
     base_cmd = ServerCommand(
         la.command, la.port, dict(la.env), la.host, la.health_path or adapter.health_path, la.ready_timeout_s
     )
-    cand_cmd, change = derive_candidate(
-        adapter,
-        base_cmd,
-        sp,
-        name=cand_info.name,
-        command=c.command if c is not None else None,
-        env=c.env if c is not None else None,
-        port=c.port if c is not None else None,
-    )
-    if on_change is not None:
-        on_change(change)
     base = ArmPlan(
         replace(base_info, url=base_cmd.url, engine=la.engine, command=redact_command(base_cmd.command)),
         base_cmd,
         exp.baseline.model,
         key,
     )
-    cand = ArmPlan(
-        replace(cand_info, url=cand_cmd.url, engine=la.engine, command=redact_command(cand_cmd.command)),
-        cand_cmd,
-        (c.model if c is not None else None) or exp.baseline.model,
-        key,
-        sp.num_speculative_tokens,
-    )
-    return (base, cand), change
+    arms, changes = [base], []
+    for sp, cand_info in zip(exp.speculations, cand_infos, strict=True):
+        cand_cmd, change = derive_candidate(
+            adapter,
+            base_cmd,
+            sp,
+            name=cand_info.name,
+            command=c.command if c is not None else None,
+            env=c.env if c is not None else None,
+            port=c.port if c is not None else None,
+        )
+        if on_change is not None:
+            on_change(change)
+        arms.append(
+            ArmPlan(
+                replace(cand_info, url=cand_cmd.url, engine=la.engine, command=redact_command(cand_cmd.command)),
+                cand_cmd,
+                (c.model if c is not None else None) or exp.baseline.model,
+                key,
+                sp.num_speculative_tokens,
+            )
+        )
+        changes.append(change)
+    return tuple(arms), tuple(changes)
 
 
 def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setup:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
 from speculab.report.formatting import MISSING, interval, num, speedup, speedup_range
+from speculab.report.ranking import best_lines
 
 
 def ab_level_table(report: Any, level: Any) -> Table:
@@ -75,6 +76,9 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
             f" · temperature {s.temperature:g} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
+    if len(report.candidates) > 1:  # which one pays, per load (one candidate: its verdict line says it)
+        parts.extend(Text(line, style="bold") for line in best_lines(report))
+        parts.append(candidates_table(report))
     for c in report.candidates:
         parts.append(Text(c.verdict_line, style="bold"))
     for lv in report.levels:
@@ -98,6 +102,30 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     if out_dir is not None:
         parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / 'summary.json'}"))
     return Group(*parts)
+
+
+def candidates_table(report: Any) -> Table:
+    """Load × candidate: each candidate's TPOT speedup over the baseline, and which is best at each load."""
+    from rich import box
+
+    t = Table(title="TPOT speedup by load and candidate (* best, = tied with it)", title_justify="left",
+              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)  # fmt: skip
+    t.add_column("load", no_wrap=True)
+    for c in report.candidates:
+        t.add_column(escape(c.label), justify="right", no_wrap=True)
+    for lv in report.levels:
+        cells = []
+        for c in report.candidates:
+            r = next((x for x in lv.ranking if x.candidate == c.name), None)
+            if r is None or r.gate != "ok":
+                cells.append(MISSING if r is None else f"[yellow]{escape(r.gate)}[/]")
+                continue
+            mark = "*" if c.name == lv.best else ("=" if c.name in lv.tied_with_best else " ")
+            style = {"faster": "green", "slower": "red"}.get(r.verdict, "")
+            cell = f"{r.speedup:.2f}×{mark}"
+            cells.append(f"[{style}]{cell}[/]" if style else cell)
+        t.add_row(escape(lv.label), *cells)
+    return t
 
 
 def unit_lines(report: Any, level: Any) -> list[str]:

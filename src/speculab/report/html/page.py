@@ -29,6 +29,7 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
+from speculab.report.ranking import best_lines
 from speculab.report.schema import LevelReport, Report
 
 REPORT_FILE = "report.html"
@@ -36,6 +37,25 @@ SUMMARY_FILE = "summary.json"
 
 
 # --- the view -----------------------------------------------------------------------------------------------
+
+
+def _ranking_view(report: Report) -> dict[str, Any] | None:
+    """Load x candidate: TPOT speedups over the baseline, the best marked; None with a single candidate."""
+    if len(report.candidates) < 2:
+        return None
+    rows = []
+    for lv in report.levels:
+        cells = []
+        for c in report.candidates:
+            r = next((x for x in lv.ranking if x.candidate == c.name), None)
+            if r is None or r.gate != "ok":
+                cells.append({"text": "–" if r is None else r.gate, "cls": "gated"})
+                continue
+            mark = " (best)" if c.name == lv.best else (" (tied with best)" if c.name in lv.tied_with_best else "")
+            cls = {"faster": "good", "slower": "bad"}.get(r.verdict, "")
+            cells.append({"text": f"{r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]{mark}", "cls": cls})
+        rows.append({"load": lv.label, "cells": cells})
+    return {"candidates": [c.label for c in report.candidates], "rows": rows}
 
 
 def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
@@ -200,6 +220,8 @@ def view(report: Report) -> dict[str, Any]:
     return {
         "title": report.title,
         "verdicts": [c.verdict_line for c in report.candidates],
+        "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
+        "ranking": _ranking_view(report),
         "warnings": list(report.warnings),
         "missing": list(report.missing),
         "interrupted": report.interrupted,

@@ -187,3 +187,75 @@ def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -
     assert not any("concurrency 1 the" in line for line in lines)  # one at a time: every prompt is a unit
     ok = y.replace("num_prompts: 16", "num_prompts: 24")
     assert not any(line.startswith("warning") for line in describe_plan(plan_experiment(parse_experiment(ok))))
+
+
+# --- several candidates: a list of speculation blocks -----------------------------------------------------------
+
+LIST = """speculation:
+  - {method: ngram, num_speculative_tokens: 2}
+  - {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4}
+  - {method: draft_model, num_speculative_tokens: 4, model: /models/draft, name: small-draft}
+"""
+
+
+def test_a_speculation_list_derives_and_checks_every_candidate() -> None:
+    y = exp_yaml().replace(
+        "speculation: {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}", LIST
+    )
+    seen = []
+    plan = plan_experiment(parse_experiment(y), on_change=seen.append)
+    assert [a.info.name for a in plan.arms] == ["baseline", "ngram-k2", "ngram-k4", "small-draft"]
+    assert [a.info.label for a in plan.arms[1:]] == ["ngram k=2", "ngram k=4", "small-draft"]
+    assert [c.candidate for c in plan.changes] == ["ngram-k2", "ngram-k4", "small-draft"] == [c.candidate for c in seen]
+    assert all(c.verified for c in plan.changes)
+    base = plan.arms[0].launch.command
+    for arm in plan.arms[1:]:  # each derived from the baseline alone, by its own speculation
+        assert arm.launch.command[: len(base)] == base and len(arm.launch.command) == len(base) + 2
+    assert '"model":"/models/draft"' in plan.arms[3].launch.command[-1]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("", "candidate: {url: http://127.0.0.1:9}"), "two-URL mode compares one candidate"),
+        (("", "candidate: {command: [vllm, serve, m]}"), "candidate.command and candidate.port fit one candidate"),
+        (("name: small-draft", "name: ngram-k2"), "two speculation blocks are both named 'ngram-k2'"),
+        (("name: small-draft", "name: 'has space'"), "speculation[2].name"),
+    ],
+)
+def test_speculation_list_mistakes_are_one_line(change: tuple[str, str], message: str) -> None:
+    y = exp_yaml().replace(
+        "speculation: {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}", LIST
+    )
+    old, new = change
+    y = y.replace(old, new) if old else y + new + "\n"
+    if "url:" in new:
+        y = y.replace("  launch: {engine: vllm", "  url: http://127.0.0.1:8\n  x_launch: {engine: vllm").replace(
+            "  x_launch:", "  #"
+        )
+    with pytest.raises(UserError, match=re_escape(message)):
+        plan_experiment(parse_experiment(y))
+
+
+def re_escape(s: str) -> str:
+    import re
+
+    return re.escape(s)
+
+
+def test_arm_order_is_abba_for_two_and_a_balanced_latin_square_for_more() -> None:
+    from speculab.harness.experiment.plan import arm_order
+
+    assert [arm_order(2, r) for r in range(1, 5)] == [[0, 1], [1, 0], [0, 1], [1, 0]]
+    for n in (3, 4, 5):
+        cycle = n if n % 2 == 0 else 2 * n
+        rows = [arm_order(n, r) for r in range(1, cycle + 1)]
+        assert all(sorted(row) == list(range(n)) for row in rows)
+        for pos in range(n):  # every arm in every position, equally often over the cycle
+            assert sorted(row[pos] for row in rows) == sorted(list(range(n)) * (cycle // n))
+        follows = {}  # every arm follows every other equally often (carry-over balance)
+        for row in rows:
+            for a, b in zip(row, row[1:], strict=False):
+                follows[(a, b)] = follows.get((a, b), 0) + 1
+        assert len(set(follows.values())) == 1 and len(follows) == n * (n - 1)
+        assert arm_order(n, 1)[0] == 0  # the baseline opens the first repeat

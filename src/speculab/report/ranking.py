@@ -1,0 +1,96 @@
+"""Which candidate pays at each load: rank the candidates by their TPOT speedup over the baseline, and compare the
+best with each other candidate paired per prompt, as baseline comparisons are (same units, same verdict rule).
+
+`best` is the candidate with the largest Hodges-Lehmann TPOT speedup among those detectably faster than the
+baseline (verdict "faster" with the gate open); None when none is. A candidate that the paired test cannot tell
+from the best ("no detectable difference") is tied with it: the report says so instead of crowning a winner by a
+margin the data does not hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from speculab.harness.analysis.paired import compare_paired
+from speculab.harness.results.ab_inputs import LevelSpec, ReportInputs
+from speculab.report.per_load import group_size, paired_per_prompt, prompt_groups, ratio_of
+from speculab.report.schema import ArmLevel, LevelComparison, Ranked
+
+
+def rank_level(
+    level: LevelSpec,
+    comps: Sequence[LevelComparison],
+    arms: dict[str, ArmLevel],
+    inputs: ReportInputs,
+    rng: np.random.Generator,
+    n_resamples: int,
+) -> tuple[str | None, tuple[Ranked, ...], tuple[str, ...]]:
+    """(best, ranking best first, tied with the best) at one load."""
+    labels = {a.name: a.label for a in inputs.arms}
+    entries = []
+    for c in comps:
+        tp = c.metric("tpot_s")
+        if tp is None:
+            continue
+        entries.append((c, tp))
+    faster = [(c, tp) for c, tp in entries if c.gate == "ok" and tp.verdict == "faster"]
+    best = max(faster, key=lambda e: e[1].speedup)[0].candidate if faster else None
+
+    def key(e: tuple[LevelComparison, object]) -> tuple[int, float]:
+        c, tp = e
+        s = tp.speedup  # type: ignore[attr-defined]
+        return (0 if c.candidate == best else 1 if (c, tp) in faster else 2, -(s if math.isfinite(s) else -1e9))
+
+    ranking, tied = [], []
+    for c, tp in sorted(entries, key=key):
+        vs = None
+        if best is not None and c.candidate != best and (c, tp) in faster:
+            best_runs = inputs.runs_for(best, level.key)
+            other_runs = inputs.runs_for(c.candidate, level.key)
+            size = group_size(level, arms.get(best), arms.get(c.candidate))
+            # candidate = the best, baseline = this one: a speedup > 1 says by how much the best is faster
+            b, o, _ = paired_per_prompt(best_runs, other_runs, "tpot_s")
+            cmp = compare_paired(f"vs {best}", b, o, rng, n_resamples=n_resamples, groups=prompt_groups(inputs, size),
+                                 group_size=size)  # fmt: skip
+            vs = ratio_of(cmp)
+            if vs.verdict == "no detectable difference":
+                tied.append(c.candidate)
+        ranking.append(
+            Ranked(
+                c.candidate,
+                labels.get(c.candidate, c.candidate),
+                c.gate,
+                tp.verdict,
+                tp.speedup,
+                tp.speedup_low,
+                tp.speedup_high,
+                vs,
+            )
+        )
+    return best, tuple(ranking), tuple(tied)
+
+
+def best_lines(report: Any) -> list[str]:
+    """One line per load: which candidate pays there ("at concurrency 1: ngram k=4, 2.10× [1.80–2.40]"), or that
+    none does; with ties the paired test cannot break, the tied candidates are named."""
+    out = []
+    for lv in report.levels:
+        roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
+        if lv.best is None:
+            gated = [r for r in lv.ranking if r.gate != "ok"]
+            why = "no candidate is detectably faster than the baseline"
+            if gated and len(gated) == len(lv.ranking):
+                why = "no verdict for any candidate (see the table)"
+            out.append(f"at {lv.label}{roles}: none pays ({why})")
+            continue
+        r = next(x for x in lv.ranking if x.candidate == lv.best)
+        text = f"at {lv.label}{roles}: {r.label}, {r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]"
+        if lv.tied_with_best:
+            labels = {x.candidate: x.label for x in lv.ranking}
+            text += f"; cannot be told apart from {', '.join(labels[t] for t in lv.tied_with_best)}"
+        out.append(text)
+    return out
