@@ -25,13 +25,16 @@ def three_candidates():
         candidates={
             # c1: k4 clearly best; c4: k4 and k8 the same effect (only the fake's per-request noise differs: a tie);
             # c16: none pays (40 prompts in groups of 16 are too few units for any verdict)
-            "ngram-k4": ArmEffect(tpot_factor={"c1": 1 / 2.0, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2,
-                                  acceptance_length=2.5),
-            "ngram-k8": ArmEffect(tpot_factor={"c1": 1 / 1.3, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2,
-                                  acceptance_length=2.5),
-            "draft-k4": ArmEffect(tpot_factor={"c1": 1.2, "c4": 1.2, "c16": 1.2}, tokens_per_chunk=2,
-                                  acceptance_length=2.0),
-        },  # fmt: skip
+            "ngram-k4": ArmEffect(
+                tpot_factor={"c1": 1 / 2.0, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2, acceptance_length=2.5
+            ),
+            "ngram-k8": ArmEffect(
+                tpot_factor={"c1": 1 / 1.3, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2, acceptance_length=2.5
+            ),
+            "draft-k4": ArmEffect(
+                tpot_factor={"c1": 1.2, "c4": 1.2, "c16": 1.2}, tokens_per_chunk=2, acceptance_length=2.0
+            ),
+        },
     )
 
 
@@ -39,7 +42,7 @@ def test_best_per_load_ties_and_none():
     report = build_report(three_candidates(), FAST)
     c1, c4, c16 = report.level("c1"), report.level("c4"), report.level("c16")
     assert c1.best == "ngram-k4" and c1.tied_with_best == ()
-    assert [r.candidate for r in c1.ranking][0] == "ngram-k4"
+    assert next(r.candidate for r in c1.ranking) == "ngram-k4"
     k8 = next(r for r in c1.ranking if r.candidate == "ngram-k8")
     assert k8.vs_best is not None and k8.vs_best.verdict == "faster" and k8.vs_best.speedup > 1.3  # 2.0 / 1.3
     assert c4.best in ("ngram-k4", "ngram-k8") and len(c4.tied_with_best) == 1, c4.ranking  # equal effects: a tie

@@ -21,7 +21,13 @@ from dataclasses import dataclass, replace
 from speculab.config import LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import RequestSampling
-from speculab.harness.experiment.plan import ArmPlan, RunPlan, candidate_name, derive_candidate, enforce_single_change
+from speculab.harness.experiment.plan import (
+    ArmPlan,
+    RunPlan,
+    candidate_arms,
+    candidate_infos,
+    enforce_single_change,
+)
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
@@ -105,16 +111,16 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     port = cfg.port or free_port()
     base_cmd = ServerCommand(command=base_command(cfg, port), port=port, ready_timeout_s=cfg.ready_timeout_s)
     adapter = adapter_for(cfg.engine)
-    arms = [ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, cfg.engine, redact_command(base_cmd.command)), base_cmd)]
-    changes = []
-    for spec in demo_speculations(cfg):
-        name = candidate_name(spec.method, spec.num_speculative_tokens)
-        cmd, change = derive_candidate(adapter, base_cmd, spec, name=name)
-        changes.append(enforce_single_change(change, allow_extra_diff=False))
-        label = f"draft k={spec.num_speculative_tokens}" if spec.method == "draft_model" else spec.label
-        command = redact_command(cmd.command)
-        info = ArmInfo(name, label, cmd.url, cfg.engine, command, spec.method, spec.num_speculative_tokens)
-        arms.append(ArmPlan(info, cmd, k=spec.num_speculative_tokens))
+    base = ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, cfg.engine, redact_command(base_cmd.command)), base_cmd)
+    # the list form of `speculation:`, as `speculab run` builds it: one candidate per block, each checked
+    specs = demo_speculations(cfg)
+    infos = [
+        replace(info, label=f"draft k={sp.num_speculative_tokens}") if sp.method == "draft_model" else info
+        for sp, info in zip(specs, candidate_infos(specs), strict=True)
+    ]
+    cands, diffs = candidate_arms(adapter, base_cmd, cfg.engine, specs, infos)
+    arms = [base, *cands]
+    changes = [enforce_single_change(c, allow_extra_diff=False) for c in diffs]
     wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
     # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
     # (code edits, writing, extraction, questions, summaries, math), after the conversations' turns, renumbered as

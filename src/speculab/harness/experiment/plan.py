@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from speculab.config import Experiment, LoadLevel, SpeculationConfig
+from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS
 from speculab.harness.client.endpoint import RequestSampling
@@ -250,24 +250,7 @@ def _arm_infos(exp: Experiment) -> tuple[ArmInfo, tuple[ArmInfo, ...]]:
         usd_per_hour=cost.baseline.usd_per_hour if cost else None,
         gpus=cost.baseline.gpus if cost else 1,
     )
-    cands = tuple(
-        ArmInfo(
-            sp.name or candidate_name(sp.method, sp.num_speculative_tokens),
-            sp.label,
-            method=sp.method,
-            num_speculative_tokens=sp.num_speculative_tokens,
-            usd_per_hour=cost.candidate.usd_per_hour if cost else None,
-            gpus=cost.candidate.gpus if cost else 1,
-        )
-        for sp in exp.speculations
-    )
-    names = [c.name for c in cands]
-    dup = next((n for n in names if names.count(n) > 1 or n == BASELINE), None)
-    if dup is not None:
-        raise UserError(
-            f"{exp.source}: two speculation blocks are both named {dup!r} (or one is named baseline): give each a "
-            "distinct `name`"
-        )
+    cands = candidate_infos(exp.speculations, cost, exp.source)
     return base, cands
 
 
@@ -306,30 +289,76 @@ def _launch_arms(
         exp.baseline.model,
         key,
     )
-    arms, changes = [base], []
-    for sp, cand_info in zip(exp.speculations, cand_infos, strict=True):
-        cand_cmd, change = derive_candidate(
-            adapter,
-            base_cmd,
-            sp,
-            name=cand_info.name,
-            command=c.command if c is not None else None,
-            env=c.env if c is not None else None,
-            port=c.port if c is not None else None,
-        )
+    cands, changes = candidate_arms(
+        adapter, base_cmd, la.engine, exp.speculations, cand_infos,
+        command=c.command if c is not None else None,
+        env=c.env if c is not None else None,
+        port=c.port if c is not None else None,
+        model=(c.model if c is not None else None) or exp.baseline.model,
+        key=key,
+        on_change=on_change,
+    )  # fmt: skip
+    arms = [base, *cands]
+    return tuple(arms), tuple(changes)
+
+
+def candidate_arms(
+    adapter: EngineAdapter,
+    base_cmd: ServerCommand,
+    engine: str,
+    speculations: Sequence[SpeculationConfig],
+    infos: Sequence[ArmInfo],
+    *,
+    command: tuple[str, ...] | None = None,
+    env: Mapping[str, str] | None = None,
+    port: int | None = None,
+    model: str | None = None,
+    key: str | None = None,
+    on_change: Callable[[ChangeCheck], None] | None = None,
+) -> tuple[list[ArmPlan], list[ChangeCheck]]:
+    """The list form of `speculation:`: one launched arm per speculation block, each derived from the baseline's
+    command by the engine adapter (or `command`, for a single candidate), with its command difference. `speculab
+    run` and `speculab demo` both build their candidates here."""
+    arms, changes = [], []
+    for sp, info in zip(speculations, infos, strict=True):
+        cmd, change = derive_candidate(adapter, base_cmd, sp, name=info.name, command=command, env=env, port=port)
         if on_change is not None:
             on_change(change)
         arms.append(
             ArmPlan(
-                replace(cand_info, url=cand_cmd.url, engine=la.engine, command=redact_command(cand_cmd.command)),
-                cand_cmd,
-                (c.model if c is not None else None) or exp.baseline.model,
+                replace(info, url=cmd.url, engine=engine, command=redact_command(cmd.command)),
+                cmd,
+                model,
                 key,
                 sp.num_speculative_tokens,
             )
         )
         changes.append(change)
-    return tuple(arms), tuple(changes)
+    return arms, changes
+
+
+def candidate_infos(speculations: Sequence[SpeculationConfig], cost: CostConfig | None = None,
+                    source: str = "") -> tuple[ArmInfo, ...]:  # fmt: skip
+    """Each candidate's description (name, label, method, k, price); names must be distinct."""
+    cands = tuple(
+        ArmInfo(
+            sp.name or candidate_name(sp.method, sp.num_speculative_tokens),
+            sp.label,
+            method=sp.method,
+            num_speculative_tokens=sp.num_speculative_tokens,
+            usd_per_hour=cost.candidate.usd_per_hour if cost else None,
+            gpus=cost.candidate.gpus if cost else 1,
+        )
+        for sp in speculations
+    )
+    names = [c.name for c in cands]
+    dup = next((n for n in names if names.count(n) > 1 or n == BASELINE), None)
+    if dup is not None:
+        raise UserError(
+            f"{source}: two speculation blocks are both named {dup!r} (or one is named baseline): give each a "
+            "distinct `name`"
+        )
+    return cands
 
 
 def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setup:

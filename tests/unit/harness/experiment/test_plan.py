@@ -3,6 +3,7 @@ sampling in every arm. Nothing is started here."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -255,7 +256,7 @@ def test_arm_order_is_abba_for_two_and_a_balanced_latin_square_for_more() -> Non
             assert sorted(row[pos] for row in rows) == sorted(list(range(n)) * (cycle // n))
         follows = {}  # every arm follows every other equally often (carry-over balance)
         for row in rows:
-            for a, b in zip(row, row[1:], strict=False):
+            for a, b in itertools.pairwise(row):
                 follows[(a, b)] = follows.get((a, b), 0) + 1
         assert len(set(follows.values())) == 1 and len(follows) == n * (n - 1)
         assert arm_order(n, 1)[0] == 0  # the baseline opens the first repeat
