@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -15,7 +16,10 @@ from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
 from speculab.report.per_load import arm_price, paired_per_prompt, prompt_groups, slo_targets
 from speculab.report.schema import (
     AcceptanceView,
+    CandidateReport,
     CrossoverView,
+    KChoice,
+    KMeasured,
     KRow,
     LevelReport,
     PlanSide,
@@ -185,3 +189,58 @@ def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], i
         return PlanSide(c.goodput_rps_per_replica, c.replicas, c.gpus, c.usd_per_month)
 
     return PlanView(target, axis, side(p.baseline), side(p.candidate), p.monthly_difference_usd, p.gpu_difference)
+
+
+def _draft_model(arm: ArmInfo) -> str:
+    """The draft model a candidate's command names in its speculative-config JSON ("" if none or unknown): k values
+    of one method compare only with the same draft."""
+    for a in arm.command or ():
+        if a.startswith("{") and '"method"' in a:
+            try:
+                return str(json.loads(a).get("model") or "")
+            except ValueError:
+                return ""
+    return ""
+
+
+def k_choices(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
+              ) -> tuple[KChoice, ...]:  # fmt: skip
+    """For each method that ran at two or more k (same draft model): at each load where the what-if ran, its
+    predicted best k (from the largest measured k's acceptance profile, which covers the most draft positions) next
+    to every measured k's speedup and the prediction for it."""
+    by_method: dict[tuple[str, str], list[ArmInfo]] = {}
+    for c in inputs.candidates:
+        if c.method and c.num_speculative_tokens:
+            by_method.setdefault((c.method, _draft_model(c)), []).append(c)
+    out = []
+    reports = {c.name: c for c in cands}
+    for (method, _), group in by_method.items():
+        if len({c.num_speculative_tokens for c in group}) < 2:
+            continue
+        src = max(group, key=lambda c: c.num_speculative_tokens or 0)
+        for w in reports[src.name].what_if:
+            lv = next(x for x in levels if x.key == w.level)
+            predicted = {r.k: r.speedup for r in w.rows}
+            measured = []
+            for c in sorted(group, key=lambda c: c.num_speculative_tokens or 0):
+                r = next((x for x in lv.ranking if x.candidate == c.name), None)
+                if r is None or r.gate != "ok":
+                    continue
+                k = c.num_speculative_tokens or 0
+                measured.append(KMeasured(k, c.name, r.speedup, r.speedup_low, r.speedup_high, predicted.get(k)))
+            verdicts = {x.candidate: x.verdict for x in lv.ranking}
+            faster = [m for m in measured if verdicts.get(m.candidate) == "faster"]
+            best = max(faster, key=lambda m: m.speedup).k if faster else None
+            out.append(
+                KChoice(
+                    method,
+                    lv.key,
+                    lv.label,
+                    src.name,
+                    w.recommended_k,
+                    predicted.get(w.recommended_k, math.nan),
+                    tuple(measured),
+                    best,
+                )
+            )
+    return tuple(out)

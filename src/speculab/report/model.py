@@ -28,7 +28,7 @@ import numpy as np
 
 from speculab.harness.analysis import stats
 from speculab.harness.results.ab_inputs import ArmInfo, ReportInputs
-from speculab.report.across_loads import capacity_view, crossover_view, what_if_views
+from speculab.report.across_loads import capacity_view, crossover_view, k_choices, what_if_views
 from speculab.report.correctness import compare_correctness
 from speculab.report.per_load import (
     arm_level,
@@ -250,6 +250,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         missing=tuple(missing),
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
+        k_choices=k_choices(inputs, levels, cands),
         options={
             "max_error_rate": opts.max_error_rate,
             "min_load_fraction": opts.min_load_fraction,

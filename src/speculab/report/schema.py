@@ -354,6 +354,32 @@ class SetupView:
 
 
 @dataclass(frozen=True, slots=True)
+class KMeasured:
+    """One k of a method that the experiment ran: its measured TPOT speedup, and what the what-if predicted."""
+
+    k: int
+    candidate: str
+    speedup: float  # measured, Hodges-Lehmann, over the baseline
+    speedup_low: float
+    speedup_high: float
+    predicted: float | None  # the what-if's speedup at this k (from `KChoice.source`'s acceptance and step cost)
+
+
+@dataclass(frozen=True, slots=True)
+class KChoice:
+    """k from data, for one method at one load: the what-if's best k next to the k values that were measured."""
+
+    method: str
+    level: str
+    level_label: str
+    source: str  # the candidate whose acceptance profile and step cost the prediction uses (the largest k measured)
+    predicted_best_k: int
+    predicted_best_speedup: float
+    measured: tuple[KMeasured, ...]  # every k of this method that ran here, by k
+    measured_best_k: int | None  # the measured k with the largest speedup, if any was detectably faster
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     schema: str
     title: str
@@ -366,6 +392,8 @@ class Report:
     interrupted: bool
     diagnosis: Mapping[str, Any] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    # methods the experiment ran at several k: predicted best k next to the measured ones, per load
+    k_choices: tuple[KChoice, ...] = ()
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

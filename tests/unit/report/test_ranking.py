@@ -29,7 +29,7 @@ def three_candidates():
                 tpot_factor={"c1": 1 / 2.0, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2, acceptance_length=2.5
             ),
             "ngram-k8": ArmEffect(
-                tpot_factor={"c1": 1 / 1.3, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2, acceptance_length=2.5
+                tpot_factor={"c1": 1 / 1.3, "c4": 1 / 1.5, "c16": 1.0}, tokens_per_chunk=2, acceptance_length=2.5, k=8
             ),
             "draft-k4": ArmEffect(
                 tpot_factor={"c1": 1.2, "c4": 1.2, "c16": 1.2}, tokens_per_chunk=2, acceptance_length=2.0
@@ -67,3 +67,19 @@ def test_terminal_opens_with_the_best_per_load_and_the_load_by_candidate_table()
     assert "cannot be told apart from" in lines[2]
     assert lines[3].startswith("at concurrency 16") and "none pays" in lines[3]
     assert "TPOT speedup by load and candidate" in text and "*" in text
+
+
+def test_k_from_data_puts_the_predicted_best_k_next_to_the_measured_ones():
+    report = build_report(three_candidates(), FAST)
+    kcs = {kc.level: kc for kc in report.k_choices}
+    assert set(kcs) <= {"c1", "c4", "c16"} and "c1" in kcs  # n-gram ran at k=4 and k=8; the draft only at one k
+    kc = kcs["c1"]
+    assert kc.method == "ngram" and kc.source == "ngram-k8"  # the larger k's acceptance covers more positions
+    assert [m.k for m in kc.measured] == [4, 8] and kc.measured_best_k == 4
+    k8 = kc.measured[1]
+    assert k8.predicted is not None and abs(k8.predicted - k8.speedup) < 1e-9  # fitted at the source's own k
+    what_if = report.candidate("ngram-k8").what_if[0]
+    assert kc.predicted_best_k == what_if.recommended_k
+    console = Console(width=200, record=True, color_system=None)
+    console.print(ab_renderable(report, Path("/out")))
+    assert "k for ngram at concurrency 1: predicted best k=" in console.export_text()

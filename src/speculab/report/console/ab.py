@@ -93,6 +93,9 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
                 parts.append(Text.from_markup(f"  [yellow]no verdict:[/] {escape(comp.gate_reason)}"))
         parts.extend(Text.from_markup(line) for line in unit_lines(report, lv))
         parts.extend(Text(line) for line in per_request_lines(report, lv))
+    if report.k_choices:
+        parts.append(Text(""))
+        parts.extend(Text(line) for line in k_choice_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
     for w in report.warnings:
@@ -126,6 +129,26 @@ def candidates_table(report: Any) -> Table:
             cells.append(f"[{style}]{cell}[/]" if style else cell)
         t.add_row(escape(lv.label), *cells)
     return t
+
+
+def k_choice_lines(report: Any) -> list[str]:
+    """k from data: per method and load, the what-if's best k next to the k values measured."""
+    labels = {a.name: a.label for a in report.arms}
+    out = []
+    for kc in report.k_choices:
+        measured = ", ".join(
+            f"k={m.k} {m.speedup:.2f}×"
+            + (f" [{m.speedup_low:.2f}–{m.speedup_high:.2f}]" if m.speedup_low == m.speedup_low else "")
+            + (f" (predicted {m.predicted:.2f}×)" if m.predicted is not None else "")
+            for m in kc.measured
+        )
+        best = f"; best measured k={kc.measured_best_k}" if kc.measured_best_k is not None else ""
+        out.append(
+            f"k for {kc.method} at {kc.level_label}: predicted best k={kc.predicted_best_k} "
+            f"({kc.predicted_best_speedup:.2f}×, from {labels.get(kc.source, kc.source)}'s acceptance); "
+            f"measured {measured}{best}"
+        )
+    return out
 
 
 def unit_lines(report: Any, level: Any) -> list[str]:

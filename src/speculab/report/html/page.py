@@ -160,6 +160,7 @@ def _curve_plots(report: Report) -> dict[str, str]:
 
 def view(report: Report) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup)."""
+    labels = arm_labels(report)
     levels = []
     for lv in report.levels:
         lp = _level_plots(report, lv)
@@ -222,6 +223,24 @@ def view(report: Report) -> dict[str, Any]:
         "verdicts": [c.verdict_line for c in report.candidates],
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
+        "k_choices": [
+            {
+                "method": kc.method,
+                "level": kc.level_label,
+                "predicted": f"{kc.predicted_best_k} ({kc.predicted_best_speedup:.2f}×)",
+                "source": labels.get(kc.source, kc.source),
+                "measured_best": kc.measured_best_k,
+                "rows": [
+                    {
+                        "k": m.k,
+                        "measured": f"{m.speedup:.2f}× [{m.speedup_low:.2f}–{m.speedup_high:.2f}]",
+                        "predicted": f"{m.predicted:.2f}×" if m.predicted is not None else "–",
+                    }
+                    for m in kc.measured
+                ],
+            }
+            for kc in report.k_choices
+        ],
         "warnings": list(report.warnings),
         "missing": list(report.missing),
         "interrupted": report.interrupted,
