@@ -25,6 +25,7 @@ from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampl
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
+from speculab.harness.load.client_health import HealthProbe
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, Progress, run_load
 from speculab.harness.measure.summary import OptionRejections, build_summary
@@ -141,10 +142,12 @@ async def _measure(
     }
     run_dir.write_json(MANIFEST, manifest)
     before: list[MetricsSnapshot | None] = [None]
+    probe = HealthProbe(clock=clock)
 
     async def measure_start() -> None:
         if cfg.scrape:
             before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
+        probe.start()  # the client's own CPU and loop lag over the measured phase only
 
     request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
     outcome = await run_load(
@@ -158,6 +161,7 @@ async def _measure(
         clock=clock,
         on_measure_start=measure_start,
     )
+    health = await probe.stop()
     after = (
         await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before[0] is not None else None
     )
@@ -195,6 +199,7 @@ async def _measure(
         interrupted=outcome.interrupted,
         hints=hints,
         skipped_turns=outcome.skipped,
+        client=health,
     )
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at

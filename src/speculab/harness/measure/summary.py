@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from speculab.harness.analysis.metrics import RunMetrics, StallConfig
+from speculab.harness.load.client_health import ClientHealth
 from speculab.harness.records import RequestRecord
 
 SUMMARY_SCHEMA = "speculab.bench.summary/1"
@@ -68,6 +69,16 @@ def request_option_hints(records: Iterable[RequestRecord]) -> list[str]:
     for r in records:
         rejections.add(r)
     return rejections.hints()
+
+
+def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) -> list[str]:
+    # Dispatch lag only where nothing else makes requests wait: an open loop without a concurrency cap (with a cap,
+    # sent - scheduled is mostly the wait for a free slot, which is the load design, not the client falling behind).
+    uncapped_open = load.get("mode") in ("open", "trace") and load.get("concurrency") is None
+    q99 = m.distributions["queue_s"].p99 if uncapped_open else None
+    in_flight = float(load["concurrency"]) if load.get("mode") == "closed" and load.get("concurrency") else None
+    return client.warnings(dispatch_lag_p99_s=q99 if q99 is not None and math.isfinite(q99) else None,
+                           in_flight=in_flight)  # fmt: skip
 
 
 def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[str]:
@@ -127,6 +138,7 @@ def build_summary(
     interrupted: bool,
     hints: Sequence[str] = (),
     skipped_turns: int = 0,
+    client: ClientHealth | None = None,
 ) -> dict[str, Any]:
     d = m.to_dict()
     requested = load.get("rate_rps")
@@ -154,5 +166,11 @@ def build_summary(
             "spec_decode_note": spec_decode_note,
             "metrics_scraped": metrics_scraped,
         },
-        "warnings": [*build_warnings(m, requested_rate_rps=requested, interrupted=interrupted), *hints],
+        # the client process over the measured phase: CPU share of one core, event-loop lag (load.client_health)
+        "client": client.to_dict() if client is not None else None,
+        "warnings": [
+            *build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
+            *(_client_warnings(client, m, load) if client is not None else ()),
+            *hints,
+        ],
     }

@@ -87,6 +87,14 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
             f"  {num(th.get('total_tok_s'), ',.1f')} total tok/s  over {num(th.get('duration_s'))} s{good}{rate}"
         )
     )
+    client = summary.get("client")
+    if client:
+        lag = client.get("loop_lag_s") or {}
+        p99 = lag.get("p99")
+        lag_txt = f"{p99 * 1e3:.1f} ms" if isinstance(p99, (int, float)) else MISSING
+        share = client.get("cpu_share")
+        share_txt = f"{share:.0%}" if isinstance(share, (int, float)) else MISSING
+        parts.append(Text(f"client    CPU {share_txt} of a core, event-loop lag p99 {lag_txt} (measured phase)"))
     server = summary.get("server") or {}
     sd = server.get("spec_decode")
     if not sd and server.get("spec_decode_note"):

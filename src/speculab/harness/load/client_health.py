@@ -1,0 +1,103 @@
+"""Is the client itself the bottleneck? Its CPU share and its event loop's lag while the load runs.
+
+One asyncio process times every stream it holds; past what it can keep up with (bench/client_overhead.py: about 512
+streams at the machine's floor on a 2-core VM) the client, not the server, sets the timings, and nothing in the
+requests' own numbers says so. `HealthProbe` runs next to the load: a ticker task sleeps `interval_s` and records
+how late it woke (the loop's lag: every chunk read waits that long to be stamped), and the process's CPU seconds
+over the wall seconds give its CPU share (1.0: one core busy all the time, which a single event loop cannot
+exceed). `ClientHealth.warnings` turns them, with the open loop's dispatch lag (sent - scheduled), into the line a
+user needs: the client fell behind, by how much, and what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from speculab.harness.analysis.stats import Distribution, describe
+
+LOOP_LAG_WARN_S = 0.005  # p99 event-loop lag above this: chunk timestamps carry that much client delay
+CPU_SHARE_WARN = 0.85  # of one core: a single event loop near saturation
+DISPATCH_LAG_WARN_S = 0.005  # open loop, p99 sent - scheduled without a cap: sends left late
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHealth:
+    """The client process over the measured phase."""
+
+    wall_s: float
+    cpu_s: float  # process CPU seconds (user + system), every thread
+    loop_lag_s: Distribution  # lateness of a ticker waking every `interval_s`
+    interval_s: float
+
+    @property
+    def cpu_share(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else math.nan
+
+    def warnings(self, *, dispatch_lag_p99_s: float | None = None, in_flight: float | None = None) -> list[str]:
+        """One line when the client fell behind, naming what showed it."""
+        signs = []
+        if math.isfinite(self.loop_lag_s.p99) and self.loop_lag_s.p99 > LOOP_LAG_WARN_S:
+            signs.append(f"event-loop lag p99 {self.loop_lag_s.p99 * 1e3:.1f} ms")
+        if math.isfinite(self.cpu_share) and self.cpu_share > CPU_SHARE_WARN:
+            signs.append(f"client CPU {self.cpu_share:.0%} of a core")
+        if dispatch_lag_p99_s is not None and dispatch_lag_p99_s > DISPATCH_LAG_WARN_S:
+            signs.append(f"p99 dispatch lag {dispatch_lag_p99_s * 1e3:.1f} ms")
+        if not signs:
+            return []
+        at = f" at {in_flight:,.0f} streams in flight" if in_flight is not None else ""
+        return [
+            f"the client fell behind: {', '.join(signs)}{at}; its timings carry that delay. Run the client on a less "
+            "loaded or bigger machine, or lower the load per process (bench/client_overhead.py measures what one "
+            "process sustains)"
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
+            "cpu_share": self.cpu_share,
+            "loop_lag_s": self.loop_lag_s.to_dict(),
+            "interval_s": self.interval_s,
+        }
+
+
+class HealthProbe:
+    """Measures `ClientHealth` between `start()` and `stop()` on the running loop. Clocks are injected."""
+
+    def __init__(
+        self,
+        *,
+        interval_s: float = 0.01,
+        clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ):
+        self.interval_s, self.clock, self.cpu_clock = interval_s, clock, cpu_clock
+        self._lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._t0 = self._cpu0 = 0.0
+
+    def start(self) -> None:
+        self._t0, self._cpu0 = self.clock(), self.cpu_clock()
+        self._task = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            due = self.clock() + self.interval_s
+            await asyncio.sleep(self.interval_s)
+            self._lags.append(max(0.0, self.clock() - due))
+
+    async def stop(self) -> ClientHealth:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        wall, cpu = self.clock() - self._t0, self.cpu_clock() - self._cpu0
+        return ClientHealth(wall, cpu, describe(np.asarray(self._lags, dtype=float)), self.interval_s)
