@@ -210,6 +210,17 @@ class CostConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdaptiveRepeats:
+    """`repeats: {min, max, until: decided}`: add repeats until every verdict is decided (analysis.sequential)."""
+
+    min: int
+    max: int
+    until: str = "decided"
+    mdc: float = 0.05  # "no difference" counts as decided once the minimum detectable change is below this
+    spending: str = "pocock"  # the alpha-spending function across looks
+
+
+@dataclass(frozen=True, slots=True)
 class Experiment:
     workload: WorkloadConfig
     baseline: ArmConfig
@@ -218,7 +229,8 @@ class Experiment:
     loads: LoadsConfig
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     slos: SloTargets = field(default_factory=SloTargets)
-    repeats: int = 1
+    repeats: int = 1  # with `adaptive`, the most repeats it may run (adaptive.max)
+    adaptive: AdaptiveRepeats | None = None
     checks: bool = True
     python_checks: bool = False  # run the workload's `python` checks (they import and run the code they name)
     cost: CostConfig | None = None

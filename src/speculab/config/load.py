@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from speculab.config.experiment import (
+    AdaptiveRepeats,
     ArmConfig,
     ArmPrice,
     CandidateConfig,
@@ -152,8 +153,8 @@ def _message(err: dict[str, Any]) -> str:
     return err["msg"][:1].lower() + err["msg"][1:]
 
 
-_WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type")
-_BRANCH_NAMES = ("function-after[", "list[", "SpeculationSchema")
+_WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type", "int_type", "int_parsing")
+_BRANCH_NAMES = ("function-after[", "list[", "SpeculationSchema", "AdaptiveRepeatsSchema")
 
 
 def _first_error(e: ValidationError, source: str) -> str:
@@ -162,8 +163,9 @@ def _first_error(e: ValidationError, source: str) -> str:
     errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and "str" in str(x["loc"][1]))]
     # `speculation` is one block or a list of them: drop the branch the input was not (a mapping is no list, and a
     # list is no mapping), and the branch names pydantic puts in the path
-    if any(x["loc"][:1] == ("speculation",) and x["type"] not in _WRONG_SHAPE for x in errors):
-        errors = [x for x in errors if not (x["loc"][:1] == ("speculation",) and x["type"] in _WRONG_SHAPE)]
+    for key in ("speculation", "repeats"):  # `repeats` is a number or a {min, max, until} mapping: the same
+        if any(x["loc"][:1] == (key,) and x["type"] not in _WRONG_SHAPE for x in errors):
+            errors = [x for x in errors if not (x["loc"][:1] == (key,) and x["type"] in _WRONG_SHAPE)]
     # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
     errors.sort(key=lambda x: x["type"] != "extra_forbidden")
     cleaned = []
@@ -171,7 +173,7 @@ def _first_error(e: ValidationError, source: str) -> str:
         loc = tuple(
             p
             for p in x["loc"]
-            if p not in ("WorkloadSchema",) and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
+            if p not in ("WorkloadSchema", "int") and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
         )
         cleaned.append((loc, _message(x)))
     loc, msg = cleaned[0]
@@ -213,7 +215,10 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         ),
         loads=LoadsConfig(_load(m.loads.operating), _load(m.loads.low), tuple(_load(x) for x in m.loads.sweep)),
         slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
-        repeats=m.repeats,
+        repeats=m.repeats if isinstance(m.repeats, int) else m.repeats.max,
+        adaptive=None
+        if isinstance(m.repeats, int)
+        else AdaptiveRepeats(m.repeats.min, m.repeats.max, m.repeats.until, m.repeats.mdc, m.repeats.spending),
         checks=m.checks,
         python_checks=m.python_checks,
         cost=cost,

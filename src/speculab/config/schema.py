@@ -133,6 +133,20 @@ class LoadSchema(_Model):
         return self
 
 
+class AdaptiveRepeatsSchema(_Model):
+    min: int = Field(default=1, ge=1, le=100)
+    max: int = Field(ge=1, le=100)
+    until: Literal["decided"] = "decided"
+    mdc: float = Field(default=0.05, gt=0, lt=1)  # "no difference" is decided when it could detect less than this
+    spending: Literal["pocock", "obrien-fleming"] = "pocock"
+
+    @model_validator(mode="after")
+    def _order(self) -> AdaptiveRepeatsSchema:
+        if self.min > self.max:
+            raise ValueError(f"repeats.min ({self.min}) must be <= repeats.max ({self.max})")
+        return self
+
+
 class LoadsSchema(_Model):
     operating: LoadSchema
     low: LoadSchema = LoadSchema(concurrency=1)
@@ -177,7 +191,7 @@ class ExperimentSchema(_Model):
     sampling: SamplingSchema = SamplingSchema()
     loads: LoadsSchema
     slos: SlosSchema = SlosSchema()
-    repeats: int = Field(default=1, ge=1, le=100)
+    repeats: int | AdaptiveRepeatsSchema = Field(default=1)
     checks: bool = True
     python_checks: bool = False  # run `python` checks (code the workload names): an explicit opt-in
     cost: CostSchema | None = None
@@ -185,6 +199,12 @@ class ExperimentSchema(_Model):
     speculation: SpeculationSchema | list[SpeculationSchema]
     candidate: CandidateSchema | None = None
     allow_extra_diff: bool = False
+
+    @model_validator(mode="after")
+    def _repeats(self) -> ExperimentSchema:
+        if isinstance(self.repeats, int) and not 1 <= self.repeats <= 100:
+            raise ValueError(f"repeats must be 1-100, or {{min, max, until: decided}}; got {self.repeats}")
+        return self
 
     @model_validator(mode="after")
     def _arms(self) -> ExperimentSchema:

@@ -107,6 +107,7 @@ def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs
             n_resamples=opts.n_resamples,
             groups=prompt_groups(inputs, sizes.get(p.load, 1)),
             group_size=sizes.get(p.load, 1),
+            confidence=opts.confidence,
         )
         out.append(LoadSpeedup.from_comparison(p.load, c))
     return out

@@ -23,6 +23,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -184,9 +185,20 @@ def _missing(inputs: ReportInputs) -> list[str]:
     return out
 
 
+def run_confidence(inputs: ReportInputs) -> float:
+    """95 %, or for a run with adaptive repeats 1 - the alpha of its last look (analysis.sequential): the verdict
+    it stopped on, at the level that keeps the whole design's false-positive rate at 5 %."""
+    looks = (inputs.setup.sequential or {}).get("looks") or []
+    if looks and looks[-1].get("alpha") is not None:
+        return 1.0 - float(looks[-1]["alpha"])
+    return stats.CONFIDENCE
+
+
 def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> Report:
     """Every number of the A/B report from the raw inputs. Pure: same inputs and options, same report."""
     opts = options or ReportOptions()
+    if opts.confidence is None:
+        opts = replace(opts, confidence=run_confidence(inputs))
     base = inputs.baseline
     levels: list[LevelReport] = []
     # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
@@ -205,7 +217,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             rng = np.random.default_rng([opts.seed, i, j])
             comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
         best, ranking, tied = rank_level(lv, comps, arms, inputs, np.random.default_rng([opts.seed, i, 99]),
-                                         opts.n_resamples)  # fmt: skip
+                                         opts.n_resamples, opts.confidence)  # fmt: skip
         levels.append(
             LevelReport(
                 lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps), best, ranking, tied
@@ -256,7 +268,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             "min_load_fraction": opts.min_load_fraction,
             "seed": opts.seed,
             "n_resamples": opts.n_resamples,
-            "confidence": stats.CONFIDENCE,
+            "confidence": opts.confidence,
             "near_tie_logprob_gap": opts.correctness.near_tie_logprob_gap,
             "allow_python_checks": opts.correctness.allow_python_checks,
         },

@@ -401,7 +401,8 @@ def compare_level(
     for metric in (*PAIRED_METRICS, "itl_s"):
         cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric)
         values[metric] = (cand_values, base_values)
-        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size)
+        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size,
+                           confidence=opts.confidence)  # fmt: skip
         ratios.append(ratio_of(c))
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs))
@@ -454,6 +455,7 @@ class _Breakdown:
                 n_resamples=self.opts.n_resamples,
                 groups=self.groups,
                 group_size=self.size,
+                confidence=self.opts.confidence,
             )
             out.append(ratio_of(c))
         return tuple(out)

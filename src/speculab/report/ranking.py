@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from speculab.harness.analysis.paired import compare_paired
+from speculab.harness.analysis.stats import CONFIDENCE
 from speculab.harness.results.ab_inputs import LevelSpec, ReportInputs
 from speculab.report.per_load import group_size, paired_per_prompt, prompt_groups, ratio_of
 from speculab.report.schema import ArmLevel, LevelComparison, Ranked
@@ -28,6 +29,7 @@ def rank_level(
     inputs: ReportInputs,
     rng: np.random.Generator,
     n_resamples: int,
+    confidence: float = CONFIDENCE,
 ) -> tuple[str | None, tuple[Ranked, ...], tuple[str, ...]]:
     """(best, ranking best first, tied with the best) at one load."""
     labels = {a.name: a.label for a in inputs.arms}
@@ -55,7 +57,7 @@ def rank_level(
             # candidate = the best, baseline = this one: a speedup > 1 says by how much the best is faster
             b, o, _ = paired_per_prompt(best_runs, other_runs, "tpot_s")
             cmp = compare_paired(f"vs {best}", b, o, rng, n_resamples=n_resamples, groups=prompt_groups(inputs, size),
-                                 group_size=size)  # fmt: skip
+                                 group_size=size, confidence=confidence)  # fmt: skip
             vs = ratio_of(cmp)
             if vs.verdict == "no detectable difference":
                 tied.append(c.candidate)

@@ -36,6 +36,9 @@ class ReportOptions:
     correctness: CorrectnessOptions = field(default_factory=CorrectnessOptions)
     max_series_points: int = 400  # memory time series are thinned to this many points per repeat
     max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
+    # the level of every paired verdict and interval: 95 %, or with adaptive repeats 1 - the last look's alpha
+    # (analysis.sequential; None: taken from the run's own design, else 95 %)
+    confidence: float | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -87,3 +87,5 @@ async def run_launch_mode(life: Lifecycle) -> None:
                     code = server.stop(life.plan.stop_grace_s)
                     if code not in (0, None, -signal.SIGTERM, -signal.SIGKILL, 143, 137) and not life.stop.is_set():
                         life.notes.append(f"{arm.info.name} r{repeat}: server exited with code {code}")
+        if life.enough(repeat):  # adaptive repeats: every verdict decided
+            return

@@ -22,6 +22,7 @@ import numpy as np
 
 from speculab.config import LoadLevel
 from speculab.errors import EndpointError
+from speculab.harness.analysis.sequential import look_alphas
 from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
@@ -126,6 +127,11 @@ class _BlockRequest:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
+# Adaptive repeats: (run directory, this look's alpha, the MDC threshold) -> (every verdict decided?, the
+# comparisons still open, named). `speculab run` passes the report's (report.looks.decide).
+Decide = Callable[[Path, float, float], tuple[bool, list[str]]]
+
+
 class Lifecycle:
     def __init__(
         self,
@@ -135,6 +141,7 @@ class Lifecycle:
         stop: asyncio.Event,
         reporter: Reporter,
         clock: Clock,
+        decide: Decide | None = None,
     ):
         self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
             plan,
@@ -155,6 +162,37 @@ class Lifecycle:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
+        self.decide = decide
+
+    # --- adaptive repeats -----------------------------------------------------------------------------------
+    def enough(self, repeat: int) -> bool:
+        """After `repeat` finished: look at the data (adaptive repeats only) and say whether to stop. Each look gets
+        its own alpha from the spending function, so the design's false-positive rate stays at 5 % however many
+        looks it takes (analysis.sequential); the look's result is recorded in inputs.json."""
+        seq = self.setup.sequential
+        if seq is None or self.decide is None:
+            return False
+        alphas = look_alphas(seq["min"], seq["max"], seq["alpha"], seq["spending"], seq.get("round", 1))
+        if repeat not in alphas:
+            return False
+        alpha = alphas[repeat]
+        self.write_inputs()
+        done, undecided = self.decide(self.out, alpha, seq["mdc"])
+        looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
+        stop = done and repeat < seq["max"]
+        self.setup = replace(
+            self.setup, sequential={**seq, "looks": looks}, repeats=repeat if stop else self.setup.repeats
+        )
+        if stop:
+            self.notes.append(
+                f"adaptive repeats: every verdict was decided after repeat {repeat} of at most {seq['max']} "
+                f"(alpha {alpha:.3g} at this look; analysis.sequential)"
+            )
+            self.reporter.phase(f"every verdict decided after repeat {repeat}: stopping (at most {seq['max']})")
+        elif repeat < seq["max"]:
+            self.reporter.phase(f"after repeat {repeat}: still open: {', '.join(undecided[:3])}")
+        self.write_inputs()
+        return stop
 
     # --- inputs.json ----------------------------------------------------------------------------------------
     def write_inputs(self, *, final: bool = False) -> None:

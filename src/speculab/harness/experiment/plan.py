@@ -16,6 +16,7 @@ from typing import Any
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS
+from speculab.harness.analysis.sequential import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
@@ -66,6 +67,11 @@ class RunPlan:
         return all(a.launch is not None for a in self.arms)
 
 
+def arm_cycle(n: int) -> int:
+    """Repeats in one full cycle of `arm_order` for n arms."""
+    return n if n % 2 == 0 else 2 * n
+
+
 def arm_order(n: int, repeat: int) -> list[int]:
     """The order of n arms in repeat `repeat` (1-based): rows of a balanced Latin square (Williams design), so over a
     full cycle every arm runs once in every position and follows every other arm equally often, and slow drift or a
@@ -80,7 +86,7 @@ def arm_order(n: int, repeat: int) -> list[int]:
         if len(first) < n:
             first.append(hi)
             hi -= 1
-    r = (repeat - 1) % (n if n % 2 == 0 else 2 * n)
+    r = (repeat - 1) % arm_cycle(n)
     row = [(a + r % n) % n for a in first]
     return row[::-1] if r >= n else row
 
@@ -379,6 +385,20 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         ignore_eos=s.ignore_eos,
         levels=levels,
         repeats=exp.repeats,
+        sequential=None
+        if exp.adaptive is None
+        else {
+            "min": exp.adaptive.min,
+            "max": exp.adaptive.max,
+            "until": exp.adaptive.until,
+            "mdc": exp.adaptive.mdc,
+            "spending": exp.adaptive.spending,
+            "alpha": ALPHA,
+            # looks only after whole rounds of the arms' order (launch mode: ABBA, or the Latin square's cycle),
+            # so no look sees one arm favoured by position; two-URL mode balances every repeat block by block
+            "round": 1 if exp.two_url_mode else arm_cycle(1 + len(exp.speculations)),
+            "looks": [],
+        },
         slo_ttft_s=exp.slos.ttft_s,
         slo_tpot_s=exp.slos.tpot_s,
         slo_e2e_s=exp.slos.e2e_s,
@@ -406,8 +426,12 @@ def describe_plan(plan: RunPlan) -> list[str]:
         f"workload {s.workload_name}: {len(s.items)} prompts; temperature {s.temperature:g}, max_tokens {s.max_tokens}",
         "loads: "
         + ", ".join(lv.label for lv in s.levels)
-        + f"; {s.repeats} repeat(s)"
-        + (" alternating ABBA" if s.repeats > 1 else ""),
+        + (
+            f"; {s.repeats} repeat(s)" + (" alternating ABBA" if s.repeats > 1 else "")
+            if s.sequential is None
+            else f"; {s.sequential['min']} to {s.sequential['max']} repeats, until every verdict is decided "
+            f"(alpha spent across looks: {s.sequential['spending']})"
+        ),
         "arms: "
         + ", ".join(a.info.label for a in plan.arms)
         + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),

@@ -101,3 +101,5 @@ async def run_two_url_mode(life: Lifecycle) -> None:
             if interrupted or life.stop.is_set():
                 life.interrupted = True
                 return
+        if life.enough(repeat):  # adaptive repeats: every verdict decided
+            return

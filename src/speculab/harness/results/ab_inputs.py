@@ -162,6 +162,9 @@ class Setup:
     checks_enabled: bool = True
     logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
     two_url_mode: bool = False
+    # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
+    # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
+    sequential: Mapping[str, Any] | None = None
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,79 @@
+"""Adaptive repeats through the lifecycle (two-URL mode against mocks): a look after each repeat from `min`, each at
+its own alpha; the run stops once the looks say decided, records every look, and the report's verdicts take the
+last look's level."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from speculab.config import parse_experiment
+from speculab.harness.analysis.sequential import look_alphas
+from speculab.harness.experiment.plan import describe_plan, plan_experiment
+from speculab.harness.experiment.run import run_plan
+from speculab.harness.mock.requests import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
+from speculab.harness.results.ab_dir import load_inputs
+from speculab.report.looks import decide
+from speculab.report.model import build_report
+
+FAST = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=4)
+
+
+def experiment(url_a: str, url_b: str, repeats: str) -> str:
+    return f"""
+workload: {{spec: "synthetic:input=10,output=8", num_prompts: 8, warmup_requests: 1}}
+sampling: {{max_tokens: 4}}
+loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
+repeats: {repeats}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 2}}
+"""
+
+
+class Scripted:
+    """A `decide` that answers from a script (decided at the n-th look) and records what it was asked."""
+
+    def __init__(self, decided_at: int):
+        self.decided_at, self.calls = decided_at, []
+
+    def __call__(self, out: Path, alpha: float, mdc: float) -> tuple[bool, list[str]]:
+        self.calls.append((alpha, mdc))
+        done = len(self.calls) >= self.decided_at
+        return done, [] if done else ["ngram-k2 at concurrency 1 (could detect ±9%)"]
+
+
+@pytest.mark.parametrize(("decided_at", "expected_repeats"), [(1, 2), (2, 3), (9, 4)])
+def test_looks_from_min_stop_when_decided_or_at_max(tmp_path: Path, decided_at: int, expected_repeats: int) -> None:
+    scripted = Scripted(decided_at)
+    with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
+        plan = plan_experiment(parse_experiment(experiment(a, b, "{min: 2, max: 4, until: decided, mdc: 0.03}")))
+        assert "2 to 4 repeats, until every verdict is decided" in "\n".join(describe_plan(plan))
+        out = tmp_path / "run"
+        asyncio.run(run_plan(plan, out, decide=scripted))
+    inputs = load_inputs(out)
+    alphas = look_alphas(2, 4)
+    assert [c[0] for c in scripted.calls] == [alphas[r] for r in range(2, expected_repeats + 1)]
+    assert all(c[1] == 0.03 for c in scripted.calls)
+    assert inputs.setup.repeats == expected_repeats
+    assert sorted({r.repeat for r in inputs.runs}) == list(range(1, expected_repeats + 1))
+    looks = inputs.setup.sequential["looks"]
+    assert [lk["repeat"] for lk in looks] == list(range(2, expected_repeats + 1))
+    report = build_report(inputs)
+    assert report.options["confidence"] == pytest.approx(1 - looks[-1]["alpha"])  # the last look's level
+    assert not report.missing  # stopping early is the design, not missing repeats
+    if expected_repeats < 4:
+        assert any("adaptive repeats: every verdict was decided after repeat" in n for n in inputs.notes)
+
+
+def test_the_reports_own_look_decides_identical_arms_after_the_first_repeat(tmp_path: Path) -> None:
+    with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
+        y = experiment(a, b, "{min: 1, max: 3, until: decided, mdc: 0.5}").replace("num_prompts: 8", "num_prompts: 12")
+        out = tmp_path / "run"
+        asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out, decide=decide))
+    inputs = load_inputs(out)
+    (look,) = inputs.setup.sequential["looks"]
+    assert look["decided"] and look["repeat"] == 1 and inputs.setup.repeats == 1
