@@ -443,13 +443,15 @@ def describe_plan(plan: RunPlan) -> list[str]:
     what = "prompts" if n == len(s.items) else "conversations"
     for lv in s.levels:
         c = round(lv.value) if lv.kind == "concurrency" else 1
-        if c > 1 and n // c < MIN_PAIRS:
+        groups = -(-n // c)  # as analysis.paired.concurrent_groups cuts them: the last group may be partial
+        if c > 1 and groups < MIN_PAIRS:
             lines.append(
-                f"warning: at {lv.label} the {n} {what} make {n // c} groups of {c} sent together; a verdict needs "
+                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; a verdict needs "
                 + (
                     f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
                     if what == "prompts"
-                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their requests)"
+                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their "
+                    "requests)"
                 )
             )
     return lines
