@@ -4,9 +4,10 @@ See docs/results.md for how each number is made."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from speculab.harness.analysis.windows import (
     send_rate_rps,
     send_span_s,
 )
+from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
@@ -239,6 +241,8 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         achieved_concurrency=achieved_conc,
         load_fraction=frac,
         distributions=dict(pooled.distributions),
+        client_cpu_share=_worst(run.client.get("cpu_share") for run in runs if run.client),
+        client_loop_lag_p99_s=_worst(run.client.get("loop_lag_p99_s") for run in runs if run.client),
         requests_per_s=stats.t_interval([m.requests_per_s for m in by_repeat]),
         output_tok_s=stats.t_interval(tok_s),
         total_tok_s=stats.t_interval([m.total_tok_s for m in by_repeat]),
@@ -294,6 +298,11 @@ def ratio_of(c: MetricComparison) -> Ratio:
         c.n_units,
         c.group_size,
     )
+
+
+def _worst(values: Iterable[float | None]) -> float | None:
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    return max(finite) if finite else None
 
 
 def group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
@@ -363,6 +372,13 @@ def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_l
             return "load not achieved", (
                 f"{side}: {got} (gate {opts.min_load_fraction:.0%}); "
                 "raise max_concurrency or use a faster client machine"
+            )
+    for side, a in (("baseline", base), (cand_label, cand)):
+        if client_fell_behind(a.client_cpu_share, a.client_loop_lag_p99_s):
+            return "load not achieved", (
+                f"{side}: the client fell behind (CPU {a.client_cpu_share:.0%} of a core, event-loop lag p99 "
+                f"{(a.client_loop_lag_p99_s or 0) * 1e3:.1f} ms): its timings carry that delay; run the client on a "
+                "bigger or less loaded machine, or lower the load per client process"
             )
     return "ok", ""
 

@@ -83,3 +83,23 @@ def test_k_from_data_puts_the_predicted_best_k_next_to_the_measured_ones():
     console = Console(width=200, record=True, color_system=None)
     console.print(ab_renderable(report, Path("/out")))
     assert "k for ngram at concurrency 1: predicted best k=" in console.export_text()
+
+
+def test_a_saturated_lagging_client_gates_the_load_like_an_under_delivered_rate():
+    import dataclasses
+
+    inputs = three_candidates()
+    busy = {"cpu_s": 9.8, "wall_s": 10.0, "cpu_share": 0.98, "loop_lag_p99_s": 0.031}
+    stalled = {"cpu_s": 2.0, "wall_s": 10.0, "cpu_share": 0.2, "loop_lag_p99_s": 0.2}  # a VM stall: lag, no CPU
+    runs = []
+    for r in inputs.runs:
+        if r.level == "c4" and r.arm == "baseline":
+            r = dataclasses.replace(r, client=busy)
+        elif r.level == "c1":
+            r = dataclasses.replace(r, client=stalled)
+        runs.append(r)
+    report = build_report(inputs.with_runs(runs), FAST)
+    c4 = report.level("c4").comparison("ngram-k4")
+    assert c4.gate == "load not achieved" and "the client fell behind (CPU 98% of a core" in c4.gate_reason
+    assert report.level("c4").arm("baseline").client_loop_lag_p99_s == 0.031
+    assert report.level("c1").comparison("ngram-k4").gate == "ok"  # lag alone is not enough

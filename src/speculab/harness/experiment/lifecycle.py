@@ -30,6 +30,7 @@ from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.experiment.progress import Reporter
 from speculab.harness.load.arrivals import ArrivalConfig
+from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
@@ -92,6 +93,7 @@ class Observed:
     memory: list[tuple[Sequence[Any], str]] = field(default_factory=list)  # (samples, GPU scope) per block
     before: MetricsSnapshot | None = None  # /metrics before the first measured request (after warmup)
     windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
+    health: list[ClientHealth] = field(default_factory=list)  # the client over each block's measured phase
 
     @classmethod
     def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
@@ -301,10 +303,13 @@ class Lifecycle:
                 api_key=arm.api_key,
             )
 
-            async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0) -> None:
+            probe = HealthProbe(clock=self.clock)
+
+            async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0, p: HealthProbe = probe) -> None:
                 if first and scrape_before:
                     seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
                 s.start()
+                p.start()
 
             # A server that goes away mid-level would turn every remaining request into a connection error (a run
             # of failures that measures nothing): stop the level at once instead, and say so. A launched server's
@@ -339,6 +344,8 @@ class Lifecycle:
                     t.cancel()
                 if watch is not None:
                     watch.cancel()
+            if probe.started:
+                seen.health.append(await probe.stop())
             samples = await sampler.stop()
             seen.memory.append((samples, sampler.gpu_scope))
             if outcome.measured:
@@ -420,6 +427,7 @@ class Lifecycle:
             counter_deltas=_moved_counters(before, after),
             notes=tuple(notes),
             windows_s=tuple(seen.windows),
+            client=combined_health(seen.health),
         )
         self.order += 1
         write_run_meta(self.out, run)

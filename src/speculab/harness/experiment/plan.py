@@ -450,8 +450,7 @@ def describe_plan(plan: RunPlan) -> list[str]:
                 + (
                     f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
                     if what == "prompts"
-                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their "
-                    "requests)"
+                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their requests)"
                 )
             )
     return lines

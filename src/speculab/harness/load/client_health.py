@@ -3,10 +3,11 @@
 One asyncio process times every stream it holds; past what it can keep up with (bench/client_overhead.py: about 512
 streams at the machine's floor on a 2-core VM) the client, not the server, sets the timings, and nothing in the
 requests' own numbers says so. `HealthProbe` runs next to the load: a ticker task sleeps `interval_s` and records
-how late it woke (the loop's lag: every chunk read waits that long to be stamped), and the process's CPU seconds
-over the wall seconds give its CPU share (1.0: one core busy all the time, which a single event loop cannot
-exceed). `ClientHealth.warnings` turns them, with the open loop's dispatch lag (sent - scheduled), into the line a
-user needs: the client fell behind, by how much, and what to do.
+how late it woke (the loop's lag: every chunk read waits that long to be stamped), and the event loop thread's CPU
+seconds over the wall seconds give its CPU share (1.0: one core busy all the time, which a single event loop cannot
+exceed). The thread's, not the process's: a mock server in a thread of the same process (tests, benchmarks) is not
+the client's work. `ClientHealth.warnings` turns them, with the open loop's dispatch lag (sent - scheduled), into
+the line a user needs: the client fell behind, by how much, and what to do.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,21 @@ from speculab.harness.analysis.stats import Distribution, describe
 LOOP_LAG_WARN_S = 0.005  # p99 event-loop lag above this: chunk timestamps carry that much client delay
 CPU_SHARE_WARN = 0.85  # of one core: a single event loop near saturation
 DISPATCH_LAG_WARN_S = 0.005  # open loop, p99 sent - scheduled without a cap: sends left late
+# The A/B gate: a load where the client was saturated (CPU) *and* its loop lagged is not the load that was asked
+# for, like an under-delivered rate. Both signs are required: a VM stall alone raises the lag, not the CPU share.
+GATE_LOOP_LAG_S = 0.010
+
+
+def client_fell_behind(cpu_share: float | None, loop_lag_p99_s: float | None) -> bool:
+    """The A/B gate's rule (see GATE_LOOP_LAG_S)."""
+    return (
+        cpu_share is not None
+        and loop_lag_p99_s is not None
+        and math.isfinite(cpu_share)
+        and math.isfinite(loop_lag_p99_s)
+        and cpu_share > CPU_SHARE_WARN
+        and loop_lag_p99_s > GATE_LOOP_LAG_S
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +49,7 @@ class ClientHealth:
     """The client process over the measured phase."""
 
     wall_s: float
-    cpu_s: float  # process CPU seconds (user + system), every thread
+    cpu_s: float  # CPU seconds (user + system) of the thread running the event loop
     loop_lag_s: Distribution  # lateness of a ticker waking every `interval_s`
     interval_s: float
 
@@ -69,6 +85,17 @@ class ClientHealth:
         }
 
 
+def combined_health(blocks: Sequence[ClientHealth]) -> dict[str, float] | None:
+    """One repeat's client health over its blocks (two-URL mode measures each block apart): CPU and wall seconds
+    summed, the worst block's loop-lag p99. None when nothing was measured."""
+    if not blocks:
+        return None
+    cpu, wall = sum(b.cpu_s for b in blocks), sum(b.wall_s for b in blocks)
+    lags = [b.loop_lag_s.p99 for b in blocks if math.isfinite(b.loop_lag_s.p99)]
+    return {"cpu_s": cpu, "wall_s": wall, "cpu_share": cpu / wall if wall > 0 else math.nan,
+            "loop_lag_p99_s": max(lags) if lags else math.nan}  # fmt: skip
+
+
 class HealthProbe:
     """Measures `ClientHealth` between `start()` and `stop()` on the running loop. Clocks are injected."""
 
@@ -77,12 +104,16 @@ class HealthProbe:
         *,
         interval_s: float = 0.01,
         clock: Callable[[], float] = time.perf_counter,
-        cpu_clock: Callable[[], float] = time.process_time,
+        cpu_clock: Callable[[], float] = time.thread_time,
     ):
         self.interval_s, self.clock, self.cpu_clock = interval_s, clock, cpu_clock
         self._lags: list[float] = []
         self._task: asyncio.Task[None] | None = None
         self._t0 = self._cpu0 = 0.0
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
 
     def start(self) -> None:
         self._t0, self._cpu0 = self.clock(), self.cpu_clock()

@@ -199,6 +199,9 @@ class RepeatRun:
     # blocks with the other arm's in between: achieved load and throughput count these windows only
     # (`analysis.windows`). () = not recorded (compare, older runs): the repeat is one window.
     windows_s: tuple[tuple[float, float], ...] = ()
+    # the client process over this repeat's measured blocks (load.client_health): {"cpu_share", "cpu_s", "wall_s",
+    # "loop_lag_p99_s"}; None where not measured (compare, older runs)
+    client: Mapping[str, float] | None = None
 
     def meta_dict(self) -> dict[str, Any]:
         """Everything except the records (they live in requests.jsonl)."""
@@ -215,6 +218,7 @@ class RepeatRun:
                 "counter_deltas": dict(self.counter_deltas),
                 "notes": list(self.notes),
                 "windows_s": [list(w) for w in self.windows_s],
+                "client": dict(self.client) if self.client is not None else None,
             }
         )
 
@@ -234,6 +238,7 @@ class RepeatRun:
             counter_deltas={k: float(v) for k, v in (d.get("counter_deltas") or {}).items() if v is not None},
             notes=tuple(d.get("notes", ())),
             windows_s=tuple((float(a), float(b)) for a, b in d.get("windows_s") or ()),
+            client=dict(d["client"]) if d.get("client") else None,
         )
 
 
