@@ -80,6 +80,7 @@ def bench(
     trace_speed: float | None = typer.Option(
         None, "--trace-speed", help="trace:PATH workloads: replay the arrivals this many times faster (default 1)"
     ),
+    workers: int = typer.Option(1, "--workers", help="Client processes sharing the load (one machine)"),
     arrival: str = typer.Option("poisson", "--arrival", help="Open-loop arrivals: poisson | constant | gamma"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
     duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),

@@ -75,6 +75,11 @@ class ClientHealth:
             "process sustains)"
         ]
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClientHealth:
+        lag = {k: (math.nan if v is None else v) for k, v in d["loop_lag_s"].items()}
+        return cls(float(d["wall_s"]), float(d["cpu_s"]), Distribution(**lag), float(d["interval_s"]))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "wall_s": self.wall_s,

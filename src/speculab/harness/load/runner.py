@@ -56,6 +56,9 @@ class LoadConfig:
     # Trace replay (workload.trace): send each request at its recorded arrival, (arrival - first) / trace_speed
     # seconds after the start; `concurrency`, when set, caps requests in flight as for a rate. Never cycled.
     trace_speed: float | None = None
+    # trace replay: offsets are (arrival - this) / speed; None: from the first arrival sent (a block, or a trace,
+    # starts at its own first request). load.workers hands each worker absolute offsets with origin 0.
+    trace_origin_s: float | None = None
     # open loop: wake this long before each send time and yield until it (load.pacing: sends land within ~0.05 ms
     # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly
     send_spin_s: float = SEND_SPIN_S
@@ -274,10 +277,10 @@ def arrival_offsets(arrival: ArrivalConfig, rng: np.random.Generator) -> Callabl
     return lambda _spec: next(offsets)
 
 
-def trace_offsets(speed: float) -> Callable[[RequestSpec], float]:
-    """Send offsets from the requests' own arrival times, from the first one sent, divided by `speed` (a block of a
-    trace starts at its own first arrival)."""
-    first: list[float] = []
+def trace_offsets(speed: float, origin: float | None = None) -> Callable[[RequestSpec], float]:
+    """Send offsets from the requests' own arrival times, from `origin` (default: the first one sent, so a block of a
+    trace starts at its own first arrival), divided by `speed`."""
+    first: list[float] = [] if origin is None else [origin]
 
     def offset(spec: RequestSpec) -> float:
         if spec.arrival_s is None:
@@ -383,7 +386,8 @@ async def run_load(
         run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
         specs = plan(items, load.num_prompts, endless)
         if load.trace_speed is not None:
-            coro = _open_loop(run, specs, trace_offsets(load.trace_speed), load.concurrency, load.send_spin_s)
+            offsets = trace_offsets(load.trace_speed, load.trace_origin_s)
+            coro = _open_loop(run, specs, offsets, load.concurrency, load.send_spin_s)
         elif load.arrival is None:
             assert load.concurrency is not None
             coro = _closed_loop(run, specs, load.concurrency, False, ramp_step)

@@ -113,6 +113,11 @@ def bench_config_from_flags(
         ignore_eos=f["ignore_eos"],
     )
     check_items(wl.items, endpoint)
+    workers = f.get("workers", 1)
+    if workers > 1:
+        from speculab.harness.load.workers import plan_workers
+
+        plan_workers(wl.items, load, workers)  # every mistake (too few prompts or streams, --duration) now
     count_tokens = None
     if f["tokenizer"]:
         from speculab.harness.client.token_counter import load_token_counter
@@ -133,5 +138,6 @@ def bench_config_from_flags(
         tokenizer=f["tokenizer"],
         scrape=f["scrape"],
         command=redact_command(argv),
+        workers=workers,
     )
     return cfg, wl.items, count_tokens

@@ -25,9 +25,10 @@ from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampl
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
-from speculab.harness.load.client_health import HealthProbe
+from speculab.harness.load.client_health import ClientHealth, HealthProbe
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, Progress, run_load
+from speculab.harness.load.workers import plan_workers, run_workers, worker_warnings
 from speculab.harness.measure.summary import OptionRejections, build_summary
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
@@ -49,6 +50,7 @@ class BenchConfig:
     tokenizer: str | None = None
     scrape: bool = True  # scrape /metrics before and after the measured phase
     command: tuple[str, ...] = ()  # argv, already redacted
+    workers: int = 1  # client processes (load.workers); 1: this process runs the load
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,19 +151,35 @@ async def _measure(
             before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
         probe.start()  # the client's own CPU and loop lag over the measured phase only
 
-    request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
-    outcome = await run_load(
-        items,
-        request,
-        session,
-        cfg.load,
-        on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
-        on_progress=on_progress,
-        stop=stop,
-        clock=clock,
-        on_measure_start=measure_start,
-    )
-    health = await probe.stop()
+    workers: tuple[dict[str, Any], ...] = ()
+    if cfg.workers > 1:
+        plans = plan_workers(items, cfg.load, cfg.workers)
+
+        async def scrape_before() -> None:
+            if cfg.scrape:
+                before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
+
+        done = await run_workers(plans, ep, cfg.sampling, tokenizer=cfg.tokenizer, on_record=run_dir.append,
+                                 on_progress=on_progress, stop=stop, on_measure_start=scrape_before)  # fmt: skip
+        outcome, workers = done.outcome, done.workers
+        healths = [ClientHealth.from_dict(w["client"]) for w in workers if w.get("client")]
+        # the summary's client block is the worst worker's (the one whose timings carry the most delay)
+        health = max(healths, key=lambda h: (h.loop_lag_s.p99, h.cpu_share)) if healths else None
+        manifest["workers"] = list(workers)
+    else:
+        request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
+        outcome = await run_load(
+            items,
+            request,
+            session,
+            cfg.load,
+            on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
+            on_progress=on_progress,
+            stop=stop,
+            clock=clock,
+            on_measure_start=measure_start,
+        )
+        health = await probe.stop()
     after = (
         await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before[0] is not None else None
     )
@@ -177,6 +195,7 @@ async def _measure(
 
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
     m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
+    hints = [*hints, *worker_warnings(workers)]
     finished_at = utc_now()
     summary = build_summary(
         m,

@@ -1,0 +1,303 @@
+"""Load from several client processes on one machine (`speculab bench --workers N`): past what one event loop can
+time (load.client_health says when), N processes each run the same runner and client over their share.
+
+The coordinator plans once, the same way in every run:
+- the partition: conversation j (a single prompt is a conversation of one) goes to worker j mod N, so a
+  conversation's turns stay in one process and the partition does not depend on timing;
+- closed loop: the concurrency split over the workers (N=2, 64 streams: 32 + 32); warmup split alike;
+- open loop: the global schedule (seeded arrivals, or a trace's own times) computed once, each conversation's start
+  offset handed to its worker, which replays it as a trace with that origin (`LoadConfig.trace_origin_s`), so the
+  union of the workers' sends is the single-process schedule.
+Workers are spawned processes (a clean interpreter each), warm up, then wait at a start barrier: the coordinator
+scrapes /metrics and sends every worker one start time on CLOCK_MONOTONIC (`time.perf_counter`, one clock for all
+processes of a host); each sleeps until it and starts its measured phase, and records how late it started. Every
+finished request is sent to the coordinator at once and written to the run's one requests.jsonl, as a
+single-process run writes it; a worker that dies keeps what it sent. Ctrl-C reaches the workers through an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import multiprocessing
+import queue
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from speculab.errors import UserError
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.load.arrivals import send_offsets
+from speculab.harness.load.client_health import HealthProbe
+from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
+from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
+from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.workload.conversation import conversations
+
+START_MARGIN_S = 0.2  # the start time is this far after the last worker said it was warm
+START_LAG_WARN_S = 0.001
+
+
+def split(total: int, n: int) -> list[int]:
+    """`total` over n workers, the first ones one more when it does not divide: 10 over 4 -> 3 3 2 2."""
+    return [total // n + (1 if i < total % n else 0) for i in range(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPlan:
+    """What one worker runs: its items (workload indices kept) and its load."""
+
+    worker: int
+    items: tuple[RequestSpec, ...]
+    load: LoadConfig
+
+
+def plan_workers(items: Sequence[RequestSpec], load: LoadConfig, n: int) -> list[WorkerPlan]:
+    """The partition and each worker's load; the same for the same items, load and n."""
+    if n < 1:
+        raise UserError(f"--workers must be at least 1, got {n}")
+    if load.duration_s is not None:
+        raise UserError("--duration with --workers is not supported yet: give --num-prompts instead")
+    convs = list(conversations(items))
+    if len(convs) < n:
+        raise UserError(f"--workers {n} needs at least {n} prompts (conversations); the run has {len(convs)}")
+    starts: list[float] | None = None
+    if load.arrival is not None:  # one global seeded schedule, as the single-process run draws it
+        gen = send_offsets(load.arrival, np.random.default_rng(load.seed))
+        starts = [next(gen) for _ in convs]
+    elif load.trace_speed is not None:
+        first = min(c[0].arrival_s or 0.0 for c in convs)
+        starts = [((c[0].arrival_s or 0.0) - first) / load.trace_speed for c in convs]
+    parts: list[list[RequestSpec]] = [[] for _ in range(n)]
+    for j, conv in enumerate(convs):
+        if starts is not None:  # the turn that starts it carries its absolute start offset
+            conv = [dataclasses.replace(conv[0], arrival_s=starts[j]), *conv[1:]]
+        parts[j % n] += conv
+    warm = split(load.warmup, n)
+    if load.arrival is None and load.trace_speed is None:
+        assert load.concurrency is not None
+        if load.concurrency < n:
+            raise UserError(f"--workers {n} needs --concurrency of at least {n} (one stream per worker at least)")
+        conc = split(load.concurrency, n)
+        loads = [
+            dataclasses.replace(load, concurrency=conc[i], num_prompts=len(parts[i]), warmup=warm[i]) for i in range(n)
+        ]
+    else:
+        caps = split(load.concurrency, n) if load.concurrency is not None else [None] * n
+        loads = [
+            LoadConfig(
+                concurrency=caps[i],
+                num_prompts=len(parts[i]),
+                warmup=warm[i],
+                seed=load.seed,
+                trace_speed=1.0,
+                trace_origin_s=0.0,
+                send_spin_s=load.send_spin_s,
+            )
+            for i in range(n)
+        ]
+    return [WorkerPlan(i, tuple(parts[i]), loads[i]) for i in range(n)]
+
+
+def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
+    """What the workers' own reports say a reader must know: one that crashed, or started late."""
+    out = []
+    for w in workers:
+        if w.get("crashed"):
+            out.append(f"client worker {w['worker']} exited (code {w.get('exitcode')}) before it finished; the records "
+                       "it sent are kept")  # fmt: skip
+        lag = w.get("start_lag_s")
+        if lag is not None and lag > START_LAG_WARN_S:
+            out.append(f"client worker {w['worker']} started {lag * 1e3:.1f} ms after the common start time: its "
+                       "open-loop sends are that much late")  # fmt: skip
+    return out
+
+
+# --- the worker process -----------------------------------------------------------------------------------------
+
+
+def worker_main(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None,
+                out: Any, go: Any, stop: Any) -> None:  # fmt: skip
+    """Entry point of a spawned worker: run its share, sending ("rec", dict) per record, ("ready",), ("done", ...)."""
+    asyncio.run(_worker(plan, endpoint, sampling, tokenizer, out, go, stop))
+
+
+async def _worker(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None,
+                  out: Any, go: Any, stop_event: Any) -> None:  # fmt: skip
+    from speculab.harness.client.request import make_session, request_func
+
+    ep = EndpointConfig(**{**endpoint, "extra_body": MappingProxyType(dict(endpoint.get("extra_body") or {}))})
+    count_tokens = None
+    if tokenizer:
+        from speculab.harness.client.token_counter import load_token_counter
+
+        count_tokens = load_token_counter(tokenizer)
+    request = _Positional(request_func(ep, sampling, count_tokens=count_tokens), plan.items)
+    stop = asyncio.Event()
+
+    async def watch() -> None:
+        while not stop_event.is_set():
+            await asyncio.sleep(0.05)
+        stop.set()
+
+    watcher = asyncio.create_task(watch())
+    probe = HealthProbe()
+    start: list[float] = []
+
+    async def measure_start() -> None:
+        out.put(("ready", plan.worker))
+        t = await asyncio.to_thread(_get_start, go, stop_event)
+        if t is not None:
+            await sleep_until(t, time.perf_counter, SEND_SPIN_S)
+            start.append(t)
+        probe.start()
+
+    try:
+        async with make_session() as session:
+            outcome = await run_load(plan.items, request, session, plan.load, stop=stop,
+                                     on_record=lambda r: out.put(("rec", r.to_dict())),
+                                     on_measure_start=measure_start)  # fmt: skip
+    finally:
+        watcher.cancel()
+    health = await probe.stop() if probe.started else None
+    out.put(("done", plan.worker, {
+        "started_s": outcome.started_s, "ended_s": outcome.ended_s, "interrupted": outcome.interrupted,
+        "measured": outcome.measured, "warmup": outcome.warmup, "skipped": outcome.skipped,
+        "start_at_s": start[0] if start else None,
+        "start_lag_s": outcome.started_s - start[0] if start else None,
+        "client": health.to_dict() if health is not None else None,
+    }))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Positional:
+    """The runner numbers a phase's requests by position (runner.plan); a worker's share keeps the workload's own
+    indices (the pairing key), so position p sends item p of the share, and a later turn keeps the context the
+    runner built behind this worker's own answers."""
+
+    inner: Any
+    items: tuple[RequestSpec, ...]
+
+    async def __call__(self, session: Any, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+                       ) -> RequestRecord:  # fmt: skip
+        item = self.items[spec.index % len(self.items)]
+        if spec.turn is not None and spec.turn > 1:
+            item = dataclasses.replace(item, prompt=spec.prompt, messages=spec.messages)
+        return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
+
+
+def _get_start(go: Any, stop_event: Any) -> float | None:
+    while not stop_event.is_set():
+        try:
+            return float(go.get(timeout=0.1))
+        except queue.Empty:
+            continue
+    return None
+
+
+# --- the coordinator --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkersOutcome:
+    outcome: LoadOutcome
+    workers: tuple[dict[str, Any], ...]  # per worker: items, load, start lag, client health, how it ended
+
+
+async def run_workers(
+    plans: Sequence[WorkerPlan],
+    endpoint: EndpointConfig,
+    sampling: RequestSampling,
+    *,
+    tokenizer: str | None,
+    on_record: Callable[[RequestRecord], None],
+    on_progress: Callable[[Progress], None] | None = None,
+    stop: asyncio.Event | None = None,
+    on_measure_start: Callable[[], Any] | None = None,
+) -> WorkersOutcome:
+    """Start one process per plan, run them to the end (or the stop), and hand every record to `on_record`."""
+    ctx = multiprocessing.get_context("spawn")
+    out, stop_event = ctx.Queue(), ctx.Event()
+    gos = [ctx.Queue() for _ in plans]
+    # fields by hand: asdict deep-copies, and the extra body's read-only mapping does not pickle
+    ep = {f.name: getattr(endpoint, f.name) for f in dataclasses.fields(endpoint)}
+    ep["extra_body"] = dict(endpoint.extra_body)
+    procs = [
+        ctx.Process(target=worker_main, args=(p, ep, sampling, tokenizer, out, gos[p.worker], stop_event), daemon=True)
+        for p in plans
+    ]
+    for pr in procs:
+        pr.start()
+    ready: set[int] = set()
+    done: dict[int, dict[str, Any]] = {}
+    total = sum(len(p.items) for p in plans)
+    counts = {"finished": 0, "ok": 0, "error": 0}
+    t0 = time.perf_counter()
+    started = False
+
+    def handle(msg: tuple[Any, ...]) -> None:
+        if msg[0] == "rec":
+            rec = RequestRecord.from_dict(msg[1])
+            on_record(rec)
+            if not rec.warmup:
+                counts["finished"] += 1
+                counts["ok" if rec.ok else "error"] += 1
+                if on_progress is not None:
+                    on_progress(Progress(counts["finished"], counts["ok"], counts["error"], 0, total,
+                                         time.perf_counter() - t0, None, False))  # fmt: skip
+        elif msg[0] == "ready":
+            ready.add(msg[1])
+        elif msg[0] == "done":
+            done[msg[1]] = msg[2]
+
+    try:
+        while len(done) < len(plans):
+            if stop is not None and stop.is_set():
+                stop_event.set()
+            try:
+                msg = await asyncio.to_thread(out.get, True, 0.1)
+            except queue.Empty:
+                for p, pr in zip(plans, procs, strict=True):  # a worker that died says nothing more
+                    if not pr.is_alive() and p.worker not in done and out.empty():
+                        done[p.worker] = {"interrupted": True, "crashed": True, "exitcode": pr.exitcode}
+                continue
+            handle(msg)
+            if not started and len(ready | set(done)) == len(plans):
+                started = True
+                if on_measure_start is not None:
+                    await on_measure_start()
+                at = time.perf_counter() + START_MARGIN_S
+                for g in gos:
+                    g.put(at)
+        while True:  # records still in the queue after the last "done"
+            try:
+                handle(out.get_nowait())
+            except queue.Empty:
+                break
+    finally:
+        stop_event.set()
+        for pr in procs:
+            pr.join(timeout=10)
+            if pr.is_alive():
+                pr.kill()
+    ws = [done.get(p.worker, {}) for p in plans]
+    starts = [w["started_s"] for w in ws if w.get("started_s") is not None]
+    ends = [w["ended_s"] for w in ws if w.get("ended_s") is not None]
+    now = time.perf_counter()
+    outcome = LoadOutcome(
+        started_s=min(starts) if starts else now,
+        ended_s=max(ends) if ends else now,
+        interrupted=any(w.get("interrupted") for w in ws),
+        measured=sum(int(w.get("measured", 0)) for w in ws),
+        warmup=sum(int(w.get("warmup", 0)) for w in ws),
+        skipped=sum(int(w.get("skipped", 0)) for w in ws),
+    )
+    info = tuple(
+        {"worker": p.worker, "requests": len(p.items), "load": p.load.to_manifest(), **w}
+        for p, w in zip(plans, ws, strict=True)
+    )
+    return WorkersOutcome(outcome, info)
