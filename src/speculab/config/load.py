@@ -183,7 +183,9 @@ def _first_error(e: ValidationError, source: str) -> str:
 
 
 def _load(m: LoadSchema) -> LoadLevel:
-    return LoadLevel(m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s, m.trace_speed)
+    return LoadLevel(
+        m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s, m.trace_speed, m.workers
+    )
 
 
 def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:

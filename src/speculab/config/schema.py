@@ -114,6 +114,7 @@ class LoadSchema(_Model):
     max_concurrency: int | None = Field(default=None, ge=1)
     ramp_up_s: float = Field(default=0.0, ge=0)
     trace_speed: float | None = Field(default=None, gt=0)
+    workers: int = Field(default=1, ge=1, le=64)  # client processes offering this load (one machine)
 
     @model_validator(mode="after")
     def _one_of(self) -> LoadSchema:

@@ -32,6 +32,7 @@ from speculab.harness.experiment.progress import Reporter
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, run_load
+from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
 from speculab.harness.results.ab_inputs import ArmInfo, ColdStartTimes, LevelSpec, RepeatRun, ReportInputs
@@ -45,6 +46,7 @@ from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
+from speculab.harness.workload.conversation import conversations
 
 
 def _moved_counters(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> dict[str, float]:
@@ -94,6 +96,7 @@ class Observed:
     before: MetricsSnapshot | None = None  # /metrics before the first measured request (after warmup)
     windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
     health: list[ClientHealth] = field(default_factory=list)  # the client over each block's measured phase
+    workers: list[dict[str, Any]] = field(default_factory=list)  # load.workers: each worker's report, per block
 
     @classmethod
     def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
@@ -225,7 +228,10 @@ class Lifecycle:
 
     # --- one arm at one level ---------------------------------------------------------------------------------
     def request(self, arm: ArmPlan, model: str) -> RequestFunc:
-        ep = EndpointConfig(
+        return request_func(self.endpoint(arm, model), self.plan.sampling, clock=self.clock)
+
+    def endpoint(self, arm: ArmPlan, model: str) -> EndpointConfig:
+        return EndpointConfig(
             base_url=arm.info.url,
             model=model,
             api=self.plan.api,  # type: ignore[arg-type]
@@ -235,7 +241,6 @@ class Lifecycle:
             logprobs=self.plan.logprobs,
             keep_alive=adapter_for(self.arms[arm.info.name].engine).keep_alive,
         )
-        return request_func(ep, self.plan.sampling, clock=self.clock)
 
     def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:
         """One watch per URL arm for the whole run: a run of refused connections may span blocks and levels."""
@@ -325,18 +330,32 @@ class Lifecycle:
                 if w is not None:
                     w.see(rec)
 
+            block_workers: tuple[dict[str, Any], ...] = ()
             try:
-                outcome = await run_load(
-                    block,
-                    _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
-                    self.session,
-                    self.load_config(lv, len(block), warmup if bi == 0 else 0, first_block + bi),
-                    on_record=on_record,
-                    on_progress=self.reporter.progress,
-                    stop=level_stop,
-                    clock=self.clock,
-                    on_measure_start=measure_start,
-                )
+                load = self.load_config(lv, len(block), warmup if bi == 0 else 0, first_block + bi)
+                # load.workers: the block's share per client process, one start barrier (a two-URL block shorter
+                # than the workers runs on as many as it has conversations)
+                n_workers = min(lv.workers, sum(1 for _ in conversations(block)))
+                if n_workers > 1:
+                    done = await run_workers(
+                        plan_workers(block, load, n_workers), self.endpoint(arm, model), self.plan.sampling,
+                        tokenizer=None, on_record=on_record, on_progress=self.reporter.progress, stop=level_stop,
+                        on_measure_start=measure_start,
+                    )  # fmt: skip
+                    outcome, block_workers = done.outcome, done.workers
+                    seen.workers.extend(block_workers)
+                else:
+                    outcome = await run_load(
+                        block,
+                        _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
+                        self.session,
+                        load,
+                        on_record=on_record,
+                        on_progress=self.reporter.progress,
+                        stop=level_stop,
+                        clock=self.clock,
+                        on_measure_start=measure_start,
+                    )
                 if watch is not None and not self.stop.is_set():
                     await watch.settle()  # a check the block's last requests started: is the server there?
             finally:
@@ -345,7 +364,13 @@ class Lifecycle:
                 if watch is not None:
                     watch.cancel()
             if probe.started:
-                seen.health.append(await probe.stop())
+                health = await probe.stop()
+                # with workers the coordinator only waits: the workers' own health is what timed the requests
+                seen.health.extend(
+                    [ClientHealth.from_dict(w["client"]) for w in block_workers if w.get("client")]
+                    if block_workers
+                    else [health]
+                )
             samples = await sampler.stop()
             seen.memory.append((samples, sampler.gpu_scope))
             if outcome.measured:
@@ -425,7 +450,7 @@ class Lifecycle:
             order=self.order,
             interrupted=interrupted,
             counter_deltas=_moved_counters(before, after),
-            notes=tuple(notes),
+            notes=tuple([*notes, *worker_notes(seen.workers)]),
             windows_s=tuple(seen.windows),
             client=combined_health(seen.health),
         )

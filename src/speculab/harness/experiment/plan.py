@@ -218,6 +218,12 @@ def plan_experiment(
             f"{exp.source}: loads {', '.join(trace_levels)} replay a trace's arrival times, but the workload "
             f"{exp.workload.spec!r} has none; use workload.spec: trace:PATH, or give those loads a rate"
         )
+    for lv in loads:
+        if lv.workers > 1 and lv.concurrency is not None and lv.concurrency < lv.workers:
+            raise UserError(
+                f"{exp.source}: loads at {lv.label}: workers: {lv.workers} needs a concurrency of at least "
+                f"{lv.workers} (one stream per worker at least)"
+            )
     key = _api_key(exp.baseline.api_key_env)
     if exp.two_url_mode:
         arms, changes = _two_url_arms(exp, key)

@@ -117,6 +117,16 @@ def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def worker_notes(workers: Sequence[dict[str, Any]]) -> list[str]:
+    """For an A/B repeat: how many client processes ran it, and what `worker_warnings` says about them."""
+    if not workers:
+        return []
+    n = len({w["worker"] for w in workers})
+    lags = [w["start_lag_s"] for w in workers if w.get("start_lag_s") is not None]
+    worst = f", start lag up to {max(lags) * 1e3:.2f} ms" if lags else ""
+    return [f"{n} client worker processes (load.workers){worst}", *worker_warnings(workers)]
+
+
 # --- the worker process -----------------------------------------------------------------------------------------
 
 
