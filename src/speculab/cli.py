@@ -325,6 +325,7 @@ def diagnose(
     trace_speed: float | None = typer.Option(
         None, "--trace-speed", help="trace:PATH workloads: the operating point replays the trace this fast (default 1)"
     ),
+    workers: int = typer.Option(1, "--workers", help="Client processes offering the operating point's load"),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit for workload requests"),
     temperature: float | None = typer.Option(None, "--temperature"),
     seed: int | None = typer.Option(None, "--seed", help="Workload seed (per-request sampling seeds)"),

@@ -121,3 +121,22 @@ async def test_diagnose_replays_the_trace_as_its_operating_point(tmp_path: Path)
     assert q.measured and q.at.startswith("trace ×1, ") and "in flight on average" in q.at
     load = [r for r in read_records(tmp_path / "d" / "requests.jsonl") if r.extra.get("phase") == "workload-load"]
     assert len(load) == 30
+
+
+async def test_diagnose_offers_its_operating_point_from_two_worker_processes(tmp_path: Path) -> None:
+    with mock_process(**FAST, max_model_len=1024) as url:
+        cfg = DiagnoseConfig(
+            endpoint=EndpointConfig(base_url=url, model=""),
+            output_dir=tmp_path / "d",
+            workload="synthetic:input=20,output=4",
+            num_prompts=8,
+            concurrency=4,
+            workers=2,
+            sampling=RequestSampling(max_tokens=4),
+            sweep_points=3, sweep_repeats=1, prefix_tokens=64, prefix_repeats=2, warm_probes=2, probe_seed=3,
+        )  # fmt: skip
+        res = await run_diagnosis(cfg)
+    assert res.document["options"]["workers"] == 2
+    load = [r for r in read_records(tmp_path / "d" / "requests.jsonl") if r.extra.get("phase") == "workload-load"]
+    assert sorted(r.index for r in load) == list(range(8)) and all(r.ok for r in load)
+    assert res.diagnosis.queueing.measured

@@ -31,6 +31,7 @@ class DiagnoseConfig:
     # a trace:PATH workload: the operating point replays the whole trace at its arrival times, this many times as fast
     # (None: 1 for a trace workload); the concurrency-1 phase takes its first num_prompts requests
     trace_speed: float | None = None
+    workers: int = 1  # client processes offering the operating point's load (load.workers)
     sampling: RequestSampling = field(default_factory=RequestSampling)  # for the workload phases
     seed: int = 0  # the workload's per-request seeds
     probe_seed: int | None = None  # synthetic probe text; None: fresh for every run (see module doc)
@@ -55,6 +56,11 @@ class DiagnoseConfig:
                 raise UserError(msg)
 
         need(self.concurrency >= 1, f"--concurrency must be at least 1, got {self.concurrency}")
+        need(self.workers >= 1, f"--workers must be at least 1, got {self.workers}")
+        need(
+            self.workers == 1 or self.trace_speed is not None or self.concurrency >= self.workers,
+            f"--workers {self.workers} needs --concurrency of at least {self.workers} (one stream per worker)",
+        )
         need(
             self.trace_speed is None or 0 < self.trace_speed < float("inf"),
             f"--trace-speed must be a positive number, got {self.trace_speed}",

@@ -23,6 +23,7 @@ def diagnose_options(
         "num_prompts": cfg.num_prompts,
         "concurrency": cfg.concurrency,
         "trace_speed": cfg.trace_speed,
+        "workers": cfg.workers,
         "sampling": dataclasses.asdict(cfg.sampling),
         "seed": cfg.seed,
         "probe_seed": probe_seed,

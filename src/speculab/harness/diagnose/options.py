@@ -126,6 +126,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         num_prompts=f["num_prompts"] if f["num_prompts"] is not None else 16,
         concurrency=f["concurrency"] if f["concurrency"] is not None else 1,
         trace_speed=f.get("trace_speed"),
+        workers=f.get("workers") or 1,
         sampling=sampling,
         seed=f["seed"] if f["seed"] is not None else 0,
         probe_seed=f["probe_seed"],

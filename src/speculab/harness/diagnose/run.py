@@ -55,6 +55,7 @@ from speculab.harness.diagnose.document import build_document, diagnose_options
 from speculab.harness.diagnose.server_metrics import merge_phases, server_phase
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
+from speculab.harness.load.workers import plan_workers, run_workers
 from speculab.harness.measure.run import check_items
 from speculab.harness.measure.summary import request_option_hints
 from speculab.harness.records import RequestRecord, RequestSpec
@@ -143,6 +144,7 @@ class _Session:
         concurrency: int = 1,
         sampling: RequestSampling | None = None,
         trace_speed: float | None = None,
+        workers: int = 1,
     ) -> list[RequestRecord]:
         """Send `specs`: a closed loop at `concurrency`, or with `trace_speed` a trace replay (open loop at the
         requests' arrival times, `concurrency` > 1 capping requests in flight)."""
@@ -171,7 +173,11 @@ class _Session:
             load = LoadConfig(concurrency=concurrency if concurrency > 1 else None, trace_speed=trace_speed)
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
-        await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
+        if workers > 1:  # the operating point from several client processes (load.workers)
+            await run_workers(plan_workers(specs, load, workers), self.ep, sp, tokenizer=None, on_record=on_record,
+                              stop=self.stop)  # fmt: skip
+        else:
+            await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
         after = await self._scrape() if before is not None else None
         sp_phase = server_phase(before, after)
         if sp_phase is not None:
@@ -259,11 +265,12 @@ async def _workload_phases(s: _Session, cfg: DiagnoseConfig, items: Sequence[Req
     sp = cfg.sampling
     await s.phase(PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
     if cfg.trace_speed is not None:
-        await s.phase(PHASE_LOAD, items, concurrency=cfg.concurrency, sampling=sp, trace_speed=cfg.trace_speed)
+        await s.phase(PHASE_LOAD, items, concurrency=cfg.concurrency, sampling=sp, trace_speed=cfg.trace_speed,
+                      workers=cfg.workers)  # fmt: skip
     elif cfg.concurrency > 1:
         n = max(cfg.num_prompts, 2 * cfg.concurrency)
         cycled = [dataclasses.replace(items[i % len(items)], index=i) for i in range(n)]
-        await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp)
+        await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp, workers=cfg.workers)
 
 
 async def run_diagnosis(
