@@ -39,18 +39,18 @@ def rank_level(
         if tp is None:
             continue
         entries.append((c, tp))
-    faster = [(c, tp) for c, tp in entries if c.gate == "ok" and tp.verdict == "faster"]
-    best = max(faster, key=lambda e: e[1].speedup)[0].candidate if faster else None
+    faster = {c.candidate: tp.speedup for c, tp in entries if c.gate == "ok" and tp.verdict == "faster"}
+    best = max(faster, key=faster.__getitem__) if faster else None
 
-    def key(e: tuple[LevelComparison, object]) -> tuple[int, float]:
+    def key(e: tuple[LevelComparison, Any]) -> tuple[int, float]:
         c, tp = e
-        s = tp.speedup  # type: ignore[attr-defined]
-        return (0 if c.candidate == best else 1 if (c, tp) in faster else 2, -(s if math.isfinite(s) else -1e9))
+        s = tp.speedup
+        return (0 if c.candidate == best else 1 if c.candidate in faster else 2, -(s if math.isfinite(s) else -1e9))
 
     ranking, tied = [], []
     for c, tp in sorted(entries, key=key):
         vs = None
-        if best is not None and c.candidate != best and (c, tp) in faster:
+        if best is not None and c.candidate != best and c.candidate in faster:
             best_runs = inputs.runs_for(best, level.key)
             other_runs = inputs.runs_for(c.candidate, level.key)
             size = group_size(level, arms.get(best), arms.get(c.candidate))

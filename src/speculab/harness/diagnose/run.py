@@ -153,9 +153,8 @@ class _Session:
         if self.on_phase is not None:
             how = f" at concurrency {concurrency}" if concurrency > 1 else ""
             if trace_speed is not None:
-                how = f" replaying the trace at ×{trace_speed:g}" + (
-                    f", at most {concurrency} in flight" if how else ""
-                )
+                cap = f", at most {concurrency} in flight" if concurrency > 1 else ""
+                how = f" replaying the trace at ×{trace_speed:g}{cap}"
             self.on_phase(f"{name}: {len(specs)} requests{how}")
         sp = sampling or RequestSampling(max_tokens=1, max_tokens_overrides_items=True, temperature=0.0)
         request = request_func(self.ep, sp, clock=self.clock)

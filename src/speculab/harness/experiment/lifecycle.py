@@ -11,7 +11,6 @@ Gates and verdicts are the report's job; this records what was asked and what ha
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,7 +45,7 @@ from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
-from speculab.harness.workload.conversation import conversations
+from speculab.harness.workload.conversation import conversations, sent_as
 
 
 def _moved_counters(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> dict[str, float]:
@@ -124,11 +123,7 @@ class _BlockRequest:
         if self.admit is not None:
             await self.admit()  # a wait here is client queue time: the request records sent_s when it leaves
         items = self.warmup_items if warmup else self.block
-        item = items[spec.index % len(items)]
-        if spec.turn is not None and spec.turn > 1 and (item.conversation_id, item.turn) == (spec.conversation_id,
-                                                                                            spec.turn):  # fmt: skip
-            # a later turn the runner built behind this arm's own earlier answers: its context is what goes out
-            item = dataclasses.replace(item, prompt=spec.prompt, messages=spec.messages)
+        item = sent_as(items[spec.index % len(items)], spec)
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 

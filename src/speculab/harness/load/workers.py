@@ -36,7 +36,7 @@ from speculab.harness.load.client_health import HealthProbe
 from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.workload.conversation import conversations
+from speculab.harness.workload.conversation import conversations, sent_as
 
 START_MARGIN_S = 0.2  # the start time is this far after the last worker said it was warm
 START_LAG_WARN_S = 0.001
@@ -194,9 +194,7 @@ class _Positional:
 
     async def __call__(self, session: Any, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
                        ) -> RequestRecord:  # fmt: skip
-        item = self.items[spec.index % len(self.items)]
-        if spec.turn is not None and spec.turn > 1:
-            item = dataclasses.replace(item, prompt=spec.prompt, messages=spec.messages)
+        item = sent_as(self.items[spec.index % len(self.items)], spec)
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 

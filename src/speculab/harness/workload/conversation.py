@@ -59,6 +59,16 @@ def continue_turn(sent: RequestSpec, answer: str, nxt: RequestSpec) -> RequestSp
     return dataclasses.replace(nxt, prompt=sent.prompt + answer + nxt.prompt, messages=None)
 
 
+def sent_as(item: RequestSpec, built: RequestSpec) -> RequestSpec:
+    """`item` as it goes out when the runner handed `built` for it: a later turn of the same conversation keeps the
+    context the runner built behind the arm's own earlier answers (`continue_turn`); anything else is `item`.
+    Request wrappers that map the runner's positions back to workload items (two-URL blocks, client workers) use it."""
+    if built.turn is not None and built.turn > 1 and (item.conversation_id, item.turn) == (built.conversation_id,
+                                                                                          built.turn):  # fmt: skip
+        return dataclasses.replace(item, prompt=built.prompt, messages=built.messages)
+    return item
+
+
 def conversations(specs: Iterable[RequestSpec]) -> Iterator[list[RequestSpec]]:
     """Group a run's specs (in workload order) into conversations: a single-turn item is a conversation of one;
     a conversation starts at its turn 1 and takes the turns after it that continue it."""

@@ -22,7 +22,7 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.analysis.stats import describe
 from speculab.harness.workload.builtin import load_builtin
-from speculab.harness.workload.conversation import conversations
+from speculab.harness.workload.conversation import conversations, split_turns_option
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text
 from speculab.harness.workload.jsonl import load_jsonl
 from speculab.harness.workload.questions import load_questions
@@ -48,9 +48,9 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
     elif kind == "jsonl":
         name, (source, items) = Path(arg).stem, load_jsonl(arg)
     elif kind == "sharegpt":
-        name, (source, items) = _stem(arg), load_sharegpt(arg)
+        name, (source, items) = Path(split_turns_option(arg, kind)[0]).stem, load_sharegpt(arg)
     elif kind in ("specbench", "mtbench", "speedbench"):
-        name, (source, items) = _stem(arg), load_questions(arg, kind)
+        name, (source, items) = Path(split_turns_option(arg, kind)[0]).stem, load_questions(arg, kind)
     elif kind == "trace":
         name, (source, items) = Path(parse_trace_arg(arg)[0]).stem, load_trace(arg, seed)
         if num_prompts is not None and num_prompts > len(items):
@@ -81,12 +81,6 @@ def _trace_overview(arrivals: list[float]) -> dict[str, Any] | None:
         "rate_rps": (len(arrivals) - 1) / span if span > 0 else None,
         "gap_s": describe(gaps).to_dict(),
     }
-
-
-def _stem(arg: str) -> str:
-    """The file's stem, without a ?turns= option."""
-    path, sep, query = arg.rpartition("?")
-    return Path(path if sep and query.startswith("turns=") else arg).stem
 
 
 def workload_overview(workload: Workload) -> dict[str, Any]:
