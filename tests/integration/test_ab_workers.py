@@ -14,13 +14,16 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.report.model import build_report
 
-FAST = dict(ttft_s=0.004, gap_s=0.003, output_tokens=6)
+# ~100 ms requests, as a deployed server's: with ~20 ms ones the client's ~1 ms turnaround between a response and the
+# next send is ~5 % of each request on this 2-core VM, one process or two, and the achieved-load gate (95 %) refuses
+# either way (bench/a_vs_a_mock.py measured the same)
+SERVED = dict(ttft_s=0.010, gap_s=0.008, output_tokens=12)
 
 
 def experiment(a: str, b: str, workers: int) -> str:
     return f"""
 workload: {{spec: "synthetic:input=10,output=6", num_prompts: 32, warmup_requests: 2}}
-sampling: {{max_tokens: 6}}
+sampling: {{max_tokens: 12}}
 loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 4, workers: {workers}}}}}
 baseline: {{url: "{a}"}}
 candidate: {{url: "{b}"}}
@@ -30,11 +33,10 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
 
 def test_two_workers_pair_per_prompt_exactly_as_one(tmp_path: Path) -> None:
     pairs = {}
-    with mock_process(**FAST) as a, mock_process(**FAST) as b:
+    with mock_process(**SERVED) as a, mock_process(**SERVED) as b:
         for n in (1, 2):
             out = tmp_path / f"w{n}"
-            # one block of all 32 prompts per arm: with N workers each drains its own tail, and in blocks of 16 the
-            # tails alone (two workers' last sends apart) cost the 5 % the achieved-load gate allows
+            # one block of all 32 prompts per arm, so both arms run every prompt at the same point of the level
             plan = dataclasses.replace(plan_experiment(parse_experiment(experiment(a, b, n))), block_size=32)
             asyncio.run(run_plan(plan, out))
             inputs = load_inputs(out)
