@@ -17,6 +17,9 @@ from speculab.report.model import build_report
 
 CONVERSATIONS = 8
 TURNS = 3
+# 10 ms between tokens: with 1 ms, a busy CI machine read a whole answer in one chunk now and then, its TPOT was 0
+# and the pair was (rightly) dropped, so "every turn pairs" failed for the client's lateness, not the pairing
+GAP_S = 0.01
 
 
 def conversation_file(path: Path) -> Path:
@@ -50,7 +53,7 @@ def run(tmp_path: Path, cfg_a: MockConfig, cfg_b: MockConfig, concurrency: int, 
 
 
 def test_identical_servers_pair_every_turn_and_break_the_speedup_down_by_turn(tmp_path: Path) -> None:
-    cfg = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=5)
+    cfg = MockConfig(ttft_s=0.002, gap_s=GAP_S, output_tokens=5)
     inputs, report = run(tmp_path, cfg, cfg, concurrency=2)
     items = inputs.setup.items
     assert len(items) == CONVERSATIONS * TURNS
@@ -86,8 +89,8 @@ def test_identical_servers_pair_every_turn_and_break_the_speedup_down_by_turn(tm
 def test_turns_behind_answers_that_differ_are_left_out_and_counted(tmp_path: Path) -> None:
     """The candidate answers with 7 words where the baseline answers with 5: every turn after the first carries a
     different context in the two arms, so only first turns pair."""
-    base = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=5)
-    cand = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=7)
+    base = MockConfig(ttft_s=0.002, gap_s=GAP_S, output_tokens=5)
+    cand = MockConfig(ttft_s=0.002, gap_s=GAP_S, output_tokens=7)
     inputs, report = run(tmp_path, base, cand, concurrency=1, api="chat")
     level = inputs.setup.levels[-1].key
     comp = report.level(level).comparison("ngram-k2")
