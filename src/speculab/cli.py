@@ -80,7 +80,10 @@ def bench(
     trace_speed: float | None = typer.Option(
         None, "--trace-speed", help="trace:PATH workloads: replay the arrivals this many times faster (default 1)"
     ),
-    workers: int = typer.Option(1, "--workers", help="Client processes sharing the load (one machine)"),
+    workers: int = typer.Option(1, "--workers", help="Client processes sharing the load (one machine, or with --ray)"),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Run the --workers as Ray actors: auto | local | a cluster address (pip: speculab[ray])"
+    ),
     arrival: str = typer.Option("poisson", "--arrival", help="Open-loop arrivals: poisson | constant | gamma"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="Gamma shape: 1 = Poisson, < 1 burstier"),
     duration: float | None = typer.Option(None, "--duration", help="Stop sending new requests after S seconds"),
@@ -326,6 +329,9 @@ def diagnose(
         None, "--trace-speed", help="trace:PATH workloads: the operating point replays the trace this fast (default 1)"
     ),
     workers: int = typer.Option(1, "--workers", help="Client processes offering the operating point's load"),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Run the --workers as Ray actors: auto | local | a cluster address (pip: speculab[ray])"
+    ),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit for workload requests"),
     temperature: float | None = typer.Option(None, "--temperature"),
     seed: int | None = typer.Option(None, "--seed", help="Workload seed (per-request sampling seeds)"),

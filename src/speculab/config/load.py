@@ -154,18 +154,33 @@ def _message(err: dict[str, Any]) -> str:
 
 
 _WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type", "int_type", "int_parsing")
-_BRANCH_NAMES = ("function-after[", "list[", "SpeculationSchema", "AdaptiveRepeatsSchema")
+_BRANCH_NAMES = (
+    "function-after[",
+    "list[",
+    "SpeculationSchema",
+    "AdaptiveRepeatsSchema",
+    "WorkersSchema",
+    "constrained-int",
+)
+_UNIONS = ("speculation", "repeats", "workers")  # keys that take either of two shapes
 
 
 def _first_error(e: ValidationError, source: str) -> str:
     errors = e.errors()
     # `workload` accepts a mapping or a string: pydantic reports both branches; keep the mapping's complaint.
     errors = [x for x in errors if not (len(x["loc"]) > 1 and x["loc"][0] == "workload" and "str" in str(x["loc"][1]))]
+
     # `speculation` is one block or a list of them: drop the branch the input was not (a mapping is no list, and a
     # list is no mapping), and the branch names pydantic puts in the path
-    for key in ("speculation", "repeats"):  # `repeats` is a number or a {min, max, until} mapping: the same
-        if any(x["loc"][:1] == (key,) and x["type"] not in _WRONG_SHAPE for x in errors):
-            errors = [x for x in errors if not (x["loc"][:1] == (key,) and x["type"] in _WRONG_SHAPE)]
+    # list is no mapping), and the branch names pydantic puts in the path. `repeats` (a number or {min, max, until})
+    # and a load's `workers` (a number or {n, ray}) are the same.
+    def union(loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        i = next((i for i, p in enumerate(loc) if p in _UNIONS), None)
+        return None if i is None else loc[: i + 1]
+
+    for prefix in {u for x in errors if (u := union(x["loc"])) is not None}:
+        if any(union(x["loc"]) == prefix and x["type"] not in _WRONG_SHAPE for x in errors):
+            errors = [x for x in errors if not (union(x["loc"]) == prefix and x["type"] in _WRONG_SHAPE)]
     # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
     errors.sort(key=lambda x: x["type"] != "extra_forbidden")
     cleaned = []
@@ -183,8 +198,9 @@ def _first_error(e: ValidationError, source: str) -> str:
 
 
 def _load(m: LoadSchema) -> LoadLevel:
+    n, ray = (m.workers, None) if isinstance(m.workers, int) else (m.workers.n, m.workers.ray)
     return LoadLevel(
-        m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s, m.trace_speed, m.workers
+        m.concurrency, m.rate, m.arrival, m.burstiness, m.max_concurrency, m.ramp_up_s, m.trace_speed, n, ray
     )
 
 

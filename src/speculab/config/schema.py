@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -106,6 +106,11 @@ class SamplingSchema(_Model):
         return self
 
 
+class WorkersSchema(_Model):
+    n: int = Field(ge=1, le=1024)
+    ray: str | None = None  # Ray actors on a cluster (harness.load.ray_pool): auto | local | an address
+
+
 class LoadSchema(_Model):
     concurrency: int | None = Field(default=None, ge=1)
     rate: float | None = Field(default=None, gt=0)
@@ -114,7 +119,8 @@ class LoadSchema(_Model):
     max_concurrency: int | None = Field(default=None, ge=1)
     ramp_up_s: float = Field(default=0.0, ge=0)
     trace_speed: float | None = Field(default=None, gt=0)
-    workers: int = Field(default=1, ge=1, le=64)  # client processes offering this load (one machine)
+    # client processes offering this load: a number (processes on this machine, at most 64), or {n, ray}
+    workers: Annotated[int, Field(ge=1, le=64)] | WorkersSchema = 1
 
     @model_validator(mode="after")
     def _one_of(self) -> LoadSchema:

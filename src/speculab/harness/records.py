@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -149,6 +149,17 @@ class RequestRecord:
     def queue_s(self) -> float:
         """Client-side queueing: scheduled -> sent. Large values mean the client fell behind."""
         return self.sent_s - self.scheduled_s
+
+    def shifted(self, dt: float) -> RequestRecord:
+        """The same record with every time `dt` later: a record timed on another host's clock, put on this one
+        (load.clock_sync). Durations (TTFT, gaps, E2E) are unchanged."""
+        return replace(
+            self,
+            scheduled_s=self.scheduled_s + dt,
+            sent_s=self.sent_s + dt,
+            end_s=self.end_s + dt,
+            chunks=tuple(replace(c, t_s=c.t_s + dt) for c in self.chunks),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -32,6 +32,7 @@ class DiagnoseConfig:
     # (None: 1 for a trace workload); the concurrency-1 phase takes its first num_prompts requests
     trace_speed: float | None = None
     workers: int = 1  # client processes offering the operating point's load (load.workers)
+    ray: str | None = None  # those workers as Ray actors on this cluster (load.ray_pool): auto | local | an address
     sampling: RequestSampling = field(default_factory=RequestSampling)  # for the workload phases
     seed: int = 0  # the workload's per-request seeds
     probe_seed: int | None = None  # synthetic probe text; None: fresh for every run (see module doc)
@@ -61,6 +62,10 @@ class DiagnoseConfig:
             self.workers == 1 or self.trace_speed is not None or self.concurrency >= self.workers,
             f"--workers {self.workers} needs --concurrency of at least {self.workers} (one stream per worker)",
         )
+        if self.ray is not None:
+            from speculab.harness.load.ray_pool import check_address
+
+            check_address(self.ray)
         need(
             self.trace_speed is None or 0 < self.trace_speed < float("inf"),
             f"--trace-speed must be a positive number, got {self.trace_speed}",

@@ -24,6 +24,7 @@ def diagnose_options(
         "concurrency": cfg.concurrency,
         "trace_speed": cfg.trace_speed,
         "workers": cfg.workers,
+        "ray": cfg.ray,
         "sampling": dataclasses.asdict(cfg.sampling),
         "seed": cfg.seed,
         "probe_seed": probe_seed,

@@ -127,6 +127,7 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         concurrency=f["concurrency"] if f["concurrency"] is not None else 1,
         trace_speed=f.get("trace_speed"),
         workers=f.get("workers") or 1,
+        ray=f.get("ray"),
         sampling=sampling,
         seed=f["seed"] if f["seed"] is not None else 0,
         probe_seed=f["probe_seed"],

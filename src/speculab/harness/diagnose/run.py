@@ -145,6 +145,7 @@ class _Session:
         sampling: RequestSampling | None = None,
         trace_speed: float | None = None,
         workers: int = 1,
+        ray: str | None = None,
     ) -> list[RequestRecord]:
         """Send `specs`: a closed loop at `concurrency`, or with `trace_speed` a trace replay (open loop at the
         requests' arrival times, `concurrency` > 1 capping requests in flight)."""
@@ -172,9 +173,9 @@ class _Session:
             load = LoadConfig(concurrency=concurrency if concurrency > 1 else None, trace_speed=trace_speed)
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
-        if workers > 1:  # the operating point from several client processes (load.workers)
+        if workers > 1 or ray is not None:  # the operating point from several client processes (load.workers)
             await run_workers(plan_workers(specs, load, workers), self.ep, sp, tokenizer=None, on_record=on_record,
-                              stop=self.stop)  # fmt: skip
+                              stop=self.stop, ray=ray)  # fmt: skip
         else:
             await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
         after = await self._scrape() if before is not None else None
@@ -265,11 +266,11 @@ async def _workload_phases(s: _Session, cfg: DiagnoseConfig, items: Sequence[Req
     await s.phase(PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
     if cfg.trace_speed is not None:
         await s.phase(PHASE_LOAD, items, concurrency=cfg.concurrency, sampling=sp, trace_speed=cfg.trace_speed,
-                      workers=cfg.workers)  # fmt: skip
+                      workers=cfg.workers, ray=cfg.ray)  # fmt: skip
     elif cfg.concurrency > 1:
         n = max(cfg.num_prompts, 2 * cfg.concurrency)
         cycled = [dataclasses.replace(items[i % len(items)], index=i) for i in range(n)]
-        await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp, workers=cfg.workers)
+        await s.phase(PHASE_LOAD, cycled, concurrency=cfg.concurrency, sampling=sp, workers=cfg.workers, ray=cfg.ray)
 
 
 async def run_diagnosis(

@@ -331,11 +331,11 @@ class Lifecycle:
                 # load.workers: the block's share per client process, one start barrier (a two-URL block shorter
                 # than the workers runs on as many as it has conversations)
                 n_workers = min(lv.workers, sum(1 for _ in conversations(block)))
-                if n_workers > 1:
+                if n_workers > 1 or lv.ray is not None:
                     done = await run_workers(
                         plan_workers(block, load, n_workers), self.endpoint(arm, model), self.plan.sampling,
                         tokenizer=None, on_record=on_record, on_progress=self.reporter.progress, stop=level_stop,
-                        on_measure_start=measure_start,
+                        on_measure_start=measure_start, ray=lv.ray,
                     )  # fmt: skip
                     outcome, block_workers = done.outcome, done.workers
                     seen.workers.extend(block_workers)

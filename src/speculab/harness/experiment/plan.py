@@ -224,6 +224,10 @@ def plan_experiment(
                 f"{exp.source}: loads at {lv.label}: workers: {lv.workers} needs a concurrency of at least "
                 f"{lv.workers} (one stream per worker at least)"
             )
+        if lv.ray is not None:
+            from speculab.harness.load.ray_pool import check_address
+
+            check_address(lv.ray)  # now, not after the baseline's first launch
     key = _api_key(exp.baseline.api_key_env)
     if exp.two_url_mode:
         arms, changes = _two_url_arms(exp, key)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.arrivals import send_offsets
 from speculab.harness.load.client_health import HealthProbe
+from speculab.harness.load.clock_sync import SAME_CLOCK
 from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
@@ -110,10 +111,12 @@ def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
         if w.get("crashed"):
             out.append(f"client worker {w['worker']} exited (code {w.get('exitcode')}) before it finished; the records "
                        "it sent are kept")  # fmt: skip
-        lag = w.get("start_lag_s")
-        if lag is not None and lag > START_LAG_WARN_S:
-            out.append(f"client worker {w['worker']} started {lag * 1e3:.1f} ms after the common start time: its "
-                       "open-loop sends are that much late")  # fmt: skip
+        lag, unc = w.get("start_lag_s"), w.get("start_uncertainty_s") or 0.0
+        if lag is not None and lag + unc > START_LAG_WARN_S:
+            bound = (f" +- {unc * 1e3:.1f} ms (its clock's offset from this machine's, from round trips)"
+                     if unc > 0 else "")  # fmt: skip
+            out.append(f"client worker {w['worker']} started {lag * 1e3:.1f} ms{bound} after the common start "
+                       "time: its open-loop sends are that much late")  # fmt: skip
     return out
 
 
@@ -124,7 +127,14 @@ def worker_notes(workers: Sequence[dict[str, Any]]) -> list[str]:
     n = len({w["worker"] for w in workers})
     lags = [w["start_lag_s"] for w in workers if w.get("start_lag_s") is not None]
     worst = f", start lag up to {max(lags) * 1e3:.2f} ms" if lags else ""
-    return [f"{n} client worker processes (load.workers){worst}", *worker_warnings(workers)]
+    where = "(load.workers)"
+    if any(w.get("ray") for w in workers):
+        hosts = len({w.get("node_ip") for w in workers})
+        unc = max((w.get("clock") or {}).get("uncertainty_s") or 0.0 for w in workers)
+        where = f"as Ray actors on {hosts} node{'s' if hosts != 1 else ''} (load.ray_pool)" + (
+            f", clock offsets known to +-{unc * 1e3:.2f} ms" if unc > 0 else ""
+        )
+    return [f"{n} client worker processes {where}{worst}", *worker_warnings(workers)]
 
 
 # --- the worker process -----------------------------------------------------------------------------------------
@@ -213,7 +223,97 @@ def _get_start(go: Any, stop_event: Any) -> float | None:
 @dataclass(frozen=True, slots=True)
 class WorkersOutcome:
     outcome: LoadOutcome
-    workers: tuple[dict[str, Any], ...]  # per worker: items, load, start lag, client health, how it ended
+    workers: tuple[dict[str, Any], ...]  # per worker: items, load, start lag, clock, client health, how it ended
+
+
+class WorkerPool(Protocol):
+    """Where the workers run: processes on this machine (`ProcessPool`), or Ray actors (load.ray_pool)."""
+
+    start_margin_s: float  # the common start is this far after the last worker is warm: time for "go" to reach all
+
+    async def messages(self) -> list[tuple[Any, ...]]:
+        """What the workers sent since the last call ("rec" dicts on the coordinator's clock), waiting up to ~0.1 s."""
+        ...
+
+    def lost(self, done: set[int]) -> dict[int, dict[str, Any]]:
+        """Workers not in `done` that are gone without saying so: worker -> how it ended."""
+        ...
+
+    def go(self, at: float) -> None:
+        """Release every worker at `at` on the coordinator's clock (time.perf_counter)."""
+        ...
+
+    def stop(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def describe(self, worker: int) -> dict[str, Any]:
+        """The manifest's facts about where worker ran and how its clock relates to the coordinator's."""
+        ...
+
+
+class ProcessPool:
+    """Spawned processes on this host: one CLOCK_MONOTONIC for all, so the start time needs no translation."""
+
+    start_margin_s = START_MARGIN_S
+
+    def __init__(self, plans: Sequence[WorkerPlan], endpoint: EndpointConfig, sampling: RequestSampling,
+                 tokenizer: str | None):  # fmt: skip
+        ctx = multiprocessing.get_context("spawn")
+        self.out, self.stop_event = ctx.Queue(), ctx.Event()
+        self.gos = {p.worker: ctx.Queue() for p in plans}
+        ep = endpoint_fields(endpoint)
+        self.procs = {
+            p.worker: ctx.Process(target=worker_main, daemon=True,
+                                  args=(p, ep, sampling, tokenizer, self.out, self.gos[p.worker], self.stop_event))
+            for p in plans
+        }  # fmt: skip
+        for pr in self.procs.values():
+            pr.start()
+
+    async def messages(self) -> list[tuple[Any, ...]]:
+        try:
+            first = await asyncio.to_thread(self.out.get, True, 0.1)
+        except queue.Empty:
+            return []
+        msgs = [first]
+        while True:
+            try:
+                msgs.append(self.out.get_nowait())
+            except queue.Empty:
+                return msgs
+
+    def lost(self, done: set[int]) -> dict[int, dict[str, Any]]:
+        return {
+            w: {"interrupted": True, "crashed": True, "exitcode": pr.exitcode}
+            for w, pr in self.procs.items()
+            if w not in done and not pr.is_alive() and self.out.empty()
+        }
+
+    def go(self, at: float) -> None:
+        for g in self.gos.values():
+            g.put(at)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    async def close(self) -> None:
+        self.stop_event.set()
+        for pr in self.procs.values():
+            await asyncio.to_thread(pr.join, 10)
+            if pr.is_alive():
+                pr.kill()
+
+    def describe(self, worker: int) -> dict[str, Any]:
+        return {"host": "local", "pid": self.procs[worker].pid, "clock": SAME_CLOCK.to_dict()}
+
+
+def endpoint_fields(endpoint: EndpointConfig) -> dict[str, Any]:
+    """The endpoint as plain fields for another process (asdict deep-copies, and the extra body's read-only mapping
+    does not pickle)."""
+    ep = {f.name: getattr(endpoint, f.name) for f in dataclasses.fields(endpoint)}
+    ep["extra_body"] = dict(endpoint.extra_body)
+    return ep
 
 
 async def run_workers(
@@ -226,20 +326,20 @@ async def run_workers(
     on_progress: Callable[[Progress], None] | None = None,
     stop: asyncio.Event | None = None,
     on_measure_start: Callable[[], Any] | None = None,
+    ray: str | None = None,
 ) -> WorkersOutcome:
-    """Start one process per plan, run them to the end (or the stop), and hand every record to `on_record`."""
-    ctx = multiprocessing.get_context("spawn")
-    out, stop_event = ctx.Queue(), ctx.Event()
-    gos = [ctx.Queue() for _ in plans]
-    # fields by hand: asdict deep-copies, and the extra body's read-only mapping does not pickle
-    ep = {f.name: getattr(endpoint, f.name) for f in dataclasses.fields(endpoint)}
-    ep["extra_body"] = dict(endpoint.extra_body)
-    procs = [
-        ctx.Process(target=worker_main, args=(p, ep, sampling, tokenizer, out, gos[p.worker], stop_event), daemon=True)
-        for p in plans
-    ]
-    for pr in procs:
-        pr.start()
+    """Run one worker per plan to the end (or the stop) and hand every record to `on_record`: spawned processes on
+    this machine, or, with `ray` (a cluster address, "auto" or "local"), Ray actors spread over the cluster."""
+    if ray is not None:
+        from speculab.harness.load.ray_pool import RayPool
+
+        ray_pool = await RayPool.start(ray, plans, endpoint, sampling, tokenizer, stop)
+        if ray_pool is None:  # stopped before any worker ran
+            now = time.perf_counter()
+            return WorkersOutcome(LoadOutcome(now, now, True, 0, 0), ())
+        pool: WorkerPool = ray_pool
+    else:
+        pool = ProcessPool(plans, endpoint, sampling, tokenizer)
     ready: set[int] = set()
     done: dict[int, dict[str, Any]] = {}
     total = sum(len(p.items) for p in plans)
@@ -265,33 +365,22 @@ async def run_workers(
     try:
         while len(done) < len(plans):
             if stop is not None and stop.is_set():
-                stop_event.set()
-            try:
-                msg = await asyncio.to_thread(out.get, True, 0.1)
-            except queue.Empty:
-                for p, pr in zip(plans, procs, strict=True):  # a worker that died says nothing more
-                    if not pr.is_alive() and p.worker not in done and out.empty():
-                        done[p.worker] = {"interrupted": True, "crashed": True, "exitcode": pr.exitcode}
+                pool.stop()
+            msgs = await pool.messages()
+            if not msgs:
+                done.update(pool.lost(set(done)))  # a worker that died says nothing more
                 continue
-            handle(msg)
+            for msg in msgs:
+                handle(msg)
             if not started and len(ready | set(done)) == len(plans):
                 started = True
                 if on_measure_start is not None:
                     await on_measure_start()
-                at = time.perf_counter() + START_MARGIN_S
-                for g in gos:
-                    g.put(at)
-        while True:  # records still in the queue after the last "done"
-            try:
-                handle(out.get_nowait())
-            except queue.Empty:
-                break
+                pool.go(time.perf_counter() + pool.start_margin_s)
+        for msg in await pool.messages():  # records still on their way after the last "done"
+            handle(msg)
     finally:
-        stop_event.set()
-        for pr in procs:
-            pr.join(timeout=10)
-            if pr.is_alive():
-                pr.kill()
+        await pool.close()
     ws = [done.get(p.worker, {}) for p in plans]
     starts = [w["started_s"] for w in ws if w.get("started_s") is not None]
     ends = [w["ended_s"] for w in ws if w.get("ended_s") is not None]
@@ -304,8 +393,10 @@ async def run_workers(
         warmup=sum(int(w.get("warmup", 0)) for w in ws),
         skipped=sum(int(w.get("skipped", 0)) for w in ws),
     )
-    info = tuple(
-        {"worker": p.worker, "requests": len(p.items), "load": p.load.to_manifest(), **w}
-        for p, w in zip(plans, ws, strict=True)
-    )
-    return WorkersOutcome(outcome, info)
+    info = []
+    for p, w in zip(plans, ws, strict=True):
+        where = pool.describe(p.worker)
+        # the start offset from the common start is start_lag_s (the worker's own clock), within the clock's bound
+        unc = {"start_uncertainty_s": where["clock"]["uncertainty_s"]} if w.get("start_lag_s") is not None else {}
+        info.append({"worker": p.worker, "requests": len(p.items), "load": p.load.to_manifest(), **where, **w, **unc})
+    return WorkersOutcome(outcome, tuple(info))

@@ -113,11 +113,15 @@ def bench_config_from_flags(
         ignore_eos=f["ignore_eos"],
     )
     check_items(wl.items, endpoint)
-    workers = f.get("workers", 1)
-    if workers > 1:
+    workers, ray = f.get("workers", 1), f.get("ray")
+    if workers > 1 or ray is not None:
         from speculab.harness.load.workers import plan_workers
 
         plan_workers(wl.items, load, workers)  # every mistake (too few prompts or streams, --duration) now
+    if ray is not None:
+        from speculab.harness.load.ray_pool import check_address
+
+        check_address(ray)
     count_tokens = None
     if f["tokenizer"]:
         from speculab.harness.client.token_counter import load_token_counter
@@ -139,5 +143,6 @@ def bench_config_from_flags(
         scrape=f["scrape"],
         command=redact_command(argv),
         workers=workers,
+        ray=ray,
     )
     return cfg, wl.items, count_tokens

@@ -51,6 +51,7 @@ class BenchConfig:
     scrape: bool = True  # scrape /metrics before and after the measured phase
     command: tuple[str, ...] = ()  # argv, already redacted
     workers: int = 1  # client processes (load.workers); 1: this process runs the load
+    ray: str | None = None  # the workers as Ray actors on this cluster (load.ray_pool): auto | local | an address
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,7 @@ async def _measure(
         probe.start()  # the client's own CPU and loop lag over the measured phase only
 
     workers: tuple[dict[str, Any], ...] = ()
-    if cfg.workers > 1:
+    if cfg.workers > 1 or cfg.ray is not None:
         plans = plan_workers(items, cfg.load, cfg.workers)
 
         async def scrape_before() -> None:
@@ -160,12 +161,15 @@ async def _measure(
                 before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
 
         done = await run_workers(plans, ep, cfg.sampling, tokenizer=cfg.tokenizer, on_record=run_dir.append,
-                                 on_progress=on_progress, stop=stop, on_measure_start=scrape_before)  # fmt: skip
+                                 on_progress=on_progress, stop=stop, on_measure_start=scrape_before,
+                                 ray=cfg.ray)  # fmt: skip
         outcome, workers = done.outcome, done.workers
         healths = [ClientHealth.from_dict(w["client"]) for w in workers if w.get("client")]
         # the summary's client block is the worst worker's (the one whose timings carry the most delay)
         health = max(healths, key=lambda h: (h.loop_lag_s.p99, h.cpu_share)) if healths else None
         manifest["workers"] = list(workers)
+        if cfg.ray is not None:
+            manifest["ray"] = {"address": cfg.ray}
     else:
         request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
         outcome = await run_load(
