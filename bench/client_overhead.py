@@ -26,8 +26,15 @@ error is <= 1 ms. The client's peak RSS (this process) is sampled during each le
 Streams are spread by a ramp (`speculab bench --ramp-up`, one request's duration by default) and chunk errors are
 counted while all N run. `--client raw` measures the floor: a bare asyncio Protocol that only stamps socket reads.
 
+`--workers 1,2` runs every level once per worker count, side by side (the same mock settings, one level after the
+other): N > 1 spreads the streams over N client processes (`speculab bench --workers N`, harness.load.workers),
+whose records come back to this process; the chunk timing error is measured the same way, since the workers and
+the mock share this host's CLOCK_MONOTONIC. Client CPU and RSS then sum this process and its workers. The send
+delay and wire-to-server columns need an in-process trace hook and are left empty for N > 1.
+
 Usage (from the repository root):
     python bench/client_overhead.py                       # levels 64..1024, 50 ms between chunks
+    python bench/client_overhead.py --workers 1,2 --levels 256,512,768,1024   # 1 vs 2 client processes
     python bench/client_overhead.py --levels 128,256,512 --client raw   # the machine's own floor
     python bench/client_overhead.py --levels 512 --gap-ms 20 --json out.json
     chrt -f 10 python bench/client_overhead.py            # real-time priority on a shared machine
@@ -64,6 +71,7 @@ from speculab.harness.client.request import StreamingRequest, request_func  # no
 from speculab.harness.client.socket_times import stamping_session  # noqa: E402
 from speculab.harness.client.stream import StreamState  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
+from speculab.harness.load.workers import plan_workers, run_workers  # noqa: E402
 from speculab.harness.records import RequestRecord, RequestSpec  # noqa: E402
 from speculab.harness.results.requests_file import RequestsFile, read_records  # noqa: E402
 
@@ -115,8 +123,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="asyncio",
         help="the client's event loop: asyncio's own, or uvloop (libuv; `pip install uvloop`)",
     )
+    p.add_argument(
+        "--workers",
+        default="1",
+        help="client processes, a comma list run side by side per level (1,2: each level with one process, then "
+        "two); N > 1 needs --client harness",
+    )
     p.add_argument("--json", type=Path, default=None, help="write the full results here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.worker_counts = [int(x) for x in args.workers.split(",")]
+    if any(n > 1 for n in args.worker_counts) and args.client != "harness":
+        p.error("--workers above 1 runs speculab's own client in each process: use --client harness")
+    return args
 
 
 def ramp_up_s(args: argparse.Namespace) -> float:
@@ -140,16 +158,25 @@ def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
 
 
 class PeakRss:
-    """Samples this process's RSS every 20 ms while running."""
+    """Samples the RSS of this process and its client workers (children, less the mock server) every 20 ms."""
 
-    def __init__(self) -> None:
+    def __init__(self, exclude_pid: int) -> None:
         self.proc = psutil.Process()
-        self.peak_bytes = self.proc.memory_info().rss
+        self.exclude_pid = exclude_pid
+        self.peak_bytes = self._rss()
         self._task: asyncio.Task[None] | None = None
+
+    def _rss(self) -> int:
+        total = self.proc.memory_info().rss
+        for child in self.proc.children(recursive=True):
+            if child.pid != self.exclude_pid:
+                with contextlib.suppress(psutil.Error):  # a worker that just exited
+                    total += child.memory_info().rss
+        return total
 
     async def _loop(self) -> None:
         while True:
-            self.peak_bytes = max(self.peak_bytes, self.proc.memory_info().rss)
+            self.peak_bytes = max(self.peak_bytes, self._rss())
             await asyncio.sleep(0.02)
 
     def __enter__(self) -> PeakRss:
@@ -159,7 +186,7 @@ class PeakRss:
     def __exit__(self, *exc: object) -> None:
         assert self._task is not None
         self._task.cancel()
-        self.peak_bytes = max(self.peak_bytes, self.proc.memory_info().rss)
+        self.peak_bytes = max(self.peak_bytes, self._rss())
 
 
 def _pcts_ms(values: list[float]) -> dict[str, float | None]:
@@ -321,7 +348,12 @@ def compare(
     }
 
 
-async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any]:
+def cpu_s(t: Any) -> float:
+    """CPU seconds of this process and of its children that ended (the spawned workers; the mock still runs)."""
+    return t.user + t.system + t.children_user + t.children_system
+
+
+async def run_level(args: argparse.Namespace, concurrency: int, workers: int = 1) -> dict[str, Any]:
     proc, url = start_mock(args)
     gc_pauses_ms: list[float] = []
     started: list[float] = []
@@ -351,21 +383,21 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         me, server = psutil.Process(), psutil.Process(proc.pid)
         cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()
         t0 = time.perf_counter()
-        with PeakRss() as rss:
+        load = LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency, ramp_up_s=ramp_s)
+        with PeakRss(exclude_pid=proc.pid) as rss:
             wire_sent: dict[str, float] = {}
             async with _session(wire_sent) as session:
-                request = {
-                    "harness": lambda: request_func(endpoint, sampling),
-                    "deferred": lambda: DeferredParseRequest(endpoint, sampling),
-                    "raw": lambda: RawStampRequest(endpoint, sampling),
-                }[args.client]()
-                outcome = await run_load(
-                    items,
-                    request,
-                    session,
-                    LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency, ramp_up_s=ramp_s),
-                    on_record=requests.append,
-                )
+                if workers > 1:
+                    done = await run_workers(plan_workers(items, load, workers), endpoint, sampling, tokenizer=None,
+                                             on_record=requests.append)  # fmt: skip
+                    outcome = done.outcome
+                else:
+                    request = {
+                        "harness": lambda: request_func(endpoint, sampling),
+                        "deferred": lambda: DeferredParseRequest(endpoint, sampling),
+                        "raw": lambda: RawStampRequest(endpoint, sampling),
+                    }[args.client]()
+                    outcome = await run_load(items, request, session, load, on_record=requests.append)
                 async with session.get(url + "/mock/send_times") as resp:
                     send_log = await resp.json()
         wall_s = time.perf_counter() - t0
@@ -375,11 +407,12 @@ async def run_level(args: argparse.Namespace, concurrency: int) -> dict[str, Any
         ok = [r for r in measured if r.ok]
         result: dict[str, Any] = {
             "concurrency": concurrency,
+            "workers": workers,
             "requests": len(measured),
             "ok": len(ok),
             "errors": sorted({f"{r.error.category.value}: {r.error.message[:80]}" for r in measured if r.error}),
             "client_peak_rss_mb": round(rss.peak_bytes / 2**20, 1),
-            "client_cpu_s_per_wall_s": round((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / wall_s, 2),
+            "client_cpu_s_per_wall_s": round((cpu_s(cpu1) - cpu_s(cpu0)) / wall_s, 2),
             "server_cpu_s_per_wall_s": round(
                 (server_cpu1.user + server_cpu1.system - server_cpu0.user - server_cpu0.system) / wall_s, 2
             ),
@@ -432,12 +465,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     info = machine()
     print(json.dumps(info))
     levels = []
-    for c in (int(x) for x in args.levels.split(",")):
-        r = await run_level(args, c)
+    for c, w in ((int(x), w) for x in args.levels.split(",") for w in args.worker_counts):
+        r = await run_level(args, c, w)
         levels.append(r)
         e, s = r["chunk_error_ms"], r["server_lateness_ms"]
         print(
-            f"{c:5d} streams: ok {r['ok']}/{r['requests']}  chunk error p50 {e['p50']} p99 {e['p99']} max {e['max']} ms"
+            f"{c:5d} streams, {w} worker{'s' if w > 1 else ' '}: ok {r['ok']}/{r['requests']}  chunk error p50 "
+            f"{e['p50']} p99 {e['p99']} max {e['max']} ms"
             f"  TTFT overhead p50 {r['ttft_overhead_ms']['p50']} ms (client send delay p50"
             f" {r['client_send_delay_ms']['p50']}, wire to server arrival p50 {r['wire_to_server_arrival_ms']['p50']})"
             f"  server lateness p99 {s['p99']} ms"
@@ -446,15 +480,20 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             f"  longest GC {r['gc_longest_pause_ms']} ms  sustained {r['sustained']}",
             flush=True,
         )
-    sustained = [r["concurrency"] for r in levels if r["sustained"]]
+    by_workers = {}
+    for w in args.worker_counts:
+        sustained = [r["concurrency"] for r in levels if r["workers"] == w and r["sustained"]]
+        by_workers[str(w)] = max(sustained) if sustained else None
     summary = {
         "machine": info,
         "settings": {k: v for k, v in vars(args).items() if k != "json"},
         "levels": levels,
-        "max_sustained_streams": max(sustained) if sustained else None,
+        "max_sustained_streams": by_workers[str(args.worker_counts[0])],
+        "max_sustained_streams_by_workers": by_workers,
     }
-    best = summary["max_sustained_streams"]
-    print(f"most concurrent streams with p99 chunk timing error <= {args.max_error_ms} ms: {best}")
+    for w, best in by_workers.items():
+        print(f"{w} client process{'es' if w != '1' else ''}: most concurrent streams with p99 chunk timing error <= "
+              f"{args.max_error_ms} ms: {best}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return summary

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import multiprocessing
 import queue
 import time
@@ -55,44 +56,65 @@ class WorkerPlan:
     worker: int
     items: tuple[RequestSpec, ...]
     load: LoadConfig
+    total: int = 0  # the whole workload's items (all workers): numbers a cycled share's repeats
 
 
 def plan_workers(items: Sequence[RequestSpec], load: LoadConfig, n: int) -> list[WorkerPlan]:
-    """The partition and each worker's load; the same for the same items, load and n."""
+    """The partition and each worker's load; the same for the same items, load and n.
+
+    With `duration_s` the workload is cycled, as one process cycles it: a closed-loop worker cycles its own share
+    until the duration (each repeat numbered as the single-process run numbers it: pass c over item i is index
+    c * len(items) + i); an open loop's global schedule is drawn up to the duration (or num_prompts arrivals),
+    arrival k starting conversation k mod the conversations' count on its worker.
+    """
     if n < 1:
         raise UserError(f"--workers must be at least 1, got {n}")
-    if load.duration_s is not None:
-        raise UserError("--duration with --workers is not supported yet: give --num-prompts instead")
     convs = list(conversations(items))
     if len(convs) < n:
         raise UserError(f"--workers {n} needs at least {n} prompts (conversations); the run has {len(convs)}")
+    total = len(items)
     starts: list[float] | None = None
+    endless = load.duration_s is not None
     if load.arrival is not None:  # one global seeded schedule, as the single-process run draws it
         gen = send_offsets(load.arrival, np.random.default_rng(load.seed))
-        starts = [next(gen) for _ in convs]
-    elif load.trace_speed is not None:
+        if endless:
+            limit = load.num_prompts
+            starts = list(itertools.takewhile(lambda t: t < load.duration_s, itertools.islice(gen, limit)))
+        else:
+            starts = [next(gen) for _ in convs]
+    elif load.trace_speed is not None:  # a trace is replayed once, even with a duration (which then cuts it)
         first = min(c[0].arrival_s or 0.0 for c in convs)
         starts = [((c[0].arrival_s or 0.0) - first) / load.trace_speed for c in convs]
     parts: list[list[RequestSpec]] = [[] for _ in range(n)]
-    for j, conv in enumerate(convs):
-        if starts is not None:  # the turn that starts it carries its absolute start offset
-            conv = [dataclasses.replace(conv[0], arrival_s=starts[j]), *conv[1:]]
-        parts[j % n] += conv
+    if starts is not None:
+        for k, t in enumerate(starts):
+            j, c = k % len(convs), k // len(convs)
+            conv = [_repeat(s, c, total) for s in convs[j]]
+            # the turn that starts it carries its absolute start offset
+            parts[j % n] += [dataclasses.replace(conv[0], arrival_s=t), *conv[1:]]
+    else:
+        for j, conv in enumerate(convs):
+            parts[j % n] += conv
+    if any(not p for p in parts):
+        raise UserError(f"--workers {n}: the schedule has only {len(starts or ())} arrivals, fewer than the workers")
     warm = split(load.warmup, n)
     if load.arrival is None and load.trace_speed is None:
         assert load.concurrency is not None
         if load.concurrency < n:
             raise UserError(f"--workers {n} needs --concurrency of at least {n} (one stream per worker at least)")
         conc = split(load.concurrency, n)
-        loads = [
-            dataclasses.replace(load, concurrency=conc[i], num_prompts=len(parts[i]), warmup=warm[i]) for i in range(n)
-        ]
+        if endless:  # cycled until the duration; a --num-prompts cap is shared out like the streams
+            caps: list[int | None] = split(load.num_prompts, n) if load.num_prompts is not None else [None] * n
+        else:
+            caps = [len(p) for p in parts]
+        loads = [dataclasses.replace(load, concurrency=conc[i], num_prompts=caps[i], warmup=warm[i]) for i in range(n)]
     else:
-        caps = split(load.concurrency, n) if load.concurrency is not None else [None] * n
+        streams = split(load.concurrency, n) if load.concurrency is not None else [None] * n
         loads = [
             LoadConfig(
-                concurrency=caps[i],
+                concurrency=streams[i],
                 num_prompts=len(parts[i]),
+                duration_s=load.duration_s,  # a conversation's later turns stop at it, as in one process
                 warmup=warm[i],
                 seed=load.seed,
                 trace_speed=1.0,
@@ -101,7 +123,12 @@ def plan_workers(items: Sequence[RequestSpec], load: LoadConfig, n: int) -> list
             )
             for i in range(n)
         ]
-    return [WorkerPlan(i, tuple(parts[i]), loads[i]) for i in range(n)]
+    return [WorkerPlan(i, tuple(parts[i]), loads[i], total) for i in range(n)]
+
+
+def _repeat(spec: RequestSpec, cycle: int, total: int) -> RequestSpec:
+    """Pass `cycle` over the workload, numbered as a single process numbers its cycled run."""
+    return spec if cycle == 0 else dataclasses.replace(spec, index=cycle * total + spec.index)
 
 
 def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
@@ -156,7 +183,7 @@ async def _worker(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestS
         from speculab.harness.client.token_counter import load_token_counter
 
         count_tokens = load_token_counter(tokenizer)
-    request = _Positional(request_func(ep, sampling, count_tokens=count_tokens), plan.items)
+    request = _Positional(request_func(ep, sampling, count_tokens=count_tokens), plan.items, plan.total)
     stop = asyncio.Event()
 
     async def watch() -> None:
@@ -201,10 +228,14 @@ class _Positional:
 
     inner: Any
     items: tuple[RequestSpec, ...]
+    total: int = 0
 
     async def __call__(self, session: Any, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
                        ) -> RequestRecord:  # fmt: skip
-        item = sent_as(self.items[spec.index % len(self.items)], spec)
+        n = len(self.items)
+        item = sent_as(self.items[spec.index % n], spec)
+        if spec.index >= n and not warmup:  # a duration run cycling the share: repeat c of item i is c * total + i
+            item = _repeat(item, spec.index // n, self.total or n)
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
@@ -342,7 +373,8 @@ async def run_workers(
         pool = ProcessPool(plans, endpoint, sampling, tokenizer)
     ready: set[int] = set()
     done: dict[int, dict[str, Any]] = {}
-    total = sum(len(p.items) for p in plans)
+    caps = [p.load.num_prompts for p in plans]
+    total = None if None in caps else sum(caps)  # type: ignore[arg-type]  # None: until the duration
     counts = {"finished": 0, "ok": 0, "error": 0}
     t0 = time.perf_counter()
     started = False

@@ -45,7 +45,11 @@ def test_open_loop_hands_each_worker_the_global_schedule():
     ("load", "n", "message"),
     [
         (LoadConfig(concurrency=1), 2, "--workers 2 needs --concurrency of at least 2"),
-        (LoadConfig(concurrency=4, duration_s=5.0), 2, "--duration with --workers is not supported yet"),
+        (
+            LoadConfig(concurrency=None, arrival=ArrivalConfig(rate_rps=1.0), duration_s=0.001),
+            2,
+            "the schedule has only 1 arrivals, fewer than the workers",
+        ),
         (LoadConfig(concurrency=4), 0, "--workers must be at least 1"),
     ],
 )
@@ -53,3 +57,48 @@ def test_mistakes_are_one_line(load, n, message):
     items = tuple(RequestSpec(index=i, prompt="p") for i in range(4))
     with pytest.raises(UserError, match=message):
         plan_workers(items, load, n)
+
+
+def test_a_duration_closed_loop_cycles_each_share_and_shares_out_a_cap():
+    items = tuple(RequestSpec(index=i, prompt=f"p{i}") for i in range(10))
+    plans = plan_workers(items, LoadConfig(concurrency=4, duration_s=5.0), 2)
+    assert [p.load.num_prompts for p in plans] == [None, None] and {p.load.duration_s for p in plans} == {5.0}
+    assert [[i.index for i in p.items] for p in plans] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+    capped = plan_workers(items, LoadConfig(concurrency=4, duration_s=5.0, num_prompts=7), 2)
+    assert [p.load.num_prompts for p in capped] == [4, 3] and all(p.total == 10 for p in capped)
+
+
+def test_a_duration_open_loop_draws_the_global_schedule_up_to_the_duration_and_numbers_repeats_like_one_process():
+    items = tuple(RequestSpec(index=i, prompt=f"p{i}") for i in range(4))
+    arrival = ArrivalConfig(rate_rps=20.0)
+    plans = plan_workers(items, LoadConfig(concurrency=None, arrival=arrival, seed=3, duration_s=1.0), 2)
+    gen = send_offsets(arrival, np.random.default_rng(3))
+    want = []
+    while (t := next(gen)) < 1.0:
+        want.append(t)
+    assert len(want) > len(items)  # the workload is cycled
+    got = sorted((it.arrival_s, it.index) for p in plans for it in p.items)
+    # arrival k sends item k mod 4, numbered k (pass c over item i: c * 4 + i), as the single-process run does
+    assert got == [(t, k) for k, t in enumerate(want)]
+    for p in plans:
+        assert {it.index % 4 % 2 for it in p.items} == {p.worker}  # each item stays with its worker
+        assert p.load.duration_s == 1.0 and p.load.num_prompts == len(p.items)
+
+
+def test_a_worker_cycling_its_share_numbers_each_repeat_as_one_process_would():
+    import asyncio
+
+    from speculab.harness.load.workers import _Positional
+
+    sent = []
+
+    async def inner(session, spec, *, scheduled_s, warmup=False):
+        sent.append((spec.index, spec.prompt, warmup))
+
+    share = (RequestSpec(index=1, prompt="p1"), RequestSpec(index=3, prompt="p3"))
+    request = _Positional(inner, share, total=4)
+    for pos in range(5):
+        asyncio.run(request(None, RequestSpec(index=pos, prompt="runner's"), scheduled_s=0.0))
+    asyncio.run(request(None, RequestSpec(index=2, prompt="runner's"), scheduled_s=0.0, warmup=True))
+    assert sent == [(1, "p1", False), (3, "p3", False), (5, "p1", False), (7, "p3", False), (9, "p1", False),
+                    (1, "p1", True)]  # fmt: skip
