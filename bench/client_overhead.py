@@ -158,17 +158,19 @@ def start_mock(args: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
 
 
 class PeakRss:
-    """Samples the RSS of this process and its client workers (children, less the mock server) every 20 ms."""
+    """Samples the RSS of this process, and with `workers` of its client workers too (children, less the mock
+    server), every 20 ms. Only with workers: listing children scans /proc, milliseconds that would block the event
+    loop of a single-process client, which is the one timing the chunks (with workers this process only waits)."""
 
-    def __init__(self, exclude_pid: int) -> None:
+    def __init__(self, exclude_pid: int, workers: bool) -> None:
         self.proc = psutil.Process()
-        self.exclude_pid = exclude_pid
+        self.exclude_pid, self.workers = exclude_pid, workers
         self.peak_bytes = self._rss()
         self._task: asyncio.Task[None] | None = None
 
     def _rss(self) -> int:
         total = self.proc.memory_info().rss
-        for child in self.proc.children(recursive=True):
+        for child in self.proc.children(recursive=True) if self.workers else ():
             if child.pid != self.exclude_pid:
                 with contextlib.suppress(psutil.Error):  # a worker that just exited
                     total += child.memory_info().rss
@@ -384,7 +386,7 @@ async def run_level(args: argparse.Namespace, concurrency: int, workers: int = 1
         cpu0, server_cpu0 = me.cpu_times(), server.cpu_times()
         t0 = time.perf_counter()
         load = LoadConfig(concurrency=concurrency, num_prompts=n, warmup=concurrency, ramp_up_s=ramp_s)
-        with PeakRss(exclude_pid=proc.pid) as rss:
+        with PeakRss(exclude_pid=proc.pid, workers=workers > 1) as rss:
             wire_sent: dict[str, float] = {}
             async with _session(wire_sent) as session:
                 if workers > 1:
