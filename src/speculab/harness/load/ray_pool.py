@@ -289,7 +289,7 @@ class RayPool:
             if w not in self.dead:
                 a.stop.remote()
 
-    async def close(self) -> None:
+    def close(self) -> None:
         self.stop()
         for a in self.actors.values():
             with contextlib.suppress(Exception):  # already gone with its node

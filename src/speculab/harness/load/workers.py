@@ -276,7 +276,9 @@ class WorkerPool(Protocol):
 
     def stop(self) -> None: ...
 
-    async def close(self) -> None: ...
+    def close(self) -> None:
+        """Synchronous on purpose: it runs in a `finally`, where a cancelled task's await would skip it."""
+        ...
 
     def describe(self, worker: int) -> dict[str, Any]:
         """The manifest's facts about where worker ran and how its clock relates to the coordinator's."""
@@ -328,10 +330,10 @@ class ProcessPool:
     def stop(self) -> None:
         self.stop_event.set()
 
-    async def close(self) -> None:
+    def close(self) -> None:
         self.stop_event.set()
         for pr in self.procs.values():
-            await asyncio.to_thread(pr.join, 10)
+            pr.join(timeout=10)
             if pr.is_alive():
                 pr.kill()
 
@@ -412,7 +414,7 @@ async def run_workers(
         for msg in await pool.messages():  # records still on their way after the last "done"
             handle(msg)
     finally:
-        await pool.close()
+        pool.close()
     ws = [done.get(p.worker, {}) for p in plans]
     starts = [w["started_s"] for w in ws if w.get("started_s") is not None]
     ends = [w["ended_s"] for w in ws if w.get("ended_s") is not None]

@@ -96,7 +96,7 @@ def test_an_actor_that_is_gone_is_reported_once_and_the_rest_keep_going():
     assert asyncio.run(p.messages()) == [("done", 0, {"started_s": 1.0})]
     assert len(a1.poll.calls) == 1  # not asked again
     assert p.lost({0, 1}) == {}
-    asyncio.run(p.close())
+    p.close()
     assert ray.killed == [a0, a1] and a1.stop.calls == []  # a dead actor is not sent a stop
 
 
