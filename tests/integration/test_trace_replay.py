@@ -137,6 +137,12 @@ async def test_diagnose_offers_its_operating_point_from_two_worker_processes(tmp
         )  # fmt: skip
         res = await run_diagnosis(cfg)
     assert res.document["options"]["workers"] == 2
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert [(w["phase"], w["worker"], w["requests"]) for w in manifest["workers"]] == [
+        ("workload-load", 0, 4),
+        ("workload-load", 1, 4),
+    ]
+    assert all(w["start_lag_s"] is not None and w["clock"]["kind"] == "same host" for w in manifest["workers"])
     load = [r for r in read_records(tmp_path / "d" / "requests.jsonl") if r.extra.get("phase") == "workload-load"]
     assert sorted(r.index for r in load) == list(range(8)) and all(r.ok for r in load)
     assert res.diagnosis.queueing.measured

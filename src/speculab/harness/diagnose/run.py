@@ -126,6 +126,7 @@ class _Session:
         self.phases: dict[str, list[RequestRecord]] = {}
         self.server: dict[str, ServerPhase] = {}
         self.records: list[RequestRecord] = []
+        self.workers: list[dict[str, Any]] = []  # load.workers' report per worker, as bench's manifest keeps it
         self.metrics_available = cfg.scrape
 
     async def _scrape(self) -> MetricsSnapshot | None:
@@ -174,8 +175,9 @@ class _Session:
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
         if workers > 1 or ray is not None:  # the operating point from several client processes (load.workers)
-            await run_workers(plan_workers(specs, load, workers), self.ep, sp, tokenizer=None, on_record=on_record,
-                              stop=self.stop, ray=ray)  # fmt: skip
+            done = await run_workers(plan_workers(specs, load, workers), self.ep, sp, tokenizer=None,
+                                     on_record=on_record, stop=self.stop, ray=ray)  # fmt: skip
+            self.workers += [{"phase": name, **w} for w in done.workers]
         else:
             await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
         after = await self._scrape() if before is not None else None
@@ -442,6 +444,8 @@ async def _measure(
     if run_dir is not None:
         run_dir.write_json(DIAGNOSIS_JSON, doc)
         manifest.update(finished_at=finished_at, interrupted=interrupted)
+        if s.workers:
+            manifest["workers"] = s.workers
         run_dir.write_json(MANIFEST, manifest)
     return DiagnoseResult(d, doc, run_dir.path if run_dir else None, interrupted, tuple(s.records))
 
