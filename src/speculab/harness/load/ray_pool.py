@@ -37,7 +37,7 @@ from speculab import __version__
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.clock_sync import SAME_CLOCK, ClockOffset, boot_id, offset_from_round_trips
-from speculab.harness.load.workers import WorkerPlan, endpoint_fields, worker_main
+from speculab.harness.load.workers import WorkerPlan, drain, endpoint_fields, worker_main
 from speculab.harness.records import RequestRecord
 
 T = TypeVar("T")
@@ -48,6 +48,7 @@ PLACE_TIMEOUT_S = 120.0  # placing and starting every actor (Ray starts a worker
 ROUND_TRIPS = 16
 START_MARGIN_S = 0.5  # "go" crosses the network to every actor: more room than local processes need
 POLL_WAIT_S = 0.1
+START_HINT = "start one with `ray start --head` on the head node, or use --ray local for one on this machine"
 
 
 def require_ray() -> Any:
@@ -78,9 +79,6 @@ def connect(address: str) -> Any:
             f"{START_HINT}"
         ) from None
     return ray
-
-
-START_HINT = "start one with `ray start --head` on the head node, or use --ray local for one on this machine"
 
 
 def check_address(address: str) -> None:
@@ -130,15 +128,22 @@ async def _off_loop(fn: Callable[[], T], stop: asyncio.Event | None, timeout_s: 
         threading.Event().wait()
 
     threading.Thread(target=run, name="speculab-ray-connect", daemon=True).start()
-    waits = [fut] if stop is None else [fut, asyncio.ensure_future(stop.wait())]
-    finished, _ = await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    for w in waits[1:]:
-        w.cancel()
-    if fut in finished:
+    if await _finished_first(fut, stop, timeout_s):
         return fut.result()
     if stop is not None and stop.is_set():
         return None
     raise UserError(f"{what} took longer than {timeout_s:g} s; {START_HINT}")
+
+
+async def _finished_first(fut: asyncio.Future[Any], stop: asyncio.Event | None, timeout_s: float) -> bool:
+    """Wait for `fut`, but no longer than `timeout_s` nor past `stop`: True when it finished (else it is cancelled;
+    a thread behind it cannot be, and is left parked)."""
+    waits = [fut] if stop is None else [fut, asyncio.ensure_future(stop.wait())]
+    finished, _ = await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        if w not in finished:
+            w.cancel()
+    return fut in finished
 
 
 class Worker:
@@ -148,11 +153,8 @@ class Worker:
         self.out: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.go_q: queue.Queue[float] = queue.Queue()
         self.stop_event = threading.Event()
-        self.thread: threading.Thread | None = None
 
     def info(self) -> dict[str, Any]:
-        import socket
-
         ray = require_ray()
         return {"host": socket.gethostname(), "node_ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
                 "boot_id": boot_id(), "version": __version__}  # fmt: skip
@@ -169,8 +171,7 @@ class Worker:
                 self.out.put(("done", plan.worker, {"interrupted": True, "crashed": True,
                                                     "error": f"{type(e).__name__}: {e}"}))  # fmt: skip
 
-        self.thread = threading.Thread(target=run, name=f"speculab-worker-{plan.worker}", daemon=True)
-        self.thread.start()
+        threading.Thread(target=run, name=f"speculab-worker-{plan.worker}", daemon=True).start()
 
     def go(self, at: float) -> None:
         self.go_q.put(at)
@@ -179,15 +180,7 @@ class Worker:
         self.stop_event.set()
 
     def poll(self, wait_s: float) -> list[tuple[Any, ...]]:
-        try:
-            msgs = [self.out.get(timeout=wait_s)]
-        except queue.Empty:
-            return []
-        while True:
-            try:
-                msgs.append(self.out.get_nowait())
-            except queue.Empty:
-                return msgs
+        return drain(self.out, wait_s)
 
 
 def is_loopback(url: str) -> bool:
@@ -229,22 +222,18 @@ class RayPool:
                 raise asyncio.CancelledError  # stopped while Ray placed them: the actors go, nothing ran
             here = {"node_ip": ray.util.get_node_ip_address(), "boot_id": boot_id()}
             _check_workers(infos, here, endpoint.base_url)
-            measured = {w: await _round_trips(ray, a) for w, a in actors.items()}
+            measured = {w: await _round_trips(a) for w, a in actors.items()}
             clocks = {
                 w: SAME_CLOCK if here["boot_id"] is not None and infos[w]["boot_id"] == here["boot_id"] else measured[w]
                 for w in actors
             }
             ep = endpoint_fields(endpoint)
             await asyncio.gather(*(_wait(actors[p.worker].start.remote(p, ep, sampling, tokenizer)) for p in plans))
-        except asyncio.CancelledError:
+        except BaseException as e:
             for a in actors.values():
                 ray.kill(a)
-            if stop is not None and stop.is_set():
+            if isinstance(e, asyncio.CancelledError) and stop is not None and stop.is_set():
                 return None
-            raise
-        except BaseException:
-            for a in actors.values():
-                ray.kill(a)
             raise
         return cls(ray, actors, infos, clocks, measured)
 
@@ -310,12 +299,7 @@ async def _placed(ray: Any, actors: dict[int, Any], address: str, stop: asyncio.
                   ) -> dict[int, dict[str, Any]] | None:  # fmt: skip
     refs = {w: a.info.remote() for w, a in actors.items()}
     got = asyncio.ensure_future(asyncio.gather(*(_wait(r) for r in refs.values())))
-    waits = [got] if stop is None else [got, asyncio.ensure_future(stop.wait())]
-    finished, _ = await asyncio.wait(waits, timeout=PLACE_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
-    for w in waits:
-        if w not in finished:
-            w.cancel()
-    if got in finished:
+    if await _finished_first(got, stop, PLACE_TIMEOUT_S):
         return dict(zip(refs, got.result(), strict=True))
     if stop is not None and stop.is_set():
         return None
@@ -342,7 +326,7 @@ def _check_workers(infos: dict[int, dict[str, Any]], here: dict[str, Any], url: 
         )
 
 
-async def _round_trips(ray: Any, actor: Any) -> ClockOffset:
+async def _round_trips(actor: Any) -> ClockOffset:
     samples = []
     for _ in range(ROUND_TRIPS):
         t0 = time.perf_counter()

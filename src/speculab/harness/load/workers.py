@@ -136,8 +136,8 @@ def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
     out = []
     for w in workers:
         if w.get("crashed"):
-            out.append(f"client worker {w['worker']} exited (code {w.get('exitcode')}) before it finished; the records "
-                       "it sent are kept")  # fmt: skip
+            how = f"failed ({w['error']})" if w.get("error") else f"exited (code {w.get('exitcode')})"
+            out.append(f"client worker {w['worker']} {how} before it finished; the records it sent are kept")
         lag, unc = w.get("start_lag_s"), w.get("start_uncertainty_s") or 0.0
         if lag is not None and lag + unc > START_LAG_WARN_S:
             bound = (f" +- {unc * 1e3:.1f} ms (its clock's offset from this machine's, from round trips)"
@@ -239,6 +239,20 @@ class _Positional:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
+def drain(q: Any, wait_s: float) -> list[Any]:
+    """Everything in queue `q` now, waiting up to `wait_s` for the first item: how a pool collects its workers'
+    messages in batches (a process queue here, an actor's buffer in load.ray_pool)."""
+    try:
+        items = [q.get(timeout=wait_s)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            items.append(q.get_nowait())
+        except queue.Empty:
+            return items
+
+
 def _get_start(go: Any, stop_event: Any) -> float | None:
     while not stop_event.is_set():
         try:
@@ -305,16 +319,7 @@ class ProcessPool:
             pr.start()
 
     async def messages(self) -> list[tuple[Any, ...]]:
-        try:
-            first = await asyncio.to_thread(self.out.get, True, 0.1)
-        except queue.Empty:
-            return []
-        msgs = [first]
-        while True:
-            try:
-                msgs.append(self.out.get_nowait())
-            except queue.Empty:
-                return msgs
+        return await asyncio.to_thread(drain, self.out, 0.1)
 
     def lost(self, done: set[int]) -> dict[int, dict[str, Any]]:
         return {

@@ -102,3 +102,20 @@ def test_a_worker_cycling_its_share_numbers_each_repeat_as_one_process_would():
     asyncio.run(request(None, RequestSpec(index=2, prompt="runner's"), scheduled_s=0.0, warmup=True))
     assert sent == [(1, "p1", False), (3, "p3", False), (5, "p1", False), (7, "p3", False), (9, "p1", False),
                     (1, "p1", True)]  # fmt: skip
+
+
+def test_a_crashed_worker_is_named_with_what_is_known_of_its_end():
+    from speculab.harness.load.workers import worker_warnings
+
+    got = worker_warnings([
+        {"worker": 0, "crashed": True, "exitcode": -9},
+        {"worker": 1, "crashed": True, "error": "RayActorError: The actor died unexpectedly"},
+        {"worker": 2, "start_lag_s": 0.0004, "start_uncertainty_s": 0.0008},
+    ])  # fmt: skip
+    assert got == [
+        "client worker 0 exited (code -9) before it finished; the records it sent are kept",
+        "client worker 1 failed (RayActorError: The actor died unexpectedly) before it finished; the records it sent "
+        "are kept",
+        "client worker 2 started 0.4 ms +- 0.8 ms (its clock's offset from this machine's, from round trips) after "
+        "the common start time: its open-loop sends are that much late",
+    ]
