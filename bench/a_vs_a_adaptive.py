@@ -33,9 +33,9 @@ from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
-from speculab.report.looks import decide
-from speculab.report.model import build_report
-from speculab.report.schema import ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.looks import decide
+from speculab.harness.verdict.model import ReportOptions
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 MOCK_ARGS = ["--ttft-ms", "4", "--gap-ms", "3", "--output-tokens", "8"]  # ~30 ms requests

@@ -45,9 +45,9 @@ from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
-from speculab.report.model import build_report
-from speculab.report.per_load import per_prompt
-from speculab.report.schema import ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.comparison import per_prompt
+from speculab.harness.verdict.model import ReportOptions
 
 JITTER_S = 0.0018  # the integration test's: +-1.8 ms on each clock reading
 MOCK = MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)  # one-server: the integration test's ~26 ms requests

@@ -41,7 +41,7 @@ from speculab.harness.client.endpoint import EndpointConfig, RequestSampling  # 
 from speculab.harness.client.request import make_session, request_func  # noqa: E402
 from speculab.harness.load.pacing import SEND_SPIN_S  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
-from speculab.harness.workload.load import load_workload  # noqa: E402
+from speculab.harness.workload.sources import load_workload  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 # name -> the module that defines it (the one place each lives)
 _EXPORTS: dict[str, str] = {
     # workloads
-    "load_workload": "speculab.harness.workload.load",
+    "load_workload": "speculab.harness.workload.sources",
     "Workload": "speculab.harness.workload.items",
     "RequestSpec": "speculab.harness.records",
     "RequestRecord": "speculab.harness.records",
@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "load_inputs": "speculab.harness.results.ab_dir",
     "save_inputs": "speculab.harness.results.ab_dir",
     "inputs_from_bench_dirs": "speculab.harness.experiment.compare",
-    "build_report": "speculab.report.model",
+    "build_report": "speculab.harness.verdict.build",
     "render_run_dir": "speculab.report.render",
     # diagnose (`speculab diagnose`)
     "DiagnoseConfig": "speculab.harness.diagnose.config",

@@ -151,14 +151,15 @@ def workload_command(
 ) -> None:
     """List the built-in workloads, or load one (reporting any problem by file and line) and summarize it."""
     from speculab.harness.workload.builtin import list_builtin
-    from speculab.harness.workload.load import load_workload
+    from speculab.harness.workload.sources import load_workload, workload_overview
     from speculab.report.console.workload import print_builtin_workloads, print_workload
 
     console = Console(soft_wrap=True)
     if not spec:
         print_builtin_workloads(console, list_builtin())
         return
-    print_workload(console, load_workload(spec, seed=seed, num_prompts=num_prompts or None, api=api), show=show)
+    wl = load_workload(spec, seed=seed, num_prompts=num_prompts or None, api=api)
+    print_workload(console, workload_overview(wl, show=show))
 
 
 # --- serve (reference engine) ---
@@ -396,8 +397,8 @@ _ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run th
 
 
 def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0) -> Any:
-    from speculab.report.correctness import CorrectnessOptions
-    from speculab.report.schema import ReportOptions
+    from speculab.harness.verdict.correctness import CorrectnessOptions
+    from speculab.harness.verdict.model import ReportOptions
 
     correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
     if max_error_rate is None:
@@ -423,8 +424,8 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> No
     options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
+    from speculab.harness.verdict.looks import decide
     from speculab.report.console.run_progress import RunProgress
-    from speculab.report.looks import decide
 
     for line in describe_plan(plan):
         console.print(line, highlight=False)
@@ -444,7 +445,7 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> No
 
 
 def _check_ab_error_gate(report: Any, options: Any, out: Path) -> None:
-    from speculab.report.verdict import report_error_gate
+    from speculab.harness.verdict.build import report_error_gate
 
     _check_error_gate(report_error_gate(report, options.max_error_rate), out)
 

@@ -18,17 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
-from speculab.harness.results.ab_inputs import (
-    ArmInfo,
-    ChangeCheck,
+from speculab.harness.design import ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.records import (
+    ChunkEvent,
     ColdStartTimes,
-    LevelSpec,
+    ErrorCategory,
+    ErrorInfo,
     MemorySample,
-    RepeatRun,
-    ReportInputs,
-    Setup,
+    RequestRecord,
+    RequestSpec,
+    TokenCountSource,
 )
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 WORDS = [
@@ -355,8 +356,7 @@ def interleave_two_url(inputs: ReportInputs, block_size: int, *, record_windows:
 def main(out: str) -> None:
     """Write a sample A/B run directory (two candidates, a sweep, one near-tie and one confident divergence)."""
     from speculab.harness.results.ab_dir import save_inputs
-    from speculab.report.html.page import write_report
-    from speculab.report.model import build_report
+    from speculab.report.render import render_run_dir
 
     inputs = make_inputs(
         n_prompts=60,
@@ -391,8 +391,7 @@ def main(out: str) -> None:
     )
     root = Path(out)
     save_inputs(root, inputs)
-    report = build_report(inputs)
-    write_report(root, report)
+    render_run_dir(root)
     print(root / "report.html")
 
 

@@ -28,9 +28,9 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import build_report
-from speculab.report.per_load import per_prompt
-from speculab.report.schema import ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.comparison import per_prompt
+from speculab.harness.verdict.model import ReportOptions
 
 RUNS = 40
 JITTER_S = 0.0018  # +-1.8 ms on each reading; chunks are 4 ms apart, so a stream's readings stay ordered

@@ -12,7 +12,7 @@ from speculab.config import parse_experiment
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
 
 # ~100 ms requests, as a deployed server's: with ~20 ms ones the client's ~1 ms turnaround between a response and the
 # next send is ~5 % of each request on this 2-core VM, one process or two, and the achieved-load gate (95 %) refuses

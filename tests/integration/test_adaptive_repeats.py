@@ -16,8 +16,8 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.looks import decide
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.looks import decide
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=4)
 

@@ -13,7 +13,7 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
 
 CONVERSATIONS = 8
 TURNS = 3

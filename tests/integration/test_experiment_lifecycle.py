@@ -23,7 +23,7 @@ from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -20,8 +20,8 @@ from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
-from speculab.harness.workload.load import load_workload
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
+from speculab.harness.workload.sources import load_workload
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

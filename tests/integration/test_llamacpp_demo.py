@@ -21,7 +21,7 @@ import pytest
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import free_port
-from speculab.report.per_load import per_prompt
+from speculab.harness.verdict.comparison import per_prompt
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
 

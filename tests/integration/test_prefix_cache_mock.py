@@ -14,8 +14,9 @@ from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port
-from speculab.report.model import build_report
-from speculab.report.schema import ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import ReportOptions
+from speculab.report.phrases import verdict_line
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SHARED = " ".join(f"w{i}" for i in range(128))  # 8 blocks of 16 tokens (the mock's tokens are words)
@@ -56,5 +57,5 @@ candidate:
         assert cand.hit_rate < 0.1  # 4 blocks cannot hold an 8-block prefix: LRU evicts it every time
         assert lv.comparison("ngram-k2").prefix_cache.beyond_noise
     phrase = "speculation changed the prefix-cache hit rate from"
-    assert phrase in report.candidates[0].verdict_line
+    assert phrase in verdict_line(report, report.candidates[0])
     assert any(phrase in w and "TTFT differences may come from that" in w for w in report.warnings)

@@ -10,15 +10,17 @@ import pytest
 
 from integration.mock_process import mock_process
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_dir import load_inputs, save_inputs
-from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs, Setup
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import ReportOptions
 from speculab.report.html.page import render_html
-from speculab.report.model import build_report
-from speculab.report.schema import ReportOptions
+from speculab.report.phrases import verdict_line
 
 N = 24
 PLAIN = dict(ttft_s=0.02, gap_s=0.006, tokens_per_chunk=1, output_tokens=42)
@@ -75,5 +77,5 @@ async def test_report_from_real_records(tmp_path: Path):
     assert arm.acceptance.active and arm.acceptance.acceptance_length == pytest.approx(3.0, abs=0.05)
     assert "vllm" in arm.acceptance.source
     assert report.candidates[0].correctness.n_compared == N
-    assert "ngram k=3: TPOT" in report.candidates[0].verdict_line
+    assert "ngram k=3: TPOT" in verdict_line(report, report.candidates[0])
     assert "<svg" in render_html(report)

@@ -22,7 +22,7 @@ from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.requests_file import read_records
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
 
 FAST = dict(ttft_s=0.003, gap_s=0.001, output_tokens=4)
 

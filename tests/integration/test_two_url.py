@@ -23,7 +23,7 @@ from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.records import ErrorCategory
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import build_report
+from speculab.harness.verdict.build import build_report
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=4)
 

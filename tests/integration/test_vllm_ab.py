@@ -50,7 +50,7 @@ PROMPTS = [
 
 
 def prompts_timed_in_both(inputs, level: str, cand: str) -> set[int]:
-    from speculab.report.per_load import per_prompt
+    from speculab.harness.verdict.comparison import per_prompt
 
     b = per_prompt(inputs.runs_for("baseline", level), "tpot_s")
     c = per_prompt(inputs.runs_for(cand, level), "tpot_s")

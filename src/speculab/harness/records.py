@@ -195,3 +195,26 @@ class RequestRecord:
             turn=d.get("turn"),
             context_sha256=d.get("context_sha256"),
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a launched server and the memory sampler record beside the requests.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ColdStartTimes:
+    """Launch-mode timings from process start, seconds; None where not measured."""
+
+    ready_s: float | None = None  # process start -> health endpoint answered
+    first_token_s: float | None = None  # process start -> first token of a probe request
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySample:
+    """One memory reading during a load level. t_s is seconds since the level started."""
+
+    t_s: float
+    gpu_bytes: float | None = None  # NVML: the server's processes where known, else the whole device
+    rss_bytes: float | None = None  # resident set of the server process tree (CPU engines)
+    kv_usage: float | None = None  # engine KV-cache usage gauge, fraction 0..1

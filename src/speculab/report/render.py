@@ -11,9 +11,10 @@ from pathlib import Path
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.output_dir import check_render_target
-from speculab.report.html.page import write_report
-from speculab.report.model import build_report
-from speculab.report.schema import Report, ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.report.html.page import write_html
+from speculab.report.summary import write_summary
 
 
 def render_run_dir(root: Path, out_dir: Path | None = None, options: ReportOptions | None = None) -> Report:
@@ -26,7 +27,8 @@ def render_run_dir(root: Path, out_dir: Path | None = None, options: ReportOptio
     report = build_report(inputs, options)
     target = out_dir or root
     try:
-        write_report(target, report)
+        write_summary(target, report)
+        write_html(target, report)
     except OSError as e:
         raise UserError(f"{target}: cannot write the report ({e.strerror}); choose another --output") from None
     return report

@@ -12,12 +12,13 @@ from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.cli import main
+from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_dir import RUN_FILE, load_inputs, repeat_dir, save_inputs
-from speculab.harness.results.ab_inputs import LevelSpec
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.console.ab import ab_renderable
 from speculab.report.html.page import render_html
-from speculab.report.model import build_report
-from speculab.report.schema import Report, ReportOptions
+from speculab.report.phrases import verdict_line
 
 FAST = ReportOptions(n_resamples=400)
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -61,7 +62,7 @@ def test_html_sections_and_units(html: str, evil_report: Report):
     for section in ("verdict", "setup", "loads", "per-load", "acceptance", "correctness", "cost", "whatif", "methods"):
         assert f'id="{section}"' in html
     assert 'id="diagnosis"' not in html  # only when a diagnosis is present
-    assert evil_report.candidates[0].verdict_line.split(";")[0].replace('"', "&#34;") in html
+    assert verdict_line(evil_report, evil_report.candidates[0]).split(";")[0].replace('"', "&#34;") in html
     assert " ms / " in html and "tok/s" in html and "vllm:spec_decode_* counters" in html and "confident" in html
 
 
@@ -162,7 +163,7 @@ def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
     html = render_html(r)
     assert "No crossover" in html and html.count("<svg") >= 2
     if skip_candidate:
-        assert "no verdict at 4 req/s (missing)" in r.candidates[0].verdict_line
+        assert "no verdict at 4 req/s (missing)" in verdict_line(r, r.candidates[0])
         assert "nothing to compare" in html
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from scipy import stats as sps
 
 from speculab.harness.analysis import stats
+from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate, tokens_per_step
 from speculab.harness.records import RequestRecord
 
 LENGTH_PER_STEP = "acceptance length: 1 + accepted / drafts (bonus token included)"
@@ -51,15 +52,13 @@ def request_acceptance(rec: RequestRecord) -> RequestAcceptance | None:
         return None
     acc = int(spec["accepted_tokens"])
     drafts, drafted = spec.get("drafts"), spec.get("draft_tokens")
-    rate = acc / drafted if isinstance(drafted, int) and drafted > 0 else None
+    rate = acceptance_rate(acc, drafted) if isinstance(drafted, int) else None
     if isinstance(drafts, int):
         kind = LENGTH_PER_STEP
-        length = 1.0 + acc / drafts if drafts > 0 else None
+        length = acceptance_length(acc, drafts)
     else:
         kind = LENGTH_TOKENS_PER_STEP
-        n = (rec.completion_tokens or 0) - 1
-        steps = n - acc
-        length = n / steps if n > 0 and steps > 0 and (drafted or 0) > 0 else None
+        length = tokens_per_step(rec.completion_tokens or 0, acc) if (drafted or 0) > 0 else None
     return RequestAcceptance(
         rec.index, drafts, drafted, acc, rec.completion_tokens, rate, length, kind, str(spec.get("source", ""))
     )
@@ -88,17 +87,14 @@ def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcc
     drafting = [a for a in same if a.rate is not None or a.length is not None]
     drafted = sum(a.draft_tokens or 0 for a in same if a.draft_tokens is not None)
     accepted = sum(a.accepted_tokens for a in same if a.draft_tokens is not None)
-    rate_tw = accepted / drafted if drafted > 0 else None
-    length_tw = None
+    rate_tw = acceptance_rate(accepted, drafted)
     if kind == LENGTH_PER_STEP:
-        steps = sum(a.drafts or 0 for a in same)
-        if steps > 0:
-            length_tw = 1.0 + sum(a.accepted_tokens for a in same) / steps
+        length_tw = acceptance_length(sum(a.accepted_tokens for a in same), sum(a.drafts or 0 for a in same))
     else:
+        # summed over requests: sum (n_i - 1) / sum (n_i - 1 - accepted_i), i.e. the formula with n - 1 summed
         counted = [a for a in drafting if a.length is not None]
         n = sum((a.completion_tokens or 0) - 1 for a in counted)
-        steps = n - sum(a.accepted_tokens for a in counted)
-        length_tw = n / steps if n > 0 and steps > 0 else None
+        length_tw = tokens_per_step(n + 1, sum(a.accepted_tokens for a in counted))
     rates = [a.rate for a in same if a.rate is not None]
     lengths = [a.length for a in same if a.length is not None]
     return WeightedAcceptance(

@@ -64,7 +64,7 @@ from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.items import approx_tokens, item_text, request_seed
-from speculab.harness.workload.load import load_workload
+from speculab.harness.workload.sources import load_workload
 
 DIAGNOSIS_JSON = "diagnosis.json"
 PhaseCallback = Callable[[str], None]

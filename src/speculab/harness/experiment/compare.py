@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
+from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.records import RequestSpec
-from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, RepeatRun, ReportInputs, Setup
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
 from speculab.harness.servers.acceptance import AcceptanceSummary
@@ -60,7 +61,7 @@ def _acceptance(summary: Mapping[str, Any]) -> AcceptanceSummary | None:
 
 def _items(manifest: Mapping[str, Any]) -> tuple[tuple[RequestSpec, ...], str | None]:
     """Reload the workload the bench run used (for prompts and checks); a note when it cannot be found."""
-    from speculab.harness.workload.load import load_workload
+    from speculab.harness.workload.sources import load_workload
 
     w = manifest.get("workload") or {}
     spec = w.get("spec")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from speculab.config import LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import RequestSampling
+from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.experiment.plan import (
     ArmPlan,
     RunPlan,
@@ -28,13 +29,12 @@ from speculab.harness.experiment.plan import (
     candidate_infos,
     enforce_single_change,
 )
-from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import ServerCommand, free_port
 from speculab.harness.workload.conversation import conversations
-from speculab.harness.workload.load import load_workload
+from speculab.harness.workload.sources import load_workload
 
 DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
 # and two-turn conversations (sent first): each arm's second turn carries its own first answer (workload.conversation)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan, arm_order
-from speculab.harness.results.ab_inputs import ColdStartTimes
+from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess

@@ -26,15 +26,16 @@ from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import RequestFunc, request_func
+from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.experiment.progress import Reporter
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
-from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.records import ColdStartTimes, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
-from speculab.harness.results.ab_inputs import ArmInfo, ColdStartTimes, LevelSpec, RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.servers.acceptance import (

@@ -18,7 +18,7 @@ from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS
 from speculab.harness.analysis.sequential import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
-from speculab.harness.results.ab_inputs import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
@@ -204,7 +204,7 @@ def plan_experiment(
     """Load the workload, derive the candidate, check the single change. Nothing is started or sent.
 
     on_change sees each candidate's command difference before any refusal, so the user sees what differs."""
-    from speculab.harness.workload.load import load_workload
+    from speculab.harness.workload.sources import load_workload
 
     wl = load_workload(
         exp.workload.spec, seed=exp.sampling.seed, num_prompts=exp.workload.num_prompts, api=exp.workload.api

@@ -60,7 +60,7 @@ def bench_config_from_flags(
     f: dict[str, Any], argv: Sequence[str] = ()
 ) -> tuple[BenchConfig, tuple[RequestSpec, ...], TokenCounter | None]:
     """Validate every flag, load the workload and tokenizer; nothing touches the network."""
-    from speculab.harness.workload.load import load_workload
+    from speculab.harness.workload.sources import load_workload
 
     if f["api"] not in ("completions", "chat"):
         raise UserError(f"--api must be 'completions' or 'chat', not {f['api']!r}")

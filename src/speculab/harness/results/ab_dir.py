@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from speculab.errors import UserError
-from speculab.harness.results.ab_inputs import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import read_records, write_records
 from speculab.harness.results.strict_json import write_json_atomic

@@ -7,9 +7,8 @@ or SGLang gauges that any server may expose; `speculab bench` (no engine known)
 passes the `other` adapter. The result is one `AcceptanceSummary`; `to_spec_decode_dict` is its form in a bench
 summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
 
-Definitions follow vLLM: a draft is one request's verification step; acceptance rate = accepted / drafted tokens;
-mean acceptance length = 1 + accepted / drafts (the target's own token included); per position j = accepted at j /
-drafts. Counters are server-wide: traffic from anyone else during the window counts too.
+Definitions follow vLLM (the formulas are `harness.analysis.acceptance`'s); per position j = accepted at j / drafts.
+Counters are server-wide: traffic from anyone else during the window counts too.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
 from speculab.harness.records import RequestRecord
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
@@ -97,12 +97,6 @@ def _count(v: float | None) -> int | None:
     return None if v is None else round(v)
 
 
-def counter_rates(drafts: float, draft_tokens: float, accepted: float) -> tuple[float | None, float]:
-    """(acceptance rate, mean acceptance length) from vLLM-semantics totals; `drafts` must be > 0. The one place
-    these formulas live."""
-    return (accepted / draft_tokens if draft_tokens > 0 else None), 1.0 + accepted / drafts
-
-
 def from_counters(
     kind: str, metrics: AcceptanceMetrics, deltas: Mapping[str, float], per_position: Mapping[int, float]
 ) -> AcceptanceSummary:
@@ -114,7 +108,7 @@ def from_counters(
     if drafts <= 0 or drafted <= 0:
         return AcceptanceSummary(source, False, drafts, drafted, accepted)
     positions = tuple(per_position[j] / drafts for j in sorted(per_position))
-    rate, length = counter_rates(drafts, drafted, accepted)
+    rate, length = acceptance_rate(accepted, drafted), acceptance_length(accepted, drafts)
     return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
 
 
@@ -128,12 +122,11 @@ def from_llamacpp_timings(timings: Iterable[Mapping[str, Any]], k: int | None = 
     source = "llama.cpp per-response timings"
     if drafted <= 0:
         return AcceptanceSummary(source, False, None, drafted, accepted)
-    length = None
-    drafts = None
-    if k:
-        drafts = drafted / k
-        length = 1.0 + accepted / drafts
-    return AcceptanceSummary(source, True, drafts, drafted, accepted, accepted / drafted, length, (), k is not None)
+    drafts = drafted / k if k else None
+    length = acceptance_length(accepted, drafts)
+    return AcceptanceSummary(
+        source, True, drafts, drafted, accepted, acceptance_rate(accepted, drafted), length, (), k is not None
+    )
 
 
 def from_sglang_meta(meta_infos: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
@@ -146,10 +139,12 @@ def from_sglang_meta(meta_infos: Iterable[Mapping[str, Any]], k: int | None = No
     source = "sglang per-response meta_info"
     if steps <= 0:
         return AcceptanceSummary(source, False, steps)
-    length = tokens / steps
-    rate = (length - 1.0) / k if k else None
     accepted = tokens - steps  # every step emits one target token; the rest were accepted drafts
-    return AcceptanceSummary(source, True, steps, steps * k if k else None, accepted, rate, length, (), k is not None)
+    drafted = steps * k if k else None  # as if every step drafted k tokens
+    length = acceptance_length(accepted, steps)
+    return AcceptanceSummary(
+        source, True, steps, drafted, accepted, acceptance_rate(accepted, drafted), length, (), k is not None
+    )
 
 
 def from_sglang_gauges(accept_length: float | None, accept_rate: float | None) -> AcceptanceSummary:

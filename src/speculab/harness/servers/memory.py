@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from speculab.harness.results.ab_inputs import MemorySample
+from speculab.harness.records import MemorySample
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 
 # KV-cache usage gauges (fraction 0..1), first present wins: vLLM (new, old names), speculab, SGLang.

@@ -1,5 +1,5 @@
 """The A/B report in the terminal (speculab run / demo / report): the verdict first, hyperfine style, then one table
-per load, then warnings. Reads a `speculab.report.schema.Report`; formats only.
+per load, then warnings. Reads a `speculab.harness.verdict.model.Report`; formats only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
 from speculab.report.formatting import MISSING, interval, num, speedup, speedup_range
-from speculab.report.ranking import best_lines
+from speculab.report.phrases import best_lines, verdict_line
 
 
 def ab_level_table(report: Any, level: Any) -> Table:
@@ -80,7 +80,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         parts.extend(Text(line, style="bold") for line in best_lines(report))
         parts.append(candidates_table(report))
     for c in report.candidates:
-        parts.append(Text(c.verdict_line, style="bold"))
+        parts.append(Text(verdict_line(report, c), style="bold"))
     for lv in report.levels:
         parts.append(Text(""))
         parts.append(ab_level_table(report, lv))

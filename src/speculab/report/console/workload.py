@@ -5,28 +5,27 @@ Prompt text comes from user files: it is printed as plain text (no markup), and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from speculab.harness.workload.builtin import BuiltinSet
-from speculab.harness.workload.items import Workload, item_text
-from speculab.harness.workload.load import workload_overview
 from speculab.report.formatting import MISSING
 
 
-def print_builtin_workloads(console: Console, sets: Sequence[BuiltinSet]) -> None:
+def print_builtin_workloads(console: Console, sets: Sequence[Any]) -> None:
+    """`sets`: the built-in sets as `harness.workload.builtin.list_builtin()` describes them."""
     table = Table("workload", "kind", "items", "description", title="built-in workloads (--workload builtin:NAME)")
     for b in sets:
         table.add_row(f"builtin:{b.name}", b.kind, str(b.count), b.description)
     console.print(table)
 
 
-def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
-    """The overview (lengths in approximate tokens), then the first `show` requests, each clipped to 300 characters."""
-    o = workload_overview(wl)
+def print_workload(console: Console, o: Mapping[str, Any]) -> None:
+    """A workload's overview (`harness.workload.sources.workload_overview`; lengths in approximate tokens), then the
+    requests it previews, each clipped to 300 characters."""
     p, m = o["prompt_tokens_approx"], o["max_tokens"]
     console.print(f"[bold]{escape(o['name'])}[/]: {o['items']} requests ({o['distinct_prompts']} distinct prompts)")
     console.print(f"source: {o['source']}", highlight=False, markup=False)
@@ -61,14 +60,10 @@ def print_workload(console: Console, wl: Workload, *, show: int = 0) -> None:
         )
     checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
     console.print(f"checks on {o['items_with_checks']} requests ({checks})", markup=False)
-    for item in wl.items[:show]:
-        text = item_text(item)
+    for item in o.get("preview", ()):
+        text = item["text"]
         clipped = text if len(text) <= 300 else text[:297] + "..."
-        console.rule(
-            escape(
-                f"#{item.index} {item.prompt_id}{f' turn {item.turn}' if item.turn else ''} "
-                f"[{item.category or MISSING}] seed {item.seed}"
-            ),
-            style="dim",
-        )
+        turn = f" turn {item['turn']}" if item["turn"] else ""
+        heading = f"#{item['index']} {item['prompt_id']}{turn} [{item['category'] or MISSING}] seed {item['seed']}"
+        console.rule(escape(heading), style="dim")
         console.print(clipped, highlight=False, markup=False)

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from speculab.harness.verdict.model import LevelReport, Report
 from speculab.report.formatting import (
     num,
 )
@@ -29,11 +30,9 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.ranking import best_lines
-from speculab.report.schema import LevelReport, Report
+from speculab.report.phrases import best_lines, verdict_line
 
 REPORT_FILE = "report.html"
-SUMMARY_FILE = "summary.json"
 
 
 # --- the view -----------------------------------------------------------------------------------------------
@@ -220,7 +219,7 @@ def view(report: Report) -> dict[str, Any]:
         diagnosis = _diagnosis_view(report.diagnosis)
     return {
         "title": report.title,
-        "verdicts": [c.verdict_line for c in report.candidates],
+        "verdicts": [verdict_line(report, c) for c in report.candidates],
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
         "k_choices": [
@@ -289,13 +288,11 @@ def render_html(report: Report) -> str:
     return _ENV.get_template("report.html.j2").render(v=view(report))
 
 
-def write_report(out_dir: Path, report: Report) -> tuple[Path, Path]:
-    """Write summary.json and report.html (atomically each); return their paths."""
+def write_html(out_dir: Path, report: Report) -> Path:
+    """Write out_dir/report.html atomically; return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in ((SUMMARY_FILE, report.to_json()), (REPORT_FILE, render_html(report))):
-        tmp = out_dir / (name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out_dir / name)
-        paths.append(out_dir / name)
-    return paths[0], paths[1]
+    path = out_dir / REPORT_FILE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.replace(path)
+    return path

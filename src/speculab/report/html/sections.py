@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from speculab.harness.analysis.request_acceptance import WeightedAcceptance
+from speculab.harness.verdict.model import METRIC_LABELS, ArmLevel, LevelReport, Report, WeightedAcceptance
 from speculab.report.formatting import (
     MISSING,
     gb,
@@ -23,8 +23,7 @@ from speculab.report.formatting import (
     speedup_range,
     usd,
 )
-from speculab.report.schema import METRIC_LABELS, ArmLevel, LevelReport, Report
-from speculab.report.verdict import ratio_phrase
+from speculab.report.phrases import ratio_phrase
 
 
 def arm_labels(report: Report) -> dict[str, str]:

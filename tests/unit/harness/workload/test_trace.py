@@ -8,7 +8,7 @@ import pytest
 
 from speculab.errors import UserError
 from speculab.harness.workload.items import approx_tokens
-from speculab.harness.workload.load import load_workload, workload_overview
+from speculab.harness.workload.sources import load_workload, workload_overview
 
 
 def write(tmp_path, rows, name="trace.jsonl"):

@@ -11,7 +11,7 @@ import pytest
 
 from speculab.harness.workload.builtin import list_builtin
 from speculab.harness.workload.checks import evaluate, parse_checks
-from speculab.harness.workload.load import load_workload
+from speculab.harness.workload.sources import load_workload
 
 ROOT = Path(__file__).resolve().parents[4]
 SETS = [b.name for b in list_builtin() if b.kind not in ("mix", "conversation")]  # single-turn sets

@@ -12,7 +12,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.workload.checks import evaluate
 from speculab.harness.workload.items import Workload, approx_tokens, render_messages, request_seed
-from speculab.harness.workload.load import load_workload, workload_overview
+from speculab.harness.workload.sources import load_workload, workload_overview
 from speculab.harness.workload.synthetic import parse_synthetic
 
 

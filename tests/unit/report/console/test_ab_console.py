@@ -8,9 +8,9 @@ from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.records import ErrorCategory, ErrorInfo
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import ReportOptions
 from speculab.report.console.ab import ab_renderable
-from speculab.report.model import build_report
-from speculab.report.schema import ReportOptions
 
 
 def _render(width: int, *, failing: bool) -> str:

@@ -63,10 +63,10 @@ def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
 
     from tests.fakes.ab_inputs import make_inputs
 
-    from speculab.harness.results.ab_inputs import LevelSpec
+    from speculab.harness.design import LevelSpec
+    from speculab.harness.verdict.build import build_report
+    from speculab.harness.verdict.model import ReportOptions
     from speculab.report.html.page import render_html
-    from speculab.report.model import build_report
-    from speculab.report.schema import ReportOptions
 
     inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))
     report = build_report(inputs, ReportOptions(n_resamples=200))

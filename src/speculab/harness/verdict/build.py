@@ -28,15 +28,15 @@ from dataclasses import replace
 import numpy as np
 
 from speculab.harness.analysis import stats
-from speculab.harness.results.ab_inputs import ArmInfo, ReportInputs
-from speculab.report.across_loads import capacity_view, crossover_view, k_choices, what_if_views
-from speculab.report.correctness import compare_correctness
-from speculab.report.per_load import (
-    arm_level,
-    compare_level,
-)
-from speculab.report.ranking import rank_level
-from speculab.report.schema import (
+from speculab.harness.analysis.metrics import error_gate
+from speculab.harness.analysis.prefix_cache import HitRateChange
+from speculab.harness.design import ArmInfo
+from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, what_if_views
+from speculab.harness.verdict.arm_level import arm_level
+from speculab.harness.verdict.comparison import compare_level
+from speculab.harness.verdict.correctness import compare_correctness
+from speculab.harness.verdict.model import (
     REPORT_SCHEMA,
     ArmLevel,
     ArmView,
@@ -46,7 +46,7 @@ from speculab.report.schema import (
     ReportOptions,
     SetupView,
 )
-from speculab.report.verdict import prefix_cache_phrase, verdict_line
+from speculab.harness.verdict.ranking import rank_level
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -238,7 +238,6 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             CandidateReport(
                 name=cand.name,
                 label=cand.label,
-                verdict_line=verdict_line(cand, levels, cross, acc, corr),
                 acceptance=acc,
                 crossover=cross,
                 what_if=what_if_views(cand, levels, warnings),
@@ -273,3 +272,22 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             "allow_python_checks": opts.correctness.allow_python_checks,
         },
     )
+
+
+def prefix_cache_phrase(change: HitRateChange) -> str:
+    """The warning a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
+    return (
+        f"speculation changed the prefix-cache hit rate from {change.baseline_hit_rate:.0%} to "
+        f"{change.candidate_hit_rate:.0%}: TTFT differences may come from that"
+    )
+
+
+def report_error_gate(report: Report, max_error_rate: float) -> str | None:
+    """The first arm and load that fail the error gate, as one line for the command's exit; None when all pass."""
+    for lv in report.levels:
+        for a in lv.arms:
+            why = error_gate(a.error, a.sent, a.errors_by_category, max_error_rate)
+            if why is not None:
+                label = next((x.label for x in report.arms if x.name == a.arm), a.arm)
+                return f"{label} at {lv.label}: {why}"
+    return None

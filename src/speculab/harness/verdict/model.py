@@ -1,4 +1,9 @@
-"""The A/B report's parts: frozen dataclasses of numbers and strings; summary.json is `json_safe(report)`."""
+"""The A/B verdict's model: frozen dataclasses of numbers and decisions; summary.json is `json_safe(report)`.
+
+Presentation (`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are
+made there, not stored here. The types the fields use (intervals, distributions, the verdict and crossover words)
+are named from this module too, so a renderer needs nothing below it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import N_RESAMPLES
+from speculab.harness.analysis.paired import Verdict as Verdict
 from speculab.harness.analysis.prefix_cache import HitRateChange
-from speculab.harness.analysis.request_acceptance import AcceptanceSpeedup, WeightedAcceptance
-from speculab.harness.analysis.stats import Distribution, Interval
+from speculab.harness.analysis.request_acceptance import AcceptanceSpeedup
+from speculab.harness.analysis.request_acceptance import WeightedAcceptance as WeightedAcceptance
+from speculab.harness.analysis.stats import Distribution as Distribution
+from speculab.harness.analysis.stats import Interval as Interval
 from speculab.harness.results.strict_json import json_safe
-from speculab.report.codec import from_data
-from speculab.report.correctness import CorrectnessComparison, CorrectnessOptions
+from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.verdict.codec import from_data
+from speculab.harness.verdict.correctness import CorrectnessComparison, CorrectnessOptions
 
 REPORT_SCHEMA = "speculab.report.summary/1"
 
@@ -47,18 +57,10 @@ class ReportOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class AcceptanceView:
-    """Acceptance combined over repeats: counters summed (exact), gauges averaged (approximate)."""
+class AcceptanceView(AcceptanceSummary):
+    """An arm's acceptance at one load, its repeats' summaries combined (`arm_level.combine_acceptance`): counters
+    summed (exact), gauges averaged (approximate)."""
 
-    source: str
-    active: bool
-    drafts: float | None = None
-    draft_tokens: float | None = None
-    accepted_tokens: float | None = None
-    acceptance_rate: float | None = None
-    acceptance_length: float | None = None  # tokens per verification step, bonus token included
-    per_position: tuple[float, ...] = ()
-    approximate: bool = False
     repeats: int = 0
     inactive_repeats: int = 0
 
@@ -305,7 +307,6 @@ class CandidateReport:
 
     name: str
     label: str
-    verdict_line: str  # hyperfine-style one-liner
     acceptance: AcceptanceView | None  # at the low load (batching changes nothing about acceptance in principle)
     crossover: CrossoverView | None
     what_if: tuple[WhatIfView, ...]

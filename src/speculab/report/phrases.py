@@ -1,19 +1,21 @@
-"""The hyperfine-style verdict line and the phrases the views share (numbers formatted by `formatting`)."""
+"""The sentences made from the verdict: the hyperfine-style line per candidate, the best per load, the phrases the
+views share. Made here, when rendering, from the model's numbers and decisions (formatted by `formatting`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import Any
 
-from speculab.harness.analysis.crossover import CrossoverStatus
-from speculab.harness.analysis.metrics import error_gate
-from speculab.harness.analysis.paired import Verdict
-from speculab.harness.analysis.prefix_cache import HitRateChange
-from speculab.harness.analysis.stats import Interval
-from speculab.harness.results.ab_inputs import ArmInfo
-from speculab.report.correctness import CorrectnessComparison
+from speculab.harness.verdict.build import prefix_cache_phrase
+from speculab.harness.verdict.model import (
+    CandidateReport,
+    CrossoverStatus,
+    Interval,
+    LevelComparison,
+    Report,
+    Verdict,
+)
 from speculab.report.formatting import relative_change, signed_bytes, speedup, speedup_range
-from speculab.report.schema import AcceptanceView, CrossoverView, LevelComparison, LevelReport, Report
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -41,9 +43,9 @@ def level_phrase(comp: LevelComparison, label: str) -> str:
     return f"no detectable difference at {label} ({speedup(tp.speedup)} {rng}{could})"
 
 
-def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: CrossoverView | None,
-                 acc: AcceptanceView | None, correctness: CorrectnessComparison | None) -> str:  # fmt: skip
-    """The hyperfine-style one-liner; every part names its load, interval or source."""
+def verdict_line(report: Report, cand: CandidateReport) -> str:
+    """The hyperfine-style one-liner of one candidate; every part names its load, interval or source."""
+    levels, crossover, acc, correctness = report.levels, cand.crossover, cand.acceptance, cand.correctness
     shown = [lv for lv in levels if {"low", "operating"} & set(lv.roles)] or list(levels[:2])
     phrases = []
     for lv in shown:
@@ -92,14 +94,6 @@ def verdict_line(cand: ArmInfo, levels: Sequence[LevelReport], crossover: Crosso
     return f"{cand.label}: " + "; ".join(parts)
 
 
-def prefix_cache_phrase(change: HitRateChange) -> str:
-    """The warning a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
-    return (
-        f"speculation changed the prefix-cache hit rate from {change.baseline_hit_rate:.0%} to "
-        f"{change.candidate_hit_rate:.0%}: TTFT differences may come from that"
-    )
-
-
 def ratio_phrase(iv: Interval) -> str:
     """A repeat-based ratio as a change with its interval: '−38% [−45%…−30%]', or why there is no verdict."""
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
@@ -110,12 +104,23 @@ def ratio_phrase(iv: Interval) -> str:
     return f"{relative_change(iv.estimate)} {rng}"
 
 
-def report_error_gate(report: Report, max_error_rate: float) -> str | None:
-    """The first arm and load that fail the error gate, as one line for the command's exit; None when all pass."""
+def best_lines(report: Any) -> list[str]:
+    """One line per load: which candidate pays there ("at concurrency 1: ngram k=4, 2.10× [1.80–2.40]"), or that
+    none does; with ties the paired test cannot break, the tied candidates are named."""
+    out = []
     for lv in report.levels:
-        for a in lv.arms:
-            why = error_gate(a.error, a.sent, a.errors_by_category, max_error_rate)
-            if why is not None:
-                label = next((x.label for x in report.arms if x.name == a.arm), a.arm)
-                return f"{label} at {lv.label}: {why}"
-    return None
+        roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
+        if lv.best is None:
+            gated = [r for r in lv.ranking if r.gate != "ok"]
+            why = "no candidate is detectably faster than the baseline"
+            if gated and len(gated) == len(lv.ranking):
+                why = "no verdict for any candidate (see the table)"
+            out.append(f"at {lv.label}{roles}: none pays ({why})")
+            continue
+        r = next(x for x in lv.ranking if x.candidate == lv.best)
+        text = f"at {lv.label}{roles}: {r.label}, {r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]"
+        if lv.tied_with_best:
+            labels = {x.candidate: x.label for x in lv.ranking}
+            text += f"; cannot be told apart from {', '.join(labels[t] for t in lv.tied_with_best)}"
+        out.append(text)
+    return out

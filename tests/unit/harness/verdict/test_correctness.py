@@ -9,7 +9,7 @@ import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.records import ChunkEvent, RequestRecord
-from speculab.report.correctness import CorrectnessOptions, compare_correctness, divergence
+from speculab.harness.verdict.correctness import CorrectnessOptions, compare_correctness, divergence
 
 OPTS = CorrectnessOptions()
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.analysis.stats import describe
+from speculab.harness.records import RequestSpec
 from speculab.harness.workload.builtin import load_builtin
 from speculab.harness.workload.conversation import conversations, split_turns_option
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text
@@ -83,8 +84,9 @@ def _trace_overview(arrivals: list[float]) -> dict[str, Any] | None:
     }
 
 
-def workload_overview(workload: Workload) -> dict[str, Any]:
-    """Counts and length distributions of a workload (lengths in approximate tokens, see `approx_tokens`)."""
+def workload_overview(workload: Workload, show: int = 0) -> dict[str, Any]:
+    """Counts and length distributions of a workload (lengths in approximate tokens, see `approx_tokens`), and its
+    first `show` requests as `preview` (index, prompt id, turn, category, seed, the prompt's text)."""
     items = workload.items
     with_max = [i.max_tokens for i in items if i.max_tokens is not None]
     check_types = Counter(c.get("type") for i in items for c in i.checks)
@@ -106,4 +108,10 @@ def workload_overview(workload: Workload) -> dict[str, Any]:
         # a trace's arrivals: how long it lasts and its mean rate (None for workloads without arrival times)
         "trace": _trace_overview([i.arrival_s for i in items if i.arrival_s is not None]),
         "check_types": dict(check_types),
+        "preview": [_preview(i) for i in items[:show]],
     }
+
+
+def _preview(item: RequestSpec) -> dict[str, Any]:
+    return {"index": item.index, "prompt_id": item.prompt_id, "turn": item.turn, "category": item.category,
+            "seed": item.seed, "text": item_text(item)}  # fmt: skip

@@ -1,265 +1,26 @@
-"""Per arm and load: pooled bench metrics, acceptance, memory; per load and candidate: paired comparisons and gates.
+"""Per load and candidate: the paired comparisons (per prompt, in groups sent together), the gates that withhold a
+verdict, the breakdowns by category, turn and prompt length.
 
-See docs/results.md for how each number is made."""
+See docs/results.md and docs/statistics.md for how each number is made."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from speculab.config import ArmPrice, SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
-from speculab.harness.analysis.metrics import (
-    RequestMetrics,
-    RunMetrics,
-    aggregate,
-    endpoint_error_rate,
-    exceeds_error_rate,
-    request_metrics,
-)
+from speculab.harness.analysis.metrics import exceeds_error_rate, request_metrics
 from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups, diverged_indices
-from speculab.harness.analysis.windows import (
-    Window,
-    achieved_concurrency,
-    active_s,
-    by_window,
-    send_rate_rps,
-    send_span_s,
-)
+from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.load.client_health import client_fell_behind
-from speculab.harness.records import RequestRecord
-from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, RepeatRun, ReportInputs
-from speculab.harness.servers.acceptance import AcceptanceSummary
-from speculab.report.per_request import (
-    acceptance_vs_speedup,
-    hit_rate_change,
-    prefix_cache_view,
-    request_acceptance_view,
-)
-from speculab.report.schema import (
-    PAIRED_METRICS,
-    AcceptanceView,
-    ArmLevel,
-    LevelComparison,
-    MemoryView,
-    Ratio,
-    ReportOptions,
-    Series,
-)
-
-# ---------------------------------------------------------------------------------------------------------------
-# Per arm and load.
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView | None:
-    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged."""
-    if not summaries:
-        return None
-    inactive = sum(1 for s in summaries if not s.active)
-    active = [s for s in summaries if s.active]
-    src = summaries[0].source
-    if not active:
-        first = summaries[0]
-        return AcceptanceView(src, False, first.drafts, first.draft_tokens, first.accepted_tokens,
-                              repeats=len(summaries), inactive_repeats=inactive)  # fmt: skip
-    if all(s.drafts and s.accepted_tokens is not None for s in active):
-        drafts = sum(float(s.drafts or 0) for s in active)
-        accepted = sum(float(s.accepted_tokens or 0) for s in active)
-        drafted_known = all(s.draft_tokens for s in active)
-        drafted = sum(float(s.draft_tokens or 0) for s in active) if drafted_known else None
-        per_pos: tuple[float, ...] = ()
-        k = {len(s.per_position) for s in active}
-        if len(k) == 1 and next(iter(k)) > 0:
-            per_pos = tuple(
-                sum(s.per_position[j] * float(s.drafts or 0) for s in active) / drafts for j in range(next(iter(k)))
-            )
-        return AcceptanceView(
-            src,
-            True,
-            drafts,
-            drafted,
-            accepted,
-            accepted / drafted if drafted else None,
-            1.0 + accepted / drafts,
-            per_pos,
-            any(s.approximate for s in active),
-            len(summaries),
-            inactive,
-        )
-    lengths = [s.acceptance_length for s in active if s.acceptance_length is not None]
-    rates = [s.acceptance_rate for s in active if s.acceptance_rate is not None]
-    return AcceptanceView(
-        src,
-        True,
-        acceptance_rate=statistics.fmean(rates) if rates else None,
-        acceptance_length=statistics.fmean(lengths) if lengths else None,
-        approximate=True,
-        repeats=len(summaries),
-        inactive_repeats=inactive,
-    )
-
-
-def send_fraction(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
-    """Achieved send rate / scheduled rate over one repeat's blocks (1.0 = the client sent on schedule). None if no
-    block has 2 sends."""
-    sched = sent = 0.0
-    for g in by_window(records, windows):
-        s = max(r.scheduled_s for r in g) - min(r.scheduled_s for r in g)
-        t = send_span_s(g)
-        if len(g) < 2 or s <= 0 or t <= 0:
-            continue
-        sched, sent = sched + s, sent + t
-    return sched / sent if sched > 0 and sent > 0 else None  # same n - 1 intervals: the spans' inverse ratio
-
-
-def repeat_metrics(run: RepeatRun) -> RunMetrics:
-    """One repeat's run-level numbers; throughput over the arm's own active time (its blocks' windows)."""
-    duration = active_s(by_window(run.records, run.windows_s)) if len(run.windows_s) > 1 else None
-    return aggregate(run.records, duration_s=duration)
-
-
-def repeat_send_rate_rps(run: RepeatRun) -> float | None:
-    """Sends per second while this arm was sending: over its own blocks."""
-    return send_rate_rps(by_window(run.records, run.windows_s))
-
-
-def _memory(runs: Sequence[RepeatRun]) -> MemoryView:
-    def peak(vals: list[float | None]) -> float | None:
-        v = [x for x in vals if x is not None]
-        return max(v) if v else None
-
-    gpu = [peak([m.gpu_bytes for m in r.memory]) for r in runs]
-    rss = [peak([m.rss_bytes for m in r.memory]) for r in runs]
-    kv = [m.kv_usage for r in runs for m in r.memory if m.kv_usage is not None]
-    gpu_v = [g for g in gpu if g is not None]
-    rss_v = [x for x in rss if x is not None]
-    scope = next((r.gpu_scope for r in runs if r.gpu_scope), "")
-    return MemoryView(
-        gpu_peak_bytes=statistics.fmean(gpu_v) if gpu_v else None,
-        gpu_scope=scope,
-        rss_peak_bytes=statistics.fmean(rss_v) if rss_v else None,
-        kv_usage_mean=statistics.fmean(kv) if kv else None,
-        kv_usage_max=max(kv) if kv else None,
-        samples=sum(len(r.memory) for r in runs),
-    )
-
-
-def _thin(values: Sequence[Any], n: int) -> list[Any]:
-    if len(values) <= n:
-        return list(values)
-    idx = np.linspace(0, len(values) - 1, n).round().astype(int)
-    return [values[i] for i in idx]
-
-
-def _r6(x: float | None) -> float | None:
-    """Plot material keeps 6 significant digits (microseconds at the scale of seconds): a smaller summary.json."""
-    return None if x is None else float(f"{x:.6g}")
-
-
-def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: ReportOptions) -> Series:
-    ok = [m for m in per if m.ok and not m.warmup]
-    tpc: dict[str, int] = defaultdict(int)
-    for m in ok:
-        for n in m.tokens_per_chunk:
-            tpc[str(n)] += 1
-    gaps = sorted(g for m in ok for g in m.chunk_gaps_s)
-    mem = sorted(runs[0].memory, key=lambda s: s.t_s) if runs else []
-    mem = _thin(mem, opts.max_series_points)
-    return Series(
-        ttft_s=tuple(float(f"{x:.6g}") for x in sorted(m.ttft_s for m in ok if m.ttft_s is not None)),
-        tpot_s=tuple(float(f"{x:.6g}") for x in sorted(m.tpot_s for m in ok if m.tpot_s is not None)),
-        e2e_s=tuple(float(f"{x:.6g}") for x in sorted(m.e2e_s for m in ok if m.e2e_s is not None)),
-        chunk_gap_s=tuple(float(f"{x:.6g}") for x in _thin(gaps, opts.max_gap_points)),
-        tokens_per_chunk=dict(sorted(tpc.items(), key=lambda kv: int(kv[0]))),
-        memory_t_s=tuple(float(f"{s.t_s:.6g}") for s in mem),
-        memory_gpu_bytes=tuple(_r6(s.gpu_bytes) for s in mem),
-        memory_rss_bytes=tuple(_r6(s.rss_bytes) for s in mem),
-        memory_kv_usage=tuple(_r6(s.kv_usage) for s in mem),
-    )
-
-
-def slo_targets(inputs: ReportInputs) -> SloTargets | None:
-    s = inputs.setup
-    if s.slo_ttft_s is None and s.slo_tpot_s is None and s.slo_e2e_s is None:
-        return None
-    return SloTargets(s.slo_ttft_s, s.slo_tpot_s, s.slo_e2e_s, s.slo_attainment)
-
-
-def arm_price(arm: ArmInfo) -> ArmPrice | None:
-    return ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
-
-
-def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ReportInputs, opts: ReportOptions
-              ) -> ArmLevel:  # fmt: skip
-    """Pool an arm's repeats at one load: distributions over every request, throughput per repeat."""
-    records = [r for run in runs for r in run.records if not r.warmup]
-    per = [request_metrics(r) for r in records]
-    pooled = aggregate(records)
-    measured_runs = [run for run in runs if any(not r.warmup for r in run.records)]
-    by_repeat = [repeat_metrics(run) for run in measured_runs]
-    sent, ok = pooled.sent, pooled.ok
-    achieved_rate = [x for x in (repeat_send_rate_rps(run) for run in measured_runs) if x is not None]
-    conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in runs) if c is not None]
-    achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None
-    achieved_conc = statistics.fmean(conc) if conc else None
-    if level.open_loop:
-        # Against the schedule's own rate, not the nominal one: a seeded Poisson schedule of n requests is itself
-        # ~1/sqrt(n) off the nominal rate, and that is the offered load, not a failure to deliver it.
-        fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in runs) if f is not None]
-        frac = statistics.fmean(fracs) if fracs else None
-    else:
-        frac = achieved_conc / level.value if achieved_conc is not None else None
-    tok_s = [m.output_tok_s for m in by_repeat]
-    price = arm_price(arm)
-    slo = slo_targets(inputs)
-    attainment = None
-    if slo is not None and per:
-        attainment = costlib.slo_attainment(
-            [(m.ttft_s, m.tpot_s, m.e2e_s) if m.ok else (None, None, None) for m in per], slo
-        )
-    return ArmLevel(
-        arm=arm.name,
-        repeats=len(by_repeat),
-        interrupted_repeats=sum(1 for r in runs if r.interrupted),
-        sent=sent,
-        ok=ok,
-        error=pooled.error,
-        error_rate=endpoint_error_rate(pooled.error, sent, pooled.errors_by_category),
-        errors_by_category=dict(pooled.errors_by_category),
-        first_error=next((f"{r.error.category.value}: {r.error.message}" for r in records if r.error is not None), "")[
-            :300
-        ],
-        requested_rate_rps=level.requested_rate_rps,
-        achieved_rate_rps=achieved_rate_rps,
-        achieved_concurrency=achieved_conc,
-        load_fraction=frac,
-        distributions=dict(pooled.distributions),
-        client_cpu_share=_worst(run.client.get("cpu_share") for run in runs if run.client),
-        client_loop_lag_p99_s=_worst(run.client.get("loop_lag_p99_s") for run in runs if run.client),
-        requests_per_s=stats.t_interval([m.requests_per_s for m in by_repeat]),
-        output_tok_s=stats.t_interval(tok_s),
-        total_tok_s=stats.t_interval([m.total_tok_s for m in by_repeat]),
-        usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
-        slo_attainment=attainment,
-        stalled_requests=pooled.stalled_requests,
-        repeat_tok_s=tuple(
-            (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
-        ),
-        token_count_sources=dict(pooled.token_count_sources),
-        acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
-        memory=_memory(runs),
-        series=_series(per, runs, opts),
-        request_acceptance=request_acceptance_view(runs, inputs.setup.items),
-        prefix_cache=prefix_cache_view(runs, arm.engine),
-    )
-
+from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
+from speculab.harness.verdict.model import PAIRED_METRICS, ArmLevel, LevelComparison, Ratio, ReportOptions
+from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per load: paired comparisons and gates.
@@ -298,11 +59,6 @@ def ratio_of(c: MetricComparison) -> Ratio:
         c.n_units,
         c.group_size,
     )
-
-
-def _worst(values: Iterable[float | None]) -> float | None:
-    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
-    return max(finite) if finite else None
 
 
 def group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:

@@ -13,10 +13,12 @@ import json
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, interleave_two_url, make_inputs
 
-from speculab.harness.results.ab_inputs import LevelSpec, RepeatRun
-from speculab.report.model import build_report
-from speculab.report.per_load import achieved_concurrency, repeat_metrics, send_fraction
-from speculab.report.schema import ReportOptions
+from speculab.harness.analysis.windows import achieved_concurrency
+from speculab.harness.design import LevelSpec
+from speculab.harness.results.ab_run import RepeatRun
+from speculab.harness.verdict.arm_level import repeat_metrics, send_fraction
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import ReportOptions
 
 FAST = ReportOptions(n_resamples=300)
 LEVELS = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
@@ -76,7 +78,7 @@ def test_rate_loads_are_measured_over_each_arms_blocks() -> None:
         windows.append((min(x.scheduled_s for x in moved), max(x.end_s for x in moved)))
     run = RepeatRun("baseline", "r4", 1, tuple(recs), windows_s=tuple(windows))
     assert send_fraction(run.records, run.windows_s) == pytest.approx(1.0)
-    from speculab.report.per_load import repeat_send_rate_rps
+    from speculab.harness.verdict.arm_level import repeat_send_rate_rps
 
     assert repeat_send_rate_rps(run) == pytest.approx(4.0)
     assert repeat_send_rate_rps(dataclasses.replace(run, windows_s=())) < 0.3  # over the whole 100 s span

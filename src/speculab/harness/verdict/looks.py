@@ -13,8 +13,8 @@ from pathlib import Path
 
 from speculab.harness.analysis.sequential import decided
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.report.model import build_report
-from speculab.report.schema import ReportOptions
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import ReportOptions
 
 LOOK_RESAMPLES = 200  # the verdict follows the analytic signed-rank interval; bootstraps are only for reading
 

@@ -20,9 +20,9 @@ from speculab.harness.analysis.request_acceptance import (
     weighted_acceptance,
 )
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.results.ab_inputs import RepeatRun
+from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.servers.prefix_cache import prefix_cache_delta
-from speculab.report.schema import ArmLevel, PrefixCacheView, RequestAcceptanceView
+from speculab.harness.verdict.model import ArmLevel, PrefixCacheView, RequestAcceptanceView
 
 
 def _measured(runs: Sequence[RepeatRun]) -> list[RequestRecord]:

@@ -12,9 +12,11 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.paired import MIN_PAIRS, compare_paired
-from speculab.harness.results.ab_inputs import ArmInfo, LevelSpec, ReportInputs
-from speculab.report.per_load import arm_price, paired_per_prompt, prompt_groups, slo_targets
-from speculab.report.schema import (
+from speculab.harness.design import ArmInfo, LevelSpec
+from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.verdict.arm_level import arm_price, slo_targets
+from speculab.harness.verdict.comparison import paired_per_prompt, prompt_groups
+from speculab.harness.verdict.model import (
     AcceptanceView,
     CandidateReport,
     CrossoverView,

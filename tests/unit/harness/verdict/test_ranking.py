@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.report.codec import from_data
+from speculab.harness.verdict.build import ReportOptions, build_report
+from speculab.harness.verdict.codec import from_data
+from speculab.harness.verdict.model import Report
 from speculab.report.console.ab import ab_renderable
-from speculab.report.model import ReportOptions, build_report
-from speculab.report.schema import Report
 
 FAST = ReportOptions(n_resamples=300)
 

@@ -10,11 +10,14 @@ import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.analysis.stats import Distribution, Interval
+from speculab.harness.analysis.windows import achieved_concurrency
+from speculab.harness.design import LevelSpec
 from speculab.harness.records import ChunkEvent, RequestRecord
-from speculab.harness.results.ab_inputs import LevelSpec, RepeatRun
-from speculab.report.model import build_report
-from speculab.report.per_load import achieved_concurrency, combine_acceptance
-from speculab.report.schema import Report, ReportOptions
+from speculab.harness.results.ab_run import RepeatRun
+from speculab.harness.verdict.arm_level import combine_acceptance
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.report.phrases import verdict_line
 
 FAST = ReportOptions(n_resamples=600)
 SPEEDUPS = {"c1": 1.8, "c4": 1.3, "c16": 0.9}
@@ -63,7 +66,7 @@ def test_acceptance_what_if_memory_and_cost(faster_report: Report):
 
 
 def test_verdict_line_names_loads_intervals_and_sources(faster_report: Report):
-    line = faster_report.candidates[0].verdict_line
+    line = verdict_line(faster_report, faster_report.candidates[0])
     assert line.startswith("ngram k=4: TPOT 1.")
     assert "faster [" in line and "at concurrency 1" in line and "at concurrency 16" in line
     assert "crossover ≈" in line and "acceptance length 2.90 (vllm:spec_decode_* counters" in line
@@ -79,8 +82,8 @@ def test_a_vs_a_says_no_difference():
         assert comp.gate == "ok" and tp.verdict == "no detectable difference", (key, tp)
         assert tp.speedup_low <= 1 <= tp.speedup_high
         assert tp.min_detectable_change < 0.1
-    assert "no detectable difference at concurrency 1" in r.candidates[0].verdict_line
-    assert "crossover" not in r.candidates[0].verdict_line  # nothing was faster: no crossover to speak of
+    assert "no detectable difference at concurrency 1" in verdict_line(r, r.candidates[0])
+    assert "crossover" not in verdict_line(r, r.candidates[0])  # nothing was faster: no crossover to speak of
 
 
 def test_no_drafts_is_not_active_never_no_difference():
@@ -89,7 +92,7 @@ def test_no_drafts_is_not_active_never_no_difference():
     for lv in r.levels:
         comp = lv.comparison("ngram-k4")
         assert comp.gate == "not active" and comp.verdict == "speculation not active"
-    line = r.candidates[0].verdict_line
+    line = verdict_line(r, r.candidates[0])
     assert "speculation not active at concurrency 1" in line and "no detectable difference" not in line
     assert any("did not speculate" in w for w in r.warnings)
 
@@ -103,7 +106,7 @@ def test_underachieved_rate_load_gets_no_verdict():
     assert gated.gate == "load not achieved" and gated.verdict.startswith("no verdict")
     assert "6.4 req/s sent of 8 requested" in gated.gate_reason
     assert r.level("r8").arm("ngram-k4").load_fraction == pytest.approx(0.8, rel=0.02)
-    assert "no verdict at 8 req/s (load not achieved)" in r.candidates[0].verdict_line
+    assert "no verdict at 8 req/s (load not achieved)" in verdict_line(r, r.candidates[0])
 
 
 def test_error_rate_gate():
@@ -203,7 +206,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     the single change is unverified and that speculation could not be confirmed (hinting when chunks look plain)."""
     from dataclasses import replace
 
-    from speculab.harness.results.ab_inputs import ChangeCheck
+    from speculab.harness.design import ChangeCheck
 
     silent = ArmEffect(tpot_factor={"c1": 0.9, "c4": 0.9, "c16": 0.9})  # no counters, one token per chunk
     inputs = make_inputs(n_prompts=20, repeats=1, candidates={"ngram-k4": silent})
@@ -216,7 +219,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     )
     r = build_report(inputs, FAST)
     assert r.level("c1").comparison("ngram-k4").gate == "ok"
-    assert "acceptance unknown" in r.candidates[0].verdict_line
+    assert "acceptance unknown" in verdict_line(r, r.candidates[0])
     assert r.candidates[0].single_change is None
     assert any("single change could not be verified (two-URL mode" in w for w in r.warnings)
     assert any("may not have speculated" in w for w in r.warnings)
@@ -230,7 +233,7 @@ def test_speedup_per_category(faster_report: Report):
 
 
 def test_send_fraction_is_against_the_schedule_not_the_nominal_rate():
-    from speculab.report.per_load import send_fraction
+    from speculab.harness.verdict.arm_level import send_fraction
 
     def rec(i: int, sched: float, sent: float) -> RequestRecord:
         return RequestRecord(i, sched, sent, sent + 1, chunks=(ChunkEvent(sent + 1, "x", 1),))

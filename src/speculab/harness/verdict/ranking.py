@@ -17,9 +17,10 @@ import numpy as np
 
 from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.analysis.stats import CONFIDENCE
-from speculab.harness.results.ab_inputs import LevelSpec, ReportInputs
-from speculab.report.per_load import group_size, paired_per_prompt, prompt_groups, ratio_of
-from speculab.report.schema import ArmLevel, LevelComparison, Ranked
+from speculab.harness.design import LevelSpec
+from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.verdict.comparison import group_size, paired_per_prompt, prompt_groups, ratio_of
+from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ranked
 
 
 def rank_level(
@@ -74,25 +75,3 @@ def rank_level(
             )
         )
     return best, tuple(ranking), tuple(tied)
-
-
-def best_lines(report: Any) -> list[str]:
-    """One line per load: which candidate pays there ("at concurrency 1: ngram k=4, 2.10× [1.80–2.40]"), or that
-    none does; with ties the paired test cannot break, the tied candidates are named."""
-    out = []
-    for lv in report.levels:
-        roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
-        if lv.best is None:
-            gated = [r for r in lv.ranking if r.gate != "ok"]
-            why = "no candidate is detectably faster than the baseline"
-            if gated and len(gated) == len(lv.ranking):
-                why = "no verdict for any candidate (see the table)"
-            out.append(f"at {lv.label}{roles}: none pays ({why})")
-            continue
-        r = next(x for x in lv.ranking if x.candidate == lv.best)
-        text = f"at {lv.label}{roles}: {r.label}, {r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]"
-        if lv.tied_with_best:
-            labels = {x.candidate: x.label for x in lv.ranking}
-            text += f"; cannot be told apart from {', '.join(labels[t] for t in lv.tied_with_best)}"
-        out.append(text)
-    return out

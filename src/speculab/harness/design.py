@@ -1,0 +1,154 @@
+"""What an A/B asks, fixed before anything runs: the offered loads, the arms, the setup, the single-change check.
+
+The plan (`harness.experiment.plan`) builds these; the lifecycle records them in inputs.json (`harness.results`);
+the verdict (`harness.verdict`) reads them back. They live here, beside the records rather than inside experiment/,
+because results/ reads them and experiment/ writes results: one package above both would be a cycle.
+Seconds everywhere; rates in requests per second; prices per GPU-hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from speculab.harness.records import ColdStartTimes, RequestSpec
+
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class LevelSpec:
+    """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep"."""
+
+    kind: str  # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals)
+    value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times)
+    roles: tuple[str, ...] = ()
+    arrival: str | None = None  # rate loads: poisson | constant | gamma
+    max_concurrency: int | None = None  # rate and trace loads: client-side cap
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
+        if self.kind not in ("concurrency", "rate", "trace"):
+            raise ValueError(f"LevelSpec.kind must be 'concurrency', 'rate' or 'trace', got {self.kind!r}")
+        if not self.value > 0:
+            raise ValueError(f"LevelSpec.value must be > 0, got {self.value}")
+
+    @property
+    def key(self) -> str:
+        """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2."""
+        return {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
+
+    @property
+    def label(self) -> str:
+        if self.kind == "concurrency":
+            return f"concurrency {self.value:g}"
+        if self.kind == "trace":
+            return f"trace ×{self.value:g}"
+        return f"{self.value:g} req/s"
+
+    @property
+    def open_loop(self) -> bool:
+        """Sent on a schedule (a rate, or a trace's arrivals), not by a fixed number of workers."""
+        return self.kind in ("rate", "trace")
+
+    @property
+    def requested_rate_rps(self) -> float | None:
+        return self.value if self.kind == "rate" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"key": self.key, "label": self.label}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LevelSpec:
+        return cls(d["kind"], float(d["value"]), tuple(d.get("roles", ())), d.get("arrival"), d.get("max_concurrency"))
+
+
+@dataclass(frozen=True, slots=True)
+class ArmInfo:
+    """One arm: the baseline (`name == "baseline"`) or a candidate. Prices are per GPU-hour, gpus per replica."""
+
+    name: str  # directory-safe: "baseline", "ngram-k4", "draft_model-k4"
+    label: str  # for people: "plain", "ngram k=4"
+    url: str = ""
+    engine: str = "other"
+    command: tuple[str, ...] | None = None  # None in URL mode
+    method: str | None = None  # speculation method; None for the baseline
+    num_speculative_tokens: int | None = None  # k; None for the baseline
+    usd_per_hour: float | None = None
+    gpus: int = 1
+    cold_start: ColdStartTimes | None = None
+    # What the server says about itself (/version, /v1/models, detected engine): recorded in two-URL mode,
+    # where the single change cannot be verified from commands.
+    server_info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.name == BASELINE
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["server_info"] = dict(self.server_info)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ArmInfo:
+        cs = d.get("cold_start")
+        cmd = d.get("command")
+        return cls(
+            name=d["name"],
+            label=d.get("label", d["name"]),
+            url=d.get("url", ""),
+            engine=d.get("engine", "other"),
+            command=tuple(cmd) if cmd is not None else None,
+            method=d.get("method"),
+            num_speculative_tokens=d.get("num_speculative_tokens"),
+            usd_per_hour=d.get("usd_per_hour"),
+            gpus=int(d.get("gpus", 1)),
+            cold_start=ColdStartTimes(**cs) if cs else None,
+            server_info=dict(d.get("server_info") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeCheck:
+    """The single-change rule for one candidate: the command difference and whether it is speculation only."""
+
+    candidate: str  # ArmInfo.name
+    diff_lines: tuple[str, ...]  # CommandDiff.lines()
+    verified: bool | None  # True: only speculation differs; False: more differs; None: could not be verified
+    note: str = ""  # e.g. "two-URL mode: commands unknown", "allowed by --allow-extra-diff"
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What was asked: workload, sampling, loads, SLOs, arms, commands. Same for every arm but the speculation."""
+
+    name: str
+    workload_name: str
+    workload_source: str
+    api: str  # completions | chat
+    items: tuple[RequestSpec, ...]  # the prompts, in order; checks live on them
+    temperature: float
+    top_p: float = 1.0
+    top_k: int | None = None
+    seed: int = 0
+    max_tokens: int = 256
+    min_tokens: int | None = None
+    ignore_eos: bool = False
+    levels: tuple[LevelSpec, ...] = ()  # planned, in run order
+    repeats: int = 1
+    slo_ttft_s: float | None = None
+    slo_tpot_s: float | None = None
+    slo_e2e_s: float | None = None
+    slo_attainment: float = 0.9
+    target_rate_rps: float | None = None
+    checks_enabled: bool = True
+    logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
+    two_url_mode: bool = False
+    # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
+    # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
+    sequential: Mapping[str, Any] | None = None
+    started_utc: str = ""
+    finished_utc: str = ""
+    versions: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,158 @@
+"""An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), and the whole run (`ReportInputs`).
+
+The lifecycle (`speculab.harness.experiment`) produces these while it runs; `ab_dir` lays them out on disk and
+reads them back; the verdict (`speculab.harness.verdict`) is built from them. Nothing here is derived: only what was
+asked (`harness.design`) and what was observed (records, counters, memory samples). Seconds everywhere; memory in
+bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.records import MemorySample, RequestRecord, RequestSpec
+from speculab.harness.results.strict_json import json_safe
+from speculab.harness.servers.acceptance import AcceptanceSummary
+
+INPUTS_SCHEMA = "speculab.report.inputs/1"
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatRun:
+    """One arm at one load level, one repeat: the records and what the server reported around it."""
+
+    arm: str  # ArmInfo.name
+    level: str  # LevelSpec.key
+    repeat: int  # 1-based
+    records: tuple[RequestRecord, ...] = ()
+    acceptance: AcceptanceSummary | None = None  # from the engine adapter; None = engine reports none
+    memory: tuple[MemorySample, ...] = ()
+    gpu_scope: str = ""  # "process" (NVML per-process) or "device" (whole GPU) or "" (no GPU readings)
+    order: int = 0  # position in the whole run sequence (ABBA), for drift plots
+    interrupted: bool = False  # the repeat did not finish (Ctrl-C, crash): records are partial
+    counter_deltas: Mapping[str, float] = field(default_factory=dict)  # raw /metrics deltas, for the record
+    notes: tuple[str, ...] = ()  # anything the lifecycle wants the reader to know about this repeat
+    # (start, end) clock seconds of each block's measured phase, the records' clock. Two-URL mode runs an arm in
+    # blocks with the other arm's in between: achieved load and throughput count these windows only
+    # (`analysis.windows`). () = not recorded (compare, older runs): the repeat is one window.
+    windows_s: tuple[tuple[float, float], ...] = ()
+    # the client process over this repeat's measured blocks (load.client_health): {"cpu_share", "cpu_s", "wall_s",
+    # "loop_lag_p99_s"}; None where not measured (compare, older runs)
+    client: Mapping[str, float] | None = None
+
+    def meta_dict(self) -> dict[str, Any]:
+        """Everything except the records (they live in requests.jsonl)."""
+        return json_safe(
+            {
+                "arm": self.arm,
+                "level": self.level,
+                "repeat": self.repeat,
+                "acceptance": self.acceptance.to_dict() if self.acceptance is not None else None,
+                "memory": [asdict(m) for m in self.memory],
+                "gpu_scope": self.gpu_scope,
+                "order": self.order,
+                "interrupted": self.interrupted,
+                "counter_deltas": dict(self.counter_deltas),
+                "notes": list(self.notes),
+                "windows_s": [list(w) for w in self.windows_s],
+                "client": dict(self.client) if self.client is not None else None,
+            }
+        )
+
+    @classmethod
+    def from_meta(cls, d: Mapping[str, Any], records: Sequence[RequestRecord] = ()) -> RepeatRun:
+        acc = d.get("acceptance")
+        return cls(
+            arm=d["arm"],
+            level=d["level"],
+            repeat=int(d["repeat"]),
+            records=tuple(records),
+            acceptance=AcceptanceSummary.from_dict(acc) if acc else None,
+            memory=tuple(MemorySample(**m) for m in d.get("memory", ())),
+            gpu_scope=d.get("gpu_scope", ""),
+            order=int(d.get("order", 0)),
+            interrupted=bool(d.get("interrupted", False)),
+            counter_deltas={k: float(v) for k, v in (d.get("counter_deltas") or {}).items() if v is not None},
+            notes=tuple(d.get("notes", ())),
+            windows_s=tuple((float(a), float(b)) for a, b in d.get("windows_s") or ()),
+            client=dict(d["client"]) if d.get("client") else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """Everything build_report needs. `runs` may be incomplete: the report says what is missing."""
+
+    setup: Setup
+    arms: tuple[ArmInfo, ...]  # the baseline first, then the candidates
+    changes: tuple[ChangeCheck, ...] = ()
+    runs: tuple[RepeatRun, ...] = ()
+    interrupted: bool = False  # the whole run stopped early
+    notes: tuple[str, ...] = ()  # lifecycle warnings for the reader (e.g. "candidate restarted once")
+    diagnosis: Mapping[str, Any] | None = None  # speculab diagnose output, rendered when present
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.arms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must be unique: {names}")
+        if BASELINE not in names:
+            raise ValueError("one arm must be named 'baseline'")
+
+    @property
+    def baseline(self) -> ArmInfo:
+        return next(a for a in self.arms if a.is_baseline)
+
+    @property
+    def candidates(self) -> tuple[ArmInfo, ...]:
+        return tuple(a for a in self.arms if not a.is_baseline)
+
+    def runs_for(self, arm: str, level: str) -> tuple[RepeatRun, ...]:
+        return tuple(sorted((r for r in self.runs if r.arm == arm and r.level == level), key=lambda r: r.repeat))
+
+    def with_runs(self, runs: Sequence[RepeatRun]) -> ReportInputs:
+        return replace(self, runs=tuple(runs))
+
+    def setup_dict(self) -> dict[str, Any]:
+        """inputs.json: everything but the per-repeat runs."""
+        s = self.setup
+        sd = asdict(s)
+        sd["items"] = [it.to_dict() for it in s.items]
+        sd["levels"] = [lv.to_dict() for lv in s.levels]
+        sd["versions"] = dict(s.versions)
+        return json_safe(
+            {
+                "schema": INPUTS_SCHEMA,
+                "setup": sd,
+                "arms": [a.to_dict() for a in self.arms],
+                "changes": [asdict(c) for c in self.changes],
+                "interrupted": self.interrupted,
+                "notes": list(self.notes),
+                "diagnosis": dict(self.diagnosis) if self.diagnosis is not None else None,
+            }
+        )
+
+    @classmethod
+    def from_setup_dict(cls, d: Mapping[str, Any], runs: Sequence[RepeatRun] = ()) -> ReportInputs:
+        if d.get("schema") != INPUTS_SCHEMA:
+            raise ValueError(f"not a speculab report inputs file (schema {d.get('schema')!r}, want {INPUTS_SCHEMA})")
+        sd = dict(d["setup"])
+        sd["items"] = tuple(RequestSpec.from_dict(it) for it in sd.get("items", ()))
+        sd["levels"] = tuple(LevelSpec.from_dict(lv) for lv in sd.get("levels", ()))
+        sd["versions"] = dict(sd.get("versions") or {})
+        known = set(Setup.__dataclass_fields__)
+        setup = Setup(**{k: v for k, v in sd.items() if k in known})
+        return cls(
+            setup=setup,
+            arms=tuple(ArmInfo.from_dict(a) for a in d["arms"]),
+            changes=tuple(
+                ChangeCheck(c["candidate"], tuple(c["diff_lines"]), c["verified"], c.get("note", ""))
+                for c in d.get("changes", ())
+            ),
+            runs=tuple(runs),
+            interrupted=bool(d.get("interrupted", False)),
+            notes=tuple(d.get("notes", ())),
+            diagnosis=d.get("diagnosis"),
+        )

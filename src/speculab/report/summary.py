@@ -1,0 +1,41 @@
+"""summary.json of an A/B run: the verdict model as strict JSON, with each candidate's verdict line beside it.
+
+The model (`harness.verdict.model.Report`) holds numbers and decisions; the one sentence a script reading this file
+has always found, `candidates[].verdict_line`, is made here when the file is written (`report.phrases`), so the
+file keeps its keys while the model stores no prose. `Report.from_json` reads the file back (the extra key is
+ignored).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.verdict.model import Report
+from speculab.report.phrases import verdict_line
+
+SUMMARY_FILE = "summary.json"
+
+
+def summary_dict(report: Report) -> dict[str, Any]:
+    """The report as plain JSON data, `verdict_line` placed after each candidate's label (where it always was)."""
+    d = report.to_dict()
+    cands = []
+    for c, cd in zip(report.candidates, d["candidates"], strict=True):
+        out = {}
+        for k, v in cd.items():
+            out[k] = v
+            if k == "label":
+                out["verdict_line"] = verdict_line(report, c)
+        cands.append(out)
+    d["candidates"] = cands
+    return d
+
+
+def write_summary(out_dir: Path, report: Report) -> Path:
+    """Write out_dir/summary.json atomically; return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / SUMMARY_FILE
+    write_json_atomic(path, summary_dict(report), indent=1)
+    return path
