@@ -3,7 +3,7 @@ different, and how many requests does stopping early save against always running
 
 Each run is `speculab run`'s library path in two-URL mode against two identical mock servers in their own
 processes (24 prompts at concurrency 1 by default), with adaptive repeats judged by the report's own verdicts after
-each repeat (`report.looks.decide`, alpha spent across looks: analysis.sequential). A false positive is a final
+each repeat (`harness.verdict.looks.decide`, alpha spent across looks: analysis.sequential). A false positive is a final
 verdict of "faster" or "slower" (at the run's last look's level, as the report gives it). The saving is 1 - the
 requests a run sent / what `max` repeats send. Seeds: run i uses seed first_seed + i (its per-request seeds).
 
@@ -34,7 +34,6 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.looks import decide
 from speculab.harness.verdict.model import ReportOptions
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -70,7 +69,7 @@ candidate: {{url: "{b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 4}}
 """
     plan = dataclasses.replace(plan_experiment(parse_experiment(y)), memory_interval_s=10.0)
-    asyncio.run(run_plan(plan, out, decide=decide))
+    asyncio.run(run_plan(plan, out))
     inputs = load_inputs(out)
     report = build_report(inputs, ReportOptions(n_resamples=300, seed=seed))
     (lv,) = report.levels

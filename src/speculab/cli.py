@@ -424,14 +424,13 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> No
     options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
-    from speculab.harness.verdict.looks import decide
     from speculab.report.console.run_progress import RunProgress
 
     for line in describe_plan(plan):
         console.print(line, highlight=False)
     console.print(f"results: {out}", highlight=False)
     try:
-        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console), decide=decide)
+        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console))
     except EndpointError:
         # e.g. a launched server exited mid-run: report what finished before the one-line error (exit 3)
         if (out / "inputs.json").is_file():

@@ -16,8 +16,8 @@ from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.verdict import looks as verdict_looks
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.looks import decide
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=4)
 
@@ -47,13 +47,16 @@ class Scripted:
 
 
 @pytest.mark.parametrize(("decided_at", "expected_repeats"), [(1, 2), (2, 3), (9, 4)])
-def test_looks_from_min_stop_when_decided_or_at_max(tmp_path: Path, decided_at: int, expected_repeats: int) -> None:
+def test_looks_from_min_stop_when_decided_or_at_max(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decided_at: int, expected_repeats: int
+) -> None:
     scripted = Scripted(decided_at)
+    monkeypatch.setattr(verdict_looks, "decide", scripted)  # the lifecycle asks the verdict's looks module
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         plan = plan_experiment(parse_experiment(experiment(a, b, "{min: 2, max: 4, until: decided, mdc: 0.03}")))
         assert "2 to 4 repeats, until every verdict is decided" in "\n".join(describe_plan(plan))
         out = tmp_path / "run"
-        asyncio.run(run_plan(plan, out, decide=scripted))
+        asyncio.run(run_plan(plan, out))
     inputs = load_inputs(out)
     alphas = look_alphas(2, 4)
     assert [c[0] for c in scripted.calls] == [alphas[r] for r in range(2, expected_repeats + 1)]
@@ -73,7 +76,7 @@ def test_the_reports_own_look_decides_identical_arms_after_the_first_repeat(tmp_
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         y = experiment(a, b, "{min: 1, max: 3, until: decided, mdc: 0.5}").replace("num_prompts: 8", "num_prompts: 12")
         out = tmp_path / "run"
-        asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out, decide=decide))
+        asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
     inputs = load_inputs(out)
     (look,) = inputs.setup.sequential["looks"]
     assert look["decided"] and look["repeat"] == 1 and inputs.setup.repeats == 1

@@ -1,5 +1,5 @@
-"""The report: what the harness recorded, turned into numbers with intervals (`model`), then shown (`console`, `html`).
+"""The report: the verdict (`speculab.harness.verdict`) shown in the terminal, as report.html and as summary.json.
 
-It reads results (`speculab.harness.results`) and the harness's pure analysis; it never sends a request, and nothing
-in the harness imports it.
+Presentation only: it formats numbers and makes sentences (`phrases`); it never decides. It reads the verdict model
+and what the results package saved; nothing in the harness imports it.
 """

@@ -46,6 +46,7 @@ from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
+from speculab.harness.verdict import looks as verdict_looks
 from speculab.harness.workload.conversation import conversations, sent_as
 
 
@@ -128,11 +129,6 @@ class _BlockRequest:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
-# Adaptive repeats: (run directory, this look's alpha, the MDC threshold) -> (every verdict decided?, the
-# comparisons still open, named). `speculab run` passes the report's (report.looks.decide).
-Decide = Callable[[Path, float, float], tuple[bool, list[str]]]
-
-
 class Lifecycle:
     def __init__(
         self,
@@ -142,7 +138,6 @@ class Lifecycle:
         stop: asyncio.Event,
         reporter: Reporter,
         clock: Clock,
-        decide: Decide | None = None,
     ):
         self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
             plan,
@@ -163,7 +158,6 @@ class Lifecycle:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
-        self.decide = decide
 
     # --- adaptive repeats -----------------------------------------------------------------------------------
     def enough(self, repeat: int) -> bool:
@@ -171,14 +165,14 @@ class Lifecycle:
         its own alpha from the spending function, so the design's false-positive rate stays at 5 % however many
         looks it takes (analysis.sequential); the look's result is recorded in inputs.json."""
         seq = self.setup.sequential
-        if seq is None or self.decide is None:
+        if seq is None:
             return False
         alphas = look_alphas(seq["min"], seq["max"], seq["alpha"], seq["spending"], seq.get("round", 1))
         if repeat not in alphas:
             return False
         alpha = alphas[repeat]
         self.write_inputs()
-        done, undecided = self.decide(self.out, alpha, seq["mdc"])
+        done, undecided = verdict_looks.decide(self.out, alpha, seq["mdc"])  # the verdict's comparisons, this alpha
         looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
         stop = done and repeat < seq["max"]
         self.setup = replace(

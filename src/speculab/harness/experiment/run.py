@@ -16,7 +16,7 @@ from pathlib import Path
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
 from speculab.harness.experiment.launch_mode import run_launch_mode
-from speculab.harness.experiment.lifecycle import Decide, Lifecycle
+from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.experiment.progress import Reporter, Silent
 from speculab.harness.experiment.two_url import run_two_url_mode
@@ -63,22 +63,20 @@ async def run_plan(
     stop: asyncio.Event | None = None,
     reporter: Reporter | None = None,
     clock: Clock = time.perf_counter,
-    decide: Decide | None = None,
 ) -> RunOutcome:
     """Run every arm at every level and repeat, streaming results to out_dir. Servers are always stopped.
-    With adaptive repeats, `decide` judges the results after each repeat (the report's verdicts, injected: the
-    harness never imports the report); without it every repeat up to the maximum runs."""
+    With adaptive repeats the verdict's own comparisons judge the results after each look (`verdict.looks`)."""
     check_ab_output_dir(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     async with make_session(clock=clock) as session:
-        life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter or Silent(), clock, decide)
+        life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter or Silent(), clock)
         return await _run_to_end(life)
 
 
 def run_plan_interruptible(
-    plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None, decide: Decide | None = None
+    plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None
 ) -> RunOutcome:
     """`run_plan` on a fresh event loop where the first Ctrl-C stops cleanly (in-flight requests are recorded as
     cancelled, servers stopped, inputs.json marked interrupted) and a second one interrupts at once (servers are
     still stopped: every launch is inside try/finally)."""
-    return run_interruptible(lambda stop: run_plan(plan, out_dir, stop=stop, reporter=reporter, decide=decide))
+    return run_interruptible(lambda stop: run_plan(plan, out_dir, stop=stop, reporter=reporter))

@@ -1,10 +1,9 @@
-"""One look of adaptive repeats: is every verdict decided yet? The report's own verdicts, at the look's level.
+"""One look of adaptive repeats: is every verdict decided yet? The verdict's own comparisons, at the look's level.
 
-`speculab run` hands `decide` to the harness (which never imports the report): after each repeat from `min` on it
-reads what the run directory holds, builds the report's comparisons at confidence 1 - alpha_j (the look's share
-of the 5 %, analysis.sequential), and calls the experiment decided when every candidate at every load is faster,
-slower, or no different with a minimum detectable change below the threshold (or gated in a way more repeats do
-not fix: errors, too few prompts).
+The lifecycle calls `decide` after each repeat from `min` on: it reads what the run directory holds, builds the
+comparisons at confidence 1 - alpha_j (the look's share of the 5 %, analysis.sequential), and calls the experiment
+decided when every candidate at every load is faster, slower, or no different with a minimum detectable change
+below the threshold (or gated in a way more repeats do not fix: errors, too few prompts).
 """
 
 from __future__ import annotations

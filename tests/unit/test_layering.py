@@ -1,0 +1,82 @@
+"""The layering docs/architecture.md promises, read from the source: no import cycle between packages, the report
+presents the verdict without reaching below it, the harness never imports the report, torch or the engine."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import speculab
+
+SRC = Path(speculab.__file__).parent
+
+
+def _package(module: str) -> str:
+    """speculab.harness.verdict.build -> speculab.harness.verdict; speculab.report.html.page -> speculab.report."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if parts[:2] == ["speculab", "harness"] and len(parts) > 2 else parts[:2])
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the speculab modules (and top-level third-party names) it imports, lazily or not."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for f in SRC.rglob("*.py"):
+        parts = ("speculab", *f.relative_to(SRC).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                out[module].add(node.module)
+            elif isinstance(node, ast.Import):
+                out[module].update(a.name for a in node.names)
+    return out
+
+
+def _package_edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, targets in _imports().items():
+        for t in targets:
+            if t.startswith("speculab.") and _package(t) != _package(module):
+                edges[_package(module)].add(_package(t))
+    return edges
+
+
+def test_no_import_cycle_between_packages():
+    edges = _package_edges()
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            assert state.get(nxt) != 1, "import cycle: " + " -> ".join([*path, node, nxt])
+            if nxt not in state:
+                visit(nxt, [*path, node])
+        state[node] = 2
+
+    for pkg in sorted(edges):
+        if pkg not in state:
+            visit(pkg, [])
+
+
+def test_the_report_reads_the_verdict_not_what_lies_below_it():
+    below = ("analysis", "load", "servers", "workload", "client", "experiment", "measure", "diagnose", "mock")
+    for module, targets in _imports().items():
+        if module.startswith("speculab.report"):
+            reached = {t for t in targets if any(t.startswith(f"speculab.harness.{b}") for b in below)}
+            assert not reached, f"{module} imports {sorted(reached)}: the verdict model lacks a field"
+
+
+def test_the_harness_never_imports_the_report_torch_or_the_engine():
+    for module, targets in _imports().items():
+        if module.startswith("speculab.harness"):
+            bad = {
+                t for t in targets if t.split(".")[0] == "torch" or t.startswith(("speculab.report", "speculab.engine"))
+            }
+            assert not bad, f"{module} imports {sorted(bad)}"
+
+
+def test_the_engine_never_imports_the_harness_or_the_report():
+    for module, targets in _imports().items():
+        if module.startswith("speculab.engine"):
+            bad = {t for t in targets if t.startswith(("speculab.harness", "speculab.report"))}
+            assert not bad, f"{module} imports {sorted(bad)}"
