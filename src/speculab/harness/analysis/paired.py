@@ -80,6 +80,22 @@ def paired_ratios(candidate: Mapping[int, float], baseline: Mapping[int, float])
     return PairedRatios(tuple(indices), tuple(ratios), len(keys) - len(indices))
 
 
+def group_size(kind: str, value: float, in_flight: Iterable[float | None] = ()) -> int:
+    """How many prompts ran at the same time at a load (kind "concurrency", "rate" or "trace"): the concurrency of a
+    closed loop; for an open loop the largest measured requests in flight (`in_flight`, one per arm; Little's law at
+    work), rounded, and 1 before anything is measured (the plan's warning); at least 1. The one rule for the
+    verdict's units and the plan's warning."""
+    if kind == "concurrency":
+        return max(1, round(value))
+    measured = [c for c in in_flight if c is not None]
+    return max(1, round(max(measured))) if measured else 1
+
+
+def groups_needed(size: int, what: str = "prompts") -> str:
+    """What a level of `size` prompts sent together needs for a verdict, naming the fix: MIN_PAIRS groups."""
+    return f"a verdict needs at least {MIN_PAIRS} groups: use at least {MIN_PAIRS * size} {what} at this load"
+
+
 def concurrent_groups(order: Sequence[int], size: int, units: Mapping[int, str] | None = None) -> dict[int, int]:
     """Prompt index -> group number for runs of `size` consecutive prompts in send order (`order`: the indices as
     they were sent, the same in every arm). size 1: every prompt its own group.
@@ -344,8 +360,8 @@ def compare_paired(
             note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
         else:
             note = (
-                f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); need at least "
-                f"{MIN_PAIRS} groups: use at least {MIN_PAIRS * group_size} prompts at this load"
+                f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); "
+                + groups_needed(group_size)
             )
     else:
         if hl.excludes(1.0):

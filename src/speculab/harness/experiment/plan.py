@@ -15,7 +15,7 @@ from typing import Any
 
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.analysis.paired import MIN_PAIRS
+from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_needed
 from speculab.harness.analysis.sequential import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
@@ -452,15 +452,12 @@ def describe_plan(plan: RunPlan) -> list[str]:
     n = sum(1 for _ in conversations(s.items))
     what = "prompts" if n == len(s.items) else "conversations"
     for lv in s.levels:
-        c = round(lv.value) if lv.kind == "concurrency" else 1
+        c = group_size(lv.kind, lv.value)  # an open loop's in-flight count is known only once it ran
         groups = -(-n // c)  # as analysis.paired.concurrent_groups cuts them: the last group may be partial
         if c > 1 and groups < MIN_PAIRS:
             lines.append(
-                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; a verdict needs "
-                + (
-                    f"{MIN_PAIRS}: use num_prompts >= {MIN_PAIRS * c}"
-                    if what == "prompts"
-                    else f"{MIN_PAIRS}: use at least {MIN_PAIRS * c} conversations (num_prompts counts their requests)"
-                )
+                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; "
+                + groups_needed(c, what)
+                + ("" if what == "prompts" else " (num_prompts counts their requests)")
             )
     return lines

@@ -14,7 +14,13 @@ import numpy as np
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import exceeds_error_rate, request_metrics
-from speculab.harness.analysis.paired import MetricComparison, compare_paired, concurrent_groups, diverged_indices
+from speculab.harness.analysis.paired import (
+    MetricComparison,
+    compare_paired,
+    concurrent_groups,
+    diverged_indices,
+    group_size,
+)
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
@@ -61,13 +67,9 @@ def ratio_of(c: MetricComparison) -> Ratio:
     )
 
 
-def group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
-    """How many prompts ran at the same time at this load: the concurrency of a closed loop; for a rate, the
-    larger of the two arms' measured requests in flight (Little's law at work), rounded; at least 1."""
-    if level.kind == "concurrency":
-        return max(1, round(level.value))
-    conc = [a.achieved_concurrency for a in (base, cand) if a is not None and a.achieved_concurrency is not None]
-    return max(1, round(max(conc))) if conc else 1
+def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
+    """`analysis.paired.group_size` at one load, from the two arms' measured requests in flight."""
+    return group_size(level.kind, level.value, (a.achieved_concurrency for a in (base, cand) if a is not None))
 
 
 def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
@@ -167,7 +169,7 @@ def compare_level(
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
     ratios = []
     values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
-    size = group_size(level, base, cand)
+    size = level_group_size(level, base, cand)
     groups = prompt_groups(inputs, size)
     diverged: frozenset[int] = frozenset()
     for metric in (*PAIRED_METRICS, "itl_s"):

@@ -19,7 +19,7 @@ from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.analysis.stats import CONFIDENCE
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
-from speculab.harness.verdict.comparison import group_size, paired_per_prompt, prompt_groups, ratio_of
+from speculab.harness.verdict.comparison import level_group_size, paired_per_prompt, prompt_groups, ratio_of
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ranked
 
 
@@ -54,7 +54,7 @@ def rank_level(
         if best is not None and c.candidate != best and c.candidate in faster:
             best_runs = inputs.runs_for(best, level.key)
             other_runs = inputs.runs_for(c.candidate, level.key)
-            size = group_size(level, arms.get(best), arms.get(c.candidate))
+            size = level_group_size(level, arms.get(best), arms.get(c.candidate))
             # candidate = the best, baseline = this one: a speedup > 1 says by how much the best is faster
             b, o, _ = paired_per_prompt(best_runs, other_runs, "tpot_s")
             cmp = compare_paired(f"vs {best}", b, o, rng, n_resamples=n_resamples, groups=prompt_groups(inputs, size),
