@@ -1,6 +1,6 @@
 """Speculative decoding as the engine calls it: a proposer's drafts in, exactly verified tokens out.
 
-The engine asks `propose` for drafts, runs one target forward per decode row over [last token, drafts],
+The engine asks `propose` for drafts, runs one target forward in which each decode row is [last token, drafts],
 and hands the logits to `verify`, which turns them into each request's distribution p exactly as plain
 decoding would (`request_probs`: min_tokens bans, temperature, top-k, top-p), runs `verify()` against the
 proposer's q, and counts drafts with vLLM's semantics: a draft is one verification step of one request
