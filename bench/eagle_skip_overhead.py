@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling spec_dec
 import spec_decode as sd
 
 from speculab.engine.loader import load_model, resolve_model_path
-from speculab.engine.spec import speculator as spec_module
-from speculab.engine.spec.eagle_head import load_eagle_head
+from speculab.engine.speculative import speculator as spec_module
+from speculab.engine.speculative.eagle_head import load_eagle_head
 from speculab.engine.tokenizer import Tokenizer
 
 ROWS = ("plain", "eagle-skip", "eagle-adaptive")

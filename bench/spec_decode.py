@@ -48,12 +48,12 @@ from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.loader import load_model, resolve_model_path
 from speculab.engine.model import CausalLM, ModelConfig
 from speculab.engine.sequence import SamplingParams
-from speculab.engine.spec.adaptive import AdaptivePolicy
-from speculab.engine.spec.draft_model import DraftModelProposer
-from speculab.engine.spec.eagle import EagleProposer
-from speculab.engine.spec.eagle_head import EagleHead, load_eagle_head
-from speculab.engine.spec.ngram import NgramProposer
-from speculab.engine.spec.speculator import Speculator
+from speculab.engine.speculative.adaptive import AdaptivePolicy
+from speculab.engine.speculative.draft_model import DraftModelProposer
+from speculab.engine.speculative.eagle import EagleProposer
+from speculab.engine.speculative.eagle_head import EagleHead, load_eagle_head
+from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.speculator import Speculator
 
 # A stand-in with the shipped demo pair's "cpu" preset target shape (scripts/train_demo.py), random weights.
 DEMO_CPU_SHAPE = ModelConfig(

@@ -35,7 +35,7 @@ from demo_train import TrainConfig, autocast, lr_at, train_hidden
 from safetensors.torch import save_file
 
 from speculab.engine.model import CausalLM, rope_tables, rotate_half
-from speculab.engine.spec.eagle_head import EagleHead
+from speculab.engine.speculative.eagle_head import EagleHead
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ def engine_replay(
     """
     from speculab.engine.engine import Engine, EngineConfig
     from speculab.engine.sequence import SamplingParams
-    from speculab.engine.spec.speculator import Speculator
+    from speculab.engine.speculative.speculator import Speculator
 
     slots = len(prompts)
     max_len = max(len(p) for p in prompts) + new_tokens + 8
@@ -361,9 +361,9 @@ def evaluate_eagle(
     k: int = 4,
 ) -> dict:
     """Teacher-forced agreement on held-out windows; greedy engine replay for eagle (and the draft, prompt lookup)."""
-    from speculab.engine.spec.draft_model import DraftModelProposer
-    from speculab.engine.spec.eagle import EagleProposer
-    from speculab.engine.spec.ngram import NgramProposer
+    from speculab.engine.speculative.draft_model import DraftModelProposer
+    from speculab.engine.speculative.eagle import EagleProposer
+    from speculab.engine.speculative.ngram import NgramProposer
 
     held = heldout_metrics(head, target, windows, EagleLoss(), device, batch_size)
     alpha = held["agreement"]

@@ -4,8 +4,8 @@
 thread for the server. It knows token ids only: text comes from an injected detokenizer factory
 (needed for stop strings), so the core is testable with a tiny random model and a fake tokenizer.
 
-Speculative decoding plugs in through `SpeculationHook` (implemented by `speculab.engine.spec.speculator`): before the
-decode forward it proposes draft tokens per sequence; the forward runs each decode row as
+Speculative decoding plugs in through `SpeculationHook` (implemented by `speculab.engine.speculative.speculator`):
+before the decode forward it proposes draft tokens per sequence; the forward runs each decode row as
 [last token, draft_1..draft_k] and returns logits at every position; the speculator's `verify` turns
 those into the tokens to emit (ragged, 1..k+1 per row); appending applies eos / stop / max_tokens token
 by token, exactly as plain decoding would, and the KV cache keeps only the verified prefix.

@@ -13,10 +13,10 @@ from tests.fakes.spec_models import LetterDetokenizer, random_eagle, sharp_lm, t
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
-from speculab.engine.spec.draft_model import DraftModelProposer
-from speculab.engine.spec.eagle import EagleProposer
-from speculab.engine.spec.ngram import NgramProposer
-from speculab.engine.spec.speculator import Speculator
+from speculab.engine.speculative.draft_model import DraftModelProposer
+from speculab.engine.speculative.eagle import EagleProposer
+from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.speculator import Speculator
 
 POISON = "r1"
 PARAMS = [

@@ -22,9 +22,9 @@ from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
 from speculab.engine.server.connection import uvicorn_config
-from speculab.engine.spec.config import build_speculator, parse_spec_config
-from speculab.engine.spec.metrics import SpecDecodeCollector
-from speculab.engine.spec.speculator import Speculator
+from speculab.engine.speculative.config import build_speculator, parse_spec_config
+from speculab.engine.speculative.metrics import SpecDecodeCollector
+from speculab.engine.speculative.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
 

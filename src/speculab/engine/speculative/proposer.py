@@ -1,14 +1,15 @@
-"""The interface every proposer (n-gram lookup, draft model) offers the engine.
+"""The interface every proposer (n-gram lookup, draft model, EAGLE head) offers the engine, through the `Speculator`.
 
 Each step the engine hands the proposer the running sequences it wants drafts for and, per row, the most
 drafts it may verify (bounded by max_tokens and the context). The proposer returns a padded batch of draft
 tokens, their count per row and, when it has them, its own probabilities q for exact rejection sampling.
 
-Proposers keep per-request state (an n-gram index, a draft KV cache) but never need to be told what was
-accepted: a sequence's committed tokens only ever grow, so each `propose` call syncs the proposer from the
-tokens it is given (accepted drafts, the corrected or bonus token, anything decoded without speculation),
-and a draft model rolls its cache back to the longest prefix it holds that is still committed. The one
-hook the engine must call is `release` when a request finishes or is aborted.
+Proposers keep per-request state (an n-gram index, a draft KV cache, an EAGLE head's cache) but never need to be
+told what was accepted: a sequence's committed tokens only ever grow, so each `propose` call syncs the proposer from
+the tokens it is given (accepted drafts, the corrected or bonus token, anything decoded without speculation), and a
+draft model or EAGLE head rolls its cache back to the longest prefix it holds that is still committed. The one hook
+every proposer needs is `release` when a request finishes or is aborted; an EAGLE proposer also takes the target's
+hidden states (`record_target_hidden`, which the engine calls through the speculator when `wants_target_hidden`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 
 class DraftParams(Protocol):
-    """The sampling parameters a draft model applies to its logits (as the target does to its own)."""
+    """The sampling parameters a draft model or EAGLE head applies to its logits (as the target does to its own)."""
 
     @property
     def temperature(self) -> float: ...
@@ -61,7 +62,7 @@ class Proposal:
 
     probs is the proposer's distribution q at each drafted position [B, K, V] (float32, the same
     temperature/top-k/top-p processing as the target's p), or None when q is one-hot at the draft.
-    Tensors live on the CPU for n-gram lookup and on the draft model's device otherwise.
+    Tensors live on the CPU for n-gram lookup and on the draft model's (or EAGLE head's) device otherwise.
     backlog_s is the time the call spent catching up on a backlog (a new prompt, steps that did not speculate)
     rather than drafting: it is paid whenever speculation resumes, so the adaptive policy leaves it out of what
     drafting costs.

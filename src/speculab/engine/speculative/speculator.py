@@ -1,6 +1,6 @@
 """Speculative decoding as the engine calls it: a proposer's drafts in, exactly verified tokens out.
 
-The engine asks `propose` for drafts, runs one target forward per decode row over [last token, drafts],
+The engine asks `propose` for drafts, runs one target forward in which each decode row is [last token, drafts],
 and hands the logits to `verify`, which turns them into each request's distribution p exactly as plain
 decoding would (`request_probs`: min_tokens bans, temperature, top-k, top-p), runs `verify()` against the
 proposer's q, and counts drafts with vLLM's semantics: a draft is one verification step of one request
@@ -8,7 +8,7 @@ that had at least one draft token; accepted tokens exclude the target's own (cor
 
 How many tokens a step drafts: num_speculative_tokens, unless the step has more decode rows than
 `disable_by_batch_size` (vLLM's option: then it drafts none), or an `AdaptivePolicy` chooses k in 0..K from
-recent acceptance and measured costs (spec/adaptive.py). A step in which no row drafts samples exactly as plain
+recent acceptance and measured costs (speculative/adaptive.py). A step in which no row drafts samples exactly as plain
 decoding does (the same `request_probs`, `sample` and generators), without the verifier's machinery; its time
 still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target's forward plus
 verification (from propose's return to verify's end) with an injected clock.
@@ -24,9 +24,9 @@ import torch
 
 from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
-from speculab.engine.spec.adaptive import CATCH_UP_WIDTH, AdaptivePolicy, calibration_rows
-from speculab.engine.spec.proposer import Proposal, Proposer
-from speculab.engine.spec.verify import draw_uniforms, verify
+from speculab.engine.speculative.adaptive import CATCH_UP_WIDTH, AdaptivePolicy, calibration_rows
+from speculab.engine.speculative.proposer import Proposal, Proposer
+from speculab.engine.speculative.verify import draw_uniforms, verify
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@
     {"method": "eagle", "model": "PATH or demo-eagle", "num_speculative_tokens": 4}
 
 Every method also takes vLLM's "disable_by_batch_size" (no drafts in a step with more decode rows than this)
-and speculab's "adaptive": true (k chosen per step in 0..num_speculative_tokens; spec/adaptive.py).
+and speculab's "adaptive": true (k chosen per step in 0..num_speculative_tokens; speculative/adaptive.py).
 As in vLLM, a config with "model" and no "method" means a draft model. Every mistake is a SpecConfigError
 naming the key and the fix, raised at start-up before any model is loaded.
 """
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import torch
 
     from speculab.engine.model import CausalLM, ModelConfig
-    from speculab.engine.spec.proposer import Proposer
-    from speculab.engine.spec.speculator import Speculator
+    from speculab.engine.speculative.proposer import Proposer
+    from speculab.engine.speculative.speculator import Speculator
 
 METHODS = ("ngram", "draft_model", "eagle")
 MODEL_METHODS = {"draft_model": "demo-draft", "eagle": "demo-eagle"}  # methods that need "model", and their demo
@@ -157,7 +157,7 @@ def build_proposer(
 
     An EAGLE head shares the target's embedding and LM head, so it needs the loaded `target`.
     """
-    from speculab.engine.spec.ngram import NgramProposer
+    from speculab.engine.speculative.ngram import NgramProposer
 
     if config.method == "ngram":
         return NgramProposer(config.num_speculative_tokens, config.prompt_lookup_max, config.prompt_lookup_min)
@@ -166,15 +166,15 @@ def build_proposer(
 
     assert config.model is not None
     if config.method == "eagle":
-        from speculab.engine.spec.eagle import EagleProposer
-        from speculab.engine.spec.eagle_head import load_eagle_head
+        from speculab.engine.speculative.eagle import EagleProposer
+        from speculab.engine.speculative.eagle_head import load_eagle_head
 
         if target is None:
             raise ValueError("an EAGLE proposer needs the loaded target model")
         head = load_eagle_head(config.model, target, dtype=dtype, device=device)
         return EagleProposer(head, target, config.num_speculative_tokens, num_slots=num_slots, max_len=max_len)
 
-    from speculab.engine.spec.draft_model import DraftModelProposer, check_same_vocabulary
+    from speculab.engine.speculative.draft_model import DraftModelProposer, check_same_vocabulary
 
     draft_dir = resolve_model_path(config.model)
     draft_config = read_config(draft_dir)
@@ -193,8 +193,8 @@ def build_speculator(
     config: SpecConfig, *, target: CausalLM, target_dir: Path, num_slots: int, max_len: int
 ) -> Speculator:
     """The engine's speculation hook for a config: its proposer, and the skip / adaptive-k settings."""
-    from speculab.engine.spec.adaptive import AdaptivePolicy
-    from speculab.engine.spec.speculator import Speculator
+    from speculab.engine.speculative.adaptive import AdaptivePolicy
+    from speculab.engine.speculative.speculator import Speculator
 
     p = next(target.parameters())
     proposer = build_proposer(

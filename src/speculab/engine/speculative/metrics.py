@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from speculab.engine.spec.speculator import SpecCounters
+from speculab.engine.speculative.speculator import SpecCounters
 
 PREFIX = "speculab:"
 

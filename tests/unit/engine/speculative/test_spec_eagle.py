@@ -12,8 +12,8 @@ from tests.fakes.spec_models import Params, Row, random_eagle, tiny_lm
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache
 from speculab.engine.sampling import processed_probs
-from speculab.engine.spec.eagle import EagleProposer, _HeadState
-from speculab.engine.spec.eagle_head import EagleHead, EagleHeadError, load_eagle_head
+from speculab.engine.speculative.eagle import EagleProposer, _HeadState
+from speculab.engine.speculative.eagle_head import EagleHead, EagleHeadError, load_eagle_head
 
 K = 4
 
@@ -227,8 +227,8 @@ def test_a_head_for_another_target_is_refused_in_one_line(tmp_path, target, head
 
 
 def test_the_adaptive_policy_prices_eagle_drafts_and_catch_ups_at_start(target, head):
-    from speculab.engine.spec.adaptive import AdaptivePolicy
-    from speculab.engine.spec.speculator import Speculator
+    from speculab.engine.speculative.adaptive import AdaptivePolicy
+    from speculab.engine.speculative.speculator import Speculator
 
     policy = AdaptivePolicy(K)
     spec = Speculator(EagleProposer(head, target, K, num_slots=2, max_len=128), adaptive=policy)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.engine.spec.config import SpecConfig, SpecConfigError, parse_spec_config
+from speculab.engine.speculative.config import SpecConfig, SpecConfigError, parse_spec_config
 from speculab.errors import UserError
 
 

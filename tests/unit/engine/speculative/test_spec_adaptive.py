@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.engine.spec.adaptive import Acceptance, AdaptiveConfig, AdaptivePolicy, StepCosts
+from speculab.engine.speculative.adaptive import Acceptance, AdaptiveConfig, AdaptivePolicy, StepCosts
 
 
 def test_acceptance_counts_reached_positions_only():

@@ -3,7 +3,8 @@
 A row proposes draft tokens x_1..x_n (n may differ per row; the batch is padded to K). The target scored
 the row's last committed token followed by the drafts in one forward, giving K+1 distributions:
 p_1 (for x_1) .. p_n (for x_n) and p_{n+1} (for the token after the last draft). The draft's own
-distributions q_1..q_n are given in full (a draft model) or implied one-hot (n-gram lookup).
+distributions q_1..q_n are given in full (a draft model, an EAGLE head) or implied one-hot (n-gram lookup, and any
+batch whose rows are all greedy).
 
 Greedy rows accept while x_i equals argmax p_i and then emit argmax p at the first disagreement (or at n+1).
 Sampled rows accept x_i with probability min(1, p_i(x_i) / q_i(x_i)); at the first rejection they emit a

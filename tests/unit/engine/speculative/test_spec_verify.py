@@ -14,7 +14,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from speculab.engine.spec.verify import draw_uniforms, verify
+from speculab.engine.speculative.verify import draw_uniforms, verify
 
 V = 5  # vocabulary
 K = 3  # max drafts per step

@@ -19,12 +19,12 @@ from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.model import BatchInput, CausalLM, KVCache
 from speculab.engine.sampling import processed_probs
 from speculab.engine.sequence import FinishReason, SamplingParams
-from speculab.engine.spec.adaptive import AdaptiveConfig, AdaptivePolicy
-from speculab.engine.spec.draft_model import DraftModelProposer
-from speculab.engine.spec.eagle import EagleProposer
-from speculab.engine.spec.eagle_head import EagleHead
-from speculab.engine.spec.ngram import NgramProposer
-from speculab.engine.spec.speculator import Speculator
+from speculab.engine.speculative.adaptive import AdaptiveConfig, AdaptivePolicy
+from speculab.engine.speculative.draft_model import DraftModelProposer
+from speculab.engine.speculative.eagle import EagleProposer
+from speculab.engine.speculative.eagle_head import EagleHead
+from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.speculator import Speculator
 
 SLOTS, MAX_LEN = 8, 128
 

@@ -9,7 +9,7 @@ tokens it wrote after them. Each `propose`:
      afterwards the target's corrected or bonus token, plus the last accepted draft when all were accepted),
   3. drafts k tokens, one batched forward per token, sampling each from q = processed_probs of its logits
      with the request's temperature / top-k / top-p and the request's generator, and returns q for
-     exact rejection sampling (the loop shared with the EAGLE proposer, `spec/drafting.py`).
+     exact rejection sampling (the loop shared with the EAGLE proposer, `speculative/drafting.py`).
 Shapes: B rows, K = num_speculative_tokens, V = target vocabulary, S = tokens per row in a forward.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.spec.drafting import assemble_proposal, draft_tokens, timed
-from speculab.engine.spec.proposer import DraftSource, Proposal
+from speculab.engine.speculative.drafting import assemble_proposal, draft_tokens, timed
+from speculab.engine.speculative.proposer import DraftSource, Proposal
 from speculab.errors import UserError
 
 

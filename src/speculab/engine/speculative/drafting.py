@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 import torch
 
 from speculab.engine.sampling import processed_probs
-from speculab.engine.spec.proposer import DraftSource, Proposal
-from speculab.engine.spec.verify import sample_inverse_cdf
+from speculab.engine.speculative.proposer import DraftSource, Proposal
+from speculab.engine.speculative.verify import sample_inverse_cdf
 
 # (draft tokens x_j [A], j, live [A] bool: rows that draft j + 1 as well) -> logits [A, V] for draft j + 1
 DraftStep = Callable[[torch.Tensor, int, torch.Tensor], torch.Tensor]
