@@ -359,9 +359,8 @@ def compare_paired(
         if units is pairs:
             note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
         else:
-            note = (
-                f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); "
-                + groups_needed(group_size)
+            note = f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); " + groups_needed(
+                group_size
             )
     else:
         if hl.excludes(1.0):

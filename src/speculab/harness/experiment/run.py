@@ -73,9 +73,7 @@ async def run_plan(
         return await _run_to_end(life)
 
 
-def run_plan_interruptible(
-    plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None
-) -> RunOutcome:
+def run_plan_interruptible(plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None) -> RunOutcome:
     """`run_plan` on a fresh event loop where the first Ctrl-C stops cleanly (in-flight requests are recorded as
     cancelled, servers stopped, inputs.json marked interrupted) and a second one interrupts at once (servers are
     still stopped: every launch is inside try/finally)."""
