@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from speculab.harness.analysis.stats import two_proportion_p
 
 MIN_DIFFERENCE = 0.05  # absolute hit-rate difference below which no one needs to hear about it
-ALPHA = 0.01
+# A warning, not a verdict: only a change this unlikely under no difference is worth a reader's attention.
+WARNING_ALPHA = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,5 +39,5 @@ class HitRateChange:
 
 def compare_hit_rates(base_rate: float, base_requests: int, cand_rate: float, cand_requests: int) -> HitRateChange:
     p = two_proportion_p(base_rate, base_requests, cand_rate, cand_requests)
-    beyond = abs(cand_rate - base_rate) >= MIN_DIFFERENCE and p < ALPHA
+    beyond = abs(cand_rate - base_rate) >= MIN_DIFFERENCE and p < WARNING_ALPHA
     return HitRateChange(base_rate, cand_rate, base_requests, cand_requests, p, beyond)

@@ -22,7 +22,8 @@ import math
 
 from scipy import special
 
-ALPHA = 0.05
+from speculab.harness.analysis.stats import ALPHA
+
 SPENDING = ("pocock", "obrien-fleming")
 
 

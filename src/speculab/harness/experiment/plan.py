@@ -16,7 +16,7 @@ from typing import Any
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_needed
-from speculab.harness.analysis.sequential import ALPHA
+from speculab.harness.analysis.stats import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change

@@ -18,7 +18,7 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.stats import Distribution, Interval, describe, mcnemar, wilson_interval
+from speculab.harness.analysis.stats import ALPHA, Distribution, Interval, describe, mcnemar, wilson_interval
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, evaluate
 
@@ -30,7 +30,7 @@ MAX_DIVERGENCES_SHOWN = 20
 @dataclass(frozen=True, slots=True)
 class CorrectnessOptions:
     near_tie_logprob_gap: float = 0.1  # nats; top-1 minus top-2 logprob below this = a near-tie
-    alpha: float = 0.05  # significance for McNemar and the length test
+    alpha: float = ALPHA  # significance for McNemar and the length test
     # Run `python` checks (code a workload file names): only when the user opted in for this command, never
     # because a results directory says so (--allow-python-checks; `python_checks: true` for `speculab run`).
     allow_python_checks: bool = False
