@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.acceptance import AcceptanceSpeedup
+from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import N_RESAMPLES
 from speculab.harness.analysis.paired import Verdict as Verdict
 from speculab.harness.analysis.prefix_cache import HitRateChange
-from speculab.harness.analysis.request_acceptance import AcceptanceSpeedup
-from speculab.harness.analysis.request_acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.stats import Distribution as Distribution
 from speculab.harness.analysis.stats import Interval as Interval
 from speculab.harness.results.strict_json import json_safe

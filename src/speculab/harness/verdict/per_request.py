@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_rates
-from speculab.harness.analysis.request_acceptance import (
+from speculab.harness.analysis.acceptance import (
     AcceptanceSpeedup,
     RequestAcceptance,
     acceptance_speedup,
@@ -19,6 +18,7 @@ from speculab.harness.analysis.request_acceptance import (
     request_acceptance,
     weighted_acceptance,
 )
+from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_rates
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.servers.prefix_cache import prefix_cache_delta

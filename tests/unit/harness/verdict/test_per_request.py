@@ -8,7 +8,7 @@ import math
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.harness.analysis.request_acceptance import (
+from speculab.harness.analysis.acceptance import (
     LENGTH_PER_STEP,
     LENGTH_TOKENS_PER_STEP,
     request_acceptance,
