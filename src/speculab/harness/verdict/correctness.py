@@ -211,100 +211,29 @@ def compare_correctness(
     """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline. Judged only
     when at most `max_error_rate` of the prompts sent to both arms lack a successful output in one of them (the
     report's error gate): a candidate that failed most requests is not "correct" on the few that came back."""
-    setup = inputs.setup
-    levels = [lv for lv in setup.levels if inputs.runs_for("baseline", lv.key) and inputs.runs_for(candidate, lv.key)]
-    if not levels:
+    refs = _references(inputs, candidate)
+    if refs is None:
         return None
-    lv = levels[0]
-    base_refs = _reference_records([inputs.runs_for("baseline", lv.key)])
-    cand_refs = _reference_records([inputs.runs_for(candidate, lv.key)])
-    common = sorted(set(base_refs) & set(cand_refs))
-    if not common:
-        return None
-    sent = _sent_indices(inputs.runs_for("baseline", lv.key)) & _sent_indices(inputs.runs_for(candidate, lv.key))
-    n_failed = len(sent - set(common))
+    setup, warnings = inputs.setup, []
     items = {it.index: it for it in setup.items}
-    warnings: list[str] = []
     temp0 = setup.temperature == 0
-
-    # a conversation turn behind earlier answers that differed sent another context: its output is no evidence
-    # about this turn (the first differing answer is, and is compared where it happened)
-    same_context = [i for i in common if base_refs[i].context_sha256 == cand_refs[i].context_sha256]
-    if len(same_context) < len(common):
-        warnings.append(
-            f"{len(common) - len(same_context)} conversation turns were not compared for identical output: an "
-            "earlier answer in their conversation differed, so the arms sent different contexts"
-        )
-    identical = [i for i in same_context if base_refs[i].output_text == cand_refs[i].output_text]
-    divs: list[Divergence] = []
-    if temp0:
-        for i in same_context:
-            if base_refs[i].output_text != cand_refs[i].output_text:
-                pid = items[i].prompt_id if i in items else ""
-                divs.append(divergence(i, pid, base_refs[i], cand_refs[i], opts.near_tie_logprob_gap))
-    n_conf = sum(1 for d in divs if d.kind == "confident")
-    n_tie = sum(1 for d in divs if d.kind == "near-tie")
-    n_unc = sum(1 for d in divs if d.kind == "unclassified")
-    divs.sort(key=lambda d: ({"confident": 0, "unclassified": 1, "near-tie": 2}[d.kind], d.index))
-
-    # Does the baseline even agree with itself across loads and repeats? (batch-dependent numerics at T=0)
-    self_same = self_n = 0
-    for level in setup.levels:
-        for run in inputs.runs_for("baseline", level.key):
-            for r in run.records:
-                if r.ok and not r.warmup and r.index in base_refs and r is not base_refs[r.index]:
-                    self_n += 1
-                    self_same += r.output_text == base_refs[r.index].output_text
-    self_rate = self_same / self_n if self_n else None
-
-    bp, bfails, skipped = _check_pass(items, base_refs, warnings, opts.allow_python_checks)
-    cp, cfails, _ = _check_pass(items, cand_refs, warnings, opts.allow_python_checks)
-    n_python = sum(1 for i in common if i in items for c in items[i].checks if c.get("type") == "python")
-    if skipped:
-        warnings.append(
-            f"{skipped} python checks were not run (they run code the workload file names): pass "
-            f"{PYTHON_OPT_IN} (or set `python_checks: true` in the experiment file) to run them"
-        )
-    elif n_python:
-        warnings.append(f"{n_python} python checks ran per arm ({PYTHON_OPT_IN} was given)")
-    bchecks, cchecks = _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails)
-    mc = mcnemar(cp, bp) if bp and cp else None
-
-    unit = (
-        "tokens" if all(base_refs[i].completion_tokens and cand_refs[i].completion_tokens for i in common) else "chars"
-    )
-    bl = [_length(base_refs[i], unit) for i in common]
-    cl = [_length(cand_refs[i], unit) for i in common]
-    diffs = [c - b for b, c in zip(bl, cl, strict=True)]
-    length_p = None
-    if len(common) >= 6 and any(d != 0 for d in diffs):
-        length_p = float(scipy_stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
-    elif len(common) >= 6:
-        length_p = 1.0
-
-    n_same = len(same_context)
-    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), n_same, mc, bchecks, cchecks, length_p, bl, cl,
-                       opts, self_rate)  # fmt: skip
-    if sent and n_failed / len(sent) > max_error_rate:
+    same_context, identical, divs = _equivalence(refs, items, temp0, opts, warnings)
+    self_rate = _baseline_self_rate(inputs, refs.base)
+    bchecks, cchecks, mc = _checks(refs, items, candidate, opts, warnings)
+    unit, bl, cl, length_p = _lengths(refs)
+    n_conf, n_tie, n_unc = (sum(1 for d in divs if d.kind == k) for k in ("confident", "near-tie", "unclassified"))
+    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(same_context), mc, bchecks, cchecks, length_p,
+                       bl, cl, opts, self_rate)  # fmt: skip
+    if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
         verdict = (
-            f"not judged: {n_failed} of {len(sent)} prompts have no successful output in both arms (above the "
-            f"{max_error_rate:.0%} error gate)"
+            f"not judged: {refs.n_failed} of {len(refs.sent)} prompts have no successful output in both arms (above "
+            f"the {max_error_rate:.0%} error gate)"
         )
-    if temp0 and divs and n_unc == len(divs):
-        warnings.append(
-            f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
-            "from real divergences; set `sampling: {logprobs: 2}` in the experiment file (or bench --logprobs 2) to "
-            "classify them"
-        )
-    if temp0 and self_rate is not None and self_rate < 1.0:
-        warnings.append(
-            f"the baseline itself gave different outputs for the same prompt at temperature 0 in "
-            f"{1 - self_rate:.0%} of repeated requests (batch-dependent numerics): some divergence is expected"
-        )
+    _temperature0_warnings(temp0, divs, n_unc, self_rate, warnings)
     return CorrectnessComparison(
         candidate=candidate,
         temperature=setup.temperature,
-        reference=f"{lv.label}, first repeat",
+        reference=f"{refs.level_label}, first repeat",
         n_compared=len(same_context),
         identical=len(identical),
         identical_rate=wilson_interval(len(identical), len(same_context)),
@@ -327,6 +256,118 @@ def compare_correctness(
         verdict=verdict,
         warnings=tuple(warnings),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _References:
+    """Each prompt's reference output per arm: the first measured load both arms ran, lowest repeat."""
+
+    level_label: str
+    base: dict[int, RequestRecord]
+    cand: dict[int, RequestRecord]
+    common: list[int]  # prompts with a successful reference output in both arms
+    sent: set[int]  # prompts sent to both arms at that load
+    n_failed: int  # of those, without a successful output in one arm
+
+
+def _references(inputs: Any, candidate: str) -> _References | None:
+    levels = [
+        lv for lv in inputs.setup.levels if inputs.runs_for("baseline", lv.key) and inputs.runs_for(candidate, lv.key)
+    ]
+    if not levels:
+        return None
+    lv = levels[0]
+    base_runs, cand_runs = inputs.runs_for("baseline", lv.key), inputs.runs_for(candidate, lv.key)
+    base_refs, cand_refs = _reference_records([base_runs]), _reference_records([cand_runs])
+    common = sorted(set(base_refs) & set(cand_refs))
+    if not common:
+        return None
+    sent = _sent_indices(base_runs) & _sent_indices(cand_runs)
+    return _References(lv.label, base_refs, cand_refs, common, sent, len(sent - set(common)))
+
+
+def _equivalence(refs: _References, items: Mapping[int, RequestSpec], temp0: bool, opts: CorrectnessOptions,
+                 warnings: list[str]) -> tuple[list[int], list[int], list[Divergence]]:  # fmt: skip
+    """(prompts with the same context in both arms, of which identical outputs, the divergences at temperature 0:
+    the most worrying first)."""
+    # a conversation turn behind earlier answers that differed sent another context: its output is no evidence
+    # about this turn (the first differing answer is, and is compared where it happened)
+    same_context = [i for i in refs.common if refs.base[i].context_sha256 == refs.cand[i].context_sha256]
+    if len(same_context) < len(refs.common):
+        warnings.append(
+            f"{len(refs.common) - len(same_context)} conversation turns were not compared for identical output: an "
+            "earlier answer in their conversation differed, so the arms sent different contexts"
+        )
+    identical = [i for i in same_context if refs.base[i].output_text == refs.cand[i].output_text]
+    divs: list[Divergence] = []
+    if temp0:
+        for i in same_context:
+            if refs.base[i].output_text != refs.cand[i].output_text:
+                pid = items[i].prompt_id if i in items else ""
+                divs.append(divergence(i, pid, refs.base[i], refs.cand[i], opts.near_tie_logprob_gap))
+    divs.sort(key=lambda d: ({"confident": 0, "unclassified": 1, "near-tie": 2}[d.kind], d.index))
+    return same_context, identical, divs
+
+
+def _baseline_self_rate(inputs: Any, base_refs: Mapping[int, RequestRecord]) -> float | None:
+    """Does the baseline even agree with itself across loads and repeats? (batch-dependent numerics at T=0)"""
+    self_same = self_n = 0
+    for level in inputs.setup.levels:
+        for run in inputs.runs_for("baseline", level.key):
+            for r in run.records:
+                if r.ok and not r.warmup and r.index in base_refs and r is not base_refs[r.index]:
+                    self_n += 1
+                    self_same += r.output_text == base_refs[r.index].output_text
+    return self_same / self_n if self_n else None
+
+
+def _checks(refs: _References, items: Mapping[int, RequestSpec], candidate: str, opts: CorrectnessOptions,
+            warnings: list[str]) -> tuple[ArmChecks | None, ArmChecks | None, Any]:  # fmt: skip
+    """Each arm's check pass rate on its reference outputs, and McNemar's test on the pairs (None without checks)."""
+    bp, bfails, skipped = _check_pass(items, refs.base, warnings, opts.allow_python_checks)
+    cp, cfails, _ = _check_pass(items, refs.cand, warnings, opts.allow_python_checks)
+    n_python = sum(1 for i in refs.common if i in items for c in items[i].checks if c.get("type") == "python")
+    if skipped:
+        warnings.append(
+            f"{skipped} python checks were not run (they run code the workload file names): pass "
+            f"{PYTHON_OPT_IN} (or set `python_checks: true` in the experiment file) to run them"
+        )
+    elif n_python:
+        warnings.append(f"{n_python} python checks ran per arm ({PYTHON_OPT_IN} was given)")
+    mc = mcnemar(cp, bp) if bp and cp else None
+    return _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails), mc
+
+
+def _lengths(refs: _References) -> tuple[str, list[float], list[float], float | None]:
+    """(unit, baseline lengths, candidate lengths, the paired Wilcoxon p; None below 6 pairs)."""
+    common = refs.common
+    unit = (
+        "tokens" if all(refs.base[i].completion_tokens and refs.cand[i].completion_tokens for i in common) else "chars"
+    )
+    bl = [_length(refs.base[i], unit) for i in common]
+    cl = [_length(refs.cand[i], unit) for i in common]
+    diffs = [c - b for b, c in zip(bl, cl, strict=True)]
+    length_p = None
+    if len(common) >= 6 and any(d != 0 for d in diffs):
+        length_p = float(scipy_stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
+    elif len(common) >= 6:
+        length_p = 1.0
+    return unit, bl, cl, length_p
+
+
+def _temperature0_warnings(temp0: bool, divs: Sequence[Divergence], n_unc: int, self_rate: float | None,
+                           warnings: list[str]) -> None:  # fmt: skip
+    if temp0 and divs and n_unc == len(divs):
+        warnings.append(
+            f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
+            "from real divergences; set `sampling: {logprobs: 2}` in the experiment file (or bench --logprobs 2) to "
+            "classify them"
+        )
+    if temp0 and self_rate is not None and self_rate < 1.0:
+        warnings.append(
+            f"the baseline itself gave different outputs for the same prompt at temperature 0 in "
+            f"{1 - self_rate:.0%} of repeated requests (batch-dependent numerics): some divergence is expected"
+        )
 
 
 def _verdict(temp0: bool, n_conf: int, n_tie: int, n_unc: int, n_div: int, n: int, mc: Any, bchecks: Any,

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from speculab.harness.verdict.model import LevelReport, Report
+from speculab.harness.verdict.model import CandidateReport, LevelReport, Report
 from speculab.report.formatting import (
     num,
 )
@@ -159,100 +159,27 @@ def _curve_plots(report: Report) -> dict[str, str]:
 
 def view(report: Report) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup)."""
-    labels = arm_labels(report)
-    levels = []
-    for lv in report.levels:
-        lp = _level_plots(report, lv)
-        levels.append(
-            {
-                "label": lv.label,
-                "roles": ", ".join(lv.roles),
-                "arms": arm_rows(report, lv),
-                "comparisons": comparison_rows(report, lv),
-                "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
-            }
-        )
+    levels = [_level_view(report, lv) for lv in report.levels]  # drawn first: the plots' order is the old one
     cp = _curve_plots(report)
-    curves = {k: Markup(cp.get(k, "")) for k in ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost")}
-    acceptance = []
-    for c in report.candidates:
-        a = c.acceptance
-        if a is None:
-            acceptance.append(
-                {
-                    "label": c.label,
-                    "text": "the engine reported no acceptance (speculation unconfirmed)",
-                    "source": "",
-                    "positions": "",
-                }
-            )
-            continue
-        text = (
-            f"{num(a.acceptance_length)} tokens per verification step (bonus token included), acceptance rate "
-            f"{num(a.acceptance_rate, '.1%')}, {num(a.drafts, ',.0f')} drafts over {a.repeats} repeat(s)"
-            if a.active
-            else "no drafts: speculation was not active"
-        )
-        acceptance.append(
-            {
-                "label": c.label,
-                "text": text,
-                "source": a.source + (" (approximate)" if a.approximate else ""),
-                "positions": ", ".join(f"{p:.2f}" for p in a.per_position) or "–",
-            }
-        )
-    crossovers = []
-    for c in report.candidates:
-        x = c.crossover
-        if x is None:
-            continue
-        unit = {"concurrency": "", "trace": "× trace speed"}.get(x.axis, " req/s")
-        if x.load is not None:
-            lo = ("≤ " if x.low_censored else "") + f"{x.low:.3g}"
-            hi = ("≥ " if x.high_censored else "") + f"{x.high:.3g}"
-            text = f"≈ {x.load:.3g}{unit} [{lo} – {hi}] ({x.method}, {x.scale} interpolation)"
-        else:
-            text = x.status
-        crossovers.append({"label": c.label, "text": text, "excluded": list(x.excluded)})
-    diagnosis = None
-    if report.diagnosis:
-        diagnosis = _diagnosis_view(report.diagnosis)
     return {
         "title": report.title,
         "verdicts": [verdict_line(report, c) for c in report.candidates],
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
-        "k_choices": [
-            {
-                "method": kc.method,
-                "level": kc.level_label,
-                "predicted": f"{kc.predicted_best_k} ({kc.predicted_best_speedup:.2f}×)",
-                "source": labels.get(kc.source, kc.source),
-                "measured_best": kc.measured_best_k,
-                "rows": [
-                    {
-                        "k": m.k,
-                        "measured": f"{m.speedup:.2f}× [{m.speedup_low:.2f}–{m.speedup_high:.2f}]",
-                        "predicted": f"{m.predicted:.2f}×" if m.predicted is not None else "–",
-                    }
-                    for m in kc.measured
-                ],
-            }
-            for kc in report.k_choices
-        ],
+        "k_choices": _k_choice_views(report),
         "warnings": list(report.warnings),
         "missing": list(report.missing),
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
         "levels": levels,
-        "curves": curves,
-        "acceptance": acceptance,
+        "curves": {k: Markup(cp.get(k, "")) for k in ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost")},
+        "acceptance": [_acceptance_view(c) for c in report.candidates],
         "request_acceptance": request_acceptance_rows(report),
-        "crossovers": crossovers,
+        "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),
-        "diagnosis": diagnosis,
+        "diagnosis": _diagnosis_view(report.diagnosis) if report.diagnosis else None,
         "options": {
             "max_error_rate": f"{report.options.get('max_error_rate', math.nan):.0%}",
             "min_load": f"{report.options.get('min_load_fraction', math.nan):.0%}",
@@ -261,6 +188,75 @@ def view(report: Report) -> dict[str, Any]:
             "seed": f"{report.options.get('seed', '')}",
         },
     }
+
+
+def _level_view(report: Report, lv: LevelReport) -> dict[str, Any]:
+    lp = _level_plots(report, lv)
+    return {
+        "label": lv.label,
+        "roles": ", ".join(lv.roles),
+        "arms": arm_rows(report, lv),
+        "comparisons": comparison_rows(report, lv),
+        "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
+    }
+
+
+def _acceptance_view(c: CandidateReport) -> dict[str, str]:
+    a = c.acceptance
+    if a is None:
+        return {
+            "label": c.label,
+            "text": "the engine reported no acceptance (speculation unconfirmed)",
+            "source": "",
+            "positions": "",
+        }
+    text = (
+        f"{num(a.acceptance_length)} tokens per verification step (bonus token included), acceptance rate "
+        f"{num(a.acceptance_rate, '.1%')}, {num(a.drafts, ',.0f')} drafts over {a.repeats} repeat(s)"
+        if a.active
+        else "no drafts: speculation was not active"
+    )
+    return {
+        "label": c.label,
+        "text": text,
+        "source": a.source + (" (approximate)" if a.approximate else ""),
+        "positions": ", ".join(f"{p:.2f}" for p in a.per_position) or "–",
+    }
+
+
+def _crossover_view(c: CandidateReport) -> dict[str, Any]:
+    x = c.crossover
+    assert x is not None
+    unit = {"concurrency": "", "trace": "× trace speed"}.get(x.axis, " req/s")
+    if x.load is not None:
+        lo = ("≤ " if x.low_censored else "") + f"{x.low:.3g}"
+        hi = ("≥ " if x.high_censored else "") + f"{x.high:.3g}"
+        text = f"≈ {x.load:.3g}{unit} [{lo} – {hi}] ({x.method}, {x.scale} interpolation)"
+    else:
+        text = x.status
+    return {"label": c.label, "text": text, "excluded": list(x.excluded)}
+
+
+def _k_choice_views(report: Report) -> list[dict[str, Any]]:
+    labels = arm_labels(report)
+    return [
+        {
+            "method": kc.method,
+            "level": kc.level_label,
+            "predicted": f"{kc.predicted_best_k} ({kc.predicted_best_speedup:.2f}×)",
+            "source": labels.get(kc.source, kc.source),
+            "measured_best": kc.measured_best_k,
+            "rows": [
+                {
+                    "k": m.k,
+                    "measured": f"{m.speedup:.2f}× [{m.speedup_low:.2f}–{m.speedup_high:.2f}]",
+                    "predicted": f"{m.predicted:.2f}×" if m.predicted is not None else "–",
+                }
+                for m in kc.measured
+            ],
+        }
+        for kc in report.k_choices
+    ]
 
 
 def _diagnosis_view(d: Any) -> dict[str, Any]:
