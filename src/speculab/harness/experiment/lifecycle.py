@@ -31,7 +31,7 @@ from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.experiment.progress import Reporter
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
-from speculab.harness.load.runner import LoadConfig, run_load
+from speculab.harness.load.runner import LoadConfig, LoadOutcome, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
 from speculab.harness.records import ColdStartTimes, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
@@ -102,6 +102,19 @@ class Observed:
     @classmethod
     def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
         return cls(_RecordSink(repeat_dir(out, arm, level, repeat) / REQUESTS_FILE))
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """One block of a level's items for one arm: the unit two-URL mode interleaves (launch mode runs one)."""
+
+    arm: ArmPlan
+    model: str
+    level_i: int
+    items: tuple[RequestSpec, ...]
+    warmup: int  # warmup requests before its measured phase (the level's first block only)
+    number: int  # its number in the level: its arrival schedule's seed
+    scrape_before: bool  # scrape /metrics just before its first measured request (the level's first block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,95 +296,120 @@ class Lifecycle:
         With `scrape_before`, `seen.before` is the /metrics scrape taken after warmup, just before the first
         measured request (so warmup traffic never counts in the level's counter deltas). `first_block`: the first
         block's number in the level (its arrival schedule's seed)."""
-        lv = self.plan.loads[level_i]
         request = self.request(arm, model)
         for bi, block in enumerate(blocks):
-            sampler = MemorySampler(
-                self.session,
-                arm.info.url,
-                rss=server.rss_bytes if server is not None else None,
-                pids=server.pids if server is not None else None,
-                gpu=self.gpu,
-                interval_s=self.plan.memory_interval_s,
-                t0_s=t0_s,
-                clock=self.clock,
-                api_key=arm.api_key,
+            first = bi == 0
+            block_run = _Block(
+                arm, model, level_i, block, warmup if first else 0, first_block + bi, scrape_before and first
             )
-
-            probe = HealthProbe(clock=self.clock)
-
-            async def measure_start(s: MemorySampler = sampler, first: bool = bi == 0, p: HealthProbe = probe) -> None:
-                if first and scrape_before:
-                    seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
-                s.start()
-                p.start()
-
-            # A server that goes away mid-level would turn every remaining request into a connection error (a run
-            # of failures that measures nothing): stop the level at once instead, and say so. A launched server's
-            # exit is seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
-            watch = self.endpoint_watch(arm) if server is None else None
-            died = watch.gone if watch is not None else asyncio.Event()
-            tasks = [asyncio.create_task(server.watch(died))] if server is not None else []
-            level_stop = asyncio.Event()
-            tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
-
-            def on_record(rec: RequestRecord, w: EndpointWatch | None = watch) -> None:
-                seen.sink.append(rec)
-                if w is not None:
-                    w.see(rec)
-
-            block_workers: tuple[dict[str, Any], ...] = ()
-            try:
-                load = self.load_config(lv, len(block), warmup if bi == 0 else 0, first_block + bi)
-                # load.workers: the block's share per client process, one start barrier (a two-URL block shorter
-                # than the workers runs on as many as it has conversations)
-                n_workers = min(lv.workers, sum(1 for _ in conversations(block)))
-                if n_workers > 1 or lv.ray is not None:
-                    done = await run_workers(
-                        plan_workers(block, load, n_workers), self.endpoint(arm, model), self.plan.sampling,
-                        tokenizer=None, on_record=on_record, on_progress=self.reporter.progress, stop=level_stop,
-                        on_measure_start=measure_start, ray=lv.ray,
-                    )  # fmt: skip
-                    outcome, block_workers = done.outcome, done.workers
-                    seen.workers.extend(block_workers)
-                else:
-                    outcome = await run_load(
-                        block,
-                        _BlockRequest(request, block, self.setup.items, watch.admit if watch is not None else None),
-                        self.session,
-                        load,
-                        on_record=on_record,
-                        on_progress=self.reporter.progress,
-                        stop=level_stop,
-                        clock=self.clock,
-                        on_measure_start=measure_start,
-                    )
-                if watch is not None and not self.stop.is_set():
-                    await watch.settle()  # a check the block's last requests started: is the server there?
-            finally:
-                for t in tasks:
-                    t.cancel()
-                if watch is not None:
-                    watch.cancel()
-            if probe.started:
-                health = await probe.stop()
-                # with workers the coordinator only waits: the workers' own health is what timed the requests
-                seen.health.extend(
-                    [ClientHealth.from_dict(w["client"]) for w in block_workers if w.get("client")]
-                    if block_workers
-                    else [health]
-                )
-            samples = await sampler.stop()
-            seen.memory.append((samples, sampler.gpu_scope))
-            if outcome.measured:
-                seen.windows.append((outcome.started_s, outcome.ended_s))
-            if died.is_set() and not self.stop.is_set():
-                # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
-                self.server_died = self._gone_error(arm, server, watch, level_i, repeat)
-                return True
-            if outcome.interrupted:
+            if await self._run_block(block_run, request, repeat, server, t0_s, seen):
                 return True
         return False
+
+    async def _run_block(self, b: _Block, request: RequestFunc, repeat: int, server: ServerProcess | None,
+                         t0_s: float, seen: Observed) -> bool:  # fmt: skip
+        """One block with memory sampled and the client's health probed over its measured phase; True when it was
+        interrupted or the server went away (then `server_died` says how)."""
+        arm = b.arm
+        sampler = MemorySampler(
+            self.session,
+            arm.info.url,
+            rss=server.rss_bytes if server is not None else None,
+            pids=server.pids if server is not None else None,
+            gpu=self.gpu,
+            interval_s=self.plan.memory_interval_s,
+            t0_s=t0_s,
+            clock=self.clock,
+            api_key=arm.api_key,
+        )
+        probe = HealthProbe(clock=self.clock)
+
+        async def measure_start() -> None:
+            if b.scrape_before:
+                seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
+            sampler.start()
+            probe.start()
+
+        # A server that goes away mid-level would turn every remaining request into a connection error (a run of
+        # failures that measures nothing): stop the level at once instead, and say so. A launched server's exit is
+        # seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
+        watch = self.endpoint_watch(arm) if server is None else None
+        died = watch.gone if watch is not None else asyncio.Event()
+        outcome, block_workers = await self._offer_block(b, request, server, watch, died, seen, measure_start)
+        if probe.started:
+            health = await probe.stop()
+            # with workers the coordinator only waits: the workers' own health is what timed the requests
+            seen.health.extend(
+                [ClientHealth.from_dict(w["client"]) for w in block_workers if w.get("client")]
+                if block_workers
+                else [health]
+            )
+        samples = await sampler.stop()
+        seen.memory.append((samples, sampler.gpu_scope))
+        if outcome.measured:
+            seen.windows.append((outcome.started_s, outcome.ended_s))
+        if died.is_set() and not self.stop.is_set():
+            # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
+            self.server_died = self._gone_error(arm, server, watch, b.level_i, repeat)
+            return True
+        return outcome.interrupted
+
+    async def _offer_block(
+        self,
+        b: _Block,
+        request: RequestFunc,
+        server: ServerProcess | None,
+        watch: EndpointWatch | None,
+        died: asyncio.Event,
+        seen: Observed,
+        measure_start: Callable[[], Awaitable[None]],
+    ) -> tuple[LoadOutcome, tuple[dict[str, Any], ...]]:
+        """The block's load, in this process or over client workers, stopped when the run stops or the server dies:
+        (the load's outcome, the workers' reports)."""
+        lv = self.plan.loads[b.level_i]
+        tasks = [asyncio.create_task(server.watch(died))] if server is not None else []
+        level_stop = asyncio.Event()
+        tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
+
+        def on_record(rec: RequestRecord) -> None:
+            seen.sink.append(rec)
+            if watch is not None:
+                watch.see(rec)
+
+        block_workers: tuple[dict[str, Any], ...] = ()
+        try:
+            load = self.load_config(lv, len(b.items), b.warmup, b.number)
+            # load.workers: the block's share per client process, one start barrier (a two-URL block shorter than
+            # the workers runs on as many as it has conversations)
+            n_workers = min(lv.workers, sum(1 for _ in conversations(b.items)))
+            if n_workers > 1 or lv.ray is not None:
+                done = await run_workers(
+                    plan_workers(b.items, load, n_workers), self.endpoint(b.arm, b.model), self.plan.sampling,
+                    tokenizer=None, on_record=on_record, on_progress=self.reporter.progress, stop=level_stop,
+                    on_measure_start=measure_start, ray=lv.ray,
+                )  # fmt: skip
+                outcome, block_workers = done.outcome, done.workers
+                seen.workers.extend(block_workers)
+            else:
+                outcome = await run_load(
+                    b.items,
+                    _BlockRequest(request, b.items, self.setup.items, watch.admit if watch is not None else None),
+                    self.session,
+                    load,
+                    on_record=on_record,
+                    on_progress=self.reporter.progress,
+                    stop=level_stop,
+                    clock=self.clock,
+                    on_measure_start=measure_start,
+                )
+            if watch is not None and not self.stop.is_set():
+                await watch.settle()  # a check the block's last requests started: is the server there?
+        finally:
+            for t in tasks:
+                t.cancel()
+            if watch is not None:
+                watch.cancel()
+        return outcome, block_workers
 
     def _gone_error(
         self, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | None, level_i: int, repeat: int
