@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,12 +34,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]  # run from a checkout: the packag
 from tests.fakes.tiny_checkpoint import make_tiny_checkpoint  # noqa: E402
 
 from speculab.engine.model import ModelConfig  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from speculab.harness.servers.process import free_port  # noqa: E402
 
 
 def rss_bytes(proc: psutil.Process) -> int:

@@ -36,14 +36,10 @@ from typing import Any
 import psutil
 from rss_timeline import RssTimeline, rss_summary
 
+from speculab.harness.servers.process import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 TEN_MB = 10_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:

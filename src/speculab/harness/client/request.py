@@ -14,20 +14,19 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiohttp
 
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, build_payload
+from speculab.harness.client.response import build_record, finish_error
 from speculab.harness.client.socket_times import ReadTimes, stamping_session
-from speculab.harness.client.spec_fields import spec_from_response
-from speculab.harness.client.stream import StreamState, engine_extras, finish_error, usage_int
+from speculab.harness.client.stream import StreamState
 from speculab.harness.records import (
     ErrorCategory,
     ErrorInfo,
     RequestRecord,
     RequestSpec,
-    TokenCountSource,
 )
 from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, parse_body
 
@@ -158,27 +157,16 @@ class UnaryRequest(_Request):
         except (asyncio.CancelledError, asyncio.TimeoutError, aiohttp.ClientError) as e:
             err = _transport_error(e, got_response=got_response, timeout_s=ep.timeout_s)
         end_s = self.clock()
-        extra: dict[str, Any] = {"reasoning_text": delta.reasoning} if delta.reasoning else {}
-        extra |= engine_extras(delta.timings, delta.metrics, delta.meta_info)
-        return RequestRecord(
-            index=spec.index,
+        return build_record(
+            spec,
+            delta,
             scheduled_s=scheduled_s,
             sent_s=sent_s,
             end_s=end_s,
-            output_text=delta.text,
-            prompt_tokens=usage_int(delta.usage, "prompt_tokens"),
-            completion_tokens=usage_int(delta.usage, "completion_tokens"),
-            token_count_source=TokenCountSource.NONE,
-            finish_reason=delta.finish_reason,
-            error=err,
             warmup=warmup,
             stream=False,
-            spec=spec_from_response(delta.usage, delta.timings, delta.metrics, delta.meta_info),
+            error=err,
             logprobs=delta.logprobs if ep.logprobs is not None else None,
-            extra=extra,
-            conversation_id=spec.conversation_id,
-            turn=spec.turn,
-            context_sha256=spec.context_sha256() if spec.turn is not None else None,
         )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculab.harness.client.endpoint import ApiKind, TokenCounter
-from speculab.harness.client.spec_fields import kept_meta_info, spec_from_response
+from speculab.harness.client.response import build_record, finish_error
 from speculab.harness.records import (
     ChunkEvent,
     ErrorCategory,
@@ -154,68 +154,26 @@ class StreamState:
     ) -> RequestRecord:
         """The record of this request; `error` (transport failure) wins over what the stream said."""
         counts, source = self._chunk_counts()
-        chunks = tuple(ChunkEvent(c.t_s, c.text, n) for c, n in zip(self._chunks, counts, strict=True))
-        extra: dict[str, Any] = {}
-        if self.usage_chunk_s is not None:
-            extra["usage_chunk_s"] = self.usage_chunk_s
-        if any(self._reasoning):
-            extra["reasoning_text"] = "".join(self._reasoning)
-        extra |= engine_extras(self.timings, self.metrics, self.meta_info)
-        return RequestRecord(
-            index=spec.index,
+        said = Delta(
+            text="".join(self._answer),
+            reasoning="".join(self._reasoning),
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            timings=self.timings,
+            metrics=self.metrics,
+            meta_info=self.meta_info,
+        )
+        return build_record(
+            spec,
+            said,
             scheduled_s=scheduled_s,
             sent_s=sent_s,
             end_s=end_s,
-            chunks=chunks,
-            output_text="".join(self._answer),
-            prompt_tokens=usage_int(self.usage, "prompt_tokens"),
-            completion_tokens=usage_int(self.usage, "completion_tokens"),
-            token_count_source=source,
-            finish_reason=self.finish_reason,
-            error=error or self.error or finish_error(self.finish_reason),
             warmup=warmup,
             stream=True,
-            spec=spec_from_response(self.usage, self.timings, self.metrics, self.meta_info),
+            error=error or self.error or finish_error(self.finish_reason),
             logprobs=tuple(self._logprobs) if self.logprobs_requested else None,
-            extra=extra,
-            conversation_id=spec.conversation_id,
-            turn=spec.turn,
-            context_sha256=spec.context_sha256() if spec.turn is not None else None,
+            chunks=tuple(ChunkEvent(c.t_s, c.text, n) for c, n in zip(self._chunks, counts, strict=True)),
+            token_count_source=source,
+            usage_chunk_s=self.usage_chunk_s,
         )
-
-
-def usage_int(usage: dict[str, Any] | None, key: str) -> int | None:
-    if not usage:
-        return None
-    v = usage.get(key)
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def engine_extras(
-    timings: dict[str, Any] | None, metrics: dict[str, Any] | None, meta_info: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The engines' own per-response fields, raw, for `RequestRecord.extra`: llama.cpp `timings` (draft counts and
-    `cache_n`, its prefix-cache hit), vLLM `metrics`, SGLang's `meta_info` scalars."""
-    extra: dict[str, Any] = {}
-    if timings is not None:
-        extra["timings"] = timings
-    if metrics is not None:
-        extra["metrics"] = metrics
-    kept = kept_meta_info(meta_info)
-    if kept is not None:
-        extra["meta_info"] = kept
-    return extra
-
-
-# Finish reasons that mean the server gave up on the request, though the response may look complete (HTTP 200,
-# [DONE]): vLLM ends engine-side aborts (shutdown, pause, scale-down) with finish_reason "abort" (vllm#57082).
-FAILED_FINISH_REASONS = frozenset({"abort", "error"})
-
-
-def finish_error(finish_reason: Any) -> ErrorInfo | None:
-    """An `error_event` failure for a finish reason that means the server gave up on the request."""
-    if isinstance(finish_reason, str) and finish_reason in FAILED_FINISH_REASONS:
-        return ErrorInfo(
-            ErrorCategory.ERROR_EVENT, f"the server ended the response with finish_reason {finish_reason!r}"
-        )
-    return None

@@ -164,8 +164,53 @@ def _findingok_records(explained: float, total: float, th: Thresholds) -> bool:
 
 def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diagnosis:
     """Every check, then the findings ranked by explained latency."""
-    th = inp.thresholds
-    warnings: list[str] = []
+    m = _measure_causes(inp, approx_tokens)
+    candidates = _candidates(m)
+    noise = _indistinct(m)
+
+    def is_finding(f: Finding) -> bool:
+        total = f.explained_s / f.share if f.share and f.share > 0 else math.nan
+        return f.cause not in noise and _findingok_records(f.explained_s, total, inp.thresholds)
+
+    found = sorted((f for f in candidates if is_finding(f)), key=lambda f: -f.explained_s)
+    return Diagnosis(
+        findings=tuple(_with_rank(f, i + 1) for i, f in enumerate(found)),
+        checked=tuple(f for f in candidates if not is_finding(f)),
+        cold_start=m.cold_start,
+        prefill=m.prefill,
+        prefix_caching=m.prefix_caching,
+        queueing=m.queueing,
+        decode=m.decode,
+        baseline=m.baseline,
+        operating=m.load,
+        disaggregation=_disaggregation(m.queueing),
+        warnings=_warnings(inp, m.prefill),
+        server=dict(inp.server),
+        phases=inp.phases,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Causes:
+    """Every cause measured from the phases, with what the findings derive from them."""
+
+    cold_start: ColdStart
+    prefill: Prefill
+    prefix_caching: PrefixCaching
+    baseline: LoadPoint | None  # the workload at concurrency 1
+    load: LoadPoint | None  # the workload at the operating point (None: not measured)
+    prompt_mean: float | None  # the workload's mean prompt tokens
+    prefill_req_s: float | None  # the prefill seconds of such a prompt (fitted slope x prompt_mean)
+    queueing: Queueing
+    decode: DecodeShare | None
+
+    @property
+    def operating(self) -> LoadPoint | None:
+        """The operating point: the load phase when measured, else concurrency 1."""
+        return self.load or self.baseline
+
+
+def _measure_causes(inp: Inputs, approx_tokens: Mapping[int, int] | None) -> _Causes:
     cs = cold_start(inp)
     pf = prefill(inp, approx_tokens)
     pc = prefix_caching(inp, pf.fit)
@@ -177,13 +222,19 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
     prefill_req_s = fit.s_per_token * prompt_mean if fit is not None and prompt_mean is not None else None
     qu = queueing(inp, c1, load, prefill_req_s)
     dec = decode_share(op, operating_point(inp) if load is not None else "concurrency 1") if op is not None else None
+    return _Causes(cs, pf, pc, c1, load, prompt_mean, prefill_req_s, qu, dec)
 
+
+def _warnings(inp: Inputs, pf: Prefill) -> tuple[str, ...]:
+    """Failed requests per phase, a prefill that is not linear in prompt length, approximate token counts."""
+    warnings: list[str] = []
     for name, recs in inp.phases.items():
         bad = [r for r in recs if not r.ok and not r.warmup]
         if bad:
             first = bad[0].error
             msg = first.message[:160] if first is not None else ""
             warnings.append(f"{len(bad)} of {len(recs)} requests failed in phase {name} (first: {msg})")
+    fit = pf.fit
     if fit is not None and fit.r2 < 0.8:
         warnings.append(
             f"TTFT is not linear in prompt length here (R² {fit.r2:.2f}): the prefill rate is an average over the "
@@ -191,122 +242,130 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         )
     if pf.token_source == "approximate":
         warnings.append("the server reported no prompt token counts: prefill per token uses approximate lengths")
+    return tuple(warnings)
 
-    candidates: list[Finding] = []
-    noise: set[str] = set()  # causes measured but not distinguishable from noise: never findings
+
+def _candidates(m: _Causes) -> list[Finding]:
+    """One candidate finding per cause that was measured, in the order decode, prefill, queueing, cold start."""
+    op = m.operating
     e2e = op.e2e_s if op is not None else math.nan
-    if dec is not None:
-        candidates.append(
-            Finding(
-                cause="decode",
-                title="generation after the first token",
-                explained_s=dec.decode_s,
-                share=dec.decode_share,
-                affects=f"every request (at {dec.at})",
-                evidence=(
-                    f"E2E {dec.e2e_s:.3f} s of which {dec.decode_s:.3f} s ({dec.decode_share:.0%}) after the first "
-                    f"token; TPOT {dec.tpot_s * 1e3:.1f} ms"
-                    + (f" over {dec.output_tokens:.0f} output tokens" if dec.output_tokens else "")
-                ),
-                next_step=NEXT_DECODE,
-            )
-        )
-    if fit is not None and prefill_req_s is not None:
-        lo = fit.s_per_token_ci[0]
-        if not (math.isfinite(lo) and lo > 0):
-            noise.add("prefill")  # the prompt-length cost is not distinguishable from zero
-        candidates.append(
-            Finding(
-                cause="prefill",
-                title="long prompts (prefill)",
-                explained_s=prefill_req_s,
-                share=prefill_req_s / e2e if e2e > 0 else math.nan,
-                affects="every request, in proportion to its prompt length",
-                evidence=(
-                    f"TTFT = {fit.overhead_s:.3f} s + {fit.s_per_token * 1e3:.3f} ms x prompt tokens "
-                    f"(prefill {fit.tokens_per_s:,.0f} tokens/s, R² {fit.r2:.2f}); the workload's "
-                    f"{prompt_mean:.0f}-token prompts cost {prefill_req_s:.3f} s of prefill"
-                ),
-                next_step=_prefill_next(pc),
-            )
-        )
+    candidates: list[Finding] = []
+    if m.decode is not None:
+        candidates.append(_decode_finding(m.decode))
+    fit = m.prefill.fit
+    if fit is not None and m.prefill_req_s is not None:
+        candidates.append(_prefill_finding(m, e2e))
+    qu = m.queueing
     if qu.measured and qu.wait_s is not None:
-        if qu.wait_s_ci is not None and not qu.wait_s_ci[0] > 0:
-            noise.add("queueing")  # the extra TTFT at load is not distinguishable from zero
-        client = f"; client-side wait {qu.client_queue_s:.3f} s" if qu.client_queue_s else ""
-        candidates.append(
-            Finding(
-                cause="queueing",
-                title=f"queueing at {qu.at}",
-                explained_s=max(0.0, qu.wait_s),
-                share=max(0.0, qu.wait_s) / e2e if e2e > 0 else math.nan,
-                affects=f"requests at the operating point ({qu.at})",
-                evidence=qu.note + client,
-                next_step=NEXT_QUEUE,
-            )
-        )
-    if cs.cold_start_s is not None:
-        warm_e2e = c1.e2e_s if c1 is not None else (cs.warm_ttft_s or 0.0)
-        explained = max(0.0, cs.cold_start_s)
-        if not (cs.detected or cs.mode == "launch"):
-            noise.add("cold_start")  # within the warm requests' spread
-        if cs.mode == "launch":
-            affects = "the first request after the server (re)starts: scale-from-zero, restarts, deploys"
-            evidence = (
-                f"process start -> ready (/health) {cs.process_ready_s or math.nan:.2f} s -> first token "
-                f"{cs.process_first_token_s or math.nan:.2f} s"
-            )
-        else:
-            affects = "the first request after start" + (
-                f" or after {cs.idle_s:g} s idle" if cs.idle_s else ""
-            )  # fmt: skip
-            parts = [f"warm TTFT {cs.warm_ttft_s:.3f} s" if cs.warm_ttft_s is not None else "no warm TTFT"]
-            if cs.first_request_ttft_s is not None:
-                parts.append(f"first request {cs.first_request_ttft_s:.3f} s")
-            if cs.after_idle_ttft_s is not None:
-                parts.append(f"after {cs.idle_s:g} s idle {cs.after_idle_ttft_s:.3f} s")
-            evidence = "; ".join(parts)
-        candidates.append(
-            Finding(
-                cause="cold_start",
-                title="cold start",
-                explained_s=explained,
-                share=explained / (explained + warm_e2e) if explained + warm_e2e > 0 else math.nan,
-                affects=affects,
-                evidence=evidence,
-                next_step=NEXT_COLD,
-            )
-        )
+        candidates.append(_queueing_finding(qu, e2e))
+    if m.cold_start.cold_start_s is not None:
+        candidates.append(_cold_start_finding(m.cold_start, m.baseline))
+    return candidates
 
-    def is_finding(f: Finding) -> bool:
-        total = f.explained_s / f.share if f.share and f.share > 0 else math.nan
-        return f.cause not in noise and _findingok_records(f.explained_s, total, th)
 
-    found = sorted((f for f in candidates if is_finding(f)), key=lambda f: -f.explained_s)
-    ranked = tuple(_with_rank(f, i + 1) for i, f in enumerate(found))
-    checked = tuple(f for f in candidates if not is_finding(f))
-    disagg = None
-    if qu.interference:
-        disagg = (
-            f"prefill and decode interfere under load ({qu.note}): prefill/decode disaggregation (separate prefill "
-            "and decode servers) would keep long prefills from delaying first tokens. Its cost: the KV cache of every "
-            "prompt is transferred from the prefill to the decode server (network bandwidth and latency per request) "
-            "and a router must pair them; try chunked prefill first, which needs neither"
+def _indistinct(m: _Causes) -> set[str]:
+    """Causes measured but not distinguishable from noise: never findings."""
+    noise: set[str] = set()
+    fit = m.prefill.fit
+    if fit is not None and not (math.isfinite(fit.s_per_token_ci[0]) and fit.s_per_token_ci[0] > 0):
+        noise.add("prefill")  # the prompt-length cost is not distinguishable from zero
+    qu = m.queueing
+    if qu.wait_s_ci is not None and not qu.wait_s_ci[0] > 0:
+        noise.add("queueing")  # the extra TTFT at load is not distinguishable from zero
+    cs = m.cold_start
+    if not (cs.detected or cs.mode == "launch"):
+        noise.add("cold_start")  # within the warm requests' spread
+    return noise
+
+
+def _decode_finding(dec: DecodeShare) -> Finding:
+    return Finding(
+        cause="decode",
+        title="generation after the first token",
+        explained_s=dec.decode_s,
+        share=dec.decode_share,
+        affects=f"every request (at {dec.at})",
+        evidence=(
+            f"E2E {dec.e2e_s:.3f} s of which {dec.decode_s:.3f} s ({dec.decode_share:.0%}) after the first "
+            f"token; TPOT {dec.tpot_s * 1e3:.1f} ms"
+            + (f" over {dec.output_tokens:.0f} output tokens" if dec.output_tokens else "")
+        ),
+        next_step=NEXT_DECODE,
+    )
+
+
+def _prefill_finding(m: _Causes, e2e: float) -> Finding:
+    fit, prefill_req_s, prompt_mean = m.prefill.fit, m.prefill_req_s, m.prompt_mean
+    assert fit is not None and prefill_req_s is not None and prompt_mean is not None
+    return Finding(
+        cause="prefill",
+        title="long prompts (prefill)",
+        explained_s=prefill_req_s,
+        share=prefill_req_s / e2e if e2e > 0 else math.nan,
+        affects="every request, in proportion to its prompt length",
+        evidence=(
+            f"TTFT = {fit.overhead_s:.3f} s + {fit.s_per_token * 1e3:.3f} ms x prompt tokens "
+            f"(prefill {fit.tokens_per_s:,.0f} tokens/s, R² {fit.r2:.2f}); the workload's "
+            f"{prompt_mean:.0f}-token prompts cost {prefill_req_s:.3f} s of prefill"
+        ),
+        next_step=_prefill_next(m.prefix_caching),
+    )
+
+
+def _queueing_finding(qu: Queueing, e2e: float) -> Finding:
+    assert qu.wait_s is not None
+    client = f"; client-side wait {qu.client_queue_s:.3f} s" if qu.client_queue_s else ""
+    return Finding(
+        cause="queueing",
+        title=f"queueing at {qu.at}",
+        explained_s=max(0.0, qu.wait_s),
+        share=max(0.0, qu.wait_s) / e2e if e2e > 0 else math.nan,
+        affects=f"requests at the operating point ({qu.at})",
+        evidence=qu.note + client,
+        next_step=NEXT_QUEUE,
+    )
+
+
+def _cold_start_finding(cs: ColdStart, c1: LoadPoint | None) -> Finding:
+    assert cs.cold_start_s is not None
+    warm_e2e = c1.e2e_s if c1 is not None else (cs.warm_ttft_s or 0.0)
+    explained = max(0.0, cs.cold_start_s)
+    if cs.mode == "launch":
+        affects = "the first request after the server (re)starts: scale-from-zero, restarts, deploys"
+        evidence = (
+            f"process start -> ready (/health) {cs.process_ready_s or math.nan:.2f} s -> first token "
+            f"{cs.process_first_token_s or math.nan:.2f} s"
         )
-    return Diagnosis(
-        findings=ranked,
-        checked=checked,
-        cold_start=cs,
-        prefill=pf,
-        prefix_caching=pc,
-        queueing=qu,
-        decode=dec,
-        baseline=c1,
-        operating=load,
-        disaggregation=disagg,
-        warnings=tuple(warnings),
-        server=dict(inp.server),
-        phases=inp.phases,
+    else:
+        affects = "the first request after start" + (
+            f" or after {cs.idle_s:g} s idle" if cs.idle_s else ""
+        )  # fmt: skip
+        parts = [f"warm TTFT {cs.warm_ttft_s:.3f} s" if cs.warm_ttft_s is not None else "no warm TTFT"]
+        if cs.first_request_ttft_s is not None:
+            parts.append(f"first request {cs.first_request_ttft_s:.3f} s")
+        if cs.after_idle_ttft_s is not None:
+            parts.append(f"after {cs.idle_s:g} s idle {cs.after_idle_ttft_s:.3f} s")
+        evidence = "; ".join(parts)
+    return Finding(
+        cause="cold_start",
+        title="cold start",
+        explained_s=explained,
+        share=explained / (explained + warm_e2e) if explained + warm_e2e > 0 else math.nan,
+        affects=affects,
+        evidence=evidence,
+        next_step=NEXT_COLD,
+    )
+
+
+def _disaggregation(qu: Queueing) -> str | None:
+    """The disaggregation suggestion and its cost, only when prefill/decode interference was measured."""
+    if not qu.interference:
+        return None
+    return (
+        f"prefill and decode interfere under load ({qu.note}): prefill/decode disaggregation (separate prefill "
+        "and decode servers) would keep long prefills from delaying first tokens. Its cost: the KV cache of every "
+        "prompt is transferred from the prefill to the decode server (network bandwidth and latency per request) "
+        "and a router must pair them; try chunked prefill first, which needs neither"
     )
 
 

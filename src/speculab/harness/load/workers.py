@@ -368,16 +368,44 @@ async def run_workers(
 ) -> WorkersOutcome:
     """Run one worker per plan to the end (or the stop) and hand every record to `on_record`: spawned processes on
     this machine, or, with `ray` (a cluster address, "auto" or "local"), Ray actors spread over the cluster."""
+    pool = await _start_pool(plans, endpoint, sampling, tokenizer, stop, ray)
+    if pool is None:  # stopped before any worker ran
+        now = time.perf_counter()
+        return WorkersOutcome(LoadOutcome(now, now, True, 0, 0), ())
+    try:
+        done = await _coordinate(pool, plans, on_record, on_progress, stop, on_measure_start)
+    finally:
+        pool.close()
+    ws = [done.get(p.worker, {}) for p in plans]
+    return WorkersOutcome(_combined_outcome(ws), _worker_reports(pool, plans, ws))
+
+
+async def _start_pool(
+    plans: Sequence[WorkerPlan],
+    endpoint: EndpointConfig,
+    sampling: RequestSampling,
+    tokenizer: str | None,
+    stop: asyncio.Event | None,
+    ray: str | None,
+) -> WorkerPool | None:
+    """The workers started: Ray actors with `ray`, else spawned processes; None: stopped before any worker ran."""
     if ray is not None:
         from speculab.harness.load.ray_pool import RayPool
 
-        ray_pool = await RayPool.start(ray, plans, endpoint, sampling, tokenizer, stop)
-        if ray_pool is None:  # stopped before any worker ran
-            now = time.perf_counter()
-            return WorkersOutcome(LoadOutcome(now, now, True, 0, 0), ())
-        pool: WorkerPool = ray_pool
-    else:
-        pool = ProcessPool(plans, endpoint, sampling, tokenizer)
+        return await RayPool.start(ray, plans, endpoint, sampling, tokenizer, stop)
+    return ProcessPool(plans, endpoint, sampling, tokenizer)
+
+
+async def _coordinate(
+    pool: WorkerPool,
+    plans: Sequence[WorkerPlan],
+    on_record: Callable[[RequestRecord], None],
+    on_progress: Callable[[Progress], None] | None,
+    stop: asyncio.Event | None,
+    on_measure_start: Callable[[], Any] | None,
+) -> dict[int, dict[str, Any]]:
+    """The coordinator's loop: records handed on as they come, the common start once every worker is warm, until
+    every worker is done (or gone). Returns worker -> how it ended."""
     ready: set[int] = set()
     done: dict[int, dict[str, Any]] = {}
     caps = [p.load.num_prompts for p in plans]
@@ -401,30 +429,31 @@ async def run_workers(
         elif msg[0] == "done":
             done[msg[1]] = msg[2]
 
-    try:
-        while len(done) < len(plans):
-            if stop is not None and stop.is_set():
-                pool.stop()
-            msgs = await pool.messages()
-            if not msgs:
-                done.update(pool.lost(set(done)))  # a worker that died says nothing more
-                continue
-            for msg in msgs:
-                handle(msg)
-            if not started and len(ready | set(done)) == len(plans):
-                started = True
-                if on_measure_start is not None:
-                    await on_measure_start()
-                pool.go(time.perf_counter() + pool.start_margin_s)
-        for msg in await pool.messages():  # records still on their way after the last "done"
+    while len(done) < len(plans):
+        if stop is not None and stop.is_set():
+            pool.stop()
+        msgs = await pool.messages()
+        if not msgs:
+            done.update(pool.lost(set(done)))  # a worker that died says nothing more
+            continue
+        for msg in msgs:
             handle(msg)
-    finally:
-        pool.close()
-    ws = [done.get(p.worker, {}) for p in plans]
+        if not started and len(ready | set(done)) == len(plans):
+            started = True
+            if on_measure_start is not None:
+                await on_measure_start()
+            pool.go(time.perf_counter() + pool.start_margin_s)
+    for msg in await pool.messages():  # records still on their way after the last "done"
+        handle(msg)
+    return done
+
+
+def _combined_outcome(ws: Sequence[dict[str, Any]]) -> LoadOutcome:
+    """The run's outcome from the workers' own: the earliest start, the latest end, the counts summed."""
     starts = [w["started_s"] for w in ws if w.get("started_s") is not None]
     ends = [w["ended_s"] for w in ws if w.get("ended_s") is not None]
     now = time.perf_counter()
-    outcome = LoadOutcome(
+    return LoadOutcome(
         started_s=min(starts) if starts else now,
         ended_s=max(ends) if ends else now,
         interrupted=any(w.get("interrupted") for w in ws),
@@ -432,10 +461,16 @@ async def run_workers(
         warmup=sum(int(w.get("warmup", 0)) for w in ws),
         skipped=sum(int(w.get("skipped", 0)) for w in ws),
     )
+
+
+def _worker_reports(
+    pool: WorkerPool, plans: Sequence[WorkerPlan], ws: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Any], ...]:
+    """Per worker, for the manifest: its share, its load, where it ran, how it ended."""
     info = []
     for p, w in zip(plans, ws, strict=True):
         where = pool.describe(p.worker)
         # the start offset from the common start is start_lag_s (the worker's own clock), within the clock's bound
         unc = {"start_uncertainty_s": where["clock"]["uncertainty_s"]} if w.get("start_lag_s") is not None else {}
         info.append({"worker": p.worker, "requests": len(p.items), "load": p.load.to_manifest(), **where, **w, **unc})
-    return WorkersOutcome(outcome, tuple(info))
+    return tuple(info)

@@ -27,7 +27,7 @@ from speculab.harness.client.request import make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.client_health import ClientHealth, HealthProbe
 from speculab.harness.load.interrupt import run_interruptible
-from speculab.harness.load.runner import LoadConfig, Progress, run_load
+from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_warnings
 from speculab.harness.measure.summary import OptionRejections, build_summary
 from speculab.harness.records import RequestRecord, RequestSpec
@@ -126,80 +126,25 @@ async def _measure(
     count_tokens: TokenCounter | None,
     clock: Clock,
 ) -> BenchResult:
-    manifest: dict[str, Any] = {
-        "schema": MANIFEST_SCHEMA,
-        "command": list(cfg.command),
-        "versions": versions(),
-        "endpoint": ep.to_manifest(),
-        "sampling": dataclasses.asdict(cfg.sampling),
-        "load": cfg.load.to_manifest(),
-        "workload": cfg.workload,
-        "stall": dataclasses.asdict(cfg.stall),
-        "slo": {"ttft_s": cfg.slo.ttft_s, "tpot_s": cfg.slo.tpot_s, "e2e_s": cfg.slo.e2e_s},
-        "tokenizer": cfg.tokenizer,
-        "server": {**info.to_dict(), "detected_engine": engine},
-        "clock": getattr(clock, "__name__", str(clock)),
-        "chunk_times": chunk_time_source(session, clock),
-        "started_at": utc_now(),
-        "finished_at": None,
-    }
+    manifest = _manifest(cfg, ep, info, engine, session, clock)
     run_dir.write_json(MANIFEST, manifest)
-    before: list[MetricsSnapshot | None] = [None]
-    probe = HealthProbe(clock=clock)
-
-    async def measure_start() -> None:
-        if cfg.scrape:
-            before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
-        probe.start()  # the client's own CPU and loop lag over the measured phase only
-
-    workers: tuple[dict[str, Any], ...] = ()
     if cfg.workers > 1 or cfg.ray is not None:
-        plans = plan_workers(items, cfg.load, cfg.workers)
-
-        async def scrape_before() -> None:
-            if cfg.scrape:
-                before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
-
-        done = await run_workers(plans, ep, cfg.sampling, tokenizer=cfg.tokenizer, on_record=run_dir.append,
-                                 on_progress=on_progress, stop=stop, on_measure_start=scrape_before,
-                                 ray=cfg.ray)  # fmt: skip
-        outcome, workers = done.outcome, done.workers
-        healths = [ClientHealth.from_dict(w["client"]) for w in workers if w.get("client")]
-        # the summary's client block is the worst worker's (the one whose timings carry the most delay)
-        health = max(healths, key=lambda h: (h.loop_lag_s.p99, h.cpu_share)) if healths else None
-        manifest["workers"] = list(workers)
+        phase = await _load_in_workers(cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop)
+        manifest["workers"] = list(phase.workers)
         if cfg.ray is not None:
             manifest["ray"] = {"address": cfg.ray}
     else:
-        request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
-        outcome = await run_load(
-            items,
-            request,
-            session,
-            cfg.load,
-            on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
-            on_progress=on_progress,
-            stop=stop,
-            clock=clock,
-            on_measure_start=measure_start,
-        )
-        health = await probe.stop()
+        phase = await _load_here(cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop,
+                                 count_tokens=count_tokens, clock=clock)  # fmt: skip
+    before, outcome = phase.before, phase.outcome
     after = (
-        await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before[0] is not None else None
+        await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before is not None else None
     )
-    spec_decode, note = None, None
-    if before[0] is None:
-        note = "no Prometheus /metrics at the endpoint" if cfg.scrape else "metrics scraping disabled"
-    elif after is None:
-        note = "/metrics could not be read after the run"
-    else:
-        # No engine is named here: the `other` adapter reads whichever vLLM-, speculab- or SGLang-style metrics exist.
-        acc, note = acceptance_with_reason(adapter_for("other"), before[0], after)
-        spec_decode = acc.to_spec_decode_dict() if acc is not None and acc.active else None
+    spec_decode, note = _spec_decode(cfg.scrape, before, after)
 
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
     m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
-    hints = [*hints, *worker_warnings(workers)]
+    hints = [*hints, *worker_warnings(phase.workers)]
     finished_at = utc_now()
     summary = build_summary(
         m,
@@ -222,13 +167,123 @@ async def _measure(
         interrupted=outcome.interrupted,
         hints=hints,
         skipped_turns=outcome.skipped,
-        client=health,
+        client=phase.health,
     )
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at
     manifest["interrupted"] = outcome.interrupted
     run_dir.write_json(MANIFEST, manifest)
     return BenchResult(summary, run_dir.path, outcome.interrupted)
+
+
+def _manifest(
+    cfg: BenchConfig, ep: EndpointConfig, info: ServerInfo, engine: str, session: aiohttp.ClientSession, clock: Clock
+) -> dict[str, Any]:
+    """manifest.json as written before the first request (`finished_at` None until the run ends)."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "command": list(cfg.command),
+        "versions": versions(),
+        "endpoint": ep.to_manifest(),
+        "sampling": dataclasses.asdict(cfg.sampling),
+        "load": cfg.load.to_manifest(),
+        "workload": cfg.workload,
+        "stall": dataclasses.asdict(cfg.stall),
+        "slo": {"ttft_s": cfg.slo.ttft_s, "tpot_s": cfg.slo.tpot_s, "e2e_s": cfg.slo.e2e_s},
+        "tokenizer": cfg.tokenizer,
+        "server": {**info.to_dict(), "detected_engine": engine},
+        "clock": getattr(clock, "__name__", str(clock)),
+        "chunk_times": chunk_time_source(session, clock),
+        "started_at": utc_now(),
+        "finished_at": None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadPhase:
+    """What the measured phase left behind for the summary."""
+
+    outcome: LoadOutcome
+    health: ClientHealth | None  # the client's CPU share and loop lag (several workers: the worst one's)
+    before: MetricsSnapshot | None  # /metrics at the start of the measured phase (None: not scraped or not there)
+    workers: tuple[dict[str, Any], ...] = ()  # the workers' reports, as the manifest keeps them
+
+
+async def _load_here(
+    cfg: BenchConfig,
+    ep: EndpointConfig,
+    session: aiohttp.ClientSession,
+    items: Sequence[RequestSpec],
+    run_dir: RunDir,
+    *,
+    on_progress: Callable[[Progress], None] | None,
+    stop: asyncio.Event | None,
+    count_tokens: TokenCounter | None,
+    clock: Clock,
+) -> _LoadPhase:
+    """This process runs the load; the first scrape and the client's health probe start with its measured phase."""
+    before: list[MetricsSnapshot | None] = [None]
+    probe = HealthProbe(clock=clock)
+
+    async def measure_start() -> None:
+        if cfg.scrape:
+            before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
+        probe.start()  # the client's own CPU and loop lag over the measured phase only
+
+    request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
+    outcome = await run_load(
+        items,
+        request,
+        session,
+        cfg.load,
+        on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
+        on_progress=on_progress,
+        stop=stop,
+        clock=clock,
+        on_measure_start=measure_start,
+    )
+    health = await probe.stop()
+    return _LoadPhase(outcome, health, before[0])
+
+
+async def _load_in_workers(
+    cfg: BenchConfig,
+    ep: EndpointConfig,
+    session: aiohttp.ClientSession,
+    items: Sequence[RequestSpec],
+    run_dir: RunDir,
+    *,
+    on_progress: Callable[[Progress], None] | None,
+    stop: asyncio.Event | None,
+) -> _LoadPhase:
+    """Client processes (or Ray actors) run the load; the first scrape happens at their start barrier."""
+    before: list[MetricsSnapshot | None] = [None]
+    plans = plan_workers(items, cfg.load, cfg.workers)
+
+    async def scrape_before() -> None:
+        if cfg.scrape:
+            before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
+
+    done = await run_workers(plans, ep, cfg.sampling, tokenizer=cfg.tokenizer, on_record=run_dir.append,
+                             on_progress=on_progress, stop=stop, on_measure_start=scrape_before,
+                             ray=cfg.ray)  # fmt: skip
+    healths = [ClientHealth.from_dict(w["client"]) for w in done.workers if w.get("client")]
+    # the summary's client block is the worst worker's (the one whose timings carry the most delay)
+    health = max(healths, key=lambda h: (h.loop_lag_s.p99, h.cpu_share)) if healths else None
+    return _LoadPhase(done.outcome, health, before[0], done.workers)
+
+
+def _spec_decode(
+    scrape: bool, before: MetricsSnapshot | None, after: MetricsSnapshot | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """summary.json's `server.spec_decode` from the two scrapes (None where nothing was reported), and why not."""
+    if before is None:
+        return None, "no Prometheus /metrics at the endpoint" if scrape else "metrics scraping disabled"
+    if after is None:
+        return None, "/metrics could not be read after the run"
+    # No engine is named here: the `other` adapter reads whichever vLLM-, speculab- or SGLang-style metrics exist.
+    acc, note = acceptance_with_reason(adapter_for("other"), before, after)
+    return (acc.to_spec_decode_dict() if acc is not None and acc.active else None), note
 
 
 def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[str]]:

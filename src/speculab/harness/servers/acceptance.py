@@ -19,13 +19,9 @@ from typing import Any
 
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
 from speculab.harness.records import RequestRecord
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
 from speculab.harness.servers.scrape import MetricsSnapshot
-
-# Engines whose metrics any server may expose (an `other` engine built on vLLM, say), tried in this order after the
-# adapter's own source. The metric names are the adapters' (servers.adapters): this module names none itself.
-FALLBACK_ENGINES = ("vllm", "speculab", "llamacpp", "sglang")
 
 
 @dataclass(frozen=True, slots=True)

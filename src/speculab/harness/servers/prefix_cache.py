@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.adapters.base import PrefixCacheMetrics
-
-# Engines whose counters any server may expose (an `other` engine built on vLLM), tried after the arm's own.
-FALLBACK_ENGINES = ("vllm", "llamacpp", "sglang")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,11 @@ _ADAPTERS: dict[str, EngineAdapter] = {
     "other": OtherAdapter(),
 }
 
+# Engines whose metrics any server may expose (an `other` engine built on vLLM, say), in the order a reader tries
+# them after the engine's own: for acceptance (servers.acceptance) and prefix-cache hits (servers.prefix_cache)
+# alike. Each adapter names what its engine exposes (speculab has no prefix-cache counters: `prefix_cache` None).
+FALLBACK_ENGINES = ("vllm", "speculab", "llamacpp", "sglang")
+
 
 def adapter_for(kind: str) -> EngineAdapter:
     try:
@@ -35,6 +40,7 @@ def adapter_for(kind: str) -> EngineAdapter:
 
 
 __all__ = [
+    "FALLBACK_ENGINES",
     "AcceptanceMetrics",
     "CommandDiff",
     "EngineAdapter",
