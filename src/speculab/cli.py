@@ -204,32 +204,13 @@ def serve(
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
     try:
-        from speculab.engine.server.launch import ServeConfig
         from speculab.engine.server.launch import serve as run_server
+        from speculab.engine.server.launch import serve_config_from_flags
     except ImportError as e:
         raise UserError(
             f"speculab serve needs the engine extra ({e.name} is missing): pip install 'speculab[engine]'"
         ) from None
-    cfg = ServeConfig(
-        model=model,
-        host=host,
-        port=port,
-        max_num_seqs=max_num_seqs,
-        max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_waiting=max_waiting,
-        dtype=None if dtype == "auto" else dtype,
-        device=device,
-        api_key=api_key,
-        served_model_name=served_model_name,
-        seed=seed,
-        speculative_config=speculative_config,
-        threads=threads,
-        max_request_bytes=max_request_bytes,
-        max_header_bytes=max_header_bytes,
-        max_prompt_tokens=max_prompt_tokens,
-        metrics_public=metrics_public,
-    )
+    cfg = serve_config_from_flags(dict(locals()))
 
     def ready(url: str) -> None:
         err_console.print(

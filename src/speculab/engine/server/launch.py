@@ -7,9 +7,10 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import psutil
 import torch
@@ -75,6 +76,15 @@ class ServeConfig:
             spec = parse_spec_config(self.speculative_config)
             if spec.model is not None:
                 resolve_model_path(spec.model)
+
+
+def serve_config_from_flags(flags: dict[str, Any]) -> ServeConfig:
+    """`speculab serve`'s flags (the command's locals) -> a validated ServeConfig; `--dtype auto` is the default."""
+    known = {f.name for f in fields(ServeConfig)}
+    cfg = {k: v for k, v in flags.items() if k in known}
+    if cfg.get("dtype") == "auto":
+        cfg["dtype"] = None
+    return ServeConfig(**cfg)
 
 
 def default_token_budget(device: torch.device) -> int:
