@@ -158,7 +158,7 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
             accepted = min(rec.completion_tokens - 1 - drafts, drafts * eff.k)
             spec = {"drafts": drafts, "draft_tokens": drafts * eff.k, "accepted_tokens": accepted,
                     "source": "vllm metrics.speculative_decoding"}  # fmt: skip
-            rec = replace(rec, spec=spec)
+            rec = replace(rec, speculation=spec)
         gaps = eff.tie_at | eff.diverge
         if eff.logprobs and rec.logprobs and it.index in gaps:
             pos, gap = gaps[it.index]

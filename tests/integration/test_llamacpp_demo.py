@@ -118,7 +118,7 @@ def test_demo_on_llamacpp(install: LlamacppInstall, tmp_path: Path) -> None:
         (base,) = inputs.runs_for("baseline", level)
         ref = {r.index: r.output_text for r in base.records if not r.warmup}
         assert len(ref) == 8 and all(r.ok for r in base.records)
-        assert all(r.spec is None for r in base.records)  # plain decoding reports no drafts
+        assert all(r.speculation is None for r in base.records)  # plain decoding reports no drafts
         for cand in ("ngram-k4", "draft_model-k4"):
             (run,) = inputs.runs_for(cand, level)
             assert all(r.ok for r in run.records)
@@ -129,7 +129,7 @@ def test_demo_on_llamacpp(install: LlamacppInstall, tmp_path: Path) -> None:
             assert acc.active and acc.drafts > 0 and len(acc.per_position) == 4
             # per request: llama.cpp's timings (draft_n, draft_n_accepted) add up to its counters' deltas
             measured = [r for r in run.records if not r.warmup]
-            spec = [r.spec for r in measured if r.spec is not None]
+            spec = [r.speculation for r in measured if r.speculation is not None]
             assert spec and all(s["source"] == "llama.cpp timings" and s["drafts"] is None for s in spec)
             assert sum(s["draft_tokens"] for s in spec) == acc.draft_tokens
             assert sum(s["accepted_tokens"] for s in spec) == acc.accepted_tokens
@@ -145,6 +145,8 @@ def test_demo_on_llamacpp(install: LlamacppInstall, tmp_path: Path) -> None:
             rel = comp["acceptance_speedup"]
             runs = {arm: inputs.runs_for(arm, level["key"]) for arm in ("baseline", comp["candidate"])}
             tpot = {arm: per_prompt(r, "tpot_s") for arm, r in runs.items()}
-            drafting = {r.index for run in runs[comp["candidate"]] for r in run.records if r.spec and not r.warmup}
+            drafting = {
+                r.index for run in runs[comp["candidate"]] for r in run.records if r.speculation and not r.warmup
+            }
             timed = {i for i in drafting if tpot["baseline"].get(i, 0) > 0 and tpot[comp["candidate"]].get(i, 0) > 0}
             assert (len(rel["points"]) if rel else 0) == len(timed)

@@ -166,13 +166,16 @@ speculation:
         # per-request acceptance from each response (metrics.speculative_decoding), summed over the measured
         # requests, is exactly what the counters moved by: nothing else ran between the scrapes
         measured = [r for r in cand.records if not r.warmup]
-        assert all(r.spec is not None and r.spec["source"] == "vllm metrics.speculative_decoding" for r in measured)
-        assert sum(r.spec["drafts"] for r in measured) == acc.drafts
-        assert sum(r.spec["draft_tokens"] for r in measured) == acc.draft_tokens
-        assert sum(r.spec["accepted_tokens"] for r in measured) == acc.accepted_tokens
-        per_pos = [sum(r.spec["accepted_per_position"][j] for r in measured) for j in range(4)]
+        assert all(
+            r.speculation is not None and r.speculation["source"] == "vllm metrics.speculative_decoding"
+            for r in measured
+        )
+        assert sum(r.speculation["drafts"] for r in measured) == acc.drafts
+        assert sum(r.speculation["draft_tokens"] for r in measured) == acc.draft_tokens
+        assert sum(r.speculation["accepted_tokens"] for r in measured) == acc.accepted_tokens
+        per_pos = [sum(r.speculation["accepted_per_position"][j] for r in measured) for j in range(4)]
         assert per_pos == pytest.approx([p * acc.drafts for p in acc.per_position])
-        assert all(r.spec is None for r in base.records)
+        assert all(r.speculation is None for r in base.records)
         # exact speculation at temperature 0: the same text for every prompt
         b = {r.index: r.output_text for r in base.records if not r.warmup}
         c = {r.index: r.output_text for r in cand.records if not r.warmup}

@@ -129,8 +129,9 @@ class RequestRecord:
     stream: bool = True
     # Per-response speculative-decoding stats when the server reports them (speculab usage extension, vLLM
     # metrics.speculative_decoding, SGLang meta_info, llama.cpp timings): {"drafts", "draft_tokens",
-    # "accepted_tokens", "source"} (+ "accepted_per_position" from vLLM); None where not reported (client.spec_fields)
-    spec: dict[str, Any] | None = None
+    # "accepted_tokens", "source"} (+ "accepted_per_position" from vLLM); None where not reported
+    # (client.speculation_fields). Its key in requests.jsonl is "spec", as it always was.
+    speculation: dict[str, Any] | None = None
     # Token logprobs when requested: list of {"token": str, "logprob": float, "top": {tok: lp}}
     logprobs: tuple[dict[str, Any], ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields worth keeping
@@ -163,6 +164,7 @@ class RequestRecord:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["spec"] = d.pop("speculation")  # requests.jsonl's key since the first release
         d["token_count_source"] = self.token_count_source.value
         if self.error is not None:
             d["error"]["category"] = self.error.category.value
@@ -188,7 +190,7 @@ class RequestRecord:
             error=None if err is None else ErrorInfo(ErrorCategory(err["category"]), err["message"], err.get("status")),
             warmup=d.get("warmup", False),
             stream=d.get("stream", True),
-            spec=d.get("spec"),
+            speculation=d.get("spec", d.get("speculation")),
             logprobs=tuple(d["logprobs"]) if d.get("logprobs") is not None else None,
             extra=d.get("extra", {}),
             conversation_id=d.get("conversation_id"),

@@ -69,9 +69,9 @@ class RequestAcceptance:
 
 
 def request_acceptance(rec: RequestRecord) -> RequestAcceptance | None:
-    """A successful measured request's acceptance from its `spec` field; None when it carries none (or no accepted
-    count). Nothing is derived from a field the engine did not report, but the llama.cpp length (see above)."""
-    spec = rec.spec
+    """A successful measured request's acceptance from its `speculation` field; None when it carries none (or no
+    accepted count). Nothing is derived from a field the engine did not report, but the llama.cpp length (see above)."""
+    spec = rec.speculation
     if not rec.ok or rec.warmup or not spec or not isinstance(spec.get("accepted_tokens"), int):
         return None
     acc = int(spec["accepted_tokens"])

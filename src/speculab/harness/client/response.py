@@ -1,7 +1,7 @@
 """A response as recorded: what it said (a whole body, or a stream's chunks summed) -> its `RequestRecord`.
 
 The one place a request's record is built, streamed or not, so both kinds keep the same fields the same way:
-the server's usage counts, the engines' own per-response fields (`extra`, `spec`), the conversation turn and the
+the server's usage counts, the engines' own per-response fields (`extra`, `speculation`), the conversation turn and the
 context it was sent with. A finish reason that means the server gave up is an error here too.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speculab.harness.client.spec_fields import kept_meta_info, spec_from_response
+from speculab.harness.client.speculation_fields import kept_meta_info, speculation_from_response
 from speculab.harness.records import (
     ChunkEvent,
     ErrorCategory,
@@ -59,7 +59,7 @@ def build_record(
         error=error,
         warmup=warmup,
         stream=stream,
-        spec=spec_from_response(said.usage, said.timings, said.metrics, said.meta_info),
+        speculation=speculation_from_response(said.usage, said.timings, said.metrics, said.meta_info),
         logprobs=logprobs,
         extra=extra,
         conversation_id=spec.conversation_id,

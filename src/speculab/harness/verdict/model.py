@@ -67,7 +67,7 @@ class AcceptanceView(AcceptanceSummary):
 
 @dataclass(frozen=True, slots=True)
 class RequestAcceptanceView:
-    """Acceptance from each response's own fields (`RequestRecord.spec`), repeats pooled: token-weighted and
+    """Acceptance from each response's own fields (`RequestRecord.speculation`), repeats pooled: token-weighted and
     request-weighted side by side, overall and per workload category."""
 
     source: str

@@ -125,7 +125,7 @@ def test_llamacpp_chat_usage_and_timings_in_the_finish_chunk():
     )
     assert r.ok and r.output_text == "Hello there" and r.completion_tokens == 4
     assert "usage_chunk_s" not in r.extra  # usage came with a choice, not in a usage-only chunk
-    assert r.spec == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 6, "source": "llama.cpp timings"}
+    assert r.speculation == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 6, "source": "llama.cpp timings"}
     # 4 tokens over 2 text chunks: one per chunk is contradicted by usage, so no per-token ITL is made up
     assert request_metrics(r).itl_s == ()
 
@@ -183,7 +183,7 @@ def test_vllm_per_request_spec_decode_metrics_in_the_final_usage_chunk():
             b"data: [DONE]\n\n",
         ],
     )
-    assert r.ok and r.spec == {
+    assert r.ok and r.speculation == {
         "drafts": 4,
         "draft_tokens": 16,
         "accepted_tokens": 10,

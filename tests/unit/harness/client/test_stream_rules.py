@@ -138,7 +138,7 @@ def test_llamacpp_timings_are_kept():
     body = {"choices": [{"text": "b", "finish_reason": "stop"}], "timings": {"draft_n": 8, "draft_n_accepted": 5}}
     last = f"data: {json.dumps(body)}\n\n".encode()
     _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
-    assert r.spec == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
+    assert r.speculation == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
     assert r.extra["timings"]["draft_n"] == 8
 
 
@@ -161,7 +161,7 @@ def test_speculab_per_response_spec_stats_are_kept():
     }
     last = f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
     _, r = play([(1.0, chunk("abc", finish="stop")), (1.1, last), (1.2, DONE)])
-    assert r.spec == {
+    assert r.speculation == {
         "drafts": 1,
         "draft_tokens": 4,
         "accepted_tokens": 2,

@@ -25,7 +25,7 @@ LEVELS = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("o
 
 
 def rec(i: int, n: int, spec: dict | None) -> RequestRecord:
-    return RequestRecord(i, 0.0, 0.0, 1.0, completion_tokens=n, spec=spec)
+    return RequestRecord(i, 0.0, 0.0, 1.0, completion_tokens=n, speculation=spec)
 
 
 def test_long_requests_weigh_more_in_the_token_weighted_figure():

@@ -2,7 +2,7 @@
 
 import json
 
-from speculab.harness.client.spec_fields import kept_meta_info, spec_from_response
+from speculab.harness.client.speculation_fields import kept_meta_info, speculation_from_response
 from speculab.protocol.chunks import parse_body
 
 
@@ -31,7 +31,7 @@ def test_sglang_meta_info_on_a_non_streamed_chat_choice():
         "usage": {"prompt_tokens": 80, "completion_tokens": 12, "total_tokens": 92},
     }
     d = parse_body(json.dumps(body), "chat")
-    spec = spec_from_response(d.usage, d.timings, d.metrics, d.meta_info)
+    spec = speculation_from_response(d.usage, d.timings, d.metrics, d.meta_info)
     assert spec == {"drafts": 5, "draft_tokens": 15, "accepted_tokens": 7, "source": "sglang meta_info"}
     kept = kept_meta_info(d.meta_info)
     assert kept == {"spec_verify_ct": 5, "spec_num_correct_drafts": 7, "spec_num_proposed_drafts": 15,
@@ -40,12 +40,14 @@ def test_sglang_meta_info_on_a_non_streamed_chat_choice():
 
 def test_older_sglang_names_and_what_is_not_reported_stays_none():
     old = {"spec_verify_ct": 3, "spec_accept_token_num": 4, "spec_draft_token_num": 9}
-    assert spec_from_response(None, meta_info=old) == {
+    assert speculation_from_response(None, meta_info=old) == {
         "drafts": 3, "draft_tokens": 9, "accepted_tokens": 4, "source": "sglang meta_info"
     }  # fmt: skip
     # only the step count (SGLang without the newer counters): the token counts are not derived
-    assert spec_from_response(None, meta_info={"spec_verify_ct": 3, "completion_tokens": 9}) == {
+    assert speculation_from_response(None, meta_info={"spec_verify_ct": 3, "completion_tokens": 9}) == {
         "drafts": 3, "draft_tokens": None, "accepted_tokens": None, "source": "sglang meta_info"
     }  # fmt: skip
-    assert spec_from_response(None, meta_info={"completion_tokens": 9}) is None  # no speculation reported
-    assert spec_from_response({"prompt_tokens": 1}, {"prompt_n": 3}, {"time_to_first_token_ms": 1.0}, None) is None
+    assert speculation_from_response(None, meta_info={"completion_tokens": 9}) is None  # no speculation reported
+    assert (
+        speculation_from_response({"prompt_tokens": 1}, {"prompt_n": 3}, {"time_to_first_token_ms": 1.0}, None) is None
+    )

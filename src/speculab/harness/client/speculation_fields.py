@@ -1,6 +1,6 @@
 """Per-response speculative-decoding stats, read from each engine's own response fields into one shape.
 
-`RequestRecord.spec` is `{"drafts", "draft_tokens", "accepted_tokens", "source"}` (vLLM semantics: a draft is one
+`RequestRecord.speculation` is `{"drafts", "draft_tokens", "accepted_tokens", "source"}` (vLLM semantics: a draft is one
 verification step of this request; accepted tokens exclude the target's own token), plus `accepted_per_position` where
 the engine gives a per-step histogram. A value the engine did not report is None, never derived; no recognised field
 at all gives None. The fields, by engine (docs/engines.md says which were seen from a real server):
@@ -32,7 +32,7 @@ _SGLANG_DRAFTED = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_dra
 SGLANG_META_KEPT = ("spec_verify_ct", *_SGLANG_ACCEPTED, *_SGLANG_DRAFTED, "completion_tokens", "cached_tokens")
 
 
-def spec_from_response(
+def speculation_from_response(
     usage: Mapping[str, Any] | None,
     timings: Mapping[str, Any] | None = None,
     metrics: Mapping[str, Any] | None = None,
