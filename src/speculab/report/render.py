@@ -1,7 +1,8 @@
 """Re-render a saved A/B run: DIR/inputs.json + DIR/runs/... -> DIR/summary.json + DIR/report.html.
 
-The lifecycle calls `render_run_dir` at the end of a run (and may call it after each load level, so a crash still
-leaves a report of what finished); `speculab report DIR` calls it on any saved run, partial ones included.
+`speculab run` and `speculab demo` call `render_run_dir` once the run ends (interrupted runs too); `speculab report
+DIR` calls it on any saved run, partial ones included. The verdict is built by `harness.verdict.build`; this module
+only reads, builds and writes.
 """
 
 from __future__ import annotations

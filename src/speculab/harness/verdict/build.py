@@ -1,20 +1,21 @@
-"""The A/B report: every number computed once, from `ReportInputs`, by pure functions. to/from summary.json.
+"""The A/B report: every number computed once, from `ReportInputs`, by pure functions.
 
-`build_report(inputs)` is the only entry point. Presentation (console, HTML) reads a `Report` and formats; it never
-computes. The parts live in `schema` (the dataclasses), `per_load` (per arm and load; comparisons and gates),
-`across_loads` (crossover, what-if, capacity) and `verdict` (the one-liner); this module assembles them.
-How each number is made (docs/results.md has the long form):
+`build_report(inputs)` is the only entry point. Presentation (`speculab.report`: console, HTML, summary.json) reads
+a `Report` and formats; it never computes. The parts live in `model` (the dataclasses), `arm_level` (per arm and
+load), `comparison` (per load and candidate: paired comparisons and gates), `across_loads` (crossover, what-if,
+capacity), `ranking` and `correctness`; this module assembles them. How each number is made (docs/results.md has
+the long form):
 
-* per arm and load: the bench metrics (`bench.metrics`) over the measured requests of every repeat, pooled;
+* per arm and load: the bench metrics (`analysis.metrics`) over the measured requests of every repeat, pooled;
   throughput per repeat with a t-interval over repeats.
-* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`bench.compare_paired`).
-  With several repeats each prompt's value is the median over its repeats in that arm (one pair per prompt, so the
-  bootstrap resamples prompts, the independent unit).
+* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`analysis.paired`). With
+  several repeats each prompt's value is the median over its repeats in that arm (one pair per prompt, so the
+  bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of prompts sent together).
 * gates, in this order: runs missing; error rate above the gate; no drafts (-> "speculation not active", never
-  "no difference"); offered load not achieved (achieved < 95% of requested, or of the schedule's rate).
-  A gated load has no verdict.
-* crossover over the loads of one axis; what-if from per-position acceptance; cost and capacity from `bench.cost`;
-  correctness (checks, McNemar, output equivalence with divergence classification) in `report.correctness`.
+  "no difference"); offered load not achieved (achieved < 95% of requested, or of the schedule's rate; or the client
+  fell behind). A gated load has no verdict.
+* crossover over the loads of one axis; what-if from per-position acceptance; cost and capacity from
+  `analysis.cost`; correctness (checks, McNemar, output equivalence with divergence classification) in `correctness`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Per arm and load: acceptance from each response's own fields and the prefix cache's hits; per load and candidate:
 acceptance length against TPOT speedup, prompt by prompt, and whether the prefix-cache hit rate moved.
 
-The numbers come from `harness.analysis.request_acceptance` and `harness.analysis.prefix_cache` (pure); this module
+The numbers come from `harness.analysis.acceptance` and `harness.analysis.prefix_cache` (pure); this module
 only picks the records and counters of one arm and load. docs/results.md says how each is made.
 """
 

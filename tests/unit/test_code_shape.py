@@ -1,0 +1,40 @@
+"""The shape docs/architecture.md promises, read from the source: no folder of more than 12 modules, no module over
+600 lines, no function over 80 lines unless its `def` line says why (`# long: REASON`)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import speculab
+
+SRC = Path(speculab.__file__).parent
+MAX_MODULES, MAX_MODULE_LINES, MAX_FUNCTION_LINES = 12, 600, 80
+
+
+def test_no_folder_holds_more_than_12_modules():
+    crowded = {}
+    for folder in {p.parent for p in SRC.rglob("*.py")}:
+        n = len(list(folder.glob("*.py")))  # __init__.py counts: it is a module too
+        if n > MAX_MODULES:
+            crowded[str(folder.relative_to(SRC))] = n
+    assert not crowded, f"folders over {MAX_MODULES} modules: {crowded}"
+
+
+def test_no_module_is_over_600_lines():
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_no_function_is_over_80_lines_without_a_reason():
+    long = []
+    for p in SRC.rglob("*.py"):
+        lines = p.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if n > MAX_FUNCTION_LINES and "# long:" not in lines[node.lineno - 1]:
+                    long.append(f"{p.relative_to(SRC)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, (
+        "functions over 80 lines (cut them at their seams, or say why with '# long: REASON'): " + "; ".join(long)
+    )
