@@ -93,7 +93,7 @@ def group_size(kind: str, value: float, in_flight: Iterable[float | None] = ()) 
 
 def groups_needed(size: int, what: str = "prompts") -> str:
     """What a level of `size` prompts sent together needs for a verdict, naming the fix: MIN_PAIRS groups."""
-    return f"a verdict needs at least {MIN_PAIRS} groups: use at least {MIN_PAIRS * size} {what} at this load"
+    return f"need at least {MIN_PAIRS} groups: use at least {MIN_PAIRS * size} {what} at this load"
 
 
 def concurrent_groups(order: Sequence[int], size: int, units: Mapping[int, str] | None = None) -> dict[int, int]:

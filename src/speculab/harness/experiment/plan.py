@@ -456,8 +456,8 @@ def describe_plan(plan: RunPlan) -> list[str]:
         groups = -(-n // c)  # as analysis.paired.concurrent_groups cuts them: the last group may be partial
         if c > 1 and groups < MIN_PAIRS:
             lines.append(
-                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; "
-                + groups_needed(c, what)
+                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; for a verdict "
+                "they " + groups_needed(c, what)
                 + ("" if what == "prompts" else " (num_prompts counts their requests)")
             )
     return lines

@@ -183,8 +183,8 @@ def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -
         .replace("operating: {rate: 2.5, arrival: constant, max_concurrency: 8}", "operating: {concurrency: 4}")
     )
     lines = describe_plan(plan_experiment(parse_experiment(y)))
-    assert "warning: at concurrency 4 the 16 prompts make 4 groups of 4 sent together; a verdict needs at least 6 " \
-        "groups: use at least 24 prompts at this load" in lines  # fmt: skip
+    assert "warning: at concurrency 4 the 16 prompts make 4 groups of 4 sent together; for a verdict they need at " \
+        "least 6 groups: use at least 24 prompts at this load" in lines  # fmt: skip
     assert not any("concurrency 1 the" in line for line in lines)  # one at a time: every prompt is a unit
     ok = y.replace("num_prompts: 16", "num_prompts: 24")
     assert not any(line.startswith("warning") for line in describe_plan(plan_experiment(parse_experiment(ok))))

@@ -1,0 +1,46 @@
+"""Result directories written by earlier releases still load, re-render, and give the same summary.json (every key
+the old file had, with its value; a later release may add keys)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from speculab.harness.verdict.model import Report
+from speculab.report.render import render_run_dir
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _missing_or_changed(old: Any, new: Any, path: str = "") -> list[str]:
+    """Where `new` lacks or changed what `old` holds (keys `new` adds are fine: a later release may add fields)."""
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            return [path or "."]
+        return [
+            p
+            for k, v in old.items()
+            for p in (_missing_or_changed(v, new[k], f"{path}.{k}") if k in new else [f"{path}.{k}"])
+        ]
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(new) != len(old):
+            return [path]
+        return [
+            p for i, (a, b) in enumerate(zip(old, new, strict=True)) for p in _missing_or_changed(a, b, f"{path}[{i}]")
+        ]
+    return [] if old == new else [path]
+
+
+def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_path: Path):
+    saved = FIXTURES / "ab_run_v1"
+    run = tmp_path / "run"
+    shutil.copytree(saved, run)
+    (run / "summary.json").unlink()
+    report = render_run_dir(run)
+    old, new = json.loads((saved / "summary.json").read_text()), json.loads((run / "summary.json").read_text())
+    assert not _missing_or_changed(old, new), _missing_or_changed(old, new)[:10]
+    assert (run / "report.html").stat().st_size > 0
+    # and the old summary.json itself reads back as the model (its verdict_line key is the writer's, not the model's)
+    assert Report.from_json((saved / "summary.json").read_text()).to_dict() == report.to_dict()  # NaN != NaN
