@@ -5,7 +5,8 @@ to one arm while sampling memory and scraping /metrics around it; launch mode an
 (`launch_mode`, `two_url`) decide which arm runs when. Both arms see the same prompts in the same order with the same
 seeds, sampling parameters and limits. Results stream to DIR in the A/B layout of `speculab.harness.results`
 (requests.jsonl appended as requests finish, run.json per finished repeat, inputs.json rewritten as the run goes).
-Gates and verdicts are the report's job; this records what was asked and what happened.
+Gates and verdicts are `speculab.harness.verdict`'s (asked after each look of adaptive repeats); this records what was
+asked and what happened.
 """
 
 from __future__ import annotations
