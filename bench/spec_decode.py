@@ -54,6 +54,7 @@ from speculab.engine.speculative.eagle import EagleProposer
 from speculab.engine.speculative.eagle_head import EagleHead, load_eagle_head
 from speculab.engine.speculative.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
+from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate  # the formulas, one place
 
 # A stand-in with the shipped demo pair's "cpu" preset target shape (scripts/train_demo.py), random weights.
 DEMO_CPU_SHAPE = ModelConfig(
@@ -192,8 +193,8 @@ def run_engine(
         drafts = c.num_drafts
         by_k = list(c.steps_by_k) if spec.adaptive is not None else None
         if c.num_draft_tokens:
-            rate = c.num_accepted_tokens / c.num_draft_tokens
-            length = 1 + c.num_accepted_tokens / c.num_drafts
+            rate = acceptance_rate(c.num_accepted_tokens, c.num_draft_tokens)
+            length = acceptance_length(c.num_accepted_tokens, c.num_drafts)
     return RunResult(tpot, ttft, total_tokens / wall, rate, length, outputs, drafts, by_k, total_tokens / cpu)
 
 

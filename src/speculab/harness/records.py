@@ -163,8 +163,8 @@ class RequestRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["spec"] = d.pop("speculation")  # requests.jsonl's key since the first release
+        # requests.jsonl's key for `speculation` is "spec", in its place, as since the first release
+        d = {("spec" if k == "speculation" else k): v for k, v in asdict(self).items()}
         d["token_count_source"] = self.token_count_source.value
         if self.error is not None:
             d["error"]["category"] = self.error.category.value

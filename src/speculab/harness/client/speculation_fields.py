@@ -40,10 +40,10 @@ def speculation_from_response(
 ) -> dict[str, Any] | None:
     """The response's speculation stats from whichever engine field is present (they never coexist)."""
     return (
-        spec_from_speculab_usage(usage)
-        or spec_from_vllm_metrics(metrics)
-        or spec_from_sglang_meta(meta_info)
-        or spec_from_timings(timings)
+        speculation_from_speculab_usage(usage)
+        or speculation_from_vllm_metrics(metrics)
+        or speculation_from_sglang_meta(meta_info)
+        or speculation_from_timings(timings)
     )
 
 
@@ -55,7 +55,7 @@ def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     return next((_int(d[k]) for k in keys if _int(d.get(k)) is not None), None)
 
 
-def spec_from_speculab_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def speculation_from_speculab_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ours = (usage or {}).get("speculab_spec_decode")
     if not isinstance(ours, Mapping):
         return None
@@ -67,7 +67,7 @@ def spec_from_speculab_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] 
     }
 
 
-def spec_from_vllm_metrics(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def speculation_from_vllm_metrics(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """vLLM's per-request `metrics.speculative_decoding`. Its histogram counts steps by accepted drafts j (0..k), so
     position p (0-based) was accepted in every step with j > p: that is vLLM's per-position counter, per request."""
     sd = (metrics or {}).get("speculative_decoding")
@@ -85,7 +85,7 @@ def spec_from_vllm_metrics(metrics: Mapping[str, Any] | None) -> dict[str, Any] 
     return out
 
 
-def spec_from_sglang_meta(meta_info: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def speculation_from_sglang_meta(meta_info: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not meta_info or _int(meta_info.get("spec_verify_ct")) is None:
         return None
     return {
@@ -96,7 +96,7 @@ def spec_from_sglang_meta(meta_info: Mapping[str, Any] | None) -> dict[str, Any]
     }
 
 
-def spec_from_timings(timings: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def speculation_from_timings(timings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """llama.cpp adds draft_n / draft_n_accepted to `timings` only when the request drafted something; it reports
     no verification steps per request (its /metrics counter has them server-wide)."""
     if not timings or "draft_n" not in timings:

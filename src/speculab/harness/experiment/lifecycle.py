@@ -111,6 +111,8 @@ class _Block:
 
     arm: ArmPlan
     model: str
+    request: RequestFunc  # the arm's request function, one for all of a level's blocks
+    server: ServerProcess | None  # launch mode: the arm's server process, watched while the block runs
     level_i: int
     items: tuple[RequestSpec, ...]
     warmup: int  # warmup requests before its measured phase (the level's first block only)
@@ -300,18 +302,16 @@ class Lifecycle:
         request = self.request(arm, model)
         for bi, block in enumerate(blocks):
             first = bi == 0
-            block_run = _Block(
-                arm, model, level_i, block, warmup if first else 0, first_block + bi, scrape_before and first
-            )
-            if await self._run_block(block_run, request, repeat, server, t0_s, seen):
+            b = _Block(arm, model, request, server, level_i, block, warmup if first else 0, first_block + bi,
+                       scrape_before and first)  # fmt: skip
+            if await self._run_block(b, repeat, t0_s, seen):
                 return True
         return False
 
-    async def _run_block(self, b: _Block, request: RequestFunc, repeat: int, server: ServerProcess | None,
-                         t0_s: float, seen: Observed) -> bool:  # fmt: skip
+    async def _run_block(self, b: _Block, repeat: int, t0_s: float, seen: Observed) -> bool:
         """One block with memory sampled and the client's health probed over its measured phase; True when it was
         interrupted or the server went away (then `server_died` says how)."""
-        arm = b.arm
+        arm, server = b.arm, b.server
         sampler = MemorySampler(
             self.session,
             arm.info.url,
@@ -336,7 +336,7 @@ class Lifecycle:
         # seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
         watch = self.endpoint_watch(arm) if server is None else None
         died = watch.gone if watch is not None else asyncio.Event()
-        outcome, block_workers = await self._offer_block(b, request, server, watch, died, seen, measure_start)
+        outcome, block_workers = await self._offer_block(b, watch, died, seen, measure_start)
         if probe.started:
             health = await probe.stop()
             # with workers the coordinator only waits: the workers' own health is what timed the requests
@@ -358,8 +358,6 @@ class Lifecycle:
     async def _offer_block(
         self,
         b: _Block,
-        request: RequestFunc,
-        server: ServerProcess | None,
         watch: EndpointWatch | None,
         died: asyncio.Event,
         seen: Observed,
@@ -368,7 +366,7 @@ class Lifecycle:
         """The block's load, in this process or over client workers, stopped when the run stops or the server dies:
         (the load's outcome, the workers' reports)."""
         lv = self.plan.loads[b.level_i]
-        tasks = [asyncio.create_task(server.watch(died))] if server is not None else []
+        tasks = [asyncio.create_task(b.server.watch(died))] if b.server is not None else []
         level_stop = asyncio.Event()
         tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
 
@@ -394,7 +392,7 @@ class Lifecycle:
             else:
                 outcome = await run_load(
                     b.items,
-                    _BlockRequest(request, b.items, self.setup.items, watch.admit if watch is not None else None),
+                    _BlockRequest(b.request, b.items, self.setup.items, watch.admit if watch is not None else None),
                     self.session,
                     load,
                     on_record=on_record,

@@ -1,4 +1,5 @@
-"""The A/B verdict's model: frozen dataclasses of numbers and decisions; summary.json is `json_safe(report)`.
+"""The A/B verdict's model: frozen dataclasses of numbers and decisions; summary.json is `json_safe(report)` plus
+each candidate's verdict line, which the writer (`speculab.report.summary`) makes from the model.
 
 Presentation (`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are
 made there, not stored here. The types the fields use (intervals, distributions, the verdict and crossover words)
@@ -52,7 +53,7 @@ class ReportOptions:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The report's parts. Plain frozen dataclasses of numbers and strings: summary.json is `json_safe(report)`.
+# The report's parts. Plain frozen dataclasses of numbers and decisions (summary.json: report.summary).
 # ---------------------------------------------------------------------------------------------------------------
 
 

@@ -226,3 +226,13 @@ def test_groups_still_detect_a_real_speedup_and_say_when_there_are_too_few():
     c = compare_paired("tpot_s", cand, base, rng, groups=concurrent_groups(range(16), 4), group_size=4)
     assert c.verdict is Verdict.INSUFFICIENT and c.n_pairs == 16 and c.n_units == 4
     assert "only 4 groups of 4 prompts sent together" in c.note and "use at least 24 prompts" in c.note
+
+
+def test_group_size_one_rule_for_the_plan_and_the_verdict():
+    from speculab.harness.analysis.paired import group_size, groups_needed
+
+    assert group_size("concurrency", 4) == 4 and group_size("concurrency", 0.4) == 1
+    assert group_size("rate", 8.0) == 1  # before the run: nothing measured in flight
+    assert group_size("rate", 8.0, (2.6, None, 3.4)) == 3 and group_size("trace", 2.0, (None,)) == 1
+    assert groups_needed(4) == "need at least 6 groups: use at least 24 prompts at this load"
+    assert groups_needed(2, "conversations").endswith("use at least 12 conversations at this load")

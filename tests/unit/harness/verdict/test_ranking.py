@@ -7,9 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.harness.verdict.build import ReportOptions, build_report
+from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.codec import from_data
-from speculab.harness.verdict.model import Report
+from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.console.ab import ab_renderable
 
 FAST = ReportOptions(n_resamples=300)
