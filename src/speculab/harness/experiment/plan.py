@@ -457,7 +457,6 @@ def describe_plan(plan: RunPlan) -> list[str]:
         if c > 1 and groups < MIN_PAIRS:
             lines.append(
                 f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; for a verdict "
-                "they " + groups_needed(c, what)
-                + ("" if what == "prompts" else " (num_prompts counts their requests)")
+                "they " + groups_needed(c, what) + ("" if what == "prompts" else " (num_prompts counts their requests)")
             )
     return lines
