@@ -158,7 +158,8 @@ def _prefill_next(pc: PrefixCaching) -> str:
     return f"{cache}; use chunked prefill / prefill scheduling so long prompts do not stall others; shorten prompts"
 
 
-def _findingok_records(explained: float, total: float, th: Thresholds) -> bool:
+def _matters(explained: float, total: float, th: Thresholds) -> bool:
+    """Big enough to report: at least `min_effect_s` seconds and `min_share` of the latency it is part of."""
     return math.isfinite(explained) and explained >= th.min_effect_s and total > 0 and explained / total >= th.min_share
 
 
@@ -170,7 +171,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
 
     def is_finding(f: Finding) -> bool:
         total = f.explained_s / f.share if f.share and f.share > 0 else math.nan
-        return f.cause not in noise and _findingok_records(f.explained_s, total, inp.thresholds)
+        return f.cause not in noise and _matters(f.explained_s, total, inp.thresholds)
 
     found = sorted((f for f in candidates if is_finding(f)), key=lambda f: -f.explained_s)
     return Diagnosis(
