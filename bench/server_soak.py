@@ -11,9 +11,13 @@ over raw sockets (exactly the bytes chosen go out):
 3. `soak`: for --soak-s seconds, a loop of 10 MB bodies, long prompts, 1 MB headers, the issue's three engine
    killers, invalid bodies (a lone surrogate, malformed JSON) and valid requests, while the server's RSS is
    sampled every 0.5 s: RSS after warm-up vs at the end, statuses seen, any 5xx, /health at the end.
+4. with `--abuse-s S`, the abuse soak (`abuse_soak.py`): --streams valid streams throughout, clean and abuse
+   windows alternating (fuzzed bodies, dropped streams, connections sending headers a byte a second), S seconds of
+   each: valid-request p99 abuse vs clean, 5xx, the engine alive, gauges back to 0, RSS flat within 5 %.
 Prints one JSON object. `--src DIR` serves another checkout's `src` (e.g. main's, to compare).
 
     python bench/server_soak.py [--model demo] [--rounds 5] [--soak-s 60] [--src ../main/src]
+    python bench/server_soak.py --rounds 0 --soak-s 0 --abuse-s 600 --max-num-seqs 32   # 20 min: 10 clean, 10 abuse
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from abuse_soak import AbuseConfig, gauges, run_abuse_soak
 from rss_timeline import RssTimeline, rss_summary
 
-from speculab.harness.servers.process import free_port
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src")]  # run from a checkout (the server runs --src; the client only needs free_port)
+
+from speculab.harness.servers.process import free_port  # noqa: E402
+
 TEN_MB = 10_000_000
 
 
@@ -150,9 +157,30 @@ def soak(port: int, proc: psutil.Process, mix: list[tuple[str, bytes]], seconds:
     }
 
 
+def abuse(port: int, proc: psutil.Process, args: argparse.Namespace) -> dict[str, Any]:
+    """`abuse_soak` against the server, its RSS sampled throughout; then, once the load has stopped, the gauges
+    (back to 0?), whether the process is alive and /health answers."""
+    cfg = AbuseConfig(
+        port, args.model, args.abuse_s, args.window_s, args.warmup_s, args.streams, args.max_tokens,
+        args.fuzz_share, args.disconnect_share, args.slow_headers, args.seed,
+    )  # fmt: skip
+    with RssTimeline({"server": proc}, interval_s=1.0) as timeline:
+        res: dict[str, Any] = {"config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__ if k != "port"}}
+        res |= run_abuse_soak(cfg)
+    time.sleep(2.0)  # let aborted and finished sequences leave the engine
+    res["gauges_after"] = gauges(port)
+    res["gauges_back_to_0"] = all(v == 0 for v in res["gauges_after"].values())
+    res["server_alive"] = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    res["health_after"] = exchange(port, request("GET", "/health"), timeout_s=10)[0]
+    res["rss"] = rss_summary(timeline.series("server"), warmup_s=args.warmup_s, band=0.05)
+    return res
+
+
 def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(args.src).resolve()), "OMP_NUM_THREADS": str(args.threads)}
     cmd = [sys.executable, "-m", "speculab", "serve", args.model, "--port", str(port), "--threads", str(args.threads)]
+    if args.max_num_seqs is not None:
+        cmd += ["--max-num-seqs", str(args.max_num_seqs)]
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -173,6 +201,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--soak-s", type=float, default=60.0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024, help="the server's limit (default)")
+    ap.add_argument("--max-num-seqs", type=int, default=None, help="the server's KV slots (default: its own, 8)")
+    ab = ap.add_argument_group("abuse soak (bench/abuse_soak.py)")
+    ab.add_argument("--abuse-s", type=float, default=0.0, help="seconds of abuse windows in all (0: no abuse soak)")
+    ab.add_argument("--window-s", type=float, default=60.0, help="length of each clean and abuse window")
+    ab.add_argument("--warmup-s", type=float, default=20.0, help="valid streams before the first window")
+    ab.add_argument("--streams", type=int, default=32, help="client loops, one request at a time each")
+    ab.add_argument("--max-tokens", type=int, default=16, help="output tokens of each valid stream")
+    ab.add_argument("--fuzz-share", type=float, default=0.10, help="abuse windows: share of fuzzed bodies")
+    ab.add_argument("--disconnect-share", type=float, default=0.05, help="abuse windows: share of dropped streams")
+    ab.add_argument("--slow-headers", type=int, default=50, help="abuse windows: connections sending 1 byte/s")
+    ab.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     port = free_port()
     t0 = time.monotonic()
@@ -192,11 +231,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         res["one_token_alone_s"] = round(statistics.median(alone), 4)
         res["rss_idle_mb"] = round(proc.memory_info().rss / 2**20, 1)
         hostile = hostile_requests(model, args.max_request_bytes)
-        for name, data in hostile.items():
+        for name, data in hostile.items() if args.rounds > 0 else ():
             res[name] = summarize([with_bystander(port, model, data) for _ in range(args.rounds)])
             res[name]["rss_after_mb"] = round(proc.memory_info().rss / 2**20, 1)
         if args.soak_s > 0:
             res["soak"] = soak(port, proc, soak_mix(model, hostile), args.soak_s)
+        if args.abuse_s > 0:
+            res["abuse_soak"] = abuse(port, proc, args)
         res["health_at_end"] = exchange(port, request("GET", "/health"))[0]
     finally:
         server.terminate()
