@@ -143,25 +143,25 @@ class Soak:
                 self.tallies[phase].latencies_s.append(self.clock() - t0)
 
     async def fuzz(self, session: aiohttp.ClientSession, rng: random.Random) -> None:
-        data = fuzz_body(self.cfg, rng)
+        phase, data = self.phase, fuzz_body(self.cfg, rng)  # counted in the window it was sent in
         try:
             headers = {"Content-Type": "application/json"}
             async with session.post(self.url, data=data, headers=headers) as resp:
                 await resp.read()
-                self.tallies[self.phase].statuses[f"fuzz {resp.status}"] += 1
+                self.tallies[phase].statuses[f"fuzz {resp.status}"] += 1
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-            self.tallies[self.phase].statuses[f"fuzz {type(e).__name__}"] += 1
+            self.tallies[phase].statuses[f"fuzz {type(e).__name__}"] += 1
 
     async def disconnect(self, session: aiohttp.ClientSession, rng: random.Random) -> None:
         """A stream dropped after its first chunk: the engine must abort the sequence and free its slot."""
-        body = {**valid_body(self.cfg, rng), "max_tokens": 4 * self.cfg.max_tokens}
+        phase, body = self.phase, {**valid_body(self.cfg, rng), "max_tokens": 4 * self.cfg.max_tokens}
         try:
             async with session.post(self.url, json=body) as resp:
                 await resp.content.readany()
-                self.tallies[self.phase].statuses[f"disconnect {resp.status}"] += 1
+                self.tallies[phase].statuses[f"disconnect {resp.status}"] += 1
                 resp.close()  # drops the connection mid-stream
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-            self.tallies[self.phase].statuses[f"disconnect {type(e).__name__}"] += 1
+            self.tallies[phase].statuses[f"disconnect {type(e).__name__}"] += 1
 
     async def loop(self, session: aiohttp.ClientSession, i: int) -> None:
         rng = random.Random(f"{self.cfg.seed}-{i}")
