@@ -40,8 +40,8 @@ class Scripted:
     def __init__(self, decided_at: int):
         self.decided_at, self.calls = decided_at, []
 
-    def __call__(self, out: Path, alpha: float, mdc: float) -> tuple[bool, list[str]]:
-        self.calls.append((alpha, mdc))
+    def __call__(self, out: Path, alpha: float) -> tuple[bool, list[str]]:
+        self.calls.append((alpha,))
         done = len(self.calls) >= self.decided_at
         return done, [] if done else ["ngram-k2 at concurrency 1 (could detect ±9%)"]
 
@@ -60,7 +60,6 @@ def test_looks_from_min_stop_when_decided_or_at_max(
     inputs = load_inputs(out)
     alphas = look_alphas(2, 4)
     assert [c[0] for c in scripted.calls] == [alphas[r] for r in range(2, expected_repeats + 1)]
-    assert all(c[1] == 0.03 for c in scripted.calls)
     assert inputs.setup.repeats == expected_repeats
     assert sorted({r.repeat for r in inputs.runs}) == list(range(1, expected_repeats + 1))
     looks = inputs.setup.sequential["looks"]
@@ -74,7 +73,8 @@ def test_looks_from_min_stop_when_decided_or_at_max(
 
 def test_the_reports_own_look_decides_identical_arms_after_the_first_repeat(tmp_path: Path) -> None:
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
-        y = experiment(a, b, "{min: 1, max: 3, until: decided, mdc: 0.5}").replace("num_prompts: 8", "num_prompts: 12")
+        y = experiment(a, b, "{min: 1, max: 3, until: decided}").replace("num_prompts: 8", "num_prompts: 12")
+        y += "margin: 50%\n"  # identical arms are equivalent within +-50 % after one repeat, however noisy the VM
         out = tmp_path / "run"
         asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
     inputs = load_inputs(out)

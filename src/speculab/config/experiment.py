@@ -222,6 +222,42 @@ class AdaptiveRepeats:
     spending: str = "pocock"  # the alpha-spending function across looks
 
 
+# `margin:` keys -> the metrics they set (docs/experiment.md): a number or "3%" sets every time metric; a mapping
+# sets some (the others keep the default). `correctness` is the checks' non-inferiority margin, in pass-rate points.
+MARGIN_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "ttft": "ttft_s", "itl": "itl_s", "correctness": "correctness"}
+TIME_MARGINS = ("tpot_s", "e2e_s", "ttft_s", "itl_s")
+
+
+def parse_margin(value: float | int | str) -> float:
+    """A margin as a fraction: 0.03, or "3%" (3 percent); 0 <= margin < 1. ValueError names the accepted forms."""
+    text = str(value).strip()
+    try:
+        m = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        m = float("nan")
+    if not 0 <= m < 1:  # NaN fails too
+        raise ValueError(f"margin {value!r}: give a fraction below 1 or a percentage, e.g. 0.03 or 3%")
+    return m
+
+
+def margins(value: float | int | str | Mapping[str, float | int | str] | None) -> dict[str, float]:
+    """`margin:` (or `--margin`) -> {metric: margin}; {} for None (the defaults). ValueError for an unknown key."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        return dict.fromkeys(TIME_MARGINS, parse_margin(value))
+    out = {}
+    for key, v in value.items():
+        if key not in MARGIN_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), MARGIN_KEYS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"unknown metric {key!r}{hint}; margin keys are {', '.join(MARGIN_KEYS)}")
+        out[MARGIN_KEYS[key]] = parse_margin(v)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Experiment:
     workload: WorkloadConfig
@@ -240,6 +276,9 @@ class Experiment:
     allow_extra_diff: bool = False
     name: str | None = None
     source: str = ""  # the file it came from
+    # the smallest change that matters, per metric (`margins`): {} = the defaults (analysis.paired.DEFAULT_MARGIN;
+    # correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
+    margin: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def speculation(self) -> SpeculationConfig:

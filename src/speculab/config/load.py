@@ -29,6 +29,7 @@ from speculab.config.experiment import (
     SloTargets,
     SpeculationConfig,
     WorkloadConfig,
+    margins,
 )
 from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
 from speculab.errors import UserError
@@ -257,4 +258,5 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         candidate=cand,
         allow_extra_diff=m.allow_extra_diff,
         source=source,
+        margin=margins(m.margin),
     )

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from speculab.config.experiment import DEFAULT_MAX_TOKENS, NEEDS_MODEL, EngineKind, SpecMethod
+from speculab.config.experiment import DEFAULT_MAX_TOKENS, NEEDS_MODEL, EngineKind, SpecMethod, margins
 
 
 class _Model(BaseModel):
@@ -206,6 +206,13 @@ class ExperimentSchema(_Model):
     speculation: SpeculationSchema | list[SpeculationSchema]
     candidate: CandidateSchema | None = None
     allow_extra_diff: bool = False
+    # the smallest change that matters: 0.03 or "3%" for every time metric, or {tpot: 3%, ttft: 10%, correctness: 5%}
+    margin: float | str | dict[str, float | str] | None = None
+
+    @model_validator(mode="after")
+    def _margin(self) -> ExperimentSchema:
+        margins(self.margin)  # ValueError: the key path is `margin`
+        return self
 
     @model_validator(mode="after")
     def _repeats(self) -> ExperimentSchema:

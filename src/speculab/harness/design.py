@@ -149,6 +149,9 @@ class Setup:
     # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
     # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
     sequential: Mapping[str, Any] | None = None
+    # the experiment's `margin:` per metric ({} = the defaults): the report decides against it (ReportOptions.margin
+    # overrides, as `compare --margin` does)
+    margin: Mapping[str, float] = field(default_factory=dict)
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)

@@ -74,6 +74,18 @@ def speedup(v: float) -> str:
     return f"{v:.2f}×" if is_number(v) else MISSING
 
 
+def fine_speedup(v: float) -> str:
+    """A speedup near 1 with the digit that shows it: '1.004×' (within 1 % of 1), else '1.84×'."""
+    if is_number(v) and abs(v - 1.0) < 0.01:
+        return f"{v:.3f}×"
+    return speedup(v)
+
+
+def margin_pct(m: float) -> str:
+    """A relative margin: 0.03 -> '±3%', 0.025 -> '±2.5%'."""
+    return f"±{m * 100:.3g}%" if is_number(m) else MISSING
+
+
 def speedup_range(lo: float, hi: float) -> str:
     """An interval of speedups: '[1.71–1.97]'."""
     if not (is_number(lo) and is_number(hi)):

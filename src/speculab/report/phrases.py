@@ -8,22 +8,66 @@ from typing import Any
 
 from speculab.harness.verdict.build import prefix_cache_phrase
 from speculab.harness.verdict.model import (
+    MIN_LAUNCHES,
     CandidateReport,
+    CorrectnessComparison,
     CrossoverStatus,
+    Decision,
     Interval,
     LevelComparison,
+    Ratio,
     Report,
     Verdict,
 )
-from speculab.report.formatting import relative_change, signed_bytes, speedup, speedup_range
+from speculab.report.formatting import (
+    fine_speedup,
+    margin_pct,
+    relative_change,
+    signed_bytes,
+    speedup,
+    speedup_range,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def decision_of(r: Ratio) -> str:
+    """The answer to show: the decision against the margin, or in a summary written before margins the verdict."""
+    return r.decision or r.verdict
+
+
+def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
+    """One metric's answer with its numbers, `where` (' at concurrency 1') after the answer: 'TPOT 1.84× faster
+    [1.71–1.97] at concurrency 1, beyond the ±3% margin'."""
+    rng = speedup_range(r.speedup_low, r.speedup_high)
+    est, margin = fine_speedup(r.speedup), margin_pct(r.margin)
+    d = decision_of(r)
+    beyond = f", beyond the {margin} margin" if r.decision else ""  # a summary before margins had none
+    if d == Decision.FASTER.value:
+        return f"{what} {est} faster {rng}{where}{beyond}"
+    if d == Decision.SLOWER.value:
+        return f"{what} {est} (slower) {rng}{where}{beyond}"
+    if d == Decision.EQUIVALENT.value:
+        clear = {"faster": ": detectably faster, but", "slower": ": detectably slower, but"}.get(r.verdict, "")
+        return f"{what} equivalent{where}: no difference larger than {margin} ({est} {rng}{clear} within the margin)"
+    if d == Decision.INCONCLUSIVE.value:
+        if r.to_decide is not None:
+            units = "launches (repeats)" if r.unit == "launch" else "prompts"
+            more = f"; about {r.to_decide:.2g}× the {units} would likely decide it"
+        else:
+            more = "; it sits on the margin, where more data is unlikely to decide it"
+        return f"{what} inconclusive{where}: {est} {rng} straddles the {margin} margin{more}"
+    if d == Decision.INSUFFICIENT.value:
+        return f"{what}: not enough paired data{where}"
+    mdc = r.min_detectable_change  # a summary before margins: its "no detectable difference"
+    could = f", could have detected ±{mdc:.0%}" if math.isfinite(mdc) else ""
+    return f"{what} no detectable difference{where} ({speedup(r.speedup)} {rng}{could})"
+
+
 def level_phrase(comp: LevelComparison, label: str) -> str:
-    """'TPOT 1.84× faster [1.71–1.97] at concurrency 1' or the gate's reason."""
+    """'TPOT 1.84× faster [1.71–1.97] at concurrency 1, beyond the ±3% margin' or the gate's reason."""
     if comp.gate == "not active":
         return f"speculation not active at {label}"
     if comp.gate != "ok":
@@ -31,16 +75,21 @@ def level_phrase(comp: LevelComparison, label: str) -> str:
     tp = comp.metric("tpot_s")
     if tp is None:
         return f"no TPOT at {label}"
-    rng = speedup_range(tp.speedup_low, tp.speedup_high)
-    if tp.verdict == Verdict.FASTER.value:
-        return f"{speedup(tp.speedup)} faster {rng} at {label}"
-    if tp.verdict == Verdict.SLOWER.value:
-        return f"{speedup(tp.speedup)} (slower) {rng} at {label}"
-    if tp.verdict == Verdict.INSUFFICIENT.value:
-        return f"not enough paired data at {label}"
-    mdc = tp.min_detectable_change
-    could = f", could have detected ±{mdc:.0%}" if math.isfinite(mdc) else ""
-    return f"no detectable difference at {label} ({speedup(tp.speedup)} {rng}{could})"
+    return decision_phrase(tp, where=f" at {label}")
+
+
+def launch_phrase(comp: LevelComparison) -> str:
+    """What the interval says about server launches: counted as the unit, or unmeasured (the margin covers it)."""
+    tp = comp.metric("tpot_s")
+    if tp is not None and tp.unit == "launch":
+        return f"launch to launch variation is in the interval ({tp.launches} launches per arm are its units)"
+    if comp.launched:
+        n = comp.launches
+        return (
+            f"launch effect unmeasured ({n} launch{'es' if n != 1 else ''} per arm; {MIN_LAUNCHES} or more repeats "
+            "put it in the interval): the margin is what covers it"
+        )
+    return "the two servers' own difference is unmeasured (one process each): the margin is what covers it"
 
 
 def verdict_line(report: Report, cand: CandidateReport) -> str:
@@ -53,10 +102,12 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         if comp is not None:
             phrases.append(level_phrase(comp, lv.label))
     head = "; ".join(phrases) if phrases else "no load level ran"
-    numeric = bool(phrases) and (phrases[0][:1].isdigit() or phrases[0].startswith("no detectable"))
-    parts = [("TPOT " if numeric else "") + head]
+    parts = [head]
     any_faster = any(
-        (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and c.verdict == Verdict.FASTER.value
+        (c := lv.comparison(cand.name)) is not None
+        and c.gate == "ok"
+        and (tp := c.metric("tpot_s")) is not None
+        and decision_of(tp) == Verdict.FASTER.value
         for lv in levels
     )
     if crossover is not None and any_faster:
@@ -84,6 +135,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
         parts.append(f"correctness: {correctness.verdict}")
+        if correctness.non_inferiority and correctness.pass_rate_difference is not None:
+            parts.append(non_inferiority_phrase(correctness))
     moved = next(
         ((lv, c.prefix_cache) for lv in levels if (c := lv.comparison(cand.name)) and c.prefix_cache
          and c.prefix_cache.beyond_noise),
@@ -92,6 +145,16 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
     if moved is not None:
         parts.append(f"at {moved[0].label}, {prefix_cache_phrase(moved[1])}")
     return f"{cand.label}: " + "; ".join(parts)
+
+
+def non_inferiority_phrase(c: CorrectnessComparison) -> str:
+    """'checks pass rate not worse by more than 5 points (−1.2 points, ≥ −4.8)'."""
+    d, m = c.pass_rate_difference, c.non_inferiority_margin * 100
+    assert d is not None
+    low = f"{d.low * 100:+.1f}".replace("-", "−")
+    what = {"not worse": f"not worse by more than {m:g} points", "worse": f"worse by more than {m:g} points",
+            "inconclusive": f"inconclusive against the {m:g}-point margin"}[c.non_inferiority]  # fmt: skip
+    return f"checks pass rate {what} ({d.estimate * 100:+.1f} points, one-sided bound {low})"
 
 
 def ratio_phrase(iv: Interval) -> str:
@@ -112,13 +175,14 @@ def best_lines(report: Any) -> list[str]:
         roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
         if lv.best is None:
             gated = [r for r in lv.ranking if r.gate != "ok"]
-            why = "no candidate is detectably faster than the baseline"
+            why = "no candidate is faster than the baseline beyond the margin"
             if gated and len(gated) == len(lv.ranking):
                 why = "no verdict for any candidate (see the table)"
             out.append(f"at {lv.label}{roles}: none pays ({why})")
             continue
         r = next(x for x in lv.ranking if x.candidate == lv.best)
-        text = f"at {lv.label}{roles}: {r.label}, {r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]"
+        rng = speedup_range(r.speedup_low, r.speedup_high)
+        text = f"at {lv.label}{roles}: {r.label}, TPOT {speedup(r.speedup)} faster {rng}"
         if lv.tied_with_best:
             labels = {x.candidate: x.label for x in lv.ranking}
             text += f"; cannot be told apart from {', '.join(labels[t] for t in lv.tied_with_best)}"

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import special
 
 from speculab.harness.analysis.signed_rank import EXACT_SIGNED_RANK_MAX_N, hodges_lehmann_batch, signed_rank_p
-from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval
+from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval, t_interval
 from speculab.harness.records import RequestRecord
 
 N_RESAMPLES = 2000
@@ -36,12 +36,74 @@ MIN_PAIRS = 6  # below this a two-sided signed-rank test cannot reach p < 0.05 a
 
 
 class Verdict(str, Enum):
-    """Direction of a paired comparison; for time metrics "faster" means the candidate's values are lower."""
+    """Direction of a paired comparison (is there a detectable difference?); for time metrics "faster" means the
+    candidate's values are lower. Kept beside the `Decision`, which is what the report leads with."""
 
     FASTER = "faster"
     SLOWER = "slower"
     NO_DIFFERENCE = "no detectable difference"
     INSUFFICIENT = "not enough paired data"
+
+
+# The smallest change that matters, as a relative change of a metric: +-3 %. Two launches of one command differ by a
+# few tenths of a percent on the engines here and by more on GPUs (docs/statistics.md, "The margin"): a difference
+# below the margin is no reason to turn speculation on or off, however precisely it is measured.
+DEFAULT_MARGIN = 0.03
+
+
+class Decision(str, Enum):
+    """The answer for one metric, from its interval and the margin m (docs/statistics.md, "Four answers"):
+    the speedup interval entirely above 1 + m -> faster; entirely below 1 / (1 + m) -> slower; entirely within
+    [1 / (1 + m), 1 + m] -> equivalent ("no difference larger than m"); straddling a margin -> inconclusive."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+    INSUFFICIENT = "not enough paired data"
+
+
+def decide(speedup_low: float, speedup_high: float, margin: float) -> Decision:
+    """The four answers from a speedup interval (> 1 = better) and a relative margin (0.03 = 3 %), symmetric on the
+    log scale. With one (1 - a) interval this is two one-sided tests at a / 2 each for "equivalent", and one-sided
+    tests at a / 2 of "beyond the margin" for faster and slower: the printed interval decides, by eye."""
+    if not (math.isfinite(speedup_low) and math.isfinite(speedup_high) and speedup_low > 0 and margin >= 0):
+        return Decision.INSUFFICIENT
+    hi_bound, lo_bound = 1.0 + margin, 1.0 / (1.0 + margin)
+    if speedup_low > hi_bound:
+        return Decision.FASTER
+    if speedup_high < lo_bound:
+        return Decision.SLOWER
+    if speedup_low >= lo_bound and speedup_high <= hi_bound:
+        return Decision.EQUIVALENT
+    return Decision.INCONCLUSIVE
+
+
+def to_decide(speedup: float, speedup_low: float, speedup_high: float, margin: float, confidence: float,
+              power: float = POWER) -> float:  # fmt: skip
+    """How many times today's units (prompts, groups, launches) would likely decide an inconclusive comparison:
+    the interval narrows as 1 / sqrt(units), and it decides once (z_a + z_power) standard errors fit between the
+    estimate and the nearer margin (the estimate taken as the truth). inf when the estimate sits on a margin; NaN
+    without an interval."""
+    if not (math.isfinite(speedup_low) and math.isfinite(speedup_high) and 0 < speedup_low < speedup_high):
+        return float("nan")
+    z_a = float(special.ndtri(0.5 + confidence / 2))
+    se = (math.log(speedup_high) - math.log(speedup_low)) / (2 * z_a)
+    distance = abs(abs(math.log(speedup)) - math.log1p(margin))
+    if distance == 0:
+        return math.inf
+    return max(1.0, ((z_a + float(special.ndtri(power))) * se / distance) ** 2)
+
+
+def launch_ratio(effects: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Candidate/baseline ratio with the launch as the unit: `effects` are one log ratio per launch pair (repeat j of
+    each arm, its own server processes), and the interval is Student's t over them (L - 1 degrees of freedom), so
+    it carries launch-to-launch variance as well as the prompts' (each effect holds both)."""
+    t = t_interval(effects, confidence)
+    return Interval(math.exp(t.estimate), math.exp(t.low), math.exp(t.high), confidence, "t-launches", t.n)
+
+
+MIN_LAUNCHES = 3  # launches per arm for the launch as the unit: with 2, t has 1 degree of freedom (x12.7 wide)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,10 +335,22 @@ class MetricComparison:
     # or the prompts themselves (group_size 1, n_units == n_pairs). 0: not recorded (built by hand).
     n_units: int = 0
     group_size: int = 1
+    # The answer against the margin (relative, 0.03 = 3 %), from the same interval as the verdict; `to_decide`: for
+    # an inconclusive one, how many times today's units would likely decide it (`to_decide()`), else NaN.
+    margin: float = DEFAULT_MARGIN
+    decision: Decision = Decision.INSUFFICIENT
+    to_decide: float = float("nan")
+    # With >= MIN_LAUNCHES launches per arm: the interval over launch pairs (`launch_ratio`), which the verdict and
+    # the decision follow instead of the prompts' interval; `launches` is how many launch pairs there were (1: the
+    # launch effect is unmeasured, and the margin is what covers it).
+    launch_ratio: Interval | None = None
+    launches: int = 1
 
     @property
     def verdict_ratio(self) -> Interval:
-        """The interval the verdict follows (candidate/baseline)."""
+        """The interval the verdict and the decision follow (candidate/baseline)."""
+        if self.launch_ratio is not None:
+            return self.launch_ratio
         return self.hodges_lehmann_ratio if self.hodges_lehmann_ratio is not None else self.geomean_ratio
 
     @property
@@ -290,6 +364,12 @@ class MetricComparison:
         r = self.verdict_ratio
         return (1.0 / r.high, 1.0 / r.low) if self.lower_is_better else (r.low, r.high)
 
+    @property
+    def verdict_basis(self) -> str:
+        if self.launch_ratio is not None:
+            return "launch_ratio"
+        return "hodges_lehmann_ratio" if self.hodges_lehmann_ratio is not None else "geomean_ratio"
+
     def to_dict(self) -> dict[str, Any]:
         lo, hi = self.speedup_interval
         return {
@@ -299,9 +379,14 @@ class MetricComparison:
             "geomean_ratio": self.geomean_ratio.to_dict(),
             "median_ratio": self.median_ratio.to_dict(),
             "hodges_lehmann_ratio": self.verdict_ratio.to_dict(),
-            "verdict_basis": "hodges_lehmann_ratio" if self.hodges_lehmann_ratio is not None else "geomean_ratio",
+            "verdict_basis": self.verdict_basis,
             "wilcoxon_p": self.wilcoxon_p,
             "verdict": self.verdict.value,
+            "margin": self.margin,
+            "decision": self.decision.value,
+            "to_decide": self.to_decide,
+            "launches": self.launches,
+            "launch_ratio": self.launch_ratio.to_dict() if self.launch_ratio is not None else None,
             "min_detectable_change": self.min_detectable_change,
             "lower_is_better": self.lower_is_better,
             "n_units": self.n_units,
@@ -333,8 +418,11 @@ def compare_paired(
     confidence: float = CONFIDENCE,
     groups: Mapping[int, int] | None = None,
     group_size: int = 1,
+    margin: float = DEFAULT_MARGIN,
+    launch_effects: Sequence[float] = (),
 ) -> MetricComparison:
-    """Pair per-prompt values of one metric and decide: faster, slower or no detectable difference.
+    """Pair per-prompt values of one metric; the verdict (faster, slower or no detectable difference) and the
+    decision against `margin` (faster, slower, equivalent, inconclusive) from one interval.
 
     The verdict follows the Hodges-Lehmann ratio's signed-rank interval (distribution-free; exact coverage for
     symmetric noise at any n): entirely below 1 -> the candidate's values are lower. That interval is the one
@@ -345,6 +433,10 @@ def compare_paired(
     `groups` (prompt index -> group, from `concurrent_groups` with `group_size` prompts each): the units of every
     interval and of the test are the groups' geometric-mean ratios, not the prompts, because prompts that ran at
     the same time are not independent. At least MIN_PAIRS units are needed for a verdict.
+
+    `launch_effects` (one log ratio per launch pair, `launch_effect`): with at least MIN_LAUNCHES of them the
+    verdict and the decision follow `launch_ratio` over them instead, so the interval carries launch-to-launch
+    variance; fewer, and the launch effect is unmeasured (`launches` says how many there were).
     """
     pairs = paired_ratios(candidate, baseline)
     units = grouped_ratios(pairs, groups) if groups is not None and group_size > 1 else pairs
@@ -354,6 +446,8 @@ def compare_paired(
     hl = hodges_lehmann_ratio(units, confidence)
     p = signed_rank_p(units.log_ratios()) if units.n >= 2 else float("nan")
     note = ""
+    launches = launch_ratio(launch_effects, confidence) if len(launch_effects) >= MIN_LAUNCHES else None
+    basis = launches if launches is not None else hl
     if units.n < MIN_PAIRS:
         verdict = Verdict.INSUFFICIENT
         if units is pairs:
@@ -363,17 +457,25 @@ def compare_paired(
                 group_size
             )
     else:
-        if hl.excludes(1.0):
-            lower = hl.high < 1.0
+        if basis.excludes(1.0):
+            lower = basis.high < 1.0
             verdict = Verdict.FASTER if lower == lower_is_better else Verdict.SLOWER
         else:
             verdict = Verdict.NO_DIFFERENCE
-        if geo.excludes(1.0) != hl.excludes(1.0):
+        if launches is None and geo.excludes(1.0) != hl.excludes(1.0):
             which = "excludes" if geo.excludes(1.0) else "includes"
             note = (
                 f"the geometric-mean interval {which} 1 but the signed-rank interval (the verdict's) does not: "
                 "borderline, or a few outlying pairs"
             )
+    decision, needed = Decision.INSUFFICIENT, float("nan")
+    if verdict is not Verdict.INSUFFICIENT:
+        # the speedup scale (> 1 = better), as `speedup_interval` reports it
+        up = (1 / basis.estimate, 1 / basis.high, 1 / basis.low) if lower_is_better else (
+            basis.estimate, basis.low, basis.high)  # fmt: skip
+        decision = decide(up[1], up[2], margin)
+        if decision is Decision.INCONCLUSIVE:
+            needed = to_decide(*up, margin, confidence)
     return MetricComparison(
         metric=metric,
         n_pairs=pairs.n,
@@ -382,11 +484,27 @@ def compare_paired(
         median_ratio=med,
         wilcoxon_p=p,
         verdict=verdict,
-        min_detectable_change=min_detectable_change(hl),
+        min_detectable_change=min_detectable_change(basis),
         lower_is_better=lower_is_better,
         note=note,
         replicates=tuple(boot.replicates.tolist()),
         hodges_lehmann_ratio=hl,
         n_units=units.n,
         group_size=group_size if units is not pairs else 1,
+        margin=margin,
+        decision=decision,
+        to_decide=needed,
+        launch_ratio=launches,
+        launches=max(1, len(launch_effects)),
     )
+
+
+def launch_effect(candidate: Mapping[int, float], baseline: Mapping[int, float],
+                  groups: Mapping[int, int] | None = None, group_size: int = 1) -> float | None:  # fmt: skip
+    """One launch pair's effect: the Hodges-Lehmann log ratio of its prompts (in their groups sent together, as the
+    verdict counts them); None with fewer than 2 usable units."""
+    pairs = paired_ratios(candidate, baseline)
+    units = grouped_ratios(pairs, groups) if groups is not None and group_size > 1 else pairs
+    if units.n < 2:
+        return None
+    return float(hodges_lehmann_batch(units.log_ratios(), CONFIDENCE)[0])

@@ -188,7 +188,7 @@ class Lifecycle:
             return False
         alpha = alphas[repeat]
         self.write_inputs()
-        done, undecided = verdict_looks.decide(self.out, alpha, seq["mdc"])  # the verdict's comparisons, this alpha
+        done, undecided = verdict_looks.decide(self.out, alpha)  # the verdict's comparisons, this alpha
         looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
         stop = done and repeat < seq["max"]
         self.setup = replace(

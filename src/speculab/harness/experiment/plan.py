@@ -416,6 +416,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         target_rate_rps=cost.target_rate_rps if cost else None,
         checks_enabled=exp.checks,
         two_url_mode=exp.two_url_mode,
+        margin=dict(exp.margin),
     )
 
 

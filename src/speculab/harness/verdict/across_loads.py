@@ -231,7 +231,7 @@ def k_choices(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
                     continue
                 k = c.num_speculative_tokens or 0
                 measured.append(KMeasured(k, c.name, r.speedup, r.speedup_low, r.speedup_high, predicted.get(k)))
-            verdicts = {x.candidate: x.verdict for x in lv.ranking}
+            verdicts = {x.candidate: x.decision for x in lv.ranking}
             faster = [m for m in measured if verdicts.get(m.candidate) == "faster"]
             best = max(faster, key=lambda m: m.speedup).k if faster else None
             out.append(

@@ -23,21 +23,23 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import error_gate
+from speculab.harness.analysis.paired import DEFAULT_MARGIN
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, what_if_views
 from speculab.harness.verdict.arm_level import arm_level
-from speculab.harness.verdict.comparison import compare_level
+from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
 from speculab.harness.verdict.model import (
+    PAIRED_METRICS,
     REPORT_SCHEMA,
     ArmLevel,
     ArmView,
@@ -195,11 +197,23 @@ def run_confidence(inputs: ReportInputs) -> float:
     return stats.CONFIDENCE
 
 
+def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> ReportOptions:
+    """Every paired metric's margin and the correctness margin, explicit: the defaults, then the run's own `margin:`,
+    then the options' (`compare --margin`, `report --margin`)."""
+    given = {**run_margin, **(opts.margin or {})}
+    time = {m: float(given.get(m, DEFAULT_MARGIN)) for m in (*PAIRED_METRICS, "itl_s")}
+    corr = opts.correctness
+    if "correctness" in given:
+        corr = replace(corr, margin=float(given["correctness"]))
+    return replace(opts, margin=time, correctness=corr)
+
+
 def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> Report:
     """Every number of the A/B report from the raw inputs. Pure: same inputs and options, same report."""
     opts = options or ReportOptions()
     if opts.confidence is None:
         opts = replace(opts, confidence=run_confidence(inputs))
+    opts = resolve_margins(opts, inputs.setup.margin)
     base = inputs.baseline
     levels: list[LevelReport] = []
     # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
@@ -218,7 +232,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             rng = np.random.default_rng([opts.seed, i, j])
             comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
         best, ranking, tied = rank_level(lv, comps, arms, inputs, np.random.default_rng([opts.seed, i, 99]),
-                                         opts.n_resamples, opts.confidence)  # fmt: skip
+                                         opts.n_resamples, opts.confidence, margin_of(opts, "tpot_s"))  # fmt: skip
         levels.append(
             LevelReport(
                 lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps), best, ranking, tied
@@ -263,6 +277,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
+        margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
             "min_load_fraction": opts.min_load_fraction,

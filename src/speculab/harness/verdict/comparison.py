@@ -5,6 +5,7 @@ See docs/results.md and docs/statistics.md for how each number is made."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -15,11 +16,13 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import exceeds_error_rate, request_metrics
 from speculab.harness.analysis.paired import (
+    DEFAULT_MARGIN,
     MetricComparison,
     compare_paired,
     concurrent_groups,
     diverged_indices,
     group_size,
+    launch_effect,
 )
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.load.client_health import client_fell_behind
@@ -64,6 +67,11 @@ def ratio_of(c: MetricComparison) -> Ratio:
         c.note,
         c.n_units,
         c.group_size,
+        c.margin,
+        c.decision.value,
+        c.to_decide if math.isfinite(c.to_decide) else None,
+        c.launches,
+        "launch" if c.launch_ratio is not None else ("group" if c.group_size > 1 else "prompt"),
     )
 
 
@@ -172,11 +180,14 @@ def compare_level(
     size = level_group_size(level, base, cand)
     groups = prompt_groups(inputs, size)
     diverged: frozenset[int] = frozenset()
+    launched = not inputs.setup.two_url_mode
     for metric in (*PAIRED_METRICS, "itl_s"):
         cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric)
         values[metric] = (cand_values, base_values)
+        effects = launch_effects(c_runs, b_runs, metric, groups, size) if launched else []
         c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size,
-                           confidence=opts.confidence)  # fmt: skip
+                           confidence=opts.confidence, margin=margin_of(opts, metric),
+                           launch_effects=effects)  # fmt: skip
         ratios.append(ratio_of(c))
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs))
@@ -192,18 +203,43 @@ def compare_level(
             cost_ratio = costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
     mem, kind = _memory_delta(base, cand)
     if gate == "not active":
-        verdict = "speculation not active"
+        verdict = decision = "speculation not active"
     elif gate != "ok":
-        verdict = f"no verdict: {reason}"
+        verdict, decision = f"no verdict: {reason}", gate
     else:
-        verdict = ratios[0].verdict
+        verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values["tpot_s"]
     return LevelComparison(
         cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
         acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
         prefix_cache=hit_rate_change(base, cand),
-        by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged),
+        by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged), decision=decision,
+        launches=ratios[0].launches, launched=launched,
     )  # fmt: skip
+
+
+def margin_of(opts: ReportOptions, metric: str) -> float:
+    """The margin a metric is decided against: the options' (build_report resolves the run's own), else the default;
+    a breakdown's subsets (categories, turns, lengths) are TPOT."""
+    margins = opts.margin or {}
+    return float(margins.get(metric, margins.get("tpot_s", DEFAULT_MARGIN)))
+
+
+def launch_effects(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str,
+                   groups: Mapping[int, int] | None, size: int) -> list[float]:  # fmt: skip
+    """One effect per launch pair (repeat j of each arm: in launch mode each repeat is a fresh server process per
+    arm), for the repeats both arms finished; interrupted repeats are left out (their server stopped mid-level)."""
+    by_repeat = {r.repeat: r for r in base_runs if not r.interrupted}
+    out = []
+    for c in sorted(cand_runs, key=lambda r: r.repeat):
+        b = by_repeat.get(c.repeat)
+        if b is None or c.interrupted:
+            continue
+        cand, base, _ = paired_per_prompt([c], [b], metric)
+        e = launch_effect(cand, base, groups, size)
+        if e is not None:
+            out.append(e)
+    return out
 
 
 class _Breakdown:
@@ -230,6 +266,7 @@ class _Breakdown:
                 groups=self.groups,
                 group_size=self.size,
                 confidence=self.opts.confidence,
+                margin=margin_of(self.opts, "tpot_s"),
             )
             out.append(ratio_of(c))
         return tuple(out)

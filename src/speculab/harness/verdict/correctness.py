@@ -18,7 +18,15 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.stats import ALPHA, Distribution, Interval, describe, mcnemar, wilson_interval
+from speculab.harness.analysis.stats import (
+    ALPHA,
+    Distribution,
+    Interval,
+    describe,
+    mcnemar,
+    paired_difference,
+    wilson_interval,
+)
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, evaluate
 
@@ -27,10 +35,17 @@ EXCERPT_AFTER = 80
 MAX_DIVERGENCES_SHOWN = 20
 
 
+# The checks' non-inferiority margin, in pass-rate points (0.05 = 5 points): the candidate is "not worse" when the
+# one-sided (1 - alpha) bound of its pass rate minus the baseline's, paired per prompt, is above -margin. Five
+# points is a common non-inferiority margin for accuracy; set `margin: {correctness: ...}` for your application.
+DEFAULT_NON_INFERIORITY_MARGIN = 0.05
+
+
 @dataclass(frozen=True, slots=True)
 class CorrectnessOptions:
     near_tie_logprob_gap: float = 0.1  # nats; top-1 minus top-2 logprob below this = a near-tie
-    alpha: float = ALPHA  # significance for McNemar and the length test
+    alpha: float = ALPHA  # significance for McNemar and the length test; one-sided level of the non-inferiority test
+    margin: float = DEFAULT_NON_INFERIORITY_MARGIN  # pass-rate points (fraction) the candidate may be lower by
     # Run `python` checks (code a workload file names): only when the user opted in for this command, never
     # because a results directory says so (--allow-python-checks; `python_checks: true` for `speculab run`).
     allow_python_checks: bool = False
@@ -86,6 +101,11 @@ class CorrectnessComparison:
     length_wilcoxon_p: float | None  # paired per prompt
     verdict: str
     warnings: tuple[str, ...]
+    # Non-inferiority of the checks (`non_inferiority`): the pass-rate difference candidate - baseline, paired per
+    # prompt, with its (1 - 2 alpha) interval, so each side is a one-sided test at alpha; None without checks
+    pass_rate_difference: Interval | None = None
+    non_inferiority_margin: float = DEFAULT_NON_INFERIORITY_MARGIN
+    non_inferiority: str = ""  # "not worse" | "worse" | "inconclusive" | "" (no checks)
 
 
 def _sent_indices(runs: Sequence[Any]) -> set[int]:
@@ -219,11 +239,17 @@ def compare_correctness(
     temp0 = setup.temperature == 0
     same_context, identical, divs = _equivalence(refs, items, temp0, opts, warnings)
     self_rate = _baseline_self_rate(inputs, refs.base)
-    bchecks, cchecks, mc = _checks(refs, items, candidate, opts, warnings)
+    bchecks, cchecks, mc, diff = _checks(refs, items, candidate, opts, warnings)
+    inferiority = non_inferiority(diff, opts.margin)
     unit, bl, cl, length_p = _lengths(refs)
     n_conf, n_tie, n_unc = (sum(1 for d in divs if d.kind == k) for k in ("confident", "near-tie", "unclassified"))
     verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(same_context), mc, bchecks, cchecks, length_p,
                        bl, cl, opts, self_rate)  # fmt: skip
+    if inferiority == "worse" and diff is not None:
+        verdict = (
+            f"pass rate lower by more than the {opts.margin * 100:g}-point margin ({diff.estimate * 100:+.1f} points, "
+            f"at most {diff.high * 100:+.1f} at {1 - opts.alpha:.0%} one-sided)"
+        )
     if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
         verdict = (
             f"not judged: {refs.n_failed} of {len(refs.sent)} prompts have no successful output in both arms (above "
@@ -255,7 +281,22 @@ def compare_correctness(
         length_wilcoxon_p=length_p,
         verdict=verdict,
         warnings=tuple(warnings),
+        pass_rate_difference=diff,
+        non_inferiority_margin=opts.margin,
+        non_inferiority=inferiority,
     )
+
+
+def non_inferiority(diff: Interval | None, margin: float) -> str:
+    """ "not worse" when the whole interval of candidate - baseline is above -margin, "worse" when it is all below,
+    else "inconclusive"; "" without checks."""
+    if diff is None or diff.n == 0 or not (math.isfinite(diff.low) and math.isfinite(diff.high)):
+        return ""
+    if diff.low > -margin:
+        return "not worse"
+    if diff.high < -margin:
+        return "worse"
+    return "inconclusive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +363,9 @@ def _baseline_self_rate(inputs: Any, base_refs: Mapping[int, RequestRecord]) -> 
 
 
 def _checks(refs: _References, items: Mapping[int, RequestSpec], candidate: str, opts: CorrectnessOptions,
-            warnings: list[str]) -> tuple[ArmChecks | None, ArmChecks | None, Any]:  # fmt: skip
-    """Each arm's check pass rate on its reference outputs, and McNemar's test on the pairs (None without checks)."""
+            warnings: list[str]) -> tuple[ArmChecks | None, ArmChecks | None, Any, Interval | None]:  # fmt: skip
+    """Each arm's check pass rate on its reference outputs, McNemar's test on the pairs, and the paired pass-rate
+    difference for the non-inferiority test (None without checks)."""
     bp, bfails, skipped = _check_pass(items, refs.base, warnings, opts.allow_python_checks)
     cp, cfails, _ = _check_pass(items, refs.cand, warnings, opts.allow_python_checks)
     n_python = sum(1 for i in refs.common if i in items for c in items[i].checks if c.get("type") == "python")
@@ -335,7 +377,8 @@ def _checks(refs: _References, items: Mapping[int, RequestSpec], candidate: str,
     elif n_python:
         warnings.append(f"{n_python} python checks ran per arm ({PYTHON_OPT_IN} was given)")
     mc = mcnemar(cp, bp) if bp and cp else None
-    return _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails), mc
+    diff = paired_difference(cp, bp, 1 - 2 * opts.alpha) if bp and cp else None
+    return _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails), mc, diff
 
 
 def _lengths(refs: _References) -> tuple[str, list[float], list[float], float | None]:

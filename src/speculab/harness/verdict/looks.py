@@ -2,8 +2,8 @@
 
 The lifecycle calls `decide` after each repeat from `min` on: it reads what the run directory holds, builds the
 comparisons at confidence 1 - alpha_j (the look's share of the 5 %, analysis.sequential), and calls the experiment
-decided when every candidate at every load is faster, slower, or no different with a minimum detectable change
-below the threshold (or gated in a way more repeats do not fix: errors, too few prompts).
+decided when every candidate at every load is faster, slower or equivalent against the margin (or gated in a way
+more repeats do not fix: errors, too few prompts); inconclusive ones go on.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from speculab.harness.verdict.model import ReportOptions
 LOOK_RESAMPLES = 200  # the verdict follows the analytic signed-rank interval; bootstraps are only for reading
 
 
-def decide(out: Path, alpha: float, mdc: float) -> tuple[bool, list[str]]:
-    """(every verdict decided?, the comparisons still open: "ngram-k4 at concurrency 8 (could detect ±12%)")."""
+def decide(out: Path, alpha: float) -> tuple[bool, list[str]]:
+    """(every verdict decided?, the comparisons still open: "ngram-k4 at concurrency 8 (inconclusive: 1.02× [0.99–1.05]
+    against the ±3% margin)")."""
     report = build_report(load_inputs(out), ReportOptions(n_resamples=LOOK_RESAMPLES, confidence=1 - alpha))
     open_ = []
     for lv in report.levels:
@@ -27,6 +28,9 @@ def decide(out: Path, alpha: float, mdc: float) -> tuple[bool, list[str]]:
             tp = c.metric("tpot_s")
             if tp is None:
                 continue
-            if not decided(tp.verdict, c.gate, tp.min_detectable_change, mdc):
-                open_.append(f"{c.candidate} at {lv.label} (could detect ±{tp.min_detectable_change:.0%})")
+            if not decided(tp.decision, c.gate):
+                open_.append(
+                    f"{c.candidate} at {lv.label} ({tp.decision}: {tp.speedup:.3g}× [{tp.speedup_low:.3g}–"
+                    f"{tp.speedup_high:.3g}] against the ±{tp.margin:.0%} margin)"
+                )
     return not open_, open_

@@ -18,7 +18,9 @@ from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
-from speculab.harness.analysis.paired import N_RESAMPLES
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
+from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
+from speculab.harness.analysis.paired import Decision as Decision
 from speculab.harness.analysis.paired import Verdict as Verdict
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.analysis.stats import Distribution as Distribution
@@ -26,7 +28,8 @@ from speculab.harness.analysis.stats import Interval as Interval
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.verdict.codec import from_data
-from speculab.harness.verdict.correctness import CorrectnessComparison, CorrectnessOptions
+from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
+from speculab.harness.verdict.correctness import CorrectnessOptions
 
 REPORT_SCHEMA = "speculab.report.summary/1"
 
@@ -50,6 +53,9 @@ class ReportOptions:
     # the level of every paired verdict and interval: 95 %, or with adaptive repeats 1 - the last look's alpha
     # (analysis.sequential; None: taken from the run's own design, else 95 %)
     confidence: float | None = None
+    # the smallest change that matters, per paired metric (relative; missing metrics: the run's own `margin:`, else
+    # DEFAULT_MARGIN); None: the run's own
+    margin: Mapping[str, float] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,6 +180,15 @@ class Ratio:
     # (their pairs are not independent), or the prompts (group_size 1). 0: a summary written before groups.
     n_units: int = 0
     group_size: int = 1
+    # The answer against the margin, from the same interval (speedup_low..speedup_high): faster | slower |
+    # equivalent | inconclusive | not enough paired data; "" in a summary written before margins (read `verdict`).
+    margin: float = DEFAULT_MARGIN  # relative (0.03 = 3 %), symmetric on the log scale
+    decision: str = ""
+    # inconclusive: ~how many times today's units would likely decide it; None when decided, or when the estimate
+    # sits on the margin (no amount of data is likely to decide it)
+    to_decide: float | None = None
+    launches: int = 1  # launch pairs the interval counted (>= 3: the launch is its unit); 1: launch effect unmeasured
+    unit: str = "prompt"  # what the interval counted: "prompt", "group" (sent together) or "launch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +212,12 @@ class LevelComparison:
     by_prompt_length: tuple[Ratio, ...] = ()  # TPOT per prompt-length bucket (server prompt tokens, baseline)
     # conversation turns left out of every pair: their context (the arms' own earlier answers) differed
     diverged: int = 0
+    # The TPOT decision against the margin (Ratio.decision) when the gate is open; else the gate ("errors", ...)
+    decision: str = ""
+    # Server processes per arm behind this comparison: launched once per repeat (launch mode) or 1 (two-URL mode,
+    # compare). Below analysis.paired.MIN_LAUNCHES the launch effect is not in the interval; the margin covers it.
+    launches: int = 1
+    launched: bool = False  # launch mode (each repeat relaunches both arms)
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -216,6 +237,7 @@ class Ranked:
     # the best candidate's TPOT speedup over this one, paired per prompt (metric "vs <best>"); None for the best,
     # and for candidates not faster than the baseline
     vs_best: Ratio | None = None
+    decision: str = ""  # its TPOT decision against the margin (Ratio.decision); "" in a summary before margins
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +249,9 @@ class LevelReport:
     roles: tuple[str, ...]
     arms: tuple[ArmLevel, ...]
     comparisons: tuple[LevelComparison, ...]
-    # Which candidate pays at this load: the detectably faster (TPOT) candidate with the largest speedup, or None
-    # when no candidate is detectably faster than the baseline. `ranking` holds every candidate, best first;
-    # `tied_with_best` those faster than the baseline that the paired test cannot tell from the best.
+    # Which candidate pays at this load: of the candidates faster (TPOT) than the baseline beyond the margin, the one
+    # with the largest speedup; None when none is. `ranking` holds every candidate, best first; `tied_with_best`
+    # those faster than the baseline that the best does not beat beyond the margin.
     best: str | None = None
     ranking: tuple[Ranked, ...] = ()
     tied_with_best: tuple[str, ...] = ()
@@ -385,7 +407,7 @@ class KChoice:
     predicted_best_k: int
     predicted_best_speedup: float
     measured: tuple[KMeasured, ...]  # every k of this method that ran here, by k
-    measured_best_k: int | None  # the measured k with the largest speedup, if any was detectably faster
+    measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +425,8 @@ class Report:
     options: Mapping[str, Any] = field(default_factory=dict)
     # methods the experiment ran at several k: predicted best k next to the measured ones, per load
     k_choices: tuple[KChoice, ...] = ()
+    # the margin each paired metric was decided against (relative: 0.03 = 3 %); {} in a summary before margins
+    margin: Mapping[str, float] = field(default_factory=dict)
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

@@ -1,10 +1,10 @@
 """Which candidate pays at each load: rank the candidates by their TPOT speedup over the baseline, and compare the
 best with each other candidate paired per prompt, as baseline comparisons are (same units, same verdict rule).
 
-`best` is the candidate with the largest Hodges-Lehmann TPOT speedup among those detectably faster than the
-baseline (verdict "faster" with the gate open); None when none is. A candidate that the paired test cannot tell
-from the best ("no detectable difference") is tied with it: the report says so instead of crowning a winner by a
-margin the data does not hold.
+`best` is the candidate with the largest Hodges-Lehmann TPOT speedup among those faster than the baseline beyond the
+margin (decision "faster" with the gate open); None when none is. A candidate the best is not faster than beyond the
+margin (paired per prompt: equivalent or inconclusive) is tied with it: the report says so instead of crowning a
+winner by a difference the data does not hold or that does not matter.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from speculab.harness.analysis.paired import compare_paired
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, compare_paired
 from speculab.harness.analysis.stats import CONFIDENCE
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
@@ -31,6 +31,7 @@ def rank_level(
     rng: np.random.Generator,
     n_resamples: int,
     confidence: float = CONFIDENCE,
+    margin: float = DEFAULT_MARGIN,
 ) -> tuple[str | None, tuple[Ranked, ...], tuple[str, ...]]:
     """(best, ranking best first, tied with the best) at one load."""
     labels = {a.name: a.label for a in inputs.arms}
@@ -40,7 +41,7 @@ def rank_level(
         if tp is None:
             continue
         entries.append((c, tp))
-    faster = {c.candidate: tp.speedup for c, tp in entries if c.gate == "ok" and tp.verdict == "faster"}
+    faster = {c.candidate: tp.speedup for c, tp in entries if c.gate == "ok" and tp.decision == "faster"}
     best = max(faster, key=faster.__getitem__) if faster else None
 
     def key(e: tuple[LevelComparison, Any]) -> tuple[int, float]:
@@ -58,9 +59,9 @@ def rank_level(
             # candidate = the best, baseline = this one: a speedup > 1 says by how much the best is faster
             b, o, _ = paired_per_prompt(best_runs, other_runs, "tpot_s")
             cmp = compare_paired(f"vs {best}", b, o, rng, n_resamples=n_resamples, groups=prompt_groups(inputs, size),
-                                 group_size=size, confidence=confidence)  # fmt: skip
+                                 group_size=size, confidence=confidence, margin=margin)  # fmt: skip
             vs = ratio_of(cmp)
-            if vs.verdict == "no detectable difference":
+            if vs.decision != "faster":
                 tied.append(c.candidate)
         ranking.append(
             Ranked(
@@ -72,6 +73,7 @@ def rank_level(
                 tp.speedup_low,
                 tp.speedup_high,
                 vs,
+                tp.decision,
             )
         )
     return best, tuple(ranking), tuple(tied)

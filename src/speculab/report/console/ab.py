@@ -13,8 +13,12 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
-from speculab.report.formatting import MISSING, interval, num, speedup, speedup_range
-from speculab.report.phrases import best_lines, verdict_line
+from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
+from speculab.report.phrases import best_lines, decision_of, launch_phrase, verdict_line
+
+# The four answers (and the older verdicts of summaries before margins) in a table cell
+STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
+SHORT = {"no detectable difference": "no diff.", "not enough paired data": "too few pairs"}
 
 
 def ab_level_table(report: Any, level: Any) -> Table:
@@ -23,8 +27,10 @@ def ab_level_table(report: Any, level: Any) -> Table:
 
     # Units live in the title, headers stay one word, and cells never wrap: the table fits 80 columns for arm names
     # up to ~16 characters ("draft_model k=4"), and a wider terminal only adds space.
+    margin = (report.margin or {}).get("tpot_s")
+    against = f" · margin {margin_pct(margin)}" if margin is not None else ""
     t = Table(
-        title=f"{level.label} · p50 TPOT, TTFT in ms, E2E in s · TPOT speedup, 95% interval",
+        title=f"{level.label} · p50 TPOT, TTFT in ms, E2E in s · TPOT speedup, 95% interval{against}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -47,9 +53,9 @@ def ab_level_table(report: Any, level: Any) -> Table:
             tp = comp.metric("tpot_s")
             if tp is not None:
                 speed = f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}"
-            style = {"faster": "green", "slower": "red"}.get(comp.verdict, "yellow" if comp.gate != "ok" else "")
-            short = {"no detectable difference": "no diff.", "not enough paired data": "too few pairs"}
-            text = escape(short.get(comp.verdict, comp.verdict) if comp.gate == "ok" else comp.gate)
+            answer = decision_of(tp) if tp is not None and comp.gate == "ok" else comp.verdict
+            style = STYLES.get(answer, "yellow" if comp.gate != "ok" else "")
+            text = escape(SHORT.get(answer, answer) if comp.gate == "ok" else comp.gate)
             verdict = f"[{style}]{text}[/]" if style else text
         acc = a.acceptance
         acc_txt = MISSING if acc is None else (num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
@@ -124,7 +130,7 @@ def candidates_table(report: Any) -> Table:
                 cells.append(MISSING if r is None else f"[yellow]{escape(r.gate)}[/]")
                 continue
             mark = "*" if c.name == lv.best else ("=" if c.name in lv.tied_with_best else " ")
-            style = {"faster": "green", "slower": "red"}.get(r.verdict, "")
+            style = STYLES.get(r.decision or r.verdict, "")
             cell = f"{r.speedup:.2f}×{mark}"
             cells.append(f"[{style}]{cell}[/]" if style else cell)
         t.add_row(escape(lv.label), *cells)
@@ -164,6 +170,11 @@ def unit_lines(report: Any, level: Any) -> list[str]:
             "requests in flight at once share their conditions, so they are not independent"
         )
     labels = {a.name: a.label for a in report.arms}
+    said = set()
+    for c in level.comparisons:
+        if c.gate == "ok" and c.decision and (line := launch_phrase(c)) not in said:
+            said.add(line)
+            lines.append(f"  {escape(line)}")
     for c, tp in grouped:
         if tp.verdict == "not enough paired data" and tp.note:
             label = escape(labels.get(c.candidate, c.candidate))

@@ -21,6 +21,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.html import plots
 from speculab.report.html.sections import (
+    CLASSES,
     arm_labels,
     arm_rows,
     comparison_rows,
@@ -51,7 +52,7 @@ def _ranking_view(report: Report) -> dict[str, Any] | None:
                 cells.append({"text": "–" if r is None else r.gate, "cls": "gated"})
                 continue
             mark = " (best)" if c.name == lv.best else (" (tied with best)" if c.name in lv.tied_with_best else "")
-            cls = {"faster": "good", "slower": "bad"}.get(r.verdict, "")
+            cls = CLASSES.get(r.decision or r.verdict, "")
             cells.append({"text": f"{r.speedup:.2f}× [{r.speedup_low:.2f}–{r.speedup_high:.2f}]{mark}", "cls": cls})
         rows.append({"load": lv.label, "cells": cells})
     return {"candidates": [c.label for c in report.candidates], "rows": rows}

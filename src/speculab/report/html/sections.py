@@ -14,6 +14,7 @@ from speculab.report.formatting import (
     gb,
     interval,
     is_number,
+    margin_pct,
     money_interval,
     ms,
     num,
@@ -23,7 +24,7 @@ from speculab.report.formatting import (
     speedup_range,
     usd,
 )
-from speculab.report.phrases import ratio_phrase
+from speculab.report.phrases import decision_of, decision_phrase, launch_phrase, non_inferiority_phrase, ratio_phrase
 
 
 def arm_labels(report: Report) -> dict[str, str]:
@@ -169,7 +170,10 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     else "–",
                     "p": pvalue(m.wilcoxon_p),
                     "verdict": m.verdict,
-                    "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+                    "decision": decision_of(m),
+                    "margin": margin_pct(m.margin) if m.decision else "–",
+                    "phrase": decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
+                    "cls": CLASSES.get(decision_of(m), ""),
                     "mdc": mdc,
                     "pairs": f"{m.n_pairs}"
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
@@ -195,6 +199,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "gated": comp.gate != "ok",
                 "reason": comp.gate_reason,
                 "verdict": comp.verdict,
+                "decision": comp.decision or comp.verdict,
+                "cls": CLASSES.get(comp.decision or comp.verdict, ""),
+                "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",
                 "metrics": metrics,
                 "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
                 "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
@@ -210,10 +217,14 @@ def _breakdown_row(m: Any) -> dict[str, str]:
     return {
         "label": m.metric,
         "speedup": f"{speedup(m.speedup)} {speedup_range(m.speedup_low, m.speedup_high)}",
-        "verdict": m.verdict,
-        "cls": {"faster": "good", "slower": "bad"}.get(m.verdict, ""),
+        "verdict": decision_of(m),
+        "cls": CLASSES.get(decision_of(m), ""),
         "pairs": str(m.n_pairs) + (f" in {m.n_units} groups" if m.group_size > 1 else ""),
     }
+
+
+# the four answers' colours (and the older verdicts' in summaries before margins)
+CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
 
 def correctness_rows(report: Report) -> list[dict[str, Any]]:
@@ -239,7 +250,8 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                 "label": c.label,
                 "absent": False,
                 "verdict": k.verdict,
-                "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs")),
+                "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs"))
+                or k.non_inferiority == "worse",
                 "temperature": f"{k.temperature:g}",
                 "reference": k.reference,
                 "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",
@@ -267,6 +279,9 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     if k.mcnemar_p is not None
                     else "–"
                 ),
+                "non_inferiority": non_inferiority_phrase(k)
+                if k.non_inferiority and k.pass_rate_difference is not None
+                else "",
                 "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
                 f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
                 f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",

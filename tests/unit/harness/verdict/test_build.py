@@ -82,7 +82,8 @@ def test_a_vs_a_says_no_difference():
         assert comp.gate == "ok" and tp.verdict == "no detectable difference", (key, tp)
         assert tp.speedup_low <= 1 <= tp.speedup_high
         assert tp.min_detectable_change < 0.1
-    assert "no detectable difference at concurrency 1" in verdict_line(r, r.candidates[0])
+        assert tp.decision == "equivalent" and tp.margin == 0.03, (key, tp)  # within +-3 %: affirmed, not "no diff."
+    assert "TPOT equivalent at concurrency 1: no difference larger than ±3%" in verdict_line(r, r.candidates[0])
     assert "crossover" not in verdict_line(r, r.candidates[0])  # nothing was faster: no crossover to speak of
 
 
