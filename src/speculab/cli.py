@@ -377,14 +377,23 @@ def _default_run_dir(stem: str) -> Path:
 _ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
 
 
-def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0) -> Any:
+def _margin() -> Any:
+    return typer.Option(None, "--margin", help="smallest change that matters, e.g. 3% (default: the run's, else 3%)")
+
+
+def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0,
+                    margin: str | None = None) -> Any:  # fmt: skip
+    from speculab.config.experiment import margins
     from speculab.harness.verdict.correctness import CorrectnessOptions
     from speculab.harness.verdict.model import ReportOptions
 
+    try:
+        given = margins(margin) if margin is not None else None
+    except ValueError as e:
+        raise UserError(f"--margin: {e}") from None
     correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
-    if max_error_rate is None:
-        return ReportOptions(seed=seed, correctness=correctness)
-    return ReportOptions(seed=seed, correctness=correctness, max_error_rate=max_error_rate)
+    rate = {} if max_error_rate is None else {"max_error_rate": max_error_rate}
+    return ReportOptions(seed=seed, correctness=correctness, margin=given, **rate)
 
 
 def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> Any:
@@ -464,6 +473,7 @@ def compare_command(
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
+    margin: str | None = _margin(),
 ) -> None:
     """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
     from speculab.harness.experiment.compare import inputs_from_bench_dirs
@@ -474,7 +484,7 @@ def compare_command(
     out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)
-    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate)
+    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
 
 
@@ -552,12 +562,13 @@ def report_command(
     output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    margin: str | None = _margin(),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
-    options = _report_options(allow_python_checks=allow_python_checks, seed=seed)
+    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin)
     report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
 

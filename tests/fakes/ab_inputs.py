@@ -73,6 +73,9 @@ class ArmEffect:
     # x exp(spread x z_i), and its TPOT speeds up in proportion (so length and speedup are related, as in reality).
     per_request_spread: float | None = None
     prefix_hit_rate: float | None = None  # vLLM prefix-cache counters in the run's deltas (prompt tokens)
+    # Each repeat is a fresh launch of this arm's server: every request of it is slower or faster by a shared
+    # exp(launch_sd x z_repeat) (GPU clocks, memory placement, graph capture), on top of the per-request noise.
+    launch_sd: float = 0.0
 
 
 def _words(rng: np.random.Generator, n: int) -> list[str]:
@@ -127,11 +130,13 @@ def make_run(arm: str, level: LevelSpec, repeat: int, items: list[RequestSpec], 
     frac = eff.achieved_fraction.get(level.key, 1.0)
     # Batching: TPOT grows with load for everyone (a plain engine is ~25% slower at 16 than at 1).
     load_slowdown = 1.0 + 0.02 * (level.value - 1)
+    z = np.random.default_rng([seed, zlib.crc32(arm.encode()) % 1000, repeat, 99]).standard_normal()
+    launch = math.exp(eff.launch_sd * z)  # the same for every level of this launch
     records = []
     slots = [0.0] * (int(level.value) if level.kind == "concurrency" else 1)
     for n, it in enumerate(items):
         base_tpot = 0.02 * math.exp(0.4 * np.random.default_rng([seed, it.index]).standard_normal())
-        tpot = base_tpot * load_slowdown * factor * math.exp(0.03 * rng.standard_normal())
+        tpot = base_tpot * load_slowdown * factor * math.exp(0.03 * rng.standard_normal()) * launch
         length_i = None
         if eff.per_request_spread is not None and eff.acceptance_length:
             z = np.random.default_rng([seed, 7, it.index]).standard_normal()
@@ -351,6 +356,19 @@ def interleave_two_url(inputs: ReportInputs, block_size: int, *, record_windows:
                 kept = tuple(windows[name]) if record_windows else ()
                 out.append(replace(r, records=tuple(recs[name]), windows_s=kept))
     return replace(inputs, runs=tuple(out))
+
+
+def with_check_failures(inputs: ReportInputs, arm: str, n: int) -> ReportInputs:
+    """The same inputs with `arm` failing the check of its first `n` checked prompts (its text no longer contains
+    what the check wants); every other record as it was."""
+    checked = [it.index for it in inputs.setup.items if it.checks][:n]
+    runs = []
+    for run in inputs.runs:
+        if run.arm == arm:
+            recs = tuple(replace(r, output_text="x") if r.index in checked else r for r in run.records)
+            run = replace(run, records=recs)
+        runs.append(run)
+    return replace(inputs, runs=tuple(runs))
 
 
 def main(out: str) -> None:

@@ -236,7 +236,8 @@ def parse_margin(value: float | int | str) -> float:
     except ValueError:
         m = float("nan")
     if not 0 <= m < 1:  # NaN fails too
-        raise ValueError(f"margin {value!r}: give a fraction below 1 or a percentage, e.g. 0.03 or 3%")
+        hint = f" (did you mean {m:g}%?)" if 1 <= m < 100 and not text.endswith("%") else ""
+        raise ValueError(f"margin {value!r}: give a fraction below 1 or a percentage, e.g. 0.03 or 3%{hint}")
     return m
 
 

@@ -90,7 +90,7 @@ def to_decide(speedup: float, speedup_low: float, speedup_high: float, margin: f
     z_a = float(special.ndtri(0.5 + confidence / 2))
     se = (math.log(speedup_high) - math.log(speedup_low)) / (2 * z_a)
     distance = abs(abs(math.log(speedup)) - math.log1p(margin))
-    if distance == 0:
+    if distance < 1e-9:  # on the margin (to rounding): no number of units is likely to decide it
         return math.inf
     return max(1.0, ((z_a + float(special.ndtri(power))) * se / distance) ** 2)
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import error_gate
-from speculab.harness.analysis.paired import DEFAULT_MARGIN
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_LAUNCHES
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ReportInputs
@@ -157,6 +157,7 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
                     f"{labels.get(a.arm, a.arm)} at {lv.label}: {a.acceptance.inactive_repeats} of "
                     f"{a.acceptance.repeats} repeats made no drafts"
                 )
+    w.extend(_near_margin(levels, labels))
     if inputs.setup.repeats < 2:
         w.append("one repeat: throughput and cost have no interval; set `repeats: 3` for intervals")
     for c in cands:
@@ -164,6 +165,40 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
             w.extend(f"{c.label}: {x}" for x in c.correctness.warnings)
     w.extend(inputs.notes)
     return list(dict.fromkeys(w))
+
+
+def near_margin(low: float, high: float, margin: float) -> bool:
+    """Does a speedup interval come within a third of the margin (log scale) of either margin bound? Then a launch
+    effect the interval does not carry could decide it the other way."""
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0 and margin > 0):
+        return False
+    m = math.log1p(margin)
+    return any(abs(abs(math.log(b)) - m) < m / 3 for b in (low, high))
+
+
+def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[str]:
+    """Where the launch effect is unmeasured and a TPOT interval sits near the margin: say what would measure it."""
+    out = []
+    for lv in levels:
+        for c in lv.comparisons:
+            tp = c.metric("tpot_s")
+            if c.gate != "ok" or tp is None or tp.unit == "launch" or not tp.decision:
+                continue
+            if tp.decision != "inconclusive" and not near_margin(tp.speedup_low, tp.speedup_high, tp.margin):
+                continue
+            what = (
+                f"{labels.get(c.candidate, c.candidate)} at {lv.label}: TPOT {tp.speedup:.3g}× [{tp.speedup_low:.3g}–"
+                f"{tp.speedup_high:.3g}] sits near the ±{tp.margin:.0%} margin, and the launch effect is not in the "
+                "interval"
+            )
+            if c.launched:
+                out.append(
+                    f"{what} ({c.launches} launch{'es' if c.launches != 1 else ''} per arm): set `repeats: "
+                    f"{max(MIN_LAUNCHES, 2 * c.launches)}` or more (each repeat relaunches both servers) to measure it"
+                )
+            else:
+                out.append(f"{what} (one server each): restart both servers and run again to see how much it moves")
+    return out
 
 
 def measured_tpc(a: ArmLevel) -> bool:
