@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
-
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench

@@ -25,7 +25,7 @@ def test_parse_margin(text, value):
 
 @pytest.mark.parametrize("bad", ["3", "abc", "-1%", "100%", 1.5, "nan"])
 def test_parse_margin_refuses(bad):
-    with pytest.raises(ValueError, match="give a fraction below 1 or a percentage, e.g. 0.03 or 3%"):
+    with pytest.raises(ValueError, match=r"give a fraction below 1 or a percentage, e\.g\. 0\.03 or 3%"):
         parse_margin(bad)
 
 
