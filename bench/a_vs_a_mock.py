@@ -15,8 +15,13 @@ Three setups (`--mode`):
 By default the only noise is the machine's own (event loop, a busy two-core VM), which is heavy-tailed; `--jitter`
 adds the integration test's seeded clock jitter. 5 % "different" is what a 95 % interval promises.
 
+Since the margin (#23), two-url and launch count the report's **decision** (faster / slower beyond the margin,
+equivalent within it, inconclusive) beside the detectable-difference verdict; `--effect 1.10` makes the candidate
+stream tokens 1.10x faster (a power check), `--repeats 3` relaunches each arm three times (launch mode: the launch
+as the unit).
+
 Usage: `PYTHONPATH=src python bench/a_vs_a_mock.py [--mode two-url] [--runs 40] [--first-seed 0] [--jitter]
-[--loads c1,c4] [--prompts 16]`.
+[--loads c1,c4] [--prompts 24] [--effect 1.0] [--margin 3%] [--repeats 1] [--json out.json]`.
 """
 
 from __future__ import annotations
@@ -98,18 +103,19 @@ def one_server_run(url: str, out: Path, seed: int, jitter: bool) -> MetricCompar
     )
 
 
-def _mock_args(port: int) -> list[str]:
+def _mock_args(port: int, effect: float = 1.0) -> list[str]:
+    """The mock's command; `effect` > 1 streams each token that many times faster (a scripted TPOT speedup)."""
     args = [sys.executable, "-m", "speculab", "mock-server", "--port", str(port)]
-    args += ["--ttft-ms", f"{SERVED.ttft_s * 1e3:g}", "--gap-ms", f"{SERVED.gap_s * 1e3:g}"]
+    args += ["--ttft-ms", f"{SERVED.ttft_s * 1e3:g}", "--gap-ms", f"{SERVED.gap_s * 1e3 / effect:g}"]
     return [*args, "--output-tokens", str(SERVED.output_tokens)]
 
 
 @contextlib.contextmanager
-def _served() -> Iterator[str]:
+def _served(effect: float = 1.0) -> Iterator[str]:
     """`speculab mock-server` in its own process, as a deployed endpoint; yields its URL."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": SRC}
-    proc = subprocess.Popen(_mock_args(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(_mock_args(port, effect), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while not port_in_use("127.0.0.1", port):
@@ -122,22 +128,29 @@ def _served() -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def report_verdicts(arms_yaml: str, out: Path, seed: int, jitter: bool, loads: list[str], prompts: int
-                    ) -> dict[str, str]:  # fmt: skip
-    """One A-vs-A through `speculab run`'s library path; the report's verdict (gates included) per load level."""
-    y = _yaml(seed, loads, arms_yaml, warmup=4, max_tokens=SERVED.output_tokens, prompts=prompts)  # default warmup
+def report_verdicts(arms_yaml: str, out: Path, seed: int, jitter: bool, loads: list[str], prompts: int,
+                    extra: str = "") -> dict[str, tuple[str, str, float]]:  # fmt: skip
+    """One run through `speculab run`'s library path; per load level the report's TPOT (verdict, decision against
+    the margin, speedup), gates included: a gated comparison's verdict and decision say why."""
+    y = _yaml(seed, loads, arms_yaml, warmup=4, max_tokens=SERVED.output_tokens, prompts=prompts) + extra
     plan = plan_experiment(parse_experiment(y))
     plan = dataclasses.replace(plan, memory_interval_s=10.0)
     asyncio.run(run_plan(plan, out, clock=_clock(seed, jitter)))
     report = build_report(load_inputs(out), ReportOptions(n_resamples=1000, seed=seed))
-    return {lv.key: lv.comparisons[0].verdict for lv in report.levels}
+    out_: dict[str, tuple[str, str, float]] = {}
+    for lv in report.levels:
+        c = lv.comparisons[0]
+        tp = c.metric("tpot_s")
+        out_[lv.key] = (c.verdict, c.decision, tp.speedup if tp is not None else float("nan"))
+    return out_
 
 
 @contextlib.contextmanager
-def _arms(mode: str) -> Iterator[Callable[[], str]]:
-    """Yields a function giving the experiment file's arm sections for one run."""
+def _arms(mode: str, effect: float = 1.0) -> Iterator[Callable[[], str]]:
+    """Yields a function giving the experiment file's arm sections for one run; the candidate's tokens stream
+    `effect` times faster (1: A-vs-A)."""
     if mode == "two-url":
-        with _served() as a, _served() as b:
+        with _served() as a, _served(effect) as b:
             yield lambda: f'baseline: {{url: "{a}"}}\ncandidate: {{url: "{b}"}}'
         return
 
@@ -146,7 +159,7 @@ def _arms(mode: str) -> Iterator[Callable[[], str]]:
         return (
             f"baseline: {{launch: {{engine: other, command: {json.dumps(_mock_args(port))}, port: {port}, "
             f'env: {{PYTHONPATH: "{SRC}"}}, ready_timeout_s: 60}}}}\n'
-            f"candidate: {{command: {json.dumps(_mock_args(port))}}}"
+            f"candidate: {{command: {json.dumps(_mock_args(port, effect))}}}"
         )
 
     yield launch
@@ -160,6 +173,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jitter", action="store_true", help="add the integration test's seeded clock jitter")
     ap.add_argument("--loads", default="c1", help="two-url / launch: comma-separated levels, e.g. c1,c4")
     ap.add_argument("--prompts", type=int, default=24, help="two-url / launch: prompts per run (6 groups of 4 at c4)")
+    ap.add_argument("--effect", type=float, default=1.0, help="the candidate streams tokens this many times faster")
+    ap.add_argument("--margin", default="", help="the experiment's `margin:` (default: speculab's, 3%%)")
+    ap.add_argument("--repeats", type=int, default=1, help="repeats (launch mode: each relaunches both arms)")
+    ap.add_argument("--json", default="", help="write the counts and every run's answer here")
     a = ap.parse_args(argv)
     noise = "test jitter + machine noise" if a.jitter else "machine noise only"
     seeds = range(a.first_seed, a.first_seed + a.runs)
@@ -177,21 +194,36 @@ def main(argv: list[str] | None = None) -> None:
         )
         return
     loads = a.loads.split(",")
-    per_level: dict[str, Counter[str]] = {k: Counter() for k in loads}
-    all_same = 0
-    with _arms(a.mode) as arms, tempfile.TemporaryDirectory() as tmp:
+    extra = (f"margin: {a.margin}\n" if a.margin else "") + (f"repeats: {a.repeats}\n" if a.repeats > 1 else "")
+    verdicts: dict[str, Counter[str]] = {k: Counter() for k in loads}
+    decisions: dict[str, Counter[str]] = {k: Counter() for k in loads}
+    rows = []
+    with _arms(a.mode, a.effect) as arms, tempfile.TemporaryDirectory() as tmp:
         for seed in seeds:
-            verdicts = report_verdicts(arms(), Path(tmp) / str(seed), seed, a.jitter, loads, a.prompts)
-            for key, v in verdicts.items():
-                per_level[key][v.split(" requests in flight")[0]] += 1  # "no verdict: baseline: 3.7" -> gated
-            all_same += all(v == "no detectable difference" for v in verdicts.values())
-    print(f"{a.mode}, {noise}, {a.runs} A-vs-A runs (seeds {seeds.start}-{seeds.stop - 1}) of {a.prompts} prompts, "
-          f"{time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    for key, counts in per_level.items():
-        same = counts["no detectable difference"]
-        rest = ", ".join(f"{v}: {n}" for v, n in counts.most_common() if v != "no detectable difference")
-        print(f"  {key}: no detectable difference {same}/{a.runs} ({same / a.runs:.1%}); {rest or 'nothing else'}")
-    print(f"  every level 'no detectable difference': {all_same}/{a.runs} ({all_same / a.runs:.1%})")
+            got = report_verdicts(arms(), Path(tmp) / str(seed), seed, a.jitter, loads, a.prompts, extra)
+            for key, (v, d, sp) in got.items():
+                verdicts[key][v.split(" requests in flight")[0]] += 1  # "no verdict: baseline: 3.7" -> gated
+                decisions[key][d] += 1
+                rows.append({"seed": seed, "level": key, "verdict": v, "decision": d, "speedup": sp})
+    load = os.getloadavg()[0]
+    what = "A-vs-A" if a.effect == 1 else f"candidate {a.effect:g}x faster per token"
+    print(f"{a.mode}, {noise}, {what}, {a.runs} runs (seeds {seeds.start}-{seeds.stop - 1}) of {a.prompts} prompts, "
+          f"repeats {a.repeats}, margin {a.margin or 'default'}, {time.perf_counter() - t0:.0f} s; "
+          f"load average {load:.1f}")  # fmt: skip
+    for key in loads:
+        dec = ", ".join(f"{d}: {n} ({n / a.runs:.1%})" for d, n in decisions[key].most_common())
+        ver = ", ".join(f"{v}: {n}" for v, n in verdicts[key].most_common())
+        print(f"  {key}: decisions {dec}\n       (detectable-difference verdicts: {ver})")
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "mode": a.mode, "effect": a.effect, "runs": a.runs, "first_seed": a.first_seed, "prompts": a.prompts,
+            "repeats": a.repeats, "margin": a.margin or "default", "loads": loads, "jitter": a.jitter,
+            "wall_s": round(time.perf_counter() - t0, 1), "load_average_end": load,
+            "machine": f"{os.cpu_count()} CPUs, {os.uname().machine}", "date_utc": time.strftime("%Y-%m-%d %H:%M",
+                                                                                               time.gmtime()),
+            "decisions": {k: dict(v) for k, v in decisions.items()},
+            "verdicts": {k: dict(v) for k, v in verdicts.items()}, "rows": rows,
+        }, indent=1) + "\n")  # fmt: skip
 
 
 if __name__ == "__main__":
