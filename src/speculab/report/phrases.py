@@ -38,6 +38,9 @@ def decision_of(r: Ratio) -> str:
     return r.decision or r.verdict
 
 
+MUCH_MORE = 20  # beyond this many times the data, "about 2.2e+03×" says less than "over 20×"
+
+
 def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
     """One metric's answer with its numbers, `where` (' at concurrency 1') after the answer: 'TPOT 1.84× faster
     [1.71–1.97] at concurrency 1, beyond the ±3% margin'."""
@@ -53,9 +56,11 @@ def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
         clear = {"faster": ": detectably faster, but", "slower": ": detectably slower, but"}.get(r.verdict, "")
         return f"{what} equivalent{where}: no difference larger than {margin} ({est} {rng}{clear} within the margin)"
     if d == Decision.INCONCLUSIVE.value:
-        if r.to_decide is not None:
-            units = "launches (repeats)" if r.unit == "launch" else "prompts"
+        units = "launches (repeats)" if r.unit == "launch" else "prompts"
+        if r.to_decide is not None and r.to_decide <= MUCH_MORE:
             more = f"; about {r.to_decide:.2g}× the {units} would likely decide it"
+        elif r.to_decide is not None:
+            more = f"; it would take over {MUCH_MORE}× the {units} to decide it"
         else:
             more = "; it sits on the margin, where more data is unlikely to decide it"
         return f"{what} inconclusive{where}: {est} {rng} straddles the {margin} margin{more}"

@@ -53,7 +53,7 @@ def test_a_small_clear_difference_is_within_the_margin_not_faster():
 
 
 def test_an_interval_astride_the_margin_is_inconclusive_and_says_how_much_more_would_decide():
-    cand = ArmEffect(tpot_factor={"c1": 1 / 1.04}, acceptance_length=2.5)
+    cand = ArmEffect(tpot_factor={"c1": 1 / 1.06}, acceptance_length=2.5)
     r = build_report(make_inputs(n_prompts=12, repeats=1, levels=C1, candidates={"ngram-k4": cand}), FAST)
     _, tp = _tpot(r)
     assert tp.decision == "inconclusive", tp
