@@ -396,7 +396,7 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
     print_ab_report(Console(soft_wrap=True), report, out)
     if interrupted:
         console.print(
-            f"[yellow]interrupted:[/] the report covers the part that ran; re-render with `speculab report {out}`"
+            f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
         )
     return report
 

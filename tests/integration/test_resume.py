@@ -20,13 +20,14 @@ import pytest
 from integration.mock_process import mock_process
 from integration.test_experiment_lifecycle import launch_yaml
 from speculab.config import parse_experiment
+from speculab.errors import EndpointError
 from speculab.harness.analysis.sequential import look_alphas
 from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.servers.process import free_port
+from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict import looks as verdict_looks
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -186,6 +187,46 @@ def test_a_launched_server_killed_mid_block_exits_3_then_resume_finishes(tmp_pat
     launches = json.loads((out / "launches.json").read_text())
     assert [(x["arm"], x["repeat"]) for x in launches] == [("baseline", 1), ("baseline", 1), ("ngram-k2", 1)]
     assert (out / "logs" / "baseline-r1.log").read_text().count("$ ") == 2  # the second launch appended
+
+
+def _mock_server(port: int, *args: str) -> subprocess.Popen[bytes]:
+    """`speculab mock-server` on a fixed port (so it can come back at the same URL), once it accepts connections."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    cmd = [sys.executable, "-m", "speculab", "mock-server", "--port", str(port), "--ttft-ms", "5", "--gap-ms", "10"]
+    proc = subprocess.Popen([*cmd, "--output-tokens", "6", *args], env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + HANG_S
+    while not port_in_use("127.0.0.1", port) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_url_arm_that_goes_away_exits_3_then_resume_finishes_once_it_is_back(tmp_path: Path) -> None:
+    """Two-URL mode's dead arm (servers.liveness): the run stops with both arms' partial level kept; with the
+    server back at its URL, `--resume` runs that level again for both arms and finishes the design."""
+    from integration.test_two_url import KillAfter
+
+    pa, pb = free_port(), free_port()
+    a, b = _mock_server(pa), _mock_server(pb, "--tokens-per-chunk", "2")
+    try:
+        y = two_url_yaml(f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}").replace("repeats: 2", "repeats: 1")
+        plan = plan_experiment(parse_experiment(y.replace(f"num_prompts: {PROMPTS}", "num_prompts: 40")))
+        out = tmp_path / "run"
+        with pytest.raises(EndpointError, match=f"once it is back, `speculab run --resume {out}` finishes the run"):
+            asyncio.run(run_plan(plan, out, reporter=KillAfter("ngram k=2", 5, b.kill)))
+        b.wait()
+        cut = [r for r in load_inputs(out).runs if r.interrupted]
+        assert {r.arm for r in cut} == set(ARMS) and len({r.level for r in cut}) == 1
+        b = _mock_server(pb, "--tokens-per-chunk", "2")  # the fix: the server is back at its URL
+        assert not asyncio.run(run_plan(plan, out, resume=True)).interrupted
+    finally:
+        for proc in (a, b):
+            proc.kill()
+            proc.wait()
+    inputs = load_inputs(out)
+    assert sorted((r.arm, r.level) for r in inputs.runs) == sorted((x, lv) for x in ARMS for lv in LEVELS)
+    assert not any(r.interrupted for r in inputs.runs)
+    assert all(sorted(x.index for x in r.records if not x.warmup) == list(range(40)) for r in inputs.runs)
+    assert len(list((out / "runs").glob("*/*/r1.interrupted-1"))) == 2  # both arms' cut level, kept
 
 
 def test_adaptive_repeats_keep_the_looks_they_took(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -431,7 +431,7 @@ class Lifecycle:
     ) -> EndpointError:
         spec = self.setup.levels[level_i]
         when = f"during level {spec.label}, repeat {repeat}"
-        saved = f"what finished is in {self.out} (`speculab report {self.out}` renders it)"
+        saved = f"what finished is in {self.out}; once it is back, `speculab run --resume {self.out}` finishes the run"
         if server is not None:
             return server.died_error(f"{when}; {saved}")
         role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"

@@ -149,6 +149,16 @@ def test_prepare_resume_sets_interrupted_blocks_aside_and_notes_them(tmp_path: P
     assert resumed.setup.items == plan.setup.items  # the prompts are the plan's, as they were sent
 
 
+def test_a_run_with_nothing_left_only_re_renders(tmp_path: Path) -> None:
+    plan = plan_of(launch_yaml())
+    every = [(a, lv, r) for a in ("baseline", "ngram-k2") for lv in ("c1", "c4") for r in (1, 2)]
+    _started(tmp_path, plan, dict.fromkeys(every, True))
+    resumed = prepare_resume(plan, tmp_path)  # e.g. killed while it rendered the report
+    assert len(resumed.done) == 8 and resumed.summary.endswith("8 of 8 blocks had finished; 0 to run")
+    assert not any(n.startswith("resumed at") for n in resumed.notes)
+    assert not list(tmp_path.glob("runs/*/*/*.interrupted-*"))
+
+
 def test_resume_paths(tmp_path: Path) -> None:
     exp = tmp_path / "exp.yaml"
     exp.write_text(launch_yaml())
