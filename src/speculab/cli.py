@@ -405,12 +405,12 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
     print_ab_report(Console(soft_wrap=True), report, out)
     if interrupted:
         console.print(
-            f"[yellow]interrupted:[/] the report covers the part that ran; re-render with `speculab report {out}`"
+            f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
         )
     return report
 
 
-def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> None:
+def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False) -> None:
     options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
@@ -420,7 +420,7 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> No
         console.print(line, highlight=False)
     console.print(f"results: {out}", highlight=False)
     try:
-        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console))
+        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console), resume=resume)
     except EndpointError:
         # e.g. a launched server exited mid-run: report what finished before the one-line error (exit 3)
         if (out / "inputs.json").is_file():
@@ -441,8 +441,9 @@ def _check_ab_error_gate(report: Any, options: Any, out: Path) -> None:
 
 @app.command("run")
 def run_command(
-    experiment: Path = typer.Argument(..., help="experiment file (YAML; `speculab init --url URL` writes one)"),
+    experiment: Path | None = typer.Argument(None, help="experiment file (YAML; `speculab init --url URL` writes one)"),
     output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/NAME-TIME)"),
+    resume: Path | None = typer.Option(None, "--resume", help="finish the killed or interrupted run in DIR"),
     allow_extra_diff: bool = typer.Option(
         False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
     ),
@@ -452,18 +453,21 @@ def run_command(
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.config import load_experiment
     from speculab.harness.experiment.plan import plan_experiment
+    from speculab.harness.experiment.resume import resume_paths
     from speculab.harness.results.ab_dir import check_ab_output_dir
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
+    experiment, output = resume_paths(resume, experiment, output)  # --resume DIR: DIR and the file it ran
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
-    check_ab_output_dir(out)
+    if resume is None:
+        check_ab_output_dir(out)
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )
-    _run_plan(console, plan, out, options)
+    _run_plan(console, plan, out, options, resume=resume is not None)
 
 
 @app.command("compare")

@@ -116,7 +116,7 @@ def test_a_dead_arm_stops_the_run_with_an_endpoint_error_and_keeps_what_finished
     when = f"during level concurrency {concurrency}, repeat 1"
     assert f"candidate ngram-k2 endpoint {url_b} stopped answering {when}" in msg
     assert "requests in a row could not connect (Connect call failed" in msg and "probes of /v1/models" in msg
-    assert f"`speculab report {out}` renders it" in msg
+    assert f"`speculab run --resume {out}` finishes the run" in msg
     inputs = load_inputs(out)
     assert inputs.interrupted and any("the run stopped on an error" in n for n in inputs.notes)
     assert [(r.arm, r.level, r.interrupted) for r in sorted(inputs.runs, key=lambda r: r.order)] == [

@@ -9,18 +9,17 @@ errors). A server that exits mid-level stops the run at once (`Lifecycle.server_
 
 from __future__ import annotations
 
-import json
 import signal
 from dataclasses import replace
 
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan, arm_order
 from speculab.harness.records import ColdStartTimes
-from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.ab_dir import LAUNCHES_FILE
+from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 
-LAUNCHES_FILE = "launches.json"  # every launch's cold start, in order (ArmInfo keeps the first one)
 LOGS_DIR = "logs"
 
 
@@ -57,6 +56,11 @@ async def run_launch_mode(life: Lifecycle) -> None:
         for arm in order:
             if life.stop.is_set():
                 return
+            levels = life.setup.levels
+            todo = [li for li, lv in enumerate(levels) if not life.is_done(arm.info.name, lv.key, repeat)]
+            if not todo:  # a resumed run: this arm's repeat finished before; no launch
+                life.order += len(levels)
+                continue
             server: ServerProcess | None = None
             try:
                 server, ready_s = await launch(life, arm, repeat)
@@ -68,14 +72,16 @@ async def run_launch_mode(life: Lifecycle) -> None:
                 life.launches.append(
                     {"arm": arm.info.name, "repeat": repeat, "ready_s": ready_s, "first_token_s": first}
                 )
-                (life.out / LAUNCHES_FILE).write_text(json.dumps(json_safe(life.launches), indent=2) + "\n")
+                write_json_atomic(life.out / LAUNCHES_FILE, life.launches)  # a kill mid-write leaves the old one
                 life.note_server(arm, info, names, cold)
                 first_txt = f", first token {first:.1f} s" if first is not None else ""
                 life.reporter.phase(f"{arm.info.label}: ready in {ready_s:.1f} s{first_txt}")
-                for li in range(len(life.setup.levels)):
-                    run = await life.level(
-                        arm, model, li, repeat, warmup=life.plan.warmup_requests if li == 0 else 0, server=server
-                    )
+                for li in range(len(levels)):
+                    if li not in todo:
+                        life.order += 1  # finished before the resume: it keeps its place in the order
+                        continue
+                    warmup = life.plan.warmup_requests if li == todo[0] else 0  # once per launch
+                    run = await life.level(arm, model, li, repeat, warmup=warmup, server=server)
                     if life.server_died is not None:
                         raise life.server_died
                     if run.interrupted or life.stop.is_set():

@@ -30,6 +30,7 @@ from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.experiment.progress import Reporter
+from speculab.harness.experiment.resume import Resumed, plan_identity
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, run_load
@@ -154,6 +155,7 @@ class Lifecycle:
         stop: asyncio.Event,
         reporter: Reporter,
         clock: Clock,
+        resumed: Resumed | None = None,
     ):
         self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
             plan,
@@ -173,7 +175,17 @@ class Lifecycle:
         # a launched server exited, or a URL arm's server went away, mid-level: the run stops on it
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
+        self.plan_id = plan_identity(plan)  # in inputs.json, for `--resume` to check against
+        self.done: frozenset[tuple[str, str, int]] = frozenset()  # (arm, level, repeat) finished before a resume
+        if resumed is not None:  # the run so far, extended: its start, looks, notes, arms as observed, launches
+            self.setup, self.done = resumed.setup, resumed.done
+            self.notes, self.launches = list(resumed.notes), list(resumed.launches)
+            self.arms = {a.name: a for a in resumed.arms}
         self.gpu = GpuMemory.open()
+
+    def is_done(self, arm: str, level: str, repeat: int) -> bool:
+        """The block finished before this run was resumed: skipped (its place in the order counts all the same)."""
+        return (arm, level, repeat) in self.done
 
     # --- adaptive repeats -----------------------------------------------------------------------------------
     def enough(self, repeat: int) -> bool:
@@ -187,6 +199,9 @@ class Lifecycle:
         if repeat not in alphas:
             return False
         alpha = alphas[repeat]
+        taken = next((lk for lk in seq.get("looks", ()) if lk.get("repeat") == repeat), None)
+        if taken is not None:  # a resumed run: this look was taken before, on the same data; it stands as recorded
+            return bool(taken.get("decided")) and repeat < seq["max"]
         self.write_inputs()
         done, undecided = verdict_looks.decide(self.out, alpha)  # the verdict's comparisons, this alpha
         looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
@@ -214,6 +229,7 @@ class Lifecycle:
             changes=self.plan.changes,
             interrupted=self.interrupted,
             notes=tuple(self.notes),
+            plan=self.plan_id,
         )
         write_setup(self.out, inputs)
 
@@ -415,7 +431,7 @@ class Lifecycle:
     ) -> EndpointError:
         spec = self.setup.levels[level_i]
         when = f"during level {spec.label}, repeat {repeat}"
-        saved = f"what finished is in {self.out} (`speculab report {self.out}` renders it)"
+        saved = f"what finished is in {self.out}; once it is back, `speculab run --resume {self.out}` finishes the run"
         if server is not None:
             return server.died_error(f"{when}; {saved}")
         role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"

@@ -55,6 +55,7 @@ class RunPlan:
     memory_interval_s: float = 1.0
     stop_grace_s: float = 20.0
     request_timeout_s: float = 600.0
+    source: str = ""  # the experiment file, resolved ("" when planned from text): what `run --resume DIR` rereads
 
     def __post_init__(self) -> None:
         if len(self.loads) != len(self.setup.levels):
@@ -254,6 +255,7 @@ def plan_experiment(
         extra_body=sampling_extras(s.top_k, s.min_tokens),
         logprobs=s.logprobs,
         warmup_requests=exp.workload.warmup_requests,
+        source=str(Path(exp.source).resolve()) if exp.source and Path(exp.source).is_file() else "",
     )
 
 

@@ -19,9 +19,11 @@ from speculab.harness.experiment.launch_mode import run_launch_mode
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.experiment.progress import Reporter, Silent
+from speculab.harness.experiment.resume import prepare_resume
 from speculab.harness.experiment.two_url import run_two_url_mode
 from speculab.harness.load.interrupt import run_interruptible
-from speculab.harness.results.ab_dir import check_ab_output_dir
+from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir, read_setup
+from speculab.harness.results.blocks import held_by_one_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +65,31 @@ async def run_plan(
     stop: asyncio.Event | None = None,
     reporter: Reporter | None = None,
     clock: Clock = time.perf_counter,
+    resume: bool = False,
 ) -> RunOutcome:
     """Run every arm at every level and repeat, streaming results to out_dir. Servers are always stopped.
-    With adaptive repeats the verdict's own comparisons judge the results after each look (`verdict.looks`)."""
-    check_ab_output_dir(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    async with make_session(clock=clock) as session:
-        life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter or Silent(), clock)
-        return await _run_to_end(life)
+    With adaptive repeats the verdict's own comparisons judge the results after each look (`verdict.looks`).
+    `resume`: out_dir holds this plan's run, interrupted or killed; run what it lacks (`experiment.resume`)."""
+    if resume and out_dir.is_dir() and not (out_dir / INPUTS_FILE).exists():
+        resume = False  # killed before its first write: nothing to continue, so it starts here (if DIR holds nothing)
+    if resume:
+        read_setup(out_dir)  # a directory that holds no run is refused before anything is written to it
+    else:
+        check_ab_output_dir(out_dir)
+    reporter = reporter or Silent()
+    with held_by_one_run(out_dir):
+        resumed = prepare_resume(plan, out_dir) if resume else None
+        if resumed is not None:
+            reporter.phase(resumed.summary)
+        async with make_session(clock=clock) as session:
+            life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter, clock, resumed)
+            return await _run_to_end(life)
 
 
-def run_plan_interruptible(plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None) -> RunOutcome:
+def run_plan_interruptible(
+    plan: RunPlan, out_dir: Path, *, reporter: Reporter | None = None, resume: bool = False
+) -> RunOutcome:
     """`run_plan` on a fresh event loop where the first Ctrl-C stops cleanly (in-flight requests are recorded as
     cancelled, servers stopped, inputs.json marked interrupted) and a second one interrupts at once (servers are
     still stopped: every launch is inside try/finally)."""
-    return run_interruptible(lambda stop: run_plan(plan, out_dir, stop=stop, reporter=reporter))
+    return run_interruptible(lambda stop: run_plan(plan, out_dir, stop=stop, reporter=reporter, resume=resume))

@@ -9,6 +9,7 @@ own blocks; a server that goes away stops the run (`servers.liveness`), keeping 
 from __future__ import annotations
 
 from speculab.harness.experiment.lifecycle import Lifecycle, Observed
+from speculab.harness.experiment.plan import ArmPlan
 from speculab.harness.records import RequestSpec
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.harness.workload.conversation import conversations
@@ -40,21 +41,30 @@ def _trace_rate(life: Lifecycle, speed: float | None) -> float:
     return (len(arrivals) - 1) / span * (speed or 1.0) if span > 0 else 1.0
 
 
-async def run_two_url_mode(life: Lifecycle) -> None:
-    arms = list(life.plan.arms)
+async def _probe_arms(life: Lifecycle, arms: list[ArmPlan]) -> dict[str, str]:
+    """Each arm's served model, with what its server says about itself noted."""
     models: dict[str, str] = {}
     for arm in arms:
         model, info, names = await life.probe(arm)
         models[arm.info.name] = model
         life.note_server(arm, info, names, None)
-    if len({a.info.url.rstrip("/") for a in arms}) < len(arms):
-        life.notes.append(
-            "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
-            "arms' requests"
-        )
+    one_url = "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
+    if len({a.info.url.rstrip("/") for a in arms}) < len(arms) and not any(n.startswith(one_url) for n in life.notes):
+        life.notes.append(one_url + "arms' requests")
+    return models
+
+
+async def run_two_url_mode(life: Lifecycle) -> None:
+    arms = list(life.plan.arms)
+    models: dict[str, str] = {}
     warmed: set[str] = set()
     for repeat in range(1, life.setup.repeats + 1):
         for li, spec in enumerate(life.setup.levels):
+            if all(life.is_done(a.info.name, spec.key, repeat) for a in arms):
+                life.order += len(arms)  # a resumed run: this level's repeat finished before
+                continue
+            if not models:  # probed when first needed: a resumed run with nothing left asks no server
+                models = await _probe_arms(life, arms)
             blocks = blocks_for(life, li)
             seen = {a.info.name: Observed.open(life.out, a.info.name, spec.key, repeat) for a in arms}
             for a in arms:

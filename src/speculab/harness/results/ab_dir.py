@@ -25,6 +25,7 @@ INPUTS_FILE = "inputs.json"
 RUNS_DIR = "runs"
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
+LAUNCHES_FILE = "launches.json"  # launch mode: every launch's cold start, in order (ArmInfo keeps the first one)
 
 
 def check_ab_output_dir(path: Path) -> None:
@@ -61,6 +62,20 @@ def save_inputs(root: Path, inputs: ReportInputs) -> None:
 
 def load_inputs(root: Path) -> ReportInputs:
     """Read DIR back: inputs.json, then every runs/<arm>/<level>/r<n>/ found (partial repeats included)."""
+    inputs = read_setup(root)
+    runs: list[RepeatRun] = []
+    base = root / RUNS_DIR
+    for arm in inputs.arms:
+        for level_dir in sorted((base / arm.name).glob("*")) if (base / arm.name).is_dir() else ():
+            for rdir in sorted(level_dir.glob("r*")):
+                if not rdir.is_dir() or not rdir.name[1:].isdigit():
+                    continue  # r<n>.interrupted-<k>: a block set aside by a resumed run (results.blocks)
+                runs.append(_read_repeat(rdir, arm.name, level_dir.name, int(rdir.name[1:])))
+    return inputs.with_runs(runs)
+
+
+def read_setup(root: Path) -> ReportInputs:
+    """DIR/inputs.json alone (no records read): what the run asked, its arms and notes."""
     f = root / INPUTS_FILE
     if not f.is_file():
         if root.is_dir() and (root / "summary.json").is_file() and (root / REQUESTS_FILE).is_file():
@@ -71,15 +86,7 @@ def load_inputs(root: Path) -> ReportInputs:
         inputs = ReportInputs.from_setup_dict(setup)
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{f}: unreadable ({e}); was it written by this version of speculab?") from None
-    runs: list[RepeatRun] = []
-    base = root / RUNS_DIR
-    for arm in inputs.arms:
-        for level_dir in sorted((base / arm.name).glob("*")) if (base / arm.name).is_dir() else ():
-            for rdir in sorted(level_dir.glob("r*")):
-                if not rdir.is_dir() or not rdir.name[1:].isdigit():
-                    continue
-                runs.append(_read_repeat(rdir, arm.name, level_dir.name, int(rdir.name[1:])))
-    return inputs.with_runs(runs)
+    return inputs
 
 
 def _read_repeat(rdir: Path, arm: str, level: str, repeat: int) -> RepeatRun:

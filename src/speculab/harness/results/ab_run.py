@@ -93,6 +93,9 @@ class ReportInputs:
     interrupted: bool = False  # the whole run stopped early
     notes: tuple[str, ...] = ()  # lifecycle warnings for the reader (e.g. "candidate restarted once")
     diagnosis: Mapping[str, Any] | None = None  # speculab diagnose output, rendered when present
+    # what was planned, as `speculab run --resume` checks it: {"sha256", "parts": {part: sha256}, "experiment"}
+    # (experiment.resume.plan_identity); None for runs written before it existed, and for compare
+    plan: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         names = [a.name for a in self.arms]
@@ -131,6 +134,7 @@ class ReportInputs:
                 "interrupted": self.interrupted,
                 "notes": list(self.notes),
                 "diagnosis": dict(self.diagnosis) if self.diagnosis is not None else None,
+                "plan": dict(self.plan) if self.plan is not None else None,
             }
         )
 
@@ -155,4 +159,5 @@ class ReportInputs:
             interrupted=bool(d.get("interrupted", False)),
             notes=tuple(d.get("notes", ())),
             diagnosis=d.get("diagnosis"),
+            plan=d.get("plan") if isinstance(d.get("plan"), Mapping) else None,
         )

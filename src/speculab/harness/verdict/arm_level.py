@@ -190,14 +190,19 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
     measured_runs = [run for run in runs if any(not r.warmup for r in run.records)]
     by_repeat = [repeat_metrics(run) for run in measured_runs]
     sent, ok = pooled.sent, pooled.ok
-    achieved_rate = [x for x in (repeat_send_rate_rps(run) for run in measured_runs) if x is not None]
-    conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in runs) if c is not None]
+    # A repeat cut short (killed, Ctrl-C, a server that died) never recorded the requests it had in flight, so its
+    # load looks short of the asked one: that says it was interrupted (reported as such), not that the client was
+    # slow. Achieved load is measured over the repeats that finished.
+    whole = [run for run in runs if not run.interrupted]
+    rates = (repeat_send_rate_rps(run) for run in measured_runs if not run.interrupted)
+    achieved_rate = [x for x in rates if x is not None]
+    conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in whole) if c is not None]
     achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None
     achieved_conc = statistics.fmean(conc) if conc else None
     if level.open_loop:
         # Against the schedule's own rate, not the nominal one: a seeded Poisson schedule of n requests is itself
         # ~1/sqrt(n) off the nominal rate, and that is the offered load, not a failure to deliver it.
-        fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in runs) if f is not None]
+        fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in whole) if f is not None]
         frac = statistics.fmean(fracs) if fracs else None
     else:
         frac = achieved_conc / level.value if achieved_conc is not None else None

@@ -67,6 +67,9 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
         def flush(self):
             pass
 
+        def fileno(self):  # close() syncs the file: a full disk refuses that too
+            raise OSError(errno.ENOSPC, "No space left on device")
+
         def close(self):
             pass
 
