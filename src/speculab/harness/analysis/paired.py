@@ -449,13 +449,7 @@ def compare_paired(
     launches = launch_ratio(launch_effects, confidence) if len(launch_effects) >= MIN_LAUNCHES else None
     basis = launches if launches is not None else hl
     if units.n < MIN_PAIRS:
-        verdict = Verdict.INSUFFICIENT
-        if units is pairs:
-            note = f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
-        else:
-            note = f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); " + groups_needed(
-                group_size
-            )
+        verdict, note = Verdict.INSUFFICIENT, _too_few(pairs, units, group_size)
     else:
         if basis.excludes(1.0):
             lower = basis.high < 1.0
@@ -468,14 +462,7 @@ def compare_paired(
                 f"the geometric-mean interval {which} 1 but the signed-rank interval (the verdict's) does not: "
                 "borderline, or a few outlying pairs"
             )
-    decision, needed = Decision.INSUFFICIENT, float("nan")
-    if verdict is not Verdict.INSUFFICIENT:
-        # the speedup scale (> 1 = better), as `speedup_interval` reports it
-        up = (1 / basis.estimate, 1 / basis.high, 1 / basis.low) if lower_is_better else (
-            basis.estimate, basis.low, basis.high)  # fmt: skip
-        decision = decide(up[1], up[2], margin)
-        if decision is Decision.INCONCLUSIVE:
-            needed = to_decide(*up, margin, confidence)
+    decision, needed = _against_margin(basis, margin, lower_is_better, confidence, verdict)
     return MetricComparison(
         metric=metric,
         n_pairs=pairs.n,
@@ -497,6 +484,26 @@ def compare_paired(
         launch_ratio=launches,
         launches=max(1, len(launch_effects)),
     )
+
+
+def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
+    if units is pairs:
+        return f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
+    return f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); " + groups_needed(
+        group_size
+    )
+
+
+def _against_margin(basis: Interval, margin: float, lower_is_better: bool, confidence: float, verdict: Verdict
+                    ) -> tuple[Decision, float]:  # fmt: skip
+    """(the decision, `to_decide` for an inconclusive one else NaN) from the verdict's interval."""
+    if verdict is Verdict.INSUFFICIENT:
+        return Decision.INSUFFICIENT, float("nan")
+    # the speedup scale (> 1 = better), as `speedup_interval` reports it
+    up = (1 / basis.estimate, 1 / basis.high, 1 / basis.low) if lower_is_better else (
+        basis.estimate, basis.low, basis.high)  # fmt: skip
+    decision = decide(up[1], up[2], margin)
+    return decision, to_decide(*up, margin, confidence) if decision is Decision.INCONCLUSIVE else float("nan")
 
 
 def launch_effect(candidate: Mapping[int, float], baseline: Mapping[int, float],
