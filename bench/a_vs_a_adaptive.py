@@ -4,10 +4,12 @@ different, and how many requests does stopping early save against always running
 Each run is `speculab run`'s library path in two-URL mode against two identical mock servers in their own
 processes (24 prompts at concurrency 1 by default), with adaptive repeats judged by the report's own verdicts after
 each repeat (`harness.verdict.looks.decide`, alpha spent across looks: analysis.sequential). A false positive is a final
-verdict of "faster" or "slower" (at the run's last look's level, as the report gives it). The saving is 1 - the
+decision of "faster" or "slower" (beyond the margin, at the run's last look's level, as the report gives it); the
+detectable-difference verdicts are counted beside it. Since the margin, a look stops on faster, slower or
+equivalent; inconclusive goes on. The saving is 1 - the
 requests a run sent / what `max` repeats send. Seeds: run i uses seed first_seed + i (its per-request seeds).
 
-Usage: `PYTHONPATH=src python bench/a_vs_a_adaptive.py [--runs 200] [--min 1] [--max 6] [--mdc 0.05]
+Usage: `PYTHONPATH=src python bench/a_vs_a_adaptive.py [--runs 200] [--min 1] [--max 6] [--margin 3%]
 [--spending pocock] [--prompts 24] [--json out.json]`.
 """
 
@@ -63,7 +65,8 @@ def one_run(a: str, b: str, out: Path, seed: int, args: argparse.Namespace) -> d
 workload: {{spec: "synthetic:input=10,output=8", num_prompts: {args.prompts}, warmup_requests: 2}}
 sampling: {{max_tokens: 8, seed: {seed}}}
 loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
-repeats: {{min: {args.min}, max: {args.max}, until: decided, mdc: {args.mdc}, spending: {args.spending}}}
+repeats: {{min: {args.min}, max: {args.max}, until: decided, spending: {args.spending}}}
+margin: {args.margin}
 baseline: {{url: "{a}"}}
 candidate: {{url: "{b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 4}}
@@ -76,7 +79,8 @@ speculation: {{method: ngram, num_speculative_tokens: 4}}
     comp = lv.comparisons[0]
     sent = sum(1 for r in inputs.runs for x in r.records if not x.warmup)
     looks = inputs.setup.sequential["looks"]
-    return {"seed": seed, "verdict": comp.verdict, "repeats": inputs.setup.repeats, "sent": sent,
+    return {"seed": seed, "verdict": comp.verdict, "decision": comp.decision, "repeats": inputs.setup.repeats,
+            "sent": sent,
             "looks": len(looks), "confidence": report.options["confidence"]}  # fmt: skip
 
 
@@ -86,7 +90,7 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--min", type=int, default=1)
     ap.add_argument("--max", type=int, default=6)
-    ap.add_argument("--mdc", type=float, default=0.05)
+    ap.add_argument("--margin", default="3%")
     ap.add_argument("--spending", default="pocock")
     ap.add_argument("--prompts", type=int, default=24)
     ap.add_argument("--json", type=Path, default=None)
@@ -99,11 +103,11 @@ def main() -> None:
             res = one_run(a, b, Path(tmp) / f"run{i}", args.first_seed + i, args)
             results.append(res)
             if (i + 1) % 20 == 0:
-                fp = sum(r["verdict"] in ("faster", "slower") for r in results)
+                fp = sum(r["decision"] in ("faster", "slower") for r in results)
                 print(f"{i + 1} runs: {fp} called different; mean repeats "
                       f"{sum(r['repeats'] for r in results) / len(results):.2f}", flush=True)  # fmt: skip
     n = len(results)
-    fp = sum(r["verdict"] in ("faster", "slower") for r in results)
+    fp = sum(r["decision"] in ("faster", "slower") for r in results)
     fixed = args.max * 2 * args.prompts
     summary = {
         "started": started,
@@ -112,12 +116,13 @@ def main() -> None:
         "design": {
             "min": args.min,
             "max": args.max,
-            "mdc": args.mdc,
+            "margin": args.margin,
             "spending": args.spending,
             "prompts": args.prompts,
         },
         "false_positives": fp,
         "false_positive_rate": fp / n,
+        "decisions": dict(Counter(r["decision"] for r in results)),
         "verdicts": dict(Counter(r["verdict"] for r in results)),
         "repeats_used": dict(sorted(Counter(r["repeats"] for r in results).items())),
         "mean_requests": sum(r["sent"] for r in results) / n,
