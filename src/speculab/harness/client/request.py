@@ -18,6 +18,13 @@ from typing import Protocol
 
 import aiohttp
 
+from speculab.harness.client.body import (
+    MAX_BODY_BYTES,
+    MAX_ERROR_BODY_BYTES,
+    NOT_A_STREAM,
+    BodyTooLarge,
+    read_body,
+)
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, build_payload
 from speculab.harness.client.response import build_record, finish_error
 from speculab.harness.client.socket_times import ReadTimes, stamping_session
@@ -56,10 +63,21 @@ def _transport_error(e: BaseException, *, got_response: bool, timeout_s: float) 
 
 
 async def _http_error(resp: aiohttp.ClientResponse) -> ErrorInfo:
-    body = await resp.read()
+    body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
     err = error_from_body(body)
     msg = err.message if err else body[:300].decode("utf-8", errors="replace") or resp.reason or ""
     return ErrorInfo(ErrorCategory.HTTP, f"HTTP {resp.status}: {msg}", resp.status)
+
+
+async def _not_a_stream(resp: aiohttp.ClientResponse) -> ErrorInfo:
+    """A 200 answer to a stream request that is a document: the server ignored stream=true, answered with a JSON
+    error and status 200, or a proxy sent its own page."""
+    body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
+    e = error_from_body(body) if resp.content_type == "application/json" else None
+    if e is not None:
+        return ErrorInfo(ErrorCategory.ERROR_EVENT, e.message)
+    start = body[:120].decode("utf-8", errors="replace").strip()
+    return ErrorInfo(ErrorCategory.MALFORMED, f"expected an SSE stream, got {resp.content_type}: {start!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +115,8 @@ class StreamingRequest(_Request):
                 got_response = True
                 if resp.status != 200:
                     err = await _http_error(resp)
-                elif resp.content_type == "application/json":
-                    # the server ignored stream=true or answered with a JSON error and status 200
-                    body = await resp.read()
-                    e = error_from_body(body)
-                    err = (
-                        ErrorInfo(ErrorCategory.ERROR_EVENT, e.message)
-                        if e
-                        else ErrorInfo(ErrorCategory.MALFORMED, "expected an SSE stream, got a JSON body")
-                    )
+                elif resp.content_type == "application/json" or resp.content_type in NOT_A_STREAM:
+                    err = await _not_a_stream(resp)
                 else:
                     reads = ReadTimes.of(resp, clock)  # each chunk's time: the socket read that delivered it
                     async for piece in resp.content.iter_any():
@@ -146,10 +157,9 @@ class UnaryRequest(_Request):
                 if resp.status != 200:
                     err = await _http_error(resp)
                 else:
-                    body = await resp.read()
                     try:
-                        delta = parse_body(body, ep.api)
-                    except MalformedChunk as e:
+                        delta = parse_body(await read_body(resp, MAX_BODY_BYTES), ep.api)
+                    except (MalformedChunk, BodyTooLarge) as e:
                         err = ErrorInfo(ErrorCategory.MALFORMED, f"malformed response body: {e}")
                     if delta.error is not None:
                         err = ErrorInfo(ErrorCategory.ERROR_EVENT, delta.error.message or "error object in body")

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from speculab.protocol.chunks import as_count
+
 SOURCE_SPECULAB = "speculab usage.speculab_spec_decode"
 SOURCE_VLLM = "vllm metrics.speculative_decoding"
 SOURCE_SGLANG = "sglang meta_info"
@@ -48,7 +50,8 @@ def speculation_from_response(
 
 
 def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    # a count the engine sent that is not one (negative, fractional, 1e308, a string) is "not reported"
+    return as_count(v)
 
 
 def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:

@@ -92,12 +92,22 @@ def _plan_lengths(cfg: DiagnoseConfig, context: int) -> tuple[int, ...]:
     return dg.sweep_lengths(top, cfg.sweep_points, cfg.min_prompt_tokens)
 
 
+MAX_CONTEXT = 1 << 24  # tokens: above the longest context any served model has (10M)
+
+
 def _context_length(cfg: DiagnoseConfig, info: ServerInfo, model: str) -> int:
     if cfg.max_model_len is not None:
         return cfg.max_model_len
     for card in info.model_cards:
-        if card.get("id") == model and isinstance(card.get("max_model_len"), int) and card["max_model_len"] >= 2:
-            return int(card["max_model_len"])
+        n = card.get("max_model_len") if card.get("id") == model else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_CONTEXT:
+            # the sweep builds prompts up to the context: a server's 10^30 would be a prompt no machine can hold
+            raise EndpointError(
+                f"{cfg.endpoint.base_url}/v1/models says model {model!r} has a context of {n:.3g} tokens, "
+                f"more than any model ({MAX_CONTEXT}); pass --max-model-len N"
+            )
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 2:
+            return n
     raise EndpointError(
         f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len); "
         "pass --max-model-len N"
