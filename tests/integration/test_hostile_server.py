@@ -161,3 +161,11 @@ def test_a_broken_model_list_is_one_line_exit_3_or_a_run(hostile, capsys, tmp_pa
         assert not out.exists() and one_line_error(err)
     else:  # the list still names the model (beside junk): the run goes on
         assert code == 0 and (out / "summary.json").is_file(), err
+
+
+def test_diagnose_refuses_a_context_no_model_has(hostile, capsys, tmp_path):
+    """A card saying max_model_len 10^30 would have the prefill sweep build prompts no machine can hold."""
+    url, _ = hostile
+    i = next(i for i, b in enumerate(MODELS) if b.kind == "huge-context")
+    code, _, err = run_main(capsys, "diagnose", "--url", f"{url}/models-{i}", "--output", str(tmp_path / "d"), *SMALL)
+    assert code == 3 and "context of 1e+30 tokens" in one_line_error(err)
