@@ -1,7 +1,7 @@
 """Bounded reads of what a server sends: every body the harness reads has a cap, and a body past it is an error.
 
 The endpoints speculab measures are often half-broken (a proxy's HTML page, a buggy fork, a body that never ends);
-without a cap one answer can grow the client until it is the thing being measured. The caps (docs/results.md,
+without a cap one answer can grow the client until it is the thing being measured. The caps (docs/metrics.md,
 "What a server may send"): a response body 64 MB, an error body 64 KB (only its start is shown), `/v1/models` and
 `/version` 8 MB, `/metrics` 32 MB; a streamed line or event `protocol.sse.MAX_LINE_BYTES` (4 MB).
 """

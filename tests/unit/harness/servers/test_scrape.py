@@ -129,3 +129,27 @@ async def test_scrape_sends_the_endpoint_key_when_metrics_are_private():
     finally:
         await runner.cleanup()
     assert snap is not None and seen == [None, "Bearer k-1"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "this is not { prometheus",
+        'vllm:num_requests_running{model="a} 1\n',
+        "vllm:num_requests_running 1 2 3 4\n",
+        "# TYPE a counter\n# TYPE a gauge\na 1\n",
+        "<html><body>login required</body></html>",
+    ],
+)
+def test_text_the_parser_chokes_on_is_a_value_error_only(text):
+    """Issue 25: prometheus_client's parser raises more than ValueError on junk; callers catch ValueError."""
+    try:
+        parse_metrics(text)
+    except ValueError:
+        pass
+
+
+def test_samples_that_are_not_finite_numbers_are_left_out():
+    snap = parse_metrics("a_total NaN\nb_total +Inf\nc_total 1e308\nd_total -Inf\ne_total 3\nf_total 1e15\n")
+    assert {s.name: s.value for s in snap.samples} == {"e_total": 3.0, "f_total": 1e15}  # 1e308: past 1e300
+    assert snap.total("a_total") is None  # a NaN counter reads as not exposed, never as a number
