@@ -78,13 +78,14 @@ class Delta:
 
 
 # Deeper than any OpenAI body nests (a chat chunk with top logprobs is 5 levels): past it a body is garbage, and
-# the writers that recurse over it (requests.jsonl, manifest.json) must never meet it.
+# the writers that recurse over what is kept of it (requests.jsonl, manifest.json) must never meet it.
 MAX_DEPTH = 32
 _LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # JSON may escape half of a UTF-16 pair, which no file can hold
 
 
-def loads_untrusted(data: str) -> Any:
-    """JSON from a server: parsed, at most MAX_DEPTH deep, lone surrogates replaced, or `MalformedChunk`."""
+def loads_untrusted(data: str, *, check_depth: bool = True) -> Any:
+    """JSON from a server: parsed, lone surrogates replaced, at most MAX_DEPTH deep (unless the caller keeps none
+    of it raw and checks what it keeps: `check_depth=False`, the stream's hot path), or `MalformedChunk`."""
     try:
         obj = json.loads(data)
     except json.JSONDecodeError as e:
@@ -93,8 +94,10 @@ def loads_untrusted(data: str) -> Any:
         raise MalformedChunk("JSON nested too deeply") from None
     except ValueError as e:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
         raise MalformedChunk(f"not JSON we can read: {_clip(str(e), 80)}") from None
-    # both checks are cheap to skip: nearly every chunk has a handful of brackets and no surrogate escape
-    if data.count("{") + data.count("[") > MAX_DEPTH or ("\\u" in data and _LONE_SURROGATE.search(data)):
+    # Both checks are cheap to skip: a document cannot nest deeper than it has brackets, and nearly every chunk has
+    # no surrogate escape. Walking a chunk with top logprobs costs five times its parse, hence check_depth.
+    deep = check_depth and data.count("{") + data.count("[") > MAX_DEPTH
+    if deep or ("\\u" in data and _LONE_SURROGATE.search(data)):
         obj = _clean(obj, 0)
     return obj
 
@@ -112,7 +115,9 @@ def _clean(v: Any, depth: int) -> Any:
 
 
 def parse_json(data: str) -> dict[str, Any]:
-    obj = loads_untrusted(data)
+    """A chunk or body: a JSON object. Its depth is not checked here: `_parse` keeps no nested value raw but
+    `metrics`, which it checks."""
+    obj = loads_untrusted(data, check_depth=False)
     if not isinstance(obj, dict):
         raise MalformedChunk(f"expected a JSON object, got {type(obj).__name__}: {_clip(data)!r}")
     return obj
@@ -153,6 +158,8 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     usage = _usage(obj.get("usage"))
     timings = _object(obj, "timings")
     metrics = _object(obj, "metrics")
+    if metrics is not None:  # kept raw in the record (extra["metrics"]): its depth is checked
+        metrics = _clean(metrics, 1)
     meta_info = _object(obj, "meta_info")
     choices = obj.get("choices")
     if choices is None:

@@ -56,6 +56,7 @@ def test_as_count_takes_integral_counts_only():
         '{"choices": [{"text": "a", "finish_reason": {"x": 1}}]}',
         '{"choices": [{"text": ["a"]}]}',
         '{"choices": "abc"}',
+        '{"choices": [], "usage": {}, "metrics": {"m": ' + "[" * 40 + "]" * 40 + "}}",  # kept raw: depth checked
     ],
 )
 def test_garbage_json_is_malformed_not_a_traceback(payload):
