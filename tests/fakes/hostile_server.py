@@ -387,6 +387,8 @@ def _models_catalogue() -> list[Broken]:
         "huge-context": _json({"data": [_card(max_model_len=10**30)]}),
         "context-string": _json({"data": [_card(max_model_len="512")]}),
         "big-card": _json({"data": [_card(extra=["x" * 100] * 1000)]}),
+        "root-junk": _json({"data": [_card(root={"x": "a\nb: c"}, owned_by=["vllm"])]}),
+        "id-newline": _json({"data": [_card(id="a\nb: c # d")]}),
         "many-models": _json({"data": [_card(id=f"m{i}") for i in range(20_000)]}),
         "nul": b"\x00",
         "empty": b"",

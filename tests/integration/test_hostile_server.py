@@ -169,3 +169,14 @@ def test_diagnose_refuses_a_context_no_model_has(hostile, capsys, tmp_path):
     i = next(i for i, b in enumerate(MODELS) if b.kind == "huge-context")
     code, _, err = run_main(capsys, "diagnose", "--url", f"{url}/models-{i}", "--output", str(tmp_path / "d"), *SMALL)
     assert code == 3 and "context of 1e+30 tokens" in one_line_error(err)
+
+
+@pytest.mark.parametrize("i", range(len(MODELS)))
+def test_init_looks_at_a_broken_server_and_writes_a_starter_or_refuses_in_one_line(hostile, capsys, tmp_path, i):
+    url, _ = hostile
+    out = tmp_path / "exp.yaml"
+    code, _, err = run_main(capsys, "init", "--url", f"{url}/models-{i}", "--output", str(out))
+    if code == 3:
+        assert not out.exists() and one_line_error(err)
+    else:
+        assert code == 0 and out.is_file() and "Traceback" not in err, err

@@ -53,8 +53,8 @@ async def probe_endpoint(session: aiohttp.ClientSession, ep: EndpointConfig, tim
         )
     try:
         data = loads_untrusted(body.decode("utf-8", errors="replace"))
-        cards = tuple(_small(m) for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str))
-        models = tuple(m["id"][:MAX_MODEL_ID] for m in cards)
+        cards = tuple(_small(m) for m in data["data"] if isinstance(m, dict) and is_model_id(m.get("id")))
+        models = tuple(m["id"] for m in cards)
     except (MalformedChunk, KeyError, TypeError):
         raise EndpointError(f"{url} did not return an OpenAI model list; check --url") from None
     return ServerInfo(models=models, model_cards=cards, version=await _version(session, ep, timeout))
@@ -63,7 +63,12 @@ async def probe_endpoint(session: aiohttp.ClientSession, ep: EndpointConfig, tim
 # What a run keeps of the server's own description (manifest.json): a model card or /version body past this is not
 # one (a proxy's page, a runaway list) and is kept as the start of its text.
 MAX_KEPT_JSON = 4096
-MAX_MODEL_ID = 500
+
+
+def is_model_id(v: Any) -> bool:
+    """A model id speculab can name in a message, a file or a command: a short string on one line. Others in a
+    server's list are left out (a newline in one made a one-line error two lines)."""
+    return isinstance(v, str) and 0 < len(v) <= 500 and v.isprintable()
 
 
 def _small(obj: Any) -> Any:
