@@ -320,6 +320,7 @@ def _metrics_catalogue() -> list[Broken]:
         "inf": metrics_text(4, "+Inf").encode(),
         "1e308": metrics_text(1e308, 1e308, "1e308").encode(),
         "negative": metrics_text(-5, -1, -1).encode(),
+        "accepted-over-drafted": metrics_text(40, 80, 900).encode(),
         "garbage": b"this is not { prometheus",
         "html": b"<html><body>login required</body></html>",
         "json": b'{"metrics": []}',

@@ -125,3 +125,11 @@ async def test_a_huge_error_body_is_read_only_to_its_cap():
 async def test_a_unary_body_that_is_not_json_is_malformed():
     rec = await one(Reply(200, b"\xff\xfe\x00garbage"), stream=False)
     assert rec.error.category is ErrorCategory.MALFORMED and "malformed response body" in rec.error.message
+
+
+def test_more_accepted_than_drafted_is_not_reported():
+    usage = {"speculab_spec_decode": {"drafts": 2, "draft_tokens": 4, "accepted_tokens": 9}}
+    spec = speculation_from_response(usage)
+    assert (spec["drafts"], spec["draft_tokens"], spec["accepted_tokens"]) == (2, None, None)
+    hist = {"speculative_decoding": {"num_spec_steps": 1, "num_draft_tokens": 2, "acceptance_histogram": [0, 0, 5]}}
+    assert "accepted_per_position" not in speculation_from_response(None, metrics=hist)  # position 0 accepted 5 of 1

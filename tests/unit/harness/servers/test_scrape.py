@@ -152,3 +152,19 @@ def test_samples_that_are_not_finite_numbers_are_left_out():
     snap = parse_metrics("a_total NaN\nb_total +Inf\nc_total 1e308\nd_total -Inf\ne_total 3\nf_total 1e15\n")
     assert {s.name: s.value for s in snap.samples} == {"e_total": 3.0, "f_total": 1e15}  # 1e308: past 1e300
     assert snap.total("a_total") is None  # a NaN counter reads as not exposed, never as a number
+
+
+def test_counters_that_accept_more_than_they_draft_give_no_acceptance():
+    from speculab.harness.servers.acceptance import acceptance_with_reason
+    from speculab.harness.servers.adapters import adapter_for
+
+    def snap(drafts, tokens, accepted):
+        return parse_metrics(
+            f"vllm:spec_decode_num_drafts_total {drafts}\nvllm:spec_decode_num_draft_tokens_total {tokens}\n"
+            f"vllm:spec_decode_num_accepted_tokens_total {accepted}\n"
+        )
+
+    acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 50))
+    assert acc is None and "inconsistent" in why
+    acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 10))
+    assert acc is not None and acc.acceptance_rate == 0.5
