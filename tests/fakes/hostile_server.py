@@ -58,7 +58,15 @@ class Cut:
     """Drop the TCP connection here."""
 
 
-Step = Send | Flood | Pause | Cut
+@dataclass(frozen=True)
+class Raw:
+    """Bytes written straight to the socket instead of an HTTP response, then the connection closed: broken
+    HTTP itself (a status line that is not one, a short body, bad chunked framing, a huge header)."""
+
+    data: bytes
+
+
+Step = Send | Flood | Pause | Cut | Raw
 
 
 @dataclass(frozen=True)
@@ -266,7 +274,20 @@ def _whole_answers() -> dict[str, Callable[[str], Answer]]:
         "stall-past-timeout": lambda api: Answer(200, "text/event-stream", (Pause(4.0),)),
         "deep-json-error-200": lambda api: Answer(200, "application/json", (Send(DEEP.encode()),)),
         "redirect-loop": lambda api: Answer(307, "text/plain", (), (("Location", "/v1/completions"),)),
+        **{f"raw-{kind}": (lambda api, d=data: Answer(steps=(Raw(d),))) for kind, data in RAW_HTTP.items()},
     }
+
+
+HTTP_200 = b"HTTP/1.1 200 OK\r\n"
+RAW_HTTP = {
+    "bad-status-line": b"HTTP/1.1 abc\r\n\r\n",
+    "not-http": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "short-body": HTTP_200 + b"Content-Type: text/event-stream\r\nContent-Length: 500\r\n\r\ndata: {}\n\n",
+    "bad-chunked": HTTP_200 + b"Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+    "huge-header": HTTP_200 + b"X-Junk: " + b"a" * 20000 + b"\r\n\r\n",
+    "gzip-lie": HTTP_200 + b"Content-Type: text/event-stream\r\nContent-Encoding: gzip\r\n\r\nnot gzip at all",
+    "nul-header": HTTP_200 + b"Content-\x00Type: text/event-stream\r\n\r\n",
+}
 
 
 def _body_catalogue() -> list[Broken]:
@@ -295,6 +316,7 @@ def _body_catalogue() -> list[Broken]:
     out.append(Broken("body", "endless-body", "body", lambda api: Answer(200, "application/json", (
         Send(b'{"choices": [{"text": "'), Flood(b"z" * 65536, 70 * MB)))))  # fmt: skip
     out.append(Broken("body", "cut", "body", lambda api: Answer(200, "application/json", (Send(b'{"ch'), Cut()))))
+    out += [Broken("body", f"raw-{k}", "body", lambda api, d=d: Answer(steps=(Raw(d),))) for k, d in RAW_HTTP.items()]
     return out
 
 
@@ -463,6 +485,12 @@ class HostileServer:
         return entry
 
     async def _play(self, request: web.Request, ans: Answer) -> web.StreamResponse:
+        if ans.steps and isinstance(ans.steps[0], Raw):
+            assert request.transport is not None
+            request.transport.write(ans.steps[0].data)
+            await asyncio.sleep(0.01)  # let the bytes leave before the connection closes
+            request.transport.close()
+            return web.Response()  # never sent: the connection is gone
         headers = dict(ans.headers)
         if ans.content_type is not None:
             headers["Content-Type"] = ans.content_type
@@ -473,8 +501,11 @@ class HostileServer:
                 if isinstance(step, Send):
                     await resp.write(step.data)
                 elif isinstance(step, Flood):
-                    for _ in range(step.total // len(step.piece)):
-                        await resp.write(step.piece)
+                    # 64 KB writes, yielding between them: one flood must not starve the other connections
+                    block = step.piece * max(1, 65536 // len(step.piece))
+                    for _ in range(max(1, step.total // len(block))):
+                        await resp.write(block)
+                        await asyncio.sleep(0)
                 elif isinstance(step, Pause):
                     await asyncio.sleep(step.s)
                 elif isinstance(step, Cut):
