@@ -85,6 +85,7 @@ def test_bench_meets_every_broken_stream_and_body(hostile, tmp_path):
         assert len(recs) == n and json.loads((out / "manifest.json").read_text())
         # a broken answer is a categorised error, never an absurd number
         assert all(r["completion_tokens"] is None or 0 <= r["completion_tokens"] <= 10**9 for r in recs)
+        assert not [r["error"]["message"] for r in recs if r["error"] and "\n" in r["error"]["message"]]
         assert {r["error"]["category"] for r in recs if r["error"]} <= {
             "http", "timeout", "dropped", "malformed", "error_event",
         }  # fmt: skip

@@ -147,7 +147,7 @@ def error_from_body(body: str | bytes) -> ErrorObject | None:
         return None
     err = _error(obj)
     if err is None and "detail" in obj:  # FastAPI's default error shape
-        err = ErrorObject(message=_clip(str(obj["detail"]), 500))
+        err = ErrorObject(message=one_line(str(obj["detail"])))
     return err
 
 
@@ -288,11 +288,11 @@ def _error(obj: dict[str, Any]) -> ErrorObject | None:
     if err is None:
         # vLLM's streamed error chunks and some proxies put the fields at the top level
         if obj.get("object") == "error" and "message" in obj:
-            return ErrorObject(_clip(str(obj["message"]), 500), _label(obj.get("type")), _label(obj.get("code")))
+            return ErrorObject(one_line(str(obj["message"])), _label(obj.get("type")), _label(obj.get("code")))
         return None
     if isinstance(err, dict):
-        return ErrorObject(_clip(str(err.get("message", "")), 500), _label(err.get("type")), _label(err.get("code")))
-    return ErrorObject(_clip(str(err), 500))
+        return ErrorObject(one_line(str(err.get("message", ""))), _label(err.get("type")), _label(err.get("code")))
+    return ErrorObject(one_line(str(err)))
 
 
 def _label(v: Any) -> Any:
@@ -300,6 +300,12 @@ def _label(v: Any) -> Any:
     if isinstance(v, str):
         return v[:100]
     return v if isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**9 else None
+
+
+def one_line(text: str, n: int = 500) -> str:
+    """A server's message as a request's error: whitespace runs (newlines too) as one space, at most n characters,
+    so that every message a warning or an error line quotes stays on one line."""
+    return _clip(" ".join(text[: n * 4].split()), n)
 
 
 def _clip(s: str, n: int = 120) -> str:

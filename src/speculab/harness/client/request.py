@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
+from aiohttp.http_exceptions import ContentEncodingError
 
 from speculab.harness.client.body import (
     MAX_BODY_BYTES,
@@ -35,7 +36,7 @@ from speculab.harness.records import (
     RequestRecord,
     RequestSpec,
 )
-from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, parse_body
+from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, one_line, parse_body
 
 
 class RequestFunc(Protocol):
@@ -58,14 +59,17 @@ def _transport_error(e: BaseException, *, got_response: bool, timeout_s: float) 
     if isinstance(e, aiohttp.ClientConnectorError):
         return ErrorInfo(ErrorCategory.CONNECT, f"cannot connect: {e}")
     if isinstance(e, aiohttp.ClientResponseError) and not got_response:
-        return ErrorInfo(ErrorCategory.MALFORMED, f"invalid HTTP response: {e.message}", e.status or None)
-    return ErrorInfo(ErrorCategory.DROPPED, f"connection lost: {type(e).__name__}: {e}".rstrip(": "))
+        return ErrorInfo(ErrorCategory.MALFORMED, one_line(f"invalid HTTP response: {e.message}"), e.status or None)
+    if isinstance(e, aiohttp.ClientPayloadError) and isinstance(e.__cause__, ContentEncodingError):
+        # the body is not what its Content-Encoding says (a proxy's gzip header on plain bytes): not a lost connection
+        return ErrorInfo(ErrorCategory.MALFORMED, one_line(f"invalid HTTP response: {e.__cause__.message}"))
+    return ErrorInfo(ErrorCategory.DROPPED, one_line(f"connection lost: {type(e).__name__}: {e}".rstrip(": ")))
 
 
 async def _http_error(resp: aiohttp.ClientResponse) -> ErrorInfo:
     body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
     err = error_from_body(body)
-    msg = err.message if err else body[:300].decode("utf-8", errors="replace") or resp.reason or ""
+    msg = err.message if err else one_line(body[:300].decode("utf-8", errors="replace")) or resp.reason or ""
     return ErrorInfo(ErrorCategory.HTTP, f"HTTP {resp.status}: {msg}", resp.status)
 
 
@@ -76,7 +80,7 @@ async def _not_a_stream(resp: aiohttp.ClientResponse) -> ErrorInfo:
     e = error_from_body(body) if resp.content_type == "application/json" else None
     if e is not None:
         return ErrorInfo(ErrorCategory.ERROR_EVENT, e.message)
-    start = body[:120].decode("utf-8", errors="replace").strip()
+    start = one_line(body[:120].decode("utf-8", errors="replace"))
     return ErrorInfo(ErrorCategory.MALFORMED, f"expected an SSE stream, got {resp.content_type}: {start!r}")
 
 

@@ -23,7 +23,7 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
-from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, parse_stream_chunk
+from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, one_line, parse_stream_chunk
 from speculab.protocol.sse import LineTooLong, SSEDecoder
 
 
@@ -77,7 +77,7 @@ class StreamState:
                 break
             if ev.event == "error":
                 err = error_from_body(ev.data)
-                self.error = ErrorInfo(ErrorCategory.ERROR_EVENT, err.message if err else ev.data[:500])
+                self.error = ErrorInfo(ErrorCategory.ERROR_EVENT, err.message if err else one_line(ev.data))
                 break
             try:
                 delta = parse_stream_chunk(ev.data, self.api)

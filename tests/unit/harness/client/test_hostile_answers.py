@@ -133,3 +133,13 @@ def test_more_accepted_than_drafted_is_not_reported():
     assert (spec["drafts"], spec["draft_tokens"], spec["accepted_tokens"]) == (2, None, None)
     hist = {"speculative_decoding": {"num_spec_steps": 1, "num_draft_tokens": 2, "acceptance_histogram": [0, 0, 5]}}
     assert "accepted_per_position" not in speculation_from_response(None, metrics=hist)  # position 0 accepted 5 of 1
+
+
+async def test_every_error_message_is_one_line():
+    """A warning quotes a request's first error message: a server's newlines must not break it in two."""
+    rec = await one(Reply(500, b"<html>\n<body>\n  down\n</body></html>", content_type="text/html"))
+    assert rec.error.message == "HTTP 500: <html> <body> down </body></html>"
+    r = stream_of(b"event: error\ndata: line one\ndata: line two\n\n")
+    assert r.error.category is ErrorCategory.ERROR_EVENT and r.error.message == "line one line two"
+    r = stream_of(sse({"error": {"message": "a\n\nb" + "c" * 1000}}))
+    assert "\n" not in r.error.message and len(r.error.message) <= 503
