@@ -64,7 +64,9 @@ class SSEDecoder:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         self._buf += chunk
-        events = list(self._drain())
+        # a piece that ends no line completes nothing: skip the drain, which copies the buffer (an endless line would
+        # be copied once per read)
+        events = list(self._drain()) if b"\n" in chunk or b"\r" in chunk else []
         if len(self._buf) > self.max_line_bytes:  # what is left is one unfinished line
             raise LineTooLong(self.max_line_bytes)
         return events
