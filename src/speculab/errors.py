@@ -25,3 +25,28 @@ class ErrorRateExceeded(UserError):
     (results and report are written first)."""
 
     exit_code = 4
+
+
+def user_text(raw: bytes, source: str) -> str:
+    """A user's file (workload, trace, experiment) as text, or one `UserError` naming the file and the line of the
+    first byte no text file holds: one that is not UTF-8, or a NUL (a binary file, or UTF-16 saved by an editor)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, col = _line_col(raw, e.start)
+        raise UserError(
+            f"{source}:{line}: not UTF-8 text (byte {raw[e.start]:#04x} at column {col}); save the file as UTF-8"
+        ) from None
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line, col = _line_col(raw, nul)
+        raise UserError(
+            f"{source}:{line}: a NUL byte at column {col}, which no text file holds; is it binary, or UTF-16? "
+            "save it as UTF-8 text"
+        )
+    return text
+
+
+def _line_col(raw: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in bytes) of `offset` in `raw`."""
+    return raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1

@@ -32,7 +32,7 @@ from speculab.config.experiment import (
     margins,
 )
 from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
-from speculab.errors import UserError
+from speculab.errors import UserError, user_text
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -40,7 +40,7 @@ def load_experiment(path: str | Path) -> Experiment:
     p = Path(path)
     name = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = user_text(p.read_bytes(), name)
     except FileNotFoundError:
         raise UserError(f"{name}: no such file; write one with `speculab init --url URL`") from None
     except OSError as e:
@@ -66,10 +66,29 @@ def resolve_workload_path(spec: str, base_dir: Path) -> str:
     return spec
 
 
+MAX_YAML_DEPTH = 64  # an experiment file nests a few levels; PyYAML composes recursively and would run out of stack
+
+
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting past MAX_YAML_DEPTH with the line where it went past."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
 def parse_experiment(text: str, source: str = "experiment.yaml") -> Experiment:
     """Validate YAML text (source names it in messages)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_DepthLimitedLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

@@ -9,6 +9,8 @@ Only choice 0 is read: the harness always asks for n=1.
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +19,21 @@ ApiKind = Literal["completions", "chat"]
 
 class MalformedChunk(ValueError):
     """The payload is not valid JSON or not shaped like an OpenAI response."""
+
+
+# No response has a billion tokens: a count past this is garbage (a buggy fork, a counter gone wild), and
+# taking it would overflow the float arrays the metrics are folded into (1e308 tokens once ended a bench).
+MAX_COUNT = 10**9
+USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def as_count(v: Any) -> int | None:
+    """`v` as a token/step count: an integer (or integral float) in 0..MAX_COUNT, else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not (v.is_integer() and 0 <= v <= MAX_COUNT):
+        return None
+    return int(v) if 0 <= v <= MAX_COUNT else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,19 +70,54 @@ class Delta:
         """usage.completion_tokens if this chunk carries usage."""
         if self.usage is None:
             return None
-        v = self.usage.get("completion_tokens")
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return as_count(self.usage.get("completion_tokens"))
 
     @property
     def n_logprob_tokens(self) -> int | None:
         return None if self.logprobs is None else len(self.logprobs)
 
 
-def parse_json(data: str) -> dict[str, Any]:
+# Deeper than any OpenAI body nests (a chat chunk with top logprobs is 5 levels): past it a body is garbage, and
+# the writers that recurse over what is kept of it (requests.jsonl, manifest.json) must never meet it.
+MAX_DEPTH = 32
+_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # JSON may escape half of a UTF-16 pair, which no file can hold
+
+
+def loads_untrusted(data: str, *, check_depth: bool = True) -> Any:
+    """JSON from a server: parsed, lone surrogates replaced, at most MAX_DEPTH deep (unless the caller keeps none
+    of it raw and checks what it keeps: `check_depth=False`, the stream's hot path), or `MalformedChunk`."""
     try:
         obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except json.JSONDecodeError as e:
         raise MalformedChunk(f"not JSON: {e.msg} in {_clip(data)!r}") from None
+    except RecursionError:  # json's C decoder recurses once per level: a server can nest past the stack
+        raise MalformedChunk("JSON nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise MalformedChunk(f"not JSON we can read: {_clip(str(e), 80)}") from None
+    # Both checks are cheap to skip: a document cannot nest deeper than it has brackets, and nearly every chunk has
+    # no surrogate escape. Walking a chunk with top logprobs costs five times its parse, hence check_depth.
+    deep = check_depth and data.count("{") + data.count("[") > MAX_DEPTH
+    if deep or ("\\u" in data and _LONE_SURROGATE.search(data)):
+        obj = _clean(obj, 0)
+    return obj
+
+
+def _clean(v: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise MalformedChunk(f"JSON nested more than {MAX_DEPTH} deep")
+    if isinstance(v, str):
+        return v.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(v, list):
+        return [_clean(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {_clean(k, depth + 1): _clean(x, depth + 1) for k, x in v.items()}
+    return v
+
+
+def parse_json(data: str) -> dict[str, Any]:
+    """A chunk or body: a JSON object. Its depth is not checked here: `_parse` keeps no nested value raw but
+    `metrics`, which it checks."""
+    obj = loads_untrusted(data, check_depth=False)
     if not isinstance(obj, dict):
         raise MalformedChunk(f"expected a JSON object, got {type(obj).__name__}: {_clip(data)!r}")
     return obj
@@ -88,14 +140,14 @@ def error_from_body(body: str | bytes) -> ErrorObject | None:
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     try:
-        obj = json.loads(body)
-    except (json.JSONDecodeError, ValueError):
+        obj = loads_untrusted(body)
+    except MalformedChunk:
         return None
     if not isinstance(obj, dict):
         return None
     err = _error(obj)
     if err is None and "detail" in obj:  # FastAPI's default error shape
-        err = ErrorObject(message=str(obj["detail"]))
+        err = ErrorObject(message=one_line(str(obj["detail"])))
     return err
 
 
@@ -103,11 +155,11 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     err = _error(obj)
     if err is not None:
         return Delta(error=err)
-    usage = obj.get("usage")
-    if usage is not None and not isinstance(usage, dict):
-        raise MalformedChunk(f"usage is {type(usage).__name__}, expected an object")
+    usage = _usage(obj.get("usage"))
     timings = _object(obj, "timings")
     metrics = _object(obj, "metrics")
+    if metrics is not None:  # kept raw in the record (extra["metrics"]): its depth is checked
+        metrics = _clean(metrics, 1)
     meta_info = _object(obj, "meta_info")
     choices = obj.get("choices")
     if choices is None:
@@ -120,17 +172,34 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
         return Delta(usage=usage, has_choices=False, timings=timings, metrics=metrics, meta_info=meta_info)
     c0 = choices[0]
     text, reasoning = _choice_text(c0, api, stream=stream)
+    finish = c0.get("finish_reason") or None
+    if finish is not None and not isinstance(finish, str):
+        raise MalformedChunk(f"choices[0].finish_reason is {type(finish).__name__}, expected a string")
     return Delta(
         text=text,
         reasoning=reasoning,
         usage=usage,
-        finish_reason=c0.get("finish_reason") or None,
+        finish_reason=finish,
         logprobs=_logprobs(c0.get("logprobs"), api),
         has_choices=True,
         timings=timings,
         metrics=metrics,
         meta_info=_object(c0, "meta_info") or meta_info,
     )
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    """The usage object, its counts checked: TPOT and throughput divide by them, so a count that is not one
+    (a string, negative, 1e308, NaN) makes the whole response malformed rather than a number nobody can trust."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise MalformedChunk(f"usage is {type(usage).__name__}, expected an object")
+    for key in USAGE_COUNTS:
+        v = usage.get(key)
+        if v is not None and as_count(v) is None:
+            raise MalformedChunk(f"usage.{key} is {_clip(repr(v), 40)}, not a token count (0..{MAX_COUNT:.0e})")
+    return usage
 
 
 def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -171,18 +240,47 @@ def _logprobs(lp: Any, api: ApiKind) -> tuple[dict[str, Any], ...] | None:
         for e in lp["content"]:
             if not isinstance(e, dict):
                 raise MalformedChunk("logprobs.content entry is not an object")
-            top = {t.get("token"): t.get("logprob") for t in e.get("top_logprobs") or () if isinstance(t, dict)}
-            out.append({"token": e.get("token"), "logprob": e.get("logprob"), "top": top})
+            tops = e.get("top_logprobs")
+            top = {
+                t["token"]: _logprob(t.get("logprob"))
+                for t in (tops if isinstance(tops, list) else ())
+                if isinstance(t, dict) and isinstance(t.get("token"), str)
+            }
+            out.append({"token": _token(e.get("token")), "logprob": _logprob(e.get("logprob")), "top": top})
         return tuple(out)
     tokens = lp.get("tokens")
     if isinstance(tokens, list):  # completions
-        lps = lp.get("token_logprobs") or [None] * len(tokens)
-        tops = lp.get("top_logprobs") or [None] * len(tokens)
+        # parallel lists as the server sent them: a field of the wrong type is read as absent, never indexed
+        lps = _list(lp.get("token_logprobs"))
+        tops = _list(lp.get("top_logprobs"))
         return tuple(
-            {"token": t, "logprob": lps[i] if i < len(lps) else None, "top": (tops[i] if i < len(tops) else None) or {}}
+            {
+                "token": _token(t),
+                "logprob": _logprob(lps[i]) if i < len(lps) else None,
+                "top": (tops[i] if i < len(tops) and isinstance(tops[i], dict) else None) or {},
+            }
             for i, t in enumerate(tokens)
         )
     return None
+
+
+def _logprob(v: Any) -> float | None:
+    """A log-probability is a finite number <= 0 (a little slack for rounding); anything else is unknown."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return f if math.isfinite(f) and f <= 1e-6 else None
+
+
+def _token(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
 def _error(obj: dict[str, Any]) -> ErrorObject | None:
@@ -190,11 +288,24 @@ def _error(obj: dict[str, Any]) -> ErrorObject | None:
     if err is None:
         # vLLM's streamed error chunks and some proxies put the fields at the top level
         if obj.get("object") == "error" and "message" in obj:
-            return ErrorObject(str(obj["message"]), obj.get("type"), obj.get("code"))
+            return ErrorObject(one_line(str(obj["message"])), _label(obj.get("type")), _label(obj.get("code")))
         return None
     if isinstance(err, dict):
-        return ErrorObject(str(err.get("message", "")), err.get("type"), err.get("code"))
-    return ErrorObject(str(err))
+        return ErrorObject(one_line(str(err.get("message", ""))), _label(err.get("type")), _label(err.get("code")))
+    return ErrorObject(one_line(str(err)))
+
+
+def _label(v: Any) -> Any:
+    """An error's type or code as a server sent it, if it is a short string or an integer (else None)."""
+    if isinstance(v, str):
+        return v[:100]
+    return v if isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**9 else None
+
+
+def one_line(text: str, n: int = 500) -> str:
+    """A server's message as a request's error: whitespace runs (newlines too) as one space, at most n characters,
+    so that every message a warning or an error line quotes stays on one line."""
+    return _clip(" ".join(text[: n * 4].split()), n)
 
 
 def _clip(s: str, n: int = 120) -> str:

@@ -17,6 +17,18 @@ from dataclasses import dataclass
 
 DONE = "[DONE]"
 
+# The longest line, and the most data one event may gather, that a decoder buffers. An OpenAI chunk is a few
+# hundred bytes (a few KB with top logprobs); a server that sends one endless line (or data lines without the
+# blank line that ends an event) would otherwise grow the client until the request timed out (~300 MB seen).
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+class LineTooLong(ValueError):
+    """A line (or one event's data) grew past the decoder's cap: the stream is malformed."""
+
+    def __init__(self, cap: int, what: str = "line"):
+        super().__init__(f"{what} over {cap / 2**20:g} MB")
+
 
 @dataclass(frozen=True, slots=True)
 class SSEEvent:
@@ -32,7 +44,9 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes as they arrive; get back the events they complete. One decoder per response."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._data_bytes = 0  # bytes gathered in self._data, against the same cap
         self._buf = bytearray()
         self._skip_lf = False  # the previous chunk ended in "\r": a leading "\n" belongs to that line ending
         self._data: list[str] = []
@@ -41,7 +55,8 @@ class SSEDecoder:
         self._has_fields = False  # a field line was seen since the last dispatch
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        """Consume one network chunk; return the events completed by it, in order."""
+        """Consume one network chunk; return the events completed by it, in order. Raises `LineTooLong` when a
+        line, or one event's data, passes `max_line_bytes`."""
         if not chunk:
             return []
         if self._skip_lf:
@@ -49,7 +64,12 @@ class SSEDecoder:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         self._buf += chunk
-        return list(self._drain())
+        # a piece that ends no line completes nothing: skip the drain, which copies the buffer (an endless line would
+        # be copied once per read)
+        events = list(self._drain()) if b"\n" in chunk or b"\r" in chunk else []
+        if len(self._buf) > self.max_line_bytes:  # what is left is one unfinished line
+            raise LineTooLong(self.max_line_bytes)
+        return events
 
     def _drain(self) -> Iterator[SSEEvent]:
         buf = self._buf
@@ -95,6 +115,9 @@ class SSEDecoder:
             value = value[1:]
         self._has_fields = True
         if name == "data":
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self.max_line_bytes:
+                raise LineTooLong(self.max_line_bytes, "one event's data")
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -108,9 +131,11 @@ class SSEDecoder:
             # an event with no data lines is not dispatched (spec); reset the other fields
             self._event = None
             self._has_fields = False
+            self._data_bytes = 0
             return None
         ev = SSEEvent(data="\n".join(self._data), event=self._event, id=self._id)
         self._data = []
+        self._data_bytes = 0
         self._event = None
         self._has_fields = False
         return ev
@@ -125,6 +150,7 @@ class SSEDecoder:
         check `pending` first to tell a clean end from a cut one."""
         self._buf.clear()
         self._data = []
+        self._data_bytes = 0
         self._has_fields = False
         return []
 

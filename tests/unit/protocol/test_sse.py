@@ -91,3 +91,29 @@ def test_random_rechunking_lf_only_fast_path(seed):
     whole = decode_all(LF_ONLY)
     assert len(whole) == 51 and whole[0].data == '{"i": 0, "t": "é"}'
     assert feed_all(rechunk(LF_ONLY, random.Random(seed))) == whole
+
+
+def test_an_endless_line_stops_at_the_cap_instead_of_growing():
+    """Issue 25: a stream of one endless line grew the client to ~300 MB before the timeout."""
+    from speculab.protocol.sse import LineTooLong
+
+    dec = SSEDecoder(max_line_bytes=1000)
+    assert dec.feed(b"data: " + b"x" * 900) == []
+    with pytest.raises(LineTooLong, match="line over"):
+        dec.feed(b"x" * 200)
+
+
+def test_data_lines_without_the_blank_line_stop_at_the_cap():
+    from speculab.protocol.sse import LineTooLong
+
+    dec = SSEDecoder(max_line_bytes=1000)
+    with pytest.raises(LineTooLong, match="one event's data"):
+        for _ in range(100):
+            dec.feed(b"data: " + b"y" * 50 + b"\n")
+
+
+def test_lines_under_the_cap_pass_and_the_cap_is_per_event():
+    dec = SSEDecoder(max_line_bytes=1000)
+    for _ in range(50):  # 50 events of 600 bytes: far more than the cap in all, each under it
+        (ev,) = dec.feed(b"data: " + b"z" * 600 + b"\n\n")
+        assert len(ev.data) == 600

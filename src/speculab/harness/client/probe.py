@@ -14,7 +14,9 @@ from typing import Any
 import aiohttp
 
 from speculab.errors import EndpointError
+from speculab.harness.client.body import MAX_PROBE_BYTES, BodyTooLarge, read_body
 from speculab.harness.client.endpoint import EndpointConfig
+from speculab.protocol.chunks import MalformedChunk, loads_untrusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +35,10 @@ async def probe_endpoint(session: aiohttp.ClientSession, ep: EndpointConfig, tim
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     try:
         async with session.get(url, headers=ep.headers(), timeout=timeout) as resp:
-            body = await resp.read()
             status = resp.status
+            body = await read_body(resp, MAX_PROBE_BYTES, truncate=status != 200)
+    except BodyTooLarge as e:
+        raise EndpointError(f"{url} sent a {e}, not an OpenAI model list; check --url") from None
     except asyncio.TimeoutError:
         raise EndpointError(f"{url} did not answer within {timeout_s:g} s; is the server up? check --url") from None
     except aiohttp.ClientError as e:
@@ -48,12 +52,36 @@ async def probe_endpoint(session: aiohttp.ClientSession, ep: EndpointConfig, tim
             f"{url} answered HTTP {status}; is --url the base of an OpenAI-compatible server (e.g. http://host:8000)?"
         )
     try:
-        data = json.loads(body)
-        cards = tuple(m for m in data["data"] if isinstance(m, dict))
-        models = tuple(str(m["id"]) for m in cards)
-    except (ValueError, KeyError, TypeError):
+        data = loads_untrusted(body.decode("utf-8", errors="replace"))
+        cards = tuple(_small(m) for m in data["data"] if isinstance(m, dict) and is_model_id(m.get("id")))
+        models = tuple(m["id"] for m in cards)
+    except (MalformedChunk, KeyError, TypeError):
         raise EndpointError(f"{url} did not return an OpenAI model list; check --url") from None
     return ServerInfo(models=models, model_cards=cards, version=await _version(session, ep, timeout))
+
+
+# What a run keeps of the server's own description (manifest.json): a model card or /version body past this is not
+# one (a proxy's page, a runaway list) and is kept as the start of its text.
+MAX_KEPT_JSON = 4096
+
+
+def is_model_id(v: Any) -> bool:
+    """A model id speculab can name in a message, a file or a command: a short string on one line. Others in a
+    server's list are left out (a newline in one made a one-line error two lines)."""
+    return isinstance(v, str) and 0 < len(v) <= 500 and v.isprintable()
+
+
+def _small(obj: Any) -> Any:
+    """`obj` when its JSON is at most MAX_KEPT_JSON characters; else the start of its text (or, for a model card,
+    its id and short scalar fields)."""
+    text = json.dumps(obj, ensure_ascii=False)
+    if len(text) <= MAX_KEPT_JSON:
+        return obj
+    if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+        return {
+            k: v for k, v in obj.items() if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 500)
+        }
+    return text[:200]
 
 
 async def _version(session: aiohttp.ClientSession, ep: EndpointConfig, timeout: aiohttp.ClientTimeout) -> Any:
@@ -61,13 +89,13 @@ async def _version(session: aiohttp.ClientSession, ep: EndpointConfig, timeout: 
         async with session.get(ep.base_url + "/version", headers=ep.headers(), timeout=timeout) as resp:
             if resp.status != 200:
                 return None
-            text = await resp.text(errors="replace")
+            text = (await read_body(resp, MAX_PROBE_BYTES, truncate=True)).decode("utf-8", errors="replace")
     except (asyncio.TimeoutError, aiohttp.ClientError):
         return None
     try:
-        return json.loads(text)
-    except ValueError:
-        return text.strip()[:200] or None
+        return _small(loads_untrusted(text))
+    except MalformedChunk:
+        return text.strip()[:200].encode("utf-8", "replace").decode("utf-8") or None
 
 
 def choose_model(requested: str | None, info: ServerInfo, base_url: str) -> str:

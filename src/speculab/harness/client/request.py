@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
+from aiohttp.http_exceptions import ContentEncodingError
 
+from speculab.harness.client.body import (
+    MAX_BODY_BYTES,
+    MAX_ERROR_BODY_BYTES,
+    NOT_A_STREAM,
+    BodyTooLarge,
+    read_body,
+)
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, build_payload
 from speculab.harness.client.response import build_record, finish_error
 from speculab.harness.client.socket_times import ReadTimes, stamping_session
@@ -28,7 +36,7 @@ from speculab.harness.records import (
     RequestRecord,
     RequestSpec,
 )
-from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, parse_body
+from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, one_line, parse_body
 
 
 class RequestFunc(Protocol):
@@ -51,15 +59,29 @@ def _transport_error(e: BaseException, *, got_response: bool, timeout_s: float) 
     if isinstance(e, aiohttp.ClientConnectorError):
         return ErrorInfo(ErrorCategory.CONNECT, f"cannot connect: {e}")
     if isinstance(e, aiohttp.ClientResponseError) and not got_response:
-        return ErrorInfo(ErrorCategory.MALFORMED, f"invalid HTTP response: {e.message}", e.status or None)
-    return ErrorInfo(ErrorCategory.DROPPED, f"connection lost: {type(e).__name__}: {e}".rstrip(": "))
+        return ErrorInfo(ErrorCategory.MALFORMED, one_line(f"invalid HTTP response: {e.message}"), e.status or None)
+    if isinstance(e, aiohttp.ClientPayloadError) and isinstance(e.__cause__, ContentEncodingError):
+        # the body is not what its Content-Encoding says (a proxy's gzip header on plain bytes): not a lost connection
+        return ErrorInfo(ErrorCategory.MALFORMED, one_line(f"invalid HTTP response: {e.__cause__.message}"))
+    return ErrorInfo(ErrorCategory.DROPPED, one_line(f"connection lost: {type(e).__name__}: {e}".rstrip(": ")))
 
 
 async def _http_error(resp: aiohttp.ClientResponse) -> ErrorInfo:
-    body = await resp.read()
+    body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
     err = error_from_body(body)
-    msg = err.message if err else body[:300].decode("utf-8", errors="replace") or resp.reason or ""
+    msg = err.message if err else one_line(body[:300].decode("utf-8", errors="replace")) or resp.reason or ""
     return ErrorInfo(ErrorCategory.HTTP, f"HTTP {resp.status}: {msg}", resp.status)
+
+
+async def _not_a_stream(resp: aiohttp.ClientResponse) -> ErrorInfo:
+    """A 200 answer to a stream request that is a document: the server ignored stream=true, answered with a JSON
+    error and status 200, or a proxy sent its own page."""
+    body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
+    e = error_from_body(body) if resp.content_type == "application/json" else None
+    if e is not None:
+        return ErrorInfo(ErrorCategory.ERROR_EVENT, e.message)
+    start = one_line(body[:120].decode("utf-8", errors="replace"))
+    return ErrorInfo(ErrorCategory.MALFORMED, f"expected an SSE stream, got {resp.content_type}: {start!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +119,8 @@ class StreamingRequest(_Request):
                 got_response = True
                 if resp.status != 200:
                     err = await _http_error(resp)
-                elif resp.content_type == "application/json":
-                    # the server ignored stream=true or answered with a JSON error and status 200
-                    body = await resp.read()
-                    e = error_from_body(body)
-                    err = (
-                        ErrorInfo(ErrorCategory.ERROR_EVENT, e.message)
-                        if e
-                        else ErrorInfo(ErrorCategory.MALFORMED, "expected an SSE stream, got a JSON body")
-                    )
+                elif resp.content_type == "application/json" or resp.content_type in NOT_A_STREAM:
+                    err = await _not_a_stream(resp)
                 else:
                     reads = ReadTimes.of(resp, clock)  # each chunk's time: the socket read that delivered it
                     async for piece in resp.content.iter_any():
@@ -146,10 +161,9 @@ class UnaryRequest(_Request):
                 if resp.status != 200:
                     err = await _http_error(resp)
                 else:
-                    body = await resp.read()
                     try:
-                        delta = parse_body(body, ep.api)
-                    except MalformedChunk as e:
+                        delta = parse_body(await read_body(resp, MAX_BODY_BYTES), ep.api)
+                    except (MalformedChunk, BodyTooLarge) as e:
                         err = ErrorInfo(ErrorCategory.MALFORMED, f"malformed response body: {e}")
                     if delta.error is not None:
                         err = ErrorInfo(ErrorCategory.ERROR_EVENT, delta.error.message or "error object in body")

@@ -7,6 +7,7 @@ context it was sent with. A finish reason that means the server gave up is an er
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from speculab.harness.client.speculation_fields import kept_meta_info, speculation_from_response
@@ -18,7 +19,7 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
-from speculab.protocol.chunks import Delta
+from speculab.protocol.chunks import Delta, as_count
 
 
 def build_record(
@@ -71,8 +72,7 @@ def build_record(
 def usage_int(usage: dict[str, Any] | None, key: str) -> int | None:
     if not usage:
         return None
-    v = usage.get(key)
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return as_count(usage.get(key))
 
 
 def engine_extras(
@@ -82,13 +82,47 @@ def engine_extras(
     `cache_n`, its prefix-cache hit), vLLM `metrics`, SGLang's `meta_info` scalars."""
     extra: dict[str, Any] = {}
     if timings is not None:
-        extra["timings"] = timings
+        extra["timings"] = checked_scalars(timings)
     if metrics is not None:
         extra["metrics"] = metrics
     kept = kept_meta_info(meta_info)
     if kept is not None:
-        extra["meta_info"] = kept
+        extra["meta_info"] = checked_scalars(kept)
     return extra
+
+
+def checked_scalars(fields: dict[str, Any]) -> dict[str, Any]:
+    """An engine's per-response scalars as later sums read them: a field named like a count (`*_n`, `*_ct`,
+    `*_tokens`, ...) that is not one is dropped, and so is every non-finite or oversized number and every nested
+    value, so acceptance and prefix-cache sums never meet a string, a NaN or 1e308. What was dropped is listed
+    under `"dropped"`, so a record says the server sent something it could not use."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, v in fields.items():
+        if _is_count_name(str(key)):
+            if as_count(v) is not None:
+                kept[key] = as_count(v)
+            else:
+                dropped.append(str(key)[:80])
+        elif (isinstance(v, str) and len(v) <= 200) or _finite_number(v):
+            kept[key] = v
+        else:
+            dropped.append(str(key)[:80])
+    if dropped:
+        kept["dropped"] = dropped
+    return kept
+
+
+def _is_count_name(key: str) -> bool:
+    return key.endswith(("_n", "_ct", "_tokens", "_accepted", "_num", "_drafts")) or "draft_n" in key
+
+
+def _finite_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return abs(v) <= 2**53
+    return isinstance(v, float) and math.isfinite(v) and abs(v) <= 1e15
 
 
 # Finish reasons that mean the server gave up on the request, though the response may look complete (HTTP 200,

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from speculab.protocol.chunks import as_count
+
 SOURCE_SPECULAB = "speculab usage.speculab_spec_decode"
 SOURCE_VLLM = "vllm metrics.speculative_decoding"
 SOURCE_SGLANG = "sglang meta_info"
@@ -39,16 +41,30 @@ def speculation_from_response(
     meta_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The response's speculation stats from whichever engine field is present (they never coexist)."""
-    return (
+    found = (
         speculation_from_speculab_usage(usage)
         or speculation_from_vllm_metrics(metrics)
         or speculation_from_sglang_meta(meta_info)
         or speculation_from_timings(timings)
     )
+    return _consistent(found) if found is not None else None
+
+
+def _consistent(spec: dict[str, Any]) -> dict[str, Any]:
+    """More accepted than drafted tokens, or a position accepted more often than there were steps, is a buggy
+    exporter: those counts are not reported (None), rather than an acceptance rate above 1."""
+    accepted, drafted, steps = spec.get("accepted_tokens"), spec.get("draft_tokens"), spec.get("drafts")
+    if accepted is not None and drafted is not None and accepted > drafted:
+        spec = {**spec, "accepted_tokens": None, "draft_tokens": None}
+    per_pos = spec.get("accepted_per_position")
+    if per_pos is not None and steps is not None and any(p > steps for p in per_pos):
+        spec = {k: v for k, v in spec.items() if k != "accepted_per_position"}
+    return spec
 
 
 def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    # a count the engine sent that is not one (negative, fractional, 1e308, a string) is "not reported"
+    return as_count(v)
 
 
 def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:

@@ -23,8 +23,8 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
-from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, parse_stream_chunk
-from speculab.protocol.sse import SSEDecoder
+from speculab.protocol.chunks import Delta, MalformedChunk, error_from_body, one_line, parse_stream_chunk
+from speculab.protocol.sse import LineTooLong, SSEDecoder
 
 
 @dataclass(slots=True)
@@ -65,14 +65,19 @@ class StreamState:
 
     def feed(self, piece: bytes, t_s: float) -> bool:
         """One network read that arrived at t_s. Returns `finished`."""
-        for ev in self._dec.feed(piece):
+        try:
+            events = self._dec.feed(piece)
+        except LineTooLong as e:
+            self.error = ErrorInfo(ErrorCategory.MALFORMED, f"malformed stream: {e}")
+            return True
+        for ev in events:
             self.n_events += 1
             if ev.is_done:
                 self.done = True
                 break
             if ev.event == "error":
                 err = error_from_body(ev.data)
-                self.error = ErrorInfo(ErrorCategory.ERROR_EVENT, err.message if err else ev.data[:500])
+                self.error = ErrorInfo(ErrorCategory.ERROR_EVENT, err.message if err else one_line(ev.data))
                 break
             try:
                 delta = parse_stream_chunk(ev.data, self.api)

@@ -63,7 +63,7 @@ from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
-from speculab.harness.workload.items import approx_tokens, item_text, request_seed
+from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, approx_tokens, item_text, request_seed
 from speculab.harness.workload.sources import load_workload
 
 DIAGNOSIS_JSON = "diagnosis.json"
@@ -96,8 +96,15 @@ def _context_length(cfg: DiagnoseConfig, info: ServerInfo, model: str) -> int:
     if cfg.max_model_len is not None:
         return cfg.max_model_len
     for card in info.model_cards:
-        if card.get("id") == model and isinstance(card.get("max_model_len"), int) and card["max_model_len"] >= 2:
-            return int(card["max_model_len"])
+        n = card.get("max_model_len") if card.get("id") == model else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_CONTEXT_TOKENS:
+            # the sweep builds prompts up to the context: a server's 10^30 would be a prompt no machine can hold
+            raise EndpointError(
+                f"{cfg.endpoint.base_url}/v1/models says model {model!r} has a context of {n:.3g} tokens, "
+                f"more than any model ({MAX_CONTEXT_TOKENS}); pass --max-model-len N"
+            )
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 2:
+            return n
     raise EndpointError(
         f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len); "
         "pass --max-model-len N"

@@ -17,12 +17,16 @@ def _hist_mean(before: MetricsSnapshot, after: MetricsSnapshot, base: str) -> tu
     if s1 is None or c1 is None:
         return None, None
     ds, dc = s1 - (before.total(base + "_sum") or 0.0), c1 - (before.total(base + "_count") or 0.0)
+    if ds < 0 or dc < 0:  # a reset (the server restarted during the phase): the phase's mean is unknown
+        return None, None
     return (ds / dc if dc > 0 else None), dc
 
 
 def _delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str) -> float | None:
+    """after - before of a counter; None when absent, or when it went down (a reset: unknown, not negative)."""
     a = after.total(name)
-    return None if a is None else a - (before.total(name) or 0.0)
+    d = None if a is None else a - (before.total(name) or 0.0)
+    return d if d is None or d >= 0 else None
 
 
 def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> ServerPhase | None:

@@ -30,7 +30,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise UserError(f"{path.parent}: no {path.name}; give the output directory of a `speculab bench` run") from None
     except ValueError as e:
-        raise UserError(f"{path}: not JSON ({e})") from None
+        raise UserError(f"{path}: not JSON ({str(e)[:200]})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not JSON this version of speculab wrote (nested too deeply)") from None
 
 
 def _bench_dir(d: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -17,10 +17,13 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from speculab.errors import EndpointError
+from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
+from speculab.harness.client.probe import is_model_id
 from speculab.harness.client.request import make_session
 from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.servers.scrape import scrape_metrics
+from speculab.protocol.chunks import loads_untrusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +40,8 @@ async def _get_json(session: aiohttp.ClientSession, url: str) -> Any:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as resp:
             if resp.status != 200:
                 return None
-            return json.loads(await resp.read())
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            return loads_untrusted((await read_body(resp, MAX_PROBE_BYTES)).decode("utf-8", errors="replace"))
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):  # MalformedChunk and BodyTooLarge among them
         return None
 
 
@@ -49,7 +52,7 @@ async def look_at_server(url: str) -> ServerLook:
         try:
             async with session.get(base + "/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as resp:
                 status = resp.status
-                body = await resp.read()
+                body = await read_body(resp, MAX_PROBE_BYTES, truncate=True)
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
             raise EndpointError(
                 f"cannot reach {base} ({type(e).__name__}); is the server running? check --url"
@@ -59,8 +62,9 @@ async def look_at_server(url: str) -> ServerLook:
                 f"{base}/v1/models answered HTTP {status}; give the base URL of an OpenAI-compatible server"
             )
         try:
-            models = tuple(m for m in json.loads(body).get("data", []) if isinstance(m, dict))
-        except (ValueError, AttributeError):
+            data = loads_untrusted(body.decode("utf-8", errors="replace")).get("data", [])
+            models = tuple(m for m in data if isinstance(m, dict) and is_model_id(m.get("id")))
+        except (ValueError, AttributeError, TypeError):
             raise EndpointError(f"{base}/v1/models is not an OpenAI model list; check --url") from None
         version = await _get_json(session, base + "/version")
         snap = await scrape_metrics(session, base)

@@ -84,8 +84,9 @@ def read_setup(root: Path) -> ReportInputs:
     try:
         setup = json.loads(f.read_text(encoding="utf-8"))
         inputs = ReportInputs.from_setup_dict(setup)
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{f}: unreadable ({e}); was it written by this version of speculab?") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+        raise UserError(f"{f}: unreadable ({why}); was it written by this version of speculab?") from None
     return inputs
 
 
@@ -96,7 +97,7 @@ def _read_repeat(rdir: Path, arm: str, level: str, repeat: int) -> RepeatRun:
     if not meta.is_file():
         return RepeatRun(arm, level, repeat, tuple(records), interrupted=True, notes=("run.json missing: partial",))
     try:
-        d = json.loads(meta.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise UserError(f"{meta}: not JSON ({e})") from None
-    return RepeatRun.from_meta(d, records)
+        return RepeatRun.from_meta(json.loads(meta.read_text(encoding="utf-8")), records)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+        raise UserError(f"{meta}: unreadable ({why}); was it written by this version of speculab?") from None

@@ -69,16 +69,19 @@ def iter_records(path: Path) -> Iterator[RequestRecord]:
     process died mid-write) is skipped. Lines end at "\\n" only: model output may hold U+2028 or U+0085, which JSON
     leaves unescaped and `str.splitlines` would take for line ends."""
     bad: UserError | None = None  # a line that did not parse: fatal unless it turns out to be the last one
-    with path.open(encoding="utf-8", newline="\n") as f:
+    with path.open("rb") as f:  # bytes, decoded per line: a damaged byte is that line's error, not a traceback
         for i, line in enumerate(f, start=1):
             if bad is not None:
                 raise bad
             if not line.strip():
                 continue
             try:
-                rec = RequestRecord.from_dict(json.loads(line))
-            except (ValueError, KeyError, TypeError) as e:
-                bad = UserError(f"{path}:{i}: not a request record ({e})")
+                rec = RequestRecord.from_dict(json.loads(line.decode("utf-8")))
+            except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError and JSONDecodeError among them
+                bad = UserError(f"{path}:{i}: not a request record ({str(e)[:200]})")
+                continue
+            except RecursionError:
+                bad = UserError(f"{path}:{i}: not a request record (nested too deeply)")
                 continue
             yield rec
 

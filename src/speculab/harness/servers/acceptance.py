@@ -225,6 +225,12 @@ def _counter_acceptance(
         if a < b:
             return None, f"{n} went backwards ({b:g} -> {a:g}): the server restarted between scrapes"
         deltas[n] = a - b  # type: ignore[index]
+    accepted, drafted = deltas[metrics.accepted_tokens], deltas[metrics.draft_tokens]  # type: ignore[index]
+    if accepted > drafted:  # a buggy exporter, or counters that reset at different times: nothing here holds
+        return None, (
+            f"{metrics.accepted_tokens} grew more than {metrics.draft_tokens} ({accepted:g} > {drafted:g}): "
+            "the counters are inconsistent"
+        )
     per_pos: dict[int, float] = {}
     if metrics.accepted_per_position:
         pa = after.by_label(metrics.accepted_per_position, "position")
@@ -251,5 +257,7 @@ def _gauge_acceptance(
         return None, None
     rates = [s.value for s in after.select(rate_name)] if rate_name else []
     length = sum(lengths) / len(lengths)
+    if not all(0 <= r <= 1 for r in rates) or length < 0:  # a rate is a fraction; a length counts tokens
+        return None, f"{length_name} / {rate_name} are out of range (length {length:g}, rates {rates}): not trusted"
     found = from_sglang_gauges(length, sum(rates) / len(rates) if rates else None)
     return found, None if found.active else f"{length_name} is {length:g}: no speculative steps reported"

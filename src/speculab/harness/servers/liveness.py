@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 import aiohttp
 
+from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.records import ErrorCategory, RequestRecord
 
@@ -92,7 +93,7 @@ class EndpointWatch:
         try:
             timeout = aiohttp.ClientTimeout(total=self.probe_timeout_s)
             async with self.session.get(self.base_url + "/v1/models", headers=self.headers, timeout=timeout) as r:
-                await r.read()
+                await read_body(r, MAX_PROBE_BYTES, truncate=True)  # bounded: a broken server may never stop
                 return True  # any status: something is listening and speaking HTTP
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
             return False

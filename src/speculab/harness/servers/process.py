@@ -23,6 +23,7 @@ from typing import IO
 import aiohttp
 
 from speculab.errors import EndpointError, UserError
+from speculab.harness.client.body import MAX_ERROR_BODY_BYTES, read_body
 from speculab.harness.servers.adapters.flags import redact_command
 
 Clock = Callable[[], float]
@@ -160,7 +161,7 @@ class ServerProcess:
                 raise self._died()
             with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
                 async with session.get(url, timeout=aiohttp.ClientTimeout(total=2.0)) as resp:
-                    await resp.read()
+                    await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)  # only its status matters
                     if resp.status == 200:
                         return self.clock() - self.started_s
             if self.clock() > deadline:

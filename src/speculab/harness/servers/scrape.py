@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+
+from speculab.harness.client.body import MAX_METRICS_BYTES, BodyTooLarge, read_body
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +94,21 @@ class MetricsSnapshot:
 
 
 def parse_metrics(text: str, t_s: float = 0.0) -> MetricsSnapshot:
-    """Parse Prometheus text exposition; raises ValueError when it is not that format."""
+    """Parse Prometheus text exposition; raises ValueError when it is not that format. A sample whose value is not
+    a finite number (NaN, +Inf, past 1e300) is left out: no delta or gauge can be taken from it, and a counter left
+    out reads as "not exposed" rather than as a number."""
     samples: list[MetricSample] = []
     types: list[tuple[str, str]] = []
-    for family in text_string_to_metric_families(text):
-        types.append((family.name, family.type))
-        for s in family.samples:
-            samples.append(MetricSample(s.name, tuple(sorted(s.labels.items())), float(s.value)))
+    try:
+        for family in text_string_to_metric_families(text):
+            types.append((family.name, family.type))
+            for s in family.samples:
+                v = float(s.value)
+                if math.isfinite(v) and abs(v) <= 1e300:
+                    samples.append(MetricSample(s.name, tuple(sorted(s.labels.items())), v))
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+        # prometheus_client's parser raises more than ValueError on text that is not an exposition at all
+        raise ValueError(f"not Prometheus text: {type(e).__name__}: {str(e)[:200]}") from None
     return MetricsSnapshot(t_s=t_s, samples=tuple(samples), types=tuple(types))
 
 
@@ -123,9 +134,9 @@ async def scrape_metrics(
             if resp.status != 200:
                 log.debug("no metrics at %s: HTTP %s", url, resp.status)
                 return None
-            text = await resp.text(errors="replace")
+            text = (await read_body(resp, MAX_METRICS_BYTES)).decode("utf-8", errors="replace")
             t_s = clock()
-    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+    except (aiohttp.ClientError, asyncio.TimeoutError, BodyTooLarge) as e:
         log.debug("no metrics at %s: %r", url, e)
         return None
     try:

@@ -57,6 +57,11 @@ class SourceItem:
     arrival_s: float | None = None  # a trace's request: seconds after the trace's first request
 
 
+# Longer than any served model's context (10M tokens): a prompt length past it, from a trace or a server, is a
+# mistake, and synthesising it would take more memory than the machine has.
+MAX_CONTEXT_TOKENS = 1 << 24
+
+
 def approx_tokens(text: str) -> int:
     """Approximate token count without a tokenizer: one per word (\\w+ run) plus one per punctuation mark."""
     return len(_TOKEN_RE.findall(text))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from speculab.errors import UserError
+from speculab.errors import UserError, user_text
 from speculab.harness.workload.checks import CheckSpecError, parse_checks
 from speculab.harness.workload.items import SourceItem, read_workload_file
 
@@ -34,26 +34,34 @@ def load_jsonl(path_str: str) -> tuple[str, list[SourceItem]]:
 def read_jsonl_file(path_str: str) -> tuple[Path, bytes, str]:
     """A JSONL workload file: its path, its bytes (for the sha256) and its UTF-8 text."""
     path, raw = read_workload_file(path_str)
-    try:
-        return path, raw, raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
+    return path, raw, user_text(raw, str(path))
+
+
+# The longest line a JSONL source may hold: a prompt of 16 MB is millions of tokens, past any model's context, and a
+# file of one endless line is a mistake to name, not a string to hold three copies of.
+MAX_LINE_CHARS = 16 * 1024 * 1024
 
 
 def parse_lines(text: str, where: str, parse: Callable[[Any, str], T]) -> list[T]:
     """`parse(obj, default_id)` for each non-blank line's JSON object; a line that is not JSON, or that `parse`
-    refuses with ValueError, raises UserError naming `where:line`. Every JSONL-shaped source reads through it."""
+    refuses with ValueError, raises UserError naming `where:line`. Every JSONL-shaped source reads through it.
+    Lines end at "\\n" only: a JSON string may hold U+2028 or U+0085, which `str.splitlines` would cut at."""
     out = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_CHARS:
+            raise UserError(f"{where}:{lineno}: line over {MAX_LINE_CHARS // 2**20} MB; one item per line, shorter")
         try:
             obj = json.loads(line)
+            out.append(parse(obj, f"line{lineno}"))
         except json.JSONDecodeError as e:
             raise UserError(f"{where}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-        try:
-            out.append(parse(obj, f"line{lineno}"))
-        except ValueError as e:
+        except RecursionError:  # json (and the checks over it) recurse once per level
+            raise UserError(
+                f"{where}:{lineno}: nested too deeply (an item nests a few levels: messages, checks)"
+            ) from None
+        except ValueError as e:  # parse's refusals, and integers of more digits than Python converts
             raise UserError(f"{where}:{lineno}: {e}") from None
     return out
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from speculab.errors import UserError
+from speculab.errors import UserError, user_text
 from speculab.harness.workload.conversation import split_turns_option
 from speculab.harness.workload.items import SourceItem, approx_tokens, read_workload_file
 
@@ -25,12 +25,16 @@ def load_sharegpt(arg: str) -> tuple[str, list[SourceItem]]:
     `arg` is PATH (first turns), PATH?turns=1 (the same) or PATH?turns=all (every human turn)."""
     path_str, all_turns = split_turns_option(arg, "sharegpt") if "?turns=" in arg else (arg, False)
     path, raw = read_workload_file(path_str)
+    text = user_text(raw, str(path))
     try:
-        data = json.loads(raw)
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text ({e.reason}); ShareGPT files are JSON") from None
+    except RecursionError:
+        line = _line_past_depth(text, 500)
+        raise UserError(f"{path}:{line}: nested too deeply; a ShareGPT file is a list of conversations") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise UserError(f"{path}: {e}") from None
     if not isinstance(data, list):
         raise UserError(
             f"{path}: a ShareGPT file is a JSON list of {{'conversations': [...]}}, got {type(data).__name__}"
@@ -50,6 +54,26 @@ def load_sharegpt(arg: str) -> tuple[str, list[SourceItem]]:
     digest = hashlib.sha256(raw).hexdigest()
     mode = f"all human turns, {sum(1 + len(i.later_turns) for i in items)} in all" if all_turns else "first turns"
     return f"{path} (sha256 {digest}; {len(items)} conversations used, {skipped} skipped; {mode})", items
+
+
+def _line_past_depth(text: str, depth: int) -> int:
+    """The line where JSON `text` first nests past `depth` (brackets outside strings): where a file that nests
+    too deeply for the parser went wrong. Only on that error path: a character loop is slow on big files."""
+    level, line, in_str, escaped = 0, 1, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        elif in_str:
+            escaped, in_str = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            level += 1
+            if level > depth:
+                return line
+        elif ch in "]}":
+            level -= 1
+    return line
 
 
 def _sharegpt_item(turns: list[dict[str, Any]], entry_id: Any, all_turns: bool) -> SourceItem | None:

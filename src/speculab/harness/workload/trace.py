@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from speculab.errors import UserError
-from speculab.harness.workload.items import SourceItem
+from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, SourceItem
 from speculab.harness.workload.jsonl import parse_lines, read_jsonl_file, validate_messages
 from speculab.harness.workload.synthetic import synthetic_text
 
@@ -147,8 +147,8 @@ def _row(obj: Any, default_id: str) -> dict[str, Any]:
 
 def _positive(obj: dict[str, Any], key: str) -> int:
     v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"'{key}' must be a positive integer, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_CONTEXT_TOKENS:
+        raise ValueError(f"'{key}' must be a positive integer up to {MAX_CONTEXT_TOKENS} (2^24), got {v!r}")
     return v
 
 

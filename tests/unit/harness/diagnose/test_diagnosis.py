@@ -314,3 +314,19 @@ def test_no_interference_when_the_extra_ttft_is_beyond_any_prefill_work() -> Non
     d = situation(s_per_token=1e-5, ttft_c1=0.06, ttft_load=2.0, server_queue=0.0)
     assert not d.queueing.interference and d.disaggregation is None
     assert d.findings[0].cause == "queueing" and "more than the prefill work" in d.findings[0].evidence
+
+
+def test_a_counter_reset_during_a_phase_makes_the_servers_numbers_unknown_not_negative():
+    from speculab.harness.diagnose.server_metrics import server_phase
+    from speculab.harness.servers.scrape import parse_metrics
+
+    def snap(n, s, prompt):
+        return parse_metrics(
+            f"vllm:time_to_first_token_seconds_sum {s}\nvllm:time_to_first_token_seconds_count {n}\n"
+            f"vllm:prompt_tokens_total {prompt}\n"
+        )
+
+    phase = server_phase(snap(10, 5.0, 1000), snap(12, 1.0, 40))  # sum and prompt tokens went down: a restart
+    assert phase is None or (phase.ttft_mean_s is None and phase.prompt_tokens is None)
+    phase = server_phase(snap(10, 5.0, 1000), snap(12, 6.0, 1100))
+    assert phase.ttft_mean_s == 0.5 and phase.prompt_tokens == 100

@@ -105,3 +105,28 @@ def test_no_command_overwrites_a_result_it_did_not_create(tmp_path):
     (report_only / "inputs.json").write_text("{}")  # ... but not once it is a run directory
     with pytest.raises(UserError, match="holds another result"):
         check_render_target(report_only)
+
+
+@pytest.mark.parametrize("junk", [b"\xff\xfe\x00", b"[" * 100_000, b'{"index": 1' + b"0" * 5000 + b"}"])
+def test_a_damaged_line_is_refused_with_its_line_number_not_a_traceback(tmp_path, junk):
+    """`speculab report` on a results directory whose requests.jsonl was damaged (bad bytes, junk) was a traceback."""
+    path = tmp_path / "requests.jsonl"
+    write_records(path, [RequestRecord(0, 0.0, 0.1, 0.5)])
+    with path.open("ab") as f:
+        f.write(junk + b"\n" + b'{"index": 2}\n')
+    with pytest.raises(UserError, match=r"requests.jsonl:2: not a request record"):
+        read_records(path)
+
+
+@pytest.mark.parametrize("junk", ["[1, 2]", "[" * 100_000, '{"a": 1}'])
+@pytest.mark.parametrize("name", ["inputs.json", "run.json"])
+def test_a_damaged_ab_directory_file_is_one_line(tmp_path, junk, name):
+    """A list, a deep nest or a foreign object in inputs.json / run.json was an AttributeError or RecursionError."""
+    from fakes.ab_inputs import make_inputs
+    from speculab.harness.results.ab_dir import load_inputs, save_inputs
+
+    save_inputs(tmp_path / "ab", make_inputs(n_prompts=4, repeats=1))
+    target = next((tmp_path / "ab").rglob(name))
+    target.write_text(junk)
+    with pytest.raises(UserError, match=rf"{name}: unreadable \("):
+        load_inputs(tmp_path / "ab")

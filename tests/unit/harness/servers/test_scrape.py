@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import aiohttp
@@ -129,3 +130,41 @@ async def test_scrape_sends_the_endpoint_key_when_metrics_are_private():
     finally:
         await runner.cleanup()
     assert snap is not None and seen == [None, "Bearer k-1"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "this is not { prometheus",
+        'vllm:num_requests_running{model="a} 1\n',
+        "vllm:num_requests_running 1 2 3 4\n",
+        "# TYPE a counter\n# TYPE a gauge\na 1\n",
+        "<html><body>login required</body></html>",
+    ],
+)
+def test_text_the_parser_chokes_on_is_a_value_error_only(text):
+    """Issue 25: prometheus_client's parser raises more than ValueError on junk; callers catch ValueError."""
+    with contextlib.suppress(ValueError):
+        parse_metrics(text)
+
+
+def test_samples_that_are_not_finite_numbers_are_left_out():
+    snap = parse_metrics("a_total NaN\nb_total +Inf\nc_total 1e308\nd_total -Inf\ne_total 3\nf_total 1e15\n")
+    assert {s.name: s.value for s in snap.samples} == {"e_total": 3.0, "f_total": 1e15}  # 1e308: past 1e300
+    assert snap.total("a_total") is None  # a NaN counter reads as not exposed, never as a number
+
+
+def test_counters_that_accept_more_than_they_draft_give_no_acceptance():
+    from speculab.harness.servers.acceptance import acceptance_with_reason
+    from speculab.harness.servers.adapters import adapter_for
+
+    def snap(drafts, tokens, accepted):
+        return parse_metrics(
+            f"vllm:spec_decode_num_drafts_total {drafts}\nvllm:spec_decode_num_draft_tokens_total {tokens}\n"
+            f"vllm:spec_decode_num_accepted_tokens_total {accepted}\n"
+        )
+
+    acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 50))
+    assert acc is None and "inconsistent" in why
+    acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 10))
+    assert acc is not None and acc.acceptance_rate == 0.5
