@@ -234,7 +234,7 @@ def test_adaptive_repeats_keep_the_looks_they_took(tmp_path: Path, monkeypatch: 
     taken again on other data), the next looks follow, and every look keeps its alpha from the spending function."""
     asked: list[float] = []
 
-    def never_decided(out: Path, alpha: float, mdc: float) -> tuple[bool, list[str]]:
+    def never_decided(out: Path, alpha: float) -> tuple[bool, list[str]]:
         asked.append(alpha)
         return False, ["ngram-k2 at concurrency 1"]
 
