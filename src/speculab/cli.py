@@ -44,6 +44,7 @@ def version() -> None:
 # A command's parameters are its flags (typer declares one per line), so the long signatures below are
 # declarations, not logic: each body parses, calls one library function, prints, and maps the outcome to an exit code.
 
+_FIT_HELP = "Prompts that cannot fit the context with max_tokens: skip (leave out) | cap (lower max_tokens) | refuse"
 _MAX_ERROR_HELP = (
     "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
 )
@@ -73,9 +74,7 @@ def bench(
         help="builtin:NAME, file.jsonl, sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH, synthetic:...",
     ),
     num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Closed loop: N in flight; with --rate or a trace: a cap"
-    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; --rate/trace: a cap"),
     rate: float | None = typer.Option(None, "--rate", help="Open loop: requests per second"),
     trace_speed: float | None = typer.Option(
         None, "--trace-speed", help="trace:PATH workloads: replay the arrivals this many times faster (default 1)"
@@ -91,9 +90,9 @@ def bench(
     ramp_up: float = typer.Option(
         0.0, "--ramp-up", help="Closed loop: spread the N workers' first requests over S seconds (no lockstep)"
     ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
-    ),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit (default: the item's, else 256)"),
+    fit: str = typer.Option("skip", "--fit", help=_FIT_HELP),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Context length (default: /v1/models)"),
     temperature: float = typer.Option(0.0, "--temperature"),
     top_p: float | None = typer.Option(None, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
@@ -438,6 +437,7 @@ def run_command(
         False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
@@ -450,7 +450,8 @@ def run_command(
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
     check_ab_output_dir(out)
-    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
+                           max_model_len=max_model_len)  # fmt: skip
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )

@@ -227,7 +227,7 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         cost = CostConfig(base_price, ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price, m.cost.target_rate_rps)
     return Experiment(
         name=m.name,
-        workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests),
+        workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests, w.fit),
         sampling=SamplingConfig(
             s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
         ),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
+from speculab.harness.experiment.fitting import fit_when_known
 from speculab.harness.experiment.launch_mode import run_launch_mode
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan
@@ -33,6 +34,7 @@ class RunOutcome:
 
 async def _run_to_end(life: Lifecycle) -> RunOutcome:
     """Both modes end here: inputs.json rewritten (final), interruptions noted, the GPU handle closed."""
+    await fit_when_known(life)  # before anything is written or launched: a refusal leaves nothing behind
     life.write_inputs()
     try:
         if life.plan.launch_mode:
