@@ -152,15 +152,22 @@ def fit_items(
     takes them. With nothing to change the result is what `load_workload(spec, seed, num_prompts)` gives."""
     kept, left_out, capped = list(pool), [], 0
     if context is not None:
-        kept, left_out, capped = [], [], 0
+        kept, carried, left_out = [], [], []
         for conv in conversations(pool):
             fitted = [_fit_one(it, context, policy, max_tokens, overrides_items, count) for it in conv]
             if any(f is None for f in fitted):  # a conversation goes whole or not at all
                 left_out.append(_unit_id(conv))
                 continue
-            kept += [f for f in fitted if f is not None]
-            capped += sum(1 for f, it in zip(fitted, conv, strict=True) if f is not it)
+            for f, it in zip(fitted, conv, strict=True):
+                assert f is not None
+                capped += f is not it
+                kept.append(f)
+                # with a limit capped, the run sends each item's own (the config's stops overriding them): so
+                # every item carries the limit it would have been sent with
+                out = output_tokens(it, max_tokens, overrides_items) or None
+                carried.append(f if f is not it else dataclasses.replace(it, max_tokens=out))
         _check(pool, kept, left_out, context, policy, max_tokens, overrides_items, count)
+        kept = carried if capped else kept
     items = take(kept, num_prompts, seed) if (left_out or capped or num_prompts is not None) else tuple(kept)
     return Fit(items, context, policy, max_tokens, sum(1 for _ in conversations(pool)), tuple(left_out), capped,
                "tokenizer" if count is not None else "approx")  # fmt: skip
