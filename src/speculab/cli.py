@@ -489,12 +489,12 @@ def init_command(
     import asyncio
 
     from speculab.config import parse_experiment
-    from speculab.harness.experiment.init import look_at_server, starter_yaml
+    from speculab.harness.experiment.init import look_at_server, starter_size, starter_yaml
 
     if output.exists() and not force:
         raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
     look = asyncio.run(look_at_server(url))
-    text = starter_yaml(look)
+    text = starter_yaml(look, starter_size(look))
     parse_experiment(text, str(output))  # the starter must load as written
     try:
         output.write_text(text, encoding="utf-8")

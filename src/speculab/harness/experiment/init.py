@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -75,11 +75,49 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def _launch_command(engine: str, model: str, port: int) -> list[str] | None:
+@dataclass(frozen=True, slots=True)
+class StarterSize:
+    """How big the starter is: it must fit the server's context (workload.fit) and finish in minutes."""
+
+    context: int | None = None  # the served model's, from /v1/models
+    max_tokens: int = 256
+    num_prompts: int = 64
+    operating_concurrency: int = 8
+    repeats: int = 2
+    fitting: int | None = None  # built-in prompts of the starter's set that fit the context
+    pool: int | None = None
+
+
+SMALL_CONTEXT = 2048  # below it (the demo's 512), a starter of short outputs at concurrency 4, as `speculab demo`
+
+
+def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
+    """The starter's size for this server: the detected context decides the output limit, and how many of the
+    set's prompts fit it (the others are left out by `workload.fit: skip`, and replaced by the next ones)."""
+    from speculab.harness.workload.fit import context_from_cards, fit_items
+    from speculab.harness.workload.sources import load_workload
+
+    model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
+    context = context_from_cards(look.models, model_ids[0]) if model_ids else None
+    size = StarterSize(context)
+    if context is None:
+        return size
+    if context < SMALL_CONTEXT:
+        # 24 prompts at concurrency 4: the 6 groups of 4 a verdict needs at that load (docs/statistics.md)
+        size = StarterSize(context, max_tokens=64, num_prompts=24, operating_concurrency=4)
+    pool = load_workload(spec, seed=0).items
+    fit = fit_items(pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True,
+                    num_prompts=None, seed=0)  # fmt: skip
+    return replace(size, fitting=len(fit.items), pool=len(pool))
+
+
+def _launch_command(engine: str, model: str, port: int, context: int | None = None) -> list[str] | None:
     p = str(port)
+    # the context it serves now, said on the command line: the run then fits the workload before launching anything
+    ctx = ["--max-model-len", str(context)] if context is not None else []
     commands = {
-        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p],
-        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p],
+        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p, *ctx],
+        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p, *ctx],
         "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
         # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
         "llamacpp": ["llama-server", "-m", model, "--port", p, "--metrics"],
@@ -112,15 +150,16 @@ _SPECULATION = {
 }
 
 
-def starter_yaml(look: ServerLook) -> str:
+def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
     """A commented experiment file for this server that `load_experiment` accepts as written."""
+    size = size or StarterSize()
     model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
     model_id = model_ids[0] if model_ids else "MODEL"
     root = next((str(m["root"]) for m in look.models if m.get("root")), model_id)
     parts = urlsplit(look.url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    command = _launch_command(look.engine, root, port)
+    command = _launch_command(look.engine, root, port, size.context)
     evidence = "its /metrics names, /v1/models and /version" if look.metric_names else "/v1/models and /version"
     head = [
         f"# speculab experiment, written by `speculab init --url {look.url}`.",
@@ -129,19 +168,21 @@ def starter_yaml(look: ServerLook) -> str:
         f"name: speculation on {model_id}",
         "workload:",
         "  spec: builtin:mixed   # builtin:grounded | builtin:open | PATH.jsonl | synthetic:input=N,output=N",
-        "  num_prompts: 64",
+        f"  num_prompts: {size.num_prompts}                  # more prompts: narrower intervals (grow this first)",
         "  api: completions                 # completions | chat",
         "  warmup_requests: 4",
+        *_fit_lines(size),
         "sampling:",
         "  temperature: 0.0                 # greedy: outputs must match exactly between arms",
-        "  max_tokens: 256",
+        f"  max_tokens: {size.max_tokens}",
         "  seed: 0",
         "loads:",
         "  low: {concurrency: 1}            # where speculation helps most",
-        "  operating: {concurrency: 8}      # your production load (or {rate: R} requests/s)",
+        f"  operating: {{concurrency: {size.operating_concurrency}}}      # your production load (or {{rate: R}} "
+        "requests/s)",
         "  # sweep: [{concurrency: 1}, {concurrency: 4}, {concurrency: 16}]   # to find the crossover",
         "slos: {ttft_s: 1.0, tpot_s: 0.1}",
-        "repeats: 2                         # arms alternate ABBA across repeats",
+        f"repeats: {size.repeats}                         # arms alternate ABBA across repeats",
         "checks: true",
         "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
     ]
@@ -180,3 +221,12 @@ def starter_yaml(look: ServerLook) -> str:
             f"  url: http://{host}:{port + 1}",
         ]
     return "\n".join([*head, *body]) + "\n"
+
+
+def _fit_lines(size: StarterSize) -> list[str]:
+    """workload.fit with what it will do on this server (how many of the set's prompts fit its context)."""
+    line = "  fit: skip                        # prompts too long for the context: skip (left out) | cap | refuse"
+    if size.context is None or size.fitting is None:
+        return [line]
+    return [line, f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
+            f"with max_tokens {size.max_tokens}"]  # fmt: skip
