@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from speculab.config import DEFAULT_MAX_TOKENS, SloTargets
-from speculab.errors import UserError
+from speculab.errors import UserError, did_you_mean
 from speculab.harness.analysis.metrics import StallConfig
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, TokenCounter, resolve_api_key
 from speculab.harness.load.arrivals import ArrivalConfig
@@ -102,7 +102,9 @@ def bench_config_from_flags(
 def _check_flags(f: dict[str, Any]) -> None:
     """The flags that stand on their own: the API, the seed, positive seconds, stall and logprob counts."""
     if f["api"] not in ("completions", "chat"):
-        raise UserError(f"--api must be 'completions' or 'chat', not {f['api']!r}")
+        raise UserError(
+            f"--api must be 'completions' or 'chat', not {f['api']!r}" + did_you_mean(f["api"], ("completions", "chat"))
+        )
     if f["seed"] < 0:
         raise UserError(f"--seed must be >= 0, got {f['seed']}")
     for name in ("--slo-ttft", "--slo-tpot", "--slo-e2e", "--stall-threshold", "--timeout"):

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from speculab.errors import UserError
+from speculab.errors import UserError, did_you_mean
 from speculab.harness.records import RequestSpec
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.items import approx_tokens, item_text, request_seed
@@ -51,7 +51,10 @@ class FitConfig:
 
     def __post_init__(self) -> None:
         if self.policy not in FIT_POLICIES:
-            raise UserError(f"--fit must be one of {', '.join(FIT_POLICIES)}, not {self.policy!r}")
+            raise UserError(
+                f"--fit must be one of {', '.join(FIT_POLICIES)}, not {self.policy!r}"
+                + did_you_mean(self.policy, FIT_POLICIES)
+            )
         if self.max_model_len is not None and self.max_model_len < 2:
             raise UserError(f"--max-model-len must be at least 2, got {self.max_model_len}")
 
