@@ -402,11 +402,12 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
 
 def _run_plan(console: Console, plan: Any, out: Path, options: Any = None) -> None:
     options = options if options is not None else _report_options(allow_python_checks=False)
+    from speculab.harness.experiment.estimate import size_lines
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
 
-    for line in describe_plan(plan):
+    for line in [*describe_plan(plan), *size_lines(plan)]:
         console.print(line, highlight=False)
     console.print(f"results: {out}", highlight=False)
     try:
@@ -438,6 +439,7 @@ def run_command(
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print requests, launches and a timed estimate; run nothing"),
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
@@ -449,9 +451,16 @@ def run_command(
     console = Console(stderr=True, soft_wrap=True)
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
-    check_ab_output_dir(out)
+    if not dry_run:
+        check_ab_output_dir(out)
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
                            max_model_len=max_model_len)  # fmt: skip
+    if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
+        from speculab.harness.experiment.estimate import dry_run_interruptible, dry_run_lines
+
+        for line in dry_run_lines(dry_run_interruptible(plan)):
+            console.print(line, highlight=False)
+        return
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )
