@@ -157,7 +157,10 @@ def fit_items(
     if context is not None:
         kept, carried, left_out = [], [], []
         for conv in conversations(pool):
-            fitted = [_fit_one(it, context, policy, max_tokens, overrides_items, count) for it in conv]
+            fitted, history = [], 0
+            for it in conv:  # a later turn is sent behind the earlier turns and their answers
+                fitted.append(_fit_one(it, context, policy, max_tokens, overrides_items, count, history))
+                history += prompt_tokens(it, count) + output_tokens(it, max_tokens, overrides_items)
             if any(f is None for f in fitted):  # a conversation goes whole or not at all
                 left_out.append(_unit_id(conv))
                 continue
@@ -176,11 +179,11 @@ def fit_items(
                "tokenizer" if count is not None else "approx")  # fmt: skip
 
 
-def _fit_one(
-    it: RequestSpec, context: int, policy: str, max_tokens: int | None, overrides: bool, count: TokenCount | None
-) -> RequestSpec | None:
-    """The item as sent (the same one, or under `cap` with a lower max_tokens), or None if it cannot fit."""
-    prompt, out = prompt_tokens(it, count), output_tokens(it, max_tokens, overrides)
+def _fit_one(it: RequestSpec, context: int, policy: str, max_tokens: int | None, overrides: bool,
+             count: TokenCount | None, history: int = 0) -> RequestSpec | None:  # fmt: skip
+    """The item as sent (the same one, or under `cap` with a lower max_tokens), or None if it cannot fit; `history`:
+    the tokens of a conversation's earlier turns and answers (at most their max_tokens) sent before it."""
+    prompt, out = history + prompt_tokens(it, count), output_tokens(it, max_tokens, overrides)
     if prompt + max(out, 1) <= context:
         return it
     room = context - prompt

@@ -59,12 +59,20 @@ def test_skip_leaves_out_what_cannot_fit_and_takes_the_next_ones() -> None:
 
 def test_a_conversation_is_left_out_whole() -> None:
     pool = load_workload("builtin:chat", seed=0).items
-    fit = _fit(pool, 160, max_tokens=64, n=None)
+    fit = _fit(pool, 400, max_tokens=64, n=None)
     convs = {it.conversation_id for it in pool}
     assert fit.left_out and set(fit.left_out) <= convs
     assert not {it.conversation_id for it in fit.items} & set(fit.left_out)
     kept = [it for it in pool if it.conversation_id not in fit.left_out]
     assert [(it.conversation_id, it.turn) for it in fit.items] == [(it.conversation_id, it.turn) for it in kept]
+
+
+def test_a_later_turn_counts_the_turns_and_answers_before_it() -> None:
+    turns = tuple(RequestSpec(i, prompt=" ".join(["w"] * 50), prompt_id="c", conversation_id="c", turn=i + 1)
+                  for i in range(3))  # fmt: skip
+    # turn 3 is sent behind 2 x (108 + 64) tokens: 452, and asks for 64 more
+    assert _fit(turns, 516, max_tokens=64).left_out == ()
+    assert _fit((*turns, *_items([10])), 515, max_tokens=64).left_out == ("c",)
 
 
 def test_cap_lowers_max_tokens_and_every_item_carries_its_limit() -> None:
