@@ -493,24 +493,16 @@ def init_command(
     url: str = typer.Option(..., "--url", help="base URL of the running server to look at, e.g. http://host:8000"),
     output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
+    minutes: float = typer.Option(10.0, "--minutes", min=0.5, help="size the run to about this long on this server"),
 ) -> None:
     """Detect the engine behind URL and write a commented starter experiment file."""
-    import asyncio
+    from speculab.harness.experiment.init import write_starter
 
-    from speculab.config import parse_experiment
-    from speculab.harness.experiment.init import look_at_server, starter_size, starter_yaml
-
-    if output.exists() and not force:
-        raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
-    look = asyncio.run(look_at_server(url))
-    text = starter_yaml(look, starter_size(look))
-    parse_experiment(text, str(output))  # the starter must load as written
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
+    look, size = write_starter(url, output, force=force, target_s=minutes * 60)
     console = Console(stderr=True)
     console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
+    if size.estimate_s is not None:
+        console.print(f"about {size.estimate_s / 60:.0f} min here ({size.num_prompts} prompts)", highlight=False)
     console.print(f"next: edit it (see the comments), then `speculab run {output}`", highlight=False)
 
 

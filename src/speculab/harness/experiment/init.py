@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from speculab.errors import EndpointError
+from speculab.errors import EndpointError, UserError
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.request import make_session
 from speculab.harness.servers.adapters import detect_engine
@@ -86,6 +87,8 @@ class StarterSize:
     repeats: int = 2
     fitting: int | None = None  # built-in prompts of the starter's set that fit the context
     pool: int | None = None
+    estimate_s: float | None = None  # the run's duration, estimated from probe requests (experiment.estimate)
+    launches: int = 0  # server start-ups the estimate does not count (the server was already up)
 
 
 SMALL_CONTEXT = 2048  # below it (the demo's 512), a starter of short outputs at concurrency 4, as `speculab demo`
@@ -165,6 +168,7 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
         f"# speculab experiment, written by `speculab init --url {look.url}`.",
         f"# Detected engine: {look.engine} (from {evidence}); served model(s): {', '.join(model_ids) or 'none'}.",
         "# Run it with `speculab run THIS_FILE`; every key is explained in docs/experiment.md.",
+        *_estimate_lines(size),
         f"name: speculation on {model_id}",
         "workload:",
         "  spec: builtin:mixed   # builtin:grounded | builtin:open | PATH.jsonl | synthetic:input=N,output=N",
@@ -230,3 +234,71 @@ def _fit_lines(size: StarterSize) -> list[str]:
         return [line]
     return [line, f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
             f"with max_tokens {size.max_tokens}"]  # fmt: skip
+
+
+def _estimate_lines(size: StarterSize) -> list[str]:
+    if size.estimate_s is None:
+        return ["# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
+                " (narrower intervals), then repeats, max_tokens, loads.sweep."]  # fmt: skip
+    ups = f", plus {size.launches} server start-ups" if size.launches else ""
+    return [
+        f"# On this server it takes about {size.estimate_s / 60:.0f} min{ups} (estimated by `speculab init` from "
+        "probe requests; `speculab run THIS_FILE --dry-run` re-estimates).",
+        "# To grow it: num_prompts first (narrower intervals), then repeats, max_tokens, loads.sweep.",
+    ]
+
+
+TARGET_S = 600.0  # the starter is sized to finish in about this long on the server it looked at
+MAX_PROMPTS = 200
+
+
+def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSize,
+                    target_s: float = TARGET_S) -> StarterSize:  # fmt: skip
+    """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
+    estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
+    from speculab.harness.experiment.estimate import estimate_s, launches
+    from speculab.harness.experiment.fitting import fit_plan
+
+    def at(n: int) -> float:
+        return estimate_s(fit_plan(replace(plan, num_prompts=n), context)[0], timing)
+
+    n0 = size.num_prompts
+    e0, e1 = at(n0), at(2 * n0)
+    per_prompt = max((e1 - e0) / n0, 1e-9)
+    step = size.operating_concurrency
+    n = max(n0, min(MAX_PROMPTS, int((n0 + (target_s - e0) / per_prompt) // step * step)))
+    return replace(size, num_prompts=n, estimate_s=at(n), launches=launches(plan))
+
+
+def write_starter(url: str, output: Path, *, force: bool = False,
+                  target_s: float | None = TARGET_S) -> tuple[ServerLook, StarterSize]:  # fmt: skip
+    """`speculab init`: look at the server, size the starter to its context and (timing a few probe requests on it)
+    to about `target_s` (None: not timed), check that it loads as written, write it."""
+    from speculab.config import parse_experiment
+
+    if output.exists() and not force:
+        raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
+    look = asyncio.run(look_at_server(url))
+    size = starter_size(look)
+    exp = parse_experiment(starter_yaml(look, size), str(output))  # the starter must load as written
+    if target_s is not None:
+        size = _timed(exp, size, target_s)
+    text = starter_yaml(look, size)
+    parse_experiment(text, str(output))
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
+    return look, size
+
+
+def _timed(exp: Any, size: StarterSize, target_s: float) -> StarterSize:
+    """The size grown to `target_s` from probe requests on the server (unchanged when they cannot be timed)."""
+    from speculab.harness.experiment.estimate import dry_run_interruptible
+    from speculab.harness.experiment.plan import plan_experiment
+
+    try:
+        d = dry_run_interruptible(plan_experiment(exp))
+    except UserError:  # a starter whose workload cannot fit is still written: `speculab run` says why
+        return size
+    return size if d.timing is None else sized_to_target(d.plan, d.timing, d.fit.context, size, target_s)

@@ -51,3 +51,16 @@ def test_estimate_adds_levels_launches_warmup_and_the_report() -> None:
     assert estimate_s(plan, t) == pytest.approx(6 * per_repeat + 6 * per_launch + REPORT_S)
     assert estimate_line(plan, t).startswith("estimated duration: ~")
     assert "unknown (nothing answers" in estimate_line(plan, None, "nothing answers at http://x")
+
+
+def test_init_grows_the_starter_to_its_target_in_whole_groups() -> None:
+    from speculab.harness.experiment.init import StarterSize, sized_to_target
+
+    plan = _plan()
+    t = Timing(e2e_s=1.0, batch=4, batch_e2e_s=2.0, launch_s=None, probes=8)
+    size = StarterSize(512, max_tokens=64, num_prompts=24, operating_concurrency=4)
+    grown = sized_to_target(plan, t, None, size, target_s=600.0)
+    assert grown.num_prompts % 4 == 0 and grown.num_prompts > 24 and grown.launches == 6
+    assert grown.estimate_s is not None and 500 < grown.estimate_s <= 600
+    kept = sized_to_target(plan, t, None, size, target_s=60.0)  # the minimum costs more: it stays, said as it is
+    assert kept.num_prompts == 24 and kept.estimate_s is not None and kept.estimate_s > 60
