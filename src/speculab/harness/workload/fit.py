@@ -172,7 +172,7 @@ def fit_items(
                 # every item carries the limit it would have been sent with
                 out = output_tokens(it, max_tokens, overrides_items) or None
                 carried.append(f if f is not it else dataclasses.replace(it, max_tokens=out))
-        _check(pool, kept, left_out, context, policy, max_tokens, overrides_items, count)
+        _check(pool, kept, left_out, context, policy, max_tokens, count)
         kept = carried if capped else kept
     items = take(kept, num_prompts, seed) if (left_out or capped or num_prompts is not None) else tuple(kept)
     return Fit(items, context, policy, max_tokens, sum(1 for _ in conversations(pool)), tuple(left_out), capped,
@@ -193,7 +193,7 @@ def _fit_one(it: RequestSpec, context: int, policy: str, max_tokens: int | None,
 
 
 def _check(pool: Sequence[RequestSpec], kept: list[RequestSpec], left_out: list[str], context: int, policy: str,
-           max_tokens: int | None, overrides: bool, count: TokenCount | None) -> None:  # fmt: skip
+           max_tokens: int | None, count: TokenCount | None) -> None:  # fmt: skip
     """Refuse (one line naming the fixes) when the policy is refuse and anything cannot fit, or when nothing fits."""
     if not left_out or (policy != "refuse" and kept):
         return
