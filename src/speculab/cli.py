@@ -44,6 +44,7 @@ def version() -> None:
 # A command's parameters are its flags (typer declares one per line), so the long signatures below are
 # declarations, not logic: each body parses, calls one library function, prints, and maps the outcome to an exit code.
 
+_FIT_HELP = "Prompts that cannot fit the context with max_tokens: skip (leave out) | cap (lower max_tokens) | refuse"
 _MAX_ERROR_HELP = (
     "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
 )
@@ -73,9 +74,7 @@ def bench(
         help="builtin:NAME, file.jsonl, sharegpt:PATH, specbench:PATH, mtbench:PATH, trace:PATH, synthetic:...",
     ),
     num_prompts: int | None = typer.Option(None, "--num-prompts", help="Measured requests (default: every item once)"),
-    concurrency: int | None = typer.Option(
-        None, "--concurrency", help="Closed loop: N in flight; with --rate or a trace: a cap"
-    ),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Closed loop: N in flight; --rate/trace: a cap"),
     rate: float | None = typer.Option(None, "--rate", help="Open loop: requests per second"),
     trace_speed: float | None = typer.Option(
         None, "--trace-speed", help="trace:PATH workloads: replay the arrivals this many times faster (default 1)"
@@ -91,9 +90,9 @@ def bench(
     ramp_up: float = typer.Option(
         0.0, "--ramp-up", help="Closed loop: spread the N workers' first requests over S seconds (no lockstep)"
     ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Output limit for every request (default: each item's own, else 256)"
-    ),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Output limit (default: the item's, else 256)"),
+    fit: str = typer.Option("skip", "--fit", help=_FIT_HELP),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Context length (default: /v1/models)"),
     temperature: float = typer.Option(0.0, "--temperature"),
     top_p: float | None = typer.Option(None, "--top-p"),
     seed: int = typer.Option(0, "--seed", help="Run seed: per-request sampling seeds and arrival times"),
@@ -412,11 +411,12 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
 
 def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False) -> None:
     options = options if options is not None else _report_options(allow_python_checks=False)
+    from speculab.harness.experiment.estimate import size_lines
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
 
-    for line in describe_plan(plan):
+    for line in [*describe_plan(plan), *size_lines(plan)]:
         console.print(line, highlight=False)
     console.print(f"results: {out}", highlight=False)
     try:
@@ -448,6 +448,8 @@ def run_command(
         False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print requests, launches and a timed estimate; run nothing"),
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
@@ -461,9 +463,16 @@ def run_command(
     experiment, output = resume_paths(resume, experiment, output)  # --resume DIR: DIR and the file it ran
     exp = load_experiment(experiment)
     out = output or _default_run_dir(experiment.stem)
-    if resume is None:
+    if resume is None and not dry_run:
         check_ab_output_dir(out)
-    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c))
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
+                           max_model_len=max_model_len)  # fmt: skip
+    if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
+        from speculab.harness.experiment.estimate import dry_run_interruptible, dry_run_lines
+
+        for line in dry_run_lines(dry_run_interruptible(plan)):
+            console.print(line, highlight=False)
+        return
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )
@@ -497,24 +506,16 @@ def init_command(
     url: str = typer.Option(..., "--url", help="base URL of the running server to look at, e.g. http://host:8000"),
     output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
+    minutes: float = typer.Option(10.0, "--minutes", min=0.5, help="size the run to about this long on this server"),
 ) -> None:
     """Detect the engine behind URL and write a commented starter experiment file."""
-    import asyncio
+    from speculab.harness.experiment.init import write_starter
 
-    from speculab.config import parse_experiment
-    from speculab.harness.experiment.init import look_at_server, starter_yaml
-
-    if output.exists() and not force:
-        raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
-    look = asyncio.run(look_at_server(url))
-    text = starter_yaml(look)
-    parse_experiment(text, str(output))  # the starter must load as written
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
+    look, size = write_starter(url, output, force=force, target_s=minutes * 60)
     console = Console(stderr=True)
     console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
+    if size.estimate_s is not None:
+        console.print(f"about {size.estimate_s / 60:.0f} min here ({size.num_prompts} prompts)", highlight=False)
     console.print(f"next: edit it (see the comments), then `speculab run {output}`", highlight=False)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class UserError(Exception):
     """A mistake the user can fix: bad flag, unreachable URL, malformed file. Message names the fix."""
@@ -50,3 +53,10 @@ def user_text(raw: bytes, source: str) -> str:
 def _line_col(raw: bytes, offset: int) -> tuple[int, int]:
     """1-based line and column (in bytes) of `offset` in `raw`."""
     return raw.count(b"\n", 0, offset) + 1, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def did_you_mean(given: object, choices: Iterable[str]) -> str:
+    """ "; did you mean `X`?" for the choice closest to a misspelt name or value, or "" when none is close: the one
+    phrasing of a typo's fix (flags, flag values, experiment-file keys and values)."""
+    close = difflib.get_close_matches(str(given), list(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""

@@ -134,6 +134,7 @@ class WorkloadConfig:
     num_prompts: int | None = None  # None: the whole workload
     api: str = "completions"  # completions | chat
     warmup_requests: int = 4
+    fit: str = "skip"  # skip | cap | refuse: prompts too long for the servers' context
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ The schema is documented in docs/experiment.md.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -32,7 +33,7 @@ from speculab.config.experiment import (
     margins,
 )
 from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
-from speculab.errors import UserError, user_text
+from speculab.errors import UserError, did_you_mean, user_text
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -125,18 +126,23 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     return sorted({f for mdl in models for f in mdl.model_fields})
 
 
+def _close_key(loc: tuple[Any, ...]) -> str | None:
+    """The key of the schema at loc's parent closest to loc's last part (a misspelling's fix), if any is close."""
+    close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc[:-1]), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in get_args(annotation) for m in _models_in(arg)] if get_origin(annotation) else []
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
+    """One error's text; `loc` is its key path without pydantic's branch names (for did-you-mean)."""
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind == "extra_forbidden":
-        key = str(err["loc"][-1])
-        close = difflib.get_close_matches(key, _fields_at(tuple(err["loc"][:-1])), n=1, cutoff=0.6)
-        return "unknown key" + (f"; did you mean `{close[0]}`?" if close else "")
+        return "unknown key" + did_you_mean(loc[-1], _fields_at(loc[:-1]))
     if kind == "missing":
         return "required key is missing"
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
@@ -146,7 +152,8 @@ def _message(err: dict[str, Any]) -> str:
             f"must be {bounds[kind]} {limit:g}" if isinstance(limit, int | float) else f"must be {bounds[kind]} {limit}"
         )
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected', '')}"
+        expected = str(ctx.get("expected", ""))
+        return f"must be one of {expected}" + did_you_mean(err.get("input"), re.findall(r"'([^']*)'", expected))
     if kind in ("too_short", "too_long"):
         return "must not be empty" if ctx.get("min_length") == 1 else err["msg"].lower()
     simple = {
@@ -203,18 +210,22 @@ def _first_error(e: ValidationError, source: str) -> str:
             errors = [x for x in errors if not (union(x["loc"]) == prefix and x["type"] in _WRONG_SHAPE)]
     # A misspelt key shows up as "missing X" and "unknown Y"; the unknown one (with its did-you-mean) helps more.
     errors.sort(key=lambda x: x["type"] != "extra_forbidden")
-    cleaned = []
+    cleaned: list[tuple[tuple[Any, ...], str]] = []
     for x in errors:
         loc = tuple(
             p
             for p in x["loc"]
             if p not in ("WorkloadSchema", "int") and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
         )
-        cleaned.append((loc, _message(x)))
-    loc, msg = cleaned[0]
-    more = f" (and {len(cleaned) - 1} more)" if len(cleaned) > 1 else ""
-    where = _loc_str(loc)
-    return f"{source}: {where}: {msg}{more}" if where else f"{source}: {msg}{more}"
+        cleaned.append((loc, _message(x, loc)))
+    # a misspelt required key is also reported missing: the unknown key's did-you-mean already names it
+    unknown = [loc for (loc, _), x in zip(cleaned, errors, strict=True) if x["type"] == "extra_forbidden"]
+    fixes = {(*loc[:-1], close) for loc in unknown if (close := _close_key(loc)) is not None}
+    kept = [(loc, msg) for (loc, msg), x in zip(cleaned, errors, strict=True)
+            if not (x["type"] == "missing" and loc in fixes)]  # fmt: skip
+    # every mistake is named (each unknown key with its fix), on one line
+    lines = list(dict.fromkeys(f"{_loc_str(loc)}: {msg}" if loc else msg for loc, msg in kept))
+    return f"{source}: " + "; ".join(lines)
 
 
 def _load(m: LoadSchema) -> LoadLevel:
@@ -247,7 +258,7 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         cost = CostConfig(base_price, ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price, m.cost.target_rate_rps)
     return Experiment(
         name=m.name,
-        workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests),
+        workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests, w.fit),
         sampling=SamplingConfig(
             s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
         ),

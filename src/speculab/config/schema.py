@@ -86,6 +86,7 @@ class WorkloadSchema(_Model):
     num_prompts: int | None = Field(default=None, ge=1)
     api: Literal["completions", "chat"] = "completions"
     warmup_requests: int = Field(default=4, ge=0)
+    fit: Literal["skip", "cap", "refuse"] = "skip"  # prompts that cannot fit the context (harness.workload.fit)
 
 
 class SamplingSchema(_Model):

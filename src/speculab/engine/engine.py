@@ -160,8 +160,8 @@ class Engine:
             )
         if n + params.max_tokens > limit:
             raise InvalidRequest(
-                f"max_tokens {params.max_tokens} + prompt {n} tokens exceeds the context of {limit} tokens; "
-                f"use max_tokens <= {limit - n}",
+                f"max_tokens {params.max_tokens} + prompt {n} tokens exceeds the context of {limit} tokens (the "
+                f"server setting --max-model-len); use max_tokens <= {limit - n}",
                 "max_tokens",
             )
         v = self.model.config.vocab_size

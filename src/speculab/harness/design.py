@@ -155,3 +155,6 @@ class Setup:
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)
+    # the items fitted to the servers' context before the first request (workload.fit: policy, context, left out);
+    # None: not fitted (yet)
+    fit: Mapping[str, Any] | None = None

@@ -148,6 +148,21 @@ def test_each_mistake_is_one_line_with_the_key_path(change, expected):
     assert expected in _err(MINIMAL.replace(old, new, 1))
 
 
+def test_every_unknown_key_at_any_depth_is_named_with_its_fix():
+    text = MINIMAL.replace("num_speculative_tokens: 3", "num_speculative_token: 3").replace(
+        "port: 8123", "port: 8123, ready_timout_s: 60"
+    )
+    msg = _err(text)
+    assert "speculation.num_speculative_token: unknown key; did you mean `num_speculative_tokens`?" in msg
+    assert "baseline.launch.ready_timout_s: unknown key; did you mean `ready_timeout_s`?" in msg
+    assert "more)" not in msg and "required key is missing" not in msg  # the misspelling explains the missing key
+    listed = MINIMAL.replace("speculation: {", "speculation: [{").replace(
+        "num_speculative_tokens: 3}", "num_speculative_tokens: 3}, {method: ngram, num_speculativ_tokens: 4}]"
+    )
+    assert "speculation[1].num_speculativ_tokens: unknown key; did you mean `num_speculative_tokens`?" in _err(listed)
+    assert "did you mean `ngram`?" in _err(MINIMAL.replace("method: draft_model", "method: ngarm"))
+
+
 def test_sweep_errors_name_the_index():
     base = MINIMAL.replace("{operating: {concurrency: 8}}", "{operating: {concurrency: 8}, sweep: SWEEP}")
     assert _err(base.replace("SWEEP", "[{concurrency: 1}, {rate: 1}, {rate: 0}]")).startswith(

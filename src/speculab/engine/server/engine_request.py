@@ -46,10 +46,15 @@ class PromptLimits:
 
 def _too_long(n: int, limits: PromptLimits, param: str, *, at_least: bool = False) -> oa.ApiError:
     size = f"at least {n}" if at_least else str(n)
+    # name the server setting that set the limit, as one: the client cannot change it, whoever runs the server can
+    if limits.max_prompt_tokens < limits.max_model_len - 1:
+        why = "the server setting --max-prompt-tokens"
+    else:
+        why = f"the server setting --max-model-len {limits.max_model_len}: prompt + output, one output token at least"
     return oa.ApiError(
         400,
-        f"prompt has {size} tokens; the limit is {limits.max_prompt_tokens} (this model's context is "
-        f"{limits.max_model_len} tokens, output included; --max-prompt-tokens)",
+        f"prompt has {size} tokens; the limit is {limits.max_prompt_tokens} ({why}); send a shorter prompt, or "
+        "restart the server with a larger value",
         param=param,
         code="context_length_exceeded",
     )

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from speculab.config import DEFAULT_MAX_TOKENS
-from speculab.errors import UserError
+from speculab.errors import UserError, did_you_mean
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, resolve_api_key
 from speculab.harness.diagnose.config import DiagnoseConfig
 from speculab.harness.measure.options import parse_extra_body
@@ -88,7 +88,9 @@ def diagnose_config_from_flags(f: dict[str, Any], argv: Sequence[str] = ()) -> D
         raise UserError("give --url URL (a running server, or where --launch-cmd's server will listen) or --experiment")
     api = f["api"] or "completions"
     if api not in ("completions", "chat"):
-        raise UserError(f"--api must be 'completions' or 'chat', not {api!r}")
+        raise UserError(
+            f"--api must be 'completions' or 'chat', not {api!r}" + did_you_mean(api, ("completions", "chat"))
+        )
     for name in ("timeout", "ready_timeout"):
         if not f[name] > 0:
             raise UserError(f"--{name.replace('_', '-')} must be positive seconds, got {f[name]}")

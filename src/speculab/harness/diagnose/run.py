@@ -63,7 +63,8 @@ from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
-from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, approx_tokens, item_text, request_seed
+from speculab.harness.workload.fit import context_from_cards, fit_items
+from speculab.harness.workload.items import approx_tokens, item_text
 from speculab.harness.workload.sources import load_workload
 
 DIAGNOSIS_JSON = "diagnosis.json"
@@ -93,22 +94,13 @@ def _plan_lengths(cfg: DiagnoseConfig, context: int) -> tuple[int, ...]:
 
 
 def _context_length(cfg: DiagnoseConfig, info: ServerInfo, model: str) -> int:
-    if cfg.max_model_len is not None:
-        return cfg.max_model_len
-    for card in info.model_cards:
-        n = card.get("max_model_len") if card.get("id") == model else None
-        if isinstance(n, int) and not isinstance(n, bool) and n > MAX_CONTEXT_TOKENS:
-            # the sweep builds prompts up to the context: a server's 10^30 would be a prompt no machine can hold
-            raise EndpointError(
-                f"{cfg.endpoint.base_url}/v1/models says model {model!r} has a context of {n:.3g} tokens, "
-                f"more than any model ({MAX_CONTEXT_TOKENS}); pass --max-model-len N"
-            )
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 2:
-            return n
-    raise EndpointError(
-        f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len); "
-        "pass --max-model-len N"
-    )
+    context = cfg.max_model_len or context_from_cards(info.model_cards, model)
+    if context is None:
+        raise EndpointError(
+            f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len), or "
+            "says an impossible one; pass --max-model-len N"
+        )
+    return context
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -359,22 +351,16 @@ async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asynci
 def _fitting_items(
     items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig
 ) -> tuple[tuple[RequestSpec, ...], int]:
-    """The first `num_prompts` items whose prompt (approximate tokens x 1.5: word counts undercount a small
-    model's tokens) plus max_tokens fits the context, renumbered; and how many were skipped to find them."""
+    """The first `num_prompts` items that fit the context (`workload.fit`, policy skip), and how many were left out.
+    Nothing fits: the items as they are (`_check_workload_fits` says so)."""
     sp = cfg.sampling
-
-    def out_tokens(it: RequestSpec) -> int:
-        return sp.max_tokens if sp.max_tokens_overrides_items or it.max_tokens is None else it.max_tokens
-
-    fit = [it for it in items if approx_tokens(item_text(it)) * 1.5 + out_tokens(it) <= context]
-    if not fit:
-        return tuple(items[: cfg.num_prompts]), 0  # nothing fits: _check_workload_fits says so
-    chosen = fit[: cfg.num_prompts]
-    skipped = (items.index(chosen[-1]) + 1 - len(chosen)) if len(fit) > len(chosen) else len(items) - len(fit)
-    # cycled up to num_prompts as the loader cycles a short set, each position with its own seed
-    return tuple(
-        dataclasses.replace(fit[i % len(fit)], index=i, seed=request_seed(cfg.seed, i)) for i in range(cfg.num_prompts)
-    ), skipped
+    try:
+        fit = fit_items(items, context=context, policy="skip", max_tokens=sp.max_tokens,
+                        overrides_items=sp.max_tokens_overrides_items, num_prompts=cfg.num_prompts,
+                        seed=cfg.seed)  # fmt: skip
+    except UserError:
+        return tuple(items[: cfg.num_prompts]), 0
+    return fit.items, len(fit.left_out)
 
 
 def _check_workload_fits(items: Sequence[RequestSpec], context: int, cfg: DiagnoseConfig) -> None:

@@ -20,6 +20,7 @@ from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
 from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size, without
 
 CANDIDATE = "candidate"
 
@@ -69,17 +70,21 @@ def _items(manifest: Mapping[str, Any]) -> tuple[tuple[RequestSpec, ...], str | 
     spec = w.get("spec")
     if not spec:
         return (), "the bench manifest does not name its workload: prompts and checks are not shown"
+    seed = int((manifest.get("sampling") or {}).get("seed") or 0)
+    fit = manifest.get("fit") or {}
     try:
         wl = load_workload(
             spec,
-            seed=int((manifest.get("sampling") or {}).get("seed") or 0),
-            num_prompts=w.get("n_items"),
+            seed=seed,
+            num_prompts=pool_size(spec, w.get("n_items")) if fit.get("left_out") else w.get("n_items"),
             api=(manifest.get("endpoint") or {}).get("api", "completions"),
         )
     except UserError as e:
         return (), f"workload {spec} could not be reloaded ({e}): prompts and checks are not shown"
     if w.get("source") and wl.source != w.get("source"):
         return (), f"workload {spec} changed since the runs ({wl.source} vs {w.get('source')}): prompts not shown"
+    if fit.get("left_out"):  # the items the runs sent: the set without those left out to fit the context
+        return without(wl.items, fit["left_out"], w.get("n_items"), seed), None
     return wl.items, None
 
 
@@ -103,6 +108,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
     mb, sb = _bench_dir(dir_b)
     diffs = [
         *_differences(ma.get("workload") or {}, mb.get("workload") or {}, ("spec", "source", "n_items"), "workload"),
+        *_differences(ma.get("fit") or {}, mb.get("fit") or {}, ("left_out",), "fit"),
         *_differences(
             ma.get("sampling") or {},
             mb.get("sampling") or {},
@@ -158,6 +164,8 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
     ]
     if note:
         notes.append(note)
+    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
+        notes.append(fitted)
     change = ChangeCheck(
         CANDIDATE, (), None, "compare: two separate bench runs; speculab could not verify what differs between them"
     )

@@ -34,15 +34,15 @@ from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import ServerCommand, free_port
 from speculab.harness.workload.conversation import conversations
+from speculab.harness.workload.fit import fit_items
 from speculab.harness.workload.sources import load_workload
 
 DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, RAG) and open-ended, interleaved
 # and two-turn conversations (sent first): each arm's second turn carries its own first answer (workload.conversation)
 DEMO_CONVERSATIONS = "builtin:chat"
 DEMO_CONVERSATION_CATEGORY = "chat-writing"  # short turns: a conversation fits the demo model's context
-MAX_PROMPT_CHARS = 1200  # about 300-400 tokens: fits a 512-token context with the output
 ENGINES = ("speculab", "llamacpp")
-LLAMACPP_CTX_PER_SLOT = 512  # the demo models' context: llama-server splits --ctx-size over its --parallel slots
+DEMO_CONTEXT = 512  # the demo models' context (llama-server splits --ctx-size over its --parallel slots)
 # One compute thread: ggml's threads wait for each other at every operation, spinning, and the demo models are tiny;
 # on two cores shared with the client, a second thread made a 48-token request take 6.9 s instead of 0.3 s.
 LLAMACPP_THREADS = 1
@@ -96,7 +96,7 @@ def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
         slots = cfg.max_num_seqs
         return (
             str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1", "--port", str(port),
-            "--metrics", "--parallel", str(slots), "--ctx-size", str(LLAMACPP_CTX_PER_SLOT * slots),
+            "--metrics", "--parallel", str(slots), "--ctx-size", str(DEMO_CONTEXT * slots),
             "--threads", str(LLAMACPP_THREADS),
         )  # fmt: skip
     if cfg.engine != "speculab":
@@ -122,11 +122,13 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     arms = [base, *cands]
     changes = [enforce_single_change(c, allow_extra_diff=False) for c in diffs]
     wl = load_workload(DEMO_WORKLOAD, seed=0, api="completions")
-    # Prompts that fit the demo model's 512-token context with room for the output, in the set's interleaved order
-    # (code edits, writing, extraction, questions, summaries, math), after the conversations' turns, renumbered as
-    # the run's pairing keys; every item capped at the demo's max_tokens (some built-in items ask for more): the
-    # run must fit in minutes.
-    short = [it for it in wl.items if it.prompt is not None and len(it.prompt) <= MAX_PROMPT_CHARS]
+    # Prompts that fit the demo model's 512-token context with room for the output (workload.fit, as every command
+    # fits), in the set's interleaved order (code edits, writing, extraction, questions, summaries, math), after the
+    # conversations' turns, renumbered as the run's pairing keys; every item capped at the demo's max_tokens (some
+    # built-in items ask for more): the run must fit in minutes.
+    fitting = fit_items(wl.items, context=DEMO_CONTEXT, policy="skip", max_tokens=cfg.max_tokens,
+                        overrides_items=True, num_prompts=None, seed=0).items  # fmt: skip
+    short = [it for it in fitting if it.prompt is not None]
     chat = load_workload(DEMO_CONVERSATIONS, seed=0, api="completions")
     convs = [c for c in conversations(chat.items) if c[0].category == DEMO_CONVERSATION_CATEGORY]
     turns = [t for c in convs[: cfg.num_conversations] for t in c]

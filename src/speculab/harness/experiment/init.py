@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from speculab.errors import EndpointError
+from speculab.errors import EndpointError, UserError
 from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
@@ -79,11 +80,51 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def _launch_command(engine: str, model: str, port: int) -> list[str] | None:
+@dataclass(frozen=True, slots=True)
+class StarterSize:
+    """How big the starter is: it must fit the server's context (workload.fit) and finish in minutes."""
+
+    context: int | None = None  # the served model's, from /v1/models
+    max_tokens: int = 256
+    num_prompts: int = 64
+    operating_concurrency: int = 8
+    repeats: int = 2
+    fitting: int | None = None  # built-in prompts of the starter's set that fit the context
+    pool: int | None = None
+    estimate_s: float | None = None  # the run's duration, estimated from probe requests (experiment.estimate)
+    launches: int = 0  # server start-ups the estimate does not count (the server was already up)
+
+
+SMALL_CONTEXT = 2048  # below it (the demo's 512), a starter of short outputs at concurrency 4, as `speculab demo`
+
+
+def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
+    """The starter's size for this server: the detected context decides the output limit, and how many of the
+    set's prompts fit it (the others are left out by `workload.fit: skip`, and replaced by the next ones)."""
+    from speculab.harness.workload.fit import context_from_cards, fit_items
+    from speculab.harness.workload.sources import load_workload
+
+    model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
+    context = context_from_cards(look.models, model_ids[0]) if model_ids else None
+    size = StarterSize(context)
+    if context is None:
+        return size
+    if context < SMALL_CONTEXT:
+        # 24 prompts at concurrency 4: the 6 groups of 4 a verdict needs at that load (docs/statistics.md)
+        size = StarterSize(context, max_tokens=64, num_prompts=24, operating_concurrency=4)
+    pool = load_workload(spec, seed=0).items
+    fit = fit_items(pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True,
+                    num_prompts=None, seed=0)  # fmt: skip
+    return replace(size, fitting=len(fit.items), pool=len(pool))
+
+
+def _launch_command(engine: str, model: str, port: int, context: int | None = None) -> list[str] | None:
     p = str(port)
+    # the context it serves now, said on the command line: the run then fits the workload before launching anything
+    ctx = ["--max-model-len", str(context)] if context is not None else []
     commands = {
-        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p],
-        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p],
+        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p, *ctx],
+        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p, *ctx],
         "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
         # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
         "llamacpp": ["llama-server", "-m", model, "--port", p, "--metrics"],
@@ -116,36 +157,40 @@ _SPECULATION = {
 }
 
 
-def starter_yaml(look: ServerLook) -> str:
+def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
     """A commented experiment file for this server that `load_experiment` accepts as written."""
+    size = size or StarterSize()
     model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
     model_id = model_ids[0] if model_ids else "MODEL"
     root = next((str(m["root"]) for m in look.models if m.get("root")), model_id)
     parts = urlsplit(look.url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    command = _launch_command(look.engine, root, port)
+    command = _launch_command(look.engine, root, port, size.context)
     evidence = "its /metrics names, /v1/models and /version" if look.metric_names else "/v1/models and /version"
     head = [
         f"# speculab experiment, written by `speculab init --url {look.url}`.",
         f"# Detected engine: {look.engine} (from {evidence}); served model(s): {', '.join(model_ids) or 'none'}.",
         "# Run it with `speculab run THIS_FILE`; every key is explained in docs/experiment.md.",
+        *_estimate_lines(size),
         f"name: speculation on {model_id}",
         "workload:",
         "  spec: builtin:mixed   # builtin:grounded | builtin:open | PATH.jsonl | synthetic:input=N,output=N",
-        "  num_prompts: 64",
+        f"  num_prompts: {size.num_prompts}                  # more prompts: narrower intervals (grow this first)",
         "  api: completions                 # completions | chat",
         "  warmup_requests: 4",
+        *_fit_lines(size),
         "sampling:",
         "  temperature: 0.0                 # greedy: outputs must match exactly between arms",
-        "  max_tokens: 256",
+        f"  max_tokens: {size.max_tokens}",
         "  seed: 0",
         "loads:",
         "  low: {concurrency: 1}            # where speculation helps most",
-        "  operating: {concurrency: 8}      # your production load (or {rate: R} requests/s)",
+        f"  operating: {{concurrency: {size.operating_concurrency}}}      # your production load (or {{rate: R}} "
+        "requests/s)",
         "  # sweep: [{concurrency: 1}, {concurrency: 4}, {concurrency: 16}]   # to find the crossover",
         "slos: {ttft_s: 1.0, tpot_s: 0.1}",
-        "repeats: 2                         # arms alternate ABBA across repeats",
+        f"repeats: {size.repeats}                         # arms alternate ABBA across repeats",
         "checks: true",
         "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
     ]
@@ -184,3 +229,80 @@ def starter_yaml(look: ServerLook) -> str:
             f"  url: http://{host}:{port + 1}",
         ]
     return "\n".join([*head, *body]) + "\n"
+
+
+def _fit_lines(size: StarterSize) -> list[str]:
+    """workload.fit with what it will do on this server (how many of the set's prompts fit its context)."""
+    line = "  fit: skip                        # prompts too long for the context: skip (left out) | cap | refuse"
+    if size.context is None or size.fitting is None:
+        return [line]
+    return [line, f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
+            f"with max_tokens {size.max_tokens}"]  # fmt: skip
+
+
+def _estimate_lines(size: StarterSize) -> list[str]:
+    if size.estimate_s is None:
+        return ["# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
+                " (narrower intervals), then repeats, max_tokens, loads.sweep."]  # fmt: skip
+    ups = f", plus {size.launches} server start-ups" if size.launches else ""
+    return [
+        f"# On this server it takes about {size.estimate_s / 60:.0f} min{ups} (estimated by `speculab init` from "
+        "probe requests; `speculab run THIS_FILE --dry-run` re-estimates).",
+        "# To grow it: num_prompts first (narrower intervals), then repeats, max_tokens, loads.sweep.",
+    ]
+
+
+TARGET_S = 600.0  # the starter is sized to finish in about this long on the server it looked at
+MAX_PROMPTS = 200
+
+
+def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSize,
+                    target_s: float = TARGET_S) -> StarterSize:  # fmt: skip
+    """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
+    estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
+    from speculab.harness.experiment.estimate import estimate_s, launches
+    from speculab.harness.experiment.fitting import fit_plan
+
+    def at(n: int) -> float:
+        return estimate_s(fit_plan(replace(plan, num_prompts=n), context)[0], timing)
+
+    n0 = size.num_prompts
+    e0, e1 = at(n0), at(2 * n0)
+    per_prompt = max((e1 - e0) / n0, 1e-9)
+    step = size.operating_concurrency
+    n = max(n0, min(MAX_PROMPTS, int((n0 + (target_s - e0) / per_prompt) // step * step)))
+    return replace(size, num_prompts=n, estimate_s=at(n), launches=launches(plan))
+
+
+def write_starter(url: str, output: Path, *, force: bool = False,
+                  target_s: float | None = TARGET_S) -> tuple[ServerLook, StarterSize]:  # fmt: skip
+    """`speculab init`: look at the server, size the starter to its context and (timing a few probe requests on it)
+    to about `target_s` (None: not timed), check that it loads as written, write it."""
+    from speculab.config import parse_experiment
+
+    if output.exists() and not force:
+        raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
+    look = asyncio.run(look_at_server(url))
+    size = starter_size(look)
+    exp = parse_experiment(starter_yaml(look, size), str(output))  # the starter must load as written
+    if target_s is not None:
+        size = _timed(exp, size, target_s)
+    text = starter_yaml(look, size)
+    parse_experiment(text, str(output))
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
+    return look, size
+
+
+def _timed(exp: Any, size: StarterSize, target_s: float) -> StarterSize:
+    """The size grown to `target_s` from probe requests on the server (unchanged when they cannot be timed)."""
+    from speculab.harness.experiment.estimate import dry_run_interruptible
+    from speculab.harness.experiment.plan import plan_experiment
+
+    try:
+        d = dry_run_interruptible(plan_experiment(exp))
+    except UserError:  # a starter whose workload cannot fit is still written: `speculab run` says why
+        return size
+    return size if d.timing is None else sized_to_target(d.plan, d.timing, d.fit.context, size, target_s)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 from dataclasses import replace
 
+from speculab.harness.experiment.fitting import fit_after_launch
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan, arm_order
 from speculab.harness.records import ColdStartTimes
@@ -67,6 +68,7 @@ async def run_launch_mode(life: Lifecycle) -> None:
                 if ready_s is None:
                     return  # stopped while waiting
                 model, info, names = await life.probe(arm)
+                fit_after_launch(life, info.model_cards, model)  # the first server up says its context
                 first = await first_token(life, arm, model, server)
                 cold = ColdStartTimes(ready_s, first)
                 life.launches.append(

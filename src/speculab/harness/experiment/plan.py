@@ -19,11 +19,13 @@ from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_neede
 from speculab.harness.analysis.stats import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.records import RequestSpec
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand
 from speculab.harness.workload.conversation import conversations
+from speculab.harness.workload.fit import DEFAULT_FIT, pool_size, take
 from speculab.harness.workload.items import Workload
 
 
@@ -56,6 +58,12 @@ class RunPlan:
     stop_grace_s: float = 20.0
     request_timeout_s: float = 600.0
     source: str = ""  # the experiment file, resolved ("" when planned from text): what `run --resume DIR` rereads
+    # fitting the items to the context before the first request (experiment.fitting): the whole set they come from
+    # (empty: the setup's items), how many to take, the policy, and the context the user gave (--max-model-len)
+    pool: tuple[RequestSpec, ...] = ()
+    num_prompts: int | None = None
+    fit_policy: str = DEFAULT_FIT
+    max_model_len: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.loads) != len(self.setup.levels):
@@ -201,15 +209,17 @@ def plan_experiment(
     *,
     allow_extra_diff: bool = False,
     on_change: Callable[[ChangeCheck], None] | None = None,
+    max_model_len: int | None = None,
 ) -> RunPlan:
     """Load the workload, derive the candidate, check the single change. Nothing is started or sent.
 
     on_change sees each candidate's command difference before any refusal, so the user sees what differs."""
     from speculab.harness.workload.sources import load_workload
 
-    wl = load_workload(
-        exp.workload.spec, seed=exp.sampling.seed, num_prompts=exp.workload.num_prompts, api=exp.workload.api
-    )
+    w = exp.workload
+    pool = load_workload(w.spec, seed=exp.sampling.seed, num_prompts=pool_size(w.spec, w.num_prompts), api=w.api)
+    # the items as loaded; fitted to the context once it is known, before the first request (experiment.fitting)
+    wl = replace(pool, items=take(pool.items, w.num_prompts, exp.sampling.seed))
     if exp.workload.api == "completions" and any(it.prompt is None for it in wl.items):
         raise UserError(f"{exp.source}: workload.api is completions but the workload has chat messages; use chat")
     levels, loads = _levels_and_loads(exp)
@@ -256,6 +266,10 @@ def plan_experiment(
         logprobs=s.logprobs,
         warmup_requests=exp.workload.warmup_requests,
         source=str(Path(exp.source).resolve()) if exp.source and Path(exp.source).is_file() else "",
+        pool=pool.items,
+        num_prompts=w.num_prompts,
+        fit_policy=w.fit,
+        max_model_len=max_model_len,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from speculab.errors import UserError
+from speculab.errors import UserError, did_you_mean
 
 ArrivalKind = Literal["poisson", "constant", "gamma"]
 ARRIVAL_KINDS: tuple[str, ...] = ("poisson", "constant", "gamma")
@@ -30,7 +30,10 @@ class ArrivalConfig:
         if not self.rate_rps > 0 or not np.isfinite(self.rate_rps):
             raise UserError(f"--rate must be a positive number of requests per second, got {self.rate_rps}")
         if self.kind not in ARRIVAL_KINDS:
-            raise UserError(f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind!r}")
+            raise UserError(
+                f"--arrival must be one of {', '.join(ARRIVAL_KINDS)}, got {self.kind!r}"
+                + did_you_mean(self.kind, ARRIVAL_KINDS)
+            )
         if not self.burstiness > 0:
             raise UserError(f"--burstiness must be > 0, got {self.burstiness}")
         if self.burstiness != 1.0 and self.kind != "gamma":

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from speculab.config import DEFAULT_MAX_TOKENS, SloTargets
-from speculab.errors import UserError
+from speculab.errors import UserError, did_you_mean
 from speculab.harness.analysis.metrics import StallConfig
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, TokenCounter, resolve_api_key
 from speculab.harness.load.arrivals import ArrivalConfig
@@ -18,6 +18,7 @@ from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, check_items
 from speculab.harness.records import RequestSpec
 from speculab.harness.servers.adapters.flags import redact_command
+from speculab.harness.workload.fit import DEFAULT_FIT, FitConfig, pool_size, take
 
 
 def _positive(name: str, v: float | None) -> None:
@@ -64,15 +65,17 @@ def bench_config_from_flags(
 
     _check_flags(f)
     arrival = _arrival_from_flags(f)
-    # a duration-bounded run cycles the workload itself; otherwise the loader sizes it to --num-prompts
-    n_load = None if f["duration"] is not None else f["num_prompts"]
+    # a duration-bounded run cycles the workload itself; otherwise the whole set is loaded, so that prompts too
+    # long for the server's context can be left out and replaced before --num-prompts are taken (workload.fit)
+    n_load = None if f["duration"] is not None else pool_size(f["workload"], f["num_prompts"])
     wl = load_workload(f["workload"], seed=f["seed"], num_prompts=n_load, api=f["api"])
+    fit = FitConfig(f.get("fit", DEFAULT_FIT), f.get("max_model_len"))
     load = _load_from_flags(f, arrival, trace_speed_for(wl.items, f.get("trace_speed")))
     endpoint = _endpoint_from_flags(f)
     sampling = _sampling_from_flags(f)
     check_items(wl.items, endpoint)
     workers, ray = f.get("workers", 1), f.get("ray")
-    _check_workers(wl.items, load, workers, ray)
+    _check_workers(take(wl.items, f["num_prompts"], f["seed"]), load, workers, ray)
     count_tokens = _token_counter_from_flag(f["tokenizer"])
     output = Path(f["output"])
     from speculab.harness.results.run_dir import RunDir
@@ -91,6 +94,7 @@ def bench_config_from_flags(
         command=redact_command(argv),
         workers=workers,
         ray=ray,
+        fit=fit,
     )
     return cfg, wl.items, count_tokens
 
@@ -98,7 +102,9 @@ def bench_config_from_flags(
 def _check_flags(f: dict[str, Any]) -> None:
     """The flags that stand on their own: the API, the seed, positive seconds, stall and logprob counts."""
     if f["api"] not in ("completions", "chat"):
-        raise UserError(f"--api must be 'completions' or 'chat', not {f['api']!r}")
+        raise UserError(
+            f"--api must be 'completions' or 'chat', not {f['api']!r}" + did_you_mean(f["api"], ("completions", "chat"))
+        )
     if f["seed"] < 0:
         raise UserError(f"--seed must be >= 0, got {f['seed']}")
     for name in ("--slo-ttft", "--slo-tpot", "--slo-e2e", "--stall-threshold", "--timeout"):

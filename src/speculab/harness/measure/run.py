@@ -36,6 +36,7 @@ from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
+from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_note
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class BenchConfig:
     command: tuple[str, ...] = ()  # argv, already redacted
     workers: int = 1  # client processes (load.workers); 1: this process runs the load
     ray: str | None = None  # the workers as Ray actors on this cluster (load.ray_pool): auto | local | an address
+    fit: FitConfig = field(default_factory=FitConfig)  # items that cannot fit the server's context (workload.fit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +95,27 @@ async def run_bench(
             first = await scrape_metrics(session, cfg.endpoint.base_url, api_key=cfg.endpoint.api_key)
             names = first.names() if first is not None else set()
         ep, engine = bench_endpoint(cfg.endpoint, info, names)
+        cfg, fit = fit_bench(cfg, items, context_from_cards(info.model_cards, ep.model), count_tokens)
+        items = fit.items
         run_dir = RunDir(cfg.output_dir).create()
         try:
-            return await _measure(
-                cfg, ep, info, engine, run_dir, session, items, on_progress, stop, count_tokens, clock
-            )
+            return await _measure(cfg, ep, info, engine, run_dir, session, fit, on_progress, stop, count_tokens, clock)
         finally:
             run_dir.close()
+
+
+def fit_bench(
+    cfg: BenchConfig, pool: Sequence[RequestSpec], served: int | None, count: TokenCounter | None = None
+) -> tuple[BenchConfig, Fit]:
+    """The run's items fitted to the context (--max-model-len, else what /v1/models says) before the first request;
+    with some max_tokens capped, every item carries its own limit, so the config stops overriding them."""
+    sp = cfg.sampling
+    fit = fit_items(pool, context=cfg.fit.max_model_len or served, policy=cfg.fit.policy, max_tokens=sp.max_tokens,
+                    overrides_items=sp.max_tokens_overrides_items, num_prompts=cfg.load.num_prompts,
+                    seed=cfg.load.seed, count=count)  # fmt: skip
+    if fit.capped:
+        cfg = dataclasses.replace(cfg, sampling=dataclasses.replace(sp, max_tokens_overrides_items=False))
+    return cfg, fit
 
 
 def bench_endpoint(ep: EndpointConfig, info: ServerInfo, metric_names: set[str]) -> tuple[EndpointConfig, str]:
@@ -120,13 +136,16 @@ async def _measure(
     engine: str,
     run_dir: RunDir,
     session: aiohttp.ClientSession,
-    items: Sequence[RequestSpec],
+    fit: Fit,
     on_progress: Callable[[Progress], None] | None,
     stop: asyncio.Event | None,
     count_tokens: TokenCounter | None,
     clock: Clock,
 ) -> BenchResult:
+    items = fit.items
     manifest = _manifest(cfg, ep, info, engine, session, clock)
+    manifest["workload"] = {**cfg.workload, "n_items": len(items)}
+    manifest["fit"] = fit.to_manifest()  # what was left out (or capped) to fit the context, before any request
     run_dir.write_json(MANIFEST, manifest)
     if cfg.workers > 1 or cfg.ray is not None:
         phase = await _load_in_workers(cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop)
@@ -144,7 +163,7 @@ async def _measure(
 
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
     m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
-    hints = [*hints, *worker_warnings(phase.workers)]
+    hints = [*([fitted] if (fitted := fit_note(fit)) else []), *hints, *worker_warnings(phase.workers)]
     finished_at = utc_now()
     summary = build_summary(
         m,

@@ -1,0 +1,123 @@
+"""README.md's demo-server block, run as written: bench, serve with speculation, compare, Spec-Bench through bench,
+diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve demo` (issue 24's "done means").
+
+Only the ports change (free ones instead of 8000/8001, which another process may hold), `speculab` is this checkout's
+(a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's question file, which is not
+shipped, is a made-up one in its format: 40 questions, some far too long for the demo's 512-token context, 16 with a
+second turn. A few minutes on 2 cores (the starter's run is ~4 of them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from speculab.harness.servers.process import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "tests/integration/test_readme_examples.py` runs this block"
+
+
+def readme_block() -> list[str]:
+    """The command lines of README's demo-server block (comment lines dropped)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(MARKER) :]
+    block = re.search(r"```bash\n(.*?)```", after, re.S)
+    assert block is not None, "README.md: the demo-server block is gone"
+    return [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _shims(bin_dir: Path) -> None:
+    bin_dir.mkdir()
+    python = shlex.quote(sys.executable)
+    for name, cmd in (("speculab", f"{python} -m speculab"), ("python", python)):
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec {cmd} "$@"\n')
+        (bin_dir / name).chmod(0o755)
+
+
+def _spec_bench(cwd: Path) -> None:
+    path = cwd / "Spec-Bench" / "data" / "spec_bench" / "question.jsonl"
+    path.parent.mkdir(parents=True)
+    rng = random.Random(0)
+    words = ["the", "model", "reads", "a", "long", "passage", "and", "answers", "what", "it", "says", "in", "short"]
+    with path.open("w") as f:
+        for i in range(40):
+            text = " ".join(rng.choice(words) for _ in range(rng.choice([12, 40, 120, 400])))
+            turns = [f"Question {i}: {text}?"] + (["Now say it in one sentence."] if i < 16 else [])
+            f.write(json.dumps({"question_id": i + 1, "category": f"cat{i % 13}", "turns": turns}) + "\n")
+
+
+def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the server on port {port} exited"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"the server on port {port} did not become ready")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
+    lines = readme_block()
+    assert any("speculab run experiment.yaml --dry-run" in ln for ln in lines)
+    _shims(tmp_path / "bin")
+    _spec_bench(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    ports = {"8000": str(free_port()), "8001": str(free_port())}
+
+    def port_swapped(line: str) -> str:
+        return re.sub(r"\b(8000|8001)\b", lambda m: ports[m.group(1)], line)
+
+    def serve(cmd: str) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, shell=True, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        servers.append(proc)
+        return proc
+
+    servers: list[subprocess.Popen] = []
+    try:
+        plain = serve(f"exec speculab serve demo --port {ports['8000']}")
+        _wait_ready(int(ports["8000"]), plain)
+        for line in lines:
+            cmd = port_swapped(line.split("   #")[0].strip())
+            if cmd.endswith("&"):  # a server beside the plain one
+                _wait_ready(int(ports["8001"]), serve("exec " + cmd.rstrip("&").strip()))
+                continue
+            done = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, f"{line}\nexit {done.returncode}\n{done.stderr[-3000:]}"
+            assert "Traceback" not in done.stderr, done.stderr
+            if "then stop the server on port 8000" in line:
+                _stop(plain)
+            if "--dry-run" in cmd:
+                assert "estimated duration: ~" in done.stderr and "requests: " in done.stderr, done.stderr
+    finally:
+        for proc in servers:
+            _stop(proc)
+    summary = json.loads((tmp_path / "runs" / "ab1" / "summary.json").read_text())
+    assert summary["levels"], "the A/B run wrote no levels"
+    fitted = json.loads((tmp_path / "runs" / "plain" / "manifest.json").read_text())["fit"]
+    assert fitted["context"] == 512 and fitted["left_out"]  # builtin:grounded has prompts too long for the demo
