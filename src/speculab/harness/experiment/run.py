@@ -15,7 +15,7 @@ from pathlib import Path
 
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
-from speculab.harness.experiment.fitting import fit_plan, fit_when_known
+from speculab.harness.experiment.fitting import fit_when_known
 from speculab.harness.experiment.launch_mode import run_launch_mode
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan
@@ -80,21 +80,12 @@ async def run_plan(
         check_ab_output_dir(out_dir)
     reporter = reporter or Silent()
     with held_by_one_run(out_dir):
-        if resume:
-            plan = _fitted_as_before(plan, out_dir)
         resumed = prepare_resume(plan, out_dir) if resume else None
         if resumed is not None:
             reporter.phase(resumed.summary)
         async with make_session(clock=clock) as session:
             life = Lifecycle(plan, out_dir, session, stop or asyncio.Event(), reporter, clock, resumed)
             return await _run_to_end(life)
-
-
-def _fitted_as_before(plan: RunPlan, out_dir: Path) -> RunPlan:
-    """The plan fitted to the context its run was fitted to, before the two are compared: the saved plan's items are
-    the fitted ones (experiment.fitting), and fitting the same set to the same context gives the same items."""
-    fit = read_setup(out_dir).setup.fit
-    return fit_plan(plan, fit.get("context"))[0] if fit is not None else plan
 
 
 def run_plan_interruptible(
