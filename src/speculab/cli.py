@@ -411,8 +411,8 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
 
 def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False) -> None:
     options = options if options is not None else _report_options(allow_python_checks=False)
-    from speculab.harness.experiment.estimate import size_lines
     from speculab.harness.experiment.plan import describe_plan
+    from speculab.harness.experiment.preflight import size_lines
     from speculab.harness.experiment.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
 
@@ -468,7 +468,7 @@ def run_command(
     plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
                            max_model_len=max_model_len)  # fmt: skip
     if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
-        from speculab.harness.experiment.estimate import dry_run_interruptible, dry_run_lines
+        from speculab.harness.experiment.preflight import dry_run_interruptible, dry_run_lines
 
         for line in dry_run_lines(dry_run_interruptible(plan)):
             console.print(line, highlight=False)

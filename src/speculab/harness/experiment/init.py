@@ -91,7 +91,7 @@ class StarterSize:
     repeats: int = 2
     fitting: int | None = None  # built-in prompts of the starter's set that fit the context
     pool: int | None = None
-    estimate_s: float | None = None  # the run's duration, estimated from probe requests (experiment.estimate)
+    estimate_s: float | None = None  # the run's duration, estimated from probe requests (experiment.preflight)
     launches: int = 0  # server start-ups the estimate does not count (the server was already up)
 
 
@@ -260,8 +260,7 @@ def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSi
                     target_s: float = TARGET_S) -> StarterSize:  # fmt: skip
     """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
     estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
-    from speculab.harness.experiment.estimate import estimate_s, launches
-    from speculab.harness.experiment.fitting import fit_plan
+    from speculab.harness.experiment.preflight import estimate_s, fit_plan, launches
 
     def at(n: int) -> float:
         return estimate_s(fit_plan(replace(plan, num_prompts=n), context)[0], timing)
@@ -298,8 +297,8 @@ def write_starter(url: str, output: Path, *, force: bool = False,
 
 def _timed(exp: Any, size: StarterSize, target_s: float) -> StarterSize:
     """The size grown to `target_s` from probe requests on the server (unchanged when they cannot be timed)."""
-    from speculab.harness.experiment.estimate import dry_run_interruptible
     from speculab.harness.experiment.plan import plan_experiment
+    from speculab.harness.experiment.preflight import dry_run_interruptible
 
     try:
         d = dry_run_interruptible(plan_experiment(exp))

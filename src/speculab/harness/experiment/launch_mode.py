@@ -12,9 +12,9 @@ from __future__ import annotations
 import signal
 from dataclasses import replace
 
-from speculab.harness.experiment.fitting import fit_after_launch
 from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import ArmPlan, arm_order
+from speculab.harness.experiment.preflight import fit_after_launch
 from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.ab_dir import LAUNCHES_FILE
 from speculab.harness.results.strict_json import write_json_atomic

@@ -58,7 +58,7 @@ class RunPlan:
     stop_grace_s: float = 20.0
     request_timeout_s: float = 600.0
     source: str = ""  # the experiment file, resolved ("" when planned from text): what `run --resume DIR` rereads
-    # fitting the items to the context before the first request (experiment.fitting): the whole set they come from
+    # fitting the items to the context before the first request (experiment.preflight): the whole set they come from
     # (empty: the setup's items), how many to take, the policy, and the context the user gave (--max-model-len)
     pool: tuple[RequestSpec, ...] = ()
     num_prompts: int | None = None
@@ -218,7 +218,7 @@ def plan_experiment(
 
     w = exp.workload
     pool = load_workload(w.spec, seed=exp.sampling.seed, num_prompts=pool_size(w.spec, w.num_prompts), api=w.api)
-    # the items as loaded; fitted to the context once it is known, before the first request (experiment.fitting)
+    # the items as loaded; fitted to the context once it is known, before the first request (experiment.preflight)
     wl = replace(pool, items=take(pool.items, w.num_prompts, exp.sampling.seed))
     if exp.workload.api == "completions" and any(it.prompt is None for it in wl.items):
         raise UserError(f"{exp.source}: workload.api is completions but the workload has chat messages; use chat")

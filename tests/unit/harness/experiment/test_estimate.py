@@ -1,4 +1,4 @@
-"""experiment.estimate: a run's size from its design, and the duration arithmetic from probe timings (no clock:
+"""experiment.preflight: a run's size from its design, and the duration arithmetic from probe timings (no clock:
 the timings are given, so the sums are checked exactly)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.estimate import REPORT_S, STOP_S, Timing, estimate_line, estimate_s, size_lines
 from speculab.harness.experiment.plan import plan_experiment
+from speculab.harness.experiment.preflight import REPORT_S, STOP_S, Timing, estimate_line, estimate_s, size_lines
 
 EXPERIMENT = """
 workload: {spec: "builtin:grounded", num_prompts: 24, warmup_requests: 4}

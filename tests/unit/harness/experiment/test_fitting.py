@@ -1,10 +1,10 @@
-"""experiment.fitting: the context a launch command sets, and a plan fitted to it before the first request."""
+"""experiment.preflight: the context a launch command sets, and a plan fitted to it before the first request."""
 
 from __future__ import annotations
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.fitting import command_context, fit_plan, planned_context
 from speculab.harness.experiment.plan import plan_experiment
+from speculab.harness.experiment.preflight import command_context, fit_plan, planned_context
 
 EXPERIMENT = """
 workload: {spec: "builtin:grounded", num_prompts: 24, fit: FIT}
