@@ -1,0 +1,97 @@
+"""argv -> config -> library call -> exit code. Nothing else lives here.
+
+Each command parses and validates its flags, calls one library function, prints through
+`speculab.report.console`, and maps `UserError` to a one-line message and an exit code. The typer app and what
+every command shares are here; the commands live by what they do: `measure` (bench, workload, diagnose), `serve`
+(serve, mock-server), `ab` (run, compare, init, demo, report).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from speculab import __version__
+from speculab.errors import ErrorRateExceeded, UserError
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer on real click
+    from click.exceptions import NoArgsIsHelpError, UsageError
+
+app = typer.Typer(
+    name="speculab",
+    help="Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True)
+
+
+@app.command()
+def version() -> None:
+    """Print speculab's version."""
+    typer.echo(__version__)
+
+
+# --- commands are registered in the modules below (imported at the end), one block each ---
+# A command's parameters are its flags (typer declares one per line), so the long signatures below are
+# declarations, not logic: each body parses, calls one library function, prints, and maps the outcome to an exit code.
+
+_FIT_HELP = "Prompts that cannot fit the context with max_tokens: skip (leave out) | cap (lower max_tokens) | refuse"
+_MAX_ERROR_HELP = (
+    "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
+)
+
+
+def _max_error_rate() -> Any:
+    from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
+
+    return typer.Option(DEFAULT_MAX_ERROR_RATE, "--max-error-rate", min=0.0, max=1.0, help=_MAX_ERROR_HELP)
+
+
+def _check_error_gate(why: str | None, where: Path | None) -> None:
+    """Exit 4 with one line when the error gate failed (results were written and printed before)."""
+    if why is not None:
+        raise ErrorRateExceeded(why + (f"; what was measured is in {where}" if where is not None else ""))
+
+
+@app.callback()
+def _root() -> None:
+    """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage errors (bad flags) and UserError become one line and a non-zero exit, no traceback."""
+    try:
+        rc = app(args=argv, standalone_mode=False)
+    except NoArgsIsHelpError as e:
+        typer.echo(e.ctx.get_help() if e.ctx else str(e))
+        sys.exit(0)
+    except UsageError as e:
+        cmd = e.ctx.command_path if e.ctx else "speculab"
+        msg = f"{e.format_message()} (see {cmd} --help)"
+        err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except UserError as e:
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        err_console.print("interrupted")
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+# the commands register themselves on `app` when imported (after everything they import from here is defined), in
+# the order `--help` lists them: measure one endpoint, serve one, then the A/B
+# isort: off
+from speculab.cli import measure  # noqa: E402,F401
+from speculab.cli import serve  # noqa: E402,F401
+from speculab.cli import ab  # noqa: E402,F401
+# isort: on

@@ -1,0 +1,226 @@
+"""`speculab run | compare | init | demo | report`: the A/B lifecycle (speculab.harness.experiment) and its report."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from speculab.cli import _check_error_gate, _max_error_rate, app
+from speculab.errors import EndpointError, UserError
+
+# --- run / compare / init / demo: the A/B lifecycle (speculab.harness.experiment) ----------------------------------
+
+
+def _default_run_dir(stem: str) -> Path:
+    from datetime import datetime
+
+    return Path("speculab-runs") / f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+_ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
+
+
+def _margin() -> Any:
+    return typer.Option(None, "--margin", help="smallest change that matters, e.g. 3% (default: the run's, else 3%)")
+
+
+def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0,
+                    margin: str | None = None) -> Any:  # fmt: skip
+    from speculab.config.experiment import margins
+    from speculab.harness.verdict.correctness import CorrectnessOptions
+    from speculab.harness.verdict.model import ReportOptions
+
+    try:
+        given = margins(margin) if margin is not None else None
+    except ValueError as e:
+        raise UserError(f"--margin: {e}") from None
+    correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
+    rate = {} if max_error_rate is None else {"max_error_rate": max_error_rate}
+    return ReportOptions(seed=seed, correctness=correctness, margin=given, **rate)
+
+
+def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> Any:
+    """summary.json + report.html from what is on disk, then the verdict first."""
+    from speculab.report.console.ab import print_ab_report
+    from speculab.report.render import render_run_dir
+
+    report = render_run_dir(out, None, options)
+    print_ab_report(Console(soft_wrap=True), report, out)
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
+        )
+    return report
+
+
+def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False) -> None:
+    options = options if options is not None else _report_options(allow_python_checks=False)
+    from speculab.harness.experiment.plan import describe_plan
+    from speculab.harness.experiment.preflight import size_lines
+    from speculab.harness.experiment.run import run_plan_interruptible
+    from speculab.report.console.run_progress import RunProgress
+
+    for line in [*describe_plan(plan), *size_lines(plan)]:
+        console.print(line, highlight=False)
+    console.print(f"results: {out}", highlight=False)
+    try:
+        outcome = run_plan_interruptible(plan, out, reporter=RunProgress(console), resume=resume)
+    except EndpointError:
+        # e.g. a launched server exited mid-run: report what finished before the one-line error (exit 3)
+        if (out / "inputs.json").is_file():
+            with contextlib.suppress(Exception):
+                _render(console, out, interrupted=True, options=options)
+        raise
+    report = _render(console, out, interrupted=outcome.interrupted, options=options)
+    if outcome.interrupted:
+        raise typer.Exit(130)
+    _check_ab_error_gate(report, options, out)
+
+
+def _check_ab_error_gate(report: Any, options: Any, out: Path) -> None:
+    from speculab.harness.verdict.build import report_error_gate
+
+    _check_error_gate(report_error_gate(report, options.max_error_rate), out)
+
+
+@app.command("run")
+def run_command(
+    experiment: Path | None = typer.Argument(None, help="experiment file (YAML; `speculab init --url URL` writes one)"),
+    output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/NAME-TIME)"),
+    resume: Path | None = typer.Option(None, "--resume", help="finish the killed or interrupted run in DIR"),
+    allow_extra_diff: bool = typer.Option(
+        False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
+    ),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print requests, launches and a timed estimate; run nothing"),
+    max_error_rate: float = _max_error_rate(),
+) -> None:
+    """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
+    from speculab.config import load_experiment
+    from speculab.harness.experiment.plan import plan_experiment
+    from speculab.harness.experiment.resume import resume_paths
+    from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.report.console.ab import print_change
+
+    console = Console(stderr=True, soft_wrap=True)
+    experiment, output = resume_paths(resume, experiment, output)  # --resume DIR: DIR and the file it ran
+    exp = load_experiment(experiment)
+    out = output or _default_run_dir(experiment.stem)
+    if resume is None and not dry_run:
+        check_ab_output_dir(out)
+    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
+                           max_model_len=max_model_len)  # fmt: skip
+    if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
+        from speculab.harness.experiment.preflight import dry_run_interruptible, dry_run_lines
+
+        for line in dry_run_lines(dry_run_interruptible(plan)):
+            console.print(line, highlight=False)
+        return
+    options = _report_options(
+        allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
+    )
+    _run_plan(console, plan, out, options, resume=resume is not None)
+
+
+@app.command("compare")
+def compare_command(
+    dir_a: Path = typer.Argument(..., help="`speculab bench` output: the baseline"),
+    dir_b: Path = typer.Argument(..., help="`speculab bench` output: the candidate"),
+    output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    max_error_rate: float = _max_error_rate(),
+    margin: str | None = _margin(),
+) -> None:
+    """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
+    from speculab.harness.experiment.compare import inputs_from_bench_dirs
+    from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
+
+    console = Console(stderr=True, soft_wrap=True)
+    inputs = inputs_from_bench_dirs(dir_a, dir_b)
+    out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
+    check_ab_output_dir(out)
+    save_inputs(out, inputs)
+    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
+    _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
+
+
+@app.command("init")
+def init_command(
+    url: str = typer.Option(..., "--url", help="base URL of the running server to look at, e.g. http://host:8000"),
+    output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
+    force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
+    minutes: float = typer.Option(10.0, "--minutes", min=0.5, help="size the run to about this long on this server"),
+) -> None:
+    """Detect the engine behind URL and write a commented starter experiment file."""
+    from speculab.harness.experiment.init import write_starter
+
+    look, size = write_starter(url, output, force=force, target_s=minutes * 60)
+    console = Console(stderr=True)
+    console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
+    if size.estimate_s is not None:
+        console.print(f"about {size.estimate_s / 60:.0f} min here ({size.num_prompts} prompts)", highlight=False)
+    console.print(f"next: edit it (see the comments), then `speculab run {output}`", highlight=False)
+
+
+@app.command("demo")
+def demo_command(
+    output: Path | None = typer.Option(None, "--output", help="results directory (default speculab-runs/demo-TIME)"),
+    quick: bool = typer.Option(
+        False, "--quick", help="8 prompts of at most 48 tokens: a smoke run, too few for a verdict at concurrency 4"
+    ),
+    model: str = typer.Option(
+        "demo", "--model", help="target model: 'demo' (shipped) or a model directory (a .gguf file for llamacpp)"
+    ),
+    draft: str = typer.Option(
+        "demo-draft", "--draft", help="draft model: 'demo-draft', a directory (.gguf for llamacpp), or 'none'"
+    ),
+    eagle: str = typer.Option(
+        "demo-eagle", "--eagle", help="EAGLE head (speculab's engine): 'demo-eagle', a directory, or 'none'"
+    ),
+    engine: str = typer.Option(
+        "speculab",
+        "--engine",
+        help="speculab (the embedded engine) or llamacpp (llama-server from scripts/install_llama_server.sh)",
+    ),
+) -> None:
+    """The whole A/B job on the demo models: plain vs n-gram vs draft model vs EAGLE head (speculab or llama.cpp)."""
+    from speculab.harness.experiment.demo import DemoConfig, demo_plan
+    from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.report.console.ab import print_change
+
+    console = Console(stderr=True, soft_wrap=True)
+    out = output or _default_run_dir("demo")
+    check_ab_output_dir(out)
+    none = {"none": None}
+    cfg = DemoConfig(
+        model=model, draft=none.get(draft, draft), eagle=none.get(eagle, eagle), engine=engine, quick=quick
+    )
+    plan = demo_plan(cfg)
+    for change in plan.changes:
+        print_change(console, change)
+    _run_plan(console, plan, out)
+
+
+# --- report: re-render report.html + summary.json of a saved A/B run (speculab run / demo), partial runs too ----
+
+
+@app.command("report")
+def report_command(
+    directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
+    output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
+    seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
+    allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
+    margin: str | None = _margin(),
+) -> None:
+    """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
+    from speculab.report.console.ab import print_ab_report
+    from speculab.report.render import render_run_dir
+
+    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin)
+    report = render_run_dir(directory, output, options)
+    print_ab_report(Console(soft_wrap=True), report, output or directory)

@@ -1,0 +1,141 @@
+"""`speculab serve | mock-server`: the reference engine and the scripted server."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from speculab.cli import app, err_console
+from speculab.errors import UserError
+
+
+# --- serve (reference engine) ---
+@app.command()
+def serve(
+    model: str = typer.Argument(..., help="Model directory (config.json + safetensors + tokenizer.json), or 'demo'."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 exposes the server to the network."),
+    port: int = typer.Option(8000, help="TCP port."),
+    max_num_seqs: int = typer.Option(8, help="Concurrent sequences (KV cache slots)."),
+    max_model_len: int | None = typer.Option(
+        None, help="Prompt + output tokens per sequence (default: the model's, at most 4096)."
+    ),
+    max_num_batched_tokens: int | None = typer.Option(
+        None, help="Token budget per engine step (default: 512 on CPU, 2048 on CUDA)."
+    ),
+    max_waiting: int = typer.Option(256, help="Waiting-queue bound; beyond it requests get HTTP 429."),
+    dtype: str = typer.Option("auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16, float16."),
+    device: str = typer.Option("auto", help="auto, cpu, cuda, cuda:N."),
+    api_key: str | None = typer.Option(
+        None, help="Require 'Authorization: Bearer KEY' on /v1/* and /openapi.json (and /metrics if private)."
+    ),
+    served_model_name: str | None = typer.Option(None, help="Model name clients send (default: MODEL as given)."),
+    seed: int = typer.Option(0, help="Seed for requests that do not send their own."),
+    threads: int | None = typer.Option(
+        None, help="torch CPU threads (default: torch's, one per core); 1 leaves room for a client on a small machine."
+    ),
+    speculative_config: str | None = typer.Option(
+        None,
+        help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
+        '\'{"method":"draft_model","model":"DIR|demo-draft","num_speculative_tokens":4}\' (docs/speculative.md).',
+    ),
+    max_request_bytes: int = typer.Option(
+        4 * 1024 * 1024, help="Largest request body; larger ones get HTTP 413 before they are read."
+    ),
+    max_header_bytes: int = typer.Option(16 * 1024, help="Largest request line + headers; larger get HTTP 431."),
+    max_prompt_tokens: int | None = typer.Option(
+        None, help="Longest prompt in tokens (default: the context minus one); longer ones get HTTP 400."
+    ),
+    metrics_public: bool = typer.Option(
+        True, "--metrics-public/--metrics-private", help="Under --api-key, serve /metrics without the key (default)."
+    ),
+) -> None:
+    """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
+    try:
+        from speculab.engine.server.launch import serve as run_server
+        from speculab.engine.server.launch import serve_config_from_flags
+    except ImportError as e:
+        raise UserError(
+            f"speculab serve needs the engine extra ({e.name} is missing): pip install 'speculab[engine]'"
+        ) from None
+    cfg = serve_config_from_flags(dict(locals()))
+
+    def ready(url: str) -> None:
+        err_console.print(
+            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r})", highlight=False
+        )
+
+    run_server(cfg, on_ready=ready)
+
+
+# --- mock-server ---------------------------------------------------------------------------------------------
+
+
+@app.command("mock-server")
+def mock_server(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
+    ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),
+    ttft_jitter_ms: float = typer.Option(0.0, help="Adds a seeded uniform [0, this) to each TTFT."),
+    gap_ms: float = typer.Option(20.0, help="Time between chunks of one stream."),
+    tokens_per_chunk: str = typer.Option("1", help="Tokens per chunk: N, or a per-chunk pattern like 3,1,2."),
+    output_tokens: int = typer.Option(128, help="Natural output length in tokens; a request's max_tokens caps it."),
+    prefill_ms_per_token: float = typer.Option(0.0, help="Extra TTFT per (uncached) prompt token."),
+    serial_prefill: bool = typer.Option(
+        False, "--serial-prefill", help="Prefills run one at a time: TTFT grows under load, decode does not."
+    ),
+    startup_ms: float = typer.Option(0.0, help="Wait this long before listening, like a server loading a model."),
+    cold_start_ms: float = typer.Option(0.0, help="Extra delay for the first request (and after --idle-reset-s)."),
+    idle_reset_s: float = typer.Option(None, help="Idle seconds after which the server is cold again."),
+    max_concurrency: int = typer.Option(None, help="Requests beyond this many queue server-side."),
+    decode_slowdown: float = typer.Option(0.0, help="Gap grows by this fraction per extra running request."),
+    num_speculative_tokens: int = typer.Option(
+        None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
+    ),
+    prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
+    prefix_cache_max_blocks: int = typer.Option(65536, help="Prefix-cache capacity in 16-token blocks (LRU)."),
+    max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),
+    model: list[str] = typer.Option(["speculab-mock"], "--model", help="Served model name (repeat for several)."),
+    fault_5xx_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 500."),
+    fault_429_rate: float = typer.Option(0.0, help="Share of requests answered with HTTP 429 + Retry-After."),
+    retry_after_s: float = typer.Option(1.0, help="Retry-After of the 429 faults."),
+    fault_drop_rate: float = typer.Option(0.0, help="Share of streams whose connection drops mid-way."),
+    fault_malformed_rate: float = typer.Option(0.0, help="Share of streams with one malformed SSE event."),
+    fault_error_event_rate: float = typer.Option(0.0, help="Share of streams ending in an error event."),
+    fault_stall_rate: float = typer.Option(0.0, help="Share of streams that stall mid-way."),
+    fault_stall_s: float = typer.Option(3600.0, help="How long a stall lasts."),
+    seed: int = typer.Option(0, help="Seed of the fault draws."),
+    record_send_times: bool = typer.Option(
+        False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
+    ),
+    api_key: str | None = typer.Option(None, "--api-key", help="Require 'Authorization: Bearer KEY' on /v1/*."),
+    spin_ms: float = typer.Option(
+        0.0,
+        help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
+        "of the script instead of 1-2 ms late, at the cost of CPU; 2.5 covers asyncio's overshoot.",
+    ),
+) -> None:
+    """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
+    import asyncio
+    import errno
+
+    from speculab.harness.mock.options import mock_config_from_flags
+    from speculab.harness.mock.server import serve_mock
+
+    cfg = mock_config_from_flags(dict(locals()))
+
+    def ready(url: str) -> None:
+        typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}); Ctrl-C stops it", err=False)
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(serve_mock(cfg, host, port, ready))
+        err_console.print("mock-server stopped")  # SIGTERM
+    except KeyboardInterrupt:
+        err_console.print("mock-server stopped")
+    except OSError as e:
+        if e.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+            raise UserError(
+                f"cannot listen on {host}:{port} ({e.strerror}); pass another --port, or --port 0"
+            ) from None
+        raise
