@@ -59,7 +59,9 @@ def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> Non
 @pytest.mark.parametrize("engine", ["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"])
 def test_starter_file_loads_for_every_engine(engine: str) -> None:
     look = ServerLook("http://10.0.0.5:30000", engine, ({"id": "my-model", "root": "/models/m"},), None, ())
-    exp = parse_experiment(starter_yaml(look), "starter.yaml")
+    text = starter_yaml(look)
+    assert text.endswith("\n") and not text.endswith("\n\n")  # one final newline, as editors and git expect
+    exp = parse_experiment(text, "starter.yaml")
     if engine == "other":  # unknown flags: two-URL mode with a placeholder candidate
         assert exp.two_url_mode and exp.baseline.url == "http://10.0.0.5:30000"
     else:
