@@ -203,7 +203,8 @@ def histograms(
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 2.7))
     allg = [g for v in gaps_ms.values() for g in _finite(v)]
     if allg:
-        hi = sorted(allg)[int(0.99 * (len(allg) - 1))] or max(allg)
+        # every gap 0 (a server that sends its whole answer in one burst): a 1 ms range, not 40 empty bins of width 0
+        hi = sorted(allg)[int(0.99 * (len(allg) - 1))] or max(allg) or 1.0
         bins = [hi * j / 40 for j in range(41)]
         for i, (arm, v) in enumerate(gaps_ms.items()):
             vals = [min(x, hi) for x in _finite(v)]
