@@ -41,7 +41,7 @@ from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.servers.acceptance import (
-    acceptance_between,
+    acceptance_with_reason,
 )
 from speculab.harness.servers.adapters import adapter_for, detect_engine
 from speculab.harness.servers.liveness import EndpointWatch
@@ -483,11 +483,14 @@ class Lifecycle:
                 asked = f"requested {spec.value:g}" if spec.kind == "rate" else f"the trace at ×{spec.value:g}"
                 notes.append(f"sent {achieved:.3g} req/s ({asked})")
         scopes = {scope for _, scope in seen.memory if scope}
+        acceptance, why = acceptance_with_reason(adapter, before, after, records, arm.k)
+        if acceptance is None and why:  # e.g. a counter that went backwards: the server restarted mid-level
+            notes.append(f"acceptance unknown: {why}")
         run = RepeatRun(
             arm=arm.info.name,
             level=spec.key,
             repeat=repeat,
-            acceptance=acceptance_between(adapter, before, after, records, arm.k),
+            acceptance=acceptance,
             memory=tuple(s for samples, _ in seen.memory for s in samples),
             gpu_scope="device" if "device" in scopes else ("process" if scopes else ""),
             order=self.order,
