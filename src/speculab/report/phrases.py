@@ -97,6 +97,16 @@ def launch_phrase(comp: LevelComparison) -> str:
     return "the two servers' own difference is unmeasured (one process each): the margin is what covers it"
 
 
+def pairs_phrase(comp: LevelComparison) -> str:
+    """Why TPOT has fewer pairs than E2E ("" when it has as many): TPOT needs two output tokens."""
+    tp, e2e = comp.metric("tpot_s"), comp.metric("e2e_s")
+    n = comp.single_token
+    if not n or tp is None or e2e is None:
+        return ""
+    answers = "answer was" if n == 1 else "answers were"
+    return f"TPOT pairs {tp.n_pairs} of {e2e.n_pairs}: {n} {answers} one token, and TPOT needs two"
+
+
 def verdict_line(report: Report, cand: CandidateReport) -> str:
     """The hyperfine-style one-liner of one candidate; every part names its load, interval or source."""
     levels, crossover, acc, correctness = report.levels, cand.crossover, cand.acceptance, cand.correctness

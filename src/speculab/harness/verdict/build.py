@@ -121,9 +121,13 @@ def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequen
         elif c.single_change is None:
             w.append(f"{c.label}: the single change could not be verified ({c.change_note or 'commands unknown'})")
     for lv in levels:
+        # one line per reason and load, naming every candidate it withheld: a baseline at fault gates them all alike
+        gated: dict[str, list[str]] = {}
         for comp in lv.comparisons:
             if comp.gate not in ("ok", "missing"):
-                w.append(f"{labels.get(comp.candidate, comp.candidate)} at {lv.label}: no verdict — {comp.gate_reason}")
+                gated.setdefault(comp.gate_reason, []).append(labels.get(comp.candidate, comp.candidate))
+        w.extend(f"{', '.join(names)} at {lv.label}: no verdict — {why}" for why, names in gated.items())
+        for comp in lv.comparisons:
             if comp.prefix_cache is not None and comp.prefix_cache.beyond_noise:
                 c = comp.prefix_cache
                 w.append(

@@ -209,13 +209,22 @@ def compare_level(
     else:
         verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values["tpot_s"]
+    short = _single_token(values["e2e_s"], values["tpot_s"], c_runs, b_runs)
     return LevelComparison(
         cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
         acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
         prefix_cache=hit_rate_change(base, cand),
         by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged), decision=decision,
-        launches=ratios[0].launches, launched=launched,
+        launches=ratios[0].launches, launched=launched, single_token=short,
     )  # fmt: skip
+
+
+def _single_token(e2e: tuple[dict[int, float], dict[int, float]], tpot: tuple[dict[int, float], dict[int, float]],
+                  cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun]) -> int:  # fmt: skip
+    """Prompts both arms answered (an E2E pair) with no TPOT pair because an arm's answer was one token."""
+    unpaired = (e2e[0].keys() & e2e[1].keys()) - (tpot[0].keys() & tpot[1].keys())
+    outs = per_prompt(cand_runs, "output_tokens"), per_prompt(base_runs, "output_tokens")
+    return sum(1 for i in unpaired if any(o.get(i, 2) <= 1 for o in outs))
 
 
 def margin_of(opts: ReportOptions, metric: str) -> float:

@@ -218,6 +218,9 @@ class LevelComparison:
     # compare). Below analysis.paired.MIN_LAUNCHES the launch effect is not in the interval; the margin covers it.
     launches: int = 1
     launched: bool = False  # launch mode (each repeat relaunches both arms)
+    # prompts paired on E2E but without a TPOT pair: a one-token answer in either arm (TPOT needs two tokens); why
+    # the TPOT pairs can be fewer than the E2E pairs
+    single_token: int = 0
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
-from speculab.report.phrases import best_lines, decision_of, launch_phrase, verdict_line
+from speculab.report.phrases import best_lines, decision_of, launch_phrase, pairs_phrase, verdict_line
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
 STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
@@ -94,9 +94,6 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         failed = [f"{escape(label)} {a.error} of {a.sent}" for label, a in failed if a.error]
         if failed:
             parts.append(Text.from_markup(f"  [yellow]failed requests:[/] {'; '.join(failed)}"))
-        for comp in lv.comparisons:
-            if comp.gate not in ("ok", "missing"):
-                parts.append(Text.from_markup(f"  [yellow]no verdict:[/] {escape(comp.gate_reason)}"))
         parts.extend(Text.from_markup(line) for line in unit_lines(report, lv))
         parts.extend(Text(line) for line in per_request_lines(report, lv))
     if report.k_choices:
@@ -175,10 +172,12 @@ def unit_lines(report: Any, level: Any) -> list[str]:
         if c.gate == "ok" and c.decision and (line := launch_phrase(c)) not in said:
             said.add(line)
             lines.append(f"  {escape(line)}")
+    lines.extend(_pairs_lines(level, labels))
     for c, tp in grouped:
         if tp.verdict == "not enough paired data" and tp.note:
             label = escape(labels.get(c.candidate, c.candidate))
             lines.append(f"  [yellow]too few pairs:[/] {label}: {escape(tp.note)}")
+    breakdowns = []
     for c in level.comparisons:
         label = escape(labels.get(c.candidate, c.candidate))
         if c.diverged:
@@ -189,8 +188,25 @@ def unit_lines(report: Any, level: Any) -> list[str]:
         for name, rows in (("by turn", c.by_turn), ("by prompt length", c.by_prompt_length)):
             if rows and c.gate == "ok":
                 cells = " · ".join(f"{escape(r.metric)} {_speedup_cell(r)}" for r in rows)
-                lines.append(f"  {label} TPOT {name}: {cells}")
-    return lines
+                breakdowns.append(f"  {label} TPOT {name}: {cells}")
+    return lines + ([EXPLORATORY, *breakdowns] if breakdowns else [])
+
+
+# A breakdown's subsets are each judged at 95 %: with several subsets one can land outside by chance, so a subset's
+# interval beside the overall answer is a lead to follow, not a second verdict (the HTML tables say the same). Said
+# once per load, above its breakdowns.
+EXPLORATORY = "  breakdowns (exploratory: each subset at 95%, not adjusted for multiplicity):"
+
+
+def _pairs_lines(level: Any, labels: dict[str, str]) -> list[str]:
+    """Why TPOT counted fewer pairs than E2E, once per load when every candidate has the same counts."""
+    said: dict[str, list[str]] = {}
+    for c in level.comparisons:
+        if c.gate == "ok" and (line := pairs_phrase(c)):
+            said.setdefault(line, []).append(labels.get(c.candidate, c.candidate))
+    if len(said) == 1 and sum(map(len, said.values())) == len(level.comparisons):
+        return [f"  {escape(line)}" for line in said]
+    return [f"  {escape(', '.join(names))}: {escape(line)}" for line, names in said.items()]
 
 
 def _speedup_cell(r: Any) -> str:

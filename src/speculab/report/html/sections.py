@@ -24,7 +24,14 @@ from speculab.report.formatting import (
     speedup_range,
     usd,
 )
-from speculab.report.phrases import decision_of, decision_phrase, launch_phrase, non_inferiority_phrase, ratio_phrase
+from speculab.report.phrases import (
+    decision_of,
+    decision_phrase,
+    launch_phrase,
+    non_inferiority_phrase,
+    pairs_phrase,
+    ratio_phrase,
+)
 
 
 def arm_labels(report: Report) -> dict[str, str]:
@@ -178,7 +185,8 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "pairs": f"{m.n_pairs}"
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
                     + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
-                    "note": m.note,
+                    # beside the pairs: why TPOT has fewer than E2E
+                    "note": "; ".join(x for x in (m.note, pairs_phrase(comp) if m.metric == "tpot_s" else "") if x),
                 }
             )
         breakdowns = [

@@ -7,6 +7,7 @@ from dataclasses import replace
 from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
+from speculab.harness.design import LevelSpec
 from speculab.harness.records import ErrorCategory, ErrorInfo
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
@@ -39,3 +40,63 @@ def test_the_tables_fit_80_columns_without_wrapping_or_cutting():
         assert all(len(ln) <= 80 for ln in text.splitlines())
         assert "…" not in "\n".join(rows) and all("acc.len" in ln for ln in rows if ln.startswith("arm "))
     assert "failed requests: draft_model k=4 4 of 12" in _render(80, failing=True)
+
+
+ONE_LOAD = (LevelSpec("concurrency", 1, ("low", "operating")),)
+
+
+def _one_token(r, i: int):
+    """Record `r` answering prompt i with a single token (TPOT undefined), and prompts from 4 on 200 tokens long."""
+    rec = replace(r, prompt_tokens=200) if r.index >= 4 else r
+    if r.index != i:
+        return rec
+    first = rec.chunks[0]
+    return replace(rec, chunks=(replace(first, n_tokens=1),), completion_tokens=1)  # same end: the load holds
+
+
+def test_fewer_tpot_pairs_than_e2e_pairs_say_why_and_breakdowns_say_they_are_exploratory():
+    """Issue 24: the demo showed 21 TPOT pairs and 24 E2E pairs for 24 prompts without saying why, and a subset's
+    interval beside the overall answer with no word on multiplicity."""
+    cands = {"ngram-k4": ArmEffect(tpot_factor={"c1": 0.5}), "draft_model-k4": ArmEffect(tpot_factor={"c1": 0.8})}
+    inputs = make_inputs(n_prompts=12, repeats=1, candidates=cands, levels=ONE_LOAD)
+    short = {0, 5, 9}
+    runs = []
+    for run in inputs.runs:
+        recs = run.records
+        for i in short:
+            recs = tuple(_one_token(r, i) if r.index == i else r for r in recs)
+        runs.append(replace(run, records=tuple(_one_token(r, -1) for r in recs)))
+    report = build_report(inputs.with_runs(tuple(runs)), ReportOptions(n_resamples=200))
+    comp = report.levels[0].comparisons[0]
+    assert comp.single_token == 3 and comp.metric("tpot_s").n_pairs == 9 and comp.metric("e2e_s").n_pairs == 12
+    console = Console(width=200, record=True, force_terminal=False)
+    console.print(ab_renderable(report))
+    text = console.export_text()
+    # once per load (both candidates have the same counts), not once per candidate
+    assert text.count("TPOT pairs 9 of 12: 3 answers were one token, and TPOT needs two") == 1, text
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "breakdowns (exploratory:" in ln)
+    assert "not adjusted for multiplicity" in lines[head] and "by prompt length" in lines[head + 1], text
+    assert text.count("exploratory") == 1
+
+
+def test_a_baseline_that_gates_every_candidate_is_one_warning_naming_them_all():
+    """Issue 24: the same "no verdict" line, printed once per candidate under the table and again as a warning, with
+    no candidate named."""
+    cands = {"ngram-k4": ArmEffect(tpot_factor={"c1": 0.5}), "draft_model-k4": ArmEffect(tpot_factor={"c1": 0.8})}
+    inputs = make_inputs(n_prompts=12, repeats=1, candidates=cands, levels=ONE_LOAD)
+    dead = ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500)
+    runs = tuple(
+        replace(r, records=tuple(x if x.index % 3 else replace(x, error=dead) for x in r.records))
+        if r.arm == "baseline"
+        else r
+        for r in inputs.runs
+    )
+    report = build_report(inputs.with_runs(runs), ReportOptions(n_resamples=200))
+    gated = [w for w in report.warnings if "no verdict" in w]
+    assert len(gated) == 1 and gated[0].startswith("ngram k=4, draft_model k=4 at concurrency 1: no verdict"), gated
+    console = Console(width=300, record=True, force_terminal=False)
+    console.print(ab_renderable(report))
+    text = console.export_text()
+    why = gated[0].split("no verdict — ")[1]
+    assert why.startswith("baseline") and " ".join(text.split()).count(" ".join(why.split())) == 1, text
