@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab import __version__
+from speculab.cli import help_format  # noqa: F401 - switches in --help show no "<bool>" (help_format.py says why)
 from speculab.errors import ErrorRateExceeded, UserError
 
 try:  # typer >= 0.20 vendors its own click
