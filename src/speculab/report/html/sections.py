@@ -5,6 +5,7 @@ only lays these rows out.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -360,6 +361,40 @@ def plan_rows(report: Report) -> list[dict[str, str]]:
     return out
 
 
+def _leaves(x: Any, path: str = "") -> dict[str, Any]:
+    """A JSON value as {key path: scalar}: `models[0].created` -> 1796227251."""
+    if isinstance(x, dict):
+        return {k: v for key, val in x.items() for k, v in _leaves(val, f"{path}.{key}" if path else key).items()}
+    if isinstance(x, list):
+        return {k: v for i, val in enumerate(x) for k, v in _leaves(val, f"{path}[{i}]").items()}
+    return {path: x}
+
+
+def _server_info(text: str, first: Any, arm: Any) -> dict[str, str]:
+    """What a server said about itself (/version, /v1/models): the first arm's whole, each other arm's only where it
+    differs from the first's (launches of one engine and model repeat the same JSON but for a `created` time).
+    `server_info`: the JSON to show (collapsed); `server_info_title`: its summary line, or the whole note."""
+    whole = {"server_info": text, "server_info_title": "what the server says about itself (/version, /v1/models)"}
+    if not text:
+        return {"server_info": "", "server_info_title": ""}
+    if arm.name == first.name or not first.server_info_json:
+        return whole
+    try:
+        mine, theirs = _leaves(json.loads(text)), _leaves(json.loads(first.server_info_json))
+    except ValueError:
+        return whole
+    diff = [
+        f"{k}: {json.dumps(mine.get(k, '(absent)'))} ({first.label}: {json.dumps(theirs.get(k, '(absent)'))})"
+        for k in sorted(mine.keys() | theirs.keys())
+        if mine.get(k, ...) != theirs.get(k, ...)
+    ]
+    if not diff:
+        return {"server_info": "", "server_info_title": f"the same as {first.label}'s"}
+    n = len(diff)
+    title = f"as {first.label}'s, except {n} field{'s' if n != 1 else ''}: {', '.join(d.split(':')[0] for d in diff)}"
+    return {"server_info": "\n".join(diff), "server_info_title": title}
+
+
 def setup_rows(report: Report) -> dict[str, Any]:
     s = report.setup
     slo = ", ".join(
@@ -387,7 +422,7 @@ def setup_rows(report: Report) -> dict[str, Any]:
                 "speculation": f"{a.method} k={a.num_speculative_tokens}" if a.method else "none",
                 "price": f"{usd(a.usd_per_hour)}/GPU-hour × {a.gpus} GPU" if a.usd_per_hour is not None else "–",
                 "cold": ", ".join(cs) or "–",
-                "server_info": a.server_info_json,
+                **_server_info(a.server_info_json, report.arms[0], a),
             }
         )
     changes = [
