@@ -44,3 +44,23 @@ def test_engine_vs_transformers_runs_and_outputs_agree(tmp_path: Path):
         assert all(v > 0 for k, v in tps.items() if k != "ours_row")
     # Greedy float32 outputs of our model (and engine, when present) equal transformers' token for token.
     assert res["outputs_identical"] == {"1": True, "3": True}
+
+
+def test_loop_lag_floor_runs_and_writes_its_rounds(tmp_path: Path):
+    """A smoke run of bench/loop_lag_floor.py (figures: bench/README.md); no timing is asserted."""
+    out = tmp_path / "floor.json"
+    cmd = [
+        sys.executable,
+        "bench/loop_lag_floor.py",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+        "--busy",
+        "1",
+        "--json",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": "src"}, timeout=60)
+    d = json.loads(out.read_text())
+    assert set(d["series"]) == {"busy=0", "busy=1"} and all(len(v) == 1 for v in d["series"].values())

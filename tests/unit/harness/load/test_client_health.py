@@ -6,7 +6,14 @@ import asyncio
 import time
 
 from speculab.harness.analysis.stats import describe
-from speculab.harness.load.client_health import ClientHealth, HealthProbe
+from speculab.harness.load.client_health import (
+    GATE_LOOP_LAG_S,
+    IDLE_LOOP_LAG_P99_S,
+    LOOP_LAG_MARGIN,
+    LOOP_LAG_WARN_S,
+    ClientHealth,
+    HealthProbe,
+)
 
 
 def health(lag_p99_s: float, cpu_s: float, wall_s: float = 10.0) -> ClientHealth:
@@ -20,6 +27,17 @@ def test_a_healthy_client_gives_no_warning_and_a_busy_one_says_what_showed_it():
     (w,) = health(0.001, 1.0).warnings(dispatch_lag_p99_s=0.02)
     assert "p99 dispatch lag 20.0 ms" in w and "streams" not in w
     assert health(0.001, 4.0).to_dict()["cpu_share"] == 0.4
+
+
+def test_lag_within_a_busy_machines_reach_is_quiet_and_lag_alone_blames_the_machine():
+    """Issue 24: "client fell behind: event-loop lag p99 8.9 ms at 4 streams" on an idle 2-core VM, where the server
+    computing beside the client woke its loop late. The threshold is 5x the idle floor bench/loop_lag_floor.py
+    measured (10 ms); past it with an idle client, the line names the machine, not the client."""
+    assert LOOP_LAG_WARN_S == LOOP_LAG_MARGIN * IDLE_LOOP_LAG_P99_S == GATE_LOOP_LAG_S
+    assert health(0.0089, 0.3).warnings(in_flight=4) == []
+    (w,) = health(0.025, 0.3).warnings(in_flight=4)
+    assert w.startswith("the client's clock was held back: event-loop lag p99 25.0 ms at 4 streams in flight")
+    assert "3% of a core" in w and "fell behind" not in w
 
 
 async def test_the_probe_sees_a_blocked_loop_and_counts_cpu_on_the_injected_clock():
