@@ -247,7 +247,11 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
     else:
         enabled = d >= th.prefix_cache_min_saving * expected and (ci is None or ci[0] > 0)
         share = d / expected if expected > 0 else math.nan
-        note = f"a {prefix_server:.0f}-token prefix seen before saves {d:.3f} s ({share:.0%} of its prefill time)"
+        note = (
+            f"a {prefix_server:.0f}-token prefix seen before saves {d:.3f} s ({share:.0%} of its prefill time)"
+            if d >= 0
+            else f"a {prefix_server:.0f}-token prefix seen before saves nothing: {-d:.3f} s slower than a fresh one"
+        )
     return PrefixCaching(enabled, shared_ttft_s=mean_of(shared), control_ttft_s=mean_of(control), saving_s=d,
                          saving_s_ci=ci, note=note, **base)  # fmt: skip
 

@@ -3,6 +3,7 @@ the measured quantities, then warnings. Formats diagnosis.json; computes nothing
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -15,40 +16,47 @@ from speculab.report.html.diagnosis import headline_rows
 
 
 def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None) -> None:
+    """In a terminal rich wraps at words; piped (a file, `less`, `grep`) every line is printed whole, never cut at 80
+    columns mid-phrase, and the measured quantities are `name  value` lines rather than a table that wraps its cells."""
+    piped = not console.is_terminal
+    say = functools.partial(console.print, soft_wrap=True) if piped else console.print
     findings = doc.get("findings", [])
     if doc.get("interrupted"):
-        console.print("[bold yellow]interrupted: a diagnosis of the phases that ran[/]")
+        say("[bold yellow]interrupted: a diagnosis of the phases that ran[/]")
     if findings:
         top = findings[0]
-        console.print(
+        say(
             f"[bold]Diagnosis: {escape(top['title'])} explains the most latency "
             f"({seconds(top['explained_s'])}, {pct(top['share'])} of an affected request).[/]"
         )
     else:
-        console.print("[bold]Diagnosis: no cause explains a noticeable share of latency.[/]")
+        say("[bold]Diagnosis: no cause explains a noticeable share of latency.[/]")
     for f in findings:
-        console.print(
+        say(
             f"\n[bold]{f['rank']}. {escape(f['title'])}[/]: {seconds(f['explained_s'])} "
             f"({pct(f['share'])}; affects {escape(f['affects'])})",
             highlight=False,
         )
-        console.print(f"   evidence: {escape(f['evidence'])}", highlight=False)
-        console.print(f"   [green]next:[/] {escape(f['next_step'])}", highlight=False)
+        say(f"   evidence: {escape(f['evidence'])}", highlight=False)
+        say(f"   [green]next:[/] {escape(f['next_step'])}", highlight=False)
     checked = doc.get("checked", [])
     if checked:
         below = ", ".join(f"{escape(c['title'])} {seconds(c['explained_s'])}" for c in checked)
-        console.print(f"\n[dim]checked, below the thresholds: {below}[/]", highlight=False)
+        say(f"\n[dim]checked, below the thresholds: {below}[/]", highlight=False)
     if doc.get("disaggregation"):
-        console.print(f"\n[bold]prefill/decode interference:[/] {escape(doc['disaggregation'])}", highlight=False)
-    table = Table("measured", "value", show_header=False, box=None, padding=(0, 1))
-    for k, v in headline_rows(doc):
-        if k != "disaggregation":
+        say(f"\n[bold]prefill/decode interference:[/] {escape(doc['disaggregation'])}", highlight=False)
+    rows = [(k, v) for k, v in headline_rows(doc) if k != "disaggregation"]
+    say()
+    if piped:
+        width = max((len(k) for k, _ in rows), default=0)
+        for k, v in rows:
+            say(f"{escape(k):<{width}}  {escape(v)}", highlight=False)
+    else:
+        table = Table("measured", "value", show_header=False, box=None, padding=(0, 1))
+        for k, v in rows:
             table.add_row(f"[bold]{escape(k)}[/]", escape(v))
-    console.print()
-    console.print(table)
+        console.print(table)  # a terminal: aligned and word-wrapped
     for w in doc.get("warnings", []):
-        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        say(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if run_dir is not None:
-        console.print(
-            f"\n{run_dir}/diagnosis.json (every number, seconds), diagnosis.html, requests.jsonl", highlight=False
-        )
+        say(f"\n{run_dir}/diagnosis.json (every number, seconds), diagnosis.html, requests.jsonl", highlight=False)

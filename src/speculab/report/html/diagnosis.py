@@ -66,10 +66,12 @@ def _prefix_text(pc: dict[str, Any]) -> str:
     if not pc:
         return "not measured"
     state = {True: "on", False: "off", None: "undetermined"}[pc.get("enabled")]
+    d = pc.get("saving_s")
+    # a shared prefix that came out slower saves nothing: "saves -5.0 ms" read as a typo
+    saved = f"{seconds(-d)} slower, no saving" if isinstance(d, (int, float)) and d < 0 else f"saves {seconds(d)}"
     return (
         f"{state}: {pc.get('prefix_tokens')}-token shared prefix {seconds(pc.get('shared_ttft_s'))} vs fresh "
-        f"{seconds(pc.get('control_ttft_s'))} (saves {seconds(pc.get('saving_s'))}; a full hit would save "
-        f"{seconds(pc.get('expected_saving_s'))})"
+        f"{seconds(pc.get('control_ttft_s'))} ({saved}; a full hit would save {seconds(pc.get('expected_saving_s'))})"
     )
 
 

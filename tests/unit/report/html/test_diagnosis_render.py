@@ -74,3 +74,18 @@ def test_the_ab_reports_diagnosis_slot_renders_the_view() -> None:
     section = html[html.index('id="diagnosis"') :]
     assert "#1 cold start" in section and "next step" in section and "tok/s" in section
     assert "<script>alert" not in html
+
+
+def test_piped_output_keeps_each_line_whole_and_a_slower_prefix_saves_nothing() -> None:
+    """Issue 24: `diagnose` printed "saves -5.0 ms" and, piped, wrapped mid-phrase at 80 columns."""
+    doc = document()
+    doc["prefix_caching"] = {"enabled": False, "prefix_tokens": 256, "shared_ttft_s": 0.03, "control_ttft_s": 0.025,
+                             "saving_s": -0.005, "expected_saving_s": 0.02}  # fmt: skip
+    buf = io.StringIO()
+    print_diagnosis(Console(file=buf, width=80), doc, None)  # a file: not a terminal
+    out = buf.getvalue()
+    assert "saves -" not in out and "(5.0 ms slower, no saving; a full hit would save 20.0 ms)" in out
+    lines = out.splitlines()
+    assert any(len(ln) > 80 for ln in lines)  # nothing cut at the console's width
+    assert any(ln.startswith("prefix caching  off: 256-token shared prefix") for ln in lines)
+    assert any("TPOT 10.0 ms over 20 output tokens" in ln for ln in lines)
