@@ -12,6 +12,7 @@ from speculab.harness.records import ErrorCategory, ErrorInfo
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.report.console.ab import ab_renderable
+from speculab.report.html.page import render_html
 
 
 def _render(width: int, *, failing: bool) -> str:
@@ -78,6 +79,7 @@ def test_fewer_tpot_pairs_than_e2e_pairs_say_why_and_breakdowns_say_they_are_exp
     head = next(i for i, ln in enumerate(lines) if "breakdowns (exploratory:" in ln)
     assert "not adjusted for multiplicity" in lines[head] and "by prompt length" in lines[head + 1], text
     assert text.count("exploratory") == 1
+    assert "TPOT pairs 9 of 12: 3 answers were one token, and TPOT needs two" in render_html(report)  # beside the pairs
 
 
 def test_a_baseline_that_gates_every_candidate_is_one_warning_naming_them_all():
