@@ -345,6 +345,9 @@ class MetricComparison:
     # launch effect is unmeasured, and the margin is what covers it).
     launch_ratio: Interval | None = None
     launches: int = 1
+    # With >= 2 launch pairs: how far apart their effects lie (relative: exp(max - min) - 1), the launch effect seen
+    # even where too few pairs make an interval of it; NaN with one
+    launch_spread: float = float("nan")
 
     @property
     def verdict_ratio(self) -> Interval:
@@ -386,6 +389,7 @@ class MetricComparison:
             "decision": self.decision.value,
             "to_decide": self.to_decide,
             "launches": self.launches,
+            "launch_spread": self.launch_spread,
             "launch_ratio": self.launch_ratio.to_dict() if self.launch_ratio is not None else None,
             "min_detectable_change": self.min_detectable_change,
             "lower_is_better": self.lower_is_better,
@@ -483,6 +487,7 @@ def compare_paired(
         to_decide=needed,
         launch_ratio=launches,
         launches=max(1, len(launch_effects)),
+        launch_spread=math.expm1(max(launch_effects) - min(launch_effects)) if len(launch_effects) >= 2 else math.nan,
     )
 
 

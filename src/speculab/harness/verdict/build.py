@@ -189,6 +189,13 @@ def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> li
             tp = c.metric("tpot_s")
             if c.gate != "ok" or tp is None or tp.unit == "launch" or not tp.decision:
                 continue
+            if tp.launch_spread is not None and tp.launch_spread > tp.margin:
+                out.append(
+                    f"{labels.get(c.candidate, c.candidate)} at {lv.label}: its {tp.launches} launch pairs' TPOT "
+                    f"effects differ by {tp.launch_spread:.1%}, more than the ±{tp.margin:.0%} margin, and the "
+                    f"interval does not carry it: set `repeats: {MIN_LAUNCHES}` or more so that it does"
+                )
+                continue
             if not near_margin(tp.speedup_low, tp.speedup_high, tp.margin):
                 continue  # far from both bounds: a launch effect below the margin would not change the answer
             what = (

@@ -72,6 +72,7 @@ def ratio_of(c: MetricComparison) -> Ratio:
         c.to_decide if math.isfinite(c.to_decide) else None,
         c.launches,
         "launch" if c.launch_ratio is not None else ("group" if c.group_size > 1 else "prompt"),
+        c.launch_spread if math.isfinite(c.launch_spread) else None,
     )
 
 

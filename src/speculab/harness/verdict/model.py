@@ -189,6 +189,8 @@ class Ratio:
     to_decide: float | None = None
     launches: int = 1  # launch pairs the interval counted (>= 3: the launch is its unit); 1: launch effect unmeasured
     unit: str = "prompt"  # what the interval counted: "prompt", "group" (sent together) or "launch"
+    # >= 2 launch pairs: how far apart their effects lie (relative); None with one (or in a summary before it)
+    launch_spread: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,18 @@ def test_fewer_than_three_launches_say_the_launch_effect_is_unmeasured():
     comp, tp = _tpot(r)
     assert tp.unit == "prompt" and comp.launches == 2 and comp.launched
     assert launch_phrase(comp).startswith("launch effect unmeasured (2 launches per arm")
+    assert tp.launch_spread is not None and tp.launch_spread < 0.03  # the fake's launches do not differ
+    assert not any("launch pairs' TPOT effects differ" in w for w in r.warnings)
+
+
+def test_two_launches_that_differ_by_more_than_the_margin_are_warned_about():
+    wobbly = ArmEffect(launch_sd=0.10)  # launches 10 % apart, as the reference engine's on a 2-core VM (bench)
+    inputs = make_inputs(n_prompts=24, repeats=2, levels=C1, baseline=wobbly,
+                         candidates={"ngram-k4": ArmEffect(acceptance_length=2.0, launch_sd=0.10)}, seed=3)  # fmt: skip
+    r = build_report(inputs, FAST)
+    _, tp = _tpot(r)
+    assert tp.unit == "prompt" and tp.launch_spread > 0.03, tp
+    assert any("launch pairs' TPOT effects differ by" in w and "`repeats: 3`" in w for w in r.warnings), r.warnings
 
 
 def test_near_margin():
