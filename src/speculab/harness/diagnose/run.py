@@ -64,7 +64,7 @@ from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import context_from_cards, fit_items
-from speculab.harness.workload.items import approx_tokens, item_text
+from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, approx_tokens, item_text
 from speculab.harness.workload.sources import load_workload
 
 DIAGNOSIS_JSON = "diagnosis.json"
@@ -95,12 +95,19 @@ def _plan_lengths(cfg: DiagnoseConfig, context: int) -> tuple[int, ...]:
 
 def _context_length(cfg: DiagnoseConfig, info: ServerInfo, model: str) -> int:
     context = cfg.max_model_len or context_from_cards(info.model_cards, model)
-    if context is None:
+    if context is not None:
+        return context
+    said = next((c.get("max_model_len") for c in info.model_cards if c.get("id") == model), None)
+    if isinstance(said, int) and not isinstance(said, bool) and said > MAX_CONTEXT_TOKENS:
+        # the sweep builds prompts up to the context: a server's 10^30 would be a prompt no machine can hold
         raise EndpointError(
-            f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len), or "
-            "says an impossible one; pass --max-model-len N"
+            f"{cfg.endpoint.base_url}/v1/models says model {model!r} has a context of {said:.3g} tokens, more than "
+            f"any model ({MAX_CONTEXT_TOKENS}); pass --max-model-len N"
         )
-    return context
+    raise EndpointError(
+        f"{cfg.endpoint.base_url}/v1/models does not say model {model!r}'s context length (max_model_len); "
+        "pass --max-model-len N"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
