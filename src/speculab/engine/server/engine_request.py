@@ -50,7 +50,10 @@ def _too_long(n: int, limits: PromptLimits, param: str, *, at_least: bool = Fals
     if limits.max_prompt_tokens < limits.max_model_len - 1:
         why = "the server setting --max-prompt-tokens"
     else:
-        why = f"the server setting --max-model-len {limits.max_model_len}: prompt + output, one output token at least"
+        why = (
+            f"the server setting --max-model-len {limits.max_model_len}, the context: prompt + output, one output "
+            "token at least"
+        )
     return oa.ApiError(
         400,
         f"prompt has {size} tokens; the limit is {limits.max_prompt_tokens} ({why}); send a shorter prompt, or "
