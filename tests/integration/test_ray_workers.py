@@ -78,7 +78,11 @@ def test_an_open_loop_schedule_over_ray_workers_is_the_single_process_one(tmp_pa
     two = sorted(records(tmp_path / "ray"), key=lambda r: r["index"])
     t1 = [r["scheduled_s"] - one[0]["scheduled_s"] for r in one]
     t2 = [r["scheduled_s"] - two[0]["scheduled_s"] for r in two]
-    assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < 1e-3  # within the workers' start lags
+    # the same schedule: offsets agree within the workers' own start lags (each worker's clock starts when it is
+    # told to, and it records how late that was), plus 1 ms; a loaded machine makes the lags, not the schedule, larger
+    ws = json.loads((tmp_path / "ray" / "manifest.json").read_text())["workers"]
+    slack = max(w["start_lag_s"] for w in ws) + 1e-3
+    assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < slack, slack
 
 
 def test_an_experiment_level_on_ray_workers_pairs_every_prompt(tmp_path):
