@@ -150,20 +150,16 @@ def _family(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _mtp(name: str, g: Given) -> tuple[str, str, str | None]:
+def _mtp(name: str, g: Given) -> tuple[str, str]:
     t = g.target
     if t is None:
-        return "unknown", "pass --model: MTP layers are read from the target's config.json", None
+        return "unknown", "pass --model: MTP layers are read from the target's config.json"
     if not t.mtp_layers:
-        return (
-            "no",
-            f"{t.name}'s config.json declares no MTP layers (no num_nextn_predict_layers, mtp_num_hidden_layers)",
-            None,
-        )
+        return "no", f"{t.name}'s config.json declares no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)"
     family = _family(name)
     if family and not (t.model_type or "").lower().startswith(family):
-        return "no", f"for {family} models; the target is {t.model_type}", family
-    return "yes", f"{t.name}: {t.mtp_layers} MTP layer(s) ({t.mtp_key}, {t.model_type})", None
+        return "no", f"for {family} models; the target is {t.model_type}"
+    return "yes", f"{t.name}: {t.mtp_layers} MTP layer(s) ({t.mtp_key}, {t.model_type})"
 
 
 def _row(engine: str, name: str, g: Given) -> MethodRow:
