@@ -156,11 +156,15 @@ def init_command(
     output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
     minutes: float = typer.Option(10.0, "--minutes", min=0.5, help="size the run to about this long on this server"),
+    model: str | None = typer.Option(None, "--model", help="the served model's checkpoint directory (MTP layers)"),
+    draft: str | None = typer.Option(None, "--draft", help="a draft model's directory (its vocabulary is checked)"),
+    head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
 ) -> None:
-    """Detect the engine behind URL and write a commented starter experiment file."""
-    from speculab.harness.experiment.init import write_starter
+    """Detect the engine behind URL and write a commented starter experiment file with the methods that can run."""
+    from speculab.harness.experiment.init import StarterPaths, write_starter
 
-    look, size = write_starter(url, output, force=force, target_s=minutes * 60)
+    paths = StarterPaths(model, draft, head)
+    look, size = write_starter(url, output, force=force, target_s=minutes * 60, paths=paths)
     console = Console(stderr=True)
     console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
     if size.estimate_s is not None:

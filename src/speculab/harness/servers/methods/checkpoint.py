@@ -131,7 +131,7 @@ def _base_model(data: Mapping[str, Any]) -> str | None:
 
 def read_checkpoint(path: Path | str) -> CheckpointFacts:
     """config.json of a local checkpoint directory -> its facts; UserError naming the file for a broken one."""
-    path = Path(path).expanduser()
+    path = Path(path).expanduser().resolve()  # absolute: the table's flags and init's file are used elsewhere
     data = _config(path)
     text = _sub(data, "text_config")
     layer = _sub(data, "transformer_layer_config")  # vLLM `speculators` heads keep the layer's sizes here
