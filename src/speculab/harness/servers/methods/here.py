@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from speculab.config.experiment import ENGINE_KINDS
+from speculab.config.experiment import ENGINE_KINDS, KNOWN_METHODS
 from speculab.errors import UserError
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
 from speculab.harness.servers.methods.probe import declared_by_command, declared_by_server
@@ -62,3 +62,31 @@ def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = N
     else:
         declared = declared_by_command(engine, command)
     return methods_table(declared, given)
+
+
+def check_methods(engine: str, command: Sequence[str] | None, methods: Sequence[str],
+                  unchecked: str = "no launch command") -> tuple[str, ...]:  # fmt: skip
+    """At plan time, before anything is launched: every `speculation.method` outside speculab's five must be one the
+    engine's release declares. Refused in one line listing the accepted ones when the engine could be read; a
+    warning (returned) that it is unchecked when it could not (`unchecked`: why, when there is no `command`).
+    Nothing is asked when all are among the five."""
+    extra = list(dict.fromkeys(m for m in methods if m not in KNOWN_METHODS))
+    if not extra:
+        return ()
+    names = ", ".join(extra)
+    if command is None:
+        return (f"speculation method {names} is unchecked: {unchecked}",)
+    if engine not in ASKABLE:
+        return (f"speculation method {names} is unchecked: speculab cannot ask engine {engine} what it accepts",)
+    declared = declared_by_command(engine, command)
+    if declared.fallback:
+        return (f"speculation method {names} is unchecked: {declared.problem or 'the engine could not be read'}; "
+                "the engine will say at launch",)  # fmt: skip
+    bad = [m for m in extra if m not in declared.methods]
+    if bad:
+        release = f" {declared.release}" if declared.release else ""
+        raise UserError(
+            f"speculation.method {bad[0]}: {engine}{release} does not declare it (read from {declared.source}); "
+            f"it accepts {', '.join(declared.methods)}"
+        )
+    return ()
