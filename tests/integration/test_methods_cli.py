@@ -28,7 +28,10 @@ def test_user_mistakes_are_one_line(capsys, argv, needle):
 
 
 def test_speculab_engine_through_this_python(capsys, monkeypatch):
+    import speculab
+
     monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setenv("PYTHONPATH", str(Path(speculab.__file__).parents[1]))  # this tree's speculab in the child
     command = f"{sys.executable} -m speculab serve"
     model, draft = str(FIXTURES / "qwen2.5-7b"), str(FIXTURES / "qwen2.5-0.5b-draft")
     rc, out, err = run_main(capsys, "methods", "--engine", "speculab", "--command", command, "--model", model,

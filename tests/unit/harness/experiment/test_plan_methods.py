@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +57,10 @@ def test_suffix_passes_for_a_vllm_that_declares_it_and_goes_through_to_the_flag(
     assert plan.changes[0].verified is True and plan.notes == ()
 
 
-def test_a_method_the_engine_does_not_declare_is_refused_naming_the_accepted_ones():
+def test_a_method_the_engine_does_not_declare_is_refused_naming_the_accepted_ones(monkeypatch):
+    import speculab
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(speculab.__file__).parents[1]))  # this tree's speculab in the child
     command = [sys.executable, "-m", "speculab", "serve", "demo", "--port", "8000"]
     with pytest.raises(UserError) as e:
         plan_experiment(parse_experiment(exp_yaml("suffix", "speculab", command)))

@@ -42,11 +42,12 @@ def given_from_paths(model: str | None, draft: str | None, head: str | None) -> 
 
 
 def local_model(models: Sequence[dict[str, Any]]) -> str | None:
-    """The served model's checkpoint directory when the server runs on this machine (vLLM's `root`, speculab's id)."""
+    """The served model's checkpoint directory when the server runs on this machine (vLLM's `root`, speculab's id)
+    and it holds a config.json; None otherwise (a guess that is not a checkpoint must not fail the command)."""
     for card in models:
         for key in ("root", "id"):
             value = card.get(key)
-            if isinstance(value, str) and value and Path(value).expanduser().is_dir():
+            if isinstance(value, str) and value and (Path(value).expanduser() / "config.json").is_file():
                 return value
     return None
 

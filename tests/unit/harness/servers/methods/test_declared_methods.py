@@ -105,12 +105,16 @@ def test_a_remote_speculab_lists_its_own_methods():
     assert (d.fallback, d.methods, d.release) == (False, ("ngram", "x"), "1")
 
 
-def test_the_installed_speculab_package_is_read_through_its_interpreter():
+def test_the_installed_speculab_package_is_read_through_its_interpreter(monkeypatch):
+    from speculab.engine.speculative import config
     from speculab.engine.speculative.config import METHODS
+
+    src = Path(config.__file__).parents[2]
+    monkeypatch.setenv("PYTHONPATH", str(src.parent))  # the child finds this tree's speculab, as pytest's own does
 
     d = declared_by_command("speculab", [sys.executable, "-m", "speculab", "serve", "demo"])
     assert not d.fallback and d.methods == tuple(METHODS), d.problem
-    assert "engine/speculative/config.py" in d.source
+    assert "engine/speculative/config.py" in d.source and d.release and d.release.startswith("speculab")
 
 
 def _fake_vllm(root: Path, version: str) -> None:

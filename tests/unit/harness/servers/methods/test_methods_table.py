@@ -11,7 +11,7 @@ from speculab.harness.servers.methods.declared import DeclaredMethods, fallback
 from speculab.harness.servers.methods.table import Given, methods_table, needs_of
 from speculab.harness.servers.methods.vocab import vocab_match
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = (Path(__file__).parent / "fixtures").resolve()  # read_checkpoint resolves the paths it is given
 QWEN, QWEN_DRAFT, LLAMA_DRAFT = (
     FIXTURES / "qwen2.5-7b",
     FIXTURES / "qwen2.5-0.5b-draft",
