@@ -95,3 +95,26 @@ def test_adapters_pass_an_engines_own_name_through():
     assert parse_command(lc).flags["--spec-draft-model"] == ("/h",)
     with pytest.raises(UserError, match="cannot run speculation method mtp"):
         adapter_for("llamacpp").candidate_command(base, SpeculationConfig("mtp", 3))  # one of ours it cannot derive
+
+
+def test_two_url_mode_warns_that_the_method_is_unchecked():
+    y = """
+workload: "synthetic:input=10,output=8"
+loads: {operating: {concurrency: 2}}
+baseline: {url: "http://a:1"}
+candidate: {url: "http://b:2"}
+speculation: {method: suffix, num_speculative_tokens: 3}
+"""
+    plan = plan_experiment(parse_experiment(y))
+    assert plan.notes == ("speculation method suffix is unchecked: in two-URL mode speculab launches no candidate",)
+
+
+def test_local_model_needs_a_config_json(tmp_path):
+    from speculab.harness.servers.methods.here import local_model
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    cards = [{"id": "served", "root": str(tmp_path / "empty")}, {"id": str(tmp_path / "ckpt")}]
+    assert local_model(cards) == str(tmp_path / "ckpt")
+    assert local_model([{"id": "Qwen/Qwen2.5-7B"}]) is None
