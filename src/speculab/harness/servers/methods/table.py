@@ -166,6 +166,8 @@ def _row(engine: str, name: str, g: Given) -> MethodRow:
     needs = needs_of(name)
     if needs == "prompt":
         available, why = "yes", "drafts from the prompt and the output so far: needs no other model"
+        if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
+            why += " (a GPU implementation)"
     elif needs == "draft":
         available, why = _draft(engine, g)
     elif needs in _HEADS:
