@@ -150,7 +150,7 @@ FALLBACK: dict[str, tuple[str, str, tuple[str, ...]]] = {
          "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp", "dflash", "ngram_gpu", "dspark",),
     ),
     "llamacpp": (
-        "llama.cpp of llama-cpp-python 0.3.36 (0.5.0-dev, 0c1e570)",
+        "llama.cpp of llama-cpp-python 0.3.36 (0.5.0-dev, build 1, commit 0c1e570)",
         "llama-server --help --spec-type",
         ("draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple", "ngram-map-k",
          "ngram-map-k4v", "ngram-mod", "ngram-cache",),
