@@ -1,4 +1,5 @@
-"""`speculab run | compare | init | demo | report`: the A/B lifecycle (speculab.harness.experiment) and its report."""
+"""`speculab run | compare | init | methods | demo | report`: the A/B lifecycle (speculab.harness.experiment), what
+can run on a server (speculab.harness.servers.methods), and the report."""
 
 from __future__ import annotations
 
@@ -155,16 +156,57 @@ def init_command(
     output: Path = typer.Option(Path("experiment.yaml"), "--output", help="file to write"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
     minutes: float = typer.Option(10.0, "--minutes", min=0.5, help="size the run to about this long on this server"),
+    model: str | None = typer.Option(None, "--model", help="the served model's checkpoint directory (MTP layers)"),
+    draft: str | None = typer.Option(None, "--draft", help="a draft model's directory (its vocabulary is checked)"),
+    head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
 ) -> None:
-    """Detect the engine behind URL and write a commented starter experiment file."""
-    from speculab.harness.experiment.init import write_starter
+    """Detect the engine behind URL and write a commented starter experiment file with the methods that can run."""
+    from speculab.harness.experiment.init import StarterPaths, write_starter
 
-    look, size = write_starter(url, output, force=force, target_s=minutes * 60)
+    paths = StarterPaths(model, draft, head)
+    look, size = write_starter(url, output, force=force, target_s=minutes * 60, paths=paths)
     console = Console(stderr=True)
     console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
     if size.estimate_s is not None:
         console.print(f"about {size.estimate_s / 60:.0f} min here ({size.num_prompts} prompts)", highlight=False)
     console.print(f"next: edit it (see the comments), then `speculab run {output}`", highlight=False)
+
+
+@app.command("methods")
+def methods_command(
+    url: str | None = typer.Option(None, "--url", help="base URL of a running server (its engine is detected)"),
+    engine: str | None = typer.Option(None, "--engine", help="vllm | sglang | llamacpp | tgi | speculab"),
+    command: str | None = typer.Option(
+        None, "--command", help="the engine's launch command or executable, e.g. 'vllm serve' or a llama-server path"
+    ),
+    model: str | None = typer.Option(None, "--model", help="the target's local checkpoint directory"),
+    draft: str | None = typer.Option(None, "--draft", help="a draft model's checkpoint directory"),
+    head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
+) -> None:
+    """Which speculation methods can run here: read from the engine's release and the checkpoints (docs/methods.md)."""
+    import shlex
+
+    from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
+    from speculab.report.console.methods import print_methods
+
+    if url is None and engine is None:
+        raise UserError("give --url of a running server, or --engine KIND (with --command if it is not on PATH)")
+    try:
+        argv = shlex.split(command) if command else None
+    except ValueError as e:
+        raise UserError(f"--command: {e}; quote it as a shell would") from None
+    version, kind = None, engine
+    if url is not None:
+        import asyncio
+
+        from speculab.harness.experiment.init import look_at_server
+
+        look = asyncio.run(look_at_server(url))
+        version, kind = look.version, engine or look.engine
+        model = model or local_model(look.models)
+    given = given_from_paths(model, draft, head)
+    table = methods_here(str(kind), given, command=argv, server_version=version, from_server=url is not None)
+    print_methods(Console(soft_wrap=True), table)
 
 
 @app.command("demo")

@@ -6,6 +6,7 @@ It knows nothing about the harness, the engine or the report: they read these co
 from speculab.config.experiment import (
     DEFAULT_MAX_TOKENS,
     ENGINE_KINDS,
+    KNOWN_METHODS,
     NEEDS_MODEL,
     AdaptiveRepeats,
     ArmConfig,
@@ -28,6 +29,7 @@ from speculab.config.load import load_experiment, parse_experiment, resolve_work
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "ENGINE_KINDS",
+    "KNOWN_METHODS",
     "NEEDS_MODEL",
     "AdaptiveRepeats",
     "ArmConfig",

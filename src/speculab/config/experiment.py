@@ -12,7 +12,10 @@ from typing import Any, Literal, get_args
 
 EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"]
 ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
+# The methods speculab's adapters derive flags for on every engine that has them; `speculation.method` also takes any
+# other name, passed to the engine as it is and checked at plan time against the engine's own list (docs/methods.md).
 SpecMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp"]
+KNOWN_METHODS: tuple[str, ...] = get_args(SpecMethod)
 NEEDS_MODEL = frozenset({"draft_model", "eagle", "eagle3"})
 DEFAULT_MAX_TOKENS = 256  # output limit of a request whose workload item sets none
 
@@ -53,7 +56,7 @@ class SloTargets:
 class SpeculationConfig:
     """What the candidate arm adds. Key names follow vLLM's --speculative-config where they overlap."""
 
-    method: str  # ngram | draft_model | eagle | eagle3 | mtp
+    method: str  # ngram | draft_model | eagle | eagle3 | mtp, or the engine's own name (`suffix`, `ngram-map-k`)
     num_speculative_tokens: int  # k: tokens drafted per step
     prompt_lookup_max: int | None = None  # ngram: longest n-gram matched
     prompt_lookup_min: int | None = None  # ngram: shortest n-gram matched

@@ -154,6 +154,8 @@ def _message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         return f"must be one of {expected}" + did_you_mean(err.get("input"), re.findall(r"'([^']*)'", expected))
+    if kind == "string_pattern_mismatch" and loc and loc[-1] == "method":
+        return "must be a method name (letters, digits, _ . + -), as the engine spells it: ngram, suffix, ngram-map-k"
     if kind in ("too_short", "too_long"):
         return "must not be empty" if ctx.get("min_length") == 1 else err["msg"].lower()
     simple = {

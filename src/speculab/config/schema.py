@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from speculab.config.experiment import DEFAULT_MAX_TOKENS, NEEDS_MODEL, EngineKind, SpecMethod, margins
+from speculab.config.experiment import DEFAULT_MAX_TOKENS, KNOWN_METHODS, NEEDS_MODEL, EngineKind, margins
 
 
 class _Model(BaseModel):
@@ -19,7 +20,9 @@ class _Model(BaseModel):
 
 
 class SpeculationSchema(_Model):
-    method: SpecMethod
+    # any name an engine may accept (vLLM's `suffix`, llama.cpp's `ngram-map-k`): checked against the engine's own
+    # list when the run is planned (harness.servers.methods.here.check_methods), not here
+    method: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
     num_speculative_tokens: int = Field(ge=1, le=64)
     prompt_lookup_max: int | None = Field(default=None, ge=1)
     prompt_lookup_min: int | None = Field(default=None, ge=1)
@@ -30,6 +33,9 @@ class SpeculationSchema(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> SpeculationSchema:
+        near = difflib.get_close_matches(self.method, KNOWN_METHODS, n=1, cutoff=0.8)
+        if self.method not in KNOWN_METHODS and near:  # `ngarm`: a typo of one of ours, not an engine's name
+            raise ValueError(f"method {self.method}: did you mean `{near[0]}`?")
         if self.method in NEEDS_MODEL and not self.model:
             raise ValueError(f"method {self.method} needs `model` (the draft model's path or name)")
         if self.method == "ngram" and self.model:

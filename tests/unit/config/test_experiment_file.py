@@ -122,7 +122,7 @@ def _err(text: str) -> str:
             "speculation.num_speculative_tokens: must be >= 1",
         ),
         (("model: demo-draft, ", ""), "speculation: method draft_model needs `model`"),
-        (("method: draft_model", "method: medusa2"), "speculation.method: must be one of"),
+        (("method: draft_model", 'method: "two words"'), "speculation.method: must be a method name"),
         (("engine: speculab", "engine: ollama"), "baseline.launch.engine: must be one of"),
         (("port: 8123", "port: 70000"), "baseline.launch.port: must be <= 65535"),
         (("command: [speculab, serve, demo]", "command: []"), "baseline.launch.command: must not be empty"),

@@ -17,6 +17,7 @@ from speculab.engine.server.errors import error_response
 from speculab.engine.server.generation import admit, collect, stream
 from speculab.engine.server.metrics import ServerMetrics
 from speculab.engine.server.streaming import Rendering
+from speculab.engine.speculative.config import METHODS
 from speculab.protocol import openai as oa
 
 
@@ -98,9 +99,10 @@ def add_info_routes(app: FastAPI, s: Served) -> None:
         return Response(status_code=200)
 
     @app.get("/version")
-    async def version() -> dict[str, str]:
-        # "name" tells speculab's own endpoint detection this is not vLLM (whose /version is only {"version"}).
-        return {"name": "speculab", "version": __version__}
+    async def version() -> dict[str, Any]:
+        # "name" tells speculab's own endpoint detection this is not vLLM (whose /version is only {"version"});
+        # "speculative_methods" is what this release's --speculative-config accepts (`speculab methods --url`).
+        return {"name": "speculab", "version": __version__, "speculative_methods": list(METHODS)}
 
     @app.get("/metrics")
     async def prometheus() -> Response:

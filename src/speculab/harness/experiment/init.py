@@ -157,8 +157,49 @@ _SPECULATION = {
 }
 
 
-def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
-    """A commented experiment file for this server that `load_experiment` accepts as written."""
+_K_GRID = (2, 4)  # every applicable method at these k, each its own candidate
+
+
+def _entry(method: str, k: int, engine: str, model: str | None) -> str:
+    lookup = ", prompt_lookup_max: 4, prompt_lookup_min: 2" if method == "ngram" and engine in _LOOKUP_KEYS else ""
+    path = f", model: {_q(model)}" if model is not None else ""
+    return f"{{method: {method}, num_speculative_tokens: {k}{lookup}{path}}}"
+
+
+_LOOKUP_KEYS = ("speculab", "vllm", "sglang")  # engines whose n-gram takes prompt_lookup_max/min
+
+
+def _model_for(row: Any, given: Any) -> str | None:
+    """The path a method's entry carries: the one given, a placeholder for one not given, None for none needed."""
+    facts = given.draft if row.needs == "draft" else given.head if row.needs in ("eagle", "eagle3", "medusa") else None
+    if facts is not None:
+        return str(facts.path)
+    return {"--draft": "/path/to/draft", "--head": "/path/to/head"}.get(row.path_flag)
+
+
+def speculation_from_methods(table: Any) -> str | None:
+    """The starter's `speculation:` list from `speculab methods`' table (harness.servers.methods): every method that
+    can run here at the k grid, the ones that cannot commented with why (a path not given names its flag); None
+    when nothing can run (the engine's default list is written then)."""
+    engine, live, off = table.declared.engine, [], []
+    for r in table.rows:
+        if r.experiment_method is None:
+            continue  # the engine's own name: listed below, not written (speculab derives its flags only roughly)
+        model = _model_for(r, table.given)
+        if r.available == "yes":
+            live += [f"  - {_entry(r.experiment_method, k, engine, model)}" for k in _K_GRID]
+            continue
+        why = f"{r.available}: {r.why}".replace("\n", " ").replace("\r", " ")  # a comment is one line
+        off.append(f"  # - {_entry(r.experiment_method, 4, engine, model)}   # {why}")
+    more = [r.method for r in table.rows if r.experiment_method is None and r.available == "yes"]
+    if more:  # the engine's own methods an experiment does not take yet: their flags are in `speculab methods`
+        off.append(f"  # also declared here (`method: NAME`, checked against the engine when run): {', '.join(more)}")
+    return "\n".join([*live, *off]) if live else None
+
+
+def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any = None) -> str:
+    """A commented experiment file for this server that `load_experiment` accepts as written; `methods`: the table
+    of `speculab methods` for it (None: the engine's default list)."""
     size = size or StarterSize()
     model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
     model_id = model_ids[0] if model_ids else "MODEL"
@@ -212,7 +253,8 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
             "  # Two-URL mode instead (both servers already running; the single change cannot be verified):",
             f"  # url: {look.url}",
             "speculation:                       # the candidates; the report names the best at each load",
-            _SPECULATION[look.engine].rstrip("\n"),
+            *_methods_head(methods),
+            (methods is not None and speculation_from_methods(methods)) or _SPECULATION[look.engine].rstrip("\n"),
             "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
         ]
     else:
@@ -229,6 +271,16 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None) -> str:
             f"  url: http://{host}:{port + 1}",
         ]
     return "\n".join([*head, *body]) + "\n"
+
+
+def _methods_head(methods: Any) -> list[str]:
+    """Where the list below came from, when it came from `speculab methods`."""
+    if methods is None or speculation_from_methods(methods) is None:
+        return []
+    d = methods.declared
+    cuda = ["  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"]
+    return [f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)",
+            *(cuda if d.engine == "sglang" else [])]  # fmt: skip
 
 
 def _fit_lines(size: StarterSize) -> list[str]:
@@ -273,20 +325,42 @@ def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSi
     return replace(size, num_prompts=n, estimate_s=at(n), launches=launches(plan))
 
 
-def write_starter(url: str, output: Path, *, force: bool = False,
-                  target_s: float | None = TARGET_S) -> tuple[ServerLook, StarterSize]:  # fmt: skip
-    """`speculab init`: look at the server, size the starter to its context and (timing a few probe requests on it)
-    to about `target_s` (None: not timed), check that it loads as written, write it."""
+@dataclass(frozen=True, slots=True)
+class StarterPaths:
+    """What `speculab init` was given besides the URL (local checkpoint directories; None: not given)."""
+
+    model: str | None = None
+    draft: str | None = None
+    head: str | None = None
+
+
+def starter_methods(look: ServerLook, paths: StarterPaths) -> Any:
+    """`speculab methods`' table for this server (what its engine declares, checked against the paths), or None for
+    an engine speculab knows no methods of."""
+    from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
+
+    if look.engine == "other":
+        return None
+    given = given_from_paths(paths.model or local_model(look.models), paths.draft, paths.head)
+    return methods_here(look.engine, given, server_version=look.version, from_server=True)
+
+
+def write_starter(url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S,
+                  paths: StarterPaths | None = None) -> tuple[ServerLook, StarterSize]:  # fmt: skip
+    """`speculab init`: look at the server, list what can run on it (`speculab methods`), size the starter to its
+    context and (timing a few probe requests on it) to about `target_s` (None: not timed), check that it loads as
+    written, write it."""
     from speculab.config import parse_experiment
 
     if output.exists() and not force:
         raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
     look = asyncio.run(look_at_server(url))
+    methods = starter_methods(look, paths or StarterPaths())
     size = starter_size(look)
-    exp = parse_experiment(starter_yaml(look, size), str(output))  # the starter must load as written
+    exp = parse_experiment(starter_yaml(look, size, methods), str(output))  # the starter must load as written
     if target_s is not None:
         size = _timed(exp, size, target_s)
-    text = starter_yaml(look, size)
+    text = starter_yaml(look, size, methods)
     parse_experiment(text, str(output))
     try:
         output.write_text(text, encoding="utf-8")

@@ -64,6 +64,7 @@ class RunPlan:
     num_prompts: int | None = None
     fit_policy: str = DEFAULT_FIT
     max_model_len: int | None = None
+    notes: tuple[str, ...] = ()  # warnings for the terminal before the run (a method the engine could not check)
 
     def __post_init__(self) -> None:
         if len(self.loads) != len(self.setup.levels):
@@ -240,6 +241,7 @@ def plan_experiment(
 
             check_address(lv.ray)  # now, not after the baseline's first launch
     key = _api_key(exp.baseline.api_key_env)
+    notes = _check_methods(exp)  # before anything is launched: a method the engine does not declare is refused
     if exp.two_url_mode:
         arms, changes = _two_url_arms(exp, key)
         if on_change is not None:
@@ -270,7 +272,21 @@ def plan_experiment(
         num_prompts=w.num_prompts,
         fit_policy=w.fit,
         max_model_len=max_model_len,
+        notes=notes,
     )
+
+
+def _check_methods(exp: Experiment) -> tuple[str, ...]:
+    """`speculation.method` names outside speculab's five, against the launched engine's own list (docs/methods.md)."""
+    from speculab.harness.servers.methods.here import check_methods
+
+    la, methods = exp.baseline.launch, [sp.method for sp in exp.speculations]
+    whole = exp.candidate is not None and exp.candidate.command is not None
+    why = "in two-URL mode speculab launches no candidate" if la is None else "candidate.command is given whole"
+    try:
+        return check_methods(la.engine if la else "other", la.command if la and not whole else None, methods, why)
+    except UserError as e:
+        raise UserError(f"{exp.source}: {e}") from None
 
 
 def _arm_infos(exp: Experiment) -> tuple[ArmInfo, tuple[ArmInfo, ...]]:
@@ -463,6 +479,7 @@ def describe_plan(plan: RunPlan) -> list[str]:
         + ", ".join(a.info.label for a in plan.arms)
         + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),
     ]
+    lines += [f"warning: {note}" for note in plan.notes]
     # At concurrency c the verdict's units are groups of c prompts sent together (analysis.paired): say before the
     # run, not after it, when a level cannot reach a verdict however large the effect.
     # a conversation's turns are one unit of the send order (docs/statistics.md)

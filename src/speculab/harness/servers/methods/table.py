@@ -1,0 +1,189 @@
+"""The methods table (pure): each method an engine release declares, whether it can run here, why, and the flags it
+would add to the baseline command — joined from `declared`, the checkpoint facts and the adapters.
+
+A method's needs are told from its name (n-gram/suffix: the prompt; a draft model; an EAGLE, EAGLE-3 or Medusa head;
+the target's own MTP layers); a name none of these fits is "unknown", never guessed. The flags come from the engine's
+adapter for the methods it derives (today's five), else the engine's generic switch with the method's own name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from speculab.config import SpeculationConfig
+from speculab.errors import UserError
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
+from speculab.harness.servers.methods.declared import DeclaredMethods
+from speculab.harness.servers.methods.vocab import VocabMatch
+
+TABLE_K = 4  # the k shown in the flags column; an experiment's grid sets its own
+PATH = "PATH"  # stands for a path the user has not given
+# The engines' own spellings of the methods the adapters derive, as speculab's experiment names them.
+_EXPERIMENT_NAMES = {
+    "sglang": {"NGRAM": "ngram", "STANDALONE": "draft_model", "EAGLE": "eagle", "EAGLE3": "eagle3"},
+    "llamacpp": {"ngram-simple": "ngram", "draft-simple": "draft_model", "draft": "draft_model"},
+    "tgi": {"ngram": "ngram"},
+}
+_TODAYS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
+_HEADS = {"eagle": "an EAGLE", "eagle3": "an EAGLE-3", "medusa": "a Medusa"}
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """What the user has: the target checkpoint, a draft model, a head (None: not given), the draft's vocabulary."""
+
+    target: CheckpointFacts | None = None
+    draft: CheckpointFacts | None = None
+    head: CheckpointFacts | None = None
+    vocab: VocabMatch | None = None  # the draft's tokenizer against the target's (both given)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodRow:
+    method: str  # the engine's own name
+    available: str  # yes | no | unknown
+    why: str  # one line
+    flags: tuple[str, ...]  # what the candidate command adds to the baseline's
+    needs: str  # prompt | draft | eagle | eagle3 | medusa | mtp | unknown
+    experiment_method: str | None  # the `speculation.method` speculab's experiments take for it, None: none yet
+    path_flag: str | None = None  # "--draft" / "--head": the path it needs that was not given
+    for_family: str | None = None  # the model family a family-specific MTP method is for (`deepseek_mtp`: deepseek)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodsTable:
+    declared: DeclaredMethods
+    given: Given
+    rows: tuple[MethodRow, ...]
+
+
+def needs_of(name: str) -> str:
+    """What a method needs, from its name in any engine's spelling."""
+    n = name.lower().replace("-", "_")
+    if "ngram" in n or "lookup" in n or n == "suffix":
+        return "prompt"
+    for kind in ("eagle3", "eagle", "medusa"):
+        if kind in n:
+            return kind
+    if "mtp" in n or "nextn" in n:
+        return "mtp"
+    if n in ("draft_model", "standalone", "draft_simple", "draft"):
+        return "draft"
+    return "unknown"
+
+
+def experiment_method(engine: str, name: str) -> str | None:
+    if engine in _EXPERIMENT_NAMES:
+        return _EXPERIMENT_NAMES[engine].get(name)
+    return name if name in _TODAYS else None
+
+
+def _flags(engine: str, name: str, needs: str, model: str | None) -> tuple[str, ...]:
+    """What the candidate adds: the adapter's derivation where it has one, else the engine's switch for `name`."""
+    method = experiment_method(engine, name)
+    if method is not None:
+        lookup = {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if method == "ngram" and engine != "llamacpp" else {}
+        with_model = method in ("draft_model", "eagle", "eagle3")
+        spec = SpeculationConfig(method, TABLE_K, model=(model or PATH) if with_model else None, **lookup)
+        try:
+            return tuple(adapter_for(engine).candidate_command([], spec))
+        except UserError:
+            pass  # the adapter does not derive this method for this engine: the generic switch below
+    path = (model or PATH) if needs in ("draft", "eagle", "eagle3", "medusa") else None
+    if engine in ("vllm", "speculab"):
+        cfg = {"method": name, "num_speculative_tokens": TABLE_K} | ({"model": path} if path else {})
+        return ("--speculative-config", json.dumps(cfg, separators=(",", ":")))
+    if engine == "sglang":
+        return ("--speculative-algorithm", name, *(("--speculative-draft-model-path", path) if path else ()))
+    if engine == "llamacpp":
+        return ("--spec-type", name, *(("--spec-draft-model", path) if path else ()))
+    if engine == "tgi":
+        return ("--speculate", str(TABLE_K))
+    return ()
+
+
+def _draft(engine: str, g: Given) -> tuple[str, str]:
+    if g.draft is None:
+        return "no", "needs a draft model with the target's tokenizer: pass --draft PATH"
+    if g.draft.head_kind is not None:
+        return "no", f"{g.draft.name} is {_HEADS[g.draft.head_kind]} head, not a draft model: pass it as --head"
+    if g.target is None or g.vocab is None:
+        return "unknown", "pass --model too: the draft's vocabulary is compared with the target's"
+    v = g.vocab
+    if v.kind == "identical":
+        return "yes", f"{g.draft.name}: identical vocabulary ({v.draft_tokens} tokens)"
+    if v.kind == "prefix":
+        if engine == "llamacpp":
+            return "yes", f"{v.why} (llama.cpp accepts up to 128)"
+        return "unknown", f"{v.why}; an engine that needs equal vocabularies refuses it"
+    if v.kind == "mapping":
+        return "no", f"{v.why}, which {engine} does not apply"
+    return ("no" if v.kind == "different" else "unknown"), v.why
+
+
+def _head(needs: str, g: Given) -> tuple[str, str]:
+    h, t = g.head, g.target
+    if h is None:
+        return "no", f"needs {_HEADS[needs]} head trained for the target: pass --head PATH"
+    if h.head_kind is None:
+        return "unknown", f"{h.name} does not say it is a head (architecture {h.architecture}); cannot check it"
+    if h.head_kind != needs:
+        return "no", f"{h.name} is {_HEADS[h.head_kind]} head; use its method ({h.head_kind})"
+    if t is None:
+        return "unknown", "pass --model too: the head's base model and hidden size are matched against the target"
+    if h.base_model and not same_model(h.base_model, t):
+        return "no", f"{h.name} was trained for {h.base_model}, the target is {t.name_or_path or t.name}"
+    if h.hidden_size and t.hidden_size and h.hidden_size != t.hidden_size:
+        return "no", f"{h.name} has hidden_size {h.hidden_size}, the target {t.hidden_size}: trained for another model"
+    if h.vocab_size and t.vocab_size and h.vocab_size != t.vocab_size and not h.draft_vocab_size:
+        return "no", f"{h.name} has vocab_size {h.vocab_size}, the target {t.vocab_size}: trained for another model"
+    base = f"base model {h.base_model}" if h.base_model else "no base model named"
+    return "yes", f"{h.name} matches the target (hidden_size {h.hidden_size}, {base})"
+
+
+def _family(name: str) -> str | None:
+    """`deepseek_mtp` -> `deepseek`: the model family a family-specific MTP method is for (None: any family)."""
+    m = re.fullmatch(r"([a-z0-9_]+?)_mtp", name.lower())
+    return m.group(1) if m else None
+
+
+def _mtp(name: str, g: Given) -> tuple[str, str]:
+    t = g.target
+    if t is None:
+        return "unknown", "pass --model: MTP layers are read from the target's config.json"
+    if not t.mtp_layers:
+        return "no", f"{t.name}'s config.json declares no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)"
+    family = _family(name)
+    if family and not (t.model_type or "").lower().startswith(family):
+        return "no", f"for {family} models; the target is {t.model_type}"
+    return "yes", f"{t.name}: {t.mtp_layers} MTP layer(s) ({t.mtp_key}, {t.model_type})"
+
+
+def _row(engine: str, name: str, g: Given) -> MethodRow:
+    needs = needs_of(name)
+    if needs == "prompt":
+        available, why = "yes", "drafts from the prompt and the output so far: needs no other model"
+        if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
+            why += " (a GPU implementation)"
+    elif needs == "draft":
+        available, why = _draft(engine, g)
+    elif needs in _HEADS:
+        available, why = _head(needs, g)
+    elif needs == "mtp":
+        available, why = _mtp(name, g)
+    else:
+        available, why = "unknown", f"speculab does not know what {name} needs; see {engine}'s documentation"
+    model = g.draft.path if needs == "draft" and g.draft else g.head.path if needs in _HEADS and g.head else None
+    path_flag = {"draft": "--draft"}.get(needs, "--head" if needs in _HEADS else None)
+    missing = path_flag if path_flag and model is None else None
+    flags = _flags(engine, name, needs, model)
+    family = _family(name) if needs == "mtp" else None
+    return MethodRow(name, available, why, flags, needs, experiment_method(engine, name), missing, family)
+
+
+def methods_table(declared: DeclaredMethods, given: Given) -> MethodsTable:
+    """One row per declared method, in the engine's order."""
+    return MethodsTable(declared, given, tuple(_row(declared.engine, m, given) for m in declared.methods))
