@@ -47,18 +47,24 @@ class CheckpointFacts:
         return Path(self.path).name
 
 
+def read_json_file(f: Path, cap_bytes: int, what: str) -> Any:
+    """A checkpoint's JSON file (config.json, tokenizer.json, ...), at most `cap_bytes`; one UserError naming it when
+    it is too big to be `what` or not JSON."""
+    if f.stat().st_size > cap_bytes:
+        raise UserError(f"{f} is over {cap_bytes // 2**20} MiB; is it {what}?")
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{f} is not valid JSON ({e}); fix or replace the file") from None
+
+
 def _config(path: Path) -> dict[str, Any]:
     if not path.is_dir():
         raise UserError(f"{path}: not a directory; pass a local checkpoint directory (one holding config.json)")
     cfg = path / "config.json"
     if not cfg.is_file():
         raise UserError(f"{path} has no config.json; pass a Hugging Face-style checkpoint directory")
-    if cfg.stat().st_size > MAX_CONFIG_BYTES:
-        raise UserError(f"{cfg} is over {MAX_CONFIG_BYTES // 2**20} MiB; is it a config.json?")
-    try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{cfg} is not valid JSON ({e}); fix or replace the file") from None
+    data = read_json_file(cfg, MAX_CONFIG_BYTES, "a config.json")
     if not isinstance(data, dict):
         raise UserError(f"{cfg} is not a JSON object; fix or replace the file")
     return data

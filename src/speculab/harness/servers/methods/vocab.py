@@ -8,11 +8,11 @@ different: the vocabularies do not overlap enough to map; unknown: a side has no
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from speculab.errors import UserError
+from speculab.harness.servers.methods.checkpoint import read_json_file
 
 PREFIX_MAX_EXTRA = 128  # llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE (common/speculative.cpp)
 MAPPING_MIN_SHARED = 0.9  # share of the draft's tokens that must exist in the target for a mapping to be useful
@@ -36,12 +36,7 @@ def read_vocab(path: Path) -> dict[str, int] | None:
         f = path / name
         if not f.is_file():
             continue
-        if f.stat().st_size > MAX_TOKENIZER_BYTES:
-            raise UserError(f"{f} is over {MAX_TOKENIZER_BYTES // 2**20} MiB; is it a tokenizer file?")
-        try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UserError(f"{f} is not valid JSON ({e}); fix or replace the file") from None
+        data = read_json_file(f, MAX_TOKENIZER_BYTES, "a tokenizer file")
         if name == "vocab.json":
             return {str(k): v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else None
         return _tokenizer_json_vocab(data, f)
