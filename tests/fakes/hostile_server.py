@@ -382,10 +382,15 @@ def _version_catalogue() -> list[Broken]:
         "500": Answer(500, "text/html", (Send(b"<html>err</html>"),)),
         "cut": Answer(200, "application/json", (Send(b'{"ver'), Cut())),
     }
+    return _probe_answers("version", bodies)
+
+
+def _probe_answers(endpoint: str, bodies: dict[str, bytes | Answer]) -> list[Broken]:
+    """One Broken per body for an endpoint read once at the start (the probe): a bare body is a 200 JSON answer."""
     out = []
     for kind, b in bodies.items():
         ans = b if isinstance(b, Answer) else Answer(200, "application/json", (Send(b),))
-        out.append(Broken("version", kind, "probe", lambda api, a=ans: a))
+        out.append(Broken(endpoint, kind, "probe", lambda api, a=ans: a))
     return out
 
 
@@ -420,11 +425,7 @@ def _models_catalogue() -> list[Broken]:
         "401": Answer(401, "application/json", (Send(b'{"error": "key"}'),)),
         "cut": Answer(200, "application/json", (Send(b'{"da'), Cut())),
     }
-    out = []
-    for kind, b in lists.items():
-        ans = b if isinstance(b, Answer) else Answer(200, "application/json", (Send(b),))
-        out.append(Broken("models", kind, "probe", lambda api, a=ans: a))
-    return out
+    return _probe_answers("models", lists)
 
 
 STREAM = _stream_catalogue()
