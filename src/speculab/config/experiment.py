@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from speculab.errors import did_you_mean
+
 EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"]
 ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
 # The methods speculab's adapters derive flags for on every engine that has them; `speculation.method` also takes any
@@ -254,11 +256,9 @@ def margins(value: float | int | str | Mapping[str, float | int | str] | None) -
     out = {}
     for key, v in value.items():
         if key not in MARGIN_KEYS:
-            import difflib
-
-            close = difflib.get_close_matches(str(key), MARGIN_KEYS, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ValueError(f"unknown metric {key!r}{hint}; margin keys are {', '.join(MARGIN_KEYS)}")
+            raise ValueError(
+                f"unknown metric {key!r}{did_you_mean(key, MARGIN_KEYS)} (margin keys: {', '.join(MARGIN_KEYS)})"
+            )
         out[MARGIN_KEYS[key]] = parse_margin(v)
     return out
 

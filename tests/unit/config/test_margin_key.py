@@ -44,7 +44,10 @@ def test_the_key_in_the_file():
             "margin: 3\n",
             "experiment.yaml: margin 3.0: give a fraction below 1 or a percentage, e.g. 0.03 or 3% (did you mean 3%?)",
         ),
-        ("margin: {tpott: 3%}\n", "unknown metric 'tpott' (did you mean tpot?); margin keys are tpot, e2e"),
+        (
+            "margin: {tpott: 3%}\n",
+            "unknown metric 'tpott'; did you mean `tpot`? (margin keys: tpot, e2e, ttft, itl, correctness)",
+        ),
     ],
 )
 def test_mistakes_are_one_line(line, expected):
