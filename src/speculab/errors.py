@@ -32,9 +32,10 @@ class ErrorRateExceeded(UserError):
 
 def user_text(raw: bytes, source: str) -> str:
     """A user's file (workload, trace, experiment) as text, or one `UserError` naming the file and the line of the
-    first byte no text file holds: one that is not UTF-8, or a NUL (a binary file, or UTF-16 saved by an editor)."""
+    first byte no text file holds: one that is not UTF-8, or a NUL (a binary file, or UTF-16 saved by an editor).
+    A leading byte-order mark (Windows editors write one) is dropped: it is not text, and JSON refuses it."""
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line, col = _line_col(raw, e.start)
         raise UserError(

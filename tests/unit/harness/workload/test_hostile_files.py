@@ -46,6 +46,22 @@ def test_a_line_separator_inside_a_json_string_does_not_cut_the_line(capsys, tmp
 
 
 @pytest.mark.parametrize(
+    ("spec", "data"),
+    [
+        ("jsonl:{}", b'{"prompt": "fine"}\n{"prompt": "also fine"}\n'),
+        ("sharegpt:{}", b'[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]'),
+        ("jsonl:{}", b'{"prompt": "fine"}\r\n{"prompt": "also fine"}\r\n'),
+    ],
+)
+def test_a_file_saved_with_a_byte_order_mark_or_crlf_loads(capsys, tmp_path, spec, data):
+    """Windows editors save UTF-8 with a BOM (and CRLF): it was "not valid JSON (Unexpected UTF-8 BOM)" on line 1."""
+    path = tmp_path / "w.json"
+    path.write_bytes(b"\xef\xbb\xbf" + data)
+    code, out, err = run_main(capsys, "workload", spec.format(path))
+    assert code == 0 and "requests" in out, (out, err)
+
+
+@pytest.mark.parametrize(
     ("data", "expect"),
     [
         (b"[" * 100_000, ":1: nested too deeply"),
