@@ -74,8 +74,9 @@ def test_identical_arms_false_positive_rate_is_about_five_percent(tmp_path: Path
                 np.random.default_rng(seed),
                 n_resamples=1000,
             )
-            # a stream whose chunks all arrived in one socket read (a busy machine) has TPOT 0 and is dropped
-            assert cmp.n_pairs >= 14
+            # every prompt is paired or dropped for a reason: a stream whose chunks all arrived in one socket read
+            # (a busy machine: 3 of 16 once, under a parallel build) has TPOT 0 and is dropped
+            assert cmp.n_pairs + cmp.n_dropped == 16 and cmp.n_pairs >= 8
             verdicts.append(cmp.verdict.value)
             if seed == 0:
                 # the full report on one A-vs-A run: both arms paired on every prompt, same outputs
