@@ -115,7 +115,9 @@ def test_drafts_and_q_equal_the_cache_free_reference_over_many_steps(target, dra
             ref = reference_q(head, target, row.prompt_ids + row.output_ids, drafts[:-1], row.params)
             for j in range(n):
                 if out.probs is not None:
-                    assert torch.allclose(out.probs[b, j], ref[j], atol=1e-5), (row.request_id, j)
+                    # float32 through other kernels differs in the fifth decimal (AVX512 on an AMD EPYC: 1.9e-5);
+                    # a wrong cache entry changes the distribution itself
+                    assert torch.allclose(out.probs[b, j], ref[j], atol=1e-4), (row.request_id, j)
                 else:
                     assert drafts[j] == int(ref[j].argmax())
                 assert ref[j][drafts[j]] > 0  # drafted from q's support
