@@ -24,7 +24,7 @@ def experiment(a: str, b: str, workers: int) -> str:
     return f"""
 workload: {{spec: "synthetic:input=10,output=6", num_prompts: 32, warmup_requests: 2}}
 sampling: {{max_tokens: 12}}
-loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 4, workers: {workers}}}}}
+loads: {{operating: {{concurrency: 4, workers: {workers}}}}}
 baseline: {{url: "{a}"}}
 candidate: {{url: "{b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 2}}
