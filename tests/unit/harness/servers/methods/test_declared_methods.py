@@ -81,7 +81,11 @@ def test_llamacpp_help_spec_type_list_without_none():
 
 
 def test_tgi_help_and_speculab_version():
-    assert methods_from_tgi_help("      --speculate <SPECULATE>\n          The number of ...") == ("ngram", "medusa")
+    assert methods_from_tgi_help("      --speculate <SPECULATE>\n          The number of ...") == (
+        "ngram",
+        "medusa",
+        "mlp_speculator",
+    )
     assert methods_from_tgi_help("--model-id <MODEL_ID>") == ()
     body = {"name": "speculab", "version": "0.9", "speculative_methods": ["ngram", "draft_model", 3, "bad name!"]}
     assert methods_from_version_json(body) == ("ngram", "draft_model")
