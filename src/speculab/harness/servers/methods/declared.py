@@ -28,6 +28,7 @@ class DeclaredMethods:
     # what its speculation config takes, in its own form: --speculative-config JSON keys (vLLM, speculab) or flags
     # (SGLang `--speculative-*`, llama.cpp `--spec-*`, TGI `--speculate`); () when not read (a fallback, a server)
     option_keys: tuple[str, ...] = ()
+    option_source: str | None = None  # where those were read, when elsewhere than `source`
 
     @property
     def known(self) -> bool:

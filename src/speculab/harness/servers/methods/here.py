@@ -131,7 +131,7 @@ def _check_keys(engine: str, who: str, declared: DeclaredMethods, spec: Speculat
         if key in accepted:
             continue
         form = "--speculative-config key" if engine in JSON_ENGINES else "flag"
+        where = declared.option_source or declared.source
         raise UserError(
-            f"speculation {spec.label}: {who} has no {form} {key} (read from {declared.source})"
-            f"{did_you_mean(key, accepted)}"
+            f"speculation {spec.label}: {who} has no {form} {key} (read from {where}){did_you_mean(key, accepted)}"
         )

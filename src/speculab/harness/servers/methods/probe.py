@@ -161,9 +161,10 @@ def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     if not methods:
         files = ", ".join(rel for rel, _ in method_sources)
         return fallback(engine, f"{package} {release or ''} declares no methods in {files}".replace("  ", " "))
-    option_keys, _ = _read_all(Path(found["dir"]), option_sources)
+    option_keys, option_where = _read_all(Path(found["dir"]), option_sources)
     source = f"{package}/{' + '.join(where)} of {release or package}"
-    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys)
+    option_source = f"{package}/{' + '.join(option_where)} of {release or package}" if option_where else None
+    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source)
 
 
 def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:

@@ -1,9 +1,9 @@
 """The methods table (pure): each method an engine release declares, whether it can run here, why, and the flags it
 would add to the baseline command — joined from `declared`, the checkpoint facts and the adapters.
 
-A method's needs are told from its name (n-gram/suffix: the prompt; a draft model; an EAGLE, EAGLE-3 or Medusa head;
-the target's own MTP layers); a name none of these fits is "unknown", never guessed. The flags come from the engine's
-adapter for the methods it derives (today's five), else the engine's generic switch with the method's own name.
+A method's needs are told from its name (n-gram/suffix: the prompt; a draft model; an EAGLE, EAGLE-3, Medusa,
+MLP-speculator, DFlash or DSpark head; the target's own MTP layers); a name none of these fits is "unknown", never
+guessed. The flags are what the engine's adapter derives for the engine's own name, k included (adapters/).
 """
 
 from __future__ import annotations
@@ -173,13 +173,15 @@ def _tgi_head(kind: str, g: Given) -> tuple[str, str]:
 def _tgi_ngram(g: Given) -> tuple[str, str]:
     t = g.target
     if t is not None and t.head_kind in TGI_HEADS:
-        return "no", f"{t.name} ships {_HEADS[t.head_kind]} head, which TGI's --speculate uses instead: serve the base"
+        why = f"{t.name} ships {_HEADS[t.head_kind]} head, which TGI's --speculate uses instead"
+        return "no", f"{why}: serve its base model for n-gram"
     return "yes", _PROMPT_WHY
 
 
 def _family(name: str) -> str | None:
     """`deepseek_mtp` -> `deepseek`: the model family a family-specific MTP method is for (None: any family)."""
-    m = re.fullmatch(r"([a-z0-9_]+?)_mtp", name.lower())
+    # vLLM spells them lowercase; SGLang's uppercase names (FROZEN_KV_MTP) are algorithms, not families
+    m = re.fullmatch(r"([a-z0-9_]+?)_mtp", name)
     return m.group(1) if m else None
 
 
