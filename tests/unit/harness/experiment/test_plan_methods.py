@@ -200,3 +200,15 @@ def test_llamacpp_flags_are_checked_against_its_help(tmp_path):
     ):
         plan_experiment(parse_experiment(exp_yaml("ngram-mod", "llamacpp", command,
                                                   ", options: {ngram_mod_n_matches: 2}")))  # fmt: skip
+
+
+def test_tgi_medusa_plans_against_a_baseline_with_speculate_0(tmp_path):
+    exe = tmp_path / "text-generation-launcher"
+    exe.write_text("#!/bin/sh\necho '      --speculate <SPECULATE>'\n")
+    exe.chmod(0o755)
+    command = [str(exe), "--model-id", "/medusa", "--port", "8000", "--speculate", "0"]
+    plan = plan_experiment(parse_experiment(exp_yaml("medusa", "tgi", command)))
+    assert plan.notes == () and plan.changes[0].verified is True
+    assert parse_command(plan.arms[1].launch.command).flags["--speculate"] == ("3",)
+    with pytest.raises(UserError, match="add `--speculate 0`"):
+        plan_experiment(parse_experiment(exp_yaml("medusa", "tgi", command[:-2])))

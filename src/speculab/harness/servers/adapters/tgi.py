@@ -59,6 +59,8 @@ class TgiAdapter:
     speculation_flags: frozenset[str] = frozenset({"--speculate"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)
+    # a checkpoint that ships heads speculates with all of them unless told 0: that is its plain arm
+    plain_values: dict[str, str] = field(default_factory=lambda: {"--speculate": "0"})
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         base, plain = without_plain_speculate(baseline_cmd)

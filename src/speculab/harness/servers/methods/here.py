@@ -117,7 +117,8 @@ def _what(methods: Sequence[str], with_options: Sequence[SpeculationConfig]) -> 
 def added_keys(engine: str, spec: SpeculationConfig) -> tuple[str, ...]:
     """What the adapter adds for `spec` in the engine's own config form: the `--speculative-config` JSON keys
     (vLLM, speculab), else the flags; `engine_args` are the user's raw flags and not counted."""
-    argv = adapter_for(engine).candidate_command([], replace(spec, engine_args=()))
+    base = ["--speculate", "0"] if engine == "tgi" else []  # TGI's plain arm, which its head methods require
+    argv = adapter_for(engine).candidate_command(base, replace(spec, engine_args=()))
     flags = parse_command(argv).flags
     if engine in JSON_ENGINES:
         body = json.loads(flags["--speculative-config"][0])
