@@ -101,6 +101,8 @@ def test_vllm_speculative_config_keys_are_read_from_its_fields():
     d = declared_by_command("vllm", [str(_vllm_script()), "serve", "m"])
     assert {"method", "num_speculative_tokens", "model", "suffix_decoding_max_tree_depth"} <= set(d.option_keys)
     assert d.option_source is not None and "fields SpeculativeConfig" in d.option_source
+    has_arctic = any(VENV.glob("lib/python*/site-packages/arctic_inference"))
+    assert ("suffix" in d.unavailable) is not has_arctic  # suffix decoding imports it at start-up
 
 
 @pytest.mark.llamacpp

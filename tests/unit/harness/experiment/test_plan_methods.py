@@ -45,6 +45,8 @@ def fake_vllm(tmp_path, monkeypatch) -> list[str]:
     (tmp_path / "vllm" / "__init__.py").write_text("raise SystemExit('importing vllm is not allowed here')\n")
     (pkg / "__init__.py").write_text("")
     (pkg / "speculative.py").write_text(VLLM_SOURCE)
+    (tmp_path / "arctic_inference").mkdir()  # what vLLM's suffix decoding imports
+    (tmp_path / "arctic_inference" / "__init__.py").write_text("")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
 
@@ -212,3 +214,10 @@ def test_tgi_medusa_plans_against_a_baseline_with_speculate_0(tmp_path):
     assert parse_command(plan.arms[1].launch.command).flags["--speculate"] == ("3",)
     with pytest.raises(UserError, match="add `--speculate 0`"):
         plan_experiment(parse_experiment(exp_yaml("medusa", "tgi", command[:-2])))
+
+
+def test_suffix_without_arctic_inference_is_refused_before_launch(fake_vllm, tmp_path):
+    (tmp_path / "arctic_inference" / "__init__.py").unlink()
+    (tmp_path / "arctic_inference").rmdir()
+    with pytest.raises(UserError, match="suffix: needs arctic_inference, which is not installed for"):
+        plan_experiment(parse_experiment(exp_yaml("suffix", "vllm", fake_vllm)))

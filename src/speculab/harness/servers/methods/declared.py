@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -29,6 +29,7 @@ class DeclaredMethods:
     # (SGLang `--speculative-*`, llama.cpp `--spec-*`, TGI `--speculate`); () when not read (a fallback, a server)
     option_keys: tuple[str, ...] = ()
     option_source: str | None = None  # where those were read, when elsewhere than `source`
+    unavailable: Mapping[str, str] = field(default_factory=dict)  # method -> why this install cannot start it
 
     @property
     def known(self) -> bool:

@@ -98,6 +98,9 @@ def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[Sp
             f"speculation.method {bad[0]}: {engine}{release} does not declare it (read from {declared.source}); "
             f"it accepts {', '.join(declared.methods)}"
         )
+    cannot = [m for m in extra if m in declared.unavailable]
+    if cannot:  # declared by the release, but this install would die starting it
+        raise UserError(f"speculation.method {cannot[0]}: {declared.unavailable[cannot[0]]}; install it there first")
     if not declared.option_keys:  # the methods are known, the config's keys or flags not (an unknown layout)
         if not with_options:
             return ()

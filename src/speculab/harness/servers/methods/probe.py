@@ -74,14 +74,15 @@ _LOCATE = """
 import importlib.metadata as md, importlib.util as u, json, sys
 spec = u.find_spec(sys.argv[1])
 version = None
-for dist in sys.argv[2:]:
+for dist in sys.argv[3:]:
     try:
         version = dist + " " + md.version(dist)
         break
     except md.PackageNotFoundError:
         pass
 where = list(spec.submodule_search_locations or []) if spec else []
-print(json.dumps({"dir": where[0] if where else None, "version": version}))
+missing = [m for m in sys.argv[2].split(",") if m and u.find_spec(m) is None]
+print(json.dumps({"dir": where[0] if where else None, "version": version, "missing": missing}))
 """
 
 
@@ -121,8 +122,15 @@ def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> tuple[str | None,
     return done.stdout + "\n" + done.stderr, None
 
 
-def _locate(python: str, package: str, dists: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
-    out, problem = _run([python, "-c", _LOCATE, package, *dists])
+# engine -> method -> the module it imports at start-up that the engine does not depend on (vLLM 0.32's
+# `_validate_suffix_decoding`: "Arctic Inference is required for suffix decoding"): without it the method is a "no"
+REQUIRES: dict[str, dict[str, str]] = {"vllm": {"suffix": "arctic_inference"}}
+
+
+def _locate(
+    python: str, package: str, dists: Sequence[str], modules: Sequence[str] = ()
+) -> tuple[dict[str, Any] | None, str | None]:
+    out, problem = _run([python, "-c", _LOCATE, package, ",".join(modules), *dists])
     if out is None:
         return None, problem
     for line in reversed(out.strip().splitlines()):
@@ -153,7 +161,8 @@ def _read_all(package_dir: Path, sources: tuple[tuple[str, str], ...]) -> tuple[
 def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     """What the engine's package installed for `python` declares, read from its source."""
     package, dists, method_sources, option_sources = PYTHON_ENGINES[engine]
-    found, problem = _locate(python, package, dists)
+    requires = REQUIRES.get(engine, {})
+    found, problem = _locate(python, package, dists, sorted(set(requires.values())))
     if found is None or not found.get("dir"):
         return fallback(engine, problem or f"{package} is not installed for {python}")
     release = found.get("version")
@@ -164,7 +173,11 @@ def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     option_keys, option_where = _read_all(Path(found["dir"]), option_sources)
     source = f"{package}/{' + '.join(where)} of {release or package}"
     option_source = f"{package}/{' + '.join(option_where)} of {release or package}" if option_where else None
-    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source)
+    missing = set(found.get("missing") or ())
+    unavailable = {m: f"needs {mod}, which is not installed for {python}" for m, mod in requires.items()
+                   if mod in missing and m in methods}  # fmt: skip
+    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source,
+                           unavailable=unavailable)  # fmt: skip
 
 
 def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:

@@ -200,7 +200,7 @@ def _mtp(name: str, g: Given) -> tuple[str, str]:
 _PROMPT_WHY = "drafts from the prompt and the output so far: needs no other model"
 
 
-def _row(engine: str, name: str, g: Given) -> MethodRow:
+def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> MethodRow:
     needs = needs_of(name)
     tgi = engine == "tgi"
     if needs == "prompt":
@@ -226,6 +226,8 @@ def _row(engine: str, name: str, g: Given) -> MethodRow:
         available, why = "no", "extracts the target's hidden states (to train a head); it drafts nothing"
     else:
         available, why = "unknown", f"speculab does not know what {name} needs; see {engine}'s documentation"
+    if unavailable is not None and available != "no":  # the release declares it; this install cannot start it
+        available, why = "no", f"{name} {unavailable}"
     model = g.draft.path if needs == "draft" and g.draft else g.head.path if needs in _HEADS and g.head else None
     path_flag = {"draft": "--draft"}.get(needs, ("--model" if tgi else "--head") if needs in _HEADS else None)
     if tgi and needs in _HEADS:
@@ -238,4 +240,5 @@ def _row(engine: str, name: str, g: Given) -> MethodRow:
 
 def methods_table(declared: DeclaredMethods, given: Given) -> MethodsTable:
     """One row per declared method, in the engine's order."""
-    return MethodsTable(declared, given, tuple(_row(declared.engine, m, given) for m in declared.methods))
+    rows = (_row(declared.engine, m, given, declared.unavailable.get(m)) for m in declared.methods)
+    return MethodsTable(declared, given, tuple(rows))
