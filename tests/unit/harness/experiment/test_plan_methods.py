@@ -221,3 +221,8 @@ def test_suffix_without_arctic_inference_is_refused_before_launch(fake_vllm, tmp
     (tmp_path / "arctic_inference").rmdir()
     with pytest.raises(UserError, match="suffix: needs arctic_inference, which is not installed for"):
         plan_experiment(parse_experiment(exp_yaml("suffix", "vllm", fake_vllm)))
+
+
+def test_sglang_ngram_window_flags_are_checked_though_ngram_is_one_of_the_five(fake_sglang):
+    with pytest.raises(UserError, match="has no flag --speculative-ngram-max-match-window-size"):
+        plan_experiment(parse_experiment(exp_yaml("ngram", "sglang", fake_sglang, ", prompt_lookup_max: 4")))

@@ -78,7 +78,9 @@ def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[Sp
     nearest) when the engine could be read; a warning (returned) that it is unchecked when it could not (`unchecked`:
     why, when there is no `command`). Nothing is asked when every entry is one of the five without options."""
     extra = list(dict.fromkeys(s.method for s in specs if s.method not in KNOWN_METHODS))
-    with_options = [s for s in specs if s.options]
+    # SGLang renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
+    with_options = [s for s in specs if s.options or (engine == "sglang" and s.prompt_lookup_max is not None)
+                    or (engine == "sglang" and s.prompt_lookup_min is not None)]  # fmt: skip
     if not extra and not with_options:
         return ()
     what = _what(extra, with_options)
