@@ -234,6 +234,8 @@ def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> Me
         model = g.target.path if g.target is not None and g.target.head_kind == needs else None
     missing = path_flag if path_flag and model is None else None
     flags = _flags(engine, name, needs, model)
+    if tgi and model is not None and g.target is not None and g.target.heads and g.target.heads < TABLE_K:
+        flags = ("--speculate", str(g.target.heads))  # TGI refuses more than the heads the checkpoint ships
     family = _family(name) if needs == "mtp" else None
     return MethodRow(name, available, why, flags, needs, experiment_method(engine, name), missing, family)
 

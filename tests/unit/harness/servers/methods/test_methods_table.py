@@ -202,3 +202,9 @@ def test_tgi_mlp_speculator_needs_the_base_model_it_loads(tmp_path):
     cfg["base_model_name_or_path"] = "meta-llama/Meta-Llama-3-8B-Instruct"
     ok = _rows("tgi", _given(_checkpoint(tmp_path / "b", cfg)))["mlp_speculator"]
     assert ok.available == "yes" and "--speculate at most 4 (n_predict)" in ok.why
+
+
+def test_tgi_flags_never_ask_for_more_tokens_than_the_checkpoint_has_heads(tmp_path):
+    cfg = json.loads((MEDUSA / "config.json").read_text()) | {"medusa_num_heads": 2}
+    r = _rows("tgi", _given(_checkpoint(tmp_path / "m2", cfg)))["medusa"]
+    assert r.available == "yes" and r.flags == ("--speculate", "2")
