@@ -94,3 +94,20 @@ def test_speculab_serve_lists_its_methods_on_version_and_the_cli_reads_them(caps
     assert "the server's /version (speculative_methods)" in out
     for method in METHODS:
         assert method in out
+
+
+@pytest.mark.vllm
+def test_vllm_speculative_config_keys_are_read_from_its_fields():
+    d = declared_by_command("vllm", [str(_vllm_script()), "serve", "m"])
+    assert {"method", "num_speculative_tokens", "model", "suffix_decoding_max_tree_depth"} <= set(d.option_keys)
+    assert d.option_source is not None and "fields SpeculativeConfig" in d.option_source
+    has_arctic = any(VENV.glob("lib/python*/site-packages/arctic_inference"))
+    assert ("suffix" in d.unavailable) is not has_arctic  # suffix decoding imports it at start-up
+
+
+@pytest.mark.llamacpp
+def test_llamacpp_speculation_flags_are_read_from_its_help():
+    d = declared_by_command("llamacpp", [str(_llama_server())])
+    assert {"--spec-type", "--spec-draft-n-max", "--spec-ngram-map-k-size-m", "--spec-ngram-mod-n-max"} <= set(
+        d.option_keys
+    )

@@ -19,6 +19,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
 
 
+# the entry's own keys, which `options` may not repeat
+_OWN_KEYS = frozenset({"method", "num_speculative_tokens", "model", "prompt_lookup_max", "prompt_lookup_min"})
+
+
 class SpeculationSchema(_Model):
     # any name an engine may accept (vLLM's `suffix`, llama.cpp's `ngram-map-k`): checked against the engine's own
     # list when the run is planned (harness.servers.methods.here.check_methods), not here
@@ -36,6 +40,9 @@ class SpeculationSchema(_Model):
         near = difflib.get_close_matches(self.method, KNOWN_METHODS, n=1, cutoff=0.8)
         if self.method not in KNOWN_METHODS and near:  # `ngarm`: a typo of one of ours, not an engine's name
             raise ValueError(f"method {self.method}: did you mean `{near[0]}`?")
+        own = [k for k in self.options if k in _OWN_KEYS]
+        if own:  # one setting, one place: vLLM's JSON would take the option's value silently over the key's
+            raise ValueError(f"options.{own[0]}: give it as the speculation entry's own key `{own[0]}`, not in options")
         if self.method in NEEDS_MODEL and not self.model:
             raise ValueError(f"method {self.method} needs `model` (the draft model's path or name)")
         if self.method == "ngram" and self.model:

@@ -277,14 +277,15 @@ def plan_experiment(
 
 
 def _check_methods(exp: Experiment) -> tuple[str, ...]:
-    """`speculation.method` names outside speculab's five, against the launched engine's own list (docs/methods.md)."""
+    """`speculation.method` names outside speculab's five and every entry's `options`, against the launched engine's
+    own lists (docs/methods.md)."""
     from speculab.harness.servers.methods.here import check_methods
 
-    la, methods = exp.baseline.launch, [sp.method for sp in exp.speculations]
+    la, specs = exp.baseline.launch, list(exp.speculations)
     whole = exp.candidate is not None and exp.candidate.command is not None
     why = "in two-URL mode speculab launches no candidate" if la is None else "candidate.command is given whole"
     try:
-        return check_methods(la.engine if la else "other", la.command if la and not whole else None, methods, why)
+        return check_methods(la.engine if la else "other", la.command if la and not whole else None, specs, why)
     except UserError as e:
         raise UserError(f"{exp.source}: {e}") from None
 

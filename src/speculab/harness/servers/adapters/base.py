@@ -77,7 +77,11 @@ def is_single_change(diff: CommandDiff, adapter: EngineAdapter) -> bool:
 def refuse_if_speculating(adapter: EngineAdapter, baseline_cmd: Sequence[str]) -> None:
     """A baseline that already speculates cannot be the plain arm: say which flag to remove."""
     parsed = parse_command(baseline_cmd, adapter.aliases)
-    for flag in parsed.flags:
+    # a speculation flag whose value switches speculation off (TGI's `--speculate 0`) is plain decoding
+    plain: Mapping[str, str] = getattr(adapter, "plain_values", {})
+    for flag, values in parsed.flags.items():
+        if flag in plain and values == (plain[flag],):
+            continue
         if is_speculation_flag(flag, adapter.speculation_flags, adapter.speculation_prefixes):
             raise UserError(
                 f"baseline.launch.command already has speculation flag {flag}; remove it (the baseline must be "

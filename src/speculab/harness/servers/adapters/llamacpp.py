@@ -6,7 +6,10 @@ Checked against the build `scripts/install_llama_server.sh` makes (llama.cpp as 
 the old `--draft-max`/`--draft`/`--draft-n` and `--draft-min` are removed (the server refuses them). Acceptance: with
 `--metrics`, counters `llamacpp:spec_decode_num_drafts_total` (verification steps), `..._num_draft_tokens_total`,
 `..._num_accepted_tokens_total` and `..._num_accepted_tokens_per_pos_total{position}`, with vLLM's semantics; per
-response `timings.draft_n` and `timings.draft_n_accepted` (tokens only: no step count per request)."""
+response `timings.draft_n` and `timings.draft_n_accepted` (tokens only: no step count per request).
+
+Any other `--spec-type` of the build (`ngram-map-k`, `draft-eagle3`, ...) takes k through the flag that build reads
+for that type, `model` as `--spec-draft-model`, and `options` as `--spec-*` flags (adapters.options)."""
 
 from __future__ import annotations
 
@@ -14,12 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
+from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     PrefixCacheMetrics,
     refuse_if_speculating,
     unsupported,
 )
+from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import counters
 
 # Every spelling of a speculation option -> the name the built version prints first (common/arg.cpp). Old builds'
@@ -107,17 +112,54 @@ class LlamacppAdapter:
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
-        k = str(spec.num_speculative_tokens)
-        if spec.method == "draft_model":
-            extra = ["--spec-type", "draft-simple", "--spec-draft-model", str(spec.model), "--spec-draft-n-max", k]
-        elif spec.method == "ngram":
-            extra = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", k]
-            if spec.prompt_lookup_max is not None:
-                extra += ["--spec-ngram-simple-size-n", str(spec.prompt_lookup_max)]
-        elif spec.method not in KNOWN_METHODS:
-            # llama.cpp's own `--spec-type` name (`ngram-map-k`, `draft-eagle3`, ...), checked against the build's
-            # --help when the run is planned; its other options come through engine_args
-            extra = ["--spec-type", spec.method, *(["--spec-draft-model", str(spec.model)] if spec.model else [])]
-        else:
+        spec_type = _SPEC_TYPES.get(spec.method, spec.method)
+        if spec.method in KNOWN_METHODS and spec.method not in _SPEC_TYPES:
             raise unsupported(self.kind, spec, "draft_model, ngram, or a --spec-type name")
-        return [*baseline_cmd, *extra, *spec.engine_args]
+        owned = {"--spec-type": "method"}
+        derived: dict[str, list[str]] = {}
+        if spec.model is None and spec_type == "draft-simple":
+            raise UserError(f"speculation.method {spec.method} needs `model` (the draft model's path)")
+        if spec.model is not None:
+            derived["--spec-draft-model"] = [str(spec.model)]
+            owned["--spec-draft-model"] = "model"
+        k_flag = _k_flag(spec_type, spec.num_speculative_tokens)
+        if k_flag is not None:
+            derived[k_flag] = [str(spec.num_speculative_tokens)]
+            owned[k_flag] = "num_speculative_tokens"
+        if spec.prompt_lookup_max is not None:  # ngram: the n-gram matched in the context (size N)
+            derived["--spec-ngram-simple-size-n"] = [str(spec.prompt_lookup_max)]
+            owned["--spec-ngram-simple-size-n"] = "prompt_lookup_max"
+        extra, left = option_flags(spec.options, "--spec-", owned, derived)
+        return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *spec.engine_args]
+
+
+# speculab's experiment names -> llama.cpp's --spec-type (`draft` is the name builds before --spec-type declare)
+_SPEC_TYPES = {"draft_model": "draft-simple", "ngram": "ngram-simple", "draft": "draft-simple"}
+# The flag that sets k for each --spec-type, as common_speculative_n_max (common/speculative.cpp) reads it; every
+# `draft-*` type drafts up to --spec-draft-n-max. ngram-cache drafts a fixed 8 (no flag sets it).
+_K_FLAGS = {
+    "ngram-simple": "--spec-ngram-simple-size-m",
+    "ngram-map-k": "--spec-ngram-map-k-size-m",
+    "ngram-map-k4v": "--spec-ngram-map-k4v-size-m",
+    "ngram-mod": "--spec-ngram-mod-n-max",
+}
+NGRAM_CACHE_K = 8
+
+
+def _k_flag(spec_type: str, k: int) -> str | None:
+    """The flag that carries k for `spec_type`; a type whose k no flag sets is refused unless k is what it drafts."""
+    if spec_type.startswith("draft"):
+        return "--spec-draft-n-max"
+    if spec_type in _K_FLAGS:
+        return _K_FLAGS[spec_type]
+    if spec_type == "ngram-cache":
+        if k != NGRAM_CACHE_K:
+            raise UserError(
+                f"speculation: llama.cpp's ngram-cache drafts a fixed {NGRAM_CACHE_K} tokens (common/speculative.cpp); "
+                f"set num_speculative_tokens: {NGRAM_CACHE_K}"
+            )
+        return None
+    raise UserError(
+        f"speculation.method {spec_type}: speculab does not know which llama.cpp flag sets k for it (known: "
+        f"draft-*, {', '.join(_K_FLAGS)}, ngram-cache); give candidate.command whole"
+    )

@@ -1,4 +1,5 @@
-"""SGLang: `--speculative-algorithm NGRAM | STANDALONE | EAGLE | EAGLE3` and its `--speculative-*` companions.
+"""SGLang: `--speculative-algorithm NGRAM | STANDALONE | EAGLE | EAGLE3 | NEXTN | DFLASH | DSPARK | ...` and its
+`--speculative-*` companions (k as each algorithm counts it; `options` as more `--speculative-*` flags).
 
 Acceptance: gauges `sglang:spec_accept_length` / `sglang:spec_accept_rate` (a recent-window average, not a counter),
 and per response `meta_info.spec_verify_ct` (verification steps): acceptance length = completion_tokens / steps.
@@ -10,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
+from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     PrefixCacheMetrics,
     refuse_if_speculating,
     unsupported,
 )
-
-_TREE_ALGOS = {"draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3"}
+from speculab.harness.servers.adapters.options import flatten, option_flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,27 +44,49 @@ class SglangAdapter:
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
-        k = spec.num_speculative_tokens
-        if spec.method == "ngram":
-            extra = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(k)]
-            if spec.prompt_lookup_max is not None:
-                extra += ["--speculative-ngram-max-match-window-size", str(spec.prompt_lookup_max)]
-            if spec.prompt_lookup_min is not None:
-                extra += ["--speculative-ngram-min-match-window-size", str(spec.prompt_lookup_min)]
-        elif spec.method in _TREE_ALGOS or spec.method not in KNOWN_METHODS:
-            # A chain (topk 1) of k draft steps; SGLang counts the verified positions including the root: k + 1. A
-            # name of SGLang's own (`NEXTN`, checked against its --speculative-algorithm choices at plan time)
-            # drafts the same way, with a draft path only when one is given.
-            algo = _TREE_ALGOS.get(spec.method, spec.method)
-            path = (
-                ["--speculative-draft-model-path", str(spec.model)] if spec.model or spec.method in _TREE_ALGOS else []
-            )
-            extra = [
-                "--speculative-algorithm", algo, *path,
-                "--speculative-num-steps", str(k),
-                "--speculative-eagle-topk", "1",
-                "--speculative-num-draft-tokens", str(k + 1),
-            ]  # fmt: skip
-        else:
+        algo = _ALGORITHMS.get(spec.method, spec.method)
+        if spec.method in KNOWN_METHODS and spec.method not in _ALGORITHMS:
             raise unsupported(self.kind, spec, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name")
-        return [*baseline_cmd, *extra, *spec.engine_args]
+        if spec.model is None and algo in _NEEDS_PATH:
+            raise UserError(f"speculation.method {spec.method} needs `model` (the draft model's or head's path)")
+        owned, derived = _derived(algo, spec)
+        extra, left = option_flags(spec.options, "--speculative-", owned, derived)
+        return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *spec.engine_args]
+
+
+# speculab's experiment names -> SGLang's algorithm names
+_ALGORITHMS = {"ngram": "NGRAM", "draft_model": "STANDALONE", "eagle": "EAGLE", "eagle3": "EAGLE3"}
+_NEEDS_PATH = frozenset({"STANDALONE", "EAGLE", "EAGLE3", "DFLASH"})
+
+
+def _derived(algo: str, spec: SpeculationConfig) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The flags the entry's own keys set (flag -> key) and every flag speculab derives for `algo` (flag -> values),
+    companions an option may replace included. SGLang counts verified positions including the root: k drafts are a
+    verify window of k + 1 (`--speculative-num-draft-tokens`), except for NGRAM, whose k is that count itself."""
+    k = spec.num_speculative_tokens
+    owned = {"--speculative-algorithm": "method"}
+    derived: dict[str, list[str]] = {}
+    if spec.model is not None:
+        derived["--speculative-draft-model-path"] = [str(spec.model)]
+        owned["--speculative-draft-model-path"] = "model"
+    if algo == "NGRAM":
+        derived["--speculative-num-draft-tokens"] = [str(k)]
+        owned["--speculative-num-draft-tokens"] = "num_speculative_tokens"
+        # releases before 0.5.23 only (it has no window-size flags; the plan-time check says so)
+        for key, flag in (("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
+                          ("prompt_lookup_min", "--speculative-ngram-min-match-window-size")):  # fmt: skip
+            if getattr(spec, key) is not None:
+                derived[flag] = [str(getattr(spec, key))]
+                owned[flag] = key
+    elif algo == "DFLASH":  # one parallel block: no steps, no top-k (SGLang forces both to 1)
+        derived["--speculative-num-draft-tokens"] = [str(k + 1)]
+        owned["--speculative-num-draft-tokens"] = "num_speculative_tokens"
+    elif algo == "DSPARK":  # gamma = k drafted tokens; SGLang sets the verify window to gamma + 1 itself
+        derived["--speculative-dspark-block-size"] = [str(k)]
+        owned["--speculative-dspark-block-size"] = "num_speculative_tokens"
+    else:  # EAGLE, EAGLE3, STANDALONE, NEXTN, FROZEN_KV_MTP, a registered name: a chain (top-k 1) of k draft steps
+        derived["--speculative-num-steps"] = [str(k)]
+        owned["--speculative-num-steps"] = "num_speculative_tokens"
+        derived["--speculative-eagle-topk"] = ["1"]
+        derived["--speculative-num-draft-tokens"] = [str(k + 1)]
+    return owned, derived

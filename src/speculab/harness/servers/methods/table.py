@@ -1,20 +1,20 @@
 """The methods table (pure): each method an engine release declares, whether it can run here, why, and the flags it
 would add to the baseline command — joined from `declared`, the checkpoint facts and the adapters.
 
-A method's needs are told from its name (n-gram/suffix: the prompt; a draft model; an EAGLE, EAGLE-3 or Medusa head;
-the target's own MTP layers); a name none of these fits is "unknown", never guessed. The flags come from the engine's
-adapter for the methods it derives (today's five), else the engine's generic switch with the method's own name.
+A method's needs are told from its name (n-gram/suffix: the prompt; a draft model; an EAGLE, EAGLE-3, Medusa,
+MLP-speculator, DFlash or DSpark head; the target's own MTP layers); a name none of these fits is "unknown", never
+guessed. The flags are what the engine's adapter derives for the engine's own name, k included (adapters/).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.llamacpp import NGRAM_CACHE_K
 from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.vocab import VocabMatch
@@ -28,7 +28,16 @@ _EXPERIMENT_NAMES = {
     "tgi": {"ngram": "ngram"},
 }
 _TODAYS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
-_HEADS = {"eagle": "an EAGLE", "eagle3": "an EAGLE-3", "medusa": "a Medusa"}
+# what each head kind is called in a sentence, most specific name first (needs_of matches them in this order)
+_HEADS = {
+    "eagle3": "an EAGLE-3",
+    "eagle": "an EAGLE",
+    "medusa": "a Medusa",
+    "mlp_speculator": "an MLP-speculator",
+    "dflash": "a DFlash",
+    "dspark": "a DSpark",
+}
+TGI_HEADS = ("medusa", "mlp_speculator")  # what TGI's --speculate runs from the served checkpoint itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +56,10 @@ class MethodRow:
     available: str  # yes | no | unknown
     why: str  # one line
     flags: tuple[str, ...]  # what the candidate command adds to the baseline's
-    needs: str  # prompt | draft | eagle | eagle3 | medusa | mtp | unknown
+    needs: str  # prompt | draft | eagle | eagle3 | medusa | mlp_speculator | dflash | dspark | mtp | custom_class |
+    # extract_hidden_states | unknown
     experiment_method: str | None  # the `speculation.method` speculab's experiments take for it, None: none yet
-    path_flag: str | None = None  # "--draft" / "--head": the path it needs that was not given
+    path_flag: str | None = None  # "--draft" / "--head" / "--model": the path it needs that was not given
     for_family: str | None = None  # the model family a family-specific MTP method is for (`deepseek_mtp`: deepseek)
 
 
@@ -65,13 +75,15 @@ def needs_of(name: str) -> str:
     n = name.lower().replace("-", "_")
     if "ngram" in n or "lookup" in n or n == "suffix":
         return "prompt"
-    for kind in ("eagle3", "eagle", "medusa"):
+    for kind in _HEADS:
         if kind in n:
             return kind
     if "mtp" in n or "nextn" in n:
         return "mtp"
     if n in ("draft_model", "standalone", "draft_simple", "draft"):
         return "draft"
+    if n in ("custom_class", "extract_hidden_states"):
+        return n
     return "unknown"
 
 
@@ -82,27 +94,18 @@ def experiment_method(engine: str, name: str) -> str | None:
 
 
 def _flags(engine: str, name: str, needs: str, model: str | None) -> tuple[str, ...]:
-    """What the candidate adds: the adapter's derivation where it has one, else the engine's switch for `name`."""
-    method = experiment_method(engine, name)
-    if method is not None:
-        lookup = {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if method == "ngram" and engine != "llamacpp" else {}
-        with_model = method in ("draft_model", "eagle", "eagle3")
-        spec = SpeculationConfig(method, TABLE_K, model=(model or PATH) if with_model else None, **lookup)
-        try:
-            return tuple(adapter_for(engine).candidate_command([], spec))
-        except UserError:
-            pass  # the adapter does not derive this method for this engine: the generic switch below
-    path = (model or PATH) if needs in ("draft", "eagle", "eagle3", "medusa") else None
-    if engine in ("vllm", "speculab"):
-        cfg = {"method": name, "num_speculative_tokens": TABLE_K} | ({"model": path} if path else {})
-        return ("--speculative-config", json.dumps(cfg, separators=(",", ":")))
-    if engine == "sglang":
-        return ("--speculative-algorithm", name, *(("--speculative-draft-model-path", path) if path else ()))
-    if engine == "llamacpp":
-        return ("--spec-type", name, *(("--spec-draft-model", path) if path else ()))
-    if engine == "tgi":
-        return ("--speculate", str(TABLE_K))
-    return ()
+    """What the candidate adds, as the engine's adapter derives it for the engine's own name (() when the adapter
+    cannot: an engine speculab has no adapter for, a name whose k no flag sets)."""
+    path = (model or PATH) if needs == "draft" or (needs in _HEADS and engine != "tgi") else None
+    lookup = (
+        {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if name == "ngram" and engine in ("vllm", "speculab") else {}
+    )
+    k = NGRAM_CACHE_K if engine == "llamacpp" and name == "ngram-cache" else TABLE_K
+    base = ["--speculate", "0"] if engine == "tgi" else []  # TGI's plain arm for a checkpoint that ships heads
+    try:
+        return tuple(adapter_for(engine).candidate_command(base, SpeculationConfig(name, k, model=path, **lookup)))
+    except UserError:
+        return ()
 
 
 def _draft(engine: str, g: Given) -> tuple[str, str]:
@@ -141,12 +144,44 @@ def _head(needs: str, g: Given) -> tuple[str, str]:
     if h.vocab_size and t.vocab_size and h.vocab_size != t.vocab_size and not h.draft_vocab_size:
         return "no", f"{h.name} has vocab_size {h.vocab_size}, the target {t.vocab_size}: trained for another model"
     base = f"base model {h.base_model}" if h.base_model else "no base model named"
-    return "yes", f"{h.name} matches the target (hidden_size {h.hidden_size}, {base})"
+    most = f"; drafts at most {h.heads} ({h.heads_key})" if h.heads else ""
+    return "yes", f"{h.name} matches the target (hidden_size {h.hidden_size}, {base}){most}"
+
+
+def _dspark(g: Given) -> tuple[str, str]:
+    """DSpark: a separate draft (--head), or stages the target's own weights ship (vLLM then drafts with the target)."""
+    if g.head is None and g.target is not None and g.target.dspark_stages:
+        return "yes", f"{g.target.name}'s weights ship DSpark stages (markov_head, confidence_head)"
+    return _head("dspark", g)
+
+
+def _tgi_head(kind: str, g: Given) -> tuple[str, str]:
+    """TGI loads Medusa heads or an MLP speculator only from the checkpoint it serves (--model-id), whose config.json
+    names the base model it loads under them; --speculate N may not exceed the heads it ships."""
+    t, h = g.target, g.head
+    if t is not None and t.head_kind == kind:
+        if not t.base_model:
+            return "no", f"{t.name} names no base_model_name_or_path, the model TGI loads under its heads"
+        most = f"--speculate at most {t.heads} ({t.heads_key})" if t.heads else "--speculate N"
+        return "yes", f"{t.name} ships {_HEADS[kind]} head for {t.base_model}: {most}; the baseline needs --speculate 0"
+    if h is not None and h.head_kind == kind:
+        return "no", f"TGI loads {_HEADS[kind]} head only from the served checkpoint: serve {h.name} as --model-id"
+    key = "medusa_num_heads" if kind == "medusa" else "model_type mlp_speculator"
+    return "no", f"TGI runs {_HEADS[kind]} head only when the served checkpoint ships it ({key}): pass it as --model"
+
+
+def _tgi_ngram(g: Given) -> tuple[str, str]:
+    t = g.target
+    if t is not None and t.head_kind in TGI_HEADS:
+        why = f"{t.name} ships {_HEADS[t.head_kind]} head, which TGI's --speculate uses instead"
+        return "no", f"{why}: serve its base model for n-gram"
+    return "yes", _PROMPT_WHY
 
 
 def _family(name: str) -> str | None:
     """`deepseek_mtp` -> `deepseek`: the model family a family-specific MTP method is for (None: any family)."""
-    m = re.fullmatch(r"([a-z0-9_]+?)_mtp", name.lower())
+    # vLLM spells them lowercase; SGLang's uppercase names (FROZEN_KV_MTP) are algorithms, not families
+    m = re.fullmatch(r"([a-z0-9_]+?)_mtp", name)
     return m.group(1) if m else None
 
 
@@ -162,28 +197,50 @@ def _mtp(name: str, g: Given) -> tuple[str, str]:
     return "yes", f"{t.name}: {t.mtp_layers} MTP layer(s) ({t.mtp_key}, {t.model_type})"
 
 
-def _row(engine: str, name: str, g: Given) -> MethodRow:
+_PROMPT_WHY = "drafts from the prompt and the output so far: needs no other model"
+
+
+def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> MethodRow:
     needs = needs_of(name)
+    tgi = engine == "tgi"
     if needs == "prompt":
-        available, why = "yes", "drafts from the prompt and the output so far: needs no other model"
+        available, why = _tgi_ngram(g) if tgi else ("yes", _PROMPT_WHY)
         if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
             why += " (a GPU implementation)"
     elif needs == "draft":
         available, why = _draft(engine, g)
+    elif tgi and needs in TGI_HEADS:
+        available, why = _tgi_head(needs, g)
+    elif needs == "dspark":
+        available, why = _dspark(g)
     elif needs in _HEADS:
         available, why = _head(needs, g)
     elif needs == "mtp":
         available, why = _mtp(name, g)
+    elif needs == "custom_class":
+        available, why = (
+            "unknown",
+            "a proposer class of your own (model: package.module.Class); no file says what it needs",
+        )
+    elif needs == "extract_hidden_states":
+        available, why = "no", "extracts the target's hidden states (to train a head); it drafts nothing"
     else:
         available, why = "unknown", f"speculab does not know what {name} needs; see {engine}'s documentation"
+    if unavailable is not None and available != "no":  # the release declares it; this install cannot start it
+        available, why = "no", f"{name} {unavailable}"
     model = g.draft.path if needs == "draft" and g.draft else g.head.path if needs in _HEADS and g.head else None
-    path_flag = {"draft": "--draft"}.get(needs, "--head" if needs in _HEADS else None)
+    path_flag = {"draft": "--draft"}.get(needs, ("--model" if tgi else "--head") if needs in _HEADS else None)
+    if tgi and needs in _HEADS:
+        model = g.target.path if g.target is not None and g.target.head_kind == needs else None
     missing = path_flag if path_flag and model is None else None
     flags = _flags(engine, name, needs, model)
+    if tgi and model is not None and g.target is not None and g.target.heads and g.target.heads < TABLE_K:
+        flags = ("--speculate", str(g.target.heads))  # TGI refuses more than the heads the checkpoint ships
     family = _family(name) if needs == "mtp" else None
     return MethodRow(name, available, why, flags, needs, experiment_method(engine, name), missing, family)
 
 
 def methods_table(declared: DeclaredMethods, given: Given) -> MethodsTable:
     """One row per declared method, in the engine's order."""
-    return MethodsTable(declared, given, tuple(_row(declared.engine, m, given) for m in declared.methods))
+    rows = (_row(declared.engine, m, given, declared.unavailable.get(m)) for m in declared.methods)
+    return MethodsTable(declared, given, tuple(rows))

@@ -81,7 +81,11 @@ def test_llamacpp_help_spec_type_list_without_none():
 
 
 def test_tgi_help_and_speculab_version():
-    assert methods_from_tgi_help("      --speculate <SPECULATE>\n          The number of ...") == ("ngram", "medusa")
+    assert methods_from_tgi_help("      --speculate <SPECULATE>\n          The number of ...") == (
+        "ngram",
+        "medusa",
+        "mlp_speculator",
+    )
     assert methods_from_tgi_help("--model-id <MODEL_ID>") == ()
     body = {"name": "speculab", "version": "0.9", "speculative_methods": ["ngram", "draft_model", 3, "bad name!"]}
     assert methods_from_version_json(body) == ("ngram", "draft_model")
@@ -170,3 +174,23 @@ def test_llama_server_help_from_the_executable(tmp_path):
     d = declared_by_command("llamacpp", [str(exe), "-m", "model.gguf"])
     assert not d.fallback and d.release == "7 (abc1234)" and d.methods[0] == "draft-simple"
     assert d.source == "llama-server --help"
+
+
+def test_read_declared_reads_config_keys_and_flags_in_each_engines_form():
+    from speculab.harness.servers.methods.declared import llamacpp_spec_flags, read_declared
+
+    engine_config = (Path(__file__).parents[5] / "src/speculab/engine/speculative/config.py").read_text()
+    keys = read_declared(engine_config, "values _KEYS")  # speculab's own per-method key sets, joined
+    assert {"method", "num_speculative_tokens", "adaptive", "prompt_lookup_max", "model"} <= set(keys)
+    spec = (
+        "class Spec:\n"
+        '    speculative_num_steps: A[int, "steps"] = None\n'
+        "    speculative_flag: A[bool, Arg(help='x', action=argparse.BooleanOptionalAction)] = None\n"
+        "    _private: A[bool, Arg(no_cli=True)] = None\n"
+    )
+    assert read_declared(spec, "flags Spec") == (
+        "--speculative-num-steps", "--speculative-flag", "--no-speculative-flag",
+    )  # fmt: skip
+    assert read_declared(spec, "fields Spec") == ("speculative_num_steps", "speculative_flag")
+    help_text = "--spec-type none,draft-simple\n-md, --spec-draft-model FNAME\n--no-spec-draft-backend-sampling"
+    assert llamacpp_spec_flags(help_text) == ("--spec-type", "--spec-draft-model", "--no-spec-draft-backend-sampling")

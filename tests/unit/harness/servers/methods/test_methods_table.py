@@ -34,7 +34,8 @@ def test_needs_from_method_names_in_each_engines_spelling():
     cases = {"ngram": "prompt", "ngram-simple": "prompt", "suffix": "prompt", "NGRAM": "prompt", "draft_model": "draft",
              "draft-simple": "draft", "STANDALONE": "draft", "eagle": "eagle", "EAGLE3": "eagle3",
              "draft-eagle3": "eagle3", "deepseek_mtp": "mtp", "draft-mtp": "mtp", "NEXTN": "mtp", "medusa": "medusa",
-             "custom_class": "unknown"}  # fmt: skip
+             "custom_class": "custom_class", "mlp_speculator": "mlp_speculator", "dflash": "dflash",
+             "DSPARK": "dspark", "draft-dflash": "dflash", "UNO": "unknown"}  # fmt: skip
     assert {n: needs_of(n) for n in cases} == cases
 
 
@@ -93,7 +94,7 @@ def test_a_head_given_as_draft_is_refused_with_the_fix():
     assert r.available == "no" and "pass it as --head" in r.why
 
 
-def test_flags_come_from_the_adapters_for_todays_methods_and_the_engines_switch_otherwise():
+def test_flags_come_from_the_adapters_with_k_for_every_method():
     r = _rows("vllm", _given(), ("ngram", "suffix"))
     assert json.loads(r["ngram"].flags[1]) == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
                                                "prompt_lookup_min": 2}  # fmt: skip
@@ -101,15 +102,109 @@ def test_flags_come_from_the_adapters_for_todays_methods_and_the_engines_switch_
     assert r["suffix"].flags == ("--speculative-config", '{"method":"suffix","num_speculative_tokens":4}')
     sg = _rows("sglang", _given(), ("NGRAM", "NEXTN"))
     assert sg["NGRAM"].flags[:2] == ("--speculative-algorithm", "NGRAM") and sg["NGRAM"].experiment_method == "ngram"
-    assert sg["NEXTN"].flags == ("--speculative-algorithm", "NEXTN")
+    # NEXTN drafts from the target's own MTP layers as a chain of k steps: no draft path, k as SGLang counts it
+    assert sg["NEXTN"].flags == ("--speculative-algorithm", "NEXTN", "--speculative-num-steps", "4",
+                                 "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "5")  # fmt: skip
+    lc = _rows("llamacpp", _given(), ("ngram-map-k", "ngram-cache", "draft-eagle3"))
+    assert lc["ngram-map-k"].flags == ("--spec-type", "ngram-map-k", "--spec-ngram-map-k-size-m", "4")
+    assert lc["ngram-cache"].flags == ("--spec-type", "ngram-cache")  # drafts a fixed 8: no flag sets k
+    assert lc["draft-eagle3"].flags == ("--spec-type", "draft-eagle3", "--spec-draft-model", "PATH",
+                                        "--spec-draft-n-max", "4")  # fmt: skip
     assert _rows("tgi", _given())["ngram"].flags == ("--speculate", "4")
 
 
 def test_an_unknown_method_is_unknown_never_guessed():
+    r = _rows("sglang", _given(QWEN), ("UNO",))["UNO"]
+    assert r.available == "unknown" and "does not know what UNO needs" in r.why
     r = _rows("vllm", _given(QWEN), ("custom_class",))["custom_class"]
-    assert r.available == "unknown" and "does not know what custom_class needs" in r.why
+    assert r.available == "unknown" and "a proposer class of your own" in r.why  # no file can say
 
 
 def test_family_specific_mtp_rows_carry_their_family():
     r = _rows("vllm", _given(QWEN))
     assert r["deepseek_mtp"].for_family == "deepseek" and r["mtp"].for_family is None
+
+
+MLP, DFLASH = FIXTURES / "mlp-speculator-llama3-8b", FIXTURES / "dflash-qwen3-8b"
+
+
+def _checkpoint(d: Path, config: dict, tensors: tuple[str, ...] = ()) -> Path:
+    """A checkpoint directory: config.json, and a safetensors file whose header names `tensors` (no weights)."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(config))
+    if tensors:
+        header = json.dumps({t: {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]} for t in tensors}).encode()
+        (d / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0\0")
+    return d
+
+
+LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "vocab_size": 128256,
+             "_name_or_path": "meta-llama/Meta-Llama-3-8B-Instruct"}  # fmt: skip
+
+
+def test_an_mlp_speculator_is_matched_by_its_emb_dim_and_vocabulary(tmp_path):
+    facts = read_checkpoint(MLP)
+    assert (facts.head_kind, facts.hidden_size, facts.heads, facts.heads_key) == (
+        "mlp_speculator",
+        4096,
+        4,
+        "n_predict",
+    )
+    yes = _rows("vllm", _given(_checkpoint(tmp_path / "llama3", LLAMA3_8B), head=MLP))["mlp_speculator"]
+    assert yes.available == "yes" and "drafts at most 4 (n_predict)" in yes.why
+    assert json.loads(yes.flags[1]) == {"method": "mlp_speculator", "num_speculative_tokens": 4, "model": str(MLP)}
+    no = _rows("vllm", _given(QWEN, head=MLP))["mlp_speculator"]
+    assert no.available == "no" and "hidden_size 4096, the target 3584" in no.why
+
+
+def test_a_dflash_draft_is_told_from_its_architecture_and_matched_against_the_target():
+    assert read_checkpoint(DFLASH).head_kind == "dflash"
+    r = _rows("vllm", _given(QWEN, head=DFLASH))
+    assert r["dflash"].available == "no" and "hidden_size 4096, the target 3584" in r["dflash"].why
+    assert r["eagle3"].available == "no" and "a DFlash head; use its method (dflash)" in r["eagle3"].why
+    sg = _rows("sglang", _given(QWEN, head=DFLASH), ("DFLASH",))["DFLASH"]  # k drafts: a verify block of k + 1
+    assert sg.flags == ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", str(DFLASH),
+                        "--speculative-num-draft-tokens", "5")  # fmt: skip
+
+
+def test_dspark_stages_in_the_targets_own_weights_are_yes(tmp_path):
+    cfg = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "hidden_size": 7168}
+    stages = ("model.embed_tokens.weight", "mtp.0.markov_head.weight", "mtp.0.confidence_head.weight")
+    v41 = _checkpoint(tmp_path / "dsv41", cfg, stages)
+    r = _rows("vllm", _given(v41))["dspark"]
+    assert r.available == "yes" and "ship DSpark stages" in r.why
+    r = _rows("vllm", _given(QWEN))["dspark"]
+    assert r.available == "no" and "DSpark head trained for the target: pass --head PATH" in r.why
+
+
+def test_extract_hidden_states_drafts_nothing():
+    r = _rows("vllm", _given(QWEN))["extract_hidden_states"]
+    assert r.available == "no" and "drafts nothing" in r.why
+
+
+def test_tgi_medusa_is_yes_only_for_a_served_checkpoint_that_ships_the_heads():
+    served = _rows("tgi", _given(MEDUSA))
+    assert served["medusa"].available == "yes" and "--speculate at most 4 (medusa_num_heads)" in served["medusa"].why
+    assert "Qwen/Qwen2.5-7B-Instruct" in served["medusa"].why and served["medusa"].flags == ("--speculate", "4")
+    assert served["ngram"].available == "no" and "ships a Medusa head" in served["ngram"].why
+    beside = _rows("tgi", _given(QWEN, head=MEDUSA))
+    assert beside["medusa"].available == "no" and "serve medusa-qwen2.5-7b as --model-id" in beside["medusa"].why
+    plain = _rows("tgi", _given(QWEN))
+    assert plain["ngram"].available == "yes" and plain["ngram"].flags == ("--speculate", "4")
+    assert plain["medusa"].available == "no" and "(medusa_num_heads): pass it as --model" in plain["medusa"].why
+    assert plain["medusa"].path_flag == "--model" and plain["mlp_speculator"].available == "no"
+
+
+def test_tgi_mlp_speculator_needs_the_base_model_it_loads(tmp_path):
+    cfg = json.loads((MLP / "config.json").read_text())
+    no_base = _rows("tgi", _given(_checkpoint(tmp_path / "a", cfg)))["mlp_speculator"]
+    assert no_base.available == "no" and "names no base_model_name_or_path" in no_base.why
+    cfg["base_model_name_or_path"] = "meta-llama/Meta-Llama-3-8B-Instruct"
+    ok = _rows("tgi", _given(_checkpoint(tmp_path / "b", cfg)))["mlp_speculator"]
+    assert ok.available == "yes" and "--speculate at most 4 (n_predict)" in ok.why
+
+
+def test_tgi_flags_never_ask_for_more_tokens_than_the_checkpoint_has_heads(tmp_path):
+    cfg = json.loads((MEDUSA / "config.json").read_text()) | {"medusa_num_heads": 2}
+    r = _rows("tgi", _given(_checkpoint(tmp_path / "m2", cfg)))["medusa"]
+    assert r.available == "yes" and r.flags == ("--speculate", "2")
