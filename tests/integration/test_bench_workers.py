@@ -58,5 +58,8 @@ def test_an_open_loop_schedule_is_the_single_process_one(capsys, tmp_path):
     two = sorted(records(tmp_path / "two"), key=lambda r: r["index"])
     t1 = [r["scheduled_s"] - one[0]["scheduled_s"] for r in one]
     t2 = [r["scheduled_s"] - two[0]["scheduled_s"] for r in two]
-    # the same seeded offsets; the workers' starts differ by their measured start lags (well under a millisecond)
-    assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < 1e-3
+    # the same seeded offsets, within the workers' own start lags (each records how late its clock started) plus
+    # 1 ms: a loaded machine makes the lags larger (1.75 ms off once, in a full run beside two others), not the schedule
+    ws = json.loads((tmp_path / "two" / "manifest.json").read_text())["workers"]
+    slack = max(w["start_lag_s"] for w in ws) + 1e-3
+    assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < slack, slack
