@@ -50,6 +50,7 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.ranking import rank_level
+from speculab.harness.verdict.recommendation import recommend
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -311,12 +312,13 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             )
         )
     missing = _missing(inputs)
+    arm_views = tuple(_arm_view(a) for a in inputs.arms)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
         setup=_setup_view(inputs),
-        arms=tuple(_arm_view(a) for a in inputs.arms),
+        arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
         warnings=tuple(_warnings(inputs, levels, cands) + warnings),
@@ -324,6 +326,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
+        recommendation=recommend(levels, cands, arm_views, margin_of(opts, "tpot_s")),
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
