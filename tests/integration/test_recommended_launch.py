@@ -118,3 +118,41 @@ def test_vllm_starts_with_the_recommended_batch_size_schedule(tmp_path: Path) ->
     with serving(cmd, port, env, 400) as url:
         out = complete(url)
     assert out["usage"]["completion_tokens"] >= 1
+
+
+def test_speculab_run_writes_a_recommended_yaml_it_accepts(tmp_path: Path) -> None:
+    """Through the CLI as users run it: the run directory gets both files, and recommended.yaml is an experiment
+    `speculab run` accepts (planned here, as `run` does before it launches), with at most the one winner."""
+    pytest.importorskip("torch")
+    from speculab.harness.experiment.plan import plan_experiment
+
+    port = free_port()
+    command = json.dumps([sys.executable, "-m", "speculab", "serve", "demo", "--port", str(port), "--threads", "1"])
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(f"""
+name: recommended
+workload: {{spec: builtin:grounded, num_prompts: 4, warmup_requests: 1}}
+sampling: {{max_tokens: 12}}
+loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
+baseline:
+  launch: {{engine: speculab, command: {command}, port: {port}}}
+speculation: {{method: ngram, num_speculative_tokens: 2}}
+""")
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "speculab", "run", str(experiment), "--output", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200"},
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "recommendation:" in proc.stdout and "to ship:" in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    rec = summary["recommendation"]
+    (load,) = rec["loads"]
+    assert load["choice"] == (summary["levels"][0]["best"] or BASELINE_CHOICE)  # the band is the load's verdict
+    again = parse_experiment((out / "recommended.yaml").read_text(), "recommended.yaml")
+    flags = (out / "recommended-flags.txt").read_text()
+    if rec["form"] == "plain":
+        assert "nothing: keep the baseline command" in flags
+    else:
+        (sp,) = again.speculations
+        assert sp.method == "ngram" and sp.num_speculative_tokens == 2 and "--speculative-config" in flags
+        assert plan_experiment(again).changes[0].verified  # only speculation differs from the baseline

@@ -259,8 +259,45 @@ def recommendation_lines(report: Any) -> list[str]:
             lo, hi = b.edge_between
             text += f"; band ends between {rec.axis} {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
         out.append(text)
+    out.extend(_cost_lines(rec, labels))
     out.append(
         f"  rule: a candidate is chosen at a load only when its TPOT is faster than the baseline beyond the "
         f"{margin_pct(rec.margin)} margin; equivalent or undecided keeps plain (simpler)"
     )
     return out
+
+
+def _money(v: float | None) -> str:
+    return "?" if v is None else f"${v:,.0f}"
+
+
+def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
+    """Plain vs the recommendation at the target rate, with the range from the throughput intervals."""
+    c = rec.cost
+    if c is None:
+        return []
+    p = c.plan
+    name = labels.get(c.candidate, c.candidate)
+
+    def side(s: Any) -> str:
+        if s.gpus is None:
+            return "no measured load meets the SLOs"
+        return f"{s.replicas} replica(s), {s.gpus} GPU(s), {_money(s.usd_per_month)}/month"
+
+    line = (f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
+            f"{name} {side(p.candidate)}")  # fmt: skip
+    d = p.monthly_difference_usd
+    if d is not None:
+        word = "saves" if d < 0 else "costs"
+        line += f"; {word} {_money(abs(d))}/month"
+        ends = [x.monthly_difference_usd for x in (c.most_favourable, c.least_favourable) if x is not None]
+        if len(ends) == 2 and None not in ends:
+            lo, hi = sorted(ends)  # candidate - plain, $/month
+
+            def signed(v: float) -> str:
+                return ("-" if v < 0 else "+") + _money(abs(v))
+
+            line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
+        elif c.repeats < 2:
+            line += " (one repeat: no interval; set `repeats: 2` or more)"
+    return [line]

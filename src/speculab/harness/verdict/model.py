@@ -458,6 +458,19 @@ class RecommendationBand:
 
 
 @dataclass(frozen=True, slots=True)
+class RecommendationCost:
+    """Plain vs the recommendation at the user's target rate (`cost:` prices, SLOs): the capacity plan, and the
+    plan at the two ends of the arms' requests/s intervals over repeats (the candidate's low end against the
+    baseline's high end is the least favourable). A draft model on its own device is in the candidate's `gpus`."""
+
+    candidate: str  # the shipped candidate (the winner, or the lowest band's)
+    plan: PlanView
+    least_favourable: PlanView | None  # None with one repeat (no interval), or where an end gives no plan
+    most_favourable: PlanView | None
+    repeats: int
+
+
+@dataclass(frozen=True, slots=True)
 class RecommendationView:
     """What to ship at each load band (harness.verdict.recommendation): only "faster" beyond the margin counts."""
 
@@ -468,6 +481,8 @@ class RecommendationView:
     form: str  # "plain" | "single" | "off-above" | "per-load"
     winner: str | None  # the one candidate shipped (single, off-above), else None
     off_above: float | None  # off-above: the load above which speculation is turned off (crossover estimate)
+    # with `cost:` (prices), SLOs and a target rate: what it costs against plain; None without them
+    cost: RecommendationCost | None = None
 
 
 @dataclass(frozen=True, slots=True)

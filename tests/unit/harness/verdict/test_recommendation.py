@@ -149,3 +149,34 @@ def test_a_tie_with_the_choice_below_keeps_one_band() -> None:
     assert rec is not None
     assert rec.loads[1].choice == "ng4" and rec.loads[1].kept_over == "ng8" and rec.loads[1].speedup == 1.45
     assert [b.choice for b in rec.bands] == ["ng4", BASELINE_CHOICE] and rec.form == "off-above"
+
+
+def test_cost_intervals_come_with_repeats_and_are_absent_with_one() -> None:
+    from tests.fakes.ab_inputs import make_inputs
+    from tests.unit.harness.verdict.test_ranking import FAST
+
+    from speculab.harness.verdict.build import build_report
+
+    two = build_report(make_inputs(n_prompts=12, repeats=2), FAST).recommendation
+    assert two is not None and two.cost is not None
+    c = two.cost
+    assert c.repeats == 2 and c.plan.baseline.usd_per_month is not None
+    assert c.least_favourable is not None and c.most_favourable is not None
+    diffs = [p.monthly_difference_usd for p in (c.most_favourable, c.plan, c.least_favourable)]
+    assert all(d is not None for d in diffs)
+    assert diffs[0] <= diffs[1] <= diffs[2]  # type: ignore[operator]  # the least favourable end costs the most
+    one = build_report(make_inputs(n_prompts=12, repeats=1), FAST).recommendation
+    assert one is not None and one.cost is not None
+    assert one.cost.least_favourable is None and one.cost.most_favourable is None and one.cost.repeats == 1
+
+
+def test_the_cost_line_says_the_interval_or_that_one_repeat_has_none() -> None:
+    from tests.fakes.ab_inputs import make_inputs
+    from tests.unit.harness.verdict.test_ranking import FAST
+
+    from speculab.harness.verdict.build import build_report
+
+    two = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=2), FAST)) if "cost" in ln]
+    one = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=1), FAST)) if "cost" in ln]
+    assert "across the throughput intervals" in two[0] and "/month" in two[0]
+    assert "one repeat: no interval" in one[0]
