@@ -58,7 +58,8 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
     return report
 
 
-def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False) -> None:
+def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False,
+              after: Any = None) -> None:  # fmt: skip
     options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.preflight import size_lines
@@ -79,6 +80,8 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resum
     report = _render(console, out, interrupted=outcome.interrupted, options=options)
     if outcome.interrupted:
         raise typer.Exit(130)
+    if after is not None:
+        after(report)
     _check_ab_error_gate(report, options, out)
 
 
@@ -125,7 +128,16 @@ def run_command(
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )
-    _run_plan(console, plan, out, options, resume=resume is not None)
+
+    def recommended(report: Any) -> None:  # the config to ship, beside the report (docs/recommendation.md)
+        from speculab.harness.experiment.recommended import write_recommended
+
+        chosen = write_recommended(out, report, exp, experiment)
+        if chosen is not None:
+            ship, again = out / "recommended-flags.txt", out / "recommended.yaml"
+            console.print(f"to ship: {ship}  ·  re-verify: speculab run {again}", highlight=False)
+
+    _run_plan(console, plan, out, options, resume=resume is not None, after=recommended)
 
 
 @app.command("compare")

@@ -79,7 +79,10 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
     console.print(ab_renderable(evil_report, Path("/out")))
     text = console.export_text()
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[1])  # the verdict right after the heading
+    # the recommendation block right after the heading (what to ship), then the verdict (its evidence)
+    assert lines[1].startswith("recommendation: ship ngram k=4")
+    rule = next(i for i, ln in enumerate(lines) if ln.startswith("  rule: "))
+    assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[rule + 1])
     assert "concurrency 1 · p50 TPOT, TTFT in ms" in text and "speedup" in text
     assert text.index("ngram k=4: TPOT") < text.index("p50 TPOT, TTFT in ms") < text.index("warning:")
     assert "correctness: SUSPICIOUS: 1 confident divergence(s)" in text

