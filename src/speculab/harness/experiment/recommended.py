@@ -29,8 +29,10 @@ from typing import Any
 import yaml
 
 from speculab.config.experiment import Experiment, SpeculationConfig
+from speculab.errors import UserError
 from speculab.harness.experiment.plan import candidate_name
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView
 
 # the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)
@@ -127,18 +129,42 @@ def _schedule(rec: RecommendationView, specs: Mapping[str, SpeculationConfig]) -
 def _spelt(sp: SpeculationConfig, engine: str, form: str, notes: tuple[str, ...]) -> Recommended:
     """The flags the engine's adapter adds for this speculation (the same derivation `speculab run` launches)."""
     base = ["<baseline command>"]
-    cmd = adapter_for(engine).candidate_command(base, sp)
-    return Recommended(sp, tuple(cmd[len(base) :]), form, notes)
+    try:
+        cmd = adapter_for(engine).candidate_command(base, sp)
+    except UserError as e:  # an engine speculab has no flags for (candidate.command given whole): the run still ends
+        why = f"speculab cannot spell {engine}'s flags for {sp.label} ({e}); ship the candidate command that ran"
+        return Recommended(sp, (), form, (*notes, why))
+    return Recommended(sp, tuple(redact_command(cmd[len(base) :])), form, notes)
+
+
+def _redacted(node: Any) -> Any:
+    """The experiment's data with every command's and engine_args' secret values as `***` (adapters.flags), as in
+    every other file a run writes: a key given in a launch command is written nowhere."""
+    if isinstance(node, dict):
+        return {
+            k: list(redact_command(v)) if k in ("command", "engine_args") and _words(v) else _redacted(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_redacted(v) for v in node]
+    return node
+
+
+def _words(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(w, str) for w in v)
 
 
 def recommended_yaml(source_text: str, chosen: Recommended) -> str:
     """The experiment file the run came from with `speculation:` replaced by the recommended one (the rest - the
     baseline, workload, loads, SLOs, cost - unchanged), ready for `speculab run` to re-verify."""
-    data: dict[str, Any] = yaml.safe_load(source_text) or {}
+    raw: dict[str, Any] = yaml.safe_load(source_text) or {}
+    data: dict[str, Any] = _redacted(raw)
     header = "# written by speculab run: the recommendation (docs/recommendation.md); re-verify with `speculab run`\n"
+    if data != raw:
+        header += "# secret flag values in commands are written as ***: put yours back (or use api_key_env)\n"
     if chosen.speculation is None:
-        header += "# plain pays at every measured load: nothing to add; this is the run's own file\n"
-        return header + source_text
+        header += "# plain pays at every measured load: nothing to add; this is the run's own experiment\n"
+        return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     sp = chosen.speculation.to_dict()
     sp = {k: v for k, v in sp.items() if v not in (None, {}, [])}
     data["speculation"] = sp
