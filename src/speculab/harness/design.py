@@ -158,3 +158,9 @@ class Setup:
     # the items fitted to the servers' context before the first request (workload.fit: policy, context, left out);
     # None: not fitted (yet)
     fit: Mapping[str, Any] | None = None
+
+
+def candidate_name(method: str, k: int) -> str:
+    """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4' (the plan names arms with it; the
+    recommendation finds them by it)."""
+    return f"{method}-k{k}"

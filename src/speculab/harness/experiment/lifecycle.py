@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import numpy as np
@@ -29,11 +29,10 @@ from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoi
 from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.experiment.plan import ArmPlan, RunPlan
-from speculab.harness.experiment.progress import Reporter
 from speculab.harness.experiment.resume import Resumed, plan_identity
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
-from speculab.harness.load.runner import LoadConfig, LoadOutcome, run_load
+from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
 from speculab.harness.records import ColdStartTimes, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta, write_setup
@@ -50,6 +49,36 @@ from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
 from speculab.harness.verdict import looks as verdict_looks
 from speculab.harness.workload.conversation import conversations, sent_as
+
+# What the terminal shows while an experiment runs: the CLI implements `Reporter` with rich; `Silent` is for
+# library use and tests.
+
+
+class Reporter(Protocol):
+    def phase(self, text: str) -> None:
+        """A step of the lifecycle: launching, ready, stopping, ..."""
+
+    def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
+        """`arm` starts sending at `level`; `total` requests in the level, `done` of them finished already (two-URL
+        mode calls this for every block of the level, with one level_end after the last)."""
+
+    def progress(self, p: Progress) -> None: ...
+
+    def level_end(self) -> None: ...
+
+
+class Silent:
+    def phase(self, text: str) -> None:
+        pass
+
+    def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
+        pass
+
+    def progress(self, p: Progress) -> None:
+        pass
+
+    def level_end(self) -> None:
+        pass
 
 
 def _moved_counters(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> dict[str, float]:

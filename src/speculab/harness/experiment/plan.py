@@ -18,7 +18,7 @@ from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_needed
 from speculab.harness.analysis.stats import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup, candidate_name
 from speculab.harness.records import RequestSpec
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
@@ -99,11 +99,6 @@ def arm_order(n: int, repeat: int) -> list[int]:
     r = (repeat - 1) % arm_cycle(n)
     row = [(a + r % n) % n for a in first]
     return row[::-1] if r >= n else row
-
-
-def candidate_name(method: str, k: int) -> str:
-    """Directory-safe arm name for a candidate: 'ngram-k4', 'draft_model-k4'."""
-    return f"{method}-k{k}"
 
 
 def _env_lines(base: Mapping[str, str], cand: Mapping[str, str]) -> list[str]:

@@ -30,7 +30,7 @@ import yaml
 
 from speculab.config.experiment import Experiment, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.experiment.plan import candidate_name
+from speculab.harness.design import candidate_name
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView

@@ -16,10 +16,9 @@ from pathlib import Path
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
 from speculab.harness.experiment.launch_mode import run_launch_mode
-from speculab.harness.experiment.lifecycle import Lifecycle
+from speculab.harness.experiment.lifecycle import Lifecycle, Reporter, Silent
 from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.experiment.preflight import fit_when_known
-from speculab.harness.experiment.progress import Reporter, Silent
 from speculab.harness.experiment.resume import prepare_resume
 from speculab.harness.experiment.two_url import run_two_url_mode
 from speculab.harness.load.interrupt import run_interruptible

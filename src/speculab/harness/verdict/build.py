@@ -259,6 +259,37 @@ def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> Rep
     return replace(opts, margin=time, correctness=corr)
 
 
+def _candidates(inputs: ReportInputs, levels: Sequence[LevelReport], opts: ReportOptions, warnings: list[str]
+                ) -> list[CandidateReport]:  # fmt: skip
+    """Per candidate, across loads: acceptance at its low load, crossover, what-if, capacity, correctness, the
+    single-change check (what-if notes go to `warnings`)."""
+    base = inputs.baseline
+    cands = []
+    changes = {c.candidate: c for c in inputs.changes}
+    for cand in inputs.candidates:
+        low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
+        low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
+        acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
+        cross = crossover_view(cand, levels, inputs, opts)
+        corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
+        ch = changes.get(cand.name)
+        cands.append(
+            CandidateReport(
+                name=cand.name,
+                label=cand.label,
+                acceptance=acc,
+                crossover=cross,
+                what_if=what_if_views(cand, levels, warnings),
+                plan=capacity_view(cand, base, levels, inputs),
+                correctness=corr,
+                single_change=ch.verified if ch else None,
+                diff_lines=ch.diff_lines if ch else (),
+                change_note=ch.note if ch else "no command comparison recorded",
+            )
+        )
+    return cands
+
+
 def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> Report:
     """Every number of the A/B report from the raw inputs. Pure: same inputs and options, same report."""
     opts = options or ReportOptions()
@@ -291,29 +322,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         )
 
     warnings: list[str] = []
-    cands = []
-    changes = {c.candidate: c for c in inputs.changes}
-    for cand in inputs.candidates:
-        low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
-        low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
-        acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
-        cross = crossover_view(cand, levels, inputs, opts)
-        corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
-        ch = changes.get(cand.name)
-        cands.append(
-            CandidateReport(
-                name=cand.name,
-                label=cand.label,
-                acceptance=acc,
-                crossover=cross,
-                what_if=what_if_views(cand, levels, warnings),
-                plan=capacity_view(cand, base, levels, inputs),
-                correctness=corr,
-                single_change=ch.verified if ch else None,
-                diff_lines=ch.diff_lines if ch else (),
-                change_note=ch.note if ch else "no command comparison recorded",
-            )
-        )
+    cands = _candidates(inputs, levels, opts, warnings)
     missing = _missing(inputs)
     arm_views = tuple(_arm_view(a) for a in inputs.arms)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"

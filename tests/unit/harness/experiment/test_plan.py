@@ -147,8 +147,7 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     import asyncio
 
     from speculab.harness.client.endpoint import build_payload
-    from speculab.harness.experiment.lifecycle import Lifecycle
-    from speculab.harness.experiment.progress import Silent
+    from speculab.harness.experiment.lifecycle import Lifecycle, Silent
 
     assert plan_experiment(parse_experiment(exp_yaml())).logprobs is None
     plan = plan_experiment(parse_experiment(exp_yaml().replace("seed: 7}", "seed: 7, logprobs: 2}")))
