@@ -131,9 +131,11 @@ def run_command(
 
     def recommended(report: Any) -> None:  # the config to ship, beside the report (docs/recommendation.md)
         from speculab.harness.experiment.recommended import write_recommended
+        from speculab.report.html.page import write_html
 
         chosen = write_recommended(out, report, exp, experiment)
         if chosen is not None:
+            write_html(out, report)  # again: report.html shows the flags to ship, written just now
             ship, again = out / "recommended-flags.txt", out / "recommended.yaml"
             console.print(f"to ship: {ship}  ·  re-verify: speculab run {again}", highlight=False)
 

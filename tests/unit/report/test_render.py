@@ -182,3 +182,24 @@ def test_plots_with_nothing_labelled_print_no_warnings():
         svg = plots.memory_over_time({"baseline": ([0.0, 1.0], [1e9, 1.1e9], [None, None])}, "RSS")
         svg += plots.histograms({"baseline": [10.0, 12.0]}, {})
     assert "<svg" in svg and [str(w.message) for w in caught] == []
+
+
+def test_recommendation_block_comes_first_with_the_pareto_picture_and_the_flags(tmp_path: Path):
+    from speculab.report.html.page import write_html
+    from speculab.report.phrases import recommendation_lines
+
+    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    out = tmp_path / "run"
+    page = write_html(out, report).read_text(encoding="utf-8")
+    block = page[page.index('id="recommendation"') : page.index('id="verdict"')]
+    assert page.index('id="recommendation"') < page.index('id="verdict"')  # the first block
+    head = recommendation_lines(report)[0].removeprefix("recommendation: ")
+    assert head.replace('"', "&#34;") in block
+    assert "<svg" in block and "per-user speed" in block and "tok/s per GPU" in block
+    assert "recommended at this load" in block and "The config to ship" not in block  # no flags file yet
+    (out / "recommended-flags.txt").write_text('--speculative-config \'{"method":"ngram"}\'\n', encoding="utf-8")
+    page = write_html(out, report).read_text(encoding="utf-8")
+    assert "The config to ship" in page and "--speculative-config" in page
+    # a report from before the recommendation existed has no block (and no link to one)
+    old = render_html(replace(report, recommendation=None))
+    assert 'id="recommendation"' not in old and 'href="#recommendation"' not in old

@@ -154,11 +154,18 @@ def _words(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(w, str) for w in v)
 
 
-def recommended_yaml(source_text: str, chosen: Recommended) -> str:
+def recommended_yaml(source_text: str, chosen: Recommended, workload_spec: str | None = None) -> str:
     """The experiment file the run came from with `speculation:` replaced by the recommended one (the rest - the
-    baseline, workload, loads, SLOs, cost - unchanged), ready for `speculab run` to re-verify."""
+    baseline, workload, loads, SLOs, cost - unchanged), ready for `speculab run` to re-verify. `workload_spec`: the
+    spec as the run resolved it; a workload file named relative to the experiment file is written with that path,
+    since recommended.yaml lies in the run directory and a relative name would resolve from there."""
     raw: dict[str, Any] = yaml.safe_load(source_text) or {}
     data: dict[str, Any] = _redacted(raw)
+    w = data.get("workload")
+    if workload_spec is not None and isinstance(w, str) and w != workload_spec:
+        data["workload"] = workload_spec
+    elif workload_spec is not None and isinstance(w, dict) and w.get("spec") != workload_spec:
+        data["workload"] = {**w, "spec": workload_spec}
     header = "# written by speculab run: the recommendation (docs/recommendation.md); re-verify with `speculab run`\n"
     if data != raw:
         header += "# secret flag values in commands are written as ***: put yours back (or use api_key_env)\n"
@@ -214,6 +221,7 @@ def write_recommended(out: Path, report: Any, exp: Experiment, source: Path) -> 
         return None
     engine, version = engine_release(report)
     chosen = recommend_config(report.recommendation, exp, engine, version)
-    (out / RECOMMENDED_YAML).write_text(recommended_yaml(source.read_text(encoding="utf-8"), chosen), encoding="utf-8")
+    text = recommended_yaml(source.read_text(encoding="utf-8"), chosen, exp.workload.spec)
+    (out / RECOMMENDED_YAML).write_text(text, encoding="utf-8")
     (out / RECOMMENDED_FLAGS).write_text(flags_text(chosen, engine, version), encoding="utf-8")
     return chosen

@@ -471,6 +471,28 @@ class RecommendationCost:
 
 
 @dataclass(frozen=True, slots=True)
+class ParetoPoint:
+    """One arm at one load in the throughput-per-GPU vs per-user-speed view (engine teams' Pareto picture): up is
+    more tokens from each GPU, right is a faster stream for each user."""
+
+    arm: str
+    label: str  # the arm's label
+    level: str
+    load_label: str
+    load: float
+    # one user's decode speed: 1 / the median per-request TPOT ((E2E - TTFT) / (tokens - 1)), tokens/s; NaN when
+    # no request had two tokens
+    per_user_tok_s: float
+    # output tokens/s (client-measured, mean over repeats, Student-t 95 % interval) divided by the arm's GPUs
+    tok_s_per_gpu: float
+    tok_s_per_gpu_low: float
+    tok_s_per_gpu_high: float
+    gpus: int
+    on_frontier: bool  # no other point is at least as good on both axes and better on one
+    recommended: bool  # the recommendation's choice at this load (plain's points where plain is chosen)
+
+
+@dataclass(frozen=True, slots=True)
 class RecommendationView:
     """What to ship at each load band (harness.verdict.recommendation): only "faster" beyond the margin counts."""
 
@@ -483,6 +505,8 @@ class RecommendationView:
     off_above: float | None  # off-above: the load above which speculation is turned off (crossover estimate)
     # with `cost:` (prices), SLOs and a target rate: what it costs against plain; None without them
     cost: RecommendationCost | None = None
+    # every arm at every load on the axis, for the Pareto picture (throughput per GPU vs per-user tokens/s)
+    pareto: tuple[ParetoPoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

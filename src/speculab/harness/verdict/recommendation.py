@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from speculab.harness.verdict.model import (
@@ -28,6 +28,7 @@ from speculab.harness.verdict.model import (
     CandidateReport,
     LevelReport,
     LoadChoice,
+    ParetoPoint,
     RecommendationBand,
     RecommendationView,
 )
@@ -125,7 +126,37 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
         # speculation on above a load, so ship it where it pays and say where it does not
         form, winner = "per-load", chosen[0]
     off_above = bands[0].upper_edge if form == "off-above" else None
-    return RecommendationView(axis, margin, tuple(choices), tuple(bands), form, winner, off_above)
+    pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
+    return RecommendationView(axis, margin, tuple(choices), tuple(bands), form, winner, off_above, pareto=pareto)
+
+
+def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms: Mapping[str, ArmView]
+                  ) -> tuple[ParetoPoint, ...]:  # fmt: skip
+    """Every arm at every load: per-user tokens/s (1 / median TPOT) against output tokens/s per GPU, the frontier
+    marked, and the point the recommendation ships at each load. Reads the arms' own distributions and throughput
+    intervals; nothing new is estimated."""
+    raw = []
+    for lv in levels:
+        for a in lv.arms:
+            view = arms.get(a.arm)
+            gpus = max(1, view.gpus if view is not None else 1)
+            tpot = a.distributions.get("tpot_s")
+            per_user = 1.0 / tpot.p50 if tpot is not None and tpot.n and tpot.p50 > 0 else math.nan
+            iv = a.output_tok_s
+            raw.append((lv, a.arm, view.label if view else a.arm, per_user, iv, gpus))
+    finite = [(u, iv.estimate / g) for _, _, _, u, iv, g in raw if math.isfinite(u) and math.isfinite(iv.estimate)]
+
+    def dominated(u: float, y: float) -> bool:
+        return any(u2 >= u and y2 >= y and (u2 > u or y2 > y) for u2, y2 in finite)
+
+    out = []
+    for lv, arm, label, u, iv, g in raw:
+        y = iv.estimate / g
+        ok = math.isfinite(u) and math.isfinite(y)
+        out.append(ParetoPoint(arm, label, lv.key, lv.label, lv.value, u, y, iv.low / g, iv.high / g, g,
+                               on_frontier=ok and not dominated(u, y),
+                               recommended=chosen.get(lv.key) == arm))  # fmt: skip
+    return tuple(out)
 
 
 def _edge(below: LoadChoice, above: LoadChoice, reports: dict[str, CandidateReport]

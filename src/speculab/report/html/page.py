@@ -31,9 +31,11 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, verdict_line
+from speculab.report.phrases import best_lines, recommendation_lines, verdict_line
 
 REPORT_FILE = "report.html"
+# the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended)
+SHIPPED_FILES = ("recommended-flags.txt", "recommended.yaml")
 
 
 # --- the view -----------------------------------------------------------------------------------------------
@@ -158,12 +160,36 @@ def _curve_plots(report: Report) -> dict[str, str]:
     return out
 
 
-def view(report: Report) -> dict[str, Any]:
-    """Everything the template shows, as strings (and the SVG plots as trusted markup)."""
+def _recommendation_view(report: Report, shipped: str | None) -> dict[str, Any] | None:
+    """The first block: the same sentences as the terminal's, the flags to ship when they were written, and the
+    Pareto picture (throughput per GPU against per-user speed) with the shipped point at each load ringed."""
+    rec = report.recommendation
+    if rec is None:
+        return None
+    lines = recommendation_lines(report)
+    arms: dict[str, list[tuple[float, float, float, float, str, bool, bool]]] = {}
+    for p in sorted(rec.pareto, key=lambda p: p.load):
+        arms.setdefault(p.label, []).append(
+            (p.per_user_tok_s, p.tok_s_per_gpu, p.tok_s_per_gpu_low, p.tok_s_per_gpu_high, p.load_label,
+             p.recommended, p.on_frontier)
+        )  # fmt: skip
+    drawn = any(math.isfinite(x[0]) and math.isfinite(x[1]) for pts in arms.values() for x in pts)
+    return {
+        "headline": lines[0].removeprefix("recommendation: ") if lines else "",
+        "lines": [ln.strip() for ln in lines[1:]],
+        "shipped": shipped,
+        "pareto": Markup(plots.pareto(arms)) if drawn else Markup(""),
+    }
+
+
+def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
+    """Everything the template shows, as strings (and the SVG plots as trusted markup); `shipped`: the text of
+    recommended-flags.txt when the run wrote one."""
     levels = [_level_view(report, lv) for lv in report.levels]  # drawn first: the plots' order is the old one
     cp = _curve_plots(report)
     return {
         "title": report.title,
+        "recommendation": _recommendation_view(report, shipped),
         "verdicts": [verdict_line(report, c) for c in report.candidates],
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
@@ -281,15 +307,18 @@ _ENV = jinja2.Environment(
 )
 
 
-def render_html(report: Report) -> str:
-    return _ENV.get_template("report.html.j2").render(v=view(report))
+def render_html(report: Report, shipped: str | None = None) -> str:
+    return _ENV.get_template("report.html.j2").render(v=view(report, shipped))
 
 
 def write_html(out_dir: Path, report: Report) -> Path:
-    """Write out_dir/report.html atomically; return its path."""
+    """Write out_dir/report.html atomically; return its path. The flags to ship are shown when recommended-flags.txt
+    lies beside it (a launch-mode run writes it after the first render and renders again)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_FILE
+    flags = out_dir / SHIPPED_FILES[0]
+    shipped = flags.read_text(encoding="utf-8", errors="replace") if flags.is_file() else None
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.write_text(render_html(report, shipped), encoding="utf-8")
     tmp.replace(path)
     return path

@@ -94,3 +94,23 @@ def test_recommended_yaml_is_the_runs_file_with_just_the_winner() -> None:
     assert again.loads == EXP.loads and again.baseline == EXP.baseline and again.workload == EXP.workload
     text = flags_text(r, "speculab", "")
     assert json.loads(text.splitlines()[1].split(" ", 1)[1].strip("'"))["disable_by_batch_size"] == 9
+
+
+def test_a_workload_file_relative_to_the_experiment_keeps_working_from_the_run_directory(tmp_path) -> None:
+    from speculab.config import load_experiment
+
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "prompts.jsonl").write_text('{"prompt": "hello"}\n', encoding="utf-8")
+    src = SOURCE.replace("{spec: builtin:grounded, num_prompts: 6}", "{spec: jsonl:prompts.jsonl, num_prompts: 1}")
+    (tmp_path / "exp" / "e.yaml").write_text(src, encoding="utf-8")
+    exp = load_experiment(tmp_path / "exp" / "e.yaml")
+    view = rec("single", band("ngram-k8", (1, 4, 16)), winner="ngram-k8")
+    text = recommended_yaml(src, recommend_config(view, exp, "speculab"), exp.workload.spec)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "recommended.yaml").write_text(text, encoding="utf-8")
+    again = load_experiment(tmp_path / "run" / "recommended.yaml")  # from the run directory: the same file
+    assert again.workload.spec == exp.workload.spec == f"jsonl:{tmp_path / 'exp' / 'prompts.jsonl'}"
+    assert again.workload.num_prompts == 1  # the rest of the mapping kept
+    # a built-in set is not a path: unchanged
+    plain = recommended_yaml(SOURCE, recommend_config(view, EXP, "speculab"), EXP.workload.spec)
+    assert "spec: builtin:grounded" in plain

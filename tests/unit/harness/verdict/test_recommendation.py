@@ -180,3 +180,34 @@ def test_the_cost_line_says_the_interval_or_that_one_repeat_has_none() -> None:
     one = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=1), FAST)) if "cost" in ln]
     assert "across the throughput intervals" in two[0] and "/month" in two[0]
     assert "one repeat: no interval" in one[0]
+
+
+def test_pareto_points_are_each_arm_at_each_load_with_the_frontier_and_the_shipped_point() -> None:
+    from tests.fakes.ab_inputs import make_inputs
+    from tests.unit.harness.verdict.test_ranking import FAST
+
+    from speculab.harness.verdict.build import build_report
+
+    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    rec = report.recommendation
+    assert rec is not None
+    pts = {(p.arm, p.level): p for p in rec.pareto}
+    assert set(pts) == {(a, lv) for a in ("baseline", "ngram-k4") for lv in ("c1", "c4", "c16")}
+    for (arm, key), p in pts.items():
+        a = report.level(key).arm(arm)  # type: ignore[union-attr]
+        assert a is not None
+        # the arm's own numbers, not new estimates: 1 / median TPOT, and tokens/s over its GPUs with the interval
+        assert math.isclose(p.per_user_tok_s, 1 / a.distributions["tpot_s"].p50)
+        assert math.isclose(p.tok_s_per_gpu, a.output_tok_s.estimate / p.gpus)
+        assert p.tok_s_per_gpu_low <= p.tok_s_per_gpu <= p.tok_s_per_gpu_high
+    # the shipped point at each load is the recommendation's choice there
+    chosen = {c.level: c.choice for c in rec.loads}
+    assert {k: a for (a, k), p in pts.items() if p.recommended} == chosen
+    # the frontier: exactly the points no other point beats on both axes
+    xy = [(p.per_user_tok_s, p.tok_s_per_gpu) for p in rec.pareto]
+    for p in rec.pareto:
+        beaten = any(u >= p.per_user_tok_s and y >= p.tok_s_per_gpu and (u, y) != (p.per_user_tok_s, p.tok_s_per_gpu)
+                     for u, y in xy)  # fmt: skip
+        assert p.on_frontier is not beaten
+    # n-gram at c1 streams 1.8x faster per user than plain at c1: plain's c1 point cannot be on the frontier
+    assert not pts[("baseline", "c1")].on_frontier and pts[("ngram-k4", "c1")].on_frontier

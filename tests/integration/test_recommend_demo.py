@@ -1,0 +1,88 @@
+"""Issue 28's done-means on the demo engine, made small enough for the suite: an experiment with two n-gram k and
+plain at concurrency 1 and 4 through `speculab run`, whose recommendation agrees with each load's verdict, whose
+recommended.yaml `speculab run` accepts and re-verifies (never slower, and consistent with the first run where the
+candidate was chosen), and whose recommended flags are the ones that re-run launched (so the engine accepted them). The full experiment (k=2/4/8 and
+the draft at 1/4/16) is bench/recommend_demo.yaml, measured in docs/recommendation.md."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakes.cli_runner import run_main
+from speculab.harness.servers.process import free_port
+
+pytest.importorskip("torch")
+
+
+def _experiment(port: int) -> str:
+    command = json.dumps([sys.executable, "-m", "speculab", "serve", "demo", "--port", str(port)])
+    # 24 prompts make 6 groups of 4 at concurrency 4: the fewest the verdict needs there
+    return f"""
+name: recommend demo small
+workload: {{spec: builtin:grounded, num_prompts: 24, warmup_requests: 1}}
+sampling: {{max_tokens: 16}}
+loads:
+  low: {{concurrency: 1}}
+  operating: {{concurrency: 4}}
+  sweep: [{{concurrency: 1}}, {{concurrency: 4}}]
+baseline:
+  launch: {{engine: speculab, command: {command}, port: {port}}}
+speculation:
+  - {{method: ngram, num_speculative_tokens: 2}}
+  - {{method: ngram, num_speculative_tokens: 8}}
+"""
+
+
+def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(tmp_path: Path, capsys) -> None:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(_experiment(free_port()), encoding="utf-8")
+    first = tmp_path / "first"
+    code, _, err = run_main(capsys, "run", str(exp), "--output", str(first))
+    assert code == 0, err
+    summary = json.loads((first / "summary.json").read_text())
+    rec = summary["recommendation"]
+    # the bands agree with the per-load verdicts: each load's choice is that load's best, plain where none is faster
+    best = {lv["key"]: lv["best"] or "baseline" for lv in summary["levels"]}
+    for c in rec["loads"]:
+        assert c["choice"] == best[c["level"]] or c["kept_over"] == best[c["level"]], c
+    assert [v for b in rec["bands"] for v in b["loads"]] == [1, 4]
+    # every arm at every load in the Pareto data, and the page shows the block first, with the flags written after
+    assert len(rec["pareto"]) == 3 * 2
+    page = (first / "report.html").read_text(encoding="utf-8")
+    assert page.index('id="recommendation"') < page.index('id="verdict"')
+
+    # n-gram drafting on the grounded set pays on the demo engine at concurrency 1 (docs/demo.md: about 2x)
+    assert rec["form"] != "plain" and rec["loads"][0]["choice"] != "baseline", rec["loads"]
+    flags = (first / "recommended-flags.txt").read_text(encoding="utf-8").splitlines()
+    assert "The config to ship" in page
+    second = tmp_path / "second"
+    code, _, err = run_main(capsys, "run", str(first / "recommended.yaml"), "--output", str(second))
+    assert code == 0, err
+    re_summary = json.loads((second / "summary.json").read_text())
+    shipped = rec["winner"] or rec["bands"][0]["choice"]
+    (cand,) = re_summary["candidates"]  # just the winner
+    assert cand["name"] == shipped or cand["name"].startswith(shipped.split("-k")[0]), (cand["name"], shipped)
+    # the flags recommended-flags.txt gives are what the re-run launched: the engine started with them and answered
+    add = next(ln for ln in flags if not ln.startswith("#"))
+    arms = json.loads((second / "inputs.json").read_text())["arms"]
+    (launched,) = [a["command"] for a in arms if a["name"] != "baseline"]
+    assert shlex.join(launched).endswith(add), (add, launched)
+    assert {x["arm"] for x in json.loads((second / "launches.json").read_text())} == {"baseline", cand["name"]}
+    # the verdict reproduces where the shipped candidate was chosen: never slower, and the re-run's TPOT speedup
+    # interval overlaps the first run's (this small run's intervals are wide on a shared 2-core machine; the
+    # measured example in docs/recommendation.md re-verifies the full experiment's winner as faster again)
+    first_at = {(c["level"]): c for c in rec["loads"] if c["choice"] != "baseline"}
+    checked = 0
+    for lv in re_summary["levels"]:
+        if lv["key"] in first_at:
+            (r,) = lv["ranking"]
+            was = first_at[lv["key"]]
+            assert r["gate"] == "ok" and r["decision"] != "slower", (lv["key"], r)
+            assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
+            checked += 1
+    assert checked >= 1
