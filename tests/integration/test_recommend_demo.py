@@ -1,8 +1,9 @@
 """Issue 28's done-means on the demo engine, made small enough for the suite: an experiment with two n-gram k and
 plain at concurrency 1 and 4 through `speculab run`, whose recommendation agrees with each load's verdict, whose
 recommended.yaml `speculab run` accepts and re-verifies (never slower, and consistent with the first run where the
-candidate was chosen), and whose recommended flags are the ones that re-run launched (so the engine accepted them). The full experiment (k=2/4/8 and
-the draft at 1/4/16) is bench/recommend_demo.yaml, measured in docs/recommendation.md."""
+candidate was chosen), and whose recommended flags are the ones that re-run launched (so the engine accepted
+them). The full experiment (k=2/4/8 and the draft at 1/4/16) is bench/recommend_demo.yaml, measured in
+docs/recommendation.md."""
 
 from __future__ import annotations
 

@@ -278,6 +278,8 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
         return []
     p = c.plan
     name = labels.get(c.candidate, c.candidate)
+    if getattr(c, "by_load", False):
+        name += " as recommended per load (plain where plain was chosen)"
 
     def side(s: Any) -> str:
         if s.gpus is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -168,20 +168,24 @@ def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[s
 
 
 def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs,
-                  ends: tuple[str, str] = ("estimate", "estimate")) -> PlanView | None:  # fmt: skip
+                  ends: tuple[str, str] = ("estimate", "estimate"), chosen: Mapping[float, str] | None = None
+                  ) -> PlanView | None:  # fmt: skip
     """The capacity plan at the target rate. `ends` picks which end of each arm's (baseline, candidate) requests/s
     interval over repeats feeds it ("estimate", "low", "high"; closed-loop loads only): the recommendation's cost
-    interval is the plan at (high, low) and (low, high). None where an end is not finite (one repeat)."""
+    interval is the plan at (high, low) and (low, high). None where an end is not finite (one repeat).
+
+    `chosen` (load -> arm name): a load-dependent deployment, the candidate's server running as the arm chosen at
+    each load (plain above an off-above edge measures as the baseline there), priced as the candidate."""
     slo, target = slo_targets(inputs), inputs.setup.target_rate_rps
     bp, cp = arm_price(base), arm_price(cand)
     if slo is None or target is None or bp is None or cp is None:
         return None
     axis = "rate" if any(lv.kind == "rate" for lv in levels) else "concurrency"
 
-    def results(arm: str, end: str) -> list[costlib.LoadResult] | None:
+    def results(arm: str, end: str, by_load: Mapping[float, str] | None = None) -> list[costlib.LoadResult] | None:
         out = []
         for lv in levels:
-            a = lv.arm(arm)
+            a = lv.arm(by_load.get(lv.value, arm) if by_load else arm)
             if lv.kind != axis or a is None or a.repeats == 0 or a.slo_attainment is None:
                 continue
             rate = a.achieved_rate_rps if axis == "rate" else getattr(a.requests_per_s, end)
@@ -192,7 +196,7 @@ def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], i
             out.append(costlib.LoadResult(lv.value, rate, a.slo_attainment))
         return out
 
-    rb, rc = results(base.name, ends[0]), results(cand.name, ends[1])
+    rb, rc = results(base.name, ends[0]), results(cand.name, ends[1], chosen)
     if rb is None or rc is None:
         return None
     p = costlib.compare_plans(target, rb, rc, slo, bp, cp)

@@ -362,12 +362,16 @@ def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], in
     if cand is None:
         return rec
     base = inputs.baseline
-    plan = capacity_view(cand, base, levels, inputs)
+    # off-above and per-load deployments run as each load's choice (speculation off where plain was chosen, a
+    # per-batch-size schedule's k where another candidate was): the plan reads each load's chosen arm, priced as the
+    # shipped candidate; a single config is the candidate everywhere
+    chosen = {c.value: c.choice for c in rec.loads} if rec.form in ("off-above", "per-load") else None
+    plan = capacity_view(cand, base, levels, inputs, chosen=chosen)
     if plan is None:
         return rec
-    worst = capacity_view(cand, base, levels, inputs, ("high", "low"))
-    best = capacity_view(cand, base, levels, inputs, ("low", "high"))
-    return replace(rec, cost=RecommendationCost(cand.name, plan, worst, best, inputs.setup.repeats))
+    worst = capacity_view(cand, base, levels, inputs, ("high", "low"), chosen)
+    best = capacity_view(cand, base, levels, inputs, ("low", "high"), chosen)
+    return replace(rec, cost=RecommendationCost(cand.name, plan, worst, best, inputs.setup.repeats, chosen is not None))
 
 
 def prefix_cache_phrase(change: HitRateChange) -> str:

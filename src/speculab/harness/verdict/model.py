@@ -468,6 +468,9 @@ class RecommendationCost:
     least_favourable: PlanView | None  # None with one repeat (no interval), or where an end gives no plan
     most_favourable: PlanView | None
     repeats: int
+    # the plan is the load-dependent deployment's (off-above, per-load: each load's choice, plain where plain was
+    # chosen, the shipped candidate's price) rather than the candidate's at every load
+    by_load: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,3 +211,27 @@ def test_pareto_points_are_each_arm_at_each_load_with_the_frontier_and_the_shipp
         assert p.on_frontier is not beaten
     # n-gram at c1 streams 1.8x faster per user than plain at c1: plain's c1 point cannot be on the frontier
     assert not pts[("baseline", "c1")].on_frontier and pts[("ngram-k4", "c1")].on_frontier
+
+
+def test_an_off_above_deployment_costs_plain_where_plain_was_chosen() -> None:
+    from tests.fakes.ab_inputs import make_inputs
+    from tests.unit.harness.verdict.test_ranking import FAST
+
+    from speculab.harness.verdict.across_loads import capacity_view
+    from speculab.harness.verdict.build import build_report
+
+    # the default fake: n-gram 1.8x faster at c1, 1.3x at c4, slower at c16 -> off above c4
+    inputs = make_inputs(n_prompts=48, repeats=2)
+    report = build_report(inputs, FAST)
+    rec = report.recommendation
+    assert rec is not None and rec.form == "off-above" and rec.cost is not None and rec.cost.by_load
+    # the plan is the deployment's: n-gram's measurements at c1/c4, the baseline's at c16
+    chosen = {c.value: c.choice for c in rec.loads}
+    assert chosen[16] == BASELINE_CHOICE
+    cand = next(a for a in inputs.candidates if a.name == rec.cost.candidate)
+    assert rec.cost.plan == capacity_view(cand, inputs.baseline, report.levels, inputs, chosen=chosen)
+    everywhere = capacity_view(cand, inputs.baseline, report.levels, inputs)
+    assert everywhere is not None and rec.cost.plan.candidate.gpus is not None and everywhere.candidate.gpus is not None
+    # turned off where it is slower, it can only do as well as running it at every load
+    assert rec.cost.plan.candidate.gpus <= everywhere.candidate.gpus
+    assert "as recommended per load" in next(ln for ln in recommendation_lines(report) if "cost at" in ln)
