@@ -59,7 +59,7 @@ def test_vllm_files_compare_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys
     est, lo, hi = tp["speedup"], tp["speedup_low"], tp["speedup_high"]  # baseline TPOT / candidate TPOT
     assert lo <= 1.5 <= hi or abs(est / 1.5 - 1) < 0.10, tp
     assert tp["decision"] == "faster" and tp["n_pairs"] == 40
-    assert "TPOT 1.5" in out and "vLLM 0.32.0" in out and "per-chunk" not in out.split("\n")[0]
+    assert "TPOT 1.5" in out and "vLLM 0.32.0" in out and "temperature not recorded" in out.split("\n")[0]
     inputs = json.loads((tmp_path / "ab" / "inputs.json").read_text())
     assert inputs["arms"][1]["server_info"]["tool"] == "vllm bench serve"
     assert any("gaps between streamed chunks" in n for n in inputs["notes"])

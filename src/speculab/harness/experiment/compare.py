@@ -265,7 +265,7 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun) -> ReportInputs:
         workload_source=f"the prompts of {a.path.name} and {b.path.name}, paired by position and length",
         api="completions",
         items=a.items or b.items,
-        temperature=float(sampling.get("temperature") or 0.0) if sampling else 1.0,
+        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
         top_p=float(sampling.get("top_p") or 1.0),
         seed=int(sampling.get("seed") or 0),
         max_tokens=int(sampling.get("max_tokens") or 0),
