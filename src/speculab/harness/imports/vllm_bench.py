@@ -51,6 +51,8 @@ def _load(path: Path) -> dict[str, Any]:
         d = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except OSError as e:  # a directory given with --format vllm, a file it may not read
+        raise UserError(f"{path}: read as a vLLM bench serve result: {e.strerror or e}") from None
     except (ValueError, RecursionError) as e:
         raise UserError(f"{path}: read as a vLLM bench serve result: not JSON ({str(e)[:200]})") from None
     if not isinstance(d, dict):

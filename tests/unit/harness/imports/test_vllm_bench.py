@@ -109,3 +109,8 @@ def test_detect_reads_the_setup_keys_at_the_head(tmp_path: Path) -> None:
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"records": []}))
     assert not vllm_bench.detect(other) and not vllm_bench.detect(tmp_path) and not vllm_bench.detect(tmp_path / "x")
+
+
+def test_a_directory_read_as_a_vllm_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"read as a vLLM bench serve result: Is a directory"):
+        vllm_bench.read(tmp_path)
