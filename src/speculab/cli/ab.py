@@ -142,8 +142,8 @@ def run_command(
 
 @app.command("compare")
 def compare_command(
-    dir_a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a vLLM result file"),
-    dir_b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a vLLM result file"),
+    a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a vLLM result file"),
+    b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a vLLM result file"),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     fmt: str | None = typer.Option(
         None, "--format", help="speculab | vllm: read both as this (default: detected; a directory is speculab's)"
@@ -159,9 +159,8 @@ def compare_command(
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_results(dir_a, dir_b, fmt)
-    out = output or Path(f"compare-{dir_a.stem if dir_a.is_file() else dir_a.name}-vs-"
-                         f"{dir_b.stem if dir_b.is_file() else dir_b.name}")  # fmt: skip
+    inputs = inputs_from_results(a, b, fmt)
+    out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)
     options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
