@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "load_inputs": "speculab.harness.results.ab_dir",
     "save_inputs": "speculab.harness.results.ab_dir",
     "inputs_from_bench_dirs": "speculab.harness.experiment.compare",
+    "inputs_from_results": "speculab.harness.experiment.compare",  # bench directories or vLLM bench serve files
     "build_report": "speculab.harness.verdict.build",
     "render_run_dir": "speculab.report.render",
     # diagnose (`speculab diagnose`)

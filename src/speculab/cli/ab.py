@@ -144,20 +144,25 @@ def run_command(
 
 @app.command("compare")
 def compare_command(
-    dir_a: Path = typer.Argument(..., help="`speculab bench` output: the baseline"),
-    dir_b: Path = typer.Argument(..., help="`speculab bench` output: the candidate"),
+    a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a vLLM result file"),
+    b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a vLLM result file"),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
+    fmt: str | None = typer.Option(
+        None, "--format", help="speculab | vllm: read both as this (default: detected; a directory is speculab's)"
+    ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
 ) -> None:
-    """Pair two `speculab bench` results per prompt (A = baseline, B = candidate) and write the A/B report."""
-    from speculab.harness.experiment.compare import inputs_from_bench_dirs
+    """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
+    directories or vLLM `bench serve --save-result --save-detailed` files, either kind on either side
+    (docs/imports.md)."""
+    from speculab.harness.experiment.compare import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_bench_dirs(dir_a, dir_b)
-    out = output or Path(f"compare-{dir_a.name}-vs-{dir_b.name}")
+    inputs = inputs_from_results(a, b, fmt)
+    out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)
     options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)

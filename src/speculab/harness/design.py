@@ -129,7 +129,7 @@ class Setup:
     workload_source: str
     api: str  # completions | chat
     items: tuple[RequestSpec, ...]  # the prompts, in order; checks live on them
-    temperature: float
+    temperature: float | None  # None: not recorded (a vLLM bench serve file does not say)
     top_p: float = 1.0
     top_k: int | None = None
     seed: int = 0

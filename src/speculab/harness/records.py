@@ -34,6 +34,9 @@ class TokenCountSource(str, Enum):
     TOKENIZER = "tokenizer"  # a local tokenizer applied to each chunk's text
     ONE_PER_CHUNK = "one_per_chunk"  # nothing better: assume one token per chunk (flagged in reports)
     NONE = "none"  # non-streaming: no chunks to count
+    # read from another tool's result file (harness.imports): the request's total from the file (vLLM's
+    # `output_lens`: the server's usage, else vLLM's tokenizer), per-chunk counts unknown
+    VLLM_BENCH_FILE = "vllm_bench_file"
 
 
 @dataclass(frozen=True, slots=True)

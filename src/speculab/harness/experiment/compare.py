@@ -1,8 +1,11 @@
-"""`speculab compare DIR_A DIR_B`: two `speculab bench` results -> the A/B report's inputs (A is the baseline).
+"""`speculab compare A B`: two results -> the A/B report's inputs (A is the baseline).
 
-The runs are paired per prompt like an A/B run, but they were two separate runs: the single change cannot be
-verified and drift between them is not cancelled by interleaving; the inputs say so. Runs that differ in
-workload, sampling or offered load cannot be paired and are refused, naming the difference.
+Each of A and B is a `speculab bench` output directory or a vLLM `bench serve --save-result --save-detailed` file
+(`harness.imports`), detected or named by `--format`; the two may be of different kinds. The runs are paired per
+prompt like an A/B run, but they were two separate runs: the single change cannot be verified and drift between
+them is not cancelled by interleaving; the inputs say so. Runs that differ in workload, sampling or offered load,
+or (for a vLLM file) in the number or lengths of their prompts, cannot be paired and are refused, naming the first
+difference (docs/imports.md).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.imports import vllm_bench
+from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.results.requests_file import read_records
@@ -23,6 +28,8 @@ from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size, without
 
 CANDIDATE = "candidate"
+FORMATS = ("speculab", vllm_bench.FORMAT)
+_GIVE = "give a `speculab bench` output directory or a vLLM `bench serve --save-result --save-detailed` file"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -170,3 +177,143 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
         CANDIDATE, (), None, "compare: two separate bench runs; speculab could not verify what differs between them"
     )
     return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results of other kinds (harness.imports), and a bench directory beside one: paired per prompt when verified.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def result_format(path: Path, fmt: str | None = None) -> str:
+    """ "speculab" (a bench output directory) or "vllm" (a bench serve result file): `fmt` when given, else detected."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+        return fmt
+    if path.is_dir():
+        return "speculab"
+    if not path.exists():
+        raise UserError(f"{path}: no such file or directory; {_GIVE}")
+    if vllm_bench.detect(path):
+        return vllm_bench.FORMAT
+    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format vllm reads it as the latter)")
+
+
+def inputs_from_results(path_a: Path, path_b: Path, fmt: str | None = None) -> ReportInputs:
+    """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs."""
+    kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
+    if kinds == ("speculab", "speculab"):
+        return inputs_from_bench_dirs(path_a, path_b)
+    a, b = (
+        _bench_run(p) if k == "speculab" else vllm_bench.read(p) for p, k in zip((path_a, path_b), kinds, strict=True)
+    )
+    if problem := _pairing_problem(a, b):
+        raise UserError(
+            f"{path_a} and {path_b} cannot be paired per prompt: {problem}; comparing unpaired runs is not done yet "
+            "(a later release): run both with the same prompts in the same order (vLLM: a fixed --seed, or "
+            "--disable-shuffle with a custom dataset) and the same load"
+        )
+    return _imported_inputs(a, b)
+
+
+def _bench_run(d: Path) -> ImportedRun:
+    """A bench output directory as an imported run, for pairing with another tool's file."""
+    manifest, summary = _bench_dir(d)
+    records = tuple(read_records(d / REQUESTS))
+    items, note = _items(manifest)
+    measured = {r.index: r.prompt_tokens for r in records if not r.warmup}
+    arm = _arm(BASELINE, d.name, manifest)
+    return ImportedRun(
+        path=d,
+        tool="speculab bench",
+        level=_level(manifest.get("load") or {}),
+        records=records,
+        input_lens=tuple(measured.get(i) for i in range(max(measured, default=-1) + 1)),
+        items=items,
+        acceptance=_acceptance(summary),
+        info={"tool": "speculab bench", "versions": manifest.get("versions") or {}, **arm.server_info},
+        notes=(note,) if note else (),
+        started_utc=manifest.get("started_at") or "",
+        interrupted=bool(summary.get("interrupted")) or not summary,
+    )
+
+
+def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
+    """The first reason the two runs are not the same prompts at the same load (None: they are, as far as known)."""
+    if a.level.key != b.level.key:
+        return f"load: {a.level.label} vs {b.level.label}"
+    if len(a.input_lens) != len(b.input_lens):
+        return f"{len(a.input_lens)} prompts vs {len(b.input_lens)}"
+    if a.items and b.items:
+        same = (x.context_sha256() == y.context_sha256() for x, y in zip(a.items, b.items, strict=False))
+        if (i := next((i for i, ok in enumerate(same) if not ok), None)) is not None:
+            return f"prompt {i}: the prompts differ"
+    for i, (x, y) in enumerate(zip(a.input_lens, b.input_lens, strict=True)):
+        if x is None or y is None:
+            return f"prompt {i}: its length in tokens is unknown in {a.path.name if x is None else b.path.name}"
+        if x != y:
+            return f"prompt {i}: {x} vs {y} input tokens"
+    return None
+
+
+def _imported_inputs(a: ImportedRun, b: ImportedRun) -> ReportInputs:
+    """Report inputs from two paired runs of any kinds (sampling is what a bench run recorded, if either is one)."""
+    sampling = _sampling(a, b)
+    setup = Setup(
+        name=f"{a.path.name} vs {b.path.name}",
+        workload_name=next((f"{r.path.name}'s workload" for r in (a, b) if r.items), "not in the vLLM files"),
+        workload_source=f"the prompts of {a.path.name} and {b.path.name}, paired by position and length",
+        api="completions",
+        items=a.items or b.items,
+        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
+        top_p=float(sampling.get("top_p") or 1.0),
+        seed=int(sampling.get("seed") or 0),
+        max_tokens=int(sampling.get("max_tokens") or 0),
+        levels=(a.level,),
+        repeats=1,
+        two_url_mode=True,
+        started_utc=a.started_utc,
+        finished_utc=b.started_utc,
+    )
+    arms = tuple(
+        ArmInfo(
+            name,
+            f"{tag}: {r.path.name}",
+            engine=str(r.info.get("detected_engine") or "other"),
+            server_info=dict(r.info),
+        )
+        for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
+    )
+    runs = tuple(
+        RepeatRun(
+            arm=name,
+            level=a.level.key,
+            repeat=1,
+            records=r.records,
+            acceptance=r.acceptance,
+            order=i,
+            interrupted=r.interrupted,
+            notes=r.notes,
+        )
+        for i, (name, r) in enumerate(((BASELINE, a), (CANDIDATE, b)))
+    )
+    notes = [
+        f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
+        "them (thermal, other tenants) is not cancelled; paired per prompt by position, their prompt lengths equal",
+        vllm_bench.ITL_NOTE,
+        *a.notes,
+        *b.notes,
+    ]
+    if not sampling:
+        notes.append("the vLLM files do not record sampling (temperature, max_tokens): outputs are compared as at a "
+                     "temperature above 0, not for equivalence")  # fmt: skip
+    change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
+    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
+
+
+def _sampling(a: ImportedRun, b: ImportedRun) -> Mapping[str, Any]:
+    """The sampling a speculab bench run recorded (its manifest), where one of the two is one; {} otherwise."""
+    for r in (a, b):
+        if r.tool == "speculab bench":
+            return (_read_json(r.path / MANIFEST).get("sampling")) or {}
+    return {}

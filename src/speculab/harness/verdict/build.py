@@ -70,7 +70,8 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
         workload_name=s.workload_name,
         workload_source=s.workload_source,
         api=s.api,
-        prompts=len(s.items),
+        # prompts not known (a vLLM file holds none): the prompts the baseline's first repeat sent
+        prompts=len(s.items) or len({r.index for r in inputs.runs[0].records if not r.warmup} if inputs.runs else ()),
         categories=dict(sorted(cats.items())),
         temperature=s.temperature,
         top_p=s.top_p,

@@ -78,7 +78,7 @@ class Divergence:
 @dataclass(frozen=True, slots=True)
 class CorrectnessComparison:
     candidate: str
-    temperature: float
+    temperature: float | None  # None: not recorded, compared as above 0
     reference: str  # which load/repeat the reference outputs came from
     n_compared: int  # prompts with a successful reference output in both arms
     identical: int

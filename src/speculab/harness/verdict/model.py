@@ -369,7 +369,7 @@ class SetupView:
     api: str
     prompts: int
     categories: Mapping[str, int]
-    temperature: float
+    temperature: float | None  # None: the results did not record it
     top_p: float
     top_k: int | None
     seed: int

@@ -83,10 +83,11 @@ def ab_level_table(report: Any, level: Any) -> Table:
 def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     """Verdict lines first (bold), then a table per load, memory/cost notes, then warnings and what is missing."""
     s = report.setup
+    temp = "not recorded" if s.temperature is None else f"{s.temperature:g}"
     parts: list[Any] = [
         Text.from_markup(
             f"[bold]speculab A/B[/] {escape(report.title)} · workload {escape(s.workload_name)} · {s.prompts} prompts"
-            f" · temperature {s.temperature:g} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+            f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
     rec = recommendation_lines(report)  # what to ship, first: the rest is its evidence

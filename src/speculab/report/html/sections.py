@@ -261,7 +261,7 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                 "verdict": k.verdict,
                 "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs"))
                 or k.non_inferiority == "worse",
-                "temperature": f"{k.temperature:g}",
+                "temperature": "not recorded" if k.temperature is None else f"{k.temperature:g}",
                 "reference": k.reference,
                 "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",
                 "self": f"{k.baseline_self_identical_rate:.1%}" if is_number(k.baseline_self_identical_rate) else "–",
@@ -400,7 +400,8 @@ def setup_rows(report: Report) -> dict[str, Any]:
     slo = ", ".join(
         f"{name} ≤ {ms(v)}" for name, v in (("TTFT", s.slo_ttft_s), ("TPOT", s.slo_tpot_s), ("E2E", s.slo_e2e_s)) if v
     )
-    sampling = f"temperature {s.temperature:g}, top_p {s.top_p:g}" + (f", top_k {s.top_k}" if s.top_k else "")
+    temp = "not recorded" if s.temperature is None else f"{s.temperature:g}"
+    sampling = f"temperature {temp}, top_p {s.top_p:g}" + (f", top_k {s.top_k}" if s.top_k else "")
     sampling += f", seed {s.seed}, max_tokens {s.max_tokens}"
     if s.min_tokens is not None:
         sampling += f", min_tokens {s.min_tokens}"

@@ -1,0 +1,219 @@
+"""vLLM `bench serve --save-result --save-detailed` JSON files -> an `ImportedRun` (docs/imports.md).
+
+Per request the file holds, in the order the prompts were sent: `start_times` (vLLM's client clock, seconds),
+`queue_times` (waiting for its concurrency limit before that), `ttfts`, `itls` (the gaps between streamed chunks: a
+chunk may carry several tokens), `latencies` (send to last chunk), `input_lens` and `output_lens` (the server's
+usage, else vLLM's tokenizer), `generated_texts` and `errors` ("" when the request succeeded). Its aggregates (mean
+TPOT, ...) are not read: speculab recomputes every metric from these. `spec_decode_*` (the server's counters diffed
+by vLLM's client) become the run's acceptance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+from speculab.errors import UserError
+from speculab.harness.design import LevelSpec
+from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.servers.acceptance import AcceptanceSummary
+
+FORMAT = "vllm"
+TOOL = "vllm bench serve"
+# what a file must hold, per request, to be read (the last four only with --save-detailed)
+PER_REQUEST = ("start_times", "latencies", "input_lens", "output_lens", "ttfts", "itls", "errors")
+_FIX = "write it with `vllm bench serve --save-result --save-detailed`"
+ITL_NOTE = (
+    "vLLM bench serve files: their `itls` are the gaps between streamed chunks (a chunk may carry several tokens), "
+    "read as chunk gaps; per-token ITL and tokens per chunk are unknown; TPOT is speculab's (E2E - TTFT) / "
+    "(output_lens - 1) per request, not the file's aggregate"
+)
+
+
+def detect(path: Path) -> bool:
+    """Whether `path` looks like a vLLM bench serve result: a JSON object opening with vLLM's setup keys (a file cut
+    short is still detected, so that reading it names what is wrong)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", "replace").lstrip()
+    except OSError:
+        return False
+    return head.startswith("{") and any(f'"{k}"' in head for k in ("backend", "endpoint_type", "tokenizer_id"))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:  # a directory given with --format vllm, a file it may not read
+        raise UserError(f"{path}: read as a vLLM bench serve result: {e.strerror or e}") from None
+    except (ValueError, RecursionError) as e:
+        raise UserError(f"{path}: read as a vLLM bench serve result: not JSON ({str(e)[:200]})") from None
+    if not isinstance(d, dict):
+        raise UserError(f"{path}: read as a vLLM bench serve result: not a JSON object")
+    return d
+
+
+def _lists(path: Path, d: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The per-request lists, all present and of one length; one line naming the first that is not."""
+    out: dict[str, list[Any]] = {}
+    for key in PER_REQUEST:
+        v = d.get(key)
+        if v is None:
+            raise UserError(f"{path}: read as a vLLM bench serve result: no `{key}`; {_FIX}")
+        if not isinstance(v, list):
+            raise UserError(f"{path}: read as a vLLM bench serve result: `{key}` is not a list")
+        out[key] = v
+    n = len(out["start_times"])
+    for key, v in out.items():
+        if len(v) != n:
+            raise UserError(
+                f"{path}: read as a vLLM bench serve result: `{key}` has {len(v)} entries, `start_times` {n}"
+            )
+    texts = d.get("generated_texts")
+    out["generated_texts"] = texts if isinstance(texts, list) and len(texts) == n else [""] * n
+    queue = d.get("queue_times")
+    out["queue_times"] = queue if isinstance(queue, list) and len(queue) == n else [0.0] * n
+    if n == 0:
+        raise UserError(f"{path}: read as a vLLM bench serve result: it holds no requests")
+    return out
+
+
+def _seconds(path: Path, key: str, i: int, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise UserError(f"{path}: read as a vLLM bench serve result: `{key}`[{i}] is {v!r}, not a number of seconds")
+    return float(v)
+
+
+def _count(path: Path, key: str, i: int, v: Any) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise UserError(f"{path}: read as a vLLM bench serve result: `{key}`[{i}] is {v!r}, not a token count")
+    return v
+
+
+def _error(text: str) -> ErrorInfo:
+    """vLLM keeps an HTTP reason, its own message, or a client traceback: the category from what it says."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else text
+    low = text.lower()
+    if "timeout" in low:
+        category = ErrorCategory.TIMEOUT
+    elif "connect" in low and "traceback" in low:
+        category = ErrorCategory.CONNECT
+    elif "never received a valid chunk" in low:
+        category = ErrorCategory.MALFORMED
+    elif "traceback" in low:
+        category = ErrorCategory.DROPPED
+    else:
+        category = ErrorCategory.HTTP
+    return ErrorInfo(category, f"vLLM bench serve: {last[:300]}")
+
+
+def _record(path: Path, lists: Mapping[str, list[Any]], i: int) -> RequestRecord:
+    """Request i: sent at its start time, first chunk at + TTFT, then one chunk per `itls` gap, done at + latency."""
+    sent = _seconds(path, "start_times", i, lists["start_times"][i])
+    queue = lists["queue_times"][i]
+    queue_s = float(queue) if isinstance(queue, (int, float)) and math.isfinite(queue) and queue >= 0 else 0.0
+    err = lists["errors"][i]
+    base = {
+        "index": i,
+        "scheduled_s": sent - queue_s,
+        "sent_s": sent,
+        "prompt_tokens": _count(path, "input_lens", i, lists["input_lens"][i]),
+        "token_count_source": TokenCountSource.VLLM_BENCH_FILE,
+    }
+    text = lists["generated_texts"][i]
+    if err:
+        end = sent + max(0.0, _seconds(path, "latencies", i, lists["latencies"][i] or 0.0))
+        return RequestRecord(**base, end_s=end, output_text="", error=_error(str(err)))
+    gaps = lists["itls"][i]
+    if not isinstance(gaps, list):
+        raise UserError(f"{path}: read as a vLLM bench serve result: `itls`[{i}] is not a list of chunk gaps")
+    first = sent + _seconds(path, "ttfts", i, lists["ttfts"][i])
+    times = accumulate((_seconds(path, "itls", i, g) for g in gaps), initial=first)
+    return RequestRecord(
+        **base,
+        end_s=sent + _seconds(path, "latencies", i, lists["latencies"][i]),
+        chunks=tuple(ChunkEvent(t, "", None) for t in times),
+        output_text=text if isinstance(text, str) else "",
+        completion_tokens=_count(path, "output_lens", i, lists["output_lens"][i]),
+    )
+
+
+def _level(path: Path, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+    """vLLM's `request_rate` ("inf" = all at once) and `max_concurrency` -> the offered load; a note when unusual."""
+    if d.get("ramp_up_strategy"):
+        raise UserError(f"{path}: a vLLM run with a ramp-up ({d['ramp_up_strategy']}) is not one load; not read yet")
+    cap = d.get("max_concurrency")
+    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    rate = d.get("request_rate", "inf")
+    try:
+        rate_rps = float(rate)
+    except (TypeError, ValueError):
+        raise UserError(f"{path}: read as a vLLM bench serve result: `request_rate` is {rate!r}") from None
+    if math.isfinite(rate_rps) and rate_rps > 0:
+        burst = d.get("burstiness", 1.0)
+        arrival = "poisson" if burst in (None, 1, 1.0) else "gamma"
+        return LevelSpec("rate", rate_rps, ("operating",), arrival, cap), None
+    if cap is not None:
+        return LevelSpec("concurrency", cap, ("low", "operating")), None
+    note = f"{path.name}: request rate inf and no max concurrency: all {n} requests were sent at once"
+    return LevelSpec("concurrency", n, ("operating",)), note
+
+
+def _acceptance(d: Mapping[str, Any]) -> AcceptanceSummary | None:
+    """`spec_decode_*`: vLLM's client diffed the server's spec-decode counters around the run; rate is in %."""
+    if "spec_decode_num_drafts" not in d and "spec_decode_acceptance_length" not in d:
+        return None
+    rate = d.get("spec_decode_acceptance_rate")
+    drafts = d.get("spec_decode_num_drafts")
+    per_position = d.get("spec_decode_per_position_acceptance_rates") or ()
+    return AcceptanceSummary(
+        source="vLLM bench serve file: spec_decode_* (the server's counters, diffed by vLLM's client; server-wide)",
+        active=bool(drafts),
+        drafts=drafts,
+        draft_tokens=d.get("spec_decode_draft_tokens"),
+        accepted_tokens=d.get("spec_decode_accepted_tokens"),
+        acceptance_rate=float(rate) / 100.0 if isinstance(rate, (int, float)) else None,
+        acceptance_length=d.get("spec_decode_acceptance_length"),
+        per_position=tuple(float(x) for x in per_position if isinstance(x, (int, float))),
+    )
+
+
+def _info(path: Path, d: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the numbers came from, as the file states it (vLLM writes its version only if given as --metadata)."""
+    version = d.get("vllm_version") or d.get("version")
+    keys = ("date", "backend", "model_id", "tokenizer_id", "label")
+    return {"tool": TOOL, "file": str(path), "version": version} | {k: d[k] for k in keys if d.get(k) is not None}
+
+
+def read(path: Path) -> ImportedRun:
+    """Read one vLLM bench serve result file; a file it cannot read is one line naming it, the format and the field."""
+    d = _load(path)
+    lists = _lists(path, d)
+    n = len(lists["start_times"])
+    records = tuple(_record(path, lists, i) for i in range(n))
+    level, note = _level(path, d, n)
+    info = _info(path, d)
+    said = ", ".join(f"{k} {info[k]}" for k in ("date", "backend", "model_id") if k in info)
+    version = f"vLLM {info['version']}" if info.get("version") else "vLLM version not stated in the file"
+    notes = (f"{path.name}: a vLLM bench serve result ({version}; {said})", *((note,) if note else ()))
+    return ImportedRun(
+        path=path,
+        tool=TOOL,
+        level=level,
+        records=records,
+        input_lens=tuple(r.prompt_tokens for r in records),
+        acceptance=_acceptance(d),
+        info=info,
+        notes=notes,
+        started_utc=str(d.get("date") or ""),
+    )
