@@ -302,4 +302,9 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
             line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
         elif c.repeats < 2:
             line += " (one repeat: no interval; set `repeats: 2` or more)"
+        else:
+            # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
+            # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded
+            line += (" (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
+                     "more repeats narrow them)")  # fmt: skip
     return [line]

@@ -180,6 +180,15 @@ def test_the_cost_line_says_the_interval_or_that_one_repeat_has_none() -> None:
     one = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=1), FAST)) if "cost" in ln]
     assert "across the throughput intervals" in two[0] and "/month" in two[0]
     assert "one repeat: no interval" in one[0]
+    # two repeats whose interval's low end meets no SLO (a 2-repeat t-interval can reach 0): said, not silent
+    from dataclasses import replace
+
+    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    rec = report.recommendation
+    assert rec is not None and rec.cost is not None
+    cut = replace(report, recommendation=replace(rec, cost=replace(rec.cost, least_favourable=None)))
+    (line,) = [ln for ln in recommendation_lines(cut) if "cost" in ln]
+    assert "no range: at an end of the throughput intervals" in line
 
 
 def test_pareto_points_are_each_arm_at_each_load_with_the_frontier_and_the_shipped_point() -> None:
