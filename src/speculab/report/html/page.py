@@ -168,17 +168,19 @@ def _recommendation_view(report: Report, shipped: str | None) -> dict[str, Any] 
         return None
     lines = recommendation_lines(report)
     arms: dict[str, list[tuple[float, float, float, float, str, bool, bool]]] = {}
-    for p in sorted(rec.pareto, key=lambda p: p.load):
-        arms.setdefault(p.label, []).append(
-            (p.per_user_tok_s, p.tok_s_per_gpu, p.tok_s_per_gpu_low, p.tok_s_per_gpu_high, p.load_label,
-             p.recommended, p.on_frontier)
-        )  # fmt: skip
+    for arm in report.arms:  # the baseline first: its loads are labelled
+        for p in sorted((p for p in rec.pareto if p.arm == arm.name), key=lambda p: p.load):
+            arms.setdefault(p.label, []).append(
+                (p.per_user_tok_s, p.tok_s_per_gpu, p.tok_s_per_gpu_low, p.tok_s_per_gpu_high,
+                 f"{p.load:g}" if rec.axis == "concurrency" else f"{p.load:g}/s", p.recommended, p.on_frontier)
+            )  # fmt: skip
     drawn = any(math.isfinite(x[0]) and math.isfinite(x[1]) for pts in arms.values() for x in pts)
+    name = "concurrency" if rec.axis == "concurrency" else "offered load (req/s)"
     return {
         "headline": lines[0].removeprefix("recommendation: ") if lines else "",
         "lines": [ln.strip() for ln in lines[1:]],
         "shipped": shipped,
-        "pareto": Markup(plots.pareto(arms)) if drawn else Markup(""),
+        "pareto": Markup(plots.pareto(arms, load_name=name)) if drawn else Markup(""),
     }
 
 

@@ -275,26 +275,30 @@ def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], S
     return to_svg(fig)
 
 
-def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bool, bool]]]) -> str:
-    """Throughput per GPU against per-user tokens/s, one line per arm through its loads (each point labelled with
-    its load), the throughput interval as a vertical bar; the recommendation's point at each load ringed, the
-    frontier (points no other beats on both axes) joined by a dashed line.
+def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bool, bool]]], *, load_name: str) -> str:
+    """Throughput per GPU against per-user tokens/s, one line per arm through its loads, the throughput interval as a
+    faint vertical bar (clipped to the plot: a 2-repeat t-interval is wide); the recommendation's point at each load
+    ringed and labelled with its load, the frontier (points no other beats on both axes) joined by a dashed line.
 
-    arms: label -> [(per-user tok/s, tok/s per GPU, low, high, load label, recommended, on frontier)], by load."""
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    arms: label -> [(per-user tok/s, tok/s per GPU, low, high, load, recommended, on frontier)], by load; the
+    first arm (the baseline) has its loads labelled too."""
+    fig, ax = plt.subplots(figsize=(6.8, 3.4))
     frontier: list[tuple[float, float]] = []
     ringed = False
+    top = 0.0
     for i, (arm, pts) in enumerate(arms.items()):
         pts = [p for p in pts if math.isfinite(p[0]) and math.isfinite(p[1])]
         if not pts:
             continue
         c = color(i)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        top = max(top, *ys)
         ax.plot(xs, ys, marker="o", ms=3.5, color=c, label=arm, lw=1.2)
         for x, y, lo, hi, load, shipped, front in pts:
             if math.isfinite(lo) and math.isfinite(hi):
-                ax.vlines(x, max(0.0, lo), hi, color=c, lw=0.8, alpha=0.6)
-            ax.annotate(load, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7, color=c)
+                ax.vlines(x, max(0.0, lo), hi, color=c, lw=0.6, alpha=0.35)
+            if shipped or i == 0:
+                ax.annotate(load, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7, color=c)
             if shipped:
                 ax.plot([x], [y], marker="o", ms=10, mfc="none", mec="black", mew=1.2,
                         label=None if ringed else "recommended at this load")  # fmt: skip
@@ -306,7 +310,8 @@ def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bo
         ax.plot([p[0] for p in frontier], [p[1] for p in frontier], color="black", lw=0.8, ls="--", label="frontier")
     ax.set_xlabel("per-user speed (output tok/s = 1 / median TPOT)")
     ax.set_ylabel("output tok/s per GPU")
-    ax.set_ylim(bottom=0)
-    _legend(ax, fontsize=7, frameon=False)
+    ax.set_ylim(0, top * 1.35 if top > 0 else None)
+    ax.set_title(f"labels: {load_name}", fontsize=8, loc="left", color="#5b6272")
+    _legend(ax, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return to_svg(fig)
