@@ -1,7 +1,7 @@
 """report.html in a real browser: headless Chromium (Debian's `chromium`, which .ci/run installs) lays the page out,
-and the test reads what a user would see: the verdict lines, on the first screen and not covered; every plot the
-report drew, with a non-zero size inside the page's width; and a load with no script exception, console error or
-request beyond the file itself (the report is one self-contained file).
+and the test reads what a user would see: the recommendation above the verdict lines, and those on the first screen
+and not covered; every plot the report drew, with a non-zero size inside the page's width; and a load with no
+script exception, console error or request beyond the file itself (the report is one self-contained file).
 
 The page is a saved run re-rendered by this code (tests/unit/report/fixtures/ab_run_v1), and, when
 SPECULAB_DEMO_DIR names a `speculab demo` output directory (.ci/run sets it to the demo it just ran), the demo too.
@@ -37,6 +37,8 @@ _MEASURE = """(() => {
   };
   return {
     verdicts: [...document.querySelectorAll('#verdict .verdict')].map(e => ({text: e.innerText, ...box(e)})),
+    recommendation: [...document.querySelectorAll('#recommendation .verdict')]
+      .map(e => ({text: e.innerText, ...box(e)})),
     plots: [...document.querySelectorAll('.plot svg')].map(box),
     page_width: document.documentElement.clientWidth,
     scroll_width: document.documentElement.scrollWidth,
@@ -83,6 +85,11 @@ def test_the_report_renders_in_chromium_with_its_verdict_and_every_plot_visible(
     assert texts == [" ".join(t.split()) for t in want_verdicts]
     for v in seen["verdicts"]:
         assert v["drawn"] and v["w"] > 0 and v["h"] > 0, v
+    # the recommendation (what to ship) comes first, and the verdict it rests on is still on the first screen
+    if expected["recommendation"] is not None:
+        (rec,) = seen["recommendation"]
+        assert " ".join(rec["text"].split()) == " ".join(expected["recommendation"]["headline"].split())
+        assert rec["drawn"] and rec["on_top"] and rec["top"] < seen["verdicts"][0]["top"], rec
     first = seen["verdicts"][0]
     assert first["top"] + first["h"] <= HEIGHT and first["on_top"], f"the verdict is not on the first screen: {first}"
 

@@ -195,8 +195,13 @@ def test_recommendation_block_comes_first_with_the_pareto_picture_and_the_flags(
     assert page.index('id="recommendation"') < page.index('id="verdict"')  # the first block
     head = recommendation_lines(report)[0].removeprefix("recommendation: ")
     assert head.replace('"', "&#34;") in block
-    assert "<svg" in block and "per-user speed" in block and "tok/s per GPU" in block
-    assert "recommended at this load" in block and "The config to ship" not in block  # no flags file yet
+    assert "The config to ship" not in block  # no flags file yet
+    # the Pareto picture is with the curves across loads (the verdict stays on the first screen), linked from here
+    assert 'href="#pareto"' in block and "<svg" not in block
+    loads = page[page.index('id="loads"') : page.index('id="per-load"')]
+    pareto = loads[loads.index('id="pareto"') :]
+    assert "<svg" in pareto and "per-user speed" in pareto and "tok/s per GPU" in pareto
+    assert "recommended at this load" in pareto
     (out / "recommended-flags.txt").write_text('--speculative-config \'{"method":"ngram"}\'\n', encoding="utf-8")
     page = write_html(out, report).read_text(encoding="utf-8")
     assert "The config to ship" in page and "--speculative-config" in page

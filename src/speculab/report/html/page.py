@@ -36,6 +36,8 @@ from speculab.report.phrases import best_lines, recommendation_lines, verdict_li
 REPORT_FILE = "report.html"
 # the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended)
 SHIPPED_FILES = ("recommended-flags.txt", "recommended.yaml")
+# the plots across loads, as the template names them
+CURVES = ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost", "pareto")
 
 
 # --- the view -----------------------------------------------------------------------------------------------
@@ -161,12 +163,24 @@ def _curve_plots(report: Report) -> dict[str, str]:
 
 
 def _recommendation_view(report: Report, shipped: str | None) -> dict[str, Any] | None:
-    """The first block: the same sentences as the terminal's, the flags to ship when they were written, and the
-    Pareto picture (throughput per GPU against per-user speed) with the shipped point at each load ringed."""
-    rec = report.recommendation
-    if rec is None:
+    """The first block: the same sentences as the terminal's, and the flags to ship when they were written (the
+    Pareto picture is with the other curves across loads: the verdict stays on the first screen)."""
+    if report.recommendation is None:
         return None
     lines = recommendation_lines(report)
+    return {
+        "headline": lines[0].removeprefix("recommendation: ") if lines else "",
+        "lines": [ln.strip() for ln in lines[1:]],
+        "shipped": shipped,
+    }
+
+
+def _pareto_plot(report: Report) -> str:
+    """Throughput per GPU against per-user speed per arm and load, the shipped point at each load ringed; "" when
+    there is no recommendation or nothing finite to draw."""
+    rec = report.recommendation
+    if rec is None:
+        return ""
     arms: dict[str, list[tuple[float, float, float, float, str, bool, bool]]] = {}
     for arm in report.arms:  # the baseline first: its loads are labelled
         for p in sorted((p for p in rec.pareto if p.arm == arm.name), key=lambda p: p.load):
@@ -174,21 +188,17 @@ def _recommendation_view(report: Report, shipped: str | None) -> dict[str, Any] 
                 (p.per_user_tok_s, p.tok_s_per_gpu, p.tok_s_per_gpu_low, p.tok_s_per_gpu_high,
                  f"{p.load:g}" if rec.axis == "concurrency" else f"{p.load:g}/s", p.recommended, p.on_frontier)
             )  # fmt: skip
-    drawn = any(math.isfinite(x[0]) and math.isfinite(x[1]) for pts in arms.values() for x in pts)
+    if not any(math.isfinite(x[0]) and math.isfinite(x[1]) for pts in arms.values() for x in pts):
+        return ""
     name = "concurrency" if rec.axis == "concurrency" else "offered load (req/s)"
-    return {
-        "headline": lines[0].removeprefix("recommendation: ") if lines else "",
-        "lines": [ln.strip() for ln in lines[1:]],
-        "shipped": shipped,
-        "pareto": Markup(plots.pareto(arms, load_name=name)) if drawn else Markup(""),
-    }
+    return plots.pareto(arms, load_name=name)
 
 
 def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup); `shipped`: the text of
     recommended-flags.txt when the run wrote one."""
     levels = [_level_view(report, lv) for lv in report.levels]  # drawn first: the plots' order is the old one
-    cp = _curve_plots(report)
+    cp = {**_curve_plots(report), "pareto": _pareto_plot(report)}
     return {
         "title": report.title,
         "recommendation": _recommendation_view(report, shipped),
@@ -201,7 +211,7 @@ def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
         "levels": levels,
-        "curves": {k: Markup(cp.get(k, "")) for k in ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost")},
+        "curves": {k: Markup(cp.get(k, "")) for k in CURVES},
         "acceptance": [_acceptance_view(c) for c in report.candidates],
         "request_acceptance": request_acceptance_rows(report),
         "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
