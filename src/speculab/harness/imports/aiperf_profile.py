@@ -51,14 +51,14 @@ def _seconds(ff: FileFields, metrics: Mapping[str, Any], name: str, i: int) -> f
     if m is None:
         return None
     if not isinstance(m, dict) or "value" not in m:
-        ff.fail(f"record {i}: `metrics.{name}` is not {{value, unit}}")
+        ff.fail(f"line {i}: `metrics.{name}` is not {{value, unit}}")
     unit = m.get("unit")
     if unit not in _SECONDS:
-        ff.fail(f"record {i}: `metrics.{name}.unit` is {unit!r}, not a unit of time speculab knows")
+        ff.fail(f"line {i}: `metrics.{name}.unit` is {unit!r}, not a unit of time speculab knows")
     v = m["value"]
     if isinstance(v, list):
-        ff.fail(f"record {i}: `metrics.{name}` is a list, not one time")
-    return ff.number(v, f"metrics.{name}.value") * _SECONDS[unit]
+        ff.fail(f"line {i}: `metrics.{name}` is a list, not one time")
+    return ff.number(v, f"metrics.{name}.value", f"line {i}: ") * _SECONDS[unit]
 
 
 def _gaps(ff: FileFields, metrics: Mapping[str, Any], i: int) -> list[float] | None:
@@ -69,13 +69,14 @@ def _gaps(ff: FileFields, metrics: Mapping[str, Any], i: int) -> list[float] | N
     unit = m.get("unit") if isinstance(m, dict) else None
     values = m.get("value") if isinstance(m, dict) else None
     if unit not in _SECONDS or not isinstance(values, list):
-        ff.fail(f"record {i}: `metrics.inter_chunk_latency` is not {{value: [gaps], unit}}")
-    return [ff.number(v, f"metrics.inter_chunk_latency.value[{j}]") * _SECONDS[unit] for j, v in enumerate(values)]
+        ff.fail(f"line {i}: `metrics.inter_chunk_latency` is not {{value: [gaps], unit}}")
+    at = f"line {i}: "
+    return [ff.number(v, f"metrics.inter_chunk_latency.value[{j}]", at) * _SECONDS[unit] for j, v in enumerate(values)]
 
 
-def _tokens(ff: FileFields, metrics: Mapping[str, Any], name: str) -> int | None:
+def _tokens(ff: FileFields, metrics: Mapping[str, Any], name: str, at: str) -> int | None:
     m = metrics.get(name)
-    return ff.count(m.get("value") if isinstance(m, dict) else m, f"metrics.{name}")
+    return ff.count(m.get("value") if isinstance(m, dict) else m, f"metrics.{name}", at)
 
 
 def _error(e: Any) -> ErrorInfo:
@@ -95,21 +96,23 @@ def _error(e: Any) -> ErrorInfo:
     return ErrorInfo(category, f"AIPerf: {code}{text[:300]}", d.get("code") if isinstance(d.get("code"), int) else None)
 
 
-def _record(ff: FileFields, raw: Mapping[str, Any], index: int, i: int) -> RequestRecord:
-    """Record i of the file as request `index`: sent at `request_start_ns`, the first chunk at + TTFT, one chunk per
-    `inter_chunk_latency` gap, done at `request_end_ns`."""
-    meta = ff.mapping(raw.get("metadata"), f"record {i}: metadata")
+def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord:
+    """A record of the file (`_line`: its line) as request `index`: sent at `request_start_ns`, the first chunk at
+    + TTFT, one chunk per `inter_chunk_latency` gap, done at `request_end_ns`."""
+    i = raw["_line"]
+    meta = ff.mapping(raw.get("metadata"), f"line {i}: metadata")
     metrics = raw.get("metrics") or {}
     if not isinstance(metrics, dict):
-        ff.fail(f"record {i}: `metrics` is not an object")
-    sent = ff.number(meta.get("request_start_ns"), "metadata.request_start_ns") * 1e-9
+        ff.fail(f"line {i}: `metrics` is not an object")
+    at = f"line {i}: "
+    sent = ff.number(meta.get("request_start_ns"), "metadata.request_start_ns", at) * 1e-9
     end_ns = meta.get("request_end_ns")
-    end = ff.number(end_ns, "metadata.request_end_ns") * 1e-9 if end_ns is not None else None
+    end = ff.number(end_ns, "metadata.request_end_ns", at) * 1e-9 if end_ns is not None else None
     base = {
         "index": index,
         "scheduled_s": sent,
         "sent_s": sent,
-        "prompt_tokens": _tokens(ff, metrics, "input_sequence_length"),
+        "prompt_tokens": _tokens(ff, metrics, "input_sequence_length", at),
         "token_count_source": TokenCountSource.AIPERF_FILE,
         "conversation_id": None,
     }
@@ -118,9 +121,9 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int, i: int) -> Reque
     ttft = _seconds(ff, metrics, "time_to_first_token", i)
     latency = _seconds(ff, metrics, "request_latency", i)
     if ttft is None:
-        ff.fail(f"record {i}: no `metrics.time_to_first_token`; {_FIX}")
+        ff.fail(f"line {i}: no `metrics.time_to_first_token`; {_FIX}")
     if latency is None:
-        ff.fail(f"record {i}: no `metrics.request_latency`")
+        ff.fail(f"line {i}: no `metrics.request_latency`")
     gaps = _gaps(ff, metrics, i) or []
     times = accumulate(gaps, initial=sent + ttft)
     text = raw.get("output_text") or raw.get("output") or ""
@@ -129,7 +132,7 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int, i: int) -> Reque
         end_s=end if end is not None else sent + latency,
         chunks=tuple(ChunkEvent(t, "", None) for t in times),
         output_text=text if isinstance(text, str) else "",
-        completion_tokens=_tokens(ff, metrics, "output_sequence_length"),
+        completion_tokens=_tokens(ff, metrics, "output_sequence_length", at),
     )
 
 
@@ -139,7 +142,7 @@ def _lines(ff: FileFields) -> list[dict[str, Any]]:
     for n, line in enumerate(ff.text().splitlines(), 1):
         if line.strip():
             rec = ff.json(line, f"line {n}: ")
-            out.append(ff.mapping(rec, f"line {n}"))
+            out.append(ff.mapping(rec, f"line {n}") | {"_line": n})
     if not out:
         ff.fail("it holds no records")
     return out
@@ -150,9 +153,11 @@ def _profiling(ff: FileFields, rows: list[dict[str, Any]]) -> list[dict[str, Any
     kept = [r for r in rows if (r.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]
     if not kept:
         ff.fail("it holds only warmup records")
-    for i, r in enumerate(kept):
-        ff.number(ff.mapping(r.get("metadata"), f"record {i}: metadata").get("request_start_ns"),
-                  "metadata.request_start_ns")  # fmt: skip
+    for r in kept:
+        at = f"line {r['_line']}: "
+        ff.number(
+            ff.mapping(r.get("metadata"), f"{at}metadata").get("request_start_ns"), "metadata.request_start_ns", at
+        )
     return sorted(kept, key=lambda r: r["metadata"]["request_start_ns"])
 
 
@@ -211,7 +216,7 @@ def read(path: Path) -> ImportedRun:
     ff = FileFields(path, READ_AS)
     rows = _profiling(ff, _lines(ff))
     summary = _summary(path)
-    records = tuple(_record(ff, r, i, i) for i, r in enumerate(rows))
+    records = tuple(_record(ff, r, i) for i, r in enumerate(rows))
     info = _info(path, summary)
     version = f"AIPerf {info['version']}" if info.get("version") else f"AIPerf version not stated (no {SIBLING})"
     said = ", ".join(f"{k} {info[k]}" for k in ("date", "endpoint", "model") if k in info)

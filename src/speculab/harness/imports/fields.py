@@ -41,18 +41,19 @@ class FileFields:
             self.fail(f"no `{field}`" if v is None else f"`{field}` is not an object")
         return v
 
-    def number(self, v: Any, field: str) -> float:
-        """A finite number (of the unit the caller knows), else one line naming the field."""
+    def number(self, v: Any, field: str, at: str = "") -> float:
+        """A finite number (of the unit the caller knows), else one line naming the field (`at`: where, e.g. a
+        line of the file)."""
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            self.fail(f"no `{field}`" if v is None else f"`{field}` is {v!r}, not a number")
+            self.fail(f"{at}no `{field}`" if v is None else f"{at}`{field}` is {v!r}, not a number")
         return float(v)
 
-    def count(self, v: Any, field: str) -> int | None:
+    def count(self, v: Any, field: str, at: str = "") -> int | None:
         """A token count (None where the file has none)."""
         if v is None:
             return None
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            self.fail(f"`{field}` is {v!r}, not a token count")
+            self.fail(f"{at}`{field}` is {v!r}, not a token count")
         return v

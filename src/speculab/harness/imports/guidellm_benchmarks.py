@@ -62,7 +62,8 @@ def _load(ff: FileFields) -> dict[str, Any]:
 
 
 def _benchmark(ff: FileFields, d: Mapping[str, Any], which: int | None) -> tuple[dict[str, Any], int]:
-    """The one benchmark to read: the file's only one, or `which` (--benchmark) of a sweep's several."""
+    """The one benchmark to read: the file's only one, or `which` (--benchmark) of a sweep's several (the other
+    side may be a file of one benchmark: the one load picked from the sweep is compared with it)."""
     benchmarks = d.get("benchmarks")
     if not isinstance(benchmarks, list):
         ff.fail("no `benchmarks`" if benchmarks is None else "`benchmarks` is not a list")
@@ -75,7 +76,7 @@ def _benchmark(ff: FileFields, d: Mapping[str, Any], which: int | None) -> tuple
             f"{ff.path}: a GuideLLM file of {n} benchmarks ({loads}); compare takes one load per side: pick one with "
             f"--benchmark N (0-based, 0 to {n - 1})"
         )
-    i = which or 0
+    i = (which or 0) if n > 1 else 0  # a file of one benchmark is that one, whatever --benchmark picks in a sweep
     if i >= n:
         raise UserError(f"{ff.path}: --benchmark {i}: the file holds {n} benchmark(s), 0 to {n - 1}")
     return ff.mapping(benchmarks[i], f"benchmarks[{i}]"), i
