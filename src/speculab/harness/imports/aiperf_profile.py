@@ -181,12 +181,12 @@ def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
         ff.fail(f"{SIBLING} has no profiling phase in `input_config.phases`")
     cap = phase.get("concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
-    rate = phase.get("request_rate") or phase.get("rate")
-    if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
-        arrival = "constant" if "constant" in str(phase.get("type", "")) else "poisson"
-        return LevelSpec("rate", float(rate), ("operating",), arrival, cap)
-    if cap is None:
-        ff.fail(f"{SIBLING}: the profiling phase ({phase.get('type')!r}) is neither a concurrency nor a request rate")
+    kind = phase.get("type")
+    if kind in ("poisson", "gamma", "constant"):  # AIPerf's rate phases (--request-rate, its arrival pattern)
+        rate = ff.number(phase.get("rate"), f"input_config.phases[{kind}].rate", f"{SIBLING}: ")
+        return LevelSpec("rate", rate, ("operating",), kind, cap)
+    if kind != "concurrency" or cap is None:
+        ff.fail(f"{SIBLING}: the profiling phase ({kind!r}) is neither a concurrency nor a request rate; not read yet")
     return LevelSpec("concurrency", cap, ("low", "operating"))
 
 
