@@ -7,6 +7,7 @@ a second run of the baseline's script (A vs A).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -14,9 +15,16 @@ import pytest
 
 from fakes.cli_runner import one_line_error, run_main
 from speculab.errors import UserError
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.experiment.compare import inputs_from_results, result_format
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, run_bench
+from speculab.harness.mock.script import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.records import TokenCountSource
+from speculab.harness.verdict.build import build_report
+from speculab.harness.workload.sources import load_workload
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 GL = FIXTURES / "guidellm"
@@ -142,3 +150,24 @@ def test_a_cut_or_incomplete_file_is_one_line_and_exit_2(tmp_path: Path, capsys,
     code, _, err = run_main(capsys, "compare", str(missing), str(cand), "--output", str(tmp_path / "o2"))
     line = one_line_error(err)
     assert code == 2 and str(missing) in line and f"read as {name}" in line and f"{field}`" in line, line
+
+
+def test_a_bench_dir_against_a_guidellm_file_pairs_by_prompt_text(tmp_path: Path) -> None:
+    # the baseline's script measured by speculab, the candidate by GuideLLM: the same prompts in the same order.
+    # GuideLLM counts a prompt's tokens itself (21 here, the server's usage says 22): equal texts are the check
+    spec = str(GL / "prompts.jsonl")
+    wl = load_workload(spec, seed=0, num_prompts=None)
+    with mock_server_in_thread(MockConfig(ttft_s=0.02, gap_s=0.03, output_tokens=16)) as url:
+        cfg = BenchConfig(
+            endpoint=EndpointConfig(base_url=url, model=""),
+            sampling=RequestSampling(max_tokens=16),
+            load=LoadConfig(concurrency=4),
+            output_dir=tmp_path / "base",
+            workload={"spec": spec, "name": wl.name, "source": wl.source, "n_items": len(wl.items)},
+        )
+        asyncio.run(run_bench(cfg, wl.items))
+    inputs = inputs_from_results(tmp_path / "base", GL / "candidate.json")
+    assert [a.server_info["tool"] for a in inputs.arms] == ["speculab bench", "guidellm"]
+    assert any("their prompts equal" in n for n in inputs.notes)
+    tpot = build_report(inputs).level("c4").comparison("candidate").metric("tpot_s")
+    assert abs(tpot.speedup / 1.5 - 1) < 0.10 and tpot.n_pairs == 40, tpot

@@ -267,6 +267,7 @@ def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
         same = (x.context_sha256() == y.context_sha256() for x, y in zip(a.items, b.items, strict=False))
         if (i := next((i for i, ok in enumerate(same) if not ok), None)) is not None:
             return f"prompt {i}: the prompts differ"
+        return None  # the same texts in the same order: their lengths may still differ where two tools count them
     if a.prompt_keys and b.prompt_keys and a.key_kind == b.key_kind:
         same = (x == y for x, y in zip(a.prompt_keys, b.prompt_keys, strict=False))
         if (i := next((i for i, ok in enumerate(same) if not ok), None)) is not None:
@@ -284,10 +285,11 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -
     `readers` are the modules that read the other tools' files among them (their notes are said once)."""
     sampling = _sampling(a, b)
     names = " and ".join(dict.fromkeys(m.NAME for m in readers))
+    checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
     setup = Setup(
         name=f"{a.name} vs {b.name}",
         workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
-        workload_source=f"the prompts of {a.name} and {b.name}, paired by position and length",
+        workload_source=f"the prompts of {a.name} and {b.name}, paired by position, their {checked}",
         api="completions",
         items=a.items or b.items,
         temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
@@ -324,7 +326,7 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -
     )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
-        "them (thermal, other tenants) is not cancelled; paired per prompt by position, their prompt lengths equal",
+        f"them (thermal, other tenants) is not cancelled; paired per prompt by position, their {checked}",
         *(m.NOTE for m in readers),
         *a.notes,
         *b.notes,
