@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, obj
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 
@@ -53,7 +53,7 @@ def _seconds(ff: FileFields, metrics: Mapping[str, Any], name: str, i: int) -> f
     if not isinstance(m, dict) or "value" not in m:
         ff.fail(f"line {i}: `metrics.{name}` is not {{value, unit}}")
     unit = m.get("unit")
-    if unit not in _SECONDS:
+    if not isinstance(unit, str) or unit not in _SECONDS:
         ff.fail(f"line {i}: `metrics.{name}.unit` is {unit!r}, not a unit of time speculab knows")
     v = m["value"]
     if isinstance(v, list):
@@ -68,7 +68,7 @@ def _gaps(ff: FileFields, metrics: Mapping[str, Any], i: int) -> list[float] | N
         return None
     unit = m.get("unit") if isinstance(m, dict) else None
     values = m.get("value") if isinstance(m, dict) else None
-    if unit not in _SECONDS or not isinstance(values, list):
+    if not isinstance(unit, str) or unit not in _SECONDS or not isinstance(values, list):
         ff.fail(f"line {i}: `metrics.inter_chunk_latency` is not {{value: [gaps], unit}}")
     at = f"line {i}: "
     return [ff.number(v, f"metrics.inter_chunk_latency.value[{j}]", at) * _SECONDS[unit] for j, v in enumerate(values)]
@@ -150,7 +150,7 @@ def _lines(ff: FileFields) -> list[dict[str, Any]]:
 
 def _profiling(ff: FileFields, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The profiling records in the order their requests were sent (AIPerf writes them as they complete)."""
-    kept = [r for r in rows if (r.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]
+    kept = [r for r in rows if obj(r.get("metadata")).get("benchmark_phase", "profiling") != "warmup"]
     if not kept:
         ff.fail("it holds only warmup records")
     for r in kept:
@@ -173,17 +173,18 @@ def _summary(path: Path) -> dict[str, Any]:
 
 def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
     """The profiling phase's load from the summary's `input_config.phases`: a concurrency, or a request rate."""
-    phases = (summary.get("input_config") or {}).get("phases")
+    phases = obj(summary.get("input_config")).get("phases")
     if not summary:
         ff.fail(f"no {SIBLING} beside it (AIPerf writes the load there: --concurrency or --request-rate)")
-    phase = next((p for p in phases or () if isinstance(p, dict) and p.get("kind") == "profiling"), None)
+    listed = phases if isinstance(phases, list) else []
+    phase = next((p for p in listed if isinstance(p, dict) and p.get("kind") == "profiling"), None)
     if phase is None:
         ff.fail(f"{SIBLING} has no profiling phase in `input_config.phases`")
     cap = phase.get("concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     kind = phase.get("type")
     if kind in ("poisson", "gamma", "constant"):  # AIPerf's rate phases (--request-rate, its arrival pattern)
-        rate = ff.number(phase.get("rate"), f"input_config.phases[{kind}].rate", f"{SIBLING}: ")
+        rate = ff.positive(phase.get("rate"), f"input_config.phases[{kind}].rate", f"{SIBLING}: ")
         return LevelSpec("rate", rate, ("operating",), kind, cap)
     if kind != "concurrency" or cap is None:
         ff.fail(f"{SIBLING}: the profiling phase ({kind!r}) is neither a concurrency nor a request rate; not read yet")
@@ -192,15 +193,18 @@ def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
 
 def _info(path: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     """Where the numbers came from: the version and run the summary states (none without it)."""
-    cfg = summary.get("input_config") or {}
-    models = [m.get("name") for m in (cfg.get("models") or {}).get("items", ()) if isinstance(m, dict)]
+    cfg = obj(summary.get("input_config"))
+    items = obj(cfg.get("models")).get("items")
+    models = (
+        [str(m.get("name")) for m in items if isinstance(m, dict) and m.get("name")] if isinstance(items, list) else []
+    )
     info: dict[str, Any] = {"tool": TOOL, "file": str(path), "version": summary.get("aiperf_version")}
     said = {
         "date": summary.get("start_time"),
         "benchmark_id": summary.get("benchmark_id"),
-        "endpoint": (cfg.get("endpoint") or {}).get("type"),
+        "endpoint": obj(cfg.get("endpoint")).get("type"),
         "model": ", ".join(m for m in models if m) or None,
-        "cli_command": (summary.get("run_info") or {}).get("cli_command"),
+        "cli_command": obj(summary.get("run_info")).get("cli_command"),
     }
     return info | {k: v for k, v in said.items() if v is not None}
 

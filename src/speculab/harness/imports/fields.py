@@ -12,6 +12,11 @@ from typing import Any, NoReturn
 from speculab.errors import UserError
 
 
+def obj(v: Any) -> dict[str, Any]:
+    """`v` where it is an object, else {}: for the optional parts of a file (its dates, its labels)."""
+    return v if isinstance(v, dict) else {}
+
+
 @dataclass(frozen=True, slots=True)
 class FileFields:
     """The file being read and what it is read as (e.g. "a GuideLLM benchmarks file")."""
@@ -47,6 +52,13 @@ class FileFields:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             self.fail(f"{at}no `{field}`" if v is None else f"{at}`{field}` is {v!r}, not a number")
         return float(v)
+
+    def positive(self, v: Any, field: str, at: str = "") -> float:
+        """A number above 0 (a load: a concurrency, a rate)."""
+        x = self.number(v, field, at)
+        if x <= 0:
+            self.fail(f"{at}`{field}` is {v!r}, not above 0")
+        return x
 
     def count(self, v: Any, field: str, at: str = "") -> int | None:
         """A token count (None where the file has none)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, obj
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
 
@@ -83,24 +83,24 @@ def _benchmark(ff: FileFields, d: Mapping[str, Any], which: int | None) -> tuple
 
 
 def _strategy_label(b: Any) -> str:
-    s = ((b.get("config") or {}).get("strategy") or {}) if isinstance(b, dict) else {}
+    s = obj(obj(obj(b).get("config")).get("strategy"))
     value = s.get("streams") or s.get("rate") or s.get("max_concurrency")
     return f"{s.get('type_', '?')}@{value:g}" if isinstance(value, (int, float)) else str(s.get("type_", "?"))
 
 
 def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
     """`config.strategy` -> the offered load; a note where GuideLLM sent every request at once."""
-    s = ff.mapping((b.get("config") or {}).get("strategy"), "config.strategy")
+    s = ff.mapping(obj(b.get("config")).get("strategy"), "config.strategy")
     kind, cap = s.get("type_"), s.get("max_concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     if kind == "synchronous":
         return LevelSpec("concurrency", 1, ("low", "operating")), None
     if kind == "concurrent":
         return LevelSpec(
-            "concurrency", ff.number(s.get("streams"), "config.strategy.streams"), ("low", "operating")
+            "concurrency", ff.positive(s.get("streams"), "config.strategy.streams"), ("low", "operating")
         ), None
     if kind in ("constant", "poisson"):
-        return LevelSpec("rate", ff.number(s.get("rate"), "config.strategy.rate"), ("operating",), kind, cap), None
+        return LevelSpec("rate", ff.positive(s.get("rate"), "config.strategy.rate"), ("operating",), kind, cap), None
     if kind == "throughput":
         value = cap or n
         return LevelSpec(
@@ -112,8 +112,11 @@ def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str
 def _prompt(args: Any) -> tuple[str | None, tuple[dict[str, Any], ...] | None]:
     """The prompt (or messages) of the body GuideLLM sent, from `request_args` (a JSON string); (None, None) if none."""
     try:
-        body = (json.loads(args) if isinstance(args, str) else args or {}).get("body") or {}
-    except (ValueError, AttributeError):
+        sent = json.loads(args) if isinstance(args, str) else args
+    except ValueError:
+        return None, None
+    body = sent.get("body") if isinstance(sent, dict) else None
+    if not isinstance(body, dict):
         return None, None
     if isinstance(body.get("prompt"), str):
         return body["prompt"], None
@@ -142,7 +145,7 @@ def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> Re
     where = f"requests.{status}[{r['_at']}]"
     info = r.get("info") if isinstance(r.get("info"), dict) else {}
     sent = ff.number(r.get("request_start_time"), f"{where}.request_start_time")
-    target = (info.get("timings") or {}).get("targeted_start")
+    target = _timings(r).get("targeted_start")
     scheduled = target if isinstance(target, (int, float)) and not isinstance(target, bool) and target <= sent else sent
     base = {
         "index": index,
@@ -180,7 +183,10 @@ def _requests(ff: FileFields, b: Mapping[str, Any], i: int) -> list[tuple[str, d
         ff.fail(f"benchmarks[{i}]: no `requests`" if reqs is None else f"benchmarks[{i}].requests is not an object")
     out = []
     for status in _STATUSES:
-        for j, r in enumerate(reqs.get(status) or ()):
+        listed = reqs.get(status) or []
+        if not isinstance(listed, list):
+            ff.fail(f"benchmarks[{i}].requests.{status} is not a list")
+        for j, r in enumerate(listed):
             r = ff.mapping(r, f"benchmarks[{i}].requests.{status}[{j}]")
             ff.number(r.get("request_start_time"), f"requests.{status}[{j}].request_start_time")
             out.append((status, r | {"_at": j}))
@@ -189,9 +195,16 @@ def _requests(ff: FileFields, b: Mapping[str, Any], i: int) -> list[tuple[str, d
     return sorted(out, key=lambda sr: (_queued(sr[1]), sr[1]["request_start_time"]))
 
 
+def _timings(r: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`info.timings` ({} where the file has none, or not as an object: they only order and date requests)."""
+    info = r.get("info")
+    t = info.get("timings") if isinstance(info, dict) else None
+    return t if isinstance(t, dict) else {}
+
+
 def _queued(r: Mapping[str, Any]) -> float:
     """When GuideLLM queued the request (its dataset order); its start where the file has no such time."""
-    t = ((r.get("info") or {}).get("timings") or {}).get("queued")
+    t = _timings(r).get("queued")
     return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else r["request_start_time"]
 
 
@@ -206,7 +219,7 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
     prompts = [_prompt(r.get("request_args")) for _, r in reqs]
     items = tuple(RequestSpec(index=k, prompt=p, messages=m) for k, (p, m) in enumerate(prompts))
     level, note = _level(ff, b, len(records))
-    version = (d.get("metadata") or {}).get("guidellm_version")
+    version = obj(d.get("metadata")).get("guidellm_version")
     info = {"tool": TOOL, "file": str(path), "version": version, "benchmark": i, "strategy": _strategy_label(b)}
     info |= {"date": b["start_time"]} if isinstance(b.get("start_time"), (int, float)) else {}
     stated = f"GuideLLM {version}" if version else "GuideLLM version not stated in the file"
