@@ -171,3 +171,14 @@ def test_a_bench_dir_against_a_guidellm_file_pairs_by_prompt_text(tmp_path: Path
     assert any("their prompts equal" in n for n in inputs.notes)
     tpot = build_report(inputs).level("c4").comparison("candidate").metric("tpot_s")
     assert abs(tpot.speedup / 1.5 - 1) < 0.10 and tpot.n_pairs == 40, tpot
+
+
+def test_a_guidellm_yaml_file_reads_as_its_json_does(tmp_path: Path, capsys) -> None:
+    yaml_file = GL / "baseline.yaml"  # written by GuideLLM's `--output kind=yaml`: its keys sorted
+    assert result_format(yaml_file) == "guidellm"
+    code, _, err = run_main(
+        capsys, "compare", str(yaml_file), str(GL / "candidate.json"), "--output", str(tmp_path / "y")
+    )
+    assert code == 0, err
+    tp = _tpot(tmp_path / "y")
+    assert abs(tp["speedup"] / 1.5 - 1) < 0.10 and tp["n_pairs"] == 40, tp

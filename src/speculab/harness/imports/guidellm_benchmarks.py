@@ -37,13 +37,16 @@ _STATUSES = ("successful", "errored", "incomplete")
 
 
 def detect(path: Path) -> bool:
-    """Whether `path` looks like a GuideLLM benchmarks file: JSON (or YAML) naming `guidellm_version` or GuideLLM's
-    `generative_benchmark` near its start."""
+    """Whether `path` looks like a GuideLLM benchmarks file: JSON naming `guidellm_version` or GuideLLM's
+    `generative_benchmark` near its start, or YAML opening with its `benchmarks:` (GuideLLM's YAML sorts its keys,
+    so its version comes last)."""
     try:
         with path.open("rb") as f:
             head = f.read(8192).decode("utf-8", "replace")
     except OSError:
         return False
+    if path.suffix in (".yaml", ".yml") and head.lstrip().startswith("benchmarks:"):
+        return True
     return "guidellm_version" in head or "generative_benchmark" in head
 
 
@@ -53,7 +56,7 @@ def _load(ff: FileFields) -> dict[str, Any]:
         import yaml
 
         try:
-            d = yaml.safe_load(text)
+            d = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml where installed
         except yaml.YAMLError as e:
             ff.fail(f"not YAML ({str(e).splitlines()[0][:200]})")
     else:
