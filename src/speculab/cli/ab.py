@@ -144,24 +144,29 @@ def run_command(
 
 @app.command("compare")
 def compare_command(
-    a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a vLLM result file"),
-    b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a vLLM result file"),
+    a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a result file"),
+    b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a result file"),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     fmt: str | None = typer.Option(
-        None, "--format", help="speculab | vllm: read both as this (default: detected; a directory is speculab's)"
+        None,
+        "--format",
+        help="speculab | vllm | guidellm | aiperf: read both as this (default: detected; a directory is speculab's)",
+    ),
+    benchmark: int | None = typer.Option(
+        None, "--benchmark", min=0, help="a GuideLLM file of several benchmarks (a sweep): compare this one, 0-based"
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
-    directories or vLLM `bench serve --save-result --save-detailed` files, either kind on either side
-    (docs/imports.md)."""
+    directories, vLLM `bench serve --save-result --save-detailed` files, GuideLLM benchmarks.json or AIPerf
+    profile_export.jsonl files, any kind on either side (docs/imports.md)."""
     from speculab.harness.experiment.compare import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_results(a, b, fmt)
+    inputs = inputs_from_results(a, b, fmt, benchmark)
     out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)

@@ -37,6 +37,11 @@ class TokenCountSource(str, Enum):
     # read from another tool's result file (harness.imports): the request's total from the file (vLLM's
     # `output_lens`: the server's usage, else vLLM's tokenizer), per-chunk counts unknown
     VLLM_BENCH_FILE = "vllm_bench_file"
+    # GuideLLM benchmarks.json: the request's output tokens (the server's usage, else GuideLLM's count), the first
+    # and last token's times; the chunks between are not in the file
+    GUIDELLM_FILE = "guidellm_file"
+    # AIPerf profile_export.jsonl: `output_sequence_length` and the gaps between chunks, per-chunk counts unknown
+    AIPERF_FILE = "aiperf_file"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
 """`speculab compare A B`: two results -> the A/B report's inputs (A is the baseline).
 
-Each of A and B is a `speculab bench` output directory or a vLLM `bench serve --save-result --save-detailed` file
-(`harness.imports`), detected or named by `--format`; the two may be of different kinds. The runs are paired per
+Each of A and B is a `speculab bench` output directory or a result file another tool wrote (`harness.imports`: vLLM
+`bench serve --save-result --save-detailed`, GuideLLM `benchmarks.json`, AIPerf `profile_export.jsonl`), detected
+or named by `--format`; the two may be of different kinds. The runs are paired per
 prompt like an A/B run, but they were two separate runs: the single change cannot be verified and drift between
 them is not cancelled by interleaving; the inputs say so. Runs that differ in workload, sampling or offered load,
-or (for a vLLM file) in the number or lengths of their prompts, cannot be paired and are refused, naming the first
-difference (docs/imports.md).
+or (for another tool's file) in the number, lengths or texts of their prompts, cannot be paired and are refused,
+naming the first difference (docs/imports.md).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.imports import vllm_bench
+from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, vllm_bench
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
@@ -28,8 +29,15 @@ from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size, without
 
 CANDIDATE = "candidate"
-FORMATS = ("speculab", vllm_bench.FORMAT)
-_GIVE = "give a `speculab bench` output directory or a vLLM `bench serve --save-result --save-detailed` file"
+# the readers of other tools' files, by --format name: each has FORMAT, TOOL, NAME, NOTE, HOW, detect(path), read(path)
+READERS = {m.FORMAT: m for m in (vllm_bench, guidellm_benchmarks, aiperf_profile)}
+FORMATS = ("speculab", *READERS)
+# the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's does
+_DETECT = (guidellm_benchmarks, aiperf_profile, vllm_bench)
+_GIVE = (
+    "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file, a GuideLLM "
+    "benchmarks.json or an AIPerf profile_export.jsonl"
+)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -185,7 +193,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
 
 
 def result_format(path: Path, fmt: str | None = None) -> str:
-    """ "speculab" (a bench output directory) or "vllm" (a bench serve result file): `fmt` when given, else detected."""
+    """ "speculab" (a bench output directory) or a reader's name (READERS): `fmt` when given, else detected."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
@@ -194,26 +202,37 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         return "speculab"
     if not path.exists():
         raise UserError(f"{path}: no such file or directory; {_GIVE}")
-    if vllm_bench.detect(path):
-        return vllm_bench.FORMAT
-    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format vllm reads it as the latter)")
+    if found := next((m.FORMAT for m in _DETECT if m.detect(path)), None):
+        return found
+    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {'|'.join(READERS)} reads it as one)")
 
 
-def inputs_from_results(path_a: Path, path_b: Path, fmt: str | None = None) -> ReportInputs:
-    """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs."""
+def _read(path: Path, kind: str, benchmark: int | None) -> ImportedRun:
+    if kind == "speculab":
+        return _bench_run(path)
+    if kind == guidellm_benchmarks.FORMAT:
+        return guidellm_benchmarks.read(path, benchmark)
+    return READERS[kind].read(path)
+
+
+def inputs_from_results(
+    path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None
+) -> ReportInputs:
+    """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs; `benchmark`
+    picks one benchmark (0-based) of a GuideLLM file that holds several."""
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
+    if benchmark is not None and guidellm_benchmarks.FORMAT not in kinds:
+        raise UserError("--benchmark picks one benchmark of a GuideLLM file; neither A nor B is one")
     if kinds == ("speculab", "speculab"):
         return inputs_from_bench_dirs(path_a, path_b)
-    a, b = (
-        _bench_run(p) if k == "speculab" else vllm_bench.read(p) for p, k in zip((path_a, path_b), kinds, strict=True)
-    )
+    a, b = (_read(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
     if problem := _pairing_problem(a, b):
+        how = "; ".join(dict.fromkeys(READERS[k].HOW for k in kinds if k in READERS))
         raise UserError(
             f"{path_a} and {path_b} cannot be paired per prompt: {problem}; comparing unpaired runs is not done yet "
-            "(a later release): run both with the same prompts in the same order (vLLM: a fixed --seed, or "
-            "--disable-shuffle with a custom dataset) and the same load"
+            f"(a later release): run both with the same prompts in the same order ({how}) and the same load"
         )
-    return _imported_inputs(a, b)
+    return _imported_inputs(a, b, tuple(READERS[k] for k in kinds if k in READERS))
 
 
 def _bench_run(d: Path) -> ImportedRun:
@@ -248,21 +267,29 @@ def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
         same = (x.context_sha256() == y.context_sha256() for x, y in zip(a.items, b.items, strict=False))
         if (i := next((i for i, ok in enumerate(same) if not ok), None)) is not None:
             return f"prompt {i}: the prompts differ"
+        return None  # the same texts in the same order: their lengths may still differ where two tools count them
+    if a.prompt_keys and b.prompt_keys and a.key_kind == b.key_kind:
+        same = (x == y for x, y in zip(a.prompt_keys, b.prompt_keys, strict=False))
+        if (i := next((i for i, ok in enumerate(same) if not ok), None)) is not None:
+            return f"prompt {i}: {a.key_kind} {a.prompt_keys[i]} vs {b.prompt_keys[i]}"
     for i, (x, y) in enumerate(zip(a.input_lens, b.input_lens, strict=True)):
         if x is None or y is None:
-            return f"prompt {i}: its length in tokens is unknown in {a.path.name if x is None else b.path.name}"
+            return f"prompt {i}: its length in tokens is unknown in {a.name if x is None else b.name}"
         if x != y:
             return f"prompt {i}: {x} vs {y} input tokens"
     return None
 
 
-def _imported_inputs(a: ImportedRun, b: ImportedRun) -> ReportInputs:
-    """Report inputs from two paired runs of any kinds (sampling is what a bench run recorded, if either is one)."""
+def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -> ReportInputs:
+    """Report inputs from two paired runs of any kinds (sampling is what a bench run recorded, if either is one);
+    `readers` are the modules that read the other tools' files among them (their notes are said once)."""
     sampling = _sampling(a, b)
+    names = " and ".join(dict.fromkeys(m.NAME for m in readers))
+    checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
     setup = Setup(
-        name=f"{a.path.name} vs {b.path.name}",
-        workload_name=next((f"{r.path.name}'s workload" for r in (a, b) if r.items), "not in the vLLM files"),
-        workload_source=f"the prompts of {a.path.name} and {b.path.name}, paired by position and length",
+        name=f"{a.name} vs {b.name}",
+        workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
+        workload_source=f"the prompts of {a.name} and {b.name}, paired by position, their {checked}",
         api="completions",
         items=a.items or b.items,
         temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
@@ -278,7 +305,7 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun) -> ReportInputs:
     arms = tuple(
         ArmInfo(
             name,
-            f"{tag}: {r.path.name}",
+            f"{tag}: {r.name}",
             engine=str(r.info.get("detected_engine") or "other"),
             server_info=dict(r.info),
         )
@@ -299,14 +326,14 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun) -> ReportInputs:
     )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
-        "them (thermal, other tenants) is not cancelled; paired per prompt by position, their prompt lengths equal",
-        vllm_bench.ITL_NOTE,
+        f"them (thermal, other tenants) is not cancelled; paired per prompt by position, their {checked}",
+        *(m.NOTE for m in readers),
         *a.notes,
         *b.notes,
     ]
     if not sampling:
-        notes.append("the vLLM files do not record sampling (temperature, max_tokens): outputs are compared as at a "
-                     "temperature above 0, not for equivalence")  # fmt: skip
+        notes.append(f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
+                     "at a temperature above 0, not for equivalence")  # fmt: skip
     change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
     return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
 

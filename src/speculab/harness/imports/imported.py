@@ -24,9 +24,21 @@ class ImportedRun:
     input_lens: tuple[int | None, ...]
     # the prompts, where known (a speculab bench run's workload, reloaded); () when the file holds none (vLLM's)
     items: tuple[RequestSpec, ...] = ()
+    # per position: what the file says identifies the prompt across runs of the same tool (AIPerf's
+    # conversation_id and turn_index), compared when both files have them and `key_kind`s are equal; () when none
+    prompt_keys: tuple[str, ...] = ()
+    key_kind: str = ""
     acceptance: AcceptanceSummary | None = None
     # where the numbers came from: tool, version, date, backend, model, as the file states them
     info: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     started_utc: str = ""
+    # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike
+    # (AIPerf's profile_export.jsonl in each run's artifact directory)
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.path.name
+
     interrupted: bool = False

@@ -28,7 +28,10 @@ TOOL = "vllm bench serve"
 # what a file must hold, per request, to be read (the last four only with --save-detailed)
 PER_REQUEST = ("start_times", "latencies", "input_lens", "output_lens", "ttfts", "itls", "errors")
 _FIX = "write it with `vllm bench serve --save-result --save-detailed`"
-ITL_NOTE = (
+NAME = "vLLM"  # as compare names the files: "the vLLM files do not record sampling"
+# how to send the same prompts in the same order (compare's refusal of runs it cannot pair)
+HOW = "vLLM: a fixed --seed, or --disable-shuffle with a custom dataset"
+NOTE = (
     "vLLM bench serve files: their `itls` are the gaps between streamed chunks (a chunk may carry several tokens), "
     "read as chunk gaps; per-token ITL and tokens per chunk are unknown; TPOT is speculab's (E2E - TTFT) / "
     "(output_lens - 1) per request, not the file's aggregate"

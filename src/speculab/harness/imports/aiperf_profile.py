@@ -1,0 +1,240 @@
+"""AIPerf `profile_export.jsonl` (one JSON record per request) -> an `ImportedRun` (docs/imports.md).
+
+Per record AIPerf writes `metadata` (`x_request_id`, `conversation_id`, `turn_index`, `benchmark_phase`,
+`request_start_ns`, `request_end_ns`, ...), `metrics` (each `{value, unit}`: `time_to_first_token`,
+`inter_chunk_latency` (a list: the gaps between streamed chunks), `request_latency`, `input_sequence_length`,
+`output_sequence_length`, ...) and `error` where the request failed. Warmup-phase records are left out. Each value is
+converted by its own `unit`; AIPerf's aggregates are not read. The sibling `profile_export_aiperf.json`, where it is
+beside the file, gives the version and the load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+from speculab.harness.design import LevelSpec
+from speculab.harness.imports.fields import FileFields, obj
+from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+
+FORMAT = "aiperf"
+TOOL = "aiperf"
+NAME = "AIPerf"
+READ_AS = "an AIPerf profile_export.jsonl"
+SIBLING = "profile_export_aiperf.json"
+HOW = "AIPerf: the same --input-file or --random-seed, in order, at the same --concurrency or --request-rate"
+NOTE = (
+    "AIPerf files: `inter_chunk_latency` are the gaps between streamed chunks (a chunk may carry several tokens), "
+    "read as chunk gaps; per-token ITL and tokens per chunk are unknown; TPOT is speculab's (E2E - TTFT) / "
+    "(output_sequence_length - 1) per request, not AIPerf's `inter_token_latency`; warmup records are left out"
+)
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
+_FIX = "write it with `aiperf profile ... --streaming` (records export, the default)"
+
+
+def detect(path: Path) -> bool:
+    """Whether `path` looks like AIPerf's per-record export: JSON lines opening with `metadata` and `metrics`."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", "replace").lstrip()
+    except OSError:
+        return False
+    return head.startswith("{") and '"metadata"' in head and ("request_start_ns" in head or "benchmark_phase" in head)
+
+
+def _seconds(ff: FileFields, metrics: Mapping[str, Any], name: str, i: int) -> float | None:
+    """`metrics.NAME` in seconds, by its own `unit`; None where the record has no such metric."""
+    m = metrics.get(name)
+    if m is None:
+        return None
+    if not isinstance(m, dict) or "value" not in m:
+        ff.fail(f"line {i}: `metrics.{name}` is not {{value, unit}}")
+    unit = m.get("unit")
+    if not isinstance(unit, str) or unit not in _SECONDS:
+        ff.fail(f"line {i}: `metrics.{name}.unit` is {unit!r}, not a unit of time speculab knows")
+    v = m["value"]
+    if isinstance(v, list):
+        ff.fail(f"line {i}: `metrics.{name}` is a list, not one time")
+    return ff.number(v, f"metrics.{name}.value", f"line {i}: ") * _SECONDS[unit]
+
+
+def _gaps(ff: FileFields, metrics: Mapping[str, Any], i: int) -> list[float] | None:
+    """`metrics.inter_chunk_latency` (a list by its unit) in seconds; None where absent (one chunk)."""
+    m = metrics.get("inter_chunk_latency")
+    if m is None:
+        return None
+    unit = m.get("unit") if isinstance(m, dict) else None
+    values = m.get("value") if isinstance(m, dict) else None
+    if not isinstance(unit, str) or unit not in _SECONDS or not isinstance(values, list):
+        ff.fail(f"line {i}: `metrics.inter_chunk_latency` is not {{value: [gaps], unit}}")
+    at = f"line {i}: "
+    return [ff.number(v, f"metrics.inter_chunk_latency.value[{j}]", at) * _SECONDS[unit] for j, v in enumerate(values)]
+
+
+def _tokens(ff: FileFields, metrics: Mapping[str, Any], name: str, at: str) -> int | None:
+    m = metrics.get(name)
+    return ff.count(m.get("value") if isinstance(m, dict) else m, f"metrics.{name}", at)
+
+
+def _error(e: Any) -> ErrorInfo:
+    """AIPerf's `error` ({code, type, message}): the category from its code and words."""
+    d = e if isinstance(e, dict) else {"message": str(e)}
+    text = " ".join(str(d.get(k) or "") for k in ("type", "message")).strip()
+    low = text.lower()
+    if "timeout" in low:
+        category = ErrorCategory.TIMEOUT
+    elif "connect" in low:
+        category = ErrorCategory.CONNECT
+    elif d.get("code") is not None:
+        category = ErrorCategory.HTTP
+    else:
+        category = ErrorCategory.DROPPED
+    code = f"{d['code']} " if d.get("code") is not None else ""
+    return ErrorInfo(category, f"AIPerf: {code}{text[:300]}", d.get("code") if isinstance(d.get("code"), int) else None)
+
+
+def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord:
+    """A record of the file (`_line`: its line) as request `index`: sent at `request_start_ns`, the first chunk at
+    + TTFT, one chunk per `inter_chunk_latency` gap, done at `request_end_ns`."""
+    i = raw["_line"]
+    meta = ff.mapping(raw.get("metadata"), f"line {i}: metadata")
+    metrics = raw.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        ff.fail(f"line {i}: `metrics` is not an object")
+    at = f"line {i}: "
+    sent = ff.number(meta.get("request_start_ns"), "metadata.request_start_ns", at) * 1e-9
+    end_ns = meta.get("request_end_ns")
+    end = ff.number(end_ns, "metadata.request_end_ns", at) * 1e-9 if end_ns is not None else None
+    base = {
+        "index": index,
+        "scheduled_s": sent,
+        "sent_s": sent,
+        "prompt_tokens": _tokens(ff, metrics, "input_sequence_length", at),
+        "token_count_source": TokenCountSource.AIPERF_FILE,
+        "conversation_id": None,
+    }
+    if raw.get("error"):
+        return RequestRecord(**base, end_s=end if end is not None else sent, error=_error(raw["error"]))
+    ttft = _seconds(ff, metrics, "time_to_first_token", i)
+    latency = _seconds(ff, metrics, "request_latency", i)
+    if ttft is None:
+        ff.fail(f"line {i}: no `metrics.time_to_first_token`; {_FIX}")
+    if latency is None:
+        ff.fail(f"line {i}: no `metrics.request_latency`")
+    gaps = _gaps(ff, metrics, i) or []
+    times = accumulate(gaps, initial=sent + ttft)
+    text = raw.get("output_text") or raw.get("output") or ""
+    return RequestRecord(
+        **base,
+        end_s=end if end is not None else sent + latency,
+        chunks=tuple(ChunkEvent(t, "", None) for t in times),
+        output_text=text if isinstance(text, str) else "",
+        completion_tokens=_tokens(ff, metrics, "output_sequence_length", at),
+    )
+
+
+def _lines(ff: FileFields) -> list[dict[str, Any]]:
+    """The file's records, one JSON object a line; a line cut short names its number."""
+    out = []
+    for n, line in enumerate(ff.text().splitlines(), 1):
+        if line.strip():
+            rec = ff.json(line, f"line {n}: ")
+            out.append(ff.mapping(rec, f"line {n}") | {"_line": n})
+    if not out:
+        ff.fail("it holds no records")
+    return out
+
+
+def _profiling(ff: FileFields, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The profiling records in the order their requests were sent (AIPerf writes them as they complete)."""
+    kept = [r for r in rows if obj(r.get("metadata")).get("benchmark_phase", "profiling") != "warmup"]
+    if not kept:
+        ff.fail("it holds only warmup records")
+    for r in kept:
+        at = f"line {r['_line']}: "
+        ff.number(
+            ff.mapping(r.get("metadata"), f"{at}metadata").get("request_start_ns"), "metadata.request_start_ns", at
+        )
+    return sorted(kept, key=lambda r: r["metadata"]["request_start_ns"])
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    """The sibling profile_export_aiperf.json ({} where absent or unreadable: it only adds the version and load)."""
+    f = path.with_name(SIBLING)
+    try:
+        d = FileFields(f, f"AIPerf's {SIBLING}").json(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
+    """The profiling phase's load from the summary's `input_config.phases`: a concurrency, or a request rate."""
+    phases = obj(summary.get("input_config")).get("phases")
+    if not summary:
+        ff.fail(f"no {SIBLING} beside it (AIPerf writes the load there: --concurrency or --request-rate)")
+    listed = phases if isinstance(phases, list) else []
+    phase = next((p for p in listed if isinstance(p, dict) and p.get("kind") == "profiling"), None)
+    if phase is None:
+        ff.fail(f"{SIBLING} has no profiling phase in `input_config.phases`")
+    cap = phase.get("concurrency")
+    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    kind = phase.get("type")
+    if kind in ("poisson", "gamma", "constant"):  # AIPerf's rate phases (--request-rate, its arrival pattern)
+        rate = ff.positive(phase.get("rate"), f"input_config.phases[{kind}].rate", f"{SIBLING}: ")
+        return LevelSpec("rate", rate, ("operating",), kind, cap)
+    if kind != "concurrency" or cap is None:
+        ff.fail(f"{SIBLING}: the profiling phase ({kind!r}) is neither a concurrency nor a request rate; not read yet")
+    return LevelSpec("concurrency", cap, ("low", "operating"))
+
+
+def _info(path: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the numbers came from: the version and run the summary states (none without it)."""
+    cfg = obj(summary.get("input_config"))
+    items = obj(cfg.get("models")).get("items")
+    models = (
+        [str(m.get("name")) for m in items if isinstance(m, dict) and m.get("name")] if isinstance(items, list) else []
+    )
+    info: dict[str, Any] = {"tool": TOOL, "file": str(path), "version": summary.get("aiperf_version")}
+    said = {
+        "date": summary.get("start_time"),
+        "benchmark_id": summary.get("benchmark_id"),
+        "endpoint": obj(cfg.get("endpoint")).get("type"),
+        "model": ", ".join(m for m in models if m) or None,
+        "cli_command": obj(summary.get("run_info")).get("cli_command"),
+    }
+    return info | {k: v for k, v in said.items() if v is not None}
+
+
+def _label(path: Path) -> str:
+    """AIPerf names every run's file profile_export.jsonl: its artifact directory names the run."""
+    return path.parent.name if path.name == "profile_export.jsonl" and path.parent.name else path.name
+
+
+def read(path: Path) -> ImportedRun:
+    """Read one AIPerf profile_export.jsonl (and its sibling summary); a file it cannot read is one line naming it,
+    the format and the field."""
+    ff = FileFields(path, READ_AS)
+    rows = _profiling(ff, _lines(ff))
+    summary = _summary(path)
+    records = tuple(_record(ff, r, i) for i, r in enumerate(rows))
+    info = _info(path, summary)
+    version = f"AIPerf {info['version']}" if info.get("version") else f"AIPerf version not stated (no {SIBLING})"
+    said = ", ".join(f"{k} {info[k]}" for k in ("date", "endpoint", "model") if k in info)
+    keys = tuple(f"{r['metadata'].get('conversation_id')}/{r['metadata'].get('turn_index')}" for r in rows)
+    return ImportedRun(
+        path=path,
+        tool=TOOL,
+        level=_level(ff, summary),
+        records=records,
+        input_lens=tuple(r.prompt_tokens for r in records),
+        prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
+        key_kind="AIPerf conversation_id/turn_index",
+        info=info,
+        notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})",),
+        started_utc=str(summary.get("start_time") or ""),
+        label=_label(path),
+    )

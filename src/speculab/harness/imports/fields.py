@@ -1,0 +1,71 @@
+"""`FileFields`: one result file's fields checked where they enter, each surprise one line naming the file, the
+format and the field (a `UserError`, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from speculab.errors import UserError
+
+
+def obj(v: Any) -> dict[str, Any]:
+    """`v` where it is an object, else {}: for the optional parts of a file (its dates, its labels)."""
+    return v if isinstance(v, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class FileFields:
+    """The file being read and what it is read as (e.g. "a GuideLLM benchmarks file")."""
+
+    path: Path
+    read_as: str
+
+    def fail(self, what: str) -> NoReturn:
+        raise UserError(f"{self.path}: read as {self.read_as}: {what}")
+
+    def text(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UserError(f"{self.path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:  # a directory given with --format, a file it may not read
+            self.fail(str(getattr(e, "strerror", None) or e))
+
+    def json(self, text: str, where: str = "") -> Any:
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as e:
+            self.fail(f"{where}not JSON ({str(e)[:200]})")
+
+    def mapping(self, v: Any, field: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            self.fail(f"no `{field}`" if v is None else f"`{field}` is not an object")
+        return v
+
+    def number(self, v: Any, field: str, at: str = "") -> float:
+        """A finite number (of the unit the caller knows), else one line naming the field (`at`: where, e.g. a
+        line of the file)."""
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            self.fail(f"{at}no `{field}`" if v is None else f"{at}`{field}` is {v!r}, not a number")
+        return float(v)
+
+    def positive(self, v: Any, field: str, at: str = "") -> float:
+        """A number above 0 (a load: a concurrency, a rate)."""
+        x = self.number(v, field, at)
+        if x <= 0:
+            self.fail(f"{at}`{field}` is {v!r}, not above 0")
+        return x
+
+    def count(self, v: Any, field: str, at: str = "") -> int | None:
+        """A token count (None where the file has none)."""
+        if v is None:
+            return None
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            self.fail(f"{at}`{field}` is {v!r}, not a token count")
+        return v
