@@ -29,7 +29,8 @@ HOW = "AIPerf: the same --input-file or --random-seed, in order, at the same --c
 NOTE = (
     "AIPerf files: `inter_chunk_latency` are the gaps between streamed chunks (a chunk may carry several tokens), "
     "read as chunk gaps; per-token ITL and tokens per chunk are unknown; TPOT is speculab's (E2E - TTFT) / "
-    "(output_sequence_length - 1) per request, not AIPerf's `inter_token_latency`; warmup records are left out"
+    "(output_sequence_length - 1) per request, not AIPerf's `inter_token_latency`; warmup records are left out; "
+    "the records hold no output text, so correctness (outputs, checks) is not compared"
 )
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 _FIX = "write it with `aiperf profile ... --streaming` (records export, the default)"

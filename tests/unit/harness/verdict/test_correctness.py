@@ -140,3 +140,13 @@ def test_a_candidate_that_failed_most_prompts_is_not_judged_correct():
     assert judged.verdict.startswith("no difference") and judged.n_compared == 3
     gated = compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
     assert gated.verdict.startswith("not judged: 17 of 20 prompts have no successful output")
+
+
+def test_no_output_text_in_either_arm_is_not_compared():
+    # an AIPerf export keeps no output text: two empty strings per prompt would read as "identical outputs"
+    inputs = make_inputs(n_prompts=8, repeats=1)
+    blank = [replace(run, records=tuple(replace(r, output_text="") for r in run.records)) for run in inputs.runs]
+    assert compare_correctness(inputs.with_runs(blank), "ngram-k4", CorrectnessOptions()) is None
+    # one arm's text is enough to compare (a difference is evidence)
+    half = [run if run.arm == "baseline" else b for run, b in zip(inputs.runs, blank, strict=True)]
+    assert compare_correctness(inputs.with_runs(half), "ngram-k4", CorrectnessOptions()) is not None
