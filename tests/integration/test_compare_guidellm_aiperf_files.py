@@ -109,17 +109,40 @@ def test_runs_of_other_prompts_or_loads_are_refused(tmp_path: Path, fmt: str) ->
         inputs_from_results(base, other)
 
 
-def test_a_guidellm_sweep_needs_benchmark_n(tmp_path: Path, capsys) -> None:
+def test_a_guidellm_sweep_against_one_load_needs_benchmark_n(tmp_path: Path, capsys) -> None:
     raw = json.loads((GL / "baseline.json").read_text())
     sweep = tmp_path / "sweep.json"
     sweep.write_text(json.dumps(raw | {"benchmarks": raw["benchmarks"] * 2}))
     code, _, err = run_main(capsys, "compare", str(sweep), str(GL / "candidate.json"), "--output", str(tmp_path / "o"))
     line = one_line_error(err)
-    assert code == 2 and str(sweep) in line and "2 benchmarks" in line and "--benchmark N" in line, line
+    assert code == 2 and str(sweep) in line and "holds 2 GuideLLM benchmark(s)" in line and "--benchmark N" in line
     code, _, err = run_main(
         capsys, "compare", str(sweep), str(GL / "candidate.json"), "--benchmark", "1", "--output", str(tmp_path / "p")
     )
     assert code == 0, err
+    # two benchmarks at one load cannot be told apart as a sweep: pick one
+    code, _, err = run_main(capsys, "compare", str(sweep), str(sweep), "--output", str(tmp_path / "q"))
+    assert code == 2 and "two benchmarks at one load" in one_line_error(err)
+
+
+def test_a_guidellm_sweep_is_compared_load_by_load_with_the_crossover(tmp_path: Path, capsys) -> None:
+    # real sweeps (GuideLLM's concurrent profile at 1 and 2 streams, 12 prompts each) of the 30 ms and the 20 ms mock
+    out = tmp_path / "sweep"
+    code, _, err = run_main(
+        capsys, "compare", str(GL / "sweep-baseline.json"), str(GL / "sweep-candidate.json"), "--output", str(out)
+    )
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert [lv["key"] for lv in summary["levels"]] == ["c1", "c2"]
+    for lv in summary["levels"]:
+        (cmp,) = lv["comparisons"]
+        tpot = next(m for m in cmp["metrics"] if m["metric"] == "tpot_s")
+        assert abs(tpot["speedup"] - 1.5) < 0.15 and tpot["decision"] == "faster", (lv["key"], tpot)
+        assert tpot["n_pairs"] == 12
+    # a sweep's roles: the lowest load is the low one, the highest the operating point; the crossover is computed
+    assert summary["levels"][0]["roles"] == ["low", "sweep"] and summary["levels"][1]["roles"] == ["operating", "sweep"]
+    (cand,) = summary["candidates"]
+    assert cand["crossover"] is not None and "above 1 at every load" in cand["verdict_line"]
 
 
 @pytest.mark.parametrize("fmt", ["guidellm", "aiperf"])
@@ -182,3 +205,13 @@ def test_a_guidellm_yaml_file_reads_as_its_json_does(tmp_path: Path, capsys) -> 
     assert code == 0, err
     tp = _tpot(tmp_path / "y")
     assert abs(tp["speedup"] / 1.5 - 1) < 0.10 and tp["n_pairs"] == 40, tp
+
+
+def test_two_sweeps_at_different_loads_are_refused_naming_the_benchmark(tmp_path: Path, capsys) -> None:
+    raw = json.loads((GL / "sweep-candidate.json").read_text())
+    raw["benchmarks"][1]["config"]["strategy"]["streams"] = 4
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(raw))
+    code, _, err = run_main(capsys, "compare", str(GL / "sweep-baseline.json"), str(other), "--output", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "benchmark 1 is at concurrency 2 in A and concurrency 4 in B" in line, line

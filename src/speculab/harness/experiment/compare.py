@@ -12,7 +12,8 @@ naming the first difference (docs/imports.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -225,14 +226,54 @@ def inputs_from_results(
         raise UserError("--benchmark picks one benchmark of a GuideLLM file; neither A nor B is one")
     if kinds == ("speculab", "speculab"):
         return inputs_from_bench_dirs(path_a, path_b)
+    readers = tuple(READERS[k] for k in kinds if k in READERS)
+    if benchmark is None and kinds == (guidellm_benchmarks.FORMAT,) * 2:
+        sweeps = (guidellm_benchmarks.read_all(path_a), guidellm_benchmarks.read_all(path_b))
+        if max(len(s) for s in sweeps) > 1:  # GuideLLM sweeps: one comparison per load, benchmark by benchmark
+            return _imported_inputs(_sweep_pairs(path_a, path_b, *sweeps, kinds), readers)
     a, b = (_read(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
+    _refuse_unpaired(path_a, path_b, a, b, kinds)
+    return _imported_inputs(((a, b),), readers)
+
+
+def _refuse_unpaired(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, kinds: tuple[str, str],
+                     where: str = "") -> None:  # fmt: skip
     if problem := _pairing_problem(a, b):
         how = "; ".join(dict.fromkeys(READERS[k].HOW for k in kinds if k in READERS))
         raise UserError(
-            f"{path_a} and {path_b} cannot be paired per prompt: {problem}; comparing unpaired runs is not done yet "
-            f"(a later release): run both with the same prompts in the same order ({how}) and the same load"
+            f"{path_a} and {path_b} cannot be paired per prompt{where}: {problem}; comparing unpaired runs is not "
+            f"done yet (a later release): run both with the same prompts in the same order ({how}) and the same load"
         )
-    return _imported_inputs(a, b, tuple(READERS[k] for k in kinds if k in READERS))
+
+
+def _sweep_pairs(path_a: Path, path_b: Path, sa: tuple[ImportedRun, ...], sb: tuple[ImportedRun, ...],
+                 kinds: tuple[str, str]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+    """Benchmark i of A with benchmark i of B, each pair verified like one load (same load, same prompts); the
+    levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
+    if len(sa) != len(sb):
+        raise UserError(
+            f"{path_a} holds {len(sa)} GuideLLM benchmark(s), {path_b} {len(sb)}: a sweep is compared load by load, "
+            "so both need the same loads; or compare one load with --benchmark N (0-based)"
+        )
+    keys = [x.level.key for x in sa]
+    if len(set(keys)) < len(keys):
+        raise UserError(f"{path_a}: two benchmarks at one load ({', '.join(keys)}): compare one with --benchmark N")
+    for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
+        if (x.level.kind, x.level.value) != (y.level.kind, y.level.value):
+            raise UserError(
+                f"{path_a} and {path_b}: benchmark {i} is at {x.level.label} in A and {y.level.label} in B: a sweep is "
+                "compared load by load, so both need the same loads in the same order"
+            )
+        _refuse_unpaired(path_a, path_b, x, y, kinds, f" at benchmark {i} ({x.level.label})")
+    by_value = sorted(range(len(sa)), key=lambda i: sa[i].level.value)
+    roles = {i: ("sweep",) for i in by_value}
+    roles[by_value[0]] = ("low", "sweep")
+    roles[by_value[-1]] = ("operating", "sweep")
+
+    def at(r: ImportedRun, i: int) -> ImportedRun:
+        return replace(r, level=replace(r.level, roles=roles[i]))
+
+    return tuple((at(x, i), at(y, i)) for i, (x, y) in enumerate(zip(sa, sb, strict=True)))
 
 
 def _bench_run(d: Path) -> ImportedRun:
@@ -280,10 +321,14 @@ def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
     return None
 
 
-def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -> ReportInputs:
-    """Report inputs from two paired runs of any kinds (sampling is what a bench run recorded, if either is one);
-    `readers` are the modules that read the other tools' files among them (their notes are said once)."""
+def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...]) -> ReportInputs:
+    """Report inputs from paired runs of any kinds, one pair per load (sampling is what a bench run recorded, if
+    either is one); `readers` are the modules that read the other tools' files among them (their notes are said
+    once). The prompts are the first load's; where another load's differ, the report holds none (each load's were
+    checked equal between A and B)."""
+    a, b = pairs[0]
     sampling = _sampling(a, b)
+    same_items = all(_same_prompts(a.items, x.items) for x, _ in pairs[1:])
     names = " and ".join(dict.fromkeys(m.NAME for m in readers))
     checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
     setup = Setup(
@@ -291,12 +336,12 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -
         workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
         workload_source=f"the prompts of {a.name} and {b.name}, paired by position, their {checked}",
         api="completions",
-        items=a.items or b.items,
+        items=(a.items or b.items) if same_items else (),
         temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
         top_p=float(sampling.get("top_p") or 1.0),
         seed=int(sampling.get("seed") or 0),
         max_tokens=int(sampling.get("max_tokens") or 0),
-        levels=(a.level,),
+        levels=tuple(x.level for x, _ in pairs),
         repeats=1,
         two_url_mode=True,
         started_utc=a.started_utc,
@@ -314,28 +359,32 @@ def _imported_inputs(a: ImportedRun, b: ImportedRun, readers: tuple[Any, ...]) -
     runs = tuple(
         RepeatRun(
             arm=name,
-            level=a.level.key,
+            level=x.level.key,
             repeat=1,
             records=r.records,
             acceptance=r.acceptance,
-            order=i,
+            order=2 * j + i,
             interrupted=r.interrupted,
             notes=r.notes,
         )
-        for i, (name, r) in enumerate(((BASELINE, a), (CANDIDATE, b)))
+        for j, (x, y) in enumerate(pairs)
+        for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
     )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
         f"them (thermal, other tenants) is not cancelled; paired per prompt by position, their {checked}",
         *(m.NOTE for m in readers),
-        *a.notes,
-        *b.notes,
+        *(n for x, y in pairs for n in (*x.notes, *y.notes)),
     ]
     if not sampling:
         notes.append(f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
                      "at a temperature above 0, not for equivalence")  # fmt: skip
     change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
     return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
+
+
+def _same_prompts(x: Sequence[RequestSpec], y: Sequence[RequestSpec]) -> bool:
+    return len(x) == len(y) and all(p.context_sha256() == q.context_sha256() for p, q in zip(x, y, strict=True))
 
 
 def _sampling(a: ImportedRun, b: ImportedRun) -> Mapping[str, Any]:

@@ -217,6 +217,19 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
     ff = FileFields(path, READ_AS)
     d = _load(ff)
     b, i = _benchmark(ff, d, benchmark)
+    return _run(ff, d, b, i)
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """Every benchmark of a GuideLLM file, in the file's order: one load each (a sweep's several loads)."""
+    ff = FileFields(path, READ_AS)
+    d = _load(ff)
+    _benchmark(ff, d, 0)  # the same checks as one benchmark's read: `benchmarks` is a non-empty list
+    return tuple(_run(ff, d, ff.mapping(b, f"benchmarks[{i}]"), i) for i, b in enumerate(d["benchmarks"]))
+
+
+def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> ImportedRun:
+    path = ff.path
     reqs = _requests(ff, b, i)
     records = tuple(_record(ff, r, status, k) for k, (status, r) in enumerate(reqs))
     prompts = [_prompt(r.get("request_args")) for _, r in reqs]
