@@ -63,6 +63,9 @@ def test_vllm_files_compare_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys
     inputs = json.loads((tmp_path / "ab" / "inputs.json").read_text())
     assert inputs["arms"][1]["server_info"]["tool"] == "vllm bench serve"
     assert any("gaps between streamed chunks" in n for n in inputs["notes"])
+    # the page says the sampling is unknown rather than showing made-up defaults (max_tokens 0, seed 0)
+    page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")
+    assert "not recorded in the files" in page and "max_tokens 0" not in page
 
 
 def test_vllm_a_vs_a_says_no_difference(tmp_path: Path, capsys) -> None:

@@ -407,6 +407,8 @@ def setup_rows(report: Report) -> dict[str, Any]:
         sampling += f", min_tokens {s.min_tokens}"
     if s.ignore_eos:
         sampling += ", ignore_eos"
+    if s.temperature is None and not s.max_tokens:  # `compare` of two other tools' files that record no sampling
+        sampling = "not recorded in the files (temperature, top_p, seed, max_tokens unknown)"
     arms = []
     for a in report.arms:
         cs = []
