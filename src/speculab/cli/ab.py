@@ -153,7 +153,10 @@ def compare_command(
         help="speculab | vllm | guidellm | aiperf: read both as this (default: detected; a directory is speculab's)",
     ),
     benchmark: int | None = typer.Option(
-        None, "--benchmark", min=0, help="a GuideLLM file of several benchmarks (a sweep): compare this one, 0-based"
+        None,
+        "--benchmark",
+        min=0,
+        help="one benchmark of a GuideLLM sweep, 0-based (default: two sweeps are compared load by load)",
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
