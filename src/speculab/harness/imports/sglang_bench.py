@@ -173,11 +173,16 @@ def _records(ff: FileFields, lists: Mapping[str, list[Any]], native: bool, cap: 
     return out
 
 
+def _cap(d: Mapping[str, Any]) -> int | None:
+    """`max_concurrency`: SGLang's semaphore (None: every request at once)."""
+    cap = d.get("max_concurrency")
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+
+
 def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
     """`request_rate` (inf: no pacing) and `max_concurrency` -> the offered load; a rate is not read yet (its send
     times are random draws the file does not keep)."""
-    cap = d.get("max_concurrency")
-    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    cap = _cap(d)
     rate = d.get("request_rate", math.inf)
     try:
         rate_rps = float(rate)
@@ -215,8 +220,7 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
     lists = _lists(ff, d)
     level, note = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")
-    cap = int(level.value) if d.get("max_concurrency") else None
-    records = tuple(_records(ff, lists, backend in NATIVE, cap))
+    records = tuple(_records(ff, lists, backend in NATIVE, _cap(d)))
     info = {"tool": TOOL, "file": str(path), "version": None, "run": i}
     info |= {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
     said = ", ".join(f"{k} {info[k]}" for k in ("backend", "dataset_name", "tag") if k in info)
