@@ -129,3 +129,25 @@ def test_a_cut_or_incomplete_file_is_one_line_and_exit_2(tmp_path: Path, capsys,
     code, _, err = run_main(capsys, "compare", str(missing), str(cand), "--output", str(tmp_path / "o2"))
     line = one_line_error(err)
     assert code == 2 and str(missing) in line and f"read as {name}" in line and f"{field}`" in line, line
+
+
+def test_sglang_failed_requests_as_sglang_wrote_them() -> None:
+    # errors.jsonl: the mock answered some requests with HTTP 500; SGLang keeps "Internal Server Error: <body>"
+    run = sglang_bench.read(SG / "errors.jsonl")
+    failed = [r for r in run.records if r.error is not None]
+    assert failed and len(failed) + json.loads((SG / "errors.jsonl").read_text())["completed"] == 40
+    assert all(r.error.status == 500 and not r.chunks for r in failed)
+    assert "mock fault" in failed[0].error.message
+
+
+def test_an_sglang_file_of_two_runs_needs_benchmark_n(tmp_path: Path, capsys) -> None:
+    # two-runs.jsonl: bench_serving appended two runs, at --max-concurrency 2 then 4
+    two = SG / "two-runs.jsonl"
+    code, _, err = run_main(capsys, "compare", str(two), str(RUNS["sglang"][1]), "--output", str(tmp_path / "o"))
+    line = one_line_error(err)
+    assert code == 2 and str(two) in line and "2 runs" in line and "--benchmark N (0-based, 0 to 1)" in line, line
+    args = ("compare", str(two), str(RUNS["sglang"][1]), "--benchmark")
+    code, _, err = run_main(capsys, *args, "0", "--output", str(tmp_path / "p"))
+    assert code == 2 and "load: concurrency 2 vs concurrency 4" in one_line_error(err)
+    code, out, err = run_main(capsys, *args, "1", "--output", str(tmp_path / "q"))
+    assert code == 0 and "concurrency 4" in out, err

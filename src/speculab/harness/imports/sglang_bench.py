@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,13 @@ def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
     return out
 
 
+def _status(text: str) -> int | None:
+    """The HTTP status of SGLang's "Reason: body" error (it keeps the reason phrase, not the code)."""
+    reason = text.split(":", 1)[0].strip().upper().replace(" ", "_").replace("-", "_")
+    status = HTTPStatus.__members__.get(reason)
+    return int(status) if status is not None and ":" in text else None
+
+
 def _error(text: str) -> ErrorInfo:
     """SGLang keeps an HTTP reason and body, or a client traceback: the category from what it says."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -111,7 +119,7 @@ def _error(text: str) -> ErrorInfo:
         category = ErrorCategory.DROPPED
     else:
         category = ErrorCategory.HTTP
-    return ErrorInfo(category, f"SGLang bench_serving: {(lines[-1] if lines else text)[:300]}")
+    return ErrorInfo(category, f"SGLang bench_serving: {(lines[-1] if lines else text)[:300]}", _status(text))
 
 
 def _timing(ff: FileFields, lists: Mapping[str, list[Any]], i: int, native: bool) -> tuple[float, list[float]]:
