@@ -151,3 +151,23 @@ def test_an_sglang_file_of_two_runs_needs_benchmark_n(tmp_path: Path, capsys) ->
     assert code == 2 and "load: concurrency 2 vs concurrency 4" in one_line_error(err)
     code, out, err = run_main(capsys, *args, "1", "--output", str(tmp_path / "q"))
     assert code == 0 and "concurrency 4" in out, err
+
+
+def test_every_tools_fixture_is_detected_as_its_own() -> None:
+    # SGLang's line holds vLLM's per-request keys too (input_lens, ttfts, itls, ...): detected before vLLM's by its tag
+    from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, vllm_bench
+
+    files = {
+        "vllm": [FIXTURES / "vllm" / "baseline.json"],
+        "guidellm": [FIXTURES / "guidellm" / "baseline.json", FIXTURES / "guidellm" / "baseline.yaml"],
+        "aiperf": [FIXTURES / "aiperf" / "baseline" / "profile_export.jsonl"],
+        "sglang": [*RUNS["sglang"], SG / "errors.jsonl", SG / "two-runs.jsonl"],
+        "llmperf": list(RUNS["llmperf"]),
+    }
+    for fmt, paths in files.items():
+        assert [result_format(p) for p in paths] == [fmt] * len(paths), fmt
+    readers = (vllm_bench, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)
+    # vLLM's detection is the loosest (a JSON object naming `backend`): GuideLLM's and SGLang's are asked first
+    also = {"guidellm": {"vllm"}, "sglang": {"vllm"}}
+    for fmt, paths in files.items():
+        assert {m.FORMAT for m in readers if m.detect(paths[0])} == {fmt} | also.get(fmt, set()), fmt
