@@ -163,9 +163,9 @@ def test_a_cut_or_incomplete_vllm_file_is_one_line_and_exit_2(tmp_path: Path, ca
     assert code == 2 and str(plain) in line and "vLLM bench serve" in line and "no `ttfts`" in line, line
     assert "--save-detailed" in line
     code, _, err = run_main(
-        capsys, "compare", str(BASE), str(CAND), "--format", "sglang", "--output", str(tmp_path / "o3")
+        capsys, "compare", str(BASE), str(CAND), "--format", "lmdeploy", "--output", str(tmp_path / "o3")
     )
-    assert code == 2 and "--format: 'sglang' is not one of speculab, vllm" in one_line_error(err)
+    assert code == 2 and "--format: 'lmdeploy' is not one of speculab, vllm" in one_line_error(err)
     other = tmp_path / "notes.txt"
     other.write_text("hello")
     code, _, err = run_main(capsys, "compare", str(other), str(CAND), "--output", str(tmp_path / "o4"))

@@ -150,21 +150,24 @@ def compare_command(
     fmt: str | None = typer.Option(
         None,
         "--format",
-        help="speculab | vllm | guidellm | aiperf: read both as this (default: detected; a directory is speculab's)",
+        help="speculab | vllm | guidellm | aiperf | sglang | llmperf: read both as this (default: detected; a "
+        "directory is speculab's)",
     ),
     benchmark: int | None = typer.Option(
         None,
         "--benchmark",
         min=0,
-        help="one benchmark of a GuideLLM sweep, 0-based (default: two sweeps are compared load by load)",
+        help="one benchmark of a GuideLLM sweep or one run (line) of an SGLang file, 0-based (default: two GuideLLM "
+        "sweeps are compared load by load)",
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
-    directories, vLLM `bench serve --save-result --save-detailed` files, GuideLLM benchmarks.json or AIPerf
-    profile_export.jsonl files, any kind on either side (docs/imports.md)."""
+    directories, vLLM `bench serve --save-result --save-detailed` files, GuideLLM benchmarks.json, AIPerf
+    profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json files, any kind on either
+    side (docs/imports.md)."""
     from speculab.harness.experiment.compare import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 

@@ -42,6 +42,12 @@ class TokenCountSource(str, Enum):
     GUIDELLM_FILE = "guidellm_file"
     # AIPerf profile_export.jsonl: `output_sequence_length` and the gaps between chunks, per-chunk counts unknown
     AIPERF_FILE = "aiperf_file"
+    # SGLang bench_serving JSONL: `output_lens` (the server's usage) and the gaps between chunks (the native backend:
+    # split per token, so its first and last token only), per-chunk counts unknown
+    SGLANG_BENCH_FILE = "sglang_bench_file"
+    # LLMPerf *_individual_responses.json: `number_output_tokens` (LLMPerf's own tokenizer count of the text), the
+    # first and last token's times; the chunks between are not in the file
+    LLMPERF_FILE = "llmperf_file"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """`speculab compare A B`: two results -> the A/B report's inputs (A is the baseline).
 
 Each of A and B is a `speculab bench` output directory or a result file another tool wrote (`harness.imports`: vLLM
-`bench serve --save-result --save-detailed`, GuideLLM `benchmarks.json`, AIPerf `profile_export.jsonl`), detected
+`bench serve --save-result --save-detailed`, GuideLLM `benchmarks.json`, AIPerf `profile_export.jsonl`, SGLang
+`bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected
 or named by `--format`; the two may be of different kinds. The runs are paired per
 prompt like an A/B run, but they were two separate runs: the single change cannot be verified and drift between
 them is not cancelled by interleaving; the inputs say so. Runs that differ in workload, sampling or offered load,
@@ -19,7 +20,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, vllm_bench
+from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, llmperf_responses, sglang_bench, vllm_bench
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
@@ -31,13 +32,17 @@ from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size
 
 CANDIDATE = "candidate"
 # the readers of other tools' files, by --format name: each has FORMAT, TOOL, NAME, NOTE, HOW, detect(path), read(path)
-READERS = {m.FORMAT: m for m in (vllm_bench, guidellm_benchmarks, aiperf_profile)}
+READERS = {m.FORMAT: m for m in (vllm_bench, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)}
+# the readers of files that may hold several runs (loads): `--benchmark N` picks one
+_SEVERAL = (guidellm_benchmarks, sglang_bench)
 FORMATS = ("speculab", *READERS)
 # the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's does
-_DETECT = (guidellm_benchmarks, aiperf_profile, vllm_bench)
+# an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named *_individual_responses.json
+_DETECT = (guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses, vllm_bench)
 _GIVE = (
     "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file, a GuideLLM "
-    "benchmarks.json or an AIPerf profile_export.jsonl"
+    "benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving --output-details JSONL or an LLMPerf "
+    "*_individual_responses.json"
 )
 
 
@@ -211,8 +216,8 @@ def result_format(path: Path, fmt: str | None = None) -> str:
 def _read(path: Path, kind: str, benchmark: int | None) -> ImportedRun:
     if kind == "speculab":
         return _bench_run(path)
-    if kind == guidellm_benchmarks.FORMAT:
-        return guidellm_benchmarks.read(path, benchmark)
+    if kind in (m.FORMAT for m in _SEVERAL):
+        return READERS[kind].read(path, benchmark)
     return READERS[kind].read(path)
 
 
@@ -220,10 +225,12 @@ def inputs_from_results(
     path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None
 ) -> ReportInputs:
     """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs; `benchmark`
-    picks one benchmark (0-based) of a GuideLLM file that holds several."""
+    picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file, that holds several."""
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
-    if benchmark is not None and guidellm_benchmarks.FORMAT not in kinds:
-        raise UserError("--benchmark picks one benchmark of a GuideLLM file; neither A nor B is one")
+    if benchmark is not None and not {m.FORMAT for m in _SEVERAL} & set(kinds):
+        raise UserError(
+            "--benchmark picks one benchmark of a GuideLLM file or one run of an SGLang file; neither A nor B is one"
+        )
     if kinds == ("speculab", "speculab"):
         return inputs_from_bench_dirs(path_a, path_b)
     readers = tuple(READERS[k] for k in kinds if k in READERS)

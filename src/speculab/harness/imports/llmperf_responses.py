@@ -1,0 +1,158 @@
+"""LLMPerf `token_benchmark_ray.py --results-dir D` files -> an `ImportedRun` (docs/imports.md).
+
+`*_individual_responses.json` is a list, one dict per completed request: `ttft_s`, `end_to_end_latency_s` (send to
+the end of the stream), `number_input_tokens` (LLMPerf's count of the prompt it built), `number_output_tokens`
+(LLMPerf's tokenizer count of the generated text, not the server's usage), `inter_token_latency_s` (a per-request
+mean that counts the first token, not read), `error_code`, `error_msg`. The sibling `*_summary.json` (the same
+prefix) holds the load (`num_concurrent_requests`) and `version` (LLMPerf's results version). LLMPerf lists the
+requests as they completed and keeps no prompt, index or send time: with one request at a time that is the order of
+its prompts (LLMPerf seeds its prompt sampling: the same arguments give the same prompts), with several it is not
+known, and the file is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+from speculab.errors import UserError
+from speculab.harness.design import LevelSpec
+from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+
+FORMAT = "llmperf"
+TOOL = "llmperf"
+NAME = "LLMPerf"
+READ_AS = "an LLMPerf individual_responses file"
+HOW = "LLMPerf: the same --mean/--stddev-input-tokens and --mean/--stddev-output-tokens, at --num-concurrent-requests 1"
+SUFFIX = "_individual_responses.json"
+NOTE = (
+    "LLMPerf files: TTFT is `ttft_s`, E2E `end_to_end_latency_s` (to the end of the stream: read as the last token), "
+    "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "
+    "speculab's (E2E - TTFT) / (number_output_tokens - 1) per request; LLMPerf's `inter_token_latency_s` (a "
+    "per-request mean that counts the first token) is not read; the chunks are not in the file: chunk gaps, tokens "
+    "per chunk and per-token ITL are unknown; the file keeps no send times: one request at a time, each sent as the "
+    "one before it ended, so tok/s is approximate"
+)
+
+
+def detect(path: Path) -> bool:
+    """Whether `path` looks like an LLMPerf individual responses file: named `*_individual_responses.json`, or a
+    JSON list whose first entry names `ttft_s` or `end_to_end_latency_s`."""
+    if path.name.endswith(SUFFIX):
+        return True
+    try:
+        with path.open("rb") as f:
+            head = f.read(2048).decode("utf-8", "replace").lstrip()
+    except OSError:
+        return False
+    return head.startswith("[") and ('"ttft_s"' in head or '"end_to_end_latency_s"' in head)
+
+
+def summary_path(path: Path) -> Path:
+    """The sibling summary LLMPerf writes with the same prefix: X_individual_responses.json -> X_summary.json."""
+    stem = path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.stem
+    return path.with_name(f"{stem}_summary.json")
+
+
+def _summary(ff: FileFields) -> dict[str, Any]:
+    p = summary_path(ff.path)
+    if not p.is_file():
+        ff.fail(f"no {p.name} beside it (LLMPerf writes the load there: --num-concurrent-requests)")
+    sf = FileFields(p, "an LLMPerf summary file")
+    return sf.mapping(sf.json(sf.text()), "the file")
+
+
+def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
+    """`num_concurrent_requests`: LLMPerf's closed loop; only 1 is read (the order of the prompts is then known)."""
+    n = ff.positive(s.get("num_concurrent_requests"), f"{summary_path(ff.path).name}: num_concurrent_requests")
+    if n != 1:
+        raise UserError(
+            f"{ff.path}: an LLMPerf run at --num-concurrent-requests {n:g}: LLMPerf lists requests as they completed "
+            "and keeps no prompt, index or send time, so its prompts' order is not known and they cannot be paired "
+            "per prompt; not read yet (run it with --num-concurrent-requests 1)"
+        )
+    return LevelSpec("concurrency", 1, ("low", "operating"))
+
+
+def _error(code: Any, msg: Any) -> ErrorInfo:
+    """LLMPerf keeps the HTTP status (-1: an exception in its client) and the body or message."""
+    text = str(msg or "").strip()
+    low = text.lower()
+    if "timeout" in low or "timed out" in low:
+        category = ErrorCategory.TIMEOUT
+    elif "connect" in low:
+        category = ErrorCategory.CONNECT
+    else:
+        category = ErrorCategory.HTTP
+    status = code if isinstance(code, int) and not isinstance(code, bool) and code >= 100 else None
+    return ErrorInfo(category, f"LLMPerf: error_code {code}: {text.splitlines()[-1][:300] if text else ''}", status)
+
+
+def _failed(r: Mapping[str, Any]) -> bool:
+    return r.get("error_code") not in (None, "") or bool(r.get("error_msg"))
+
+
+def _record(ff: FileFields, r: Mapping[str, Any], i: int, sent: float) -> RequestRecord:
+    """Request i: sent at `sent` (rebuilt), its first token at + `ttft_s`, its last (the end) at + E2E."""
+    base = {
+        "index": i,
+        "scheduled_s": sent,
+        "sent_s": sent,
+        "prompt_tokens": ff.count(r.get("number_input_tokens"), f"[{i}].number_input_tokens"),
+        "token_count_source": TokenCountSource.LLMPERF_FILE,
+    }
+    e2e = r.get("end_to_end_latency_s")
+    if _failed(r):
+        e2e_s = float(e2e) if isinstance(e2e, (int, float)) and not isinstance(e2e, bool) and e2e > 0 else 0.0
+        return RequestRecord(**base, end_s=sent + e2e_s, error=_error(r.get("error_code"), r.get("error_msg")))
+    e2e_s = ff.number(e2e, f"[{i}].end_to_end_latency_s")
+    ttft = ff.number(r.get("ttft_s"), f"[{i}].ttft_s")
+    n = ff.count(r.get("number_output_tokens"), f"[{i}].number_output_tokens")
+    times = (ttft, e2e_s) if n is not None and n > 1 and e2e_s > ttft else (ttft,)
+    return RequestRecord(
+        **base,
+        end_s=sent + e2e_s,
+        chunks=tuple(ChunkEvent(sent + t, "", None) for t in times),
+        completion_tokens=n,
+    )
+
+
+def _responses(ff: FileFields) -> list[dict[str, Any]]:
+    d = ff.json(ff.text())
+    if not isinstance(d, list):
+        ff.fail("not a JSON list of responses")
+    if not d:
+        ff.fail("it holds no requests")
+    return [ff.mapping(r, f"[{i}]") for i, r in enumerate(d)]
+
+
+def read(path: Path) -> ImportedRun:
+    """Read an LLMPerf `*_individual_responses.json` with its `*_summary.json` beside it; a file it cannot read is
+    one line naming it, the format and the field."""
+    ff = FileFields(path, READ_AS)
+    responses = _responses(ff)
+    s = _summary(ff)
+    level = _level(ff, s)
+    e2e = [r.get("end_to_end_latency_s") for r in responses]
+    durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
+    sends = list(accumulate(durations[:-1], initial=0.0))
+    records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
+    version = s.get("version")
+    info = {"tool": TOOL, "file": str(path), "version": version, "summary": summary_path(path).name}
+    info |= {k: s[k] for k in ("model", "timestamp", "llmperf_commit") if s.get(k) is not None}
+    stated = f"LLMPerf results version {version}" if version else "LLMPerf's version not stated in the summary"
+    said = ", ".join(f"{k} {info[k]}" for k in ("model", "llmperf_commit") if k in info)
+    return ImportedRun(
+        path=path,
+        tool=TOOL,
+        level=level,
+        records=records,
+        input_lens=tuple(r.prompt_tokens for r in records),
+        info=info,
+        notes=(f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",),
+        label=path.parent.name or path.name,
+    )

@@ -1,0 +1,173 @@
+"""`speculab compare` reading SGLang `bench_serving` JSONL and LLMPerf `*_individual_responses.json` files (issue 27).
+
+The fixtures are real files SGLang 0.5.23's bench_serving and LLMPerf (commit f1d6bed) wrote against `speculab
+mock-server` scripted to a known TPOT (tests/fixtures/imports/{sglang,llmperf}/README.md): the candidate is 1.5x
+faster per token; baseline-again is a second run of the baseline's script (A vs A).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fakes.cli_runner import one_line_error, run_main
+from speculab.errors import UserError
+from speculab.harness.experiment.compare import inputs_from_results, result_format
+from speculab.harness.imports import llmperf_responses, sglang_bench
+from speculab.harness.records import TokenCountSource
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+SG = FIXTURES / "sglang"
+LP = FIXTURES / "llmperf"
+LP_FILE = "speculab-mock_60_16_individual_responses.json"
+LP_SUMMARY = "speculab-mock_60_16_summary.json"
+RUNS = {
+    "sglang": (SG / "baseline.jsonl", SG / "candidate.jsonl", SG / "baseline-again.jsonl"),
+    "llmperf": tuple(LP / n / LP_FILE for n in ("baseline", "candidate", "baseline-again")),
+}
+LOAD = {"sglang": "concurrency 4", "llmperf": "concurrency 1"}
+
+
+def _tpot(out: Path) -> dict:
+    s = json.loads((out / "summary.json").read_text())
+    return next(m for m in s["levels"][0]["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
+
+
+def _copy(src: Path, to: Path, text: str | None = None) -> Path:
+    """`src` (with an LLMPerf file's summary beside it) into the folder `to`, its text replaced by `text`."""
+    to.mkdir(parents=True, exist_ok=True)
+    (to / src.name).write_text(src.read_text() if text is None else text)
+    if src.name.endswith(llmperf_responses.SUFFIX):
+        shutil.copy(src.with_name(LP_SUMMARY), to / LP_SUMMARY)
+    return to / src.name
+
+
+@pytest.mark.parametrize("fmt", ["sglang", "llmperf"])
+def test_the_candidate_is_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys, fmt: str) -> None:
+    base, cand, _ = RUNS[fmt]
+    assert result_format(base) == fmt == result_format(cand)
+    code, out, err = run_main(capsys, "compare", str(base), str(cand), "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    tp = _tpot(tmp_path / "ab")
+    assert abs(tp["speedup"] / 1.5 - 1) < 0.10, tp
+    assert tp["decision"] == "faster" and tp["n_pairs"] == 40
+    assert "TPOT 1.5" in out and "temperature not recorded" in out.split("\n")[0] and LOAD[fmt] in out
+    inputs = json.loads((tmp_path / "ab" / "inputs.json").read_text())
+    assert inputs["arms"][1]["server_info"]["tool"] == {"sglang": "sglang bench_serving", "llmperf": "llmperf"}[fmt]
+    said = {"sglang": "SGLang's version is not in the file", "llmperf": "LLMPerf results version 2023-08-31"}[fmt]
+    assert sum(said in n for n in inputs["notes"]) == 2  # each file's own
+
+
+@pytest.mark.parametrize("fmt", ["sglang", "llmperf"])
+def test_a_vs_a_says_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
+    base, _, again = RUNS[fmt]
+    code, out, err = run_main(capsys, "compare", str(base), str(again), "--output", str(tmp_path / "aa"))
+    assert code == 0, err
+    assert _tpot(tmp_path / "aa")["decision"] == "equivalent"
+    assert f"TPOT equivalent at {LOAD[fmt]}" in out
+
+
+def test_sglang_chunks_are_the_files_ttft_and_gaps_and_sends_are_rebuilt() -> None:
+    line = json.loads(RUNS["sglang"][1].read_text())
+    run = sglang_bench.read(RUNS["sglang"][1])
+    assert run.level.key == "c4" and len(run.records) == 40
+    for rec, ttft, gaps, n in zip(run.records, line["ttfts"], line["itls"], line["output_lens"], strict=True):
+        assert rec.chunks[0].t_s - rec.sent_s == pytest.approx(ttft) and len(rec.chunks) == len(gaps) + 1
+        assert rec.end_s - rec.sent_s == pytest.approx(ttft + sum(gaps)) and rec.completion_tokens == n
+        assert rec.token_count_source is TokenCountSource.SGLANG_BENCH_FILE
+    assert [r.sent_s for r in run.records[:4]] == [0.0] * 4  # the first 4 at once, each next as one ends
+    assert run.records[4].sent_s == pytest.approx(min(r.end_s for r in run.records[:4]))
+    assert [r.prompt_tokens for r in run.records] == line["input_lens"]
+
+
+def test_llmperf_reads_ttft_e2e_and_output_tokens_only() -> None:
+    raw = json.loads(RUNS["llmperf"][1].read_text())
+    run = llmperf_responses.read(RUNS["llmperf"][1])
+    assert run.level.key == "c1" and run.name == "candidate" and run.info["version"] == "2023-08-31"
+    for rec, r in zip(run.records, raw, strict=True):
+        assert rec.chunks[0].t_s - rec.sent_s == pytest.approx(r["ttft_s"]) and len(rec.chunks) == 2
+        assert rec.end_s - rec.sent_s == pytest.approx(r["end_to_end_latency_s"])
+        assert rec.completion_tokens == r["number_output_tokens"] and rec.prompt_tokens == r["number_input_tokens"]
+    assert all(a.end_s == pytest.approx(b.sent_s) for a, b in zip(run.records, run.records[1:], strict=False))
+
+
+@pytest.mark.parametrize("fmt", ["sglang", "llmperf"])
+def test_runs_of_other_prompts_are_refused(tmp_path: Path, fmt: str) -> None:
+    base = RUNS[fmt][0]
+    if fmt == "sglang":
+        line = json.loads(base.read_text())
+        line["input_lens"][5] += 1
+        other = _copy(base, tmp_path / "o", json.dumps(line) + "\n")
+    else:
+        raw = json.loads(base.read_text())
+        raw[5]["number_input_tokens"] += 1
+        other = _copy(base, tmp_path / "o", json.dumps(raw))
+    with pytest.raises(UserError, match=r"cannot be paired per prompt: prompt 5: .*input tokens.*not done yet"):
+        inputs_from_results(base, other)
+
+
+@pytest.mark.parametrize("fmt", ["sglang", "llmperf"])
+def test_a_cut_or_incomplete_file_is_one_line_and_exit_2(tmp_path: Path, capsys, fmt: str) -> None:
+    base, cand, _ = RUNS[fmt]
+    name = {"sglang": "an SGLang bench_serving result", "llmperf": "an LLMPerf individual_responses file"}[fmt]
+    cut = _copy(base, tmp_path / "cut", base.read_text()[:3000])
+    code, _, err = run_main(capsys, "compare", str(cut), str(cand), "--output", str(tmp_path / "o1"))
+    line = one_line_error(err)
+    assert code == 2 and str(cut) in line and f"read as {name}" in line and "not JSON" in line, line
+    if fmt == "sglang":
+        d = json.loads(base.read_text())
+        del d["ttfts"]
+        text, field = json.dumps(d) + "\n", "ttfts"
+    else:
+        raw = json.loads(base.read_text())
+        del raw[7]["ttft_s"]
+        text, field = json.dumps(raw), "[7].ttft_s"
+    missing = _copy(base, tmp_path / "missing", text)
+    code, _, err = run_main(capsys, "compare", str(missing), str(cand), "--output", str(tmp_path / "o2"))
+    line = one_line_error(err)
+    assert code == 2 and str(missing) in line and f"read as {name}" in line and f"{field}`" in line, line
+
+
+def test_sglang_failed_requests_as_sglang_wrote_them() -> None:
+    # errors.jsonl: the mock answered some requests with HTTP 500; SGLang keeps "Internal Server Error: <body>"
+    run = sglang_bench.read(SG / "errors.jsonl")
+    failed = [r for r in run.records if r.error is not None]
+    assert failed and len(failed) + json.loads((SG / "errors.jsonl").read_text())["completed"] == 40
+    assert all(r.error.status == 500 and not r.chunks for r in failed)
+    assert "mock fault" in failed[0].error.message
+
+
+def test_an_sglang_file_of_two_runs_needs_benchmark_n(tmp_path: Path, capsys) -> None:
+    # two-runs.jsonl: bench_serving appended two runs, at --max-concurrency 2 then 4
+    two = SG / "two-runs.jsonl"
+    code, _, err = run_main(capsys, "compare", str(two), str(RUNS["sglang"][1]), "--output", str(tmp_path / "o"))
+    line = one_line_error(err)
+    assert code == 2 and str(two) in line and "2 runs" in line and "--benchmark N (0-based, 0 to 1)" in line, line
+    args = ("compare", str(two), str(RUNS["sglang"][1]), "--benchmark")
+    code, _, err = run_main(capsys, *args, "0", "--output", str(tmp_path / "p"))
+    assert code == 2 and "load: concurrency 2 vs concurrency 4" in one_line_error(err)
+    code, out, err = run_main(capsys, *args, "1", "--output", str(tmp_path / "q"))
+    assert code == 0 and "concurrency 4" in out, err
+
+
+def test_every_tools_fixture_is_detected_as_its_own() -> None:
+    # SGLang's line holds vLLM's per-request keys too (input_lens, ttfts, itls, ...): detected before vLLM's by its tag
+    from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, vllm_bench
+
+    files = {
+        "vllm": [FIXTURES / "vllm" / "baseline.json"],
+        "guidellm": [FIXTURES / "guidellm" / "baseline.json", FIXTURES / "guidellm" / "baseline.yaml"],
+        "aiperf": [FIXTURES / "aiperf" / "baseline" / "profile_export.jsonl"],
+        "sglang": [*RUNS["sglang"], SG / "errors.jsonl", SG / "two-runs.jsonl"],
+        "llmperf": list(RUNS["llmperf"]),
+    }
+    for fmt, paths in files.items():
+        assert [result_format(p) for p in paths] == [fmt] * len(paths), fmt
+    readers = (vllm_bench, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)
+    # vLLM's detection is the loosest (a JSON object naming `backend`): GuideLLM's and SGLang's are asked first
+    also = {"guidellm": {"vllm"}, "sglang": {"vllm"}}
+    for fmt, paths in files.items():
+        assert {m.FORMAT for m in readers if m.detect(paths[0])} == {fmt} | also.get(fmt, set()), fmt

@@ -1,0 +1,75 @@
+"""LLMPerf *_individual_responses.json -> ImportedRun on small in-test files: the sibling summary (load, version),
+failed requests, a run of several concurrent requests refused, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from speculab.errors import UserError
+from speculab.harness.imports import llmperf_responses
+from speculab.harness.records import ErrorCategory
+
+
+def _resp(i: int, **extra) -> dict:
+    return {"error_code": None, "error_msg": "", "inter_token_latency_s": 0.01, "ttft_s": 0.02,
+            "end_to_end_latency_s": 0.1, "number_output_tokens": 5, "number_input_tokens": 40 + i, **extra}  # fmt: skip
+
+
+def _write(tmp_path: Path, rows: list, *, concurrency: int | None = 1) -> Path:
+    f = tmp_path / "m_60_16_individual_responses.json"
+    f.write_text(json.dumps(rows))
+    if concurrency is not None:
+        summary = {"version": "2023-08-31", "model": "m", "num_concurrent_requests": concurrency}
+        (tmp_path / "m_60_16_summary.json").write_text(json.dumps(summary))
+    return f
+
+
+def test_a_file_reads_with_its_summary(tmp_path: Path) -> None:
+    f = _write(tmp_path, [_resp(i) for i in range(3)])
+    assert llmperf_responses.detect(f) and llmperf_responses.summary_path(f).name == "m_60_16_summary.json"
+    run = llmperf_responses.read(f)
+    assert run.level.key == "c1" and run.input_lens == (40, 41, 42) and run.info["version"] == "2023-08-31"
+    r = run.records[1]
+    assert r.sent_s == pytest.approx(0.1) and [c.t_s for c in r.chunks] == pytest.approx([0.12, 0.2])
+    assert r.completion_tokens == 5 and r.end_s == pytest.approx(0.2)
+
+
+def test_a_failed_request_is_an_error_record(tmp_path: Path) -> None:
+    rows = [_resp(0), _resp(1, error_code=503, error_msg="busy", ttft_s=0, end_to_end_latency_s=0), _resp(2)]
+    rows.append(_resp(3, error_code=-1, error_msg="Connection refused", ttft_s=0, end_to_end_latency_s=0))
+    run = llmperf_responses.read(_write(tmp_path, rows))
+    assert run.records[1].error.status == 503 and run.records[1].error.category is ErrorCategory.HTTP
+    assert run.records[3].error.status is None and run.records[3].error.category is ErrorCategory.CONNECT
+    assert run.records[2].sent_s == pytest.approx(0.1)  # a failed request took no time in the file
+
+
+def test_a_missing_summary_is_one_line(tmp_path: Path) -> None:
+    f = _write(tmp_path, [_resp(0)], concurrency=None)
+    with pytest.raises(UserError, match=r"read as an LLMPerf .*: no m_60_16_summary.json beside it .*num-concurrent"):
+        llmperf_responses.read(f)
+
+
+def test_several_concurrent_requests_are_refused(tmp_path: Path) -> None:
+    f = _write(tmp_path, [_resp(0)], concurrency=4)
+    with pytest.raises(UserError, match=r"--num-concurrent-requests 4: .*order is not known.*not read yet"):
+        llmperf_responses.read(f)
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        ({"a": 1}, "not a JSON list of responses"),
+        ([], "it holds no requests"),
+        ([_resp(0), 3], "`[1]` is not an object"),
+        ([{k: v for k, v in _resp(0).items() if k != "end_to_end_latency_s"}], "no `[0].end_to_end_latency_s`"),
+        ([_resp(0, number_output_tokens="5")], "`[0].number_output_tokens` is '5', not a token count"),
+    ],
+)
+def test_a_bad_file_is_one_line(tmp_path: Path, rows, says: str) -> None:
+    f = _write(tmp_path, rows)
+    with pytest.raises(UserError) as e:
+        llmperf_responses.read(f)
+    assert str(e.value).startswith(f"{f}: read as an LLMPerf individual_responses file: ") and says in str(e.value)
