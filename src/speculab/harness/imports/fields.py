@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -69,3 +70,28 @@ class FileFields:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             self.fail(f"{at}`{field}` is {v!r}, not a token count")
         return v
+
+    def request_lists(
+        self, d: Mapping[str, Any], keys: Sequence[str], count_key: str, fix: str
+    ) -> dict[str, list[Any]]:
+        """The per-request lists of a file that keeps one list per field and one entry per request (vLLM's
+        `bench serve`, SGLang's `bench_serving`, which took vLLM's layout): each of `keys` present, a list, and as
+        long as `count_key`'s; `generated_texts` kept where it has that length, else empty texts. One line naming
+        the first that is not (`fix`: how to write the file so that it has them)."""
+        out: dict[str, list[Any]] = {}
+        for key in keys:
+            v = d.get(key)
+            if v is None:
+                self.fail(f"no `{key}`; {fix}")
+            if not isinstance(v, list):
+                self.fail(f"`{key}` is not a list")
+            out[key] = v
+        n = len(out[count_key])
+        for key, v in out.items():
+            if len(v) != n:
+                self.fail(f"`{key}` has {len(v)} entries, `{count_key}` {n}")
+        if n == 0:
+            self.fail("it holds no requests")
+        texts = d.get("generated_texts")
+        out["generated_texts"] = texts if isinstance(texts, list) and len(texts) == n else [""] * n
+        return out

@@ -79,27 +79,6 @@ def _run(ff: FileFields, which: int | None) -> tuple[dict[str, Any], int]:
     return ff.mapping(ff.json(text, f"line {at}: "), f"line {at}"), i
 
 
-def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """The per-request lists, all present and of one length; one line naming the first that is not."""
-    out: dict[str, list[Any]] = {}
-    for key in PER_REQUEST:
-        v = d.get(key)
-        if v is None:
-            ff.fail(f"no `{key}`; {_FIX}")
-        if not isinstance(v, list):
-            ff.fail(f"`{key}` is not a list")
-        out[key] = v
-    n = len(out["ttfts"])
-    for key, v in out.items():
-        if len(v) != n:
-            ff.fail(f"`{key}` has {len(v)} entries, `ttfts` {n}")
-    if n == 0:
-        ff.fail("it holds no requests")
-    texts = d.get("generated_texts")
-    out["generated_texts"] = texts if isinstance(texts, list) and len(texts) == n else [""] * n
-    return out
-
-
 def _status(text: str) -> int | None:
     """The HTTP status of SGLang's "Reason: body" error (it keeps the reason phrase, not the code)."""
     reason = text.split(":", 1)[0].strip().upper().replace(" ", "_").replace("-", "_")
@@ -225,7 +204,7 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
     several); a file it cannot read is one line naming it, the format and the field."""
     ff = FileFields(path, READ_AS)
     d, i = _run(ff, benchmark)
-    lists = _lists(ff, d)
+    lists = ff.request_lists(d, PER_REQUEST, "ttfts", _FIX)
     level, note = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")
     records = tuple(_records(ff, lists, backend in NATIVE, _cap(d)))

@@ -19,12 +19,14 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
+from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "vllm"
 TOOL = "vllm bench serve"
+READ_AS = "a vLLM bench serve result"
 # what a file must hold, per request, to be read (the last four only with --save-detailed)
 PER_REQUEST = ("start_times", "latencies", "input_lens", "output_lens", "ttfts", "itls", "errors")
 _FIX = "write it with `vllm bench serve --save-result --save-detailed`"
@@ -64,27 +66,11 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _lists(path: Path, d: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """The per-request lists, all present and of one length; one line naming the first that is not."""
-    out: dict[str, list[Any]] = {}
-    for key in PER_REQUEST:
-        v = d.get(key)
-        if v is None:
-            raise UserError(f"{path}: read as a vLLM bench serve result: no `{key}`; {_FIX}")
-        if not isinstance(v, list):
-            raise UserError(f"{path}: read as a vLLM bench serve result: `{key}` is not a list")
-        out[key] = v
-    n = len(out["start_times"])
-    for key, v in out.items():
-        if len(v) != n:
-            raise UserError(
-                f"{path}: read as a vLLM bench serve result: `{key}` has {len(v)} entries, `start_times` {n}"
-            )
-    texts = d.get("generated_texts")
-    out["generated_texts"] = texts if isinstance(texts, list) and len(texts) == n else [""] * n
-    queue = d.get("queue_times")
+    """The per-request lists, all present and of one length (FileFields.request_lists), and the queue times where
+    the file has them."""
+    out = FileFields(path, READ_AS).request_lists(d, PER_REQUEST, "start_times", _FIX)
+    n, queue = len(out["start_times"]), d.get("queue_times")
     out["queue_times"] = queue if isinstance(queue, list) and len(queue) == n else [0.0] * n
-    if n == 0:
-        raise UserError(f"{path}: read as a vLLM bench serve result: it holds no requests")
     return out
 
 
