@@ -34,8 +34,9 @@ from speculab.report.html.sections import (
 from speculab.report.phrases import best_lines, recommendation_lines, verdict_line
 
 REPORT_FILE = "report.html"
-# the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended)
-SHIPPED_FILES = ("recommended-flags.txt", "recommended.yaml")
+# the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended.RECOMMENDED_FLAGS:
+# the report may not import the experiment, so the file's name is the interface)
+SHIPPED_FLAGS = "recommended-flags.txt"
 # the plots across loads, as the template names them
 CURVES = ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost", "pareto")
 
@@ -328,7 +329,7 @@ def write_html(out_dir: Path, report: Report) -> Path:
     lies beside it (a launch-mode run writes it after the first render and renders again)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_FILE
-    flags = out_dir / SHIPPED_FILES[0]
+    flags = out_dir / SHIPPED_FLAGS
     shipped = flags.read_text(encoding="utf-8", errors="replace") if flags.is_file() else None
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(render_html(report, shipped), encoding="utf-8")
