@@ -1,4 +1,5 @@
-"""Paired A/B comparisons: per-prompt ratios candidate/baseline and the verdict for one metric at one load.
+"""Paired A/B comparisons: per-prompt ratios candidate/baseline and the verdict for one metric at one load (and,
+for two runs that did not send the same prompts, `compare_unpaired`: the same verdict from two samples).
 
 Every A/B number speculab reports is a ratio candidate/baseline of one metric for the same prompt (same index,
 same seed, same limits), so prompt-to-prompt variation (long prompts are slow in both arms) cancels. We work in
@@ -27,8 +28,16 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from speculab.harness.analysis.signed_rank import EXACT_SIGNED_RANK_MAX_N, hodges_lehmann_batch, signed_rank_p
-from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval, t_interval
+from speculab.harness.analysis.ranks import (
+    EXACT_SIGNED_RANK_MAX_N,
+    hodges_lehmann_batch,
+    hodges_lehmann_shift,
+    rank_sum_critical_k,
+    rank_sum_method,
+    rank_sum_p,
+    signed_rank_p,
+)
+from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval, bca_mean_bounds, resample_stat, t_interval
 from speculab.harness.records import RequestRecord
 
 N_RESAMPLES = 2000
@@ -212,35 +221,6 @@ class BootstrapResult:
     replicates: np.ndarray  # shape [n_resamples]; same scale as interval.estimate
 
 
-def _resample_stat(x: np.ndarray, stat: str, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
-    """`stat` ("mean" or "median") of n_resamples resamples of x with replacement; chunked to bound memory."""
-    n = x.size
-    out = np.empty(n_resamples)
-    rows = max(1, 4_000_000 // max(n, 1))  # at most ~32 MB of int64 indices per chunk
-    for start in range(0, n_resamples, rows):
-        stop = min(n_resamples, start + rows)
-        sample = x[rng.integers(0, n, size=(stop - start, n))]  # [rows, n]
-        out[start:stop] = sample.mean(axis=1) if stat == "mean" else np.median(sample, axis=1)
-    return out
-
-
-def _bca_bounds(x: np.ndarray, theta: float, reps: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Bias-corrected and accelerated percentile bounds for the mean of x (Efron 1987; jackknife acceleration)."""
-    n = x.size
-    less = np.count_nonzero(reps < theta) + 0.5 * np.count_nonzero(reps == theta)
-    p0 = min(max(less / reps.size, 1.0 / reps.size), 1 - 1.0 / reps.size)
-    z0 = float(special.ndtri(p0))
-    jack = (x.sum() - x) / (n - 1)  # leave-one-out means, shape [n]
-    d = jack.mean() - jack
-    denom = 6.0 * float(np.sum(d**2)) ** 1.5
-    a = float(np.sum(d**3)) / denom if denom > 0 else 0.0
-    z = float(special.ndtri(0.5 + confidence / 2))
-    lo_p = float(special.ndtr(z0 + (z0 - z) / (1 - a * (z0 - z))))
-    hi_p = float(special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))))
-    lo, hi = np.quantile(reps, [lo_p, hi_p])
-    return float(lo), float(hi)
-
-
 def bootstrap_geomean_ratio(
     ratios: PairedRatios, rng: np.random.Generator, n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE
 ) -> BootstrapResult:
@@ -251,11 +231,11 @@ def bootstrap_geomean_ratio(
         est = float(np.exp(x.mean())) if x.size else nan
         return BootstrapResult(Interval(est, nan, nan, confidence, "bootstrap-bca", int(x.size)), np.empty(0))
     theta = float(x.mean())
-    reps = _resample_stat(x, "mean", rng, n_resamples)
+    reps = resample_stat(x, "mean", rng, n_resamples)
     if np.ptp(x) == 0:  # every pair has the same ratio: no sampling variability to speak of
         lo = hi = theta
     else:
-        lo, hi = _bca_bounds(x, theta, reps, confidence)
+        lo, hi = bca_mean_bounds(x, theta, reps, confidence)
     interval = Interval(math.exp(theta), math.exp(lo), math.exp(hi), confidence, "bootstrap-bca", int(x.size))
     return BootstrapResult(interval, np.exp(reps))
 
@@ -269,7 +249,7 @@ def bootstrap_median_ratio(
         nan = float("nan")
         est = float(r[0]) if r.size else nan
         return BootstrapResult(Interval(est, nan, nan, confidence, "bootstrap-percentile", int(r.size)), np.empty(0))
-    reps = _resample_stat(r, "median", rng, n_resamples)
+    reps = resample_stat(r, "median", rng, n_resamples)
     lo, hi = np.quantile(reps, [0.5 - confidence / 2, 0.5 + confidence / 2])
     interval = Interval(float(np.median(r)), float(lo), float(hi), confidence, "bootstrap-percentile", int(r.size))
     return BootstrapResult(interval, reps)
@@ -348,6 +328,8 @@ class MetricComparison:
     # With >= 2 launch pairs: how far apart their effects lie (relative: exp(max - min) - 1), the launch effect seen
     # even where too few pairs make an interval of it; NaN with one
     launch_spread: float = float("nan")
+    # An unpaired comparison (`compare_unpaired`): the usable requests of (candidate, baseline); () when paired
+    samples: tuple[int, ...] = ()
 
     @property
     def verdict_ratio(self) -> Interval:
@@ -399,6 +381,7 @@ class MetricComparison:
             "speedup_low": lo,
             "speedup_high": hi,
             "note": self.note,
+            "samples": list(self.samples),
         }
 
 
@@ -520,3 +503,87 @@ def launch_effect(candidate: Mapping[int, float], baseline: Mapping[int, float],
     if units.n < 2:
         return None
     return float(hodges_lehmann_batch(units.log_ratios(), CONFIDENCE)[0])
+
+
+def _unit_logs(values: Mapping[int, float], group_size: int) -> tuple[np.ndarray, int, int]:
+    """(log unit values, usable requests, dropped) of one arm: its values finite and > 0 in index order (the order
+    it sent them), as units of `group_size` consecutive requests (the mean log of each run; a short last run is a
+    unit too), because requests in flight together share their conditions."""
+    logs = [math.log(v) for _, v in sorted(values.items()) if math.isfinite(v) and v > 0]
+    size = max(1, group_size)
+    units = [math.fsum(logs[i : i + size]) / len(logs[i : i + size]) for i in range(0, len(logs), size)]
+    return np.asarray(units, dtype=float), len(logs), len(values) - len(logs)
+
+
+def compare_unpaired(
+    metric: str,
+    candidate: Mapping[int, float],
+    baseline: Mapping[int, float],
+    rng: np.random.Generator,
+    *,
+    lower_is_better: bool = True,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    group_size: int = 1,
+    margin: float = DEFAULT_MARGIN,
+) -> MetricComparison:
+    """The verdict and the decision for one metric from two unpaired samples: two runs whose prompts differ (in
+    number, order or text), so no prompt has a partner. Each arm's values are its own sample (indices are only its
+    send order); the ratio is exp of the two-sample Hodges-Lehmann shift of the logs (the typical ratio between a
+    candidate request and a baseline one) with its rank-sum interval, and the p is the rank-sum test it inverts.
+
+    Valid when both arms drew their prompts from one distribution (the same workload, sampled twice): prompt-to-
+    prompt variation is then noise in both samples rather than cancelled per pair, so the interval is wider than a
+    paired one of as many prompts. At concurrency > 1 each arm's units are runs of `group_size` requests sent one
+    after another, as in the paired case. `geomean_ratio` (two-sample percentile bootstrap of the mean logs, its
+    replicates kept for the crossover) and `median_ratio` (ratio of the medians) are for reading."""
+    x, n_c, drop_c = _unit_logs(candidate, group_size)
+    y, n_b, drop_b = _unit_logs(baseline, group_size)
+    nan = float("nan")
+    est, lo, hi = hodges_lehmann_shift(x, y, confidence) if x.size and y.size else (nan, nan, nan)
+    hl = Interval(math.exp(est), math.exp(lo), math.exp(hi), confidence,
+                  rank_sum_method(x.size, y.size), int(x.size + y.size))  # fmt: skip
+    q = (0.5 - confidence / 2, 0.5 + confidence / 2)
+    if x.size >= 2 and y.size >= 2:
+        reps = resample_stat(x, "mean", rng, n_resamples) - resample_stat(y, "mean", rng, n_resamples)
+        glo, ghi = np.quantile(reps, q)
+        meds = resample_stat(x, "median", rng, n_resamples) - resample_stat(y, "median", rng, n_resamples)
+        mlo, mhi = np.quantile(meds, q)
+    else:
+        reps, glo, ghi, mlo, mhi = np.empty(0), nan, nan, nan, nan
+    n = int(x.size + y.size)
+    mean_diff = float(x.mean() - y.mean()) if x.size and y.size else nan
+    med_diff = float(np.median(x) - np.median(y)) if x.size and y.size else nan
+    geo = Interval(math.exp(mean_diff), math.exp(glo), math.exp(ghi), confidence, "bootstrap-percentile-2sample", n)
+    med = Interval(math.exp(med_diff), math.exp(mlo), math.exp(mhi), confidence, "bootstrap-percentile-2sample", n)
+    p = rank_sum_p(x, y) if x.size and y.size else nan
+    note = ""
+    if min(x.size, y.size) < MIN_PAIRS or rank_sum_critical_k(x.size, y.size, confidence) < 1:
+        verdict = Verdict.INSUFFICIENT
+        unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
+        note = f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each"
+    elif hl.excludes(1.0):
+        verdict = Verdict.FASTER if (hl.high < 1.0) == lower_is_better else Verdict.SLOWER
+    else:
+        verdict = Verdict.NO_DIFFERENCE
+    decision, needed = _against_margin(hl, margin, lower_is_better, confidence, verdict)
+    return MetricComparison(
+        metric=metric,
+        n_pairs=0,
+        n_dropped=drop_c + drop_b,
+        geomean_ratio=geo,
+        median_ratio=med,
+        wilcoxon_p=p,
+        verdict=verdict,
+        min_detectable_change=min_detectable_change(hl),
+        lower_is_better=lower_is_better,
+        note=note,
+        replicates=tuple(np.exp(reps).tolist()),
+        hodges_lehmann_ratio=hl,
+        n_units=n,
+        group_size=max(1, group_size),
+        margin=margin,
+        decision=decision,
+        to_decide=needed,
+        samples=(n_c, n_b),
+    )

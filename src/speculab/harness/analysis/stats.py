@@ -1,9 +1,10 @@
 """Pure statistics for one sample or a few repeats: distribution summaries, t and Wilson intervals, McNemar, and
 least-squares lines with t intervals.
 
-Paired A/B comparisons (the verdicts) are `paired`; the exact signed-rank machinery behind them `signed_rank`; the
-crossover load `crossover`. scipy.stats (~0.7 s to import) is imported inside the functions that need it: every
-`speculab bench` run imports this module for describe(), and should not pay for tests it never runs.
+A/B comparisons (the verdicts) are `paired`; the exact rank machinery behind them `ranks` (signed-rank for pairs,
+rank-sum for two unpaired samples); the crossover load `crossover`. scipy.stats (~0.7 s to import) is imported
+inside the functions that need it: every `speculab bench` run imports this module for describe(), and should not
+pay for tests it never runs.
 """
 
 from __future__ import annotations
@@ -85,6 +86,35 @@ class Interval:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def resample_stat(x: np.ndarray, stat: str, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
+    """`stat` ("mean" or "median") of n_resamples resamples of x with replacement; chunked to bound memory."""
+    n = x.size
+    out = np.empty(n_resamples)
+    rows = max(1, 4_000_000 // max(n, 1))  # at most ~32 MB of int64 indices per chunk
+    for start in range(0, n_resamples, rows):
+        stop = min(n_resamples, start + rows)
+        sample = x[rng.integers(0, n, size=(stop - start, n))]  # [rows, n]
+        out[start:stop] = sample.mean(axis=1) if stat == "mean" else np.median(sample, axis=1)
+    return out
+
+
+def bca_mean_bounds(x: np.ndarray, theta: float, reps: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Bias-corrected and accelerated percentile bounds for the mean of x (Efron 1987; jackknife acceleration)."""
+    n = x.size
+    less = np.count_nonzero(reps < theta) + 0.5 * np.count_nonzero(reps == theta)
+    p0 = min(max(less / reps.size, 1.0 / reps.size), 1 - 1.0 / reps.size)
+    z0 = float(special.ndtri(p0))
+    jack = (x.sum() - x) / (n - 1)  # leave-one-out means, shape [n]
+    d = jack.mean() - jack
+    denom = 6.0 * float(np.sum(d**2)) ** 1.5
+    a = float(np.sum(d**3)) / denom if denom > 0 else 0.0
+    z = float(special.ndtri(0.5 + confidence / 2))
+    lo_p = float(special.ndtr(z0 + (z0 - z) / (1 - a * (z0 - z))))
+    hi_p = float(special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))))
+    lo, hi = np.quantile(reps, [lo_p, hi_p])
+    return float(lo), float(hi)
 
 
 def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis import signed_rank
+from speculab.harness.analysis import ranks
 from speculab.harness.analysis.paired import Verdict, compare_paired
-from speculab.harness.analysis.signed_rank import (
+from speculab.harness.analysis.ranks import (
     hodges_lehmann_batch,
     signed_rank_critical_k,
     signed_rank_p,
@@ -96,13 +96,13 @@ def test_hodges_lehmann_estimate_and_bisection_path():
     assert est == 2.0 and math.isnan(lo) and math.isnan(hi)
     x = np.random.default_rng(5).standard_t(3, 120)
     built = hodges_lehmann_batch(x)
-    old = signed_rank.MATERIALISE_WALSH_MAX_N
+    old = ranks.MATERIALISE_WALSH_MAX_N
     try:
-        signed_rank.MATERIALISE_WALSH_MAX_N = 10  # force the bisection path used above 2000 pairs
+        ranks.MATERIALISE_WALSH_MAX_N = 10  # force the bisection path used above 2000 pairs
         bisected = hodges_lehmann_batch(x)
         assert signed_rank_p(x) == pytest.approx(float(scipy_stats.wilcoxon(x, method="approx").pvalue), rel=0.05)
     finally:
-        signed_rank.MATERIALISE_WALSH_MAX_N = old
+        ranks.MATERIALISE_WALSH_MAX_N = old
     for a, b in zip(built, bisected, strict=True):
         assert float(a) == pytest.approx(float(b), abs=1e-9)
 
