@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,7 @@ def test_a_bench_dir_against_a_vllm_file_pairs_when_the_prompts_match(tmp_path: 
     # the other way round, through the CLI
     code, _, err = run_main(capsys, "compare", str(CAND), str(tmp_path / "base"), "--output", str(tmp_path / "ba"))
     assert code == 0, err
-    # a bench run of other prompts is refused, naming the first prompt that differs
+    # a bench run of other prompts is compared unpaired, naming the first prompt that differs
     short = tmp_path / "short.jsonl"
     short.write_text("".join(json.dumps({"prompt": f"word {i}"}) + "\n" for i in range(40)))
     with mock_server_in_thread(MockConfig(ttft_s=0.001, gap_s=0.001, output_tokens=4)) as url:
@@ -118,25 +119,26 @@ def test_a_bench_dir_against_a_vllm_file_pairs_when_the_prompts_match(tmp_path: 
         )
         asyncio.run(run_bench(cfg, wl.items))
     code, _, err = run_main(capsys, "compare", str(tmp_path / "other"), str(CAND), "--output", str(tmp_path / "x"))
-    line = one_line_error(err)
-    assert code == 2 and "cannot be paired per prompt: prompt 0: 2 vs 22 input tokens" in line, line
-    assert "not done yet" in line
+    assert code == 0, err
+    summary = json.loads((tmp_path / "x" / "summary.json").read_text())
+    assert any("cannot be paired per prompt (prompt 0: 2 vs 22 input tokens)" in w for w in summary["warnings"])
+    assert summary["setup"]["paired"] is False
 
 
-def test_vllm_runs_at_other_loads_or_lengths_are_refused(tmp_path: Path) -> None:
+def test_vllm_runs_at_other_loads_are_refused_and_of_other_lengths_unpaired(tmp_path: Path) -> None:
     raw = json.loads(BASE.read_text())
     other = tmp_path / "c8.json"
     other.write_text(json.dumps(raw | {"max_concurrency": 8}))
-    with pytest.raises(UserError, match=r"cannot be paired per prompt: load: concurrency 4 vs concurrency 8"):
+    with pytest.raises(UserError, match=r"ran at different loads \(concurrency 4 vs concurrency 8\): an A/B compares"):
         inputs_from_results(BASE, other)
     fewer = tmp_path / "fewer.json"
     fewer.write_text(json.dumps(raw | {k: raw[k][:39] for k in (*vllm_bench.PER_REQUEST, "generated_texts")}))
-    with pytest.raises(UserError, match=r"cannot be paired per prompt: 40 prompts vs 39"):
-        inputs_from_results(BASE, fewer)
+    inputs = inputs_from_results(BASE, fewer)
+    assert not inputs.setup.paired and any("cannot be paired per prompt (40 prompts vs 39)" in n for n in inputs.notes)
     lens = tmp_path / "lens.json"
     lens.write_text(json.dumps(raw | {"input_lens": [*raw["input_lens"][:5], 999, *raw["input_lens"][6:]]}))
-    with pytest.raises(UserError, match=r"prompt 5: \d+ vs 999 input tokens"):
-        inputs_from_results(BASE, lens)
+    inputs = inputs_from_results(BASE, lens)
+    assert not inputs.setup.paired and any(re.search(r"prompt 5: \d+ vs 999 input tokens", n) for n in inputs.notes)
 
 
 def test_a_failed_request_in_a_vllm_file_is_an_error_record(tmp_path: Path) -> None:

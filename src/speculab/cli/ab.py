@@ -160,6 +160,12 @@ def compare_command(
         help="one benchmark of a GuideLLM sweep or one run (line) of an SGLang file, 0-based (default: two GuideLLM "
         "sweeps are compared load by load)",
     ),
+    unpaired: bool = typer.Option(
+        False,
+        "--unpaired",
+        help="compare the two runs as two samples even where their prompts pair (default: unpaired only when they "
+        "cannot be paired per prompt)",
+    ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
@@ -167,12 +173,12 @@ def compare_command(
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
     directories, vLLM `bench serve --save-result --save-detailed` files, GuideLLM benchmarks.json, AIPerf
     profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json files, any kind on either
-    side (docs/imports.md)."""
+    side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report says so."""
     from speculab.harness.experiment.compare import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_results(a, b, fmt, benchmark)
+    inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
     out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
     check_ab_output_dir(out)
     save_inputs(out, inputs)

@@ -146,6 +146,9 @@ class Setup:
     checks_enabled: bool = True
     logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
     two_url_mode: bool = False
+    # False: the arms did not send the same prompts (`compare` of two results whose prompts differ, or --unpaired):
+    # every metric is judged from two samples (analysis.paired.compare_unpaired), nothing per prompt
+    paired: bool = True
     # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
     # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
     sequential: Mapping[str, Any] | None = None

@@ -46,6 +46,8 @@ def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
     [1.71–1.97] at concurrency 1, beyond the ±3% margin'."""
     rng = speedup_range(r.speedup_low, r.speedup_high)
     est, margin = fine_speedup(r.speedup), margin_pct(r.margin)
+    if r.unit == "unpaired":  # every answer from two samples says so where it is read
+        where = f"{where} (unpaired)"
     d = decision_of(r)
     beyond = f", beyond the {margin} margin" if r.decision else ""  # a summary before margins had none
     if d == Decision.FASTER.value:
@@ -56,7 +58,7 @@ def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
         clear = {"faster": ": detectably faster, but", "slower": ": detectably slower, but"}.get(r.verdict, "")
         return f"{what} equivalent{where}: no difference larger than {margin} ({est} {rng}{clear} within the margin)"
     if d == Decision.INCONCLUSIVE.value:
-        units = "launches (repeats)" if r.unit == "launch" else "prompts"
+        units = {"launch": "launches (repeats)", "unpaired": "requests"}.get(r.unit, "prompts")
         if r.to_decide is not None and r.to_decide <= MUCH_MORE:
             more = f"; about {r.to_decide:.2g}× the {units} would likely decide it"
         elif r.to_decide is not None:
@@ -95,6 +97,16 @@ def launch_phrase(comp: LevelComparison) -> str:
             "put it in the interval): the margin is what covers it"
         )
     return "the two servers' own difference is unmeasured (one process each): the margin is what covers it"
+
+
+def samples_phrase(r: Ratio) -> str:
+    """What an unpaired comparison counted: 'unpaired: 40 B vs 38 A requests (in 10 + 10 groups of 4 sent
+    together)'; "" for a paired one."""
+    if r.unit != "unpaired" or len(r.samples) != 2:
+        return ""
+    cand, base = r.samples
+    groups = f" (in {r.n_units} groups of up to {r.group_size} sent together)" if r.group_size > 1 else ""
+    return f"unpaired: {cand} B vs {base} A requests{groups}"
 
 
 def pairs_phrase(comp: LevelComparison) -> str:

@@ -2,12 +2,13 @@
 
 Each of A and B is a `speculab bench` output directory or a result file another tool wrote (`harness.imports`: vLLM
 `bench serve --save-result --save-detailed`, GuideLLM `benchmarks.json`, AIPerf `profile_export.jsonl`, SGLang
-`bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected
-or named by `--format`; the two may be of different kinds. The runs are paired per
-prompt like an A/B run, but they were two separate runs: the single change cannot be verified and drift between
-them is not cancelled by interleaving; the inputs say so. Runs that differ in workload, sampling or offered load,
-or (for another tool's file) in the number, lengths or texts of their prompts, cannot be paired and are refused,
-naming the first difference (docs/imports.md).
+`bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected or named by `--format`; the two may be of
+different kinds. The runs are paired per prompt like an A/B run, but they were two separate runs: the single change
+cannot be verified and drift between them is not cancelled by interleaving; the inputs say so. Two bench runs that
+differ in workload, sampling or offered load are refused, naming the first difference. Runs whose prompts differ in
+number, lengths or texts (another tool's file, or a bench run beside one) are compared unpaired, as two samples, and
+the report says so and why (`--unpaired` asks for that whatever the prompts); runs at different loads are refused
+(docs/imports.md).
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: tuple[str, ..
     return [f"{what}.{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
 
 
+def _condition_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list[str]:
+    """How two bench manifests differ in what the runs asked for beyond their prompts: sampling, load, endpoint."""
+    return [
+        *_differences(
+            ma.get("sampling") or {},
+            mb.get("sampling") or {},
+            ("max_tokens", "temperature", "top_p", "seed"),
+            "sampling",
+        ),
+        *_differences(ma.get("load") or {}, mb.get("load") or {}, ("mode", "concurrency", "rate_rps"), "load"),
+        *_differences(ma.get("endpoint") or {}, mb.get("endpoint") or {}, ("api", "stream"), "endpoint"),
+    ]
+
+
 def _level(load: Mapping[str, Any]) -> LevelSpec:
     if load.get("mode") == "open":
         return LevelSpec("rate", float(load["rate_rps"]), ("operating",), load.get("arrival"), load.get("concurrency"))
@@ -130,14 +145,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
     diffs = [
         *_differences(ma.get("workload") or {}, mb.get("workload") or {}, ("spec", "source", "n_items"), "workload"),
         *_differences(ma.get("fit") or {}, mb.get("fit") or {}, ("left_out",), "fit"),
-        *_differences(
-            ma.get("sampling") or {},
-            mb.get("sampling") or {},
-            ("max_tokens", "temperature", "top_p", "seed"),
-            "sampling",
-        ),
-        *_differences(ma.get("load") or {}, mb.get("load") or {}, ("mode", "concurrency", "rate_rps"), "load"),
-        *_differences(ma.get("endpoint") or {}, mb.get("endpoint") or {}, ("api", "stream"), "endpoint"),
+        *_condition_differences(ma, mb),
     ]
     if diffs:
         raise UserError(
@@ -222,41 +230,61 @@ def _read(path: Path, kind: str, benchmark: int | None) -> ImportedRun:
 
 
 def inputs_from_results(
-    path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None
+    path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None, unpaired: bool = False
 ) -> ReportInputs:
-    """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs; `benchmark`
-    picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file, that holds several."""
+    """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs, or compare
+    them unpaired where their prompts differ (or `unpaired` asks for it); `benchmark` picks one benchmark
+    (0-based) of a GuideLLM file, or one run (line) of an SGLang file, that holds several."""
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
     if benchmark is not None and not {m.FORMAT for m in _SEVERAL} & set(kinds):
         raise UserError(
             "--benchmark picks one benchmark of a GuideLLM file or one run of an SGLang file; neither A nor B is one"
         )
     if kinds == ("speculab", "speculab"):
-        return inputs_from_bench_dirs(path_a, path_b)
+        if not unpaired:
+            return inputs_from_bench_dirs(path_a, path_b)
+        _same_conditions(path_a, path_b)
     readers = tuple(READERS[k] for k in kinds if k in READERS)
     if benchmark is None and kinds == (guidellm_benchmarks.FORMAT,) * 2:
         sweeps = (guidellm_benchmarks.read_all(path_a), guidellm_benchmarks.read_all(path_b))
         if max(len(s) for s in sweeps) > 1:  # GuideLLM sweeps: one comparison per load, benchmark by benchmark
-            return _imported_inputs(_sweep_pairs(path_a, path_b, *sweeps, kinds), readers)
+            pairs = _sweep_pairs(path_a, path_b, *sweeps)
+            why = [f"benchmark {i} ({x.level.label}): {p}" for i, (x, y) in enumerate(pairs) if (p := _unpaired(x, y))]
+            return _imported_inputs(pairs, readers, _why_unpaired(why[0] if why else None, unpaired))
     a, b = (_read(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
-    _refuse_unpaired(path_a, path_b, a, b, kinds)
-    return _imported_inputs(((a, b),), readers)
+    _same_load(path_a, path_b, a, b)
+    return _imported_inputs(((a, b),), readers, _why_unpaired(_unpaired(a, b), unpaired))
 
 
-def _refuse_unpaired(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, kinds: tuple[str, str],
-                     where: str = "") -> None:  # fmt: skip
-    if problem := _pairing_problem(a, b):
-        how = "; ".join(dict.fromkeys(READERS[k].HOW for k in kinds if k in READERS))
+def _why_unpaired(problem: str | None, asked: bool) -> str | None:
+    """Why the comparison is unpaired (the note's words), or None: paired."""
+    if problem:
+        return f"they cannot be paired per prompt ({problem})"
+    return "--unpaired asked for it" if asked else None
+
+
+def _same_load(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, where: str = "") -> None:
+    """Two runs at different loads answer different questions: refused, paired or not."""
+    if a.level.key != b.level.key:
         raise UserError(
-            f"{path_a} and {path_b} cannot be paired per prompt{where}: {problem}; comparing unpaired runs is not "
-            f"done yet (a later release): run both with the same prompts in the same order ({how}) and the same load"
+            f"{path_a} and {path_b} ran at different loads{where} ({a.level.label} vs {b.level.label}): an A/B "
+            "compares one load; run both at the same concurrency or request rate"
         )
 
 
-def _sweep_pairs(path_a: Path, path_b: Path, sa: tuple[ImportedRun, ...], sb: tuple[ImportedRun, ...],
-                 kinds: tuple[str, str]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
-    """Benchmark i of A with benchmark i of B, each pair verified like one load (same load, same prompts); the
-    levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
+def _same_conditions(dir_a: Path, dir_b: Path) -> None:
+    """Two bench runs compared unpaired may differ in their prompts, not in sampling, load or endpoint."""
+    (ma, _), (mb, _) = _bench_dir(dir_a), _bench_dir(dir_b)
+    if diffs := _condition_differences(ma, mb):
+        raise UserError(
+            f"{dir_a} and {dir_b} cannot be compared: {'; '.join(diffs)}; rerun one of them with the other's settings"
+        )
+
+
+def _sweep_pairs(path_a: Path, path_b: Path, sa: tuple[ImportedRun, ...], sb: tuple[ImportedRun, ...]
+                 ) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+    """Benchmark i of A with benchmark i of B, each at the same load (their prompts are checked by the caller);
+    the levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
     if len(sa) != len(sb):
         raise UserError(
             f"{path_a} holds {len(sa)} GuideLLM benchmark(s), {path_b} {len(sb)}: a sweep is compared load by load, "
@@ -271,7 +299,6 @@ def _sweep_pairs(path_a: Path, path_b: Path, sa: tuple[ImportedRun, ...], sb: tu
                 f"{path_a} and {path_b}: benchmark {i} is at {x.level.label} in A and {y.level.label} in B: a sweep is "
                 "compared load by load, so both need the same loads in the same order"
             )
-        _refuse_unpaired(path_a, path_b, x, y, kinds, f" at benchmark {i} ({x.level.label})")
     by_value = sorted(range(len(sa)), key=lambda i: sa[i].level.value)
     roles = {i: ("sweep",) for i in by_value}
     roles[by_value[0]] = ("low", "sweep")
@@ -305,10 +332,8 @@ def _bench_run(d: Path) -> ImportedRun:
     )
 
 
-def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
-    """The first reason the two runs are not the same prompts at the same load (None: they are, as far as known)."""
-    if a.level.key != b.level.key:
-        return f"load: {a.level.label} vs {b.level.label}"
+def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
+    """The first reason two runs at one load are not the same prompts (None: they are, as far as known)."""
     if len(a.input_lens) != len(b.input_lens):
         return f"{len(a.input_lens)} prompts vs {len(b.input_lens)}"
     if a.items and b.items:
@@ -328,22 +353,28 @@ def _pairing_problem(a: ImportedRun, b: ImportedRun) -> str | None:
     return None
 
 
-def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...]) -> ReportInputs:
-    """Report inputs from paired runs of any kinds, one pair per load (sampling is what a bench run recorded, if
-    either is one); `readers` are the modules that read the other tools' files among them (their notes are said
-    once). The prompts are the first load's; where another load's differ, the report holds none (each load's were
-    checked equal between A and B)."""
+def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...],
+                     why_unpaired: str | None = None) -> ReportInputs:  # fmt: skip
+    """Report inputs from runs of any kinds, one pair per load (sampling is what a bench run recorded, if either is
+    one); `readers` are the modules that read the other tools' files among them (their notes are said once). The
+    prompts are the first load's; where another load's differ, the report holds none (each load's were checked
+    equal between A and B). `why_unpaired`: the runs are compared as two samples, for this reason."""
     a, b = pairs[0]
     sampling = _sampling(a, b)
-    same_items = all(_same_prompts(a.items, x.items) for x, _ in pairs[1:])
+    same_items = not why_unpaired and all(_same_prompts(a.items, x.items) for x, _ in pairs[1:])
     names = " and ".join(dict.fromkeys(m.NAME for m in readers))
     checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
+    how = f"paired by position, their {checked}"
+    if why_unpaired:
+        sent = ", ".join(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs)
+        how = f"not paired: two samples ({sent} requests)"
     setup = Setup(
         name=f"{a.name} vs {b.name}",
         workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
-        workload_source=f"the prompts of {a.name} and {b.name}, paired by position, their {checked}",
+        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
         api="completions",
         items=(a.items or b.items) if same_items else (),
+        paired=not why_unpaired,
         temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
         top_p=float(sampling.get("top_p") or 1.0),
         seed=int(sampling.get("seed") or 0),
@@ -379,7 +410,9 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
     )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
-        f"them (thermal, other tenants) is not cancelled; paired per prompt by position, their {checked}",
+        f"them (thermal, other tenants) is not cancelled; "
+        + (f"paired per prompt by position, their {checked}" if not why_unpaired else "compared unpaired"),
+        *([_unpaired_note(why_unpaired, readers)] if why_unpaired else []),
         *(m.NOTE for m in readers),
         *(n for x, y in pairs for n in (*x.notes, *y.notes)),
     ]
@@ -388,6 +421,22 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
                      "at a temperature above 0, not for equivalence")  # fmt: skip
     change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
     return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
+
+
+def _measured(r: ImportedRun) -> int:
+    return len({x.index for x in r.records if not x.warmup})
+
+
+def _unpaired_note(why: str, readers: tuple[Any, ...]) -> str:
+    hows = "; ".join(dict.fromkeys(m.HOW for m in readers))
+    pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
+    return (
+        f"unpaired: {why}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
+        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
+        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
+        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
+        f"are not shown.{pair}"
+    )
 
 
 def _same_prompts(x: Sequence[RequestSpec], y: Sequence[RequestSpec]) -> bool:

@@ -11,11 +11,11 @@ import numpy as np
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
-from speculab.harness.analysis.paired import MIN_PAIRS, compare_paired
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_PAIRS
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
-from speculab.harness.verdict.comparison import paired_per_prompt, prompt_groups
+from speculab.harness.verdict.comparison import judge, paired_per_prompt
 from speculab.harness.verdict.model import (
     AcceptanceView,
     CandidateReport,
@@ -99,18 +99,9 @@ def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs
         lv = by_value[p.load]
         rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
         cand_tpot, base_tpot, _ = paired_per_prompt(
-            inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s"
+            inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s", inputs.setup.paired
         )
-        c = compare_paired(
-            "tpot_s",
-            cand_tpot,
-            base_tpot,
-            rng,
-            n_resamples=opts.n_resamples,
-            groups=prompt_groups(inputs, sizes.get(p.load, 1)),
-            group_size=sizes.get(p.load, 1),
-            confidence=opts.confidence,
-        )
+        c = judge(inputs, "tpot_s", cand_tpot, base_tpot, rng, opts, sizes.get(p.load, 1), DEFAULT_MARGIN)
         out.append(LoadSpeedup.from_comparison(p.load, c))
     return out
 

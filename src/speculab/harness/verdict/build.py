@@ -88,6 +88,7 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
         slo_attainment=s.slo_attainment,
         target_rate_rps=s.target_rate_rps,
         two_url_mode=s.two_url_mode,
+        paired=s.paired,
         started_utc=s.started_utc,
         finished_utc=s.finished_utc,
         versions={k: str(v) for k, v in s.versions.items()},

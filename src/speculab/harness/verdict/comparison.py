@@ -19,6 +19,7 @@ from speculab.harness.analysis.paired import (
     DEFAULT_MARGIN,
     MetricComparison,
     compare_paired,
+    compare_unpaired,
     concurrent_groups,
     diverged_indices,
     group_size,
@@ -71,9 +72,29 @@ def ratio_of(c: MetricComparison) -> Ratio:
         c.decision.value,
         c.to_decide if math.isfinite(c.to_decide) else None,
         c.launches,
-        "launch" if c.launch_ratio is not None else ("group" if c.group_size > 1 else "prompt"),
+        _unit(c),
         c.launch_spread if math.isfinite(c.launch_spread) else None,
+        c.samples,
     )
+
+
+def _unit(c: MetricComparison) -> str:
+    if c.samples:
+        return "unpaired"
+    return "launch" if c.launch_ratio is not None else ("group" if c.group_size > 1 else "prompt")
+
+
+def judge(inputs: ReportInputs, metric: str, cand: Mapping[int, float], base: Mapping[int, float],
+          rng: np.random.Generator, opts: ReportOptions, size: int, margin: float,
+          launch_effects: Sequence[float] = ()) -> MetricComparison:  # fmt: skip
+    """One metric's comparison at one load: paired per prompt (in the groups sent together), or, when the arms
+    did not send the same prompts (`Setup.paired` False), from two samples. Every verdict is made here."""
+    if not inputs.setup.paired:
+        return compare_unpaired(metric, cand, base, rng, n_resamples=opts.n_resamples, confidence=opts.confidence,
+                                group_size=size, margin=margin)  # fmt: skip
+    return compare_paired(metric, cand, base, rng, n_resamples=opts.n_resamples, groups=prompt_groups(inputs, size),
+                          group_size=size, confidence=opts.confidence, margin=margin,
+                          launch_effects=launch_effects)  # fmt: skip
 
 
 def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
@@ -83,18 +104,30 @@ def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLe
 
 def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
     """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order;
-    a conversation's turns are one unit); None at size 1. See analysis.paired.concurrent_groups."""
+    a conversation's turns are one unit); None at size 1. See analysis.paired.concurrent_groups. Without the
+    prompts (another tool's file holds none), the records' indices are the send order: their position in the file."""
     if size <= 1:
         return None
     items = inputs.setup.items
+    if not items:
+        return concurrent_groups(sorted({r.index for run in inputs.runs for r in run.records if not r.warmup}), size)
     units = {it.index: it.conversation_id for it in items if it.conversation_id is not None}
     return concurrent_groups([it.index for it in items], size, units)
 
 
-def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
+def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str, paired: bool = True
                       ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
     """(candidate, baseline) per-prompt values of one metric, without the conversation turns whose context
-    differed between the arms (or repeats), and those left-out indices. Every paired comparison reads this."""
+    differed between the arms (or repeats), and those left-out indices. Every comparison reads this; unpaired
+    (`Setup.paired` False) the arms' prompts differ by design, and only repeats of one arm are checked."""
+    if not paired:
+        div = [diverged_indices(r for run in runs for r in run.records) for runs in (cand_runs, base_runs)]
+        cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
+        return (
+            {i: v for i, v in cand.items() if i not in div[0]},
+            {i: v for i, v in base.items() if i not in div[1]},
+            div[0] | div[1],
+        )
     diverged = diverged_indices(r for run in (*cand_runs, *base_runs) for r in run.records)
     cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
     if diverged:
@@ -182,18 +215,18 @@ def compare_level(
     groups = prompt_groups(inputs, size)
     diverged: frozenset[int] = frozenset()
     launched = not inputs.setup.two_url_mode
+    paired = inputs.setup.paired
     for metric in (*PAIRED_METRICS, "itl_s"):
-        cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric)
+        cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric, paired)
         values[metric] = (cand_values, base_values)
         effects = launch_effects(c_runs, b_runs, metric, groups, size) if launched else []
-        c = compare_paired(metric, *values[metric], rng, n_resamples=opts.n_resamples, groups=groups, group_size=size,
-                           confidence=opts.confidence, margin=margin_of(opts, metric),
-                           launch_effects=effects)  # fmt: skip
-        ratios.append(ratio_of(c))
+        ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin_of(opts, metric),
+                                     effects)))  # fmt: skip
+    # the breakdowns and acceptance against speedup are per prompt: nothing to say without pairs
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
-    by_category = breakdown(_categories(inputs))
-    by_turn = breakdown(_turns(inputs))
-    by_length = breakdown(_prompt_lengths(per_prompt(b_runs, "prompt_tokens")))
+    by_category = breakdown(_categories(inputs)) if paired else ()
+    by_turn = breakdown(_turns(inputs)) if paired else ()
+    by_length = breakdown(_prompt_lengths(per_prompt(b_runs, "prompt_tokens"))) if paired else ()
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -210,10 +243,10 @@ def compare_level(
     else:
         verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values["tpot_s"]
-    short = _single_token(values["e2e_s"], values["tpot_s"], c_runs, b_runs)
+    short = _single_token(values["e2e_s"], values["tpot_s"], c_runs, b_runs) if paired else 0
     return LevelComparison(
         cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
-        acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items),
+        acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items) if paired else None,
         prefix_cache=hit_rate_change(base, cand),
         by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged), decision=decision,
         launches=ratios[0].launches, launched=launched, single_token=short,

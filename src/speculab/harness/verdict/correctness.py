@@ -231,6 +231,8 @@ def compare_correctness(
     """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline. Judged only
     when at most `max_error_rate` of the prompts sent to both arms lack a successful output in one of them (the
     report's error gate): a candidate that failed most requests is not "correct" on the few that came back."""
+    if not inputs.setup.paired:
+        return None  # the arms answered different prompts: no output has a partner to compare with
     refs = _references(inputs, candidate)
     if refs is None:
         return None

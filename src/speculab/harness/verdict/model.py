@@ -188,9 +188,11 @@ class Ratio:
     # sits on the margin (no amount of data is likely to decide it)
     to_decide: float | None = None
     launches: int = 1  # launch pairs the interval counted (>= 3: the launch is its unit); 1: launch effect unmeasured
-    unit: str = "prompt"  # what the interval counted: "prompt", "group" (sent together) or "launch"
+    # what the interval counted: "prompt", "group" (sent together), "launch", or "unpaired" (two samples)
+    unit: str = "prompt"
     # >= 2 launch pairs: how far apart their effects lie (relative); None with one (or in a summary before it)
     launch_spread: float | None = None
+    samples: tuple[int, ...] = ()  # unpaired: the usable requests of (candidate, baseline); () when paired
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +389,8 @@ class SetupView:
     started_utc: str
     finished_utc: str
     versions: Mapping[str, str]
+    # False: the arms sent different prompts and every comparison is unpaired (two samples; `Ratio.samples`)
+    paired: bool = True
 
 
 @dataclass(frozen=True, slots=True)

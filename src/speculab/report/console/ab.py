@@ -20,6 +20,7 @@ from speculab.report.phrases import (
     launch_phrase,
     pairs_phrase,
     recommendation_lines,
+    samples_phrase,
     verdict_line,
 )
 
@@ -87,7 +88,8 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     parts: list[Any] = [
         Text.from_markup(
             f"[bold]speculab A/B[/] {escape(report.title)} · workload {escape(s.workload_name)} · {s.prompts} prompts"
-            f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
+            + ("" if s.paired else " · unpaired")
+            + f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
     rec = recommendation_lines(report)  # what to ship, first: the rest is its evidence
@@ -168,8 +170,11 @@ def unit_lines(report: Any, level: Any) -> list[str]:
     """Under a load's table (markup): what the verdicts counted when prompts ran together, once per load, and why a
     candidate got "too few pairs"."""
     lines = []
-    grouped = [(c, c.metric("tpot_s")) for c in level.comparisons if c.gate == "ok"]
-    grouped = [(c, tp) for c, tp in grouped if tp is not None and tp.group_size > 1]
+    judged = [(c, c.metric("tpot_s")) for c in level.comparisons if c.gate == "ok"]
+    judged = [(c, tp) for c, tp in judged if tp is not None]
+    if unpaired := next((samples_phrase(tp) for _, tp in judged if tp.unit == "unpaired"), ""):
+        lines.append(f"  {escape(unpaired)}: two samples, no prompt compared with itself (the notes say why)")
+    grouped = [(c, tp) for c, tp in judged if tp.group_size > 1 and tp.unit != "unpaired"]
     if grouped:
         tp = grouped[0][1]
         lines.append(
@@ -183,10 +188,11 @@ def unit_lines(report: Any, level: Any) -> list[str]:
             said.add(line)
             lines.append(f"  {escape(line)}")
     lines.extend(_pairs_lines(level, labels))
-    for c, tp in grouped:
-        if tp.verdict == "not enough paired data" and tp.note:
+    for c, tp in judged:
+        if tp.verdict == "not enough paired data" and tp.note and (tp.group_size > 1 or tp.unit == "unpaired"):
             label = escape(labels.get(c.candidate, c.candidate))
-            lines.append(f"  [yellow]too few pairs:[/] {label}: {escape(tp.note)}")
+            few = "too few requests" if tp.unit == "unpaired" else "too few pairs"
+            lines.append(f"  [yellow]{few}:[/] {label}: {escape(tp.note)}")
     breakdowns = []
     for c in level.comparisons:
         label = escape(labels.get(c.candidate, c.candidate))

@@ -32,6 +32,7 @@ from speculab.report.phrases import (
     non_inferiority_phrase,
     pairs_phrase,
     ratio_phrase,
+    samples_phrase,
 )
 
 
@@ -183,7 +184,8 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     "phrase": decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
                     "cls": CLASSES.get(decision_of(m), ""),
                     "mdc": mdc,
-                    "pairs": f"{m.n_pairs}"
+                    "pairs": samples_phrase(m)
+                    or f"{m.n_pairs}"
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
                     + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
                     # beside the pairs: why TPOT has fewer than E2E
@@ -450,6 +452,17 @@ def setup_rows(report: Report) -> dict[str, Any]:
             ("repeats", f"{s.repeats} (arms alternate ABBA across repeats)"),
             ("SLOs", (slo + f", attainment ≥ {s.slo_attainment:.0%}") if slo else "none set"),
             ("mode", "two URLs (the single change cannot be verified)" if s.two_url_mode else "launch / commands"),
+            *(
+                ()
+                if s.paired
+                else [
+                    (
+                        "pairing",
+                        "unpaired: the arms sent different prompts; every metric compares "
+                        "the two runs' distributions (two samples), nothing per prompt",
+                    )
+                ]
+            ),
             ("time", f"{s.started_utc or '?'} → {s.finished_utc or '?'}"),
             ("versions", ", ".join(f"{k} {v}" for k, v in s.versions.items()) or "–"),
         ],
