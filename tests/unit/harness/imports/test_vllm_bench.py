@@ -74,6 +74,14 @@ def test_no_version_stated_is_said(tmp_path: Path) -> None:
         ),
         ("Never received a valid chunk to calculate TTFT.", ErrorCategory.MALFORMED),
         ("Traceback (most recent call last):\n  ...\naiohttp.ClientPayloadError: closed", ErrorCategory.DROPPED),
+        ("Service Unavailable", ErrorCategory.HTTP),  # vLLM keeps `response.reason` of a non-200 answer
+        ("Bad Gateway", ErrorCategory.HTTP),
+        ("Gateway Timeout", ErrorCategory.TIMEOUT),
+        ("Traceback (most recent call last):\n  ...\nOSError: read timed out", ErrorCategory.DROPPED),
+        (
+            "Traceback (most recent call last):\n  ...\naiohttp.ServerDisconnectedError: Server disconnected",
+            ErrorCategory.CONNECT,
+        ),
     ],
 )
 def test_a_failed_request_keeps_what_vllm_said(tmp_path: Path, text: str, category: ErrorCategory) -> None:
