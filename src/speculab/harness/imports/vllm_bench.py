@@ -19,9 +19,9 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "vllm"
@@ -92,18 +92,9 @@ def _error(text: str) -> ErrorInfo:
     """vLLM keeps an HTTP reason, its own message, or a client traceback: the category from what it says."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else text
-    low = text.lower()
-    if "timeout" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low and "traceback" in low:
-        category = ErrorCategory.CONNECT
-    elif "never received a valid chunk" in low:
-        category = ErrorCategory.MALFORMED
-    elif "traceback" in low:
-        category = ErrorCategory.DROPPED
-    else:
-        category = ErrorCategory.HTTP
-    return ErrorInfo(category, f"vLLM bench serve: {last[:300]}")
+    # a traceback is an exception in vLLM's client; any other text is the server's reason phrase (or vLLM's own
+    # "Never received a valid chunk", which error_category knows)
+    return ErrorInfo(error_category(text, "traceback" not in text.lower()), f"vLLM bench serve: {last[:300]}")
 
 
 def _record(path: Path, lists: Mapping[str, list[Any]], i: int) -> RequestRecord:

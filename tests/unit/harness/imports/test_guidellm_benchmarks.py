@@ -66,7 +66,8 @@ def test_requests_go_in_the_order_they_were_queued(tmp_path: Path) -> None:
         ("Server error '500 Internal Server Error' for url 'http://127.0.0.1:8000/v1/completions'", ErrorCategory.HTTP),
         ("ConnectError: [Errno 111] Connection refused", ErrorCategory.CONNECT),
         ("ReadTimeout: timed out", ErrorCategory.TIMEOUT),
-        ("peer closed connection without sending complete message body", ErrorCategory.CONNECT),
+        # the shared rule changed this one: a connection the peer closed had been made (was CONNECT, from "connection")
+        ("peer closed connection without sending complete message body", ErrorCategory.DROPPED),
         ("Traceback (most recent call last):\n  ...\nValueError: bad chunk", ErrorCategory.HTTP),
     ],
 )

@@ -50,10 +50,12 @@ def test_a_failed_request_is_an_error_record(tmp_path: Path) -> None:
     ("code", "msg", "category", "status"),
     [
         (503, "busy", ErrorCategory.HTTP, 503),  # LLMPerf keeps the status and the body of a non-200 answer
-        (500, '{"error": "could not connect to the backend"}', ErrorCategory.CONNECT, 500),
-        (504, "Gateway Timeout", ErrorCategory.TIMEOUT, 504),
+        # the shared rule changed these three: an answer with a status is HTTP whatever its body says (were CONNECT
+        # and TIMEOUT); -1 with no words is an exception in LLMPerf's client, with no status: dropped (was HTTP)
+        (500, '{"error": "could not connect to the backend"}', ErrorCategory.HTTP, 500),
+        (504, "Gateway Timeout", ErrorCategory.HTTP, 504),
         (-1, "Connection refused", ErrorCategory.CONNECT, None),  # -1: an exception in LLMPerf's client
-        (-1, "", ErrorCategory.HTTP, None),
+        (-1, "", ErrorCategory.DROPPED, None),
         (None, "Request timed out", ErrorCategory.TIMEOUT, None),
     ],
 )

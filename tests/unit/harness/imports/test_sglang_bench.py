@@ -75,11 +75,13 @@ TB = "Traceback (most recent call last):\n  ...\n"
         (FIXTURE_500, ErrorCategory.HTTP, 500),
         ("Not Found: nope", ErrorCategory.HTTP, 404),
         ("Bad Gateway: could not connect to upstream", ErrorCategory.HTTP, 502),
-        ("Gateway Timeout: upstream request timeout", ErrorCategory.TIMEOUT, 504),
+        # the shared rule changed these two: an answer with a status is HTTP whatever its body says (was TIMEOUT);
+        # "timed out" is a timeout (was DROPPED)
+        ("Gateway Timeout: upstream request timeout", ErrorCategory.HTTP, 504),
         (TB + "aiohttp.ClientConnectorError: Cannot connect to host", ErrorCategory.CONNECT, None),
         (TB + "aiohttp.ClientPayloadError: Response payload is not completed", ErrorCategory.DROPPED, None),
         (TB + "TimeoutError", ErrorCategory.TIMEOUT, None),
-        (TB + "OSError: read timed out", ErrorCategory.DROPPED, None),
+        (TB + "OSError: read timed out", ErrorCategory.TIMEOUT, None),
     ],
 )
 def test_the_category_of_sglangs_error_texts(tmp_path: Path, text: str, category: ErrorCategory, status) -> None:
