@@ -224,7 +224,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=_level(ff, summary),
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
         key_kind="AIPerf conversation_id/turn_index",
         info=info,

@@ -243,7 +243,6 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         items=items if all(p is not None or m is not None for p, m in prompts) else (),
         info=info,
         notes=notes,

@@ -147,7 +147,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         info=info,
         notes=(f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",),
         label=path.parent.name or path.name,

@@ -213,7 +213,6 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         acceptance=_acceptance(d),
         info=info,
         notes=notes,

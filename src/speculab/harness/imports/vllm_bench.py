@@ -170,7 +170,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         acceptance=_acceptance(d),
         info=info,
         notes=notes,
