@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from speculab.cli import main
@@ -21,3 +24,9 @@ def one_line_error(err: str) -> str:
     assert len(lines) == 1, err
     assert "Traceback" not in err and lines[0].startswith("error:"), err
     return lines[0]
+
+
+def summary_tpot(out: Path) -> dict:
+    """The first load's first comparison's TPOT, as `speculab compare`/`run` wrote it to OUT/summary.json."""
+    s = json.loads((out / "summary.json").read_text())
+    return next(m for m in s["levels"][0]["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")

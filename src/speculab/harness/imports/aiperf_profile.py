@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, obj
+from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
 
 FORMAT = "aiperf"
 TOOL = "aiperf"
@@ -84,15 +84,8 @@ def _error(e: Any) -> ErrorInfo:
     """AIPerf's `error` ({code, type, message}): the category from its code and words."""
     d = e if isinstance(e, dict) else {"message": str(e)}
     text = " ".join(str(d.get(k) or "") for k in ("type", "message")).strip()
-    low = text.lower()
-    if "timeout" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low:
-        category = ErrorCategory.CONNECT
-    elif d.get("code") is not None:
-        category = ErrorCategory.HTTP
-    else:
-        category = ErrorCategory.DROPPED
+    # a code is the server's HTTP status; without one the error is an exception in AIPerf's client
+    category = error_category(text, d.get("code") is not None)
     code = f"{d['code']} " if d.get("code") is not None else ""
     return ErrorInfo(category, f"AIPerf: {code}{text[:300]}", d.get("code") if isinstance(d.get("code"), int) else None)
 
@@ -231,7 +224,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=_level(ff, summary),
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
         key_kind="AIPerf conversation_id/turn_index",
         info=info,

@@ -1,5 +1,6 @@
 """`FileFields`: one result file's fields checked where they enter, each surprise one line naming the file, the
-format and the field (a `UserError`, never a traceback)."""
+format and the field (a `UserError`, never a traceback); `error_category`: a failed request's category from what
+its tool wrote about it, one rule for every reader."""
 
 from __future__ import annotations
 
@@ -11,6 +12,34 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from speculab.errors import UserError
+from speculab.harness.records import ErrorCategory
+
+# the words of a tool's error text (lower case) that name a category
+_MALFORMED = ("never received a valid chunk",)  # vLLM's message for a stream with no valid chunk (SGLang's copy too)
+_TIMEOUT = ("timeout", "timed out")
+# a connection that was made and then lost: asked before "connect", which these contain
+_DROPPED = ("disconnect", "closed connection", "connection closed", "reset by peer")
+_CONNECT = ("connect",)
+
+
+def error_category(text: str, answered: bool | None) -> ErrorCategory:
+    """A failed request's category from its tool's error text. `answered`: whether the file says the server answered
+    with an HTTP status (True: a status or reason phrase; False: an exception in the tool's client, e.g. a traceback;
+    None: the file does not tell). An answered request is HTTP whatever its body says, as speculab's own client counts
+    it (the connection was made, and a gateway's 504 is an answer, not the client's timeout); otherwise the words
+    decide, and a client exception that names none of them is a dropped request."""
+    low = text.lower()
+    if any(w in low for w in _MALFORMED):
+        return ErrorCategory.MALFORMED
+    if answered:
+        return ErrorCategory.HTTP
+    if any(w in low for w in _TIMEOUT):
+        return ErrorCategory.TIMEOUT
+    if any(w in low for w in _DROPPED):
+        return ErrorCategory.DROPPED
+    if any(w in low for w in _CONNECT):
+        return ErrorCategory.CONNECT
+    return ErrorCategory.HTTP if answered is None else ErrorCategory.DROPPED
 
 
 def obj(v: Any) -> dict[str, Any]:

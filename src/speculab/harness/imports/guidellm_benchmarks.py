@@ -18,7 +18,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, obj
+from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
 
@@ -132,14 +132,9 @@ def _error(status: str, info: Mapping[str, Any]) -> ErrorInfo:
     if status == "incomplete":
         return ErrorInfo(ErrorCategory.CANCELLED, "GuideLLM: incomplete (cut off when the benchmark ended)")
     text = str(info.get("error") or "errored")
-    low = text.lower()
-    if "timeout" in low or "timed out" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low:
-        category = ErrorCategory.CONNECT
-    else:
-        category = ErrorCategory.HTTP
-    return ErrorInfo(category, f"GuideLLM: {text.strip().splitlines()[-1][:300] if text.strip() else 'errored'}")
+    # GuideLLM keeps the exception's text, which does not tell an HTTP answer from a client failure: the words decide
+    last = text.strip().splitlines()[-1][:300] if text.strip() else "errored"
+    return ErrorInfo(error_category(text, None), f"GuideLLM: {last}")
 
 
 def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> RequestRecord:
@@ -248,7 +243,6 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         items=items if all(p is not None or m is not None for p, m in prompts) else (),
         info=info,
         notes=notes,

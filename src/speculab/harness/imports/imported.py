@@ -20,8 +20,10 @@ class ImportedRun:
     tool: str  # e.g. "vllm bench serve"; "speculab bench" for a bench directory
     level: LevelSpec
     records: tuple[RequestRecord, ...]
-    # per position: the prompt's length in tokens as the file states it (the pairing check); None where unknown
-    input_lens: tuple[int | None, ...]
+    # per position: the prompt's length in tokens as the file states it (the pairing check); None where unknown.
+    # Left out (or ()): each measured record's `prompt_tokens`, in order, which is what every file reader states; a
+    # bench directory gives its own (per request index, its warmup left out)
+    input_lens: tuple[int | None, ...] = ()
     # the prompts, where known (a speculab bench run's workload, reloaded); () when the file holds none (vLLM's)
     items: tuple[RequestSpec, ...] = ()
     # per position: what the file says identifies the prompt across runs of the same tool (AIPerf's
@@ -36,6 +38,11 @@ class ImportedRun:
     # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike
     # (AIPerf's profile_export.jsonl in each run's artifact directory)
     label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.input_lens:
+            lens = tuple(r.prompt_tokens for r in self.records if not r.warmup)
+            object.__setattr__(self, "input_lens", lens)  # frozen: set once, here
 
     @property
     def name(self) -> str:

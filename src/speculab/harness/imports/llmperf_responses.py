@@ -19,9 +19,9 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
 
 FORMAT = "llmperf"
 TOOL = "llmperf"
@@ -81,15 +81,11 @@ def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
 def _error(code: Any, msg: Any) -> ErrorInfo:
     """LLMPerf keeps the HTTP status (-1: an exception in its client) and the body or message."""
     text = str(msg or "").strip()
-    low = text.lower()
-    if "timeout" in low or "timed out" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low:
-        category = ErrorCategory.CONNECT
-    else:
-        category = ErrorCategory.HTTP
     status = code if isinstance(code, int) and not isinstance(code, bool) and code >= 100 else None
-    return ErrorInfo(category, f"LLMPerf: error_code {code}: {text.splitlines()[-1][:300] if text else ''}", status)
+    # a status: the server answered; -1 (or another code): an exception in LLMPerf's client; no code: not told
+    answered = True if status is not None else (None if code in (None, "") else False)
+    last = text.splitlines()[-1][:300] if text else ""
+    return ErrorInfo(error_category(text, answered), f"LLMPerf: error_code {code}: {last}", status)
 
 
 def _failed(r: Mapping[str, Any]) -> bool:
@@ -151,7 +147,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         info=info,
         notes=(f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",),
         label=path.parent.name or path.name,

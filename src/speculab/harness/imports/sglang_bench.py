@@ -22,9 +22,9 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "sglang"
@@ -89,15 +89,8 @@ def _status(text: str) -> int | None:
 def _error(text: str) -> ErrorInfo:
     """SGLang keeps an HTTP reason and body, or a client traceback: the category from what it says."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    low = text.lower()
-    if "timeout" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low and "traceback" in low:
-        category = ErrorCategory.CONNECT
-    elif "traceback" in low:
-        category = ErrorCategory.DROPPED
-    else:
-        category = ErrorCategory.HTTP
+    # as vLLM's (SGLang took its client): a traceback is an exception in the client, else the server's answer
+    category = error_category(text, "traceback" not in text.lower())
     return ErrorInfo(category, f"SGLang bench_serving: {(lines[-1] if lines else text)[:300]}", _status(text))
 
 
@@ -220,7 +213,6 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         acceptance=_acceptance(d),
         info=info,
         notes=notes,

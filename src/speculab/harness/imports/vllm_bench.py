@@ -10,7 +10,6 @@ by vLLM's client) become the run's acceptance.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from itertools import accumulate
@@ -19,9 +18,9 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "vllm"
@@ -51,64 +50,34 @@ def detect(path: Path) -> bool:
     return head.startswith("{") and any(f'"{k}"' in head for k in ("backend", "endpoint_type", "tokenizer_id"))
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except OSError as e:  # a directory given with --format vllm, a file it may not read
-        raise UserError(f"{path}: read as a vLLM bench serve result: {e.strerror or e}") from None
-    except (ValueError, RecursionError) as e:
-        raise UserError(f"{path}: read as a vLLM bench serve result: not JSON ({str(e)[:200]})") from None
+def _load(ff: FileFields) -> dict[str, Any]:
+    d = ff.json(ff.text())
     if not isinstance(d, dict):
-        raise UserError(f"{path}: read as a vLLM bench serve result: not a JSON object")
+        ff.fail("not a JSON object")
     return d
 
 
-def _lists(path: Path, d: Mapping[str, Any]) -> dict[str, list[Any]]:
+def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
     """The per-request lists, all present and of one length (FileFields.request_lists), and the queue times where
     the file has them."""
-    out = FileFields(path, READ_AS).request_lists(d, PER_REQUEST, "start_times", _FIX)
+    out = ff.request_lists(d, PER_REQUEST, "start_times", _FIX)
     n, queue = len(out["start_times"]), d.get("queue_times")
     out["queue_times"] = queue if isinstance(queue, list) and len(queue) == n else [0.0] * n
     return out
-
-
-def _seconds(path: Path, key: str, i: int, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise UserError(f"{path}: read as a vLLM bench serve result: `{key}`[{i}] is {v!r}, not a number of seconds")
-    return float(v)
-
-
-def _count(path: Path, key: str, i: int, v: Any) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise UserError(f"{path}: read as a vLLM bench serve result: `{key}`[{i}] is {v!r}, not a token count")
-    return v
 
 
 def _error(text: str) -> ErrorInfo:
     """vLLM keeps an HTTP reason, its own message, or a client traceback: the category from what it says."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else text
-    low = text.lower()
-    if "timeout" in low:
-        category = ErrorCategory.TIMEOUT
-    elif "connect" in low and "traceback" in low:
-        category = ErrorCategory.CONNECT
-    elif "never received a valid chunk" in low:
-        category = ErrorCategory.MALFORMED
-    elif "traceback" in low:
-        category = ErrorCategory.DROPPED
-    else:
-        category = ErrorCategory.HTTP
-    return ErrorInfo(category, f"vLLM bench serve: {last[:300]}")
+    # a traceback is an exception in vLLM's client; any other text is the server's reason phrase (or vLLM's own
+    # "Never received a valid chunk", which error_category knows)
+    return ErrorInfo(error_category(text, "traceback" not in text.lower()), f"vLLM bench serve: {last[:300]}")
 
 
-def _record(path: Path, lists: Mapping[str, list[Any]], i: int) -> RequestRecord:
+def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> RequestRecord:
     """Request i: sent at its start time, first chunk at + TTFT, then one chunk per `itls` gap, done at + latency."""
-    sent = _seconds(path, "start_times", i, lists["start_times"][i])
+    sent = ff.number(lists["start_times"][i], f"start_times[{i}]")
     queue = lists["queue_times"][i]
     queue_s = float(queue) if isinstance(queue, (int, float)) and math.isfinite(queue) and queue >= 0 else 0.0
     err = lists["errors"][i]
@@ -116,45 +85,45 @@ def _record(path: Path, lists: Mapping[str, list[Any]], i: int) -> RequestRecord
         "index": i,
         "scheduled_s": sent - queue_s,
         "sent_s": sent,
-        "prompt_tokens": _count(path, "input_lens", i, lists["input_lens"][i]),
+        "prompt_tokens": ff.count(lists["input_lens"][i], f"input_lens[{i}]"),
         "token_count_source": TokenCountSource.VLLM_BENCH_FILE,
     }
     text = lists["generated_texts"][i]
     if err:
-        end = sent + max(0.0, _seconds(path, "latencies", i, lists["latencies"][i] or 0.0))
+        end = sent + max(0.0, ff.number(lists["latencies"][i] or 0.0, f"latencies[{i}]"))
         return RequestRecord(**base, end_s=end, output_text="", error=_error(str(err)))
     gaps = lists["itls"][i]
     if not isinstance(gaps, list):
-        raise UserError(f"{path}: read as a vLLM bench serve result: `itls`[{i}] is not a list of chunk gaps")
-    first = sent + _seconds(path, "ttfts", i, lists["ttfts"][i])
-    times = accumulate((_seconds(path, "itls", i, g) for g in gaps), initial=first)
+        ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
+    first = sent + ff.number(lists["ttfts"][i], f"ttfts[{i}]")
+    times = accumulate((ff.number(g, f"itls[{i}]") for g in gaps), initial=first)
     return RequestRecord(
         **base,
-        end_s=sent + _seconds(path, "latencies", i, lists["latencies"][i]),
+        end_s=sent + ff.number(lists["latencies"][i], f"latencies[{i}]"),
         chunks=tuple(ChunkEvent(t, "", None) for t in times),
         output_text=text if isinstance(text, str) else "",
-        completion_tokens=_count(path, "output_lens", i, lists["output_lens"][i]),
+        completion_tokens=ff.count(lists["output_lens"][i], f"output_lens[{i}]"),
     )
 
 
-def _level(path: Path, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
     """vLLM's `request_rate` ("inf" = all at once) and `max_concurrency` -> the offered load; a note when unusual."""
     if d.get("ramp_up_strategy"):
-        raise UserError(f"{path}: a vLLM run with a ramp-up ({d['ramp_up_strategy']}) is not one load; not read yet")
+        raise UserError(f"{ff.path}: a vLLM run with a ramp-up ({d['ramp_up_strategy']}) is not one load; not read yet")
     cap = d.get("max_concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     rate = d.get("request_rate", "inf")
     try:
         rate_rps = float(rate)
     except (TypeError, ValueError):
-        raise UserError(f"{path}: read as a vLLM bench serve result: `request_rate` is {rate!r}") from None
+        ff.fail(f"`request_rate` is {rate!r}")
     if math.isfinite(rate_rps) and rate_rps > 0:
         burst = d.get("burstiness", 1.0)
         arrival = "poisson" if burst in (None, 1, 1.0) else "gamma"
         return LevelSpec("rate", rate_rps, ("operating",), arrival, cap), None
     if cap is not None:
         return LevelSpec("concurrency", cap, ("low", "operating")), None
-    note = f"{path.name}: request rate inf and no max concurrency: all {n} requests were sent at once"
+    note = f"{ff.path.name}: request rate inf and no max concurrency: all {n} requests were sent at once"
     return LevelSpec("concurrency", n, ("operating",)), note
 
 
@@ -186,11 +155,12 @@ def _info(path: Path, d: Mapping[str, Any]) -> dict[str, Any]:
 
 def read(path: Path) -> ImportedRun:
     """Read one vLLM bench serve result file; a file it cannot read is one line naming it, the format and the field."""
-    d = _load(path)
-    lists = _lists(path, d)
+    ff = FileFields(path, READ_AS)
+    d = _load(ff)
+    lists = _lists(ff, d)
     n = len(lists["start_times"])
-    records = tuple(_record(path, lists, i) for i in range(n))
-    level, note = _level(path, d, n)
+    records = tuple(_record(ff, lists, i) for i in range(n))
+    level, note = _level(ff, d, n)
     info = _info(path, d)
     said = ", ".join(f"{k} {info[k]}" for k in ("date", "backend", "model_id") if k in info)
     version = f"vLLM {info['version']}" if info.get("version") else "vLLM version not stated in the file"
@@ -200,7 +170,6 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=level,
         records=records,
-        input_lens=tuple(r.prompt_tokens for r in records),
         acceptance=_acceptance(d),
         info=info,
         notes=notes,

@@ -65,6 +65,27 @@ def test_a_failed_request_is_an_error_record(tmp_path: Path) -> None:
     assert run.records[1].ok
 
 
+@pytest.mark.parametrize(
+    ("error", "category", "status"),
+    [
+        ({"code": 500, "type": "Internal Server Error", "message": "boom"}, ErrorCategory.HTTP, 500),
+        # the shared rule changed these three: a code is the server's answer, HTTP whatever its words (were CONNECT
+        # and TIMEOUT); "timed out" is a timeout (was DROPPED)
+        ({"code": 502, "type": "Bad Gateway", "message": "could not connect to upstream"}, ErrorCategory.HTTP, 502),
+        ({"code": 504, "type": "Gateway Timeout", "message": ""}, ErrorCategory.HTTP, 504),
+        ({"code": None, "type": "ClientConnectorError", "message": "Cannot connect"}, ErrorCategory.CONNECT, None),
+        ({"code": None, "type": "TimeoutError", "message": ""}, ErrorCategory.TIMEOUT, None),
+        ({"code": None, "type": "ClientPayloadError", "message": "payload not completed"}, ErrorCategory.DROPPED, None),
+        ({"code": None, "type": "ReadError", "message": "read timed out"}, ErrorCategory.TIMEOUT, None),
+        ("a bare string", ErrorCategory.DROPPED, None),
+    ],
+)
+def test_the_category_of_aiperfs_errors(tmp_path: Path, error, category: ErrorCategory, status) -> None:
+    r = aiperf_profile.read(_write(tmp_path, [_rec(0, 0.0, error=error)])).records[0]
+    assert (r.error.category, r.error.status) == (category, status)
+    assert r.error.message.startswith("AIPerf: ")
+
+
 def test_the_load_is_the_summarys_and_without_it_the_file_is_refused(tmp_path: Path) -> None:
     rate = ({"kind": "profiling", "type": "poisson", "rate": 2.5, "concurrency": 8},)
     level = aiperf_profile.read(_write(tmp_path, [_rec(0, 0)], phases=rate)).level

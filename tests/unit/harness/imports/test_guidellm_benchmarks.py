@@ -59,6 +59,23 @@ def test_requests_go_in_the_order_they_were_queued(tmp_path: Path) -> None:
     assert not failed.ok and failed.error.category is ErrorCategory.HTTP and "boom" in failed.error.message
 
 
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("HTTP 500: boom", ErrorCategory.HTTP),
+        ("Server error '500 Internal Server Error' for url 'http://127.0.0.1:8000/v1/completions'", ErrorCategory.HTTP),
+        ("ConnectError: [Errno 111] Connection refused", ErrorCategory.CONNECT),
+        ("ReadTimeout: timed out", ErrorCategory.TIMEOUT),
+        # the shared rule changed this one: a connection the peer closed had been made (was CONNECT, from "connection")
+        ("peer closed connection without sending complete message body", ErrorCategory.DROPPED),
+        ("Traceback (most recent call last):\n  ...\nValueError: bad chunk", ErrorCategory.HTTP),
+    ],
+)
+def test_the_category_of_guidellms_error_texts(tmp_path: Path, text: str, category: ErrorCategory) -> None:
+    r = gl.read(_file(tmp_path, {"errored": [_req(0, 1.0, error=text)]})).records[0]
+    assert r.error.category is category and r.error.message.startswith("GuideLLM: ") and "\n" not in r.error.message
+
+
 def test_an_incomplete_request_was_cut_off_not_failed(tmp_path: Path) -> None:
     run = gl.read(_file(tmp_path, {"successful": [_req(0, 1.0)], "incomplete": [_req(1, 1.1)]}))
     assert run.records[1].error.category is ErrorCategory.CANCELLED

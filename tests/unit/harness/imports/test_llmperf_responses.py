@@ -46,6 +46,26 @@ def test_a_failed_request_is_an_error_record(tmp_path: Path) -> None:
     assert run.records[2].sent_s == pytest.approx(0.1)  # a failed request took no time in the file
 
 
+@pytest.mark.parametrize(
+    ("code", "msg", "category", "status"),
+    [
+        (503, "busy", ErrorCategory.HTTP, 503),  # LLMPerf keeps the status and the body of a non-200 answer
+        # the shared rule changed these three: an answer with a status is HTTP whatever its body says (were CONNECT
+        # and TIMEOUT); -1 with no words is an exception in LLMPerf's client, with no status: dropped (was HTTP)
+        (500, '{"error": "could not connect to the backend"}', ErrorCategory.HTTP, 500),
+        (504, "Gateway Timeout", ErrorCategory.HTTP, 504),
+        (-1, "Connection refused", ErrorCategory.CONNECT, None),  # -1: an exception in LLMPerf's client
+        (-1, "", ErrorCategory.DROPPED, None),
+        (None, "Request timed out", ErrorCategory.TIMEOUT, None),
+    ],
+)
+def test_the_category_of_llmperfs_errors(tmp_path: Path, code, msg: str, category: ErrorCategory, status) -> None:
+    row = _resp(0, error_code=code, error_msg=msg, ttft_s=0, end_to_end_latency_s=0)
+    r = llmperf_responses.read(_write(tmp_path, [row])).records[0]
+    assert (r.error.category, r.error.status) == (category, status)
+    assert r.error.message.startswith(f"LLMPerf: error_code {code}: ") and "\n" not in r.error.message
+
+
 def test_a_missing_summary_is_one_line(tmp_path: Path) -> None:
     f = _write(tmp_path, [_resp(0)], concurrency=None)
     with pytest.raises(UserError, match=r"read as an LLMPerf .*: no m_60_16_summary.json beside it .*num-concurrent"):

@@ -62,6 +62,34 @@ def test_a_failed_request_is_an_error_record(tmp_path: Path) -> None:
     assert not run.records[1].chunks and run.records[0].ok
 
 
+FIXTURE_500 = (
+    'Internal Server Error: {"error": {"message": "mock fault: internal server error", "type": "server_error", '
+    '"param": null, "code": "mock_fault"}}'
+)  # as in tests/fixtures/imports/sglang/errors.jsonl
+TB = "Traceback (most recent call last):\n  ...\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "status"),
+    [
+        (FIXTURE_500, ErrorCategory.HTTP, 500),
+        ("Not Found: nope", ErrorCategory.HTTP, 404),
+        ("Bad Gateway: could not connect to upstream", ErrorCategory.HTTP, 502),
+        # the shared rule changed these two: an answer with a status is HTTP whatever its body says (was TIMEOUT);
+        # "timed out" is a timeout (was DROPPED)
+        ("Gateway Timeout: upstream request timeout", ErrorCategory.HTTP, 504),
+        (TB + "aiohttp.ClientConnectorError: Cannot connect to host", ErrorCategory.CONNECT, None),
+        (TB + "aiohttp.ClientPayloadError: Response payload is not completed", ErrorCategory.DROPPED, None),
+        (TB + "TimeoutError", ErrorCategory.TIMEOUT, None),
+        (TB + "OSError: read timed out", ErrorCategory.TIMEOUT, None),
+    ],
+)
+def test_the_category_of_sglangs_error_texts(tmp_path: Path, text: str, category: ErrorCategory, status) -> None:
+    r = sglang_bench.read(_write(tmp_path, _line(errors=[text, "", ""]))).records[0]
+    assert (r.error.category, r.error.status) == (category, status)
+    assert r.error.message.startswith("SGLang bench_serving: ") and "\n" not in r.error.message
+
+
 def test_loads_and_acceptance(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"--request-rate 4: its send times are random draws .*not read yet"):
         sglang_bench.read(_write(tmp_path, _line(rate=4.0)))

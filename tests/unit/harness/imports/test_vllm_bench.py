@@ -74,6 +74,17 @@ def test_no_version_stated_is_said(tmp_path: Path) -> None:
         ),
         ("Never received a valid chunk to calculate TTFT.", ErrorCategory.MALFORMED),
         ("Traceback (most recent call last):\n  ...\naiohttp.ClientPayloadError: closed", ErrorCategory.DROPPED),
+        ("Service Unavailable", ErrorCategory.HTTP),  # vLLM keeps `response.reason` of a non-200 answer
+        ("Bad Gateway", ErrorCategory.HTTP),
+        # the shared rule (fields.error_category) changed these three: a gateway's 504 is the server's answer, not
+        # the client's timeout (was TIMEOUT); "timed out" is a timeout (was DROPPED); a server that disconnected had
+        # been connected to (was CONNECT, from "connect" in "disconnected")
+        ("Gateway Timeout", ErrorCategory.HTTP),
+        ("Traceback (most recent call last):\n  ...\nOSError: read timed out", ErrorCategory.TIMEOUT),
+        (
+            "Traceback (most recent call last):\n  ...\naiohttp.ServerDisconnectedError: Server disconnected",
+            ErrorCategory.DROPPED,
+        ),
     ],
 )
 def test_a_failed_request_keeps_what_vllm_said(tmp_path: Path, text: str, category: ErrorCategory) -> None:
@@ -89,9 +100,12 @@ def test_a_failed_request_keeps_what_vllm_said(tmp_path: Path, text: str, catego
         ({"latencies": None}, r"no `latencies`; write it with `vllm bench serve --save-result --save-detailed`"),
         ({"itls": {"a": 1}}, r"`itls` is not a list"),
         ({"ttfts": RAW["ttfts"][:-1]}, r"`ttfts` has 39 entries, `start_times` 40"),
-        ({"ttfts": ["fast", *RAW["ttfts"][1:]]}, r"`ttfts`\[0\] is 'fast', not a number of seconds"),
-        ({"output_lens": [-1, *RAW["output_lens"][1:]]}, r"`output_lens`\[0\] is -1, not a token count"),
-        ({"request_rate": "fast"}, r"`request_rate` is 'fast'"),
+        ({"ttfts": ["fast", *RAW["ttfts"][1:]]}, r"`ttfts\[0\]` is 'fast', not a number"),
+        ({"output_lens": [-1, *RAW["output_lens"][1:]]}, r"`output_lens\[0\]` is -1, not a token count"),
+        ({"request_rate": "fast"}, r"read as a vLLM bench serve result: `request_rate` is 'fast'"),
+        ({"itls": [0.1, *RAW["itls"][1:]]}, r"`itls\[0\]` is not a list of chunk gaps"),
+        ({"itls": [["x"], *RAW["itls"][1:]]}, r"`itls\[0\]` is 'x', not a number"),
+        ({"start_times": [None, *RAW["start_times"][1:]]}, r"no `start_times\[0\]`"),
     ],
 )
 def test_a_bad_field_is_one_line_naming_file_format_and_field(tmp_path: Path, changes, message) -> None:
@@ -114,3 +128,16 @@ def test_detect_reads_the_setup_keys_at_the_head(tmp_path: Path) -> None:
 def test_a_directory_read_as_a_vllm_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"read as a vLLM bench serve result: Is a directory"):
         vllm_bench.read(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[1, 2]", r"read as a vLLM bench serve result: not a JSON object$"), ('{"a": ', r"not JSON \(Expecting")],
+)
+def test_a_file_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "run.json"
+    f.write_text(text)
+    with pytest.raises(UserError, match=message):
+        vllm_bench.read(f)
+    with pytest.raises(UserError, match=r": no such file$"):
+        vllm_bench.read(tmp_path / "gone.json")
