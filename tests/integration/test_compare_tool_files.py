@@ -71,3 +71,41 @@ def test_a_vs_a_says_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
     assert code == 0, err
     assert summary_tpot(tmp_path / "aa")["decision"] == "equivalent"
     assert f"TPOT equivalent at concurrency {load}" in out
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_unpaired_the_candidate_is_still_1_5x_faster_and_a_vs_a_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
+    # --unpaired: the same files as two samples, each arm's requests against the other's (the rank-sum interval)
+    (base, cand, again), _, load, _ = FORMATS[fmt]
+    code, out, err = run_main(capsys, "compare", str(base), str(cand), "--unpaired", "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    tp = summary_tpot(tmp_path / "ab")
+    assert tp["unit"] == "unpaired" and tp["samples"] == [40, 40] and tp["n_pairs"] == 0
+    assert tp["speedup_low"] <= 1.5 <= tp["speedup_high"] or abs(tp["speedup"] / 1.5 - 1) < 0.02, tp
+    assert tp["decision"] == "faster"
+    assert out.split("\n")[0].endswith("prompts · unpaired · temperature not recorded · 1 repeat")
+    assert f"at concurrency {load} (unpaired)" in out and "unpaired: 40 B vs 40 A requests" in out
+    code, out, err = run_main(capsys, "compare", str(base), str(again), "--unpaired", "--output", str(tmp_path / "aa"))
+    assert code == 0, err
+    assert summary_tpot(tmp_path / "aa")["decision"] == "equivalent"
+    assert f"TPOT equivalent at concurrency {load} (unpaired)" in out
+
+
+def test_files_of_different_prompts_are_compared_unpaired_saying_why(tmp_path: Path, capsys) -> None:
+    # the candidate's file without its last 6 requests (a run of 34 prompts): the counts differ, so nothing is paired
+    (base, cand, _), reader, _, _ = FORMATS["vllm"]
+    raw = json.loads(cand.read_text())
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(raw | {k: raw[k][:34] for k in (*reader.PER_REQUEST, "generated_texts")}))
+    code, out, err = run_main(capsys, "compare", str(base), str(cut), "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    tp = summary_tpot(tmp_path / "ab")
+    assert tp["unit"] == "unpaired" and tp["samples"] == [34, 40] and tp["decision"] == "faster"
+    assert abs(tp["speedup"] / 1.5 - 1) < 0.05, tp
+    summary = json.loads((tmp_path / "ab" / "summary.json").read_text())
+    assert summary["setup"]["paired"] is False
+    why = next(w for w in summary["warnings"] if w.startswith("unpaired:"))
+    assert "cannot be paired per prompt (40 prompts vs 34)" in why and "rank-sum interval" in why
+    assert "--disable-shuffle" in why  # how to pair them next time, in vLLM's terms
+    page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")
+    assert "<th>pairing</th><td>unpaired" in page and "(unpaired)" in page

@@ -14,7 +14,7 @@ import pytest
 from speculab.config import load_experiment, parse_experiment
 from speculab.errors import EndpointError, UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.experiment.compare import inputs_from_bench_dirs
+from speculab.harness.experiment.compare import inputs_from_bench_dirs, inputs_from_results
 from speculab.harness.experiment.init import ServerLook, look_at_server, starter_yaml
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
@@ -74,14 +74,14 @@ def test_init_unreachable_url_is_one_clear_error() -> None:
         asyncio.run(look_at_server("http://127.0.0.1:9"))
 
 
-def _bench(url: str, out: Path, concurrency: int = 2) -> None:
-    wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=12)
+def _bench(url: str, out: Path, concurrency: int = 2, prompts: int = 12) -> None:
+    wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=prompts)
     cfg = BenchConfig(
         endpoint=EndpointConfig(base_url=url, model=""),
         sampling=RequestSampling(max_tokens=16),
         load=LoadConfig(concurrency=concurrency),
         output_dir=out,
-        workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": 12},
+        workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": prompts},
     )
     asyncio.run(run_bench(cfg, wl.items))
 
@@ -93,6 +93,7 @@ def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
         _bench(a, tmp_path / "a")
         _bench(b, tmp_path / "b")
         _bench(b, tmp_path / "b4", concurrency=4)
+        _bench(b, tmp_path / "b18", prompts=18)
     inputs = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b")
     assert [a.name for a in inputs.arms] == ["baseline", "candidate"]
     assert inputs.changes[0].verified is None and "not interleaved" in inputs.notes[0]
@@ -103,6 +104,15 @@ def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
     assert report.level("c2").comparison("candidate").metric("tpot_s").verdict == "faster"
     with pytest.raises(UserError, match=r"cannot be paired: load.concurrency: 2 vs 4"):
         inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b4")
+    # another number of prompts: refused as a pair, compared when asked to as two samples (the load still must match)
+    with pytest.raises(UserError, match=r"workload.n_items: 12 vs 18; .*with --unpaired\)"):
+        inputs_from_results(tmp_path / "a", tmp_path / "b18")
+    unpaired = inputs_from_results(tmp_path / "a", tmp_path / "b18", unpaired=True)
+    assert not unpaired.setup.paired and unpaired.setup.items == ()
+    tp = build_report(unpaired).level("c2").comparison("candidate").metric("tpot_s")
+    assert tp.unit == "unpaired" and tp.samples == (18, 12) and tp.verdict == "faster"
+    with pytest.raises(UserError, match=r"cannot be compared: load.concurrency: 2 vs 4"):
+        inputs_from_results(tmp_path / "a", tmp_path / "b4", unpaired=True)
     with pytest.raises(UserError, match="give the output directory of a `speculab bench` run"):
         inputs_from_bench_dirs(tmp_path / "a", tmp_path / "nope")
     (tmp_path / "c").mkdir()

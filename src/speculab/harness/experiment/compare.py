@@ -148,8 +148,12 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
         *_condition_differences(ma, mb),
     ]
     if diffs:
+        # only the prompts differ: two samples of one workload may still be compared, unpaired
+        prompts_only = not _condition_differences(ma, mb)
+        also = " (or compare them as two samples with --unpaired)" if prompts_only else ""
         raise UserError(
-            f"{dir_a} and {dir_b} cannot be paired: {'; '.join(diffs)}; rerun one of them with the other's settings"
+            f"{dir_a} and {dir_b} cannot be paired: {'; '.join(diffs)}; rerun one of them with the other's "
+            f"settings{also}"
         )
     level = _level(ma.get("load") or {})
     items, note = _items(ma)
