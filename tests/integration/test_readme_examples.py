@@ -2,10 +2,12 @@
 diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve demo` (issue 24's "done means").
 
 Only the ports and the starter's size change (free ports instead of 8000/8001, which another process may hold;
-`--minutes 0.5`, init's smallest starter, instead of 3: the workflow is what is tested, and the suite's time is
-bounded), `speculab` is this checkout's (a shim on PATH, as are `python` for the starter's launch command), and
-Spec-Bench's question file, which is not shipped, is a made-up one in its format: 40 questions, some far too long for
-the demo's 512-token context, 16 with a second turn. About two minutes on 2 cores.
+`--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 2` edited to 1 before the dry
+run, as its comments invite: the workflow is what is tested, and the suite's time is bounded; one repeat halves the
+run's launches and requests, and launch mode's ABBA over two repeats is test_experiment_lifecycle's), `speculab` is
+this checkout's (a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's question file,
+which is not shipped, is a made-up one in its format: 40 questions, some far too long for the demo's 512-token
+context, 16 with a second turn. About three minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ def _spec_bench(cwd: Path) -> None:
             f.write(json.dumps({"question_id": i + 1, "category": f"cat{i % 13}", "turns": turns}) + "\n")
 
 
+def _one_repeat(starter: Path) -> list[tuple[str, str]]:
+    """The starter init wrote, edited to one repeat (its size, as `--minutes` is); the candidates it lists."""
+    text = starter.read_text(encoding="utf-8")
+    assert re.search(r"^repeats: 2 ", text, re.M), "init's starter no longer has `repeats: 2`: update the edit"
+    starter.write_text(re.sub(r"^repeats: 2 ", "repeats: 1 ", text, flags=re.M), encoding="utf-8")
+    return re.findall(r"^  - \{method: (\w+), num_speculative_tokens: (\d+)", text, re.M)
+
+
 def _wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -102,6 +112,7 @@ def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
         return proc
 
     servers: list[subprocess.Popen] = []
+    candidates: list[tuple[str, str]] = []
     try:
         plain = serve(f"exec speculab serve demo --port {ports['8000']}")
         _wait_ready(int(ports["8000"]), plain)
@@ -115,6 +126,7 @@ def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
             assert "Traceback" not in done.stderr, done.stderr
             if "then stop the server on port 8000" in line:
                 _stop(plain)
+                candidates = _one_repeat(tmp_path / "experiment.yaml")
             if "--dry-run" in cmd:
                 assert "estimated duration: ~" in done.stderr and "requests: " in done.stderr, done.stderr
     finally:
@@ -122,5 +134,11 @@ def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
             _stop(proc)
     summary = json.loads((tmp_path / "runs" / "ab1" / "summary.json").read_text())
     assert summary["levels"], "the A/B run wrote no levels"
+    # every candidate the starter listed ran, at every load, once (the edit changed the repeats and nothing else)
+    assert len(candidates) >= 2 and [c["name"] for c in summary["candidates"]] == [f"{m}-k{k}" for m, k in candidates]
+    for level in summary["levels"]:
+        assert {a["arm"]: a["repeats"] for a in level["arms"]} == dict.fromkeys(
+            ["baseline", *(f"{m}-k{k}" for m, k in candidates)], 1
+        )
     fitted = json.loads((tmp_path / "runs" / "plain" / "manifest.json").read_text())["fit"]
     assert fitted["context"] == 512 and fitted["left_out"]  # builtin:grounded has prompts too long for the demo

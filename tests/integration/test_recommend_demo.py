@@ -1,9 +1,9 @@
 """Issue 28's done-means on the demo engine, made small enough for the suite: an experiment with two n-gram k and
-plain at concurrency 1 and 4 through `speculab run`, whose recommendation agrees with each load's verdict, whose
-recommended.yaml `speculab run` accepts and re-verifies (never slower, and consistent with the first run where the
-candidate was chosen), and whose recommended flags are the ones that re-run launched (so the engine accepted
-them). The full experiment (k=2/4/8 and the draft at 1/4/16) is bench/recommend_demo.yaml, measured in
-docs/recommendation.md."""
+plain at concurrency 1 and 4 through `speculab run`, whose recommendation agrees with each load's verdict and is
+printed, whose recommended.yaml (just the winner, a verified single change) `speculab run` accepts and re-verifies
+(never slower, and consistent with the first run where the candidate was chosen), and whose recommended flags are
+the ones that re-run launched (so the engine accepted them). The full experiment (k=2/4/8 and the draft at 1/4/16)
+is bench/recommend_demo.yaml, measured in docs/recommendation.md."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import run_main
+from speculab.config import parse_experiment
+from speculab.harness.experiment.plan import plan_experiment
 from speculab.harness.servers.process import free_port
 
 pytest.importorskip("torch")
@@ -43,8 +45,9 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     exp = tmp_path / "exp.yaml"
     exp.write_text(_experiment(free_port()), encoding="utf-8")
     first = tmp_path / "first"
-    code, _, err = run_main(capsys, "run", str(exp), "--output", str(first))
+    code, out, err = run_main(capsys, "run", str(exp), "--output", str(first))
     assert code == 0, err
+    assert "recommendation:" in out and "to ship:" in err  # the terminal says what to ship
     summary = json.loads((first / "summary.json").read_text())
     rec = summary["recommendation"]
     # the bands agree with the per-load verdicts: each load's choice is that load's best, plain where none is faster
@@ -63,6 +66,11 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     assert rec["form"] != "plain" and rec["loads"][0]["choice"] != "baseline", rec["loads"]
     flags = (first / "recommended-flags.txt").read_text(encoding="utf-8").splitlines()
     assert "The config to ship" in page
+    # recommended.yaml is an experiment with just the winner, and only speculation differs from the baseline in it
+    again = parse_experiment((first / "recommended.yaml").read_text(encoding="utf-8"), "recommended.yaml")
+    (sp,) = again.speculations
+    assert sp.method == "ngram" and any("--speculative-config" in ln for ln in flags)
+    assert plan_experiment(again).changes[0].verified
     second = tmp_path / "second"
     code, _, err = run_main(capsys, "run", str(first / "recommended.yaml"), "--output", str(second))
     assert code == 0, err

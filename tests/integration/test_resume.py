@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -105,31 +106,40 @@ def _assert_whole(out: Path) -> None:
                 assert with_seed["output_text"] == text[(arm, with_seed["index"])]
 
 
+def _kill_trial(trial: int, moment: int, exp: Path, out: Path, total: int) -> None:
+    """One trial: `run` killed once its directory holds `moment` records (every third trial also its first resume,
+    later on), then `--resume` to the end; the design is whole and nothing on disk before a kill was lost."""
+    on_disk = _kill_at(_cli("run", str(exp), "--output", str(out)), out, moment)
+    if trial % 3 == 1 and on_disk is not None:  # a resumed run killed in turn, later on
+        on_disk = _kill_at(_cli("run", "--resume", str(out)), out, min(total, moment + total // 5)) or on_disk
+    resumed = _cli("run", "--resume", str(out))  # the experiment file is the one DIR recorded
+    _, stderr = resumed.communicate(timeout=HANG_S)
+    assert resumed.returncode == 0, f"trial {trial} (killed at {moment} records): {stderr[-2000:]}"
+    assert "Traceback" not in stderr
+    assert on_disk is None or "resuming" in stderr
+    _assert_whole(out)
+    if on_disk is not None:
+        assert _lines(out, aside=True) >= on_disk  # nothing recorded before the kill was lost
+
+
 @pytest.mark.slow
 def test_kill_9_at_ten_random_moments_then_resume_finishes_the_design(tmp_path: Path) -> None:
     fast = {"ttft_s": 0.002, "gap_s": 0.003, "output_tokens": 8}
     spec = {**fast, "gap_s": 0.002, "tokens_per_chunk": 2, "num_speculative_tokens": 1}
     total = len(ARMS) * len(LEVELS) * REPEATS * PROMPTS
     rng = random.Random(25)
+    # one moment in each tenth of the run (by records on disk), from before its first record to after its last
+    # (each arm's warmup record too: then it is saving, scraping or rendering the report)
+    moments = [rng.randint(t * total // 10, (t + 1) * total // 10) if t < 9 else total + len(ARMS) for t in range(10)]
     with mock_process(**fast) as url_a, mock_process(**spec) as url_b:
         exp = tmp_path / "exp.yaml"
         exp.write_text(two_url_yaml(url_a, url_b))
-        for trial in range(10):
-            out = tmp_path / f"run{trial}"
-            # one moment in each tenth of the run (by records on disk), from before its first record to after its
-            # last (each arm's warmup record too: then it is saving, scraping or rendering the report)
-            moment = rng.randint(trial * total // 10, (trial + 1) * total // 10) if trial < 9 else total + len(ARMS)
-            on_disk = _kill_at(_cli("run", str(exp), "--output", str(out)), out, moment)
-            if trial % 3 == 1 and on_disk is not None:  # a resumed run killed in turn, later on
-                on_disk = _kill_at(_cli("run", "--resume", str(out)), out, min(total, moment + total // 5)) or on_disk
-            resumed = _cli("run", "--resume", str(out))  # the experiment file is the one DIR recorded
-            _, stderr = resumed.communicate(timeout=HANG_S)
-            assert resumed.returncode == 0, f"trial {trial} (killed at {moment} records): {stderr[-2000:]}"
-            assert "Traceback" not in stderr
-            assert on_disk is None or "resuming" in stderr
-            _assert_whole(out)
-            if on_disk is not None:
-                assert _lines(out, aside=True) >= on_disk  # nothing recorded before the kill was lost
+        # the trials are independent (each its own directory, the moment read from its own records), so two run at
+        # a time: each is mostly a CLI's start-up and its report, so the pair takes about half as long
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            trials = [pool.submit(_kill_trial, t, m, exp, tmp_path / f"run{t}", total) for t, m in enumerate(moments)]
+            for done in trials:
+                done.result()
 
 
 def test_a_changed_experiment_is_refused_before_anything_runs(tmp_path: Path) -> None:
