@@ -94,7 +94,7 @@ def test_a_guidellm_sweep_against_one_load_needs_benchmark_n(tmp_path: Path, cap
     assert code == 0, err
     # two benchmarks at one load cannot be told apart as a sweep: pick one
     code, _, err = run_main(capsys, "compare", str(sweep), str(sweep), "--output", str(tmp_path / "q"))
-    assert code == 2 and "two benchmarks at one load" in one_line_error(err)
+    assert code == 2 and "two GuideLLM benchmark(s) at one load" in one_line_error(err)
 
 
 def test_a_guidellm_sweep_is_compared_load_by_load_with_the_crossover(tmp_path: Path, capsys) -> None:

@@ -112,17 +112,28 @@ def test_sglang_failed_requests_as_sglang_wrote_them() -> None:
     assert "mock fault" in failed[0].error.message
 
 
-def test_an_sglang_file_of_two_runs_needs_benchmark_n(tmp_path: Path, capsys) -> None:
+def test_an_sglang_file_of_two_runs_against_one_needs_benchmark_n(tmp_path: Path, capsys) -> None:
     # two-runs.jsonl: bench_serving appended two runs, at --max-concurrency 2 then 4
     two = SG / "two-runs.jsonl"
     code, _, err = run_main(capsys, "compare", str(two), str(RUNS["sglang"][1]), "--output", str(tmp_path / "o"))
     line = one_line_error(err)
-    assert code == 2 and str(two) in line and "2 runs" in line and "--benchmark N (0-based, 0 to 1)" in line, line
+    assert code == 2 and str(two) in line and "holds 2 SGLang run(s)" in line, line
+    assert "--benchmark N (0-based, 0 to 1)" in line, line
     args = ("compare", str(two), str(RUNS["sglang"][1]), "--benchmark")
     code, _, err = run_main(capsys, *args, "0", "--output", str(tmp_path / "p"))
     assert code == 2 and "different loads (concurrency 2 vs concurrency 4)" in one_line_error(err)
     code, out, err = run_main(capsys, *args, "1", "--output", str(tmp_path / "q"))
     assert code == 0 and "concurrency 4" in out, err
+
+
+def test_two_sglang_files_of_several_runs_are_compared_load_by_load(tmp_path: Path, capsys) -> None:
+    two = SG / "two-runs.jsonl"  # A vs A: the same file on both sides, its two loads each a comparison
+    code, out, err = run_main(capsys, "compare", str(two), str(two), "--output", str(tmp_path / "o"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert [lv["label"] for lv in summary["levels"]] == ["concurrency 2", "concurrency 4"]
+    assert summary["levels"][0]["roles"] == ["low", "sweep"] and summary["levels"][1]["roles"] == ["operating", "sweep"]
+    assert "TPOT equivalent at concurrency 2" in out and "TPOT equivalent at concurrency 4" in out
 
 
 def test_every_tools_fixture_is_detected_as_its_own() -> None:

@@ -97,7 +97,7 @@ def test_files_of_different_prompts_are_compared_unpaired_saying_why(tmp_path: P
     raw = json.loads(cand.read_text())
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps(raw | {k: raw[k][:34] for k in (*reader.PER_REQUEST, "generated_texts")}))
-    code, out, err = run_main(capsys, "compare", str(base), str(cut), "--output", str(tmp_path / "ab"))
+    code, _out, err = run_main(capsys, "compare", str(base), str(cut), "--output", str(tmp_path / "ab"))
     assert code == 0, err
     tp = summary_tpot(tmp_path / "ab")
     assert tp["unit"] == "unpaired" and tp["samples"] == [34, 40] and tp["decision"] == "faster"

@@ -21,7 +21,14 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, llmperf_responses, sglang_bench, vllm_bench
+from speculab.harness.imports import (
+    aiperf_profile,
+    guidellm_benchmarks,
+    llmperf_responses,
+    sglang_bench,
+    vllm_bench,
+    vllm_sweep,
+)
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
@@ -33,7 +40,9 @@ from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size
 
 CANDIDATE = "candidate"
 # the readers of other tools' files, by --format name: each has FORMAT, TOOL, NAME, NOTE, HOW, detect(path), read(path)
-READERS = {m.FORMAT: m for m in (vllm_bench, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)}
+READERS = {
+    m.FORMAT: m for m in (vllm_bench, vllm_sweep, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)
+}
 # the readers of files that may hold several runs (loads): `--benchmark N` picks one
 _SEVERAL = (guidellm_benchmarks, sglang_bench)
 FORMATS = ("speculab", *READERS)
@@ -41,7 +50,8 @@ FORMATS = ("speculab", *READERS)
 # an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named *_individual_responses.json
 _DETECT = (guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses, vllm_bench)
 _GIVE = (
-    "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file, a GuideLLM "
+    "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
+    "serve` directory, a GuideLLM "
     "benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving --output-details JSONL or an LLMPerf "
     "*_individual_responses.json"
 )
@@ -216,6 +226,8 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         if fmt not in FORMATS:
             raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
         return fmt
+    if vllm_sweep.detect(path):  # a directory of run=N.json files (or of such), or a SERVE--<setting> prefix
+        return vllm_sweep.FORMAT
     if path.is_dir():
         return "speculab"
     if not path.exists():
@@ -249,15 +261,69 @@ def inputs_from_results(
             return inputs_from_bench_dirs(path_a, path_b)
         _same_conditions(path_a, path_b)
     readers = tuple(READERS[k] for k in kinds if k in READERS)
-    if benchmark is None and kinds == (guidellm_benchmarks.FORMAT,) * 2:
-        sweeps = (guidellm_benchmarks.read_all(path_a), guidellm_benchmarks.read_all(path_b))
-        if max(len(s) for s in sweeps) > 1:  # GuideLLM sweeps: one comparison per load, benchmark by benchmark
-            pairs = _sweep_pairs(path_a, path_b, *sweeps)
-            why = [f"benchmark {i} ({x.level.label}): {p}" for i, (x, y) in enumerate(pairs) if (p := _unpaired(x, y))]
-            return _imported_inputs(pairs, readers, _why_unpaired(why[0] if why else None, unpaired))
-    a, b = (_read(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
-    _same_load(path_a, path_b, a, b)
-    return _imported_inputs(((a, b),), readers, _why_unpaired(_unpaired(a, b), unpaired))
+    sa, sb = (_all_runs(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
+    if vllm_sweep.FORMAT in kinds:  # a sweep's loads and runs: one comparison per load, run j with run j
+        pairs = _by_load(path_a, path_b, sa, sb)
+    elif len(sa) > 1 or len(sb) > 1:  # a GuideLLM sweep or an SGLang file of several runs: benchmark i with i
+        pairs = _sweep_pairs(path_a, path_b, sa, sb, kinds)
+    else:
+        _same_load(path_a, path_b, sa[0], sb[0])
+        pairs = ((sa[0], sb[0]),)
+    return _imported_inputs(pairs, readers, _why_unpaired(_pairs_problem(pairs), unpaired))
+
+
+def _all_runs(path: Path, kind: str, benchmark: int | None) -> tuple[ImportedRun, ...]:
+    """Every run a result holds (a sweep's, load by load; an SGLang file's lines), or the one `benchmark` picks."""
+    if kind == vllm_sweep.FORMAT:
+        return vllm_sweep.read_all(path)
+    if benchmark is None and kind in (m.FORMAT for m in _SEVERAL):
+        return READERS[kind].read_all(path)
+    return (_read(path, kind, benchmark),)
+
+
+def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
+    """The first reason the runs cannot be paired per prompt: between A and B at a load and run, or between two runs
+    of one side at a load (a prompt's repeats must be the same prompt); None: every pair verified."""
+    several = len(pairs) > 1
+    first: dict[tuple[str, str], ImportedRun] = {}
+    for x, y in pairs:
+        where = f"{x.level.label}, run {x.repeat}: " if several else ""
+        if problem := _unpaired(x, y):
+            return where + problem
+        for side, r in (("A", x), ("B", y)):
+            r0 = first.setdefault((side, r.level.key), r)
+            if r0 is not r and (problem := _unpaired(r0, r)):
+                return f"{side}'s runs at {r.level.label} differ (run {r0.repeat} vs {r.repeat}): {problem}"
+    return None
+
+
+def _by_load(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun]
+             ) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+    """Runs at several loads (a vLLM sweep's), matched by load: both sides need the same loads; at each, A's run j
+    with B's run j (the repeats; the extra runs of the side with more are left out, and a note says so)."""
+    la: dict[str, list[ImportedRun]] = {}
+    lb: dict[str, list[ImportedRun]] = {}
+    for side, runs in ((la, sa), (lb, sb)):
+        for r in runs:
+            side.setdefault(r.level.key, []).append(r)
+    if set(la) != set(lb):
+
+        def loads(d: dict[str, list[ImportedRun]]) -> str:
+            return ", ".join(v[0].level.label for v in d.values())
+
+        raise UserError(
+            f"{path_a} holds runs at {loads(la)}; {path_b} at {loads(lb)}: runs at several loads are compared load by "
+            "load, so both need the same loads"
+        )
+    pairs = []
+    for key, runs_a in la.items():
+        runs_b, n = lb[key], min(len(runs_a), len(lb[key]))
+        left = (f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
+                "are compared",) if len(runs_a) != len(runs_b) else ()  # fmt: skip
+        for j in range(n):
+            x, y = runs_a[j], runs_b[j]
+            pairs.append((replace(x, repeat=j + 1, notes=(*x.notes, *left)), replace(y, repeat=j + 1)))
+    return _with_roles(pairs)
 
 
 def _why_unpaired(problem: str | None, asked: bool) -> str | None:
@@ -285,33 +351,42 @@ def _same_conditions(dir_a: Path, dir_b: Path) -> None:
         )
 
 
-def _sweep_pairs(path_a: Path, path_b: Path, sa: tuple[ImportedRun, ...], sb: tuple[ImportedRun, ...]
-                 ) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
-    """Benchmark i of A with benchmark i of B, each at the same load (their prompts are checked by the caller);
-    the levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
+def _sweep_pairs(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun],
+                 kinds: tuple[str, str]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+    """Benchmark (or SGLang line) i of A with i of B, each at the same load (their prompts are checked by the
+    caller); the levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
+    what = "GuideLLM benchmark(s)" if guidellm_benchmarks.FORMAT in kinds else "SGLang run(s)"
     if len(sa) != len(sb):
+        most = max(len(sa), len(sb))
         raise UserError(
-            f"{path_a} holds {len(sa)} GuideLLM benchmark(s), {path_b} {len(sb)}: a sweep is compared load by load, "
-            "so both need the same loads; or compare one load with --benchmark N (0-based)"
+            f"{path_a} holds {len(sa)} {what}, {path_b} {len(sb)}: runs at several loads are compared load by load, so "
+            f"both need the same loads; or compare one load with --benchmark N (0-based, 0 to {most - 1})"
         )
     keys = [x.level.key for x in sa]
     if len(set(keys)) < len(keys):
-        raise UserError(f"{path_a}: two benchmarks at one load ({', '.join(keys)}): compare one with --benchmark N")
+        raise UserError(f"{path_a}: two {what} at one load ({', '.join(keys)}): compare one with --benchmark N")
     for i, (x, y) in enumerate(zip(sa, sb, strict=True)):
         if (x.level.kind, x.level.value) != (y.level.kind, y.level.value):
             raise UserError(
                 f"{path_a} and {path_b}: benchmark {i} is at {x.level.label} in A and {y.level.label} in B: a sweep is "
                 "compared load by load, so both need the same loads in the same order"
             )
-    by_value = sorted(range(len(sa)), key=lambda i: sa[i].level.value)
-    roles = {i: ("sweep",) for i in by_value}
-    roles[by_value[0]] = ("low", "sweep")
-    roles[by_value[-1]] = ("operating", "sweep")
+    return _with_roles(list(zip(sa, sb, strict=True)))
 
-    def at(r: ImportedRun, i: int) -> ImportedRun:
-        return replace(r, level=replace(r.level, roles=roles[i]))
 
-    return tuple((at(x, i), at(y, i)) for i, (x, y) in enumerate(zip(sa, sb, strict=True)))
+def _with_roles(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:
+    """Several loads take a sweep's roles: the lowest load "low", the highest "operating", every one "sweep"; one
+    load keeps its own roles (low and operating)."""
+    values = sorted({x.level.value for x, _ in pairs})
+    if len(values) < 2:
+        return tuple(pairs)
+
+    def at(r: ImportedRun) -> ImportedRun:
+        v = r.level.value
+        roles = ("low", "sweep") if v == values[0] else ("operating", "sweep") if v == values[-1] else ("sweep",)
+        return replace(r, level=replace(r.level, roles=roles))
+
+    return tuple((at(x), at(y)) for x, y in pairs)
 
 
 def _bench_run(d: Path) -> ImportedRun:
@@ -359,10 +434,11 @@ def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
 
 def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...],
                      why_unpaired: str | None = None) -> ReportInputs:  # fmt: skip
-    """Report inputs from runs of any kinds, one pair per load (sampling is what a bench run recorded, if either is
-    one); `readers` are the modules that read the other tools' files among them (their notes are said once). The
-    prompts are the first load's; where another load's differ, the report holds none (each load's were checked
-    equal between A and B). `why_unpaired`: the runs are compared as two samples, for this reason."""
+    """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
+    bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
+    (their notes are said once). The prompts are the first load's; where another load's differ, the report holds
+    none (each load's were checked equal between A and B). `why_unpaired`: the runs are compared as two samples,
+    for this reason."""
     a, b = pairs[0]
     sampling = _sampling(a, b)
     same_items = not why_unpaired and all(_same_prompts(a.items, x.items) for x, _ in pairs[1:])
@@ -370,7 +446,7 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
     checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
     how = f"paired by position, their {checked}"
     if why_unpaired:
-        sent = ", ".join(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs)
+        sent = ", ".join(dict.fromkeys(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs))
         how = f"not paired: two samples ({sent} requests)"
     setup = Setup(
         name=f"{a.name} vs {b.name}",
@@ -383,8 +459,8 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
         top_p=float(sampling.get("top_p") or 1.0),
         seed=int(sampling.get("seed") or 0),
         max_tokens=int(sampling.get("max_tokens") or 0),
-        levels=tuple(x.level for x, _ in pairs),
-        repeats=1,
+        levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
+        repeats=max(x.repeat for x, _ in pairs),
         two_url_mode=True,
         started_utc=a.started_utc,
         finished_utc=b.started_utc,
@@ -402,7 +478,7 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
         RepeatRun(
             arm=name,
             level=x.level.key,
-            repeat=1,
+            repeat=r.repeat,
             records=r.records,
             acceptance=r.acceptance,
             order=2 * j + i,

@@ -38,6 +38,8 @@ class ImportedRun:
     # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike
     # (AIPerf's profile_export.jsonl in each run's artifact directory)
     label: str = ""
+    # which run of several at one load (a vLLM sweep's run=N.json, N + 1): the report's repeat; 1 for a single run
+    repeat: int = 1
 
     def __post_init__(self) -> None:
         if not self.input_lens:

@@ -197,6 +197,23 @@ def read(path: Path, benchmark: int | None = None) -> ImportedRun:
     several); a file it cannot read is one line naming it, the format and the field."""
     ff = FileFields(path, READ_AS)
     d, i = _run(ff, benchmark)
+    return _read_run(ff, d, i)
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """Every run (line) of an SGLang bench_serving file, in the file's order: one load each (bench_serving appends
+    a line per run, so a file written at several --max-concurrency values is a sweep)."""
+    ff = FileFields(path, READ_AS)
+    lines = _lines(ff)
+    if not lines:
+        ff.fail("the file is empty (no run)")
+    return tuple(
+        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), f"line {at}"), i) for i, (at, t) in enumerate(lines)
+    )
+
+
+def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
+    path = ff.path
     lists = ff.request_lists(d, PER_REQUEST, "ttfts", _FIX)
     level, note = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")

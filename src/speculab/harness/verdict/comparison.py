@@ -51,6 +51,16 @@ def per_prompt(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
     return {i: statistics.median(v) for i, v in values.items()}
 
 
+def per_request(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
+    """(repeat, index) -> one per-request metric of each successful request, keyed repeat * 2**32 + index so that
+    the keys sort in each repeat's send order (the unpaired comparison's samples)."""
+    out: dict[int, float] = {}
+    for run in sorted(runs, key=lambda r: r.repeat):
+        one = per_prompt([run], metric)
+        out |= {(run.repeat << 32) + i: v for i, v in one.items()}
+    return out
+
+
 def ratio_of(c: MetricComparison) -> Ratio:
     lo, hi = c.speedup_interval
     return Ratio(
@@ -120,9 +130,9 @@ def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[Repeat
     """(candidate, baseline) per-prompt values of one metric, without the conversation turns whose context
     differed between the arms (or repeats), and those left-out indices. Every comparison reads this; unpaired
     (`Setup.paired` False) the arms' prompts differ by design, and only repeats of one arm are checked."""
-    if not paired:
+    if not paired:  # every request its own value: repeats of one index need not be one prompt
         div = [diverged_indices(r for run in runs for r in run.records) for runs in (cand_runs, base_runs)]
-        cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
+        cand, base = per_request(cand_runs, metric), per_request(base_runs, metric)
         return (
             {i: v for i, v in cand.items() if i not in div[0]},
             {i: v for i, v in base.items() if i not in div[1]},

@@ -1,0 +1,108 @@
+"""A vLLM `bench sweep serve` experiment directory: one `bench serve` result per server setting, load and run.
+
+vLLM's sweep launches each server setting (`--serve-params`) once, runs `vllm bench serve` at each load
+(`--bench-params`) `--num-runs` times, and writes each result to
+`<experiment>/SERVE--<setting>-BENCH--<load>/run=N.json` (a `bench serve --save-result` file with the sweep's
+parameters added), beside `summary.json` (those files again, as a
+list) and `warmup.json`; a failed run leaves `run=N.failure.json`. Each run file is read by `vllm_bench` (so each must
+have been written with `--save-detailed`); the runs of one load are that load's repeats.
+
+A path names one server setting: a combination's directory (`.../SERVE--spec-BENCH--c4`: one load), an experiment
+directory of one setting (every load), or `<experiment>/SERVE--<setting>`, which is not a directory itself but the
+prefix of its combinations' names (every load of that setting in an experiment of several).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from speculab.errors import UserError
+from speculab.harness.imports import vllm_bench
+from speculab.harness.imports.imported import ImportedRun
+
+FORMAT = "vllm-sweep"
+TOOL = "vllm bench sweep serve"
+READ_AS = "a vLLM bench sweep serve directory"
+NAME = vllm_bench.NAME
+HOW = vllm_bench.HOW
+NOTE = vllm_bench.NOTE
+_RUN = re.compile(r"run=(\d+)\.json")
+_SERVE, _BENCH = "SERVE--", "-BENCH--"
+
+
+def _runs(d: Path) -> list[tuple[int, Path]]:
+    """A combination's measured run files, by run number (warmup.json, summary.json and failures are not runs)."""
+    if not d.is_dir():
+        return []
+    found = ((_RUN.fullmatch(f.name), f) for f in d.iterdir())
+    return sorted((int(m.group(1)), f) for m, f in found if m)
+
+
+def _setting(combo: Path) -> str:
+    """The server setting a combination's directory names ("" for the sweep's default, no --serve-params)."""
+    name = combo.name
+    return name[len(_SERVE) :].split(_BENCH, 1)[0] if name.startswith(_SERVE) else ""
+
+
+def _combos(path: Path) -> list[Path]:
+    """The combination directories `path` names (see the module docstring); [] when it names none."""
+    if _runs(path):
+        return [path]
+    if path.is_dir():
+        return sorted(d for d in path.iterdir() if _runs(d))
+    parent, prefix = path.parent, path.name
+    if prefix.startswith(_SERVE) and parent.is_dir():
+        return sorted(
+            d for d in parent.iterdir() if (d.name == prefix or d.name.startswith(prefix + _BENCH)) and _runs(d)
+        )
+    return []
+
+
+def detect(path: Path) -> bool:
+    """Whether `path` names the runs of a vLLM sweep: a directory of `run=N.json` files, or of such directories,
+    or the `SERVE--<setting>` prefix of some."""
+    return bool(_combos(path))
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """Every run of one server setting, load by load (a load's runs are its repeats, run=N being repeat N + 1)."""
+    combos = _combos(path)
+    if not combos:
+        raise UserError(f"{path}: read as {READ_AS}: no run=N.json in it or in its SERVE--*-BENCH--* directories")
+    settings = sorted({_setting(c) for c in combos})
+    if len(settings) > 1:
+        names = ", ".join(f"{path / (_SERVE + s)}" for s in settings)
+        raise UserError(
+            f"{path}: a vLLM sweep of {len(settings)} server settings ({', '.join(settings)}): compare one with "
+            f"another, naming each by its prefix: {names}"
+        )
+    # the report names the arm by its server setting (every run file is called run=N.json)
+    label = _SERVE + settings[0] if settings[0] else path.name
+    out = []
+    for combo in combos:
+        failed = [f.name for f in combo.glob("run=*.failure.json")]
+        also = (f"{combo.name}: the sweep also wrote {', '.join(sorted(failed))} (failed runs, not compared)",)
+        for n, f in _runs(combo):
+            run = vllm_bench.read(f)
+            info = {**run.info, "tool": TOOL, "combination": combo.name, "run": n, **_params(f)}
+            # one note per side instead of each file's own (below); the level's own note (a ramp-up, say) stays
+            kept = tuple(x for x in run.notes if not x.startswith(f"{f.name}: a vLLM bench serve result"))
+            notes = (*kept, *(also if failed else ()))
+            out.append(replace(run, tool=TOOL, label=label, repeat=n + 1, notes=notes, info=info))
+    version = next((r.info.get("version") for r in out if r.info.get("version")), None)
+    runs = ", ".join(f"{c.name} ({len(_runs(c))} run{'s' if len(_runs(c)) != 1 else ''})" for c in combos)
+    said = f"{label}: a vLLM bench sweep serve directory ({f'vLLM {version}' if version else 'vLLM version not stated'}"
+    said += f"; {runs})"
+    return tuple(replace(r, notes=(said, *r.notes)) for r in out)
+
+
+def _params(f: Path) -> dict[str, object]:
+    """The sweep's own keys in a run file (its parameters' names and run_number), for the report's setup."""
+    try:
+        d = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {"sweep_name": d["_benchmark_name"]} if isinstance(d, dict) and "_benchmark_name" in d else {}

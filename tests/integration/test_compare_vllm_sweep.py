@@ -1,0 +1,96 @@
+"""`speculab compare` reading a vLLM `bench sweep serve` experiment directory (issue 27: "a vLLM sweep directory
+becomes per-load comparisons with the crossover").
+
+The fixture is a real directory vLLM 0.32.0's sweep wrote (tests/fixtures/imports/vllm-sweep/README.md): two server
+settings of `speculab mock-server` (`plain`, TPOT 30 ms; `spec`, two tokens per chunk, TPOT 20 ms: 1.5x faster), two
+loads (`--max-concurrency` 1 and 4), two runs each, 24 prompts per run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fakes.cli_runner import one_line_error, run_main
+from speculab.harness.experiment.compare import inputs_from_results, result_format
+from speculab.harness.imports import vllm_sweep
+
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "vllm-sweep" / "sweep"
+PLAIN, SPEC = SWEEP / "SERVE--plain", SWEEP / "SERVE--spec"  # the prefixes of each setting's combinations
+ONE_FILE = SWEEP.parents[1] / "vllm" / "baseline.json"
+
+
+def _tpot(level: dict) -> dict:
+    return next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
+
+
+def test_two_settings_of_a_sweep_are_compared_load_by_load_with_their_runs_as_repeats(tmp_path: Path, capsys) -> None:
+    assert result_format(PLAIN) == result_format(SWEEP) == "vllm-sweep"
+    assert result_format(SWEEP / "SERVE--spec-BENCH--c4") == "vllm-sweep"
+    code, out, err = run_main(capsys, "compare", str(PLAIN), str(SPEC), "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "ab" / "summary.json").read_text())
+    assert [lv["label"] for lv in summary["levels"]] == ["concurrency 1", "concurrency 4"]
+    assert summary["levels"][0]["roles"] == ["low", "sweep"] and summary["levels"][1]["roles"] == ["operating", "sweep"]
+    assert summary["setup"]["repeats"] == 2
+    for level in summary["levels"]:
+        tp = _tpot(level)
+        assert tp["decision"] == "faster" and abs(tp["speedup"] / 1.5 - 1) < 0.02 and tp["n_pairs"] == 24, tp
+        assert {a["arm"]: a["repeats"] for a in level["arms"]} == {"baseline": 2, "candidate": 2}
+    assert summary["candidates"][0]["crossover"] is not None  # computed across the loads
+    assert "crossover: speedup estimate above 1 at every load measured" in out
+    assert out.split("\n")[0].startswith("speculab A/B SERVE--plain vs SERVE--spec") and "2 repeats" in out
+    assert "SERVE--spec: a vLLM bench sweep serve directory (vLLM 0.32.0; SERVE--spec-BENCH--c1 (2 runs)" in out
+    # throughput has an interval: the two runs of each load are its repeats
+    assert summary["levels"][1]["comparisons"][0]["throughput_ratio"]["low"] is not None
+
+
+def test_one_combination_is_one_load(tmp_path: Path) -> None:
+    inputs = inputs_from_results(SWEEP / "SERVE--plain-BENCH--c4", SWEEP / "SERVE--spec-BENCH--c4")
+    assert [lv.key for lv in inputs.setup.levels] == ["c4"] and inputs.setup.repeats == 2
+    assert [(r.arm, r.repeat) for r in inputs.runs] == [("baseline", 1), ("candidate", 1), ("baseline", 2),
+                                                        ("candidate", 2)]  # fmt: skip
+
+
+def test_unpaired_a_sweep_counts_every_run_s_requests(tmp_path: Path, capsys) -> None:
+    code, _out, err = run_main(capsys, "compare", str(PLAIN), str(SPEC), "--unpaired", "--output", str(tmp_path / "u"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "u" / "summary.json").read_text())
+    tp = _tpot(summary["levels"][1])
+    assert tp["unit"] == "unpaired" and tp["samples"] == [48, 48] and tp["decision"] == "faster"  # 2 runs x 24
+
+
+def test_a_sweep_of_two_settings_must_be_named_by_setting(tmp_path: Path, capsys) -> None:
+    code, _, err = run_main(capsys, "compare", str(SWEEP), str(SPEC), "--output", str(tmp_path / "o"))
+    line = one_line_error(err)
+    assert code == 2 and "a vLLM sweep of 2 server settings (plain, spec)" in line and str(PLAIN) in line, line
+
+
+def test_a_sweep_against_runs_at_other_loads_is_refused(tmp_path: Path, capsys) -> None:
+    code, _, err = run_main(capsys, "compare", str(PLAIN), str(ONE_FILE), "--output", str(tmp_path / "o"))
+    line = one_line_error(err)
+    assert code == 2 and "holds runs at concurrency 1, concurrency 4" in line and "at concurrency 4:" in line, line
+
+
+def test_a_setting_with_fewer_runs_is_compared_on_the_runs_both_have(tmp_path: Path) -> None:
+    spec = tmp_path / "sweep"
+    for combo in ("SERVE--spec-BENCH--c1", "SERVE--spec-BENCH--c4"):
+        shutil.copytree(SWEEP / combo, spec / combo)
+    (spec / "SERVE--spec-BENCH--c4" / "run=1.json").unlink()
+    failure = {"run_number": 1, "error_type": "CalledProcessError", "error": "exit 1"}
+    (spec / "SERVE--spec-BENCH--c4" / "run=1.failure.json").write_text(json.dumps(failure))
+    (spec / "SERVE--spec-BENCH--c4" / "summary.json").write_text("[]")  # the sweep's own list: not a run
+    inputs = inputs_from_results(PLAIN, spec)
+    assert sorted((r.arm, r.level, r.repeat) for r in inputs.runs if r.level == "c4") == [
+        ("baseline", "c4", 1),
+        ("candidate", "c4", 1),
+    ]
+    assert any("at concurrency 4: A has 2 runs and B 1; the first 1 of each are compared" in n for n in inputs.notes)
+    assert any("the sweep also wrote run=1.failure.json (failed runs, not compared)" in n for n in inputs.notes)
+
+
+def test_a_directory_without_runs_is_not_a_sweep(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert not vllm_sweep.detect(tmp_path / "empty") and not vllm_sweep.detect(tmp_path / "SERVE--nothing")
+    assert result_format(tmp_path / "empty") == "speculab"  # a directory is a bench run's unless it holds runs
