@@ -154,3 +154,24 @@ def test_every_tools_fixture_is_detected_as_its_own() -> None:
     also = {"guidellm": {"vllm"}, "sglang": {"vllm"}}
     for fmt, paths in files.items():
         assert {m.FORMAT for m in readers if m.detect(paths[0])} == {fmt} | also.get(fmt, set()), fmt
+
+
+def test_an_llmperf_run_of_four_requests_at_a_time_is_compared_unpaired(tmp_path: Path, capsys) -> None:
+    # real files LLMPerf wrote at --num-concurrent-requests 4 (the 30 ms and the 20 ms mock): listed as completed
+    base, cand = (LP / d / LP_FILE for d in ("baseline-c4", "candidate-c4"))
+    code, _out, err = run_main(capsys, "compare", str(base), str(cand), "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "ab" / "summary.json").read_text())
+    level = summary["levels"][0]
+    tp = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
+    assert level["label"] == "concurrency 4" and tp["unit"] == "unpaired" and tp["samples"] == [40, 40]
+    assert tp["decision"] == "faster" and tp["speedup_low"] <= 1.5 <= tp["speedup_high"], tp
+    # the rebuilt closed loop holds about four requests in flight, so the load gate is open
+    assert all(a["achieved_concurrency"] > 3.5 for a in level["arms"]), level["arms"]
+    why = next(w for w in summary["warnings"] if w.startswith("unpaired:"))
+    assert "--num-concurrent-requests 4 lists its requests as they completed" in why
+    assert any("rebuilt as the closed loop of 4 streams" in w for w in summary["warnings"])
+    # against a run of one request at a time: another load, refused
+    one = LP / "baseline" / LP_FILE
+    code, _, err = run_main(capsys, "compare", str(one), str(cand), "--output", str(tmp_path / "x"))
+    assert code == 2 and "different loads (concurrency 1 vs concurrency 4)" in one_line_error(err)

@@ -413,6 +413,8 @@ def _bench_run(d: Path) -> ImportedRun:
 
 def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
     """The first reason two runs at one load are not the same prompts (None: they are, as far as known)."""
+    if why := a.unpairable or b.unpairable:
+        return why
     if len(a.input_lens) != len(b.input_lens):
         return f"{len(a.input_lens)} prompts vs {len(b.input_lens)}"
     if a.items and b.items:

@@ -38,6 +38,9 @@ class ImportedRun:
     # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike
     # (AIPerf's profile_export.jsonl in each run's artifact directory)
     label: str = ""
+    # why this run's requests cannot be paired with another's by position, whatever the other holds ("": they may):
+    # compared unpaired, for that reason (an LLMPerf run of several requests at a time lists them as they completed)
+    unpairable: str = ""
     # which run of several at one load (a vLLM sweep's run=N.json, N + 1): the report's repeat; 1 for a single run
     repeat: int = 1
 

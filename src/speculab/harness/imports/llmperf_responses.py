@@ -6,18 +6,17 @@ the end of the stream), `number_input_tokens` (LLMPerf's count of the prompt it 
 mean that counts the first token, not read), `error_code`, `error_msg`. The sibling `*_summary.json` (the same
 prefix) holds the load (`num_concurrent_requests`) and `version` (LLMPerf's results version). LLMPerf lists the
 requests as they completed and keeps no prompt, index or send time: with one request at a time that is the order of
-its prompts (LLMPerf seeds its prompt sampling: the same arguments give the same prompts), with several it is not
-known, and the file is refused.
+its prompts (LLMPerf seeds its prompt sampling: the same arguments give the same prompts), and two such runs pair by
+position; with several at a time it is not known, so such a run is compared unpaired (two samples), its send times
+rebuilt as the closed loop it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import accumulate
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun
@@ -67,15 +66,24 @@ def _summary(ff: FileFields) -> dict[str, Any]:
 
 
 def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
-    """`num_concurrent_requests`: LLMPerf's closed loop; only 1 is read (the order of the prompts is then known)."""
+    """`num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
     n = ff.positive(s.get("num_concurrent_requests"), f"{summary_path(ff.path).name}: num_concurrent_requests")
-    if n != 1:
-        raise UserError(
-            f"{ff.path}: an LLMPerf run at --num-concurrent-requests {n:g}: LLMPerf lists requests as they completed "
-            "and keeps no prompt, index or send time, so its prompts' order is not known and they cannot be paired "
-            "per prompt; not read yet (run it with --num-concurrent-requests 1)"
-        )
-    return LevelSpec("concurrency", 1, ("low", "operating"))
+    if n != int(n):
+        ff.fail(f"{summary_path(ff.path).name}: num_concurrent_requests is {n:g}, not a whole number of streams")
+    return LevelSpec("concurrency", float(n), ("low", "operating"))
+
+
+def _sends(durations: Sequence[float], streams: int) -> list[float]:
+    """Each request's send time, rebuilt (the file keeps none): a closed loop of `streams`, each sending its next
+    request as its last one ended, the requests taken in the file's order (as they completed) by the stream free
+    first. With one stream that is exact to the client's own gap between requests."""
+    free = [0.0] * streams
+    out = []
+    for d in durations:
+        k = min(range(streams), key=free.__getitem__)
+        out.append(free[k])
+        free[k] += d
+    return out
 
 
 def _error(code: Any, msg: Any) -> ErrorInfo:
@@ -135,7 +143,8 @@ def read(path: Path) -> ImportedRun:
     level = _level(ff, s)
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
-    sends = list(accumulate(durations[:-1], initial=0.0))
+    streams = int(level.value)
+    sends = _sends(durations, streams)
     records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
     version = s.get("version")
     info = {"tool": TOOL, "file": str(path), "version": version, "summary": summary_path(path).name}
@@ -148,6 +157,20 @@ def read(path: Path) -> ImportedRun:
         level=level,
         records=records,
         info=info,
-        notes=(f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",),
+        notes=(
+            f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",
+            *((_REBUILT.format(n=streams),) if streams > 1 else ()),
+        ),
         label=path.parent.name or path.name,
+        unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
     )
+
+
+_UNORDERED = (
+    "an LLMPerf run at --num-concurrent-requests {n} lists its requests as they completed, with no prompt or index, "
+    "so no position is a prompt"
+)
+_REBUILT = (
+    "the LLMPerf file keeps no send times: rebuilt as the closed loop of {n} streams it was, each sending as its last "
+    "request ended, in the order listed (as they completed); requests in flight and tok/s are approximate"
+)

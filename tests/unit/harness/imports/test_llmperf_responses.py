@@ -72,9 +72,21 @@ def test_a_missing_summary_is_one_line(tmp_path: Path) -> None:
         llmperf_responses.read(f)
 
 
-def test_several_concurrent_requests_are_refused(tmp_path: Path) -> None:
-    f = _write(tmp_path, [_resp(0)], concurrency=4)
-    with pytest.raises(UserError, match=r"--num-concurrent-requests 4: .*order is not known.*not read yet"):
+def test_several_concurrent_requests_are_a_rebuilt_closed_loop_that_does_not_pair(tmp_path: Path) -> None:
+    # five 1 s requests over two streams, listed as they completed: sent at 0, 0 (both streams), then 1, 1, 2
+    f = _write(tmp_path, [_resp(i, end_to_end_latency_s=1.0) for i in range(5)], concurrency=2)
+    run = llmperf_responses.read(f)
+    assert run.level.value == 2 and [r.sent_s for r in run.records] == [0.0, 0.0, 1.0, 1.0, 2.0]
+    assert "--num-concurrent-requests 2 lists its requests as they completed" in run.unpairable
+    assert any("rebuilt as the closed loop of 2 streams" in n for n in run.notes)
+    (tmp_path / "one").mkdir()
+    one = llmperf_responses.read(_write(tmp_path / "one", [_resp(i, end_to_end_latency_s=1.0) for i in range(3)]))
+    assert [r.sent_s for r in one.records] == [0.0, 1.0, 2.0] and one.unpairable == ""
+
+
+def test_a_fraction_of_a_stream_is_one_line(tmp_path: Path) -> None:
+    f = _write(tmp_path, [_resp(0)], concurrency=2.5)
+    with pytest.raises(UserError, match=r"num_concurrent_requests is 2.5, not a whole number of streams"):
         llmperf_responses.read(f)
 
 
