@@ -44,6 +44,25 @@ async def test_continuous_usage_counts_every_chunk(session):
     assert totals == [3, 4, 6, 9, 10, 12]
 
 
+async def test_per_request_spec_decode_metrics_as_vllm_writes_them(session):
+    # steps of 1, 2, 3, 1, 2 tokens at k = 3: accepted 0, 1, 2, 0, 1 drafts -> histogram [2, 2, 1, 0]
+    cfg = MockConfig(**FAST, tokens_per_chunk=(1, 2, 3), output_tokens=9, num_speculative_tokens=3,
+                     per_request_spec_metrics=True)  # fmt: skip
+    body = {"prompt": "p", "stream": True, "stream_options": {"include_usage": True}}
+    async with running_mock_server(cfg) as url:
+        streamed = await post(session, url + "/v1/completions", body)
+        unary = await post(session, url + "/v1/completions", {"prompt": "p"})
+        plain = await post(session, url + "/v1/completions", {"prompt": "p", "stream": True})
+    want = {"num_spec_steps": 5, "num_draft_tokens": 15, "num_accepted_draft_tokens": 4,
+            "acceptance_histogram": [2, 2, 1, 0], "mean_acceptance_length": 1.8,
+            "draft_acceptance_rate": 4 / 15, "num_spec_tokens": 3}  # fmt: skip
+    usage_chunk = streamed.events[-2][1]  # the trailing usage chunk, as vLLM sends it
+    assert usage_chunk["choices"] == [] and usage_chunk["metrics"]["speculative_decoding"] == want
+    assert all("metrics" not in ev for _, ev in streamed.text_chunks())
+    assert unary.body["metrics"]["speculative_decoding"] == want
+    assert all("metrics" not in ev for _, ev in plain.text_chunks())  # no usage chunk asked: nowhere to put it
+
+
 async def test_chat_stream_role_first_then_content_with_logprobs(session):
     cfg = MockConfig(**FAST, tokens_per_chunk=2, output_tokens=6)
     body = {"messages": [{"role": "user", "content": "hi"}], "stream": True, "logprobs": True, "top_logprobs": 3}

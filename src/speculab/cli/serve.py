@@ -92,6 +92,11 @@ def mock_server(
     num_speculative_tokens: int = typer.Option(
         None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
     ),
+    per_request_spec_decode_metrics: bool = typer.Option(
+        False,
+        "--per-request-spec-decode-metrics",
+        help="Each response carries vLLM's per-request metrics.speculative_decoding (vLLM's flag of that name).",
+    ),
     prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
     prefix_cache_max_blocks: int = typer.Option(65536, help="Prefix-cache capacity in 16-token blocks (LRU)."),
     max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),

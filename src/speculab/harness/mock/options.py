@@ -29,6 +29,7 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
             max_concurrency=f["max_concurrency"],
             decode_slowdown_per_request=f["decode_slowdown"],
             num_speculative_tokens=max(pattern) - 1 if k is None else k,
+            per_request_spec_metrics=f["per_request_spec_decode_metrics"],
             prefix_cache=f["prefix_cache"],
             prefix_cache_max_blocks=f["prefix_cache_max_blocks"],
             fault_5xx_rate=f["fault_5xx_rate"],

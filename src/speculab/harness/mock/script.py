@@ -92,6 +92,9 @@ class MockConfig:
     max_concurrency: int | None = None  # requests beyond it queue server-side (shows as TTFT); None: unlimited
     decode_slowdown_per_request: float = 0.0  # gap x (1 + this x (running - 1)): batching slows decode
     num_speculative_tokens: int = 0  # k > 0 exposes vLLM spec-decode counters; chunks must be <= k + 1 tokens
+    # k > 0: each response also carries vLLM's per-request `metrics.speculative_decoding` (its
+    # --per-request-spec-decode-metrics summary), on the usage chunk when streaming, in the body otherwise
+    per_request_spec_metrics: bool = False
     prefix_cache: bool = False  # cached leading blocks of a prompt cost no prefill
     prefix_cache_block_tokens: int = 16  # cache granularity in tokens (vLLM's block size)
     prefix_cache_max_blocks: int = 65536  # LRU capacity in blocks

@@ -35,7 +35,7 @@ from speculab.harness.mock.script import (
     token_logprobs,
 )
 from speculab.harness.mock.state import MockState
-from speculab.harness.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block
+from speculab.harness.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
 
@@ -140,6 +140,7 @@ async def _generate(
     # Mid-stream faults fire before chunk `fault_at`: after at least one chunk when there are two or more.
     fault_at = 1 + int(fault_pos * (len(steps) - 1)) if len(steps) > 1 else 0
     done, text_off = 0, 0
+    verified: list[int] = []  # each chunk's verification step: the tokens it yielded (per-request spec metrics)
     sends: list[float] | None = None
     if cfg.record_send_times and resp is not None:
         sends = []
@@ -181,15 +182,19 @@ async def _generate(
             if sends is not None:
                 sends.append(loop.time())
         m.chunks.chunk(n, pattern[i % len(pattern)])
+        verified.append(pattern[i % len(pattern)])
         done += n
         running = max(state.running, 1)
         deadline += cfg.gap_s * (1 + cfg.decode_slowdown_per_request * (running - 1))
     m.e2e.observe(loop.time() - t_arrival)
     m.success(job.finish_reason)
+    k = cfg.num_speculative_tokens
+    spec = spec_decode_metrics(verified, k) if cfg.per_request_spec_metrics and k > 0 else None
     if resp is None:
-        return web.json_response(full_body(job, "".join(tokens), lps))
+        body = full_body(job, "".join(tokens), lps)
+        return web.json_response(body | ({"metrics": spec} if spec is not None else {}))
     if job.include_usage:
-        await resp.write(chunk_event(job, [], job.usage(done)))
+        await resp.write(chunk_event(job, [], job.usage(done), spec))
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp

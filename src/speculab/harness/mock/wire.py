@@ -45,7 +45,31 @@ def choice(job: Job, text: str | None, finish: str | None, logprobs: dict[str, A
     return {"index": 0, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
 
 
-def chunk_event(job: Job, choices: list[dict[str, Any]], usage: dict[str, Any] | None) -> bytes:
+def spec_decode_metrics(steps: list[int], k: int) -> dict[str, Any]:
+    """vLLM's per-request `metrics` for a response made by verification steps of `steps` tokens each (accepted + 1
+    bonus), k drafted per step: `speculative_decoding` {num_spec_steps, num_draft_tokens, num_accepted_draft_tokens,
+    acceptance_histogram (steps by accepted drafts 0..k), mean_acceptance_length, draft_acceptance_rate,
+    num_spec_tokens}, as vLLM's --per-request-spec-decode-metrics summary writes it."""
+    hist = [0] * (k + 1)
+    for n in steps:
+        hist[min(max(n - 1, 0), k)] += 1
+    accepted = sum(j * c for j, c in enumerate(hist))
+    n_steps = len(steps)
+    return {
+        "speculative_decoding": {
+            "num_spec_steps": n_steps,
+            "num_draft_tokens": n_steps * k,
+            "num_accepted_draft_tokens": accepted,
+            "acceptance_histogram": hist,
+            "mean_acceptance_length": 1 + accepted / n_steps if n_steps else 0.0,
+            "draft_acceptance_rate": accepted / (n_steps * k) if n_steps else 0.0,
+            "num_spec_tokens": k,
+        }
+    }
+
+
+def chunk_event(job: Job, choices: list[dict[str, Any]], usage: dict[str, Any] | None,
+                metrics: dict[str, Any] | None = None) -> bytes:  # fmt: skip
     obj: dict[str, Any] = {
         "id": job.rid,
         "object": "chat.completion.chunk" if job.chat else "text_completion",
@@ -55,6 +79,8 @@ def chunk_event(job: Job, choices: list[dict[str, Any]], usage: dict[str, Any] |
     }
     if job.include_usage:
         obj["usage"] = usage  # OpenAI: null on every chunk but the usage chunk, unless continuous
+    if metrics is not None:
+        obj["metrics"] = metrics
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
