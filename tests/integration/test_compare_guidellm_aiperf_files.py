@@ -187,3 +187,18 @@ def test_two_sweeps_at_different_loads_are_refused_naming_the_benchmark(tmp_path
     code, _, err = run_main(capsys, "compare", str(GL / "sweep-baseline.json"), str(other), "--output", str(tmp_path))
     line = one_line_error(err)
     assert code == 2 and "benchmark 1 is at concurrency 2 in A and concurrency 4 in B" in line, line
+
+
+def test_aiperf_per_request_acceptance_is_read_and_shown(tmp_path: Path, capsys) -> None:
+    # candidate-spec: AIPerf against the 20 ms mock whose responses carry vLLM's per-request
+    # metrics.speculative_decoding (k = 1, every draft accepted), which AIPerf wrote as spec_decode_* per record
+    run = aiperf_profile.read(AP / "candidate-spec" / "profile_export.jsonl")
+    acc = run.acceptance
+    assert acc is not None and acc.active and acc.acceptance_length == 2.0 and acc.acceptance_rate == 1.0
+    assert acc.drafts == sum(r.speculation["drafts"] for r in run.records) and "summed over 40 requests" in acc.source
+    assert aiperf_profile.read(AP / "candidate" / "profile_export.jsonl").acceptance is None  # none reported
+    base, cand = (AP / d / "profile_export.jsonl" for d in ("baseline", "candidate-spec"))
+    code, out, err = run_main(capsys, "compare", str(base), str(cand), "--output", str(tmp_path / "ab"))
+    assert code == 0, err
+    assert "acceptance length 2.00 (AIPerf file: per-record spec_decode_*" in out
+    assert "per request: acc.len 2.00 token-weighted" in out

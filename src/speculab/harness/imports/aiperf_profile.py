@@ -5,7 +5,10 @@ Per record AIPerf writes `metadata` (`x_request_id`, `conversation_id`, `turn_in
 `inter_chunk_latency` (a list: the gaps between streamed chunks), `request_latency`, `input_sequence_length`,
 `output_sequence_length`, ...) and `error` where the request failed. Warmup-phase records are left out. Each value is
 converted by its own `unit`; AIPerf's aggregates are not read. The sibling `profile_export_aiperf.json`, where it is
-beside the file, gives the version and the load.
+beside the file, gives the version and the load. Where the server reported per-request speculation (vLLM's
+`metrics.speculative_decoding`, `--per-request-spec-decode-metrics`), AIPerf's per-record `spec_decode_steps`,
+`spec_decode_draft_tokens` and `spec_decode_accepted_draft_tokens` become each request's acceptance, and their sums
+the run's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "aiperf"
 TOOL = "aiperf"
@@ -80,6 +84,44 @@ def _tokens(ff: FileFields, metrics: Mapping[str, Any], name: str, at: str) -> i
     return ff.count(m.get("value") if isinstance(m, dict) else m, f"metrics.{name}", at)
 
 
+SPEC_SOURCE = "aiperf spec_decode_* (the server's per-request metrics.speculative_decoding)"
+
+
+def _speculation(ff: FileFields, metrics: Mapping[str, Any], at: str) -> dict[str, Any] | None:
+    """A request's drafts, drafted and accepted tokens from AIPerf's per-record spec_decode_* (None: not reported)."""
+    if "spec_decode_steps" not in metrics:
+        return None
+    return {
+        "drafts": _tokens(ff, metrics, "spec_decode_steps", at),
+        "draft_tokens": _tokens(ff, metrics, "spec_decode_draft_tokens", at),
+        "accepted_tokens": _tokens(ff, metrics, "spec_decode_accepted_draft_tokens", at),
+        "source": SPEC_SOURCE,
+    }
+
+
+def _acceptance(records: tuple[RequestRecord, ...]) -> AcceptanceSummary | None:
+    """The run's acceptance: the per-request counts summed (vLLM's definitions: length 1 + accepted / steps, rate
+    accepted / drafted); None when no request reported any."""
+    spec = [r.speculation for r in records if r.speculation and r.speculation.get("source") == SPEC_SOURCE]
+    if not spec:
+        return None
+
+    def total(key: str) -> int:
+        return sum(int(s.get(key) or 0) for s in spec)
+
+    drafts, drafted, accepted = total("drafts"), total("draft_tokens"), total("accepted_tokens")
+    return AcceptanceSummary(
+        source=f"AIPerf file: per-record spec_decode_* summed over {len(spec)} requests (the server's per-request "
+        "metrics.speculative_decoding)",
+        active=drafts > 0,
+        drafts=drafts,
+        draft_tokens=drafted,
+        accepted_tokens=accepted,
+        acceptance_rate=accepted / drafted if drafted else None,
+        acceptance_length=1 + accepted / drafts if drafts else None,
+    )
+
+
 def _error(e: Any) -> ErrorInfo:
     """AIPerf's `error` ({code, type, message}): the category from its code and words."""
     d = e if isinstance(e, dict) else {"message": str(e)}
@@ -127,6 +169,7 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
         chunks=tuple(ChunkEvent(t, "", None) for t in times),
         output_text=text if isinstance(text, str) else "",
         completion_tokens=_tokens(ff, metrics, "output_sequence_length", at),
+        speculation=_speculation(ff, metrics, at),
     )
 
 
@@ -224,6 +267,7 @@ def read(path: Path) -> ImportedRun:
         tool=TOOL,
         level=_level(ff, summary),
         records=records,
+        acceptance=_acceptance(records),
         prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
         key_kind="AIPerf conversation_id/turn_index",
         info=info,
