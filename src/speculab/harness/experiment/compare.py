@@ -1,9 +1,10 @@
 """`speculab compare A B`: two results -> the A/B report's inputs (A is the baseline).
 
-Each of A and B is a `speculab bench` output directory or a result file another tool wrote (`harness.imports`: vLLM
-`bench serve --save-result --save-detailed`, GuideLLM `benchmarks.json`, AIPerf `profile_export.jsonl`, SGLang
-`bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected or named by `--format`; the two may be of
-different kinds. The runs are paired per prompt like an A/B run, but they were two separate runs: the single change
+Each of A and B is a `speculab bench` output directory or a result another tool wrote (`harness.imports`: vLLM
+`bench serve --save-result --save-detailed` files and `bench sweep serve` directories, GuideLLM `benchmarks.json`,
+AIPerf `profile_export.jsonl`, SGLang `bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected or
+named by `--format`; the two may be of different kinds. Results of several loads (a sweep; an SGLang file of several
+runs) are compared load by load, a load's several runs (a vLLM sweep's) as its repeats. The runs are paired per prompt like an A/B run, but they were two separate runs: the single change
 cannot be verified and drift between them is not cancelled by interleaving; the inputs say so. Two bench runs that
 differ in workload, sampling or offered load are refused, naming the first difference. Runs whose prompts differ in
 number, lengths or texts (another tool's file, or a bench run beside one) are compared unpaired, as two samples, and
@@ -249,8 +250,8 @@ def inputs_from_results(
     path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None, unpaired: bool = False
 ) -> ReportInputs:
     """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs, or compare
-    them unpaired where their prompts differ (or `unpaired` asks for it); `benchmark` picks one benchmark
-    (0-based) of a GuideLLM file, or one run (line) of an SGLang file, that holds several."""
+    them unpaired where their prompts differ (or `unpaired` asks for it), load by load where they hold several;
+    `benchmark` picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file."""
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
     if benchmark is not None and not {m.FORMAT for m in _SEVERAL} & set(kinds):
         raise UserError(
