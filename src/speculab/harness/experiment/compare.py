@@ -4,12 +4,12 @@ Each of A and B is a `speculab bench` output directory or a result another tool 
 `bench serve --save-result --save-detailed` files and `bench sweep serve` directories, GuideLLM `benchmarks.json`,
 AIPerf `profile_export.jsonl`, SGLang `bench_serving` JSONL, LLMPerf `*_individual_responses.json`), detected or
 named by `--format`; the two may be of different kinds. Results of several loads (a sweep; an SGLang file of several
-runs) are compared load by load, a load's several runs (a vLLM sweep's) as its repeats. The runs are paired per prompt like an A/B run, but they were two separate runs: the single change
-cannot be verified and drift between them is not cancelled by interleaving; the inputs say so. Two bench runs that
-differ in workload, sampling or offered load are refused, naming the first difference. Runs whose prompts differ in
-number, lengths or texts (another tool's file, or a bench run beside one) are compared unpaired, as two samples, and
-the report says so and why (`--unpaired` asks for that whatever the prompts); runs at different loads are refused
-(docs/imports.md).
+runs) are compared load by load, a load's several runs (a vLLM sweep's) as its repeats. The runs are paired per
+prompt like an A/B run, but they were two separate runs: the single change cannot be verified and drift between them
+is not cancelled by interleaving; the inputs say so. Two bench runs that differ in workload, sampling or offered load
+are refused, naming the first difference. Runs whose prompts differ in number, lengths or texts (another tool's file,
+or a bench run beside one) are compared unpaired, as two samples, and the report says so and why (`--unpaired` asks
+for that whatever the prompts); runs at different loads are refused (docs/imports.md).
 """
 
 from __future__ import annotations
