@@ -109,3 +109,7 @@ def test_files_of_different_prompts_are_compared_unpaired_saying_why(tmp_path: P
     assert "--disable-shuffle" in why  # how to pair them next time, in vLLM's terms
     page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")
     assert "<th>pairing</th><td>unpaired" in page and "(unpaired)" in page
+    # re-rendered from the saved inputs, it is still the unpaired comparison
+    code, out, err = run_main(capsys, "report", str(tmp_path / "ab"))
+    assert code == 0 and "· unpaired ·" in out.split("\n")[0], err
+    assert summary_tpot(tmp_path / "ab")["samples"] == [34, 40]
