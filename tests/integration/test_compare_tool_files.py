@@ -62,6 +62,7 @@ def test_the_candidate_is_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys, 
     # the page says the sampling is unknown rather than showing made-up defaults (max_tokens 0, seed 0)
     page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")
     assert "not recorded in the files" in page and "max_tokens 0" not in page
+    assert "<th>repeats</th><td>1 (two separate runs compared afterwards: the arms were not interleaved)" in page
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))

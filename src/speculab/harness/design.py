@@ -149,6 +149,8 @@ class Setup:
     # False: the arms did not send the same prompts (`compare` of two results whose prompts differ, or --unpaired):
     # every metric is judged from two samples (analysis.paired.compare_unpaired), nothing per prompt
     paired: bool = True
+    # True: the arms are two separate runs compared afterwards (`speculab compare`), not interleaved by speculab
+    separate_runs: bool = False
     # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
     # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
     sequential: Mapping[str, Any] | None = None

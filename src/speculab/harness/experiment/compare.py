@@ -184,6 +184,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
         repeats=1,
         logprobs=(ma.get("endpoint") or {}).get("logprobs"),
         two_url_mode=True,
+        separate_runs=True,
         started_utc=ma.get("started_at") or "",
         finished_utc=mb.get("finished_at") or "",
         versions=ma.get("versions") or {},
@@ -465,6 +466,7 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
         levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
         repeats=max(x.repeat for x, _ in pairs),
         two_url_mode=True,
+        separate_runs=True,
         started_utc=a.started_utc,
         finished_utc=b.started_utc,
     )

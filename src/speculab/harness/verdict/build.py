@@ -89,6 +89,7 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
         target_rate_rps=s.target_rate_rps,
         two_url_mode=s.two_url_mode,
         paired=s.paired,
+        separate_runs=s.separate_runs,
         started_utc=s.started_utc,
         finished_utc=s.finished_utc,
         versions={k: str(v) for k, v in s.versions.items()},

@@ -391,6 +391,7 @@ class SetupView:
     versions: Mapping[str, str]
     # False: the arms sent different prompts and every comparison is unpaired (two samples; `Ratio.samples`)
     paired: bool = True
+    separate_runs: bool = False  # `compare` of two separate runs: the arms were not interleaved
 
 
 @dataclass(frozen=True, slots=True)

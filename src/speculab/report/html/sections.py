@@ -234,6 +234,15 @@ def _breakdown_row(m: Any) -> dict[str, str]:
     }
 
 
+def _order(s: Any) -> str:
+    """How the arms' requests were ordered in time: what cancels drift between them, and what does not."""
+    if s.separate_runs:
+        return "two separate runs compared afterwards: the arms were not interleaved"
+    if s.two_url_mode:
+        return "blocks of requests alternate ABBA between the two URLs, and across repeats"
+    return "arms alternate ABBA across repeats"
+
+
 # the four answers' colours (and the older verdicts' in summaries before margins)
 CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
@@ -449,7 +458,7 @@ def setup_rows(report: Report) -> dict[str, Any]:
             ("API", s.api),
             ("sampling", sampling),
             ("loads", "; ".join(s.levels)),
-            ("repeats", f"{s.repeats} (arms alternate ABBA across repeats)"),
+            ("repeats", f"{s.repeats} ({_order(s)})"),
             ("SLOs", (slo + f", attainment ≥ {s.slo_attainment:.0%}") if slo else "none set"),
             ("mode", "two URLs (the single change cannot be verified)" if s.two_url_mode else "launch / commands"),
             *(
