@@ -36,7 +36,7 @@ from scipy import stats as scipy_stats
 
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.paired import PairedRatios, bootstrap_geomean_ratio
-from speculab.harness.analysis.signed_rank import hodges_lehmann_batch
+from speculab.harness.analysis.ranks import hodges_lehmann_batch
 
 NS = (8, 16, 32, 64)
 NOISES = ("lognormal", "t3", "stall")
