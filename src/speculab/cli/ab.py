@@ -150,8 +150,8 @@ def compare_command(
     fmt: str | None = typer.Option(
         None,
         "--format",
-        help="speculab | vllm | guidellm | aiperf | sglang | llmperf: read both as this (default: detected; a "
-        "directory is speculab's)",
+        help="speculab | vllm | vllm-sweep | guidellm | aiperf | sglang | llmperf: read both as this (default: "
+        "detected; a directory of vLLM run=N.json files is vllm-sweep, any other speculab's)",
     ),
     benchmark: int | None = typer.Option(
         None,
@@ -171,9 +171,10 @@ def compare_command(
     margin: str | None = _margin(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
-    directories, vLLM `bench serve --save-result --save-detailed` files, GuideLLM benchmarks.json, AIPerf
-    profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json files, any kind on either
-    side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report says so."""
+    directories, vLLM `bench serve --save-result --save-detailed` files or `bench sweep serve` settings, GuideLLM
+    benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
+    files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
+    says so."""
     from speculab.harness.experiment.compare import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
