@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.verdict.comparison import judge, level_group_size, paired_per_prompt
+from speculab.harness.verdict.comparison import arm_values, judge, level_group_size
 from speculab.harness.verdict.model import ReportOptions
 
 
 def _row(inputs, cand: str, level, size: int, opts: ReportOptions, keep=None) -> dict:
     c_runs, b_runs = inputs.runs_for(cand, level.key), inputs.runs_for("baseline", level.key)
-    c, b, _ = paired_per_prompt(c_runs, b_runs, "tpot_s", inputs.setup.paired)
+    c, b, _ = arm_values(inputs.setup, c_runs, b_runs, "tpot_s")
     if keep is not None:
         c = {i: v for i, v in c.items() if keep(i, "candidate")}
         b = {i: v for i, v in b.items() if keep(i, "baseline")}

@@ -84,7 +84,7 @@ def test_unpaired_the_candidate_is_still_1_5x_faster_and_a_vs_a_equivalent(tmp_p
     assert tp["unit"] == "unpaired" and tp["samples"] == [40, 40] and tp["n_pairs"] == 0
     assert tp["speedup_low"] <= 1.5 <= tp["speedup_high"] or abs(tp["speedup"] / 1.5 - 1) < 0.02, tp
     assert tp["decision"] == "faster"
-    assert out.split("\n")[0].endswith("prompts · unpaired · temperature not recorded · 1 repeat")
+    assert out.split("\n")[0].endswith("40 prompts (A) vs 40 (B) · unpaired · temperature not recorded · 1 repeat")
     assert f"at concurrency {load} (unpaired)" in out and "unpaired: 40 B vs 40 A requests" in out
     code, out, err = run_main(capsys, "compare", str(base), str(again), "--unpaired", "--output", str(tmp_path / "aa"))
     assert code == 0, err

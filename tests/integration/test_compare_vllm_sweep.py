@@ -53,12 +53,14 @@ def test_one_combination_is_one_load(tmp_path: Path) -> None:
                                                         ("candidate", 2)]  # fmt: skip
 
 
-def test_unpaired_a_sweep_counts_every_run_s_requests(tmp_path: Path, capsys) -> None:
+def test_unpaired_a_sweep_counts_each_prompt_once_over_its_runs(tmp_path: Path, capsys) -> None:
     code, _out, err = run_main(capsys, "compare", str(PLAIN), str(SPEC), "--unpaired", "--output", str(tmp_path / "u"))
     assert code == 0, err
     summary = json.loads((tmp_path / "u" / "summary.json").read_text())
     tp = _tpot(summary["levels"][1])
-    assert tp["unit"] == "unpaired" and tp["samples"] == [48, 48] and tp["decision"] == "faster"  # 2 runs x 24
+    # each side's two runs sent the same 24 prompts: a prompt's runs are one value (their median), not two requests
+    assert tp["unit"] == "unpaired" and tp["samples"] == [24, 24] and tp["decision"] == "faster"
+    assert any("a prompt's runs are one value (their median)" in w for w in summary["warnings"])
 
 
 def test_a_sweep_of_two_settings_must_be_named_by_setting(tmp_path: Path, capsys) -> None:

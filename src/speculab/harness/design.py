@@ -149,6 +149,9 @@ class Setup:
     # False: the arms did not send the same prompts (`compare` of two results whose prompts differ, or --unpaired):
     # every metric is judged from two samples (analysis.paired.compare_unpaired), nothing per prompt
     paired: bool = True
+    # unpaired only: each arm's repeats at a load sent the same prompts in the same order, so a prompt's repeats are
+    # one observation of it (the median), not independent requests; False: every request is its own sample
+    repeats_same_prompts: bool = True
     # True: the arms are two separate runs compared afterwards (`speculab compare`), not interleaved by speculab
     separate_runs: bool = False
     # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run

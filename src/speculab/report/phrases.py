@@ -58,7 +58,7 @@ def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
         clear = {"faster": ": detectably faster, but", "slower": ": detectably slower, but"}.get(r.verdict, "")
         return f"{what} equivalent{where}: no difference larger than {margin} ({est} {rng}{clear} within the margin)"
     if d == Decision.INCONCLUSIVE.value:
-        units = {"launch": "launches (repeats)", "unpaired": "requests"}.get(r.unit, "prompts")
+        units = {"launch": "launches (repeats)", "unpaired": "requests of both runs"}.get(r.unit, "prompts")
         if r.to_decide is not None and r.to_decide <= MUCH_MORE:
             more = f"; about {r.to_decide:.2g}× the {units} would likely decide it"
         elif r.to_decide is not None:
@@ -67,7 +67,7 @@ def decision_phrase(r: Ratio, what: str = "TPOT", where: str = "") -> str:
             more = "; it sits on the margin, where more data is unlikely to decide it"
         return f"{what} inconclusive{where}: {est} {rng} straddles the {margin} margin{more}"
     if d == Decision.INSUFFICIENT.value:
-        return f"{what}: not enough paired data{where}"
+        return f"{what}: not enough {'data' if r.unit == 'unpaired' else 'paired data'}{where}"
     mdc = r.min_detectable_change  # a summary before margins: its "no detectable difference"
     could = f", could have detected ±{mdc:.0%}" if math.isfinite(mdc) else ""
     return f"{what} no detectable difference{where} ({speedup(r.speedup)} {rng}{could})"

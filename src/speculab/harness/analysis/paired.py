@@ -506,13 +506,20 @@ def launch_effect(candidate: Mapping[int, float], baseline: Mapping[int, float],
 
 
 def _unit_logs(values: Mapping[int, float], group_size: int) -> tuple[np.ndarray, int, int]:
-    """(log unit values, usable requests, dropped) of one arm: its values finite and > 0 in index order (the order
-    it sent them), as units of `group_size` consecutive requests (the mean log of each run; a short last run is a
-    unit too), because requests in flight together share their conditions."""
-    logs = [math.log(v) for _, v in sorted(values.items()) if math.isfinite(v) and v > 0]
+    """(log unit values, usable requests, dropped) of one arm: its values as units of `group_size` requests sent one
+    after another (the mean log of each run), because requests in flight together share their conditions. A key is
+    a request's index (its place in the arm's send order) or, each request its own sample, repeat << 32 | index:
+    runs are cut by index within a repeat, before unusable values (not finite, <= 0) are left out, so a drop does not
+    shift the runs after it."""
     size = max(1, group_size)
-    units = [math.fsum(logs[i : i + size]) / len(logs[i : i + size]) for i in range(0, len(logs), size)]
-    return np.asarray(units, dtype=float), len(logs), len(values) - len(logs)
+    runs: dict[tuple[int, int], list[float]] = defaultdict(list)
+    usable = 0
+    for key, v in values.items():
+        if math.isfinite(v) and v > 0:
+            runs[(key >> 32, (key & 0xFFFFFFFF) // size)].append(math.log(v))
+            usable += 1
+    units = [math.fsum(x) / len(x) for _, x in sorted(runs.items())]
+    return np.asarray(units, dtype=float), usable, len(values) - usable
 
 
 def compare_unpaired(
@@ -561,7 +568,8 @@ def compare_unpaired(
     if min(x.size, y.size) < MIN_PAIRS or rank_sum_critical_k(x.size, y.size, confidence) < 1:
         verdict = Verdict.INSUFFICIENT
         unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
-        note = f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each"
+        note = (f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "
+                f"least {MIN_PAIRS * max(1, group_size)} requests in each run")  # fmt: skip
     elif hl.excludes(1.0):
         verdict = Verdict.FASTER if (hl.high < 1.0) == lower_is_better else Verdict.SLOWER
     else:

@@ -85,13 +85,27 @@ def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: tuple[str, ..
     return [f"{what}.{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
 
 
+def _workload_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list[str]:
+    """Whether two bench runs asked for one workload (its spec): two samples of two workloads compare nothing."""
+    return _differences(ma.get("workload") or {}, mb.get("workload") or {}, ("spec",), "workload")
+
+
+def _prompt_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list[str]:
+    """How two bench runs of one workload differ in the prompts they drew: how many, which seed, which left out."""
+    return [
+        *_differences(ma.get("workload") or {}, mb.get("workload") or {}, ("source", "n_items"), "workload"),
+        *_differences(ma.get("fit") or {}, mb.get("fit") or {}, ("left_out",), "fit"),
+        *_differences(ma.get("sampling") or {}, mb.get("sampling") or {}, ("seed",), "sampling"),
+    ]
+
+
 def _condition_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list[str]:
     """How two bench manifests differ in what the runs asked for beyond their prompts: sampling, load, endpoint."""
     return [
         *_differences(
             ma.get("sampling") or {},
             mb.get("sampling") or {},
-            ("max_tokens", "temperature", "top_p", "seed"),
+            ("max_tokens", "temperature", "top_p"),
             "sampling",
         ),
         *_differences(ma.get("load") or {}, mb.get("load") or {}, ("mode", "concurrency", "rate_rps"), "load"),
@@ -153,15 +167,12 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
     """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired."""
     ma, sa = _bench_dir(dir_a)
     mb, sb = _bench_dir(dir_b)
-    diffs = [
-        *_differences(ma.get("workload") or {}, mb.get("workload") or {}, ("spec", "source", "n_items"), "workload"),
-        *_differences(ma.get("fit") or {}, mb.get("fit") or {}, ("left_out",), "fit"),
-        *_condition_differences(ma, mb),
-    ]
+    workload, prompts, conditions = (f(ma, mb) for f in (_workload_differences, _prompt_differences,
+                                                          _condition_differences))  # fmt: skip
+    diffs, other = [*workload, *prompts, *conditions], [*workload, *conditions]
     if diffs:
-        # only the prompts differ: two samples of one workload may still be compared, unpaired
-        prompts_only = not _condition_differences(ma, mb)
-        also = " (or compare them as two samples with --unpaired)" if prompts_only else ""
+        # only the prompts differ (two samples of one workload): they may still be compared, unpaired
+        also = "" if other else " (or compare them as two samples with --unpaired)"
         raise UserError(
             f"{dir_a} and {dir_b} cannot be paired: {'; '.join(diffs)}; rerun one of them with the other's "
             f"settings{also}"
@@ -271,7 +282,16 @@ def inputs_from_results(
     else:
         _same_load(path_a, path_b, sa[0], sb[0])
         pairs = ((sa[0], sb[0]),)
-    return _imported_inputs(pairs, readers, _why_unpaired(_pairs_problem(pairs), unpaired))
+    inputs = _imported_inputs(pairs, readers, why := _why_unpaired(_pairs_problem(pairs), unpaired))
+    same = _repeats_problem(pairs) is None  # each side's runs at a load are one set of prompts: one per index
+    notes = inputs.notes
+    if why and inputs.setup.repeats > 1:
+        notes += ((
+            "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one "
+            "value (their median), not independent requests" if same else
+            "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own "
+            "value"),)  # fmt: skip
+    return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=notes)
 
 
 def _all_runs(path: Path, kind: str, benchmark: int | None) -> tuple[ImportedRun, ...]:
@@ -287,11 +307,17 @@ def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | No
     """The first reason the runs cannot be paired per prompt: between A and B at a load and run, or between two runs
     of one side at a load (a prompt's repeats must be the same prompt); None: every pair verified."""
     several = len(pairs) > 1
-    first: dict[tuple[str, str], ImportedRun] = {}
     for x, y in pairs:
         where = f"{x.level.label}, run {x.repeat}: " if several else ""
         if problem := _unpaired(x, y):
             return where + problem
+    return _repeats_problem(pairs)
+
+
+def _repeats_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
+    """The first reason one side's runs at a load are not the same prompts in the same order (None: they are)."""
+    first: dict[tuple[str, str], ImportedRun] = {}
+    for x, y in pairs:
         for side, r in (("A", x), ("B", y)):
             r0 = first.setdefault((side, r.level.key), r)
             if r0 is not r and (problem := _unpaired(r0, r)):
@@ -345,9 +371,10 @@ def _same_load(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, where
 
 
 def _same_conditions(dir_a: Path, dir_b: Path) -> None:
-    """Two bench runs compared unpaired may differ in their prompts, not in sampling, load or endpoint."""
+    """Two bench runs compared unpaired may differ in the prompts they drew, not in workload, sampling, load or
+    endpoint."""
     (ma, _), (mb, _) = _bench_dir(dir_a), _bench_dir(dir_b)
-    if diffs := _condition_differences(ma, mb):
+    if diffs := [*_workload_differences(ma, mb), *_condition_differences(ma, mb)]:
         raise UserError(
             f"{dir_a} and {dir_b} cannot be compared: {'; '.join(diffs)}; rerun one of them with the other's settings"
         )

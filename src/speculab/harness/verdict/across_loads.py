@@ -15,7 +15,7 @@ from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_PAIRS
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
-from speculab.harness.verdict.comparison import judge, paired_per_prompt
+from speculab.harness.verdict.comparison import arm_values, judge
 from speculab.harness.verdict.model import (
     AcceptanceView,
     CandidateReport,
@@ -98,8 +98,8 @@ def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs
     for p in points:
         lv = by_value[p.load]
         rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
-        cand_tpot, base_tpot, _ = paired_per_prompt(
-            inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s", inputs.setup.paired
+        cand_tpot, base_tpot, _ = arm_values(
+            inputs.setup, inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s"
         )
         c = judge(inputs, "tpot_s", cand_tpot, base_tpot, rng, opts, sizes.get(p.load, 1), DEFAULT_MARGIN)
         out.append(LoadSpeedup.from_comparison(p.load, c))

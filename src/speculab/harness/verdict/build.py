@@ -71,7 +71,7 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
         workload_source=s.workload_source,
         api=s.api,
         # prompts not known (a vLLM file holds none): the prompts the baseline's first repeat sent
-        prompts=len(s.items) or len({r.index for r in inputs.runs[0].records if not r.warmup} if inputs.runs else ()),
+        prompts=len(s.items) or _sent(inputs, "baseline"),
         categories=dict(sorted(cats.items())),
         temperature=s.temperature,
         top_p=s.top_p,
@@ -90,10 +90,17 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
         two_url_mode=s.two_url_mode,
         paired=s.paired,
         separate_runs=s.separate_runs,
+        prompts_candidate=None if s.paired else _sent(inputs, next((a.name for a in inputs.candidates), "")),
         started_utc=s.started_utc,
         finished_utc=s.finished_utc,
         versions={k: str(v) for k, v in s.versions.items()},
     )
+
+
+def _sent(inputs: ReportInputs, arm: str) -> int:
+    """How many prompts an arm's first repeat sent (its first run at its first load)."""
+    run = next((r for r in inputs.runs if r.arm == arm), None)
+    return len({r.index for r in run.records if not r.warmup}) if run is not None else 0
 
 
 def _arm_view(a: ArmInfo) -> ArmView:

@@ -25,7 +25,7 @@ from speculab.harness.analysis.paired import (
     group_size,
     launch_effect,
 )
-from speculab.harness.design import ArmInfo, LevelSpec
+from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
@@ -98,7 +98,9 @@ def judge(inputs: ReportInputs, metric: str, cand: Mapping[int, float], base: Ma
           rng: np.random.Generator, opts: ReportOptions, size: int, margin: float,
           launch_effects: Sequence[float] = ()) -> MetricComparison:  # fmt: skip
     """One metric's comparison at one load: paired per prompt (in the groups sent together), or, when the arms
-    did not send the same prompts (`Setup.paired` False), from two samples. Every verdict is made here."""
+    did not send the same prompts (`Setup.paired` False), from two samples (`arm_values` gives both). Every verdict
+    of a candidate against the baseline is made here (ranking's candidate against candidate is paired only: an
+    unpaired comparison, `speculab compare`, has one candidate)."""
     if not inputs.setup.paired:
         return compare_unpaired(metric, cand, base, rng, n_resamples=opts.n_resamples, confidence=opts.confidence,
                                 group_size=size, margin=margin)  # fmt: skip
@@ -125,19 +127,28 @@ def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
     return concurrent_groups([it.index for it in items], size, units)
 
 
-def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str, paired: bool = True
+def arm_values(setup: Setup, cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
+               ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
+    """(candidate, baseline) values of one metric and the left-out indices, as the comparison counts them: per
+    prompt, paired (`paired_per_prompt`); unpaired, each arm on its own: per index, the median over its repeats,
+    where each arm's repeats sent the same prompts (`Setup.repeats_same_prompts`: a prompt repeated is one
+    observation of it, not several), else every request its own value (`per_request`)."""
+    if setup.paired:
+        return paired_per_prompt(cand_runs, base_runs, metric)
+    if not setup.repeats_same_prompts:
+        return per_request(cand_runs, metric), per_request(base_runs, metric), frozenset()
+    out, left = [], frozenset[int]()
+    for runs in (cand_runs, base_runs):  # a turn whose context differed between this arm's repeats is left out
+        div = diverged_indices(r for run in runs for r in run.records)
+        out.append({i: v for i, v in per_prompt(runs, metric).items() if i not in div})
+        left |= div
+    return out[0], out[1], left
+
+
+def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
                       ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
     """(candidate, baseline) per-prompt values of one metric, without the conversation turns whose context
-    differed between the arms (or repeats), and those left-out indices. Every comparison reads this; unpaired
-    (`Setup.paired` False) the arms' prompts differ by design, and only repeats of one arm are checked."""
-    if not paired:  # every request its own value: repeats of one index need not be one prompt
-        div = [diverged_indices(r for run in runs for r in run.records) for runs in (cand_runs, base_runs)]
-        cand, base = per_request(cand_runs, metric), per_request(base_runs, metric)
-        return (
-            {i: v for i, v in cand.items() if i not in div[0]},
-            {i: v for i, v in base.items() if i not in div[1]},
-            div[0] | div[1],
-        )
+    differed between the arms (or repeats), and those left-out indices. Every paired comparison reads this."""
     diverged = diverged_indices(r for run in (*cand_runs, *base_runs) for r in run.records)
     cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
     if diverged:
@@ -227,7 +238,7 @@ def compare_level(
     launched = not inputs.setup.two_url_mode
     paired = inputs.setup.paired
     for metric in (*PAIRED_METRICS, "itl_s"):
-        cand_values, base_values, diverged = paired_per_prompt(c_runs, b_runs, metric, paired)
+        cand_values, base_values, diverged = arm_values(inputs.setup, c_runs, b_runs, metric)
         values[metric] = (cand_values, base_values)
         effects = launch_effects(c_runs, b_runs, metric, groups, size) if launched else []
         ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin_of(opts, metric),

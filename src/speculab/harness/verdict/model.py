@@ -392,6 +392,7 @@ class SetupView:
     # False: the arms sent different prompts and every comparison is unpaired (two samples; `Ratio.samples`)
     paired: bool = True
     separate_runs: bool = False  # `compare` of two separate runs: the arms were not interleaved
+    prompts_candidate: int | None = None  # unpaired: the candidate's own count (`prompts` is then the baseline's)
 
 
 @dataclass(frozen=True, slots=True)

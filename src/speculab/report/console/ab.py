@@ -88,7 +88,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     parts: list[Any] = [
         Text.from_markup(
             f"[bold]speculab A/B[/] {escape(report.title)} · workload {escape(s.workload_name)} · {s.prompts} prompts"
-            + ("" if s.paired else " · unpaired")
+            + ("" if s.paired else f" (A) vs {s.prompts_candidate} (B) · unpaired")
             + f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]

@@ -234,6 +234,12 @@ def _breakdown_row(m: Any) -> dict[str, str]:
     }
 
 
+def _prompts(s: Any) -> str:
+    counts = f"{s.prompts}" if s.paired else f"{s.prompts} (A) vs {s.prompts_candidate} (B), two samples"
+    cats = ", ".join(f"{k} {v}" for k, v in s.categories.items())
+    return f"{counts} ({cats})" if cats else counts
+
+
 def _order(s: Any) -> str:
     """How the arms' requests were ordered in time: what cancels drift between them, and what does not."""
     if s.separate_runs:
@@ -454,7 +460,7 @@ def setup_rows(report: Report) -> dict[str, Any]:
     return {
         "rows": [
             ("workload", f"{s.workload_name} — {s.workload_source}"),
-            ("prompts", f"{s.prompts} ({', '.join(f'{k} {v}' for k, v in s.categories.items())})"),
+            ("prompts", _prompts(s)),
             ("API", s.api),
             ("sampling", sampling),
             ("loads", "; ".join(s.levels)),

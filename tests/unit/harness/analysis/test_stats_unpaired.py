@@ -134,7 +134,8 @@ def test_too_few_requests_give_no_verdict_and_say_how_many_there_were():
     rng = np.random.default_rng(8)
     c = compare_unpaired("tpot_s", _tpot(rng, 5, 0.02), _tpot(rng, 30, 0.03), rng, n_resamples=100)
     assert c.verdict is Verdict.INSUFFICIENT and c.decision is Decision.INSUFFICIENT
-    assert c.note == "only 5 candidate and 30 baseline requests; need at least 6 of each"
+    want = "only 5 candidate and 30 baseline requests; need at least 6 of each: send at least 6 requests in each run"
+    assert c.note == want
 
 
 def test_unusable_values_are_counted_not_used():
@@ -142,3 +143,12 @@ def test_unusable_values_are_counted_not_used():
     cand = {**_tpot(rng, 20, 0.02), 100: 0.0, 101: float("nan")}
     c = compare_unpaired("tpot_s", cand, _tpot(rng, 20, 0.03), rng, n_resamples=100)
     assert c.n_dropped == 2 and c.samples == (20, 20)
+
+
+def test_groups_are_cut_within_a_repeat_and_before_unusable_values_are_left_out():
+    # 2 repeats of 5 requests at concurrency 4 (keys repeat << 32 | index): runs 0-3 and 4 in each repeat, never one
+    # run across the two repeats; a NaN at index 1 stays out of its run without shifting the runs after it
+    rng = np.random.default_rng(10)
+    one = {(rep << 32) + i: 0.02 for rep in (1, 2) for i in range(5)}
+    c = compare_unpaired("tpot_s", {**one, (1 << 32) + 1: float("nan")}, one, rng, n_resamples=20, group_size=4)
+    assert c.n_units == 4 + 4 and c.samples == (9, 10) and c.n_dropped == 1
