@@ -157,8 +157,8 @@ def compare_command(
         None,
         "--benchmark",
         min=0,
-        help="one benchmark of a GuideLLM sweep or one run (line) of an SGLang file, 0-based (default: two GuideLLM "
-        "sweeps are compared load by load)",
+        help="one benchmark of a GuideLLM sweep or one run (line) of an SGLang file, 0-based (default: two files of "
+        "several loads are compared load by load)",
     ),
     unpaired: bool = typer.Option(
         False,
