@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import special
@@ -96,7 +96,12 @@ def _walsh_order_stat_bisect(x: np.ndarray, order: int) -> float:
     def count_le(v: float) -> int:  # #{i <= j: x_i + x_j <= 2v}
         return int(np.sum(np.maximum(np.searchsorted(xs, 2 * v - xs, side="right") - np.arange(xs.size), 0)))
 
-    lo, hi = float(xs[0]), float(xs[-1])  # every Walsh average lies in [min, max]
+    return _bisect_order_stat(count_le, float(xs[0]), float(xs[-1]), order)  # every Walsh average in [min, max]
+
+
+def _bisect_order_stat(count_le: Callable[[float], int], lo: float, hi: float, order: int) -> float:
+    """The order-th (0-based) smallest of values in [lo, hi] known only by `count_le(v)` (how many are <= v):
+    bisection to the float resolution."""
     for _ in range(200):
         mid = (lo + hi) / 2
         if mid in (lo, hi):
@@ -231,19 +236,8 @@ def _difference_order_stats(x: np.ndarray, y: np.ndarray, orders: Sequence[int])
     def count_le(v: float) -> int:  # #{(i, j): x_i - y_j <= v} = #{y_j >= x_i - v}
         return int(np.sum(ys.size - np.searchsorted(ys, x - v, side="left")))
 
-    out = []
-    for order in orders:
-        lo, hi = float(x.min() - ys[-1]), float(x.max() - ys[0])
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if mid in (lo, hi):
-                break
-            if count_le(mid) >= order + 1:
-                hi = mid
-            else:
-                lo = mid
-        out.append(hi)
-    return out
+    lo, hi = float(x.min() - ys[-1]), float(x.max() - ys[0])  # every difference lies in [lo, hi]
+    return [_bisect_order_stat(count_le, lo, hi, order) for order in orders]
 
 
 def hodges_lehmann_shift(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
