@@ -438,11 +438,7 @@ def compare_paired(
     if units.n < MIN_PAIRS:
         verdict, note = Verdict.INSUFFICIENT, _too_few(pairs, units, group_size)
     else:
-        if basis.excludes(1.0):
-            lower = basis.high < 1.0
-            verdict = Verdict.FASTER if lower == lower_is_better else Verdict.SLOWER
-        else:
-            verdict = Verdict.NO_DIFFERENCE
+        verdict = _direction(basis, lower_is_better)
         if launches is None and geo.excludes(1.0) != hl.excludes(1.0):
             which = "excludes" if geo.excludes(1.0) else "includes"
             note = (
@@ -472,6 +468,13 @@ def compare_paired(
         launches=max(1, len(launch_effects)),
         launch_spread=math.expm1(max(launch_effects) - min(launch_effects)) if len(launch_effects) >= 2 else math.nan,
     )
+
+
+def _direction(basis: Interval, lower_is_better: bool) -> Verdict:
+    """Faster, slower or no detectable difference from the verdict's ratio interval (candidate/baseline)."""
+    if not basis.excludes(1.0):
+        return Verdict.NO_DIFFERENCE
+    return Verdict.FASTER if (basis.high < 1.0) == lower_is_better else Verdict.SLOWER
 
 
 def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
@@ -570,10 +573,8 @@ def compare_unpaired(
         unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
         note = (f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "
                 f"least {MIN_PAIRS * max(1, group_size)} requests in each run")  # fmt: skip
-    elif hl.excludes(1.0):
-        verdict = Verdict.FASTER if (hl.high < 1.0) == lower_is_better else Verdict.SLOWER
     else:
-        verdict = Verdict.NO_DIFFERENCE
+        verdict = _direction(hl, lower_is_better)
     decision, needed = _against_margin(hl, margin, lower_is_better, confidence, verdict)
     return MetricComparison(
         metric=metric,
