@@ -282,8 +282,9 @@ def inputs_from_results(
     else:
         _same_load(path_a, path_b, sa[0], sb[0])
         pairs = ((sa[0], sb[0]),)
-    inputs = _imported_inputs(pairs, readers, why := _why_unpaired(_pairs_problem(pairs), unpaired))
-    same = _repeats_problem(pairs) is None  # each side's runs at a load are one set of prompts: one per index
+    within = _repeats_problem(pairs)  # None: each side's runs at a load are one set of prompts, one value per index
+    inputs = _imported_inputs(pairs, readers, why := _why_unpaired(_pairs_problem(pairs) or within, unpaired))
+    same = within is None
     notes = inputs.notes
     if why and inputs.setup.repeats > 1:
         notes += ((
@@ -304,14 +305,14 @@ def _all_runs(path: Path, kind: str, benchmark: int | None) -> tuple[ImportedRun
 
 
 def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
-    """The first reason the runs cannot be paired per prompt: between A and B at a load and run, or between two runs
-    of one side at a load (a prompt's repeats must be the same prompt); None: every pair verified."""
+    """The first reason A's and B's runs at a load cannot be paired per prompt (their runs of one side against each
+    other are `_repeats_problem`'s); None: every pair verified."""
     several = len(pairs) > 1
     for x, y in pairs:
         where = f"{x.level.label}, run {x.repeat}: " if several else ""
         if problem := _unpaired(x, y):
             return where + problem
-    return _repeats_problem(pairs)
+    return None
 
 
 def _repeats_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:

@@ -153,15 +153,16 @@ def _info(path: Path, d: Mapping[str, Any]) -> dict[str, Any]:
     return {"tool": TOOL, "file": str(path), "version": version} | {k: d[k] for k in keys if d.get(k) is not None}
 
 
-def read(path: Path) -> ImportedRun:
-    """Read one vLLM bench serve result file; a file it cannot read is one line naming it, the format and the field."""
+def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
+    """Read one vLLM bench serve result file; a file it cannot read is one line naming it, the format and the field.
+    `keep`: more top-level keys of the file to keep in the run's info, under these names (a sweep's own keys)."""
     ff = FileFields(path, READ_AS)
     d = _load(ff)
     lists = _lists(ff, d)
     n = len(lists["start_times"])
     records = tuple(_record(ff, lists, i) for i in range(n))
     level, note = _level(ff, d, n)
-    info = _info(path, d)
+    info = _info(path, d) | {name: d[k] for k, name in (keep or {}).items() if k in d}
     said = ", ".join(f"{k} {info[k]}" for k in ("date", "backend", "model_id") if k in info)
     version = f"vLLM {info['version']}" if info.get("version") else "vLLM version not stated in the file"
     notes = (f"{path.name}: a vLLM bench serve result ({version}; {said})", *((note,) if note else ()))

@@ -14,7 +14,6 @@ prefix of its combinations' names (every load of that setting in an experiment o
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -47,18 +46,19 @@ def _setting(combo: Path) -> str:
     return name[len(_SERVE) :].split(_BENCH, 1)[0] if name.startswith(_SERVE) else ""
 
 
-def _combos(path: Path) -> list[Path]:
-    """The combination directories `path` names (see the module docstring); [] when it names none."""
-    if _runs(path):
-        return [path]
+def _combos(path: Path) -> list[tuple[Path, list[tuple[int, Path]]]]:
+    """The combination directories `path` names (see the module docstring), each with its run files; [] when it
+    names none."""
+    if runs := _runs(path):
+        return [(path, runs)]
     if path.is_dir():
-        return sorted(d for d in path.iterdir() if _runs(d))
-    parent, prefix = path.parent, path.name
-    if prefix.startswith(_SERVE) and parent.is_dir():
-        return sorted(
-            d for d in parent.iterdir() if (d.name == prefix or d.name.startswith(prefix + _BENCH)) and _runs(d)
-        )
-    return []
+        dirs = list(path.iterdir())
+    elif path.name.startswith(_SERVE) and path.parent.is_dir():
+        prefix = path.name
+        dirs = [d for d in path.parent.iterdir() if d.name == prefix or d.name.startswith(prefix + _BENCH)]
+    else:
+        return []
+    return [(d, runs) for d in sorted(dirs) if (runs := _runs(d))]
 
 
 def detect(path: Path) -> bool:
@@ -72,7 +72,7 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     combos = _combos(path)
     if not combos:
         raise UserError(f"{path}: read as {READ_AS}: no run=N.json in it or in its SERVE--*-BENCH--* directories")
-    settings = sorted({_setting(c) for c in combos})
+    settings = sorted({_setting(c) for c, _ in combos})
     if len(settings) > 1:
         names = ", ".join(f"{path / (_SERVE + s)}" for s in settings)
         raise UserError(
@@ -82,27 +82,18 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     # the report names the arm by its server setting (every run file is called run=N.json)
     label = _SERVE + settings[0] if settings[0] else path.name
     out = []
-    for combo in combos:
+    for combo, runs in combos:
         failed = [f.name for f in combo.glob("run=*.failure.json")]
         also = (f"{combo.name}: the sweep also wrote {', '.join(sorted(failed))} (failed runs, not compared)",)
-        for n, f in _runs(combo):
-            run = vllm_bench.read(f)
-            info = {**run.info, "tool": TOOL, "combination": combo.name, "run": n, **_params(f)}
+        for n, f in runs:
+            run = vllm_bench.read(f, keep={"_benchmark_name": "sweep_name"})
+            info = {**run.info, "tool": TOOL, "combination": combo.name, "run": n}
             # one note per side instead of each file's own (below); the level's own note (a ramp-up, say) stays
             kept = tuple(x for x in run.notes if not x.startswith(f"{f.name}: a vLLM bench serve result"))
             notes = (*kept, *(also if failed else ()))
             out.append(replace(run, tool=TOOL, label=label, repeat=n + 1, notes=notes, info=info))
     version = next((r.info.get("version") for r in out if r.info.get("version")), None)
-    runs = ", ".join(f"{c.name} ({len(_runs(c))} run{'s' if len(_runs(c)) != 1 else ''})" for c in combos)
+    each = ", ".join(f"{c.name} ({len(r)} run{'s' if len(r) != 1 else ''})" for c, r in combos)
     said = f"{label}: a vLLM bench sweep serve directory ({f'vLLM {version}' if version else 'vLLM version not stated'}"
-    said += f"; {runs})"
+    said += f"; {each})"
     return tuple(replace(r, notes=(said, *r.notes)) for r in out)
-
-
-def _params(f: Path) -> dict[str, object]:
-    """The sweep's own keys in a run file (its parameters' names and run_number), for the report's setup."""
-    try:
-        d = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {"sweep_name": d["_benchmark_name"]} if isinstance(d, dict) and "_benchmark_name" in d else {}

@@ -96,15 +96,18 @@ def _unit(c: MetricComparison) -> str:
 
 def judge(inputs: ReportInputs, metric: str, cand: Mapping[int, float], base: Mapping[int, float],
           rng: np.random.Generator, opts: ReportOptions, size: int, margin: float,
-          launch_effects: Sequence[float] = ()) -> MetricComparison:  # fmt: skip
+          launch_effects: Sequence[float] = (), groups: Mapping[int, int] | None = None
+          ) -> MetricComparison:  # fmt: skip
     """One metric's comparison at one load: paired per prompt (in the groups sent together), or, when the arms
     did not send the same prompts (`Setup.paired` False), from two samples (`arm_values` gives both). Every verdict
     of a candidate against the baseline is made here (ranking's candidate against candidate is paired only: an
-    unpaired comparison, `speculab compare`, has one candidate)."""
+    unpaired comparison, `speculab compare`, has one candidate). `groups`: the level's `prompt_groups`, where the
+    caller has them (they are made from every record otherwise, once per call)."""
     if not inputs.setup.paired:
         return compare_unpaired(metric, cand, base, rng, n_resamples=opts.n_resamples, confidence=opts.confidence,
                                 group_size=size, margin=margin)  # fmt: skip
-    return compare_paired(metric, cand, base, rng, n_resamples=opts.n_resamples, groups=prompt_groups(inputs, size),
+    groups = groups if groups is not None else prompt_groups(inputs, size)
+    return compare_paired(metric, cand, base, rng, n_resamples=opts.n_resamples, groups=groups,
                           group_size=size, confidence=opts.confidence, margin=margin,
                           launch_effects=launch_effects)  # fmt: skip
 
@@ -242,7 +245,7 @@ def compare_level(
         values[metric] = (cand_values, base_values)
         effects = launch_effects(c_runs, b_runs, metric, groups, size) if launched else []
         ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin_of(opts, metric),
-                                     effects)))  # fmt: skip
+                                     effects, groups)))  # fmt: skip
     # the breakdowns and acceptance against speedup are per prompt: nothing to say without pairs
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs)) if paired else ()
