@@ -96,3 +96,10 @@ def test_a_directory_without_runs_is_not_a_sweep(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert not vllm_sweep.detect(tmp_path / "empty") and not vllm_sweep.detect(tmp_path / "SERVE--nothing")
     assert result_format(tmp_path / "empty") == "speculab"  # a directory is a bench run's unless it holds runs
+
+
+def test_a_file_format_given_for_a_directory_is_one_line_naming_the_fix(tmp_path: Path, capsys) -> None:
+    combo = SWEEP / "SERVE--plain-BENCH--c1"
+    code, _, err = run_main(capsys, "compare", str(combo), str(combo), "--format", "vllm", "--output", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and f"{combo} is a directory: --format vllm reads a file" in line and "vllm-sweep" in line, line

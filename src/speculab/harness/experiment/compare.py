@@ -238,6 +238,11 @@ def result_format(path: Path, fmt: str | None = None) -> str:
     if fmt is not None:
         if fmt not in FORMATS:
             raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+        if fmt not in ("speculab", vllm_sweep.FORMAT) and path.is_dir():
+            raise UserError(
+                f"{path} is a directory: --format {fmt} reads a file; give the file in it (or --format vllm-sweep "
+                "for a vLLM sweep's directory, --format speculab for a bench run's)"
+            )
         return fmt
     if vllm_sweep.detect(path):  # a directory of run=N.json files (or of such), or a SERVE--<setting> prefix
         return vllm_sweep.FORMAT
