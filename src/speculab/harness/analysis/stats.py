@@ -159,8 +159,9 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> I
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, "wilson", n)
 
 
-def paired_difference(candidate_pass: Mapping[int, bool], baseline_pass: Mapping[int, bool],
-                      confidence: float = CONFIDENCE) -> Interval:  # fmt: skip
+def paired_difference(
+    candidate_pass: Mapping[int, bool], baseline_pass: Mapping[int, bool], confidence: float = CONFIDENCE
+) -> Interval:
     """Pass rate candidate minus baseline over the prompts judged in both (a fraction: -0.05 = 5 points lower), with
     the Agresti-Min interval for paired proportions (Wald after adding 1/2 to each of the four cells: sane at 0 and
     n discordant pairs, close to nominal from n ~ 10; Agresti & Min 2005)."""
@@ -175,8 +176,9 @@ def paired_difference(candidate_pass: Mapping[int, bool], baseline_pass: Mapping
     d_adj = (c_adj - b_adj) / n_adj
     se = math.sqrt(max((c_adj + b_adj) - (c_adj - b_adj) ** 2 / n_adj, 0.0)) / n_adj
     z = float(special.ndtri(0.5 + confidence / 2))
-    return Interval((c_only - b_only) / n, max(-1.0, d_adj - z * se), min(1.0, d_adj + z * se), confidence,
-                    "agresti-min", n)  # fmt: skip
+    return Interval(
+        (c_only - b_only) / n, max(-1.0, d_adj - z * se), min(1.0, d_adj + z * se), confidence, "agresti-min", n
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,9 +338,7 @@ def _cold_start_finding(cs: ColdStart, c1: LoadPoint | None) -> Finding:
             f"{cs.process_first_token_s or math.nan:.2f} s"
         )
     else:
-        affects = "the first request after start" + (
-            f" or after {cs.idle_s:g} s idle" if cs.idle_s else ""
-        )  # fmt: skip
+        affects = "the first request after start" + (f" or after {cs.idle_s:g} s idle" if cs.idle_s else "")
         parts = [f"warm TTFT {cs.warm_ttft_s:.3f} s" if cs.warm_ttft_s is not None else "no warm TTFT"]
         if cs.first_request_ttft_s is not None:
             parts.append(f"first request {cs.first_request_ttft_s:.3f} s")

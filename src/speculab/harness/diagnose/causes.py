@@ -234,8 +234,15 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
         "expected_saving_s": expected,
     }
     if not shared or not control:
-        return PrefixCaching(enabled=None, shared_ttft_s=None, control_ttft_s=None, saving_s=None, saving_s_ci=None,
-                             note="the prefix probes did not run or did not succeed", **base)  # fmt: skip
+        return PrefixCaching(
+            enabled=None,
+            shared_ttft_s=None,
+            control_ttft_s=None,
+            saving_s=None,
+            saving_s_ci=None,
+            note="the prefix probes did not run or did not succeed",
+            **base,
+        )
     d, lo, hi = welch_diff(control, shared, inp.confidence)
     ci = (lo, hi) if math.isfinite(lo) else None
     if expected is None or expected < th.cold_extra_floor_s:
@@ -252,8 +259,15 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
             if d >= 0
             else f"a {prefix_server:.0f}-token prefix seen before saves nothing: {-d:.3f} s slower than a fresh one"
         )
-    return PrefixCaching(enabled, shared_ttft_s=mean_of(shared), control_ttft_s=mean_of(control), saving_s=d,
-                         saving_s_ci=ci, note=note, **base)  # fmt: skip
+    return PrefixCaching(
+        enabled,
+        shared_ttft_s=mean_of(shared),
+        control_ttft_s=mean_of(control),
+        saving_s=d,
+        saving_s_ci=ci,
+        note=note,
+        **base,
+    )
 
 
 def operating_point(inp: Inputs) -> str:
@@ -332,10 +346,26 @@ def queueing(
     th = inp.thresholds
     at = operating_point(inp)
     if not measures_load(inp) or c1 is None or load is None:
-        why = "pass --concurrency N (your operating point) to measure queueing" if not measures_load(inp) else (
-            "the workload did not complete at both concurrency 1 and the operating point")  # fmt: skip
-        return Queueing(False, inp.concurrency, at, c1.ttft_s if c1 else None, None, None, None, None, None,
-                        c1.tpot_s if c1 else None, None, False, why)  # fmt: skip
+        why = (
+            "pass --concurrency N (your operating point) to measure queueing"
+            if not measures_load(inp)
+            else ("the workload did not complete at both concurrency 1 and the operating point")
+        )
+        return Queueing(
+            False,
+            inp.concurrency,
+            at,
+            c1.ttft_s if c1 else None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            c1.tpot_s if c1 else None,
+            None,
+            False,
+            why,
+        )
     load_recs = [r for r in inp.phases.get(PHASE_LOAD, ()) if not r.warmup]
     ttft_load = [t + r.queue_s for r, t in zip(ok_records(load_recs), ttfts_of(load_recs), strict=True)]
     d, lo, hi = welch_diff(ttft_load, ttfts_of(inp.phases.get(PHASE_BASELINE, ())), inp.confidence)

@@ -181,8 +181,15 @@ class _Session:
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
         if workers > 1 or ray is not None:  # the operating point from several client processes (load.workers)
-            done = await run_workers(plan_workers(specs, load, workers), self.ep, sp, tokenizer=None,
-                                     on_record=on_record, stop=self.stop, ray=ray)  # fmt: skip
+            done = await run_workers(
+                plan_workers(specs, load, workers),
+                self.ep,
+                sp,
+                tokenizer=None,
+                on_record=on_record,
+                stop=self.stop,
+                ray=ray,
+            )
             self.workers += [{"phase": name, **w} for w in done.workers]
         else:
             await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
@@ -273,8 +280,15 @@ async def _workload_phases(s: _Session, cfg: DiagnoseConfig, items: Sequence[Req
     sp = cfg.sampling
     await s.phase(PHASE_BASELINE, items[: cfg.num_prompts], sampling=sp)
     if cfg.trace_speed is not None:
-        await s.phase(PHASE_LOAD, items, concurrency=cfg.concurrency, sampling=sp, trace_speed=cfg.trace_speed,
-                      workers=cfg.workers, ray=cfg.ray)  # fmt: skip
+        await s.phase(
+            PHASE_LOAD,
+            items,
+            concurrency=cfg.concurrency,
+            sampling=sp,
+            trace_speed=cfg.trace_speed,
+            workers=cfg.workers,
+            ray=cfg.ray,
+        )
     elif cfg.concurrency > 1:
         n = max(cfg.num_prompts, 2 * cfg.concurrency)
         cycled = [dataclasses.replace(items[i % len(items)], index=i) for i in range(n)]
@@ -326,8 +340,9 @@ async def run_diagnosis(
             ep = dataclasses.replace(cfg.endpoint, model=model)
             run_dir = RunDir(cfg.output_dir).create() if cfg.output_dir is not None else None
             try:
-                return await _measure(cfg, ep, info, context, lengths, items, probe_seed, http, run_dir, stop,
-                                      on_phase, clock, launched)  # fmt: skip
+                return await _measure(
+                    cfg, ep, info, context, lengths, items, probe_seed, http, run_dir, stop, on_phase, clock, launched
+                )
             finally:
                 if run_dir is not None:
                     run_dir.close()
@@ -362,9 +377,15 @@ def _fitting_items(
     Nothing fits: the items as they are (`_check_workload_fits` says so)."""
     sp = cfg.sampling
     try:
-        fit = fit_items(items, context=context, policy="skip", max_tokens=sp.max_tokens,
-                        overrides_items=sp.max_tokens_overrides_items, num_prompts=cfg.num_prompts,
-                        seed=cfg.seed)  # fmt: skip
+        fit = fit_items(
+            items,
+            context=context,
+            policy="skip",
+            max_tokens=sp.max_tokens,
+            overrides_items=sp.max_tokens_overrides_items,
+            num_prompts=cfg.num_prompts,
+            seed=cfg.seed,
+        )
     except UserError:
         return tuple(items[: cfg.num_prompts]), 0
     return fit.items, len(fit.left_out)

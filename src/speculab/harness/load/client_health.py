@@ -111,8 +111,12 @@ def combined_health(blocks: Sequence[ClientHealth]) -> dict[str, float] | None:
         return None
     cpu, wall = sum(b.cpu_s for b in blocks), sum(b.wall_s for b in blocks)
     lags = [b.loop_lag_s.p99 for b in blocks if math.isfinite(b.loop_lag_s.p99)]
-    return {"cpu_s": cpu, "wall_s": wall, "cpu_share": cpu / wall if wall > 0 else math.nan,
-            "loop_lag_p99_s": max(lags) if lags else math.nan}  # fmt: skip
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "cpu_share": cpu / wall if wall > 0 else math.nan,
+        "loop_lag_p99_s": max(lags) if lags else math.nan,
+    }
 
 
 class HealthProbe:

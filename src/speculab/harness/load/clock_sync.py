@@ -38,8 +38,12 @@ class ClockOffset:
         return t_coordinator + self.offset_s
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "offset_s": self.offset_s, "uncertainty_s": self.uncertainty_s,
-                "samples": self.samples}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "offset_s": self.offset_s,
+            "uncertainty_s": self.uncertainty_s,
+            "samples": self.samples,
+        }
 
 
 SAME_CLOCK = ClockOffset(0.0, 0.0, "same host")

@@ -101,8 +101,9 @@ def _reachable(address: str) -> None:
     try:
         socket.create_connection((u.hostname, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as e:
-        raise UserError(f"nothing answers at the Ray cluster address {address!r} ({e.strerror or e}); {START_HINT}"
-                        ) from None  # fmt: skip
+        raise UserError(
+            f"nothing answers at the Ray cluster address {address!r} ({e.strerror or e}); {START_HINT}"
+        ) from None
 
 
 async def _off_loop(fn: Callable[[], T], stop: asyncio.Event | None, timeout_s: float, what: str) -> T | None:
@@ -156,20 +157,27 @@ class Worker:
 
     def info(self) -> dict[str, Any]:
         ray = require_ray()
-        return {"host": socket.gethostname(), "node_ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                "boot_id": boot_id(), "version": __version__}  # fmt: skip
+        return {
+            "host": socket.gethostname(),
+            "node_ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "boot_id": boot_id(),
+            "version": __version__,
+        }
 
     def clock(self) -> float:
         return time.perf_counter()
 
-    def start(self, plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None
-              ) -> None:  # fmt: skip
+    def start(
+        self, plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None
+    ) -> None:
         def run() -> None:
             try:
                 worker_main(plan, endpoint, sampling, tokenizer, self.out, self.go_q, self.stop_event)
             except BaseException as e:  # the coordinator hears of it, and keeps what was sent
-                self.out.put(("done", plan.worker, {"interrupted": True, "crashed": True,
-                                                    "error": f"{type(e).__name__}: {e}"}))  # fmt: skip
+                self.out.put(
+                    ("done", plan.worker, {"interrupted": True, "crashed": True, "error": f"{type(e).__name__}: {e}"})
+                )
 
         threading.Thread(target=run, name=f"speculab-worker-{plan.worker}", daemon=True).start()
 
@@ -198,21 +206,35 @@ class RayPool:
 
     start_margin_s = START_MARGIN_S
 
-    def __init__(self, ray: Any, actors: dict[int, Any], infos: dict[int, dict[str, Any]],
-                 clocks: dict[int, ClockOffset], measured: dict[int, ClockOffset]):  # fmt: skip
+    def __init__(
+        self,
+        ray: Any,
+        actors: dict[int, Any],
+        infos: dict[int, dict[str, Any]],
+        clocks: dict[int, ClockOffset],
+        measured: dict[int, ClockOffset],
+    ):
         self.ray, self.actors, self.infos, self.clocks, self.measured = ray, actors, infos, clocks, measured
         self.dead: dict[int, dict[str, Any]] = {}
         self.finished: set[int] = set()
 
     @classmethod
-    async def start(cls, address: str, plans: Sequence[WorkerPlan], endpoint: EndpointConfig,
-                    sampling: RequestSampling, tokenizer: str | None, stop: asyncio.Event | None = None
-                    ) -> RayPool | None:  # fmt: skip
+    async def start(
+        cls,
+        address: str,
+        plans: Sequence[WorkerPlan],
+        endpoint: EndpointConfig,
+        sampling: RequestSampling,
+        tokenizer: str | None,
+        stop: asyncio.Event | None = None,
+    ) -> RayPool | None:
         """The pool with every actor placed, checked and started; None when `stop` came first."""
         ray = require_ray()
-        if not ray.is_initialized() and await _off_loop(
-            lambda: connect(address), stop, CONNECT_WAIT_S, f"joining the Ray cluster {address!r}"
-        ) is None:  # fmt: skip
+        if (
+            not ray.is_initialized()
+            and await _off_loop(lambda: connect(address), stop, CONNECT_WAIT_S, f"joining the Ray cluster {address!r}")
+            is None
+        ):
             return None
         cls_remote = ray.remote(num_cpus=1, max_concurrency=4)(Worker)
         actors = {p.worker: cls_remote.options(scheduling_strategy="SPREAD").remote() for p in plans}
@@ -242,8 +264,9 @@ class RayPool:
         if not live:
             await asyncio.sleep(POLL_WAIT_S)
             return []
-        got = await asyncio.gather(*(_wait(self.actors[w].poll.remote(POLL_WAIT_S)) for w in live),
-                                   return_exceptions=True)  # fmt: skip
+        got = await asyncio.gather(
+            *(_wait(self.actors[w].poll.remote(POLL_WAIT_S)) for w in live), return_exceptions=True
+        )
         out: list[tuple[Any, ...]] = []
         for w, msgs in zip(live, got, strict=True):
             if isinstance(msgs, BaseException):  # the actor, or its node, is gone
@@ -295,8 +318,9 @@ async def _wait(ref: Any) -> Any:
     return await asyncio.wrap_future(ref.future())
 
 
-async def _placed(ray: Any, actors: dict[int, Any], address: str, stop: asyncio.Event | None
-                  ) -> dict[int, dict[str, Any]] | None:  # fmt: skip
+async def _placed(
+    ray: Any, actors: dict[int, Any], address: str, stop: asyncio.Event | None
+) -> dict[int, dict[str, Any]] | None:
     refs = {w: a.info.remote() for w, a in actors.items()}
     got = asyncio.ensure_future(asyncio.gather(*(_wait(r) for r in refs.values())))
     if await _finished_first(got, stop, PLACE_TIMEOUT_S):

@@ -293,9 +293,12 @@ def trace_offsets(speed: float, origin: float | None = None) -> Callable[[Reques
 
 
 async def _open_loop(
-    run: _Run, specs: Iterator[RequestSpec], offset_of: Callable[[RequestSpec], float], cap: int | None,
+    run: _Run,
+    specs: Iterator[RequestSpec],
+    offset_of: Callable[[RequestSpec], float],
+    cap: int | None,
     spin_s: float,
-) -> None:  # fmt: skip
+) -> None:
     slots = asyncio.Semaphore(cap) if cap is not None else None
     for conv in conversations(specs):
         offset = offset_of(conv[0])

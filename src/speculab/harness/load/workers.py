@@ -140,10 +140,13 @@ def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
             out.append(f"client worker {w['worker']} {how} before it finished; the records it sent are kept")
         lag, unc = w.get("start_lag_s"), w.get("start_uncertainty_s") or 0.0
         if lag is not None and lag + unc > START_LAG_WARN_S:
-            bound = (f" +- {unc * 1e3:.1f} ms (its clock's offset from this machine's, from round trips)"
-                     if unc > 0 else "")  # fmt: skip
-            out.append(f"client worker {w['worker']} started {lag * 1e3:.1f} ms{bound} after the common start "
-                       "time: its open-loop sends are that much late")  # fmt: skip
+            bound = (
+                f" +- {unc * 1e3:.1f} ms (its clock's offset from this machine's, from round trips)" if unc > 0 else ""
+            )
+            out.append(
+                f"client worker {w['worker']} started {lag * 1e3:.1f} ms{bound} after the common start "
+                "time: its open-loop sends are that much late"
+            )
     return out
 
 
@@ -167,14 +170,28 @@ def worker_notes(workers: Sequence[dict[str, Any]]) -> list[str]:
 # --- the worker process -----------------------------------------------------------------------------------------
 
 
-def worker_main(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None,
-                out: Any, go: Any, stop: Any) -> None:  # fmt: skip
+def worker_main(
+    plan: WorkerPlan,
+    endpoint: dict[str, Any],
+    sampling: RequestSampling,
+    tokenizer: str | None,
+    out: Any,
+    go: Any,
+    stop: Any,
+) -> None:
     """Entry point of a spawned worker: run its share, sending ("rec", dict) per record, ("ready",), ("done", ...)."""
     asyncio.run(_worker(plan, endpoint, sampling, tokenizer, out, go, stop))
 
 
-async def _worker(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestSampling, tokenizer: str | None,
-                  out: Any, go: Any, stop_event: Any) -> None:  # fmt: skip
+async def _worker(
+    plan: WorkerPlan,
+    endpoint: dict[str, Any],
+    sampling: RequestSampling,
+    tokenizer: str | None,
+    out: Any,
+    go: Any,
+    stop_event: Any,
+) -> None:
     from speculab.harness.client.request import make_session, request_func
 
     ep = EndpointConfig(**{**endpoint, "extra_body": MappingProxyType(dict(endpoint.get("extra_body") or {}))})
@@ -205,19 +222,35 @@ async def _worker(plan: WorkerPlan, endpoint: dict[str, Any], sampling: RequestS
 
     try:
         async with make_session() as session:
-            outcome = await run_load(plan.items, request, session, plan.load, stop=stop,
-                                     on_record=lambda r: out.put(("rec", r.to_dict())),
-                                     on_measure_start=measure_start)  # fmt: skip
+            outcome = await run_load(
+                plan.items,
+                request,
+                session,
+                plan.load,
+                stop=stop,
+                on_record=lambda r: out.put(("rec", r.to_dict())),
+                on_measure_start=measure_start,
+            )
     finally:
         watcher.cancel()
     health = await probe.stop() if probe.started else None
-    out.put(("done", plan.worker, {
-        "started_s": outcome.started_s, "ended_s": outcome.ended_s, "interrupted": outcome.interrupted,
-        "measured": outcome.measured, "warmup": outcome.warmup, "skipped": outcome.skipped,
-        "start_at_s": start[0] if start else None,
-        "start_lag_s": outcome.started_s - start[0] if start else None,
-        "client": health.to_dict() if health is not None else None,
-    }))  # fmt: skip
+    out.put(
+        (
+            "done",
+            plan.worker,
+            {
+                "started_s": outcome.started_s,
+                "ended_s": outcome.ended_s,
+                "interrupted": outcome.interrupted,
+                "measured": outcome.measured,
+                "warmup": outcome.warmup,
+                "skipped": outcome.skipped,
+                "start_at_s": start[0] if start else None,
+                "start_lag_s": outcome.started_s - start[0] if start else None,
+                "client": health.to_dict() if health is not None else None,
+            },
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +263,9 @@ class _Positional:
     items: tuple[RequestSpec, ...]
     total: int = 0
 
-    async def __call__(self, session: Any, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
-                       ) -> RequestRecord:  # fmt: skip
+    async def __call__(
+        self, session: Any, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+    ) -> RequestRecord:
         n = len(self.items)
         item = sent_as(self.items[spec.index % n], spec)
         if spec.index >= n and not warmup:  # a duration run cycling the share: repeat c of item i is c * total + i
@@ -304,17 +338,21 @@ class ProcessPool:
 
     start_margin_s = START_MARGIN_S
 
-    def __init__(self, plans: Sequence[WorkerPlan], endpoint: EndpointConfig, sampling: RequestSampling,
-                 tokenizer: str | None):  # fmt: skip
+    def __init__(
+        self, plans: Sequence[WorkerPlan], endpoint: EndpointConfig, sampling: RequestSampling, tokenizer: str | None
+    ):
         ctx = multiprocessing.get_context("spawn")
         self.out, self.stop_event = ctx.Queue(), ctx.Event()
         self.gos = {p.worker: ctx.Queue() for p in plans}
         ep = endpoint_fields(endpoint)
         self.procs = {
-            p.worker: ctx.Process(target=worker_main, daemon=True,
-                                  args=(p, ep, sampling, tokenizer, self.out, self.gos[p.worker], self.stop_event))
+            p.worker: ctx.Process(
+                target=worker_main,
+                daemon=True,
+                args=(p, ep, sampling, tokenizer, self.out, self.gos[p.worker], self.stop_event),
+            )
             for p in plans
-        }  # fmt: skip
+        }
         for pr in self.procs.values():
             pr.start()
 
@@ -422,8 +460,18 @@ async def _coordinate(
                 counts["finished"] += 1
                 counts["ok" if rec.ok else "error"] += 1
                 if on_progress is not None:
-                    on_progress(Progress(counts["finished"], counts["ok"], counts["error"], 0, total,
-                                         time.perf_counter() - t0, None, False))  # fmt: skip
+                    on_progress(
+                        Progress(
+                            counts["finished"],
+                            counts["ok"],
+                            counts["error"],
+                            0,
+                            total,
+                            time.perf_counter() - t0,
+                            None,
+                            False,
+                        )
+                    )
         elif msg[0] == "ready":
             ready.add(msg[1])
         elif msg[0] == "done":

@@ -110,9 +110,16 @@ def fit_bench(
     """The run's items fitted to the context (--max-model-len, else what /v1/models says) before the first request;
     with some max_tokens capped, every item carries its own limit, so the config stops overriding them."""
     sp = cfg.sampling
-    fit = fit_items(pool, context=cfg.fit.max_model_len or served, policy=cfg.fit.policy, max_tokens=sp.max_tokens,
-                    overrides_items=sp.max_tokens_overrides_items, num_prompts=cfg.load.num_prompts,
-                    seed=cfg.load.seed, count=count)  # fmt: skip
+    fit = fit_items(
+        pool,
+        context=cfg.fit.max_model_len or served,
+        policy=cfg.fit.policy,
+        max_tokens=sp.max_tokens,
+        overrides_items=sp.max_tokens_overrides_items,
+        num_prompts=cfg.load.num_prompts,
+        seed=cfg.load.seed,
+        count=count,
+    )
     if fit.capped:
         cfg = dataclasses.replace(cfg, sampling=dataclasses.replace(sp, max_tokens_overrides_items=False))
     return cfg, fit
@@ -153,8 +160,9 @@ async def _measure(
         if cfg.ray is not None:
             manifest["ray"] = {"address": cfg.ray}
     else:
-        phase = await _load_here(cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop,
-                                 count_tokens=count_tokens, clock=clock)  # fmt: skip
+        phase = await _load_here(
+            cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop, count_tokens=count_tokens, clock=clock
+        )
     before, outcome = phase.before, phase.outcome
     after = (
         await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before is not None else None
@@ -283,9 +291,17 @@ async def _load_in_workers(
         if cfg.scrape:
             before[0] = await scrape_metrics(session, ep.base_url, api_key=ep.api_key)
 
-    done = await run_workers(plans, ep, cfg.sampling, tokenizer=cfg.tokenizer, on_record=run_dir.append,
-                             on_progress=on_progress, stop=stop, on_measure_start=scrape_before,
-                             ray=cfg.ray)  # fmt: skip
+    done = await run_workers(
+        plans,
+        ep,
+        cfg.sampling,
+        tokenizer=cfg.tokenizer,
+        on_record=run_dir.append,
+        on_progress=on_progress,
+        stop=stop,
+        on_measure_start=scrape_before,
+        ray=cfg.ray,
+    )
     healths = [ClientHealth.from_dict(w["client"]) for w in done.workers if w.get("client")]
     # the summary's client block is the worst worker's (the one whose timings carry the most delay)
     health = max(healths, key=lambda h: (h.loop_lag_s.p99, h.cpu_share)) if healths else None

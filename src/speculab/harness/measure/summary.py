@@ -77,8 +77,9 @@ def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) 
     uncapped_open = load.get("mode") in ("open", "trace") and load.get("concurrency") is None
     q99 = m.distributions["queue_s"].p99 if uncapped_open else None
     in_flight = float(load["concurrency"]) if load.get("mode") == "closed" and load.get("concurrency") else None
-    return client.warnings(dispatch_lag_p99_s=q99 if q99 is not None and math.isfinite(q99) else None,
-                           in_flight=in_flight)  # fmt: skip
+    return client.warnings(
+        dispatch_lag_p99_s=q99 if q99 is not None and math.isfinite(q99) else None, in_flight=in_flight
+    )
 
 
 def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[str]:

@@ -68,8 +68,9 @@ def spec_decode_metrics(steps: list[int], k: int) -> dict[str, Any]:
     }
 
 
-def chunk_event(job: Job, choices: list[dict[str, Any]], usage: dict[str, Any] | None,
-                metrics: dict[str, Any] | None = None) -> bytes:  # fmt: skip
+def chunk_event(
+    job: Job, choices: list[dict[str, Any]], usage: dict[str, Any] | None, metrics: dict[str, Any] | None = None
+) -> bytes:
     obj: dict[str, Any] = {
         "id": job.rid,
         "object": "chat.completion.chunk" if job.chat else "text_completion",

@@ -63,8 +63,11 @@ def sent_as(item: RequestSpec, built: RequestSpec) -> RequestSpec:
     """`item` as it goes out when the runner handed `built` for it: a later turn of the same conversation keeps the
     context the runner built behind the arm's own earlier answers (`continue_turn`); anything else is `item`.
     Request wrappers that map the runner's positions back to workload items (two-URL blocks, client workers) use it."""
-    if built.turn is not None and built.turn > 1 and (item.conversation_id, item.turn) == (built.conversation_id,
-                                                                                          built.turn):  # fmt: skip
+    if (
+        built.turn is not None
+        and built.turn > 1
+        and (item.conversation_id, item.turn) == (built.conversation_id, built.turn)
+    ):
         return dataclasses.replace(item, prompt=built.prompt, messages=built.messages)
     return item
 

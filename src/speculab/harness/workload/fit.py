@@ -90,9 +90,15 @@ class Fit:
 
 def fit_from_manifest(d: Mapping[str, Any]) -> Fit:
     """A saved `Fit.to_manifest()` back (without its items), for the note of a run read back from disk."""
-    return Fit((), d.get("context"), str(d.get("policy", DEFAULT_FIT)), d.get("max_tokens"),
-               int(d.get("items_considered") or 0), tuple(str(x) for x in d.get("left_out") or ()),
-               int(d.get("capped") or 0))  # fmt: skip
+    return Fit(
+        (),
+        d.get("context"),
+        str(d.get("policy", DEFAULT_FIT)),
+        d.get("max_tokens"),
+        int(d.get("items_considered") or 0),
+        tuple(str(x) for x in d.get("left_out") or ()),
+        int(d.get("capped") or 0),
+    )
 
 
 def fit_note(fit: Fit) -> str | None:
@@ -176,12 +182,27 @@ def fit_items(
         _check(pool, kept, left_out, context, policy, max_tokens, count)
         kept = carried if capped else kept
     items = take(kept, num_prompts, seed) if (left_out or capped or num_prompts is not None) else tuple(kept)
-    return Fit(items, context, policy, max_tokens, sum(1 for _ in conversations(pool)), tuple(left_out), capped,
-               "tokenizer" if count is not None else "approx")  # fmt: skip
+    return Fit(
+        items,
+        context,
+        policy,
+        max_tokens,
+        sum(1 for _ in conversations(pool)),
+        tuple(left_out),
+        capped,
+        "tokenizer" if count is not None else "approx",
+    )
 
 
-def _fit_one(it: RequestSpec, context: int, policy: str, max_tokens: int | None, overrides: bool,
-             count: TokenCount | None, history: int = 0) -> RequestSpec | None:  # fmt: skip
+def _fit_one(
+    it: RequestSpec,
+    context: int,
+    policy: str,
+    max_tokens: int | None,
+    overrides: bool,
+    count: TokenCount | None,
+    history: int = 0,
+) -> RequestSpec | None:
     """The item as sent (the same one, or under `cap` with a lower max_tokens), or None if it cannot fit; `history`:
     the tokens of a conversation's earlier turns and answers (at most their max_tokens) sent before it."""
     prompt, out = history + prompt_tokens(it, count), output_tokens(it, max_tokens, overrides)
@@ -193,8 +214,15 @@ def _fit_one(it: RequestSpec, context: int, policy: str, max_tokens: int | None,
     return None
 
 
-def _check(pool: Sequence[RequestSpec], kept: list[RequestSpec], left_out: list[str], context: int, policy: str,
-           max_tokens: int | None, count: TokenCount | None) -> None:  # fmt: skip
+def _check(
+    pool: Sequence[RequestSpec],
+    kept: list[RequestSpec],
+    left_out: list[str],
+    context: int,
+    policy: str,
+    max_tokens: int | None,
+    count: TokenCount | None,
+) -> None:
     """Refuse (one line naming the fixes) when the policy is refuse and anything cannot fit, or when nothing fits."""
     if not left_out or (policy != "refuse" and kept):
         return

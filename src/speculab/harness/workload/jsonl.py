@@ -20,8 +20,16 @@ from speculab.harness.workload.items import SourceItem, read_workload_file
 
 T = TypeVar("T")
 _JSONL_KEYS = (
-    "id", "prompt", "messages", "turns", "system", "max_tokens", "category", "checks", "expected_output_tokens"
-)  # fmt: skip
+    "id",
+    "prompt",
+    "messages",
+    "turns",
+    "system",
+    "max_tokens",
+    "category",
+    "checks",
+    "expected_output_tokens",
+)
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 

@@ -113,5 +113,11 @@ def workload_overview(workload: Workload, show: int = 0) -> dict[str, Any]:
 
 
 def _preview(item: RequestSpec) -> dict[str, Any]:
-    return {"index": item.index, "prompt_id": item.prompt_id, "turn": item.turn, "category": item.category,
-            "seed": item.seed, "text": item_text(item)}  # fmt: skip
+    return {
+        "index": item.index,
+        "prompt_id": item.prompt_id,
+        "turn": item.turn,
+        "category": item.category,
+        "seed": item.seed,
+        "text": item_text(item),
+    }

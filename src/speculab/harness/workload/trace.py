@@ -152,8 +152,9 @@ def _positive(obj: dict[str, Any], key: str) -> int:
     return v
 
 
-def _synthesised(n_tokens: int, hash_ids: tuple[int, ...] | None, block: int, seed: int, line: int,
-                 cache: dict[int, str]) -> str:  # fmt: skip
+def _synthesised(
+    n_tokens: int, hash_ids: tuple[int, ...] | None, block: int, seed: int, line: int, cache: dict[int, str]
+) -> str:
     """A prompt of `n_tokens` approximate tokens: the blocks of `hash_ids` (equal id, equal text), the last cut to
     fit; past the listed blocks, or without any, text seeded by the line."""
     parts: list[str] = []
