@@ -275,3 +275,8 @@ def read(path: Path) -> ImportedRun:
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
     )
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)

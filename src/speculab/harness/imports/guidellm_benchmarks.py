@@ -26,6 +26,7 @@ FORMAT = "guidellm"
 TOOL = "guidellm"
 NAME = "GuideLLM"
 READ_AS = "a GuideLLM benchmarks file"
+SEVERAL = "GuideLLM benchmark(s)"  # a sweep's benchmarks, one per load
 HOW = "GuideLLM: the same --data file, in order, and the same --profile"
 NOTE = (
     "GuideLLM files: TPOT is speculab's (E2E - TTFT) / (output_tokens - 1) per request, E2E the last token at TTFT + "

@@ -43,6 +43,11 @@ class ImportedRun:
     unpairable: str = ""
     # which run of several at one load (a vLLM sweep's run=N.json, N + 1): the report's repeat; 1 for a single run
     repeat: int = 1
+    # a speculab bench run's manifest.json as it wrote it (what it asked: workload, sampling, load, endpoint, fit,
+    # server), for compare's checks of two bench runs and the sampling of the A/B; None for another tool's file
+    manifest: Mapping[str, Any] | None = None
+    # why the run's files say it did not finish, for its A/B's own note ("": they do not say so)
+    unfinished: str = ""
 
     def __post_init__(self) -> None:
         if not self.input_lens:

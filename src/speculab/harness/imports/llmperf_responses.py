@@ -166,6 +166,11 @@ def read(path: Path) -> ImportedRun:
     )
 
 
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)
+
+
 _UNORDERED = (
     "an LLMPerf run at --num-concurrent-requests {n} lists its requests as they completed, with no prompt or index, "
     "so no position is a prompt"

@@ -31,6 +31,7 @@ FORMAT = "sglang"
 TOOL = "sglang bench_serving"
 NAME = "SGLang"
 READ_AS = "an SGLang bench_serving result"
+SEVERAL = "SGLang run(s)"  # the lines of a file bench_serving appended to, one per load
 HOW = "SGLang: the same --dataset-path and --seed (its datasets are shuffled with the seed)"
 _FIX = "write it with `python -m sglang.bench_serving ... --output-file F --output-details`"
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")

@@ -176,3 +176,8 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
         notes=notes,
         started_utc=str(d.get("date") or ""),
     )
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)
