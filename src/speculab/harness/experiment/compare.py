@@ -14,7 +14,7 @@ for that whatever the prompts); runs at different loads are refused (docs/import
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from speculab.harness.imports.registry import (
     picks_one,
     read_runs,
     result_format,
-    several,
+    runs_named,
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
@@ -86,8 +86,19 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
             f"settings{also}"
         )
     sampling = ma.get("sampling") or {}
-    setup = Setup(
-        name=f"{dir_a.name} vs {dir_b.name}",
+    notes = [
+        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
+        "(thermal, other tenants) is not cancelled",
+        *a.notes,
+    ]
+    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
+        notes.append(fitted)
+    return _ab_run(
+        ((a, b),),
+        arm=_bench_arm,
+        run_notes=lambda r: (r.unfinished,) if r.unfinished else (),
+        notes=notes,
+        change="compare: two separate bench runs; speculab could not verify what differs between them",
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
         api=(ma.get("endpoint") or {}).get("api", "completions"),
@@ -97,40 +108,10 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
         seed=int(sampling.get("seed") or 0),
         max_tokens=int(sampling.get("max_tokens") or 0),
         ignore_eos=bool(sampling.get("ignore_eos")),
-        levels=(a.level,),
-        repeats=1,
         logprobs=(ma.get("endpoint") or {}).get("logprobs"),
-        two_url_mode=True,
-        separate_runs=True,
-        started_utc=a.started_utc,
         finished_utc=mb.get("finished_at") or "",
         versions=ma.get("versions") or {},
     )
-    arms = (_arm(BASELINE, f"A: {dir_a.name}", a), _arm(CANDIDATE, f"B: {dir_b.name}", b))
-    runs = tuple(
-        RepeatRun(
-            arm=arm,
-            level=a.level.key,
-            repeat=1,
-            records=r.records,
-            acceptance=r.acceptance,
-            order=i,
-            interrupted=r.interrupted,
-            notes=(r.unfinished,) if r.unfinished else (),
-        )
-        for i, (arm, r) in enumerate(((BASELINE, a), (CANDIDATE, b)))
-    )
-    notes = [
-        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
-        "(thermal, other tenants) is not cancelled",
-        *a.notes,
-    ]
-    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
-        notes.append(fitted)
-    change = ChangeCheck(
-        CANDIDATE, (), None, "compare: two separate bench runs; speculab could not verify what differs between them"
-    )
-    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(notes))
 
 
 def _bench_run(d: Path) -> ImportedRun:
@@ -138,11 +119,63 @@ def _bench_run(d: Path) -> ImportedRun:
     return read_runs(d, SPECULAB)[0]
 
 
-def _arm(name: str, label: str, r: ImportedRun) -> ArmInfo:
+def _bench_arm(r: ImportedRun) -> dict[str, Any]:
     """A bench run's arm: the server its manifest recorded, and the URL it measured."""
     info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
     url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
-    return ArmInfo(name=name, label=label, url=url, engine=info["detected_engine"], server_info=info)
+    return {"url": url, "engine": info["detected_engine"], "server_info": info}
+
+
+def _file_arm(r: ImportedRun) -> dict[str, Any]:
+    """An arm read from any result: the server as the file states it (no URL: the file keeps none)."""
+    return {"engine": str(r.info.get("detected_engine") or "other"), "server_info": dict(r.info)}
+
+
+def _ab_run(
+    pairs: Sequence[tuple[ImportedRun, ImportedRun]],
+    *,
+    arm: Callable[[ImportedRun], dict[str, Any]],
+    run_notes: Callable[[ImportedRun], tuple[str, ...]],
+    notes: Sequence[str],
+    change: str,
+    **setup: Any,
+) -> ReportInputs:
+    """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
+    repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: each arm's server
+    (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and the setup's workload and
+    sampling (`setup`: Setup's fields)."""
+    a, b = pairs[0]
+    runs = tuple(
+        RepeatRun(
+            arm=name,
+            level=x.level.key,
+            repeat=r.repeat,
+            records=r.records,
+            acceptance=r.acceptance,
+            order=2 * j + i,
+            interrupted=r.interrupted,
+            notes=run_notes(r),
+        )
+        for j, (x, y) in enumerate(pairs)
+        for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
+    )
+    return ReportInputs(
+        setup=Setup(
+            name=f"{a.name} vs {b.name}",
+            levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
+            repeats=max(x.repeat for x, _ in pairs),
+            two_url_mode=True,
+            separate_runs=True,
+            started_utc=a.started_utc,
+            **setup,
+        ),
+        arms=tuple(
+            ArmInfo(name, f"{tag}: {r.name}", **arm(r)) for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
+        ),
+        changes=(ChangeCheck(CANDIDATE, (), None, change),),
+        runs=runs,
+        notes=tuple(dict.fromkeys(notes)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -179,12 +212,17 @@ def inputs_from_results(
     same = within is None
     notes = inputs.notes
     if why and inputs.setup.repeats > 1:
-        notes += ((
-            "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one "
-            "value (their median), not independent requests" if same else
-            "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own "
-            "value"),)  # fmt: skip
+        notes += (_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS,)
     return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=notes)
+
+
+_REPEATS_SAME_PROMPTS = (
+    "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one value "
+    "(their median), not independent requests"
+)
+_REPEATS_OTHER_PROMPTS = (
+    "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own value"
+)
 
 
 def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
@@ -209,8 +247,9 @@ def _repeats_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | 
     return None
 
 
-def _by_load(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun]
-             ) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+def _by_load(
+    path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun]
+) -> tuple[tuple[ImportedRun, ImportedRun], ...]:
     """Runs at several loads (a vLLM sweep's), matched by load: both sides need the same loads; at each, A's run j
     with B's run j (the repeats; the extra runs of the side with more are left out, and a note says so)."""
     la: dict[str, list[ImportedRun]] = {}
@@ -230,8 +269,14 @@ def _by_load(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence
     pairs = []
     for key, runs_a in la.items():
         runs_b, n = lb[key], min(len(runs_a), len(lb[key]))
-        left = (f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
-                "are compared",) if len(runs_a) != len(runs_b) else ()  # fmt: skip
+        left = (
+            (
+                f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
+                "are compared",
+            )
+            if len(runs_a) != len(runs_b)
+            else ()
+        )
         for j in range(n):
             x, y = runs_a[j], runs_b[j]
             pairs.append((replace(x, repeat=j + 1, notes=(*x.notes, *left)), replace(y, repeat=j + 1)))
@@ -264,11 +309,12 @@ def _same_conditions(dir_a: Path, dir_b: Path) -> None:
         )
 
 
-def _sweep_pairs(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun],
-                 kinds: tuple[str, str]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+def _sweep_pairs(
+    path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun], kinds: tuple[str, str]
+) -> tuple[tuple[ImportedRun, ImportedRun], ...]:
     """Benchmark (or SGLang line) i of A with i of B, each at the same load (their prompts are checked by the
     caller); the levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
-    what = several(kinds)
+    what = runs_named(kinds)
     if len(sa) != len(sb):
         most = max(len(sa), len(sb))
         raise UserError(
@@ -325,8 +371,9 @@ def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
     return None
 
 
-def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...],
-                     why_unpaired: str | None = None) -> ReportInputs:  # fmt: skip
+def _imported_inputs(
+    pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...], why_unpaired: str | None = None
+) -> ReportInputs:
     """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
     bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
     (their notes are said once). The prompts are the first load's; where another load's differ, the report holds
@@ -341,47 +388,6 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
     if why_unpaired:
         sent = ", ".join(dict.fromkeys(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs))
         how = f"not paired: two samples ({sent} requests)"
-    setup = Setup(
-        name=f"{a.name} vs {b.name}",
-        workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
-        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
-        api="completions",
-        items=(a.items or b.items) if same_items else (),
-        paired=not why_unpaired,
-        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
-        top_p=float(sampling.get("top_p") or 1.0),
-        seed=int(sampling.get("seed") or 0),
-        max_tokens=int(sampling.get("max_tokens") or 0),
-        levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
-        repeats=max(x.repeat for x, _ in pairs),
-        two_url_mode=True,
-        separate_runs=True,
-        started_utc=a.started_utc,
-        finished_utc=b.started_utc,
-    )
-    arms = tuple(
-        ArmInfo(
-            name,
-            f"{tag}: {r.name}",
-            engine=str(r.info.get("detected_engine") or "other"),
-            server_info=dict(r.info),
-        )
-        for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
-    )
-    runs = tuple(
-        RepeatRun(
-            arm=name,
-            level=x.level.key,
-            repeat=r.repeat,
-            records=r.records,
-            acceptance=r.acceptance,
-            order=2 * j + i,
-            interrupted=r.interrupted,
-            notes=r.notes,
-        )
-        for j, (x, y) in enumerate(pairs)
-        for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
-    )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
         f"them (thermal, other tenants) is not cancelled; "
@@ -391,10 +397,27 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
         *(n for x, y in pairs for n in (*x.notes, *y.notes)),
     ]
     if not sampling:
-        notes.append(f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
-                     "at a temperature above 0, not for equivalence")  # fmt: skip
-    change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
-    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
+        notes.append(
+            f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
+            "at a temperature above 0, not for equivalence"
+        )
+    return _ab_run(
+        pairs,
+        arm=_file_arm,
+        run_notes=lambda r: r.notes,
+        notes=notes,
+        change="compare: two separate runs; speculab could not verify what differs",
+        workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
+        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
+        api="completions",
+        items=(a.items or b.items) if same_items else (),
+        paired=not why_unpaired,
+        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
+        top_p=float(sampling.get("top_p") or 1.0),
+        seed=int(sampling.get("seed") or 0),
+        max_tokens=int(sampling.get("max_tokens") or 0),
+        finished_utc=b.started_utc,
+    )
 
 
 def _measured(r: ImportedRun) -> int:

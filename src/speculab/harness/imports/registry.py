@@ -111,7 +111,7 @@ def picks_one(fmts: tuple[str, ...]) -> bool:
     return any(r.FORMAT in fmts for r in _PICKS)
 
 
-def several(fmts: tuple[str, ...]) -> str:
+def runs_named(fmts: tuple[str, ...]) -> str:
     """What the runs of a file of several are called, for the first such format of these (in the registry's order)."""
     return next(r.SEVERAL for r in _PICKS if r.FORMAT in fmts)
 
