@@ -45,7 +45,7 @@ def test_guidellm_tpot_is_speculabs_not_the_files_time_per_output_token() -> Non
         first, last = rec.chunks[0].t_s - rec.sent_s, rec.chunks[-1].t_s - rec.sent_s
         assert first == pytest.approx(r["time_to_first_token_ms"] / 1000)
         assert (last - first) / (rec.completion_tokens - 1) == pytest.approx(r["inter_token_latency_ms"] / 1000)
-        assert rec.token_count_source is TokenCountSource.GUIDELLM_FILE and rec.output_text == r["output"]
+        assert rec.token_count_source is TokenCountSource.RESULT_FILE and rec.output_text == r["output"]
     prompts = [json.loads(line)["prompt"] for line in GL.joinpath("prompts.jsonl").read_text().splitlines()]
     assert [it.prompt for it in run.items] == prompts  # the dataset's order, though completed out of it
 

@@ -47,7 +47,7 @@ def test_sglang_chunks_are_the_files_ttft_and_gaps_and_sends_are_rebuilt() -> No
     for rec, ttft, gaps, n in zip(run.records, line["ttfts"], line["itls"], line["output_lens"], strict=True):
         assert rec.chunks[0].t_s - rec.sent_s == pytest.approx(ttft) and len(rec.chunks) == len(gaps) + 1
         assert rec.end_s - rec.sent_s == pytest.approx(ttft + sum(gaps)) and rec.completion_tokens == n
-        assert rec.token_count_source is TokenCountSource.SGLANG_BENCH_FILE
+        assert rec.token_count_source is TokenCountSource.RESULT_FILE
     assert [r.sent_s for r in run.records[:4]] == [0.0] * 4  # the first 4 at once, each next as one ends
     assert run.records[4].sent_s == pytest.approx(min(r.end_s for r in run.records[:4]))
     assert [r.prompt_tokens for r in run.records] == line["input_lens"]

@@ -37,7 +37,7 @@ def test_a_vllm_file_reads_as_per_request_records() -> None:
     assert run.level.key == "c4" and len(run.records) == 40 == raw["num_prompts"]
     r = run.records[3]
     assert r.index == 3 and r.sent_s == raw["start_times"][3] and r.completion_tokens == raw["output_lens"][3]
-    assert r.token_count_source is TokenCountSource.VLLM_BENCH_FILE and r.output_text == raw["generated_texts"][3]
+    assert r.token_count_source is TokenCountSource.RESULT_FILE and r.output_text == raw["generated_texts"][3]
     assert r.chunks[0].t_s - r.sent_s == pytest.approx(raw["ttfts"][3])
     assert [b.t_s - a.t_s for a, b in zip(r.chunks, r.chunks[1:], strict=False)] == pytest.approx(raw["itls"][3])
     assert r.end_s - r.sent_s == pytest.approx(raw["latencies"][3]) and r.prompt_tokens == raw["input_lens"][3]

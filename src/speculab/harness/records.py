@@ -34,20 +34,20 @@ class TokenCountSource(str, Enum):
     TOKENIZER = "tokenizer"  # a local tokenizer applied to each chunk's text
     ONE_PER_CHUNK = "one_per_chunk"  # nothing better: assume one token per chunk (flagged in reports)
     NONE = "none"  # non-streaming: no chunks to count
-    # read from another tool's result file (harness.imports): the request's total from the file (vLLM's
-    # `output_lens`: the server's usage, else vLLM's tokenizer), per-chunk counts unknown
-    VLLM_BENCH_FILE = "vllm_bench_file"
-    # GuideLLM benchmarks.json: the request's output tokens (the server's usage, else GuideLLM's count), the first
-    # and last token's times; the chunks between are not in the file
-    GUIDELLM_FILE = "guidellm_file"
-    # AIPerf profile_export.jsonl: `output_sequence_length` and the gaps between chunks, per-chunk counts unknown
-    AIPERF_FILE = "aiperf_file"
-    # SGLang bench_serving JSONL: `output_lens` (the server's usage) and the gaps between chunks (the native backend:
-    # split per token, so its first and last token only), per-chunk counts unknown
-    SGLANG_BENCH_FILE = "sglang_bench_file"
-    # LLMPerf *_individual_responses.json: `number_output_tokens` (LLMPerf's own tokenizer count of the text), the
-    # first and last token's times; the chunks between are not in the file
-    LLMPERF_FILE = "llmperf_file"
+    # read from another tool's result file (harness.imports; the run says which tool and file): the request's total
+    # tokens as the file states them, per-chunk counts unknown; what else the file keeps is its reader's to say
+    RESULT_FILE = "result_file"
+
+    @classmethod
+    def _missing_(cls, value: object) -> TokenCountSource | None:
+        """Records saved before one source served every file named the tool's (`vllm_bench_file`, ...)."""
+        return cls.RESULT_FILE if value in _RESULT_FILES_BEFORE else None
+
+
+# what RESULT_FILE was called, one per tool, in records saved before it (still read as it)
+_RESULT_FILES_BEFORE = frozenset(
+    {"vllm_bench_file", "guidellm_file", "aiperf_file", "sglang_bench_file", "llmperf_file"}
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,71 +14,28 @@ for that whatever the prompts); runs at different loads are refused (docs/import
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.imports import (
-    aiperf_profile,
-    guidellm_benchmarks,
-    llmperf_responses,
-    sglang_bench,
-    vllm_bench,
-    vllm_sweep,
-)
+from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, Setup
 from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.imports.registry import (
+    SPECULAB,
+    by_load,
+    of_other_tools,
+    picks_one,
+    read_runs,
+    result_format,
+    runs_named,
+)
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
-from speculab.harness.results.requests_file import read_records
-from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
-from speculab.harness.servers.acceptance import AcceptanceSummary
-from speculab.harness.servers.adapters import detect_engine
-from speculab.harness.workload.fit import fit_from_manifest, fit_note, pool_size, without
+from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
-# the readers of other tools' files, by --format name: each has FORMAT, TOOL, NAME, NOTE, HOW, detect(path), read(path)
-READERS = {
-    m.FORMAT: m for m in (vllm_bench, vllm_sweep, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)
-}
-# the readers of files that may hold several runs (loads): `--benchmark N` picks one
-_SEVERAL = (guidellm_benchmarks, sglang_bench)
-FORMATS = ("speculab", *READERS)
-# the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's does
-# an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named *_individual_responses.json
-_DETECT = (guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses, vllm_bench)
-_GIVE = (
-    "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
-    "serve` directory, a GuideLLM "
-    "benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving --output-details JSONL or an LLMPerf "
-    "*_individual_responses.json"
-)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path.parent}: no {path.name}; give the output directory of a `speculab bench` run") from None
-    except ValueError as e:
-        raise UserError(f"{path}: not JSON ({str(e)[:200]})") from None
-    except RecursionError:
-        raise UserError(f"{path}: not JSON this version of speculab wrote (nested too deeply)") from None
-
-
-def _bench_dir(d: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    if not d.is_dir():
-        raise UserError(f"{d}: no such directory; give the output directory of a `speculab bench` run")
-    if (d / "inputs.json").is_file():
-        raise UserError(f"{d} is an A/B run already; re-render it with `speculab report {d}`")
-    manifest = _read_json(d / MANIFEST)
-    summary = _read_json(d / SUMMARY) if (d / SUMMARY).is_file() else {}
-    if not (d / REQUESTS).is_file():
-        raise UserError(f"{d}: no {REQUESTS}; give the output directory of a `speculab bench` run")
-    return manifest, summary
 
 
 def _differences(a: Mapping[str, Any], b: Mapping[str, Any], keys: tuple[str, ...], what: str) -> list[str]:
@@ -113,62 +70,13 @@ def _condition_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list
     ]
 
 
-def _level(load: Mapping[str, Any]) -> LevelSpec:
-    if load.get("mode") == "open":
-        return LevelSpec("rate", float(load["rate_rps"]), ("operating",), load.get("arrival"), load.get("concurrency"))
-    return LevelSpec("concurrency", float(load.get("concurrency") or 1), ("low", "operating"))
-
-
-def _acceptance(summary: Mapping[str, Any]) -> AcceptanceSummary | None:
-    return AcceptanceSummary.from_spec_decode_dict((summary.get("server") or {}).get("spec_decode"))
-
-
-def _items(manifest: Mapping[str, Any]) -> tuple[tuple[RequestSpec, ...], str | None]:
-    """Reload the workload the bench run used (for prompts and checks); a note when it cannot be found."""
-    from speculab.harness.workload.sources import load_workload
-
-    w = manifest.get("workload") or {}
-    spec = w.get("spec")
-    if not spec:
-        return (), "the bench manifest does not name its workload: prompts and checks are not shown"
-    seed = int((manifest.get("sampling") or {}).get("seed") or 0)
-    fit = manifest.get("fit") or {}
-    try:
-        wl = load_workload(
-            spec,
-            seed=seed,
-            num_prompts=pool_size(spec, w.get("n_items")) if fit.get("left_out") else w.get("n_items"),
-            api=(manifest.get("endpoint") or {}).get("api", "completions"),
-        )
-    except UserError as e:
-        return (), f"workload {spec} could not be reloaded ({e}): prompts and checks are not shown"
-    if w.get("source") and wl.source != w.get("source"):
-        return (), f"workload {spec} changed since the runs ({wl.source} vs {w.get('source')}): prompts not shown"
-    if fit.get("left_out"):  # the items the runs sent: the set without those left out to fit the context
-        return without(wl.items, fit["left_out"], w.get("n_items"), seed), None
-    return wl.items, None
-
-
-def _arm(name: str, label: str, manifest: Mapping[str, Any]) -> ArmInfo:
-    server = manifest.get("server") or {}
-    version = server.get("version")
-    cards = server.get("model_cards") or []
-    engine = detect_engine(version if isinstance(version, Mapping) else None, {"data": cards}, ())
-    return ArmInfo(
-        name=name,
-        label=label,
-        url=(manifest.get("endpoint") or {}).get("base_url", ""),
-        engine=engine,
-        server_info={"version": version, "models": cards, "detected_engine": engine},
-    )
-
-
 def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
     """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired."""
-    ma, sa = _bench_dir(dir_a)
-    mb, sb = _bench_dir(dir_b)
-    workload, prompts, conditions = (f(ma, mb) for f in (_workload_differences, _prompt_differences,
-                                                          _condition_differences))  # fmt: skip
+    a, b = (_bench_run(d) for d in (dir_a, dir_b))
+    ma, mb = a.manifest or {}, b.manifest or {}
+    workload, prompts, conditions = (
+        f(ma, mb) for f in (_workload_differences, _prompt_differences, _condition_differences)
+    )
     diffs, other = [*workload, *prompts, *conditions], [*workload, *conditions]
     if diffs:
         # only the prompts differ (two samples of one workload): they may still be compared, unpaired
@@ -177,90 +85,102 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
             f"{dir_a} and {dir_b} cannot be paired: {'; '.join(diffs)}; rerun one of them with the other's "
             f"settings{also}"
         )
-    level = _level(ma.get("load") or {})
-    items, note = _items(ma)
     sampling = ma.get("sampling") or {}
-    setup = Setup(
-        name=f"{dir_a.name} vs {dir_b.name}",
+    notes = [
+        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
+        "(thermal, other tenants) is not cancelled",
+        *a.notes,
+    ]
+    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
+        notes.append(fitted)
+    return _ab_run(
+        ((a, b),),
+        arm=_bench_arm,
+        run_notes=lambda r: (r.unfinished,) if r.unfinished else (),
+        notes=notes,
+        change="compare: two separate bench runs; speculab could not verify what differs between them",
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
         api=(ma.get("endpoint") or {}).get("api", "completions"),
-        items=items,
+        items=a.items,
         temperature=float(sampling.get("temperature") or 0.0),
         top_p=float(sampling.get("top_p") or 1.0),
         seed=int(sampling.get("seed") or 0),
         max_tokens=int(sampling.get("max_tokens") or 0),
         ignore_eos=bool(sampling.get("ignore_eos")),
-        levels=(level,),
-        repeats=1,
         logprobs=(ma.get("endpoint") or {}).get("logprobs"),
-        two_url_mode=True,
-        separate_runs=True,
-        started_utc=ma.get("started_at") or "",
         finished_utc=mb.get("finished_at") or "",
         versions=ma.get("versions") or {},
     )
-    arms = (_arm(BASELINE, f"A: {dir_a.name}", ma), _arm(CANDIDATE, f"B: {dir_b.name}", mb))
+
+
+def _bench_run(d: Path) -> ImportedRun:
+    """A `speculab bench` output directory's run (its manifest with it)."""
+    return read_runs(d, SPECULAB)[0]
+
+
+def _bench_arm(r: ImportedRun) -> dict[str, Any]:
+    """A bench run's arm: the server its manifest recorded, and the URL it measured."""
+    info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
+    url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
+    return {"url": url, "engine": info["detected_engine"], "server_info": info}
+
+
+def _file_arm(r: ImportedRun) -> dict[str, Any]:
+    """An arm read from any result: the server as the file states it (no URL: the file keeps none)."""
+    return {"engine": str(r.info.get("detected_engine") or "other"), "server_info": dict(r.info)}
+
+
+def _ab_run(
+    pairs: Sequence[tuple[ImportedRun, ImportedRun]],
+    *,
+    arm: Callable[[ImportedRun], dict[str, Any]],
+    run_notes: Callable[[ImportedRun], tuple[str, ...]],
+    notes: Sequence[str],
+    change: str,
+    **setup: Any,
+) -> ReportInputs:
+    """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
+    repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: each arm's server
+    (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and the setup's workload and
+    sampling (`setup`: Setup's fields)."""
+    a, b = pairs[0]
     runs = tuple(
         RepeatRun(
-            arm=arm,
-            level=level.key,
-            repeat=1,
-            records=tuple(read_records(d / REQUESTS)),
-            acceptance=_acceptance(s),
-            order=i,
-            interrupted=bool(s.get("interrupted")) or not s,
-            notes=("summary.json missing: the run did not finish",) if not s else (),
+            arm=name,
+            level=x.level.key,
+            repeat=r.repeat,
+            records=r.records,
+            acceptance=r.acceptance,
+            order=2 * j + i,
+            interrupted=r.interrupted,
+            notes=run_notes(r),
         )
-        for i, (arm, d, s) in enumerate(((BASELINE, dir_a, sa), (CANDIDATE, dir_b, sb)))
+        for j, (x, y) in enumerate(pairs)
+        for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
     )
-    notes = [
-        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
-        "(thermal, other tenants) is not cancelled"
-    ]
-    if note:
-        notes.append(note)
-    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
-        notes.append(fitted)
-    change = ChangeCheck(
-        CANDIDATE, (), None, "compare: two separate bench runs; speculab could not verify what differs between them"
+    return ReportInputs(
+        setup=Setup(
+            name=f"{a.name} vs {b.name}",
+            levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
+            repeats=max(x.repeat for x, _ in pairs),
+            two_url_mode=True,
+            separate_runs=True,
+            started_utc=a.started_utc,
+            **setup,
+        ),
+        arms=tuple(
+            ArmInfo(name, f"{tag}: {r.name}", **arm(r)) for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
+        ),
+        changes=(ChangeCheck(CANDIDATE, (), None, change),),
+        runs=runs,
+        notes=tuple(dict.fromkeys(notes)),
     )
-    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(notes))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Results of other kinds (harness.imports), and a bench directory beside one: paired per prompt when verified.
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def result_format(path: Path, fmt: str | None = None) -> str:
-    """ "speculab" (a bench output directory) or a reader's name (READERS): `fmt` when given, else detected."""
-    if fmt is not None:
-        if fmt not in FORMATS:
-            raise UserError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
-        if fmt not in ("speculab", vllm_sweep.FORMAT) and path.is_dir():
-            raise UserError(
-                f"{path} is a directory: --format {fmt} reads a file; give the file in it (or --format vllm-sweep "
-                "for a vLLM sweep's directory, --format speculab for a bench run's)"
-            )
-        return fmt
-    if vllm_sweep.detect(path):  # a directory of run=N.json files (or of such), or a SERVE--<setting> prefix
-        return vllm_sweep.FORMAT
-    if path.is_dir():
-        return "speculab"
-    if not path.exists():
-        raise UserError(f"{path}: no such file or directory; {_GIVE}")
-    if found := next((m.FORMAT for m in _DETECT if m.detect(path)), None):
-        return found
-    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {'|'.join(READERS)} reads it as one)")
-
-
-def _read(path: Path, kind: str, benchmark: int | None) -> ImportedRun:
-    if kind == "speculab":
-        return _bench_run(path)
-    if kind in (m.FORMAT for m in _SEVERAL):
-        return READERS[kind].read(path, benchmark)
-    return READERS[kind].read(path)
 
 
 def inputs_from_results(
@@ -270,17 +190,17 @@ def inputs_from_results(
     them unpaired where their prompts differ (or `unpaired` asks for it), load by load where they hold several;
     `benchmark` picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file."""
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
-    if benchmark is not None and not {m.FORMAT for m in _SEVERAL} & set(kinds):
+    if benchmark is not None and not picks_one(kinds):
         raise UserError(
             "--benchmark picks one benchmark of a GuideLLM file or one run of an SGLang file; neither A nor B is one"
         )
-    if kinds == ("speculab", "speculab"):
+    if kinds == (SPECULAB, SPECULAB):
         if not unpaired:
             return inputs_from_bench_dirs(path_a, path_b)
         _same_conditions(path_a, path_b)
-    readers = tuple(READERS[k] for k in kinds if k in READERS)
-    sa, sb = (_all_runs(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
-    if vllm_sweep.FORMAT in kinds:  # a sweep's loads and runs: one comparison per load, run j with run j
+    readers = of_other_tools(kinds)
+    sa, sb = (read_runs(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
+    if by_load(kinds):  # a sweep's loads and runs: one comparison per load, run j with run j
         pairs = _by_load(path_a, path_b, sa, sb)
     elif len(sa) > 1 or len(sb) > 1:  # a GuideLLM sweep or an SGLang file of several runs: benchmark i with i
         pairs = _sweep_pairs(path_a, path_b, sa, sb, kinds)
@@ -292,21 +212,17 @@ def inputs_from_results(
     same = within is None
     notes = inputs.notes
     if why and inputs.setup.repeats > 1:
-        notes += ((
-            "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one "
-            "value (their median), not independent requests" if same else
-            "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own "
-            "value"),)  # fmt: skip
+        notes += (_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS,)
     return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=notes)
 
 
-def _all_runs(path: Path, kind: str, benchmark: int | None) -> tuple[ImportedRun, ...]:
-    """Every run a result holds (a sweep's, load by load; an SGLang file's lines), or the one `benchmark` picks."""
-    if kind == vllm_sweep.FORMAT:
-        return vllm_sweep.read_all(path)
-    if benchmark is None and kind in (m.FORMAT for m in _SEVERAL):
-        return READERS[kind].read_all(path)
-    return (_read(path, kind, benchmark),)
+_REPEATS_SAME_PROMPTS = (
+    "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one value "
+    "(their median), not independent requests"
+)
+_REPEATS_OTHER_PROMPTS = (
+    "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own value"
+)
 
 
 def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
@@ -331,8 +247,9 @@ def _repeats_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | 
     return None
 
 
-def _by_load(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun]
-             ) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+def _by_load(
+    path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun]
+) -> tuple[tuple[ImportedRun, ImportedRun], ...]:
     """Runs at several loads (a vLLM sweep's), matched by load: both sides need the same loads; at each, A's run j
     with B's run j (the repeats; the extra runs of the side with more are left out, and a note says so)."""
     la: dict[str, list[ImportedRun]] = {}
@@ -352,8 +269,14 @@ def _by_load(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence
     pairs = []
     for key, runs_a in la.items():
         runs_b, n = lb[key], min(len(runs_a), len(lb[key]))
-        left = (f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
-                "are compared",) if len(runs_a) != len(runs_b) else ()  # fmt: skip
+        left = (
+            (
+                f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
+                "are compared",
+            )
+            if len(runs_a) != len(runs_b)
+            else ()
+        )
         for j in range(n):
             x, y = runs_a[j], runs_b[j]
             pairs.append((replace(x, repeat=j + 1, notes=(*x.notes, *left)), replace(y, repeat=j + 1)))
@@ -379,18 +302,19 @@ def _same_load(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, where
 def _same_conditions(dir_a: Path, dir_b: Path) -> None:
     """Two bench runs compared unpaired may differ in the prompts they drew, not in workload, sampling, load or
     endpoint."""
-    (ma, _), (mb, _) = _bench_dir(dir_a), _bench_dir(dir_b)
+    ma, mb = (_bench_run(d).manifest or {} for d in (dir_a, dir_b))
     if diffs := [*_workload_differences(ma, mb), *_condition_differences(ma, mb)]:
         raise UserError(
             f"{dir_a} and {dir_b} cannot be compared: {'; '.join(diffs)}; rerun one of them with the other's settings"
         )
 
 
-def _sweep_pairs(path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun],
-                 kinds: tuple[str, str]) -> tuple[tuple[ImportedRun, ImportedRun], ...]:  # fmt: skip
+def _sweep_pairs(
+    path_a: Path, path_b: Path, sa: Sequence[ImportedRun], sb: Sequence[ImportedRun], kinds: tuple[str, str]
+) -> tuple[tuple[ImportedRun, ImportedRun], ...]:
     """Benchmark (or SGLang line) i of A with i of B, each at the same load (their prompts are checked by the
     caller); the levels' roles are a sweep's (the lowest load "low", the highest "operating")."""
-    what = "GuideLLM benchmark(s)" if guidellm_benchmarks.FORMAT in kinds else "SGLang run(s)"
+    what = runs_named(kinds)
     if len(sa) != len(sb):
         most = max(len(sa), len(sb))
         raise UserError(
@@ -424,28 +348,6 @@ def _with_roles(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> tuple[tuple
     return tuple((at(x), at(y)) for x, y in pairs)
 
 
-def _bench_run(d: Path) -> ImportedRun:
-    """A bench output directory as an imported run, for pairing with another tool's file."""
-    manifest, summary = _bench_dir(d)
-    records = tuple(read_records(d / REQUESTS))
-    items, note = _items(manifest)
-    measured = {r.index: r.prompt_tokens for r in records if not r.warmup}
-    arm = _arm(BASELINE, d.name, manifest)
-    return ImportedRun(
-        path=d,
-        tool="speculab bench",
-        level=_level(manifest.get("load") or {}),
-        records=records,
-        input_lens=tuple(measured.get(i) for i in range(max(measured, default=-1) + 1)),
-        items=items,
-        acceptance=_acceptance(summary),
-        info={"tool": "speculab bench", "versions": manifest.get("versions") or {}, **arm.server_info},
-        notes=(note,) if note else (),
-        started_utc=manifest.get("started_at") or "",
-        interrupted=bool(summary.get("interrupted")) or not summary,
-    )
-
-
 def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
     """The first reason two runs at one load are not the same prompts (None: they are, as far as known)."""
     if why := a.unpairable or b.unpairable:
@@ -469,8 +371,9 @@ def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
     return None
 
 
-def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...],
-                     why_unpaired: str | None = None) -> ReportInputs:  # fmt: skip
+def _imported_inputs(
+    pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...], why_unpaired: str | None = None
+) -> ReportInputs:
     """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
     bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
     (their notes are said once). The prompts are the first load's; where another load's differ, the report holds
@@ -485,47 +388,6 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
     if why_unpaired:
         sent = ", ".join(dict.fromkeys(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs))
         how = f"not paired: two samples ({sent} requests)"
-    setup = Setup(
-        name=f"{a.name} vs {b.name}",
-        workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
-        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
-        api="completions",
-        items=(a.items or b.items) if same_items else (),
-        paired=not why_unpaired,
-        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
-        top_p=float(sampling.get("top_p") or 1.0),
-        seed=int(sampling.get("seed") or 0),
-        max_tokens=int(sampling.get("max_tokens") or 0),
-        levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
-        repeats=max(x.repeat for x, _ in pairs),
-        two_url_mode=True,
-        separate_runs=True,
-        started_utc=a.started_utc,
-        finished_utc=b.started_utc,
-    )
-    arms = tuple(
-        ArmInfo(
-            name,
-            f"{tag}: {r.name}",
-            engine=str(r.info.get("detected_engine") or "other"),
-            server_info=dict(r.info),
-        )
-        for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
-    )
-    runs = tuple(
-        RepeatRun(
-            arm=name,
-            level=x.level.key,
-            repeat=r.repeat,
-            records=r.records,
-            acceptance=r.acceptance,
-            order=2 * j + i,
-            interrupted=r.interrupted,
-            notes=r.notes,
-        )
-        for j, (x, y) in enumerate(pairs)
-        for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
-    )
     notes = [
         f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
         f"them (thermal, other tenants) is not cancelled; "
@@ -535,10 +397,27 @@ def _imported_inputs(pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: 
         *(n for x, y in pairs for n in (*x.notes, *y.notes)),
     ]
     if not sampling:
-        notes.append(f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
-                     "at a temperature above 0, not for equivalence")  # fmt: skip
-    change = ChangeCheck(CANDIDATE, (), None, "compare: two separate runs; speculab could not verify what differs")
-    return ReportInputs(setup=setup, arms=arms, changes=(change,), runs=runs, notes=tuple(dict.fromkeys(notes)))
+        notes.append(
+            f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
+            "at a temperature above 0, not for equivalence"
+        )
+    return _ab_run(
+        pairs,
+        arm=_file_arm,
+        run_notes=lambda r: r.notes,
+        notes=notes,
+        change="compare: two separate runs; speculab could not verify what differs",
+        workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
+        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
+        api="completions",
+        items=(a.items or b.items) if same_items else (),
+        paired=not why_unpaired,
+        temperature=float(sampling.get("temperature") or 0.0) if sampling else None,
+        top_p=float(sampling.get("top_p") or 1.0),
+        seed=int(sampling.get("seed") or 0),
+        max_tokens=int(sampling.get("max_tokens") or 0),
+        finished_utc=b.started_utc,
+    )
 
 
 def _measured(r: ImportedRun) -> int:
@@ -563,7 +442,4 @@ def _same_prompts(x: Sequence[RequestSpec], y: Sequence[RequestSpec]) -> bool:
 
 def _sampling(a: ImportedRun, b: ImportedRun) -> Mapping[str, Any]:
     """The sampling a speculab bench run recorded (its manifest), where one of the two is one; {} otherwise."""
-    for r in (a, b):
-        if r.tool == "speculab bench":
-            return (_read_json(r.path / MANIFEST).get("sampling")) or {}
-    return {}
+    return next(((r.manifest.get("sampling") or {}) for r in (a, b) if r.manifest is not None), {})

@@ -18,10 +18,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
-from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.records import ErrorInfo, RequestRecord
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "aiperf"
@@ -100,8 +101,8 @@ def _speculation(ff: FileFields, metrics: Mapping[str, Any], at: str) -> dict[st
 
 
 def _acceptance(records: tuple[RequestRecord, ...]) -> AcceptanceSummary | None:
-    """The run's acceptance: the per-request counts summed (vLLM's definitions: length 1 + accepted / steps, rate
-    accepted / drafted); None when no request reported any."""
+    """The run's acceptance: the per-request counts summed, by vLLM's definitions (`analysis.acceptance`); None when
+    no request reported any."""
     spec = [r.speculation for r in records if r.speculation and r.speculation.get("source") == SPEC_SOURCE]
     if not spec:
         return None
@@ -117,8 +118,8 @@ def _acceptance(records: tuple[RequestRecord, ...]) -> AcceptanceSummary | None:
         drafts=drafts,
         draft_tokens=drafted,
         accepted_tokens=accepted,
-        acceptance_rate=accepted / drafted if drafted else None,
-        acceptance_length=1 + accepted / drafts if drafts else None,
+        acceptance_rate=acceptance_rate(accepted, drafted),
+        acceptance_length=acceptance_length(accepted, drafts),
     )
 
 
@@ -144,16 +145,9 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
     sent = ff.number(meta.get("request_start_ns"), "metadata.request_start_ns", at) * 1e-9
     end_ns = meta.get("request_end_ns")
     end = ff.number(end_ns, "metadata.request_end_ns", at) * 1e-9 if end_ns is not None else None
-    base = {
-        "index": index,
-        "scheduled_s": sent,
-        "sent_s": sent,
-        "prompt_tokens": _tokens(ff, metrics, "input_sequence_length", at),
-        "token_count_source": TokenCountSource.AIPERF_FILE,
-        "conversation_id": None,
-    }
+    prompt_tokens = _tokens(ff, metrics, "input_sequence_length", at)
     if raw.get("error"):
-        return RequestRecord(**base, end_s=end if end is not None else sent, error=_error(raw["error"]))
+        return file_record(index, sent, prompt_tokens, end if end is not None else sent, error=_error(raw["error"]))
     ttft = _seconds(ff, metrics, "time_to_first_token", i)
     latency = _seconds(ff, metrics, "request_latency", i)
     if ttft is None:
@@ -161,12 +155,14 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
     if latency is None:
         ff.fail(f"line {i}: no `metrics.request_latency`")
     gaps = _gaps(ff, metrics, i) or []
-    times = accumulate(gaps, initial=sent + ttft)
+    times = tuple(accumulate(gaps, initial=sent + ttft))
     text = raw.get("output_text") or raw.get("output") or ""
-    return RequestRecord(
-        **base,
-        end_s=end if end is not None else sent + latency,
-        chunks=tuple(ChunkEvent(t, "", None) for t in times),
+    return file_record(
+        index,
+        sent,
+        prompt_tokens,
+        end if end is not None else sent + latency,
+        chunk_times=times,
         output_text=text if isinstance(text, str) else "",
         completion_tokens=_tokens(ff, metrics, "output_sequence_length", at),
         speculation=_speculation(ff, metrics, at),
@@ -275,3 +271,8 @@ def read(path: Path) -> ImportedRun:
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
     )
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)

@@ -19,13 +19,14 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
-from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
+from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.records import ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
 
 FORMAT = "guidellm"
 TOOL = "guidellm"
 NAME = "GuideLLM"
 READ_AS = "a GuideLLM benchmarks file"
+SEVERAL = "GuideLLM benchmark(s)"  # a sweep's benchmarks, one per load
 HOW = "GuideLLM: the same --data file, in order, and the same --profile"
 NOTE = (
     "GuideLLM files: TPOT is speculab's (E2E - TTFT) / (output_tokens - 1) per request, E2E the last token at TTFT + "
@@ -145,28 +146,25 @@ def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> Re
     sent = ff.number(r.get("request_start_time"), f"{where}.request_start_time")
     target = _timings(r).get("targeted_start")
     scheduled = target if isinstance(target, (int, float)) and not isinstance(target, bool) and target <= sent else sent
-    base = {
-        "index": index,
-        "scheduled_s": scheduled,
-        "sent_s": sent,
-        "prompt_tokens": ff.count(r.get("prompt_tokens"), f"{where}.prompt_tokens"),
-        "token_count_source": TokenCountSource.GUIDELLM_FILE,
-    }
+    prompt_tokens = ff.count(r.get("prompt_tokens"), f"{where}.prompt_tokens")
     latency = r.get("request_latency")
     end = sent + (latency if isinstance(latency, (int, float)) and not isinstance(latency, bool) else 0.0)
     if status != "successful":
-        return RequestRecord(**base, end_s=end, error=_error(status, info))
+        return file_record(index, sent, prompt_tokens, end, scheduled_s=scheduled, error=_error(status, info))
     n = ff.count(r.get("output_tokens"), f"{where}.output_tokens")
     first = sent + ff.number(r.get("time_to_first_token_ms"), f"{where}.time_to_first_token_ms") / 1000
-    chunks = [ChunkEvent(first, "", None)]
+    times = [first]
     if n is not None and n > 1:
         itl_s = ff.number(r.get("inter_token_latency_ms"), f"{where}.inter_token_latency_ms") / 1000
-        chunks.append(ChunkEvent(first + itl_s * (n - 1), "", None))
+        times.append(first + itl_s * (n - 1))
     text = r.get("output")
-    return RequestRecord(
-        **base,
-        end_s=sent + ff.number(latency, f"{where}.request_latency"),
-        chunks=tuple(chunks),
+    return file_record(
+        index,
+        sent,
+        prompt_tokens,
+        sent + ff.number(latency, f"{where}.request_latency"),
+        scheduled_s=scheduled,
+        chunk_times=times,
         output_text=text if isinstance(text, str) else "",
         completion_tokens=n,
     )

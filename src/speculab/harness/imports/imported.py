@@ -1,14 +1,17 @@
-"""`ImportedRun`: one arm's measured run as read from a result file, in speculab's terms (seconds, records)."""
+"""`ImportedRun`: one arm's measured run as read from a result file, in speculab's terms (seconds, records); what
+every reader builds its runs of: `file_record` (one request as a file states it) and `closed_loop_sends` (send times
+a file does not keep, rebuilt from its closed loop)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 
@@ -43,6 +46,11 @@ class ImportedRun:
     unpairable: str = ""
     # which run of several at one load (a vLLM sweep's run=N.json, N + 1): the report's repeat; 1 for a single run
     repeat: int = 1
+    # a speculab bench run's manifest.json as it wrote it (what it asked: workload, sampling, load, endpoint, fit,
+    # server), for compare's checks of two bench runs and the sampling of the A/B; None for another tool's file
+    manifest: Mapping[str, Any] | None = None
+    # why the run's files say it did not finish, for its A/B's own note ("": they do not say so)
+    unfinished: str = ""
 
     def __post_init__(self) -> None:
         if not self.input_lens:
@@ -54,3 +62,49 @@ class ImportedRun:
         return self.label or self.path.name
 
     interrupted: bool = False
+
+
+def file_record(
+    index: int,
+    sent_s: float,
+    prompt_tokens: int | None,
+    end_s: float,
+    *,
+    scheduled_s: float | None = None,
+    chunk_times: Iterable[float] = (),
+    output_text: str = "",
+    completion_tokens: int | None = None,
+    error: ErrorInfo | None = None,
+    speculation: dict[str, Any] | None = None,
+) -> RequestRecord:
+    """Request `index` as a result file states it: sent at `sent_s` (`scheduled_s`: when the tool meant to send it,
+    where it waited for a free slot first; else the send), one chunk of unknown text and tokens at each of
+    `chunk_times` (the file's first-token time and whatever gaps it keeps), done at `end_s`. Its token counts are
+    the file's (`TokenCountSource.RESULT_FILE`: the run's tool says which file)."""
+    return RequestRecord(
+        index=index,
+        scheduled_s=sent_s if scheduled_s is None else scheduled_s,
+        sent_s=sent_s,
+        end_s=end_s,
+        chunks=tuple(ChunkEvent(t, "", None) for t in chunk_times),
+        output_text=output_text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        token_count_source=TokenCountSource.RESULT_FILE,
+        error=error,
+        speculation=speculation,
+    )
+
+
+def closed_loop_sends(durations: Sequence[float], streams: int | None) -> list[float]:
+    """Send times rebuilt for a tool's closed loop of `streams` (the file keeps none): the first `streams` requests
+    at 0, each next, in the file's order, when the earliest in flight ends; all at 0 where nothing capped them."""
+    if streams is None:
+        return [0.0] * len(durations)
+    ends: list[float] = []
+    out = []
+    for d in durations:
+        t = heapq.heappop(ends) if len(ends) >= streams else 0.0
+        out.append(t)
+        heapq.heappush(ends, t + d)
+    return out

@@ -13,14 +13,14 @@ rebuilt as the closed loop it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
-from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.records import ErrorInfo, RequestRecord
 
 FORMAT = "llmperf"
 TOOL = "llmperf"
@@ -73,19 +73,6 @@ def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
     return LevelSpec("concurrency", float(n), ("low", "operating"))
 
 
-def _sends(durations: Sequence[float], streams: int) -> list[float]:
-    """Each request's send time, rebuilt (the file keeps none): a closed loop of `streams`, each sending its next
-    request as its last one ended, the requests taken in the file's order (as they completed) by the stream free
-    first. With one stream that is exact to the client's own gap between requests."""
-    free = [0.0] * streams
-    out = []
-    for d in durations:
-        k = min(range(streams), key=free.__getitem__)
-        out.append(free[k])
-        free[k] += d
-    return out
-
-
 def _error(code: Any, msg: Any) -> ErrorInfo:
     """LLMPerf keeps the HTTP status (-1: an exception in its client) and the body or message."""
     text = str(msg or "").strip()
@@ -102,27 +89,16 @@ def _failed(r: Mapping[str, Any]) -> bool:
 
 def _record(ff: FileFields, r: Mapping[str, Any], i: int, sent: float) -> RequestRecord:
     """Request i: sent at `sent` (rebuilt), its first token at + `ttft_s`, its last (the end) at + E2E."""
-    base = {
-        "index": i,
-        "scheduled_s": sent,
-        "sent_s": sent,
-        "prompt_tokens": ff.count(r.get("number_input_tokens"), f"[{i}].number_input_tokens"),
-        "token_count_source": TokenCountSource.LLMPERF_FILE,
-    }
+    prompt_tokens = ff.count(r.get("number_input_tokens"), f"[{i}].number_input_tokens")
     e2e = r.get("end_to_end_latency_s")
     if _failed(r):
         e2e_s = float(e2e) if isinstance(e2e, (int, float)) and not isinstance(e2e, bool) and e2e > 0 else 0.0
-        return RequestRecord(**base, end_s=sent + e2e_s, error=_error(r.get("error_code"), r.get("error_msg")))
+        return file_record(i, sent, prompt_tokens, sent + e2e_s, error=_error(r.get("error_code"), r.get("error_msg")))
     e2e_s = ff.number(e2e, f"[{i}].end_to_end_latency_s")
     ttft = ff.number(r.get("ttft_s"), f"[{i}].ttft_s")
     n = ff.count(r.get("number_output_tokens"), f"[{i}].number_output_tokens")
     times = (ttft, e2e_s) if n is not None and n > 1 and e2e_s > ttft else (ttft,)
-    return RequestRecord(
-        **base,
-        end_s=sent + e2e_s,
-        chunks=tuple(ChunkEvent(sent + t, "", None) for t in times),
-        completion_tokens=n,
-    )
+    return file_record(i, sent, prompt_tokens, sent + e2e_s, chunk_times=[sent + t for t in times], completion_tokens=n)
 
 
 def _responses(ff: FileFields) -> list[dict[str, Any]]:
@@ -144,7 +120,7 @@ def read(path: Path) -> ImportedRun:
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)
-    sends = _sends(durations, streams)
+    sends = closed_loop_sends(durations, streams)  # one stream: exact to the client's own gap between requests
     records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
     version = s.get("version")
     info = {"tool": TOOL, "file": str(path), "version": version, "summary": summary_path(path).name}
@@ -164,6 +140,11 @@ def read(path: Path) -> ImportedRun:
         label=path.parent.name or path.name,
         unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
     )
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)
 
 
 _UNORDERED = (

@@ -13,9 +13,8 @@ is the arm's acceptance length, its source named.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,15 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
-from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.records import ErrorInfo, RequestRecord
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "sglang"
 TOOL = "sglang bench_serving"
 NAME = "SGLang"
 READ_AS = "an SGLang bench_serving result"
+SEVERAL = "SGLang run(s)"  # the lines of a file bench_serving appended to, one per load
 HOW = "SGLang: the same --dataset-path and --seed (its datasets are shuffled with the seed)"
 _FIX = "write it with `python -m sglang.bench_serving ... --output-file F --output-details`"
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")
@@ -107,45 +107,31 @@ def _timing(ff: FileFields, lists: Mapping[str, list[Any]], i: int, native: bool
     return ttft, (times[-1:] if native else times)
 
 
-def _sends(durations: Sequence[float], cap: int | None) -> list[float]:
-    """Send times rebuilt for SGLang's closed loop: the first `cap` at 0, each next (in dataset order: SGLang's
-    semaphore wakes its waiters in turn) when the earliest in flight ends; all at 0 without a cap."""
-    if cap is None:
-        return [0.0] * len(durations)
-    ends: list[float] = []
-    out = []
-    for d in durations:
-        t = heapq.heappop(ends) if len(ends) >= cap else 0.0
-        out.append(t)
-        heapq.heappush(ends, t + d)
-    return out
-
-
 def _records(ff: FileFields, lists: Mapping[str, list[Any]], native: bool, cap: int | None) -> list[RequestRecord]:
     n = len(lists["ttfts"])
     timing: list[tuple[float, list[float]] | None] = [
         None if lists["errors"][i] else _timing(ff, lists, i, native) for i in range(n)
     ]
-    sends = _sends([t[1][-1] if t and t[1] else (t[0] if t else 0.0) for t in timing], cap)
+    # SGLang's semaphore wakes its waiters in turn: the next request in dataset order is sent as the earliest ends
+    sends = closed_loop_sends([t[1][-1] if t and t[1] else (t[0] if t else 0.0) for t in timing], cap)
     out = []
     for i, (sent, t) in enumerate(zip(sends, timing, strict=True)):
-        base = {
-            "index": i,
-            "scheduled_s": 0.0,
-            "sent_s": sent,
-            "prompt_tokens": ff.count(lists["input_lens"][i], f"input_lens[{i}]"),
-            "token_count_source": TokenCountSource.SGLANG_BENCH_FILE,
-        }
+        prompt_tokens = ff.count(lists["input_lens"][i], f"input_lens[{i}]")
         if t is None:
-            out.append(RequestRecord(**base, end_s=sent, error=_error(str(lists["errors"][i]))))
+            out.append(
+                file_record(i, sent, prompt_tokens, sent, scheduled_s=0.0, error=_error(str(lists["errors"][i])))
+            )
             continue
         ttft, after = t
         text = lists["generated_texts"][i]
         out.append(
-            RequestRecord(
-                **base,
-                end_s=sent + (after[-1] if after else ttft),
-                chunks=tuple(ChunkEvent(sent + x, "", None) for x in (ttft, *after)),
+            file_record(
+                i,
+                sent,
+                prompt_tokens,
+                sent + (after[-1] if after else ttft),
+                scheduled_s=0.0,
+                chunk_times=[sent + x for x in (ttft, *after)],
                 output_text=text if isinstance(text, str) else "",
                 completion_tokens=ff.count(lists["output_lens"][i], f"output_lens[{i}]"),
             )

@@ -19,8 +19,8 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
-from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.records import ErrorInfo, RequestRecord
 from speculab.harness.servers.acceptance import AcceptanceSummary
 
 FORMAT = "vllm"
@@ -81,26 +81,24 @@ def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> RequestRe
     queue = lists["queue_times"][i]
     queue_s = float(queue) if isinstance(queue, (int, float)) and math.isfinite(queue) and queue >= 0 else 0.0
     err = lists["errors"][i]
-    base = {
-        "index": i,
-        "scheduled_s": sent - queue_s,
-        "sent_s": sent,
-        "prompt_tokens": ff.count(lists["input_lens"][i], f"input_lens[{i}]"),
-        "token_count_source": TokenCountSource.VLLM_BENCH_FILE,
-    }
+    prompt_tokens = ff.count(lists["input_lens"][i], f"input_lens[{i}]")
     text = lists["generated_texts"][i]
     if err:
         end = sent + max(0.0, ff.number(lists["latencies"][i] or 0.0, f"latencies[{i}]"))
-        return RequestRecord(**base, end_s=end, output_text="", error=_error(str(err)))
+        return file_record(i, sent, prompt_tokens, end, scheduled_s=sent - queue_s, error=_error(str(err)))
     gaps = lists["itls"][i]
     if not isinstance(gaps, list):
         ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
     first = sent + ff.number(lists["ttfts"][i], f"ttfts[{i}]")
-    times = accumulate((ff.number(g, f"itls[{i}]") for g in gaps), initial=first)
-    return RequestRecord(
-        **base,
-        end_s=sent + ff.number(lists["latencies"][i], f"latencies[{i}]"),
-        chunks=tuple(ChunkEvent(t, "", None) for t in times),
+    end = sent + ff.number(lists["latencies"][i], f"latencies[{i}]")
+    times = tuple(accumulate((ff.number(g, f"itls[{i}]") for g in gaps), initial=first))
+    return file_record(
+        i,
+        sent,
+        prompt_tokens,
+        end,
+        scheduled_s=sent - queue_s,
+        chunk_times=times,
         output_text=text if isinstance(text, str) else "",
         completion_tokens=ff.count(lists["output_lens"][i], f"output_lens[{i}]"),
     )
@@ -176,3 +174,8 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
         notes=notes,
         started_utc=str(d.get("date") or ""),
     )
+
+
+def read_all(path: Path) -> tuple[ImportedRun, ...]:
+    """The file's one run."""
+    return (read(path),)

@@ -30,7 +30,7 @@ def test_records_follow_the_files_per_request_fields() -> None:
         assert r.scheduled_s == pytest.approx(RAW["start_times"][i] - RAW["queue_times"][i])
         assert len(r.chunks) == 1 + len(RAW["itls"][i]) and all(c.n_tokens is None for c in r.chunks)
         assert r.chunks[-1].t_s - r.sent_s == pytest.approx(RAW["ttfts"][i] + sum(RAW["itls"][i]))
-        assert r.token_count_source is TokenCountSource.VLLM_BENCH_FILE and r.ok
+        assert r.token_count_source is TokenCountSource.RESULT_FILE and r.ok
     assert run.input_lens == tuple(RAW["input_lens"]) and run.items == ()
     assert "vLLM 0.32.0" in run.notes[0] and run.started_utc == RAW["date"]
 
