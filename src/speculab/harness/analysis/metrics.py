@@ -15,7 +15,7 @@ import math
 import statistics
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -24,6 +24,7 @@ import numpy as np
 
 from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
+from speculab.harness.analysis.paired import DEFAULT_MARGIN
 from speculab.harness.analysis.stats import Distribution, describe
 from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
 
@@ -142,6 +143,55 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
         stalled_s=stalled,
         token_count_source=r.token_count_source,
     )
+
+
+def _mean_itl_s(m: RequestMetrics) -> float | None:
+    """A request's mean per-token ITL after the first token; None when its per-token counts are unknown."""
+    return statistics.fmean(m.itl_s) if m.itl_s else None
+
+
+@dataclass(frozen=True, slots=True)
+class ComparedMetric:
+    """One metric the A/B verdict compares per prompt: its one home. The verdict, the margins (`margin:` keys in
+    `config.experiment.MARGIN_KEYS`, held equal to this table by a test) and every view iterate `COMPARED_METRICS`."""
+
+    name: str  # the key everywhere: `Ratio.metric`, summary.json's `margin`, `ReportOptions.margin`
+    label: str  # what the report calls it
+    unit: str  # of one request's value (files hold seconds; the report converts for display)
+    lower_is_better: bool  # True: a lower value is better (speedup = baseline / candidate)
+    extract: Callable[[RequestMetrics], float | None]  # one successful request's value; None: not defined for it
+    margin_key: str  # its key under `margin:` in the experiment file (and `--margin`)
+    default_margin: float = DEFAULT_MARGIN  # relative, when neither the run nor the options give one
+
+
+# The compared metrics, in the order the verdict makes and the report shows them. TPOT is the headline (speculation's
+# promise is fewer seconds per output token); ITL is each request's mean per-token gap after the first token.
+COMPARED_METRICS = (
+    ComparedMetric("tpot_s", "TPOT", "s", True, lambda m: m.tpot_s, "tpot"),
+    ComparedMetric("e2e_s", "E2E", "s", True, lambda m: m.e2e_s, "e2e"),
+    ComparedMetric("ttft_s", "TTFT", "s", True, lambda m: m.ttft_s, "ttft"),
+    ComparedMetric("itl_s", "ITL", "s", True, _mean_itl_s, "itl"),
+)
+
+
+def compared_metric(name: str) -> ComparedMetric:
+    """The table's entry for `name`; KeyError for a name it does not hold."""
+    for c in COMPARED_METRICS:
+        if c.name == name:
+            return c
+    raise KeyError(name)
+
+
+# What `request_values` gives of each request: every compared metric, and its prompt and output tokens (the
+# comparison's breakdown by prompt length and its count of one-token answers).
+REQUEST_VALUES = (*(c.name for c in COMPARED_METRICS), "prompt_tokens", "output_tokens")
+
+
+def request_values(m: RequestMetrics) -> dict[str, float | None]:
+    """One request's per-prompt values (`REQUEST_VALUES`), None where not defined for it."""
+    values: dict[str, float | None] = {c.name: c.extract(m) for c in COMPARED_METRICS}
+    values["prompt_tokens"], values["output_tokens"] = m.prompt_tokens, m.output_tokens
+    return values
 
 
 DEFAULT_MAX_ERROR_RATE = 0.02  # --max-error-rate: above it, no verdict at that load and a non-zero exit (code 4)

@@ -8,9 +8,10 @@ the long form):
 
 * per arm and load: the bench metrics (`analysis.metrics`) over the measured requests of every repeat, pooled;
   throughput per repeat with a t-interval over repeats.
-* per load and candidate: paired per-prompt ratios of TPOT, E2E, TTFT and mean ITL (`analysis.paired`). With
-  several repeats each prompt's value is the median over its repeats in that arm (one pair per prompt, so the
-  bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of prompts sent together).
+* per load and candidate: paired per-prompt ratios of each compared metric (`analysis.metrics.COMPARED_METRICS`;
+  `analysis.paired`). With several repeats each prompt's value is the median over its repeats in that arm (one pair
+  per prompt, so the bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of prompts sent
+  together).
 * gates, in this order: runs missing; error rate above the gate; no drafts (-> "speculation not active", never
   "no difference"); offered load not achieved (achieved < 95% of requested, or of the schedule's rate; or the client
   fell behind). A gated load has no verdict.
@@ -29,8 +30,8 @@ from dataclasses import replace
 import numpy as np
 
 from speculab.harness.analysis import stats
-from speculab.harness.analysis.metrics import error_gate
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_LAUNCHES
+from speculab.harness.analysis.metrics import COMPARED_METRICS, error_gate
+from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ReportInputs
@@ -40,7 +41,6 @@ from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
 from speculab.harness.verdict.model import (
     BASELINE_CHOICE,
-    PAIRED_METRICS,
     REPORT_SCHEMA,
     ArmLevel,
     ArmView,
@@ -262,7 +262,7 @@ def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> Rep
     """Every paired metric's margin and the correctness margin, explicit: the defaults, then the run's own `margin:`,
     then the options' (`compare --margin`, `report --margin`)."""
     given = {**run_margin, **(opts.margin or {})}
-    time = {m: float(given.get(m, DEFAULT_MARGIN)) for m in (*PAIRED_METRICS, "itl_s")}
+    time = {c.name: float(given.get(c.name, c.default_margin)) for c in COMPARED_METRICS}
     corr = opts.correctness
     if "correctness" in given:
         corr = replace(corr, margin=float(given["correctness"]))

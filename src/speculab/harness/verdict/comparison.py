@@ -9,12 +9,20 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import stats
-from speculab.harness.analysis.metrics import exceeds_error_rate, request_metrics
+from speculab.harness.analysis.metrics import (
+    COMPARED_METRICS,
+    REQUEST_VALUES,
+    compared_metric,
+    exceeds_error_rate,
+    request_metrics,
+    request_values,
+)
 from speculab.harness.analysis.paired import (
     DEFAULT_MARGIN,
     MetricComparison,
@@ -29,7 +37,7 @@ from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
 from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
-from speculab.harness.verdict.model import PAIRED_METRICS, ArmLevel, LevelComparison, Ratio, ReportOptions
+from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
 from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -37,28 +45,60 @@ from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def per_prompt(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
-    """Prompt index -> the median over repeats of one per-request metric (successful requests only)."""
-    values: dict[int, list[float]] = defaultdict(list)
-    for run in runs:
-        for r in run.records:
-            if r.warmup or not r.ok:
-                continue
-            m = request_metrics(r)
-            v = getattr(m, metric) if metric != "itl_s" else (statistics.fmean(m.itl_s) if m.itl_s else None)
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """One repeat with its per-prompt values, each request's metrics computed once: value name (`REQUEST_VALUES`:
+    every compared metric, prompt and output tokens) -> prompt index -> the values of its successful requests."""
+
+    run: RepeatRun
+    values: Mapping[str, Mapping[int, Sequence[float]]]
+
+
+# The functions below take a level's runs as saved, or as `run_values` (what `compare_level` passes, so that the
+# comparisons of every metric, the launch effects and the breakdowns read each request once).
+Runs = Sequence[RepeatRun] | Sequence[RunValues]
+
+
+def run_values(run: RepeatRun | RunValues) -> RunValues:
+    """`run`'s per-prompt values (computed once: `run` itself when it holds them already)."""
+    if isinstance(run, RunValues):
+        return run
+    values: dict[str, dict[int, list[float]]] = {name: defaultdict(list) for name in REQUEST_VALUES}
+    for r in run.records:
+        if r.warmup or not r.ok:
+            continue
+        for name, v in request_values(request_metrics(r)).items():
             if v is not None:
-                values[r.index].append(float(v))
+                values[name][r.index].append(float(v))
+    return RunValues(run, values)
+
+
+def _repeat_run(run: RepeatRun | RunValues) -> RepeatRun:
+    return run.run if isinstance(run, RunValues) else run
+
+
+def per_prompt(runs: Runs, metric: str) -> dict[int, float]:
+    """Prompt index -> the median over repeats of one per-request value (`REQUEST_VALUES`; successful requests)."""
+    values: dict[int, list[float]] = defaultdict(list)
+    for run in map(run_values, runs):
+        for i, v in run.values[metric].items():
+            values[i].extend(v)
     return {i: statistics.median(v) for i, v in values.items()}
 
 
-def per_request(runs: Sequence[RepeatRun], metric: str) -> dict[int, float]:
-    """(repeat, index) -> one per-request metric of each successful request, keyed repeat * 2**32 + index so that
+def per_request(runs: Runs, metric: str) -> dict[int, float]:
+    """(repeat, index) -> one per-request value of each successful request, keyed repeat * 2**32 + index so that
     the keys sort in each repeat's send order (the unpaired comparison's samples)."""
     out: dict[int, float] = {}
-    for run in sorted(runs, key=lambda r: r.repeat):
+    for run in sorted(map(run_values, runs), key=lambda r: r.run.repeat):
         one = per_prompt([run], metric)
-        out |= {(run.repeat << 32) + i: v for i, v in one.items()}
+        out |= {(run.run.repeat << 32) + i: v for i, v in one.items()}
     return out
+
+
+def _diverged(*runs: Runs) -> frozenset[int]:
+    """`analysis.paired.diverged_indices` over every record of `runs`."""
+    return diverged_indices(r for rs in runs for run in rs for r in _repeat_run(run).records)
 
 
 def ratio_of(c: MetricComparison) -> Ratio:
@@ -94,22 +134,50 @@ def _unit(c: MetricComparison) -> str:
     return "launch" if c.launch_ratio is not None else ("group" if c.group_size > 1 else "prompt")
 
 
-def judge(inputs: ReportInputs, metric: str, cand: Mapping[int, float], base: Mapping[int, float],
-          rng: np.random.Generator, opts: ReportOptions, size: int, margin: float,
-          launch_effects: Sequence[float] = (), groups: Mapping[int, int] | None = None
-          ) -> MetricComparison:  # fmt: skip
+def judge(
+    inputs: ReportInputs,
+    metric: str,
+    cand: Mapping[int, float],
+    base: Mapping[int, float],
+    rng: np.random.Generator,
+    opts: ReportOptions,
+    size: int,
+    margin: float,
+    launch_effects: Sequence[float] = (),
+    groups: Mapping[int, int] | None = None,
+) -> MetricComparison:
     """One metric's comparison at one load: paired per prompt (in the groups sent together), or, when the arms
     did not send the same prompts (`Setup.paired` False), from two samples (`arm_values` gives both). Every verdict
     of a candidate against the baseline is made here (ranking's candidate against candidate is paired only: an
     unpaired comparison, `speculab compare`, has one candidate). `groups`: the level's `prompt_groups`, where the
-    caller has them (they are made from every record otherwise, once per call)."""
+    caller has them (they are made from every record otherwise, once per call). `metric`: a compared metric's
+    name (`analysis.metrics.COMPARED_METRICS`: its direction)."""
+    lower = compared_metric(metric).lower_is_better
     if not inputs.setup.paired:
-        return compare_unpaired(metric, cand, base, rng, n_resamples=opts.n_resamples, confidence=opts.confidence,
-                                group_size=size, margin=margin)  # fmt: skip
-    groups = groups if groups is not None else prompt_groups(inputs, size)
-    return compare_paired(metric, cand, base, rng, n_resamples=opts.n_resamples, groups=groups,
-                          group_size=size, confidence=opts.confidence, margin=margin,
-                          launch_effects=launch_effects)  # fmt: skip
+        return compare_unpaired(
+            metric,
+            cand,
+            base,
+            rng,
+            lower_is_better=lower,
+            n_resamples=opts.n_resamples,
+            confidence=opts.confidence,
+            group_size=size,
+            margin=margin,
+        )
+    return compare_paired(
+        metric,
+        cand,
+        base,
+        rng,
+        lower_is_better=lower,
+        n_resamples=opts.n_resamples,
+        groups=groups if groups is not None else prompt_groups(inputs, size),
+        group_size=size,
+        confidence=opts.confidence,
+        margin=margin,
+        launch_effects=launch_effects,
+    )
 
 
 def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
@@ -130,8 +198,9 @@ def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
     return concurrent_groups([it.index for it in items], size, units)
 
 
-def arm_values(setup: Setup, cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
-               ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
+def arm_values(
+    setup: Setup, cand_runs: Runs, base_runs: Runs, metric: str
+) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:
     """(candidate, baseline) values of one metric and the left-out indices, as the comparison counts them: per
     prompt, paired (`paired_per_prompt`); unpaired, each arm on its own: per index, the median over its repeats,
     where each arm's repeats sent the same prompts (`Setup.repeats_same_prompts`: a prompt repeated is one
@@ -142,17 +211,18 @@ def arm_values(setup: Setup, cand_runs: Sequence[RepeatRun], base_runs: Sequence
         return per_request(cand_runs, metric), per_request(base_runs, metric), frozenset()
     out, left = [], frozenset[int]()
     for runs in (cand_runs, base_runs):  # a turn whose context differed between this arm's repeats is left out
-        div = diverged_indices(r for run in runs for r in run.records)
+        div = _diverged(runs)
         out.append({i: v for i, v in per_prompt(runs, metric).items() if i not in div})
         left |= div
     return out[0], out[1], left
 
 
-def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str
-                      ) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:  # fmt: skip
+def paired_per_prompt(
+    cand_runs: Runs, base_runs: Runs, metric: str
+) -> tuple[dict[int, float], dict[int, float], frozenset[int]]:
     """(candidate, baseline) per-prompt values of one metric, without the conversation turns whose context
     differed between the arms (or repeats), and those left-out indices. Every paired comparison reads this."""
-    diverged = diverged_indices(r for run in (*cand_runs, *base_runs) for r in run.records)
+    diverged = _diverged(cand_runs, base_runs)
     cand, base = per_prompt(cand_runs, metric), per_prompt(base_runs, metric)
     if diverged:
         cand = {i: v for i, v in cand.items() if i not in diverged}
@@ -160,8 +230,9 @@ def paired_per_prompt(cand_runs: Sequence[RepeatRun], base_runs: Sequence[Repeat
     return cand, base, diverged
 
 
-def _gate(level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
-          ) -> tuple[str, str]:  # fmt: skip
+def _gate(
+    level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
+) -> tuple[str, str]:
     """(gate, reason). "ok" when a verdict may be given."""
     if base is None or base.repeats == 0 or cand is None or cand.repeats == 0:
         which = "baseline" if base is None or base.repeats == 0 else cand_label
@@ -233,6 +304,7 @@ def compare_level(
     if gate == "missing" or base is None or cand is None:
         return LevelComparison(cand_arm.name, gate, reason, f"no verdict: {reason}", (), None, None, None, "")
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
+    b_vals, c_vals = [run_values(r) for r in b_runs], [run_values(r) for r in c_runs]
     ratios = []
     values: dict[str, tuple[dict[int, float], dict[int, float]]] = {}
     size = level_group_size(level, base, cand)
@@ -240,17 +312,17 @@ def compare_level(
     diverged: frozenset[int] = frozenset()
     launched = not inputs.setup.two_url_mode
     paired = inputs.setup.paired
-    for metric in (*PAIRED_METRICS, "itl_s"):
-        cand_values, base_values, diverged = arm_values(inputs.setup, c_runs, b_runs, metric)
+    for metric in (c.name for c in COMPARED_METRICS):
+        cand_values, base_values, diverged = arm_values(inputs.setup, c_vals, b_vals, metric)
         values[metric] = (cand_values, base_values)
-        effects = launch_effects(c_runs, b_runs, metric, groups, size) if launched else []
-        ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin_of(opts, metric),
-                                     effects, groups)))  # fmt: skip
+        effects = launch_effects(c_vals, b_vals, metric, groups, size) if launched else []
+        margin = margin_of(opts, metric)
+        ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin, effects, groups)))
     # the breakdowns and acceptance against speedup are per prompt: nothing to say without pairs
     breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs)) if paired else ()
     by_turn = breakdown(_turns(inputs)) if paired else ()
-    by_length = breakdown(_prompt_lengths(per_prompt(b_runs, "prompt_tokens"))) if paired else ()
+    by_length = breakdown(_prompt_lengths(per_prompt(b_vals, "prompt_tokens"))) if paired else ()
     b_tok, c_tok = _repeat_tok_s(b_runs), _repeat_tok_s(c_runs)
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
@@ -267,18 +339,36 @@ def compare_level(
     else:
         verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values["tpot_s"]
-    short = _single_token(values["e2e_s"], values["tpot_s"], c_runs, b_runs) if paired else 0
+    short = _single_token(values["e2e_s"], values["tpot_s"], c_vals, b_vals) if paired else 0
     return LevelComparison(
-        cand_arm.name, gate, reason, verdict, tuple(ratios), tput, cost_ratio, mem, kind, by_category,
+        candidate=cand_arm.name,
+        gate=gate,
+        gate_reason=reason,
+        verdict=verdict,
+        metrics=tuple(ratios),
+        throughput_ratio=tput,
+        cost_ratio=cost_ratio,
+        memory_delta_bytes=mem,
+        memory_kind=kind,
+        by_category=by_category,
         acceptance_speedup=acceptance_vs_speedup(c_runs, base_tpot, cand_tpot, inputs.setup.items) if paired else None,
         prefix_cache=hit_rate_change(base, cand),
-        by_turn=by_turn, by_prompt_length=by_length, diverged=len(diverged), decision=decision,
-        launches=ratios[0].launches, launched=launched, single_token=short,
-    )  # fmt: skip
+        by_turn=by_turn,
+        by_prompt_length=by_length,
+        diverged=len(diverged),
+        decision=decision,
+        launches=ratios[0].launches,
+        launched=launched,
+        single_token=short,
+    )
 
 
-def _single_token(e2e: tuple[dict[int, float], dict[int, float]], tpot: tuple[dict[int, float], dict[int, float]],
-                  cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun]) -> int:  # fmt: skip
+def _single_token(
+    e2e: tuple[dict[int, float], dict[int, float]],
+    tpot: tuple[dict[int, float], dict[int, float]],
+    cand_runs: Runs,
+    base_runs: Runs,
+) -> int:
     """Prompts both arms answered (an E2E pair) with no TPOT pair because an arm's answer was one token."""
     unpaired = (e2e[0].keys() & e2e[1].keys()) - (tpot[0].keys() & tpot[1].keys())
     outs = per_prompt(cand_runs, "output_tokens"), per_prompt(base_runs, "output_tokens")
@@ -292,15 +382,16 @@ def margin_of(opts: ReportOptions, metric: str) -> float:
     return float(margins.get(metric, margins.get("tpot_s", DEFAULT_MARGIN)))
 
 
-def launch_effects(cand_runs: Sequence[RepeatRun], base_runs: Sequence[RepeatRun], metric: str,
-                   groups: Mapping[int, int] | None, size: int) -> list[float]:  # fmt: skip
+def launch_effects(
+    cand_runs: Runs, base_runs: Runs, metric: str, groups: Mapping[int, int] | None, size: int
+) -> list[float]:
     """One effect per launch pair (repeat j of each arm: in launch mode each repeat is a fresh server process per
     arm), for the repeats both arms finished; interrupted repeats are left out (their server stopped mid-level)."""
-    by_repeat = {r.repeat: r for r in base_runs if not r.interrupted}
+    by_repeat = {b.run.repeat: b for b in map(run_values, base_runs) if not b.run.interrupted}
     out = []
-    for c in sorted(cand_runs, key=lambda r: r.repeat):
-        b = by_repeat.get(c.repeat)
-        if b is None or c.interrupted:
+    for c in sorted(map(run_values, cand_runs), key=lambda v: v.run.repeat):
+        b = by_repeat.get(c.run.repeat)
+        if b is None or c.run.interrupted:
             continue
         cand, base, _ = paired_per_prompt([c], [b], metric)
         e = launch_effect(cand, base, groups, size)
@@ -313,8 +404,14 @@ class _Breakdown:
     """TPOT speedup per subset of prompts (category, turn, prompt-length bucket), each subset paired and judged like
     the whole load; a subset's prompts keep the level's groups (those sent together are one unit)."""
 
-    def __init__(self, tpot: tuple[dict[int, float], dict[int, float]], rng: np.random.Generator,
-                 opts: ReportOptions, groups: dict[int, int] | None, size: int):  # fmt: skip
+    def __init__(
+        self,
+        tpot: tuple[dict[int, float], dict[int, float]],
+        rng: np.random.Generator,
+        opts: ReportOptions,
+        groups: dict[int, int] | None,
+        size: int,
+    ):
         self.tpot, self.rng, self.opts, self.groups, self.size = tpot, rng, opts, groups, size
 
     def __call__(self, subsets: Sequence[tuple[str, set[int]]]) -> tuple[Ratio, ...]:

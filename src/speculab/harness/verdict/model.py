@@ -17,7 +17,7 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
-from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
+from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
 from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.paired import Decision as Decision
@@ -33,10 +33,8 @@ from speculab.harness.verdict.correctness import CorrectnessOptions
 
 REPORT_SCHEMA = "speculab.report.summary/1"
 
-# Paired metrics, in the order the report shows them. ITL is each request's mean per-token gap after the first
-# token; TPOT is the headline (speculation's promise is fewer seconds per output token).
-PAIRED_METRICS = ("tpot_s", "e2e_s", "ttft_s")
-METRIC_LABELS = {"tpot_s": "TPOT", "e2e_s": "E2E", "ttft_s": "TTFT", "itl_s": "ITL"}
+# The compared metrics' labels, from their table (`analysis.metrics.COMPARED_METRICS`), for the report's views.
+METRIC_LABELS = {c.name: c.label for c in COMPARED_METRICS}
 
 
 @dataclass(frozen=True, slots=True)

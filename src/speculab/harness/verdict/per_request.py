@@ -63,8 +63,8 @@ def prefix_cache_view(runs: Sequence[RepeatRun], engine: str) -> PrefixCacheView
     queries = sum(d.queries for d in deltas)
     hits = sum(d.hits for d in deltas)
     requests = sum(1 for r in _measured(runs) if r.ok)
-    return PrefixCacheView(deltas[0].source, queries, hits, hits / queries if queries > 0 else None, requests,
-                           len(deltas))  # fmt: skip
+    hit_rate = hits / queries if queries > 0 else None
+    return PrefixCacheView(deltas[0].source, queries, hits, hit_rate, requests, len(deltas))
 
 
 def hit_rate_change(base: ArmLevel, cand: ArmLevel) -> HitRateChange | None:
