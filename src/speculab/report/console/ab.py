@@ -22,6 +22,7 @@ from speculab.report.phrases import (
     recommendation_lines,
     samples_phrase,
     verdict_line,
+    warning_lines,
 )
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
@@ -113,7 +114,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         parts.extend(Text(line) for line in k_choice_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
-    for w in report.warnings:
+    for w in warning_lines(report.warnings):
         parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
     for m in report.missing:
         parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(m)}"))

@@ -31,7 +31,7 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, recommendation_lines, verdict_line
+from speculab.report.phrases import best_lines, recommendation_lines, verdict_line, warning_lines
 
 REPORT_FILE = "report.html"
 # the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended.RECOMMENDED_FLAGS:
@@ -207,7 +207,7 @@ def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
         "k_choices": _k_choice_views(report),
-        "warnings": list(report.warnings),
+        "warnings": warning_lines(report.warnings),
         "missing": list(report.missing),
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
