@@ -168,10 +168,13 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         if correctness.non_inferiority and correctness.pass_rate_difference is not None:
             parts.append(non_inferiority_phrase(correctness))
     moved = next(
-        ((lv, c.prefix_cache) for lv in levels if (c := lv.comparison(cand.name)) and c.prefix_cache
-         and c.prefix_cache.beyond_noise),
+        (
+            (lv, c.prefix_cache)
+            for lv in levels
+            if (c := lv.comparison(cand.name)) and c.prefix_cache and c.prefix_cache.beyond_noise
+        ),
         None,
-    )  # fmt: skip
+    )
     if moved is not None:
         change = moved[1]
         parts.append(f"at {moved[0].label}, {prefix_cache_phrase(change.baseline_hit_rate, change.candidate_hit_rate)}")
@@ -183,8 +186,11 @@ def non_inferiority_phrase(c: CorrectnessComparison) -> str:
     d, m = c.pass_rate_difference, c.non_inferiority_margin * 100
     assert d is not None
     low = f"{d.low * 100:+.1f}".replace("-", "−")
-    what = {"not worse": f"not worse by more than {m:g} points", "worse": f"worse by more than {m:g} points",
-            "inconclusive": f"inconclusive against the {m:g}-point margin"}[c.non_inferiority]  # fmt: skip
+    what = {
+        "not worse": f"not worse by more than {m:g} points",
+        "worse": f"worse by more than {m:g} points",
+        "inconclusive": f"inconclusive against the {m:g}-point margin",
+    }[c.non_inferiority]
     return f"checks pass rate {what} ({d.estimate * 100:+.1f} points, one-sided bound {low})"
 
 
@@ -405,8 +411,10 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
             return "no measured load meets the SLOs"
         return f"{s.replicas} replica(s), {s.gpus} GPU(s), {_money(s.usd_per_month)}/month"
 
-    line = (f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
-            f"{name} {side(p.candidate)}")  # fmt: skip
+    line = (
+        f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
+        f"{name} {side(p.candidate)}"
+    )
     d = p.monthly_difference_usd
     if d is not None:
         word = "saves" if d < 0 else "costs"
@@ -424,6 +432,8 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
         else:
             # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
             # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded
-            line += (" (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
-                     "more repeats narrow them)")  # fmt: skip
+            line += (
+                " (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
+                "more repeats narrow them)"
+            )
     return [line]

@@ -46,8 +46,16 @@ def ab_level_table(report: Any, level: Any) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    cols = [("arm", "left"), ("TPOT", "right"), ("TTFT", "right"), ("E2E", "right"), ("tok/s", "right"),
-            ("speedup", "right"), ("verdict", "left"), ("acc.len", "right")]  # fmt: skip
+    cols = [
+        ("arm", "left"),
+        ("TPOT", "right"),
+        ("TTFT", "right"),
+        ("E2E", "right"),
+        ("tok/s", "right"),
+        ("speedup", "right"),
+        ("verdict", "left"),
+        ("acc.len", "right"),
+    ]
     for col, justify in cols:
         t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for arm in report.arms:
@@ -127,8 +135,14 @@ def candidates_table(report: Any) -> Table:
     """Load × candidate: each candidate's TPOT speedup over the baseline, and which is best at each load."""
     from rich import box
 
-    t = Table(title="TPOT speedup by load and candidate (* best, = tied with it)", title_justify="left",
-              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)  # fmt: skip
+    t = Table(
+        title="TPOT speedup by load and candidate (* best, = tied with it)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     t.add_column("load", no_wrap=True)
     for c in report.candidates:
         t.add_column(escape(c.label), justify="right", no_wrap=True)
