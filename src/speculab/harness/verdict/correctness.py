@@ -252,22 +252,8 @@ def compare_correctness(
     inferiority = non_inferiority(diff, opts.margin)
     unit, bl, cl, length_p = _lengths(refs)
     n_conf, n_tie, n_unc = (sum(1 for d in divs if d.kind == k) for k in ("confident", "near-tie", "unclassified"))
-    verdict = _verdict(
-        temp0,
-        n_conf,
-        n_tie,
-        n_unc,
-        len(divs),
-        len(same_context),
-        mc,
-        bchecks,
-        cchecks,
-        length_p,
-        bl,
-        cl,
-        opts,
-        self_rate,
-    )
+    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(same_context), mc, bchecks, cchecks, length_p,
+                       bl, cl, opts, self_rate)  # fmt: skip
     if inferiority == "worse" and diff is not None:
         verdict = (
             f"pass rate lower by more than the {opts.margin * 100:g}-point margin ({diff.estimate * 100:+.1f} points, "
