@@ -255,11 +255,11 @@ def _near_margin_text(f: Mapping[str, Any]) -> str:
 
 
 def _no_acceptance_text(f: Mapping[str, Any]) -> str:
-    tpc = f.get("tokens_per_chunk")
-    hint = f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
-    return (
-        f"the engine reported no acceptance, so speculation could not be confirmed active{'' if tpc is None else hint}"
-    )
+    tpc = f.get("tokens_per_chunk")  # set only when it streamed like the baseline
+    hint = ""
+    if tpc is not None:
+        hint = f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
+    return f"the engine reported no acceptance, so speculation could not be confirmed active{hint}"
 
 
 _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {

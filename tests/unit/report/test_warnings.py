@@ -26,6 +26,12 @@ def test_a_sentence_names_its_subject_and_load():
     assert warning_text(w) == "ngram k=4 at concurrency 8: 1 of 3 repeats made no drafts"
     assert warning_text(ReportWarning(WarningKind.ONE_REPEAT)).startswith("one repeat: throughput and cost")
     assert warning_text(ReportWarning.from_text("said in its own words")) == "said in its own words"
+    unknown = ReportWarning(WarningKind.NO_ACCEPTANCE, "ngram k=4", "concurrency 1", {"tokens_per_chunk": None})
+    assert warning_text(unknown) == (
+        "ngram k=4 at concurrency 1: the engine reported no acceptance, so speculation could not be confirmed active"
+    )
+    like = ReportWarning(WarningKind.NO_ACCEPTANCE, "ngram k=4", "concurrency 1", {"tokens_per_chunk": 1.0})
+    assert warning_text(like).endswith("streamed 1.00 tokens per chunk, like the baseline: it may not have speculated)")
     skipped = ReportWarning(WarningKind.WHAT_IF_SKIPPED, "ngram k=4", "concurrency 1", {"error": "alpha > 1"})
     assert warning_text(skipped) == "ngram k=4 what-if at concurrency 1 skipped: alpha > 1"
 
