@@ -168,9 +168,9 @@ def test_an_llmperf_run_of_four_requests_at_a_time_is_compared_unpaired(tmp_path
     assert tp["decision"] == "faster" and tp["speedup_low"] <= 1.5 <= tp["speedup_high"], tp
     # the rebuilt closed loop holds about four requests in flight, so the load gate is open
     assert all(a["achieved_concurrency"] > 3.5 for a in level["arms"]), level["arms"]
-    why = next(w for w in summary["warnings"] if w.startswith("unpaired:"))
+    why = next(w for w in (x["text"] for x in summary["warnings"]) if w.startswith("unpaired:"))
     assert "--num-concurrent-requests 4 lists its requests as they completed" in why
-    assert any("rebuilt as the closed loop of 4 streams" in w for w in summary["warnings"])
+    assert any("rebuilt as the closed loop of 4 streams" in w for w in (x["text"] for x in summary["warnings"]))
     # against a run of one request at a time: another load, refused
     one = LP / "baseline" / LP_FILE
     code, _, err = run_main(capsys, "compare", str(one), str(cand), "--output", str(tmp_path / "x"))

@@ -105,7 +105,7 @@ def test_files_of_different_prompts_are_compared_unpaired_saying_why(tmp_path: P
     assert abs(tp["speedup"] / 1.5 - 1) < 0.05, tp
     summary = json.loads((tmp_path / "ab" / "summary.json").read_text())
     assert summary["setup"]["paired"] is False
-    why = next(w for w in summary["warnings"] if w.startswith("unpaired:"))
+    why = next(w for w in (x["text"] for x in summary["warnings"]) if w.startswith("unpaired:"))
     assert "cannot be paired per prompt (40 prompts vs 34)" in why and "rank-sum interval" in why
     assert "--disable-shuffle" in why  # how to pair them next time, in vLLM's terms
     page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")

@@ -92,7 +92,10 @@ def test_a_bench_dir_against_a_vllm_file_pairs_when_the_prompts_match(tmp_path: 
     code, _, err = run_main(capsys, "compare", str(tmp_path / "other"), str(CAND), "--output", str(tmp_path / "x"))
     assert code == 0, err
     summary = json.loads((tmp_path / "x" / "summary.json").read_text())
-    assert any("cannot be paired per prompt (prompt 0: 2 vs 22 input tokens)" in w for w in summary["warnings"])
+    assert any(
+        "cannot be paired per prompt (prompt 0: 2 vs 22 input tokens)" in w
+        for w in (x["text"] for x in summary["warnings"])
+    )
     assert summary["setup"]["paired"] is False
 
 

@@ -60,7 +60,7 @@ def test_unpaired_a_sweep_counts_each_prompt_once_over_its_runs(tmp_path: Path, 
     tp = _tpot(summary["levels"][1])
     # each side's two runs sent the same 24 prompts: a prompt's runs are one value (their median), not two requests
     assert tp["unit"] == "unpaired" and tp["samples"] == [24, 24] and tp["decision"] == "faster"
-    assert any("a prompt's runs are one value (their median)" in w for w in summary["warnings"])
+    assert any("a prompt's runs are one value (their median)" in w for w in (x["text"] for x in summary["warnings"]))
 
 
 def test_a_sweep_of_two_settings_must_be_named_by_setting(tmp_path: Path, capsys) -> None:

@@ -16,7 +16,7 @@ from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
-from speculab.report.phrases import verdict_line
+from speculab.report.phrases import verdict_line, warning_lines
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SHARED = " ".join(f"w{i}" for i in range(128))  # 8 blocks of 16 tokens (the mock's tokens are words)
@@ -58,4 +58,4 @@ candidate:
         assert lv.comparison("ngram-k2").prefix_cache.beyond_noise
     phrase = "speculation changed the prefix-cache hit rate from"
     assert phrase in verdict_line(report, report.candidates[0])
-    assert any(phrase in w and "TTFT differences may come from that" in w for w in report.warnings)
+    assert any(phrase in w and "TTFT differences may come from that" in w for w in warning_lines(report.warnings))

@@ -193,7 +193,9 @@ def test_a_launched_server_killed_mid_block_exits_3_then_resume_finishes(tmp_pat
         "c1": {"baseline": 1, "ngram-k2": 1},
         "c4": {"baseline": 1, "ngram-k2": 1},
     }
-    assert any("repeat 1: interrupted after" in w and "r1.interrupted-1" in w for w in s["warnings"])
+    assert any(
+        "repeat 1: interrupted after" in w and "r1.interrupted-1" in w for w in (x["text"] for x in s["warnings"])
+    )
     launches = json.loads((out / "launches.json").read_text())
     assert [(x["arm"], x["repeat"]) for x in launches] == [("baseline", 1), ("baseline", 1), ("ngram-k2", 1)]
     assert (out / "logs" / "baseline-r1.log").read_text().count("$ ") == 2  # the second launch appended

@@ -1,12 +1,13 @@
-"""The sentences made from the verdict: the hyperfine-style line per candidate, the best per load, the phrases the
-views share. Made here, when rendering, from the model's numbers and decisions (formatted by `formatting`)."""
+"""The sentences made from the verdict: the hyperfine-style line per candidate, the best per load, the warnings, the
+phrases the views share. Made here, when rendering, from the model's numbers and decisions (formatted by
+`formatting`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from speculab.harness.verdict.build import prefix_cache_phrase
 from speculab.harness.verdict.model import (
     MIN_LAUNCHES,
     CandidateReport,
@@ -17,7 +18,9 @@ from speculab.harness.verdict.model import (
     LevelComparison,
     Ratio,
     Report,
+    ReportWarning,
     Verdict,
+    WarningKind,
 )
 from speculab.report.formatting import (
     fine_speedup,
@@ -165,12 +168,16 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         if correctness.non_inferiority and correctness.pass_rate_difference is not None:
             parts.append(non_inferiority_phrase(correctness))
     moved = next(
-        ((lv, c.prefix_cache) for lv in levels if (c := lv.comparison(cand.name)) and c.prefix_cache
-         and c.prefix_cache.beyond_noise),
+        (
+            (lv, c.prefix_cache)
+            for lv in levels
+            if (c := lv.comparison(cand.name)) and c.prefix_cache and c.prefix_cache.beyond_noise
+        ),
         None,
-    )  # fmt: skip
+    )
     if moved is not None:
-        parts.append(f"at {moved[0].label}, {prefix_cache_phrase(moved[1])}")
+        change = moved[1]
+        parts.append(f"at {moved[0].label}, {prefix_cache_phrase(change.baseline_hit_rate, change.candidate_hit_rate)}")
     return f"{cand.label}: " + "; ".join(parts)
 
 
@@ -179,8 +186,11 @@ def non_inferiority_phrase(c: CorrectnessComparison) -> str:
     d, m = c.pass_rate_difference, c.non_inferiority_margin * 100
     assert d is not None
     low = f"{d.low * 100:+.1f}".replace("-", "−")
-    what = {"not worse": f"not worse by more than {m:g} points", "worse": f"worse by more than {m:g} points",
-            "inconclusive": f"inconclusive against the {m:g}-point margin"}[c.non_inferiority]  # fmt: skip
+    what = {
+        "not worse": f"not worse by more than {m:g} points",
+        "worse": f"worse by more than {m:g} points",
+        "inconclusive": f"inconclusive against the {m:g}-point margin",
+    }[c.non_inferiority]
     return f"checks pass rate {what} ({d.estimate * 100:+.1f} points, one-sided bound {low})"
 
 
@@ -215,6 +225,109 @@ def best_lines(report: Any) -> list[str]:
             text += f"; cannot be told apart from {', '.join(labels[t] for t in lv.tied_with_best)}"
         out.append(text)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The warnings: one sentence per kind (the model's `ReportWarning` records), like hyperfine's warnings enum.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def prefix_cache_phrase(baseline_hit_rate: float, candidate_hit_rate: float) -> str:
+    """What a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
+    return (
+        f"speculation changed the prefix-cache hit rate from {baseline_hit_rate:.0%} to "
+        f"{candidate_hit_rate:.0%}: TTFT differences may come from that"
+    )
+
+
+def _near_margin_text(f: Mapping[str, Any]) -> str:
+    what = (
+        f"TPOT {f['speedup']:.3g}× [{f['speedup_low']:.3g}–{f['speedup_high']:.3g}] sits near the ±{f['margin']:.0%} "
+        "margin, and the launch effect is not in the interval"
+    )
+    if f["launched"]:
+        n = f["launches"]
+        return (
+            f"{what} ({n} launch{'es' if n != 1 else ''} per arm): set `repeats: {f['repeats']}` or more (each repeat "
+            "relaunches both servers) to measure it"
+        )
+    return f"{what} (one server each): restart both servers and run again to see how much it moves"
+
+
+def _no_acceptance_text(f: Mapping[str, Any]) -> str:
+    tpc = f.get("tokens_per_chunk")  # set only when it streamed like the baseline
+    hint = ""
+    if tpc is not None:
+        hint = f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
+    return f"the engine reported no acceptance, so speculation could not be confirmed active{hint}"
+
+
+_WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
+    WarningKind.INTERRUPTED: lambda f: "the run was interrupted: the report covers only what finished (see 'missing')",
+    WarningKind.NOT_SINGLE_CHANGE: lambda f: (
+        f"the commands differ in more than speculation ({'; '.join(f['diff_lines'])}): a difference may not be "
+        "speculation's doing"
+    ),
+    WarningKind.CHANGE_UNVERIFIED: lambda f: (
+        f"the single change could not be verified ({f.get('note') or 'commands unknown'})"
+    ),
+    WarningKind.NO_VERDICT: lambda f: f"no verdict — {f['reason']}",
+    WarningKind.PREFIX_CACHE_MOVED: lambda f: (
+        f"{prefix_cache_phrase(f['baseline_hit_rate'], f['candidate_hit_rate'])} (prompt tokens found in the cache, "
+        f"engine counters; p = {f['p_value']:.2g} counting {f['baseline_requests']} and {f['candidate_requests']} "
+        "requests as the trials)"
+    ),
+    WarningKind.ONE_TOKEN_PER_CHUNK: lambda f: (
+        "per-chunk token counts unknown (one per chunk assumed); tokens per chunk is unreliable — enable continuous "
+        "usage stats or logprobs"
+    ),
+    WarningKind.NO_ACCEPTANCE: _no_acceptance_text,
+    WarningKind.REPEATS_WITHOUT_DRAFTS: lambda f: f"{f['inactive_repeats']} of {f['repeats']} repeats made no drafts",
+    WarningKind.LAUNCH_SPREAD: lambda f: (
+        f"its {f['launches']} launch pairs' TPOT effects differ by {f['launch_spread']:.1%}, more than the "
+        f"±{f['margin']:.0%} margin, and the interval does not carry it: set `repeats: {f['repeats']}` or more so "
+        "that it does"
+    ),
+    WarningKind.NEAR_MARGIN: _near_margin_text,
+    WarningKind.ONE_REPEAT: lambda f: (
+        "one repeat: throughput and cost have no interval; set `repeats: 3` for intervals"
+    ),
+    WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
+    WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
+    WarningKind.CONTEXT_DIFFERS: lambda f: (
+        f"{f['count']} conversation turns were not compared for identical output: an earlier answer in their "
+        "conversation differed, so the arms sent different contexts"
+    ),
+    WarningKind.PYTHON_CHECKS_SKIPPED: lambda f: (
+        f"{f['count']} python checks were not run (they run code the workload file names): pass {f['flag']} (or set "
+        "`python_checks: true` in the experiment file) to run them"
+    ),
+    WarningKind.PYTHON_CHECKS_RAN: lambda f: f"{f['count']} python checks ran per arm ({f['flag']} was given)",
+    WarningKind.UNCLASSIFIED_DIVERGENCES: lambda f: (
+        f"{f['count']} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
+        "from real divergences; set `sampling: {logprobs: 2}` in the experiment file (or bench --logprobs 2) to "
+        "classify them"
+    ),
+    WarningKind.BASELINE_SELF_DIFFERS: lambda f: (
+        f"the baseline itself gave different outputs for the same prompt at temperature 0 in {f['rate']:.0%} of "
+        "repeated requests (batch-dependent numerics): some divergence is expected"
+    ),
+    WarningKind.NOTE: lambda f: str(f["text"]),
+}
+
+
+def warning_text(w: ReportWarning) -> str:
+    """One warning's sentence: 'ngram k=4 at concurrency 8: 1 of 3 repeats made no drafts'."""
+    text = _WARNING_TEXT[w.kind](w.fields)
+    if w.kind == WarningKind.WHAT_IF_SKIPPED:  # worded before the other warnings: "<arm> what-if at <load> skipped"
+        return f"{w.subject} what-if at {w.load} {text}"
+    who = f"{w.subject} at {w.load}" if w.subject and w.load else w.subject or (f"at {w.load}" if w.load else "")
+    return f"{who}: {text}" if who else text
+
+
+def warning_lines(warnings: Sequence[ReportWarning]) -> list[str]:
+    """The warnings' sentences in order, each once: repeats of one warning collapse."""
+    return list(dict.fromkeys(warning_text(w) for w in warnings))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -298,8 +411,10 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
             return "no measured load meets the SLOs"
         return f"{s.replicas} replica(s), {s.gpus} GPU(s), {_money(s.usd_per_month)}/month"
 
-    line = (f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
-            f"{name} {side(p.candidate)}")  # fmt: skip
+    line = (
+        f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
+        f"{name} {side(p.candidate)}"
+    )
     d = p.monthly_difference_usd
     if d is not None:
         word = "saves" if d < 0 else "costs"
@@ -317,6 +432,8 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
         else:
             # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
             # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded
-            line += (" (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
-                     "more repeats narrow them)")  # fmt: skip
+            line += (
+                " (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
+                "more repeats narrow them)"
+            )
     return [line]

@@ -2,8 +2,9 @@
 
 The model (`harness.verdict.model.Report`) holds numbers and decisions; the one sentence a script reading this file
 has always found, `candidates[].verdict_line`, is made here when the file is written (`report.phrases`), so the
-file keeps its keys while the model stores no prose. `Report.from_json` reads the file back (the extra key is
-ignored).
+file keeps its keys while the model stores no prose. Each warning is written as its record (`kind`, `subject`,
+`load`, `fields`) with its sentence, `text`, beside it for people reading the file. `Report.from_json` reads the
+file back (the extra keys are ignored).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.verdict.model import Report
-from speculab.report.phrases import verdict_line
+from speculab.report.phrases import verdict_line, warning_text
 
 SUMMARY_FILE = "summary.json"
 
@@ -30,6 +31,13 @@ def summary_dict(report: Report) -> dict[str, Any]:
                 out["verdict_line"] = verdict_line(report, c)
         cands.append(out)
     d["candidates"] = cands
+    d["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(report.warnings, d["warnings"], strict=True)]
+    for c, cd in zip(report.candidates, cands, strict=True):
+        if c.correctness is not None:
+            cw = cd["correctness"]["warnings"]
+            cd["correctness"]["warnings"] = [
+                {**wd, "text": warning_text(w)} for w, wd in zip(c.correctness.warnings, cw, strict=True)
+            ]
     return d
 
 

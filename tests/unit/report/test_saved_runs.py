@@ -4,12 +4,19 @@ the old file had, with its value; a later release may add keys)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from speculab.harness.verdict.model import Report
+from rich.console import Console
+
+from speculab.harness.verdict.model import Report, WarningKind
+from speculab.report.console.ab import ab_renderable
+from speculab.report.html.page import view
+from speculab.report.phrases import warning_lines
 from speculab.report.render import render_run_dir
+from speculab.report.summary import summary_dict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -44,20 +51,47 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     # the verdict line is a sentence made when rendering: a release may word it anew (the margin, since #23); it is
     # still there, with the same numbers
     lines = [p for p in changed if p.endswith(".verdict_line")]
-    # a release may warn about more (since #23: launch pairs that differ by more than the margin), never less
-    assert set(old["warnings"]) <= set(new["warnings"]), new["warnings"]
-    assert not [p for p in changed if p not in lines and p != ".warnings"], changed[:10]
+    # a release may warn about more (since #23: launch pairs that differ by more than the margin), never less; since
+    # #35 a warning is a record with its sentence beside it (`text`), where the old file wrote the sentence alone
+    assert all(isinstance(w, str) for w in old["warnings"]) and all(w["kind"] for w in new["warnings"])
+    assert set(old["warnings"]) <= {w["text"] for w in new["warnings"]}, new["warnings"]
+    sentences = {".warnings", *(f".candidates[{i}].correctness.warnings" for i in range(len(old["candidates"])))}
+    assert not [p for p in changed if p not in lines and re.sub(r"\[\d+\]$", "", p) not in sentences], changed[:10]
+    for o, n in zip(old["candidates"], new["candidates"], strict=True):
+        assert o["correctness"]["warnings"] == [w["text"] for w in n["correctness"]["warnings"]]
     for o, n in zip(old["candidates"], new["candidates"], strict=True):
         assert n["verdict_line"].startswith(o["verdict_line"].split(" faster")[0])
     assert (run / "report.html").stat().st_size > 0
     # and the old summary.json itself reads back as the model, keeping every key and value it had (its verdict_line
-    # key is the writer's, not the model's); fields added since read as their defaults
+    # key is the writer's, not the model's); fields added since read as their defaults; its warnings, sentences then,
+    # read as records of kind `note` that say the same words
     again = Report.from_json((saved / "summary.json").read_text())
+    assert all(w.kind == WarningKind.NOTE for w in again.warnings)
+    assert warning_lines(again.warnings) == old["warnings"]
     kept = {k: v for k, v in again.to_dict().items()}
+    kept["warnings"] = warning_lines(again.warnings)
     old_model = {k: v for k, v in old.items()}
-    for c in old_model["candidates"]:
+    for c, k in zip(old_model["candidates"], kept["candidates"], strict=True):
         c.pop("verdict_line", None)
+        k["correctness"]["warnings"] = [x["fields"]["text"] for x in k["correctness"]["warnings"]]
     assert not _missing_or_changed(old_model, kept), _missing_or_changed(old_model, kept)[:10]
     assert again.margin == {} and report.margin["tpot_s"] == 0.03  # an old summary says nothing of a margin
     tp = again.levels[0].comparisons[0].metric("tpot_s")
     assert tp is not None and tp.decision == "" and tp.verdict  # old: only the verdict; renderers fall back to it
+
+
+def test_an_old_summary_whose_warnings_are_sentences_renders_them_once(tmp_path: Path):
+    """A summary.json written when warnings were sentences: each reads as a `note` with its words, summary.json writes
+    it back as an object with that sentence, and the console and HTML print a sentence given twice once."""
+    old = json.loads((FIXTURES / "ab_run_v1" / "summary.json").read_text())
+    said = old["warnings"][0]
+    old["warnings"] = [said, "the run was interrupted: the report covers the part that ran", said]
+    report = Report.from_json(json.dumps(old))
+    assert [w.kind for w in report.warnings] == [WarningKind.NOTE] * 3
+    written = summary_dict(report)["warnings"]
+    assert [w["text"] for w in written] == old["warnings"] and {w["kind"] for w in written} == {"note"}
+    assert warning_lines(report.warnings) == old["warnings"][:2]
+    assert view(report)["warnings"] == old["warnings"][:2]
+    console = Console(record=True, width=400)
+    console.print(ab_renderable(report))
+    assert console.export_text().count(said[:60]) == 1

@@ -14,6 +14,7 @@ from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_PAIRS
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.comparison import arm_values, judge
 from speculab.harness.verdict.model import (
@@ -45,8 +46,9 @@ def _axis_levels(inputs: ReportInputs) -> tuple[str, list[LevelSpec]]:
     return axis, same
 
 
-def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs, opts: ReportOptions
-               ) -> CrossoverView | None:  # fmt: skip
+def crossover_view(
+    cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs, opts: ReportOptions
+) -> CrossoverView | None:
     axis, axis_levels = _axis_levels(inputs)
     keys = {lv.key for lv in axis_levels}
     points: list[LoadSpeedup] = []
@@ -90,8 +92,14 @@ def crossover_view(cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportI
     )
 
 
-def _with_replicates(points: list[LoadSpeedup], cand: ArmInfo, axis: str, inputs: ReportInputs,
-                     opts: ReportOptions, sizes: dict[float, int]) -> list[LoadSpeedup]:  # fmt: skip
+def _with_replicates(
+    points: list[LoadSpeedup],
+    cand: ArmInfo,
+    axis: str,
+    inputs: ReportInputs,
+    opts: ReportOptions,
+    sizes: dict[float, int],
+) -> list[LoadSpeedup]:
     """Bootstrap replicates of the TPOT speedup at each load (same seed scheme as the report: reproducible)."""
     out = []
     by_value = {lv.value: lv for lv in inputs.setup.levels if lv.kind == axis}
@@ -116,7 +124,9 @@ def _profile(acc: AcceptanceView, k: int | None) -> whatiflib.AcceptanceProfile 
     return None
 
 
-def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[str]) -> tuple[WhatIfView, ...]:
+def what_if_views(
+    cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[ReportWarning]
+) -> tuple[WhatIfView, ...]:
     """At the low load and at the operating point: predicted speedup for k = 1..8 from measured acceptance."""
     out = []
     seen = set()
@@ -137,7 +147,7 @@ def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[s
                 continue
             w = whatiflib.what_if_from_observation(prof, tp.speedup)
         except ValueError as e:
-            warnings.append(f"{cand.label} what-if at {lv.label} skipped: {e}")
+            warnings.append(ReportWarning(WarningKind.WHAT_IF_SKIPPED, cand.label, lv.label, {"error": str(e)}))
             continue
         out.append(
             WhatIfView(
@@ -158,9 +168,14 @@ def what_if_views(cand: ArmInfo, levels: Sequence[LevelReport], warnings: list[s
     return tuple(out)
 
 
-def capacity_view(cand: ArmInfo, base: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs,
-                  ends: tuple[str, str] = ("estimate", "estimate"), chosen: Mapping[float, str] | None = None
-                  ) -> PlanView | None:  # fmt: skip
+def capacity_view(
+    cand: ArmInfo,
+    base: ArmInfo,
+    levels: Sequence[LevelReport],
+    inputs: ReportInputs,
+    ends: tuple[str, str] = ("estimate", "estimate"),
+    chosen: Mapping[float, str] | None = None,
+) -> PlanView | None:
     """The capacity plan at the target rate. `ends` picks which end of each arm's (baseline, candidate) requests/s
     interval over repeats feeds it ("estimate", "low", "high"; closed-loop loads only): the recommendation's cost
     interval is the plan at (high, low) and (low, high). None where an end is not finite (one repeat).
@@ -210,8 +225,9 @@ def _draft_model(arm: ArmInfo) -> str:
     return ""
 
 
-def k_choices(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
-              ) -> tuple[KChoice, ...]:  # fmt: skip
+def k_choices(
+    inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
+) -> tuple[KChoice, ...]:
     """For each method that ran at two or more k (same draft model): at each load where the what-if ran, its
     predicted best k (from the largest measured k's acceptance profile, which covers the most draft positions) next
     to every measured k's speedup and the prediction for it."""

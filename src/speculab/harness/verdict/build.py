@@ -32,9 +32,10 @@ import numpy as np
 from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import COMPARED_METRICS, error_gate
 from speculab.harness.analysis.paired import MIN_LAUNCHES
-from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.warnings import ReportWarning, distinct
+from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, what_if_views
 from speculab.harness.verdict.arm_level import arm_level
 from speculab.harness.verdict.comparison import compare_level, margin_of
@@ -121,68 +122,81 @@ def _arm_view(a: ArmInfo) -> ArmView:
     )
 
 
-def _warnings(inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]) -> list[str]:
-    w: list[str] = []
+def _warnings(
+    inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
+) -> list[ReportWarning]:
+    w: list[ReportWarning] = []
     labels = {a.name: a.label for a in inputs.arms}
     if inputs.interrupted:
-        w.append("the run was interrupted: the report covers only what finished (see 'missing')")
+        w.append(ReportWarning(Kind.INTERRUPTED))
     for c in cands:
         if c.single_change is False:
-            w.append(
-                f"{c.label}: the commands differ in more than speculation ({'; '.join(c.diff_lines)}): "
-                "a difference may not be speculation's doing"
-            )
+            w.append(ReportWarning(Kind.NOT_SINGLE_CHANGE, c.label, fields={"diff_lines": list(c.diff_lines)}))
         elif c.single_change is None:
-            w.append(f"{c.label}: the single change could not be verified ({c.change_note or 'commands unknown'})")
+            w.append(ReportWarning(Kind.CHANGE_UNVERIFIED, c.label, fields={"note": c.change_note}))
     for lv in levels:
-        # one line per reason and load, naming every candidate it withheld: a baseline at fault gates them all alike
+        # one warning per reason and load, naming every candidate it withheld: a baseline at fault gates them all
         gated: dict[str, list[str]] = {}
         for comp in lv.comparisons:
             if comp.gate not in ("ok", "missing"):
                 gated.setdefault(comp.gate_reason, []).append(labels.get(comp.candidate, comp.candidate))
-        w.extend(f"{', '.join(names)} at {lv.label}: no verdict — {why}" for why, names in gated.items())
+        w.extend(
+            ReportWarning(Kind.NO_VERDICT, ", ".join(names), lv.label, {"reason": why}) for why, names in gated.items()
+        )
         for comp in lv.comparisons:
             if comp.prefix_cache is not None and comp.prefix_cache.beyond_noise:
                 c = comp.prefix_cache
                 w.append(
-                    f"{labels.get(comp.candidate, comp.candidate)} at {lv.label}: {prefix_cache_phrase(c)} "
-                    f"(prompt tokens found in the cache, engine counters; p = {c.p_value:.2g} counting "
-                    f"{c.baseline_requests} and {c.candidate_requests} requests as the trials)"
+                    ReportWarning(
+                        Kind.PREFIX_CACHE_MOVED,
+                        labels.get(comp.candidate, comp.candidate),
+                        lv.label,
+                        {
+                            "baseline_hit_rate": c.baseline_hit_rate,
+                            "candidate_hit_rate": c.candidate_hit_rate,
+                            "p_value": c.p_value,
+                            "baseline_requests": c.baseline_requests,
+                            "candidate_requests": c.candidate_requests,
+                        },
+                    )
                 )
         for a in lv.arms:
-            if a.token_count_sources.get("one_per_chunk"):
-                w.append(
-                    f"{labels.get(a.arm, a.arm)} at {lv.label}: per-chunk token counts unknown (one per chunk "
-                    "assumed); tokens per chunk is unreliable — enable continuous usage stats or logprobs"
-                )
-            if a.repeats and a.acceptance is None and a.arm != "baseline":
-                hint = ""
-                base = lv.arm("baseline")
-                tpc, btpc = (
-                    a.distributions["tokens_per_chunk"].mean,
-                    base.distributions["tokens_per_chunk"].mean if base else math.nan,
-                )
-                if measured_tpc(a) and math.isfinite(btpc) and abs(tpc - btpc) < 0.05:
-                    hint = (
-                        f" (and it streamed {tpc:.2f} tokens per chunk, like the baseline: it may not have speculated)"
-                    )
-                w.append(
-                    f"{labels.get(a.arm, a.arm)} at {lv.label}: the engine reported no acceptance, so speculation "
-                    f"could not be confirmed active{hint}"
-                )
-            if a.acceptance is not None and a.acceptance.active and a.acceptance.inactive_repeats:
-                w.append(
-                    f"{labels.get(a.arm, a.arm)} at {lv.label}: {a.acceptance.inactive_repeats} of "
-                    f"{a.acceptance.repeats} repeats made no drafts"
-                )
+            w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
     w.extend(_near_margin(levels, labels))
     if inputs.setup.repeats < 2:
-        w.append("one repeat: throughput and cost have no interval; set `repeats: 3` for intervals")
+        w.append(ReportWarning(Kind.ONE_REPEAT))
     for c in cands:
         if c.correctness is not None:
-            w.extend(f"{c.label}: {x}" for x in c.correctness.warnings)
-    w.extend(inputs.notes)
-    return list(dict.fromkeys(w))
+            w.extend(replace(x, subject=c.label) for x in c.correctness.warnings)
+    w.extend(ReportWarning.from_text(n) for n in inputs.notes)
+    return distinct(w)
+
+
+def _arm_warnings(a: ArmLevel, lv: LevelReport, label: str) -> list[ReportWarning]:
+    """What one arm at one load leaves unknown: tokens per chunk, acceptance, repeats without drafts."""
+    out = []
+    if a.token_count_sources.get("one_per_chunk"):
+        out.append(ReportWarning(Kind.ONE_TOKEN_PER_CHUNK, label, lv.label))
+    if a.repeats and a.acceptance is None and a.arm != "baseline":
+        like_baseline = None
+        base = lv.arm("baseline")
+        tpc, btpc = (
+            a.distributions["tokens_per_chunk"].mean,
+            base.distributions["tokens_per_chunk"].mean if base else math.nan,
+        )
+        if measured_tpc(a) and math.isfinite(btpc) and abs(tpc - btpc) < 0.05:
+            like_baseline = tpc  # streamed like the baseline: it may not have speculated
+        out.append(ReportWarning(Kind.NO_ACCEPTANCE, label, lv.label, {"tokens_per_chunk": like_baseline}))
+    if a.acceptance is not None and a.acceptance.active and a.acceptance.inactive_repeats:
+        out.append(
+            ReportWarning(
+                Kind.REPEATS_WITHOUT_DRAFTS,
+                label,
+                lv.label,
+                {"inactive_repeats": a.acceptance.inactive_repeats, "repeats": a.acceptance.repeats},
+            )
+        )
+    return out
 
 
 def near_margin(low: float, high: float, margin: float) -> bool:
@@ -194,36 +208,49 @@ def near_margin(low: float, high: float, margin: float) -> bool:
     return any(abs(abs(math.log(b)) - m) < m / 3 for b in (low, high))
 
 
-def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[str]:
+def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[ReportWarning]:
     """Where the launch effect is unmeasured and a TPOT interval ends near a margin bound, so that a launch effect
-    smaller than the margin could change the answer: say what would measure it."""
+    smaller than the margin could change the answer: what would measure it."""
     out = []
     for lv in levels:
         for c in lv.comparisons:
             tp = c.metric("tpot_s")
             if c.gate != "ok" or tp is None or tp.unit == "launch" or not tp.decision:
                 continue
+            who = labels.get(c.candidate, c.candidate)
             if tp.launch_spread is not None and tp.launch_spread > tp.margin:
                 out.append(
-                    f"{labels.get(c.candidate, c.candidate)} at {lv.label}: its {tp.launches} launch pairs' TPOT "
-                    f"effects differ by {tp.launch_spread:.1%}, more than the ±{tp.margin:.0%} margin, and the "
-                    f"interval does not carry it: set `repeats: {MIN_LAUNCHES}` or more so that it does"
+                    ReportWarning(
+                        Kind.LAUNCH_SPREAD,
+                        who,
+                        lv.label,
+                        {
+                            "launches": tp.launches,
+                            "launch_spread": tp.launch_spread,
+                            "margin": tp.margin,
+                            "repeats": MIN_LAUNCHES,
+                        },
+                    )
                 )
                 continue
             if not near_margin(tp.speedup_low, tp.speedup_high, tp.margin):
                 continue  # far from both bounds: a launch effect below the margin would not change the answer
-            what = (
-                f"{labels.get(c.candidate, c.candidate)} at {lv.label}: TPOT {tp.speedup:.3g}× [{tp.speedup_low:.3g}–"
-                f"{tp.speedup_high:.3g}] sits near the ±{tp.margin:.0%} margin, and the launch effect is not in the "
-                "interval"
-            )
-            if c.launched:
-                out.append(
-                    f"{what} ({c.launches} launch{'es' if c.launches != 1 else ''} per arm): set `repeats: "
-                    f"{max(MIN_LAUNCHES, 2 * c.launches)}` or more (each repeat relaunches both servers) to measure it"
+            out.append(
+                ReportWarning(
+                    Kind.NEAR_MARGIN,
+                    who,
+                    lv.label,
+                    {
+                        "speedup": tp.speedup,
+                        "speedup_low": tp.speedup_low,
+                        "speedup_high": tp.speedup_high,
+                        "margin": tp.margin,
+                        "launched": c.launched,
+                        "launches": c.launches,
+                        "repeats": max(MIN_LAUNCHES, 2 * c.launches) if c.launched else None,
+                    },
                 )
-            else:
-                out.append(f"{what} (one server each): restart both servers and run again to see how much it moves")
+            )
     return out
 
 
@@ -269,8 +296,9 @@ def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> Rep
     return replace(opts, margin=time, correctness=corr)
 
 
-def _candidates(inputs: ReportInputs, levels: Sequence[LevelReport], opts: ReportOptions, warnings: list[str]
-                ) -> list[CandidateReport]:  # fmt: skip
+def _candidates(
+    inputs: ReportInputs, levels: Sequence[LevelReport], opts: ReportOptions, warnings: list[ReportWarning]
+) -> list[CandidateReport]:
     """Per candidate, across loads: acceptance at its low load, crossover, what-if, capacity, correctness, the
     single-change check (what-if notes go to `warnings`)."""
     base = inputs.baseline
@@ -331,7 +359,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
             )
         )
 
-    warnings: list[str] = []
+    warnings: list[ReportWarning] = []
     cands = _candidates(inputs, levels, opts, warnings)
     missing = _missing(inputs)
     arm_views = tuple(_arm_view(a) for a in inputs.arms)
@@ -343,7 +371,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
         arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
-        warnings=tuple(_warnings(inputs, levels, cands) + warnings),
+        warnings=tuple(distinct(_warnings(inputs, levels, cands) + warnings)),
         missing=tuple(missing),
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
@@ -382,14 +410,6 @@ def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], in
     worst = capacity_view(cand, base, levels, inputs, ("high", "low"), chosen)
     best = capacity_view(cand, base, levels, inputs, ("low", "high"), chosen)
     return replace(rec, cost=RecommendationCost(cand.name, plan, worst, best, inputs.setup.repeats, chosen is not None))
-
-
-def prefix_cache_phrase(change: HitRateChange) -> str:
-    """The warning a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
-    return (
-        f"speculation changed the prefix-cache hit rate from {change.baseline_hit_rate:.0%} to "
-        f"{change.candidate_hit_rate:.0%}: TTFT differences may come from that"
-    )
 
 
 def report_error_gate(report: Report, max_error_rate: float) -> str | None:

@@ -1,8 +1,8 @@
 """JSON -> dataclass for the report model, driven by type hints so summary.json round-trips without hand code.
 
 The way out is the harness's one strict-JSON writer (`speculab.harness.results.strict_json.json_safe`: NaN and
-infinities become null, enums their values); the way back turns null into NaN for float fields, and Optional
-fields keep None.
+infinities become null, enums their values); the way back turns null into NaN for float fields, Optional fields
+keep None, and a record an older release saved as a sentence (a warning) becomes the record of that text.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def from_data(tp: Any, data: Any) -> Any:
         (et,) = typing.get_args(tp)
         return [from_data(et, x) for x in data]
     if dataclasses.is_dataclass(tp):
+        if isinstance(data, str) and hasattr(tp, "from_text"):  # a record an older release saved as its sentence
+            return tp.from_text(data)
         hints = _hints(tp)
         kwargs = {}
         for f in dataclasses.fields(tp):

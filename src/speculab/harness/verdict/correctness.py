@@ -28,6 +28,7 @@ from speculab.harness.analysis.stats import (
     wilson_interval,
 )
 from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, evaluate
 
 EXCERPT_BEFORE = 60
@@ -100,7 +101,7 @@ class CorrectnessComparison:
     length_unit: str
     length_wilcoxon_p: float | None  # paired per prompt
     verdict: str
-    warnings: tuple[str, ...]
+    warnings: tuple[ReportWarning, ...]  # subject "": the report names the candidate
     # Non-inferiority of the checks (`non_inferiority`): the pass-rate difference candidate - baseline, paired per
     # prompt, with its (1 - 2 alpha) interval, so each side is a one-sided test at alpha; None without checks
     pass_rate_difference: Interval | None = None
@@ -186,7 +187,10 @@ def divergence(index: int, prompt_id: str, base: RequestRecord, cand: RequestRec
 
 
 def _check_pass(
-    items: Mapping[int, RequestSpec], refs: Mapping[int, RequestRecord], warnings: list[str], allow_python: bool
+    items: Mapping[int, RequestSpec],
+    refs: Mapping[int, RequestRecord],
+    warnings: list[ReportWarning],
+    allow_python: bool,
 ) -> tuple[dict[int, bool], list[str], int]:
     """Prompt index -> all checks that ran passed, for prompts with checks that ran; failure descriptions; and how
     many python checks were not run (no opt-in)."""
@@ -200,7 +204,7 @@ def _check_pass(
         try:
             results = evaluate(item.checks, rec.output_text, item, allow_python=allow_python)
         except CheckSpecError as e:
-            warnings.append(f"item {i}: check could not run ({e})")
+            warnings.append(ReportWarning(WarningKind.CHECK_ERROR, fields={"item": i, "error": str(e)}))
             continue
         not_run += sum(1 for r in results if not r.ran)
         results = [r for r in results if r.ran]
@@ -238,7 +242,8 @@ def compare_correctness(
         return None
     if not any(r.output_text for r in (*refs.base.values(), *refs.cand.values())):
         return None  # no output text in either arm (an AIPerf export keeps none): two empty strings prove nothing
-    setup, warnings = inputs.setup, []
+    setup = inputs.setup
+    warnings: list[ReportWarning] = []
     items = {it.index: it for it in setup.items}
     temp0 = setup.temperature == 0
     same_context, identical, divs = _equivalence(refs, items, temp0, opts, warnings)
@@ -331,18 +336,21 @@ def _references(inputs: Any, candidate: str) -> _References | None:
     return _References(lv.label, base_refs, cand_refs, common, sent, len(sent - set(common)))
 
 
-def _equivalence(refs: _References, items: Mapping[int, RequestSpec], temp0: bool, opts: CorrectnessOptions,
-                 warnings: list[str]) -> tuple[list[int], list[int], list[Divergence]]:  # fmt: skip
+def _equivalence(
+    refs: _References,
+    items: Mapping[int, RequestSpec],
+    temp0: bool,
+    opts: CorrectnessOptions,
+    warnings: list[ReportWarning],
+) -> tuple[list[int], list[int], list[Divergence]]:
     """(prompts with the same context in both arms, of which identical outputs, the divergences at temperature 0:
     the most worrying first)."""
     # a conversation turn behind earlier answers that differed sent another context: its output is no evidence
     # about this turn (the first differing answer is, and is compared where it happened)
     same_context = [i for i in refs.common if refs.base[i].context_sha256 == refs.cand[i].context_sha256]
     if len(same_context) < len(refs.common):
-        warnings.append(
-            f"{len(refs.common) - len(same_context)} conversation turns were not compared for identical output: an "
-            "earlier answer in their conversation differed, so the arms sent different contexts"
-        )
+        n = len(refs.common) - len(same_context)
+        warnings.append(ReportWarning(WarningKind.CONTEXT_DIFFERS, fields={"count": n}))
     identical = [i for i in same_context if refs.base[i].output_text == refs.cand[i].output_text]
     divs: list[Divergence] = []
     if temp0:
@@ -366,8 +374,13 @@ def _baseline_self_rate(inputs: Any, base_refs: Mapping[int, RequestRecord]) -> 
     return self_same / self_n if self_n else None
 
 
-def _checks(refs: _References, items: Mapping[int, RequestSpec], candidate: str, opts: CorrectnessOptions,
-            warnings: list[str]) -> tuple[ArmChecks | None, ArmChecks | None, Any, Interval | None]:  # fmt: skip
+def _checks(
+    refs: _References,
+    items: Mapping[int, RequestSpec],
+    candidate: str,
+    opts: CorrectnessOptions,
+    warnings: list[ReportWarning],
+) -> tuple[ArmChecks | None, ArmChecks | None, Any, Interval | None]:
     """Each arm's check pass rate on its reference outputs, McNemar's test on the pairs, and the paired pass-rate
     difference for the non-inferiority test (None without checks)."""
     bp, bfails, skipped = _check_pass(items, refs.base, warnings, opts.allow_python_checks)
@@ -375,11 +388,10 @@ def _checks(refs: _References, items: Mapping[int, RequestSpec], candidate: str,
     n_python = sum(1 for i in refs.common if i in items for c in items[i].checks if c.get("type") == "python")
     if skipped:
         warnings.append(
-            f"{skipped} python checks were not run (they run code the workload file names): pass "
-            f"{PYTHON_OPT_IN} (or set `python_checks: true` in the experiment file) to run them"
+            ReportWarning(WarningKind.PYTHON_CHECKS_SKIPPED, fields={"count": skipped, "flag": PYTHON_OPT_IN})
         )
     elif n_python:
-        warnings.append(f"{n_python} python checks ran per arm ({PYTHON_OPT_IN} was given)")
+        warnings.append(ReportWarning(WarningKind.PYTHON_CHECKS_RAN, fields={"count": n_python, "flag": PYTHON_OPT_IN}))
     mc = mcnemar(cp, bp) if bp and cp else None
     diff = paired_difference(cp, bp, 1 - 2 * opts.alpha) if bp and cp else None
     return _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails), mc, diff
@@ -402,24 +414,31 @@ def _lengths(refs: _References) -> tuple[str, list[float], list[float], float | 
     return unit, bl, cl, length_p
 
 
-def _temperature0_warnings(temp0: bool, divs: Sequence[Divergence], n_unc: int, self_rate: float | None,
-                           warnings: list[str]) -> None:  # fmt: skip
+def _temperature0_warnings(
+    temp0: bool, divs: Sequence[Divergence], n_unc: int, self_rate: float | None, warnings: list[ReportWarning]
+) -> None:
     if temp0 and divs and n_unc == len(divs):
-        warnings.append(
-            f"{len(divs)} outputs differ at temperature 0 but no logprobs were recorded, so near-ties cannot be told "
-            "from real divergences; set `sampling: {logprobs: 2}` in the experiment file (or bench --logprobs 2) to "
-            "classify them"
-        )
+        warnings.append(ReportWarning(WarningKind.UNCLASSIFIED_DIVERGENCES, fields={"count": len(divs)}))
     if temp0 and self_rate is not None and self_rate < 1.0:
-        warnings.append(
-            f"the baseline itself gave different outputs for the same prompt at temperature 0 in "
-            f"{1 - self_rate:.0%} of repeated requests (batch-dependent numerics): some divergence is expected"
-        )
+        warnings.append(ReportWarning(WarningKind.BASELINE_SELF_DIFFERS, fields={"rate": 1 - self_rate}))
 
 
-def _verdict(temp0: bool, n_conf: int, n_tie: int, n_unc: int, n_div: int, n: int, mc: Any, bchecks: Any,
-             cchecks: Any, length_p: float | None, bl: list[float], cl: list[float], opts: CorrectnessOptions,
-             self_rate: float | None) -> str:  # fmt: skip
+def _verdict(
+    temp0: bool,
+    n_conf: int,
+    n_tie: int,
+    n_unc: int,
+    n_div: int,
+    n: int,
+    mc: Any,
+    bchecks: Any,
+    cchecks: Any,
+    length_p: float | None,
+    bl: list[float],
+    cl: list[float],
+    opts: CorrectnessOptions,
+    self_rate: float | None,
+) -> str:
     """One phrase: the worst finding first."""
     if mc is not None and mc.p_value < opts.alpha and mc.b > mc.c:
         return (

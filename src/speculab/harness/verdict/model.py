@@ -26,6 +26,8 @@ from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.analysis.stats import Distribution as Distribution
 from speculab.harness.analysis.stats import Interval as Interval
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning as ReportWarning
+from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.verdict.codec import from_data
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
@@ -524,7 +526,7 @@ class Report:
     arms: tuple[ArmView, ...]
     levels: tuple[LevelReport, ...]
     candidates: tuple[CandidateReport, ...]
-    warnings: tuple[str, ...]  # actionable, most important first
+    warnings: tuple[ReportWarning, ...]  # actionable, most important first; the sentences: report.phrases
     missing: tuple[str, ...]  # planned runs that are absent ("ngram-k4 at concurrency 16: no runs")
     interrupted: bool
     diagnosis: Mapping[str, Any] | None = None

@@ -22,6 +22,7 @@ from speculab.report.phrases import (
     recommendation_lines,
     samples_phrase,
     verdict_line,
+    warning_lines,
 )
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
@@ -45,8 +46,16 @@ def ab_level_table(report: Any, level: Any) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    cols = [("arm", "left"), ("TPOT", "right"), ("TTFT", "right"), ("E2E", "right"), ("tok/s", "right"),
-            ("speedup", "right"), ("verdict", "left"), ("acc.len", "right")]  # fmt: skip
+    cols = [
+        ("arm", "left"),
+        ("TPOT", "right"),
+        ("TTFT", "right"),
+        ("E2E", "right"),
+        ("tok/s", "right"),
+        ("speedup", "right"),
+        ("verdict", "left"),
+        ("acc.len", "right"),
+    ]
     for col, justify in cols:
         t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for arm in report.arms:
@@ -113,7 +122,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         parts.extend(Text(line) for line in k_choice_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
-    for w in report.warnings:
+    for w in warning_lines(report.warnings):
         parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
     for m in report.missing:
         parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(m)}"))
@@ -126,8 +135,14 @@ def candidates_table(report: Any) -> Table:
     """Load × candidate: each candidate's TPOT speedup over the baseline, and which is best at each load."""
     from rich import box
 
-    t = Table(title="TPOT speedup by load and candidate (* best, = tied with it)", title_justify="left",
-              box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)  # fmt: skip
+    t = Table(
+        title="TPOT speedup by load and candidate (* best, = tied with it)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     t.add_column("load", no_wrap=True)
     for c in report.candidates:
         t.add_column(escape(c.label), justify="right", no_wrap=True)

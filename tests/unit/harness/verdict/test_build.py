@@ -17,7 +17,7 @@ from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.verdict.arm_level import combine_acceptance
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
-from speculab.report.phrases import verdict_line
+from speculab.report.phrases import verdict_line, warning_lines
 
 FAST = ReportOptions(n_resamples=600)
 SPEEDUPS = {"c1": 1.8, "c4": 1.3, "c16": 0.9}
@@ -95,7 +95,7 @@ def test_no_drafts_is_not_active_never_no_difference():
         assert comp.gate == "not active" and comp.verdict == "speculation not active"
     line = verdict_line(r, r.candidates[0])
     assert "speculation not active at concurrency 1" in line and "no detectable difference" not in line
-    assert any("did not speculate" in w for w in r.warnings)
+    assert any("did not speculate" in w for w in warning_lines(r.warnings))
 
 
 def test_underachieved_rate_load_gets_no_verdict():
@@ -222,8 +222,8 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     assert r.level("c1").comparison("ngram-k4").gate == "ok"
     assert "acceptance unknown" in verdict_line(r, r.candidates[0])
     assert r.candidates[0].single_change is None
-    assert any("single change could not be verified (two-URL mode" in w for w in r.warnings)
-    assert any("may not have speculated" in w for w in r.warnings)
+    assert any("single change could not be verified (two-URL mode" in w for w in warning_lines(r.warnings))
+    assert any("may not have speculated" in w for w in warning_lines(r.warnings))
     assert '"version": "0.9"' in r.arms[0].server_info_json
 
 

@@ -10,6 +10,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.harness.verdict.correctness import CorrectnessOptions, compare_correctness, divergence
+from speculab.report.phrases import warning_lines
 
 OPTS = CorrectnessOptions()
 
@@ -75,7 +76,7 @@ def test_unclassified_divergences_warn_to_request_logprobs():
     cand = ArmEffect(acceptance_length=2.0, diverge={2: (4, 0.0)})
     r = compare_correctness(make_inputs(n_prompts=12, repeats=1, candidates={"ngram-k4": cand}), "ngram-k4", OPTS)
     assert r.n_unclassified == 1 and "unclassified" in r.verdict
-    assert any("logprobs: 2" in w and "classify" in w for w in r.warnings)
+    assert any("logprobs: 2" in w and "classify" in w for w in warning_lines(r.warnings))
 
 
 def test_failing_checks_give_lower_pass_rate_with_mcnemar():
@@ -115,11 +116,13 @@ def test_python_checks_run_only_with_the_opt_in(tmp_path, monkeypatch):
     inputs = replace(inputs, setup=replace(inputs.setup, items=items))
     off = compare_correctness(inputs, "ngram-k4", OPTS)
     assert off.baseline_checks is None and off.candidate_checks is None
-    assert any("20 python checks were not run" in w and "--allow-python-checks" in w for w in off.warnings)
+    assert any(
+        "20 python checks were not run" in w and "--allow-python-checks" in w for w in warning_lines(off.warnings)
+    )
     assert "judge_mod" not in sys.modules
     on = compare_correctness(inputs, "ngram-k4", replace(OPTS, allow_python_checks=True))
     assert on.baseline_checks is not None and on.baseline_checks.checked == 20
-    assert any("python checks ran" in w for w in on.warnings)
+    assert any("python checks ran" in w for w in warning_lines(on.warnings))
     sys.modules.pop("judge_mod", None)
 
 

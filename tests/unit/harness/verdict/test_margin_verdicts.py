@@ -12,7 +12,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.build import build_report, near_margin
 from speculab.harness.verdict.model import Report, ReportOptions
-from speculab.report.phrases import verdict_line
+from speculab.report.phrases import verdict_line, warning_lines
 from speculab.report.summary import summary_dict
 
 FAST = ReportOptions(n_resamples=300)
@@ -59,7 +59,7 @@ def test_an_interval_astride_the_margin_is_inconclusive_and_says_how_much_more_w
     assert tp.decision == "inconclusive", tp
     assert tp.to_decide is not None and tp.to_decide > 1
     assert "would likely decide it" in verdict_line(r, r.candidates[0])
-    assert any("sits near the ±3% margin" in w and "repeats" in w for w in r.warnings), r.warnings
+    assert any("sits near the ±3% margin" in w and "repeats" in w for w in warning_lines(r.warnings)), r.warnings
 
 
 def test_the_run_margin_and_the_options_margin():
@@ -97,7 +97,7 @@ def test_fewer_than_three_launches_say_the_launch_effect_is_unmeasured():
     assert tp.unit == "prompt" and comp.launches == 2 and comp.launched
     assert launch_phrase(comp).startswith("launch effect unmeasured (2 launches per arm")
     assert tp.launch_spread is not None and tp.launch_spread < 0.03  # the fake's launches do not differ
-    assert not any("launch pairs' TPOT effects differ" in w for w in r.warnings)
+    assert not any("launch pairs' TPOT effects differ" in w for w in warning_lines(r.warnings))
 
 
 def test_two_launches_that_differ_by_more_than_the_margin_are_warned_about():
@@ -107,7 +107,9 @@ def test_two_launches_that_differ_by_more_than_the_margin_are_warned_about():
     r = build_report(inputs, FAST)
     _, tp = _tpot(r)
     assert tp.unit == "prompt" and tp.launch_spread > 0.03, tp
-    assert any("launch pairs' TPOT effects differ by" in w and "`repeats: 3`" in w for w in r.warnings), r.warnings
+    assert any(
+        "launch pairs' TPOT effects differ by" in w and "`repeats: 3`" in w for w in warning_lines(r.warnings)
+    ), r.warnings
 
 
 def test_near_margin():

@@ -18,7 +18,7 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.records import RequestRecord
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
-from speculab.report.phrases import verdict_line
+from speculab.report.phrases import verdict_line, warning_lines
 
 FAST = ReportOptions(n_resamples=400)
 LEVELS = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
@@ -85,7 +85,7 @@ def test_prefix_cache_hit_rate_change_is_a_warning_and_in_the_verdict(report: Re
     assert report.level("c4").arm("baseline").prefix_cache.hit_rate == pytest.approx(0.97)
     assert comp.prefix_cache.beyond_noise and comp.prefix_cache.candidate_hit_rate == pytest.approx(0.41)
     text = "speculation changed the prefix-cache hit rate from 97% to 41%: TTFT differences may come from that"
-    assert any(text in w for w in report.warnings)
+    assert any(text in w for w in warning_lines(report.warnings))
     assert text in verdict_line(report, report.candidates[0])
     assert Report.from_json(report.to_json()) == report  # the new keys round-trip through summary.json
 
@@ -96,4 +96,6 @@ def test_a_small_hit_rate_difference_is_noise():
                                  candidates=arms), FAST)  # fmt: skip
     comp = r.level("c1").comparison("ngram-k4")
     assert comp.prefix_cache is not None and not comp.prefix_cache.beyond_noise
-    assert not any("prefix-cache" in w for w in r.warnings) and "prefix-cache" not in verdict_line(r, r.candidates[0])
+    assert not any("prefix-cache" in w for w in warning_lines(r.warnings)) and "prefix-cache" not in verdict_line(
+        r, r.candidates[0]
+    )

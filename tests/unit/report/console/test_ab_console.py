@@ -13,6 +13,7 @@ from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.report.console.ab import ab_renderable
 from speculab.report.html.page import render_html
+from speculab.report.phrases import warning_lines
 
 
 def _render(width: int, *, failing: bool) -> str:
@@ -95,7 +96,7 @@ def test_a_baseline_that_gates_every_candidate_is_one_warning_naming_them_all():
         for r in inputs.runs
     )
     report = build_report(inputs.with_runs(runs), ReportOptions(n_resamples=200))
-    gated = [w for w in report.warnings if "no verdict" in w]
+    gated = [w for w in warning_lines(report.warnings) if "no verdict" in w]
     assert len(gated) == 1 and gated[0].startswith("ngram k=4, draft_model k=4 at concurrency 1: no verdict"), gated
     console = Console(width=300, record=True, force_terminal=False)
     console.print(ab_renderable(report))
