@@ -22,7 +22,7 @@ from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
 from speculab.harness.client.request import make_session
-from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.servers.adapters import adapter_for, askable_engines, detect_engine
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.protocol.chunks import loads_untrusted
 
@@ -118,55 +118,14 @@ def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
     return replace(size, fitting=len(fit.items), pool=len(pool))
 
 
-def _launch_command(engine: str, model: str, port: int, context: int | None = None) -> list[str] | None:
-    p = str(port)
-    # the context it serves now, said on the command line: the run then fits the workload before launching anything
-    ctx = ["--max-model-len", str(context)] if context is not None else []
-    commands = {
-        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p, *ctx],
-        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p, *ctx],
-        "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
-        # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
-        "llamacpp": ["llama-server", "-m", model, "--port", p, "--metrics"],
-        "tgi": ["text-generation-launcher", "--model-id", model, "--port", p],
-    }
-    return commands.get(engine)
-
-
-# The starter's candidates: a small grid suited to the engine (n-gram at k=2 and 4, where the engine has n-gram), the
-# model-based methods commented with what to fill in. Every entry is derived from the baseline by its own change.
-_NGRAM_GRID = (
-    "  - {method: ngram, num_speculative_tokens: 2, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
-    "  - {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
-)
-_SPECULATION = {
-    "speculab": _NGRAM_GRID
-    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
-    "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # an EAGLE-1 head for the target\n",
-    "vllm": _NGRAM_GRID
-    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
-    "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n",
-    "sglang": "  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model\n"
-    + _NGRAM_GRID
-    + "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n",
-    "llamacpp": "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
-    "  - {method: ngram, num_speculative_tokens: 4}\n"
-    "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n",
-    "tgi": "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
-    "  - {method: ngram, num_speculative_tokens: 4}\n",
-}
-
-
 _K_GRID = (2, 4)  # every applicable method at these k, each its own candidate
 
 
 def _entry(method: str, k: int, engine: str, model: str | None) -> str:
-    lookup = ", prompt_lookup_max: 4, prompt_lookup_min: 2" if method == "ngram" and engine in _LOOKUP_KEYS else ""
+    ngram_lookup = method == "ngram" and adapter_for(engine).ngram_lookup
+    lookup = ", prompt_lookup_max: 4, prompt_lookup_min: 2" if ngram_lookup else ""
     path = f", model: {_q(model)}" if model is not None else ""
     return f"{{method: {method}, num_speculative_tokens: {k}{lookup}{path}}}"
-
-
-_LOOKUP_KEYS = ("speculab", "vllm", "sglang")  # engines whose n-gram takes prompt_lookup_max/min
 
 
 def _model_for(row: Any, given: Any) -> str | None:
@@ -207,7 +166,9 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
     parts = urlsplit(look.url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    command = _launch_command(look.engine, root, port, size.context)
+    adapter = adapter_for(look.engine)
+    # the context it serves now, said on the command line: the run then fits the workload before launching anything
+    command = adapter.launch_command(root, port, size.context)
     evidence = "its /metrics names, /v1/models and /version" if look.metric_names else "/v1/models and /version"
     head = [
         f"# speculab experiment, written by `speculab init --url {look.url}`.",
@@ -235,7 +196,7 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
         "checks: true",
         "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
     ]
-    if command is not None and look.engine in _SPECULATION:
+    if command is not None and adapter.starter_grid is not None:
         args = ", ".join(_q(a) for a in command)
         body = [
             "baseline:",
@@ -254,7 +215,7 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
             f"  # url: {look.url}",
             "speculation:                       # the candidates; the report names the best at each load",
             *_methods_head(methods),
-            (methods is not None and speculation_from_methods(methods)) or _SPECULATION[look.engine].rstrip("\n"),
+            (methods is not None and speculation_from_methods(methods)) or adapter.starter_grid.rstrip("\n"),
             "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
         ]
     else:
@@ -278,9 +239,10 @@ def _methods_head(methods: Any) -> list[str]:
     if methods is None or speculation_from_methods(methods) is None:
         return []
     d = methods.declared
-    cuda = ["  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"]
-    return [f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)",
-            *(cuda if d.engine == "sglang" else [])]  # fmt: skip
+    # the comment lines that open the engine's own list (SGLang's: n-gram needs CUDA) stand above this one too
+    grid = adapter_for(d.engine).starter_grid or ""
+    notes = [line for line in grid.splitlines() if line.startswith("  # ") and "method:" not in line]
+    return [f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)", *notes]
 
 
 def _fit_lines(size: StarterSize) -> list[str]:
@@ -339,7 +301,7 @@ def starter_methods(look: ServerLook, paths: StarterPaths) -> Any:
     an engine speculab knows no methods of."""
     from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
 
-    if look.engine == "other":
+    if look.engine not in askable_engines():
         return None
     given = given_from_paths(paths.model or local_model(look.models), paths.draft, paths.head)
     return methods_here(look.engine, given, server_version=look.version, from_server=True)
