@@ -97,11 +97,10 @@ def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
     if cfg.engine == LLAMACPP:
         inst = LlamacppInstall.at()
         slots = cfg.max_num_seqs
-        return (
-            str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1", "--port", str(port),
-            "--metrics", "--parallel", str(slots), "--ctx-size", str(DEMO_CONTEXT * slots),
-            "--threads", str(LLAMACPP_THREADS),
-        )  # fmt: skip
+        serve = [str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1"]
+        metrics = ["--port", str(port), "--metrics"]  # acceptance from llama.cpp's own counters
+        slot_args = ["--parallel", str(slots), "--ctx-size", str(DEMO_CONTEXT * slots)]
+        return (*serve, *metrics, *slot_args, "--threads", str(LLAMACPP_THREADS))
     if cfg.engine != EMBEDDED:
         raise UserError(f"speculab demo runs on {' or '.join(ENGINES)}, not {cfg.engine!r}")
     return (*speculab_adapter.serve_command(sys.executable, cfg.model, port), "--max-num-seqs", str(cfg.max_num_seqs))
@@ -128,8 +127,15 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     # fits), in the set's interleaved order (code edits, writing, extraction, questions, summaries, math), after the
     # conversations' turns, renumbered as the run's pairing keys; every item capped at the demo's max_tokens (some
     # built-in items ask for more): the run must fit in minutes.
-    fitting = fit_items(wl.items, context=DEMO_CONTEXT, policy="skip", max_tokens=cfg.max_tokens,
-                        overrides_items=True, num_prompts=None, seed=0).items  # fmt: skip
+    fitting = fit_items(
+        wl.items,
+        context=DEMO_CONTEXT,
+        policy="skip",
+        max_tokens=cfg.max_tokens,
+        overrides_items=True,
+        num_prompts=None,
+        seed=0,
+    ).items
     short = [it for it in fitting if it.prompt is not None]
     chat = load_workload(DEMO_CONVERSATIONS, seed=0, api="completions")
     convs = [c for c in conversations(chat.items) if c[0].category == DEMO_CONVERSATION_CATEGORY]

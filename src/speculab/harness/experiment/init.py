@@ -113,8 +113,9 @@ def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
         # 24 prompts at concurrency 4: the 6 groups of 4 a verdict needs at that load (docs/statistics.md)
         size = StarterSize(context, max_tokens=64, num_prompts=24, operating_concurrency=4)
     pool = load_workload(spec, seed=0).items
-    fit = fit_items(pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True,
-                    num_prompts=None, seed=0)  # fmt: skip
+    fit = fit_items(
+        pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True, num_prompts=None, seed=0
+    )
     return replace(size, fitting=len(fit.items), pool=len(pool))
 
 
@@ -250,14 +251,19 @@ def _fit_lines(size: StarterSize) -> list[str]:
     line = "  fit: skip                        # prompts too long for the context: skip (left out) | cap | refuse"
     if size.context is None or size.fitting is None:
         return [line]
-    return [line, f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
-            f"with max_tokens {size.max_tokens}"]  # fmt: skip
+    return [
+        line,
+        f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
+        f"with max_tokens {size.max_tokens}",
+    ]
 
 
 def _estimate_lines(size: StarterSize) -> list[str]:
     if size.estimate_s is None:
-        return ["# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
-                " (narrower intervals), then repeats, max_tokens, loads.sweep."]  # fmt: skip
+        return [
+            "# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
+            " (narrower intervals), then repeats, max_tokens, loads.sweep."
+        ]
     ups = f", plus {size.launches} server start-ups" if size.launches else ""
     return [
         f"# On this server it takes about {size.estimate_s / 60:.0f} min{ups} (estimated by `speculab init` from "
@@ -270,8 +276,9 @@ TARGET_S = 600.0  # the starter is sized to finish in about this long on the ser
 MAX_PROMPTS = 200
 
 
-def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSize,
-                    target_s: float = TARGET_S) -> StarterSize:  # fmt: skip
+def sized_to_target(
+    plan: Any, timing: Any, context: int | None, size: StarterSize, target_s: float = TARGET_S
+) -> StarterSize:
     """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
     estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
     from speculab.harness.experiment.preflight import estimate_s, fit_plan, launches
@@ -307,8 +314,9 @@ def starter_methods(look: ServerLook, paths: StarterPaths) -> Any:
     return methods_here(look.engine, given, server_version=look.version, from_server=True)
 
 
-def write_starter(url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S,
-                  paths: StarterPaths | None = None) -> tuple[ServerLook, StarterSize]:  # fmt: skip
+def write_starter(
+    url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S, paths: StarterPaths | None = None
+) -> tuple[ServerLook, StarterSize]:
     """`speculab init`: look at the server, list what can run on it (`speculab methods`), size the starter to its
     context and (timing a few probe requests on it) to about `target_s` (None: not timed), check that it loads as
     written, write it."""

@@ -122,8 +122,10 @@ def _derived(algo: str, spec: SpeculationConfig) -> tuple[dict[str, str], dict[s
         derived["--speculative-num-draft-tokens"] = [str(k)]
         owned["--speculative-num-draft-tokens"] = "num_speculative_tokens"
         # releases before 0.5.23 only (it has no window-size flags; the plan-time check says so)
-        for key, flag in (("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
-                          ("prompt_lookup_min", "--speculative-ngram-min-match-window-size")):  # fmt: skip
+        for key, flag in (
+            ("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
+            ("prompt_lookup_min", "--speculative-ngram-min-match-window-size"),
+        ):
             if getattr(spec, key) is not None:
                 derived[flag] = [str(getattr(spec, key))]
                 owned[flag] = key

@@ -129,8 +129,8 @@ def _no_cli(annotation: ast.expr) -> bool:
 
 
 def _aliases(annotation: ast.expr) -> list[str]:
-    return [s for n in ast.walk(annotation) if isinstance(n, ast.keyword) and n.arg == "aliases"
-            for s in _strings(n.value, {})]  # fmt: skip
+    keywords = [n for n in ast.walk(annotation) if isinstance(n, ast.keyword) and n.arg == "aliases"]
+    return [s for n in keywords for s in _strings(n.value, {})]
 
 
 def read_declared(source: str, symbol: str) -> tuple[str, ...]:
@@ -149,18 +149,22 @@ def read_declared(source: str, symbol: str) -> tuple[str, ...]:
     if tree is None:
         return ()
     if kind == "flags" and name.startswith("--"):
-        return _unique([n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                        and re.fullmatch(re.escape(name) + r"[a-z0-9-]+", n.value)])  # fmt: skip
+        flag = re.compile(re.escape(name) + r"[a-z0-9-]+")
+        strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return _unique([s for s in strings if flag.fullmatch(s)])
     if kind == "values":
         value = _assignments(tree).get(name)
         names = _assignments(tree)
         return _unique([s for v in value.values for s in _strings(v, names)]) if isinstance(value, ast.Dict) else ()
     body = _class_body(tree, name)
     if kind == "enum":
-        return _unique([t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
-                        if isinstance(t, ast.Name) and t.id != "NONE" and not t.id.startswith("_")])  # fmt: skip
-    fields = [n for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-              and not n.target.id.startswith("_")]  # fmt: skip
+        targets = [t for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+        return _unique([t.id for t in targets if t.id != "NONE" and not t.id.startswith("_")])
+    fields = [
+        n
+        for n in body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")
+    ]
     if kind == "fields":
         return _unique([f.target.id for f in fields])  # type: ignore[union-attr]
     if kind == "flags":

@@ -60,8 +60,14 @@ def local_model(models: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = None,
-                 server_version: Any = None, from_server: bool = False) -> MethodsTable:  # fmt: skip
+def methods_here(
+    engine: str,
+    given: Given,
+    *,
+    command: Sequence[str] | None = None,
+    server_version: Any = None,
+    from_server: bool = False,
+) -> MethodsTable:
     """The table for `engine`: asked through its launch command (or default executable), or, for a server behind a
     URL with no command given (`from_server`), from what the server says (speculab) or the labelled table."""
     if engine not in engine_kinds():
@@ -73,8 +79,9 @@ def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = N
     return methods_table(declared, given)
 
 
-def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig],
-                  unchecked: str = "no launch command") -> tuple[str, ...]:  # fmt: skip
+def check_methods(
+    engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig], unchecked: str = "no launch command"
+) -> tuple[str, ...]:
     """At plan time, before anything is launched: every `speculation.method` outside speculab's five must be one the
     engine's release declares, and every key or flag a speculation entry adds (its `options`, and what its method
     and k become) one that release's speculation config takes. Refused in one line naming the accepted ones (or the

@@ -73,8 +73,15 @@ def interpreter_for(command: Sequence[str]) -> str | None:
 def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> tuple[str | None, str | None]:
     """(stdout + stderr, None) or (None, why it could not run)."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, errors="replace",
-                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except FileNotFoundError:
         return None, f"{argv[0]} not found"
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -131,10 +138,14 @@ def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     source = f"{package}/{' + '.join(where)} of {release or package}"
     option_source = f"{package}/{' + '.join(option_where)} of {release or package}" if option_where else None
     missing = set(found.get("missing") or ())
-    unavailable = {m: f"needs {mod}, which is not installed for {python}" for m, mod in requires.items()
-                   if mod in missing and m in methods}  # fmt: skip
-    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source,
-                           unavailable=unavailable)  # fmt: skip
+    unavailable = {
+        m: f"needs {mod}, which is not installed for {python}"
+        for m, mod in requires.items()
+        if mod in missing and m in methods
+    }
+    return DeclaredMethods(
+        engine, release, methods, source, option_keys=option_keys, option_source=option_source, unavailable=unavailable
+    )
 
 
 def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
