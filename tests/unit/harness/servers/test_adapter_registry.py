@@ -24,6 +24,7 @@ from speculab.harness.servers.adapters import (
     EngineAdapter,
     adapter_for,
     askable_engines,
+    detect_engine,
     engine_kinds,
 )
 from speculab.harness.servers.adapters.base import PrefixCacheMetrics, refuse_if_speculating
@@ -71,6 +72,7 @@ class ToyAdapter:
 
     kind: str = "toy"
     health_path: str = "/health"
+    metric_prefix: str | None = "toy:"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
     prefix_cache: PrefixCacheMetrics | None = None
     keep_alive: bool = True
@@ -119,6 +121,8 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> ToyAdapter:
 
 def test_a_registered_adapter_is_all_init_and_preflight_need(toy: ToyAdapter) -> None:
     assert "toy" in engine_kinds() and "toy" in askable_engines()
+    assert detect_engine(None, None, ["toy:spec_drafts_total"]) == "toy"  # by its metric prefix
+    assert detect_engine(None, {"data": [{"id": "m", "owned_by": "toy"}]}) == "toy"
     look = ServerLook("http://127.0.0.1:9100", "toy", ({"id": "m"},), None, ())
     text = starter_yaml(look, StarterSize(context=4096))
     assert 'command: ["toy-serve", "m", "--port", "9100", "--toy-ctx", "4096"]' in text

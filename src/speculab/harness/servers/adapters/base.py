@@ -63,6 +63,7 @@ class EngineAdapter(Protocol):
 
     kind: str
     health_path: str
+    metric_prefix: str | None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
     acceptance: AcceptanceMetrics
     prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
     keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)

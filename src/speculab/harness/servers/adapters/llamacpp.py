@@ -92,6 +92,7 @@ _ALIASES = {
 class LlamacppAdapter:
     kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "llamacpp:"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: replace(
             counters(KIND),

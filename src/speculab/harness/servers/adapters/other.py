@@ -16,6 +16,7 @@ from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods
 class OtherAdapter:
     kind: str = "other"
     health_path: str = "/health"
+    metric_prefix: str | None = None
     acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
     prefix_cache: PrefixCacheMetrics | None = None
     keep_alive: bool = True

@@ -49,6 +49,7 @@ _RELEASE = PythonRelease(
 class SglangAdapter:
     kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "sglang:"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: AcceptanceMetrics(
             kind="gauges",

@@ -34,6 +34,7 @@ def serve_command(python: str, model: str, port: int) -> list[str]:
 class SpeculabAdapter:
     kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "speculab:"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters(KIND))
     prefix_cache: PrefixCacheMetrics | None = None
     keep_alive: bool = True

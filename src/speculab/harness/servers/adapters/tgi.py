@@ -74,6 +74,7 @@ def without_plain_speculate(baseline_cmd: Sequence[str]) -> tuple[list[str], boo
 class TgiAdapter:
     kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "tgi_"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
     )

@@ -76,6 +76,7 @@ _RELEASE = PythonRelease(
 class VllmAdapter:
     kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "vllm:"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("vllm"))
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
