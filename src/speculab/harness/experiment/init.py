@@ -240,10 +240,9 @@ def _methods_head(methods: Any) -> list[str]:
     if methods is None or speculation_from_methods(methods) is None:
         return []
     d = methods.declared
-    # the comment lines that open the engine's own list (SGLang's: n-gram needs CUDA) stand above this one too
-    grid = adapter_for(d.engine).starter_grid or ""
-    notes = [line for line in grid.splitlines() if line.startswith("  # ") and "method:" not in line]
-    return [f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)", *notes]
+    note = adapter_for(d.engine).starter_note  # SGLang's: its n-gram needs CUDA
+    head = f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)"
+    return [head, *([f"  # {note}"] if note else [])]
 
 
 def _fit_lines(size: StarterSize) -> list[str]:

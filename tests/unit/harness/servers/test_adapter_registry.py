@@ -82,6 +82,7 @@ class ToyAdapter:
     plain_values: Mapping[str, str] = field(default_factory=dict)
     context_flags: tuple[str, ...] = ("--toy-ctx",)
     starter_grid: str | None = "  - {method: ngram, num_speculative_tokens: 3}   # the toy's grid\n"
+    starter_note: str | None = None
     ngram_lookup: bool = False
     json_config: bool = False
     experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"lookup": "ngram"})

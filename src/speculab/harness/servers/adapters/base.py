@@ -74,6 +74,7 @@ class EngineAdapter(Protocol):
     context_flags: tuple[str, ...]  # the flags that set the context length on its command line
     # `speculab init`'s starter: the `speculation:` list (YAML lines) for this engine; None: a two-URL starter
     starter_grid: str | None
+    starter_note: str | None  # a line that opens its `speculation:` list, whichever list is written
     ngram_lookup: bool  # its n-gram takes prompt_lookup_max/min
     json_config: bool  # its speculation config is --speculative-config JSON keys, not flags
     # its own method names -> speculab's experiment names; None: it names methods as an experiment does

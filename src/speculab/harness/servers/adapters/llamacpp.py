@@ -122,6 +122,7 @@ class LlamacppAdapter:
         "  - {method: ngram, num_speculative_tokens: 4}\n"
         "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n"
     )
+    starter_note: str | None = None
     ngram_lookup: bool = False
     json_config: bool = False
     experiment_names: Mapping[str, str] | None = field(

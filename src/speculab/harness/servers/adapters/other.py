@@ -26,6 +26,7 @@ class OtherAdapter:
     plain_values: Mapping[str, str] = field(default_factory=dict)
     context_flags: tuple[str, ...] = ()
     starter_grid: str | None = None  # a two-URL starter: the candidate is the user's own server
+    starter_note: str | None = None
     ngram_lookup: bool = False
     json_config: bool = False
     experiment_names: Mapping[str, str] | None = None

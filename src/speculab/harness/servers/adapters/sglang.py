@@ -24,6 +24,7 @@ from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods
 from speculab.harness.servers.adapters.vllm import NGRAM_GRID
 
 KIND = "sglang"
+_CUDA_NOTE = "SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"
 # From the sglang 0.5.23 wheel's source (`pip download --no-deps`, read with methods.declared's readers, never
 # installed).
 _KNOWN = KnownMethods(
@@ -69,10 +70,10 @@ class SglangAdapter:
     plain_values: Mapping[str, str] = field(default_factory=dict)
     context_flags: tuple[str, ...] = ("--context-length",)
     starter_grid: str | None = (
-        "  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model\n"
-        f"{NGRAM_GRID}"
+        f"  # {_CUDA_NOTE}\n{NGRAM_GRID}"
         "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n"
     )
+    starter_note: str | None = _CUDA_NOTE
     ngram_lookup: bool = True
     json_config: bool = False
     experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {v: k for k, v in _ALGORITHMS.items()})

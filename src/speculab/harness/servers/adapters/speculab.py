@@ -48,6 +48,7 @@ class SpeculabAdapter:
         "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}"
         "   # an EAGLE-1 head for the target\n"
     )
+    starter_note: str | None = None
     ngram_lookup: bool = True
     json_config: bool = True
     experiment_names: Mapping[str, str] | None = None

@@ -90,6 +90,7 @@ class TgiAdapter:
         "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
         "  - {method: ngram, num_speculative_tokens: 4}\n"
     )
+    starter_note: str | None = None
     ngram_lookup: bool = False
     json_config: bool = False
     experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"ngram": "ngram"})

@@ -105,6 +105,7 @@ class VllmAdapter:
         f"{NGRAM_GRID}{DRAFT_LINE}"
         "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n"
     )
+    starter_note: str | None = None
     ngram_lookup: bool = True
     json_config: bool = True
     experiment_names: Mapping[str, str] | None = None
