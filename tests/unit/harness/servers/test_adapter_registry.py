@@ -27,8 +27,13 @@ from speculab.harness.servers.adapters import (
     detect_engine,
     engine_kinds,
 )
-from speculab.harness.servers.adapters.base import PrefixCacheMetrics, refuse_if_speculating
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease
+from speculab.harness.servers.adapters.base import (
+    HelpRelease,
+    KnownMethods,
+    PrefixCacheMetrics,
+    PythonRelease,
+    refuse_if_speculating,
+)
 from speculab.harness.servers.methods.here import methods_here
 from speculab.harness.servers.methods.probe import declared_by_command
 from speculab.harness.servers.methods.table import Given

@@ -8,8 +8,14 @@ from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, ByLoad, PrefixCacheMetrics
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    ByLoad,
+    HelpRelease,
+    KnownMethods,
+    PrefixCacheMetrics,
+    PythonRelease,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,14 @@ from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease
 from speculab.harness.servers.adapters.vllm import NGRAM_GRID
 
 KIND = "sglang"

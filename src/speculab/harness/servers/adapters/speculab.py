@@ -10,10 +10,12 @@ from speculab.config import SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
 )
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease
 from speculab.harness.servers.adapters.vllm import DRAFT_LINE, NGRAM_GRID, counters
 
 KIND = "speculab"

@@ -22,11 +22,14 @@ from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
+    stripped_release,
     unsupported,
 )
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease, stripped_release
 
 KIND = "tgi"
 

@@ -12,10 +12,12 @@ from speculab.config import SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
 )
-from speculab.harness.servers.adapters.releases import HelpRelease, KnownMethods, PythonRelease
 
 KIND = "vllm"
 # the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)

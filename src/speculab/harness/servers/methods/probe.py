@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.adapters.releases import HelpRelease, PythonRelease
+from speculab.harness.servers.adapters.base import HelpRelease, PythonRelease
 from speculab.harness.servers.methods.declared import (
     DeclaredMethods,
     fallback,
