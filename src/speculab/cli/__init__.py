@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from speculab import __version__
+from speculab import NAME, __version__
 from speculab.cli import help_format  # noqa: F401 - switches in --help show no "<bool>" (help_format.py says why)
 from speculab.errors import ErrorRateExceeded, UserError
 
@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click.exceptions import NoArgsIsHelpError, UsageError
 
 app = typer.Typer(
-    name="speculab",
+    name=NAME,
     help="Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?",
     no_args_is_help=True,
     add_completion=False,
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(e.ctx.get_help() if e.ctx else str(e))
         sys.exit(0)
     except UsageError as e:
-        cmd = e.ctx.command_path if e.ctx else "speculab"
+        cmd = e.ctx.command_path if e.ctx else NAME
         msg = f"{e.format_message()} (see {cmd} --help)"
         err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -12,6 +12,8 @@ from rich.console import Console
 
 from speculab.cli import _check_error_gate, _max_error_rate, app
 from speculab.errors import EndpointError, UserError
+from speculab.harness.servers.adapters import askable_engines
+from speculab.harness.servers.adapters.speculab import KIND as EMBEDDED_ENGINE
 
 # --- run / compare / init / demo: the A/B lifecycle (speculab.harness.experiment) ----------------------------------
 
@@ -212,7 +214,7 @@ def init_command(
 @app.command("methods")
 def methods_command(
     url: str | None = typer.Option(None, "--url", help="base URL of a running server (its engine is detected)"),
-    engine: str | None = typer.Option(None, "--engine", help="vllm | sglang | llamacpp | tgi | speculab"),
+    engine: str | None = typer.Option(None, "--engine", help=" | ".join(askable_engines())),
     command: str | None = typer.Option(
         None, "--command", help="the engine's launch command or executable, e.g. 'vllm serve' or a llama-server path"
     ),
@@ -262,7 +264,7 @@ def demo_command(
         "demo-eagle", "--eagle", help="EAGLE head (speculab's engine): 'demo-eagle', a directory, or 'none'"
     ),
     engine: str = typer.Option(
-        "speculab",
+        EMBEDDED_ENGINE,
         "--engine",
         help="speculab (the embedded engine) or llamacpp (llama-server from scripts/install_llama_server.sh)",
     ),

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab.cli import _FIT_HELP, _check_error_gate, _max_error_rate, app, err_console
+from speculab.harness.servers.adapters import engine_kinds
 
 
 @app.command()
@@ -145,7 +146,7 @@ def diagnose(
     prefix_tokens: int | None = typer.Option(None, "--prefix-tokens", help="Shared prefix length of the cache probe"),
     probe_seed: int | None = typer.Option(None, "--probe-seed", help="Seed of probe prompts (default: fresh text)"),
     launch_cmd: str | None = typer.Option(None, "--launch-cmd", help="Start this server command (measures start-up)"),
-    engine: str = typer.Option("other", "--engine", help="With --launch-cmd: vllm|sglang|llamacpp|tgi|speculab|other"),
+    engine: str = typer.Option("other", "--engine", help=f"With --launch-cmd: {'|'.join(engine_kinds())}"),
     ready_timeout: float = typer.Option(600.0, "--ready-timeout", help="With --launch-cmd: seconds to become ready"),
     experiment: str | None = typer.Option(None, "--experiment", help="Take URL/launch, workload, load from this file"),
     api_key: str | None = typer.Option(None, "--api-key", help="Default: $SPECULAB_API_KEY or $OPENAI_API_KEY"),

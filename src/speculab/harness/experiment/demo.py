@@ -30,6 +30,8 @@ from speculab.harness.experiment.plan import (
     enforce_single_change,
 )
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import llamacpp as llamacpp_adapter
+from speculab.harness.servers.adapters import speculab as speculab_adapter
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
 from speculab.harness.servers.process import ServerCommand, free_port
@@ -41,7 +43,8 @@ DEMO_WORKLOAD = "builtin:mixed"  # grounded (code edits, extraction, summaries, 
 # and two-turn conversations (sent first): each arm's second turn carries its own first answer (workload.conversation)
 DEMO_CONVERSATIONS = "builtin:chat"
 DEMO_CONVERSATION_CATEGORY = "chat-writing"  # short turns: a conversation fits the demo model's context
-ENGINES = ("speculab", "llamacpp")
+EMBEDDED, LLAMACPP = speculab_adapter.KIND, llamacpp_adapter.KIND
+ENGINES = (EMBEDDED, LLAMACPP)
 DEMO_CONTEXT = 512  # the demo models' context (llama-server splits --ctx-size over its --parallel slots)
 # One compute thread: ggml's threads wait for each other at every operation, spinning, and the demo models are tiny;
 # on two cores shared with the client, a second thread made a 48-token request take 6.9 s instead of 0.3 s.
@@ -53,7 +56,7 @@ class DemoConfig:
     model: str = "demo"  # the shipped target; or a model directory (speculab) or a .gguf file (llamacpp)
     draft: str | None = "demo-draft"  # the shipped draft; None: no draft-model arm
     eagle: str | None = "demo-eagle"  # the shipped EAGLE head (speculab's engine only); None: no EAGLE arm
-    engine: str = "speculab"  # one of ENGINES
+    engine: str = EMBEDDED  # one of ENGINES
     quick: bool = False
     port: int | None = None  # None: a free port
     operating_concurrency: int = 4
@@ -81,28 +84,26 @@ def demo_speculations(cfg: DemoConfig) -> list[SpeculationConfig]:
     specs = [SpeculationConfig("ngram", k, prompt_lookup_max=4, prompt_lookup_min=2)]
     if cfg.draft is not None:
         draft = cfg.draft
-        if cfg.engine == "llamacpp":
+        if cfg.engine == LLAMACPP:
             draft = str(LlamacppInstall.at().model(cfg.draft, draft=True))
         specs.append(SpeculationConfig("draft_model", k, model=draft))
-    if cfg.eagle is not None and cfg.engine == "speculab":  # llama.cpp has no EAGLE-1 heads for our target
+    if cfg.eagle is not None and cfg.engine == EMBEDDED:  # llama.cpp has no EAGLE-1 heads for our target
         specs.append(SpeculationConfig("eagle", k, model=cfg.eagle))
     return specs
 
 
 def base_command(cfg: DemoConfig, port: int) -> tuple[str, ...]:
     """The plain arm's server command for the demo's engine."""
-    if cfg.engine == "llamacpp":
+    if cfg.engine == LLAMACPP:
         inst = LlamacppInstall.at()
         slots = cfg.max_num_seqs
-        return (
-            str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1", "--port", str(port),
-            "--metrics", "--parallel", str(slots), "--ctx-size", str(DEMO_CONTEXT * slots),
-            "--threads", str(LLAMACPP_THREADS),
-        )  # fmt: skip
-    if cfg.engine != "speculab":
+        serve = [str(inst.require_server()), "-m", str(inst.model(cfg.model)), "--host", "127.0.0.1"]
+        metrics = ["--port", str(port), "--metrics"]  # acceptance from llama.cpp's own counters
+        slot_args = ["--parallel", str(slots), "--ctx-size", str(DEMO_CONTEXT * slots)]
+        return (*serve, *metrics, *slot_args, "--threads", str(LLAMACPP_THREADS))
+    if cfg.engine != EMBEDDED:
         raise UserError(f"speculab demo runs on {' or '.join(ENGINES)}, not {cfg.engine!r}")
-    return (sys.executable, "-m", "speculab", "serve", cfg.model, "--port", str(port), "--max-num-seqs",
-            str(cfg.max_num_seqs))  # fmt: skip
+    return (*speculab_adapter.serve_command(sys.executable, cfg.model, port), "--max-num-seqs", str(cfg.max_num_seqs))
 
 
 def demo_plan(cfg: DemoConfig) -> RunPlan:
@@ -126,8 +127,15 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     # fits), in the set's interleaved order (code edits, writing, extraction, questions, summaries, math), after the
     # conversations' turns, renumbered as the run's pairing keys; every item capped at the demo's max_tokens (some
     # built-in items ask for more): the run must fit in minutes.
-    fitting = fit_items(wl.items, context=DEMO_CONTEXT, policy="skip", max_tokens=cfg.max_tokens,
-                        overrides_items=True, num_prompts=None, seed=0).items  # fmt: skip
+    fitting = fit_items(
+        wl.items,
+        context=DEMO_CONTEXT,
+        policy="skip",
+        max_tokens=cfg.max_tokens,
+        overrides_items=True,
+        num_prompts=None,
+        seed=0,
+    ).items
     short = [it for it in fitting if it.prompt is not None]
     chat = load_workload(DEMO_CONVERSATIONS, seed=0, api="completions")
     convs = [c for c in conversations(chat.items) if c[0].category == DEMO_CONVERSATION_CATEGORY]
@@ -145,7 +153,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         LevelSpec("concurrency", cfg.operating_concurrency, ("operating",)),
     )
     setup = Setup(
-        name="speculab demo" + (" on llama.cpp" if cfg.engine == "llamacpp" else ""),
+        name="speculab demo" + (" on llama.cpp" if cfg.engine == LLAMACPP else ""),
         workload_name=wl.name,
         workload_source=f"{len(turns)} turns of {DEMO_CONVERSATIONS}: {chat.source}; then {wl.source}",
         api="completions",

@@ -22,7 +22,7 @@ from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
 from speculab.harness.client.request import make_session
-from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.servers.adapters import adapter_for, askable_engines, detect_engine
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.protocol.chunks import loads_untrusted
 
@@ -113,60 +113,20 @@ def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
         # 24 prompts at concurrency 4: the 6 groups of 4 a verdict needs at that load (docs/statistics.md)
         size = StarterSize(context, max_tokens=64, num_prompts=24, operating_concurrency=4)
     pool = load_workload(spec, seed=0).items
-    fit = fit_items(pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True,
-                    num_prompts=None, seed=0)  # fmt: skip
+    fit = fit_items(
+        pool, context=context, policy="skip", max_tokens=size.max_tokens, overrides_items=True, num_prompts=None, seed=0
+    )
     return replace(size, fitting=len(fit.items), pool=len(pool))
-
-
-def _launch_command(engine: str, model: str, port: int, context: int | None = None) -> list[str] | None:
-    p = str(port)
-    # the context it serves now, said on the command line: the run then fits the workload before launching anything
-    ctx = ["--max-model-len", str(context)] if context is not None else []
-    commands = {
-        "speculab": ["python", "-m", "speculab", "serve", model, "--port", p, *ctx],
-        "vllm": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", p, *ctx],
-        "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", p],
-        # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
-        "llamacpp": ["llama-server", "-m", model, "--port", p, "--metrics"],
-        "tgi": ["text-generation-launcher", "--model-id", model, "--port", p],
-    }
-    return commands.get(engine)
-
-
-# The starter's candidates: a small grid suited to the engine (n-gram at k=2 and 4, where the engine has n-gram), the
-# model-based methods commented with what to fill in. Every entry is derived from the baseline by its own change.
-_NGRAM_GRID = (
-    "  - {method: ngram, num_speculative_tokens: 2, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
-    "  - {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
-)
-_SPECULATION = {
-    "speculab": _NGRAM_GRID
-    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
-    "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # an EAGLE-1 head for the target\n",
-    "vllm": _NGRAM_GRID
-    + "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
-    "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n",
-    "sglang": "  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model\n"
-    + _NGRAM_GRID
-    + "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n",
-    "llamacpp": "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
-    "  - {method: ngram, num_speculative_tokens: 4}\n"
-    "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n",
-    "tgi": "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
-    "  - {method: ngram, num_speculative_tokens: 4}\n",
-}
 
 
 _K_GRID = (2, 4)  # every applicable method at these k, each its own candidate
 
 
 def _entry(method: str, k: int, engine: str, model: str | None) -> str:
-    lookup = ", prompt_lookup_max: 4, prompt_lookup_min: 2" if method == "ngram" and engine in _LOOKUP_KEYS else ""
+    ngram_lookup = method == "ngram" and adapter_for(engine).ngram_lookup
+    lookup = ", prompt_lookup_max: 4, prompt_lookup_min: 2" if ngram_lookup else ""
     path = f", model: {_q(model)}" if model is not None else ""
     return f"{{method: {method}, num_speculative_tokens: {k}{lookup}{path}}}"
-
-
-_LOOKUP_KEYS = ("speculab", "vllm", "sglang")  # engines whose n-gram takes prompt_lookup_max/min
 
 
 def _model_for(row: Any, given: Any) -> str | None:
@@ -207,7 +167,9 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
     parts = urlsplit(look.url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    command = _launch_command(look.engine, root, port, size.context)
+    adapter = adapter_for(look.engine)
+    # the context it serves now, said on the command line: the run then fits the workload before launching anything
+    command = adapter.launch_command(root, port, size.context)
     evidence = "its /metrics names, /v1/models and /version" if look.metric_names else "/v1/models and /version"
     head = [
         f"# speculab experiment, written by `speculab init --url {look.url}`.",
@@ -235,7 +197,7 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
         "checks: true",
         "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
     ]
-    if command is not None and look.engine in _SPECULATION:
+    if command is not None and adapter.starter_grid is not None:
         args = ", ".join(_q(a) for a in command)
         body = [
             "baseline:",
@@ -254,7 +216,7 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
             f"  # url: {look.url}",
             "speculation:                       # the candidates; the report names the best at each load",
             *_methods_head(methods),
-            (methods is not None and speculation_from_methods(methods)) or _SPECULATION[look.engine].rstrip("\n"),
+            (methods is not None and speculation_from_methods(methods)) or adapter.starter_grid.rstrip("\n"),
             "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
         ]
     else:
@@ -278,9 +240,9 @@ def _methods_head(methods: Any) -> list[str]:
     if methods is None or speculation_from_methods(methods) is None:
         return []
     d = methods.declared
-    cuda = ["  # SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"]
-    return [f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)",
-            *(cuda if d.engine == "sglang" else [])]  # fmt: skip
+    note = adapter_for(d.engine).starter_note  # SGLang's: its n-gram needs CUDA
+    head = f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)"
+    return [head, *([f"  # {note}"] if note else [])]
 
 
 def _fit_lines(size: StarterSize) -> list[str]:
@@ -288,14 +250,19 @@ def _fit_lines(size: StarterSize) -> list[str]:
     line = "  fit: skip                        # prompts too long for the context: skip (left out) | cap | refuse"
     if size.context is None or size.fitting is None:
         return [line]
-    return [line, f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
-            f"with max_tokens {size.max_tokens}"]  # fmt: skip
+    return [
+        line,
+        f"  # {size.fitting} of the set's {size.pool} prompts fit this server's {size.context}-token context "
+        f"with max_tokens {size.max_tokens}",
+    ]
 
 
 def _estimate_lines(size: StarterSize) -> list[str]:
     if size.estimate_s is None:
-        return ["# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
-                " (narrower intervals), then repeats, max_tokens, loads.sweep."]  # fmt: skip
+        return [
+            "# `speculab run THIS_FILE --dry-run` says how long it will take. To grow it: num_prompts first"
+            " (narrower intervals), then repeats, max_tokens, loads.sweep."
+        ]
     ups = f", plus {size.launches} server start-ups" if size.launches else ""
     return [
         f"# On this server it takes about {size.estimate_s / 60:.0f} min{ups} (estimated by `speculab init` from "
@@ -308,8 +275,9 @@ TARGET_S = 600.0  # the starter is sized to finish in about this long on the ser
 MAX_PROMPTS = 200
 
 
-def sized_to_target(plan: Any, timing: Any, context: int | None, size: StarterSize,
-                    target_s: float = TARGET_S) -> StarterSize:  # fmt: skip
+def sized_to_target(
+    plan: Any, timing: Any, context: int | None, size: StarterSize, target_s: float = TARGET_S
+) -> StarterSize:
     """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
     estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
     from speculab.harness.experiment.preflight import estimate_s, fit_plan, launches
@@ -339,14 +307,15 @@ def starter_methods(look: ServerLook, paths: StarterPaths) -> Any:
     an engine speculab knows no methods of."""
     from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
 
-    if look.engine == "other":
+    if look.engine not in askable_engines():
         return None
     given = given_from_paths(paths.model or local_model(look.models), paths.draft, paths.head)
     return methods_here(look.engine, given, server_version=look.version, from_server=True)
 
 
-def write_starter(url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S,
-                  paths: StarterPaths | None = None) -> tuple[ServerLook, StarterSize]:  # fmt: skip
+def write_starter(
+    url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S, paths: StarterPaths | None = None
+) -> tuple[ServerLook, StarterSize]:
     """`speculab init`: look at the server, list what can run on it (`speculab methods`), size the starter to its
     context and (timing a few probe requests on it) to about `target_s` (None: not timed), check that it loads as
     written, write it."""

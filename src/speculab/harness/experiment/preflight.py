@@ -40,23 +40,16 @@ from speculab.harness.experiment.lifecycle import Lifecycle
 from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import adapter_for, engine_kinds
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.fit import Fit, context_from_cards, fit_items, fit_note
 
-# the flag that sets each engine's context length on its command line (llama.cpp splits --ctx-size over slots)
-_CONTEXT_FLAGS = {
-    "speculab": ("--max-model-len",),
-    "vllm": ("--max-model-len",),
-    "sglang": ("--context-length",),
-    "tgi": ("--max-total-tokens",),
-}
-
 
 def command_context(engine: str | None, command: Sequence[str]) -> int | None:
-    """The context length a launch command sets (`--flag N` or `--flag=N`), None where it does not say."""
-    for flag in _CONTEXT_FLAGS.get(engine or "", ()):
+    """The context length a launch command sets (`--flag N` or `--flag=N`, the flag its engine's adapter names), None
+    where it does not say."""
+    for flag in adapter_for(engine).context_flags if engine in engine_kinds() else ():
         for i, arg in enumerate(command):
             value = command[i + 1] if arg == flag and i + 1 < len(command) else arg.partition("=")[2]
             if (arg == flag or arg.startswith(flag + "=")) and value.isdigit():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +31,10 @@ import yaml
 from speculab.config.experiment import Experiment, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.design import candidate_name
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import ByLoad, adapter_for, engine_kinds
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView
 
-# the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)
-VLLM_SCHEDULE_SINCE = (0, 32, 0)
 # the last range of a batch-size schedule ends here: vLLM fills the dense lookup up to its own max batch size
 SCHEDULE_END = 4096
 
@@ -51,16 +49,6 @@ class Recommended:
     notes: tuple[str, ...] = ()
 
 
-def _version(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split("+")[0].split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
 def _specs(exp: Experiment) -> dict[str, SpeculationConfig]:
     return {sp.name or candidate_name(sp.method, sp.num_speculative_tokens): sp for sp in exp.speculations}
 
@@ -73,8 +61,7 @@ def _edge(rec: RecommendationView, band_index: int) -> int:
     return max(1, math.floor(b.loads[-1]))
 
 
-def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: str, version: str = ""
-                     ) -> Recommended:  # fmt: skip
+def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: str, version: str = "") -> Recommended:
     """The recommendation spelt for `engine` (its release `version`, "" when unknown)."""
     if rec is None or rec.form == "plain":
         return Recommended(None, (), "plain", ("no candidate pays at any measured load: keep the baseline command",))
@@ -91,19 +78,12 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
     same = (
         len({specs[b.choice].method for _, b in chosen}) == 1 and len({specs[b.choice].model for _, b in chosen}) == 1
     )
-    if engine == "speculab":
-        if rec.form == "off-above":
-            off = _edge(rec, 0)
-            sp = replace(first, options={**first.options, "disable_by_batch_size": off})
-            return _spelt(sp, engine, "off-above", (f"drafts off in steps with more than {off} decode rows",))
-        if same:
-            sp = replace(first, num_speculative_tokens=top, options={**first.options, "adaptive": True})
-            note = f"adaptive k up to {top}: speculab's engine picks k per step (engine/speculative/adaptive.py)"
-            return _spelt(sp, engine, "adaptive", (note,))
-    if engine == "vllm" and same and _version(version) >= VLLM_SCHEDULE_SINCE:
-        sp = replace(first, num_speculative_tokens=top,
-                     options={**first.options, "num_speculative_tokens_per_batch_size": runs})  # fmt: skip
-        return _spelt(sp, engine, "batch-size schedule", ())
+    asked = ByLoad(rec.form, first, _edge(rec, 0), top, same, runs, version)
+    # the engine's own load-dependent form, if it has one for this
+    spelt = adapter_for(engine).by_load(asked) if engine in engine_kinds() else None
+    if spelt is not None:
+        sp, form, notes = spelt
+        return _spelt(sp, engine, form, notes)
     why = f"{engine} {version or '(release unknown)'} has no load-dependent form here"
     return _spelt(first, engine, "lowest band", (f"{why}: {first.label} pays up to about {_edge(rec, 0)}",))
 

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from speculab import __version__
+from speculab import NAME, __version__
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import RequestsFile, write_error
@@ -31,7 +31,7 @@ def versions() -> dict[str, Any]:
     import numpy
 
     return {
-        "speculab": __version__,
+        NAME: __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "aiohttp": aiohttp.__version__,

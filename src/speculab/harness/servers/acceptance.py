@@ -187,7 +187,8 @@ def acceptance_with_reason(
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
             return found, why
-    if adapter.kind == "llamacpp":
+    # per-response fields: an engine whose responses carry llama.cpp's `timings` (its adapter's response_fields)
+    if adapter.acceptance.response_fields.get("draft_tokens", "").startswith("timings."):
         timings = [r.extra["timings"] for r in records if not r.warmup and isinstance(r.extra.get("timings"), dict)]
         if any("draft_n" in t for t in timings):
             found = from_llamacpp_timings(timings, k)

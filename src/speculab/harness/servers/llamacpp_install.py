@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from speculab import NAME
 from speculab.errors import UserError
 
 INSTALL_HINT = "run `bash scripts/install_llama_server.sh` (it builds llama-server and converts the demo pair)"
 
 
 def llamacpp_dir() -> Path:
-    return Path(os.environ.get("SPECULAB_LLAMACPP_DIR", Path.home() / ".cache" / "speculab" / "llama.cpp"))
+    return Path(os.environ.get("SPECULAB_LLAMACPP_DIR", Path.home() / ".cache" / NAME / "llama.cpp"))
 
 
 @dataclass(frozen=True, slots=True)

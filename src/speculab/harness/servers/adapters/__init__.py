@@ -1,13 +1,23 @@
-"""One adapter per engine: how to switch speculation on, where readiness and acceptance are reported.
+"""One adapter per engine: everything engine-specific (how to launch it and switch speculation on, its context
+flag, the methods its release declares, where readiness and acceptance are reported) lives in its adapter.
 
-`adapter_for(kind)` returns the adapter; `command_diff`/`is_single_change` check that the two arms differ only in
-speculation; `detect_engine` guesses the engine behind a URL. Flag names and sources: docs/engines.md.
+`adapter_for(kind)` returns the adapter; `engine_kinds()` lists every kind (the one list: the config's accepted names
+and the CLI's --engine help derive from it), `askable_engines()` those whose release can be asked what it declares;
+`command_diff`/`is_single_change` check that the two arms differ only in speculation; `detect_engine` guesses the
+engine behind a URL. Flag names and sources: docs/engines.md.
 """
 
 from __future__ import annotations
 
 from speculab.errors import UserError
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter, diff_for, is_single_change
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    ByLoad,
+    EngineAdapter,
+    diff_for,
+    is_single_change,
+    plain_base,
+)
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
 from speculab.harness.servers.adapters.llamacpp import LlamacppAdapter
@@ -17,19 +27,26 @@ from speculab.harness.servers.adapters.speculab import SpeculabAdapter
 from speculab.harness.servers.adapters.tgi import TgiAdapter
 from speculab.harness.servers.adapters.vllm import VllmAdapter
 
+# The one list of engines: everything else (the config's accepted names, the CLI's --engine help) derives from it.
 _ADAPTERS: dict[str, EngineAdapter] = {
-    "speculab": SpeculabAdapter(),
-    "vllm": VllmAdapter(),
-    "sglang": SglangAdapter(),
-    "llamacpp": LlamacppAdapter(),
-    "tgi": TgiAdapter(),
-    "other": OtherAdapter(),
+    a.kind: a
+    for a in (SpeculabAdapter(), VllmAdapter(), SglangAdapter(), LlamacppAdapter(), TgiAdapter(), OtherAdapter())
 }
 
 # Engines whose metrics any server may expose (an `other` engine built on vLLM, say), in the order a reader tries
 # them after the engine's own: for acceptance (servers.acceptance) and prefix-cache hits (servers.prefix_cache)
 # alike. Each adapter names what its engine exposes (speculab has no prefix-cache counters: `prefix_cache` None).
 FALLBACK_ENGINES = ("vllm", "speculab", "llamacpp", "sglang")
+
+
+def engine_kinds() -> tuple[str, ...]:
+    """Every engine speculab has an adapter for, in the registry's order (`other` last)."""
+    return tuple(_ADAPTERS)
+
+
+def askable_engines() -> tuple[str, ...]:
+    """The engines whose installed release speculab can ask which methods it declares."""
+    return tuple(k for k, a in _ADAPTERS.items() if a.declares is not None)
 
 
 def adapter_for(kind: str) -> EngineAdapter:
@@ -42,13 +59,17 @@ def adapter_for(kind: str) -> EngineAdapter:
 __all__ = [
     "FALLBACK_ENGINES",
     "AcceptanceMetrics",
+    "ByLoad",
     "CommandDiff",
     "EngineAdapter",
     "FlagDifference",
     "adapter_for",
+    "askable_engines",
     "command_diff",
     "detect_engine",
     "diff_for",
+    "engine_kinds",
     "is_single_change",
     "parse_command",
+    "plain_base",
 ]

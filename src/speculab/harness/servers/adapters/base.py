@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,20 +43,108 @@ class PrefixCacheMetrics:
     misses: str | None = None
 
 
+# --- how an engine's installed release says which speculation methods it has (read by `servers.methods`) --------
+# A Python engine is asked through its package's source (`PythonRelease`: which files declare its methods and its
+# speculation config's keys); an executable through its `--help` and `--version` (`HelpRelease`: the parsers of its
+# own text). `KnownMethods` is speculab's own list for a release, used when the engine cannot be asked (a server
+# behind a URL), labelled with the release it was checked against.
+
+
+@dataclass(frozen=True, slots=True)
+class PythonRelease:
+    """Where a Python engine's package declares its methods: each source is (file inside the package, what declares
+    it: `methods.declared.read_declared`'s symbol). Every layout a release may have is listed; what each file found
+    declares is joined, in order."""
+
+    package: str  # the import name
+    dists: tuple[str, ...]  # distribution names for the version, tried in order
+    method_sources: tuple[tuple[str, str], ...]
+    option_sources: tuple[tuple[str, str], ...]  # where the keys or flags of its speculation config are
+    # method -> the module it imports at start-up that the engine does not depend on (vLLM 0.32's
+    # `_validate_suffix_decoding`: "Arctic Inference is required for suffix decoding"): without it the method is a "no"
+    requires: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HelpRelease:
+    """An executable's own words: the methods its `--help` lists, the speculation flags it has (given the help and
+    those methods), the release its `--version` says (None: it says none)."""
+
+    methods: Callable[[str], tuple[str, ...]]
+    option_flags: Callable[[str, tuple[str, ...]], tuple[str, ...]]
+    release: Callable[[str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownMethods:
+    """speculab's list of an engine's methods: the release it was read from, where, and the methods."""
+
+    release: str
+    where: str
+    methods: tuple[str, ...]
+
+
+def stripped_release(text: str) -> str | None:
+    """A `--version` whose whole text is the release."""
+    return text.strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class ByLoad:
+    """A recommendation whose choice changes with the batch size, for an engine to spell in one command
+    (`experiment.recommended`)."""
+
+    form: str  # "off-above": the lowest band speculates, every other is plain; else a choice per band
+    first: SpeculationConfig  # the lowest band's candidate
+    off_above: int  # the lowest band's last batch size
+    top_k: int  # the largest k among the chosen candidates
+    same: bool  # every chosen candidate is one method with one model: only k changes between bands
+    schedule: list[list[int]]  # [[first batch size, last, k], ...] from 1 upwards (plain: k 0)
+    version: str  # the engine's release, "" when unknown
+
+
 class EngineAdapter(Protocol):
-    """What speculab needs to know about one engine kind."""
+    """What speculab needs to know about one engine kind: everything engine-specific lives in its adapter."""
 
     kind: str
     health_path: str
+    metric_prefix: str | None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
     acceptance: AcceptanceMetrics
     prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
     keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)
     speculation_flags: frozenset[str]  # exact flags that belong to speculation
     speculation_prefixes: tuple[str, ...]  # any flag starting with one of these belongs to speculation
     aliases: Mapping[str, str]  # alternate spellings -> canonical flag
+    plain_values: Mapping[str, str]  # a speculation flag whose value switches speculation off (TGI's --speculate 0)
+    context_flags: tuple[str, ...]  # the flags that set the context length on its command line
+    # `speculab init`'s starter: the `speculation:` list (YAML lines) for this engine; None: a two-URL starter
+    starter_grid: str | None
+    starter_note: str | None  # a line that opens its `speculation:` list, whichever list is written
+    ngram_lookup: bool  # its n-gram takes prompt_lookup_max/min
+    json_config: bool  # its speculation config is --speculative-config JSON keys, not flags
+    # its own method names -> speculab's experiment names; None: it names methods as an experiment does
+    experiment_names: Mapping[str, str] | None
+    fixed_k: Mapping[str, int]  # methods that draft a fixed k, which no flag sets
+    heads_from_target: frozenset[str]  # head methods it runs only from the served checkpoint itself (TGI)
+    draft_vocab_prefix: str | None  # why it takes a draft whose vocabulary extends the target's; None: unknown
+    lookup_keys_checked: bool  # prompt_lookup_max/min are checked against its release as options are (SGLang)
+    executable: str  # what launches it when no command is given
+    declares: PythonRelease | HelpRelease | None  # how its release declares methods; None: it cannot be asked
+    known_methods: KnownMethods | None  # speculab's list for a server that cannot be asked; None: none
+    server_lists_methods: bool  # its /version lists its methods (speculative_methods)
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed."""
+        ...
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        """`speculab init`'s guess at the command that serves `model` on `port` (with its context said when known);
+        None: speculab cannot guess one."""
+        ...
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        """The recommendation as one speculation this engine changes with the load (its form, notes); None: the
+        engine has no load-dependent form for it."""
         ...
 
 
@@ -78,7 +166,7 @@ def refuse_if_speculating(adapter: EngineAdapter, baseline_cmd: Sequence[str]) -
     """A baseline that already speculates cannot be the plain arm: say which flag to remove."""
     parsed = parse_command(baseline_cmd, adapter.aliases)
     # a speculation flag whose value switches speculation off (TGI's `--speculate 0`) is plain decoding
-    plain: Mapping[str, str] = getattr(adapter, "plain_values", {})
+    plain = adapter.plain_values
     for flag, values in parsed.flags.items():
         if flag in plain and values == (plain[flag],):
             continue
@@ -94,3 +182,8 @@ def unsupported(kind: str, spec: SpeculationConfig, supported: str) -> UserError
         f"engine {kind} cannot run speculation method {spec.method} through speculab ({supported} supported); "
         "give candidate.command explicitly, or choose another method"
     )
+
+
+def plain_base(adapter: EngineAdapter) -> list[str]:
+    """The words of a plain baseline that speculation replaces (TGI's `--speculate 0`); [] for most engines."""
+    return [w for flag, value in adapter.plain_values.items() for w in (flag, value)]

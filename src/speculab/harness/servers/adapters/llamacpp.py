@@ -13,19 +13,26 @@ for that type, `model` as `--spec-draft-model`, and `options` as `--spec-*` flag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
+    ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import counters
+
+KIND = "llamacpp"
 
 # Every spelling of a speculation option -> the name the built version prints first (common/arg.cpp). Old builds'
 # names map to the same option, so a diff between an old-style and a new-style command is still exact.
@@ -85,11 +92,12 @@ _ALIASES = {
 
 @dataclass(frozen=True, slots=True)
 class LlamacppAdapter:
-    kind: str = "llamacpp"
+    kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "llamacpp:"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: replace(
-            counters("llamacpp"),
+            counters(KIND),
             response_fields={"draft_tokens": "timings.draft_n", "accepted_tokens": "timings.draft_n_accepted"},
         )
     )
@@ -109,6 +117,29 @@ class LlamacppAdapter:
     )
     speculation_prefixes: tuple[str, ...] = ("--draft-", "--spec-", "--no-spec-")
     aliases: dict[str, str] = field(default_factory=lambda: dict(_ALIASES))
+    plain_values: Mapping[str, str] = field(default_factory=dict)
+    context_flags: tuple[str, ...] = ()  # --ctx-size is split over its --parallel slots: not one request's context
+    starter_grid: str | None = (
+        "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
+        "  - {method: ngram, num_speculative_tokens: 4}\n"
+        "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n"
+    )
+    starter_note: str | None = None
+    ngram_lookup: bool = False
+    json_config: bool = False
+    experiment_names: Mapping[str, str] | None = field(
+        default_factory=lambda: {"ngram-simple": "ngram", "draft-simple": "draft_model", "draft": "draft_model"}
+    )
+    fixed_k: Mapping[str, int] = field(default_factory=lambda: {"ngram-cache": NGRAM_CACHE_K})
+    heads_from_target: frozenset[str] = frozenset()
+    draft_vocab_prefix: str | None = "llama.cpp accepts up to 128"
+    lookup_keys_checked: bool = False
+    executable: str = "llama-server"
+    declares: PythonRelease | HelpRelease | None = field(
+        default_factory=lambda: HelpRelease(methods_from_help, lambda text, _methods: spec_flags(text), version)
+    )
+    known_methods: KnownMethods | None = field(default_factory=lambda: _KNOWN)
+    server_lists_methods: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
@@ -131,6 +162,13 @@ class LlamacppAdapter:
             owned["--spec-ngram-simple-size-n"] = "prompt_lookup_max"
         extra, left = option_flags(spec.options, "--spec-", owned, derived)
         return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *spec.engine_args]
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
+        return ["llama-server", "-m", model, "--port", str(port), "--metrics"]
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        return None
 
 
 # speculab's experiment names -> llama.cpp's --spec-type (`draft` is the name builds before --spec-type declare)
@@ -163,3 +201,40 @@ def _k_flag(spec_type: str, k: int) -> str | None:
         f"speculation.method {spec_type}: speculab does not know which llama.cpp flag sets k for it (known: "
         f"draft-*, {', '.join(_K_FLAGS)}, ngram-cache); give candidate.command whole"
     )
+
+
+# --- what a build says about itself: `llama-server --help` and `--version` ------------------------------------------
+
+# Read from the build scripts/install_llama_server.sh makes.
+# fmt: off
+_KNOWN = KnownMethods(
+    "llama.cpp of llama-cpp-python 0.3.36 (0.5.0-dev, build 1, commit 0c1e570)",
+    "llama-server --help --spec-type",
+    ("draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple", "ngram-map-k",
+     "ngram-map-k4v", "ngram-mod", "ngram-cache",),
+)
+# fmt: on
+_SPEC_TYPE = re.compile(r"--spec-type\s+([a-z0-9][a-z0-9,_-]*)")
+_FLAG = re.compile(r"(?<![\w-])(--(?:spec|no-spec|draft)-[a-z0-9-]+)")
+
+
+def methods_from_help(text: str) -> tuple[str, ...]:
+    """`llama-server --help`: the `--spec-type` value list (`none,draft-simple,...`), less `none`. A build from
+    before `--spec-type` that has `--model-draft`/`-md` declares only a draft model: `draft`."""
+    m = _SPEC_TYPE.search(text)
+    if m:
+        return tuple(t for t in m.group(1).split(",") if t and t != "none")
+    if re.search(r"(^|\s)(-md|--model-draft)\b", text):
+        return ("draft",)
+    return ()
+
+
+def version(text: str) -> str | None:
+    """`llama-server --version` writes `version: 1 (0c1e570)` (llama_print_build_info); the part after `version:`."""
+    m = re.search(r"^version:\s*(.+?)\s*$", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def spec_flags(text: str) -> tuple[str, ...]:
+    """`llama-server --help`: every speculation flag the build has (`--spec-*`, `--no-spec-*`, older `--draft-*`)."""
+    return tuple(dict.fromkeys(_FLAG.findall(text)))

@@ -7,24 +7,52 @@ and per response `meta_info.spec_verify_ct` (verification steps): acceptance len
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
+    ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
+from speculab.harness.servers.adapters.vllm import NGRAM_GRID
+
+KIND = "sglang"
+_CUDA_NOTE = "SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"
+# From the sglang 0.5.23 wheel's source (`pip download --no-deps`, read with methods.declared's readers, never
+# installed).
+_KNOWN = KnownMethods(
+    "sglang 0.5.23 (the PyPI wheel's source, not installed here)",
+    "sglang/srt/speculative/spec_info.py SpeculativeAlgorithm + spec_registry.py _RESERVED_ALIASES",
+    ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NEXTN"),
+)
+_RELEASE = PythonRelease(
+    KIND,
+    (KIND,),
+    # before 0.5.23: argparse choices in server_args.py; 0.5.23: a free string checked against the
+    # SpeculativeAlgorithm enum, plus its reserved aliases (NEXTN)
+    (
+        ("srt/server_args.py", "--speculative-algorithm"),
+        ("srt/speculative/spec_info.py", "enum SpeculativeAlgorithm"),
+        ("srt/speculative/spec_registry.py", "_RESERVED_ALIASES"),
+    ),
+    (("srt/server_args.py", "flags --speculative-"), ("srt/arg_groups/fields/spec.py", "flags Spec")),
+)
 
 
 @dataclass(frozen=True, slots=True)
 class SglangAdapter:
-    kind: str = "sglang"
+    kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "sglang:"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: AcceptanceMetrics(
             kind="gauges",
@@ -41,6 +69,25 @@ class SglangAdapter:
     speculation_flags: frozenset[str] = frozenset({"--speculative-algo"})  # short alias seen in older scripts
     speculation_prefixes: tuple[str, ...] = ("--speculative-",)
     aliases: dict[str, str] = field(default_factory=dict)
+    plain_values: Mapping[str, str] = field(default_factory=dict)
+    context_flags: tuple[str, ...] = ("--context-length",)
+    starter_grid: str | None = (
+        f"  # {_CUDA_NOTE}\n{NGRAM_GRID}"
+        "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n"
+    )
+    starter_note: str | None = _CUDA_NOTE
+    ngram_lookup: bool = True
+    json_config: bool = False
+    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {v: k for k, v in _ALGORITHMS.items()})
+    fixed_k: Mapping[str, int] = field(default_factory=dict)
+    heads_from_target: frozenset[str] = frozenset()
+    draft_vocab_prefix: str | None = None
+    # it renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
+    lookup_keys_checked: bool = True
+    executable: str = "python3"
+    declares: PythonRelease | HelpRelease | None = _RELEASE
+    known_methods: KnownMethods | None = _KNOWN
+    server_lists_methods: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
@@ -52,6 +99,12 @@ class SglangAdapter:
         owned, derived = _derived(algo, spec)
         extra, left = option_flags(spec.options, "--speculative-", owned, derived)
         return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *spec.engine_args]
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        return ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", str(port)]
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        return None
 
 
 # speculab's experiment names -> SGLang's algorithm names
@@ -73,8 +126,10 @@ def _derived(algo: str, spec: SpeculationConfig) -> tuple[dict[str, str], dict[s
         derived["--speculative-num-draft-tokens"] = [str(k)]
         owned["--speculative-num-draft-tokens"] = "num_speculative_tokens"
         # releases before 0.5.23 only (it has no window-size flags; the plan-time check says so)
-        for key, flag in (("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
-                          ("prompt_lookup_min", "--speculative-ngram-min-match-window-size")):  # fmt: skip
+        for key, flag in (
+            ("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
+            ("prompt_lookup_min", "--speculative-ngram-min-match-window-size"),
+        ):
             if getattr(spec, key) is not None:
                 derived[flag] = [str(getattr(spec, key))]
                 owned[flag] = key

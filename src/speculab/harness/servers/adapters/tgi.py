@@ -13,20 +13,46 @@ Acceptance: the Prometheus histogram `tgi_request_skipped_tokens` (speculated to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
+    ByLoad,
+    HelpRelease,
+    KnownMethods,
     PrefixCacheMetrics,
+    PythonRelease,
     refuse_if_speculating,
+    stripped_release,
     unsupported,
 )
 
+KIND = "tgi"
+
 METHODS = ("ngram", "medusa", "mlp_speculator")  # what `--speculate N` runs, by what the checkpoint ships
 HEAD_METHODS = frozenset({"medusa", "mlp_speculator"})
+# From its source at tag v3.3.7 (the launcher's --speculate, and the server's model loader, which picks Medusa /
+# MLP-speculator / n-gram from the served checkpoint).
+_KNOWN = KnownMethods(
+    "TGI v3.3.7 (its source, not installed here)",
+    "launcher/src/main.rs --speculate; server/text_generation_server/models/__init__.py",
+    METHODS,
+)
+
+
+def methods_from_help(text: str) -> tuple[str, ...]:
+    """`text-generation-launcher --help`: `--speculate` runs what the served checkpoint ships — Medusa heads, an MLP
+    speculator — or n-gram speculation (TGI v3.3.7's server/text_generation_server/models/__init__.py); nothing
+    else is selectable."""
+    return METHODS if re.search(r"--speculate\b", text) else ()
+
+
+def _help_flags(text: str, methods: tuple[str, ...]) -> tuple[str, ...]:
+    return ("--speculate",) if methods else ()
 
 
 def without_plain_speculate(baseline_cmd: Sequence[str]) -> tuple[list[str], bool]:
@@ -49,8 +75,9 @@ def without_plain_speculate(baseline_cmd: Sequence[str]) -> tuple[list[str], boo
 
 @dataclass(frozen=True, slots=True)
 class TgiAdapter:
-    kind: str = "tgi"
+    kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "tgi_"
     acceptance: AcceptanceMetrics = field(
         default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
     )
@@ -60,7 +87,26 @@ class TgiAdapter:
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)
     # a checkpoint that ships heads speculates with all of them unless told 0: that is its plain arm
-    plain_values: dict[str, str] = field(default_factory=lambda: {"--speculate": "0"})
+    plain_values: Mapping[str, str] = field(default_factory=lambda: {"--speculate": "0"})
+    context_flags: tuple[str, ...] = ("--max-total-tokens",)
+    starter_grid: str | None = (
+        "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
+        "  - {method: ngram, num_speculative_tokens: 4}\n"
+    )
+    starter_note: str | None = None
+    ngram_lookup: bool = False
+    json_config: bool = False
+    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"ngram": "ngram"})
+    fixed_k: Mapping[str, int] = field(default_factory=dict)
+    heads_from_target: frozenset[str] = HEAD_METHODS
+    draft_vocab_prefix: str | None = None
+    lookup_keys_checked: bool = False
+    executable: str = "text-generation-launcher"
+    declares: PythonRelease | HelpRelease | None = field(
+        default_factory=lambda: HelpRelease(methods_from_help, _help_flags, stripped_release)
+    )
+    known_methods: KnownMethods | None = _KNOWN
+    server_lists_methods: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         base, plain = without_plain_speculate(baseline_cmd)
@@ -80,3 +126,9 @@ class TgiAdapter:
                 "served checkpoint, --model-id); remove it"
             )
         return [*base, "--speculate", str(spec.num_speculative_tokens), *spec.engine_args]
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        return ["text-generation-launcher", "--model-id", model, "--port", str(port)]
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        return None

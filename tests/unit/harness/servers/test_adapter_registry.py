@@ -1,0 +1,174 @@
+"""The adapter registry is the one place an engine is known: every adapter fills every attribute of the interface,
+the config's accepted names and the CLI's --engine help are the registry's, and an adapter registered there (a
+throwaway one here) is all `init`, `methods`, the preflight's context fit and the recommended config need."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pytest
+from tests.fakes.cli_runner import run_main
+
+from speculab.config import ENGINE_KINDS, SpeculationConfig, parse_experiment
+from speculab.errors import UserError
+from speculab.harness.experiment.init import ServerLook, StarterSize, starter_yaml
+from speculab.harness.experiment.preflight import command_context
+from speculab.harness.experiment.recommended import recommend_config, speculative_config
+from speculab.harness.servers import adapters
+from speculab.harness.servers.adapters import (
+    AcceptanceMetrics,
+    ByLoad,
+    EngineAdapter,
+    adapter_for,
+    askable_engines,
+    detect_engine,
+    engine_kinds,
+)
+from speculab.harness.servers.adapters.base import (
+    HelpRelease,
+    KnownMethods,
+    PrefixCacheMetrics,
+    PythonRelease,
+    refuse_if_speculating,
+)
+from speculab.harness.servers.methods.here import methods_here
+from speculab.harness.servers.methods.probe import declared_by_command
+from speculab.harness.servers.methods.table import Given
+from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, RecommendationBand, RecommendationView
+
+METHODS = ("candidate_command", "launch_command", "by_load")
+
+
+def test_every_adapter_fills_every_attribute_of_the_interface() -> None:
+    attributes = set(EngineAdapter.__annotations__)
+    assert {"context_flags", "starter_grid", "declares", "executable", "known_methods"} <= attributes
+    for kind in engine_kinds():
+        adapter = adapter_for(kind)
+        assert adapter.kind == kind
+        own = {f.name for f in dataclasses.fields(adapter)}  # type: ignore[arg-type]
+        assert attributes <= own, f"{kind} lacks {sorted(attributes - own)}"
+        for name in METHODS:
+            assert callable(getattr(adapter, name)), f"{kind}.{name}"
+
+
+def test_the_config_and_the_cli_name_the_registrys_engines(capsys) -> None:
+    assert engine_kinds() == ENGINE_KINDS  # config/ may not import the harness: its literal list is held equal here
+    assert set(askable_engines()) == {k for k in engine_kinds() if adapter_for(k).declares is not None}
+    code, out, _ = run_main(capsys, "methods", "--help")
+    assert code == 0
+    assert " | ".join(askable_engines()) in re.sub(r"[\s│]+", " ", out)
+
+
+def test_an_unknown_engine_names_the_registrys() -> None:
+    with pytest.raises(UserError, match="use one of " + ", ".join(engine_kinds())):
+        adapter_for("nope")
+
+
+def _toy_help(text: str) -> tuple[str, ...]:
+    return ("lookup", "toy-draft") if "--toy-spec" in text else ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToyAdapter:
+    """An engine speculab has never heard of: `toy-serve MODEL --port P [--toy-ctx N]`, `--toy-spec METHOD:K`."""
+
+    kind: str = "toy"
+    health_path: str = "/health"
+    metric_prefix: str | None = "toy:"
+    acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
+    prefix_cache: PrefixCacheMetrics | None = None
+    keep_alive: bool = True
+    speculation_flags: frozenset[str] = frozenset({"--toy-spec"})
+    speculation_prefixes: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    plain_values: Mapping[str, str] = field(default_factory=dict)
+    context_flags: tuple[str, ...] = ("--toy-ctx",)
+    starter_grid: str | None = "  - {method: ngram, num_speculative_tokens: 3}   # the toy's grid\n"
+    starter_note: str | None = None
+    ngram_lookup: bool = False
+    json_config: bool = False
+    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"lookup": "ngram"})
+    fixed_k: Mapping[str, int] = field(default_factory=dict)
+    heads_from_target: frozenset[str] = frozenset()
+    draft_vocab_prefix: str | None = None
+    lookup_keys_checked: bool = False
+    executable: str = "toy-serve"
+    declares: PythonRelease | HelpRelease | None = field(
+        default_factory=lambda: HelpRelease(_toy_help, lambda _text, m: ("--toy-spec",) if m else (), str.strip)
+    )
+    known_methods: KnownMethods | None = field(
+        default_factory=lambda: KnownMethods("toy 1.0", "its manual", ("lookup", "toy-draft"))
+    )
+    server_lists_methods: bool = False
+
+    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+        refuse_if_speculating(self, baseline_cmd)
+        name = {"ngram": "lookup"}.get(spec.method, spec.method)
+        return [*baseline_cmd, "--toy-spec", f"{name}:{spec.num_speculative_tokens}"]
+
+    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
+        return ["toy-serve", model, "--port", str(port), *(["--toy-ctx", str(context)] if context else [])]
+
+    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+        if b.form == "off-above":
+            return replace(b.first, num_speculative_tokens=b.top_k), "toy off-above", (f"off above {b.off_above}",)
+        return None
+
+
+@pytest.fixture
+def toy(monkeypatch: pytest.MonkeyPatch) -> ToyAdapter:
+    adapter = ToyAdapter()
+    monkeypatch.setitem(adapters._ADAPTERS, adapter.kind, adapter)
+    return adapter
+
+
+def test_a_registered_adapter_is_all_init_and_preflight_need(toy: ToyAdapter) -> None:
+    assert "toy" in engine_kinds() and "toy" in askable_engines()
+    assert detect_engine(None, None, ["toy:spec_drafts_total"]) == "toy"  # by its metric prefix
+    assert detect_engine(None, {"data": [{"id": "m", "owned_by": "toy"}]}) == "toy"
+    look = ServerLook("http://127.0.0.1:9100", "toy", ({"id": "m"},), None, ())
+    text = starter_yaml(look, StarterSize(context=4096))
+    assert 'command: ["toy-serve", "m", "--port", "9100", "--toy-ctx", "4096"]' in text
+    assert "engine: toy" in text and "  - {method: ngram, num_speculative_tokens: 3}   # the toy's grid" in text
+    assert command_context("toy", ["toy-serve", "m", "--toy-ctx", "2048"]) == 2048
+    assert command_context("toy", ["toy-serve", "m", "--toy-ctx=1024"]) == 1024
+
+
+def test_a_registered_adapter_is_all_methods_needs(toy: ToyAdapter, tmp_path) -> None:
+    table = methods_here("toy", Given(None, None, None, None), from_server=True)  # its known list, labelled
+    assert [r.method for r in table.rows] == ["lookup", "toy-draft"] and "toy 1.0" in table.declared.source
+    lookup = table.rows[0]
+    assert lookup.available == "yes" and lookup.experiment_method == "ngram"
+    assert lookup.flags == ("--toy-spec", "lookup:4")
+    exe = tmp_path / "toy-serve"
+    exe.write_text("#!/bin/sh\necho '  --toy-spec METHOD:K'\n")
+    exe.chmod(0o755)
+    asked = declared_by_command("toy", [str(exe)])  # asked through its own --help, read by its own parser
+    assert not asked.fallback and asked.methods == ("lookup", "toy-draft") and asked.option_keys == ("--toy-spec",)
+
+
+SOURCE = """
+name: toy
+workload: {spec: builtin:grounded, num_prompts: 6}
+loads:
+  low: {concurrency: 1}
+  operating: {concurrency: 16}
+baseline: {url: http://127.0.0.1:9100}
+candidate: {url: http://127.0.0.1:9101}
+speculation: {method: ngram, num_speculative_tokens: 2}
+"""
+
+
+def test_a_registered_adapter_spells_the_recommended_config(toy: ToyAdapter) -> None:
+    def band(choice: str, loads: tuple[float, ...], edge: float | None = None) -> RecommendationBand:
+        return RecommendationBand(choice, choice, None, None, loads, tuple(f"concurrency {v:g}" for v in loads), edge)
+
+    bands = (band("ngram-k2", (1,), edge=6.5), band(BASELINE_CHOICE, (16,)))
+    loads = tuple(LoadChoice("", "", v, b.choice, "faster", 1.0, 1.0, 1.0) for b in bands for v in b.loads)
+    view = RecommendationView("concurrency", 0.03, loads, bands, "off-above", "ngram-k2", 6.5)
+    r = recommend_config(view, parse_experiment(SOURCE), "toy")
+    assert r.form == "toy off-above" and r.notes == ("off above 6",)
+    assert r.flags == ("--toy-spec", "lookup:2") and speculative_config(r) is None
