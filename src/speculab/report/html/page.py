@@ -63,8 +63,9 @@ def _ranking_view(report: Report) -> dict[str, Any] | None:
 
 def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
     labels = arm_labels(report)
-    series = {labels[a.arm]: {"ttft_s": a.series.ttft_s, "tpot_s": a.series.tpot_s, "e2e_s": a.series.e2e_s}
-              for a in lv.arms}  # fmt: skip
+    series = {
+        labels[a.arm]: {"ttft_s": a.series.ttft_s, "tpot_s": a.series.tpot_s, "e2e_s": a.series.e2e_s} for a in lv.arms
+    }
     out = {}
     if any(s["tpot_s"] or s["ttft_s"] for s in series.values()):
         out["cdf"] = plots.cdf_panels(series, (("tpot_s", "TPOT"), ("ttft_s", "TTFT"), ("e2e_s", "E2E")))
@@ -184,9 +185,16 @@ def _pareto_plot(report: Report) -> str:
     for arm in report.arms:  # the baseline first: its loads are labelled
         for p in sorted((p for p in rec.pareto if p.arm == arm.name), key=lambda p: p.load):
             arms.setdefault(p.label, []).append(
-                (p.per_user_tok_s, p.tok_s_per_gpu, p.tok_s_per_gpu_low, p.tok_s_per_gpu_high,
-                 f"{p.load:g}" if rec.axis == "concurrency" else f"{p.load:g}/s", p.recommended, p.on_frontier)
-            )  # fmt: skip
+                (
+                    p.per_user_tok_s,
+                    p.tok_s_per_gpu,
+                    p.tok_s_per_gpu_low,
+                    p.tok_s_per_gpu_high,
+                    f"{p.load:g}" if rec.axis == "concurrency" else f"{p.load:g}/s",
+                    p.recommended,
+                    p.on_frontier,
+                )
+            )
     if not any(math.isfinite(x[0]) and math.isfinite(x[1]) for pts in arms.values() for x in pts):
         return ""
     name = "concurrency" if rec.axis == "concurrency" else "offered load (req/s)"
