@@ -31,8 +31,9 @@ def _margin() -> Any:
     return typer.Option(None, "--margin", help="smallest change that matters, e.g. 3% (default: the run's, else 3%)")
 
 
-def _report_options(*, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0,
-                    margin: str | None = None) -> Any:  # fmt: skip
+def _report_options(
+    *, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0, margin: str | None = None
+) -> Any:
     from speculab.config.experiment import margins
     from speculab.harness.verdict.correctness import CorrectnessOptions
     from speculab.harness.verdict.model import ReportOptions
@@ -46,22 +47,29 @@ def _report_options(*, allow_python_checks: bool, max_error_rate: float | None =
     return ReportOptions(seed=seed, correctness=correctness, margin=given, **rate)
 
 
-def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None) -> Any:
-    """summary.json + report.html from what is on disk, then the verdict first."""
+def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None, ship: Any = None) -> Any:
+    """summary.json + report.html (+ the configuration to ship, from `ship`) from what is on disk, then the verdict
+    first."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
+    from speculab.report.shipped import RECOMMENDED_FLAGS, RECOMMENDED_YAML
 
-    report = render_run_dir(out, None, options)
+    report = render_run_dir(out, None, options, ship)
     print_ab_report(Console(soft_wrap=True), report, out)
     if interrupted:
         console.print(
             f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
         )
+    if report.shipped is not None:
+        ship_at, again = out / RECOMMENDED_FLAGS, out / RECOMMENDED_YAML
+        console.print(f"to ship: {ship_at}  ·  re-verify: speculab run {again}", highlight=False)
     return report
 
 
-def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False,
-              after: Any = None) -> None:  # fmt: skip
+def _run_plan(
+    console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False, ship: Any = None
+) -> None:
+    """Run the plan, then render its report once; `ship` adds the configuration to ship to a run that finished."""
     options = options if options is not None else _report_options(allow_python_checks=False)
     from speculab.harness.experiment.plan import describe_plan
     from speculab.harness.experiment.preflight import size_lines
@@ -79,11 +87,10 @@ def _run_plan(console: Console, plan: Any, out: Path, options: Any = None, resum
             with contextlib.suppress(Exception):
                 _render(console, out, interrupted=True, options=options)
         raise
-    report = _render(console, out, interrupted=outcome.interrupted, options=options)
+    done = not outcome.interrupted
+    report = _render(console, out, interrupted=outcome.interrupted, options=options, ship=ship if done else None)
     if outcome.interrupted:
         raise typer.Exit(130)
-    if after is not None:
-        after(report)
     _check_ab_error_gate(report, options, out)
 
 
@@ -119,8 +126,12 @@ def run_command(
     out = output or _default_run_dir(experiment.stem)
     if resume is None and not dry_run:
         check_ab_output_dir(out)
-    plan = plan_experiment(exp, allow_extra_diff=allow_extra_diff, on_change=lambda c: print_change(console, c),
-                           max_model_len=max_model_len)  # fmt: skip
+    plan = plan_experiment(
+        exp,
+        allow_extra_diff=allow_extra_diff,
+        on_change=lambda c: print_change(console, c),
+        max_model_len=max_model_len,
+    )
     if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
         from speculab.harness.experiment.preflight import dry_run_interruptible, dry_run_lines
 
@@ -131,17 +142,14 @@ def run_command(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
     )
 
-    def recommended(report: Any) -> None:  # the config to ship, beside the report (docs/recommendation.md)
-        from speculab.harness.experiment.recommended import write_recommended
-        from speculab.report.html.page import write_html
+    def ship(report: Any) -> Any:  # the config to ship, written beside the report (docs/recommendation.md)
+        from dataclasses import replace
 
-        chosen = write_recommended(out, report, exp, experiment)
-        if chosen is not None:
-            write_html(out, report)  # again: report.html shows the flags to ship, written just now
-            ship, again = out / "recommended-flags.txt", out / "recommended.yaml"
-            console.print(f"to ship: {ship}  ·  re-verify: speculab run {again}", highlight=False)
+        from speculab.harness.experiment.recommended import shipped_config
 
-    _run_plan(console, plan, out, options, resume=resume is not None, after=recommended)
+        return replace(report, shipped=shipped_config(report, exp, experiment))
+
+    _run_plan(console, plan, out, options, resume=resume is not None, ship=ship)
 
 
 @app.command("compare")

@@ -220,7 +220,8 @@ def test_relative_workload_files_resolve_against_the_experiment_file(tmp_path):
 
 
 def test_ramp_up_is_a_closed_loop_option_that_reaches_the_load() -> None:
-    from speculab.harness.experiment.lifecycle import Lifecycle, Silent
+    from speculab.harness.experiment.blocks import Silent
+    from speculab.harness.experiment.lifecycle import Lifecycle
     from speculab.harness.experiment.plan import plan_experiment
 
     plain = "loads: {operating: {concurrency: 8}}"
@@ -230,6 +231,6 @@ def test_ramp_up_is_a_closed_loop_option_that_reaches_the_load() -> None:
     plan = plan_experiment(e)
     life = Lifecycle(plan, Path("unused"), None, None, Silent(), lambda: 0.0)  # type: ignore[arg-type]
     i = next(k for k, lv in enumerate(plan.loads) if lv.concurrency == 8)
-    assert life.load_config(plan.loads[i], 10, 2).ramp_up_s == 1.5
+    assert life.blocks.load_config(plan.loads[i], 10, 2).ramp_up_s == 1.5
     bad = MINIMAL.replace(plain, "loads: {operating: {rate: 2, ramp_up_s: 1}}")
     assert "ramp_up_s staggers closed-loop workers" in _err(bad)

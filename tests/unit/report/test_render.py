@@ -208,3 +208,26 @@ def test_recommendation_block_comes_first_with_the_pareto_picture_and_the_flags(
     # a report from before the recommendation existed has no block (and no link to one)
     old = render_html(replace(report, recommendation=None))
     assert 'id="recommendation"' not in old and 'href="#recommendation"' not in old
+
+
+def test_the_config_to_ship_is_the_models_written_beside_summary_json_by_its_exporter(tmp_path: Path):
+    """`speculab run` renders once: the page shows the model's flags (no file read) and the exporter writes both
+    files from it, as they were spelt."""
+    from speculab.harness.verdict.model import ShippedConfig
+    from speculab.report.html.page import write_html
+    from speculab.report.shipped import write_shipped
+    from speculab.report.summary import write_summary
+
+    flags = '# speculab · form: single · add to the baseline command:\n--speculative-config \'{"method":"ngram"}\'\n'
+    shipped = ShippedConfig("speculab", "", "single", ("--speculative-config", '{"method":"ngram"}'), flags, "a: 1\n")
+    report = replace(build_report(make_inputs(n_prompts=12, repeats=2), FAST), shipped=shipped)
+    out = tmp_path / "run"
+    (out / "recommended-flags.txt").parent.mkdir(parents=True)
+    (out / "recommended-flags.txt").write_text("stale: a file from before\n", encoding="utf-8")  # not read
+    page = write_html(out, report).read_text(encoding="utf-8")
+    assert "The config to ship" in page and "--speculative-config" in page and "stale" not in page
+    write_shipped(out, report)
+    assert (out / "recommended-flags.txt").read_text(encoding="utf-8") == flags
+    assert (out / "recommended.yaml").read_text(encoding="utf-8") == "a: 1\n"
+    assert Report.from_json(write_summary(out, report).read_text(encoding="utf-8")).shipped == shipped
+    assert write_shipped(tmp_path / "none", replace(report, shipped=None)) is None

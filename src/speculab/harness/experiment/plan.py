@@ -334,14 +334,18 @@ def _launch_arms(
         key,
     )
     cands, changes = candidate_arms(
-        adapter, base_cmd, la.engine, exp.speculations, cand_infos,
+        adapter,
+        base_cmd,
+        la.engine,
+        exp.speculations,
+        cand_infos,
         command=c.command if c is not None else None,
         env=c.env if c is not None else None,
         port=c.port if c is not None else None,
         model=(c.model if c is not None else None) or exp.baseline.model,
         key=key,
         on_change=on_change,
-    )  # fmt: skip
+    )
     arms = [base, *cands]
     return tuple(arms), tuple(changes)
 
@@ -381,8 +385,9 @@ def candidate_arms(
     return arms, changes
 
 
-def candidate_infos(speculations: Sequence[SpeculationConfig], cost: CostConfig | None = None,
-                    source: str = "") -> tuple[ArmInfo, ...]:  # fmt: skip
+def candidate_infos(
+    speculations: Sequence[SpeculationConfig], cost: CostConfig | None = None, source: str = ""
+) -> tuple[ArmInfo, ...]:
     """Each candidate's description (name, label, method, k, price); names must be distinct."""
     cands = tuple(
         ArmInfo(

@@ -86,7 +86,7 @@ def fit_lifecycle(life: Lifecycle, context: int | None) -> None:
     life.setup = replace(life.setup, items=fitted.setup.items, fit=fitted.setup.fit)
     note = fit_note(fit)
     if note is not None:
-        life.notes.append(note)
+        life.note(note)
         life.reporter.phase(note)
 
 

@@ -1,5 +1,6 @@
 """The configuration to ship, in the engine's own words: recommended.yaml (an experiment file with just the winner,
-for `speculab run` to re-verify) and recommended-flags.txt (the flags the candidate adds to the baseline command).
+for `speculab run` to re-verify) and recommended-flags.txt (the flags the candidate adds to the baseline command),
+carried by the verdict model (`Report.shipped`) and written beside summary.json by the report's exporter.
 
 The choice is the verdict's (`Report.recommendation`, harness.verdict.recommendation); this module only spells it
 for the engine. One candidate that pays at every measured load ("single") ships as measured. One candidate with plain
@@ -33,7 +34,7 @@ from speculab.errors import UserError
 from speculab.harness.design import candidate_name
 from speculab.harness.servers.adapters import ByLoad, adapter_for, engine_kinds
 from speculab.harness.servers.adapters.flags import redact_command
-from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView
+from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView, Report, ShippedConfig
 
 # the last range of a batch-size schedule ends here: vLLM fills the dense lookup up to its own max batch size
 SCHEDULE_END = 4096
@@ -177,7 +178,7 @@ def speculative_config(chosen: Recommended) -> dict[str, Any] | None:
     return None
 
 
-def engine_release(report: Any) -> tuple[str, str]:
+def engine_release(report: Report) -> tuple[str, str]:
     """(engine, release) of the baseline as the run saw it: the arm's engine, and the /version its server answered
     ("" when it answered none)."""
     arm = report.arms[0]
@@ -191,17 +192,19 @@ def engine_release(report: Any) -> tuple[str, str]:
     return arm.engine, str(v) if v else ""
 
 
-RECOMMENDED_YAML, RECOMMENDED_FLAGS = "recommended.yaml", "recommended-flags.txt"
-
-
-def write_recommended(out: Path, report: Any, exp: Experiment, source: Path) -> Recommended | None:
-    """recommended.yaml and recommended-flags.txt in the run directory; None (nothing written) without a
-    recommendation, or in two-URL mode (speculab launched nothing, so there is no command to add flags to)."""
+def shipped_config(report: Report, exp: Experiment, source: Path) -> ShippedConfig | None:
+    """The recommendation spelt for the engine the run launched, with the text of recommended.yaml and
+    recommended-flags.txt (written beside summary.json by the report's exporter); None without a recommendation, or
+    in two-URL mode (speculab launched nothing, so there is no command to add flags to)."""
     if report.recommendation is None or exp.two_url_mode or exp.baseline.launch is None:
         return None
     engine, version = engine_release(report)
     chosen = recommend_config(report.recommendation, exp, engine, version)
-    text = recommended_yaml(source.read_text(encoding="utf-8"), chosen, exp.workload.spec)
-    (out / RECOMMENDED_YAML).write_text(text, encoding="utf-8")
-    (out / RECOMMENDED_FLAGS).write_text(flags_text(chosen, engine, version), encoding="utf-8")
-    return chosen
+    return ShippedConfig(
+        engine=engine,
+        release=version,
+        form=chosen.form,
+        flags=chosen.flags,
+        flags_file=flags_text(chosen, engine, version),
+        experiment_file=recommended_yaml(source.read_text(encoding="utf-8"), chosen, exp.workload.spec),
+    )

@@ -153,8 +153,9 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     stopped = [n for n in prior.notes if n.startswith(STOP_NOTES)]
     how = f"it had stopped: {stopped[-1]}" if stopped else "it had stopped without a word (killed, or the host died)"
     if len(done) < len(states):  # a run with nothing left (killed while rendering its report) only re-renders
-        notes.append(f"resumed at {utc_now()} (`speculab run --resume`): {len(done)} of {len(states)} blocks had "
-                     f"finished; {how}")  # fmt: skip
+        notes.append(
+            f"resumed at {utc_now()} (`speculab run --resume`): {len(done)} of {len(states)} blocks had finished; {how}"
+        )
     kept = [(b, k) for b in aside if (k := set_aside(root, *b)) is not None]
     notes += [_aside_note(root, prior, b, k, states[b]) for b, k in kept]
     now = versions()

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
-from speculab.harness.experiment.launch_mode import run_launch_mode
-from speculab.harness.experiment.lifecycle import Lifecycle, Reporter, Silent
+from speculab.harness.experiment.blocks import Reporter, Silent
+from speculab.harness.experiment.lifecycle import Lifecycle
+from speculab.harness.experiment.modes import mode_for
 from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.experiment.preflight import fit_when_known
 from speculab.harness.experiment.resume import prepare_resume
-from speculab.harness.experiment.two_url import run_two_url_mode
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir, read_setup
 from speculab.harness.results.blocks import held_by_one_run
@@ -38,25 +38,22 @@ async def _run_to_end(life: Lifecycle) -> RunOutcome:
     await fit_when_known(life)  # before anything is written or launched: a refusal leaves nothing behind
     life.write_inputs()
     try:
-        if life.plan.launch_mode:
-            await run_launch_mode(life)
-        else:
-            await run_two_url_mode(life)
+        await mode_for(life.plan).run(life)
     except BaseException as e:
-        life.interrupted = True
+        life.interrupt()
         why = textwrap.shorten(str(e).splitlines()[0], 300, placeholder=" ...") if str(e) else type(e).__name__
-        life.notes.append(f"the run stopped on an error ({why}): the report covers the part that ran")
+        life.note(f"the run stopped on an error ({why}): the report covers the part that ran")
         raise
     finally:
         if life.stop.is_set() and not life.interrupted:
-            life.interrupted = True
-        if life.interrupted and not any(n.startswith("the run stopped") for n in life.notes):
-            life.notes.append("the run was interrupted: the report covers the part that ran")
+            life.interrupt()
+        if life.interrupted and not any(n.startswith("the run stopped") for n in life.record.notes):
+            life.note("the run was interrupted: the report covers the part that ran")
         with contextlib.suppress(Exception):
             life.write_inputs(final=True)
-        if life.gpu is not None:
-            life.gpu.close()
-    return RunOutcome(life.out, life.interrupted, life.finished_runs)
+        if life.blocks.gpu is not None:
+            life.blocks.gpu.close()
+    return RunOutcome(life.out, life.interrupted, life.blocks.finished_runs)
 
 
 async def run_plan(

@@ -519,6 +519,19 @@ class RecommendationView:
 
 
 @dataclass(frozen=True, slots=True)
+class ShippedConfig:
+    """The recommendation in the engine's own words, as `speculab run` spells it for the engine it launched
+    (harness.experiment.recommended), and the two files an exporter writes beside summary.json from it."""
+
+    engine: str
+    release: str  # the /version the baseline's server answered; "" when it answered none
+    form: str  # the recommendation's form as spelt, e.g. "single", "batch-size schedule", "lowest band"
+    flags: tuple[str, ...]  # what to add to the baseline command (secret values as ***); () for plain
+    flags_file: str  # recommended-flags.txt
+    experiment_file: str  # recommended.yaml: the run's experiment file with just the recommendation
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     schema: str
     title: str
@@ -537,6 +550,9 @@ class Report:
     margin: Mapping[str, float] = field(default_factory=dict)
     # what to ship at each load band (harness.verdict.recommendation); None in a summary written before it
     recommendation: RecommendationView | None = None
+    # the recommendation spelt for the launched engine (`speculab run`, launch mode); None otherwise, and in a
+    # summary written before it
+    shipped: ShippedConfig | None = None
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

@@ -32,11 +32,9 @@ from speculab.report.html.sections import (
     what_if_rows,
 )
 from speculab.report.phrases import best_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.shipped import RECOMMENDED_FLAGS
 
 REPORT_FILE = "report.html"
-# the flags to ship, written beside the report by a launch-mode run (harness.experiment.recommended.RECOMMENDED_FLAGS:
-# the report may not import the experiment, so the file's name is the interface)
-SHIPPED_FLAGS = "recommended-flags.txt"
 # the plots across loads, as the template names them
 CURVES = ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost", "pareto")
 
@@ -205,7 +203,8 @@ def _pareto_plot(report: Report) -> str:
 
 def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup); `shipped`: the text of
-    recommended-flags.txt when the run wrote one."""
+    recommended-flags.txt of a run saved without `Report.shipped` (the model's wins)."""
+    shipped = report.shipped.flags_file if report.shipped is not None else shipped
     levels = [_level_view(report, lv) for lv in report.levels]  # drawn first: the plots' order is the old one
     cp = {**_curve_plots(report), "pareto": _pareto_plot(report)}
     return {
@@ -333,12 +332,14 @@ def render_html(report: Report, shipped: str | None = None) -> str:
 
 
 def write_html(out_dir: Path, report: Report) -> Path:
-    """Write out_dir/report.html atomically; return its path. The flags to ship are shown when recommended-flags.txt
-    lies beside it (a launch-mode run writes it after the first render and renders again)."""
+    """Write out_dir/report.html atomically; return its path. The flags to ship are the model's (`Report.shipped`);
+    a report without them shows recommended-flags.txt when it lies beside (a run re-rendered by `speculab report`,
+    whose inputs carry no configuration to ship, and runs saved before the model carried it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_FILE
-    flags = out_dir / SHIPPED_FLAGS
-    shipped = flags.read_text(encoding="utf-8", errors="replace") if flags.is_file() else None
+    flags = out_dir / RECOMMENDED_FLAGS
+    saved = report.shipped is None and flags.is_file()
+    shipped = flags.read_text(encoding="utf-8", errors="replace") if saved else None
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(render_html(report, shipped), encoding="utf-8")
     tmp.replace(path)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from speculab.harness.experiment.lifecycle import _BlockRequest
+from speculab.harness.experiment.blocks import _BlockRequest
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
 

@@ -147,14 +147,15 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     import asyncio
 
     from speculab.harness.client.endpoint import build_payload
-    from speculab.harness.experiment.lifecycle import Lifecycle, Silent
+    from speculab.harness.experiment.blocks import Silent
+    from speculab.harness.experiment.lifecycle import Lifecycle
 
     assert plan_experiment(parse_experiment(exp_yaml())).logprobs is None
     plan = plan_experiment(parse_experiment(exp_yaml().replace("seed: 7}", "seed: 7, logprobs: 2}")))
     assert plan.logprobs == 2
     life = Lifecycle(plan, tmp_path, None, asyncio.Event(), Silent(), lambda: 0.0)  # type: ignore[arg-type]
     for arm in plan.arms:
-        req = life.request(arm, "m")
+        req = life.blocks.request(arm, "m")
         assert build_payload(req.endpoint, req.sampling, plan.setup.items[0])["logprobs"] == 2
 
 

@@ -1,0 +1,21 @@
+"""recommended.yaml and recommended-flags.txt: the configuration to ship, as the verdict model carries it
+(`Report.shipped`, spelt for the engine by `speculab run`), written beside summary.json. Nothing here decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speculab.harness.verdict.model import Report
+
+RECOMMENDED_YAML, RECOMMENDED_FLAGS = "recommended.yaml", "recommended-flags.txt"
+
+
+def write_shipped(out_dir: Path, report: Report) -> tuple[Path, Path] | None:
+    """Write out_dir/recommended.yaml and out_dir/recommended-flags.txt; their paths, or None (nothing written)
+    when the report carries no configuration to ship."""
+    if report.shipped is None:
+        return None
+    again, ship = out_dir / RECOMMENDED_YAML, out_dir / RECOMMENDED_FLAGS
+    again.write_text(report.shipped.experiment_file, encoding="utf-8")
+    ship.write_text(report.shipped.flags_file, encoding="utf-8")
+    return again, ship
