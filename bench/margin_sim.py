@@ -33,7 +33,7 @@ import numpy as np
 from scipy import special
 
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_LAUNCHES, Decision, decide
-from speculab.harness.analysis.ranks import hodges_lehmann_batch
+from speculab.harness.stats.ranks import hodges_lehmann_batch
 
 ANSWERS = (Decision.FASTER, Decision.SLOWER, Decision.EQUIVALENT, Decision.INCONCLUSIVE)
 

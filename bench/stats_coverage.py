@@ -34,9 +34,9 @@ import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis import stats
+from speculab.harness import stats
 from speculab.harness.analysis.paired import PairedRatios, bootstrap_geomean_ratio
-from speculab.harness.analysis.ranks import hodges_lehmann_batch
+from speculab.harness.stats.ranks import hodges_lehmann_batch
 
 NS = (8, 16, 32, 64)
 NOISES = ("lognormal", "t3", "stall")

@@ -221,7 +221,7 @@ class CostConfig:
 
 @dataclass(frozen=True, slots=True)
 class AdaptiveRepeats:
-    """`repeats: {min, max, until: decided}`: add repeats until every verdict is decided (analysis.sequential)."""
+    """`repeats: {min, max, until: decided}`: add repeats until every verdict is decided (stats.sequential)."""
 
     min: int
     max: int

@@ -154,7 +154,7 @@ class Setup:
     repeats_same_prompts: bool = True
     # True: the arms are two separate runs compared afterwards (`speculab compare`), not interleaved by speculab
     separate_runs: bool = False
-    # adaptive repeats (analysis.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
+    # adaptive repeats (stats.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
     # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
     sequential: Mapping[str, Any] | None = None
     # the experiment's `margin:` per metric ({} = the defaults): the report decides against it (ReportOptions.margin

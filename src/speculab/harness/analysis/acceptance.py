@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from scipy import stats as sps
 
-from speculab.harness.analysis import stats
+from speculab.harness import stats
 from speculab.harness.records import RequestRecord
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from speculab.config import ArmPrice, SloTargets
-from speculab.harness.analysis.stats import CONFIDENCE, Interval, repeat_ratio_interval, t_interval
+from speculab.harness.stats import CONFIDENCE, Interval, repeat_ratio_interval, t_interval
 
 HOURS_PER_MONTH = 730.0
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from speculab.harness.analysis.paired import MetricComparison
-from speculab.harness.analysis.stats import CONFIDENCE
+from speculab.harness.stats import CONFIDENCE
 
 
 @dataclass(frozen=True, slots=True)

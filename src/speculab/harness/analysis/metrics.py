@@ -25,8 +25,8 @@ import numpy as np
 from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
 from speculab.harness.analysis.paired import DEFAULT_MARGIN
-from speculab.harness.analysis.stats import Distribution, describe
 from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
+from speculab.harness.stats import Distribution, describe
 
 # Per-chunk counts from these sources are measured; ONE_PER_CHUNK is an assumption and is not used for
 # tokens-per-chunk distributions.

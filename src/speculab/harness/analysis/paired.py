@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from speculab.harness.analysis.ranks import (
+from speculab.harness.records import RequestRecord
+from speculab.harness.stats import CONFIDENCE, POWER, Interval, bca_mean_bounds, resample_stat, t_interval
+from speculab.harness.stats.ranks import (
     EXACT_SIGNED_RANK_MAX_N,
     hodges_lehmann_batch,
     hodges_lehmann_shift,
@@ -37,8 +39,6 @@ from speculab.harness.analysis.ranks import (
     rank_sum_p,
     signed_rank_p,
 )
-from speculab.harness.analysis.stats import CONFIDENCE, POWER, Interval, bca_mean_bounds, resample_stat, t_interval
-from speculab.harness.records import RequestRecord
 
 N_RESAMPLES = 2000
 MIN_PAIRS = 6  # below this a two-sided signed-rank test cannot reach p < 0.05 at all; we give no verdict

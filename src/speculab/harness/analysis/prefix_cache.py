@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speculab.harness.analysis.stats import two_proportion_p
+from speculab.harness.stats import two_proportion_p
 
 MIN_DIFFERENCE = 0.05  # absolute hit-rate difference below which no one needs to hear about it
 # A warning, not a verdict: only a change this unlikely under no difference is worth a reader's attention.

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from speculab.harness.analysis.metrics import request_metrics
-from speculab.harness.analysis.stats import CONFIDENCE
 from speculab.harness.diagnose.causes import (
     PHASE_BASELINE,
     PHASE_LOAD,
@@ -47,6 +46,7 @@ from speculab.harness.diagnose.causes import (
     ttfts_of,
 )
 from speculab.harness.records import RequestRecord
+from speculab.harness.stats import CONFIDENCE
 
 
 @dataclass(frozen=True, slots=True)

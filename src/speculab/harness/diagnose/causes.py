@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from speculab.harness.analysis.metrics import request_metrics
-from speculab.harness.analysis.stats import CONFIDENCE, LinearFit, fit_line, welch_diff
 from speculab.harness.records import RequestRecord
+from speculab.harness.stats import CONFIDENCE, LinearFit, fit_line, welch_diff
 
 SCHEMA = "speculab.diagnosis/1"
 

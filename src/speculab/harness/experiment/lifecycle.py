@@ -19,7 +19,6 @@ from typing import Any
 
 import aiohttp
 
-from speculab.harness.analysis.sequential import look_alphas
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.probe import ServerInfo
 from speculab.harness.design import ArmInfo, Setup
@@ -32,6 +31,7 @@ from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict import looks as verdict_looks
 
 
@@ -163,7 +163,7 @@ class Lifecycle:
     def enough(self, repeat: int) -> bool:
         """After `repeat` finished: look at the data (adaptive repeats only) and say whether to stop. Each look gets
         its own alpha from the spending function, so the design's false-positive rate stays at 5 % however many
-        looks it takes (analysis.sequential); the look's result is recorded in inputs.json."""
+        looks it takes (stats.sequential); the look's result is recorded in inputs.json."""
         seq = self.setup.sequential
         if seq is None:
             return False
@@ -184,7 +184,7 @@ class Lifecycle:
         if stop:
             self.note(
                 f"adaptive repeats: every verdict was decided after repeat {repeat} of at most {seq['max']} "
-                f"(alpha {alpha:.3g} at this look; analysis.sequential)"
+                f"(alpha {alpha:.3g} at this look; stats.sequential)"
             )
             self.reporter.phase(f"every verdict decided after repeat {repeat}: stopping (at most {seq['max']})")
         elif repeat < seq["max"]:

@@ -16,7 +16,6 @@ from typing import Any
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_needed
-from speculab.harness.analysis.stats import ALPHA
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup, candidate_name
 from speculab.harness.records import RequestSpec
@@ -24,6 +23,7 @@ from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_c
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand
+from speculab.harness.stats import ALPHA
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.fit import DEFAULT_FIT, pool_size, take
 from speculab.harness.workload.items import Workload

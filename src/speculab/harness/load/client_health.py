@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from speculab.harness.analysis.stats import Distribution, describe
+from speculab.harness.stats import Distribution, describe
 
 # The loop-lag threshold, against the machine's idle floor (bench/loop_lag_floor.py, bench/README.md): an idle loop's
 # p99 lag on the 2-core CI VM is 1.6-2.0 ms, and 2.3x that (4.1-4.6 ms) with both cores spinning beside it. A margin

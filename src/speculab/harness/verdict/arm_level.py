@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from speculab.config import ArmPrice, SloTargets
+from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
-from speculab.harness.analysis import stats
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
 from speculab.harness.analysis.metrics import (
     RequestMetrics,

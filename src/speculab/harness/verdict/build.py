@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from speculab.harness.analysis import stats
+from speculab.harness import stats
 from speculab.harness.analysis.metrics import COMPARED_METRICS, error_gate
 from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.design import ArmInfo
@@ -277,7 +277,7 @@ def _missing(inputs: ReportInputs) -> list[str]:
 
 
 def run_confidence(inputs: ReportInputs) -> float:
-    """95 %, or for a run with adaptive repeats 1 - the alpha of its last look (analysis.sequential): the verdict
+    """95 %, or for a run with adaptive repeats 1 - the alpha of its last look (stats.sequential): the verdict
     it stopped on, at the level that keeps the whole design's false-positive rate at 5 %."""
     looks = (inputs.setup.sequential or {}).get("looks") or []
     if looks and looks[-1].get("alpha") is not None:

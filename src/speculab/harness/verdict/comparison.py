@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
-from speculab.harness.analysis import stats
 from speculab.harness.analysis.metrics import (
     COMPARED_METRICS,
     REQUEST_VALUES,

@@ -18,7 +18,9 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.stats import (
+from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.stats import (
     ALPHA,
     Distribution,
     Interval,
@@ -27,8 +29,6 @@ from speculab.harness.analysis.stats import (
     paired_difference,
     wilson_interval,
 )
-from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, evaluate
 
 EXCERPT_BEFORE = 60

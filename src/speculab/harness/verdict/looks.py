@@ -1,7 +1,7 @@
 """One look of adaptive repeats: is every verdict decided yet? The verdict's own comparisons, at the look's level.
 
 The lifecycle calls `decide` after each repeat from `min` on: it reads what the run directory holds, builds the
-comparisons at confidence 1 - alpha_j (the look's share of the 5 %, analysis.sequential), and calls the experiment
+comparisons at confidence 1 - alpha_j (the look's share of the 5 %, stats.sequential), and calls the experiment
 decided when every candidate at every load is faster, slower or equivalent against the margin (or gated in a way
 more repeats do not fix: errors, too few prompts); inconclusive ones go on.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speculab.harness.analysis.sequential import decided
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.stats.sequential import decided
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 

@@ -23,12 +23,12 @@ from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.paired import Decision as Decision
 from speculab.harness.analysis.paired import Verdict as Verdict
 from speculab.harness.analysis.prefix_cache import HitRateChange
-from speculab.harness.analysis.stats import Distribution as Distribution
-from speculab.harness.analysis.stats import Interval as Interval
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.stats import Distribution as Distribution
+from speculab.harness.stats import Interval as Interval
 from speculab.harness.verdict.codec import from_data
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
@@ -51,7 +51,7 @@ class ReportOptions:
     max_series_points: int = 400  # memory time series are thinned to this many points per repeat
     max_gap_points: int = 2000  # chunk gaps kept per arm and load for the histogram (evenly spaced quantiles)
     # the level of every paired verdict and interval: 95 %, or with adaptive repeats 1 - the last look's alpha
-    # (analysis.sequential; None: taken from the run's own design, else 95 %)
+    # (stats.sequential; None: taken from the run's own design, else 95 %)
     confidence: float | None = None
     # the smallest change that matters, per paired metric (relative; missing metrics: the run's own `margin:`, else
     # DEFAULT_MARGIN); None: the run's own

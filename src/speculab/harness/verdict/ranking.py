@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, compare_paired
-from speculab.harness.analysis.stats import CONFIDENCE
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.comparison import level_group_size, paired_per_prompt, prompt_groups, ratio_of
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ranked
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.analysis.stats import describe
 from speculab.harness.records import RequestSpec
+from speculab.harness.stats import describe
 from speculab.harness.workload.builtin import load_builtin
 from speculab.harness.workload.conversation import conversations, split_turns_option
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text

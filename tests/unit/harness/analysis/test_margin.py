@@ -18,7 +18,7 @@ from speculab.harness.analysis.paired import (
     launch_ratio,
     to_decide,
 )
-from speculab.harness.analysis.stats import paired_difference
+from speculab.harness.stats import paired_difference
 
 
 @pytest.mark.parametrize(

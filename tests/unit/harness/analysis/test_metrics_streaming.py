@@ -15,9 +15,9 @@ import pytest
 from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
 from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig, aggregate, request_metrics
-from speculab.harness.analysis.stats import describe
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.harness.results.requests_file import iter_records, write_records
+from speculab.harness.stats import describe
 
 
 def reference_aggregate(

@@ -9,7 +9,7 @@ import pytest
 
 from speculab.harness.analysis.crossover import CrossoverStatus, LoadSpeedup, crossover
 from speculab.harness.analysis.paired import compare_paired
-from speculab.harness.analysis.stats import mcnemar, mcnemar_counts, repeat_ratio_interval, t_interval, wilson_interval
+from speculab.harness.stats import mcnemar, mcnemar_counts, repeat_ratio_interval, t_interval, wilson_interval
 
 
 def test_t_interval_matches_hand_computation():

@@ -18,7 +18,7 @@ from speculab.harness.analysis.paired import (
     paired_ratios,
     wilcoxon_log_ratios,
 )
-from speculab.harness.analysis.stats import describe
+from speculab.harness.stats import describe
 
 
 def _arms(rng: np.random.Generator, n: int, effect: float = 1.0, prompt_sd: float = 0.5, noise_sd: float = 0.15):
@@ -144,7 +144,7 @@ def test_minimum_detectable_change_shrinks_with_sample_size():
 
 
 def test_minimum_detectable_change_definition():
-    from speculab.harness.analysis.stats import Interval
+    from speculab.harness.stats import Interval
 
     # log half-width 1.96 * SE with SE = 0.05 -> (1.96 + 0.8416) * 0.05 in log space
     iv = Interval(1.0, math.exp(-1.959964 * 0.05), math.exp(1.959964 * 0.05), 0.95, "x", 10)

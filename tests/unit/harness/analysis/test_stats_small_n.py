@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis import ranks
 from speculab.harness.analysis.paired import Verdict, compare_paired
-from speculab.harness.analysis.ranks import (
+from speculab.harness.stats import ranks
+from speculab.harness.stats.ranks import (
     hodges_lehmann_batch,
     signed_rank_critical_k,
     signed_rank_p,

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis import ranks
 from speculab.harness.analysis.paired import Decision, Verdict, compare_unpaired
-from speculab.harness.analysis.ranks import (
+from speculab.harness.stats import ranks
+from speculab.harness.stats.ranks import (
     _rank_sum_cdf,
     hodges_lehmann_shift,
     rank_sum_cdf,

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from speculab.harness.analysis.stats import LinearFit, fit_line, welch_diff
 from speculab.harness.diagnose import analysis as dg
 from speculab.harness.diagnose.causes import (
     PHASE_BASELINE,
@@ -26,6 +25,7 @@ from speculab.harness.diagnose.causes import (
     prefix_caching,
 )
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.stats import LinearFit, fit_line, welch_diff
 
 
 def rec(

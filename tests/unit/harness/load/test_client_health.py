@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from speculab.harness.analysis.stats import describe
 from speculab.harness.load.client_health import (
     GATE_LOOP_LAG_S,
     IDLE_LOOP_LAG_P99_S,
@@ -14,6 +13,7 @@ from speculab.harness.load.client_health import (
     ClientHealth,
     HealthProbe,
 )
+from speculab.harness.stats import describe
 
 
 def health(lag_p99_s: float, cpu_s: float, wall_s: float = 10.0) -> ClientHealth:

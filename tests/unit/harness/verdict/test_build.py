@@ -9,11 +9,11 @@ import math
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.harness.analysis.stats import Distribution, Interval
 from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.design import LevelSpec
 from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.harness.results.ab_run import RepeatRun
+from speculab.harness.stats import Distribution, Interval
 from speculab.harness.verdict.arm_level import combine_acceptance
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions

@@ -24,7 +24,7 @@ import math
 
 from scipy import special
 
-from speculab.harness.analysis.stats import ALPHA
+from speculab.harness.stats import ALPHA
 
 SPENDING = ("pocock", "obrien-fleming")
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from speculab.harness.analysis.sequential import decided, look_alphas, spent
+from speculab.harness.stats.sequential import decided, look_alphas, spent
 
 
 @pytest.mark.parametrize("kind", ["pocock", "obrien-fleming"])
@@ -40,7 +40,7 @@ def test_what_counts_as_decided():
 
 
 def test_looks_at_whole_rounds_of_the_arms_order():
-    from speculab.harness.analysis.sequential import look_repeats
+    from speculab.harness.stats.sequential import look_repeats
 
     assert look_repeats(1, 6, every=2) == [2, 4, 6]  # launch mode, two arms: after each ABBA pair
     assert look_repeats(1, 5, every=2) == [2, 4, 5]  # and always after the last

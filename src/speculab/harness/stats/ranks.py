@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import special
 
-from speculab.harness.analysis.stats import CONFIDENCE
+from speculab.harness.stats import CONFIDENCE
 
 EXACT_SIGNED_RANK_MAX_N = 300  # exact null distribution up to here (~30 ms at 300); normal approximation above
 MATERIALISE_WALSH_MAX_N = 2000  # up to here the Walsh averages are built (2M floats); above, found by bisection

@@ -1,69 +1,27 @@
-"""Pure statistics for one sample or a few repeats: distribution summaries, t and Wilson intervals, McNemar, and
-least-squares lines with t intervals.
-
-A/B comparisons (the verdicts) are `paired`; the exact rank machinery behind them `ranks` (signed-rank for pairs,
-rank-sum for two unpaired samples); the crossover load `crossover`. scipy.stats (~0.7 s to import) is imported
-inside the functions that need it: every `speculab bench` run imports this module for describe(), and should not
-pay for tests it never runs.
-"""
+"""Confidence intervals for a mean, a ratio of repeats, a proportion and a least-squares line, and the
+levels every verdict is held to (ALPHA, CONFIDENCE, POWER). scipy.stats (~0.7 s to import) is imported inside the
+functions that need it: every `speculab bench` run imports this package for describe(), and should not pay for
+tests it never runs."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 from scipy import special
 
-PERCENTILES = (50, 90, 95, 99)
 # The false-positive rate every verdict is held to: intervals at 1 - ALPHA, adaptive repeats spend it across looks,
 # the correctness tests use it; stricter levels elsewhere have names of their own (prefix_cache.WARNING_ALPHA).
 ALPHA = 0.05
+
+
 CONFIDENCE = 1 - ALPHA  # == 0.95 exactly in binary floating point
+
+
 POWER = 0.80  # the power used to define the minimum detectable effect
-EXACT_MCNEMAR_BELOW = 25
-
-
-@dataclass(frozen=True, slots=True)
-class Distribution:
-    """Summary of a sample; NaN fields when the sample is empty. Units are the caller's (seconds in files)."""
-
-    n: int
-    mean: float
-    std: float
-    min: float
-    p50: float
-    p90: float
-    p95: float
-    p99: float
-    max: float
-
-    def to_dict(self) -> dict[str, float | int]:
-        return asdict(self)
-
-
-def describe(values: Iterable[float] | np.ndarray) -> Distribution:
-    """mean, sample std (ddof=1; NaN for one value), min/max and linear-interpolated percentiles of `values`.
-    An array is used as it is (no copy into a list of Python floats: a long run's chunk gaps are millions)."""
-    a = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
-    if a.size == 0:
-        nan = float("nan")
-        return Distribution(0, nan, nan, nan, nan, nan, nan, nan, nan)
-    p = np.percentile(a, PERCENTILES)
-    std = float(a.std(ddof=1)) if a.size > 1 else float("nan")  # one value has no sample spread (null in files)
-    return Distribution(
-        n=int(a.size),
-        mean=float(a.mean()),
-        std=std,
-        min=float(a.min()),
-        p50=float(p[0]),
-        p90=float(p[1]),
-        p95=float(p[2]),
-        p99=float(p[3]),
-        max=float(a.max()),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,80 +115,6 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> I
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, "wilson", n)
-
-
-def paired_difference(
-    candidate_pass: Mapping[int, bool], baseline_pass: Mapping[int, bool], confidence: float = CONFIDENCE
-) -> Interval:
-    """Pass rate candidate minus baseline over the prompts judged in both (a fraction: -0.05 = 5 points lower), with
-    the Agresti-Min interval for paired proportions (Wald after adding 1/2 to each of the four cells: sane at 0 and
-    n discordant pairs, close to nominal from n ~ 10; Agresti & Min 2005)."""
-    common = sorted(set(candidate_pass) & set(baseline_pass))
-    n = len(common)
-    nan = float("nan")
-    if n == 0:
-        return Interval(nan, nan, nan, confidence, "agresti-min", 0)
-    c_only = sum(1 for i in common if candidate_pass[i] and not baseline_pass[i])
-    b_only = sum(1 for i in common if baseline_pass[i] and not candidate_pass[i])
-    n_adj, c_adj, b_adj = n + 2, c_only + 0.5, b_only + 0.5
-    d_adj = (c_adj - b_adj) / n_adj
-    se = math.sqrt(max((c_adj + b_adj) - (c_adj - b_adj) ** 2 / n_adj, 0.0)) / n_adj
-    z = float(special.ndtri(0.5 + confidence / 2))
-    return Interval(
-        (c_only - b_only) / n, max(-1.0, d_adj - z * se), min(1.0, d_adj + z * se), confidence, "agresti-min", n
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class McNemarResult:
-    """Paired pass/fail: b = baseline passed and candidate failed, c = the reverse. Only discordant pairs count."""
-
-    n_pairs: int
-    b: int
-    c: int
-    p_value: float
-    method: str  # "exact-binomial" (b + c < 25) or "chi2-continuity"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def mcnemar_counts(b: int, c: int, n_pairs: int | None = None) -> McNemarResult:
-    """McNemar test from discordant counts: exact two-sided binomial when b + c < 25, else chi-square (1 df, CC)."""
-    n = b + c
-    if n == 0:
-        return McNemarResult(n_pairs if n_pairs is not None else 0, b, c, 1.0, "exact-binomial")
-    if n < EXACT_MCNEMAR_BELOW:
-        from scipy import stats as scipy_stats
-
-        p = float(scipy_stats.binomtest(min(b, c), n, 0.5).pvalue)
-        method = "exact-binomial"
-    else:
-        chi2 = (abs(b - c) - 1) ** 2 / n
-        p = float(special.chdtrc(1, chi2))  # chi-square survival function, 1 degree of freedom
-        method = "chi2-continuity"
-    return McNemarResult(n_pairs if n_pairs is not None else n, b, c, min(1.0, p), method)
-
-
-def mcnemar(candidate_pass: Mapping[int, bool], baseline_pass: Mapping[int, bool]) -> McNemarResult:
-    """McNemar test over the indices checked in both arms."""
-    common = set(candidate_pass) & set(baseline_pass)
-    b = sum(1 for i in common if baseline_pass[i] and not candidate_pass[i])
-    c = sum(1 for i in common if candidate_pass[i] and not baseline_pass[i])
-    return mcnemar_counts(b, c, len(common))
-
-
-def two_proportion_p(p1: float, n1: int, p2: float, n2: int) -> float:
-    """Two-sided p of the pooled two-proportion z-test of p1 (over n1 trials) against p2 (over n2); 1.0 when it
-    cannot be computed (no trials, or a pooled proportion of 0 or 1: no variance, so no evidence of a difference)."""
-    if n1 <= 0 or n2 <= 0:
-        return 1.0
-    pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
-    var = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
-    if var <= 0:
-        return 1.0 if p1 == p2 else 0.0
-    z = abs(p1 - p2) / math.sqrt(var)
-    return float(2 * special.ndtr(-z))
 
 
 @dataclass(frozen=True, slots=True)
