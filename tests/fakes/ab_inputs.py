@@ -20,6 +20,7 @@ import numpy as np
 
 from speculab.harness.design import ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.records import (
+    AcceptanceSummary,
     ChunkEvent,
     ColdStartTimes,
     ErrorCategory,
@@ -30,7 +31,6 @@ from speculab.harness.records import (
     TokenCountSource,
 )
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
-from speculab.harness.servers.acceptance import AcceptanceSummary
 
 WORDS = [
     "the",

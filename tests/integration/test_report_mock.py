@@ -13,10 +13,9 @@ from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.records import RequestSpec
+from speculab.harness.records import AcceptanceSummary, RequestSpec
 from speculab.harness.results.ab_dir import load_inputs, save_inputs
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
-from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.report.html.page import render_html

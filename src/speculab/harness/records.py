@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -234,3 +235,72 @@ class MemorySample:
     gpu_bytes: float | None = None  # NVML: the server's processes where known, else the whole device
     rss_bytes: float | None = None  # resident set of the server process tree (CPU engines)
     kv_usage: float | None = None  # engine KV-cache usage gauge, fraction 0..1
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceSummary:
+    source: str  # e.g. "vllm:spec_decode_* counters (server-wide delta)"; reports print it beside the numbers
+    active: bool  # False: no drafts at all -> the verdict is "speculation not active"
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_length: float | None = None
+    per_position: tuple[float, ...] = ()
+    approximate: bool = False  # gauges or a k assumption were involved
+
+    def to_dict(self) -> dict[str, Any]:
+        """The A/B run.json form (`from_dict` reads it back)."""
+        d = asdict(self)
+        d["per_position"] = list(self.per_position)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AcceptanceSummary:
+        return cls(
+            source=d["source"],
+            active=bool(d["active"]),
+            drafts=d.get("drafts"),
+            draft_tokens=d.get("draft_tokens"),
+            accepted_tokens=d.get("accepted_tokens"),
+            acceptance_rate=d.get("acceptance_rate"),
+            acceptance_length=d.get("acceptance_length"),
+            per_position=tuple(d.get("per_position") or ()),
+            approximate=bool(d.get("approximate", False)),
+        )
+
+    def to_spec_decode_dict(self) -> dict[str, Any]:
+        """The bench summary.json form, `server.spec_decode` (counts as integers; None where not reported)."""
+        return {
+            "acceptance_rate": self.acceptance_rate,
+            "acceptance_length": self.acceptance_length,
+            "per_position": list(self.per_position),
+            "num_drafts": _count(self.drafts),
+            "num_draft_tokens": _count(self.draft_tokens),
+            "num_accepted_tokens": _count(self.accepted_tokens),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_spec_decode_dict(cls, d: Mapping[str, Any] | None) -> AcceptanceSummary | None:
+        """A bench summary's `server.spec_decode` (None: nothing reported) -> AcceptanceSummary; no drafts counted
+        -> `active=False` (the "speculation not active" gate)."""
+        if d is None:
+            return None
+        drafts = d.get("num_drafts")
+        active = bool(drafts) if drafts is not None else bool((d.get("acceptance_length") or 0) > 1)
+        return cls(
+            source=str(d.get("source", "server metrics")),
+            active=active,
+            drafts=drafts,
+            draft_tokens=d.get("num_draft_tokens"),
+            accepted_tokens=d.get("num_accepted_tokens"),
+            acceptance_rate=d.get("acceptance_rate"),
+            acceptance_length=d.get("acceptance_length"),
+            per_position=tuple(d.get("per_position") or ()),
+            approximate=drafts is None,
+        )
+
+
+def _count(v: float | None) -> int | None:
+    return None if v is None else round(v)

@@ -22,8 +22,7 @@ from speculab.harness.analysis.acceptance import acceptance_length, acceptance_r
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
-from speculab.harness.records import ErrorInfo, RequestRecord
-from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
 FORMAT = "aiperf"
 TOOL = "aiperf"

@@ -11,8 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord, RequestSpec, TokenCountSource
-from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.records import (
+    AcceptanceSummary,
+    ChunkEvent,
+    ErrorInfo,
+    RequestRecord,
+    RequestSpec,
+    TokenCountSource,
+)
 
 
 @dataclass(frozen=True, slots=True)

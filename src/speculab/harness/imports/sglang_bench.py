@@ -23,8 +23,7 @@ from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
-from speculab.harness.records import ErrorInfo, RequestRecord
-from speculab.harness.servers.acceptance import AcceptanceSummary
+from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
 FORMAT = "sglang"
 TOOL = "sglang bench_serving"

@@ -16,10 +16,9 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.records import RequestSpec
+from speculab.harness.records import AcceptanceSummary, RequestSpec
 from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
-from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.workload.fit import pool_size, without
 

@@ -13,9 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.records import MemorySample, RequestRecord, RequestSpec
+from speculab.harness.records import AcceptanceSummary, MemorySample, RequestRecord, RequestSpec
 from speculab.harness.results.strict_json import json_safe
-from speculab.harness.servers.acceptance import AcceptanceSummary
 
 INPUTS_SCHEMA = "speculab.report.inputs/1"
 

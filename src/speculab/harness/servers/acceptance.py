@@ -4,7 +4,7 @@ One mechanism for every command: `acceptance_between(adapter, before, after, rec
 source (Prometheus counters diffed between two scrapes: vLLM, speculab and llama.cpp `--metrics`; SGLang gauges;
 llama.cpp per-response timings when /metrics is off) and falls back to the vLLM-, speculab- or llama.cpp-style counters
 or SGLang gauges that any server may expose; `speculab bench` (no engine known)
-passes the `other` adapter. The result is one `AcceptanceSummary`; `to_spec_decode_dict` is its form in a bench
+passes the `other` adapter. The result is one `AcceptanceSummary` (a record: `harness.records`); `to_spec_decode_dict` is its form in a bench
 summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
 
 Definitions follow vLLM (the formulas are `harness.analysis.acceptance`'s); per position j = accepted at j / drafts.
@@ -14,83 +14,13 @@ Counters are server-wide: traffic from anyone else during the window counts too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
-from speculab.harness.records import RequestRecord
+from speculab.harness.records import AcceptanceSummary, RequestRecord
 from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
 from speculab.harness.servers.scrape import MetricsSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class AcceptanceSummary:
-    source: str  # e.g. "vllm:spec_decode_* counters (server-wide delta)"; reports print it beside the numbers
-    active: bool  # False: no drafts at all -> the verdict is "speculation not active"
-    drafts: float | None = None
-    draft_tokens: float | None = None
-    accepted_tokens: float | None = None
-    acceptance_rate: float | None = None
-    acceptance_length: float | None = None
-    per_position: tuple[float, ...] = ()
-    approximate: bool = False  # gauges or a k assumption were involved
-
-    def to_dict(self) -> dict[str, Any]:
-        """The A/B run.json form (`from_dict` reads it back)."""
-        d = asdict(self)
-        d["per_position"] = list(self.per_position)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> AcceptanceSummary:
-        return cls(
-            source=d["source"],
-            active=bool(d["active"]),
-            drafts=d.get("drafts"),
-            draft_tokens=d.get("draft_tokens"),
-            accepted_tokens=d.get("accepted_tokens"),
-            acceptance_rate=d.get("acceptance_rate"),
-            acceptance_length=d.get("acceptance_length"),
-            per_position=tuple(d.get("per_position") or ()),
-            approximate=bool(d.get("approximate", False)),
-        )
-
-    def to_spec_decode_dict(self) -> dict[str, Any]:
-        """The bench summary.json form, `server.spec_decode` (counts as integers; None where not reported)."""
-        return {
-            "acceptance_rate": self.acceptance_rate,
-            "acceptance_length": self.acceptance_length,
-            "per_position": list(self.per_position),
-            "num_drafts": _count(self.drafts),
-            "num_draft_tokens": _count(self.draft_tokens),
-            "num_accepted_tokens": _count(self.accepted_tokens),
-            "source": self.source,
-        }
-
-    @classmethod
-    def from_spec_decode_dict(cls, d: Mapping[str, Any] | None) -> AcceptanceSummary | None:
-        """A bench summary's `server.spec_decode` (None: nothing reported) -> AcceptanceSummary; no drafts counted
-        -> `active=False` (the "speculation not active" gate)."""
-        if d is None:
-            return None
-        drafts = d.get("num_drafts")
-        active = bool(drafts) if drafts is not None else bool((d.get("acceptance_length") or 0) > 1)
-        return cls(
-            source=str(d.get("source", "server metrics")),
-            active=active,
-            drafts=drafts,
-            draft_tokens=d.get("num_draft_tokens"),
-            accepted_tokens=d.get("num_accepted_tokens"),
-            acceptance_rate=d.get("acceptance_rate"),
-            acceptance_length=d.get("acceptance_length"),
-            per_position=tuple(d.get("per_position") or ()),
-            approximate=drafts is None,
-        )
-
-
-def _count(v: float | None) -> int | None:
-    return None if v is None else round(v)
 
 
 def from_counters(

@@ -32,9 +32,8 @@ from speculab.harness.analysis.windows import (
     send_span_s,
 )
 from speculab.harness.design import ArmInfo, LevelSpec
-from speculab.harness.records import RequestRecord
+from speculab.harness.records import AcceptanceSummary, RequestRecord
 from speculab.harness.results.ab_run import RepeatRun, ReportInputs
-from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
 from speculab.harness.verdict.per_request import prefix_cache_view, request_acceptance_view
 

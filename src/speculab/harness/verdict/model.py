@@ -23,10 +23,10 @@ from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.paired import Decision as Decision
 from speculab.harness.analysis.paired import Verdict as Verdict
 from speculab.harness.analysis.prefix_cache import HitRateChange
+from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
-from speculab.harness.servers.acceptance import AcceptanceSummary
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
 from speculab.harness.verdict.codec import from_data

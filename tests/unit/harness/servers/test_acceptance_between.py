@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from speculab.harness.records import RequestRecord
-from speculab.harness.servers.acceptance import AcceptanceSummary, acceptance_between, acceptance_with_reason
+from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.servers.acceptance import acceptance_between, acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, parse_metrics
 

@@ -175,7 +175,7 @@ def test_achieved_concurrency_counts_in_flight_while_sending():
 
 
 def test_combine_acceptance_sums_counters_over_repeats():
-    from speculab.harness.servers.acceptance import AcceptanceSummary
+    from speculab.harness.records import AcceptanceSummary
 
     a = AcceptanceSummary(
         "vllm:spec_decode_* counters (server-wide delta)", True, 100, 400, 200, 0.5, 3.0, (0.8, 0.6, 0.4, 0.2)
