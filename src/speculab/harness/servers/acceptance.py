@@ -3,8 +3,8 @@
 One mechanism for every command: `acceptance_between(adapter, before, after, records, k)` reads the adapter's
 source (Prometheus counters diffed between two scrapes: vLLM, speculab and llama.cpp `--metrics`; SGLang gauges;
 llama.cpp per-response timings when /metrics is off) and falls back to the vLLM-, speculab- or llama.cpp-style counters
-or SGLang gauges that any server may expose; `speculab bench` (no engine known)
-passes the `other` adapter. The result is one `AcceptanceSummary` (a record: `harness.records`); `to_spec_decode_dict` is its form in a bench
+or SGLang gauges that any server may expose; `speculab bench` (no engine known) passes the `other` adapter. The
+result is one `AcceptanceSummary` (a record: `harness.records`); `to_spec_decode_dict` is its form in a bench
 summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
 
 Definitions follow vLLM (the formulas are `harness.analysis.acceptance`'s); per position j = accepted at j / drafts.
