@@ -36,15 +36,15 @@ _EXPORTS: dict[str, str] = {
     # the A/B experiment (`speculab run`)
     "load_experiment": "speculab.config.load",
     "parse_experiment": "speculab.config.load",
-    "plan_experiment": "speculab.harness.experiment.plan",
-    "run_plan": "speculab.harness.experiment.run",
-    "run_plan_interruptible": "speculab.harness.experiment.run",
-    "RunOutcome": "speculab.harness.experiment.run",
+    "plan_experiment": "speculab.harness.run.plan",
+    "run_plan": "speculab.harness.run.run",
+    "run_plan_interruptible": "speculab.harness.run.run",
+    "RunOutcome": "speculab.harness.run.run",
     # reports (`speculab report`, `compare`)
     "load_inputs": "speculab.harness.results.ab_dir",
     "save_inputs": "speculab.harness.results.ab_dir",
-    "inputs_from_bench_dirs": "speculab.harness.experiment.compare",
-    "inputs_from_results": "speculab.harness.experiment.compare",  # bench directories or vLLM bench serve files
+    "inputs_from_bench_dirs": "speculab.harness.compare.pairing",
+    "inputs_from_results": "speculab.harness.compare.pairing",  # bench directories or vLLM bench serve files
     "build_report": "speculab.harness.verdict.build",
     "render_run_dir": "speculab.report.render",
     # diagnose (`speculab diagnose`)

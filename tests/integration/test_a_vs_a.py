@@ -23,11 +23,11 @@ import pytest
 
 from speculab.config import parse_experiment
 from speculab.harness.analysis.paired import compare_paired
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.comparison import per_prompt
 from speculab.harness.verdict.model import ReportOptions

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.plan import describe_plan, plan_experiment
-from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.plan import describe_plan, plan_experiment
+from speculab.harness.run.run import run_plan
 from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict import looks as verdict_looks
 from speculab.harness.verdict.build import build_report

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.experiment.compare import inputs_from_results, result_format
+from speculab.harness.compare.pairing import inputs_from_results, result_format
 from speculab.harness.imports import llmperf_responses, sglang_bench
 from speculab.harness.records import TokenCountSource
 

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.experiment.compare import inputs_from_results, result_format
+from speculab.harness.compare.pairing import inputs_from_results, result_format
 from speculab.harness.imports import vllm_sweep
 
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "vllm-sweep" / "sweep"

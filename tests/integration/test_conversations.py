@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
 from speculab.report.phrases import warning_lines
 

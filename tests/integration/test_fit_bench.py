@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from speculab.errors import UserError
-from speculab.harness.experiment.compare import inputs_from_bench_dirs
+from speculab.harness.compare.pairing import inputs_from_bench_dirs
 from speculab.harness.measure.options import bench_config_from_flags
 from speculab.harness.measure.run import run_bench
 from speculab.harness.mock.script import MockConfig

@@ -14,8 +14,8 @@ import pytest
 from speculab.config import load_experiment, parse_experiment
 from speculab.errors import EndpointError, UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.experiment.compare import inputs_from_bench_dirs, inputs_from_results
-from speculab.harness.experiment.init import ServerLook, look_at_server, starter_yaml
+from speculab.harness.compare.pairing import inputs_from_bench_dirs, inputs_from_results
+from speculab.harness.init.starter import ServerLook, look_at_server, starter_yaml
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.mock.script import MockConfig

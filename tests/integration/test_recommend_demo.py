@@ -16,7 +16,7 @@ import pytest
 
 from fakes.cli_runner import run_main
 from speculab.config import parse_experiment
-from speculab.harness.experiment.plan import plan_experiment
+from speculab.harness.run.plan import plan_experiment
 from speculab.harness.servers.process import free_port
 
 pytest.importorskip("torch")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.recommended import recommend_config, speculative_config
+from speculab.harness.run.recommended import recommend_config, speculative_config
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, RecommendationBand, RecommendationView
 

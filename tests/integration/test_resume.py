@@ -22,11 +22,11 @@ from integration.mock_process import mock_process
 from integration.test_experiment_lifecycle import launch_yaml
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.run import run_plan
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict import looks as verdict_looks

@@ -1,4 +1,4 @@
-"""`speculab run | compare | init | methods | demo | report`: the A/B lifecycle (speculab.harness.experiment), what
+"""`speculab run | compare | init | methods | demo | report`: the A/B lifecycle (speculab.harness.run), what
 can run on a server (speculab.harness.servers.methods), and the report."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from speculab.errors import EndpointError, UserError
 from speculab.harness.servers.adapters import askable_engines
 from speculab.harness.servers.adapters.speculab import KIND as EMBEDDED_ENGINE
 
-# --- run / compare / init / demo: the A/B lifecycle (speculab.harness.experiment) ----------------------------------
+# --- run / compare / init / demo: the A/B lifecycle (speculab.harness.run) ----------------------------------
 
 
 def _default_run_dir(stem: str) -> Path:
@@ -71,9 +71,9 @@ def _run_plan(
 ) -> None:
     """Run the plan, then render its report once; `ship` adds the configuration to ship to a run that finished."""
     options = options if options is not None else _report_options(allow_python_checks=False)
-    from speculab.harness.experiment.plan import describe_plan
-    from speculab.harness.experiment.preflight import size_lines
-    from speculab.harness.experiment.run import run_plan_interruptible
+    from speculab.harness.run.plan import describe_plan
+    from speculab.harness.run.preflight import size_lines
+    from speculab.harness.run.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
 
     for line in [*describe_plan(plan), *size_lines(plan)]:
@@ -115,9 +115,9 @@ def run_command(
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.config import load_experiment
-    from speculab.harness.experiment.plan import plan_experiment
-    from speculab.harness.experiment.resume import resume_paths
     from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.harness.run.plan import plan_experiment
+    from speculab.harness.run.resume import resume_paths
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
@@ -133,7 +133,7 @@ def run_command(
         max_model_len=max_model_len,
     )
     if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
-        from speculab.harness.experiment.preflight import dry_run_interruptible, dry_run_lines
+        from speculab.harness.run.preflight import dry_run_interruptible, dry_run_lines
 
         for line in dry_run_lines(dry_run_interruptible(plan)):
             console.print(line, highlight=False)
@@ -145,7 +145,7 @@ def run_command(
     def ship(report: Any) -> Any:  # the config to ship, written beside the report (docs/recommendation.md)
         from dataclasses import replace
 
-        from speculab.harness.experiment.recommended import shipped_config
+        from speculab.harness.run.recommended import shipped_config
 
         return replace(report, shipped=shipped_config(report, exp, experiment))
 
@@ -185,7 +185,7 @@ def compare_command(
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
     says so."""
-    from speculab.harness.experiment.compare import inputs_from_results
+    from speculab.harness.compare.pairing import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
@@ -208,7 +208,7 @@ def init_command(
     head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
 ) -> None:
     """Detect the engine behind URL and write a commented starter experiment file with the methods that can run."""
-    from speculab.harness.experiment.init import StarterPaths, write_starter
+    from speculab.harness.init.starter import StarterPaths, write_starter
 
     paths = StarterPaths(model, draft, head)
     look, size = write_starter(url, output, force=force, target_s=minutes * 60, paths=paths)
@@ -246,7 +246,7 @@ def methods_command(
     if url is not None:
         import asyncio
 
-        from speculab.harness.experiment.init import look_at_server
+        from speculab.harness.init.starter import look_at_server
 
         look = asyncio.run(look_at_server(url))
         version, kind = look.version, engine or look.engine
@@ -278,8 +278,8 @@ def demo_command(
     ),
 ) -> None:
     """The whole A/B job on the demo models: plain vs n-gram vs draft model vs EAGLE head (speculab or llama.cpp)."""
-    from speculab.harness.experiment.demo import DemoConfig, demo_plan
     from speculab.harness.results.ab_dir import check_ab_output_dir
+    from speculab.harness.run.demo import DemoConfig, demo_plan
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)

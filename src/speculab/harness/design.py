@@ -1,6 +1,6 @@
 """What an A/B asks, fixed before anything runs: the offered loads, the arms, the setup, the single-change check.
 
-The plan (`harness.experiment.plan`) builds these; the lifecycle records them in inputs.json (`harness.results`);
+The plan (`harness.run.plan`) builds these; the lifecycle records them in inputs.json (`harness.results`);
 the verdict (`harness.verdict`) reads them back. They live here, beside the records rather than inside experiment/,
 because results/ reads them and experiment/ writes results: one package above both would be a cycle.
 Seconds everywhere; rates in requests per second; prices per GPU-hour.

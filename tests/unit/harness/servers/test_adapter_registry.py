@@ -14,9 +14,9 @@ from tests.fakes.cli_runner import run_main
 
 from speculab.config import ENGINE_KINDS, SpeculationConfig, parse_experiment
 from speculab.errors import UserError
-from speculab.harness.experiment.init import ServerLook, StarterSize, starter_yaml
-from speculab.harness.experiment.preflight import command_context
-from speculab.harness.experiment.recommended import recommend_config, speculative_config
+from speculab.harness.init.starter import ServerLook, StarterSize, starter_yaml
+from speculab.harness.run.preflight import command_context
+from speculab.harness.run.recommended import recommend_config, speculative_config
 from speculab.harness.servers import adapters
 from speculab.harness.servers.adapters import (
     AcceptanceMetrics,

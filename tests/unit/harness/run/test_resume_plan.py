@@ -10,8 +10,11 @@ import pytest
 
 from speculab.config import parse_experiment
 from speculab.errors import UserError
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.resume import (
+from speculab.harness.results.ab_dir import repeat_dir, write_setup
+from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.blocks import BlockState
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.resume import (
     block_units,
     blocks_to_run,
     check_same_plan,
@@ -19,9 +22,6 @@ from speculab.harness.experiment.resume import (
     prepare_resume,
     resume_paths,
 )
-from speculab.harness.results.ab_dir import repeat_dir, write_setup
-from speculab.harness.results.ab_run import ReportInputs
-from speculab.harness.results.blocks import BlockState
 
 MOCK = ["python", "-m", "speculab", "mock-server", "--port", "8000"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.init import ServerLook, StarterPaths, starter_methods, starter_yaml
+from speculab.harness.init.starter import ServerLook, StarterPaths, starter_methods, starter_yaml
 
 FIXTURES = Path(__file__).parents[1] / "servers" / "methods" / "fixtures"
 SPECULAB_VERSION = {"name": "speculab", "version": "1", "speculative_methods": ["ngram", "draft_model", "eagle"]}

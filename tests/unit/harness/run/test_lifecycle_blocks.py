@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from speculab.harness.experiment.blocks import _BlockRequest
 from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.run.blocks import _BlockRequest
 
 
 def items(n: int) -> tuple[RequestSpec, ...]:

@@ -10,7 +10,7 @@ import pytest
 
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
-from speculab.harness.experiment.plan import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
+from speculab.harness.run.plan import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.process import ServerCommand
 
@@ -147,8 +147,8 @@ async def test_sampling_logprobs_are_requested_from_every_arm(tmp_path) -> None:
     import asyncio
 
     from speculab.harness.client.endpoint import build_payload
-    from speculab.harness.experiment.blocks import Silent
-    from speculab.harness.experiment.lifecycle import Lifecycle
+    from speculab.harness.run.blocks import Silent
+    from speculab.harness.run.lifecycle import Lifecycle
 
     assert plan_experiment(parse_experiment(exp_yaml())).logprobs is None
     plan = plan_experiment(parse_experiment(exp_yaml().replace("seed: 7}", "seed: 7, logprobs: 2}")))
@@ -175,7 +175,7 @@ def test_sampling_max_tokens_overrides_the_items_own_limits_as_bench_does() -> N
 
 
 def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -> None:
-    from speculab.harness.experiment.plan import describe_plan
+    from speculab.harness.run.plan import describe_plan
 
     y = (
         exp_yaml()
@@ -245,7 +245,7 @@ def re_escape(s: str) -> str:
 
 
 def test_arm_order_is_abba_for_two_and_a_balanced_latin_square_for_more() -> None:
-    from speculab.harness.experiment.plan import arm_order
+    from speculab.harness.run.plan import arm_order
 
     assert [arm_order(2, r) for r in range(1, 5)] == [[0, 1], [1, 0], [0, 1], [1, 0]]
     for n in (3, 4, 5):

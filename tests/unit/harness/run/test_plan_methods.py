@@ -12,7 +12,7 @@ import pytest
 
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
-from speculab.harness.experiment.plan import describe_plan, plan_experiment
+from speculab.harness.run.plan import describe_plan, plan_experiment
 from speculab.harness.servers.adapters import adapter_for, parse_command
 
 VLLM_SOURCE = """from typing import Literal

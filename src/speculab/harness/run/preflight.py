@@ -36,10 +36,10 @@ from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
 from speculab.harness.design import LevelSpec
-from speculab.harness.experiment.lifecycle import Lifecycle
-from speculab.harness.experiment.plan import RunPlan
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.run.lifecycle import Lifecycle
+from speculab.harness.run.plan import RunPlan
 from speculab.harness.servers.adapters import adapter_for, engine_kinds
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.workload.conversation import conversations
@@ -305,7 +305,7 @@ async def _probe(session: aiohttp.ClientSession, ep: EndpointConfig, info: Serve
 
 def dry_run_lines(d: DryRun) -> list[str]:
     """What `speculab run --dry-run` prints: the plan, its size, what fitting left out, the estimate."""
-    from speculab.harness.experiment.plan import describe_plan
+    from speculab.harness.run.plan import describe_plan
     from speculab.harness.workload.fit import fit_note
 
     note = fit_note(d.fit)

@@ -22,14 +22,14 @@ import aiohttp
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.probe import ServerInfo
 from speculab.harness.design import ArmInfo, Setup
-from speculab.harness.experiment.blocks import BlockRunner, Reporter
-from speculab.harness.experiment.plan import ArmPlan, RunPlan
-from speculab.harness.experiment.resume import Block, Resumed, plan_identity
 from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.run.blocks import BlockRunner, Reporter
+from speculab.harness.run.plan import ArmPlan, RunPlan
+from speculab.harness.run.resume import Block, Resumed, plan_identity
 from speculab.harness.servers.adapters import detect_engine
 from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict import looks as verdict_looks

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.preflight import REPORT_S, STOP_S, Timing, estimate_line, estimate_s, size_lines
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.preflight import REPORT_S, STOP_S, Timing, estimate_line, estimate_s, size_lines
 
 EXPERIMENT = """
 workload: {spec: "builtin:grounded", num_prompts: 24, warmup_requests: 4}
@@ -54,7 +54,7 @@ def test_estimate_adds_levels_launches_warmup_and_the_report() -> None:
 
 
 def test_init_grows_the_starter_to_its_target_in_whole_groups() -> None:
-    from speculab.harness.experiment.init import StarterSize, sized_to_target
+    from speculab.harness.init.starter import StarterSize, sized_to_target
 
     plan = _plan()
     t = Timing(e2e_s=1.0, batch=4, batch_e2e_s=2.0, launch_s=None, probes=8)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.plan import plan_experiment
-from speculab.harness.experiment.preflight import command_context, fit_plan, planned_context
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.preflight import command_context, fit_plan, planned_context
 
 EXPERIMENT = """
 workload: {spec: "builtin:grounded", num_prompts: 24, fit: FIT}

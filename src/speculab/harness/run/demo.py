@@ -22,7 +22,7 @@ from speculab.config import LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup
-from speculab.harness.experiment.plan import (
+from speculab.harness.run.plan import (
     ArmPlan,
     RunPlan,
     candidate_arms,

@@ -19,12 +19,12 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import ArmInfo, Setup
-from speculab.harness.experiment.plan import RunPlan, arm_order
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, REQUESTS_FILE, read_setup
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.results.blocks import BlockState, block_state, set_aside
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.run.plan import RunPlan, arm_order
 
 Block = tuple[str, str, int]  # (arm name, level key, repeat): one block's directory, runs/<arm>/<level>/r<n>
 STOP_NOTES = ("the run stopped", "the run was interrupted")  # run.py's notes of how a run ended early

@@ -22,11 +22,11 @@ from typing import Protocol
 
 from speculab.config import LoadLevel
 from speculab.harness.design import LevelSpec
-from speculab.harness.experiment.blocks import Observed
-from speculab.harness.experiment.lifecycle import Lifecycle
-from speculab.harness.experiment.plan import ArmPlan, RunPlan, arm_order
-from speculab.harness.experiment.preflight import fit_after_launch
 from speculab.harness.records import ColdStartTimes, RequestSpec
+from speculab.harness.run.blocks import Observed
+from speculab.harness.run.lifecycle import Lifecycle
+from speculab.harness.run.plan import ArmPlan, RunPlan, arm_order
+from speculab.harness.run.preflight import fit_after_launch
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import scrape_metrics

@@ -280,7 +280,7 @@ def sized_to_target(
 ) -> StarterSize:
     """The starter's num_prompts grown (or kept at its minimum) so the run takes about `target_s` (pure): the
     estimate is linear in the prompts, so two evaluations give its slope. Whole groups of the operating load."""
-    from speculab.harness.experiment.preflight import estimate_s, fit_plan, launches
+    from speculab.harness.run.preflight import estimate_s, fit_plan, launches
 
     def at(n: int) -> float:
         return estimate_s(fit_plan(replace(plan, num_prompts=n), context)[0], timing)
@@ -340,8 +340,8 @@ def write_starter(
 
 def _timed(exp: Any, size: StarterSize, target_s: float) -> StarterSize:
     """The size grown to `target_s` from probe requests on the server (unchanged when they cannot be timed)."""
-    from speculab.harness.experiment.plan import plan_experiment
-    from speculab.harness.experiment.preflight import dry_run_interruptible
+    from speculab.harness.run.plan import plan_experiment
+    from speculab.harness.run.preflight import dry_run_interruptible
 
     try:
         d = dry_run_interruptible(plan_experiment(exp))

@@ -1,4 +1,4 @@
-"""The recommendation spelt for the engine (harness.experiment.recommended): one config where one candidate pays at
+"""The recommendation spelt for the engine (harness.run.recommended): one config where one candidate pays at
 every load, the engine's load-dependent form where that release has one, and recommended.yaml that parses back as
 an experiment with just the winner."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from speculab.config import parse_experiment
-from speculab.harness.experiment.recommended import (
+from speculab.harness.run.recommended import (
     SCHEDULE_END,
     flags_text,
     recommend_config,

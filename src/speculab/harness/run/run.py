@@ -15,15 +15,15 @@ from pathlib import Path
 
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
-from speculab.harness.experiment.blocks import Reporter, Silent
-from speculab.harness.experiment.lifecycle import Lifecycle
-from speculab.harness.experiment.modes import mode_for
-from speculab.harness.experiment.plan import RunPlan
-from speculab.harness.experiment.preflight import fit_when_known
-from speculab.harness.experiment.resume import prepare_resume
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir, read_setup
 from speculab.harness.results.blocks import held_by_one_run
+from speculab.harness.run.blocks import Reporter, Silent
+from speculab.harness.run.lifecycle import Lifecycle
+from speculab.harness.run.modes import mode_for
+from speculab.harness.run.plan import RunPlan
+from speculab.harness.run.preflight import fit_when_known
+from speculab.harness.run.resume import prepare_resume
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,6 @@ from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.design import LevelSpec
-from speculab.harness.experiment.plan import ArmPlan, RunPlan
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
@@ -33,6 +32,7 @@ from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
+from speculab.harness.run.plan import ArmPlan, RunPlan
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.liveness import EndpointWatch
