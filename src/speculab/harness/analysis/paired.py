@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from speculab.harness.records import RequestRecord
+from speculab.harness.analysis.groups import MIN_PAIRS, groups_needed
 from speculab.harness.stats import CONFIDENCE, POWER, Interval, bca_mean_bounds, resample_stat, t_interval
 from speculab.harness.stats.ranks import (
     EXACT_SIGNED_RANK_MAX_N,
@@ -41,7 +41,6 @@ from speculab.harness.stats.ranks import (
 )
 
 N_RESAMPLES = 2000
-MIN_PAIRS = 6  # below this a two-sided signed-rank test cannot reach p < 0.05 at all; we give no verdict
 
 
 class Verdict(str, Enum):
@@ -88,8 +87,9 @@ def decide(speedup_low: float, speedup_high: float, margin: float) -> Decision:
     return Decision.INCONCLUSIVE
 
 
-def to_decide(speedup: float, speedup_low: float, speedup_high: float, margin: float, confidence: float,
-              power: float = POWER) -> float:  # fmt: skip
+def to_decide(
+    speedup: float, speedup_low: float, speedup_high: float, margin: float, confidence: float, power: float = POWER
+) -> float:
     """How many times today's units (prompts, groups, launches) would likely decide an inconclusive comparison:
     the interval narrows as 1 / sqrt(units), and it decides once (z_a + z_power) standard errors fit between the
     estimate and the nearer margin (the estimate taken as the truth). inf when the estimate sits on a margin; NaN
@@ -149,56 +149,6 @@ def paired_ratios(candidate: Mapping[int, float], baseline: Mapping[int, float])
             indices.append(i)
             ratios.append(c / b)
     return PairedRatios(tuple(indices), tuple(ratios), len(keys) - len(indices))
-
-
-def group_size(kind: str, value: float, in_flight: Iterable[float | None] = ()) -> int:
-    """How many prompts ran at the same time at a load (kind "concurrency", "rate" or "trace"): the concurrency of a
-    closed loop; for an open loop the largest measured requests in flight (`in_flight`, one per arm; Little's law at
-    work), rounded, and 1 before anything is measured (the plan's warning); at least 1. The one rule for the
-    verdict's units and the plan's warning."""
-    if kind == "concurrency":
-        return max(1, round(value))
-    measured = [c for c in in_flight if c is not None]
-    return max(1, round(max(measured))) if measured else 1
-
-
-def groups_needed(size: int, what: str = "prompts") -> str:
-    """What a level of `size` prompts sent together needs for a verdict, naming the fix: MIN_PAIRS groups."""
-    return f"need at least {MIN_PAIRS} groups: use at least {MIN_PAIRS * size} {what} at this load"
-
-
-def concurrent_groups(order: Sequence[int], size: int, units: Mapping[int, str] | None = None) -> dict[int, int]:
-    """Prompt index -> group number for runs of `size` consecutive prompts in send order (`order`: the indices as
-    they were sent, the same in every arm). size 1: every prompt its own group.
-
-    `units` (index -> conversation id) makes a conversation's consecutive turns one unit of the send order: at
-    concurrency c, c conversations run side by side, each one turn at a time, so the group is c conversations
-    with all their turns."""
-    if size < 1:
-        raise ValueError(f"group size must be >= 1, got {size}")
-    if not units:
-        return {idx: pos // size for pos, idx in enumerate(order)}
-    out, pos, last = {}, -1, None
-    for idx in order:
-        key = units.get(idx)
-        if key is None or key != last:
-            pos += 1
-        last = key
-        out[idx] = pos // size
-    return out
-
-
-def diverged_indices(records: Iterable[RequestRecord]) -> frozenset[int]:
-    """Indices whose records (every arm, every repeat) sent different contexts: a conversation turn behind earlier
-    answers that differed. Their pairs compare two different prompts and are left out of every verdict."""
-    first: dict[int, str] = {}
-    out: set[int] = set()
-    for r in records:
-        if r.warmup or r.context_sha256 is None:
-            continue
-        if first.setdefault(r.index, r.context_sha256) != r.context_sha256:
-            out.add(r.index)
-    return frozenset(out)
 
 
 def grouped_ratios(pairs: PairedRatios, groups: Mapping[int, int]) -> PairedRatios:
@@ -485,20 +435,28 @@ def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
     )
 
 
-def _against_margin(basis: Interval, margin: float, lower_is_better: bool, confidence: float, verdict: Verdict
-                    ) -> tuple[Decision, float]:  # fmt: skip
+def _against_margin(
+    basis: Interval, margin: float, lower_is_better: bool, confidence: float, verdict: Verdict
+) -> tuple[Decision, float]:
     """(the decision, `to_decide` for an inconclusive one else NaN) from the verdict's interval."""
     if verdict is Verdict.INSUFFICIENT:
         return Decision.INSUFFICIENT, float("nan")
     # the speedup scale (> 1 = better), as `speedup_interval` reports it
-    up = (1 / basis.estimate, 1 / basis.high, 1 / basis.low) if lower_is_better else (
-        basis.estimate, basis.low, basis.high)  # fmt: skip
+    up = (
+        (1 / basis.estimate, 1 / basis.high, 1 / basis.low)
+        if lower_is_better
+        else (basis.estimate, basis.low, basis.high)
+    )
     decision = decide(up[1], up[2], margin)
     return decision, to_decide(*up, margin, confidence) if decision is Decision.INCONCLUSIVE else float("nan")
 
 
-def launch_effect(candidate: Mapping[int, float], baseline: Mapping[int, float],
-                  groups: Mapping[int, int] | None = None, group_size: int = 1) -> float | None:  # fmt: skip
+def launch_effect(
+    candidate: Mapping[int, float],
+    baseline: Mapping[int, float],
+    groups: Mapping[int, int] | None = None,
+    group_size: int = 1,
+) -> float | None:
     """One launch pair's effect: the Hodges-Lehmann log ratio of its prompts (in their groups sent together, as the
     verdict counts them); None with fewer than 2 usable units."""
     pairs = paired_ratios(candidate, baseline)
@@ -551,8 +509,9 @@ def compare_unpaired(
     y, n_b, drop_b = _unit_logs(baseline, group_size)
     nan = float("nan")
     est, lo, hi = hodges_lehmann_shift(x, y, confidence) if x.size and y.size else (nan, nan, nan)
-    hl = Interval(math.exp(est), math.exp(lo), math.exp(hi), confidence,
-                  rank_sum_method(x.size, y.size), int(x.size + y.size))  # fmt: skip
+    hl = Interval(
+        math.exp(est), math.exp(lo), math.exp(hi), confidence, rank_sum_method(x.size, y.size), int(x.size + y.size)
+    )
     q = (0.5 - confidence / 2, 0.5 + confidence / 2)
     if x.size >= 2 and y.size >= 2:
         reps = resample_stat(x, "mean", rng, n_resamples) - resample_stat(y, "mean", rng, n_resamples)
@@ -571,8 +530,10 @@ def compare_unpaired(
     if min(x.size, y.size) < MIN_PAIRS or rank_sum_critical_k(x.size, y.size, confidence) < 1:
         verdict = Verdict.INSUFFICIENT
         unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
-        note = (f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "
-                f"least {MIN_PAIRS * max(1, group_size)} requests in each run")  # fmt: skip
+        note = (
+            f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "
+            f"least {MIN_PAIRS * max(1, group_size)} requests in each run"
+        )
     else:
         verdict = _direction(hl, lower_is_better)
     decision, needed = _against_margin(hl, margin, lower_is_better, confidence, verdict)

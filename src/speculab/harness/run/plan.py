@@ -15,7 +15,7 @@ from typing import Any
 
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.analysis.paired import MIN_PAIRS, group_size, groups_needed
+from speculab.harness.analysis.groups import MIN_PAIRS, group_size, groups_needed
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup, candidate_name
 from speculab.harness.records import RequestSpec

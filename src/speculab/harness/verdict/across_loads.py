@@ -11,7 +11,8 @@ import numpy as np
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_PAIRS
+from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.analysis.paired import DEFAULT_MARGIN
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ReportInputs
 from speculab.harness.results.warnings import ReportWarning, WarningKind

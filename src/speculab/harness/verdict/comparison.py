@@ -15,6 +15,7 @@ import numpy as np
 
 from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.groups import concurrent_groups, diverged_indices, group_size
 from speculab.harness.analysis.metrics import (
     COMPARED_METRICS,
     REQUEST_VALUES,
@@ -28,9 +29,6 @@ from speculab.harness.analysis.paired import (
     MetricComparison,
     compare_paired,
     compare_unpaired,
-    concurrent_groups,
-    diverged_indices,
-    group_size,
     launch_effect,
 )
 from speculab.harness.design import ArmInfo, LevelSpec, Setup

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.analysis.paired import (
-    MIN_PAIRS,
     Verdict,
     bootstrap_geomean_ratio,
     bootstrap_median_ratio,
@@ -177,7 +177,7 @@ def _co_running_arms(rng: np.random.Generator, n: int, width: int, effect: float
 
 
 def test_concurrent_groups_cut_the_send_order():
-    from speculab.harness.analysis.paired import concurrent_groups
+    from speculab.harness.analysis.groups import concurrent_groups
 
     assert concurrent_groups([7, 3, 5, 1, 9], 2) == {7: 0, 3: 0, 5: 1, 1: 1, 9: 2}  # send order, not index order
     assert concurrent_groups([0, 1, 2], 1) == {0: 0, 1: 1, 2: 2}
@@ -198,7 +198,7 @@ def test_co_running_noise_fools_per_prompt_pairs_but_not_groups():
     # 300 A-vs-A runs at concurrency 4 with 32 prompts: per-prompt pairs are not independent, and counting them as
     # such calls identical arms different in a third of the runs; the same runs judged on groups of 4 (8 units)
     # hold the 95% interval's promise. Binomial(300, 0.05) sd 1.3 points.
-    from speculab.harness.analysis.paired import concurrent_groups
+    from speculab.harness.analysis.groups import concurrent_groups
 
     rng = np.random.default_rng(4)
     groups = concurrent_groups(range(32), 4)
@@ -214,7 +214,7 @@ def test_co_running_noise_fools_per_prompt_pairs_but_not_groups():
 
 
 def test_groups_still_detect_a_real_speedup_and_say_when_there_are_too_few():
-    from speculab.harness.analysis.paired import concurrent_groups
+    from speculab.harness.analysis.groups import concurrent_groups
 
     rng = np.random.default_rng(5)
     cand, base = _co_running_arms(rng, 24, 4, effect=1 / 1.3)
@@ -229,7 +229,7 @@ def test_groups_still_detect_a_real_speedup_and_say_when_there_are_too_few():
 
 
 def test_group_size_one_rule_for_the_plan_and_the_verdict():
-    from speculab.harness.analysis.paired import group_size, groups_needed
+    from speculab.harness.analysis.groups import group_size, groups_needed
 
     assert group_size("concurrency", 4) == 4 and group_size("concurrency", 0.4) == 1
     assert group_size("rate", 8.0) == 1  # before the run: nothing measured in flight
