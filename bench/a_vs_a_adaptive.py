@@ -3,7 +3,7 @@ different, and how many requests does stopping early save against always running
 
 Each run is `speculab run`'s library path in two-URL mode against two identical mock servers in their own
 processes (24 prompts at concurrency 1 by default), with adaptive repeats judged by the report's own verdicts after
-each repeat (`harness.verdict.looks.decide`, alpha spent across looks: analysis.sequential). A false positive is a final
+each repeat (`harness.verdict.looks.take_look`, alpha spent across looks: stats.sequential). A false positive is a final
 decision of "faster" or "slower" (beyond the margin, at the run's last look's level, as the report gives it); the
 detectable-difference verdicts are counted beside it. Since the margin, a look stops on faster, slower or
 equivalent; inconclusive goes on. The saving is 1 - the

@@ -51,7 +51,7 @@ def test_looks_from_min_stop_when_decided_or_at_max(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decided_at: int, expected_repeats: int
 ) -> None:
     scripted = Scripted(decided_at)
-    monkeypatch.setattr(verdict_looks, "decide", scripted)  # the lifecycle asks the verdict's looks module
+    monkeypatch.setattr(verdict_looks, "take_look", scripted)  # the lifecycle asks the verdict's looks module
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         plan = plan_experiment(parse_experiment(experiment(a, b, "{min: 2, max: 4, until: decided, mdc: 0.03}")))
         assert "2 to 4 repeats, until every verdict is decided" in "\n".join(describe_plan(plan))

@@ -250,7 +250,7 @@ def test_adaptive_repeats_keep_the_looks_they_took(tmp_path: Path, monkeypatch: 
         asked.append(alpha)
         return False, ["ngram-k2 at concurrency 1"]
 
-    monkeypatch.setattr(verdict_looks, "decide", never_decided)
+    monkeypatch.setattr(verdict_looks, "take_look", never_decided)
     stop = asyncio.Event()
 
     class StopInRepeat3:

@@ -175,7 +175,7 @@ class Lifecycle:
         if taken is not None:  # a resumed run: this look was taken before, on the same data; it stands as recorded
             return bool(taken.get("decided")) and repeat < seq["max"]
         self.write_inputs()
-        done, undecided = verdict_looks.decide(self.out, alpha)  # the verdict's comparisons, this alpha
+        done, undecided = verdict_looks.take_look(self.out, alpha)  # the verdict's comparisons, this alpha
         looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
         stop = done and repeat < seq["max"]
         self.setup = replace(

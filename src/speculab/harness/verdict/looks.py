@@ -1,6 +1,6 @@
 """One look of adaptive repeats: is every verdict decided yet? The verdict's own comparisons, at the look's level.
 
-The lifecycle calls `decide` after each repeat from `min` on: it reads what the run directory holds, builds the
+The lifecycle calls `take_look` after each repeat from `min` on: it reads what the run directory holds, builds the
 comparisons at confidence 1 - alpha_j (the look's share of the 5 %, stats.sequential), and calls the experiment
 decided when every candidate at every load is faster, slower or equivalent against the margin (or gated in a way
 more repeats do not fix: errors, too few prompts); inconclusive ones go on.
@@ -18,7 +18,7 @@ from speculab.harness.verdict.model import ReportOptions
 LOOK_RESAMPLES = 200  # the verdict follows the analytic signed-rank interval; bootstraps are only for reading
 
 
-def decide(out: Path, alpha: float) -> tuple[bool, list[str]]:
+def take_look(out: Path, alpha: float) -> tuple[bool, list[str]]:
     """(every verdict decided?, the comparisons still open: "ngram-k4 at concurrency 8 (inconclusive: 1.02× [0.99–1.05]
     against the ±3% margin)")."""
     report = build_report(load_inputs(out), ReportOptions(n_resamples=LOOK_RESAMPLES, confidence=1 - alpha))
