@@ -425,14 +425,14 @@ class BlockRunner:
     def repeat_run(
         self,
         arm: ArmPlan,
-        spec: LevelSpec,
+        level: LevelSpec,
         repeat: int,
         seen: Observed,
         after: MetricsSnapshot | None,
         interrupted: bool,
     ) -> RepeatRun:
         """The repeat as it ends, numbered in the design's order: its run.json."""
-        run = _repeat_run(arm, spec, repeat, seen, after, interrupted, self.engine_of(arm.info.name), self.order)
+        run = _repeat_run(arm, level, repeat, seen, after, interrupted, self.engine_of(arm.info.name), self.order)
         self.order += 1
         write_run_meta(self.out, run)
         if not interrupted:
@@ -442,7 +442,7 @@ class BlockRunner:
 
 def _repeat_run(
     arm: ArmPlan,
-    spec: LevelSpec,
+    level: LevelSpec,
     repeat: int,
     seen: Observed,
     after: MetricsSnapshot | None,
@@ -455,10 +455,10 @@ def _repeat_run(
     before, records = seen.before, seen.sink.records
     acceptance, why = acceptance_with_reason(adapter_for(engine), before, after, records, arm.k)
     scopes = {scope for _, scope in seen.memory if scope}
-    notes = _repeat_notes(spec, seen, records, before, after, why if acceptance is None else None)
+    notes = _repeat_notes(level, seen, records, before, after, why if acceptance is None else None)
     return RepeatRun(
         arm=arm.info.name,
-        level=spec.key,
+        level=level.key,
         repeat=repeat,
         acceptance=acceptance,
         memory=tuple(s for samples, _ in seen.memory for s in samples),
@@ -473,7 +473,7 @@ def _repeat_run(
 
 
 def _repeat_notes(
-    spec: LevelSpec,
+    level: LevelSpec,
     seen: Observed,
     records: Sequence[RequestRecord],
     before: MetricsSnapshot | None,
@@ -483,10 +483,10 @@ def _repeat_notes(
     notes: list[str] = []
     if before is None or after is None:
         notes.append("no Prometheus /metrics read around this level: no server-side counters")
-    if spec.open_loop:
+    if level.open_loop:
         achieved = send_rate_rps(by_window(records, seen.windows))  # over this arm's own blocks
         if achieved is not None:
-            asked = f"requested {spec.value:g}" if spec.kind == "rate" else f"the trace at ×{spec.value:g}"
+            asked = f"requested {level.value:g}" if level.kind == "rate" else f"the trace at ×{level.value:g}"
             notes.append(f"sent {achieved:.3g} req/s ({asked})")
     if acceptance_unknown:  # e.g. a counter that went backwards: the server restarted mid-level
         notes.append(f"acceptance unknown: {acceptance_unknown}")

@@ -158,11 +158,11 @@ class TwoUrlMode:
             if life.enough(repeat):  # adaptive repeats: every verdict decided
                 return
 
-    async def level(self, life: Lifecycle, arms: list[ArmPlan], li: int, spec: LevelSpec, repeat: int) -> bool:
+    async def level(self, life: Lifecycle, arms: list[ArmPlan], li: int, level: LevelSpec, repeat: int) -> bool:
         """Both arms at one level and repeat, block by block in ABBA order; each arm's run.json written; True when
         interrupted."""
         blocks = blocks_for(life, li)
-        seen = {a.info.name: Observed.open(life.out, a.info.name, spec.key, repeat) for a in arms}
+        seen = {a.info.name: Observed.open(life.out, a.info.name, level.key, repeat) for a in arms}
         for a in arms:
             seen[a.info.name].before = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
         t0 = life.clock()
@@ -176,7 +176,7 @@ class TwoUrlMode:
                 for arm in order:
                     warm = life.plan.warmup_requests if arm.info.name not in self.warmed else 0
                     self.warmed.add(arm.info.name)
-                    life.reporter.level_start(arm.info.label, spec.label, repeat, total, done=done)
+                    life.reporter.level_start(arm.info.label, level.label, repeat, total, done=done)
                     interrupted = await life.blocks.run_blocks(
                         arm,
                         self.models[arm.info.name],
@@ -201,7 +201,7 @@ class TwoUrlMode:
                 seen[a.info.name].sink.close()
         for a in arms:
             after = await scrape_metrics(life.session, a.info.url, api_key=a.api_key)
-            life.blocks.repeat_run(a, spec, repeat, seen[a.info.name], after, interrupted)
+            life.blocks.repeat_run(a, level, repeat, seen[a.info.name], after, interrupted)
         return interrupted
 
 

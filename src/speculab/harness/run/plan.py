@@ -112,7 +112,7 @@ def _env_lines(base: Mapping[str, str], cand: Mapping[str, str]) -> list[str]:
 def derive_candidate(
     adapter: EngineAdapter,
     baseline: ServerCommand,
-    spec: SpeculationConfig,
+    speculation: SpeculationConfig,
     *,
     name: str,
     command: Sequence[str] | None = None,
@@ -124,7 +124,7 @@ def derive_candidate(
     verified: True when only speculation flags differ; False when more differs; None when it cannot be known
     (engine `other`, whose speculation flags speculab does not know)."""
     refuse_if_speculating(adapter, baseline.command)
-    cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, spec))
+    cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, speculation))
     cand = replace(
         baseline,
         command=cmd,

@@ -133,7 +133,7 @@ class EngineAdapter(Protocol):
     known_methods: KnownMethods | None  # speculab's list for a server that cannot be asked; None: none
     server_lists_methods: bool  # its /version lists its methods (speculative_methods)
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed."""
         ...
 
@@ -177,9 +177,9 @@ def refuse_if_speculating(adapter: EngineAdapter, baseline_cmd: Sequence[str]) -
             )
 
 
-def unsupported(kind: str, spec: SpeculationConfig, supported: str) -> UserError:
+def unsupported(kind: str, speculation: SpeculationConfig, supported: str) -> UserError:
     return UserError(
-        f"engine {kind} cannot run speculation method {spec.method} through speculab ({supported} supported); "
+        f"engine {kind} cannot run speculation method {speculation.method} through speculab ({supported} supported); "
         "give candidate.command explicitly, or choose another method"
     )
 

@@ -141,27 +141,27 @@ class LlamacppAdapter:
     known_methods: KnownMethods | None = field(default_factory=lambda: _KNOWN)
     server_lists_methods: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
-        spec_type = _SPEC_TYPES.get(spec.method, spec.method)
-        if spec.method in KNOWN_METHODS and spec.method not in _SPEC_TYPES:
-            raise unsupported(self.kind, spec, "draft_model, ngram, or a --spec-type name")
+        spec_type = _SPEC_TYPES.get(speculation.method, speculation.method)
+        if speculation.method in KNOWN_METHODS and speculation.method not in _SPEC_TYPES:
+            raise unsupported(self.kind, speculation, "draft_model, ngram, or a --spec-type name")
         owned = {"--spec-type": "method"}
         derived: dict[str, list[str]] = {}
-        if spec.model is None and spec_type == "draft-simple":
-            raise UserError(f"speculation.method {spec.method} needs `model` (the draft model's path)")
-        if spec.model is not None:
-            derived["--spec-draft-model"] = [str(spec.model)]
+        if speculation.model is None and spec_type == "draft-simple":
+            raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's path)")
+        if speculation.model is not None:
+            derived["--spec-draft-model"] = [str(speculation.model)]
             owned["--spec-draft-model"] = "model"
-        k_flag = _k_flag(spec_type, spec.num_speculative_tokens)
+        k_flag = _k_flag(spec_type, speculation.num_speculative_tokens)
         if k_flag is not None:
-            derived[k_flag] = [str(spec.num_speculative_tokens)]
+            derived[k_flag] = [str(speculation.num_speculative_tokens)]
             owned[k_flag] = "num_speculative_tokens"
-        if spec.prompt_lookup_max is not None:  # ngram: the n-gram matched in the context (size N)
-            derived["--spec-ngram-simple-size-n"] = [str(spec.prompt_lookup_max)]
+        if speculation.prompt_lookup_max is not None:  # ngram: the n-gram matched in the context (size N)
+            derived["--spec-ngram-simple-size-n"] = [str(speculation.prompt_lookup_max)]
             owned["--spec-ngram-simple-size-n"] = "prompt_lookup_max"
-        extra, left = option_flags(spec.options, "--spec-", owned, derived)
-        return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *spec.engine_args]
+        extra, left = option_flags(speculation.options, "--spec-", owned, derived)
+        return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *speculation.engine_args]
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
         # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)

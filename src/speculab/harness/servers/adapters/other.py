@@ -45,7 +45,7 @@ class OtherAdapter:
     known_methods: KnownMethods | None = None
     server_lists_methods: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         raise UserError("engine `other`: speculab cannot derive the candidate; give candidate.command in the file")
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:

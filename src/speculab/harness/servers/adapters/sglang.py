@@ -89,16 +89,18 @@ class SglangAdapter:
     known_methods: KnownMethods | None = _KNOWN
     server_lists_methods: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
-        algo = _ALGORITHMS.get(spec.method, spec.method)
-        if spec.method in KNOWN_METHODS and spec.method not in _ALGORITHMS:
-            raise unsupported(self.kind, spec, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name")
-        if spec.model is None and algo in _NEEDS_PATH:
-            raise UserError(f"speculation.method {spec.method} needs `model` (the draft model's or head's path)")
-        owned, derived = _derived(algo, spec)
-        extra, left = option_flags(spec.options, "--speculative-", owned, derived)
-        return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *spec.engine_args]
+        algo = _ALGORITHMS.get(speculation.method, speculation.method)
+        if speculation.method in KNOWN_METHODS and speculation.method not in _ALGORITHMS:
+            raise unsupported(
+                self.kind, speculation, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name"
+            )
+        if speculation.model is None and algo in _NEEDS_PATH:
+            raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's or head's path)")
+        owned, derived = _derived(algo, speculation)
+        extra, left = option_flags(speculation.options, "--speculative-", owned, derived)
+        return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *speculation.engine_args]
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
         return ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", str(port)]
@@ -112,15 +114,15 @@ _ALGORITHMS = {"ngram": "NGRAM", "draft_model": "STANDALONE", "eagle": "EAGLE", 
 _NEEDS_PATH = frozenset({"STANDALONE", "EAGLE", "EAGLE3", "DFLASH"})
 
 
-def _derived(algo: str, spec: SpeculationConfig) -> tuple[dict[str, str], dict[str, list[str]]]:
+def _derived(algo: str, speculation: SpeculationConfig) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The flags the entry's own keys set (flag -> key) and every flag speculab derives for `algo` (flag -> values),
     companions an option may replace included. SGLang counts verified positions including the root: k drafts are a
     verify window of k + 1 (`--speculative-num-draft-tokens`), except for NGRAM, whose k is that count itself."""
-    k = spec.num_speculative_tokens
+    k = speculation.num_speculative_tokens
     owned = {"--speculative-algorithm": "method"}
     derived: dict[str, list[str]] = {}
-    if spec.model is not None:
-        derived["--speculative-draft-model-path"] = [str(spec.model)]
+    if speculation.model is not None:
+        derived["--speculative-draft-model-path"] = [str(speculation.model)]
         owned["--speculative-draft-model-path"] = "model"
     if algo == "NGRAM":
         derived["--speculative-num-draft-tokens"] = [str(k)]
@@ -130,8 +132,8 @@ def _derived(algo: str, spec: SpeculationConfig) -> tuple[dict[str, str], dict[s
             ("prompt_lookup_max", "--speculative-ngram-max-match-window-size"),
             ("prompt_lookup_min", "--speculative-ngram-min-match-window-size"),
         ):
-            if getattr(spec, key) is not None:
-                derived[flag] = [str(getattr(spec, key))]
+            if getattr(speculation, key) is not None:
+                derived[flag] = [str(getattr(speculation, key))]
                 owned[flag] = key
     elif algo == "DFLASH":  # one parallel block: no steps, no top-k (SGLang forces both to 1)
         derived["--speculative-num-draft-tokens"] = [str(k + 1)]

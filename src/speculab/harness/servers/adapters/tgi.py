@@ -108,24 +108,24 @@ class TgiAdapter:
     known_methods: KnownMethods | None = _KNOWN
     server_lists_methods: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         base, plain = without_plain_speculate(baseline_cmd)
         refuse_if_speculating(self, base)
-        if spec.method not in METHODS:
-            raise unsupported(self.kind, spec, f"{', '.join(METHODS)} (all via --speculate)")
-        if spec.method in HEAD_METHODS and not plain:
+        if speculation.method not in METHODS:
+            raise unsupported(self.kind, speculation, f"{', '.join(METHODS)} (all via --speculate)")
+        if speculation.method in HEAD_METHODS and not plain:
             raise UserError(
-                f"speculation.method {spec.method} on TGI: add `--speculate 0` to baseline.launch.command (TGI "
+                f"speculation.method {speculation.method} on TGI: add `--speculate 0` to baseline.launch.command (TGI "
                 f"speculates with all the heads of a checkpoint that ships them unless told 0); serve the "
-                f"{spec.method} checkpoint itself as --model-id"
+                f"{speculation.method} checkpoint itself as --model-id"
             )
-        if spec.options or spec.model:
-            key = "options" if spec.options else "model"
+        if speculation.options or speculation.model:
+            key = "options" if speculation.options else "model"
             raise UserError(
                 f"speculation.{key}: TGI takes no speculation options but --speculate N (the heads come from the "
                 "served checkpoint, --model-id); remove it"
             )
-        return [*base, "--speculate", str(spec.num_speculative_tokens), *spec.engine_args]
+        return [*base, "--speculate", str(speculation.num_speculative_tokens), *speculation.engine_args]
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
         return ["text-generation-launcher", "--model-id", model, "--port", str(port)]

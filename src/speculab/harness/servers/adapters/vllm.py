@@ -120,9 +120,9 @@ class VllmAdapter:
     known_methods: KnownMethods | None = _KNOWN
     server_lists_methods: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)
-        return [*baseline_cmd, "--speculative-config", spec.speculative_config_json(), *spec.engine_args]
+        return [*baseline_cmd, "--speculative-config", speculation.speculative_config_json(), *speculation.engine_args]
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
         ctx = ["--max-model-len", str(context)] if context is not None else []

@@ -133,12 +133,12 @@ def _what(methods: Sequence[str], with_options: Sequence[SpeculationConfig]) -> 
     return " and ".join(parts) + (" are" if len(parts) > 1 else " is")
 
 
-def added_keys(engine: str, spec: SpeculationConfig) -> tuple[str, ...]:
+def added_keys(engine: str, speculation: SpeculationConfig) -> tuple[str, ...]:
     """What the adapter adds for `spec` in the engine's own config form: the `--speculative-config` JSON keys
     (vLLM, speculab), else the flags; `engine_args` are the user's raw flags and not counted."""
     adapter = adapter_for(engine)
     base = plain_base(adapter)  # TGI's plain arm, which its head methods require
-    argv = adapter.candidate_command(base, replace(spec, engine_args=()))
+    argv = adapter.candidate_command(base, replace(speculation, engine_args=()))
     flags = parse_command(argv).flags
     if adapter.json_config:
         body = json.loads(flags["--speculative-config"][0])
@@ -146,13 +146,14 @@ def added_keys(engine: str, spec: SpeculationConfig) -> tuple[str, ...]:
     return tuple(flags)
 
 
-def _check_keys(engine: str, who: str, declared: DeclaredMethods, spec: SpeculationConfig) -> None:
+def _check_keys(engine: str, who: str, declared: DeclaredMethods, speculation: SpeculationConfig) -> None:
     accepted = set(declared.option_keys)
-    for key in added_keys(engine, spec):
+    for key in added_keys(engine, speculation):
         if key in accepted:
             continue
         form = "--speculative-config key" if adapter_for(engine).json_config else "flag"
         where = declared.option_source or declared.source
         raise UserError(
-            f"speculation {spec.label}: {who} has no {form} {key} (read from {where}){did_you_mean(key, accepted)}"
+            f"speculation {speculation.label}: {who} has no {form} {key} (read from {where})"
+            f"{did_you_mean(key, accepted)}"
         )
