@@ -30,7 +30,7 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 
 WORDS = [
     "the",
@@ -249,7 +249,7 @@ def make_inputs(
     seed: int = 0,
     skip: tuple[tuple[str, str], ...] = (),  # (arm, level key) pairs that never ran
     slo: bool = True,
-) -> ReportInputs:
+) -> ABRun:
     baseline = baseline or ArmEffect()
     if candidates is None:
         candidates = {
@@ -314,7 +314,7 @@ def make_inputs(
                 if (arm, lv.key) in skip:
                     continue
                 runs.append(make_run(arm, lv, r, items, eff, seed=seed, temperature=temperature))
-    return ReportInputs(setup, tuple(arms), tuple(changes), tuple(runs))
+    return ABRun(setup, tuple(arms), tuple(changes), tuple(runs))
 
 
 def _sent_at(rec: RequestRecord, sent_s: float) -> RequestRecord:
@@ -324,7 +324,7 @@ def _sent_at(rec: RequestRecord, sent_s: float) -> RequestRecord:
     return replace(rec, scheduled_s=sent_s, sent_s=sent_s, end_s=rec.end_s + d, chunks=chunks)
 
 
-def interleave_two_url(inputs: ReportInputs, block_size: int, *, record_windows: bool = True) -> ReportInputs:
+def interleave_two_url(inputs: ABRun, block_size: int, *, record_windows: bool = True) -> ABRun:
     """The same requests as two-URL mode runs them: per level and repeat, blocks of `block_size` prompts, arms taking
     turns ABBA, each block starting its closed loop afresh (every slot free) once the previous block has ended.
     Each request keeps its duration and chunk timing; `windows_s` records each block's span unless told not to."""
@@ -358,7 +358,7 @@ def interleave_two_url(inputs: ReportInputs, block_size: int, *, record_windows:
     return replace(inputs, runs=tuple(out))
 
 
-def with_check_failures(inputs: ReportInputs, arm: str, n: int) -> ReportInputs:
+def with_check_failures(inputs: ABRun, arm: str, n: int) -> ABRun:
     """The same inputs with `arm` failing the check of its first `n` checked prompts (its text no longer contains
     what the check wants); every other record as it was."""
     checked = [it.index for it in inputs.setup.items if it.checks][:n]

@@ -15,7 +15,7 @@ from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import AcceptanceSummary, RequestSpec
 from speculab.harness.results.ab_dir import load_inputs, save_inputs
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.report.html.page import render_html
@@ -55,7 +55,7 @@ async def test_report_from_real_records(tmp_path: Path):
             AcceptanceSummary.from_spec_decode_dict(spec_decode),
         ),
     )
-    inputs = ReportInputs(
+    inputs = ABRun(
         Setup("mock A/B", "mock", "scripted", "completions", items, 0.0, max_tokens=42, levels=(level,)),
         (
             ArmInfo("baseline", "plain", plain_url, "vllm"),

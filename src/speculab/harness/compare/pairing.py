@@ -32,7 +32,7 @@ from speculab.harness.imports.registry import (
     runs_named,
 )
 from speculab.harness.records import RequestSpec
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
@@ -70,7 +70,7 @@ def _condition_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list
     ]
 
 
-def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ReportInputs:
+def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ABRun:
     """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired."""
     a, b = (_bench_run(d) for d in (dir_a, dir_b))
     ma, mb = a.manifest or {}, b.manifest or {}
@@ -139,7 +139,7 @@ def _ab_run(
     notes: Sequence[str],
     change: str,
     **setup: Any,
-) -> ReportInputs:
+) -> ABRun:
     """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
     repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: each arm's server
     (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and the setup's workload and
@@ -159,7 +159,7 @@ def _ab_run(
         for j, (x, y) in enumerate(pairs)
         for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
     )
-    return ReportInputs(
+    return ABRun(
         setup=Setup(
             name=f"{a.name} vs {b.name}",
             levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
@@ -185,7 +185,7 @@ def _ab_run(
 
 def inputs_from_results(
     path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None, unpaired: bool = False
-) -> ReportInputs:
+) -> ABRun:
     """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs, or compare
     them unpaired where their prompts differ (or `unpaired` asks for it), load by load where they hold several;
     `benchmark` picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file."""
@@ -373,7 +373,7 @@ def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
 
 def _imported_inputs(
     pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...], why_unpaired: str | None = None
-) -> ReportInputs:
+) -> ABRun:
     """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
     bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
     (their notes are said once). The prompts are the first load's; where another load's differ, the report holds

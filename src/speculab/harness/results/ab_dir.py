@@ -2,7 +2,7 @@
 
 On disk (docs/results.md):
 
-    DIR/inputs.json                                  ReportInputs minus the per-repeat runs (schema INPUTS_SCHEMA)
+    DIR/inputs.json                                  ABRun minus the per-repeat runs (schema INPUTS_SCHEMA)
     DIR/runs/<arm>/<level>/r<repeat>/requests.jsonl  RequestRecords, appended as each request finishes
     DIR/runs/<arm>/<level>/r<repeat>/run.json        RepeatRun minus records, written when the repeat ends
 
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from speculab.errors import UserError
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import read_records, write_records
 from speculab.harness.results.strict_json import write_json_atomic
@@ -38,7 +38,7 @@ def repeat_dir(root: Path, arm: str, level: str, repeat: int) -> Path:
     return root / RUNS_DIR / arm / level / f"r{repeat}"
 
 
-def write_setup(root: Path, inputs: ReportInputs) -> None:
+def write_setup(root: Path, inputs: ABRun) -> None:
     """Write (or rewrite) DIR/inputs.json atomically. Call at the start and again at the end of a run."""
     root.mkdir(parents=True, exist_ok=True)
     write_json_atomic(root / INPUTS_FILE, inputs.setup_dict())
@@ -51,7 +51,7 @@ def write_run_meta(root: Path, run: RepeatRun) -> None:
     write_json_atomic(d / RUN_FILE, run.meta_dict())
 
 
-def save_inputs(root: Path, inputs: ReportInputs) -> None:
+def save_inputs(root: Path, inputs: ABRun) -> None:
     """The whole input set: inputs.json plus every repeat's run.json and requests.jsonl."""
     write_setup(root, inputs)
     for run in inputs.runs:
@@ -60,7 +60,7 @@ def save_inputs(root: Path, inputs: ReportInputs) -> None:
             write_run_meta(root, run)
 
 
-def load_inputs(root: Path) -> ReportInputs:
+def load_inputs(root: Path) -> ABRun:
     """Read DIR back: inputs.json, then every runs/<arm>/<level>/r<n>/ found (partial repeats included)."""
     inputs = read_setup(root)
     runs: list[RepeatRun] = []
@@ -74,7 +74,7 @@ def load_inputs(root: Path) -> ReportInputs:
     return inputs.with_runs(runs)
 
 
-def read_setup(root: Path) -> ReportInputs:
+def read_setup(root: Path) -> ABRun:
     """DIR/inputs.json alone (no records read): what the run asked, its arms and notes."""
     f = root / INPUTS_FILE
     if not f.is_file():
@@ -83,7 +83,7 @@ def read_setup(root: Path) -> ReportInputs:
         raise UserError(f"{root}: no {INPUTS_FILE}; give the output directory of `speculab run` or `speculab demo`")
     try:
         setup = json.loads(f.read_text(encoding="utf-8"))
-        inputs = ReportInputs.from_setup_dict(setup)
+        inputs = ABRun.from_setup_dict(setup)
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
         raise UserError(f"{f}: unreadable ({why}); was it written by this version of speculab?") from None

@@ -1,4 +1,4 @@
-"""An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), and the whole run (`ReportInputs`).
+"""An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), and the whole run (`ABRun`).
 
 The lifecycle (`speculab.harness.run`) produces these while it runs; `ab_dir` lays them out on disk and
 reads them back; the verdict (`speculab.harness.verdict`) is built from them. Nothing here is derived: only what was
@@ -82,8 +82,9 @@ class RepeatRun:
 
 
 @dataclass(frozen=True, slots=True)
-class ReportInputs:
-    """Everything build_report needs. `runs` may be incomplete: the report says what is missing."""
+class ABRun:
+    """An A/B run as saved (inputs.json plus its repeats): everything the verdict is built from. `runs` may be
+    incomplete: the report says what is missing."""
 
     setup: Setup
     arms: tuple[ArmInfo, ...]  # the baseline first, then the candidates
@@ -114,7 +115,7 @@ class ReportInputs:
     def runs_for(self, arm: str, level: str) -> tuple[RepeatRun, ...]:
         return tuple(sorted((r for r in self.runs if r.arm == arm and r.level == level), key=lambda r: r.repeat))
 
-    def with_runs(self, runs: Sequence[RepeatRun]) -> ReportInputs:
+    def with_runs(self, runs: Sequence[RepeatRun]) -> ABRun:
         return replace(self, runs=tuple(runs))
 
     def setup_dict(self) -> dict[str, Any]:
@@ -138,7 +139,7 @@ class ReportInputs:
         )
 
     @classmethod
-    def from_setup_dict(cls, d: Mapping[str, Any], runs: Sequence[RepeatRun] = ()) -> ReportInputs:
+    def from_setup_dict(cls, d: Mapping[str, Any], runs: Sequence[RepeatRun] = ()) -> ABRun:
         if d.get("schema") != INPUTS_SCHEMA:
             raise ValueError(f"not a speculab report inputs file (schema {d.get('schema')!r}, want {INPUTS_SCHEMA})")
         sd = dict(d["setup"])

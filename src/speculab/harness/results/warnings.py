@@ -3,7 +3,7 @@ numbers; the sentence is made when rendering (`speculab.report.phrases.warning_t
 
 The verdict (`harness.verdict`) produces them; summary.json saves them (with the sentence beside, for people reading
 the file). They live with the results, below the verdict, so that the verdict's correctness and its model both use
-one type. Notes the lifecycle and the readers of other tools' files wrote as their own words (`ReportInputs.notes`)
+one type. Notes the lifecycle and the readers of other tools' files wrote as their own words (`ABRun.notes`)
 are carried as kind `note`, and so is every warning of a summary.json written when warnings were sentences.
 """
 

@@ -24,7 +24,7 @@ from speculab.harness.client.probe import ServerInfo
 from speculab.harness.design import ArmInfo, Setup
 from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.run.blocks import BlockRunner, Reporter
@@ -82,11 +82,11 @@ class RunRecord:
         )
         return replace(self, arms=tuple(now if a.name == cur.name else a for a in self.arms))
 
-    def inputs(self, plan: RunPlan, plan_id: Mapping[str, Any], *, final: bool = False) -> ReportInputs:
+    def inputs(self, plan: RunPlan, plan_id: Mapping[str, Any], *, final: bool = False) -> ABRun:
         """inputs.json: the record with the plan's changes and identity (`final`: the finish time stamped)."""
         setup = replace(self.setup, finished_utc=utc_now()) if final else self.setup
         arms = tuple(self.arm(a.info.name) for a in plan.arms)
-        return ReportInputs(setup, arms, plan.changes, interrupted=self.interrupted, notes=self.notes, plan=plan_id)
+        return ABRun(setup, arms, plan.changes, interrupted=self.interrupted, notes=self.notes, plan=plan_id)
 
 
 class Lifecycle:

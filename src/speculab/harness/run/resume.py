@@ -20,7 +20,7 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import ArmInfo, Setup
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, REQUESTS_FILE, read_setup
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.blocks import BlockState, block_state, set_aside
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import json_safe
@@ -40,7 +40,7 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
     one per part so a refusal can say which changed. Times, versions and API keys are left out; secret flag
     values are hashed as the `***` inputs.json shows."""
     blank = replace(plan.setup, started_utc="", finished_utc="", versions={})
-    saved = ReportInputs(setup=blank, arms=tuple(a.info for a in plan.arms), changes=plan.changes).setup_dict()
+    saved = ABRun(setup=blank, arms=tuple(a.info for a in plan.arms), changes=plan.changes).setup_dict()
     sd = dict(saved["setup"])
 
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
@@ -174,7 +174,7 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     return Resumed(frozenset(done), setup, prior.arms, tuple(notes), tuple(_launches(root)), summary)
 
 
-def _aside_note(root: Path, prior: ReportInputs, block: Block, kept: Path, state: BlockState) -> str:
+def _aside_note(root: Path, prior: ABRun, block: Block, kept: Path, state: BlockState) -> str:
     """The report's line for a block set aside: it is reported as interrupted, and says where its records are."""
     arm, level, repeat = block
     label = next((a.label for a in prior.arms if a.name == arm), arm)

@@ -14,7 +14,7 @@ from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.analysis.paired import DEFAULT_MARGIN
 from speculab.harness.design import ArmInfo, LevelSpec
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.comparison import arm_values, judge
@@ -37,7 +37,7 @@ from speculab.harness.verdict.model import (
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _axis_levels(inputs: ReportInputs) -> tuple[str, list[LevelSpec]]:
+def _axis_levels(inputs: ABRun) -> tuple[str, list[LevelSpec]]:
     """The loads of one axis for curves: the sweep's axis if there is a sweep, else the operating point's."""
     levels = list(inputs.setup.levels)
     sweep = [lv for lv in levels if "sweep" in lv.roles]
@@ -48,7 +48,7 @@ def _axis_levels(inputs: ReportInputs) -> tuple[str, list[LevelSpec]]:
 
 
 def crossover_view(
-    cand: ArmInfo, levels: Sequence[LevelReport], inputs: ReportInputs, opts: ReportOptions
+    cand: ArmInfo, levels: Sequence[LevelReport], inputs: ABRun, opts: ReportOptions
 ) -> CrossoverView | None:
     axis, axis_levels = _axis_levels(inputs)
     keys = {lv.key for lv in axis_levels}
@@ -97,7 +97,7 @@ def _with_replicates(
     points: list[LoadSpeedup],
     cand: ArmInfo,
     axis: str,
-    inputs: ReportInputs,
+    inputs: ABRun,
     opts: ReportOptions,
     sizes: dict[float, int],
 ) -> list[LoadSpeedup]:
@@ -173,7 +173,7 @@ def capacity_view(
     cand: ArmInfo,
     base: ArmInfo,
     levels: Sequence[LevelReport],
-    inputs: ReportInputs,
+    inputs: ABRun,
     ends: tuple[str, str] = ("estimate", "estimate"),
     chosen: Mapping[float, str] | None = None,
 ) -> PlanView | None:
@@ -226,9 +226,7 @@ def _draft_model(arm: ArmInfo) -> str:
     return ""
 
 
-def k_choices(
-    inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
-) -> tuple[KChoice, ...]:
+def k_choices(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]) -> tuple[KChoice, ...]:
     """For each method that ran at two or more k (same draft model): at each load where the what-if ran, its
     predicted best k (from the largest measured k's acceptance profile, which covers the most draft positions) next
     to every measured k's speedup and the prediction for it."""

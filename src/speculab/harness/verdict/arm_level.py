@@ -33,7 +33,7 @@ from speculab.harness.analysis.windows import (
 )
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.records import AcceptanceSummary, RequestRecord
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
 from speculab.harness.verdict.per_request import prefix_cache_view, request_acceptance_view
 
@@ -169,7 +169,7 @@ def _series(per: Sequence[RequestMetrics], runs: Sequence[RepeatRun], opts: Repo
     )
 
 
-def slo_targets(inputs: ReportInputs) -> SloTargets | None:
+def slo_targets(inputs: ABRun) -> SloTargets | None:
     s = inputs.setup
     if s.slo_ttft_s is None and s.slo_tpot_s is None and s.slo_e2e_s is None:
         return None
@@ -180,7 +180,7 @@ def arm_price(arm: ArmInfo) -> ArmPrice | None:
     return ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
 
 
-def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ReportInputs, opts: ReportOptions
+def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ABRun, opts: ReportOptions
               ) -> ArmLevel:  # fmt: skip
     """Pool an arm's repeats at one load: distributions over every request, throughput per repeat."""
     records = [r for run in runs for r in run.records if not r.warmup]

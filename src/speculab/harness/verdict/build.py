@@ -1,4 +1,4 @@
-"""The A/B report: every number computed once, from `ReportInputs`, by pure functions.
+"""The A/B report: every number computed once, from `ABRun`, by pure functions.
 
 `build_report(inputs)` is the only entry point. Presentation (`speculab.report`: console, HTML, summary.json) reads
 a `Report` and formats; it never computes. The parts live in `model` (the dataclasses), `arm_level` (per arm and
@@ -33,7 +33,7 @@ from speculab.harness import stats
 from speculab.harness.analysis.metrics import COMPARED_METRICS, error_gate
 from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.design import ArmInfo
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, what_if_views
@@ -61,7 +61,7 @@ from speculab.harness.verdict.recommendation import recommend
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _setup_view(inputs: ReportInputs) -> SetupView:
+def _setup_view(inputs: ABRun) -> SetupView:
     s = inputs.setup
     cats: dict[str, int] = defaultdict(int)
     for it in s.items:
@@ -98,7 +98,7 @@ def _setup_view(inputs: ReportInputs) -> SetupView:
     )
 
 
-def _sent(inputs: ReportInputs, arm: str) -> int:
+def _sent(inputs: ABRun, arm: str) -> int:
     """How many prompts an arm's first repeat sent (its first run at its first load)."""
     run = next((r for r in inputs.runs if r.arm == arm), None)
     return len({r.index for r in run.records if not r.warmup}) if run is not None else 0
@@ -122,9 +122,7 @@ def _arm_view(a: ArmInfo) -> ArmView:
     )
 
 
-def _warnings(
-    inputs: ReportInputs, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]
-) -> list[ReportWarning]:
+def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[CandidateReport]) -> list[ReportWarning]:
     w: list[ReportWarning] = []
     labels = {a.name: a.label for a in inputs.arms}
     if inputs.interrupted:
@@ -259,7 +257,7 @@ def measured_tpc(a: ArmLevel) -> bool:
     return bool(a.token_count_sources) and "one_per_chunk" not in a.token_count_sources
 
 
-def _missing(inputs: ReportInputs) -> list[str]:
+def _missing(inputs: ABRun) -> list[str]:
     out = []
     for lv in inputs.setup.levels:
         for arm in inputs.arms:
@@ -276,7 +274,7 @@ def _missing(inputs: ReportInputs) -> list[str]:
     return out
 
 
-def run_confidence(inputs: ReportInputs) -> float:
+def run_confidence(inputs: ABRun) -> float:
     """95 %, or for a run with adaptive repeats 1 - the alpha of its last look (stats.sequential): the verdict
     it stopped on, at the level that keeps the whole design's false-positive rate at 5 %."""
     looks = (inputs.setup.sequential or {}).get("looks") or []
@@ -297,7 +295,7 @@ def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> Rep
 
 
 def _candidates(
-    inputs: ReportInputs, levels: Sequence[LevelReport], opts: ReportOptions, warnings: list[ReportWarning]
+    inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOptions, warnings: list[ReportWarning]
 ) -> list[CandidateReport]:
     """Per candidate, across loads: acceptance at its low load, crossover, what-if, capacity, correctness, the
     single-change check (what-if notes go to `warnings`)."""
@@ -328,7 +326,7 @@ def _candidates(
     return cands
 
 
-def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> Report:
+def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     """Every number of the A/B report from the raw inputs. Pure: same inputs and options, same report."""
     opts = options or ReportOptions()
     if opts.confidence is None:
@@ -390,7 +388,7 @@ def build_report(inputs: ReportInputs, options: ReportOptions | None = None) -> 
     )
 
 
-def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], inputs: ReportInputs
+def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], inputs: ABRun
                ) -> RecommendationView | None:  # fmt: skip
     """The recommendation's capacity plan against plain, with the ends of the throughput intervals."""
     if rec is None:

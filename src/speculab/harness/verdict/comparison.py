@@ -33,7 +33,7 @@ from speculab.harness.analysis.paired import (
 )
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
-from speculab.harness.results.ab_run import RepeatRun, ReportInputs
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
 from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
@@ -133,7 +133,7 @@ def _unit(c: MetricComparison) -> str:
 
 
 def judge(
-    inputs: ReportInputs,
+    inputs: ABRun,
     metric: str,
     cand: Mapping[int, float],
     base: Mapping[int, float],
@@ -183,7 +183,7 @@ def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLe
     return group_size(level.kind, level.value, (a.achieved_concurrency for a in (base, cand) if a is not None))
 
 
-def prompt_groups(inputs: ReportInputs, size: int) -> dict[int, int] | None:
+def prompt_groups(inputs: ABRun, size: int) -> dict[int, int] | None:
     """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order;
     a conversation's turns are one unit); None at size 1. See analysis.paired.concurrent_groups. Without the
     prompts (another tool's file holds none), the records' indices are the send order: their position in the file."""
@@ -293,7 +293,7 @@ def compare_level(
     cand_arm: ArmInfo,
     base_arm: ArmInfo,
     arms: Mapping[str, ArmLevel],
-    inputs: ReportInputs,
+    inputs: ABRun,
     rng: np.random.Generator,
     opts: ReportOptions,
 ) -> LevelComparison:
@@ -434,7 +434,7 @@ class _Breakdown:
         return tuple(out)
 
 
-def _categories(inputs: ReportInputs) -> list[tuple[str, set[int]]]:
+def _categories(inputs: ABRun) -> list[tuple[str, set[int]]]:
     """Workload categories (input-grounded prompts are where n-gram drafts hit), by name."""
     cats: dict[str, set[int]] = defaultdict(set)
     for it in inputs.setup.items:
@@ -443,7 +443,7 @@ def _categories(inputs: ReportInputs) -> list[tuple[str, set[int]]]:
     return sorted(cats.items())
 
 
-def _turns(inputs: ReportInputs) -> list[tuple[str, set[int]]]:
+def _turns(inputs: ABRun) -> list[tuple[str, set[int]]]:
     """Conversation turns ("turn 1", "turn 2", ...; single-turn items count as turn 1), when there are turns > 1."""
     turns: dict[int, set[int]] = defaultdict(set)
     for it in inputs.setup.items:

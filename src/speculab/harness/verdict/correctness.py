@@ -1,6 +1,6 @@
 """Is the candidate still correct? Checks per item, and output equivalence against the baseline.
 
-Pure functions over `ReportInputs`. Each prompt is judged on one output per arm: the first measured load that ran
+Pure functions over `ABRun`. Each prompt is judged on one output per arm: the first measured load that ran
 in both arms, lowest repeat (its *reference* output). At temperature 0 speculation should not change the output at
 all (exact rejection sampling), so a divergence is either a numerics artefact (the target's top two tokens nearly
 tied, where batching or kernel differences flip the argmax) or a real problem. We classify with the target's own

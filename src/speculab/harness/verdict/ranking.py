@@ -17,7 +17,7 @@ import numpy as np
 
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, compare_paired
 from speculab.harness.design import LevelSpec
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.comparison import level_group_size, paired_per_prompt, prompt_groups, ratio_of
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ranked
@@ -27,7 +27,7 @@ def rank_level(
     level: LevelSpec,
     comps: Sequence[LevelComparison],
     arms: dict[str, ArmLevel],
-    inputs: ReportInputs,
+    inputs: ABRun,
     rng: np.random.Generator,
     n_resamples: int,
     confidence: float = CONFIDENCE,

@@ -11,7 +11,7 @@ import pytest
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import repeat_dir, write_setup
-from speculab.harness.results.ab_run import ReportInputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.blocks import BlockState
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.run.resume import (
@@ -122,9 +122,7 @@ def test_which_blocks_run_again() -> None:
 
 def _started(root: Path, plan, blocks: dict[tuple[str, str, int], bool]) -> None:
     """A run directory as a kill leaves it: inputs.json with the plan, finished (True) and cut (False) blocks."""
-    write_setup(
-        root, ReportInputs(plan.setup, tuple(a.info for a in plan.arms), plan.changes, plan=plan_identity(plan))
-    )
+    write_setup(root, ABRun(plan.setup, tuple(a.info for a in plan.arms), plan.changes, plan=plan_identity(plan)))
     for (arm, level, repeat), whole in blocks.items():
         d = repeat_dir(root, arm, level, repeat)
         d.mkdir(parents=True)
