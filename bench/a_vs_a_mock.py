@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import MetricComparison, Verdict, compare_paired
+from speculab.harness.analysis.paired import Direction, MetricComparison, compare_paired
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
             for seed in seeds:
                 c = one_server_run(url, Path(tmp) / str(seed), seed, a.jitter)
                 old += c.geomean_ratio.excludes(1.0)
-                new += c.verdict is not Verdict.NO_DIFFERENCE
+                new += c.verdict is not Direction.NO_DIFFERENCE
         print(
             f"{noise}, {a.runs} A-vs-A runs of 16 prompts: BCa geometric-mean interval excludes 1 in {old} "
             f"({old / a.runs:.0%}); signed-rank verdict says a difference in {new} ({new / a.runs:.0%})"

@@ -14,12 +14,12 @@ from speculab.harness.verdict.model import (
     CorrectnessComparison,
     CrossoverStatus,
     Decision,
+    Direction,
     Interval,
     LevelComparison,
     Ratio,
     Report,
     ReportWarning,
-    Verdict,
     WarningKind,
 )
 from speculab.report.formatting import (
@@ -137,7 +137,7 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         (c := lv.comparison(cand.name)) is not None
         and c.gate == "ok"
         and (tp := c.metric("tpot_s")) is not None
-        and decision_of(tp) == Verdict.FASTER.value
+        and decision_of(tp) == Direction.FASTER.value
         for lv in levels
     )
     if crossover is not None and any_faster:

@@ -43,8 +43,8 @@ from speculab.harness.stats.ranks import (
 N_RESAMPLES = 2000
 
 
-class Verdict(str, Enum):
-    """Direction of a paired comparison (is there a detectable difference?); for time metrics "faster" means the
+class Direction(str, Enum):
+    """The direction of a paired comparison (is there a detectable difference?); for time metrics "faster" means the
     candidate's values are lower. Kept beside the `Decision`, which is what the report leads with."""
 
     FASTER = "faster"
@@ -252,7 +252,7 @@ class MetricComparison:
     geomean_ratio: Interval  # BCa bootstrap; for reading (the verdict follows hodges_lehmann_ratio)
     median_ratio: Interval
     wilcoxon_p: float
-    verdict: Verdict
+    verdict: Direction
     min_detectable_change: float
     lower_is_better: bool
     note: str = ""
@@ -386,7 +386,7 @@ def compare_paired(
     launches = launch_ratio(launch_effects, confidence) if len(launch_effects) >= MIN_LAUNCHES else None
     basis = launches if launches is not None else hl
     if units.n < MIN_PAIRS:
-        verdict, note = Verdict.INSUFFICIENT, _too_few(pairs, units, group_size)
+        verdict, note = Direction.INSUFFICIENT, _too_few(pairs, units, group_size)
     else:
         verdict = _direction(basis, lower_is_better)
         if launches is None and geo.excludes(1.0) != hl.excludes(1.0):
@@ -420,11 +420,11 @@ def compare_paired(
     )
 
 
-def _direction(basis: Interval, lower_is_better: bool) -> Verdict:
+def _direction(basis: Interval, lower_is_better: bool) -> Direction:
     """Faster, slower or no detectable difference from the verdict's ratio interval (candidate/baseline)."""
     if not basis.excludes(1.0):
-        return Verdict.NO_DIFFERENCE
-    return Verdict.FASTER if (basis.high < 1.0) == lower_is_better else Verdict.SLOWER
+        return Direction.NO_DIFFERENCE
+    return Direction.FASTER if (basis.high < 1.0) == lower_is_better else Direction.SLOWER
 
 
 def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
@@ -436,10 +436,10 @@ def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
 
 
 def _against_margin(
-    basis: Interval, margin: float, lower_is_better: bool, confidence: float, verdict: Verdict
+    basis: Interval, margin: float, lower_is_better: bool, confidence: float, verdict: Direction
 ) -> tuple[Decision, float]:
     """(the decision, `to_decide` for an inconclusive one else NaN) from the verdict's interval."""
-    if verdict is Verdict.INSUFFICIENT:
+    if verdict is Direction.INSUFFICIENT:
         return Decision.INSUFFICIENT, float("nan")
     # the speedup scale (> 1 = better), as `speedup_interval` reports it
     up = (
@@ -528,7 +528,7 @@ def compare_unpaired(
     p = rank_sum_p(x, y) if x.size and y.size else nan
     note = ""
     if min(x.size, y.size) < MIN_PAIRS or rank_sum_critical_k(x.size, y.size, confidence) < 1:
-        verdict = Verdict.INSUFFICIENT
+        verdict = Direction.INSUFFICIENT
         unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
         note = (
             f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "

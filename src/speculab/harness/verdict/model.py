@@ -21,7 +21,7 @@ from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERRO
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
 from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.paired import Decision as Decision
-from speculab.harness.analysis.paired import Verdict as Verdict
+from speculab.harness.analysis.paired import Direction as Direction
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.strict_json import json_safe

@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.analysis.paired import (
-    Verdict,
+    Direction,
     bootstrap_geomean_ratio,
     bootstrap_median_ratio,
     compare_paired,
@@ -84,7 +84,7 @@ def test_a_vs_a_says_no_detectable_difference():
     rng = np.random.default_rng(2026)
     cand, base = _arms(rng, 80)
     c = compare_paired("tpot_s", cand, base, rng)
-    assert c.verdict is Verdict.NO_DIFFERENCE
+    assert c.verdict is Direction.NO_DIFFERENCE
     assert c.geomean_ratio.low < 1 < c.geomean_ratio.high
     assert 0 < c.min_detectable_change < 0.2  # noise sd 0.15 * sqrt(2) over 80 prompts: ~6% detectable
     d = c.to_dict()
@@ -101,7 +101,7 @@ def test_a_vs_a_false_positive_rate_is_about_five_percent():
     for _ in range(runs):
         cand, base = _arms(rng, 50)
         c = compare_paired("tpot_s", cand, base, rng, n_resamples=1000)
-        false_pos += c.verdict is not Verdict.NO_DIFFERENCE
+        false_pos += c.verdict is not Direction.NO_DIFFERENCE
         wilcoxon_pos += c.wilcoxon_p < 0.05
     assert 0.02 <= false_pos / runs <= 0.09
     assert 0.02 <= wilcoxon_pos / runs <= 0.09
@@ -111,21 +111,21 @@ def test_a_1_3x_effect_is_detected_in_both_directions():
     rng = np.random.default_rng(7)
     cand, base = _arms(rng, 60, effect=1 / 1.3)  # candidate 1.3x faster
     c = compare_paired("tpot_s", cand, base, rng)
-    assert c.verdict is Verdict.FASTER
+    assert c.verdict is Direction.FASTER
     assert c.speedup == pytest.approx(1.3, rel=0.08)
     lo, hi = c.speedup_interval
     assert lo < 1.3 < hi and lo > 1
     assert c.wilcoxon_p < 1e-6
 
     cand, base = _arms(rng, 60, effect=1.3)
-    assert compare_paired("tpot_s", cand, base, rng).verdict is Verdict.SLOWER
+    assert compare_paired("tpot_s", cand, base, rng).verdict is Direction.SLOWER
 
 
 def test_higher_is_better_metrics_flip_the_verdict():
     rng = np.random.default_rng(8)
     cand, base = _arms(rng, 60, effect=1.3)  # candidate's values are higher: good for tok/s
     c = compare_paired("output_tok_s", cand, base, rng, lower_is_better=False)
-    assert c.verdict is Verdict.FASTER
+    assert c.verdict is Direction.FASTER
     assert c.speedup == pytest.approx(c.verdict_ratio.estimate)  # not inverted for higher-is-better metrics
 
 
@@ -133,7 +133,7 @@ def test_too_few_pairs_gives_no_verdict():
     rng = np.random.default_rng(0)
     cand, base = _arms(rng, MIN_PAIRS - 1, effect=0.5)
     c = compare_paired("tpot_s", cand, base, rng)
-    assert c.verdict is Verdict.INSUFFICIENT and "need at least" in c.note
+    assert c.verdict is Direction.INSUFFICIENT and "need at least" in c.note
 
 
 def test_minimum_detectable_change_shrinks_with_sample_size():
@@ -205,9 +205,9 @@ def test_co_running_noise_fools_per_prompt_pairs_but_not_groups():
     per_prompt = grouped = 0
     for _ in range(300):
         cand, base = _co_running_arms(rng, 32, 4)
-        per_prompt += compare_paired("tpot_s", cand, base, rng, n_resamples=200).verdict is not Verdict.NO_DIFFERENCE
+        per_prompt += compare_paired("tpot_s", cand, base, rng, n_resamples=200).verdict is not Direction.NO_DIFFERENCE
         c = compare_paired("tpot_s", cand, base, rng, n_resamples=200, groups=groups, group_size=4)
-        grouped += c.verdict is not Verdict.NO_DIFFERENCE
+        grouped += c.verdict is not Direction.NO_DIFFERENCE
         assert (c.n_pairs, c.n_units, c.group_size) == (32, 8, 4)
     assert per_prompt / 300 > 0.3
     assert grouped / 300 <= 0.075
@@ -219,12 +219,12 @@ def test_groups_still_detect_a_real_speedup_and_say_when_there_are_too_few():
     rng = np.random.default_rng(5)
     cand, base = _co_running_arms(rng, 24, 4, effect=1 / 1.3)
     c = compare_paired("tpot_s", cand, base, rng, groups=concurrent_groups(range(24), 4), group_size=4)
-    assert c.verdict is Verdict.FASTER and c.n_units == 6
+    assert c.verdict is Direction.FASTER and c.n_units == 6
     assert c.speedup_interval[0] < 1.3 < c.speedup_interval[1]
     assert c.to_dict()["n_units"] == 6 and c.to_dict()["group_size"] == 4
     cand, base = _co_running_arms(rng, 16, 4, effect=1 / 1.3)
     c = compare_paired("tpot_s", cand, base, rng, groups=concurrent_groups(range(16), 4), group_size=4)
-    assert c.verdict is Verdict.INSUFFICIENT and c.n_pairs == 16 and c.n_units == 4
+    assert c.verdict is Direction.INSUFFICIENT and c.n_pairs == 16 and c.n_units == 4
     assert "only 4 groups of 4 prompts sent together" in c.note and "use at least 24 prompts" in c.note
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.paired import Verdict, compare_paired
+from speculab.harness.analysis.paired import Direction, compare_paired
 from speculab.harness.stats import ranks
 from speculab.harness.stats.ranks import (
     hodges_lehmann_batch,
@@ -114,10 +114,10 @@ def test_compare_paired_verdict_is_the_batch_rule_and_never_contradicts_its_inte
     for row, (c_row, b_row) in enumerate(zip(cand, base, strict=True)):
         c = compare_paired("tpot_s", dict(enumerate(c_row)), dict(enumerate(b_row)), rng, n_resamples=200)
         lo, hi = c.speedup_interval
-        assert (c.verdict is not Verdict.NO_DIFFERENCE) == bool(expected[row])
-        assert (c.verdict is Verdict.FASTER) == (lo > 1)
-        assert (c.verdict is Verdict.SLOWER) == (hi < 1)
-        assert (c.wilcoxon_p <= 0.05) == (c.verdict is not Verdict.NO_DIFFERENCE)
+        assert (c.verdict is not Direction.NO_DIFFERENCE) == bool(expected[row])
+        assert (c.verdict is Direction.FASTER) == (lo > 1)
+        assert (c.verdict is Direction.SLOWER) == (hi < 1)
+        assert (c.wilcoxon_p <= 0.05) == (c.verdict is not Direction.NO_DIFFERENCE)
         d = c.to_dict()
         assert d["verdict_basis"] == "hodges_lehmann_ratio"
         assert d["speedup_low"] == pytest.approx(1 / d["hodges_lehmann_ratio"]["high"])

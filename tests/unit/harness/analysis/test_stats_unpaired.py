@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.paired import Decision, Verdict, compare_unpaired
+from speculab.harness.analysis.paired import Decision, Direction, compare_unpaired
 from speculab.harness.stats import ranks
 from speculab.harness.stats.ranks import (
     _rank_sum_cdf,
@@ -98,7 +98,7 @@ def test_a_1_5x_faster_candidate_is_faster_with_the_true_ratio_inside():
     rng = np.random.default_rng(4)
     c = compare_unpaired("tpot_s", _tpot(rng, 37, 0.020), _tpot(rng, 40, 0.030), rng, n_resamples=500)
     lo, hi = c.speedup_interval
-    assert c.verdict is Verdict.FASTER and c.decision is Decision.FASTER
+    assert c.verdict is Direction.FASTER and c.decision is Decision.FASTER
     assert lo < 1.5 < hi and c.speedup == pytest.approx(1.5, rel=0.1)
     assert c.samples == (37, 40) and c.n_pairs == 0 and c.n_units == 77
     assert c.hodges_lehmann_ratio is not None and c.hodges_lehmann_ratio.method == "rank-sum-exact"
@@ -110,7 +110,7 @@ def test_a_1_5x_faster_candidate_is_faster_with_the_true_ratio_inside():
 def test_two_samples_of_one_server_are_equivalent_when_there_are_enough():
     rng = np.random.default_rng(5)
     c = compare_unpaired("tpot_s", _tpot(rng, 300, 0.030, 0.05), _tpot(rng, 280, 0.030, 0.05), rng, n_resamples=200)
-    assert c.verdict is Verdict.NO_DIFFERENCE and c.decision is Decision.EQUIVALENT
+    assert c.verdict is Direction.NO_DIFFERENCE and c.decision is Decision.EQUIVALENT
     assert c.hodges_lehmann_ratio.method == "rank-sum-normal"
 
 
@@ -120,7 +120,7 @@ def test_identical_servers_are_called_different_about_one_run_in_twenty():
     different = 0
     for _ in range(runs):
         c = compare_unpaired("tpot_s", _tpot(rng, 24, 0.03), _tpot(rng, 30, 0.03), rng, n_resamples=20)
-        different += c.verdict in (Verdict.FASTER, Verdict.SLOWER)
+        different += c.verdict in (Direction.FASTER, Direction.SLOWER)
     assert 0.02 <= different / runs <= 0.08
 
 
@@ -133,7 +133,7 @@ def test_requests_sent_together_are_counted_as_groups():
 def test_too_few_requests_give_no_verdict_and_say_how_many_there_were():
     rng = np.random.default_rng(8)
     c = compare_unpaired("tpot_s", _tpot(rng, 5, 0.02), _tpot(rng, 30, 0.03), rng, n_resamples=100)
-    assert c.verdict is Verdict.INSUFFICIENT and c.decision is Decision.INSUFFICIENT
+    assert c.verdict is Direction.INSUFFICIENT and c.decision is Decision.INSUFFICIENT
     want = "only 5 candidate and 30 baseline requests; need at least 6 of each: send at least 6 requests in each run"
     assert c.note == want
 

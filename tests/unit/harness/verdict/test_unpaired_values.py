@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.harness.analysis.paired import Verdict, compare_unpaired
+from speculab.harness.analysis.paired import Direction, compare_unpaired
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.comparison import arm_values
 
@@ -39,7 +39,7 @@ def _false_positive_rates(runs: int = 40) -> dict[bool, float]:
         inputs = _two_samples(seed, True)
         for same in different:
             c = compare_unpaired("tpot_s", *_values(inputs, same), np.random.default_rng(seed), n_resamples=20)
-            different[same] += c.verdict in (Verdict.FASTER, Verdict.SLOWER)
+            different[same] += c.verdict in (Direction.FASTER, Direction.SLOWER)
     return {k: v / runs for k, v in different.items()}
 
 
