@@ -123,6 +123,7 @@ def run_command(
     console = Console(stderr=True, soft_wrap=True)
     experiment, output = resume_paths(resume, experiment, output)  # --resume DIR: DIR and the file it ran
     exp = load_experiment(experiment)
+    source_text = experiment.read_text(encoding="utf-8")  # now: recommended.yaml is this file, whatever happens to it
     out = output or _default_run_dir(experiment.stem)
     if resume is None and not dry_run:
         check_ab_output_dir(out)
@@ -147,7 +148,7 @@ def run_command(
 
         from speculab.harness.run.recommended import shipped_config
 
-        return replace(report, shipped=shipped_config(report, exp, experiment))
+        return replace(report, shipped=shipped_config(report, exp, source_text))
 
     _run_plan(console, plan, out, options, resume=resume is not None, ship=ship)
 

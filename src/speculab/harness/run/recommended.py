@@ -24,7 +24,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -192,10 +191,11 @@ def engine_release(report: Report) -> tuple[str, str]:
     return arm.engine, str(v) if v else ""
 
 
-def shipped_config(report: Report, exp: Experiment, source: Path) -> ShippedConfig | None:
+def shipped_config(report: Report, exp: Experiment, source_text: str) -> ShippedConfig | None:
     """The recommendation spelt for the engine the run launched, with the text of recommended.yaml and
     recommended-flags.txt (written beside summary.json by the report's exporter); None without a recommendation, or
-    in two-URL mode (speculab launched nothing, so there is no command to add flags to)."""
+    in two-URL mode (speculab launched nothing, so there is no command to add flags to). `source_text`: the
+    experiment file as it was when the run started (read then, so a file moved or edited mid-run changes nothing)."""
     if report.recommendation is None or exp.two_url_mode or exp.baseline.launch is None:
         return None
     engine, version = engine_release(report)
@@ -206,5 +206,5 @@ def shipped_config(report: Report, exp: Experiment, source: Path) -> ShippedConf
         form=chosen.form,
         flags=chosen.flags,
         flags_file=flags_text(chosen, engine, version),
-        experiment_file=recommended_yaml(source.read_text(encoding="utf-8"), chosen, exp.workload.spec),
+        experiment_file=recommended_yaml(source_text, chosen, exp.workload.spec),
     )
