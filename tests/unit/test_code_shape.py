@@ -38,3 +38,27 @@ def test_no_function_is_over_80_lines_without_a_reason():
     assert not long, (
         "functions over 80 lines (cut them at their seams, or say why with '# long: REASON'): " + "; ".join(long)
     )
+
+
+MAX_CLASS_LINES, MAX_FMT_SKIPS = 250, 70
+
+
+def test_no_class_is_over_250_lines():
+    big = []
+    for p in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (n := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES:  # type: ignore[operator]
+                big.append(f"{p.relative_to(SRC)}:{node.lineno} {node.name} ({n} lines)")
+    assert not big, "classes over 250 lines (split them: a record, a runner, strategies): " + "; ".join(big)
+
+
+def test_the_formatter_lays_out_the_code():
+    """`# fmt: skip` only where the formatter harms reading: squeezing a function or module under its limit with it is
+    what the limits exist to prevent (cut at a seam instead)."""
+    skips = [
+        f"{p.relative_to(SRC)}:{i}"
+        for p in SRC.rglob("*.py")
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "# fmt: skip" in line
+    ]
+    assert len(skips) <= MAX_FMT_SKIPS, f"{len(skips)} '# fmt: skip' lines (at most {MAX_FMT_SKIPS}): {skips}"

@@ -92,3 +92,55 @@ def test_the_engine_never_imports_the_harness_or_the_report():
         if module.startswith("speculab.engine"):
             bad = {t for t in targets if t.startswith(("speculab.harness", "speculab.report"))}
             assert not bad, f"{module} imports {sorted(bad)}"
+
+
+def test_only_the_imports_package_knows_its_readers():
+    """A result format lives in its reader and the registry (harness.imports.registry): nothing outside the imports
+    package imports an individual reader module."""
+    from speculab.harness.imports.registry import READERS
+
+    readers = {m.__name__ for m in READERS.values()}
+    assert len(readers) >= 6  # the test reads the registry it guards
+    outside = {
+        f"{module} imports {t}"
+        for module, targets in _imports().items()
+        if not module.startswith("speculab.harness.imports")
+        for t in targets
+        if t in readers
+    }
+    assert not outside, f"reader modules imported outside harness.imports (go through its registry): {sorted(outside)}"
+
+
+# the engine naming itself or the program's name, not knowledge about an engine: the package's NAME, the reference
+# engine's owned_by and /version, the report's SVG hash salt
+_ENGINE_NAME_BUDGET = 4
+
+
+def test_engine_knowledge_lives_in_the_adapters():
+    """An engine's name as a string constant outside its adapter (harness/servers/adapters), the readers of other
+    tools' files (harness/imports) and the config's list is knowledge in the wrong place: a table keyed by engine
+    that adding an engine would have to find."""
+    from speculab.harness.servers.adapters import engine_kinds
+
+    names = set(engine_kinds()) - {"other"}
+    skip = ("harness/servers/adapters/", "harness/imports/", "config/")
+    found = []
+    for f in SRC.rglob("*.py"):
+        rel = f.relative_to(SRC).as_posix()
+        if rel.startswith(skip):
+            continue
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        docstrings = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        found += [
+            f"{rel}:{n.lineno} {n.value!r}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in names and id(n) not in docstrings
+        ]
+    assert len(found) <= _ENGINE_NAME_BUDGET, f"engine names outside the adapters ({len(found)}): {found}"
