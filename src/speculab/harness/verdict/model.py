@@ -24,12 +24,12 @@ from speculab.harness.analysis.paired import Decision as Decision
 from speculab.harness.analysis.paired import Direction as Direction
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.records import AcceptanceSummary
+from speculab.harness.results.codec import from_data
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
-from speculab.harness.verdict.codec import from_data
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
 

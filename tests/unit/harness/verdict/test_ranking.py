@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
+from speculab.harness.results.codec import from_data
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.codec import from_data
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.console.ab import ab_renderable
 

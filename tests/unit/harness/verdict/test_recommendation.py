@@ -125,8 +125,8 @@ def test_recommendation_survives_summary_json() -> None:
     # Report.from_json is generic over the model: a recommendation written out reads back equal
     levels = [level(1, {"ng4": ("faster", 1.6)}), level(4, {"ng4": ("slower", 0.9)})]
     rec = recommend(levels, [cand("ng4")], ARMS, 0.03)
+    from speculab.harness.results.codec import from_data
     from speculab.harness.results.strict_json import json_safe
-    from speculab.harness.verdict.codec import from_data
     from speculab.harness.verdict.model import RecommendationView
 
     back = from_data(RecommendationView, json_safe(rec))

@@ -1,4 +1,4 @@
-"""JSON -> dataclass for the report model, driven by type hints so summary.json round-trips without hand code.
+"""JSON -> dataclass, driven by type hints, so summary.json and the saved records round-trip without hand code.
 
 The way out is the harness's one strict-JSON writer (`speculab.harness.results.strict_json.json_safe`: NaN and
 infinities become null, enums their values); the way back turns null into NaN for float fields, Optional fields
