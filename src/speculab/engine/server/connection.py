@@ -11,6 +11,13 @@ drops whatever the client still sends, and closes for good when the client does 
 The request-head limit (`--max-header-bytes`) is h11's `max_incomplete_event_size`: h11 refuses a head that
 grows past it before it is complete. A head that arrives complete in one read is measured by the guard instead
 (guard.py), so the limit holds either way.
+
+The request itself has a deadline (`--request-receive-timeout`): request line, headers and body must arrive within
+it, or the connection gets a 408 and is closed (counted in speculab:request_receive_timeouts_total, not logged).
+uvicorn's keep-alive timeout cannot do this (every byte received resets it) and no ASGI middleware can (it runs
+once the head is parsed). The deadline arms when the connection opens and, on a kept-alive connection, when the
+first byte of the next request arrives (the idle time between requests is uvicorn's keep-alive timeout, 5 s); it
+is disarmed as soon as the request is complete, so a long streamed answer is never cut.
 """
 
 from __future__ import annotations
@@ -25,9 +32,26 @@ from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 from uvicorn.server import ServerState
 
 from speculab.engine.server.errors import error_bytes
+from speculab.engine.server.exhaustion import AcceptLoop, ConnectionCounters
 from speculab.engine.server.guard import DEFAULT_MAX_HEADER_BYTES
 
 LINGER_S = 2.0
+DEFAULT_REQUEST_RECEIVE_TIMEOUT_S = 30.0
+_RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's h11 states while its request is still arriving
+
+
+class ServerConfig(uvicorn.Config):
+    """uvicorn's settings plus the request deadline and the counters the connection layer keeps."""
+
+    def __init__(self, app: Any, *, request_receive_timeout_s: float, counters: ConnectionCounters, **kw: Any):
+        self.request_receive_timeout_s = request_receive_timeout_s
+        self.counters = counters
+        super().__init__(app, **kw)
+
+    def get_loop_factory(self) -> Any:  # uvicorn >= 0.36 asks; older ones run asyncio's own loop
+        if self.loop in ("auto", "asyncio") and hasattr(asyncio, "SelectorEventLoop"):
+            return lambda: AcceptLoop(self.counters)
+        return super().get_loop_factory()  # type: ignore[misc]
 
 
 class _Connection(h11.Connection):
@@ -55,11 +79,50 @@ class GuardedH11Protocol(H11Protocol):
         self.max_head_bytes = config.h11_max_incomplete_event_size or DEFAULT_MAX_HEADER_BYTES
         self.conn = _Connection(h11.SERVER, self.max_head_bytes)
         self._lingering = False
+        self.receive_timeout_s: float = getattr(config, "request_receive_timeout_s", DEFAULT_REQUEST_RECEIVE_TIMEOUT_S)
+        self.counters: ConnectionCounters = getattr(config, "counters", None) or ConnectionCounters()
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_deadline()  # a connection that never sends a byte is held no longer than one that sends slowly
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_deadline()
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             return  # the request was refused: drop the rest of it, so that the client gets to read the answer
+        if self._deadline is None and self.conn.their_state is h11.IDLE:
+            self._arm_deadline()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
+        if self.conn.their_state not in _RECEIVING:
+            self._disarm_deadline()  # the request is complete (or the connection is done with)
+
+    def _arm_deadline(self) -> None:
+        if self.receive_timeout_s > 0:
+            self._deadline = self.loop.call_later(self.receive_timeout_s, self._receive_timed_out)
+
+    def _disarm_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _receive_timed_out(self) -> None:
+        """Answer 408 if nothing was answered yet, and close: the descriptor is what a slow client holds."""
+        self._deadline = None
+        if self.transport.is_closing() or self.conn.their_state not in _RECEIVING:
+            return
+        self.counters.receive_timeouts += 1
+        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing of this request answered yet
+            message = f"request not received within {self.receive_timeout_s:g} s (--request-receive-timeout)"
+            body = error_bytes(408, message, code="request_timeout")
+            head = f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            self.transport.write(head.encode() + b"connection: close\r\n\r\n" + body)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True  # the app's receive() now says http.disconnect; its answer goes nowhere
+        self.transport.close()
 
     def handle_events(self) -> None:
         try:
@@ -99,16 +162,36 @@ class GuardedH11Protocol(H11Protocol):
 
     def _linger(self) -> None:
         self._lingering = True
+        self._disarm_deadline()  # the linger has its own, shorter bound
         self.flow.resume_reading()
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self.loop.call_later(LINGER_S, self.transport.close)
 
 
-def uvicorn_config(app: Any, *, host: str, port: int, max_header_bytes: int, **kw: Any) -> uvicorn.Config:
-    """uvicorn settings for the engine server (h11 with the guarded protocol); `kw` passes other options on."""
+def uvicorn_config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    max_header_bytes: int,
+    request_receive_timeout_s: float = DEFAULT_REQUEST_RECEIVE_TIMEOUT_S,
+    counters: ConnectionCounters | None = None,
+    **kw: Any,
+) -> ServerConfig:
+    """uvicorn settings for the engine server (h11 with the guarded protocol); `kw` passes other options on.
+
+    `request_receive_timeout_s` 0 turns the request deadline off; `counters` receives what the connection layer
+    refuses (export them with exhaustion.ConnectionCollector)."""
     kw.setdefault("log_level", "warning")
     kw.setdefault("lifespan", "on")
-    return uvicorn.Config(
-        app, host=host, port=port, http=GuardedH11Protocol, h11_max_incomplete_event_size=max_header_bytes, **kw
+    return ServerConfig(
+        app,
+        request_receive_timeout_s=request_receive_timeout_s,
+        counters=counters or ConnectionCounters(),
+        host=host,
+        port=port,
+        http=GuardedH11Protocol,
+        h11_max_incomplete_event_size=max_header_bytes,
+        **kw,
     )
