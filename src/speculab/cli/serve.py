@@ -68,7 +68,9 @@ def serve(
     def ready(url: str, open_files: int | None) -> None:
         files = f"; open files limit {open_files}" if open_files is not None else ""
         err_console.print(
-            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r}{files})", highlight=False
+            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r}{files})",
+            highlight=False,
+            soft_wrap=True,
         )
 
     run_server(cfg, on_ready=ready)

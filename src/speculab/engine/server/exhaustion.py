@@ -5,7 +5,8 @@ fail with EMFILE. asyncio's selector loop then logs a traceback per attempt and 
 times in the same tick, each scheduling its own retry: hundreds of megabytes of log a minute. Here:
 - `raise_open_files_limit` lifts the soft RLIMIT_NOFILE to the hard limit at start;
 - `AcceptLoop` stops at the first failed accept, counts it, logs one line per ACCEPT_LOG_INTERVAL_S with the
-  count (no traceback) and accepts again every ACCEPT_RETRY_S, serving the connections it has meanwhile;
+  count (no traceback), has the oldest incomplete requests closed (`on_exhausted`, connection.py) and accepts
+  again every ACCEPT_RETRY_S, serving the connections it has meanwhile;
 - `LogRateLimit` bounds every other message a client can provoke: per kind of message and in all.
 The counters are exported on /metrics by `ConnectionCollector`. Nothing here knows about HTTP.
 """
@@ -36,6 +37,7 @@ class ConnectionCounters:
     """What the connection layer refused or dropped, for /metrics (one instance per server)."""
 
     receive_timeouts: int = 0  # connections closed because their request did not arrive in time
+    connections_shed: int = 0  # connections closed early, their request incomplete, because accept() failed
     accept_failures: int = 0  # accept() calls that failed for lack of descriptors or memory
     log_lines_suppressed: int = 0  # log records dropped by LogRateLimit
 
@@ -48,6 +50,7 @@ class ConnectionCollector(Collector):
         c = self.counters
         for name, doc, value in (
             ("request_receive_timeouts", "Connections closed: request not received in time.", c.receive_timeouts),
+            ("connections_shed", "Incomplete requests closed early: out of descriptors.", c.connections_shed),
             ("accept_failures", "Failed accept() calls (out of file descriptors or memory).", c.accept_failures),
             ("log_lines_suppressed", "Log records dropped by the rate limit.", c.log_lines_suppressed),
         ):
@@ -76,9 +79,14 @@ def raise_open_files_limit() -> int | None:
 class AcceptLoop(asyncio.SelectorEventLoop):
     """asyncio's selector loop, whose accept survives running out of descriptors (see the module docstring)."""
 
-    def __init__(self, counters: ConnectionCounters, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        counters: ConnectionCounters,
+        on_exhausted: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         super().__init__()
-        self.counters, self._clock = counters, clock
+        self.counters, self.on_exhausted, self._clock = counters, on_exhausted, clock
         self._unreported, self._reported_at = 0, -float("inf")
 
     # The body is asyncio's (3.10-3.13) with one change: on EMFILE & co it stops, instead of trying `backlog` more
@@ -102,6 +110,7 @@ class AcceptLoop(asyncio.SelectorEventLoop):
                 if exc.errno not in _OUT_OF_RESOURCES:
                     raise
                 self._accept_failed(exc)
+                self.on_exhausted()  # free descriptors for the connections waiting to be accepted
                 self._remove_reader(sock.fileno())  # type: ignore[attr-defined]
                 args = (protocol_factory, sock, sslcontext, server, backlog, *rest)
                 self.call_later(ACCEPT_RETRY_S, self._start_serving, *args)  # type: ignore[attr-defined]
@@ -118,8 +127,9 @@ class AcceptLoop(asyncio.SelectorEventLoop):
         now = self._clock()
         if now - self._reported_at >= ACCEPT_LOG_INTERVAL_S:
             log.error(
-                "accept() failed (%s) %d time(s) since the last report; serving the open connections and retrying "
-                "every %.1f s; at most one such line per %.0f s (speculab:accept_failures_total)",
+                "accept() failed (%s) %d time(s) since the last report; closing the oldest incomplete requests, "
+                "serving the rest, retrying every %.1f s; at most one such line per %.0f s "
+                "(speculab:accept_failures_total)",
                 exc.strerror or exc,
                 self._unreported,
                 ACCEPT_RETRY_S,
