@@ -190,7 +190,8 @@ _BOUNDED_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"
 
 def bound_logs(counters: ConnectionCounters) -> LogRateLimit:
     """Install one LogRateLimit on every logger a client can make write (once per process; returns it)."""
-    names = [*_BOUNDED_LOGGERS, *(n for n in list(logging.Logger.manager.loggerDict) if n.startswith("speculab."))]
+    ours = (n for n in list(logging.Logger.manager.loggerDict) if n.startswith("speculab.") and n != __name__)
+    names = [*_BOUNDED_LOGGERS, *ours]  # this module's one line per interval is bounded already
     loggers = [logging.getLogger(n) for n in names]
     for lg in loggers:
         for f in lg.filters:

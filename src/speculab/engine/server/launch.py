@@ -244,9 +244,9 @@ def serve(
 ) -> None:
     """Block serving HTTP until interrupted; `on_ready(url, open_files_limit)` runs once /health answers."""
     _check_port_free(cfg.host, cfg.port)
-    open_files = raise_open_files_limit()  # each connection holds one; past the limit accept() fails
     counters = ConnectionCounters()
     app = make_app(cfg, speculator, counters)
+    open_files = raise_open_files_limit()  # each connection holds one; past the limit accept() fails
     bound_logs(counters)  # after make_app: the engine's loggers exist by then
     # Ctrl-C: stop accepting, give in-flight streams a few seconds, then close them (their slots go with the engine).
     ucfg = uvicorn_config(
