@@ -163,9 +163,13 @@ def test_the_deadline_never_cuts_a_streamed_answer_and_rearms_for_the_next_reque
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # head complete, body not
             sock.sendall(request_bytes("POST", "/", b"x" * 100)[:-90])
             assert read_answer(sock).status == 408 and counters.receive_timeouts == 2
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # pipelined behind a stream
+            sock.sendall(request_bytes("POST", "/", b"x") + request_bytes("POST", "/", b"x" * 100)[:-90])
+            assert read_answer(sock).status == 200  # the stream is not cut
+            assert read_answer(sock).status == 408 and counters.receive_timeouts == 3
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # nothing sent at all
             sock.settimeout(5)
-            assert read_answer(sock).status == 408 and counters.receive_timeouts == 3
+            assert read_answer(sock).status == 408 and counters.receive_timeouts == 4
 
 
 # A child server whose descriptors run out: RLIMIT_NOFILE 64, the default 30 s receive deadline, a trivial app.

@@ -130,6 +130,13 @@ class GuardedH11Protocol(H11Protocol):
         if self.conn.their_state not in _RECEIVING:
             self._stop_receiving()  # the request is complete (or the connection is done with)
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self._receiving and self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            # a pipelined request, its head read while the last answer went out, its body not all here yet: its
+            # head cancelled uvicorn's keep-alive timer, so the deadline must bound it (from now)
+            self._start_receiving()
+
     def _start_receiving(self) -> None:
         self._receiving = True
         self.receiving.add(self)
