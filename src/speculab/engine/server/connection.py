@@ -17,7 +17,8 @@ it, or the connection gets a 408 and is closed (counted in speculab:request_rece
 uvicorn's keep-alive timeout cannot do this (every byte received resets it) and no ASGI middleware can (it runs
 once the head is parsed). The deadline arms when the connection opens and, on a kept-alive connection, when the
 first byte of the next request arrives (the idle time between requests is uvicorn's keep-alive timeout, 5 s); it
-is disarmed as soon as the request is complete, so a long streamed answer is never cut.
+is disarmed as soon as the request is complete, so a long streamed answer is never cut. When descriptors run out,
+the connections that have waited longest for their request are closed before their deadline (ReceivingConnections).
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ from speculab.engine.server.guard import DEFAULT_MAX_HEADER_BYTES
 LINGER_S = 2.0
 DEFAULT_REQUEST_RECEIVE_TIMEOUT_S = 30.0
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's h11 states while its request is still arriving
-
-
 SHED_AT_ONCE = 256  # receiving connections closed per failed accept (at most one per ACCEPT_RETRY_S)
 
 
