@@ -49,6 +49,11 @@ def serve(
     metrics_public: bool = typer.Option(
         True, "--metrics-public/--metrics-private", help="Under --api-key, serve /metrics without the key (default)."
     ),
+    request_receive_timeout_s: float = typer.Option(
+        30.0,
+        "--request-receive-timeout",
+        help="Seconds a client has to send a whole request (line, headers, body); then 408 and close. 0: no limit.",
+    ),
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
     try:
@@ -60,9 +65,12 @@ def serve(
         ) from None
     cfg = serve_config_from_flags(dict(locals()))
 
-    def ready(url: str) -> None:
+    def ready(url: str, open_files: int | None) -> None:
+        files = f"; open files limit {open_files}" if open_files is not None else ""
         err_console.print(
-            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r})", highlight=False
+            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r}{files})",
+            highlight=False,
+            soft_wrap=True,
         )
 
     run_server(cfg, on_ready=ready)

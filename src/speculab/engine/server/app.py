@@ -4,7 +4,8 @@
 - errors.py: every error as OpenAI JSON with its status (validation is 400, never 422);
 - routes.py: the endpoints; engine_request.py: request -> prompt ids (off the event loop) and SamplingParams;
 - generation.py: admission, streaming and whole responses, aborts on disconnect;
-- connection.py: the HTTP/1.1 connection (431 for an oversized request head), used by `speculab serve`.
+- connection.py: the HTTP/1.1 connection (431 for an oversized request head, 408 past the receive deadline) and
+  exhaustion.py: the open-files limit, accept failures and the log rate limit, both used by `speculab serve`.
 A request is only handed to the engine once it is valid, so a refused request never holds a slot, and one the
 engine fails (a bug) answers 500 while the server keeps serving everyone else.
 """

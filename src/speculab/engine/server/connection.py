@@ -11,11 +11,20 @@ drops whatever the client still sends, and closes for good when the client does 
 The request-head limit (`--max-header-bytes`) is h11's `max_incomplete_event_size`: h11 refuses a head that
 grows past it before it is complete. A head that arrives complete in one read is measured by the guard instead
 (guard.py), so the limit holds either way.
+
+The request itself has a deadline (`--request-receive-timeout`): request line, headers and body must arrive within
+it, or the connection gets a 408 and is closed (counted in speculab:request_receive_timeouts_total, not logged).
+uvicorn's keep-alive timeout cannot do this (every byte received resets it) and no ASGI middleware can (it runs
+once the head is parsed). The deadline arms when the connection opens and, on a kept-alive connection, when the
+first byte of the next request arrives (the idle time between requests is uvicorn's keep-alive timeout, 5 s); it
+is disarmed as soon as the request is complete, so a long streamed answer is never cut. When descriptors run out,
+the connections that have waited longest for their request are closed before their deadline (ReceivingConnections).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import h11
@@ -25,9 +34,50 @@ from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 from uvicorn.server import ServerState
 
 from speculab.engine.server.errors import error_bytes
+from speculab.engine.server.exhaustion import AcceptLoop, ConnectionCounters
 from speculab.engine.server.guard import DEFAULT_MAX_HEADER_BYTES
 
 LINGER_S = 2.0
+DEFAULT_REQUEST_RECEIVE_TIMEOUT_S = 30.0
+_RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's h11 states while its request is still arriving
+SHED_AT_ONCE = 256  # receiving connections closed per failed accept (at most one per ACCEPT_RETRY_S)
+
+
+class ReceivingConnections:
+    """The connections whose request is still arriving, oldest first: when descriptors run out, the oldest of them
+    are closed early, so that the connections waiting in the kernel's accept queue (a normal client's among them)
+    get a descriptor instead of waiting for the deadline. A connection whose request is complete is never shed."""
+
+    def __init__(self) -> None:
+        self._conns: dict[GuardedH11Protocol, None] = {}  # insertion-ordered: oldest first
+
+    def add(self, conn: GuardedH11Protocol) -> None:
+        self._conns[conn] = None
+
+    def discard(self, conn: GuardedH11Protocol) -> None:
+        self._conns.pop(conn, None)
+
+    def __len__(self) -> int:
+        return len(self._conns)
+
+    def shed(self) -> None:
+        for conn in list(itertools.islice(self._conns, SHED_AT_ONCE)):
+            conn.close_receiving(shed=True)
+
+
+class ServerConfig(uvicorn.Config):
+    """uvicorn's settings plus the request deadline, and what the connection layer keeps across connections."""
+
+    def __init__(self, app: Any, *, request_receive_timeout_s: float, counters: ConnectionCounters, **kw: Any):
+        self.request_receive_timeout_s = request_receive_timeout_s
+        self.counters = counters
+        self.receiving = ReceivingConnections()
+        super().__init__(app, **kw)
+
+    def get_loop_factory(self) -> Any:  # uvicorn >= 0.36 asks; older ones run asyncio's own loop
+        if self.loop in ("auto", "asyncio") and hasattr(asyncio, "SelectorEventLoop"):
+            return lambda: AcceptLoop(self.counters, on_exhausted=self.receiving.shed)
+        return super().get_loop_factory()  # type: ignore[misc]
 
 
 class _Connection(h11.Connection):
@@ -55,11 +105,72 @@ class GuardedH11Protocol(H11Protocol):
         self.max_head_bytes = config.h11_max_incomplete_event_size or DEFAULT_MAX_HEADER_BYTES
         self.conn = _Connection(h11.SERVER, self.max_head_bytes)
         self._lingering = False
+        self.receive_timeout_s: float = getattr(config, "request_receive_timeout_s", DEFAULT_REQUEST_RECEIVE_TIMEOUT_S)
+        self.counters: ConnectionCounters = getattr(config, "counters", None) or ConnectionCounters()
+        receiving = getattr(config, "receiving", None)  # shared by the server's connections (ServerConfig)
+        self.receiving: ReceivingConnections = ReceivingConnections() if receiving is None else receiving
+        self._deadline: asyncio.TimerHandle | None = None
+        self._receiving = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_receiving()  # a connection that never sends a byte is held no longer than one that sends slowly
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_receiving()
+        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             return  # the request was refused: drop the rest of it, so that the client gets to read the answer
+        if not self._receiving and self.conn.their_state is h11.IDLE:
+            self._start_receiving()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
+        if self.conn.their_state not in _RECEIVING:
+            self._stop_receiving()  # the request is complete (or the connection is done with)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self._receiving and self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            # a pipelined request, its head read while the last answer went out, its body not all here yet: its
+            # head cancelled uvicorn's keep-alive timer, so the deadline must bound it (from now)
+            self._start_receiving()
+
+    def _start_receiving(self) -> None:
+        self._receiving = True
+        self.receiving.add(self)
+        if self.receive_timeout_s > 0:
+            self._deadline = self.loop.call_later(self.receive_timeout_s, self.close_receiving)
+
+    def _stop_receiving(self) -> None:
+        self._receiving = False
+        self.receiving.discard(self)
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def close_receiving(self, *, shed: bool = False) -> None:
+        """The deadline passed (or, `shed`, descriptors ran out): answer 408 if nothing was answered yet, and close,
+        freeing the descriptor that a slow client holds."""
+        self._stop_receiving()
+        if self.transport.is_closing() or self.conn.their_state not in _RECEIVING:
+            return
+        if shed:
+            self.counters.connections_shed += 1
+        else:
+            self.counters.receive_timeouts += 1
+        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing of this request answered yet
+            message = (
+                "request not complete when the server ran out of connections; send it faster"
+                if shed
+                else f"request not received within {self.receive_timeout_s:g} s (--request-receive-timeout)"
+            )
+            body = error_bytes(408, message, code="request_timeout")
+            head = f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            self.transport.write(head.encode() + b"connection: close\r\n\r\n" + body)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True  # the app's receive() now says http.disconnect; its answer goes nowhere
+        self.transport.close()
 
     def handle_events(self) -> None:
         try:
@@ -99,16 +210,36 @@ class GuardedH11Protocol(H11Protocol):
 
     def _linger(self) -> None:
         self._lingering = True
+        self._stop_receiving()  # the linger has its own, shorter bound
         self.flow.resume_reading()
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self.loop.call_later(LINGER_S, self.transport.close)
 
 
-def uvicorn_config(app: Any, *, host: str, port: int, max_header_bytes: int, **kw: Any) -> uvicorn.Config:
-    """uvicorn settings for the engine server (h11 with the guarded protocol); `kw` passes other options on."""
+def uvicorn_config(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    max_header_bytes: int,
+    request_receive_timeout_s: float = DEFAULT_REQUEST_RECEIVE_TIMEOUT_S,
+    counters: ConnectionCounters | None = None,
+    **kw: Any,
+) -> ServerConfig:
+    """uvicorn settings for the engine server (h11 with the guarded protocol); `kw` passes other options on.
+
+    `request_receive_timeout_s` 0 turns the request deadline off; `counters` receives what the connection layer
+    refuses (export them with exhaustion.ConnectionCollector)."""
     kw.setdefault("log_level", "warning")
     kw.setdefault("lifespan", "on")
-    return uvicorn.Config(
-        app, host=host, port=port, http=GuardedH11Protocol, h11_max_incomplete_event_size=max_header_bytes, **kw
+    return ServerConfig(
+        app,
+        request_receive_timeout_s=request_receive_timeout_s,
+        counters=counters or ConnectionCounters(),
+        host=host,
+        port=port,
+        http=GuardedH11Protocol,
+        h11_max_incomplete_event_size=max_header_bytes,
+        **kw,
     )

@@ -22,7 +22,13 @@ from speculab.engine.engine import Engine, EngineConfig, SpeculationHook
 from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_config, resolve_model_path
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
-from speculab.engine.server.connection import uvicorn_config
+from speculab.engine.server.connection import DEFAULT_REQUEST_RECEIVE_TIMEOUT_S, uvicorn_config
+from speculab.engine.server.exhaustion import (
+    ConnectionCollector,
+    ConnectionCounters,
+    bound_logs,
+    raise_open_files_limit,
+)
 from speculab.engine.speculative.config import build_speculator, parse_spec_config
 from speculab.engine.speculative.metrics import SpecDecodeCollector
 from speculab.engine.speculative.speculator import Speculator
@@ -52,6 +58,7 @@ class ServeConfig:
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES  # 431 past it
     max_prompt_tokens: int | None = None  # 400 past it; default: the context minus one
     metrics_public: bool = True  # /metrics without the API key (--metrics-private requires it)
+    request_receive_timeout_s: float = DEFAULT_REQUEST_RECEIVE_TIMEOUT_S  # request line + headers + body; 0: none
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -70,6 +77,10 @@ class ServeConfig:
         ):
             if value < 1024:
                 raise UserError(f"{flag} must be at least 1024, got {value}")
+        if not self.request_receive_timeout_s >= 0:  # NaN too
+            raise UserError(
+                f"--request-receive-timeout must be >= 0 seconds (0: none), got {self.request_receive_timeout_s}"
+            )
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise UserError(f"--max-prompt-tokens must be at least 1, got {self.max_prompt_tokens}")
         if self.speculative_config is not None:  # a malformed config or missing draft fails before any load
@@ -186,10 +197,15 @@ def _ids(v: int | list[int] | None) -> set[int]:
     return set() if v is None else ({v} if isinstance(v, int) else set(v))
 
 
-def make_app(cfg: ServeConfig, speculator: SpeculationHook | None = None) -> FastAPI:
+def make_app(
+    cfg: ServeConfig, speculator: SpeculationHook | None = None, counters: ConnectionCounters | None = None
+) -> FastAPI:
+    """The app for `cfg`; `counters` (the connection layer's) join /metrics."""
     engine, tok, name = build_engine(cfg, speculator)
     spec = engine.engine.speculator
-    collectors = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, Speculator) else []
+    collectors: list[Any] = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, Speculator) else []
+    if counters is not None:
+        collectors.append(ConnectionCollector(counters, name))
     app_cfg = AppConfig(
         served_model_name=name,
         api_key=cfg.api_key,
@@ -223,13 +239,24 @@ def _check_port_free(host: str, port: int) -> None:
             raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); pick another --port or --host") from None
 
 
-def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: SpeculationHook | None = None) -> None:
-    """Block serving HTTP until interrupted; `on_ready(url)` runs once /health answers."""
+def serve(
+    cfg: ServeConfig, on_ready: Callable[[str, int | None], None], speculator: SpeculationHook | None = None
+) -> None:
+    """Block serving HTTP until interrupted; `on_ready(url, open_files_limit)` runs once /health answers."""
     _check_port_free(cfg.host, cfg.port)
-    app = make_app(cfg, speculator)
+    counters = ConnectionCounters()
+    app = make_app(cfg, speculator, counters)
+    open_files = raise_open_files_limit()  # each connection holds one; past the limit accept() fails
+    bound_logs(counters)  # after make_app: the engine's loggers exist by then
     # Ctrl-C: stop accepting, give in-flight streams a few seconds, then close them (their slots go with the engine).
     ucfg = uvicorn_config(
-        app, host=cfg.host, port=cfg.port, max_header_bytes=cfg.max_header_bytes, timeout_graceful_shutdown=5
+        app,
+        host=cfg.host,
+        port=cfg.port,
+        max_header_bytes=cfg.max_header_bytes,
+        request_receive_timeout_s=cfg.request_receive_timeout_s,
+        counters=counters,
+        timeout_graceful_shutdown=5,
     )
     server = _Server(ucfg, app.state.engine)
     host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
@@ -240,7 +267,7 @@ def serve(cfg: ServeConfig, on_ready: Callable[[str], None], speculator: Specula
             try:
                 with urllib.request.urlopen(url + "/health", timeout=1) as r:
                     if r.status == 200:
-                        on_ready(url)
+                        on_ready(url, open_files)
                         return
             except OSError:
                 time.sleep(0.05)
