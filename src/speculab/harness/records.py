@@ -69,7 +69,7 @@ class RequestSpec:
     # rendered text), and the load runner sends it after turn k-1 finished, behind that turn's own answer.
     conversation_id: str | None = None
     turn: int | None = None  # 1-based; None for a single-turn item
-    # Traces (workload.trace): when this request arrived in the trace, seconds after its first request; the load
+    # Traces (workload.files.trace): when this request arrived in the trace, seconds after its first request; the load
     # runner replays the arrivals (LoadConfig.trace_speed). None for every other workload.
     arrival_s: float | None = None
 

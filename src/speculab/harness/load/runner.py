@@ -53,7 +53,7 @@ class LoadConfig:
     warmup: int = 0  # warmup requests before the measured run
     seed: int = 0  # seeds the arrival RNG
     ramp_up_s: float = 0.0  # closed loop: worker k of N sends its first request k/N of this after the phase starts
-    # Trace replay (workload.trace): send each request at its recorded arrival, (arrival - first) / trace_speed
+    # Trace replay (workload.files.trace): send each request at its recorded arrival, (arrival - first) / trace_speed
     # seconds after the start; `concurrency`, when set, caps requests in flight as for a rate. Never cycled.
     trace_speed: float | None = None
     # trace replay: offsets are (arrival - this) / speed; None: from the first arrival sent (a block, or a trace,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from speculab.errors import UserError
+from speculab.harness.workload.files.jsonl import parse_jsonl_text
 from speculab.harness.workload.items import SourceItem
-from speculab.harness.workload.jsonl import parse_jsonl_text
 
 BUILTIN_VERSION = 1  # bump when any built-in set's text changes, so old results say which prompts they used
 _DATA_PACKAGE = "speculab.harness.workload.data"

@@ -24,12 +24,12 @@ from speculab.harness.records import RequestSpec
 from speculab.harness.stats import describe
 from speculab.harness.workload.builtin import load_builtin
 from speculab.harness.workload.conversation import conversations, split_turns_option
+from speculab.harness.workload.files.jsonl import load_jsonl
+from speculab.harness.workload.files.questions import load_questions
+from speculab.harness.workload.files.sharegpt import load_sharegpt
+from speculab.harness.workload.files.trace import load_trace, parse_trace_arg
 from speculab.harness.workload.items import APIS, Workload, approx_tokens, finalize, item_text
-from speculab.harness.workload.jsonl import load_jsonl
-from speculab.harness.workload.questions import load_questions
-from speculab.harness.workload.sharegpt import load_sharegpt
 from speculab.harness.workload.synthetic import load_synthetic
-from speculab.harness.workload.trace import load_trace, parse_trace_arg
 
 
 def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: str = "completions") -> Workload:

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.workload.jsonl import MAX_LINE_CHARS
+from speculab.harness.workload.files.jsonl import MAX_LINE_CHARS
 
 GOOD = {
     "jsonl": b'{"prompt": "fine"}\n',

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from speculab.errors import UserError
+from speculab.harness.workload.files.jsonl import parse_lines, read_jsonl_file, validate_messages
 from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, SourceItem
-from speculab.harness.workload.jsonl import parse_lines, read_jsonl_file, validate_messages
 from speculab.harness.workload.synthetic import synthetic_text
 
 _UNITS = {"ms": 1e-3, "s": 1.0}

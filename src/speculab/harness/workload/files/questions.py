@@ -25,8 +25,8 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.workload.conversation import split_turns_option
+from speculab.harness.workload.files.jsonl import parse_lines, read_jsonl_file
 from speculab.harness.workload.items import SourceItem, read_workload_file
-from speculab.harness.workload.jsonl import parse_lines, read_jsonl_file
 
 
 def load_questions(arg: str, kind: str) -> tuple[str, list[SourceItem]]:
