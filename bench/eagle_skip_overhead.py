@@ -24,7 +24,7 @@ import spec_decode as sd
 
 from speculab.engine.loader import load_model, resolve_model_path
 from speculab.engine.speculative import speculator as spec_module
-from speculab.engine.speculative.eagle_head import load_eagle_head
+from speculab.engine.speculative.proposers.eagle_head import load_eagle_head
 from speculab.engine.tokenizer import Tokenizer
 
 ROWS = ("plain", "eagle-skip", "eagle-adaptive")

@@ -49,10 +49,10 @@ from speculab.engine.loader import load_model, resolve_model_path
 from speculab.engine.model import CausalLM, ModelConfig
 from speculab.engine.sequence import SamplingParams
 from speculab.engine.speculative.adaptive import AdaptivePolicy
-from speculab.engine.speculative.draft_model import DraftModelProposer
-from speculab.engine.speculative.eagle import EagleProposer
-from speculab.engine.speculative.eagle_head import EagleHead, load_eagle_head
-from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
+from speculab.engine.speculative.proposers.eagle import EagleProposer
+from speculab.engine.speculative.proposers.eagle_head import EagleHead, load_eagle_head
+from speculab.engine.speculative.proposers.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate  # the formulas, one place
 

@@ -35,7 +35,7 @@ from demo_train import TrainConfig, autocast, lr_at, train_hidden
 from safetensors.torch import save_file
 
 from speculab.engine.model import CausalLM, rope_tables, rotate_half
-from speculab.engine.speculative.eagle_head import EagleHead
+from speculab.engine.speculative.proposers.eagle_head import EagleHead
 
 
 @dataclass(frozen=True)
@@ -361,9 +361,9 @@ def evaluate_eagle(
     k: int = 4,
 ) -> dict:
     """Teacher-forced agreement on held-out windows; greedy engine replay for eagle (and the draft, prompt lookup)."""
-    from speculab.engine.speculative.draft_model import DraftModelProposer
-    from speculab.engine.speculative.eagle import EagleProposer
-    from speculab.engine.speculative.ngram import NgramProposer
+    from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
+    from speculab.engine.speculative.proposers.eagle import EagleProposer
+    from speculab.engine.speculative.proposers.ngram import NgramProposer
 
     held = heldout_metrics(head, target, windows, EagleLoss(), device, batch_size)
     alpha = held["agreement"]

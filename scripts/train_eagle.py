@@ -34,7 +34,7 @@ from demo_train import TrainConfig  # noqa: E402
 
 from speculab.engine.loader import load_model  # noqa: E402
 from speculab.engine.model import CausalLM  # noqa: E402
-from speculab.engine.speculative.eagle_head import EagleHead, load_eagle_head  # noqa: E402
+from speculab.engine.speculative.proposers.eagle_head import EagleHead, load_eagle_head  # noqa: E402
 
 
 def eagle_stage(

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from speculab.engine.model import CausalLM, ModelConfig
-from speculab.engine.speculative.eagle_head import EagleHead
+from speculab.engine.speculative.proposers.eagle_head import EagleHead
 
 
 def tiny_config(vocab_size: int = 32, num_hidden_layers: int = 2, hidden_size: int = 32) -> ModelConfig:

@@ -23,9 +23,9 @@ from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.sequence import SamplingParams
 from speculab.engine.server.app import AppConfig, create_app
-from speculab.engine.speculative.draft_model import DraftModelProposer
 from speculab.engine.speculative.metrics import SpecDecodeCollector
-from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
+from speculab.engine.speculative.proposers.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
 from speculab.harness.servers.process import free_port
 
@@ -179,7 +179,7 @@ def test_draft_with_another_vocabulary_is_refused_at_start(tiny_checkpoint, tmp_
     import shutil
 
     from speculab.engine.server.launch import ServeConfig, build_engine
-    from speculab.engine.speculative.draft_model import DraftVocabularyError
+    from speculab.engine.speculative.proposers.draft_model import DraftVocabularyError
 
     other = tmp_path / "other-draft"
     shutil.copytree(tiny_checkpoint, other)

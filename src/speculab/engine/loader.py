@@ -22,7 +22,7 @@ ASSETS_DIR = Path(__file__).with_name("assets")
 SHIPPED_MODELS = {
     "demo": ASSETS_DIR / "demo" / "target",
     "demo-draft": ASSETS_DIR / "demo" / "draft",
-    "demo-eagle": ASSETS_DIR / "demo" / "eagle",  # an EAGLE head for "demo" (speculative/eagle_head.py)
+    "demo-eagle": ASSETS_DIR / "demo" / "eagle",  # an EAGLE head for "demo" (speculative/proposers/eagle_head.py)
 }
 
 SINGLE_FILE = "model.safetensors"

@@ -13,9 +13,9 @@ from tests.fakes.spec_models import LetterDetokenizer, random_eagle, sharp_lm, t
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.sequence import FinishReason, SamplingParams, Sequence
-from speculab.engine.speculative.draft_model import DraftModelProposer
-from speculab.engine.speculative.eagle import EagleProposer
-from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
+from speculab.engine.speculative.proposers.eagle import EagleProposer
+from speculab.engine.speculative.proposers.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
 
 POISON = "r1"

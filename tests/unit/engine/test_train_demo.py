@@ -106,7 +106,7 @@ def test_training_lowers_the_loss(run):
 
 def test_eagle_head_is_trained_exported_and_evaluated(run):
     from speculab.engine.loader import load_model
-    from speculab.engine.speculative.eagle_head import load_eagle_head
+    from speculab.engine.speculative.proposers.eagle_head import load_eagle_head
 
     out, _, report = run
     e = report["eagle"]
@@ -305,7 +305,7 @@ def test_shipped_demo_pair_loads_matches_and_fits():
 @pytest.mark.skipif(not (SHIPPED / "eagle" / "config.json").exists(), reason="demo EAGLE head not trained yet")
 def test_shipped_eagle_head_loads_for_the_shipped_target():
     from speculab.engine.loader import load_model
-    from speculab.engine.speculative.eagle_head import load_eagle_head
+    from speculab.engine.speculative.proposers.eagle_head import load_eagle_head
 
     head = load_eagle_head("demo-eagle", load_model("demo"))
     assert head.config.hidden_size == json.loads((SHIPPED / "target" / "config.json").read_text())["hidden_size"]

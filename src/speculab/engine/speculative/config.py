@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import torch
 
     from speculab.engine.model import CausalLM, ModelConfig
-    from speculab.engine.speculative.proposer import Proposer
+    from speculab.engine.speculative.proposers.proposer import Proposer
     from speculab.engine.speculative.speculator import Speculator
 
 METHODS = ("ngram", "draft_model", "eagle")
@@ -157,7 +157,7 @@ def build_proposer(
 
     An EAGLE head shares the target's embedding and LM head, so it needs the loaded `target`.
     """
-    from speculab.engine.speculative.ngram import NgramProposer
+    from speculab.engine.speculative.proposers.ngram import NgramProposer
 
     if config.method == "ngram":
         return NgramProposer(config.num_speculative_tokens, config.prompt_lookup_max, config.prompt_lookup_min)
@@ -166,15 +166,15 @@ def build_proposer(
 
     assert config.model is not None
     if config.method == "eagle":
-        from speculab.engine.speculative.eagle import EagleProposer
-        from speculab.engine.speculative.eagle_head import load_eagle_head
+        from speculab.engine.speculative.proposers.eagle import EagleProposer
+        from speculab.engine.speculative.proposers.eagle_head import load_eagle_head
 
         if target is None:
             raise ValueError("an EAGLE proposer needs the loaded target model")
         head = load_eagle_head(config.model, target, dtype=dtype, device=device)
         return EagleProposer(head, target, config.num_speculative_tokens, num_slots=num_slots, max_len=max_len)
 
-    from speculab.engine.speculative.draft_model import DraftModelProposer, check_same_vocabulary
+    from speculab.engine.speculative.proposers.draft_model import DraftModelProposer, check_same_vocabulary
 
     draft_dir = resolve_model_path(config.model)
     draft_config = read_config(draft_dir)

@@ -25,7 +25,7 @@ import torch
 from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
 from speculab.engine.speculative.adaptive import CATCH_UP_WIDTH, AdaptivePolicy, calibration_rows
-from speculab.engine.speculative.proposer import Proposal, Proposer
+from speculab.engine.speculative.proposers.proposer import Proposal, Proposer
 from speculab.engine.speculative.verify import draw_uniforms, verify
 
 

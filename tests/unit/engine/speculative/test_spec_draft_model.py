@@ -10,7 +10,11 @@ from tests.fakes.spec_models import Params, Row, tiny_lm
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache
 from speculab.engine.sampling import processed_probs
-from speculab.engine.speculative.draft_model import DraftModelProposer, DraftVocabularyError, check_same_vocabulary
+from speculab.engine.speculative.proposers.draft_model import (
+    DraftModelProposer,
+    DraftVocabularyError,
+    check_same_vocabulary,
+)
 
 K = 4
 

@@ -12,8 +12,8 @@ from tests.fakes.spec_models import Params, Row, random_eagle, tiny_lm
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache
 from speculab.engine.sampling import processed_probs
-from speculab.engine.speculative.eagle import EagleProposer, _HeadState
-from speculab.engine.speculative.eagle_head import EagleHead, EagleHeadError, load_eagle_head
+from speculab.engine.speculative.proposers.eagle import EagleProposer, _HeadState
+from speculab.engine.speculative.proposers.eagle_head import EagleHead, EagleHeadError, load_eagle_head
 
 K = 4
 

@@ -20,10 +20,10 @@ from speculab.engine.model import BatchInput, CausalLM, KVCache
 from speculab.engine.sampling import processed_probs
 from speculab.engine.sequence import FinishReason, SamplingParams
 from speculab.engine.speculative.adaptive import AdaptiveConfig, AdaptivePolicy
-from speculab.engine.speculative.draft_model import DraftModelProposer
-from speculab.engine.speculative.eagle import EagleProposer
-from speculab.engine.speculative.eagle_head import EagleHead
-from speculab.engine.speculative.ngram import NgramProposer
+from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
+from speculab.engine.speculative.proposers.eagle import EagleProposer
+from speculab.engine.speculative.proposers.eagle_head import EagleHead
+from speculab.engine.speculative.proposers.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
 
 SLOTS, MAX_LEN = 8, 128

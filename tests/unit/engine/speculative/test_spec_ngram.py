@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from speculab.engine.speculative.ngram import NgramProposer, find_continuation
+from speculab.engine.speculative.proposers.ngram import NgramProposer, find_continuation
 
 
 def _reference_copy(tokens: list[int], n_max: int, n_min: int, k: int) -> list[int]:

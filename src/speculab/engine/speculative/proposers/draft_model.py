@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.speculative.drafting import assemble_proposal, draft_tokens, timed
-from speculab.engine.speculative.proposer import DraftSource, Proposal
+from speculab.engine.speculative.proposers.drafting import assemble_proposal, draft_tokens, timed
+from speculab.engine.speculative.proposers.proposer import DraftSource, Proposal
 from speculab.errors import UserError
 
 

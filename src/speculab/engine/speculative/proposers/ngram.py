@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from speculab.engine.speculative.proposer import DraftSource, Proposal
+from speculab.engine.speculative.proposers.proposer import DraftSource, Proposal
 
 
 def find_continuation(tokens: np.ndarray, n_max: int, n_min: int, k: int) -> np.ndarray:

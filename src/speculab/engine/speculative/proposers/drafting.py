@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from speculab.engine.sampling import processed_probs
-from speculab.engine.speculative.proposer import DraftSource, Proposal
+from speculab.engine.speculative.proposers.proposer import DraftSource, Proposal
 from speculab.engine.speculative.verify import sample_inverse_cdf
 
 # (draft tokens x_j [A], j, live [A] bool: rows that draft j + 1 as well) -> logits [A, V] for draft j + 1

@@ -30,9 +30,9 @@ import torch
 import torch.nn.functional as F
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, consecutive_start
-from speculab.engine.speculative.drafting import assemble_proposal, draft_tokens, timed
-from speculab.engine.speculative.eagle_head import EagleHead
-from speculab.engine.speculative.proposer import DraftSource, Proposal
+from speculab.engine.speculative.proposers.drafting import assemble_proposal, draft_tokens, timed
+from speculab.engine.speculative.proposers.eagle_head import EagleHead
+from speculab.engine.speculative.proposers.proposer import DraftSource, Proposal
 
 
 @dataclass(slots=True)
