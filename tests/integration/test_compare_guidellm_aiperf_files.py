@@ -17,8 +17,9 @@ import pytest
 
 from fakes.cli_runner import one_line_error, run_main, summary_tpot
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.compare.pairing import inputs_from_results, result_format
+from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks
+from speculab.harness.imports.registry import result_format
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.mock.script import MockConfig

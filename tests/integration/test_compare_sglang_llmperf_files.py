@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.compare.pairing import inputs_from_results, result_format
+from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports import llmperf_responses, sglang_bench
+from speculab.harness.imports.registry import result_format
 from speculab.harness.records import TokenCountSource
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"

@@ -13,8 +13,9 @@ import shutil
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.compare.pairing import inputs_from_results, result_format
+from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports import vllm_sweep
+from speculab.harness.imports.registry import result_format
 
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "vllm-sweep" / "sweep"
 PLAIN, SPEC = SWEEP / "SERVE--plain", SWEEP / "SERVE--spec"  # the prefixes of each setting's combinations
