@@ -170,13 +170,15 @@ def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
         while _running_at(url) < 4 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
+        out_text, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     s = json.loads((out / "summary.json").read_text())
     assert s["interrupted"] is True
     c = s["counts"]
-    assert c["sent"] == c["ok"] + c["error"] == 4 and c["errors_by_category"] == {"cancelled": 4}
+    # issue 36: cancelled requests count as neither sent nor failed, in the summary as on screen
+    assert c["sent"] == c["ok"] + c["error"] == 0 and c["errors_by_category"] == {} and c["cancelled"] == 4
+    assert "cancelled 4" in out_text and "error 0" in out_text and "requests failed" not in out_text
     assert len((out / "requests.jsonl").read_text().splitlines()) == 4
     assert json.loads((out / "manifest.json").read_text())["interrupted"] is True
 

@@ -54,8 +54,12 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     parts.append(bench_table(summary))
     errs = ", ".join(f"{escape(k)} {v}" for k, v in c.get("errors_by_category", {}).items())
     err_txt = f"[red]error {c['error']}[/] ({errs})" if c["error"] else "error 0"
+    # cancelled requests (Ctrl-C) are in no count: said apart, never as errors (docs/bench.md)
+    cancelled = f", cancelled {c['cancelled']}" if c.get("cancelled") else ""
     parts.append(
-        Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)})")
+        Text.from_markup(
+            f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)}{cancelled})"
+        )
     )
     for cat, msg in c.get("error_examples", {}).items():
         parts.append(Text(f"  e.g. {cat}: {msg}", style="dim"))
