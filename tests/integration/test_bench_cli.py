@@ -221,12 +221,13 @@ def test_a_server_killed_mid_run_stops_the_bench_with_exit_3_and_keeps_what_was_
     assert proc.returncode == 3, stderr
     assert "Traceback" not in stderr
     line = one_line_error(stderr)
-    assert line.startswith(f"error: endpoint {url} stopped answering mid-run (") and f"what was measured is in {out}" in line
+    assert line.startswith(f"error: endpoint {url} stopped answering mid-run (")
+    assert f"what was measured is in {out}" in line
     assert "requests in a row could not connect" in line and "probes of /v1/models" in line
     s = json.loads((out / "summary.json").read_text())
     c = s["counts"]
     assert s["interrupted"] is True and c["ok"] >= 10
-    assert 3 <= c["errors_by_category"].get("connect", 0) and c["error"] <= 3 + 2 * concurrency  # not 390 failures
+    assert c["errors_by_category"].get("connect", 0) >= 3 and c["error"] <= 3 + 2 * concurrency  # not 390 failures
     assert any(w.startswith("the server stopped answering mid-run") for w in s["warnings"])
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["interrupted"] is True and "could not connect" in manifest["server_gone"]

@@ -57,7 +57,8 @@ def test_bench_summary_says_why_acceptance_is_missing_and_shows_the_drawn_schedu
 def test_cancelled_requests_are_said_apart_never_as_sent_or_failed():
     """Issue 36: after Ctrl-C bench printed `sent 10 ok 9 error 1 (cancelled 1)` and "1 of 10 requests failed"."""
     ok = RequestRecord(0, 0.0, 0.0, 0.2, chunks=(ChunkEvent(0.1, "a", 1),), completion_tokens=1)
-    cut = RequestRecord(1, 0.0, 0.0, 0.3, error=ErrorInfo(ErrorCategory.CANCELLED, "cancelled: the run was interrupted"))
+    cancelled = ErrorInfo(ErrorCategory.CANCELLED, "cancelled: the run was interrupted")
+    cut = RequestRecord(1, 0.0, 0.0, 0.3, error=cancelled)
     s = build_summary(
         aggregate([ok] * 9 + [cut]),
         run={"model": "m", "api": "completions", "workload": "w"},
