@@ -33,6 +33,7 @@ from speculab.harness.imports.registry import (
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.servers.adapters import Served, adapter_for, engine_kinds, served, served_change
 from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
@@ -98,7 +99,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ABRun:
         arm=_bench_arm,
         run_notes=lambda r: (r.unfinished,) if r.unfinished else (),
         notes=notes,
-        change="compare: two separate bench runs; speculab could not verify what differs between them",
+        change=_served_change(a, b),
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
         api=(ma.get("endpoint") or {}).get("api", "completions"),
@@ -120,10 +121,31 @@ def _bench_run(d: Path) -> ImportedRun:
 
 
 def _bench_arm(r: ImportedRun) -> dict[str, Any]:
-    """A bench run's arm: the server its manifest recorded, and the URL it measured."""
+    """A bench run's arm: the server its manifest recorded, the URL it measured, and the speculation the server said
+    it runs where it said it (speculab serve's /version), so the arm is labelled by what ran, not left "none"."""
     info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
     url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
-    return {"url": url, "engine": info["detected_engine"], "server_info": info}
+    said = _served(r)
+    spec = {"method": said.method, "num_speculative_tokens": said.k} if said is not None and said.method else {}
+    return {"url": url, "engine": info["detected_engine"], "server_info": info, **spec}
+
+
+def _served(r: ImportedRun) -> Served | None:
+    """What the run's server said it runs (its /version, as the manifest recorded it); None: it said nothing."""
+    engine = str(r.info.get("detected_engine") or "other")
+    return served(adapter_for(engine if engine in engine_kinds() else "other"), r.info.get("version"))
+
+
+def _served_change(a: ImportedRun, b: ImportedRun) -> str | ChangeCheck:
+    """The single change, checked from what both servers said they run where both said it (speculab serve); else
+    why it cannot be verified."""
+    sa, sb = _served(a), _served(b)
+    engine = str(a.info.get("detected_engine") or "other")
+    if sa is None or sb is None or engine != b.info.get("detected_engine"):
+        return "compare: two separate bench runs; speculab could not verify what differs between them"
+    diff, single = served_change(adapter_for(engine), sa, sb)
+    note = "from what both servers said they run (/version server_args), not from their commands"
+    return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, note)
 
 
 def _file_arm(r: ImportedRun) -> dict[str, Any]:
@@ -137,7 +159,7 @@ def _ab_run(
     arm: Callable[[ImportedRun], dict[str, Any]],
     run_notes: Callable[[ImportedRun], tuple[str, ...]],
     notes: Sequence[str],
-    change: str,
+    change: str | ChangeCheck,
     **setup: Any,
 ) -> ABRun:
     """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
@@ -172,7 +194,7 @@ def _ab_run(
         arms=tuple(
             ArmInfo(name, f"{tag}: {r.name}", **arm(r)) for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
         ),
-        changes=(ChangeCheck(CANDIDATE, (), None, change),),
+        changes=(change if isinstance(change, ChangeCheck) else ChangeCheck(CANDIDATE, (), None, change),),
         runs=runs,
         notes=tuple(dict.fromkeys(notes)),
     )

@@ -3,8 +3,9 @@ flag, the methods its release declares, where readiness and acceptance are repor
 
 `adapter_for(kind)` returns the adapter; `engine_kinds()` lists every kind (the one list: the config's accepted names
 and the CLI's --engine help derive from it), `askable_engines()` those whose release can be asked what it declares;
-`command_diff`/`is_single_change` check that the two arms differ only in speculation; `detect_engine` guesses the
-engine behind a URL. Flag names and sources: docs/engines.md.
+`command_diff`/`is_single_change` check that the two arms differ only in speculation (`served`/`served_change`: from
+what two servers say they run, where they say it); `detect_engine` guesses the engine behind a URL.
+Flag names and sources: docs/engines.md.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
     EngineAdapter,
+    Served,
     diff_for,
     is_single_change,
     plain_base,
+    served,
+    served_change,
 )
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
@@ -63,6 +67,7 @@ __all__ = [
     "CommandDiff",
     "EngineAdapter",
     "FlagDifference",
+    "Served",
     "adapter_for",
     "askable_engines",
     "command_diff",
@@ -72,4 +77,6 @@ __all__ = [
     "is_single_change",
     "parse_command",
     "plain_base",
+    "served",
+    "served_change",
 ]
