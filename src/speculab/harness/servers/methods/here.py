@@ -21,6 +21,7 @@ from speculab.harness.servers.adapters import (
     engine_kinds,
     parse_command,
     plain_base,
+    served,
 )
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
 from speculab.harness.servers.methods.declared import DeclaredMethods
@@ -78,7 +79,8 @@ def methods_here(
         declared = declared_by_server(engine, server_version)
     else:
         declared = declared_by_command(engine, command)
-    return methods_table(declared, given)
+    running = served(adapter_for(engine), server_version) if from_server else None
+    return replace(methods_table(declared, given), running=running)
 
 
 def check_methods(
