@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, Setup
+from speculab.harness.design import BASELINE, SAID_NOTE, ArmInfo, ChangeCheck, Setup
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import (
     SPECULAB,
@@ -33,7 +33,7 @@ from speculab.harness.imports.registry import (
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
-from speculab.harness.servers.adapters import Served, adapter_for, engine_kinds, served, served_change
+from speculab.harness.servers.adapters import said, said_change
 from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
@@ -125,27 +125,19 @@ def _bench_arm(r: ImportedRun) -> dict[str, Any]:
     it runs where it said it (speculab serve's /version), so the arm is labelled by what ran, not left "none"."""
     info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
     url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
-    said = _served(r)
-    spec = {"method": said.method, "num_speculative_tokens": said.k} if said is not None and said.method else {}
+    ran = said(info)
+    spec = {"method": ran.method, "num_speculative_tokens": ran.k} if ran is not None and ran.method else {}
     return {"url": url, "engine": info["detected_engine"], "server_info": info, **spec}
-
-
-def _served(r: ImportedRun) -> Served | None:
-    """What the run's server said it runs (its /version, as the manifest recorded it); None: it said nothing."""
-    engine = str(r.info.get("detected_engine") or "other")
-    return served(adapter_for(engine if engine in engine_kinds() else "other"), r.info.get("version"))
 
 
 def _served_change(a: ImportedRun, b: ImportedRun) -> str | ChangeCheck:
     """The single change, checked from what both servers said they run where both said it (speculab serve); else
     why it cannot be verified."""
-    sa, sb = _served(a), _served(b)
-    engine = str(a.info.get("detected_engine") or "other")
-    if sa is None or sb is None or engine != b.info.get("detected_engine"):
+    checked = said_change(a.info, b.info)
+    if checked is None:
         return "compare: two separate bench runs; speculab could not verify what differs between them"
-    diff, single = served_change(adapter_for(engine), sa, sb)
-    note = "from what both servers said they run (/version server_args), not from their commands"
-    return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, note)
+    diff, single = checked
+    return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, SAID_NOTE)
 
 
 def _file_arm(r: ImportedRun) -> dict[str, Any]:

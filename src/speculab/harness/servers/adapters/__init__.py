@@ -10,6 +10,9 @@ Flag names and sources: docs/engines.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
@@ -22,6 +25,8 @@ from speculab.harness.servers.adapters.base import (
     served,
     served_change,
 )
+from speculab.harness.servers.adapters.base import said as _said
+from speculab.harness.servers.adapters.base import said_change as _said_change
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
 from speculab.harness.servers.adapters.llamacpp import LlamacppAdapter
@@ -53,6 +58,20 @@ def askable_engines() -> tuple[str, ...]:
     return tuple(k for k, a in _ADAPTERS.items() if a.declares is not None)
 
 
+def said(server_info: Mapping[str, Any]) -> Served | None:
+    """What a recorded server said it runs (`base.said` with this registry; an unknown engine name reads as `other`)."""
+    return _said(server_info, _recorded_adapter)
+
+
+def said_change(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple[CommandDiff, bool] | None:
+    """The single-change rule over what two recorded servers said they run (`base.said_change`); None: unverifiable."""
+    return _said_change(baseline, candidate, _recorded_adapter)
+
+
+def _recorded_adapter(kind: str) -> EngineAdapter:
+    return _ADAPTERS.get(kind, _ADAPTERS["other"])
+
+
 def adapter_for(kind: str) -> EngineAdapter:
     try:
         return _ADAPTERS[kind]
@@ -77,6 +96,8 @@ __all__ = [
     "is_single_change",
     "parse_command",
     "plain_base",
+    "said",
+    "said_change",
     "served",
     "served_change",
 ]

@@ -236,3 +236,20 @@ def served_change(adapter: EngineAdapter, baseline: Served, candidate: Served) -
     speculation only (the rule launch mode applies to the commands it runs, `is_single_change`)."""
     diff = diff_for(adapter, baseline.command, candidate.command)
     return diff, is_single_change(diff, adapter)
+
+
+def said(server_info: Mapping[str, Any], adapter_of: Callable[[str], EngineAdapter]) -> Served | None:
+    """What a server said it runs, from what a run recorded of it (`{"version": /version body, "detected_engine":
+    kind}`: a bench manifest's `server`, an arm's `server_info`); None: it said nothing usable."""
+    return served(adapter_of(str(server_info.get("detected_engine") or "other")), server_info.get("version"))
+
+
+def said_change(
+    baseline: Mapping[str, Any], candidate: Mapping[str, Any], adapter_of: Callable[[str], EngineAdapter]
+) -> tuple[CommandDiff, bool] | None:
+    """`served_change` over two recorded servers of one engine that both said what they run; None: unverifiable."""
+    sa, sb = said(baseline, adapter_of), said(candidate, adapter_of)
+    engine = baseline.get("detected_engine")
+    if sa is None or sb is None or engine != candidate.get("detected_engine"):
+        return None
+    return served_change(adapter_of(str(engine)), sa, sb)
