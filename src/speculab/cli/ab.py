@@ -25,6 +25,11 @@ def _default_run_dir(stem: str) -> Path:
 
 
 _ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
+# what --dry-run does, exactly: it sends probe requests, and in launch mode may start the baseline (issue 36)
+_DRY_RUN_HELP = (
+    "Print requests, launches and a duration timed by a few probe requests on the baseline (started, then stopped, "
+    "when nothing answers at its URL); no run, no output written"
+)
 
 
 def _margin() -> Any:
@@ -110,7 +115,7 @@ def run_command(
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print requests, launches and a timed estimate; run nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help=_DRY_RUN_HELP),
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""

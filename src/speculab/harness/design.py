@@ -110,6 +110,10 @@ class ArmInfo:
         )
 
 
+# A single change checked from what both servers said they run (speculab serve's /version), not from commands.
+SAID_NOTE = "from what both servers said they run (/version server_args), not from their commands"
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeCheck:
     """The single-change rule for one candidate: the command difference and whether it is speculation only."""

@@ -162,6 +162,12 @@ class RequestRecord:
         return self.error is None
 
     @property
+    def cancelled(self) -> bool:
+        """The run was interrupted while it was in flight: it counts as neither sent nor failed (docs/bench.md),
+        since it says nothing about the endpoint."""
+        return self.error is not None and self.error.category is ErrorCategory.CANCELLED
+
+    @property
     def queue_s(self) -> float:
         """Client-side queueing: scheduled -> sent. Large values mean the client fell behind."""
         return self.sent_s - self.scheduled_s

@@ -199,7 +199,8 @@ DEFAULT_MAX_ERROR_RATE = 0.02  # --max-error-rate: above it, no verdict at that 
 
 def endpoint_error_rate(error: int, sent: int, errors_by_category: Mapping[str, int]) -> float:
     """Share of requests the endpoint failed. Requests the user cancelled (Ctrl-C) count as neither failed nor sent:
-    an interrupted run is partial, not broken. NaN when no request counts."""
+    an interrupted run is partial, not broken. NaN when no request counts. (`aggregate` counts them in neither
+    already; summaries saved before it did carry them in `errors_by_category`, so they are taken out here.)"""
     cancelled = errors_by_category.get(ErrorCategory.CANCELLED.value, 0)
     n = sent - cancelled
     return (error - cancelled) / n if n > 0 else math.nan
@@ -228,7 +229,7 @@ def error_gate(error: int, sent: int, errors_by_category: Mapping[str, int], max
 class RunMetrics:
     """Aggregates over the measured (non-warmup) requests of one run."""
 
-    sent: int
+    sent: int  # cancelled requests (Ctrl-C) excluded: they count as neither sent nor failed
     ok: int
     error: int
     errors_by_category: dict[str, int]
@@ -248,6 +249,7 @@ class RunMetrics:
     output_tokens_unknown: int  # successful requests whose output length is unknown (excluded from tok/s)
     stalled_requests: int
     slo: SloTargets = field(default_factory=SloTargets)
+    cancelled: int = 0  # in flight when the run was interrupted: in no count above
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -257,6 +259,7 @@ class RunMetrics:
                 "error": self.error,
                 "errors_by_category": dict(self.errors_by_category),
                 "error_examples": dict(self.error_examples),
+                "cancelled": self.cancelled,
             },
             "metrics": {k: v.to_dict() for k, v in self.distributions.items()},
             "throughput": {
@@ -313,7 +316,7 @@ class RunAccumulator:
 
     def __init__(self, *, stall: StallConfig = StallConfig(), slo: SloTargets = SloTargets()):
         self.stall, self.slo = stall, slo
-        self.sent = self.ok = 0
+        self.sent = self.ok = self.cancelled = 0
         self._values = {name: array("d") for name in DISTRIBUTIONS}
         self._tpc_means = array("d")  # usage tokens / chunks per request: tokens per chunk when none were measured
         self._first_scheduled_s = self._first_sent_s = math.inf
@@ -324,8 +327,11 @@ class RunAccumulator:
         self._output_total = self._prompt_total = self._output_unknown = self._stalled = self._good_slo = 0
 
     def add(self, r: RequestRecord) -> None:
-        """One finished request; warmup records are skipped."""
+        """One finished request; warmup records are skipped, cancelled ones only counted as such."""
         if r.warmup:
+            return
+        if r.cancelled:  # cut off by the user's Ctrl-C: says nothing of the endpoint, so in no count or latency
+            self.cancelled += 1
             return
         m = request_metrics(r, self.stall)
         self.sent += 1
@@ -401,6 +407,7 @@ class RunAccumulator:
             output_tokens_unknown=self._output_unknown,
             stalled_requests=self._stalled,
             slo=self.slo,
+            cancelled=self.cancelled,
         )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, Setup
+from speculab.harness.design import BASELINE, SAID_NOTE, ArmInfo, ChangeCheck, Setup
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import (
     SPECULAB,
@@ -33,6 +33,7 @@ from speculab.harness.imports.registry import (
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.servers.adapters import said, said_change
 from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
@@ -98,7 +99,7 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ABRun:
         arm=_bench_arm,
         run_notes=lambda r: (r.unfinished,) if r.unfinished else (),
         notes=notes,
-        change="compare: two separate bench runs; speculab could not verify what differs between them",
+        change=_served_change(a, b),
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
         api=(ma.get("endpoint") or {}).get("api", "completions"),
@@ -120,10 +121,23 @@ def _bench_run(d: Path) -> ImportedRun:
 
 
 def _bench_arm(r: ImportedRun) -> dict[str, Any]:
-    """A bench run's arm: the server its manifest recorded, and the URL it measured."""
+    """A bench run's arm: the server its manifest recorded, the URL it measured, and the speculation the server said
+    it runs where it said it (speculab serve's /version), so the arm is labelled by what ran, not left "none"."""
     info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
     url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
-    return {"url": url, "engine": info["detected_engine"], "server_info": info}
+    ran = said(info)
+    spec = {"method": ran.method, "num_speculative_tokens": ran.k} if ran is not None and ran.method else {}
+    return {"url": url, "engine": info["detected_engine"], "server_info": info, **spec}
+
+
+def _served_change(a: ImportedRun, b: ImportedRun) -> str | ChangeCheck:
+    """The single change, checked from what both servers said they run where both said it (speculab serve); else
+    why it cannot be verified."""
+    checked = said_change(a.info, b.info)
+    if checked is None:
+        return "compare: two separate bench runs; speculab could not verify what differs between them"
+    diff, single = checked
+    return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, SAID_NOTE)
 
 
 def _file_arm(r: ImportedRun) -> dict[str, Any]:
@@ -137,7 +151,7 @@ def _ab_run(
     arm: Callable[[ImportedRun], dict[str, Any]],
     run_notes: Callable[[ImportedRun], tuple[str, ...]],
     notes: Sequence[str],
-    change: str,
+    change: str | ChangeCheck,
     **setup: Any,
 ) -> ABRun:
     """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
@@ -172,7 +186,7 @@ def _ab_run(
         arms=tuple(
             ArmInfo(name, f"{tag}: {r.name}", **arm(r)) for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
         ),
-        changes=(ChangeCheck(CANDIDATE, (), None, change),),
+        changes=(change if isinstance(change, ChangeCheck) else ChangeCheck(CANDIDATE, (), None, change),),
         runs=runs,
         notes=tuple(dict.fromkeys(notes)),
     )
