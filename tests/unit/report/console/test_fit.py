@@ -1,11 +1,12 @@
-"""Names shortened to fit a terminal table: within the width, apart from each other, what differs kept."""
+"""Names shortened to fit a terminal table or a legend: within the width, apart from each other, what differs kept."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from speculab.report.console.fit import ELLIPSIS, FittedTable, shorten, shorten_apart
+from speculab.report.console.fit import FittedTable
+from speculab.report.names import ELLIPSIS, shorten, shorten_apart
 
 FILES = [
     "Qwen3-4B-Instruct-2507_vllm-0.10.1_plain_concurrency-1-4-16.json",
