@@ -60,17 +60,50 @@ def active_s(groups: Sequence[Sequence[RequestRecord]]) -> float:
     return sum(max(r.end_s for r in g) - min(r.scheduled_s for r in g) for g in groups if g)
 
 
+def loop_full_s(group: Sequence[RequestRecord]) -> Window | None:
+    """The span over which a closed loop should hold every slot busy: its first send -> the first completion at or
+    after its last send. Up to the last send the client refills each freed slot (a dip is the client falling
+    behind); from then until a request ends every slot is still in flight; after it the loop drains because the
+    workload ran out, which is no shortfall of the client. Ending at the last send instead gives a window of
+    nothing when every request starts at once (n requests at concurrency n); ending at the last completion counts
+    the drain (n equal starts with unequal lengths read mean/longest of n). None when the span is empty."""
+    t0 = min(r.sent_s for r in group)
+    last_send = max(r.sent_s for r in group)
+    t1 = min(r.end_s for r in group if r.end_s >= last_send)
+    return (t0, t1) if t1 > t0 else None
+
+
 def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
-    """Time-weighted mean of requests in flight from the first to the last send of each of the arm's blocks (one
-    block in launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's). Closed
-    loop: the client refills a slot as soon as one frees, so this equals the requested concurrency unless the client
-    fell behind. None when every block sent all at once (nothing to measure)."""
+    """Time-weighted mean of requests in flight over `loop_full_s` of each of the arm's blocks (one block in launch
+    mode; in two-URL mode the other arm runs between them, and that time is not this arm's): Little's law, the
+    requests' summed time in flight within that span over its length. Closed loop: the client refills a slot as
+    soon as one frees, so this equals the requested concurrency unless the client fell behind. None when no block
+    has a span (nothing to measure)."""
     busy = span = 0.0
     for g in by_window(records, windows):
-        t0 = min(r.sent_s for r in g)
-        t1 = max(r.sent_s for r in g)
-        if len(g) < 2 or t1 <= t0:
+        w = loop_full_s(g)
+        if w is None:
             continue
+        t0, t1 = w
         busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
         span += t1 - t0
     return busy / span if span > 0 else None
+
+
+def closed_loop_fraction(
+    records: Sequence[RequestRecord], concurrency: float, windows: Sequence[Window] = ()
+) -> float | None:
+    """Achieved / possible requests in flight of a closed loop of `concurrency` streams, over the same spans as
+    `achieved_concurrency`. What is possible is the concurrency, or fewer where a block holds fewer units (requests;
+    a conversation's turns are one, sent one after another): 10 prompts at concurrency 16 can keep 10 in flight,
+    and doing so is the load achieved, not a client 38 % short. None when no block has a span."""
+    busy = possible = 0.0
+    for g in by_window(records, windows):
+        w = loop_full_s(g)
+        if w is None:
+            continue
+        t0, t1 = w
+        units = len({r.conversation_id if r.conversation_id is not None else r.index for r in g})
+        busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
+        possible += (t1 - t0) * min(concurrency, units)
+    return busy / possible if possible > 0 else None

@@ -28,6 +28,7 @@ from speculab.harness.analysis.windows import (
     achieved_concurrency,
     active_s,
     by_window,
+    closed_loop_fraction,
     send_rate_rps,
     send_span_s,
 )
@@ -204,7 +205,10 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in whole) if f is not None]
         frac = statistics.fmean(fracs) if fracs else None
     else:
-        frac = achieved_conc / level.value if achieved_conc is not None else None
+        # against what the workload allowed: fewer prompts than streams keep only that many in flight
+        closed = (closed_loop_fraction(run.records, level.value, run.windows_s) for run in whole)
+        fracs = [f for f in closed if f is not None]
+        frac = statistics.fmean(fracs) if fracs else None
     tok_s = [m.output_tok_s for m in by_repeat]
     price = arm_price(arm)
     slo = slo_targets(inputs)

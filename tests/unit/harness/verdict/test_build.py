@@ -171,7 +171,9 @@ def test_achieved_concurrency_counts_in_flight_while_sending():
     # two slots always busy from t=0 to t=3 (the last send), then the tail drains
     recs = [rec(0, 0, 1), rec(1, 0, 2), rec(2, 1, 3), rec(3, 2, 4), rec(4, 3, 5)]
     assert achieved_concurrency(recs) == pytest.approx(2.0)
-    assert achieved_concurrency([rec(0, 0, 1), rec(1, 0, 1)]) is None  # all sent at once: nothing to measure
+    # all sent at once (n requests at concurrency n): both in flight until the first ends (#37)
+    assert achieved_concurrency([rec(0, 0, 1), rec(1, 0, 1)]) == pytest.approx(2.0)
+    assert achieved_concurrency([rec(0, 0, 0)]) is None  # a span of nothing: nothing to measure
 
 
 def test_combine_acceptance_sums_counters_over_repeats():
