@@ -22,6 +22,7 @@ from speculab.harness.imports.registry import read_runs, result_format
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.warnings import WarningKind
+from speculab.harness.verdict.arm_level import repeat_metrics, throughput_known
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.html.sections import arm_rows, comparison_rows
@@ -199,3 +200,21 @@ def test_n_requests_started_together_at_concurrency_n_get_a_verdict(tmp_path: Pa
     comp = lv.comparisons[0]
     assert comp.gate == "ok", comp.gate_reason
     assert comp.verdict != "" and not comp.verdict.startswith("no verdict")
+
+
+def test_sglang_native_lines_hold_first_and_last_only_and_duration_is_the_window(tmp_path: Path) -> None:
+    line = {
+        "tag": None, "backend": "sglang", "dataset_name": "custom", "request_rate": float("inf"), "max_concurrency": 2,
+        "input_lens": [10, 11, 12], "output_lens": [4] * 3, "ttfts": [0.02] * 3, "itls": [[0.01, 0.01, 0.04]] * 3,
+        "generated_texts": ["a b c d"] * 3, "errors": [""] * 3, "duration": 0.5,
+    }  # fmt: skip
+    f = tmp_path / "native.jsonl"
+    f.write_text(json.dumps(line) + "\n" + json.dumps({**line, "backend": "sglang-oai", "duration": None}) + "\n")
+    native, oai = _read(f)
+    assert not any(r.all_chunks for r in native.records) and all(r.all_chunks for r in oai.records)
+    assert native.sends_rebuilt and native.duration_s == 0.5 and oai.duration_s is None
+    # 12 output tokens over SGLang's own 0.5 s, not over the rebuilt loop's 0.16 s
+    run = RepeatRun("a", "c2", 1, native.records, sends_rebuilt=True, duration_s=native.duration_s)
+    assert repeat_metrics(run).output_tok_s == pytest.approx(24.0)
+    assert not throughput_known(replace(run, duration_s=None))
+    assert any("no throughput comparison" in n for n in oai.notes)
