@@ -311,10 +311,16 @@ CHUNK_QUANTITIES = ("chunk_gap_s", "itl_s", "tokens_per_chunk", "stall_count", "
 
 
 def quantities_not_held(records: Iterable[RequestRecord]) -> tuple[str, ...]:
-    """`CHUNK_QUANTITIES` when no successful measured record holds its chunks (every one is first/last-only);
-    else () (a run with none successful says nothing of what its file holds)."""
+    """What the records' result file does not hold: `CHUNK_QUANTITIES` when no successful measured record holds its
+    chunks (every one is first/last-only); per-token ITL alone where every one is read from a file, which keeps no
+    per-chunk token counts (vLLM's and AIPerf's chunk gaps are there, the tokens of each chunk are not); else ()
+    (a run with none successful says nothing of what its file holds)."""
     ok = [r for r in records if r.ok and not r.warmup]
-    return CHUNK_QUANTITIES if ok and not any(r.all_chunks for r in ok) else ()
+    if not ok:
+        return ()
+    if not any(r.all_chunks for r in ok):
+        return CHUNK_QUANTITIES
+    return ("itl_s",) if all(r.token_count_source is TokenCountSource.RESULT_FILE for r in ok) else ()
 
 
 class RunAccumulator:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from speculab.harness.analysis.metrics import CHUNK_QUANTITIES, aggregate
+from speculab.harness.analysis.metrics import CHUNK_QUANTITIES, aggregate, quantities_not_held
 from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import read_runs, result_format
@@ -64,6 +64,8 @@ def test_first_and_last_token_files_have_no_chunk_quantities(path: Path, held: b
     for name in CHUNK_QUANTITIES if not held else ("chunk_gap_s", "tokens_per_chunk", "stall_count", "stalled_s"):
         assert (m.distributions[name].n > 0) is held, name
     assert (m.stalled_requests is not None) is held
+    # per-token ITL needs each chunk's tokens, which no file keeps
+    assert quantities_not_held(run.records) == (("itl_s",) if held else CHUNK_QUANTITIES)
     if not held:  # what a first/last record would have read: one gap, and its tokens over 2 "chunks"
         made_up = aggregate(replace(r, all_chunks=True) for r in run.records)
         assert made_up.distributions["chunk_gap_s"].n == len(ok) and made_up.distributions["tokens_per_chunk"].n
