@@ -9,7 +9,7 @@ from speculab.harness.analysis.windows import (
     active_s,
     by_window,
     closed_loop_fraction,
-    loop_full_s,
+    full_loop_span,
     send_rate_rps,
     send_span_s,
 )
@@ -65,7 +65,7 @@ def test_n_requests_started_together_at_concurrency_n_read_n_in_flight() -> None
     # Little's law up to the last completion would count the drain: mean length / longest of 4, not 4
     busy = sum(lengths)
     assert busy / (max(s + d for s, d in zip(starts, lengths, strict=True)) - starts[0]) < 3.0
-    assert loop_full_s(recs) == pytest.approx((0.0, 9.0))
+    assert full_loop_span(recs) == pytest.approx((0.0, 9.0))
 
 
 def test_a_client_that_falls_behind_still_reads_short_of_its_concurrency() -> None:
