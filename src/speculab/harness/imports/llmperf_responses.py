@@ -13,13 +13,12 @@ rebuilt as the closed loop it was.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category
+from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import ErrorInfo, RequestRecord
 
@@ -80,17 +79,15 @@ def duration_s(s: Mapping[str, Any]) -> float | None:
     `results_num_completed_requests` / (end - start) x 60 as `results_num_completed_requests_per_min`, and the
     completed requests' output tokens / (end - start) as `results_mean_output_throughput_token_per_s`, so it is
     read back from a rate and its count. None where the summary holds neither pair."""
-    n_done, per_min = s.get("results_num_completed_requests"), s.get("results_num_completed_requests_per_min")
-    if _positive(n_done) and _positive(per_min):
-        return float(n_done) / float(per_min) * 60.0
-    mean_out, tok_s = s.get("results_number_output_tokens_mean"), s.get("results_mean_output_throughput_token_per_s")
-    if _positive(n_done) and _positive(mean_out) and _positive(tok_s):
-        return float(n_done) * float(mean_out) / float(tok_s)
+    n_done = stated_positive(s.get("results_num_completed_requests"))
+    per_min = stated_positive(s.get("results_num_completed_requests_per_min"))
+    if n_done is not None and per_min is not None:
+        return n_done / per_min * 60.0
+    mean_out = stated_positive(s.get("results_number_output_tokens_mean"))
+    tok_s = stated_positive(s.get("results_mean_output_throughput_token_per_s"))
+    if n_done is not None and mean_out is not None and tok_s is not None:
+        return n_done * mean_out / tok_s
     return None
-
-
-def _positive(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def _error(code: Any, msg: Any) -> ErrorInfo:

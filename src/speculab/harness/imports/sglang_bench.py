@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category
+from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
@@ -205,7 +205,8 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
     level, note = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")
     records = tuple(_records(ff, lists, backend in NATIVE, _cap(d)))
-    window = _duration_s(d)
+    # bench_serving's own measured time, first send to last response: what its `output_throughput` divides by
+    window = stated_positive(d.get("duration"))
     info = {"tool": TOOL, "file": str(path), "version": None, "run": i}
     info |= {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
     said = ", ".join(f"{k} {info[k]}" for k in ("backend", "dataset_name", "tag") if k in info)
@@ -225,13 +226,6 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
         sends_rebuilt=True,
         duration_s=window,
     )
-
-
-def _duration_s(d: Mapping[str, Any]) -> float | None:
-    """`duration`: bench_serving's own measured time from its first send to its last response (what its
-    `output_throughput` divides by); None where the line has none."""
-    v = d.get("duration")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
 
 
 _WINDOW = "SGLang's tok/s: over the line's own `duration`, not the rebuilt send times"
