@@ -102,6 +102,10 @@ def launch_phrase(comp: LevelComparison) -> str:
     return "the two servers' own difference is unmeasured (one process each): the margin is what covers it"
 
 
+# what a view shows for a quantity the arm's result file does not hold (`ArmLevel.not_in_file`): never a number
+NOT_IN_FILE = "not in the file"
+
+
 def samples_phrase(r: Ratio) -> str:
     """What an unpaired comparison counted: 'unpaired: 40 B vs 38 A requests (in 10 + 10 groups of 4 sent
     together)'; "" for a paired one."""

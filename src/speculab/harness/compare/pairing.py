@@ -169,6 +169,8 @@ def _ab_run(
             order=2 * j + i,
             interrupted=r.interrupted,
             notes=run_notes(r),
+            sends_rebuilt=r.sends_rebuilt,
+            duration_s=r.duration_s,
         )
         for j, (x, y) in enumerate(pairs)
         for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))

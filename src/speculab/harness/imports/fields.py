@@ -47,6 +47,13 @@ def obj(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def stated_positive(v: Any) -> float | None:
+    """`v` where it is a finite number above 0, else None: for an optional figure of a file's summary (a duration,
+    a rate), whose absence means the quantity is not in the file."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return float(v) if ok else None
+
+
 @dataclass(frozen=True, slots=True)
 class FileFields:
     """The file being read and what it is read as (e.g. "a GuideLLM benchmarks file")."""

@@ -167,6 +167,7 @@ def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> Re
         chunk_times=times,
         output_text=text if isinstance(text, str) else "",
         completion_tokens=n,
+        all_chunks=False,
     )
 
 

@@ -34,7 +34,7 @@ from speculab.harness.analysis.paired import (
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import ABRun, RepeatRun
-from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
+from speculab.harness.verdict.arm_level import arm_price, repeat_metrics, throughput_known
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
 from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
 
@@ -277,7 +277,9 @@ def _gate(
 
 
 def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
-    return {run.repeat: repeat_metrics(run).output_tok_s for run in runs if any(not r.warmup for r in run.records)}
+    """Output tok/s per repeat, of the repeats that have a measured window (none: no throughput comparison)."""
+    measured = (run for run in runs if any(not r.warmup for r in run.records) and throughput_known(run))
+    return {run.repeat: repeat_metrics(run).output_tok_s for run in measured}
 
 
 def _memory_delta(base: ArmLevel, cand: ArmLevel) -> tuple[float | None, str]:

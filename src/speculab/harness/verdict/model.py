@@ -145,7 +145,7 @@ class ArmLevel:
     total_tok_s: Interval
     usd_per_mtok: Interval | None  # $ per 1M output tokens, interval from repeats
     slo_attainment: float | None  # fraction of requests meeting every SLO limit; None without SLOs
-    stalled_requests: int
+    stalled_requests: int | None  # None: not in the file (`not_in_file`)
     # Per repeat, in repeat order: (repeat, position in the ABBA run sequence, output tok/s) - to see drift.
     repeat_tok_s: tuple[tuple[int, int, float], ...]
     token_count_sources: Mapping[str, int]
@@ -158,6 +158,11 @@ class ArmLevel:
     # its event loop's lag p99 (the worst repeat's); None where not measured
     client_cpu_share: float | None = None
     client_loop_lag_p99_s: float | None = None
+    # what this arm's result file does not hold, so that no number stands for it (null in summary.json, "not in the
+    # file" in views): `distributions` keys (`analysis.metrics.CHUNK_QUANTITIES` of a file that keeps only the
+    # first and last token's times) and "output_tok_s" (a file whose send times are rebuilt and that states no
+    # duration); () for speculab's own runs
+    not_in_file: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from speculab.report.formatting import (
     usd,
 )
 from speculab.report.phrases import (
+    NOT_IN_FILE,
     decision_of,
     decision_phrase,
     launch_phrase,
@@ -48,6 +49,10 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
             rows.append({"arm": arm.label, "missing": "not run"})
             continue
         d = a.distributions
+
+        def held(key: str, text: str, a: ArmLevel = a) -> str:
+            return NOT_IN_FILE if key in a.not_in_file else text
+
         load = (
             f"{num(a.achieved_rate_rps, '.3g')} req/s sent"
             if lv.kind in ("rate", "trace")
@@ -60,18 +65,18 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "missing": "",
                 "ttft": f"{ms(d['ttft_s'].p50)} / {ms(d['ttft_s'].p99)}",
                 "tpot": f"{ms(d['tpot_s'].p50, 2)} / {ms(d['tpot_s'].p99, 2)}",
-                "itl": f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}",
-                "gap": f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}",
+                "itl": held("itl_s", f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}"),
+                "gap": held("chunk_gap_s", f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}"),
                 "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
-                "tpc": num(d["tokens_per_chunk"].mean),
-                "tok_s": interval(a.output_tok_s, floor=0.0),
+                "tpc": held("tokens_per_chunk", num(d["tokens_per_chunk"].mean)),
+                "tok_s": held("output_tok_s", interval(a.output_tok_s, floor=0.0)),
                 "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
                 "cost": money_interval(a.usd_per_mtok),
                 "slo": f"{a.slo_attainment:.0%}" if is_number(a.slo_attainment) else "–",
                 "load": load + (f" ({a.load_fraction:.0%})" if is_number(a.load_fraction) else ""),
                 "errors": f"{a.error} of {a.sent}"
                 + (f" ({', '.join(f'{k} {v}' for k, v in a.errors_by_category.items())})" if a.error else ""),
-                "stalls": str(a.stalled_requests),
+                "stalls": held("stall_count", num(a.stalled_requests, "d")),
                 "acceptance": (
                     "–"
                     if acc is None
@@ -164,6 +169,7 @@ def memory_text(a: ArmLevel) -> str:
 def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
     labels = arm_labels(report)
     out = []
+    absent = {k for a in lv.arms for k in a.not_in_file}  # what either arm's file does not hold
     for comp in lv.comparisons:
         metrics = []
         for m in comp.metrics:
@@ -178,10 +184,12 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     if is_number(m.ratio.estimate) and m.ratio.estimate > 0
                     else "–",
                     "p": pvalue(m.wilcoxon_p),
-                    "verdict": m.verdict,
+                    "verdict": NOT_IN_FILE if m.metric in absent else m.verdict,
                     "decision": decision_of(m),
                     "margin": margin_pct(m.margin) if m.decision else "–",
-                    "phrase": decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
+                    "phrase": f"{METRIC_LABELS.get(m.metric, m.metric)}: {NOT_IN_FILE}"
+                    if m.metric in absent
+                    else decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
                     "cls": CLASSES.get(decision_of(m), ""),
                     "mdc": mdc,
                     "pairs": samples_phrase(m)
@@ -214,7 +222,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "cls": CLASSES.get(comp.decision or comp.verdict, ""),
                 "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",
                 "metrics": metrics,
-                "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
+                "throughput": ratio_phrase(comp.throughput_ratio)
+                if comp.throughput_ratio is not None
+                else (NOT_IN_FILE if "output_tok_s" in absent else "–"),
                 "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
                 "memory": f"{signed_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
                 if comp.memory_delta_bytes is not None
