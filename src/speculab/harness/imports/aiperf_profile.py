@@ -269,6 +269,7 @@ def read(path: Path) -> ImportedRun:
         notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})",),
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
+        model=str(info.get("model") or ""),
     )
 
 

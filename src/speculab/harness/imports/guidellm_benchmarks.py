@@ -244,4 +244,5 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         items=items if all(p is not None or m is not None for p, m in prompts) else (),
         info=info,
         notes=notes,
+        model=str(obj(obj(b.get("config")).get("backend")).get("model") or ""),
     )

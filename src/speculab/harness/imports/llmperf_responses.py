@@ -139,6 +139,7 @@ def read(path: Path) -> ImportedRun:
         ),
         label=path.parent.name or path.name,
         unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
+        model=str(s.get("model") or ""),
     )
 
 

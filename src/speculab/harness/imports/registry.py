@@ -89,12 +89,54 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         return fmt
     if found := next((r.FORMAT for r in _DIRECTORIES if r.detect(path)), None):
         return found
+    if path.is_dir():  # no result in it that `result_path` found: a bench run's, whose reader says what it lacks
+        return SPECULAB
     if not path.exists():
         raise UserError(f"{path}: no such file or directory; {_GIVE}")
     if found := next((r.FORMAT for r in _FILES if r.detect(path)), None):
         return found
     others = "|".join(f for f in FORMATS if f != SPECULAB)
     raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {others} reads it as one)")
+
+
+def result_path(path: Path, fmt: str | None = None) -> Path:
+    """`path`, or the one result in it where it is a tool's output directory (AIPerf's artifact directory, LLMPerf's
+    results directory, GuideLLM's or vLLM's output directory): a file a reader detects (the reader of `fmt` where
+    given), in it or one directory down. A `speculab bench` run's directory or a vLLM sweep's is itself; a directory
+    of several results is one line listing them, one of none a line saying what to give."""
+    if not path.is_dir() or any(r.detect(path) for r in _DIRECTORIES) or fmt in (r.FORMAT for r in _DIRECTORIES):
+        return path
+    readers = (READERS[fmt],) if fmt is not None else _FILES
+    found = _results_in(path, readers)
+    if len(found) == 1:
+        return found[0][0]
+    if found:
+        listed = ", ".join(f"{f.relative_to(path)} ({kind})" for f, kind in found[:_LISTED])
+        more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
+        raise UserError(f"{path} holds {len(found)} results ({listed}{more}): give one of them")
+    if fmt is not None or speculab_bench.is_ab_run(path):
+        return path  # the reader's own words: --format's "a directory", an A/B run's "re-render it"
+    raise UserError(
+        f"{path}: no result speculab reads in it (no manifest.json of a `speculab bench` run, no result file of a "
+        f"known tool in it or one directory down); {_GIVE}"
+    )
+
+
+# how many results of a directory its message lists
+_LISTED = 8
+# what a tool's result file is named: JSON, JSON lines or YAML (a README or a CSV beside it is none, whatever it says)
+_RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def _results_in(d: Path, readers: tuple[Reader, ...]) -> list[tuple[Path, str]]:
+    """The result files in `d` one of `readers` detects, with the format each is read as; where none, those one
+    directory down (a tool's artifact directory holding one directory per run)."""
+    for depth in ("*", "*/*"):
+        files = sorted(f for f in d.glob(depth) if f.suffix in _RESULT_SUFFIXES and f.is_file())
+        found = [(f, kind) for f in files if (kind := next((r.FORMAT for r in readers if r.detect(f)), None))]
+        if found:
+            return found
+    return []
 
 
 def read_runs(path: Path, fmt: str, benchmark: int | None = None) -> tuple[ImportedRun, ...]:

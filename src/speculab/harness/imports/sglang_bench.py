@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category
+from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
@@ -218,4 +218,6 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
         acceptance=_acceptance(d),
         info=info,
         notes=notes,
+        # SGLang writes no model of its own; `server_info` (the server's /get_server_info, where it asked) names it
+        model=str(obj(d.get("server_info")).get("model_path") or ""),
     )

@@ -172,6 +172,7 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
         info=info,
         notes=notes,
         started_utc=str(d.get("date") or ""),
+        model=str(d.get("model_id") or ""),
     )
 
 
