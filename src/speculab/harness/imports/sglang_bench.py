@@ -75,7 +75,7 @@ def _run(ff: FileFields, which: int | None) -> tuple[dict[str, Any], int]:
     if i >= n:
         raise UserError(f"{ff.path}: --benchmark {i}: the file holds {n} run(s), 0 to {n - 1}")
     at, text = lines[i]
-    return ff.mapping(ff.json(text, f"line {at}: "), f"line {at}"), i
+    return ff.mapping(ff.json(text, f"line {at}: "), "", f"line {at}: "), i
 
 
 def _status(text: str) -> int | None:
@@ -193,7 +193,7 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     if not lines:
         ff.fail("the file is empty (no run)")
     return tuple(
-        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), f"line {at}"), i) for i, (at, t) in enumerate(lines)
+        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), "", f"line {at}: "), i) for i, (at, t) in enumerate(lines)
     )
 
 
