@@ -102,12 +102,12 @@ def result_format(path: Path, fmt: str | None = None) -> str:
 def result_path(path: Path, fmt: str | None = None) -> Path:
     """`path`, or the one result in it where it is a tool's output directory (AIPerf's artifact directory, LLMPerf's
     results directory, GuideLLM's or vLLM's output directory): a file a reader detects (the reader of `fmt` where
-    given), in it or one directory down. A `speculab bench` run's directory or a vLLM sweep's is itself; a directory
-    of several results is one line listing them, one of none a line saying what to give."""
+    given), in it or one directory down, or a directory in it that is a bench run's or a vLLM sweep's. A `speculab
+    bench` run's directory or a vLLM sweep's is itself; a directory of several results is one line listing them, one
+    of none a line saying what to give."""
     if not path.is_dir() or any(r.detect(path) for r in _DIRECTORIES) or fmt in (r.FORMAT for r in _DIRECTORIES):
         return path
-    readers = (READERS[fmt],) if fmt is not None else _FILES
-    found = _results_in(path, readers)
+    found = _results_in(path, (READERS[fmt],) if fmt is not None else _FILES, () if fmt is not None else _DIRECTORIES)
     if len(found) == 1:
         return found[0][0]
     if found:
@@ -128,15 +128,25 @@ _LISTED = 8
 _RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 
 
-def _results_in(d: Path, readers: tuple[Reader, ...]) -> list[tuple[Path, str]]:
-    """The result files in `d` one of `readers` detects, with the format each is read as; where none, those one
-    directory down (a tool's artifact directory holding one directory per run)."""
-    for depth in ("*", "*/*"):
-        files = sorted(f for f in d.glob(depth) if f.suffix in _RESULT_SUFFIXES and f.is_file())
-        found = [(f, kind) for f in files if (kind := next((r.FORMAT for r in readers if r.detect(f)), None))]
-        if found:
-            return found
-    return []
+def _results_in(d: Path, files: tuple[Reader, ...], dirs: tuple[Reader, ...]) -> list[tuple[Path, str]]:
+    """The results in `d`, with the format each is read as: the result files one of `files` detects, in it or one
+    directory down (a tool's artifact directory holding one directory per run), and its directories one of `dirs`
+    detects (a bench run's, a sweep's; the files in those are theirs, not results of their own)."""
+    found: list[tuple[Path, str]] = []
+    for sub in sorted(d.iterdir()):
+        if sub.is_dir() and (kind := next((r.FORMAT for r in dirs if r.detect(sub)), None)):
+            found.append((sub, kind))
+        elif sub.is_dir():
+            found += _result_files(sorted(sub.iterdir()), files)
+        else:
+            found += _result_files([sub], files)
+    return sorted(found)
+
+
+def _result_files(paths: list[Path], readers: tuple[Reader, ...]) -> list[tuple[Path, str]]:
+    """The result files among `paths` one of `readers` detects, with the format each is read as."""
+    named = (f for f in paths if f.suffix in _RESULT_SUFFIXES and f.is_file())
+    return [(f, kind) for f in named if (kind := next((r.FORMAT for r in readers if r.detect(f)), None))]
 
 
 def read_runs(path: Path, fmt: str, benchmark: int | None = None) -> tuple[ImportedRun, ...]:

@@ -78,3 +78,16 @@ def test_format_named_finds_its_file_in_a_directory(tmp_path: Path) -> None:
     assert result_path(tmp_path / "run", "aiperf") == tmp_path / "run" / "profile_export.jsonl"
     (tmp_path / "none").mkdir()
     assert result_path(tmp_path / "none", "vllm") == tmp_path / "none"  # --format's own "a directory" line follows
+
+
+def test_a_directory_of_bench_runs_or_a_sweep_below_it_names_them(tmp_path: Path) -> None:
+    for run in ("plain", "ngram"):  # what a bench run's directory holds first: its manifest and its requests
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        (tmp_path / "runs" / run / "manifest.json").write_text('{"backend": "x"}')
+        (tmp_path / "runs" / run / "requests.jsonl").write_text("")
+    with pytest.raises(UserError, match=r"runs holds 2 results \(ngram \(speculab\), plain \(speculab\)\): give one"):
+        result_path(tmp_path / "runs")
+    shutil.rmtree(tmp_path / "runs" / "ngram")
+    assert result_path(tmp_path / "runs") == tmp_path / "runs" / "plain"
+    shutil.copytree(FIXTURES / "vllm-sweep" / "sweep", tmp_path / "exp" / "sweep")  # the sweep one directory down
+    assert result_path(tmp_path / "exp") == tmp_path / "exp" / "sweep"
