@@ -133,14 +133,22 @@ def _results_in(d: Path, files: tuple[Reader, ...], dirs: tuple[Reader, ...]) ->
     directory down (a tool's artifact directory holding one directory per run), and its directories one of `dirs`
     detects (a bench run's, a sweep's; the files in those are theirs, not results of their own)."""
     found: list[tuple[Path, str]] = []
-    for sub in sorted(d.iterdir()):
+    for sub in _listed(d):
         if sub.is_dir() and (kind := next((r.FORMAT for r in dirs if r.detect(sub)), None)):
             found.append((sub, kind))
         elif sub.is_dir():
-            found += _result_files(sorted(sub.iterdir()), files)
+            found += _result_files(_listed(sub), files)
         else:
             found += _result_files([sub], files)
     return sorted(found)
+
+
+def _listed(d: Path) -> list[Path]:
+    """What `d` holds ([] where it may not be read: a folder of someone else's is no result, not a traceback)."""
+    try:
+        return sorted(d.iterdir())
+    except OSError:
+        return []
 
 
 def _result_files(paths: list[Path], readers: tuple[Reader, ...]) -> list[tuple[Path, str]]:
