@@ -182,6 +182,17 @@ def compare_command(
         help="compare the two runs as two samples even where their prompts pair (default: unpaired only when they "
         "cannot be paired per prompt)",
     ),
+    names: str | None = typer.Option(
+        None,
+        "--names",
+        help="the two arms' names, A first, e.g. vllm,vllm-eagle (default: the shortest parts of the two paths that "
+        "tell them apart)",
+    ),
+    allow_different_models: bool = typer.Option(
+        False,
+        "--allow-different-models",
+        help="compare two results that name different target models (refused by default: not an A/B of speculation)",
+    ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
@@ -191,12 +202,18 @@ def compare_command(
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
     says so."""
+    from speculab.harness.compare.arms import arm_names, output_dir, parse_names
     from speculab.harness.compare.pairing import inputs_from_results
+    from speculab.harness.imports.registry import result_path
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
-    out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
+    a, b = result_path(a, fmt), result_path(b, fmt)  # a tool's output directory: the one result in it
+    arms = arm_names(a, b, parse_names(names) if names is not None else None)
+    inputs = inputs_from_results(
+        a, b, fmt, benchmark, unpaired, names=arms, allow_different_models=allow_different_models
+    )
+    out = output or output_dir(arms)
     check_ab_output_dir(out)
     save_inputs(out, inputs)
     options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)

@@ -57,6 +57,9 @@ class ImportedRun:
     manifest: Mapping[str, Any] | None = None
     # why the run's files say it did not finish, for its A/B's own note ("": they do not say so)
     unfinished: str = ""
+    # the target model the file names (the served model's name or path, as the tool wrote it); "": it names none.
+    # Compare refuses an A/B of two different target models (`same_model`)
+    model: str = ""
 
     def __post_init__(self) -> None:
         if not self.input_lens:

@@ -33,9 +33,10 @@ NOTE = (
     "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "
     "speculab's (E2E - TTFT) / (number_output_tokens - 1) per request; LLMPerf's `inter_token_latency_s` (a "
     "per-request mean that counts the first token) is not read; the chunks are not in the file: chunk gaps, tokens "
-    "per chunk and per-token ITL are unknown; the file keeps no send times: one request at a time, each sent as the "
-    "one before it ended; tok/s is over LLMPerf's own measured time (its summary's completed requests per "
-    "minute), none where the summary states no such rate"
+    "per chunk and per-token ITL are unknown; the file keeps no send times: they are rebuilt from LLMPerf's closed "
+    "loop (each of its --num-concurrent-requests streams sending as its last request ended); tok/s is over "
+    "LLMPerf's own measured time (its summary's completed requests per minute), none where the summary states no "
+    "such rate"
 )
 
 
@@ -58,19 +59,20 @@ def summary_path(path: Path) -> Path:
     return path.with_name(f"{stem}_summary.json")
 
 
-def _summary(ff: FileFields) -> dict[str, Any]:
+def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]]:
+    """The sibling summary, with its own fields (its surprises name it, not the responses file)."""
     p = summary_path(ff.path)
     if not p.is_file():
         ff.fail(f"no {p.name} beside it (LLMPerf writes the load there: --num-concurrent-requests)")
     sf = FileFields(p, "an LLMPerf summary file")
-    return sf.mapping(sf.json(sf.text()), "the file")
+    return sf, sf.mapping(sf.json(sf.text()), "")
 
 
-def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
-    """`num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
-    n = ff.positive(s.get("num_concurrent_requests"), f"{summary_path(ff.path).name}: num_concurrent_requests")
+def _level(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
+    """The summary's `num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
+    n = sf.positive(s.get("num_concurrent_requests"), "num_concurrent_requests")
     if n != int(n):
-        ff.fail(f"{summary_path(ff.path).name}: num_concurrent_requests is {n:g}, not a whole number of streams")
+        sf.fail(f"`num_concurrent_requests` is {n:g}, not a whole number of streams")
     return LevelSpec("concurrency", float(n), ("low", "operating"))
 
 
@@ -140,8 +142,8 @@ def read(path: Path) -> ImportedRun:
     one line naming it, the format and the field."""
     ff = FileFields(path, READ_AS)
     responses = _responses(ff)
-    s = _summary(ff)
-    level = _level(ff, s)
+    sf, s = _summary(ff)
+    level = _level(sf, s)
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)
@@ -168,6 +170,7 @@ def read(path: Path) -> ImportedRun:
         unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
         sends_rebuilt=True,
         duration_s=window,
+        model=str(s.get("model") or ""),
     )
 
 

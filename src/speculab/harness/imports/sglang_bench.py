@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category, stated_positive
+from speculab.harness.imports.fields import FileFields, error_category, obj, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
@@ -76,7 +76,7 @@ def _run(ff: FileFields, which: int | None) -> tuple[dict[str, Any], int]:
     if i >= n:
         raise UserError(f"{ff.path}: --benchmark {i}: the file holds {n} run(s), 0 to {n - 1}")
     at, text = lines[i]
-    return ff.mapping(ff.json(text, f"line {at}: "), f"line {at}"), i
+    return ff.mapping(ff.json(text, f"line {at}: "), "", f"line {at}: "), i
 
 
 def _status(text: str) -> int | None:
@@ -195,7 +195,7 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     if not lines:
         ff.fail("the file is empty (no run)")
     return tuple(
-        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), f"line {at}"), i) for i, (at, t) in enumerate(lines)
+        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), "", f"line {at}: "), i) for i, (at, t) in enumerate(lines)
     )
 
 
@@ -225,6 +225,8 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
         notes=notes,
         sends_rebuilt=True,
         duration_s=window,
+        # SGLang writes no model of its own; `server_info` (the server's /get_server_info, where it asked) names it
+        model=str(obj(d.get("server_info")).get("model_path") or ""),
     )
 
 

@@ -458,4 +458,9 @@ def _verdict(
         if n_unc:
             return f"{n_div} of {n} outputs differ at temperature 0 ({n_unc} unclassified: no logprobs)"
         return f"no difference ({n_div} of {n} outputs differ, all at near-ties)"
+    if bchecks is None or cchecks is None:
+        # above temperature 0 (or where it is not recorded) strings differ by design, and no check judged them: the
+        # outputs were not compared, so nothing says they agree (two target models' outputs read "no difference")
+        lengths = f"paired length test p = {length_p:.2g}" if length_p is not None else "too few for a length test"
+        return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
     return "no difference"

@@ -153,3 +153,17 @@ def test_no_output_text_in_either_arm_is_not_compared():
     # one arm's text is enough to compare (a difference is evidence)
     half = [run if run.arm == "baseline" else b for run, b in zip(inputs.runs, blank, strict=True)]
     assert compare_correctness(inputs.with_runs(half), "ngram-k4", CorrectnessOptions()) is not None
+
+
+@pytest.mark.parametrize("temperature", [0.8, None])
+def test_outputs_not_compared_never_read_no_difference(temperature):
+    """Issue 37: two files of two models (0 of 30 outputs identical, unknown temperature, no checks) read "correctness:
+    no difference". Above temperature 0 or where it is unknown, without checks, the outputs were not compared."""
+    cand = ArmEffect(acceptance_length=2.0, diverge={i: (3, 3.0) for i in range(20)})
+    inputs = make_inputs(n_prompts=20, repeats=1, temperature=temperature, candidates={"ngram-k4": cand})
+    no_checks = tuple(replace(it, checks=()) for it in inputs.setup.items)
+    inputs = replace(inputs, setup=replace(inputs.setup, items=no_checks))
+    r = compare_correctness(inputs, "ngram-k4", OPTS)
+    assert r.identical == 0 and r.baseline_checks is None
+    assert r.verdict.startswith("not compared") and "no difference" not in r.verdict
+    assert "p = 1" in r.verdict  # what was compared (the lengths) is still said
