@@ -165,8 +165,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
         parts.append(f"correctness: {correctness.verdict}")
-        if correctness.non_inferiority and correctness.pass_rate_difference is not None:
-            parts.append(non_inferiority_phrase(correctness))
+        if checks := checks_phrase(correctness, {a.name: a.label for a in report.arms}):
+            parts.append(checks)
     moved = next(
         (
             (lv, c.prefix_cache)
@@ -192,6 +192,37 @@ def non_inferiority_phrase(c: CorrectnessComparison) -> str:
         "inconclusive": f"inconclusive against the {m:g}-point margin",
     }[c.non_inferiority]
     return f"checks pass rate {what} ({d.estimate * 100:+.1f} points, one-sided bound {low})"
+
+
+def checks_phrase(c: CorrectnessComparison, labels: Mapping[str, str]) -> str:
+    """What the checks say about speculation: where the arms agree on every check, that agreement (and how many fail
+    on the baseline as well: the checks, not speculation), never an "inconclusive" difference; else the
+    non-inferiority answer, with the checks that fail in both arms. "" without checks."""
+    b, cand = c.baseline_checks, c.candidate_checks
+    if b is None or cand is None:
+        return ""
+    n, both, plain = min(b.checked, cand.checked), c.checks_fail_both, labels.get(b.arm, b.arm)
+    if c.pass_rate_difference is not None and c.pass_rate_difference.n:
+        n = c.pass_rate_difference.n  # the prompts checked in both arms
+    as_well = f"{both} of {n} checks fail on {plain} as well: the checks, not speculation"
+    if c.mcnemar_b == 0 and c.mcnemar_c == 0:  # no discordant pair: the arms agree on every check
+        if both == n:
+            return as_well
+        same = f"checks: the same outcome in both arms on all {n} prompts"
+        if both:
+            return f"{same}; {as_well}"
+        if c.non_inferiority == "not worse" and c.pass_rate_difference is not None:
+            return f"{same}; {non_inferiority_phrase(c)}"
+        return same
+    if not c.non_inferiority or c.pass_rate_difference is None:
+        return as_well if both else ""
+    return non_inferiority_phrase(c) + (f"; {as_well}" if both else "")
+
+
+def failure_lines(failures: Sequence[str], n_failures: int) -> list[str]:
+    """A list of failed checks as shown, and how many more there are ("and 8 more")."""
+    more = n_failures - len(failures)
+    return [*failures, f"and {more} more"] if more > 0 else list(failures)
 
 
 def ratio_phrase(iv: Interval) -> str:
