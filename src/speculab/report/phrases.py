@@ -228,7 +228,8 @@ def failure_lines(failures: Sequence[str], n_failures: int) -> list[str]:
 def ratio_phrase(iv: Interval) -> str:
     """A repeat-based ratio as a change with its interval: '−38% [−45%…−30%]', or why there is no verdict."""
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{relative_change(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}, no interval)"
+        why = f", too few for an interval, which needs {MIN_LAUNCHES}" if 1 < iv.n < MIN_LAUNCHES else ", no interval"
+        return f"{relative_change(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}{why})"
     rng = f"[{relative_change(iv.low)}…{relative_change(iv.high)}]"
     if iv.low <= 1.0 <= iv.high:
         return f"no detectable change ({relative_change(iv.estimate)} {rng})"
@@ -271,18 +272,49 @@ def prefix_cache_phrase(baseline_hit_rate: float, candidate_hit_rate: float) -> 
     )
 
 
+def more_repeats(n: int, command: str) -> str:
+    """How to get `n` repeats, in the settings of the command that made the run (compare and the demo have no
+    `repeats:`)."""
+    if command == "compare":
+        return f"compare results of {n} or more runs per load on each side (vLLM `bench sweep serve --num-runs {n}`)"
+    if command == "demo":
+        return f"the demo runs each arm once; an experiment file with `repeats: {n}` (`speculab run`) gives them"
+    return f"set `repeats: {n}` or more in the experiment file"
+
+
+def _where(f: Mapping[str, Any], what: Callable[[Mapping[str, Any]], str]) -> str:
+    """'ngram k=4 at concurrency 1: 12.0%; draft k=4 at concurrency 4: 8.1%' (a summary.json before `where`: the
+    one warning's own numbers; its subject and load are said before the sentence)."""
+    entries = f.get("where")
+    if entries is None:
+        return what(f)
+    return "; ".join(f"{e['subject']} at {e['load']}: {what(e)}" for e in entries)
+
+
 def _near_margin_text(f: Mapping[str, Any]) -> str:
-    what = (
-        f"TPOT {f['speedup']:.3g}× [{f['speedup_low']:.3g}–{f['speedup_high']:.3g}] sits near the ±{f['margin']:.0%} "
-        "margin, and the launch effect is not in the interval"
-    )
+    where = _where(f, lambda e: f"{e['speedup']:.3g}× [{e['speedup_low']:.3g}–{e['speedup_high']:.3g}]")
+    what = f"TPOT near the ±{f['margin']:.0%} margin, and the launch effect is not in the interval ({where})"
     if f["launched"]:
         n = f["launches"]
-        return (
-            f"{what} ({n} launch{'es' if n != 1 else ''} per arm): set `repeats: {f['repeats']}` or more (each repeat "
-            "relaunches both servers) to measure it"
-        )
-    return f"{what} (one server each): restart both servers and run again to see how much it moves"
+        more = more_repeats(f["repeats"], f.get("command", "run"))
+        return f"{what}, {n} launch{'es' if n != 1 else ''} per arm: {more} (each repeat relaunches both servers)"
+    return f"{what}, one server each: restart both servers and run again to see how much it moves"
+
+
+def _launch_spread_text(f: Mapping[str, Any]) -> str:
+    where = _where(f, lambda e: f"{e['launch_spread']:.1%} over {e['launches']} launch pairs")
+    return (
+        f"launch pairs' TPOT effects differ by more than the ±{f['margin']:.0%} margin ({where}), and the interval "
+        f"does not carry it: {more_repeats(f['repeats'], f.get('command', 'run'))} so that it does"
+    )
+
+
+def _few_repeats_text(f: Mapping[str, Any]) -> str:
+    n = f["repeats"]
+    return (
+        f"{n} repeat{'s' if n != 1 else ''}: throughput and cost have no interval (one over repeats needs "
+        f"{f['needed']}); {more_repeats(f['needed'], f.get('command', 'run'))}"
+    )
 
 
 def _no_acceptance_text(f: Mapping[str, Any]) -> str:
@@ -314,15 +346,10 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     ),
     WarningKind.NO_ACCEPTANCE: _no_acceptance_text,
     WarningKind.REPEATS_WITHOUT_DRAFTS: lambda f: f"{f['inactive_repeats']} of {f['repeats']} repeats made no drafts",
-    WarningKind.LAUNCH_SPREAD: lambda f: (
-        f"its {f['launches']} launch pairs' TPOT effects differ by {f['launch_spread']:.1%}, more than the "
-        f"±{f['margin']:.0%} margin, and the interval does not carry it: set `repeats: {f['repeats']}` or more so "
-        "that it does"
-    ),
+    WarningKind.LAUNCH_SPREAD: _launch_spread_text,
     WarningKind.NEAR_MARGIN: _near_margin_text,
-    WarningKind.ONE_REPEAT: lambda f: (
-        "one repeat: throughput and cost have no interval; set `repeats: 3` for intervals"
-    ),
+    WarningKind.FEW_REPEATS: _few_repeats_text,
+    WarningKind.ONE_REPEAT: lambda f: "one repeat: throughput and cost have no interval",
     WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
     WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
     WarningKind.CONTEXT_DIFFERS: lambda f: (
@@ -458,8 +485,8 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
                 return ("-" if v < 0 else "+") + _money(abs(v))
 
             line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
-        elif c.repeats < 2:
-            line += " (one repeat: no interval; set `repeats: 2` or more)"
+        elif c.repeats < 2:  # how to get more repeats: the few-repeats warning, in the words of the run's command
+            line += " (one repeat: no interval)"
         else:
             # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
             # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded

@@ -45,3 +45,67 @@ def test_the_baseline_failure_list_once_and_truncated_lists_say_how_many_more():
     assert len(base1["failures"]) == 11 and base1["failures"][-1] == "and 8 more"  # 10 shown of 18
     assert base2["failures"] == []  # the same list is not repeated under the second candidate
     assert cand1["failures"][-1] == cand2["failures"][-1] == "and 8 more"  # each candidate's own list stays
+
+
+def test_the_starter_asks_for_the_repeats_its_intervals_need():
+    from speculab.config import parse_experiment
+    from speculab.harness.analysis.paired import MIN_LAUNCHES
+    from speculab.harness.init.starter import ServerLook, starter_yaml
+
+    look = ServerLook("http://10.0.0.5:8000", "vllm", ({"id": "m", "root": "/models/m"},), {"version": "0.32.0"}, ())
+    exp = parse_experiment(starter_yaml(look), "starter.yaml")
+    assert exp.repeats >= MIN_LAUNCHES == 3
+
+
+def _tput(report):
+    return report.levels[0].comparisons[0].throughput_ratio
+
+
+def test_a_two_repeat_throughput_interval_is_withheld_with_the_reason():
+    from speculab.report.phrases import ratio_phrase
+
+    two = build_report(make_inputs(n_prompts=12, repeats=2, levels=C1), FAST)
+    iv = _tput(two)
+    assert iv.n == 2 and iv.estimate > 1 and iv.low != iv.low and iv.high != iv.high  # NaN bounds: withheld
+    assert ratio_phrase(iv).endswith("(2 paired repeats, too few for an interval, which needs 3)")
+    three = _tput(build_report(make_inputs(n_prompts=12, repeats=3, levels=C1), FAST))
+    assert three.n == 3 and three.low < three.estimate < three.high and "[" in ratio_phrase(three)
+
+
+def _few_repeats_line(report) -> str:
+    from speculab.harness.results.warnings import WarningKind
+    from speculab.report.phrases import warning_text
+
+    (w,) = [w for w in report.warnings if w.kind == WarningKind.FEW_REPEATS]
+    return warning_text(w)
+
+
+def test_the_advice_names_a_setting_of_the_command_that_made_the_run():
+    from dataclasses import replace
+
+    inputs = make_inputs(n_prompts=12, repeats=1, levels=C1)
+    run = _few_repeats_line(build_report(inputs, FAST))
+    assert run.startswith("1 repeat: throughput and cost have no interval") and "set `repeats: 3`" in run
+    compared = replace(inputs, setup=replace(inputs.setup, separate_runs=True, two_url_mode=True))
+    said = _few_repeats_line(build_report(compared, FAST))
+    assert "`repeats:" not in said and "3 or more runs per load on each side" in said  # compare has no `repeats:`
+    demo = replace(inputs, setup=replace(inputs.setup, command="demo"))
+    assert "the demo runs each arm once" in _few_repeats_line(build_report(demo, FAST))
+
+
+def test_one_warning_per_kind_however_many_candidates_and_loads_it_is_about():
+    from speculab.harness.results.warnings import WarningKind
+    from speculab.report.phrases import warning_lines
+
+    wobbly = ArmEffect(launch_sd=0.10)  # launches 10 % apart: both candidates' launch pairs differ beyond the margin
+    cands = {name: ArmEffect(acceptance_length=2.0, launch_sd=0.10, tpot_factor=eff.tpot_factor)
+             for name, eff in TWO.items()}  # fmt: skip
+    levels = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
+    report = build_report(make_inputs(n_prompts=24, repeats=2, levels=levels, baseline=wobbly, candidates=cands,
+                                      seed=3), FAST)  # fmt: skip
+    spread = [w for w in report.warnings if w.kind == WarningKind.LAUNCH_SPREAD]
+    assert len(spread) == 1, report.warnings
+    assert len(spread[0].fields["where"]) >= 2  # several candidates or loads, one warning
+    lines = warning_lines(report.warnings)
+    assert sum("`repeats: 3`" in line for line in lines) <= 2  # at most the spread and the few-repeats warning
+    assert sum("launch pairs' TPOT effects differ" in line for line in lines) == 1

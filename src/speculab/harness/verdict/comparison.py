@@ -34,7 +34,7 @@ from speculab.harness.analysis.paired import (
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import ABRun, RepeatRun
-from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
+from speculab.harness.verdict.arm_level import arm_price, over_repeats, repeat_metrics
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
 from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
 
@@ -325,10 +325,12 @@ def compare_level(
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
     if common:
-        tput = stats.repeat_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common])
+        tput = over_repeats(stats.repeat_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common]))
         bp, cp = arm_price(base_arm), arm_price(cand_arm)
         if bp is not None and cp is not None and bp.replica_usd_per_hour > 0:
-            cost_ratio = costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
+            cost_ratio = over_repeats(
+                costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
+            )
     mem, kind = _memory_delta(base, cand)
     if gate == "not active":
         verdict = decision = "speculation not active"
