@@ -133,6 +133,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
             phrases.append(level_phrase(comp, lv.label))
     head = "; ".join(phrases) if phrases else "no load level ran"
     parts = [head]
+    if label := effect_label(report, cand):
+        parts.append(label)
     any_faster = any(
         (c := lv.comparison(cand.name)) is not None
         and c.gate == "ok"
@@ -179,6 +181,21 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         change = moved[1]
         parts.append(f"at {moved[0].label}, {prefix_cache_phrase(change.baseline_hit_rate, change.candidate_hit_rate)}")
     return f"{cand.label}: " + "; ".join(parts)
+
+
+def effect_label(report: Report, cand: CandidateReport) -> str:
+    """What the verdict line's speedups are: the per-prompt effect (paired), or the two-sample shift (unpaired); ""
+    when no load has a TPOT answer."""
+    units = {
+        tp.unit
+        for lv in report.levels
+        if (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and (tp := c.metric("tpot_s")) is not None
+    }
+    if not units:
+        return ""
+    if units == {"unpaired"}:
+        return "speedups are two-sample shifts (Hodges–Lehmann), not ratios of the medians"
+    return "speedups are per-prompt effects (Hodges–Lehmann), not ratios of the medians"
 
 
 def non_inferiority_phrase(c: CorrectnessComparison) -> str:
@@ -309,6 +326,23 @@ def _launch_spread_text(f: Mapping[str, Any]) -> str:
     )
 
 
+def _effect_not_medians_text(f: Mapping[str, Any]) -> str:
+    def why(e: Mapping[str, Any]) -> str:
+        said = f"{e['speedup']:.2f}× per prompt vs {e['medians_speedup']:.2f}× from the p50s"
+        if e["split"]:  # bimodal per-prompt ratios: no one number describes them
+            return (
+                f"{said} (split both ways: {e['faster']} of {e['pairs']} prompts faster beyond the margin, "
+                f"{e['slower']} slower)"
+            )
+        return f"{said} (per-prompt quartiles {e['low_quartile']:.2f}×–{e['high_quartile']:.2f}×)"
+
+    return (
+        "TPOT speedups are per-prompt effects (Hodges–Lehmann: each prompt against itself), not the ratio of the "
+        f"arms' p50 TPOTs (each arm's middle request, not one prompt's change), and they differ by more than the "
+        f"±{f['margin']:.0%} margin: {_where(f, why)}"
+    )
+
+
 def _few_repeats_text(f: Mapping[str, Any]) -> str:
     n = f["repeats"]
     return (
@@ -350,6 +384,7 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.NEAR_MARGIN: _near_margin_text,
     WarningKind.FEW_REPEATS: _few_repeats_text,
     WarningKind.ONE_REPEAT: lambda f: "one repeat: throughput and cost have no interval",
+    WarningKind.EFFECT_NOT_MEDIANS: _effect_not_medians_text,
     WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
     WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
     WarningKind.CONTEXT_DIFFERS: lambda f: (

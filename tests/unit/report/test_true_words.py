@@ -109,3 +109,64 @@ def test_one_warning_per_kind_however_many_candidates_and_loads_it_is_about():
     lines = warning_lines(report.warnings)
     assert sum("`repeats: 3`" in line for line in lines) <= 2  # at most the spread and the few-repeats warning
     assert sum("launch pairs' TPOT effects differ" in line for line in lines) == 1
+
+
+def test_prompt_spread_tells_a_split_from_one_effect_with_spread():
+    from speculab.harness.verdict.per_request import prompt_spread
+
+    base = {i: 0.010 for i in range(20)}
+    split = {i: 0.010 / (1.6 if i % 2 else 0.7) for i in range(20)}  # half 1.6× faster, half 0.7× (slower)
+    ps = prompt_spread(base, split, effect=1.05, medians_speedup=1.3, margin=0.03)
+    assert ps is not None and (ps.pairs, ps.faster, ps.slower) == (20, 10, 10) and ps.split and ps.differs
+    one = {i: 0.010 / (1.5 + 0.01 * i) for i in range(20)}  # every prompt faster, by 1.50×…1.69×
+    ps = prompt_spread(base, one, effect=1.595, medians_speedup=1.60, margin=0.03)
+    assert ps is not None and (ps.faster, ps.slower) == (20, 0) and not ps.split and not ps.differs
+    assert 1.5 < ps.low_quartile < ps.high_quartile < 1.7
+    assert prompt_spread(base, one, effect=1.6, medians_speedup=float("nan"), margin=0.03) is None
+    assert prompt_spread({0: 1.0, 1: 1.0}, {0: 1.0, 1: 1.0}, 1.0, 1.0, 0.03) is None  # too few pairs to describe
+
+
+def _stretched(inputs, arm: str, factors: dict[int, float]):
+    """The same inputs with `arm`'s TPOT on prompt i multiplied by factors[i] (its chunks after the first spread
+    out in time), every other record as it was."""
+    from dataclasses import replace
+
+    def stretch(r, f):
+        t0 = r.chunks[0].t_s
+        chunks = tuple(replace(c, t_s=t0 + (c.t_s - t0) * f) for c in r.chunks)
+        return replace(r, chunks=chunks, end_s=t0 + (r.end_s - t0) * f)
+
+    runs = []
+    for run in inputs.runs:
+        if run.arm == arm:
+            recs = tuple(stretch(r, factors[r.index]) if r.ok and r.index in factors else r for r in run.records)
+            run = replace(run, records=recs)
+        runs.append(run)
+    return inputs.with_runs(runs)
+
+
+def test_the_headline_says_its_speedup_is_the_per_prompt_effect_and_why_the_medians_differ():
+    from speculab.harness.results.warnings import WarningKind
+    from speculab.report.phrases import warning_text
+
+    cand = {"ngram-k4": ArmEffect(acceptance_length=2.5)}
+    inputs = make_inputs(n_prompts=40, repeats=1, levels=C1, candidates=cand)
+    # bimodal: prompts speculation helps (1/1.7 the TPOT) and prompts it hurts (1.4×), as the demo's EAGLE at c=1
+    bimodal = _stretched(inputs, "ngram-k4", {i: (1 / 1.7 if i % 3 == 0 else 1.4) for i in range(40)})
+    report = build_report(bimodal, FAST)
+    line = verdict_line(report, report.candidates[0])
+    assert "speedups are per-prompt effects (Hodges–Lehmann)" in line
+    comp = report.levels[0].comparisons[0]
+    ps, tp = comp.prompt_spread, comp.metric("tpot_s")
+    assert ps is not None and ps.split and ps.differs and ps.faster >= 10 and ps.slower >= 20, ps
+    (w,) = [w for w in report.warnings if w.kind == WarningKind.EFFECT_NOT_MEDIANS]
+    said = warning_text(w)
+    assert said.startswith("TPOT speedups are per-prompt effects (Hodges–Lehmann: each prompt against itself)")
+    assert (
+        f"ngram k=4 at concurrency 1: {tp.speedup:.2f}× per prompt vs {ps.medians_speedup:.2f}× from the p50s" in said
+    )
+    assert f"(split both ways: {ps.faster} of 40 prompts faster beyond the margin, {ps.slower} slower)" in said
+    # one effect on every prompt: the effect and the p50s agree, and nothing is said
+    even = build_report(make_inputs(n_prompts=40, repeats=1, levels=C1), FAST)
+    assert even.levels[0].comparisons[0].prompt_spread is not None
+    assert not [w for w in even.warnings if w.kind == WarningKind.EFFECT_NOT_MEDIANS]

@@ -32,6 +32,9 @@ class WarningKind(str, Enum):
     NEAR_MARGIN = "near_margin"  # a TPOT interval ends near a margin bound, launch effect unmeasured: where
     FEW_REPEATS = "few_repeats"  # below `needed` repeats throughput and cost have no interval: repeats, needed
     ONE_REPEAT = "one_repeat"  # throughput and cost have no interval (a summary.json before few_repeats)
+    # the TPOT speedup (the per-prompt effect) and the ratio of the arms' p50 TPOTs differ by more than the margin,
+    # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
+    EFFECT_NOT_MEDIANS = "effect_not_medians"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count

@@ -160,6 +160,7 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
                 )
         for a in lv.arms:
             w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
+    w.extend(_effect_not_medians(levels, labels))
     command = repeats_command(inputs)
     w.extend(_near_margin(levels, labels, command))
     if inputs.setup.repeats < MIN_LAUNCHES:
@@ -206,6 +207,23 @@ def near_margin(low: float, high: float, margin: float) -> bool:
         return False
     m = math.log1p(margin)
     return any(abs(abs(math.log(b)) - m) < m / 3 for b in (low, high))
+
+
+def _effect_not_medians(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[ReportWarning]:
+    """Where the TPOT speedup (the per-prompt effect) and the ratio of the table's p50s differ by more than the
+    margin, with why (comparison.prompt_spread): one warning for the run, listing where."""
+    where, margin = [], 0.0
+    for lv in levels:
+        for c in lv.comparisons:
+            tp, ps = c.metric("tpot_s"), c.prompt_spread
+            if tp is None or ps is None or not ps.differs:
+                continue
+            margin = tp.margin
+            where.append({"subject": labels.get(c.candidate, c.candidate), "load": lv.label, "speedup": tp.speedup,
+                          "medians_speedup": ps.medians_speedup, "pairs": ps.pairs, "faster": ps.faster,
+                          "slower": ps.slower, "low_quartile": ps.low_quartile, "high_quartile": ps.high_quartile,
+                          "split": ps.split})  # fmt: skip
+    return [ReportWarning(Kind.EFFECT_NOT_MEDIANS, fields={"where": where, "margin": margin})] if where else []
 
 
 def repeats_command(inputs: ABRun) -> str:
