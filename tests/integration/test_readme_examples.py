@@ -3,11 +3,11 @@ diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve d
 
 Only the ports and the starter's size change (free ports instead of 8000/8001, which another process may hold;
 `--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 3` edited to 1 before the dry
-run, as its comments invite: the workflow is what is tested, and the suite's time is bounded; one repeat cuts the
-run's launches and requests to a third, and launch mode's ABBA over two repeats is test_experiment_lifecycle's),
-`speculab` is this checkout's (a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's
-question file, which is not shipped, is a made-up one in its format: 40 questions, some far too long for the demo's
-512-token context, 16 with a second turn. About three minutes on 2 cores.
+run, as its comments invite: the workflow is what is tested, and the suite's time is bounded; one repeat halves the
+run's launches and requests, and launch mode's ABBA over two repeats is test_experiment_lifecycle's), `speculab` is
+this checkout's (a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's question file,
+which is not shipped, is a made-up one in its format: 40 questions, some far too long for the demo's 512-token
+context, 16 with a second turn. About three minutes on 2 cores.
 """
 
 from __future__ import annotations
