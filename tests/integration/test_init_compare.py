@@ -51,7 +51,7 @@ def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> Non
     assert exp.baseline.launch is not None and exp.baseline.launch.engine == "vllm"
     port = url.rsplit(":", 1)[1]
     assert exp.baseline.launch.port == int(port) and "vllm.entrypoints.openai.api_server" in exp.baseline.launch.command
-    assert exp.speculation.method == "ngram" and exp.repeats == 2
+    assert exp.speculation.method == "ngram" and exp.repeats == 3  # the launches its intervals need (#36)
     # a small grid: n-gram at k=2 and k=4, each its own candidate
     assert [(sp.method, sp.num_speculative_tokens) for sp in exp.speculations] == [("ngram", 2), ("ngram", 4)]
 

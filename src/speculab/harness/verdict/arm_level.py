@@ -24,6 +24,7 @@ from speculab.harness.analysis.metrics import (
     quantities_not_held,
     request_metrics,
 )
+from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.analysis.windows import (
     Window,
     achieved_concurrency,
@@ -264,6 +265,17 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),
         prefix_cache=prefix_cache_view(runs, arm.engine),
     )
+
+
+def over_repeats(iv: stats.Interval) -> stats.Interval:
+    """A candidate/baseline ratio over repeats (throughput, cost), withheld below MIN_LAUNCHES repeats: the estimate
+    kept, the bounds NaN, as with one repeat. From 2 repeats a t-interval has 1 degree of freedom, ×12.7 the standard
+    error each side: a throughput change of +108 % [−91 %…+4,825 %] says nothing, so the report says why it has
+    none."""
+    if iv.n >= MIN_LAUNCHES:
+        return iv
+    # math.nan itself, as summary.json reads a null back (harness.results.codec): a re-read report equals the model
+    return stats.Interval(iv.estimate, math.nan, math.nan, iv.confidence, iv.method, iv.n)
 
 
 def _worst(values: Iterable[float | None]) -> float | None:

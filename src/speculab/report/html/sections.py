@@ -27,10 +27,11 @@ from speculab.report.formatting import (
 )
 from speculab.report.phrases import (
     NOT_IN_FILE,
+    checks_phrase,
     decision_of,
     decision_phrase,
+    failure_lines,
     launch_phrase,
-    non_inferiority_phrase,
     pairs_phrase,
     ratio_phrase,
     samples_phrase,
@@ -265,6 +266,7 @@ CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
 def correctness_rows(report: Report) -> list[dict[str, Any]]:
     out = []
+    listed: set[tuple[str, ...]] = set()  # the baseline's failures are the same for every candidate: listed once
     for c in report.candidates:
         k = c.correctness
         if k is None:
@@ -273,12 +275,17 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
         checks = []
         for side in (k.baseline_checks, k.candidate_checks):
             if side is not None:
+                failures = failure_lines(side.failures, side.n_failures)
+                if side is k.baseline_checks:
+                    key = tuple(failures)
+                    failures = [] if key in listed else failures
+                    listed.add(key)
                 checks.append(
                     {
                         "arm": arm_labels(report).get(side.arm, side.arm),
                         "rate": f"{side.passed} of {side.checked} "
                         f"({interval(side.pass_rate, '.1%').replace(' (no interval: n = 1)', '')})",
-                        "failures": list(side.failures),
+                        "failures": failures,
                     }
                 )
         out.append(
@@ -315,9 +322,7 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     if k.mcnemar_p is not None
                     else "–"
                 ),
-                "non_inferiority": non_inferiority_phrase(k)
-                if k.non_inferiority and k.pass_rate_difference is not None
-                else "",
+                "non_inferiority": checks_phrase(k, arm_labels(report)),
                 "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
                 f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
                 f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",

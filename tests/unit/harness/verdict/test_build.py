@@ -70,7 +70,7 @@ def test_verdict_line_names_loads_intervals_and_sources(faster_report: Report):
     assert line.startswith("ngram k=4: TPOT 1.")
     assert "faster [" in line and "at concurrency 1" in line and "at concurrency 16" in line
     assert "crossover ≈" in line and "acceptance length 2.90 (vllm:spec_decode_* counters" in line
-    assert "memory +" in line and "$/1M tokens" in line and "correctness: no difference" in line
+    assert "memory +" in line and "$/1M tokens" in line and "correctness: identical outputs" in line
 
 
 def test_a_vs_a_says_no_difference():
