@@ -5,9 +5,13 @@ the two loads, and the form says single config vs load-dependent."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+
+from tests.unit.harness.verdict.test_ranking import FAST
 
 from speculab.harness.verdict.model import (
     BASELINE_CHOICE,
+    UNDECIDED_CHOICE,
     ArmView,
     CandidateReport,
     CrossoverView,
@@ -41,6 +45,10 @@ def crossing(load: float, low: float, high: float) -> CrossoverView:
                          load, low, high, False, False, "interp", "log")  # fmt: skip
 
 
+# the fake's candidate (tests.fakes.ab_inputs) with enough prompts for a decided answer at every load (6 groups of
+# 16 at concurrency 16), and no guardrails: the cost, Pareto and band tests read a decided recommendation
+DECIDED = replace(FAST, guardrails=())
+
 ARMS = (arm("baseline"), arm("ng4", "ngram", 4), arm("ng8", "ngram", 8), arm("draft", "draft_model", 4))
 
 
@@ -66,14 +74,14 @@ def test_bands_agree_with_each_loads_verdict_and_equivalent_keeps_plain() -> Non
 
 
 def test_crossover_outside_the_band_gap_is_not_used_as_the_edge() -> None:
-    levels = [level(1, {"ng4": ("faster", 1.5)}), level(4, {"ng4": ("inconclusive", 1.05)})]
+    levels = [level(1, {"ng4": ("faster", 1.5)}), level(4, {"ng4": ("slower", 0.9)})]
     # the point estimate crosses 1 beyond 4 (between 4 and 16), but the verdict already stops at 4
     rec = recommend(levels, [cand("ng4", crossing(9.0, 6.0, 14.0))], ARMS, 0.03)
     assert rec is not None
     assert rec.bands[0].upper_edge is None and rec.bands[0].edge_between == (1, 4)
     assert rec.bands[0].edge_source == "between measured loads"
     assert rec.form == "off-above" and rec.off_above is None
-    assert rec.loads[1].decision == "inconclusive"
+    assert rec.loads[1].decision == "slower" and rec.loads[1].answer == "plain"
 
 
 def test_one_candidate_everywhere_is_a_single_config() -> None:
@@ -96,13 +104,27 @@ def test_different_k_per_load_is_a_per_load_schedule() -> None:
     assert rec.form == "per-load" and rec.winner is None
 
 
-def test_nothing_faster_anywhere_is_plain_and_gated_loads_say_no_verdict() -> None:
-    levels = [level(1, {"ng4": ("equivalent", 1.0)}), level(4, {"ng4": ("faster", 1.3)}, gate="errors")]
+def test_nothing_faster_anywhere_is_plain() -> None:
+    levels = [level(1, {"ng4": ("equivalent", 1.0)}), level(4, {"ng4": ("slower", 0.8)})]
     rec = recommend(levels, [cand("ng4")], ARMS, 0.03)
     assert rec is not None
     assert rec.form == "plain" and rec.winner is None and len(rec.bands) == 1
-    assert [c.decision for c in rec.loads] == ["equivalent", "no verdict"]
+    assert [c.decision for c in rec.loads] == ["equivalent", "slower"]
+    assert [c.answer for c in rec.loads] == ["plain", "plain"]
     assert all(math.isnan(c.speedup) for c in rec.loads)
+
+
+def test_a_gated_load_is_undecided_never_plain() -> None:
+    levels = [level(1, {"ng4": ("equivalent", 1.0)}), level(4, {"ng4": ("faster", 1.3)}, gate="errors")]
+    rec = recommend(levels, [cand("ng4")], ARMS, 0.03)
+    assert rec is not None
+    assert rec.form == "undecided" and rec.winner is None
+    assert [c.answer for c in rec.loads] == ["plain", "undecided"]
+    assert [c.choice for c in rec.loads] == [BASELINE_CHOICE, UNDECIDED_CHOICE]
+    assert [c.decision for c in rec.loads] == ["equivalent", "errors"]
+    # the two loads are two bands, and no edge is drawn next to the undecided one
+    assert [b.choice for b in rec.bands] == [BASELINE_CHOICE, UNDECIDED_CHOICE]
+    assert all(b.upper_edge is None and b.edge_between is None for b in rec.bands)
 
 
 def test_first_report_lines_name_the_band_edge_and_the_rule() -> None:
@@ -153,11 +175,10 @@ def test_a_tie_with_the_choice_below_keeps_one_band() -> None:
 
 def test_cost_intervals_come_with_repeats_and_are_absent_with_one() -> None:
     from tests.fakes.ab_inputs import make_inputs
-    from tests.unit.harness.verdict.test_ranking import FAST
 
     from speculab.harness.verdict.build import build_report
 
-    two = build_report(make_inputs(n_prompts=12, repeats=2), FAST).recommendation
+    two = build_report(make_inputs(n_prompts=96, repeats=2), DECIDED).recommendation
     assert two is not None and two.cost is not None
     c = two.cost
     assert c.repeats == 2 and c.plan.baseline.usd_per_month is not None
@@ -165,25 +186,26 @@ def test_cost_intervals_come_with_repeats_and_are_absent_with_one() -> None:
     diffs = [p.monthly_difference_usd for p in (c.most_favourable, c.plan, c.least_favourable)]
     assert all(d is not None for d in diffs)
     assert diffs[0] <= diffs[1] <= diffs[2]  # type: ignore[operator]  # the least favourable end costs the most
-    one = build_report(make_inputs(n_prompts=12, repeats=1), FAST).recommendation
+    one = build_report(make_inputs(n_prompts=96, repeats=1), DECIDED).recommendation
     assert one is not None and one.cost is not None
     assert one.cost.least_favourable is None and one.cost.most_favourable is None and one.cost.repeats == 1
 
 
 def test_the_cost_line_says_the_interval_or_that_one_repeat_has_none() -> None:
     from tests.fakes.ab_inputs import make_inputs
-    from tests.unit.harness.verdict.test_ranking import FAST
 
     from speculab.harness.verdict.build import build_report
 
-    two = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=2), FAST)) if "cost" in ln]
-    one = [ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=12, repeats=1), FAST)) if "cost" in ln]
+    two = [
+        ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=96, repeats=2), DECIDED)) if "cost" in ln
+    ]
+    one = [
+        ln for ln in recommendation_lines(build_report(make_inputs(n_prompts=96, repeats=1), DECIDED)) if "cost" in ln
+    ]
     assert "across the throughput intervals" in two[0] and "/month" in two[0]
     assert "one repeat: no interval" in one[0]
     # two repeats whose interval's low end meets no SLO (a 2-repeat t-interval can reach 0): said, not silent
-    from dataclasses import replace
-
-    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    report = build_report(make_inputs(n_prompts=96, repeats=2), DECIDED)
     rec = report.recommendation
     assert rec is not None and rec.cost is not None
     cut = replace(report, recommendation=replace(rec, cost=replace(rec.cost, least_favourable=None)))
@@ -193,11 +215,10 @@ def test_the_cost_line_says_the_interval_or_that_one_repeat_has_none() -> None:
 
 def test_pareto_points_are_each_arm_at_each_load_with_the_frontier_and_the_shipped_point() -> None:
     from tests.fakes.ab_inputs import make_inputs
-    from tests.unit.harness.verdict.test_ranking import FAST
 
     from speculab.harness.verdict.build import build_report
 
-    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    report = build_report(make_inputs(n_prompts=96, repeats=2), DECIDED)
     rec = report.recommendation
     assert rec is not None
     pts = {(p.arm, p.level): p for p in rec.pareto}
@@ -224,14 +245,13 @@ def test_pareto_points_are_each_arm_at_each_load_with_the_frontier_and_the_shipp
 
 def test_an_off_above_deployment_costs_plain_where_plain_was_chosen() -> None:
     from tests.fakes.ab_inputs import make_inputs
-    from tests.unit.harness.verdict.test_ranking import FAST
 
     from speculab.harness.verdict.across_loads import capacity_view
     from speculab.harness.verdict.build import build_report
 
     # the default fake: n-gram 1.8x faster at c1, 1.3x at c4, slower at c16 -> off above c4
-    inputs = make_inputs(n_prompts=48, repeats=2)
-    report = build_report(inputs, FAST)
+    inputs = make_inputs(n_prompts=96, repeats=2)
+    report = build_report(inputs, DECIDED)
     rec = report.recommendation
     assert rec is not None and rec.form == "off-above" and rec.cost is not None and rec.cost.by_load
     # the plan is the deployment's: n-gram's measurements at c1/c4, the baseline's at c16
