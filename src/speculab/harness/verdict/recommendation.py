@@ -125,7 +125,9 @@ def correctness_guardrail(c: CorrectnessComparison | None) -> GuardrailAnswer:
     if c is None or d is None or not c.non_inferiority:
         return GuardrailAnswer("correctness", NOT_MEASURED, NAN, NAN, NAN, NAN)
     m = c.non_inferiority_margin
-    answer = {"not worse": NOT_WORSE, "worse": WORSE}.get(c.non_inferiority)
+    # byte-identical outputs for every prompt pass and fail the same checks: not worse, whatever the interval says
+    same = c.n_divergent == 0 and c.identical_rate.n > 0 and c.identical == c.identical_rate.n
+    answer = NOT_WORSE if same else {"not worse": NOT_WORSE, "worse": WORSE}.get(c.non_inferiority)
     if answer is None:
         answer = LEANS_WORSE if math.isfinite(d.estimate) and d.estimate < -m else UNCLEAR
     return GuardrailAnswer("correctness", answer, d.estimate, d.low, d.high, m)
