@@ -15,11 +15,14 @@ from speculab.harness.verdict.model import (
     ArmView,
     CandidateReport,
     CrossoverView,
+    Interval,
+    LevelComparison,
     LevelReport,
     Ranked,
+    Ratio,
     Report,
 )
-from speculab.harness.verdict.recommendation import recommend
+from speculab.harness.verdict.recommendation import Criteria, recommend
 from speculab.report.phrases import recommendation_lines
 
 
@@ -264,3 +267,109 @@ def test_an_off_above_deployment_costs_plain_where_plain_was_chosen() -> None:
     # turned off where it is slower, it can only do as well as running it at every load
     assert rec.cost.plan.candidate.gpus <= everywhere.candidate.gpus
     assert "as recommended per load" in next(ln for ln in recommendation_lines(report) if "cost at" in ln)
+
+
+# --- issue 36: three answers per load, guardrails beside the deciding metric --------------------------------------
+
+
+def ratio(metric: str, decision: str, s: float, low: float, high: float, to_decide: float | None = None,
+          n_units: int = 24, group_size: int = 1) -> Ratio:  # fmt: skip
+    iv = Interval(1 / s, 1 / high, 1 / low, 0.95, "bootstrap-bca", n_units)
+    return Ratio(metric, n_units * group_size, 0, iv, iv, s, low, high, 0.01, decision, 0.05, n_units=n_units,
+                 group_size=group_size, margin=0.03, decision=decision, to_decide=to_decide)  # fmt: skip
+
+
+def judged(c: float, tpot: Ratio, *others: Ratio, name: str = "ng4") -> LevelReport:
+    """One load where `name` has these paired answers (TPOT first): its comparison and its ranking entry."""
+    comp = LevelComparison(name, "ok", "", tpot.verdict, (tpot, *others), None, None, None, "", decision=tpot.decision)
+    ranked = Ranked(name, name, "ok", tpot.verdict, tpot.speedup, tpot.speedup_low, tpot.speedup_high, None,
+                    tpot.decision)  # fmt: skip
+    best = name if tpot.decision == "faster" else None
+    return LevelReport(f"c{c:g}", f"concurrency {c:g}", "concurrency", c, (), (), (comp,), best, (ranked,))
+
+
+class _R:
+    """The fields the recommendation's lines read."""
+
+    def __init__(self, rec: object, levels: list[LevelReport]) -> None:
+        self.recommendation, self.arms, self.levels = rec, ARMS, levels
+
+
+FASTER_TPOT = ratio("tpot_s", "faster", 2.0, 1.9, 2.1)
+
+
+def test_a_slower_guardrail_keeps_plain_and_the_headline_names_it() -> None:
+    levels = [
+        judged(1, FASTER_TPOT, ratio("ttft_s", "slower", 0.33, 0.30, 0.36), ratio("e2e_s", "slower", 0.8, 0.7, 0.9))
+    ]
+    rec = recommend(levels, [cand("ng4")], ARMS, 0.03)
+    assert rec is not None and rec.form == "plain" and rec.winner is None
+    (a,) = rec.answers
+    assert (a.answer, a.why) == ("plain", "guardrail")
+    assert {g.name: g.answer for g in a.guardrails} == {
+        "ttft_s": "worse", "e2e_s": "worse", "error_rate": "not measured", "correctness": "not measured"
+    }  # fmt: skip
+    head = recommendation_lines(_R(rec, levels))[0]
+    assert head.startswith("recommendation: keep plain decoding: ngram k=4 at concurrency 1: TPOT 2.00× faster, but")
+    assert "but TTFT 0.33× slower [0.30–0.36], E2E 0.80× slower [0.70–0.90]: not recommended" in head
+    # without guardrails, the same data ships: the guardrail is what kept it out
+    bare = recommend(levels, [cand("ng4")], ARMS, 0.03, Criteria(guardrails=()))
+    assert bare is not None and bare.form == "single" and bare.winner == "ng4"
+
+
+def test_a_guardrail_leaning_worse_holds_the_load_undecided_with_what_would_decide_it() -> None:
+    leaning = ratio("ttft_s", "inconclusive", 0.54, 0.38, 1.25, to_decide=4.0)
+    rec = recommend([judged(1, FASTER_TPOT, leaning)], [cand("ng4")], ARMS, 0.03)
+    assert rec is not None and rec.form == "undecided" and rec.loads[0].choice == UNDECIDED_CHOICE
+    (a,) = rec.answers
+    assert (a.answer, a.why, a.needed, a.needed_unit) == ("undecided", "guardrail", 96, "prompts")  # 24 x 4.0
+    # an inconclusive guardrail whose estimate is within the margin does not hold it
+    near = ratio("ttft_s", "inconclusive", 0.99, 0.90, 1.09, to_decide=3.0)
+    ok = recommend([judged(1, FASTER_TPOT, near)], [cand("ng4")], ARMS, 0.03)
+    assert ok is not None and ok.form == "single" and ok.answers[0].guardrails[0].answer == "unclear"
+
+
+def test_decide_on_changes_the_deciding_metric() -> None:
+    levels = [judged(1, FASTER_TPOT, ratio("ttft_s", "equivalent", 1.0, 0.99, 1.01))]
+    rec = recommend(levels, [cand("ng4")], ARMS, 0.03, Criteria(decide_on="ttft_s"))
+    assert rec is not None and rec.form == "plain" and rec.loads[0].decision == "equivalent"
+    assert rec.decide_on == "ttft_s" and "ttft_s" not in rec.guardrails
+
+
+def test_an_undecided_load_names_what_would_decide_it() -> None:
+    levels = [judged(1, FASTER_TPOT), judged(4, ratio("tpot_s", "inconclusive", 1.7, 0.9, 2.5, 2.0, 3, 4))]
+    rec = recommend(levels, [cand("ng4")], ARMS, 0.03)
+    assert rec is not None and rec.form == "undecided" and rec.winner == "ng4" and rec.off_above is None
+    assert rec.answers[1].needed == 24 and rec.answers[1].needed_unit == "prompts"  # ceil(3 groups x 2) x 4
+    lines = recommendation_lines(_R(rec, levels))
+    assert lines[0] == "recommendation: ship ngram k=4 at concurrency 1 only; undecided at concurrency 4 (see below)"
+    assert "about 24 prompts in all would likely decide it" in lines[2]
+    assert all("band ends" not in ln for ln in lines)
+
+
+def test_an_unfinished_run_says_what_finished_and_how_to_finish_never_ship_or_keep_plain() -> None:
+    from speculab.harness.verdict.model import ArmProgress
+
+    levels = [judged(1, FASTER_TPOT), level(4, {"ng4": ("equivalent", 1.0)})]
+    done = [ArmProgress("baseline", "c1", "finished"), ArmProgress("ng4", "c1", "finished"),
+            ArmProgress("baseline", "c4", "partial"), ArmProgress("ng4", "c4", "not run")]  # fmt: skip
+    rec = recommend(levels, [cand("ng4")], ARMS, 0.03, progress=done, incomplete=True)
+    assert rec is not None and rec.form == "incomplete" and rec.winner is None
+    assert [c.answer for c in rec.loads] == ["ship", "undecided"]  # c4 did not finish: not its "equivalent"
+    lines = recommendation_lines(_R(rec, levels), "runs/x")
+    assert not any(ln.startswith(("recommendation: ship", "recommendation: keep plain")) for ln in lines)
+    assert lines[1] == "  finished: baseline, ngram k=4 at concurrency 1"
+    assert lines[2] == "  not finished: baseline at concurrency 4 (partial); ngram k=4 at concurrency 4 (not run)"
+    assert lines[3] == "  finish it: speculab run --resume runs/x"
+
+
+def test_error_rate_guardrail_is_worse_only_beyond_chance() -> None:
+    from types import SimpleNamespace
+
+    from speculab.harness.verdict.recommendation import error_guardrail
+
+    base = SimpleNamespace(sent=200, error=0)
+    assert error_guardrail(base, SimpleNamespace(sent=200, error=12), 0.95).answer == "worse"
+    assert error_guardrail(base, SimpleNamespace(sent=200, error=1), 0.95).answer == "unclear"
+    assert error_guardrail(base, SimpleNamespace(sent=200, error=0), 0.95).answer == "not worse"
+    assert error_guardrail(None, None, 0.95).answer == "not measured"
