@@ -222,9 +222,11 @@ def best_lines(report: Any) -> list[str]:
     for lv in report.levels:
         roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
         if lv.best is None:
-            gated = [r for r in lv.ranking if r.gate != "ok"]
+            # a candidate that never ran here has a comparison (gate "missing") but no place in the ranking
+            entries = list(lv.comparisons) or list(lv.ranking)
+            gated = [r for r in entries if r.gate != "ok"]
             open_ = [r for r in lv.ranking if r.gate == "ok" and decision_of_ranked(r) in UNDECIDED_ANSWERS]
-            if gated and len(gated) == len(lv.ranking):
+            if gated and len(gated) == len(entries):
                 out.append(f"at {lv.label}{roles}: undecided (no verdict for any candidate: see the table)")
             elif gated or open_:
                 out.append(f"at {lv.label}{roles}: undecided (no candidate shown faster beyond the margin yet)")

@@ -82,13 +82,13 @@ def answer_phrase(report: Any, a: Any) -> str:
 
 def guardrail_lines(report: Any, level: Any) -> list[str]:
     """Under a load's table: each candidate's answer there and every guardrail's, so the table's TPOT verdict is never
-    read as the recommendation."""
+    read as the recommendation (a candidate that did not run here: its row says "not run", nothing more)."""
     rec = getattr(report, "recommendation", None)
     if rec is None or not getattr(rec, "answers", ()):
         return []
     labels = {a.name: a.label for a in report.arms}
     out = []
-    for a in (x for x in rec.answers if x.level == level.key):
+    for a in (x for x in rec.answers if x.level == level.key and level.arm(x.candidate) is not None):
         guards = " · ".join(guardrail_phrase(g) for g in a.guardrails) or "none"
         out.append(f"  {labels.get(a.candidate, a.candidate)}: {a.answer} · guardrails: {guards}")
     return out
@@ -165,10 +165,8 @@ def recommendation_lines(report: Any, run_dir: str = "DIR") -> list[str]:
     out.extend(_cost_lines(rec, labels))
     guards = _names(GUARDRAIL_LABELS, getattr(rec, "guardrails", ())) or "none"
     out.append(
-        f"  rule: a candidate ships at a load only when its {METRIC_LABELS.get(rec.decide_on, rec.decide_on)} is "
-        f"faster than the baseline beyond the {margin_pct(rec.margin)} margin and no guardrail ({guards}) is worse "
-        "beyond its margin; equivalent, slower or a worse guardrail keeps plain; what the data cannot decide stays "
-        "undecided"
+        f"  rule: ships where {METRIC_LABELS.get(rec.decide_on, rec.decide_on)} is faster beyond the "
+        f"{margin_pct(rec.margin)} margin and no guardrail ({guards}) is worse beyond its own; else plain, or undecided"
     )
     return out
 
