@@ -373,3 +373,44 @@ def test_error_rate_guardrail_is_worse_only_beyond_chance() -> None:
     assert error_guardrail(base, SimpleNamespace(sent=200, error=1), 0.95).answer == "unclear"
     assert error_guardrail(base, SimpleNamespace(sent=200, error=0), 0.95).answer == "not worse"
     assert error_guardrail(None, None, 0.95).answer == "not measured"
+
+
+def test_decide_on_comes_from_the_options_else_the_run_else_tpot() -> None:
+    from tests.fakes.ab_inputs import make_inputs
+
+    from speculab.harness.verdict.build import build_report
+
+    inputs = make_inputs(n_prompts=12, repeats=1)
+    plain = build_report(inputs, FAST)
+    assert plain.recommendation is not None and plain.recommendation.decide_on == "tpot_s"
+    assert plain.recommendation.guardrails == ("ttft_s", "e2e_s", "error_rate", "correctness")
+    run = replace(inputs, setup=replace(inputs.setup, decide_on="e2e_s", guardrails=("ttft_s",)))
+    r = build_report(run, FAST)
+    assert r.recommendation is not None and r.recommendation.decide_on == "e2e_s"
+    assert r.recommendation.guardrails == ("ttft_s",) and r.options["decide_on"] == "e2e_s"
+    # the ranking (and so each load's best) is by the deciding metric
+    lv = r.levels[0]
+    comp = lv.comparison("ngram-k4")
+    assert comp is not None and lv.ranking[0].speedup == comp.metric("e2e_s").speedup  # type: ignore[union-attr]
+    # the options win over the run; the deciding metric is never its own guardrail
+    o = build_report(run, replace(FAST, decide_on="ttft_s")).recommendation
+    assert o is not None and o.decide_on == "ttft_s" and o.guardrails == ()
+
+
+def test_report_decide_on_flag(tmp_path, capsys) -> None:
+    import json
+
+    from tests.fakes.ab_inputs import make_inputs
+
+    from fakes.cli_runner import one_line_error, run_main
+    from speculab.harness.results.ab_dir import save_inputs
+
+    inputs = make_inputs(n_prompts=12, repeats=1)
+    save_inputs(tmp_path, inputs)
+    code, _, err = run_main(capsys, "report", str(tmp_path), "--decide-on", "tpott")
+    assert code == 2 and "--decide-on: unknown metric 'tpott'; did you mean `tpot`?" in one_line_error(err)
+    assert not (tmp_path / "summary.json").exists()
+    code, out, err = run_main(capsys, "report", str(tmp_path), "--decide-on", "e2e")
+    assert code == 0, err
+    assert json.loads((tmp_path / "summary.json").read_text())["recommendation"]["decide_on"] == "e2e_s"
+    assert "rule: ships where E2E is faster" in out
