@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from speculab.harness.verdict.model import METRIC_LABELS
+from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
 from speculab.report.formatting import fine_speedup, margin_pct, speedup, speedup_range
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -178,6 +178,12 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
     answers = getattr(rec, "answers", ())
     out = []
     for b in rec.bands:
+        if b.choice == UNDECIDED_CHOICE:  # one line per load: each says what would decide it there
+            for v in b.loads:
+                here = [a for a in answers if a.level == by_level[v].level and a.answer != "ship"]
+                why = "; ".join(f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here)
+                out.append(f"  {by_level[v].label}: undecided ({why or by_level[v].decision})")
+            continue
         loads = ", ".join(b.load_labels)
         picks = []
         for v in b.loads:
@@ -187,11 +193,10 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
                 if c.kept_over:
                     tied += f"; kept over {labels.get(c.kept_over, c.kept_over)}, which is not faster beyond the margin"
                 picks.append(f"{speedup(c.speedup)} {speedup_range(c.speedup_low, c.speedup_high)}{tied}")
-            elif c.answer == "undecided" or c.decision == "guardrail":
-                here = [a for a in answers if a.level == c.level and a.answer != "ship"]
-                picks.append(
-                    "; ".join(f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here)
-                )
+            elif c.decision == "guardrail":
+                here = [a for a in answers if a.level == c.level and a.why == "guardrail"]
+                why = [f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here]
+                picks.append(f"{c.label}: " + "; ".join(why) if len(b.loads) > 1 else "; ".join(why))
             else:
                 picks.append(c.decision)
         text = f"  {loads}: {b.label} ({'; '.join(picks)})"
