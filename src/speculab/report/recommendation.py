@@ -53,7 +53,7 @@ def _needed_phrase(a: Any) -> str:
         return ""
     if a.why == "not enough paired data" and a.needed_unit == "prompts":
         return f"; use at least {a.needed} prompts at this load"
-    return f"; about {a.needed} {a.needed_unit} in all would likely decide it"
+    return f"; about {a.needed:,} {a.needed_unit} in all would likely decide it"
 
 
 def answer_phrase(report: Any, a: Any) -> str:
