@@ -66,8 +66,14 @@ def answer_phrase(report: Any, a: Any) -> str:
         bad = [g for g in a.guardrails if g.answer in ("worse", "leans worse")]
         worse = ", ".join(guardrail_phrase(g) for g in bad)
         verdict = "not recommended" if a.answer == "plain" else "undecided"
-        faster = math.isfinite(a.speedup_low) and a.speedup_low > 1 + rec.margin
-        lead = f"{what} {fine_speedup(a.speedup)} faster" if faster else f"{what} {est}"
+        # a guardrail decides only where the deciding metric did not (equivalent and slower are their own why): it
+        # was faster, inconclusive, or had too few pairs
+        if math.isfinite(a.speedup_low) and a.speedup_low > 1 + rec.margin:
+            lead = f"{what} {fine_speedup(a.speedup)} faster"
+        elif math.isfinite(a.speedup_low) and math.isfinite(a.speedup_high):
+            lead = f"{what} inconclusive {est}"
+        else:
+            lead = f"{what}: not enough paired data"
         return f"{lead}, but {worse}: {verdict}{_needed_phrase(a)}"
     if a.why == "faster":
         return f"{what} {est} faster"
