@@ -190,12 +190,34 @@ def compare_command(
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
     out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
+    if fmt is None and _compare_run_level(a, b, out, margin):  # summary-only files: the run is the unit
+        return
+    inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
     check_ab_output_dir(out)
     save_inputs(out, inputs)
     options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
+
+
+def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None) -> bool:
+    """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
+    OUT/summary.json; False where both keep per-request data (the per-prompt A/B)."""
+    from speculab.config.experiment import margins
+    from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
+    from speculab.report.console.run_level import print_run_level
+
+    runs = summaries_of(a, b)
+    if runs is None:
+        return False
+    try:
+        given = margins(margin) if margin is not None else {}
+    except ValueError as e:
+        raise UserError(f"--margin: {e}") from None
+    report = compare_summaries(a, b, runs, given)
+    save(out, report)
+    print_run_level(Console(soft_wrap=True), report, out)
+    return True
 
 
 @app.command("init")

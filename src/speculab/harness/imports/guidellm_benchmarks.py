@@ -245,3 +245,14 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         info=info,
         notes=notes,
     )
+
+
+def offered_load(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+    """The offered load of a GuideLLM benchmark (`n`: its requests), with its note; the one reading of GuideLLM's
+    strategy, for its summary-only files too (harness.imports.summaries)."""
+    return _level(ff, b, n)
+
+
+def strategy_label(b: Any) -> str:
+    """A benchmark's strategy as GuideLLM names it, e.g. concurrent@4."""
+    return _strategy_label(b)

@@ -178,3 +178,9 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
 def read_all(path: Path) -> tuple[ImportedRun, ...]:
     """The file's one run."""
     return (read(path),)
+
+
+def offered_load(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+    """The offered load a vLLM result states (`n`: its requests, the load when all were sent at once), with its note;
+    the one reading of vLLM's load, for its summary-only files too (harness.imports.summaries)."""
+    return _level(ff, d, n)
