@@ -26,7 +26,7 @@ def _summary_only(runs: Sequence[RunSummary] | None) -> bool:
 def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
     """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request);
     None: compare them per request, as ever (`compare.pairing`)."""
-    sa, sb = (read_side(p) if p.exists() else None for p in (path_a, path_b))
+    sa, sb = (read_side(p) for p in (path_a, path_b))
     if not (_summary_only(sa) or _summary_only(sb)):
         return None
     if sa is None or sb is None:
@@ -71,6 +71,8 @@ def compare_summaries(
     notes = [
         "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
         "aggregates, one value per run",
+        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (E2E - TTFT) / (output tokens - 1)",
         _side_note("A", runs[0]),
         _side_note("B", runs[1]),
     ]

@@ -29,10 +29,10 @@ def _answer(m: RunMetric) -> str:
     return run_level_phrase(m.decision.value if m.decision else None, est, low, high, m.margin)
 
 
-def _counts(done: tuple[int | None, ...], failed: tuple[int | None, ...]) -> str:
-    ok = sum(x for x in done if x is not None) if any(x is not None for x in done) else None
-    bad = sum(x for x in failed if x is not None) if any(x is not None for x in failed) else None
-    return f"{num(ok, ',d')} ok, {num(bad, ',d') if bad is not None else NOT_IN_FILE} failed"
+def _total(counts: tuple[int | None, ...]) -> str:
+    """A side's requests over its runs; "not in the file" where no run's file counts them."""
+    known = [x for x in counts if x is not None]
+    return num(sum(known), ",d") if known else NOT_IN_FILE
 
 
 def _table(x: RunLevelLoad) -> Table:
@@ -48,8 +48,8 @@ def _table(x: RunLevelLoad) -> Table:
         ratio = f"{m.point:.3f}" if is_number(m.point) else MISSING
         row = [m.label, _value(m.a_value, m.unit), _value(m.b_value, m.unit), ratio]
         t.add_row(*row, *([_answer(m)] if x.has_interval else []))
-    counts = ["requests", _counts(x.completed_a, x.failed_a), _counts(x.completed_b, x.failed_b), ""]
-    t.add_row(*counts, *([""] if x.has_interval else []))
+    for label, a, b in (("requests ok", x.completed_a, x.completed_b), ("requests failed", x.failed_a, x.failed_b)):
+        t.add_row(label, _total(a), _total(b), "", *([""] if x.has_interval else []))
     return t
 
 

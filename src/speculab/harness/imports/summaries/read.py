@@ -52,11 +52,19 @@ def _numbered(runs: list[RunSummary], label: str) -> tuple[RunSummary, ...]:
     return tuple(out)
 
 
+def _sweep_prefix(path: Path) -> list[Path]:
+    """`EXP/SERVE--<setting>`, the prefix of a sweep's combinations (not a directory itself): their run files."""
+    if path.exists() or not path.name.startswith("SERVE--") or not path.parent.is_dir():
+        return []
+    combos = [d for d in path.parent.iterdir() if d.name == path.name or d.name.startswith(path.name + "-BENCH--")]
+    return [f for d in sorted(combos) if d.is_dir() for f in _files(d) if _RUN.fullmatch(f.name)]
+
+
 def read_side(path: Path) -> tuple[RunSummary, ...] | None:
     """Every run `path` holds as its tool's summaries (whether or not it also keeps per-request data); None where no
     summary reader knows it."""
-    if path.is_dir():
-        files = _files(path)
+    if path.is_dir() or _sweep_prefix(path):
+        files = _files(path) if path.is_dir() else _sweep_prefix(path)
         if not files:
             return None
         tools = sorted({r.TOOL for f in files if (r := _reader(f)) is not None})
@@ -67,5 +75,5 @@ def read_side(path: Path) -> tuple[RunSummary, ...] | None:
             )
         runs = [s for f in files for s in _reader(f).read(f)]  # type: ignore[union-attr]
         return _numbered(runs, path.name) if len(files) > 1 else tuple(replace(r, label=path.name) for r in runs)
-    reader = _reader(path)
+    reader = _reader(path) if path.is_file() else None
     return reader.read(path) if reader is not None else None
