@@ -82,3 +82,14 @@ def test_files_with_requests_still_pair_per_prompt(capsys, tmp_path: Path) -> No
     )
     assert code == 0
     assert json.loads((out / "summary.json").read_text()).get("schema") != "speculab.report.run-level/1"
+
+
+def test_guidellm_0_3_summaries_are_side_by_side(capsys, tmp_path: Path) -> None:
+    g03 = HERE.parent / "guidellm-0.3"
+    out = tmp_path / "cmp"
+    args = ("compare", str(g03 / "baseline-summary.json"), str(g03 / "candidate-summary.json"), "--output", str(out))
+    code, stdout, _ = run_main(capsys, *args)
+    assert code == 0 and "no per-request data: no interval, no verdict" in stdout
+    tpot = _metric(out, "tpot_median_s")
+    assert tpot["point"] < 0.75  # 20 ms against 30 ms, scripted; no interval from one run a side
+    assert tpot["ratio"] is None

@@ -52,6 +52,7 @@ def _loads(runs: Mapping[str, list[RunSummary]]) -> str:
 def _side_note(side: str, runs: Sequence[RunSummary]) -> str:
     r = runs[0]
     version = f"{r.tool} {r.version}" if r.version else f"{r.tool}, its version not stated in the file"
+    version = f"{r.tool} ({r.info['layout']})" if not r.version and r.info.get("layout") else version
     model = f", model {r.model}" if r.model else ""
     detail = " (it keeps per-request data too; the other side does not)" if all(x.per_request for x in runs) else ""
     return f"{side}: {r.name}: {len(runs)} run(s) summarised by {version}{model}{detail}"
@@ -72,7 +73,8 @@ def compare_summaries(
         "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
         "aggregates, one value per run",
         "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
-        "carry several tokens, so speculation lengthens them), GuideLLM's is (E2E - TTFT) / (output tokens - 1)",
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
+        "(output tokens - 1)",
         _side_note("A", runs[0]),
         _side_note("B", runs[1]),
     ]

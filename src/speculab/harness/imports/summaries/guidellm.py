@@ -1,10 +1,11 @@
-"""GuideLLM's summaries -> `RunSummary`s: a `benchmarks.json` whose per-request lists are empty (GuideLLM 0.8 with
-its requests left out, or sampled to none), each benchmark one run at its load.
+"""GuideLLM's summaries -> `RunSummary`s: a `benchmarks.json` whose per-request lists are empty (`--output-sampling 0`
+in GuideLLM 0.2-0.3, checked with 0.3.1; the 0.4+ layout with its requests left out), each benchmark one run at its
+load.
 
 Read, of each benchmark's `metrics` (their `successful` distributions): `time_to_first_token_ms`,
 `time_per_output_token_ms`, `inter_token_latency_ms` (median and `percentiles.p99`), `request_latency` (seconds,
 E2E), the means of `output_tokens_per_second` and `requests_per_second` (GuideLLM's rates over its measured
-window), and `request_totals` (`successful`; `errored` + `incomplete` failed).
+window), and `request_totals` (`successful`; `errored` + `incomplete` failed; 0.2-0.3 keep it beside `metrics`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from speculab.harness.imports import guidellm_benchmarks
 from speculab.harness.imports.fields import FileFields, obj
+from speculab.harness.imports.older import guidellm_early
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, seconds
 
 TOOL = guidellm_benchmarks.TOOL
@@ -83,7 +85,8 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 version=str(version) if version else None,
                 model=None,
                 run=run,
-                info={"benchmark": i, "strategy": guidellm_benchmarks.strategy_label(b)},
+                info={"benchmark": i, "strategy": guidellm_benchmarks.strategy_label(b)}
+                | ({"layout": guidellm_early.LAYOUT} if not version and guidellm_early.is_early(b) else {}),
             )
         )
     return tuple(out)
