@@ -93,3 +93,10 @@ def test_guidellm_0_3_summaries_are_side_by_side(capsys, tmp_path: Path) -> None
     tpot = _metric(out, "tpot_median_s")
     assert tpot["point"] < 0.75  # 20 ms against 30 ms, scripted; no interval from one run a side
     assert tpot["ratio"] is None
+
+
+def test_benchmark_or_unpaired_on_summaries_is_one_line(capsys, tmp_path: Path) -> None:
+    sg = HERE / "sglang"
+    args = ("compare", str(sg / "baseline.jsonl"), str(sg / "candidate.jsonl"), "--output", str(tmp_path / "x"))
+    code, _, err = run_main(capsys, *args, "--benchmark", "0")
+    assert code == 2 and "summary-only files are compared run by run" in one_line_error(err)

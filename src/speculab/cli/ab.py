@@ -185,13 +185,13 @@ def compare_command(
     directories, vLLM `bench serve --save-result --save-detailed` files or `bench sweep serve` settings, GuideLLM
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
-    says so."""
+    says so; summary-only files (no per-request data) are compared run by run."""
     from speculab.harness.compare.pairing import inputs_from_results
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
     out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
-    if fmt is None and _compare_run_level(a, b, out, margin):  # summary-only files: the run is the unit
+    if fmt is None and _compare_run_level(a, b, out, margin, benchmark is not None or unpaired):  # the run is the unit
         return
     inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
     check_ab_output_dir(out)
@@ -200,9 +200,10 @@ def compare_command(
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
 
 
-def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None) -> bool:
+def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None, picked: bool) -> bool:
     """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
-    OUT/summary.json; False where both keep per-request data (the per-prompt A/B)."""
+    OUT/summary.json; False where both keep per-request data (the per-prompt A/B). `picked`: --benchmark or
+    --unpaired was given, which choose among requests: refused here."""
     from speculab.config.experiment import margins
     from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
     from speculab.report.console.run_level import print_run_level
@@ -210,6 +211,11 @@ def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None) -> bool:
     runs = summaries_of(a, b)
     if runs is None:
         return False
+    if picked:
+        raise UserError(
+            "--benchmark / --unpaired: summary-only files are compared run by run at every load, with no requests to "
+            "pick or pair; leave them out"
+        )
     try:
         given = margins(margin) if margin is not None else {}
     except ValueError as e:

@@ -25,12 +25,13 @@ from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 FORMAT = "vllm"
 TOOL = "vllm bench serve"
 READ_AS = "a vLLM bench serve result"
-# what a file must hold, per request, to be read (only with --save-detailed since `bench serve`; benchmark_serving.py
-# up to 0.6 always wrote them)
-PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 # kept by later releases only: without `start_times` the sends are rebuilt from the load; without `latencies` E2E is
 # the last chunk, TTFT + the sum of `itls` (vLLM's own latency is the same moment, the stream's end)
 TIMES = ("start_times", "latencies")
+# the per-request lists a file may hold, one entry per request; all but TIMES it must hold to be read (only with
+# --save-detailed since `bench serve`; benchmark_serving.py up to 0.6 always wrote them)
+PER_REQUEST = (*TIMES, "input_lens", "output_lens", "ttfts", "itls", "errors")
+_REQUIRED = tuple(k for k in PER_REQUEST if k not in TIMES)
 _FIX = "write it with `vllm bench serve --save-result --save-detailed`"
 NAME = "vLLM"  # as compare names the files: "the vLLM files do not record sampling"
 # how to send the same prompts in the same order (compare's refusal of runs it cannot pair)
@@ -63,7 +64,7 @@ def _load(ff: FileFields) -> dict[str, Any]:
 def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
     """The per-request lists, all present and of one length (FileFields.request_lists), and the queue times where
     the file has them."""
-    out = ff.request_lists(d, PER_REQUEST, "ttfts", _FIX)
+    out = ff.request_lists(d, _REQUIRED, "ttfts", _FIX)
     n, queue = len(out["ttfts"]), d.get("queue_times")
     for key in TIMES:  # where the file has them, one per request like the rest
         v = d.get(key)

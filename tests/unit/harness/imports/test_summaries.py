@@ -139,3 +139,13 @@ def test_a_side_of_two_tools_is_refused_and_an_unknown_file_is_none(tmp_path: Pa
     with pytest.raises(UserError, match="files of 2 tools"):
         read_side(side)
     assert read_side(_write(tmp_path / "other.json", {"hello": 1})) is None
+
+
+def test_a_detailed_file_missing_a_list_is_not_a_summary(tmp_path: Path) -> None:
+    # its other per-request lists say it was written with them: its reader names what it lacks, no run-level fallback
+    broken = VLLM_KEYS | {"itls": [[0.03]], "input_lens": [22], "errors": [""]}
+    (run,) = read_side(_write(tmp_path / "a.json", broken)) or ()
+    assert run.per_request
+    only_latencies = VLLM_KEYS | {"latencies": [0.5], "queue_times": [0.0]}  # vLLM 0.32 without --save-detailed
+    (run,) = read_side(_write(tmp_path / "b.json", only_latencies)) or ()
+    assert not run.per_request

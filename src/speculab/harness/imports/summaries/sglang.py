@@ -15,7 +15,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, seconds
+from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
 
 TOOL = sglang_bench.TOOL
 _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency"))
@@ -76,7 +76,7 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 aggregates=_aggregates(d),
                 completed=count(d.get("completed")),
                 failed=None,
-                per_request=isinstance(d.get("ttfts"), list) and bool(d.get("ttfts")),
+                per_request=keeps_requests(d),
                 run=run,
                 info={"line": at} | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None},
             )

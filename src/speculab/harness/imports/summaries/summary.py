@@ -69,3 +69,14 @@ def count(v: Any) -> int | None:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+# the per-request lists of vLLM's and SGLang's files (SGLang took vLLM's layout): a file holding any is a per-request
+# file (read, or refused naming what it lacks, by harness.imports' readers), not a summary. vLLM 0.32 keeps
+# `latencies` and `queue_times` lists without --save-detailed, which alone pair nothing: not among them
+REQUEST_LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "generated_texts", "errors")
+
+
+def keeps_requests(d: Mapping[str, Any]) -> bool:
+    """Whether a vLLM or SGLang result holds per-request lists (`REQUEST_LISTS`)."""
+    return any(isinstance(d.get(k), list) and d.get(k) for k in REQUEST_LISTS)

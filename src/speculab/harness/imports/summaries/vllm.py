@@ -17,7 +17,7 @@ from typing import Any
 
 from speculab.harness.imports import vllm_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, seconds
+from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
 
 TOOL = vllm_bench.TOOL
 _RUN = re.compile(r"run=(\d+)\.json")
@@ -60,7 +60,6 @@ def read(path: Path) -> tuple[RunSummary, ...]:
     failed = _failed(d)
     n = count(d.get("num_prompts")) or (completed or 0) + (failed or 0) or 1
     level, _ = vllm_bench.offered_load(ff, d, n)
-    ttfts = d.get("ttfts")  # per-request lists (harness.imports.vllm_bench reads them, start_times or not)
     m = _RUN.fullmatch(path.name)
     version = d.get("vllm_version") or d.get("version")
     # a sweep's run files are all run=N.json: the side is named by the combination's directory
@@ -73,7 +72,7 @@ def read(path: Path) -> tuple[RunSummary, ...]:
             aggregates=_aggregates(d),
             completed=completed,
             failed=failed,
-            per_request=isinstance(ttfts, list) and bool(ttfts),
+            per_request=keeps_requests(d),
             version=str(version) if version else None,
             model=str(d["model_id"]) if d.get("model_id") else None,
             label=label,
