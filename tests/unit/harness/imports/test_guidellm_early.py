@@ -16,12 +16,13 @@ from speculab.harness.imports.summaries.read import read_side
 G03 = Path(__file__).resolve().parents[3] / "fixtures" / "imports" / "guidellm-0.3"
 
 
-def test_a_0_3_file_is_read_per_request() -> None:
-    raw = json.loads((G03 / "baseline.json").read_text())
+@pytest.mark.parametrize("name", ["baseline.json", "v0.2.1-baseline.json"])  # GuideLLM 0.3.1, 0.2.1
+def test_a_0_2_or_0_3_file_is_read_per_request(name: str) -> None:
+    raw = json.loads((G03 / name).read_text())
     b = raw["benchmarks"][0]
     assert "metadata" not in raw and guidellm_early.is_early(b)  # as 0.3.1 wrote it
-    assert result_format(G03 / "baseline.json") == "guidellm"
-    run = guidellm_benchmarks.read(G03 / "baseline.json")
+    assert result_format(G03 / name) == "guidellm"
+    run = guidellm_benchmarks.read(G03 / name)
     assert run.level.key == "c4" and len(run.records) == 20
     first = min(b["requests"]["successful"], key=lambda r: r["scheduler_info"]["queued_time"])
     r = run.records[0]
