@@ -100,3 +100,15 @@ def test_benchmark_or_unpaired_on_summaries_is_one_line(capsys, tmp_path: Path) 
     args = ("compare", str(sg / "baseline.jsonl"), str(sg / "candidate.jsonl"), "--output", str(tmp_path / "x"))
     code, _, err = run_main(capsys, *args, "--benchmark", "0")
     assert code == 2 and "summary-only files are compared run by run" in one_line_error(err)
+
+
+def test_sglang_0_4_lines_keep_what_they_have_and_leave_the_rest_absent(capsys, tmp_path: Path) -> None:
+    s4 = HERE / "sglang-0.4.0"
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(
+        capsys, "compare", str(s4 / "baseline.jsonl"), str(s4 / "candidate.jsonl"), "--output", str(out)
+    )
+    assert code == 0 and "the layout of SGLang 0.4" in stdout
+    e2e, tpot = _metric(out, "e2e_median_s"), _metric(out, "tpot_median_s")
+    assert len(e2e["a"]) == 3 and e2e["decision"] == "faster"  # 16 tokens at 30 ms vs 20 ms a token, scripted
+    assert tpot["a"] == [] and tpot["decision"] is None  # 0.4.0 writes no TPOT: absent, not filled in

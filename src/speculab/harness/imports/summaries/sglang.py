@@ -1,5 +1,6 @@
 """SGLang's summary lines -> `RunSummary`s: `python -m sglang.bench_serving --output-file F` without
-`--output-details` (0.5.x, and the releases of late 2024), one JSON line per run, appended.
+`--output-details` (0.5.x, checked with 0.5.23; and the releases of late 2024, checked with 0.4.0, whose shorter
+line is named as that layout), one JSON line per run, appended.
 
 Read: `median_*_ms` and `p99_*_ms` of `ttft`, `tpot`, `itl` and `e2e_latency`, `output_throughput` and
 `request_throughput` (over SGLang's own measured window), `completed`. SGLang writes no count of failed requests
@@ -18,6 +19,8 @@ from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
 
 TOOL = sglang_bench.TOOL
+# 0.4.0 (December 2024) wrote a shorter line: no `tag`, medians of TTFT, ITL and E2E, output tok/s, no p99s
+LATE_2024 = "the layout of SGLang 0.4 (late 2024): medians only, no p99, TPOT or requests/s"
 _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency"))
 
 
@@ -78,7 +81,9 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 failed=None,
                 per_request=keeps_requests(d),
                 run=run,
-                info={"line": at} | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None},
+                info={"line": at}
+                | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
+                | ({"layout": LATE_2024} if "tag" not in d and "p99_ttft_ms" not in d else {}),
             )
         )
     return tuple(out)
