@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from integration.mock_process import mock_process
+from integration.mock_process import mock_child, mock_process
 from speculab.harness.servers.process import free_port
 
 FAST = dict(ttft_s=0.01, gap_s=0.002, tokens_per_chunk=2, output_tokens=8)
@@ -170,13 +170,15 @@ def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
         while _running_at(url) < 4 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
+        out_text, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     s = json.loads((out / "summary.json").read_text())
     assert s["interrupted"] is True
     c = s["counts"]
-    assert c["sent"] == c["ok"] + c["error"] == 4 and c["errors_by_category"] == {"cancelled": 4}
+    # issue 36: cancelled requests count as neither sent nor failed, in the summary as on screen
+    assert c["sent"] == c["ok"] + c["error"] == 0 and c["errors_by_category"] == {} and c["cancelled"] == 4
+    assert "cancelled 4" in out_text and "error 0" in out_text and "requests failed" not in out_text
     assert len((out / "requests.jsonl").read_text().splitlines()) == 4
     assert json.loads((out / "manifest.json").read_text())["interrupted"] is True
 
@@ -197,3 +199,36 @@ def test_a_run_whose_requests_fail_exits_4_after_writing_everything(capsys, tmp_
         assert code == 0, err
     code, _, err = run_cli(capsys, "--url", url, "--output", str(tmp_path / "r3"), "--max-error-rate", "1.5")
     assert code == 2 and "--max-error-rate" in one_line_error(err)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_server_killed_mid_run_stops_the_bench_with_exit_3_and_keeps_what_was_measured(tmp_path, concurrency):
+    """Issue 36: bench against a server killed mid-run kept sending all remaining requests and exited 4; the README
+    says 3. It now stops under `run`'s rule (a few refused connections, then /v1/models probed) and says why."""
+    slow = {"ttft_s": 0.005, "gap_s": 0.01, "output_tokens": 6}  # ~60 ms requests
+    out = tmp_path / "run"
+    with mock_child(**slow) as (url, server):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "200"}
+        cmd = [sys.executable, "-m", "speculab", "bench", "--url", url, "--num-prompts", "400", "--concurrency"]
+        cmd += [str(concurrency), "--workload", "builtin:qa", "--output", str(out)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        requests = out / "requests.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not requests.is_file() or len(requests.read_text().splitlines()) < 10):
+            time.sleep(0.05)
+        server.kill()
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr
+    assert "Traceback" not in stderr
+    line = one_line_error(stderr)
+    assert line.startswith(f"error: endpoint {url} stopped answering mid-run (")
+    assert f"what was measured is in {out}" in line
+    assert "requests in a row could not connect" in line and "probes of /v1/models" in line
+    s = json.loads((out / "summary.json").read_text())
+    c = s["counts"]
+    assert s["interrupted"] is True and c["ok"] >= 10
+    assert c["errors_by_category"].get("connect", 0) >= 3 and c["error"] <= 3 + 2 * concurrency  # not 390 failures
+    assert any(w.startswith("the server stopped answering mid-run") for w in s["warnings"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["interrupted"] is True and "could not connect" in manifest["server_gone"]
+    assert "results in" in stdout  # the summary was printed before the error

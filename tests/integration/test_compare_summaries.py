@@ -112,3 +112,15 @@ def test_sglang_0_4_lines_keep_what_they_have_and_leave_the_rest_absent(capsys, 
     e2e, tpot = _metric(out, "e2e_median_s"), _metric(out, "tpot_median_s")
     assert len(e2e["a"]) == 3 and e2e["decision"] == "faster"  # 16 tokens at 30 ms vs 20 ms a token, scripted
     assert tpot["a"] == [] and tpot["decision"] is None  # 0.4.0 writes no TPOT: absent, not filled in
+
+
+def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_path: Path) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(json.loads((VLLM / "candidate" / "r1.json").read_text()) | {"model_id": "gpt-oss-20b"}))
+    base = str(VLLM / "baseline" / "r1.json")
+    code, _, err = run_main(capsys, "compare", base, str(other), "--output", str(tmp_path / "x"))
+    assert code == 2 and "gpt-oss-20b" in one_line_error(err) and "speculab-mock" in err
+    out = tmp_path / "y"
+    code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
+    notes = json.loads((out / "summary.json").read_text())["notes"]
+    assert code == 0 and any("different target models" in n for n in notes)

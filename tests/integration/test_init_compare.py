@@ -51,7 +51,7 @@ def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> Non
     assert exp.baseline.launch is not None and exp.baseline.launch.engine == "vllm"
     port = url.rsplit(":", 1)[1]
     assert exp.baseline.launch.port == int(port) and "vllm.entrypoints.openai.api_server" in exp.baseline.launch.command
-    assert exp.speculation.method == "ngram" and exp.repeats == 2
+    assert exp.speculation.method == "ngram" and exp.repeats == 3  # the launches its intervals need (#36)
     # a small grid: n-gram at k=2 and k=4, each its own candidate
     assert [(sp.method, sp.num_speculative_tokens) for sp in exp.speculations] == [("ngram", 2), ("ngram", 4)]
 
@@ -166,3 +166,46 @@ def test_compare_and_report_refuse_to_overwrite_a_bench_result(tmp_path: Path, c
     assert code == 0, err
     code, _, err = run_main(capsys, "report", str(tmp_path / "ab"), "--output", str(tmp_path / "again"))
     assert code == 0, err  # its own rendering may be rendered again
+
+
+def _says(version: dict | None, out: Path) -> None:
+    """A bench run's manifest as if its server had been `speculab serve` saying `version` at /version."""
+    m = json.loads((out / "manifest.json").read_text())
+    m["server"] |= {"detected_engine": "speculab", "version": version}
+    (out / "manifest.json").write_text(json.dumps(m))
+
+
+def test_compare_labels_and_checks_speculab_servers_from_what_they_say_they_run(tmp_path: Path) -> None:
+    """Issue 36: a compare of two `speculab serve demo` servers labelled the n-gram arm `speculation: none` beside an
+    acceptance length of 4.50; the servers now say what they run (/version), and compare reads it."""
+    import shutil
+
+    args = {"model": "demo", "max_num_seqs": 8, "max_model_len": 512, "dtype": "float32", "metrics_public": True}
+    ngram = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+
+    def version(spec: dict | None, **more: object) -> dict:
+        sa = args | more | {"speculative_config": spec}
+        return {"name": "speculab", "version": "0", "speculative_config": spec, "server_args": sa}
+
+    with mock_server_in_thread(MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)) as url:
+        _bench(url, tmp_path / "a")
+    for name in ("b", "wider", "old"):
+        shutil.copytree(tmp_path / "a", tmp_path / name)
+    _says(version(None), tmp_path / "a")
+    _says(version(ngram), tmp_path / "b")
+    _says(version(ngram, max_num_seqs=16), tmp_path / "wider")
+    _says({"name": "speculab", "version": "0", "speculative_methods": ["ngram"]}, tmp_path / "old")  # says nothing
+
+    inputs = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b")
+    base, cand = inputs.arms
+    assert (base.method, base.num_speculative_tokens) == (None, None)
+    assert (cand.method, cand.num_speculative_tokens) == ("ngram", 4)
+    check = inputs.changes[0]
+    assert check.verified is True and len(check.diff_lines) == 1 and "--speculative-config" in check.diff_lines[0]
+    report = build_report(inputs)
+    assert report.candidates[0].single_change is True and report.arms[1].method == "ngram"
+
+    wider = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "wider").changes[0]
+    assert wider.verified is False and any("--max-num-seqs" in ln for ln in wider.diff_lines)
+    old = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "old")
+    assert old.changes[0].verified is None and old.arms[1].method is None  # unknown, never "plain" or a guess

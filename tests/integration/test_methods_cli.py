@@ -39,3 +39,22 @@ def test_speculab_engine_through_this_python(capsys, monkeypatch):
     assert rc == 0, err
     assert "engine/speculative/config.py (METHODS)" in out
     assert "identical vocabulary" in out and "draft_model" in out
+
+
+def test_the_demos_checkpoint_names_as_serve_takes_them(capsys, monkeypatch):
+    """Issue 36: `speculab methods --draft demo-draft` failed although `speculab serve` and the demo take that name."""
+    import speculab
+    from speculab.demo_models import SHIPPED_MODELS
+
+    if not all((SHIPPED_MODELS[n] / "config.json").is_file() for n in ("demo", "demo-draft", "demo-eagle")):
+        pytest.skip("the demo models are not in this install")
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setenv("PYTHONPATH", str(Path(speculab.__file__).parents[1]))
+    command = f"{sys.executable} -m speculab serve"
+    argv = ("--engine", "speculab", "--command", command, "--model", "demo", "--draft", "demo-draft")
+    rc, out, err = run_main(capsys, "methods", *argv, "--head", "demo-eagle")
+    assert rc == 0, err
+    assert "identical vocabulary" in out  # the draft was read: the two shipped checkpoints' vocabularies compared
+    assert str(SHIPPED_MODELS["demo-draft"]) in out  # the flags it adds name the shipped directory
+    rc, _, err = run_main(capsys, "methods", "--engine", "speculab", "--draft", "demo-drafts")
+    assert rc == 2 and "--draft: " in one_line_error(err)  # a name that is not shipped is still a missing directory

@@ -2,19 +2,19 @@
 diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve demo` (issue 24's "done means").
 
 Only the ports and the starter's size change (free ports instead of 8000/8001, which another process may hold;
-`--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 2` edited to 1 before the dry
+`--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 3` edited to 1 before the dry
 run, as its comments invite: the workflow is what is tested, and the suite's time is bounded; one repeat halves the
 run's launches and requests, and launch mode's ABBA over two repeats is test_experiment_lifecycle's), `speculab` is
-this checkout's (a shim on PATH, as are `python` for the starter's launch command), and Spec-Bench's question file,
-which is not shipped, is a made-up one in its format: 40 questions, some far too long for the demo's 512-token
-context, 16 with a second turn. About three minutes on 2 cores.
+this checkout's (a shim on PATH, as are `python` for the starter's launch command). The commands run in a scratch
+directory that holds the clone's shipped files they name (`examples/`, linked), so every path is the README's and
+every file it reads is the one a clean clone has: each file path in the block must exist in the clone (the
+Spec-Bench line reads the shipped sample, examples/spec-bench/README.md). About three minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import shlex
 import subprocess
@@ -48,23 +48,29 @@ def _shims(bin_dir: Path) -> None:
         (bin_dir / name).chmod(0o755)
 
 
-def _spec_bench(cwd: Path) -> None:
-    path = cwd / "Spec-Bench" / "data" / "spec_bench" / "question.jsonl"
-    path.parent.mkdir(parents=True)
-    rng = random.Random(0)
-    words = ["the", "model", "reads", "a", "long", "passage", "and", "answers", "what", "it", "says", "in", "short"]
-    with path.open("w") as f:
-        for i in range(40):
-            text = " ".join(rng.choice(words) for _ in range(rng.choice([12, 40, 120, 400])))
-            turns = [f"Question {i}: {text}?"] + (["Now say it in one sentence."] if i < 16 else [])
-            f.write(json.dumps({"question_id": i + 1, "category": f"cat{i % 13}", "turns": turns}) + "\n")
+def _files_read(lines: list[str]) -> list[str]:
+    """The files the block's commands read from the clone: `--workload KIND:PATH` and `PATH.jsonl` words."""
+    words = [w for ln in lines for w in shlex.split(ln.split("   #")[0])]
+    paths = [w.split(":", 1)[1] for w in words if re.match(r"^(specbench|mtbench|sharegpt|trace|jsonl):", w)]
+    return [*paths, *(w for w in words if w.endswith(".jsonl") and ":" not in w)]
+
+
+def _clone_files(cwd: Path, lines: list[str]) -> None:
+    """The shipped files the block reads, where a clean clone has them (relative to its root): linked, not written."""
+    read = _files_read(lines)
+    assert read, "the README block reads no file: update _files_read"
+    for rel in read:
+        assert (ROOT / rel).is_file(), f"README block reads {rel}, which a clean clone does not have"
+        top = Path(rel).parts[0]
+        if not (cwd / top).exists():
+            (cwd / top).symlink_to(ROOT / top, target_is_directory=True)
 
 
 def _one_repeat(starter: Path) -> list[tuple[str, str]]:
     """The starter init wrote, edited to one repeat (its size, as `--minutes` is); the candidates it lists."""
     text = starter.read_text(encoding="utf-8")
-    assert re.search(r"^repeats: 2 ", text, re.M), "init's starter no longer has `repeats: 2`: update the edit"
-    starter.write_text(re.sub(r"^repeats: 2 ", "repeats: 1 ", text, flags=re.M), encoding="utf-8")
+    assert re.search(r"^repeats: 3 ", text, re.M), "init's starter no longer has `repeats: 3`: update the edit"
+    starter.write_text(re.sub(r"^repeats: 3 ", "repeats: 1 ", text, flags=re.M), encoding="utf-8")
     return re.findall(r"^  - \{method: (\w+), num_speculative_tokens: (\d+)", text, re.M)
 
 
@@ -97,7 +103,7 @@ def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
     assert any("speculab run experiment.yaml --dry-run" in ln for ln in lines)
     assert any("--minutes 3 " in ln for ln in lines), "README's init line changed: update the size swapped below"
     _shims(tmp_path / "bin")
-    _spec_bench(tmp_path)
+    _clone_files(tmp_path, lines)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
     ports = {"8000": str(free_port()), "8001": str(free_port())}
 
@@ -132,6 +138,10 @@ def test_readme_demo_block_runs_as_written(tmp_path: Path) -> None:
     finally:
         for proc in servers:
             _stop(proc)
+    # issue 36: the two demo servers say what they run, so compare labels the n-gram arm and verifies the change
+    pair = json.loads((tmp_path / "runs" / "plain-vs-ngram" / "summary.json").read_text())
+    assert [(a["method"], a["num_speculative_tokens"]) for a in pair["arms"]] == [(None, None), ("ngram", 4)]
+    assert pair["candidates"][0]["single_change"] is True, pair["candidates"][0]["diff_lines"]
     summary = json.loads((tmp_path / "runs" / "ab1" / "summary.json").read_text())
     assert summary["levels"], "the A/B run wrote no levels"
     # every candidate the starter listed ran, at every load, once (the edit changed the repeats and nothing else)

@@ -121,6 +121,8 @@ def test_models_health_version_metrics(client, server):
     assert server.get("/health")[0] == 200
     status, body = server.get("/version")
     assert status == 200 and json.loads(body)["name"] == "speculab" and "version" in json.loads(body)
+    # an app built from code, not by `speculab serve`, was given no arguments to say: it says none, never "plain"
+    assert not {"speculative_config", "server_args"} & set(json.loads(body))
     status, text = server.get("/metrics")
     assert status == 200
     for name in (

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,6 +153,17 @@ def test_serve_with_speculative_config_answers_openai_clients(tiny_checkpoint):
         # The draft is the target itself: every draft is accepted.
         acc = out.usage.model_extra["speculab_spec_decode"]
         assert acc["accepted_tokens"] == acc["draft_tokens"] > 0
+        # issue 36: it says what it runs, so a client can label the arm and check the single change
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=10) as r:
+            said = json.loads(r.read())
+        spec = {"method": "draft_model", "num_speculative_tokens": 3, "model": str(tiny_checkpoint)}
+        assert said["speculative_config"] == said["server_args"]["speculative_config"] == spec
+        args = said["server_args"]
+        assert args["model"] == str(tiny_checkpoint) and args["max_num_seqs"] == 8 and args["dtype"] == "float32"
+        assert args["max_model_len"] >= 2 and args["device"] == "cpu"  # what it chose, not the flag's "auto"
+        assert not {"port", "host", "api_key", "served_model_name"} & set(args)  # where it listens, and secrets
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
+            assert json.loads(r.read())["data"][0]["root"] == str(tiny_checkpoint.resolve())
     finally:
         proc.terminate()
         proc.wait(timeout=30)

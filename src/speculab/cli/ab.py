@@ -25,6 +25,11 @@ def _default_run_dir(stem: str) -> Path:
 
 
 _ALLOW_PYTHON_HELP = "run the workload's `python` checks (they import and run the code they name); off by default"
+# what --dry-run does, exactly: it sends probe requests, and in launch mode may start the baseline (issue 36)
+_DRY_RUN_HELP = (
+    "Print requests, launches and a duration timed by a few probe requests on the baseline (started, then stopped, "
+    "when nothing answers at its URL); no run, no output written"
+)
 
 
 def _margin() -> Any:
@@ -110,7 +115,7 @@ def run_command(
     ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print requests, launches and a timed estimate; run nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help=_DRY_RUN_HELP),
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
@@ -177,6 +182,17 @@ def compare_command(
         help="compare the two runs as two samples even where their prompts pair (default: unpaired only when they "
         "cannot be paired per prompt)",
     ),
+    names: str | None = typer.Option(
+        None,
+        "--names",
+        help="the two arms' names, A first, e.g. vllm,vllm-eagle (default: the shortest parts of the two paths that "
+        "tell them apart)",
+    ),
+    allow_different_models: bool = typer.Option(
+        False,
+        "--allow-different-models",
+        help="compare two results that name different target models (refused by default: not an A/B of speculation)",
+    ),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
@@ -186,25 +202,44 @@ def compare_command(
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
     says so; summary-only files (no per-request data) are compared run by run."""
+    from speculab.harness.compare.arms import arm_names, output_dir, parse_names
     from speculab.harness.compare.pairing import inputs_from_results
+    from speculab.harness.imports.registry import result_path
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
-    out = output or Path(f"compare-{a.stem if a.is_file() else a.name}-vs-{b.stem if b.is_file() else b.name}")
-    if fmt is None and _compare_run_level(a, b, out, margin, benchmark is not None or unpaired):  # the run is the unit
+    given = parse_names(names) if names is not None else None
+    # summary-only files (no request on a side): the run is the unit; asked before a tool's directory is narrowed to
+    # its one result, since a directory of summaries is a side's several runs
+    picked = benchmark is not None or unpaired
+    if fmt is None and _compare_run_level(a, b, output, margin, picked, given, allow_different_models):
         return
-    inputs = inputs_from_results(a, b, fmt, benchmark, unpaired)
+    a, b = result_path(a, fmt), result_path(b, fmt)  # a tool's output directory: the one result in it
+    arms = arm_names(a, b, given)
+    inputs = inputs_from_results(
+        a, b, fmt, benchmark, unpaired, names=arms, allow_different_models=allow_different_models
+    )
+    out = output or output_dir(arms)
     check_ab_output_dir(out)
     save_inputs(out, inputs)
     options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
 
 
-def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None, picked: bool) -> bool:
+def _compare_run_level(
+    a: Path,
+    b: Path,
+    output: Path | None,
+    margin: str | None,
+    picked: bool,
+    names: tuple[str, str] | None,
+    allow_different_models: bool,
+) -> bool:
     """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
-    OUT/summary.json; False where both keep per-request data (the per-prompt A/B). `picked`: --benchmark or
-    --unpaired was given, which choose among requests: refused here."""
+    OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); False where both keep per-request data
+    (the per-prompt A/B). `picked`: --benchmark or --unpaired was given, which choose among requests: refused here."""
     from speculab.config.experiment import margins
+    from speculab.harness.compare.arms import arm_names, output_dir
     from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
     from speculab.report.console.run_level import print_run_level
 
@@ -220,7 +255,9 @@ def _compare_run_level(a: Path, b: Path, out: Path, margin: str | None, picked: 
         given = margins(margin) if margin is not None else {}
     except ValueError as e:
         raise UserError(f"--margin: {e}") from None
-    report = compare_summaries(a, b, runs, given)
+    arms = arm_names(a, b, names)
+    report = compare_summaries(a, b, runs, given, names=arms, allow_different_models=allow_different_models)
+    out = output or output_dir(arms)
     save(out, report)
     print_run_level(Console(soft_wrap=True), report, out)
     return True

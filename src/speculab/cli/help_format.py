@@ -1,21 +1,103 @@
-"""`--help` without a type beside each switch. Typer's rich help panel (0.20 and later) prints an option's
-`display_type_rich` for every option, switches included, so `--quick` read `--quick <bool>` as if it took a value;
-click's own help prints no type for a flag. Importing this module (cli/__init__.py does) makes a flag show none."""
+"""`--help` a person can read, for every command; imported by cli/__init__.py, which is all it takes.
+
+Two fixes to typer's rich help panel (0.20 and later):
+- no type beside a switch: typer printed an option's `display_type_rich` for every option, switches included, so
+  `--quick` read `--quick <bool>` as if it took a value (click's own help prints no type for a flag);
+- the description gets the width the switches leave: typer laid the options out in seven columns that all wrap, and
+  rich shrinks the widest wrapping column first, down to the next widest; one long negative switch
+  (`--no-continuous-usage`) held a column of its own, so every description was squeezed to ~22 characters and
+  `bench --help` ran to 145 lines at 100 columns. Here the switches (a negative one under its positive when the two
+  do not fit one line), the type and the required mark keep their natural width, and the description takes the rest.
+"""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
 try:
-    from typer.core import TyperOption
-except ImportError:  # pragma: no cover - a typer without it renders help its own way
-    TyperOption = None  # type: ignore[assignment,misc]
+    import typer.rich_utils as _rich_utils
+    from typer.core import TyperArgument, TyperOption
+except ImportError:  # pragma: no cover - a typer without them renders help its own way
+    _rich_utils = TyperOption = TyperArgument = None  # type: ignore[assignment,misc]
 
-if TyperOption is not None and hasattr(TyperOption, "display_type_rich"):
+# a switch and its negative on one line up to this width (`--stream/--no-stream`), else the negative goes under it
+SWITCH_LINE = 24
+
+
+def _no_type_for_switches(self: Any, ctx: Any) -> str | None:
+    """A switch (`--quick`, `--stream/--no-stream`, a count) takes no value: no type to show."""
+    return None if self.is_flag or self.count else _display_type(self, ctx)
+
+
+def _names(param: Any) -> Text:
+    """The switches of one option (`--output, -o`; a negative one beside or under them), or an argument's name."""
+    if isinstance(param, TyperArgument):
+        names = [param.display_name_raw + ("..." if param.metavar is None and param.nargs != 1 else "")]
+        return _rich_utils.highlighter(Text(names[0]))
+    longs = sorted(param.opts, key=lambda o: not o.startswith("--"))  # `--output, -o`: the long form first
+    line = ", ".join(longs)
+    negative = ", ".join(sorted(param.secondary_opts, key=lambda o: not o.startswith("--")))
+    text = _rich_utils.highlighter(Text(line))
+    if negative:
+        sep = "/" if len(line) + 1 + len(negative) <= SWITCH_LINE else "\n"
+        text.append(sep)
+        text.append_text(_rich_utils.negative_highlighter(Text(negative)))
+    return text
+
+
+def _type(param: Any, ctx: Any) -> Text:
+    """What value the option takes (`<float>`), with its range on the line below (`[0.0<=x<=1.0]`)."""
+    text = Text(style=_rich_utils.STYLE_TYPES)
+    shown = param.display_type_rich(ctx=ctx)
+    if shown is not None:
+        text.append(shown)
+    range_help = getattr(param, "_get_number_range_help_str", lambda: "")()
+    if range_help:
+        text.append(("\n" if shown else "") + f"[{range_help}]")
+    return _rich_utils.types_highlighter(text)
+
+
+def _options_panel(*, name: str, params: list[Any], ctx: Any, markup_mode: Any, console: Any) -> None:
+    """One panel of options: required mark, switches and type at their natural width, the description the rest."""
+    if not params:
+        return
+    required = any(getattr(p, "required", False) for p in params)
+    table = Table(highlight=True, show_header=False, expand=True, box=None, pad_edge=False, padding=(0, 1))
+    if required:
+        table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(ratio=1)  # the only column that wraps: it takes what the others leave
+    for p in params:
+        mark = [Text(_rich_utils.REQUIRED_SHORT_STRING, style=_rich_utils.STYLE_REQUIRED_SHORT) if p.required else ""]
+        help_text = _rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)
+        table.add_row(*(mark if required else []), _names(p), _type(p, ctx), help_text)
+    panel = Panel(
+        table,
+        border_style=_rich_utils.STYLE_OPTIONS_PANEL_BORDER,
+        title=name,
+        title_align=_rich_utils.ALIGN_OPTIONS_PANEL,
+    )
+    console.print(panel)
+
+
+def _typer_lays_out_options_as_expected() -> bool:
+    """The hooks above rest on typer's rich help internals: install them only where those are the ones known."""
+    if _rich_utils is None or not hasattr(TyperOption, "display_type_rich"):
+        return False
+    needed = ("_print_options_panel", "_get_parameter_help", "highlighter", "negative_highlighter", "types_highlighter")
+    if not all(hasattr(_rich_utils, n) for n in needed):
+        return False
+    params = set(inspect.signature(_rich_utils._print_options_panel).parameters)
+    return params == {"name", "params", "ctx", "markup_mode", "console"}
+
+
+if _typer_lays_out_options_as_expected():
     _display_type = TyperOption.display_type_rich
-
-    def _no_type_for_switches(self: Any, ctx: Any) -> str | None:
-        """A switch (`--quick`, `--stream/--no-stream`, a count) takes no value: no type to show."""
-        return None if self.is_flag or self.count else _display_type(self, ctx)
-
     TyperOption.display_type_rich = _no_type_for_switches  # type: ignore[method-assign]
+    _rich_utils._print_options_panel = _options_panel

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab.cli import _FIT_HELP, _check_error_gate, _max_error_rate, app, err_console
+from speculab.errors import EndpointError
 from speculab.harness.servers.adapters import engine_kinds
 
 
@@ -78,6 +79,8 @@ def bench(
     with BenchProgress(console) as progress:
         result = run_bench_interruptible(cfg, items, on_progress=progress.update, count_tokens=count_tokens)
     print_bench_summary(console, result.summary, result.run_dir)
+    if result.server_gone is not None:  # stopped as `run` stops on a dead server: what was measured is kept
+        raise EndpointError(result.server_gone)
     if result.interrupted:
         err_console.print("interrupted: results of the part that ran are on disk")
         raise typer.Exit(130)

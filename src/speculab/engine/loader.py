@@ -15,15 +15,9 @@ from typing import Any
 import torch
 from safetensors import safe_open
 
+from speculab.demo_models import SHIPPED_MODELS
 from speculab.engine.model import CausalLM, ModelConfig, rope_inv_freq
 from speculab.errors import UserError
-
-ASSETS_DIR = Path(__file__).with_name("assets")
-SHIPPED_MODELS = {
-    "demo": ASSETS_DIR / "demo" / "target",
-    "demo-draft": ASSETS_DIR / "demo" / "draft",
-    "demo-eagle": ASSETS_DIR / "demo" / "eagle",  # an EAGLE head for "demo" (speculative/proposers/eagle_head.py)
-}
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

@@ -110,6 +110,10 @@ class ArmInfo:
         )
 
 
+# A single change checked from what both servers said they run (speculab serve's /version), not from commands.
+SAID_NOTE = "from what both servers said they run (/version server_args), not from their commands"
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeCheck:
     """The single-change rule for one candidate: the command difference and whether it is speculation only."""
@@ -154,6 +158,9 @@ class Setup:
     repeats_same_prompts: bool = True
     # True: the arms are two separate runs compared afterwards (`speculab compare`), not interleaved by speculab
     separate_runs: bool = False
+    # the command that ran the arms ("run" or "demo"; `compare` is `separate_runs`): the report's advice names a
+    # setting that command has (`repeats:` is an experiment file's; the demo has none)
+    command: str = "run"
     # adaptive repeats (stats.sequential): the design ({min, max, until, mdc, spending, alpha}) and, as the run
     # goes, `looks` [{repeat, alpha, decided, undecided}]; None for a fixed number of repeats
     sequential: Mapping[str, Any] | None = None

@@ -156,10 +156,20 @@ class RequestRecord:
     conversation_id: str | None = None
     turn: int | None = None
     context_sha256: str | None = None
+    # False: `chunks` holds only the first and the last token's times, all a result file keeps (GuideLLM, LLMPerf,
+    # SGLang's native backend): no chunk gap, tokens per chunk, per-token ITL or stall is known, and none is made
+    # up from the one span between them (harness.imports)
+    all_chunks: bool = True
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def cancelled(self) -> bool:
+        """The run was interrupted while it was in flight: it counts as neither sent nor failed (docs/bench.md),
+        since it says nothing about the endpoint."""
+        return self.error is not None and self.error.category is ErrorCategory.CANCELLED
 
     @property
     def queue_s(self) -> float:
@@ -186,6 +196,8 @@ class RequestRecord:
         if self.turn is None:  # single-turn records keep their shape
             for key in ("conversation_id", "turn", "context_sha256"):
                 del d[key]
+        if self.all_chunks:  # records with every chunk keep their shape
+            del d["all_chunks"]
         return d
 
     @classmethod
@@ -211,6 +223,7 @@ class RequestRecord:
             conversation_id=d.get("conversation_id"),
             turn=d.get("turn"),
             context_sha256=d.get("context_sha256"),
+            all_chunks=d.get("all_chunks", True),
         )
 
 

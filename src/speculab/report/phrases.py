@@ -102,6 +102,10 @@ def launch_phrase(comp: LevelComparison) -> str:
     return "the two servers' own difference is unmeasured (one process each): the margin is what covers it"
 
 
+# what a view shows for a quantity the arm's result file does not hold (`ArmLevel.not_in_file`): never a number
+NOT_IN_FILE = "not in the file"
+
+
 def samples_phrase(r: Ratio) -> str:
     """What an unpaired comparison counted: 'unpaired: 40 B vs 38 A requests (in 10 + 10 groups of 4 sent
     together)'; "" for a paired one."""
@@ -133,6 +137,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
             phrases.append(level_phrase(comp, lv.label))
     head = "; ".join(phrases) if phrases else "no load level ran"
     parts = [head]
+    if label := effect_label(report, cand):
+        parts.append(label)
     any_faster = any(
         (c := lv.comparison(cand.name)) is not None
         and c.gate == "ok"
@@ -165,8 +171,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
         parts.append(f"correctness: {correctness.verdict}")
-        if correctness.non_inferiority and correctness.pass_rate_difference is not None:
-            parts.append(non_inferiority_phrase(correctness))
+        if checks := checks_phrase(correctness, {a.name: a.label for a in report.arms}):
+            parts.append(checks)
     moved = next(
         (
             (lv, c.prefix_cache)
@@ -179,6 +185,21 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         change = moved[1]
         parts.append(f"at {moved[0].label}, {prefix_cache_phrase(change.baseline_hit_rate, change.candidate_hit_rate)}")
     return f"{cand.label}: " + "; ".join(parts)
+
+
+def effect_label(report: Report, cand: CandidateReport) -> str:
+    """What the verdict line's speedups are: the per-prompt effect (paired), or the two-sample shift (unpaired); ""
+    when no load has a TPOT answer."""
+    units = {
+        tp.unit
+        for lv in report.levels
+        if (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and (tp := c.metric("tpot_s")) is not None
+    }
+    if not units:
+        return ""
+    if units == {"unpaired"}:
+        return "speedups are two-sample shifts (Hodges–Lehmann), not ratios of the medians"
+    return "speedups are per-prompt effects (Hodges–Lehmann), not ratios of the medians"
 
 
 def non_inferiority_phrase(c: CorrectnessComparison) -> str:
@@ -194,10 +215,42 @@ def non_inferiority_phrase(c: CorrectnessComparison) -> str:
     return f"checks pass rate {what} ({d.estimate * 100:+.1f} points, one-sided bound {low})"
 
 
+def checks_phrase(c: CorrectnessComparison, labels: Mapping[str, str]) -> str:
+    """What the checks say about speculation: where the arms agree on every check, that agreement (and how many fail
+    on the baseline as well: the checks, not speculation), never an "inconclusive" difference; else the
+    non-inferiority answer, with the checks that fail in both arms. "" without checks."""
+    b, cand = c.baseline_checks, c.candidate_checks
+    if b is None or cand is None:
+        return ""
+    n, both, plain = min(b.checked, cand.checked), c.checks_fail_both, labels.get(b.arm, b.arm)
+    if c.pass_rate_difference is not None and c.pass_rate_difference.n:
+        n = c.pass_rate_difference.n  # the prompts checked in both arms
+    as_well = f"{both} of {n} checks fail on {plain} as well: the checks, not speculation"
+    if c.mcnemar_b == 0 and c.mcnemar_c == 0:  # no discordant pair: the arms agree on every check
+        if both == n:
+            return as_well
+        same = f"checks: the same outcome in both arms on all {n} prompts"
+        if both:
+            return f"{same}; {as_well}"
+        if c.non_inferiority == "not worse" and c.pass_rate_difference is not None:
+            return f"{same}; {non_inferiority_phrase(c)}"
+        return same
+    if not c.non_inferiority or c.pass_rate_difference is None:
+        return as_well if both else ""
+    return non_inferiority_phrase(c) + (f"; {as_well}" if both else "")
+
+
+def failure_lines(failures: Sequence[str], n_failures: int) -> list[str]:
+    """A list of failed checks as shown, and how many more there are ("and 8 more")."""
+    more = n_failures - len(failures)
+    return [*failures, f"and {more} more"] if more > 0 else list(failures)
+
+
 def ratio_phrase(iv: Interval) -> str:
     """A repeat-based ratio as a change with its interval: '−38% [−45%…−30%]', or why there is no verdict."""
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{relative_change(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}, no interval)"
+        why = f", too few for an interval, which needs {MIN_LAUNCHES}" if 1 < iv.n < MIN_LAUNCHES else ", no interval"
+        return f"{relative_change(iv.estimate)} ({iv.n} paired repeat{'s' if iv.n != 1 else ''}{why})"
     rng = f"[{relative_change(iv.low)}…{relative_change(iv.high)}]"
     if iv.low <= 1.0 <= iv.high:
         return f"no detectable change ({relative_change(iv.estimate)} {rng})"
@@ -240,18 +293,66 @@ def prefix_cache_phrase(baseline_hit_rate: float, candidate_hit_rate: float) -> 
     )
 
 
+def more_repeats(n: int, command: str) -> str:
+    """How to get `n` repeats, in the settings of the command that made the run (compare and the demo have no
+    `repeats:`)."""
+    if command == "compare":
+        return f"compare results of {n} or more runs per load on each side (vLLM `bench sweep serve --num-runs {n}`)"
+    if command == "demo":
+        return f"the demo runs each arm once; an experiment file with `repeats: {n}` (`speculab run`) gives them"
+    return f"set `repeats: {n}` or more in the experiment file"
+
+
+def _where(f: Mapping[str, Any], what: Callable[[Mapping[str, Any]], str]) -> str:
+    """'ngram k=4 at concurrency 1: 12.0%; draft k=4 at concurrency 4: 8.1%' (a summary.json before `where`: the
+    one warning's own numbers; its subject and load are said before the sentence)."""
+    entries = f.get("where")
+    if entries is None:
+        return what(f)
+    return "; ".join(f"{e['subject']} at {e['load']}: {what(e)}" for e in entries)
+
+
 def _near_margin_text(f: Mapping[str, Any]) -> str:
-    what = (
-        f"TPOT {f['speedup']:.3g}× [{f['speedup_low']:.3g}–{f['speedup_high']:.3g}] sits near the ±{f['margin']:.0%} "
-        "margin, and the launch effect is not in the interval"
-    )
+    where = _where(f, lambda e: f"{e['speedup']:.3g}× [{e['speedup_low']:.3g}–{e['speedup_high']:.3g}]")
+    what = f"TPOT near the ±{f['margin']:.0%} margin, and the launch effect is not in the interval ({where})"
     if f["launched"]:
         n = f["launches"]
-        return (
-            f"{what} ({n} launch{'es' if n != 1 else ''} per arm): set `repeats: {f['repeats']}` or more (each repeat "
-            "relaunches both servers) to measure it"
-        )
-    return f"{what} (one server each): restart both servers and run again to see how much it moves"
+        more = more_repeats(f["repeats"], f.get("command", "run"))
+        return f"{what}, {n} launch{'es' if n != 1 else ''} per arm: {more} (each repeat relaunches both servers)"
+    return f"{what}, one server each: restart both servers and run again to see how much it moves"
+
+
+def _launch_spread_text(f: Mapping[str, Any]) -> str:
+    where = _where(f, lambda e: f"{e['launch_spread']:.1%} over {e['launches']} launch pairs")
+    return (
+        f"launch pairs' TPOT effects differ by more than the ±{f['margin']:.0%} margin ({where}), and the interval "
+        f"does not carry it: {more_repeats(f['repeats'], f.get('command', 'run'))} so that it does"
+    )
+
+
+def _effect_not_medians_text(f: Mapping[str, Any]) -> str:
+    def why(e: Mapping[str, Any]) -> str:
+        said = f"{e['speedup']:.2f}× per prompt vs {e['medians_speedup']:.2f}× from the p50s"
+        if e["split"]:  # bimodal per-prompt ratios: no one number describes them
+            return (
+                f"{said} (split both ways: {e['faster']} of {e['pairs']} prompts faster beyond the margin, "
+                f"{e['slower']} slower)"
+            )
+        return f"{said} (per-prompt quartiles {e['low_quartile']:.2f}×–{e['high_quartile']:.2f}×)"
+
+    return (
+        "TPOT speedups are per-prompt effects (Hodges–Lehmann: each prompt against itself), not the ratio of the "
+        f"arms' p50 TPOTs (each arm's middle request, not one prompt's change), and they differ by more than the "
+        f"±{f['margin']:.0%} margin: {_where(f, why)}"
+    )
+
+
+def _few_repeats_text(f: Mapping[str, Any]) -> str:
+    n = f["repeats"]
+    return (
+        f"{n} repeat{'s' if n != 1 else ''}: throughput and cost have no interval (one over repeats needs "
+        f"{f['needed']}); {more_repeats(f['needed'], f.get('command', 'run'))}"
+    )
 
 
 def _no_acceptance_text(f: Mapping[str, Any]) -> str:
@@ -283,15 +384,11 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     ),
     WarningKind.NO_ACCEPTANCE: _no_acceptance_text,
     WarningKind.REPEATS_WITHOUT_DRAFTS: lambda f: f"{f['inactive_repeats']} of {f['repeats']} repeats made no drafts",
-    WarningKind.LAUNCH_SPREAD: lambda f: (
-        f"its {f['launches']} launch pairs' TPOT effects differ by {f['launch_spread']:.1%}, more than the "
-        f"±{f['margin']:.0%} margin, and the interval does not carry it: set `repeats: {f['repeats']}` or more so "
-        "that it does"
-    ),
+    WarningKind.LAUNCH_SPREAD: _launch_spread_text,
     WarningKind.NEAR_MARGIN: _near_margin_text,
-    WarningKind.ONE_REPEAT: lambda f: (
-        "one repeat: throughput and cost have no interval; set `repeats: 3` for intervals"
-    ),
+    WarningKind.FEW_REPEATS: _few_repeats_text,
+    WarningKind.ONE_REPEAT: lambda f: "one repeat: throughput and cost have no interval",
+    WarningKind.EFFECT_NOT_MEDIANS: _effect_not_medians_text,
     WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
     WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
     WarningKind.CONTEXT_DIFFERS: lambda f: (
@@ -427,8 +524,8 @@ def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
                 return ("-" if v < 0 else "+") + _money(abs(v))
 
             line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
-        elif c.repeats < 2:
-            line += " (one repeat: no interval; set `repeats: 2` or more)"
+        elif c.repeats < 2:  # how to get more repeats: the few-repeats warning, in the words of the run's command
+            line += " (one repeat: no interval)"
         else:
             # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
             # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded

@@ -46,7 +46,7 @@ def test_repeats_collapse():
 def test_the_model_stores_records_and_summary_json_writes_kind_and_text():
     report = build_report(make_inputs(n_prompts=12, repeats=1), FAST)
     kinds = [w.kind for w in report.warnings]
-    assert WarningKind.ONE_REPEAT in kinds and all(isinstance(k, WarningKind) for k in kinds)
+    assert WarningKind.FEW_REPEATS in kinds and all(isinstance(k, WarningKind) for k in kinds)
     written = summary_dict(report)["warnings"]
     assert [w["kind"] for w in written] == [k.value for k in kinds]
     assert [w["text"] for w in written] == [warning_text(w) for w in report.warnings]

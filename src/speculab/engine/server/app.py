@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from fastapi import FastAPI
@@ -40,6 +41,10 @@ class AppConfig:
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES  # larger request heads get 431 (with connection.py)
     max_prompt_tokens: int | None = None  # None: the context minus one (room for one output token)
     metrics_public: bool = True  # /metrics without the API key, as vLLM does (the harness scrapes without one)
+    # What it runs, for clients to see (`launch.served_args`): /version's `server_args` and `speculative_config`,
+    # /v1/models' `root` (the model's directory, as vLLM's cards carry it)
+    server_args: Mapping[str, Any] = field(default_factory=dict)
+    model_root: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 1 or self.max_header_bytes < 1:
@@ -88,7 +93,7 @@ def create_app(
         max_model_len=ecfg.max_model_len,
         vocab_size=engine.engine.model.config.vocab_size,
     )
-    served = Served(engine, tokenizer, metrics, cfg.served_model_name, limits)
+    served = Served(engine, tokenizer, metrics, cfg.served_model_name, limits, cfg.server_args, cfg.model_root)
     install_error_handlers(app, metrics.error)
     app.add_middleware(RequestGuard, cfg=cfg.guard, count_error=metrics.error)
     add_info_routes(app, served)

@@ -213,8 +213,36 @@ def make_app(
         max_header_bytes=cfg.max_header_bytes,
         max_prompt_tokens=cfg.max_prompt_tokens,
         metrics_public=cfg.metrics_public,
+        server_args=served_args(cfg, engine.engine),
+        model_root=str(resolve_model_path(cfg.model).resolve()),
     )
     return create_app(engine, tok, app_cfg, collectors=collectors)
+
+
+# Not said to clients: where it listens (two servers compared differ in it by necessity), the name it answers to, and
+# the API key (a secret).
+_UNSAID = frozenset({"host", "port", "served_model_name", "api_key"})
+
+
+def served_args(cfg: ServeConfig, engine: Engine) -> dict[str, Any]:
+    """What this server runs, as /version says it (`server_args`): each flag's value in effect, defaults resolved
+    (the context, token budget, dtype and device it chose), the speculative config as its keys with their defaults
+    (null: plain decoding)."""
+    p = next(engine.model.parameters())
+    args = {f.name: getattr(cfg, f.name) for f in fields(ServeConfig) if f.name not in _UNSAID}
+    args |= {
+        "max_model_len": engine.cfg.max_model_len,
+        "max_num_batched_tokens": engine.cfg.max_num_batched_tokens,
+        "dtype": str(p.dtype).removeprefix("torch."),
+        "device": str(p.device),
+    }
+    if cfg.speculative_config is not None:
+        args["speculative_config"] = parse_spec_config(cfg.speculative_config).to_json()
+    elif engine.speculator is None:
+        args["speculative_config"] = None  # plain decoding; a speculator passed in from code is not said (unknown)
+    else:
+        del args["speculative_config"]
+    return args
 
 
 class _Server(uvicorn.Server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,8 @@ class Served:
     metrics: ServerMetrics
     model_name: str
     limits: er.PromptLimits
+    server_args: Mapping[str, Any] = field(default_factory=dict)  # what it runs (/version), secrets left out
+    model_root: str | None = None  # the model's directory (/v1/models `root`)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def check_model(self, name: str) -> None:
@@ -42,7 +45,23 @@ class Served:
             )
 
     def models(self) -> dict[str, Any]:
-        return oa.models_list([self.model_name], oa.now_s(), max_model_len=self.limits.max_model_len)
+        listed = oa.models_list([self.model_name], oa.now_s(), max_model_len=self.limits.max_model_len)
+        if self.model_root is not None:  # as vLLM's cards: where the served checkpoint is (`speculab methods --url`)
+            for card in listed["data"]:
+                card["root"] = self.model_root
+        return listed
+
+    def version(self) -> dict[str, Any]:
+        """/version: "name" tells speculab's endpoint detection this is not vLLM (whose /version is only {"version"});
+        "speculative_methods" is what this release's --speculative-config accepts (`speculab methods --url`);
+        "speculative_config" (null: plain decoding) and "server_args" say what this server runs, so a client can
+        label an arm and check that two servers differ only in speculation without their command lines."""
+        said: dict[str, Any] = {"name": "speculab", "version": __version__, "speculative_methods": list(METHODS)}
+        if self.server_args:  # an app built without them (a test's) says nothing rather than "plain"
+            said["server_args"] = dict(self.server_args)
+            if "speculative_config" in self.server_args:  # absent: a speculator given from code, unknown here
+                said["speculative_config"] = self.server_args["speculative_config"]
+        return said
 
     def rendering(self, req: oa.CompletionRequest | oa.ChatCompletionRequest, logprobs: int | None) -> Rendering:
         chat = isinstance(req, oa.ChatCompletionRequest)
@@ -100,9 +119,7 @@ def add_info_routes(app: FastAPI, s: Served) -> None:
 
     @app.get("/version")
     async def version() -> dict[str, Any]:
-        # "name" tells speculab's own endpoint detection this is not vLLM (whose /version is only {"version"});
-        # "speculative_methods" is what this release's --speculative-config accepts (`speculab methods --url`).
-        return {"name": "speculab", "version": __version__, "speculative_methods": list(METHODS)}
+        return s.version()
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -7,6 +7,8 @@ Definitions (docs/metrics.md is the long form):
 - chunk gap = time between consecutive text chunks; per-token ITL spreads each gap over the tokens of the chunk
   that ended it (a gap g ending in a chunk of n tokens gives n ITL values of g/n).
 - stall = a chunk gap above an absolute threshold *and* above k x the request's median gap.
+- a record that holds only its first and last token's times (`RequestRecord.all_chunks` False: another tool's file
+  keeps no more) has none of these: no gap, tokens per chunk, ITL or stall is made up from the span between them.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ class RequestMetrics:
     chunk_gaps_s: tuple[float, ...]
     tokens_per_chunk: tuple[int, ...]  # empty unless per-chunk counts were measured
     itl_s: tuple[float, ...]  # per-token inter-token latency after the first chunk; () when counts are unknown
-    stall_count: int
-    stalled_s: float  # total length of the stalled gaps
+    stall_count: int | None  # None: the record does not hold its chunks (`RequestRecord.all_chunks`)
+    stalled_s: float | None  # total length of the stalled gaps; None as stall_count
     token_count_source: TokenCountSource
 
 
@@ -119,11 +121,11 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
     tpot = None
     if ttft is not None and e2e is not None and n_out is not None and n_out > 1:
         tpot = (e2e - ttft) / (n_out - 1)
-    gaps = chunk_gaps(r)
+    gaps = chunk_gaps(r) if r.all_chunks else ()
     measured = r.token_count_source in MEASURED_SOURCES and all(c.n_tokens is not None for c in r.chunks)
-    tpc = tuple(int(c.n_tokens or 0) for c in r.chunks) if measured else ()
-    itl = per_token_itl(r) if itl_counts_known(r, n_out) else ()
-    n_stall, stalled = stalls(gaps, stall)
+    tpc = tuple(int(c.n_tokens or 0) for c in r.chunks) if measured and r.all_chunks else ()
+    itl = per_token_itl(r) if r.all_chunks and itl_counts_known(r, n_out) else ()
+    n_stall, stalled = stalls(gaps, stall) if r.all_chunks else (None, None)
     return RequestMetrics(
         index=r.index,
         ok=r.ok,
@@ -199,7 +201,8 @@ DEFAULT_MAX_ERROR_RATE = 0.02  # --max-error-rate: above it, no verdict at that 
 
 def endpoint_error_rate(error: int, sent: int, errors_by_category: Mapping[str, int]) -> float:
     """Share of requests the endpoint failed. Requests the user cancelled (Ctrl-C) count as neither failed nor sent:
-    an interrupted run is partial, not broken. NaN when no request counts."""
+    an interrupted run is partial, not broken. NaN when no request counts. (`aggregate` counts them in neither
+    already; summaries saved before it did carry them in `errors_by_category`, so they are taken out here.)"""
     cancelled = errors_by_category.get(ErrorCategory.CANCELLED.value, 0)
     n = sent - cancelled
     return (error - cancelled) / n if n > 0 else math.nan
@@ -228,7 +231,7 @@ def error_gate(error: int, sent: int, errors_by_category: Mapping[str, int], max
 class RunMetrics:
     """Aggregates over the measured (non-warmup) requests of one run."""
 
-    sent: int
+    sent: int  # cancelled requests (Ctrl-C) excluded: they count as neither sent nor failed
     ok: int
     error: int
     errors_by_category: dict[str, int]
@@ -246,8 +249,9 @@ class RunMetrics:
     output_tokens_total: int
     prompt_tokens_total: int
     output_tokens_unknown: int  # successful requests whose output length is unknown (excluded from tok/s)
-    stalled_requests: int
+    stalled_requests: int | None  # None: no successful request holds its chunks (a first/last-token file)
     slo: SloTargets = field(default_factory=SloTargets)
+    cancelled: int = 0  # in flight when the run was interrupted: in no count above
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -257,6 +261,7 @@ class RunMetrics:
                 "error": self.error,
                 "errors_by_category": dict(self.errors_by_category),
                 "error_examples": dict(self.error_examples),
+                "cancelled": self.cancelled,
             },
             "metrics": {k: v.to_dict() for k, v in self.distributions.items()},
             "throughput": {
@@ -303,6 +308,24 @@ DISTRIBUTIONS = (
 )
 
 
+# What a record holding only its first and last token's times (`RequestRecord.all_chunks` False) leaves unknown:
+# these distributions stay empty for it, and a run of only such records has none of them.
+CHUNK_QUANTITIES = ("chunk_gap_s", "itl_s", "tokens_per_chunk", "stall_count", "stalled_s")
+
+
+def quantities_not_held(records: Iterable[RequestRecord]) -> tuple[str, ...]:
+    """What the records' result file does not hold: `CHUNK_QUANTITIES` when no successful measured record holds its
+    chunks (every one is first/last-only); per-token ITL alone where every one is read from a file, which keeps no
+    per-chunk token counts (vLLM's and AIPerf's chunk gaps are there, the tokens of each chunk are not); else ()
+    (a run with none successful says nothing of what its file holds)."""
+    ok = [r for r in records if r.ok and not r.warmup]
+    if not ok:
+        return ()
+    if not any(r.all_chunks for r in ok):
+        return CHUNK_QUANTITIES
+    return ("itl_s",) if all(r.token_count_source is TokenCountSource.RESULT_FILE for r in ok) else ()
+
+
 class RunAccumulator:
     """`aggregate`, one record at a time: what the run's numbers need, and never the records themselves.
 
@@ -313,7 +336,7 @@ class RunAccumulator:
 
     def __init__(self, *, stall: StallConfig = StallConfig(), slo: SloTargets = SloTargets()):
         self.stall, self.slo = stall, slo
-        self.sent = self.ok = 0
+        self.sent = self.ok = self.cancelled = 0
         self._values = {name: array("d") for name in DISTRIBUTIONS}
         self._tpc_means = array("d")  # usage tokens / chunks per request: tokens per chunk when none were measured
         self._first_scheduled_s = self._first_sent_s = math.inf
@@ -322,10 +345,14 @@ class RunAccumulator:
         self._error_examples: dict[str, str] = {}
         self._sources: Counter[str] = Counter()
         self._output_total = self._prompt_total = self._output_unknown = self._stalled = self._good_slo = 0
+        self._stalls_known = 0  # successful requests whose chunks are all held (their stalls are known)
 
     def add(self, r: RequestRecord) -> None:
-        """One finished request; warmup records are skipped."""
+        """One finished request; warmup records are skipped, cancelled ones only counted as such."""
         if r.warmup:
+            return
+        if r.cancelled:  # cut off by the user's Ctrl-C: says nothing of the endpoint, so in no count or latency
+            self.cancelled += 1
             return
         m = request_metrics(r, self.stall)
         self.sent += 1
@@ -351,15 +378,17 @@ class RunAccumulator:
         v["tokens_per_chunk"].extend(m.tokens_per_chunk)
         if m.output_tokens is not None:
             v["output_tokens"].append(m.output_tokens)
-            if m.n_chunks > 0:
+            if m.n_chunks > 0 and r.all_chunks:  # of a first/last-only record: its tokens over 2, not its chunks
                 self._tpc_means.append(m.output_tokens / m.n_chunks)
         else:
             self._output_unknown += 1
         if m.prompt_tokens is not None:
             v["prompt_tokens"].append(m.prompt_tokens)
-        v["stall_count"].append(m.stall_count)
-        v["stalled_s"].append(m.stalled_s)
-        self._stalled += m.stall_count > 0
+        if m.stall_count is not None and m.stalled_s is not None:
+            v["stall_count"].append(m.stall_count)
+            v["stalled_s"].append(m.stalled_s)
+            self._stalled += m.stall_count > 0
+            self._stalls_known += 1
         self._output_total += m.output_tokens or 0
         self._prompt_total += m.prompt_tokens or 0
         self._sources[m.token_count_source.value] += 1
@@ -399,8 +428,9 @@ class RunAccumulator:
             output_tokens_total=self._output_total,
             prompt_tokens_total=self._prompt_total,
             output_tokens_unknown=self._output_unknown,
-            stalled_requests=self._stalled,
+            stalled_requests=self._stalled if self._stalls_known or not self.ok else None,
             slo=self.slo,
+            cancelled=self.cancelled,
         )
 
 

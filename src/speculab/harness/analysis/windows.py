@@ -11,7 +11,7 @@ exactly what it was computed as before.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from speculab.harness.records import RequestRecord
 
@@ -60,17 +60,52 @@ def active_s(groups: Sequence[Sequence[RequestRecord]]) -> float:
     return sum(max(r.end_s for r in g) - min(r.scheduled_s for r in g) for g in groups if g)
 
 
-def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
-    """Time-weighted mean of requests in flight from the first to the last send of each of the arm's blocks (one
-    block in launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's). Closed
-    loop: the client refills a slot as soon as one frees, so this equals the requested concurrency unless the client
-    fell behind. None when every block sent all at once (nothing to measure)."""
-    busy = span = 0.0
+def full_loop_span(group: Sequence[RequestRecord]) -> Window | None:
+    """The span over which a closed loop should hold every slot busy: its first send -> the first completion at or
+    after its last send. Up to the last send the client refills each freed slot (a dip is the client falling
+    behind); from then until a request ends every slot is still in flight; after it the loop drains because the
+    workload ran out, which is no shortfall of the client. Ending at the last send instead gives a window of
+    nothing when every request starts at once (n requests at concurrency n); ending at the last completion counts
+    the drain (n equal starts with unequal lengths read mean/longest of n). None when the span is empty."""
+    t0 = min(r.sent_s for r in group)
+    last_send = max(r.sent_s for r in group)
+    t1 = min(r.end_s for r in group if r.end_s >= last_send)
+    return (t0, t1) if t1 > t0 else None
+
+
+def _in_flight(
+    records: Sequence[RequestRecord], windows: Sequence[Window]
+) -> Iterator[tuple[Sequence[RequestRecord], float, float]]:
+    """Per block with a `full_loop_span`: (its records, the span's length, the requests' summed seconds in flight
+    within it)."""
     for g in by_window(records, windows):
-        t0 = min(r.sent_s for r in g)
-        t1 = max(r.sent_s for r in g)
-        if len(g) < 2 or t1 <= t0:
-            continue
-        busy += sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
-        span += t1 - t0
-    return busy / span if span > 0 else None
+        w = full_loop_span(g)
+        if w is not None:
+            t0, t1 = w
+            yield g, t1 - t0, sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
+
+
+def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
+    """Time-weighted mean of requests in flight over `full_loop_span` of each of the arm's blocks (one block in
+    launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's): Little's law,
+    the requests' summed time in flight within that span over its length. Closed loop: the client refills a slot as
+    soon as one frees, so this equals the requested concurrency unless the client fell behind. None when no block
+    has a span (nothing to measure)."""
+    spans = [(span, busy) for _, span, busy in _in_flight(records, windows)]
+    total = sum(span for span, _ in spans)
+    return sum(busy for _, busy in spans) / total if total > 0 else None
+
+
+def closed_loop_fraction(
+    records: Sequence[RequestRecord], concurrency: float, windows: Sequence[Window] = ()
+) -> float | None:
+    """Achieved / possible requests in flight of a closed loop of `concurrency` streams, over the same spans as
+    `achieved_concurrency`. What is possible is the concurrency, or fewer where a block holds fewer units (requests;
+    a conversation's turns are one, sent one after another): 10 prompts at concurrency 16 can keep 10 in flight,
+    and doing so is the load achieved, not a client 38 % short. None when no block has a span."""
+    busy = possible = 0.0
+    for g, span, in_flight in _in_flight(records, windows):
+        units = len({r.conversation_id if r.conversation_id is not None else r.index for r in g})
+        busy += in_flight
+        possible += span * min(concurrency, units)
+    return busy / possible if possible > 0 else None

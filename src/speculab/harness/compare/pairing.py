@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, Setup
+from speculab.harness.compare.arms import arm_names, same_model
+from speculab.harness.design import BASELINE, SAID_NOTE, ArmInfo, ChangeCheck, Setup
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import (
     SPECULAB,
@@ -29,10 +30,12 @@ from speculab.harness.imports.registry import (
     picks_one,
     read_runs,
     result_format,
+    result_path,
     runs_named,
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.servers.adapters import said, said_change
 from speculab.harness.workload.fit import fit_from_manifest, fit_note
 
 CANDIDATE = "candidate"
@@ -70,9 +73,13 @@ def _condition_differences(ma: Mapping[str, Any], mb: Mapping[str, Any]) -> list
     ]
 
 
-def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ABRun:
-    """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired."""
+def inputs_from_bench_dirs(
+    dir_a: Path, dir_b: Path, *, names: tuple[str, str] | None = None, allow_different_models: bool = False
+) -> ABRun:
+    """Pair two bench runs (A = baseline, B = candidate) into report inputs; refuse runs that cannot be paired, or
+    of two target models (unless `allow_different_models`). `names`: the arms' (default: from their paths)."""
     a, b = (_bench_run(d) for d in (dir_a, dir_b))
+    model_note = same_model(dir_a, dir_b, (a.model,), (b.model,), allow_different_models)
     ma, mb = a.manifest or {}, b.manifest or {}
     workload, prompts, conditions = (
         f(ma, mb) for f in (_workload_differences, _prompt_differences, _condition_differences)
@@ -90,15 +97,17 @@ def inputs_from_bench_dirs(dir_a: Path, dir_b: Path) -> ABRun:
         "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
         "(thermal, other tenants) is not cancelled",
         *a.notes,
+        *([model_note] if model_note else []),
     ]
     if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
         notes.append(fitted)
     return _ab_run(
         ((a, b),),
+        names=arm_names(dir_a, dir_b, names),
         arm=_bench_arm,
         run_notes=lambda r: (r.unfinished,) if r.unfinished else (),
         notes=notes,
-        change="compare: two separate bench runs; speculab could not verify what differs between them",
+        change=_served_change(a, b),
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
         api=(ma.get("endpoint") or {}).get("api", "completions"),
@@ -120,10 +129,23 @@ def _bench_run(d: Path) -> ImportedRun:
 
 
 def _bench_arm(r: ImportedRun) -> dict[str, Any]:
-    """A bench run's arm: the server its manifest recorded, and the URL it measured."""
+    """A bench run's arm: the server its manifest recorded, the URL it measured, and the speculation the server said
+    it runs where it said it (speculab serve's /version), so the arm is labelled by what ran, not left "none"."""
     info = {k: r.info.get(k) for k in ("version", "models", "detected_engine")}
     url = ((r.manifest or {}).get("endpoint") or {}).get("base_url", "")
-    return {"url": url, "engine": info["detected_engine"], "server_info": info}
+    ran = said(info)
+    spec = {"method": ran.method, "num_speculative_tokens": ran.k} if ran is not None and ran.method else {}
+    return {"url": url, "engine": info["detected_engine"], "server_info": info, **spec}
+
+
+def _served_change(a: ImportedRun, b: ImportedRun) -> str | ChangeCheck:
+    """The single change, checked from what both servers said they run where both said it (speculab serve); else
+    why it cannot be verified."""
+    checked = said_change(a.info, b.info)
+    if checked is None:
+        return "compare: two separate bench runs; speculab could not verify what differs between them"
+    diff, single = checked
+    return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, SAID_NOTE)
 
 
 def _file_arm(r: ImportedRun) -> dict[str, Any]:
@@ -134,16 +156,17 @@ def _file_arm(r: ImportedRun) -> dict[str, Any]:
 def _ab_run(
     pairs: Sequence[tuple[ImportedRun, ImportedRun]],
     *,
+    names: tuple[str, str],
     arm: Callable[[ImportedRun], dict[str, Any]],
     run_notes: Callable[[ImportedRun], tuple[str, ...]],
     notes: Sequence[str],
-    change: str,
+    change: str | ChangeCheck,
     **setup: Any,
 ) -> ABRun:
     """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
-    repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: each arm's server
-    (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and the setup's workload and
-    sampling (`setup`: Setup's fields)."""
+    repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: the arms'
+    `names`, each arm's server (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and
+    the setup's workload and sampling (`setup`: Setup's fields)."""
     a, b = pairs[0]
     runs = tuple(
         RepeatRun(
@@ -155,13 +178,15 @@ def _ab_run(
             order=2 * j + i,
             interrupted=r.interrupted,
             notes=run_notes(r),
+            sends_rebuilt=r.sends_rebuilt,
+            duration_s=r.duration_s,
         )
         for j, (x, y) in enumerate(pairs)
         for i, (name, r) in enumerate(((BASELINE, x), (CANDIDATE, y)))
     )
     return ABRun(
         setup=Setup(
-            name=f"{a.name} vs {b.name}",
+            name=f"{names[0]} vs {names[1]}",
             levels=tuple({x.level.key: x.level for x, _ in pairs}.values()),
             repeats=max(x.repeat for x, _ in pairs),
             two_url_mode=True,
@@ -170,9 +195,10 @@ def _ab_run(
             **setup,
         ),
         arms=tuple(
-            ArmInfo(name, f"{tag}: {r.name}", **arm(r)) for name, tag, r in ((BASELINE, "A", a), (CANDIDATE, "B", b))
+            ArmInfo(name, f"{tag}: {label}", **arm(r))
+            for name, tag, label, r in ((BASELINE, "A", names[0], a), (CANDIDATE, "B", names[1], b))
         ),
-        changes=(ChangeCheck(CANDIDATE, (), None, change),),
+        changes=(change if isinstance(change, ChangeCheck) else ChangeCheck(CANDIDATE, (), None, change),),
         runs=runs,
         notes=tuple(dict.fromkeys(notes)),
     )
@@ -184,11 +210,22 @@ def _ab_run(
 
 
 def inputs_from_results(
-    path_a: Path, path_b: Path, fmt: str | None = None, benchmark: int | None = None, unpaired: bool = False
+    path_a: Path,
+    path_b: Path,
+    fmt: str | None = None,
+    benchmark: int | None = None,
+    unpaired: bool = False,
+    *,
+    names: tuple[str, str] | None = None,
+    allow_different_models: bool = False,
 ) -> ABRun:
     """Pair two results of any kinds speculab reads (A = baseline, B = candidate) into report inputs, or compare
     them unpaired where their prompts differ (or `unpaired` asks for it), load by load where they hold several;
-    `benchmark` picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file."""
+    `benchmark` picks one benchmark (0-based) of a GuideLLM file, or one run (line) of an SGLang file. A tool's
+    output directory stands for the one result in it. Two target models are refused unless
+    `allow_different_models`; `names`: the arms' (default: the distinguishing parts of the two paths)."""
+    path_a, path_b = result_path(path_a, fmt), result_path(path_b, fmt)
+    names = arm_names(path_a, path_b, names)
     kinds = (result_format(path_a, fmt), result_format(path_b, fmt))
     if benchmark is not None and not picks_one(kinds):
         raise UserError(
@@ -196,10 +233,11 @@ def inputs_from_results(
         )
     if kinds == (SPECULAB, SPECULAB):
         if not unpaired:
-            return inputs_from_bench_dirs(path_a, path_b)
+            return inputs_from_bench_dirs(path_a, path_b, names=names, allow_different_models=allow_different_models)
         _same_conditions(path_a, path_b)
     readers = of_other_tools(kinds)
     sa, sb = (read_runs(p, k, benchmark) for p, k in zip((path_a, path_b), kinds, strict=True))
+    model_note = same_model(path_a, path_b, (r.model for r in sa), (r.model for r in sb), allow_different_models)
     if by_load(kinds):  # a sweep's loads and runs: one comparison per load, run j with run j
         pairs = _by_load(path_a, path_b, sa, sb)
     elif len(sa) > 1 or len(sb) > 1:  # a GuideLLM sweep or an SGLang file of several runs: benchmark i with i
@@ -208,9 +246,10 @@ def inputs_from_results(
         _same_load(path_a, path_b, sa[0], sb[0])
         pairs = ((sa[0], sb[0]),)
     within = _repeats_problem(pairs)  # None: each side's runs at a load are one set of prompts, one value per index
-    inputs = _imported_inputs(pairs, readers, why := _why_unpaired(_pairs_problem(pairs) or within, unpaired))
+    why = _why_unpaired(_pairs_problem(pairs) or within, unpaired)
+    inputs = _imported_inputs(pairs, readers, names, why)
     same = within is None
-    notes = inputs.notes
+    notes = (*inputs.notes, *((model_note,) if model_note else ()))
     if why and inputs.setup.repeats > 1:
         notes += (_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS,)
     return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=notes)
@@ -372,7 +411,10 @@ def _unpaired(a: ImportedRun, b: ImportedRun) -> str | None:
 
 
 def _imported_inputs(
-    pairs: Sequence[tuple[ImportedRun, ImportedRun]], readers: tuple[Any, ...], why_unpaired: str | None = None
+    pairs: Sequence[tuple[ImportedRun, ImportedRun]],
+    readers: tuple[Any, ...],
+    arms: tuple[str, str],
+    why_unpaired: str | None = None,
 ) -> ABRun:
     """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
     bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
@@ -403,12 +445,13 @@ def _imported_inputs(
         )
     return _ab_run(
         pairs,
+        names=arms,
         arm=_file_arm,
         run_notes=lambda r: r.notes,
         notes=notes,
         change="compare: two separate runs; speculab could not verify what differs",
         workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
-        workload_source=f"the prompts of {a.name} and {b.name}, {how}",
+        workload_source=f"the prompts of {arms[0]} and {arms[1]}, {how}",
         api="completions",
         items=(a.items or b.items) if same_items else (),
         paired=not why_unpaired,

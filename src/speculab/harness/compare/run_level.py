@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from speculab.errors import UserError
+from speculab.harness.compare.arms import same_model
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import check_ab_output_dir
@@ -59,9 +60,18 @@ def _side_note(side: str, runs: Sequence[RunSummary]) -> str:
 
 
 def compare_summaries(
-    path_a: Path, path_b: Path, runs: tuple[Sequence[RunSummary], Sequence[RunSummary]], margins: Mapping[str, float]
+    path_a: Path,
+    path_b: Path,
+    runs: tuple[Sequence[RunSummary], Sequence[RunSummary]],
+    margins: Mapping[str, float],
+    *,
+    names: tuple[str, str] | None = None,
+    allow_different_models: bool = False,
 ) -> RunLevelReport:
-    """A's and B's runs compared load by load (the same loads on both sides, else refused)."""
+    """A's and B's runs compared load by load (the same loads on both sides, else refused; two target models
+    refused unless `allow_different_models`); `names`: the arms' (default: each side's file or folder name)."""
+    models = ((r.model or "" for r in side) for side in runs)
+    model_note = same_model(path_a, path_b, *models, allow_different_models)
     la, lb = (_by_load(r) for r in runs)
     if set(la) != set(lb):
         raise UserError(
@@ -78,6 +88,7 @@ def compare_summaries(
         _side_note("A", runs[0]),
         _side_note("B", runs[1]),
     ]
+    notes += [model_note] if model_note else []
     notes += [
         f"at {x.level.label}: {x.runs_a} run(s) vs {x.runs_b}: no per-request data: no interval, no verdict (an "
         f"interval needs {MIN_RUNS} runs a side)"
@@ -85,9 +96,10 @@ def compare_summaries(
         if not x.has_interval
     ]
     a, b = runs[0][0], runs[1][0]
+    a_name, b_name = names or (a.name, b.name)
     return RunLevelReport(
-        a_name=a.name,
-        b_name=b.name,
+        a_name=a_name,
+        b_name=b_name,
         a_tool=a.tool,
         b_tool=b.tool,
         a_version=a.version,

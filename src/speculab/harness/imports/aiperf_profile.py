@@ -138,7 +138,7 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
     """A record of the file (`_line`: its line) as request `index`: sent at `request_start_ns`, the first chunk at
     + TTFT, one chunk per `inter_chunk_latency` gap, done at `request_end_ns`."""
     i = raw["_line"]
-    meta = ff.mapping(raw.get("metadata"), f"line {i}: metadata")
+    meta = ff.mapping(raw.get("metadata"), "metadata", f"line {i}: ")
     metrics = raw.get("metrics") or {}
     if not isinstance(metrics, dict):
         ff.fail(f"line {i}: `metrics` is not an object")
@@ -179,7 +179,7 @@ def _lines(ff: FileFields) -> list[dict[str, Any]]:
     for n, line in enumerate(ff.text().splitlines(), 1):
         if line.strip():
             rec = ff.json(line, f"line {n}: ")
-            out.append(aiperf_early.upgrade_record(ff.mapping(rec, f"line {n}")) | {"_line": n})
+            out.append(aiperf_early.upgrade_record(ff.mapping(rec, "", f"line {n}: ")) | {"_line": n})
     if not out:
         ff.fail("it holds no records")
     return out
@@ -193,7 +193,7 @@ def _profiling(ff: FileFields, rows: list[dict[str, Any]]) -> list[dict[str, Any
     for r in kept:
         at = f"line {r['_line']}: "
         ff.number(
-            ff.mapping(r.get("metadata"), f"{at}metadata").get("request_start_ns"), "metadata.request_start_ns", at
+            ff.mapping(r.get("metadata"), "metadata", at).get("request_start_ns"), "metadata.request_start_ns", at
         )
     return sorted(kept, key=lambda r: r["metadata"]["request_start_ns"])
 
@@ -213,18 +213,20 @@ def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
     phases = obj(summary.get("input_config")).get("phases")
     if not summary:
         ff.fail(f"no {SIBLING} beside it (AIPerf writes the load there: --concurrency or --request-rate)")
+    sf = FileFields(ff.path.with_name(SIBLING), f"AIPerf's {SIBLING}")  # its surprises name it, not the export
     listed = phases if isinstance(phases, list) else []
-    phase = next((p for p in listed if isinstance(p, dict) and p.get("kind") == "profiling"), None)
-    if phase is None:
-        ff.fail(f"{SIBLING} has no profiling phase in `input_config.phases`")
+    at = next((j for j, p in enumerate(listed) if isinstance(p, dict) and p.get("kind") == "profiling"), None)
+    if at is None:
+        sf.fail("no profiling phase in `input_config.phases`")
+    phase = listed[at]
     cap = phase.get("concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     kind = phase.get("type")
     if kind in ("poisson", "gamma", "constant"):  # AIPerf's rate phases (--request-rate, its arrival pattern)
-        rate = ff.positive(phase.get("rate"), f"input_config.phases[{kind}].rate", f"{SIBLING}: ")
+        rate = sf.positive(phase.get("rate"), f"input_config.phases[{at}].rate")
         return LevelSpec("rate", rate, ("operating",), kind, cap)
     if kind != "concurrency" or cap is None:
-        ff.fail(f"{SIBLING}: the profiling phase ({kind!r}) is neither a concurrency nor a request rate; not read yet")
+        sf.fail(f"`input_config.phases[{at}].type` is {kind!r}, neither a concurrency nor a request rate; not read yet")
     return LevelSpec("concurrency", cap, ("low", "operating"))
 
 
@@ -282,6 +284,7 @@ def read(path: Path) -> ImportedRun:
         notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})", *_layout_note(path, rows)),
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
+        model=str(info.get("model") or ""),
     )
 
 

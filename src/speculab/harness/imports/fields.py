@@ -1,6 +1,12 @@
 """`FileFields`: one result file's fields checked where they enter, each surprise one line naming the file, the
 format and the field (a `UserError`, never a traceback); `error_category`: a failed request's category from what
-its tool wrote about it, one rule for every reader."""
+its tool wrote about it, one rule for every reader.
+
+Every reader's line has one grammar, "<file>: read as <format>: [line N: ]<what is wrong>[; <fix>]", where what is
+wrong names the field by its path in the file, in backticks (benchmarks[0].requests, metrics.request_latency.value,
+[3].ttft_s in a file that is a list), or says "it" of the whole file or line: "no `ttfts`; write it with ...",
+"`itls[2][5]` is 'x', not a number", "line 4: it is a list, not an object". A location is never part of a path.
+"""
 
 from __future__ import annotations
 
@@ -42,9 +48,27 @@ def error_category(text: str, answered: bool | None) -> ErrorCategory:
     return ErrorCategory.HTTP if answered is None else ErrorCategory.DROPPED
 
 
+def _kind(v: Any) -> str:
+    """What a JSON (or YAML) value is, for a line saying it is not what was expected."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list"}.get(type(v), type(v).__name__)
+
+
 def obj(v: Any) -> dict[str, Any]:
     """`v` where it is an object, else {}: for the optional parts of a file (its dates, its labels)."""
     return v if isinstance(v, dict) else {}
+
+
+def stated_positive(v: Any) -> float | None:
+    """`v` where it is a finite number above 0, else None: for an optional figure of a file's summary (a duration,
+    a rate), whose absence means the quantity is not in the file."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return float(v) if ok else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +79,7 @@ class FileFields:
     read_as: str
 
     def fail(self, what: str) -> NoReturn:
+        """One line in the grammar above: `what` is `[line N: ]<what is wrong>[; <fix>]`."""
         raise UserError(f"{self.path}: read as {self.read_as}: {what}")
 
     def text(self) -> str:
@@ -71,9 +96,12 @@ class FileFields:
         except (ValueError, RecursionError) as e:
             self.fail(f"{where}not JSON ({str(e)[:200]})")
 
-    def mapping(self, v: Any, field: str) -> dict[str, Any]:
+    def mapping(self, v: Any, field: str, at: str = "") -> dict[str, Any]:
+        """An object: the field at path `field`, or ("") the whole file or line (`at`: where, e.g. "line 3: ")."""
         if not isinstance(v, dict):
-            self.fail(f"no `{field}`" if v is None else f"`{field}` is not an object")
+            if not field:
+                self.fail(f"{at}it is {_kind(v)}, not an object")
+            self.fail(f"{at}no `{field}`" if v is None else f"{at}`{field}` is {_kind(v)}, not an object")
         return v
 
     def number(self, v: Any, field: str, at: str = "") -> float:

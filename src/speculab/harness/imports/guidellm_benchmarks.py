@@ -63,7 +63,7 @@ def _load(ff: FileFields) -> dict[str, Any]:
             ff.fail(f"not YAML ({str(e).splitlines()[0][:200]})")
     else:
         d = ff.json(text)
-    return ff.mapping(d, "the file")
+    return ff.mapping(d, "")
 
 
 def _benchmark(ff: FileFields, d: Mapping[str, Any], which: int | None) -> tuple[dict[str, Any], int]:
@@ -142,7 +142,7 @@ def _error(status: str, info: Mapping[str, Any]) -> ErrorInfo:
 def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> RequestRecord:
     """One request: sent at `request_start_time`, its first token at + TTFT, its last at + the mean ITL x (n - 1),
     done at + `request_latency`."""
-    where = f"requests.{status}[{r['_at']}]"
+    where = r["_at"]  # the request's path in the file
     info = r.get("info") if isinstance(r.get("info"), dict) else {}
     sent = ff.number(r.get("request_start_time"), f"{where}.request_start_time")
     target = _timings(r).get("targeted_start")
@@ -168,6 +168,7 @@ def _record(ff: FileFields, r: Mapping[str, Any], status: str, index: int) -> Re
         chunk_times=times,
         output_text=text if isinstance(text, str) else "",
         completion_tokens=n,
+        all_chunks=False,
     )
 
 
@@ -175,20 +176,19 @@ def _requests(ff: FileFields, b: Mapping[str, Any], i: int) -> list[tuple[str, d
     """Every request of the benchmark with its status, in the order GuideLLM took them from its dataset: by
     `info.timings.queued`, then `request_start_time` (GuideLLM lists them by status, each list as they completed;
     its worker processes may start them a little out of the dataset's order, so the start alone is not it)."""
-    reqs = b.get("requests")
-    if not isinstance(reqs, dict):
-        ff.fail(f"benchmarks[{i}]: no `requests`" if reqs is None else f"benchmarks[{i}].requests is not an object")
+    reqs = ff.mapping(b.get("requests"), f"benchmarks[{i}].requests")
     out = []
     for status in _STATUSES:
         listed = reqs.get(status) or []
         if not isinstance(listed, list):
-            ff.fail(f"benchmarks[{i}].requests.{status} is not a list")
+            ff.fail(f"`benchmarks[{i}].requests.{status}` is not a list")
         for j, r in enumerate(listed):
-            r = guidellm_early.upgrade_request(ff.mapping(r, f"benchmarks[{i}].requests.{status}[{j}]"))
-            ff.number(r.get("request_start_time"), f"requests.{status}[{j}].request_start_time")
-            out.append((status, r | {"_at": j}))
+            at = f"benchmarks[{i}].requests.{status}[{j}]"
+            r = guidellm_early.upgrade_request(ff.mapping(r, at))
+            ff.number(r.get("request_start_time"), f"{at}.request_start_time")
+            out.append((status, r | {"_at": at}))
     if not out:
-        ff.fail(f"benchmarks[{i}] holds no requests")
+        ff.fail(f"`benchmarks[{i}].requests` holds no requests")
     return sorted(out, key=lambda sr: (_queued(sr[1]), sr[1]["request_start_time"]))
 
 
@@ -246,6 +246,7 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         items=items if all(p is not None or m is not None for p, m in prompts) else (),
         info=info,
         notes=notes,
+        model=str(obj(obj(b.get("config")).get("backend")).get("model") or ""),
     )
 
 

@@ -57,6 +57,9 @@ class ImportedRun:
     manifest: Mapping[str, Any] | None = None
     # why the run's files say it did not finish, for its A/B's own note ("": they do not say so)
     unfinished: str = ""
+    # the target model the file names (the served model's name or path, as the tool wrote it); "": it names none.
+    # Compare refuses an A/B of two different target models (`same_model`)
+    model: str = ""
 
     def __post_init__(self) -> None:
         if not self.input_lens:
@@ -68,6 +71,11 @@ class ImportedRun:
         return self.label or self.path.name
 
     interrupted: bool = False
+    # True where the records' send times are rebuilt (the file keeps none: LLMPerf, SGLang): their span is not the
+    # run's; `duration_s` is then the tool's own measured wall time (from its summary), what throughput divides by,
+    # and with neither the run has no throughput (said in its notes)
+    sends_rebuilt: bool = False
+    duration_s: float | None = None
 
 
 def file_record(
@@ -82,11 +90,13 @@ def file_record(
     completion_tokens: int | None = None,
     error: ErrorInfo | None = None,
     speculation: dict[str, Any] | None = None,
+    all_chunks: bool = True,
 ) -> RequestRecord:
     """Request `index` as a result file states it: sent at `sent_s` (`scheduled_s`: when the tool meant to send it,
     where it waited for a free slot first; else the send), one chunk of unknown text and tokens at each of
     `chunk_times` (the file's first-token time and whatever gaps it keeps), done at `end_s`. Its token counts are
-    the file's (`TokenCountSource.RESULT_FILE`: the run's tool says which file)."""
+    the file's (`TokenCountSource.RESULT_FILE`: the run's tool says which file). `all_chunks` False: the file keeps
+    only the first and last token's times, so `chunk_times` are those two and nothing between them is known."""
     return RequestRecord(
         index=index,
         scheduled_s=sent_s if scheduled_s is None else scheduled_s,
@@ -99,6 +109,7 @@ def file_record(
         token_count_source=TokenCountSource.RESULT_FILE,
         error=error,
         speculation=speculation,
+        all_chunks=all_chunks,
     )
 
 

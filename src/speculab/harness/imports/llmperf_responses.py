@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category
+from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import ErrorInfo, RequestRecord
 
@@ -33,8 +33,10 @@ NOTE = (
     "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "
     "speculab's (E2E - TTFT) / (number_output_tokens - 1) per request; LLMPerf's `inter_token_latency_s` (a "
     "per-request mean that counts the first token) is not read; the chunks are not in the file: chunk gaps, tokens "
-    "per chunk and per-token ITL are unknown; the file keeps no send times: one request at a time, each sent as the "
-    "one before it ended, so tok/s is approximate"
+    "per chunk and per-token ITL are unknown; the file keeps no send times: they are rebuilt from LLMPerf's closed "
+    "loop (each of its --num-concurrent-requests streams sending as its last request ended); tok/s is over "
+    "LLMPerf's own measured time (its summary's completed requests per minute), none where the summary states no "
+    "such rate"
 )
 
 
@@ -57,20 +59,37 @@ def summary_path(path: Path) -> Path:
     return path.with_name(f"{stem}_summary.json")
 
 
-def _summary(ff: FileFields) -> dict[str, Any]:
+def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]]:
+    """The sibling summary, with its own fields (its surprises name it, not the responses file)."""
     p = summary_path(ff.path)
     if not p.is_file():
         ff.fail(f"no {p.name} beside it (LLMPerf writes the load there: --num-concurrent-requests)")
     sf = FileFields(p, "an LLMPerf summary file")
-    return sf.mapping(sf.json(sf.text()), "the file")
+    return sf, sf.mapping(sf.json(sf.text()), "")
 
 
-def _level(ff: FileFields, s: Mapping[str, Any]) -> LevelSpec:
-    """`num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
-    n = ff.positive(s.get("num_concurrent_requests"), f"{summary_path(ff.path).name}: num_concurrent_requests")
+def _level(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
+    """The summary's `num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
+    n = sf.positive(s.get("num_concurrent_requests"), "num_concurrent_requests")
     if n != int(n):
-        ff.fail(f"{summary_path(ff.path).name}: num_concurrent_requests is {n:g}, not a whole number of streams")
+        sf.fail(f"`num_concurrent_requests` is {n:g}, not a whole number of streams")
     return LevelSpec("concurrency", float(n), ("low", "operating"))
+
+
+def duration_s(s: Mapping[str, Any]) -> float | None:
+    """LLMPerf's own measured wall time (its start to its end, around every request): it keeps only rates over it,
+    `results_num_completed_requests` / (end - start) x 60 as `results_num_completed_requests_per_min`, and the
+    completed requests' output tokens / (end - start) as `results_mean_output_throughput_token_per_s`, so it is
+    read back from a rate and its count. None where the summary holds neither pair."""
+    n_done = stated_positive(s.get("results_num_completed_requests"))
+    per_min = stated_positive(s.get("results_num_completed_requests_per_min"))
+    if n_done is not None and per_min is not None:
+        return n_done / per_min * 60.0
+    mean_out = stated_positive(s.get("results_number_output_tokens_mean"))
+    tok_s = stated_positive(s.get("results_mean_output_throughput_token_per_s"))
+    if n_done is not None and mean_out is not None and tok_s is not None:
+        return n_done * mean_out / tok_s
+    return None
 
 
 def _error(code: Any, msg: Any) -> ErrorInfo:
@@ -98,7 +117,15 @@ def _record(ff: FileFields, r: Mapping[str, Any], i: int, sent: float) -> Reques
     ttft = ff.number(r.get("ttft_s"), f"[{i}].ttft_s")
     n = ff.count(r.get("number_output_tokens"), f"[{i}].number_output_tokens")
     times = (ttft, e2e_s) if n is not None and n > 1 and e2e_s > ttft else (ttft,)
-    return file_record(i, sent, prompt_tokens, sent + e2e_s, chunk_times=[sent + t for t in times], completion_tokens=n)
+    return file_record(
+        i,
+        sent,
+        prompt_tokens,
+        sent + e2e_s,
+        chunk_times=[sent + t for t in times],
+        completion_tokens=n,
+        all_chunks=False,
+    )
 
 
 def _responses(ff: FileFields) -> list[dict[str, Any]]:
@@ -115,13 +142,14 @@ def read(path: Path) -> ImportedRun:
     one line naming it, the format and the field."""
     ff = FileFields(path, READ_AS)
     responses = _responses(ff)
-    s = _summary(ff)
-    level = _level(ff, s)
+    sf, s = _summary(ff)
+    level = _level(sf, s)
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)
     sends = closed_loop_sends(durations, streams)  # one stream: exact to the client's own gap between requests
     records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
+    window = duration_s(s)
     version = s.get("version")
     info = {"tool": TOOL, "file": str(path), "version": version, "summary": summary_path(path).name}
     info |= {k: s[k] for k in ("model", "timestamp", "llmperf_commit") if s.get(k) is not None}
@@ -136,9 +164,13 @@ def read(path: Path) -> ImportedRun:
         notes=(
             f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",
             *((_REBUILT.format(n=streams),) if streams > 1 else ()),
+            _WINDOW if window is not None else _NO_WINDOW,
         ),
         label=path.parent.name or path.name,
         unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
+        sends_rebuilt=True,
+        duration_s=window,
+        model=str(s.get("model") or ""),
     )
 
 
@@ -153,5 +185,13 @@ _UNORDERED = (
 )
 _REBUILT = (
     "the LLMPerf file keeps no send times: rebuilt as the closed loop of {n} streams it was, each sending as its last "
-    "request ended, in the order listed (as they completed); requests in flight and tok/s are approximate"
+    "request ended, in the order listed (as they completed); requests in flight are approximate"
+)
+_WINDOW = (
+    "LLMPerf's tok/s: over its own measured time, from its summary (completed requests per minute), not the rebuilt "
+    "send times"
+)
+_NO_WINDOW = (
+    "the LLMPerf summary states no completed requests per minute or output throughput, and the file keeps no send "
+    "times: no throughput, and no throughput comparison"
 )

@@ -89,12 +89,72 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         return fmt
     if found := next((r.FORMAT for r in _DIRECTORIES if r.detect(path)), None):
         return found
+    if path.is_dir():  # no result in it that `result_path` found: a bench run's, whose reader says what it lacks
+        return SPECULAB
     if not path.exists():
         raise UserError(f"{path}: no such file or directory; {_GIVE}")
     if found := next((r.FORMAT for r in _FILES if r.detect(path)), None):
         return found
     others = "|".join(f for f in FORMATS if f != SPECULAB)
     raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {others} reads it as one)")
+
+
+def result_path(path: Path, fmt: str | None = None) -> Path:
+    """`path`, or the one result in it where it is a tool's output directory (AIPerf's artifact directory, LLMPerf's
+    results directory, GuideLLM's or vLLM's output directory): a file a reader detects (the reader of `fmt` where
+    given), in it or one directory down, or a directory in it that is a bench run's or a vLLM sweep's. A `speculab
+    bench` run's directory or a vLLM sweep's is itself; a directory of several results is one line listing them, one
+    of none a line saying what to give."""
+    if not path.is_dir() or any(r.detect(path) for r in _DIRECTORIES) or fmt in (r.FORMAT for r in _DIRECTORIES):
+        return path
+    found = _results_in(path, (READERS[fmt],) if fmt is not None else _FILES, () if fmt is not None else _DIRECTORIES)
+    if len(found) == 1:
+        return found[0][0]
+    if found:
+        listed = ", ".join(f"{f.relative_to(path)} ({kind})" for f, kind in found[:_LISTED])
+        more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
+        raise UserError(f"{path} holds {len(found)} results ({listed}{more}): give one of them")
+    if fmt is not None or speculab_bench.is_ab_run(path):
+        return path  # the reader's own words: --format's "a directory", an A/B run's "re-render it"
+    raise UserError(
+        f"{path}: no result speculab reads in it (no manifest.json of a `speculab bench` run, no result file of a "
+        f"known tool in it or one directory down); {_GIVE}"
+    )
+
+
+# how many results of a directory its message lists
+_LISTED = 8
+# what a tool's result file is named: JSON, JSON lines or YAML (a README or a CSV beside it is none, whatever it says)
+_RESULT_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def _results_in(d: Path, files: tuple[Reader, ...], dirs: tuple[Reader, ...]) -> list[tuple[Path, str]]:
+    """The results in `d`, with the format each is read as: the result files one of `files` detects, in it or one
+    directory down (a tool's artifact directory holding one directory per run), and its directories one of `dirs`
+    detects (a bench run's, a sweep's; the files in those are theirs, not results of their own)."""
+    found: list[tuple[Path, str]] = []
+    for sub in _listed(d):
+        if sub.is_dir() and (kind := next((r.FORMAT for r in dirs if r.detect(sub)), None)):
+            found.append((sub, kind))
+        elif sub.is_dir():
+            found += _result_files(_listed(sub), files)
+        else:
+            found += _result_files([sub], files)
+    return sorted(found)
+
+
+def _listed(d: Path) -> list[Path]:
+    """What `d` holds ([] where it may not be read: a folder of someone else's is no result, not a traceback)."""
+    try:
+        return sorted(d.iterdir())
+    except OSError:
+        return []
+
+
+def _result_files(paths: list[Path], readers: tuple[Reader, ...]) -> list[tuple[Path, str]]:
+    """The result files among `paths` one of `readers` detects, with the format each is read as."""
+    named = (f for f in paths if f.suffix in _RESULT_SUFFIXES and f.is_file())
+    return [(f, kind) for f in named if (kind := next((r.FORMAT for r in readers if r.detect(f)), None))]
 
 
 def read_runs(path: Path, fmt: str, benchmark: int | None = None) -> tuple[ImportedRun, ...]:

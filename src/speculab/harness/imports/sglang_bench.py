@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.fields import FileFields, error_category
+from speculab.harness.imports.fields import FileFields, error_category, obj, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
@@ -39,8 +39,9 @@ NOTE = (
     "as chunk gaps; from the native backend (`sglang`, /generate) SGLang splits each chunk's gap evenly over its "
     "tokens, so only the first and last token's times are read (chunk gaps, tokens per chunk and per-token ITL "
     "unknown); the file keeps no send times: they are rebuilt from the load (at a max concurrency, each request "
-    "sent as one before it ended, in dataset order), so tok/s is approximate; TPOT is speculab's (E2E - TTFT) / "
-    "(output_lens - 1) per request, E2E the last chunk (ttft + the sum of itls), not the file's aggregate"
+    "sent as one before it ended, in dataset order); tok/s is over the line's own `duration`; TPOT is speculab's "
+    "(E2E - TTFT) / (output_lens - 1) per request, E2E the last chunk (ttft + the sum of itls), not the file's "
+    "aggregate"
 )
 
 
@@ -75,7 +76,7 @@ def _run(ff: FileFields, which: int | None) -> tuple[dict[str, Any], int]:
     if i >= n:
         raise UserError(f"{ff.path}: --benchmark {i}: the file holds {n} run(s), 0 to {n - 1}")
     at, text = lines[i]
-    return ff.mapping(ff.json(text, f"line {at}: "), f"line {at}"), i
+    return ff.mapping(ff.json(text, f"line {at}: "), "", f"line {at}: "), i
 
 
 def _status(text: str) -> int | None:
@@ -133,6 +134,7 @@ def _records(ff: FileFields, lists: Mapping[str, list[Any]], native: bool, cap: 
                 chunk_times=[sent + x for x in (ttft, *after)],
                 output_text=text if isinstance(text, str) else "",
                 completion_tokens=ff.count(lists["output_lens"][i], f"output_lens[{i}]"),
+                all_chunks=not native,
             )
         )
     return out
@@ -193,7 +195,7 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     if not lines:
         ff.fail("the file is empty (no run)")
     return tuple(
-        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), f"line {at}"), i) for i, (at, t) in enumerate(lines)
+        _read_run(ff, ff.mapping(ff.json(t, f"line {at}: "), "", f"line {at}: "), i) for i, (at, t) in enumerate(lines)
     )
 
 
@@ -203,11 +205,14 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
     level, note = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")
     records = tuple(_records(ff, lists, backend in NATIVE, _cap(d)))
+    # bench_serving's own measured time, first send to last response: what its `output_throughput` divides by
+    window = stated_positive(d.get("duration"))
     info = {"tool": TOOL, "file": str(path), "version": None, "run": i}
     info |= {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
     said = ", ".join(f"{k} {info[k]}" for k in ("backend", "dataset_name", "tag") if k in info)
     notes = (
         f"{path.name}: an SGLang bench_serving run (SGLang's version is not in the file; line {i}, {said})",
+        _WINDOW if window is not None else _NO_WINDOW,
         *((note,) if note else ()),
     )
     return ImportedRun(
@@ -218,4 +223,12 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
         acceptance=_acceptance(d),
         info=info,
         notes=notes,
+        sends_rebuilt=True,
+        duration_s=window,
+        # SGLang writes no model of its own; `server_info` (the server's /get_server_info, where it asked) names it
+        model=str(obj(d.get("server_info")).get("model_path") or ""),
     )
+
+
+_WINDOW = "SGLang's tok/s: over the line's own `duration`, not the rebuilt send times"
+_NO_WINDOW = "the SGLang line states no `duration` and keeps no send times: no throughput, and no throughput comparison"

@@ -17,6 +17,7 @@ from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.records import AcceptanceSummary, RequestSpec
+from speculab.harness.results.ab_dir import INPUTS_FILE
 from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.run_dir import MANIFEST, REQUESTS, SUMMARY
 from speculab.harness.servers.adapters import detect_engine
@@ -33,8 +34,14 @@ UNFINISHED = "summary.json missing: the run did not finish"
 
 
 def detect(path: Path) -> bool:
-    """Any directory that is not a vLLM sweep's (the registry asks that reader first)."""
-    return path.is_dir()
+    """A directory holding a bench run's manifest.json or requests.jsonl (the registry asks the vLLM sweep's reader
+    first; a directory of another tool's result is that result's)."""
+    return path.is_dir() and any((path / name).is_file() for name in (MANIFEST, REQUESTS))
+
+
+def is_ab_run(path: Path) -> bool:
+    """Whether `path` is an A/B run's directory (`speculab run` or `compare` wrote it): read, it says so."""
+    return (path / INPUTS_FILE).is_file()
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -53,7 +60,7 @@ def _bench_files(d: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The directory's manifest and summary ({} where the run did not finish); one line where it is no bench run."""
     if not d.is_dir():
         raise UserError(f"{d}: no such directory; give the output directory of a `speculab bench` run")
-    if (d / "inputs.json").is_file():
+    if is_ab_run(d):
         raise UserError(f"{d} is an A/B run already; re-render it with `speculab report {d}`")
     manifest = _read_json(d / MANIFEST)
     summary = _read_json(d / SUMMARY) if (d / SUMMARY).is_file() else {}
@@ -124,6 +131,7 @@ def read(d: Path) -> ImportedRun:
         interrupted=bool(summary.get("interrupted")) or not summary,
         manifest=manifest,
         unfinished="" if summary else UNFINISHED,
+        model=str((manifest.get("endpoint") or {}).get("model") or ""),
     )
 
 

@@ -16,7 +16,6 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
@@ -55,10 +54,7 @@ def detect(path: Path) -> bool:
 
 
 def _load(ff: FileFields) -> dict[str, Any]:
-    d = ff.json(ff.text())
-    if not isinstance(d, dict):
-        ff.fail("not a JSON object")
-    return d
+    return ff.mapping(ff.json(ff.text()), "")
 
 
 def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
@@ -95,7 +91,8 @@ def _last_chunk(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> float
     gaps = lists["itls"][i]
     if not isinstance(gaps, list):
         ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
-    return ff.number(lists["ttfts"][i], f"ttfts[{i}]") + sum(ff.number(g, f"itls[{i}]") for g in gaps)
+    ttft = ff.number(lists["ttfts"][i], f"ttfts[{i}]")
+    return ttft + sum(ff.number(g, f"itls[{i}][{j}]") for j, g in enumerate(gaps))
 
 
 def _error(text: str) -> ErrorInfo:
@@ -130,7 +127,7 @@ def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int, sent: float)
         ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
     first = sent + ff.number(lists["ttfts"][i], f"ttfts[{i}]")
     end = sent + _latency(ff, lists, i)
-    times = tuple(accumulate((ff.number(g, f"itls[{i}]") for g in gaps), initial=first))
+    times = tuple(accumulate((ff.number(g, f"itls[{i}][{j}]") for j, g in enumerate(gaps)), initial=first))
     return file_record(
         i,
         sent,
@@ -146,14 +143,14 @@ def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int, sent: float)
 def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
     """vLLM's `request_rate` ("inf" = all at once) and `max_concurrency` -> the offered load; a note when unusual."""
     if d.get("ramp_up_strategy"):
-        raise UserError(f"{ff.path}: a vLLM run with a ramp-up ({d['ramp_up_strategy']}) is not one load; not read yet")
+        ff.fail(f"`ramp_up_strategy` is {d['ramp_up_strategy']!r}: a run with a ramp-up is not one load; not read yet")
     cap = d.get("max_concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     rate = d.get("request_rate", "inf")
     try:
         rate_rps = float(rate)
     except (TypeError, ValueError):
-        ff.fail(f"`request_rate` is {rate!r}")
+        ff.fail(f'`request_rate` is {rate!r}, not a number or "inf"')
     if math.isfinite(rate_rps) and rate_rps > 0:
         burst = d.get("burstiness", 1.0)
         arrival = "poisson" if burst in (None, 1, 1.0) else "gamma"
@@ -237,6 +234,7 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
         info=info,
         notes=notes,
         started_utc=str(d.get("date") or ""),
+        model=str(d.get("model_id") or ""),
     )
 
 

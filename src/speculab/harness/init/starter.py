@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from speculab.errors import EndpointError, UserError
+from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
@@ -88,7 +89,9 @@ class StarterSize:
     max_tokens: int = 256
     num_prompts: int = 64
     operating_concurrency: int = 8
-    repeats: int = 2
+    # the fewest launches per arm whose intervals mean something: the launch effect and throughput and cost get an
+    # interval over repeats from 3 (with 2, t has 1 degree of freedom: ×12.7 wide, and the report withholds it)
+    repeats: int = MIN_LAUNCHES
     fitting: int | None = None  # built-in prompts of the starter's set that fit the context
     pool: int | None = None
     estimate_s: float | None = None  # the run's duration, estimated from probe requests (experiment.preflight)
@@ -193,7 +196,8 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
         "requests/s)",
         "  # sweep: [{concurrency: 1}, {concurrency: 4}, {concurrency: 16}]   # to find the crossover",
         "slos: {ttft_s: 1.0, tpot_s: 0.1}",
-        f"repeats: {size.repeats}                         # arms alternate ABBA across repeats",
+        f"repeats: {size.repeats}                         # arms alternate ABBA across repeats; {MIN_LAUNCHES} or more "
+        "give throughput and cost an interval",
         "checks: true",
         "# cost: {baseline: {usd_per_hour: 2.5, gpus: 1}, target_rate_rps: 20}",
     ]

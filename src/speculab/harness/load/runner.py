@@ -113,7 +113,7 @@ class LoadConfig:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    finished: int  # measured requests finished (ok or not)
+    finished: int  # measured requests finished (ok or not; cancelled ones, cut off by Ctrl-C, are not counted)
     ok: int
     error: int
     in_flight: int
@@ -128,7 +128,7 @@ class LoadOutcome:
     started_s: float  # clock time the measured phase began
     ended_s: float  # clock time the last measured request finished (or the run was stopped)
     interrupted: bool
-    measured: int  # measured records produced
+    measured: int  # measured records produced (cancelled ones not counted)
     warmup: int  # warmup records produced
     skipped: int = 0  # measured conversation turns not sent: an earlier turn failed, or time ran out
 
@@ -188,7 +188,7 @@ class _Run:
         self.on_record(rec)
         if warmup:
             self.warmup_done += 1
-        else:
+        elif not rec.cancelled:  # cut off by Ctrl-C: neither sent nor failed, so not in the progress counts
             self.finished += 1
             self.ok += rec.ok
             self.error += not rec.ok

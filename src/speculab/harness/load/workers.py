@@ -456,7 +456,7 @@ async def _coordinate(
         if msg[0] == "rec":
             rec = RequestRecord.from_dict(msg[1])
             on_record(rec)
-            if not rec.warmup:
+            if not rec.warmup and not rec.cancelled:  # cancelled: neither sent nor failed (as `runner` counts)
                 counts["finished"] += 1
                 counts["ok" if rec.ok else "error"] += 1
                 if on_progress is not None:

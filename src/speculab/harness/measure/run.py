@@ -1,7 +1,9 @@
 """One measured run of one endpoint (one arm): preflight -> manifest -> scrape -> load -> scrape -> summary.
 
 Everything a user can get wrong is checked before the first request: the output directory, the endpoint,
-the model, the workload's fit with the API. Records stream to requests.jsonl as they finish and are not kept in
+the model, the workload's fit with the API. A server that goes away mid-run stops the run under the rule `run` uses
+(`servers.liveness`): what was measured is kept, and `BenchResult.server_gone` says why it stopped (exit 3).
+Records stream to requests.jsonl as they finish and are not kept in
 memory (the client's memory stays flat however long the run); summary.json is computed from that file at the end,
 also when the run was interrupted (it then covers the part that ran).
 """
@@ -23,7 +25,7 @@ from speculab.errors import UserError
 from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import make_session, request_func
+from speculab.harness.client.request import RequestFunc, make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.client_health import ClientHealth, HealthProbe
 from speculab.harness.load.interrupt import run_interruptible
@@ -35,6 +37,7 @@ from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine
+from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_note
 
@@ -61,6 +64,7 @@ class BenchResult:
     summary: dict[str, Any]
     run_dir: Path
     interrupted: bool
+    server_gone: str | None = None  # the server stopped answering mid-run: the one-line error (exit 3)
 
     @property
     def records(self) -> tuple[RequestRecord, ...]:
@@ -154,15 +158,20 @@ async def _measure(
     manifest["workload"] = {**cfg.workload, "n_items": len(items)}
     manifest["fit"] = fit.to_manifest()  # what was left out (or capped) to fit the context, before any request
     run_dir.write_json(MANIFEST, manifest)
-    if cfg.workers > 1 or cfg.ray is not None:
-        phase = await _load_in_workers(cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop)
-        manifest["workers"] = list(phase.workers)
-        if cfg.ray is not None:
-            manifest["ray"] = {"address": cfg.ray}
-    else:
-        phase = await _load_here(
-            cfg, ep, session, items, run_dir, on_progress=on_progress, stop=stop, count_tokens=count_tokens, clock=clock
-        )
+    watched = _Watched.start(session, ep, run_dir, stop, clock)
+    try:
+        if cfg.workers > 1 or cfg.ray is not None:
+            phase = await _load_in_workers(cfg, ep, session, items, watched, on_progress=on_progress)
+            manifest["workers"] = list(phase.workers)
+            if cfg.ray is not None:
+                manifest["ray"] = {"address": cfg.ray}
+        else:
+            phase = await _load_here(
+                cfg, ep, session, items, watched, on_progress=on_progress, count_tokens=count_tokens, clock=clock
+            )
+        gone = await watched.gone(stop)
+    finally:
+        watched.close()
     before, outcome = phase.before, phase.outcome
     after = (
         await scrape_metrics(session, ep.base_url, api_key=ep.api_key) if cfg.scrape and before is not None else None
@@ -172,6 +181,8 @@ async def _measure(
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
     m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
     hints = [*([fitted] if (fitted := fit_note(fit)) else []), *hints, *worker_warnings(phase.workers)]
+    if gone is not None:
+        hints.insert(0, f"the server stopped answering mid-run, and the run stopped there: {gone}")
     finished_at = utc_now()
     summary = build_summary(
         m,
@@ -199,8 +210,10 @@ async def _measure(
     run_dir.write_json(SUMMARY, summary)
     manifest["finished_at"] = finished_at
     manifest["interrupted"] = outcome.interrupted
+    manifest["server_gone"] = gone
     run_dir.write_json(MANIFEST, manifest)
-    return BenchResult(summary, run_dir.path, outcome.interrupted)
+    why = f"endpoint {ep.base_url} stopped answering mid-run ({gone}); what was measured is in {run_dir.path}"
+    return BenchResult(summary, run_dir.path, outcome.interrupted, why if gone is not None else None)
 
 
 def _manifest(
@@ -226,6 +239,57 @@ def _manifest(
     }
 
 
+@dataclass(slots=True)
+class _Watched:
+    """The load's records, stop and sends with the server watched (`servers.liveness`, the rule `run` uses for a URL
+    arm): records go to requests.jsonl and the watch; `stop` is set by the user's Ctrl-C or once the server is gone;
+    `admit` holds sends while the watch checks whether it is."""
+
+    run_dir: RunDir
+    watch: EndpointWatch
+    stop: asyncio.Event
+    _merge: asyncio.Task[None]
+
+    @classmethod
+    def start(
+        cls,
+        session: aiohttp.ClientSession,
+        ep: EndpointConfig,
+        run_dir: RunDir,
+        stop: asyncio.Event | None,
+        clock: Clock,
+    ) -> _Watched:
+        watch = EndpointWatch(session, ep.base_url, ep.headers(), clock=clock)
+        halt = asyncio.Event()
+        merge = asyncio.create_task(set_when(halt, watch.gone, *([stop] if stop is not None else [])))
+        return cls(run_dir, watch, halt, merge)
+
+    def on_record(self, rec: RequestRecord) -> None:
+        self.run_dir.append(rec)  # on disk at once, and nowhere else: the summary reads it back
+        self.watch.see(rec)
+
+    def admitted(self, request: RequestFunc) -> RequestFunc:
+        async def send(
+            session: aiohttp.ClientSession, spec: RequestSpec, *, scheduled_s: float, warmup: bool = False
+        ) -> RequestRecord:
+            await self.watch.admit()  # a wait here is client queue time: the request records sent_s when it leaves
+            return await request(session, spec, scheduled_s=scheduled_s, warmup=warmup)
+
+        return send
+
+    async def gone(self, user_stop: asyncio.Event | None) -> str | None:
+        """What showed the server gone (a check the last requests started concludes first); None when it is there,
+        or when the user stopped the run (then it is an interruption, whatever the server did)."""
+        if user_stop is not None and user_stop.is_set():
+            return None
+        await self.watch.settle()
+        return self.watch.evidence if self.watch.gone.is_set() else None
+
+    def close(self) -> None:
+        self._merge.cancel()
+        self.watch.cancel()
+
+
 @dataclass(frozen=True, slots=True)
 class _LoadPhase:
     """What the measured phase left behind for the summary."""
@@ -241,10 +305,9 @@ async def _load_here(
     ep: EndpointConfig,
     session: aiohttp.ClientSession,
     items: Sequence[RequestSpec],
-    run_dir: RunDir,
+    watched: _Watched,
     *,
     on_progress: Callable[[Progress], None] | None,
-    stop: asyncio.Event | None,
     count_tokens: TokenCounter | None,
     clock: Clock,
 ) -> _LoadPhase:
@@ -260,12 +323,12 @@ async def _load_here(
     request = request_func(ep, cfg.sampling, clock=clock, count_tokens=count_tokens)
     outcome = await run_load(
         items,
-        request,
+        watched.admitted(request),
         session,
         cfg.load,
-        on_record=run_dir.append,  # on disk at once, and nowhere else: the summary reads it back
+        on_record=watched.on_record,
         on_progress=on_progress,
-        stop=stop,
+        stop=watched.stop,
         clock=clock,
         on_measure_start=measure_start,
     )
@@ -278,12 +341,12 @@ async def _load_in_workers(
     ep: EndpointConfig,
     session: aiohttp.ClientSession,
     items: Sequence[RequestSpec],
-    run_dir: RunDir,
+    watched: _Watched,
     *,
     on_progress: Callable[[Progress], None] | None,
-    stop: asyncio.Event | None,
 ) -> _LoadPhase:
-    """Client processes (or Ray actors) run the load; the first scrape happens at their start barrier."""
+    """Client processes (or Ray actors) run the load; the first scrape happens at their start barrier. The workers
+    send on their own, so the watch sees their records but cannot hold their sends."""
     before: list[MetricsSnapshot | None] = [None]
     plans = plan_workers(items, cfg.load, cfg.workers)
 
@@ -296,9 +359,9 @@ async def _load_in_workers(
         ep,
         cfg.sampling,
         tokenizer=cfg.tokenizer,
-        on_record=run_dir.append,
+        on_record=watched.on_record,
         on_progress=on_progress,
-        stop=stop,
+        stop=watched.stop,
         on_measure_start=scrape_before,
         ray=cfg.ray,
     )

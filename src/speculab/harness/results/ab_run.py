@@ -41,6 +41,11 @@ class RepeatRun:
     # the client process over this repeat's measured blocks (load.client_health): {"cpu_share", "cpu_s", "wall_s",
     # "loop_lag_p99_s"}; None where not measured (compare, older runs)
     client: Mapping[str, float] | None = None
+    # Another tool's run (compare): True where its records' send times are rebuilt (the file keeps none), so no
+    # window of theirs was measured; `duration_s` is then the run's wall time as the tool states it (its summary),
+    # which throughput divides by; with neither, the run has no throughput (`verdict.arm_level.repeat_metrics`)
+    sends_rebuilt: bool = False
+    duration_s: float | None = None
 
     def meta_dict(self) -> dict[str, Any]:
         """Everything except the records (they live in requests.jsonl)."""
@@ -58,6 +63,8 @@ class RepeatRun:
                 "notes": list(self.notes),
                 "windows_s": [list(w) for w in self.windows_s],
                 "client": dict(self.client) if self.client is not None else None,
+                "sends_rebuilt": self.sends_rebuilt,
+                "duration_s": self.duration_s,
             }
         )
 
@@ -78,6 +85,8 @@ class RepeatRun:
             notes=tuple(d.get("notes", ())),
             windows_s=tuple((float(a), float(b)) for a, b in d.get("windows_s") or ()),
             client=dict(d["client"]) if d.get("client") else None,
+            sends_rebuilt=bool(d.get("sends_rebuilt", False)),
+            duration_s=float(d["duration_s"]) if d.get("duration_s") is not None else None,
         )
 
 

@@ -26,9 +26,15 @@ class WarningKind(str, Enum):
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline
     REPEATS_WITHOUT_DRAFTS = "repeats_without_drafts"  # inactive_repeats of repeats made no drafts
-    LAUNCH_SPREAD = "launch_spread"  # launch pairs' TPOT effects differ beyond the margin: launches, spread, margin
-    NEAR_MARGIN = "near_margin"  # a TPOT interval ends near a margin bound, launch effect unmeasured
-    ONE_REPEAT = "one_repeat"  # throughput and cost have no interval
+    # The three below say how to get more repeats, once each for the whole run (`where` lists every candidate and
+    # load it is about), in the words of the command that made the run (`command`: run | demo | compare).
+    LAUNCH_SPREAD = "launch_spread"  # launch pairs' TPOT effects differ beyond the margin: where, launches, margin
+    NEAR_MARGIN = "near_margin"  # a TPOT interval ends near a margin bound, launch effect unmeasured: where
+    FEW_REPEATS = "few_repeats"  # below `needed` repeats throughput and cost have no interval: repeats, needed
+    ONE_REPEAT = "one_repeat"  # throughput and cost have no interval (a summary.json before few_repeats)
+    # the TPOT speedup (the per-prompt effect) and the ratio of the arms' p50 TPOTs differ by more than the margin,
+    # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
+    EFFECT_NOT_MEDIANS = "effect_not_medians"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count

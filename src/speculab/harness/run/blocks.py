@@ -35,7 +35,7 @@ from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.run.plan import ArmPlan, RunPlan
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.liveness import EndpointWatch
+from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
@@ -77,17 +77,6 @@ def _moved_counters(before: MetricsSnapshot | None, after: MetricsSnapshot | Non
     if before is None or after is None:
         return {}
     return {k: v for k, v in counter_deltas(before, after).items() if v is not None}
-
-
-async def _set_when(target: asyncio.Event, *sources: asyncio.Event) -> None:
-    """Set `target` as soon as any of `sources` is set (run as a task; cancel it when done)."""
-    waits = [asyncio.create_task(e.wait()) for e in sources]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        target.set()
-    finally:
-        for w in waits:
-            w.cancel()
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -372,7 +361,7 @@ class BlockRunner:
         lv = self.plan.loads[b.level_i]
         tasks = [asyncio.create_task(b.server.watch(died))] if b.server is not None else []
         level_stop = asyncio.Event()
-        tasks.append(asyncio.create_task(_set_when(level_stop, self.stop, died)))
+        tasks.append(asyncio.create_task(set_when(level_stop, self.stop, died)))
 
         def on_record(rec: RequestRecord) -> None:
             seen.sink.append(rec)

@@ -163,6 +163,7 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
         max_tokens=cfg.max_tokens,
         levels=levels,
         repeats=1,
+        command="demo",
     )
     return RunPlan(
         setup=setup,

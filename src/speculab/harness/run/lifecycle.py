@@ -21,7 +21,7 @@ import aiohttp
 
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.probe import ServerInfo
-from speculab.harness.design import ArmInfo, Setup
+from speculab.harness.design import SAID_NOTE, ArmInfo, ChangeCheck, Setup
 from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
 from speculab.harness.results.ab_run import ABRun
@@ -30,7 +30,7 @@ from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.run.blocks import BlockRunner, Reporter
 from speculab.harness.run.plan import ArmPlan, RunPlan
 from speculab.harness.run.resume import Block, Resumed, plan_identity
-from speculab.harness.servers.adapters import detect_engine
+from speculab.harness.servers.adapters import detect_engine, said_change
 from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict import looks as verdict_looks
 
@@ -86,7 +86,19 @@ class RunRecord:
         """inputs.json: the record with the plan's changes and identity (`final`: the finish time stamped)."""
         setup = replace(self.setup, finished_utc=utc_now()) if final else self.setup
         arms = tuple(self.arm(a.info.name) for a in plan.arms)
-        return ABRun(setup, arms, plan.changes, interrupted=self.interrupted, notes=self.notes, plan=plan_id)
+        changes = tuple(self.said_change(c, arms[0]) for c in plan.changes)
+        return ABRun(setup, arms, changes, interrupted=self.interrupted, notes=self.notes, plan=plan_id)
+
+    def said_change(self, change: ChangeCheck, baseline: ArmInfo) -> ChangeCheck:
+        """A change its commands could not verify (two-URL mode), checked from what both servers said they run
+        where both said it (speculab serve's /version); else as it was."""
+        if change.verified is not None or not baseline.server_info:
+            return change
+        checked = said_change(baseline.server_info, self.arm(change.candidate).server_info)
+        if checked is None:
+            return change
+        diff, single = checked
+        return ChangeCheck(change.candidate, tuple(diff.lines()), single, SAID_NOTE)
 
 
 class Lifecycle:

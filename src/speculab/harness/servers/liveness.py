@@ -9,7 +9,7 @@ proxy, a port briefly exhausted), so the rule needs two kinds of evidence:
    error, a dropped stream — means something answered, and starts the count again.
 2. Then new requests are held back (not sent, so they cost nothing and record nothing) while /v1/models is asked
    `probes` times, `probe_interval_s` apart. Any HTTP answer, of any status, lets them go: the endpoint is there.
-   No answer at all to every probe: `gone` is set, and the caller stops the level.
+   No answer at all to every probe: `gone` is set, and the caller stops the level (`run`) or the run (`bench`).
 """
 
 from __future__ import annotations
@@ -116,3 +116,15 @@ class EndpointWatch:
             self._check = None
             if not self.gone.is_set():
                 self._open.set()
+
+
+async def set_when(target: asyncio.Event, *sources: asyncio.Event) -> None:
+    """Set `target` as soon as any of `sources` is set (run as a task; cancel it when done): a load's one stop, from
+    the user's Ctrl-C and a watch's `gone` alike."""
+    waits = [asyncio.create_task(e.wait()) for e in sources]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        target.set()
+    finally:
+        for w in waits:
+            w.cancel()

@@ -21,13 +21,16 @@ from speculab.harness.analysis.metrics import (
     RunMetrics,
     aggregate,
     endpoint_error_rate,
+    quantities_not_held,
     request_metrics,
 )
+from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.analysis.windows import (
     Window,
     achieved_concurrency,
     active_s,
     by_window,
+    closed_loop_fraction,
     send_rate_rps,
     send_span_s,
 )
@@ -103,9 +106,19 @@ def send_fraction(records: Sequence[RequestRecord], windows: Sequence[Window] = 
     return sched / sent if sched > 0 and sent > 0 else None  # same n - 1 intervals: the spans' inverse ratio
 
 
+def throughput_known(run: RepeatRun) -> bool:
+    """Whether the repeat has a measured window to divide by: its records' own, or its tool's stated duration."""
+    return run.duration_s is not None or not run.sends_rebuilt
+
+
 def repeat_metrics(run: RepeatRun) -> RunMetrics:
-    """One repeat's run-level numbers; throughput over the arm's own active time (its blocks' windows)."""
-    duration = active_s(by_window(run.records, run.windows_s)) if len(run.windows_s) > 1 else None
+    """One repeat's run-level numbers; throughput over the arm's own active time (its blocks' windows), or over the
+    tool's own duration where the records' send times are rebuilt (a rebuilt gap-free closed loop is shorter than
+    the run was: LLMPerf at 4 streams read up to 2x its own tok/s); NaN (no throughput) where neither exists."""
+    if run.sends_rebuilt:
+        duration: float | None = run.duration_s if run.duration_s is not None else math.nan
+    else:
+        duration = active_s(by_window(run.records, run.windows_s)) if len(run.windows_s) > 1 else None
     return aggregate(run.records, duration_s=duration)
 
 
@@ -204,7 +217,10 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         fracs = [f for f in (send_fraction(run.records, run.windows_s) for run in whole) if f is not None]
         frac = statistics.fmean(fracs) if fracs else None
     else:
-        frac = achieved_conc / level.value if achieved_conc is not None else None
+        # against what the workload allowed: fewer prompts than streams keep only that many in flight
+        closed = (closed_loop_fraction(run.records, level.value, run.windows_s) for run in whole)
+        fracs = [f for f in closed if f is not None]
+        frac = statistics.fmean(fracs) if fracs else None
     tok_s = [m.output_tok_s for m in by_repeat]
     price = arm_price(arm)
     slo = slo_targets(inputs)
@@ -238,6 +254,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
         slo_attainment=attainment,
         stalled_requests=pooled.stalled_requests,
+        not_in_file=quantities_not_held(records) + (() if all(map(throughput_known, runs)) else ("output_tok_s",)),
         repeat_tok_s=tuple(
             (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),
@@ -248,6 +265,17 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),
         prefix_cache=prefix_cache_view(runs, arm.engine),
     )
+
+
+def over_repeats(iv: stats.Interval) -> stats.Interval:
+    """A candidate/baseline ratio over repeats (throughput, cost), withheld below MIN_LAUNCHES repeats: the estimate
+    kept, the bounds NaN, as with one repeat. From 2 repeats a t-interval has 1 degree of freedom, ×12.7 the standard
+    error each side: a throughput change of +108 % [−91 %…+4,825 %] says nothing, so the report says why it has
+    none."""
+    if iv.n >= MIN_LAUNCHES:
+        return iv
+    # math.nan itself, as summary.json reads a null back (harness.results.codec): a re-read report equals the model
+    return stats.Interval(iv.estimate, math.nan, math.nan, iv.confidence, iv.method, iv.n)
 
 
 def _worst(values: Iterable[float | None]) -> float | None:

@@ -160,9 +160,12 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
                 )
         for a in lv.arms:
             w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
-    w.extend(_near_margin(levels, labels))
-    if inputs.setup.repeats < 2:
-        w.append(ReportWarning(Kind.ONE_REPEAT))
+    w.extend(_effect_not_medians(levels, labels))
+    command = repeats_command(inputs)
+    w.extend(_near_margin(levels, labels, command))
+    if inputs.setup.repeats < MIN_LAUNCHES:
+        fields = {"repeats": inputs.setup.repeats, "needed": MIN_LAUNCHES, "command": command}
+        w.append(ReportWarning(Kind.FEW_REPEATS, fields=fields))
     for c in cands:
         if c.correctness is not None:
             w.extend(replace(x, subject=c.label) for x in c.correctness.warnings)
@@ -206,49 +209,59 @@ def near_margin(low: float, high: float, margin: float) -> bool:
     return any(abs(abs(math.log(b)) - m) < m / 3 for b in (low, high))
 
 
-def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[ReportWarning]:
+def _effect_not_medians(levels: Sequence[LevelReport], labels: Mapping[str, str]) -> list[ReportWarning]:
+    """Where the TPOT speedup (the per-prompt effect) and the ratio of the table's p50s differ by more than the
+    margin, with why (comparison.prompt_spread): one warning for the run, listing where."""
+    where, margin = [], 0.0
+    for lv in levels:
+        for c in lv.comparisons:
+            tp, ps = c.metric("tpot_s"), c.prompt_spread
+            if tp is None or ps is None or not ps.differs:
+                continue
+            margin = tp.margin
+            where.append({"subject": labels.get(c.candidate, c.candidate), "load": lv.label, "speedup": tp.speedup,
+                          "medians_speedup": ps.medians_speedup, "pairs": ps.pairs, "faster": ps.faster,
+                          "slower": ps.slower, "low_quartile": ps.low_quartile, "high_quartile": ps.high_quartile,
+                          "split": ps.split})  # fmt: skip
+    return [ReportWarning(Kind.EFFECT_NOT_MEDIANS, fields={"where": where, "margin": margin})] if where else []
+
+
+def repeats_command(inputs: ABRun) -> str:
+    """Whose settings the advice to repeat names: `compare` (two separate runs), `demo` or `run`."""
+    return "compare" if inputs.setup.separate_runs else inputs.setup.command
+
+
+def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str], command: str) -> list[ReportWarning]:
     """Where the launch effect is unmeasured and a TPOT interval ends near a margin bound, so that a launch effect
-    smaller than the margin could change the answer: what would measure it."""
-    out = []
+    smaller than the margin could change the answer: what would measure it. One warning per kind for the whole run,
+    listing where (four copies of one piece of advice read as four problems)."""
+    spread: list[dict[str, object]] = []
+    near: list[dict[str, object]] = []
+    launches, launched, margin = 1, False, 0.0
     for lv in levels:
         for c in lv.comparisons:
             tp = c.metric("tpot_s")
             if c.gate != "ok" or tp is None or tp.unit == "launch" or not tp.decision:
                 continue
-            who = labels.get(c.candidate, c.candidate)
+            where = {"subject": labels.get(c.candidate, c.candidate), "load": lv.label}
             if tp.launch_spread is not None and tp.launch_spread > tp.margin:
-                out.append(
-                    ReportWarning(
-                        Kind.LAUNCH_SPREAD,
-                        who,
-                        lv.label,
-                        {
-                            "launches": tp.launches,
-                            "launch_spread": tp.launch_spread,
-                            "margin": tp.margin,
-                            "repeats": MIN_LAUNCHES,
-                        },
-                    )
-                )
+                spread.append({**where, "launch_spread": tp.launch_spread, "launches": tp.launches})
+            elif near_margin(tp.speedup_low, tp.speedup_high, tp.margin):
+                # far from both bounds a launch effect below the margin would not change the answer: not listed
+                near.append({**where, "speedup": tp.speedup, "speedup_low": tp.speedup_low,
+                             "speedup_high": tp.speedup_high})  # fmt: skip
+            else:
                 continue
-            if not near_margin(tp.speedup_low, tp.speedup_high, tp.margin):
-                continue  # far from both bounds: a launch effect below the margin would not change the answer
-            out.append(
-                ReportWarning(
-                    Kind.NEAR_MARGIN,
-                    who,
-                    lv.label,
-                    {
-                        "speedup": tp.speedup,
-                        "speedup_low": tp.speedup_low,
-                        "speedup_high": tp.speedup_high,
-                        "margin": tp.margin,
-                        "launched": c.launched,
-                        "launches": c.launches,
-                        "repeats": max(MIN_LAUNCHES, 2 * c.launches) if c.launched else None,
-                    },
-                )
-            )
+            launches, launched, margin = max(launches, c.launches), c.launched, tp.margin
+    out = []
+    if spread:
+        fields = {"where": spread, "margin": margin, "repeats": MIN_LAUNCHES, "command": command}
+        out.append(ReportWarning(Kind.LAUNCH_SPREAD, fields=fields))
+    if near:
+        repeats = max(MIN_LAUNCHES, 2 * launches) if launched else None
+        fields = {"where": near, "margin": margin, "launched": launched, "launches": launches, "repeats": repeats,
+                  "command": command}  # fmt: skip
+        out.append(ReportWarning(Kind.NEAR_MARGIN, fields=fields))
     return out
 
 

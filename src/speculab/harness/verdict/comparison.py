@@ -34,9 +34,9 @@ from speculab.harness.analysis.paired import (
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import ABRun, RepeatRun
-from speculab.harness.verdict.arm_level import arm_price, repeat_metrics
+from speculab.harness.verdict.arm_level import arm_price, over_repeats, repeat_metrics, throughput_known
 from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
-from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change
+from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change, prompt_spread
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per load: paired comparisons and gates.
@@ -277,7 +277,9 @@ def _gate(
 
 
 def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
-    return {run.repeat: repeat_metrics(run).output_tok_s for run in runs if any(not r.warmup for r in run.records)}
+    """Output tok/s per repeat, of the repeats that have a measured window (none: no throughput comparison)."""
+    measured = (run for run in runs if any(not r.warmup for r in run.records) and throughput_known(run))
+    return {run.repeat: repeat_metrics(run).output_tok_s for run in measured}
 
 
 def _memory_delta(base: ArmLevel, cand: ArmLevel) -> tuple[float | None, str]:
@@ -325,10 +327,12 @@ def compare_level(
     common = sorted(set(b_tok) & set(c_tok))
     tput = cost_ratio = None
     if common:
-        tput = stats.repeat_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common])
+        tput = over_repeats(stats.repeat_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common]))
         bp, cp = arm_price(base_arm), arm_price(cand_arm)
         if bp is not None and cp is not None and bp.replica_usd_per_hour > 0:
-            cost_ratio = costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
+            cost_ratio = over_repeats(
+                costlib.cost_ratio_interval([c_tok[j] for j in common], [b_tok[j] for j in common], cp, bp)
+            )
     mem, kind = _memory_delta(base, cand)
     if gate == "not active":
         verdict = decision = "speculation not active"
@@ -337,6 +341,11 @@ def compare_level(
     else:
         verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values["tpot_s"]
+    spread = None
+    if paired and gate == "ok" and ratios[0].metric == "tpot_s":
+        b50, c50 = base.distributions["tpot_s"].p50, cand.distributions["tpot_s"].p50
+        medians = b50 / c50 if c50 > 0 else math.nan
+        spread = prompt_spread(base_tpot, cand_tpot, ratios[0].speedup, medians, ratios[0].margin)
     short = _single_token(values["e2e_s"], values["tpot_s"], c_vals, b_vals) if paired else 0
     return LevelComparison(
         candidate=cand_arm.name,
@@ -358,6 +367,7 @@ def compare_level(
         launches=ratios[0].launches,
         launched=launched,
         single_token=short,
+        prompt_spread=spread,
     )
 
 

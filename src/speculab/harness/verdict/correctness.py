@@ -34,6 +34,7 @@ from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, eval
 EXCERPT_BEFORE = 60
 EXCERPT_AFTER = 80
 MAX_DIVERGENCES_SHOWN = 20
+MAX_FAILURES_SHOWN = 10
 
 
 # The checks' non-inferiority margin, in pass-rate points (0.05 = 5 points): the candidate is "not worse" when the
@@ -58,7 +59,8 @@ class ArmChecks:
     checked: int  # prompts with checks and a successful reference output
     passed: int
     pass_rate: Interval  # Wilson
-    failures: tuple[str, ...]  # "item 12 (prompt id): check 'name' failed: reason", first few
+    failures: tuple[str, ...]  # "item 12 (prompt id): check 'name' failed: reason", the first MAX_FAILURES_SHOWN
+    n_failures: int = 0  # every failed check (0 in a summary before it was counted): the list says how many more
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,10 @@ class CorrectnessComparison:
     pass_rate_difference: Interval | None = None
     non_inferiority_margin: float = DEFAULT_NON_INFERIORITY_MARGIN
     non_inferiority: str = ""  # "not worse" | "worse" | "inconclusive" | "" (no checks)
+    # Prompts whose checks failed in both arms: they fail on the model, not on speculation. With no discordant pair
+    # (`mcnemar_b` = `mcnemar_c` = 0) the arms agree on every check, and that is the finding to report, whatever
+    # the non-inferiority test's width says (18 of 18 failing in both is no "inconclusive difference").
+    checks_fail_both: int = 0
 
 
 def _sent_indices(runs: Sequence[Any]) -> set[int]:
@@ -191,12 +197,12 @@ def _check_pass(
     refs: Mapping[int, RequestRecord],
     warnings: list[ReportWarning],
     allow_python: bool,
-) -> tuple[dict[int, bool], list[str], int]:
-    """Prompt index -> all checks that ran passed, for prompts with checks that ran; failure descriptions; and how
-    many python checks were not run (no opt-in)."""
+) -> tuple[dict[int, bool], list[str], int, int]:
+    """Prompt index -> all checks that ran passed, for prompts with checks that ran; the first failure
+    descriptions; how many checks failed in all; and how many python checks were not run (no opt-in)."""
     out: dict[int, bool] = {}
     fails: list[str] = []
-    not_run = 0
+    n_failed = not_run = 0
     for i, rec in sorted(refs.items()):
         item = items.get(i)
         if item is None or not item.checks:
@@ -212,17 +218,18 @@ def _check_pass(
             continue
         out[i] = all(r.passed for r in results)
         for r in results:
-            if not r.passed and len(fails) < 10:
+            n_failed += not r.passed
+            if not r.passed and len(fails) < MAX_FAILURES_SHOWN:
                 name = f" ({item.prompt_id})" if item.prompt_id else ""
                 fails.append(f"item {i}{name}: check '{r.name}' failed" + (f": {r.reason}" if r.reason else ""))
-    return out, fails, not_run
+    return out, fails, n_failed, not_run
 
 
-def _arm_checks(arm: str, passes: Mapping[int, bool], fails: Sequence[str]) -> ArmChecks | None:
+def _arm_checks(arm: str, passes: Mapping[int, bool], fails: Sequence[str], n_failed: int) -> ArmChecks | None:
     if not passes:
         return None
     n, k = len(passes), sum(passes.values())
-    return ArmChecks(arm, n, k, wilson_interval(k, n), tuple(fails))
+    return ArmChecks(arm, n, k, wilson_interval(k, n), tuple(fails), n_failed)
 
 
 def _length(r: RequestRecord, unit: str) -> float:
@@ -248,11 +255,12 @@ def compare_correctness(
     temp0 = setup.temperature == 0
     same_context, identical, divs = _equivalence(refs, items, temp0, opts, warnings)
     self_rate = _baseline_self_rate(inputs, refs.base)
-    bchecks, cchecks, mc, diff = _checks(refs, items, candidate, opts, warnings)
+    bchecks, cchecks, mc, diff, fail_both = _checks(refs, items, candidate, opts, warnings)
     inferiority = non_inferiority(diff, opts.margin)
     unit, bl, cl, length_p = _lengths(refs)
     n_conf, n_tie, n_unc = (sum(1 for d in divs if d.kind == k) for k in ("confident", "near-tie", "unclassified"))
-    verdict = _verdict(temp0, n_conf, n_tie, n_unc, len(divs), len(same_context), mc, bchecks, cchecks, length_p,
+    n_differ = len(same_context) - len(identical)
+    verdict = _verdict(temp0, n_conf, n_tie, n_unc, n_differ, len(same_context), mc, bchecks, cchecks, length_p,
                        bl, cl, opts, self_rate)  # fmt: skip
     if inferiority == "worse" and diff is not None:
         verdict = (
@@ -293,6 +301,7 @@ def compare_correctness(
         pass_rate_difference=diff,
         non_inferiority_margin=opts.margin,
         non_inferiority=inferiority,
+        checks_fail_both=fail_both,
     )
 
 
@@ -380,11 +389,11 @@ def _checks(
     candidate: str,
     opts: CorrectnessOptions,
     warnings: list[ReportWarning],
-) -> tuple[ArmChecks | None, ArmChecks | None, Any, Interval | None]:
-    """Each arm's check pass rate on its reference outputs, McNemar's test on the pairs, and the paired pass-rate
-    difference for the non-inferiority test (None without checks)."""
-    bp, bfails, skipped = _check_pass(items, refs.base, warnings, opts.allow_python_checks)
-    cp, cfails, _ = _check_pass(items, refs.cand, warnings, opts.allow_python_checks)
+) -> tuple[ArmChecks | None, ArmChecks | None, Any, Interval | None, int]:
+    """Each arm's check pass rate on its reference outputs, McNemar's test on the pairs, the paired pass-rate
+    difference for the non-inferiority test (None without checks), and the prompts failing in both arms."""
+    bp, bfails, b_failed, skipped = _check_pass(items, refs.base, warnings, opts.allow_python_checks)
+    cp, cfails, c_failed, _ = _check_pass(items, refs.cand, warnings, opts.allow_python_checks)
     n_python = sum(1 for i in refs.common if i in items for c in items[i].checks if c.get("type") == "python")
     if skipped:
         warnings.append(
@@ -394,7 +403,14 @@ def _checks(
         warnings.append(ReportWarning(WarningKind.PYTHON_CHECKS_RAN, fields={"count": n_python, "flag": PYTHON_OPT_IN}))
     mc = mcnemar(cp, bp) if bp and cp else None
     diff = paired_difference(cp, bp, 1 - 2 * opts.alpha) if bp and cp else None
-    return _arm_checks("baseline", bp, bfails), _arm_checks(candidate, cp, cfails), mc, diff
+    fail_both = sum(1 for i in bp.keys() & cp.keys() if not bp[i] and not cp[i])
+    return (
+        _arm_checks("baseline", bp, bfails, b_failed),
+        _arm_checks(candidate, cp, cfails, c_failed),
+        mc,
+        diff,
+        fail_both,
+    )
 
 
 def _lengths(refs: _References) -> tuple[str, list[float], list[float], float | None]:
@@ -454,8 +470,15 @@ def _verdict(
         return f"pass rate higher (McNemar p = {mc.p_value:.2g})"
     if temp0:
         if n_div == 0:
-            return f"no difference (outputs identical for all {n} prompts)"
+            return f"identical outputs for all {n} prompts"
         if n_unc:
             return f"{n_div} of {n} outputs differ at temperature 0 ({n_unc} unclassified: no logprobs)"
         return f"no difference ({n_div} of {n} outputs differ, all at near-ties)"
+    if n and n_div == 0:  # strings may differ by design above temperature 0; these did not
+        return f"identical outputs for all {n} prompts"
+    if bchecks is None or cchecks is None:
+        # above temperature 0 (or where it is not recorded) strings differ by design, and no check judged them: the
+        # outputs were not compared, so nothing says they agree (two target models' outputs read "no difference")
+        lengths = f"paired length test p = {length_p:.2g}" if length_p is not None else "too few for a length test"
+        return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
     return "no difference"

@@ -145,7 +145,7 @@ class ArmLevel:
     total_tok_s: Interval
     usd_per_mtok: Interval | None  # $ per 1M output tokens, interval from repeats
     slo_attainment: float | None  # fraction of requests meeting every SLO limit; None without SLOs
-    stalled_requests: int
+    stalled_requests: int | None  # None: not in the file (`not_in_file`)
     # Per repeat, in repeat order: (repeat, position in the ABBA run sequence, output tok/s) - to see drift.
     repeat_tok_s: tuple[tuple[int, int, float], ...]
     token_count_sources: Mapping[str, int]
@@ -158,6 +158,11 @@ class ArmLevel:
     # its event loop's lag p99 (the worst repeat's); None where not measured
     client_cpu_share: float | None = None
     client_loop_lag_p99_s: float | None = None
+    # what this arm's result file does not hold, so that no number stands for it (null in summary.json, "not in the
+    # file" in views): `distributions` keys (`analysis.metrics.CHUNK_QUANTITIES` of a file that keeps only the
+    # first and last token's times) and "output_tok_s" (a file whose send times are rebuilt and that states no
+    # duration); () for speculab's own runs
+    not_in_file: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +201,23 @@ class Ratio:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptSpread:
+    """TPOT speedup prompt by prompt (baseline / candidate, each prompt against itself: what the verdict's
+    Hodges-Lehmann effect summarises) beside the ratio of the arms' p50 TPOTs that the per-load table shows. The two
+    answer different questions and can disagree: when they differ by more than the margin the report says so, and
+    why (`split`: the prompts fall in two groups, some faster and some slower beyond the margin)."""
+
+    medians_speedup: float  # baseline p50 TPOT / candidate p50 TPOT, each arm's requests pooled (the table's p50s)
+    pairs: int  # prompts with a TPOT in both arms
+    faster: int  # prompts faster than the baseline beyond the margin
+    slower: int  # prompts slower beyond the margin
+    low_quartile: float  # the per-prompt speedups' quartiles
+    high_quartile: float
+    split: bool  # a quarter or more of the prompts on each side of the margin: two groups, not one effect
+    differs: bool  # the verdict's effect and medians_speedup differ by more than the margin (log scale)
+
+
+@dataclass(frozen=True, slots=True)
 class LevelComparison:
     """One candidate vs the baseline at one load."""
 
@@ -225,6 +247,8 @@ class LevelComparison:
     # prompts paired on E2E but without a TPOT pair: a one-token answer in either arm (TPOT needs two tokens); why
     # the TPOT pairs can be fewer than the E2E pairs
     single_token: int = 0
+    # TPOT prompt by prompt beside the ratio of the arms' p50s (paired comparisons with a verdict; None otherwise)
+    prompt_spread: PromptSpread | None = None
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

@@ -7,6 +7,8 @@ only picks the records and counters of one arm and load. docs/results.md says ho
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -22,7 +24,7 @@ from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_ra
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.servers.prefix_cache import prefix_cache_delta
-from speculab.harness.verdict.model import ArmLevel, PrefixCacheView, RequestAcceptanceView
+from speculab.harness.verdict.model import ArmLevel, PrefixCacheView, PromptSpread, RequestAcceptanceView
 
 
 def _measured(runs: Sequence[RepeatRun]) -> list[RequestRecord]:
@@ -87,3 +89,40 @@ def acceptance_vs_speedup(
         return None
     categories = {it.index: it.category for it in items if it.category}
     return acceptance_speedup(per_prompt_length(per), base_tpot, cand_tpot, per[0].length_kind, categories)
+
+
+# A quarter of the prompts beyond the margin on each side: two groups of prompts (bimodal per-prompt ratios), which
+# one effect summarises poorly; fewer on one side is one effect with spread.
+SPLIT_SHARE = 0.25
+
+
+def prompt_spread(
+    base_tpot: Mapping[int, float],
+    cand_tpot: Mapping[int, float],
+    effect: float,
+    medians_speedup: float,
+    margin: float,
+) -> PromptSpread | None:
+    """The per-prompt TPOT speedups (baseline / candidate) beside the ratio of the arms' p50s and the verdict's
+    `effect`: how many prompts lie beyond the margin each way, their quartiles, and whether the effect and the
+    ratio of medians differ by more than the margin. None with fewer than 4 pairs or no finite ratio."""
+    common = sorted(i for i in base_tpot.keys() & cand_tpot.keys() if base_tpot[i] > 0 and cand_tpot[i] > 0)
+    finite = all(math.isfinite(x) and x > 0 for x in (effect, medians_speedup))
+    if len(common) < 4 or not finite:
+        return None
+    speedups = [base_tpot[i] / cand_tpot[i] for i in common]
+    bound = math.log1p(margin)
+    faster = sum(1 for s in speedups if math.log(s) > bound)
+    slower = sum(1 for s in speedups if math.log(s) < -bound)
+    q1, _, q3 = statistics.quantiles(speedups, n=4)
+    share = SPLIT_SHARE * len(speedups)
+    return PromptSpread(
+        medians_speedup=medians_speedup,
+        pairs=len(speedups),
+        faster=faster,
+        slower=slower,
+        low_quartile=q1,
+        high_quartile=q3,
+        split=faster >= share and slower >= share,
+        differs=abs(math.log(effect) - math.log(medians_speedup)) > bound,
+    )

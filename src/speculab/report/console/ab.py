@@ -1,5 +1,7 @@
-"""The A/B report in the terminal (speculab run / demo / report): the verdict first, hyperfine style, then one table
-per load, then warnings. Reads a `speculab.harness.verdict.model.Report`; formats only.
+"""The A/B report in the terminal (speculab run / demo / report): the verdict first, hyperfine style, then two
+tables per load (each arm's latency p50 and p99; each candidate's speedup and verdict), then warnings. Reads a
+`speculab.harness.verdict.model.Report`; formats only. The tables fit the terminal by shortening arm names, never by
+dropping numbers (console/fit.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.report.console.bench import ms_cell
+from speculab.report.console.fit import FittedTable
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
 from speculab.report.phrases import (
     best_lines,
@@ -30,64 +33,84 @@ STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
 SHORT = {"no detectable difference": "no diff.", "not enough paired data": "too few pairs"}
 
 
-def ab_level_table(report: Any, level: Any) -> Table:
-    """One load: a row per arm with latency medians (ms), throughput, the TPOT speedup and verdict, acceptance."""
+def _table() -> Table:
+    """A table in the A/B report's one style: units in the title, headers one word, no edge, cells never wrap."""
     from rich import box
 
-    # Units live in the title, headers stay one word, and cells never wrap: the table fits 80 columns for arm names
-    # up to ~16 characters ("draft_model k=4"), and a wider terminal only adds space.
-    margin = (report.margin or {}).get("tpot_s")
-    against = f" · margin {margin_pct(margin)}" if margin is not None else ""
-    t = Table(
-        title=f"{level.label} · p50 TPOT, TTFT in ms, E2E in s · TPOT speedup, 95% interval{against}",
-        title_justify="left",
+    return Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
         collapse_padding=True,
     )
-    cols = [
-        ("arm", "left"),
-        ("TPOT", "right"),
-        ("TTFT", "right"),
-        ("E2E", "right"),
-        ("tok/s", "right"),
-        ("speedup", "right"),
-        ("verdict", "left"),
-        ("acc.len", "right"),
-    ]
-    for col, justify in cols:
-        t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for arm in report.arms:
-        a = level.arm(arm.name)
-        if a is None:
-            t.add_row(escape(arm.label), *([MISSING] * 5), "[yellow]not run[/]", MISSING)
-            continue
-        d = a.distributions
-        comp = level.comparison(arm.name)
-        speed = verdict = MISSING
-        if comp is not None:
-            tp = comp.metric("tpot_s")
-            if tp is not None:
-                speed = f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}"
-            answer = decision_of(tp) if tp is not None and comp.gate == "ok" else comp.verdict
-            style = STYLES.get(answer, "yellow" if comp.gate != "ok" else "")
-            text = escape(SHORT.get(answer, answer) if comp.gate == "ok" else comp.gate)
-            verdict = f"[{style}]{text}[/]" if style else text
-        acc = a.acceptance
-        acc_txt = MISSING if acc is None else (num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
-        row = [
-            escape(arm.label),
-            ms_cell(d["tpot_s"].p50),
-            ms_cell(d["ttft_s"].p50),
-            num(d["e2e_s"].p50),
-            num(a.output_tok_s.estimate, ",.1f"),
-            speed,
-            verdict,
-            acc_txt,
-        ]
-        t.add_row(*row)
-    return t
+
+
+# the latency metrics a load's first table shows, p50 and p99 each: (header, distribution, cell format)
+LATENCY = (("TPOT", "tpot_s", ms_cell), ("TTFT", "ttft_s", ms_cell), ("E2E", "e2e_s", num))
+
+
+def latency_table(report: Any, level: Any) -> FittedTable:
+    """One load: a row per arm with p50 and p99 of TPOT, TTFT (ms) and E2E (s), and output tokens/s."""
+
+    def build(short: Any) -> Table:
+        t = _table()
+        t.add_column("\narm", no_wrap=True)
+        for head, _, _ in LATENCY:  # the metric over its p50, the p99 beside it: two header lines, narrow columns
+            t.add_column(f"{head}\np50", justify="right", no_wrap=True)
+            t.add_column("\np99", justify="right", no_wrap=True)
+        t.add_column("\ntok/s", justify="right", no_wrap=True)
+        for arm in report.arms:
+            a = level.arm(arm.name)
+            if a is None:
+                t.add_row(escape(short(arm.label)), *([MISSING] * (2 * len(LATENCY) + 1)))
+                continue
+            d = a.distributions
+            cells = [cell(getattr(d[key], p)) for _, key, cell in LATENCY for p in ("p50", "p99")]
+            t.add_row(escape(short(arm.label)), *cells, num(a.output_tok_s.estimate, ",.1f"))
+        return t
+
+    title = f"{level.label} · p50 and p99 · TPOT, TTFT in ms, E2E in s"
+    return FittedTable(build, (arm.label for arm in report.arms), title)
+
+
+def ab_level_table(report: Any, level: Any) -> FittedTable:
+    """One load: a row per candidate with the TPOT speedup over the baseline, its verdict, and acceptance."""
+    margin = (report.margin or {}).get("tpot_s")
+    against = f" · margin {margin_pct(margin)}" if margin is not None else ""
+    names = {c.name for c in report.candidates}
+    candidates = [arm for arm in report.arms if arm.name in names]
+
+    def build(short: Any) -> Table:
+        t = _table()
+        for col, justify in (("candidate", "left"), ("speedup", "right"), ("verdict", "left"), ("acc.len", "right")):
+            t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        for arm in candidates:
+            a = level.arm(arm.name)
+            if a is None:
+                t.add_row(escape(short(arm.label)), MISSING, "[yellow]not run[/]", MISSING)
+                continue
+            t.add_row(escape(short(arm.label)), *_verdict_cells(level.comparison(arm.name)), _acceptance_cell(a))
+        return t
+
+    return FittedTable(build, (arm.label for arm in candidates), f"{level.label} · TPOT speedup, 95% interval{against}")
+
+
+def _verdict_cells(comp: Any) -> tuple[str, str]:
+    """A candidate's TPOT speedup with its interval, and its answer (short, coloured), from its comparison."""
+    if comp is None:
+        return MISSING, MISSING
+    tp = comp.metric("tpot_s")
+    # escaped: rich read "[no interval]" as a markup tag and printed nothing in its place
+    speed = MISSING if tp is None else escape(f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}")
+    answer = decision_of(tp) if tp is not None and comp.gate == "ok" else comp.verdict
+    style = STYLES.get(answer, "yellow" if comp.gate != "ok" else "")
+    text = escape(SHORT.get(answer, answer) if comp.gate == "ok" else comp.gate)
+    return speed, f"[{style}]{text}[/]" if style else text
+
+
+def _acceptance_cell(a: Any) -> str:
+    acc = a.acceptance
+    return MISSING if acc is None else (num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
 
 
 def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
@@ -110,7 +133,9 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         parts.append(Text(verdict_line(report, c), style="bold"))
     for lv in report.levels:
         parts.append(Text(""))
-        parts.append(ab_level_table(report, lv))
+        parts.append(latency_table(report, lv))
+        if report.candidates:
+            parts.append(ab_level_table(report, lv))
         failed = [(x.label, lv.arm(x.name)) for x in report.arms if lv.arm(x.name) is not None]
         failed = [f"{escape(label)} {a.error} of {a.sent}" for label, a in failed if a.error]
         if failed:
@@ -131,34 +156,30 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     return Group(*parts)
 
 
-def candidates_table(report: Any) -> Table:
+def candidates_table(report: Any) -> FittedTable:
     """Load × candidate: each candidate's TPOT speedup over the baseline, and which is best at each load."""
-    from rich import box
 
-    t = Table(
-        title="TPOT speedup by load and candidate (* best, = tied with it)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    t.add_column("load", no_wrap=True)
-    for c in report.candidates:
-        t.add_column(escape(c.label), justify="right", no_wrap=True)
-    for lv in report.levels:
-        cells = []
+    def build(short: Any) -> Table:
+        t = _table()
+        t.add_column("load", no_wrap=True)
         for c in report.candidates:
-            r = next((x for x in lv.ranking if x.candidate == c.name), None)
-            if r is None or r.gate != "ok":
-                cells.append(MISSING if r is None else f"[yellow]{escape(r.gate)}[/]")
-                continue
-            mark = "*" if c.name == lv.best else ("=" if c.name in lv.tied_with_best else " ")
-            style = STYLES.get(r.decision or r.verdict, "")
-            cell = f"{r.speedup:.2f}×{mark}"
-            cells.append(f"[{style}]{cell}[/]" if style else cell)
-        t.add_row(escape(lv.label), *cells)
-    return t
+            t.add_column(escape(short(c.label)), justify="right", no_wrap=True)
+        for lv in report.levels:
+            t.add_row(escape(lv.label), *(_ranking_cell(lv, c.name) for c in report.candidates))
+        return t
+
+    title = "TPOT speedup by load and candidate (* best, = tied with it)"
+    return FittedTable(build, (c.label for c in report.candidates), title)
+
+
+def _ranking_cell(lv: Any, candidate: str) -> str:
+    r = next((x for x in lv.ranking if x.candidate == candidate), None)
+    if r is None or r.gate != "ok":
+        return MISSING if r is None else f"[yellow]{escape(r.gate)}[/]"
+    mark = "*" if candidate == lv.best else ("=" if candidate in lv.tied_with_best else " ")
+    style = STYLES.get(r.decision or r.verdict, "")
+    cell = f"{r.speedup:.2f}×{mark}"
+    return f"[{style}]{cell}[/]" if style else cell
 
 
 def k_choice_lines(report: Any) -> list[str]:

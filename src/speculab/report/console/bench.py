@@ -44,6 +44,20 @@ def bench_table(summary: dict[str, Any]) -> Table:
     return t
 
 
+def _count_lines(c: dict[str, Any]) -> list[Text]:
+    """The requests line (sent, ok, error by category, warmup, cancelled), an example per error, skipped turns."""
+    errs = ", ".join(f"{escape(k)} {v}" for k, v in c.get("errors_by_category", {}).items())
+    err_txt = f"[red]error {c['error']}[/] ({errs})" if c["error"] else "error 0"
+    # cancelled requests (Ctrl-C) are in no count: said apart, never as errors (docs/bench.md)
+    cancelled = f", cancelled {c['cancelled']}" if c.get("cancelled") else ""
+    warm = c.get("warmup", 0)
+    lines = [Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {warm}{cancelled})")]
+    lines += [Text(f"  e.g. {cat}: {msg}", style="dim") for cat, msg in c.get("error_examples", {}).items()]
+    if c.get("skipped_turns"):
+        lines.append(Text(f"  {c['skipped_turns']} conversation turns not sent: an earlier turn of theirs failed"))
+    return lines
+
+
 def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Group:
     c, th, m = summary["counts"], summary["throughput"], summary["metrics"]
     tpc = m.get("tokens_per_chunk") or {}
@@ -52,15 +66,7 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     head = f"{escape(str(run.get('model', '')))} · {run.get('api', '')} · workload {escape(str(run.get('workload')))}"
     parts.append(Text.from_markup(f"[bold]speculab bench[/] {head}"))
     parts.append(bench_table(summary))
-    errs = ", ".join(f"{escape(k)} {v}" for k, v in c.get("errors_by_category", {}).items())
-    err_txt = f"[red]error {c['error']}[/] ({errs})" if c["error"] else "error 0"
-    parts.append(
-        Text.from_markup(f"requests  sent {c['sent']}  ok {c['ok']}  {err_txt}  (warmup {c.get('warmup', 0)})")
-    )
-    for cat, msg in c.get("error_examples", {}).items():
-        parts.append(Text(f"  e.g. {cat}: {msg}", style="dim"))
-    if c.get("skipped_turns"):
-        parts.append(Text(f"  {c['skipped_turns']} conversation turns not sent: an earlier turn of theirs failed"))
+    parts.extend(_count_lines(c))
     sources = ", ".join(f"{k} {v}" for k, v in summary.get("tokens", {}).get("count_sources", {}).items())
     parts.append(
         Text(

@@ -39,6 +39,14 @@ def print_methods(console: Console, table: Any) -> None:
     console.print(Text(f"engine: {d.engine}{release}; methods from {d.source}"))
     if d.problem:
         console.print(Text(f"could not ask the engine: {d.problem}", style="yellow"))
+    if (run := table.running) is not None:  # what the server said it runs (its /version), beside what it could
+        spec = run.speculation
+        now = (
+            "plain decoding"
+            if spec is None
+            else f"{run.method} k={run.k}" + (f", {spec['model']}" if spec.get("model") else "")
+        )
+        console.print(Text(f"the server runs: {now} (its /version)"))
     given = table.given
     for label, facts in (("target", given.target), ("draft", given.draft), ("head", given.head)):
         if facts is not None:

@@ -19,6 +19,8 @@ matplotlib.use("Agg")  # before pyplot: no display, deterministic output
 
 import matplotlib.pyplot as plt
 
+from speculab.report.names import shorten_apart
+
 COLORS = ("#4c566a", "#d08770", "#5e81ac", "#a3be8c", "#b48ead", "#ebcb8b", "#bf616a", "#88c0d0")
 
 plt.rcParams.update(
@@ -35,11 +37,16 @@ plt.rcParams.update(
 )
 
 
+# a legend's longest label, in characters: arms named by long file names pushed the legend past the plot's edge
+LEGEND_NAME = 32
+
+
 def _legend(ax: Any, **kw: Any) -> None:
     """A legend only when something on the axes has a label (matplotlib warns into the user's terminal otherwise)."""
-    handles, _ = ax.get_legend_handles_labels()
+    handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(**kw)
+        short = shorten_apart(labels, LEGEND_NAME)
+        ax.legend(handles, [short[x] for x in labels], **kw)
 
 
 def color(i: int) -> str:

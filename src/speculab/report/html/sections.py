@@ -26,10 +26,12 @@ from speculab.report.formatting import (
     usd,
 )
 from speculab.report.phrases import (
+    NOT_IN_FILE,
+    checks_phrase,
     decision_of,
     decision_phrase,
+    failure_lines,
     launch_phrase,
-    non_inferiority_phrase,
     pairs_phrase,
     ratio_phrase,
     samples_phrase,
@@ -48,6 +50,10 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
             rows.append({"arm": arm.label, "missing": "not run"})
             continue
         d = a.distributions
+
+        def held(key: str, text: str, a: ArmLevel = a) -> str:
+            return NOT_IN_FILE if key in a.not_in_file else text
+
         load = (
             f"{num(a.achieved_rate_rps, '.3g')} req/s sent"
             if lv.kind in ("rate", "trace")
@@ -60,18 +66,18 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                 "missing": "",
                 "ttft": f"{ms(d['ttft_s'].p50)} / {ms(d['ttft_s'].p99)}",
                 "tpot": f"{ms(d['tpot_s'].p50, 2)} / {ms(d['tpot_s'].p99, 2)}",
-                "itl": f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}",
-                "gap": f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}",
+                "itl": held("itl_s", f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}"),
+                "gap": held("chunk_gap_s", f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}"),
                 "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
-                "tpc": num(d["tokens_per_chunk"].mean),
-                "tok_s": interval(a.output_tok_s, floor=0.0),
+                "tpc": held("tokens_per_chunk", num(d["tokens_per_chunk"].mean)),
+                "tok_s": held("output_tok_s", interval(a.output_tok_s, floor=0.0)),
                 "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
                 "cost": money_interval(a.usd_per_mtok),
                 "slo": f"{a.slo_attainment:.0%}" if is_number(a.slo_attainment) else "–",
                 "load": load + (f" ({a.load_fraction:.0%})" if is_number(a.load_fraction) else ""),
                 "errors": f"{a.error} of {a.sent}"
                 + (f" ({', '.join(f'{k} {v}' for k, v in a.errors_by_category.items())})" if a.error else ""),
-                "stalls": str(a.stalled_requests),
+                "stalls": held("stall_count", num(a.stalled_requests, "d")),
                 "acceptance": (
                     "–"
                     if acc is None
@@ -164,6 +170,7 @@ def memory_text(a: ArmLevel) -> str:
 def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
     labels = arm_labels(report)
     out = []
+    absent = {k for a in lv.arms for k in a.not_in_file}  # what either arm's file does not hold
     for comp in lv.comparisons:
         metrics = []
         for m in comp.metrics:
@@ -178,10 +185,12 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     if is_number(m.ratio.estimate) and m.ratio.estimate > 0
                     else "–",
                     "p": pvalue(m.wilcoxon_p),
-                    "verdict": m.verdict,
+                    "verdict": NOT_IN_FILE if m.metric in absent else m.verdict,
                     "decision": decision_of(m),
                     "margin": margin_pct(m.margin) if m.decision else "–",
-                    "phrase": decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
+                    "phrase": f"{METRIC_LABELS.get(m.metric, m.metric)}: {NOT_IN_FILE}"
+                    if m.metric in absent
+                    else decision_phrase(m, METRIC_LABELS.get(m.metric, m.metric)),
                     "cls": CLASSES.get(decision_of(m), ""),
                     "mdc": mdc,
                     "pairs": samples_phrase(m)
@@ -214,7 +223,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "cls": CLASSES.get(comp.decision or comp.verdict, ""),
                 "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",
                 "metrics": metrics,
-                "throughput": ratio_phrase(comp.throughput_ratio) if comp.throughput_ratio is not None else "–",
+                "throughput": ratio_phrase(comp.throughput_ratio)
+                if comp.throughput_ratio is not None
+                else (NOT_IN_FILE if "output_tok_s" in absent else "–"),
                 "cost": ratio_phrase(comp.cost_ratio) if comp.cost_ratio is not None else "–",
                 "memory": f"{signed_bytes(comp.memory_delta_bytes)} ({comp.memory_kind})"
                 if comp.memory_delta_bytes is not None
@@ -255,6 +266,7 @@ CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
 def correctness_rows(report: Report) -> list[dict[str, Any]]:
     out = []
+    listed: set[tuple[str, ...]] = set()  # the baseline's failures are the same for every candidate: listed once
     for c in report.candidates:
         k = c.correctness
         if k is None:
@@ -263,12 +275,17 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
         checks = []
         for side in (k.baseline_checks, k.candidate_checks):
             if side is not None:
+                failures = failure_lines(side.failures, side.n_failures)
+                if side is k.baseline_checks:
+                    key = tuple(failures)
+                    failures = [] if key in listed else failures
+                    listed.add(key)
                 checks.append(
                     {
                         "arm": arm_labels(report).get(side.arm, side.arm),
                         "rate": f"{side.passed} of {side.checked} "
                         f"({interval(side.pass_rate, '.1%').replace(' (no interval: n = 1)', '')})",
-                        "failures": list(side.failures),
+                        "failures": failures,
                     }
                 )
         out.append(
@@ -305,9 +322,7 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     if k.mcnemar_p is not None
                     else "–"
                 ),
-                "non_inferiority": non_inferiority_phrase(k)
-                if k.non_inferiority and k.pass_rate_difference is not None
-                else "",
+                "non_inferiority": checks_phrase(k, arm_labels(report)),
                 "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
                 f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
                 f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",

@@ -176,3 +176,13 @@ def test_cancelled_requests_neither_fail_nor_count_against_the_error_gate():
     assert error_gate(4, 40, {"cancelled": 4}, 0.02) is None
     why = error_gate(6, 40, {"cancelled": 4, "http": 2}, 0.02)
     assert why == "2 of 36 requests failed (5.6%: http 2), more than --max-error-rate 2% allows"
+
+
+def test_cancelled_requests_are_in_no_count_and_no_latency():
+    """Issue 36: a request cut off by Ctrl-C is neither sent nor failed (docs/bench.md), and its times say nothing."""
+    cut = rec(index=2, error=ErrorInfo(ErrorCategory.CANCELLED, "cancelled: the run was interrupted"), end=99.0)
+    failed = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.HTTP, "HTTP 500", 500))
+    m = aggregate([rec(index=0), failed, cut])
+    assert (m.sent, m.ok, m.error, m.cancelled) == (2, 1, 1, 1)
+    assert m.errors_by_category == {"http": 1} and m.to_dict()["counts"]["cancelled"] == 1
+    assert m.distributions["queue_s"].n == 2 and m.duration_s < 1.0  # the cut-off request's end is not the run's

@@ -27,14 +27,16 @@ def reference_aggregate(
     slo: SloTargets = SloTargets(),
     duration_s: float | None = None,
 ) -> RunMetrics:
-    """`aggregate` as it was when it kept every record (speculab 25c5da4): the definition the fold must keep."""
+    """`aggregate` as it was when it kept every record (speculab 25c5da4): the definition the fold must keep, with
+    issue 36's one change: cancelled requests (Ctrl-C) are counted apart, in no other count or distribution."""
 
     def rate_rps(times_s: Sequence[float]) -> float | None:
         if len(times_s) < 2 or max(times_s) <= min(times_s):
             return None
         return (len(times_s) - 1) / (max(times_s) - min(times_s))
 
-    recs = [r for r in records if not r.warmup]
+    measured = [r for r in records if not r.warmup]
+    recs = [r for r in measured if not r.cancelled]
     per = [request_metrics(r, stall) for r in recs]
     good = [m for m in per if m.ok]
     window = max(r.end_s for r in recs) - min(r.scheduled_s for r in recs) if recs else 0.0
@@ -88,6 +90,7 @@ def reference_aggregate(
         output_tokens_unknown=sum(1 for m in good if m.output_tokens is None),
         stalled_requests=sum(1 for m in good if m.stall_count > 0),
         slo=slo,
+        cancelled=len(measured) - len(recs),
     )
 
 

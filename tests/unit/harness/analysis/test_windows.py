@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from speculab.harness.analysis.windows import active_s, by_window, send_rate_rps, send_span_s
+from speculab.harness.analysis.windows import (
+    achieved_concurrency,
+    active_s,
+    by_window,
+    closed_loop_fraction,
+    full_loop_span,
+    send_rate_rps,
+    send_span_s,
+)
 from speculab.harness.records import RequestRecord
 
 
@@ -45,3 +53,33 @@ def test_rate_and_active_time_count_the_windows_only() -> None:
     assert send_rate_rps(by_window(a + b)) == pytest.approx(5 / 102)
     assert active_s(by_window(a + b)) == pytest.approx(102.5)
     assert send_rate_rps([[rec(0, 0.0, 1.0)]]) is None
+
+
+def test_n_requests_started_together_at_concurrency_n_read_n_in_flight() -> None:
+    """A GuideLLM concurrent@4 run whose 4 requests started within 1.2 ms read "1.66 in flight of 4" when the
+    span ended at the last send (#37): the loop is full until the first request ends, whatever their lengths."""
+    starts = [0.0, 0.0004, 0.0009, 0.0012]
+    lengths = [9.0, 11.5, 14.0, 20.0]  # unequal: the longest alone sets the last completion
+    recs = [rec(i, s, s + d) for i, (s, d) in enumerate(zip(starts, lengths, strict=True))]
+    assert achieved_concurrency(recs) == pytest.approx(4.0, abs=1e-3)
+    # Little's law up to the last completion would count the drain: mean length / longest of 4, not 4
+    busy = sum(lengths)
+    assert busy / (max(s + d for s, d in zip(starts, lengths, strict=True)) - starts[0]) < 3.0
+    assert full_loop_span(recs) == pytest.approx((0.0, 9.0))
+
+
+def test_a_client_that_falls_behind_still_reads_short_of_its_concurrency() -> None:
+    # concurrency 2 asked; the client refills each slot 1 s after it frees (1 s requests): 1 in flight on average
+    recs = [rec(0, 0.0, 1.0), rec(1, 0.0, 1.0), rec(2, 2.0, 3.0), rec(3, 2.0, 3.0), rec(4, 4.0, 5.0)]
+    # five 1 s requests over 0 -> 5 s (the last ends at 5, the first completion after the last send): 1 of 2
+    assert achieved_concurrency(recs) == pytest.approx(1.0)
+
+
+def test_fewer_prompts_than_streams_is_the_whole_load_they_allow() -> None:
+    # 3 prompts at concurrency 16, all in flight together: 3 of 16 is all 3 prompts allow, not 19 %
+    recs = [rec(i, 0.001 * i, 5.0 + i) for i in range(3)]
+    assert achieved_concurrency(recs) == pytest.approx(3.0, abs=0.01)
+    assert closed_loop_fraction(recs, 16) == pytest.approx(1.0, abs=0.01)
+    # one stream short of 4 the whole time: 3 of 4
+    late = [rec(i, 0.0, 2.0) for i in range(3)] + [rec(3 + i, 2.0, 4.0) for i in range(3)]
+    assert closed_loop_fraction(late, 4) == pytest.approx(0.75)

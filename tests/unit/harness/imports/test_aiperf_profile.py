@@ -91,7 +91,11 @@ def test_the_load_is_the_summarys_and_without_it_the_file_is_refused(tmp_path: P
     level = aiperf_profile.read(_write(tmp_path, [_rec(0, 0)], phases=rate)).level
     assert (level.key, level.arrival, level.max_concurrency) == ("r2.5", "poisson", 8)
     schedule = ({"kind": "profiling", "type": "fixed_schedule"},)
-    with pytest.raises(UserError, match=r"\('fixed_schedule'\) is neither a concurrency nor a request rate"):
+    with pytest.raises(
+        UserError,
+        match=r"profile_export_aiperf.json: read as AIPerf's profile_export_aiperf.json: "
+        r"`input_config.phases\[0\].type` is 'fixed_schedule', neither a concurrency nor a request rate",
+    ):
         aiperf_profile.read(_write(tmp_path, [_rec(0, 0)], phases=schedule))
     (tmp_path / "alone").mkdir()
     f = _write(tmp_path / "alone", [_rec(0, 0)], phases=None)

@@ -115,7 +115,9 @@ def test_yaml_reads_as_json_does(tmp_path: Path) -> None:
 def test_a_missing_field_is_one_line_naming_it(tmp_path: Path) -> None:
     req = _req(0, 1.0)
     del req["inter_token_latency_ms"]
-    with pytest.raises(UserError, match=r"read as a GuideLLM benchmarks file: no `requests.successful\[0\]\.inter"):
+    with pytest.raises(
+        UserError, match=r"GuideLLM benchmarks file: no `benchmarks\[0\]\.requests.successful\[0\]\.inter"
+    ):
         gl.read(_file(tmp_path, {"successful": [req]}))
     f = tmp_path / "empty.json"
     f.write_text(json.dumps({"metadata": {"guidellm_version": "0.8.1"}}))

@@ -86,7 +86,10 @@ def test_several_concurrent_requests_are_a_rebuilt_closed_loop_that_does_not_pai
 
 def test_a_fraction_of_a_stream_is_one_line(tmp_path: Path) -> None:
     f = _write(tmp_path, [_resp(0)], concurrency=2.5)
-    with pytest.raises(UserError, match=r"num_concurrent_requests is 2.5, not a whole number of streams"):
+    with pytest.raises(
+        UserError,
+        match=r"_summary.json: read as an LLMPerf summary file: `num_concurrent_requests` is 2.5, not a whole number",
+    ):
         llmperf_responses.read(f)
 
 
@@ -95,7 +98,7 @@ def test_a_fraction_of_a_stream_is_one_line(tmp_path: Path) -> None:
     [
         ({"a": 1}, "not a JSON list of responses"),
         ([], "it holds no requests"),
-        ([_resp(0), 3], "`[1]` is not an object"),
+        ([_resp(0), 3], "`[1]` is a number, not an object"),
         ([{k: v for k, v in _resp(0).items() if k != "end_to_end_latency_s"}], "no `[0].end_to_end_latency_s`"),
         ([_resp(0, number_output_tokens="5")], "`[0].number_output_tokens` is '5', not a token count"),
     ],
@@ -105,3 +108,11 @@ def test_a_bad_file_is_one_line(tmp_path: Path, rows, says: str) -> None:
     with pytest.raises(UserError) as e:
         llmperf_responses.read(f)
     assert str(e.value).startswith(f"{f}: read as an LLMPerf individual_responses file: ") and says in str(e.value)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_the_notes_agree_with_the_schedule_rebuilt(tmp_path: Path, concurrency: int) -> None:
+    """Issue 37: the format's note said "one request at a time" beside "rebuilt as the closed loop of 32 streams"."""
+    run = llmperf_responses.read(_write(tmp_path, [_resp(i) for i in range(8)], concurrency=concurrency))
+    said = " ".join((llmperf_responses.NOTE, *run.notes))
+    assert "one request at a time" not in said and "closed loop" in llmperf_responses.NOTE

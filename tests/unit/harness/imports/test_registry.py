@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from speculab.errors import UserError
-from speculab.harness.imports.registry import FORMATS, READERS, read_runs, result_format
+from speculab.harness.imports.registry import FORMATS, READERS, read_runs, result_format, result_path
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "imports"
 
@@ -34,3 +35,59 @@ def test_a_file_of_several_runs_reads_all_or_the_one_picked() -> None:
     assert len(runs) > 1
     assert read_runs(sweep, "guidellm", 1)[0].level == runs[1].level
     assert len(read_runs(FIXTURES / "vllm" / "baseline.json", "vllm", 1)) == 1  # one run: nothing to pick
+
+
+def test_a_tools_output_directory_stands_for_the_one_result_in_it(tmp_path: Path) -> None:
+    """Issue 37: AIPerf's artifact directory and LLMPerf's results directory (what users have in hand) were refused
+    with "no manifest.json"."""
+    aiperf = FIXTURES / "aiperf" / "baseline"
+    assert result_path(aiperf) == aiperf / "profile_export.jsonl"  # its sibling summary is no result of its own
+    llmperf = FIXTURES / "llmperf" / "baseline-c4"
+    assert result_path(llmperf).name.endswith("_individual_responses.json")  # not its *_summary.json
+    out = tmp_path / "guidellm-out"  # GuideLLM's output folder: the JSON beside its CSV, HTML and notes
+    out.mkdir()
+    shutil.copy(FIXTURES / "guidellm" / "baseline.json", out / "benchmarks.json")
+    (out / "benchmarks.csv").write_text("guidellm_version,x\n")
+    (out / "README.md").write_text("written by guidellm_version 0.4\n")
+    assert result_path(out) == out / "benchmarks.json"
+    shutil.copytree(aiperf, tmp_path / "artifacts" / "run-c4")  # one directory down: AIPerf's artifacts/<run>/
+    assert result_path(tmp_path / "artifacts") == tmp_path / "artifacts" / "run-c4" / "profile_export.jsonl"
+    assert result_path(out / "benchmarks.json") == out / "benchmarks.json"  # a file is itself
+
+
+def test_a_directory_of_several_results_lists_them_and_one_of_none_says_what_to_give(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as e:
+        result_path(FIXTURES / "vllm")
+    msg = str(e.value)
+    assert "holds 3 results (baseline-again.json (vllm), baseline.json (vllm), candidate.json (vllm)): give one" in msg
+    with pytest.raises(UserError, match=r"no result speculab reads in it .*; give a `speculab bench` output directory"):
+        result_path(tmp_path)
+    # the directories speculab reads as they are: a vLLM sweep's, a bench run's, an A/B run's (whose reader says so)
+    sweep = FIXTURES / "vllm-sweep" / "sweep"
+    assert result_path(sweep) == sweep
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "manifest.json").write_text("{}")
+    assert result_path(tmp_path / "bench") == tmp_path / "bench" and result_format(tmp_path / "bench") == "speculab"
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / "inputs.json").write_text("{}")
+    assert result_path(tmp_path / "ab") == tmp_path / "ab"
+
+
+def test_format_named_finds_its_file_in_a_directory(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "aiperf" / "baseline", tmp_path / "run")
+    assert result_path(tmp_path / "run", "aiperf") == tmp_path / "run" / "profile_export.jsonl"
+    (tmp_path / "none").mkdir()
+    assert result_path(tmp_path / "none", "vllm") == tmp_path / "none"  # --format's own "a directory" line follows
+
+
+def test_a_directory_of_bench_runs_or_a_sweep_below_it_names_them(tmp_path: Path) -> None:
+    for run in ("plain", "ngram"):  # what a bench run's directory holds first: its manifest and its requests
+        (tmp_path / "runs" / run).mkdir(parents=True)
+        (tmp_path / "runs" / run / "manifest.json").write_text('{"backend": "x"}')
+        (tmp_path / "runs" / run / "requests.jsonl").write_text("")
+    with pytest.raises(UserError, match=r"runs holds 2 results \(ngram \(speculab\), plain \(speculab\)\): give one"):
+        result_path(tmp_path / "runs")
+    shutil.rmtree(tmp_path / "runs" / "ngram")
+    assert result_path(tmp_path / "runs") == tmp_path / "runs" / "plain"
+    shutil.copytree(FIXTURES / "vllm-sweep" / "sweep", tmp_path / "exp" / "sweep")  # the sweep one directory down
+    assert result_path(tmp_path / "exp") == tmp_path / "exp" / "sweep"

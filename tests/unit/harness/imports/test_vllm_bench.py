@@ -105,7 +105,7 @@ def test_a_failed_request_keeps_what_vllm_said(tmp_path: Path, text: str, catego
         ({"output_lens": [-1, *RAW["output_lens"][1:]]}, r"`output_lens\[0\]` is -1, not a token count"),
         ({"request_rate": "fast"}, r"read as a vLLM bench serve result: `request_rate` is 'fast'"),
         ({"itls": [0.1, *RAW["itls"][1:]]}, r"`itls\[0\]` is not a list of chunk gaps"),
-        ({"itls": [["x"], *RAW["itls"][1:]]}, r"`itls\[0\]` is 'x', not a number"),
+        ({"itls": [["x"], *RAW["itls"][1:]]}, r"`itls\[0\]\[0\]` is 'x', not a number"),
         ({"start_times": [None, *RAW["start_times"][1:]]}, r"no `start_times\[0\]`"),
     ],
 )
@@ -133,7 +133,10 @@ def test_a_directory_read_as_a_vllm_file_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("[1, 2]", r"read as a vLLM bench serve result: not a JSON object$"), ('{"a": ', r"not JSON \(Expecting")],
+    [
+        ("[1, 2]", r"read as a vLLM bench serve result: it is a list, not an object$"),
+        ('{"a": ', r"not JSON \(Expecting"),
+    ],
 )
 def test_a_file_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     f = tmp_path / "run.json"

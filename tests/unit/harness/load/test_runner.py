@@ -110,11 +110,14 @@ async def test_stop_cancels_in_flight_and_records_them():
     fake = FakeRequest(latency_s=10.0)
     stop = asyncio.Event()
     asyncio.get_running_loop().call_later(0.1, stop.set)
-    out, recs = await go(LoadConfig(concurrency=4), fake, stop=stop)
+    progress = []
+    out, recs = await go(LoadConfig(concurrency=4), fake, stop=stop, progress=progress.append)
     assert out.interrupted and len(recs) == 4
     assert all(r.error.category is ErrorCategory.CANCELLED for r in recs)
+    # issue 36: cancelled requests count as neither sent nor failed, in the numbers and in the progress alike
     agg = aggregate(recs)
-    assert agg.sent == agg.ok + agg.error == 4
+    assert agg.sent == agg.ok + agg.error == 0 and agg.cancelled == 4 and agg.errors_by_category == {}
+    assert progress[-1].finished == progress[-1].error == 0 and out.measured == 0
 
 
 def test_bad_load_config():
@@ -203,7 +206,7 @@ async def test_stop_while_open_loop_waits_for_a_slot():
     out, recs = await go(load, fake, stop=stop)
     assert out.interrupted and len(recs) == 1 and recs[0].error.category is ErrorCategory.CANCELLED
     agg = aggregate(recs)
-    assert agg.sent == agg.ok + agg.error == 1
+    assert agg.sent == agg.ok + agg.error == 0 and agg.cancelled == 1  # recorded, in no count (issue 36)
 
 
 async def test_ramp_up_staggers_the_workers_first_requests():

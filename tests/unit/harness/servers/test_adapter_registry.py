@@ -103,6 +103,7 @@ class ToyAdapter:
         default_factory=lambda: KnownMethods("toy 1.0", "its manual", ("lookup", "toy-draft"))
     )
     server_lists_methods: bool = False
+    says_config: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)

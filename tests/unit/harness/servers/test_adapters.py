@@ -181,3 +181,37 @@ def test_a_command_difference_never_prints_a_secret():
     d = command_diff(["srv", "--api-key", "old-key"], ["srv", "--api-key", "new-key", "--speculate", "4"])
     text = " ".join(d.lines()) + repr(d.to_dict())
     assert "old-key" not in text and "new-key" not in text and "--api-key" in text
+
+
+def test_what_a_server_says_it_runs_becomes_flags_for_the_single_change_rule() -> None:
+    """Issue 36: speculab serve's /version says its speculative config and arguments; the harness reads them as the
+    flags they are, and applies launch mode's single-change rule to two servers it did not launch."""
+    from speculab.harness.servers.adapters import served, served_change
+
+    spec = {"method": "draft_model", "num_speculative_tokens": 3, "model": "demo-draft"}
+    args = {"model": "demo", "max_num_seqs": 8, "metrics_public": True, "threads": None, "speculative_config": spec}
+    said = served(adapter_for("speculab"), {"speculative_config": spec, "server_args": args})
+    assert said is not None and (said.method, said.k) == ("draft_model", 3)
+    assert said.command == (
+        "--max-num-seqs", "8", "--metrics-public", "--model", "demo",
+        "--speculative-config", '{"method": "draft_model", "model": "demo-draft", "num_speculative_tokens": 3}',
+    )  # fmt: skip
+    plain = served(
+        adapter_for("speculab"), {"speculative_config": None, "server_args": args | {"speculative_config": None}}
+    )
+    assert plain is not None and plain.method is None and plain.k is None
+    diff, single = served_change(adapter_for("speculab"), plain, said)
+    assert single and diff.flags == ("--speculative-config",)
+    wider = served(adapter_for("speculab"), {"speculative_config": spec, "server_args": args | {"max_num_seqs": 16}})
+    assert wider is not None and served_change(adapter_for("speculab"), plain, wider)[1] is False
+    # what a server does not say is unknown: another engine, an older release, a body of another shape
+    assert served(adapter_for("vllm"), {"speculative_config": spec, "server_args": args}) is None
+    bodies = (
+        None,
+        "0.1.0",
+        {"version": "0.1.0"},
+        {"server_args": args},
+        {"speculative_config": 4, "server_args": args},
+    )
+    for body in (*bodies, {"speculative_config": None, "server_args": ["--model", "demo"]}):
+        assert served(adapter_for("speculab"), body) is None, body

@@ -70,7 +70,7 @@ def test_verdict_line_names_loads_intervals_and_sources(faster_report: Report):
     assert line.startswith("ngram k=4: TPOT 1.")
     assert "faster [" in line and "at concurrency 1" in line and "at concurrency 16" in line
     assert "crossover ≈" in line and "acceptance length 2.90 (vllm:spec_decode_* counters" in line
-    assert "memory +" in line and "$/1M tokens" in line and "correctness: no difference" in line
+    assert "memory +" in line and "$/1M tokens" in line and "correctness: identical outputs" in line
 
 
 def test_a_vs_a_says_no_difference():
@@ -171,7 +171,9 @@ def test_achieved_concurrency_counts_in_flight_while_sending():
     # two slots always busy from t=0 to t=3 (the last send), then the tail drains
     recs = [rec(0, 0, 1), rec(1, 0, 2), rec(2, 1, 3), rec(3, 2, 4), rec(4, 3, 5)]
     assert achieved_concurrency(recs) == pytest.approx(2.0)
-    assert achieved_concurrency([rec(0, 0, 1), rec(1, 0, 1)]) is None  # all sent at once: nothing to measure
+    # all sent at once (n requests at concurrency n): both in flight until the first ends (#37)
+    assert achieved_concurrency([rec(0, 0, 1), rec(1, 0, 1)]) == pytest.approx(2.0)
+    assert achieved_concurrency([rec(0, 0, 0)]) is None  # a span of nothing: nothing to measure
 
 
 def test_combine_acceptance_sums_counters_over_repeats():
@@ -246,3 +248,21 @@ def test_send_fraction_is_against_the_schedule_not_the_nominal_rate():
     late = [rec(i, float(i), 1.25 * i) for i in range(10)]
     assert send_fraction(late) == pytest.approx(0.8)
     assert send_fraction(late[:1]) is None
+
+
+def test_a_run_of_n_prompts_at_concurrency_n_started_a_hair_apart_gets_a_verdict():
+    """`speculab run` at concurrency 16 with 16 prompts: the client's sends spread over a millisecond, and the span
+    from the first to the last send read a fraction of the load, "load not achieved" (#37)."""
+    from dataclasses import replace
+
+    levels = (LevelSpec("concurrency", 16, ("operating",)),)
+    inputs = make_inputs(n_prompts=16, repeats=1, levels=levels, candidates={"ngram-k4": ArmEffect()})
+
+    def spread(run: RepeatRun) -> RepeatRun:  # the i-th send 60 us after the one before, as a real client's
+        recs = tuple(replace(r, sent_s=r.sent_s + 6e-5 * r.index, scheduled_s=r.scheduled_s) for r in run.records)
+        return replace(run, records=recs)
+
+    r = build_report(inputs.with_runs([spread(run) for run in inputs.runs]), FAST)
+    lv = r.level("c16")
+    assert all(a.load_fraction == pytest.approx(1.0, abs=0.01) for a in lv.arms)
+    assert lv.comparison("ngram-k4").gate == "ok", lv.comparison("ngram-k4").gate_reason

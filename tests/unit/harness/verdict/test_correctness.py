@@ -10,7 +10,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.records import ChunkEvent, RequestRecord
 from speculab.harness.verdict.correctness import CorrectnessOptions, compare_correctness, divergence
-from speculab.report.phrases import warning_lines
+from speculab.report.phrases import checks_phrase, failure_lines, warning_lines
 
 OPTS = CorrectnessOptions()
 
@@ -47,7 +47,7 @@ def test_divergence_by_characters_without_logprobs():
 def test_identical_outputs_at_temperature_zero():
     r = compare_correctness(make_inputs(n_prompts=20, repeats=1), "ngram-k4", OPTS)
     assert r.n_compared == 20 and r.identical == 20 and r.n_divergent == 0
-    assert r.verdict.startswith("no difference")
+    assert r.verdict == "identical outputs for all 20 prompts"  # #36: identical is said as "identical"
     assert r.baseline_checks is not None and r.baseline_checks.checked == 10  # even items carry a check
     assert r.mcnemar_p == 1.0
     assert r.baseline_self_identical_rate == 1.0
@@ -101,6 +101,8 @@ def test_temperature_above_zero_never_fails_on_differing_strings():
     )
     assert r.n_divergent == 10 and r.divergences == ()  # counted, not listed as suspicious
     assert r.verdict == "no difference"
+    same = make_inputs(n_prompts=20, repeats=1, temperature=0.8)  # one seed per repeat: the same strings
+    assert compare_correctness(same, "ngram-k4", OPTS).verdict == "identical outputs for all 20 prompts"
     assert r.length_unit == "tokens" and r.length_wilcoxon_p == 1.0
 
 
@@ -140,7 +142,7 @@ def test_a_candidate_that_failed_most_prompts_is_not_judged_correct():
     )
     broken = inputs.with_runs(runs)
     judged = compare_correctness(broken, "ngram-k4", OPTS)  # no gate: the 3 answered prompts look fine
-    assert judged.verdict.startswith("no difference") and judged.n_compared == 3
+    assert judged.verdict.startswith("identical outputs") and judged.n_compared == 3
     gated = compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
     assert gated.verdict.startswith("not judged: 17 of 20 prompts have no successful output")
 
@@ -153,3 +155,64 @@ def test_no_output_text_in_either_arm_is_not_compared():
     # one arm's text is enough to compare (a difference is evidence)
     half = [run if run.arm == "baseline" else b for run, b in zip(inputs.runs, blank, strict=True)]
     assert compare_correctness(inputs.with_runs(half), "ngram-k4", CorrectnessOptions()) is not None
+
+
+@pytest.mark.parametrize("temperature", [0.8, None])
+def test_outputs_not_compared_never_read_no_difference(temperature):
+    """Issue 37: two files of two models (0 of 30 outputs identical, unknown temperature, no checks) read "correctness:
+    no difference". Above temperature 0 or where it is unknown, without checks, the outputs were not compared."""
+    cand = ArmEffect(acceptance_length=2.0, diverge={i: (3, 3.0) for i in range(20)})
+    inputs = make_inputs(n_prompts=20, repeats=1, temperature=temperature, candidates={"ngram-k4": cand})
+    no_checks = tuple(replace(it, checks=()) for it in inputs.setup.items)
+    inputs = replace(inputs, setup=replace(inputs.setup, items=no_checks))
+    r = compare_correctness(inputs, "ngram-k4", OPTS)
+    assert r.identical == 0 and r.baseline_checks is None
+    assert r.verdict.startswith("not compared") and "no difference" not in r.verdict
+    assert "p = 1" in r.verdict  # what was compared (the lengths) is still said
+
+
+def _both_fail(n_prompts: int, fails: int):
+    from tests.fakes.ab_inputs import with_check_failures
+
+    inputs = make_inputs(n_prompts=n_prompts, repeats=1)
+    return with_check_failures(with_check_failures(inputs, "baseline", fails), "ngram-k4", fails)
+
+
+def test_checks_failing_on_the_baseline_too_are_said_so_never_inconclusive():
+    """#36: every arm, plain included, failed every check: the checks fail on the model, not on speculation."""
+    r = compare_correctness(_both_fail(36, 18), "ngram-k4", OPTS)
+    assert r.baseline_checks.passed == 0 and r.candidate_checks.passed == 0 and r.checks_fail_both == 18
+    assert r.non_inferiority == "inconclusive"  # the test alone cannot rule out 5 points with 18 prompts...
+    said = checks_phrase(r, {"baseline": "plain"})
+    assert said == "18 of 18 checks fail on plain as well: the checks, not speculation"  # ...the report says why
+    assert "inconclusive" not in said
+    some = compare_correctness(_both_fail(36, 5), "ngram-k4", OPTS)
+    assert some.checks_fail_both == 5 and some.mcnemar_b == some.mcnemar_c == 0
+    assert checks_phrase(some, {"baseline": "plain"}) == (
+        "checks: the same outcome in both arms on all 18 prompts; 5 of 18 checks fail on plain as well: the checks, "
+        "not speculation"
+    )
+
+
+def test_checks_that_differ_keep_the_non_inferiority_answer_beside_the_shared_failures():
+    from tests.fakes.ab_inputs import with_check_failures
+
+    inputs = with_check_failures(_both_fail(200, 3), "ngram-k4", 6)  # 3 fail in both, 3 more in the candidate
+    r = compare_correctness(inputs, "ngram-k4", OPTS)
+    both = r.baseline_checks.checked - r.baseline_checks.passed  # the candidate fails every check plain fails
+    assert both >= 3 and r.checks_fail_both == both and r.mcnemar_b == 3 and r.mcnemar_c == 0
+    said = checks_phrase(r, {"baseline": "plain"})
+    assert said.startswith("checks pass rate ")
+    assert said.endswith(f"; {both} of 100 checks fail on plain as well: the checks, not speculation")
+
+
+def test_a_truncated_failure_list_says_how_many_more():
+    from tests.fakes.ab_inputs import with_check_failures
+
+    r = compare_correctness(with_check_failures(make_inputs(n_prompts=40, repeats=1), "ngram-k4", 18), "ngram-k4",
+                            OPTS)  # fmt: skip
+    side = r.candidate_checks
+    assert len(side.failures) == 10 and side.n_failures == 18
+    shown = failure_lines(side.failures, side.n_failures)
+    assert shown[:10] == list(side.failures) and shown[10:] == ["and 8 more"]
+    assert failure_lines(side.failures[:3], 3) == list(side.failures[:3])  # nothing more: nothing said

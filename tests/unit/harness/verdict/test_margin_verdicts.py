@@ -59,7 +59,7 @@ def test_an_interval_astride_the_margin_is_inconclusive_and_says_how_much_more_w
     assert tp.decision == "inconclusive", tp
     assert tp.to_decide is not None and tp.to_decide > 1
     assert "would likely decide it" in verdict_line(r, r.candidates[0])
-    assert any("sits near the ±3% margin" in w and "repeats" in w for w in warning_lines(r.warnings)), r.warnings
+    assert any("TPOT near the ±3% margin" in w and "repeats" in w for w in warning_lines(r.warnings)), r.warnings
 
 
 def test_the_run_margin_and_the_options_margin():

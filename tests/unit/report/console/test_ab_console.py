@@ -12,6 +12,8 @@ from speculab.harness.records import ErrorCategory, ErrorInfo
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.report.console.ab import ab_renderable
+from speculab.report.console.bench import ms_cell
+from speculab.report.formatting import num, speedup, speedup_range
 from speculab.report.html.page import render_html
 from speculab.report.phrases import warning_lines
 
@@ -37,11 +39,92 @@ def test_the_tables_fit_80_columns_without_wrapping_or_cutting():
     """Issue 17: at 80 columns arm names wrapped ("ngram" / "k=4") and headers were cut ("acc.l…")."""
     for failing in (False, True):
         text = _render(80, failing=failing)
-        rows = [ln for ln in text.splitlines() if ln.startswith(("arm ", "plain ", "ngram k=4 ", "draft_model k=4 "))]
-        assert len(rows) == 3 * 4, text  # header + 3 arms, at each of the 3 loads: nothing wrapped
+        arms = ("plain ", "ngram k=4 ", "draft_model k=4 ")
+        # per load: the latency table's header and 3 arms, the verdict table's header and 2 candidates
+        rows = [ln for ln in text.splitlines() if ln.startswith(("arm ", "candidate ", *arms))]
+        assert len(rows) == 3 * (4 + 3), text  # at each of the 3 loads: nothing wrapped
         assert all(len(ln) <= 80 for ln in text.splitlines())
-        assert "…" not in "\n".join(rows) and all("acc.len" in ln for ln in rows if ln.startswith("arm "))
+        assert "…" not in "\n".join(rows)
+        assert all("acc.len" in ln for ln in rows if ln.startswith("candidate ")), text
     assert "failed requests: draft_model k=4 4 of 12" in _render(80, failing=True)
+
+
+def _report(*, names: dict[str, str] | None = None):
+    """Two candidates over one load; `names`: arm -> the label to show instead (a result file's name)."""
+    cands = {"ngram-k4": ArmEffect(tpot_factor={"c1": 0.5}), "draft_model-k4": ArmEffect(tpot_factor={"c1": 0.8})}
+    report = build_report(make_inputs(n_prompts=12, repeats=1, candidates=cands), ReportOptions(n_resamples=200))
+    if names:
+        report = replace(
+            report,
+            arms=tuple(replace(a, label=names[a.name]) for a in report.arms),
+            candidates=tuple(replace(c, label=names[c.name]) for c in report.candidates),
+        )
+    return report
+
+
+def _cells(report, level) -> dict[str, list[str]]:
+    """What each arm's row must show, formatted as the table formats it: p50 and p99 of TPOT, TTFT (ms), E2E (s),
+    output tok/s; and each candidate's TPOT speedup with its interval."""
+    out = {}
+    for arm in report.arms:
+        d = level.arm(arm.name).distributions
+        want = [ms_cell(d[k].p50) for k in ("tpot_s", "ttft_s")] + [ms_cell(d[k].p99) for k in ("tpot_s", "ttft_s")]
+        want += [num(d["e2e_s"].p50), num(d["e2e_s"].p99), num(level.arm(arm.name).output_tok_s.estimate, ",.1f")]
+        comp = level.comparison(arm.name)
+        if comp is not None:
+            tp = comp.metric("tpot_s")
+            want.append(f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}")
+        out[arm.name] = want
+    return out
+
+
+def test_the_latency_table_shows_p50_and_p99():
+    """Issue 36 item 8: the terminal showed p50 only, so a bimodal TPOT (two arms with the same median) looked
+    alike; each latency metric now has its p99 beside its p50."""
+    report = _report()
+    console = Console(width=80, record=True, force_terminal=False)
+    console.print(ab_renderable(report))
+    text = console.export_text()
+    assert "p50 and p99" in text
+    for lv in report.levels:
+        block = text.split(f"{lv.label} · p50 and p99")[1].split("\n\n")[0]
+        rows = {a.name: next(ln for ln in block.splitlines() if ln.startswith(a.label + " ")) for a in report.arms}
+        for a in report.arms:
+            d = lv.arm(a.name).distributions
+            p50, p99 = ms_cell(d["tpot_s"].p50), ms_cell(d["tpot_s"].p99)
+            assert rows[a.name].split()[-7:-5] == [p50, p99], (rows[a.name], p50, p99)
+
+
+LONG = {
+    "baseline": "Qwen3-4B-Instruct-2507_vllm-0.10.1_plain_concurrency-1-4-16.json",
+    "ngram-k4": "Qwen3-4B-Instruct-2507_vllm-0.10.1_ngram-k4_concurrency-1-4-16.json",
+    "draft_model-k4": "Qwen3-4B-Instruct-2507_vllm-0.10.1_draft_model-k4_concurrency-1-4-16.json",
+}
+
+
+def test_at_80_columns_long_arm_names_are_shortened_and_every_number_kept(monkeypatch):
+    """Issue 37 item 9: arms named by their result files left every number cell of the 80-column table as "…". The
+    names are shortened (what tells them apart kept), the numbers never. COLUMNS=80, the console the CLI prints to."""
+    monkeypatch.setenv("COLUMNS", "80")
+    report = _report(names=LONG)
+    console = Console(soft_wrap=True, record=True, force_terminal=False)
+    assert console.width == 80
+    console.print(ab_renderable(report))
+    text = console.export_text()
+    lines = text.splitlines()
+    # the tables' lines (prose is soft-wrapped by the terminal, as the CLI prints it)
+    tables = [ln for ln in lines if ln.startswith(("Qwen", "arm ", "candidate ", "load ", "─")) and ": " not in ln]
+    assert len(tables) >= 3 * 9 and all(len(ln) <= 80 for ln in tables), "\n".join(tables)
+    for lv in report.levels:
+        block = text.split(f"{lv.label} · p50 and p99")[1].split("\n\n")[0]
+        for arm, cells in _cells(report, lv).items():
+            # the row holding this arm's numbers: found by them, and named by the part of its name that differs
+            core = {"baseline": "plain", "ngram-k4": "ngram", "draft_model-k4": "draft_model"}[arm]
+            rows = [ln for ln in block.splitlines() if core in ln.split("  ")[0] and "…" in ln.split("  ")[0]]
+            shown = " ".join(rows)
+            assert all(c in shown for c in cells), (arm, cells, rows)
+    table_rows = [ln for ln in tables if ln.startswith("Qwen")]
+    assert table_rows and all("…" not in ln.split("  ", 1)[1] for ln in table_rows), table_rows  # no number cut
 
 
 ONE_LOAD = (LevelSpec("concurrency", 1, ("low", "operating")),)

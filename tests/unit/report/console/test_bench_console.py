@@ -52,3 +52,27 @@ def test_bench_summary_says_why_acceptance_is_missing_and_shows_the_drawn_schedu
     out = console.export_text()
     assert "offered 2.50 req/s (schedule 2.00), achieved 2.00" in out
     assert "speculation –  (vllm:spec_decode counters did not move" in out  # formatting.MISSING
+
+
+def test_cancelled_requests_are_said_apart_never_as_sent_or_failed():
+    """Issue 36: after Ctrl-C bench printed `sent 10 ok 9 error 1 (cancelled 1)` and "1 of 10 requests failed"."""
+    ok = RequestRecord(0, 0.0, 0.0, 0.2, chunks=(ChunkEvent(0.1, "a", 1),), completion_tokens=1)
+    cancelled = ErrorInfo(ErrorCategory.CANCELLED, "cancelled: the run was interrupted")
+    cut = RequestRecord(1, 0.0, 0.0, 0.3, error=cancelled)
+    s = build_summary(
+        aggregate([ok] * 9 + [cut]),
+        run={"model": "m", "api": "completions", "workload": "w"},
+        load={"rate_rps": None},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=None,
+        spec_decode_note=None,
+        metrics_scraped=False,
+        interrupted=True,
+    )
+    assert s["counts"]["sent"] == 9 and s["counts"]["error"] == 0 and s["counts"]["cancelled"] == 1
+    console = Console(record=True, width=140)
+    print_bench_summary(console, json_safe(s))
+    out = console.export_text()
+    assert "sent 9  ok 9  error 0  (warmup 0, cancelled 1)" in out
+    assert "requests failed" not in out and "cancelled: the run" not in out

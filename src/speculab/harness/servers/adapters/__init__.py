@@ -3,21 +3,30 @@ flag, the methods its release declares, where readiness and acceptance are repor
 
 `adapter_for(kind)` returns the adapter; `engine_kinds()` lists every kind (the one list: the config's accepted names
 and the CLI's --engine help derive from it), `askable_engines()` those whose release can be asked what it declares;
-`command_diff`/`is_single_change` check that the two arms differ only in speculation; `detect_engine` guesses the
-engine behind a URL. Flag names and sources: docs/engines.md.
+`command_diff`/`is_single_change` check that the two arms differ only in speculation (`served`/`served_change`: from
+what two servers say they run, where they say it); `detect_engine` guesses the engine behind a URL.
+Flag names and sources: docs/engines.md.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
     EngineAdapter,
+    Served,
     diff_for,
     is_single_change,
     plain_base,
+    served,
+    served_change,
 )
+from speculab.harness.servers.adapters.base import said as _said
+from speculab.harness.servers.adapters.base import said_change as _said_change
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
 from speculab.harness.servers.adapters.llamacpp import LlamacppAdapter
@@ -49,6 +58,20 @@ def askable_engines() -> tuple[str, ...]:
     return tuple(k for k, a in _ADAPTERS.items() if a.declares is not None)
 
 
+def said(server_info: Mapping[str, Any]) -> Served | None:
+    """What a recorded server said it runs (`base.said` with this registry; an unknown engine name reads as `other`)."""
+    return _said(server_info, _recorded_adapter)
+
+
+def said_change(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple[CommandDiff, bool] | None:
+    """The single-change rule over what two recorded servers said they run (`base.said_change`); None: unverifiable."""
+    return _said_change(baseline, candidate, _recorded_adapter)
+
+
+def _recorded_adapter(kind: str) -> EngineAdapter:
+    return _ADAPTERS.get(kind, _ADAPTERS["other"])
+
+
 def adapter_for(kind: str) -> EngineAdapter:
     try:
         return _ADAPTERS[kind]
@@ -63,6 +86,7 @@ __all__ = [
     "CommandDiff",
     "EngineAdapter",
     "FlagDifference",
+    "Served",
     "adapter_for",
     "askable_engines",
     "command_diff",
@@ -72,4 +96,8 @@ __all__ = [
     "is_single_change",
     "parse_command",
     "plain_base",
+    "said",
+    "said_change",
+    "served",
+    "served_change",
 ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
@@ -132,6 +133,8 @@ class EngineAdapter(Protocol):
     declares: PythonRelease | HelpRelease | None  # how its release declares methods; None: it cannot be asked
     known_methods: KnownMethods | None  # speculab's list for a server that cannot be asked; None: none
     server_lists_methods: bool  # its /version lists its methods (speculative_methods)
+    # its /version says what it runs: `speculative_config` (vLLM keys; null: plain) and `server_args` (`served`)
+    says_config: bool
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed."""
@@ -187,3 +190,66 @@ def unsupported(kind: str, speculation: SpeculationConfig, supported: str) -> Us
 def plain_base(adapter: EngineAdapter) -> list[str]:
     """The words of a plain baseline that speculation replaces (TGI's `--speculate 0`); [] for most engines."""
     return [w for flag, value in adapter.plain_values.items() for w in (flag, value)]
+
+
+# --- what a server behind a URL says it runs (`says_config`): its speculation and arguments ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What a server said it runs: its speculative config in vLLM keys (None: plain decoding) and its arguments as
+    the command-line flags they are, for `diff_for` (where it listens and secrets are not said)."""
+
+    speculation: Mapping[str, Any] | None
+    command: tuple[str, ...]
+
+    @property
+    def method(self) -> str | None:
+        return str(self.speculation["method"]) if self.speculation else None
+
+    @property
+    def k(self) -> int | None:
+        k = self.speculation.get("num_speculative_tokens") if self.speculation else None
+        return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
+def served(adapter: EngineAdapter, version: Any) -> Served | None:
+    """What the server says it runs, from its /version body, for an engine that says it (`says_config`); None when
+    it says nothing usable (another engine, an older release, a body not of that shape): unknown, never "plain"."""
+    if not adapter.says_config or not isinstance(version, Mapping):
+        return None
+    spec, args = version.get("speculative_config", False), version.get("server_args")
+    if not isinstance(args, Mapping) or not (spec is None or (isinstance(spec, Mapping) and "method" in spec)):
+        return None
+    words: list[str] = []
+    for key, value in sorted(args.items()):
+        if value is None or value is False:
+            continue  # a flag not given
+        words.append("--" + str(key).replace("_", "-"))
+        if value is not True:
+            words.append(json.dumps(value, sort_keys=True) if isinstance(value, (Mapping, list)) else str(value))
+    return Served(spec, tuple(words))
+
+
+def served_change(adapter: EngineAdapter, baseline: Served, candidate: Served) -> tuple[CommandDiff, bool]:
+    """The single-change rule over what two servers said they run: their differences, and whether they are in
+    speculation only (the rule launch mode applies to the commands it runs, `is_single_change`)."""
+    diff = diff_for(adapter, baseline.command, candidate.command)
+    return diff, is_single_change(diff, adapter)
+
+
+def said(server_info: Mapping[str, Any], adapter_of: Callable[[str], EngineAdapter]) -> Served | None:
+    """What a server said it runs, from what a run recorded of it (`{"version": /version body, "detected_engine":
+    kind}`: a bench manifest's `server`, an arm's `server_info`); None: it said nothing usable."""
+    return served(adapter_of(str(server_info.get("detected_engine") or "other")), server_info.get("version"))
+
+
+def said_change(
+    baseline: Mapping[str, Any], candidate: Mapping[str, Any], adapter_of: Callable[[str], EngineAdapter]
+) -> tuple[CommandDiff, bool] | None:
+    """`served_change` over two recorded servers of one engine that both said what they run; None: unverifiable."""
+    sa, sb = said(baseline, adapter_of), said(candidate, adapter_of)
+    engine = baseline.get("detected_engine")
+    if sa is None or sb is None or engine != candidate.get("detected_engine"):
+        return None
+    return served_change(adapter_of(str(engine)), sa, sb)

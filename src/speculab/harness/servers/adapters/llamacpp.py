@@ -140,6 +140,7 @@ class LlamacppAdapter:
     )
     known_methods: KnownMethods | None = field(default_factory=lambda: _KNOWN)
     server_lists_methods: bool = False
+    says_config: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)

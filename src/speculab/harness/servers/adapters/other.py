@@ -44,6 +44,7 @@ class OtherAdapter:
     declares: PythonRelease | HelpRelease | None = None  # speculab cannot ask it what it declares
     known_methods: KnownMethods | None = None
     server_lists_methods: bool = False
+    says_config: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         raise UserError("engine `other`: speculab cannot derive the candidate; give candidate.command in the file")

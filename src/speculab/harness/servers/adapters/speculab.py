@@ -62,6 +62,7 @@ class SpeculabAdapter:
     declares: PythonRelease | HelpRelease | None = _RELEASE
     known_methods: KnownMethods | None = None
     server_lists_methods: bool = True  # its /version says `speculative_methods`
+    says_config: bool = True  # its /version says speculative_config and server_args (engine/server/routes.py)
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)

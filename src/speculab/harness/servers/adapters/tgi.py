@@ -107,6 +107,7 @@ class TgiAdapter:
     )
     known_methods: KnownMethods | None = _KNOWN
     server_lists_methods: bool = False
+    says_config: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         base, plain = without_plain_speculate(baseline_cmd)

@@ -119,6 +119,7 @@ class VllmAdapter:
     declares: PythonRelease | HelpRelease | None = _RELEASE
     known_methods: KnownMethods | None = _KNOWN
     server_lists_methods: bool = False
+    says_config: bool = False
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         refuse_if_speculating(self, baseline_cmd)

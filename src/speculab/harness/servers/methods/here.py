@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.config.experiment import KNOWN_METHODS, SpeculationConfig
+from speculab.demo_models import SHIPPED_MODELS
 from speculab.errors import UserError, did_you_mean
 from speculab.harness.servers.adapters import (
     adapter_for,
@@ -20,6 +21,7 @@ from speculab.harness.servers.adapters import (
     engine_kinds,
     parse_command,
     plain_base,
+    served,
 )
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
 from speculab.harness.servers.methods.declared import DeclaredMethods
@@ -29,13 +31,14 @@ from speculab.harness.servers.methods.vocab import vocab_match
 
 
 def given_from_paths(model: str | None, draft: str | None, head: str | None) -> Given:
-    """Read what the user passed (each a local checkpoint directory); a bad path is one UserError naming its flag."""
+    """Read what the user passed (each a local checkpoint directory, or a shipped demo model's name as `speculab serve`
+    takes it: demo, demo-draft, demo-eagle); a bad path is one UserError naming its flag."""
 
     def read(flag: str, path: str | None) -> Any:
         if path is None:
             return None
         try:
-            return read_checkpoint(path)
+            return read_checkpoint(SHIPPED_MODELS.get(path, path))
         except UserError as e:
             raise UserError(f"{flag}: {e}") from None
 
@@ -76,7 +79,8 @@ def methods_here(
         declared = declared_by_server(engine, server_version)
     else:
         declared = declared_by_command(engine, command)
-    return methods_table(declared, given)
+    running = served(adapter_for(engine), server_version) if from_server else None
+    return replace(methods_table(declared, given), running=running)
 
 
 def check_methods(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters import adapter_for, plain_base
+from speculab.harness.servers.adapters import Served, adapter_for, plain_base
 from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.vocab import VocabMatch
@@ -60,6 +60,7 @@ class MethodsTable:
     declared: DeclaredMethods
     given: Given
     rows: tuple[MethodRow, ...]
+    running: Served | None = None  # what the server behind --url said it runs (speculab serve's /version); None: unsaid
 
 
 def needs_of(name: str) -> str:

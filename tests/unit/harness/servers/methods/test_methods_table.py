@@ -208,3 +208,29 @@ def test_tgi_flags_never_ask_for_more_tokens_than_the_checkpoint_has_heads(tmp_p
     cfg = json.loads((MEDUSA / "config.json").read_text()) | {"medusa_num_heads": 2}
     r = _rows("tgi", _given(_checkpoint(tmp_path / "m2", cfg)))["medusa"]
     assert r.available == "yes" and r.flags == ("--speculate", "2")
+
+
+def test_methods_url_says_what_a_speculab_server_runs_and_only_what_it_said() -> None:
+    """Issue 36: the reference engine's /version says what it runs; `speculab methods --url` shows it beside what it
+    could run, and says nothing where the server said nothing."""
+    from rich.console import Console
+
+    from speculab.harness.servers.methods.here import methods_here
+    from speculab.harness.servers.methods.table import Given
+    from speculab.report.console.methods import print_methods
+
+    base = {"name": "speculab", "version": "0.1.0", "speculative_methods": ["ngram", "draft_model", "eagle"]}
+    ngram = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    args = {"model": "demo", "max_num_seqs": 8}
+
+    def printed(version: dict) -> str:
+        table = methods_here("speculab", Given(None, None, None, None), server_version=version, from_server=True)
+        console = Console(record=True, width=200)
+        print_methods(console, table)
+        return console.export_text()
+
+    said = base | {"speculative_config": ngram, "server_args": args | {"speculative_config": ngram}}
+    assert "the server runs: ngram k=4 (its /version)" in printed(said)
+    plain = base | {"speculative_config": None, "server_args": args | {"speculative_config": None}}
+    assert "the server runs: plain decoding (its /version)" in printed(plain)
+    assert "the server runs" not in printed(base)  # an older release: unknown, never "plain"
