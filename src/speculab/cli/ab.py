@@ -219,15 +219,21 @@ def compare_command(
     directories, vLLM `bench serve --save-result --save-detailed` files or `bench sweep serve` settings, GuideLLM
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
-    says so."""
+    says so; summary-only files (no per-request data) are compared run by run."""
     from speculab.harness.compare.arms import arm_names, output_dir, parse_names
     from speculab.harness.compare.pairing import inputs_from_results
     from speculab.harness.imports.registry import result_path
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
+    given = parse_names(names) if names is not None else None
+    # summary-only files (no request on a side): the run is the unit; asked before a tool's directory is narrowed to
+    # its one result, since a directory of summaries is a side's several runs
+    picked = benchmark is not None or unpaired
+    if fmt is None and _compare_run_level(a, b, output, margin, picked, given, allow_different_models):
+        return
     a, b = result_path(a, fmt), result_path(b, fmt)  # a tool's output directory: the one result in it
-    arms = arm_names(a, b, parse_names(names) if names is not None else None)
+    arms = arm_names(a, b, given)
     inputs = inputs_from_results(
         a, b, fmt, benchmark, unpaired, names=arms, allow_different_models=allow_different_models
     )
@@ -238,6 +244,43 @@ def compare_command(
         allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin, decide_on=decide_on
     )
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
+
+
+def _compare_run_level(
+    a: Path,
+    b: Path,
+    output: Path | None,
+    margin: str | None,
+    picked: bool,
+    names: tuple[str, str] | None,
+    allow_different_models: bool,
+) -> bool:
+    """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
+    OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); False where both keep per-request data
+    (the per-prompt A/B). `picked`: --benchmark or --unpaired was given, which choose among requests: refused here."""
+    from speculab.config.experiment import margins
+    from speculab.harness.compare.arms import arm_names, output_dir
+    from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
+    from speculab.report.console.run_level import print_run_level
+
+    runs = summaries_of(a, b)
+    if runs is None:
+        return False
+    if picked:
+        raise UserError(
+            "--benchmark / --unpaired: summary-only files are compared run by run at every load, with no requests to "
+            "pick or pair; leave them out"
+        )
+    try:
+        given = margins(margin) if margin is not None else {}
+    except ValueError as e:
+        raise UserError(f"--margin: {e}") from None
+    arms = arm_names(a, b, names)
+    report = compare_summaries(a, b, runs, given, names=arms, allow_different_models=allow_different_models)
+    out = output or output_dir(arms)
+    save(out, report)
+    print_run_level(Console(soft_wrap=True), report, out)
+    return True
 
 
 @app.command("init")

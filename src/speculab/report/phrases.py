@@ -443,3 +443,25 @@ def warning_text(w: ReportWarning) -> str:
 def warning_lines(warnings: Sequence[ReportWarning]) -> list[str]:
     """The warnings' sentences in order, each once: repeats of one warning collapse."""
     return list(dict.fromkeys(warning_text(w) for w in warnings))
+
+
+# --- a comparison whose unit is the run (summary-only files: harness.verdict.run_level) ----------------------------
+
+NO_PER_REQUEST = "no per-request data: no interval, no verdict"
+
+
+def run_level_phrase(decision: str | None, speedup_est: float, low: float, high: float, margin: float) -> str:
+    """One figure's answer over runs, on the speedup scale (> 1 = B better): 'faster 1.48× [1.41–1.55] over runs,
+    beyond the ±3% margin'; without a decision, the summary-only label."""
+    if decision is None:
+        return NO_PER_REQUEST
+    rng, est, m = speedup_range(low, high), fine_speedup(speedup_est), margin_pct(margin)
+    if decision == Decision.FASTER.value:
+        return f"faster {est} {rng} over runs, beyond the {m} margin"
+    if decision == Decision.SLOWER.value:
+        return f"slower {est} {rng} over runs, beyond the {m} margin"
+    if decision == Decision.EQUIVALENT.value:
+        return f"equivalent: no difference larger than {m} over runs ({est} {rng})"
+    if decision == Decision.INCONCLUSIVE.value:
+        return f"inconclusive: {est} {rng} over runs straddles the {m} margin; more runs a side would narrow it"
+    return "not enough runs"
