@@ -37,6 +37,7 @@ REPORT_SCHEMA = "speculab.report.summary/1"
 
 # The compared metrics' labels, from their table (`analysis.metrics.COMPARED_METRICS`), for the report's views.
 METRIC_LABELS = {c.name: c.label for c in COMPARED_METRICS}
+METRIC_UNITS = {c.name: c.unit for c in COMPARED_METRICS}  # of one request's value (comparisons.csv)
 
 
 @dataclass(frozen=True, slots=True)
