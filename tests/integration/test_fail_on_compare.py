@@ -41,3 +41,25 @@ def test_compare_fails_on_a_slower_candidate(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "ab" / "summary.json").is_file() and (tmp_path / "ab" / "report.html").is_file()
     code, _, err = run_main(capsys, *args, "--output", str(tmp_path / "ab2"), "--fail-on", "worse")
     assert code == 0, err
+
+
+def test_run_fails_on_a_slower_candidate_and_a_misspelt_answer_runs_nothing(tmp_path: Path, capsys) -> None:
+    with (
+        mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=8)) as a,
+        mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.008, output_tokens=8)) as b,
+    ):
+        exp = tmp_path / "exp.yaml"
+        exp.write_text(
+            'workload: {spec: "synthetic:input=10,output=8", num_prompts: 16, warmup_requests: 1}\n'
+            "sampling: {max_tokens: 8}\n"
+            "loads: {operating: {concurrency: 1}}\n"
+            f'baseline: {{url: "{a}"}}\ncandidate: {{url: "{b}"}}\n'
+            "speculation: {method: ngram, num_speculative_tokens: 4}\n"
+        )
+        code, _, err = run_main(capsys, "run", str(exp), "--output", str(tmp_path / "typo"), "--fail-on", "slow")
+        assert code == 2 and "--fail-on: no answer 'slow'" in one_line_error(err)
+        assert not (tmp_path / "typo").exists()
+        code, _, err = run_main(capsys, "run", str(exp), "--output", str(tmp_path / "ab"), "--fail-on", "slower")
+    assert code == 5, err
+    assert ": slower" in err.strip().splitlines()[-1]
+    assert (tmp_path / "ab" / "summary.json").is_file() and (tmp_path / "ab" / "comparisons.csv").is_file()
