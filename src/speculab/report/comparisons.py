@@ -1,7 +1,7 @@
 """comparisons.csv: every paired comparison of the verdict model as one table to paste or load, one row per load x
-candidate x compared metric, written beside summary.json (and rewritten by `speculab report`). Nothing here
-decides: each cell is a field of the model (`LevelComparison`, `Ratio`), numbers at full precision, blank where the
-model has none."""
+candidate x compared metric (and the paired energy ratio where power was sampled), written beside summary.json and
+rewritten by `speculab report`. Nothing here decides: each cell is a field of the model (`LevelComparison`,
+`Ratio`), numbers at full precision, blank where the model has none."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import csv
 import math
 from pathlib import Path
 
-from speculab.harness.verdict.model import METRIC_UNITS, LevelComparison, Ratio, Report
+from speculab.harness.verdict.model import METRIC_UNITS, Interval, LevelComparison, Ratio, Report
 
 COMPARISONS_CSV = "comparisons.csv"
 COLUMNS = (
     "load", "load_kind", "load_value", "candidate", "candidate_label", "metric", "estimate", "low", "high",
     "confidence", "answer", "margin", "units", "n", "n_units", "counted",
 )  # fmt: skip
+ENERGY, ENERGY_UNITS = "j_per_output_token", "ratio (candidate J / baseline J per output token)"
 NOT_IN_FILE = "not in the file"  # the answer of a metric either arm's result file does not hold
 
 
@@ -49,7 +50,14 @@ def comparison_rows(report: Report) -> list[list[str]]:
                 counts = [str(r.n_pairs), str(r.n_units), r.unit] if r is not None else ["", "", ""]
                 rows.append([*head, metric, *estimate, confidence, _answer(c, r, metric in absent), _number(margin),
                              f"speedup (baseline {unit} / candidate {unit})", *counts])  # fmt: skip
+            if c.energy_ratio is not None:  # power was sampled: the paired energy change, decided against no margin
+                rows.append([*head, ENERGY, *_interval(c.energy_ratio), _number(c.energy_ratio.confidence), "", "",
+                             ENERGY_UNITS, str(c.energy_ratio.n), str(c.energy_ratio.n), "repeat"])  # fmt: skip
     return rows
+
+
+def _interval(iv: Interval) -> list[str]:
+    return [_number(iv.estimate), _number(iv.low), _number(iv.high)]
 
 
 def _answer(c: LevelComparison, r: Ratio | None, absent: bool) -> str:

@@ -63,3 +63,26 @@ def test_one_line_without_samples():
     console = Console(width=200, record=True)
     console.print(ab_renderable(report))
     assert "energy" not in console.export_text()
+
+
+def test_comparisons_csv_holds_the_paired_energy_ratio(tmp_path):
+    import csv
+
+    from speculab.report.comparisons import ENERGY, write_comparisons
+
+    report = _report({"baseline": 300.0, "ngram-k4": 340.0})
+    with write_comparisons(tmp_path, report).open(encoding="utf-8", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["metric"] == ENERGY]
+    ratio = report.levels[0].comparison("ngram-k4").energy_ratio
+    assert len(rows) == 1 and float(rows[0]["estimate"]) == ratio.estimate and float(rows[0]["high"]) == ratio.high
+    assert rows[0]["answer"] == "" and rows[0]["n"] == "3" and rows[0]["counted"] == "repeat"
+    assert not [r for r in _csv_rows(tmp_path, _report(None)) if r["metric"] == ENERGY]
+
+
+def _csv_rows(tmp_path, report):
+    import csv
+
+    from speculab.report.comparisons import write_comparisons
+
+    with write_comparisons(tmp_path, report).open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
