@@ -71,10 +71,23 @@ def _check_fail_on(report: Any, asked: tuple[str, ...], out: Path) -> None:
         raise AnswerMatched(f"--fail-on {','.join(asked)}: {'; '.join(hits[:3])}{more}; the report is in {out}")
 
 
+def _decide_on() -> Any:
+    return typer.Option(
+        None,
+        "--decide-on",
+        help="the metric a candidate must be faster on: tpot | e2e | ttft | itl (default: the run's, else tpot)",
+    )
+
+
 def _report_options(
-    *, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0, margin: str | None = None
+    *,
+    allow_python_checks: bool,
+    max_error_rate: float | None = None,
+    seed: int = 0,
+    margin: str | None = None,
+    decide_on: str | None = None,
 ) -> Any:
-    from speculab.config.experiment import margins
+    from speculab.config.experiment import decide_on_metric, margins
     from speculab.harness.verdict.correctness import CorrectnessOptions
     from speculab.harness.verdict.model import ReportOptions
 
@@ -82,9 +95,13 @@ def _report_options(
         given = margins(margin) if margin is not None else None
     except ValueError as e:
         raise UserError(f"--margin: {e}") from None
+    try:
+        decide = decide_on_metric(decide_on) if decide_on is not None else None
+    except ValueError as e:
+        raise UserError(f"--decide-on: {e}") from None
     correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
     rate = {} if max_error_rate is None else {"max_error_rate": max_error_rate}
-    return ReportOptions(seed=seed, correctness=correctness, margin=given, **rate)
+    return ReportOptions(seed=seed, correctness=correctness, margin=given, decide_on=decide, **rate)
 
 
 def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None, ship: Any = None) -> Any:
@@ -240,6 +257,7 @@ def compare_command(
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
+    decide_on: str | None = _decide_on(),
     fail_on: str | None = _fail_on(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
@@ -262,7 +280,9 @@ def compare_command(
     out = output or output_dir(arms)
     check_ab_output_dir(out)
     save_inputs(out, inputs)
-    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
+    options = _report_options(
+        allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin, decide_on=decide_on
+    )
     _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out, asked)
 
 
@@ -374,6 +394,7 @@ def report_command(
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     margin: str | None = _margin(),
+    decide_on: str | None = _decide_on(),
     fail_on: str | None = _fail_on(),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
@@ -381,7 +402,7 @@ def report_command(
     from speculab.report.render import render_run_dir
 
     asked = _fail_on_answers(fail_on)
-    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin)
+    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin, decide_on=decide_on)
     report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
     _check_fail_on(report, asked, output or directory)

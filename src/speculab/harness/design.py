@@ -168,6 +168,10 @@ class Setup:
     # the experiment's `margin:` per metric ({} = the defaults): the report decides against it (ReportOptions.margin
     # overrides, as `compare --margin` does)
     margin: Mapping[str, float] = field(default_factory=dict)
+    # the experiment's `decide_on:` and `guardrails:` (None: the defaults); ReportOptions overrides, as
+    # `compare --decide-on` does
+    decide_on: str | None = None
+    guardrails: tuple[str, ...] | None = None
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)

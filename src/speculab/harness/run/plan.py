@@ -451,6 +451,8 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         checks_enabled=exp.checks,
         two_url_mode=exp.two_url_mode,
         margin=dict(exp.margin),
+        decide_on=exp.decide_on,
+        guardrails=exp.guardrails,
     )
 
 

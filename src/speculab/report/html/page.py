@@ -32,7 +32,7 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
 from speculab.report.shipped import RECOMMENDED_FLAGS
 
 REPORT_FILE = "report.html"
@@ -246,6 +246,7 @@ def _level_view(report: Report, lv: LevelReport) -> dict[str, Any]:
         "roles": ", ".join(lv.roles),
         "arms": arm_rows(report, lv),
         "comparisons": comparison_rows(report, lv),
+        "guardrails": [ln.strip() for ln in guardrail_lines(report, lv)],
         "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
     }
 

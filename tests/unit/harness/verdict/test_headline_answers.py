@@ -3,6 +3,8 @@ worse, the error gate; read from the report model, never from the recommendation
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.design import LevelSpec
@@ -46,3 +48,12 @@ def test_speculation_not_active_is_no_verdict():
     got = _answers(**{"ngram-k4": ArmEffect(acceptance_length=1.0)})
     assert got == {"no-verdict": {"ngram k=4 at concurrency 1"}}
     assert "no-verdict" in FAIL_ON_ANSWERS
+
+
+def test_the_answer_is_the_deciding_metrics():
+    """`--decide-on ttft`: a candidate slower per token but not to its first token is not answered "slower"."""
+    cand = ArmEffect(tpot_factor={"c1": 1.6}, acceptance_length=1.5)
+    inputs = make_inputs(n_prompts=30, repeats=1, levels=ONE_LOAD, candidates={"ngram-k4": cand})
+    by_tpot = {a for a, _ in headline_answers(build_report(inputs, FAST))}
+    by_ttft = {a for a, _ in headline_answers(build_report(inputs, replace(FAST, decide_on="ttft_s")))}
+    assert "slower" in by_tpot and "slower" not in by_ttft
