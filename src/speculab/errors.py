@@ -30,6 +30,13 @@ class ErrorRateExceeded(UserError):
     exit_code = 4
 
 
+class AnswerMatched(UserError):
+    """A headline answer the user named with `--fail-on` was given (a CI gate); results and report are written
+    first."""
+
+    exit_code = 5
+
+
 def user_text(raw: bytes, source: str) -> str:
     """A user's file (workload, trace, experiment) as text, or one `UserError` naming the file and the line of the
     first byte no text file holds: one that is not UTF-8, or a NUL (a binary file, or UTF-16 saved by an editor).

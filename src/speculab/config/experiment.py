@@ -217,6 +217,7 @@ class CostConfig:
     baseline: ArmPrice
     candidate: ArmPrice
     target_rate_rps: float | None = None
+    usd_per_kwh: float | None = None  # electricity price: energy cost per output token (analysis.energy)
 
 
 @dataclass(frozen=True, slots=True)

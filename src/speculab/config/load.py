@@ -260,7 +260,8 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
     if m.cost is not None:
         base_price = ArmPrice(m.cost.baseline.usd_per_hour, m.cost.baseline.gpus)
         cp = m.cost.candidate
-        cost = CostConfig(base_price, ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price, m.cost.target_rate_rps)
+        cand_price = ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price
+        cost = CostConfig(base_price, cand_price, m.cost.target_rate_rps, m.cost.usd_per_kwh)
     return Experiment(
         name=m.name,
         workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests, w.fit),

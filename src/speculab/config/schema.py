@@ -212,6 +212,7 @@ class CostSchema(_Model):
     baseline: PriceSchema
     candidate: PriceSchema | None = None  # None: the same as the baseline
     target_rate_rps: float | None = Field(default=None, gt=0)
+    usd_per_kwh: float | None = Field(default=None, ge=0)  # electricity: the energy cost of output tokens
 
 
 class ExperimentSchema(_Model):

@@ -147,6 +147,7 @@ class Setup:
     slo_e2e_s: float | None = None
     slo_attainment: float = 0.9
     target_rate_rps: float | None = None
+    usd_per_kwh: float | None = None  # `cost: usd_per_kwh`: the price of the energy the arms drew (analysis.energy)
     checks_enabled: bool = True
     logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
     two_url_mode: bool = False

@@ -1,10 +1,7 @@
 """The A/B verdict's model: frozen dataclasses of numbers and decisions; summary.json is `json_safe(report)` plus
-each candidate's verdict line, which the writer (`speculab.report.summary`) makes from the model.
-
-Presentation (`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are
-made there, not stored here. The types the fields use (intervals, distributions, the verdict and crossover words)
-are named from this module too, so a renderer needs nothing below it.
-"""
+each candidate's verdict line, which the writer (`speculab.report.summary`) makes from the model. Presentation
+(`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are made there,
+not stored here. The types the fields use are named from this module too, so a renderer needs nothing below it."""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
+from speculab.harness.analysis.energy import EnergyView as EnergyView
 from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
 from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
@@ -45,6 +43,7 @@ REPORT_SCHEMA = "speculab.report.summary/1"
 
 # The compared metrics' labels, from their table (`analysis.metrics.COMPARED_METRICS`), for the report's views.
 METRIC_LABELS = {c.name: c.label for c in COMPARED_METRICS}
+METRIC_UNITS = {c.name: c.unit for c in COMPARED_METRICS}  # of one request's value (comparisons.csv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +175,7 @@ class ArmLevel:
     # first and last token's times) and "output_tok_s" (a file whose send times are rebuilt and that states no
     # duration); () for speculab's own runs
     not_in_file: tuple[str, ...] = ()
+    energy: EnergyView | None = None  # from NVML power samples (analysis.energy); None: no NVML device
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +262,7 @@ class LevelComparison:
     single_token: int = 0
     # TPOT prompt by prompt beside the ratio of the arms' p50s (paired comparisons with a verdict; None otherwise)
     prompt_spread: PromptSpread | None = None
+    energy_ratio: Interval | None = None  # J per output token candidate/baseline, paired by repeat (power samples)
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

@@ -17,6 +17,7 @@ from rich.text import Text
 from speculab.harness.verdict.model import METRIC_LABELS
 from speculab.report.console.bench import ms_cell
 from speculab.report.console.fit import FittedTable
+from speculab.report.energy import energy_lines, energy_measured
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
 from speculab.report.phrases import (
     best_lines,
@@ -148,6 +149,8 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     if report.k_choices:
         parts.append(Text(""))
         parts.extend(Text(line) for line in k_choice_lines(report))
+    if energy_measured(report):  # the terminal stays quiet without power samples; report.html says "not measured"
+        parts.extend(Text(line) for line in energy_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
     for w in warning_lines(report.warnings):

@@ -16,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from speculab.harness.verdict.model import CandidateReport, LevelReport, Report
+from speculab.report.energy import NOT_MEASURED, energy_measured, energy_rows
 from speculab.report.formatting import (
     num,
 )
@@ -226,6 +227,7 @@ def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),
+        "energy": {"measured": energy_measured(report), "rows": energy_rows(report), "line": NOT_MEASURED},
         "diagnosis": _diagnosis_view(report.diagnosis) if report.diagnosis else None,
         "options": {
             "max_error_rate": f"{report.options.get('max_error_rate', math.nan):.0%}",
