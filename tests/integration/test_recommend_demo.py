@@ -77,31 +77,33 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     assert "The config to ship" in page
     # recommended.yaml is an experiment with just the winner, and only speculation differs from the baseline in it
     again = parse_experiment((first / "recommended.yaml").read_text(encoding="utf-8"), "recommended.yaml")
-    (sp,) = again.speculations
-    assert sp.method == "ngram" and any("--speculative-config" in ln for ln in flags)
-    assert plan_experiment(again).changes[0].verified
+    # just the winner, or each band's choice where the choice depends on the load (a per-load schedule)
+    assert again.speculations and all(sp.method == "ngram" for sp in again.speculations)
+    assert any("--speculative-config" in ln for ln in flags)
+    assert all(c.verified for c in plan_experiment(again).changes)
     second = tmp_path / "second"
     code, _, err = run_main(capsys, "run", str(first / "recommended.yaml"), "--output", str(second))
     assert code == 0, err
     re_summary = json.loads((second / "summary.json").read_text())
     shipped = rec["winner"] or rec["bands"][0]["choice"]
-    (cand,) = re_summary["candidates"]  # just the winner
+    cand = re_summary["candidates"][0]  # the winner (first where there are several)
     assert cand["name"] == shipped or cand["name"].startswith(shipped.split("-k")[0]), (cand["name"], shipped)
     # the flags recommended-flags.txt gives are what the re-run launched: the engine started with them and answered
     add = next(ln for ln in flags if not ln.startswith("#"))
     arms = json.loads((second / "inputs.json").read_text())["arms"]
-    (launched,) = [a["command"] for a in arms if a["name"] != "baseline"]
-    assert shlex.join(launched).endswith(add), (add, launched)
-    assert {x["arm"] for x in json.loads((second / "launches.json").read_text())} == {"baseline", cand["name"]}
+    launched = [a["command"] for a in arms if a["name"] != "baseline"]
+    assert any(shlex.join(cmd).endswith(add) for cmd in launched), (add, launched)
+    arms_launched = {x["arm"] for x in json.loads((second / "launches.json").read_text())}
+    assert arms_launched == {"baseline", *(c["name"] for c in re_summary["candidates"])}
     # the verdict reproduces where the shipped candidate was chosen: never slower, and the re-run's TPOT speedup
     # interval overlaps the first run's (this small run's intervals are wide on a shared 2-core machine; the
     # measured example in docs/recommendation.md re-verifies the full experiment's winner as faster again)
-    first_at = {(c["level"]): c for c in rec["loads"] if c["choice"] != "baseline"}
+    first_at = {c["level"]: c for c in rec["loads"] if c["answer"] == "ship"}  # undecided loads ship nothing
     checked = 0
     for lv in re_summary["levels"]:
         if lv["key"] in first_at:
-            (r,) = lv["ranking"]
             was = first_at[lv["key"]]
+            r = next(x for x in lv["ranking"] if x["candidate"] == was["choice"])
             assert r["gate"] == "ok" and r["decision"] != "slower", (lv["key"], r)
             assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
             checked += 1
