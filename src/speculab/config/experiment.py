@@ -288,6 +288,7 @@ class Experiment:
     # the smallest change that matters, per metric (`margins`): {} = the defaults (analysis.paired.DEFAULT_MARGIN;
     # correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
     margin: Mapping[str, float] = field(default_factory=dict)
+    cache_reset: str = "between-blocks"  # `cache: {reset: between-blocks | never}`: before every block or not at all
 
     @property
     def speculation(self) -> SpeculationConfig:

@@ -291,4 +291,5 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         allow_extra_diff=m.allow_extra_diff,
         source=source,
         margin=margins(m.margin),
+        cache_reset=m.cache.reset,
     )

@@ -206,6 +206,11 @@ class CostSchema(_Model):
     target_rate_rps: float | None = Field(default=None, gt=0)
 
 
+class CacheSchema(_Model):
+    # between-blocks: empty the server's caches before every block, where its engine has an endpoint for it
+    reset: Literal["between-blocks", "never"] = "between-blocks"
+
+
 class ExperimentSchema(_Model):
     name: str | None = None
     workload: WorkloadSchema | str
@@ -220,6 +225,7 @@ class ExperimentSchema(_Model):
     speculation: SpeculationSchema | list[SpeculationSchema]
     candidate: CandidateSchema | None = None
     allow_extra_diff: bool = False
+    cache: CacheSchema = CacheSchema()
     # the smallest change that matters: 0.03 or "3%" for every time metric, or {tpot: 3%, ttft: 10%, correctness: 5%}
     margin: float | str | dict[str, float | str] | None = None
 

@@ -28,13 +28,14 @@ from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
-from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.records import CacheResetOutcome, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.run.plan import ArmPlan, RunPlan
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.cache_reset import refusal_note, reset_caches
 from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
@@ -134,6 +135,7 @@ class Observed:
     windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
     health: list[ClientHealth] = field(default_factory=list)  # the client over each block's measured phase
     workers: list[dict[str, Any]] = field(default_factory=list)  # load.workers: each worker's report, per block
+    resets: list[CacheResetOutcome] = field(default_factory=list)  # the server's caches before each block
 
     @classmethod
     def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
@@ -195,6 +197,7 @@ class BlockRunner:
         reporter: Reporter,
         clock: Clock,
         engine_of: Callable[[str], str],
+        note: Callable[[str], None] = lambda _: None,
     ):
         self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
             plan,
@@ -211,6 +214,8 @@ class BlockRunner:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
+        self.note = note  # a note for the whole run (a server that refused to reset its cache: once per arm)
+        self._refused: set[str] = set()
 
     def skip(self, repeats: int = 1) -> None:
         """Repeats that finished before a resume keep their place in the order."""
@@ -220,15 +225,17 @@ class BlockRunner:
         return request_func(self.endpoint(arm, model), self.plan.sampling, clock=self.clock)
 
     def endpoint(self, arm: ArmPlan, model: str) -> EndpointConfig:
+        adapter = adapter_for(self.engine_of(arm.info.name))
         return EndpointConfig(
             base_url=arm.info.url,
             model=model,
             api=self.plan.api,  # type: ignore[arg-type]
             api_key=arm.api_key,
             timeout_s=self.plan.request_timeout_s,
-            extra_body=dict(self.plan.extra_body),
+            # what the engine needs asked to return each response's acceptance (every arm of one engine alike)
+            extra_body={**adapter.request_fields, **self.plan.extra_body},
             logprobs=self.plan.logprobs,
-            keep_alive=adapter_for(self.engine_of(arm.info.name)).keep_alive,
+            keep_alive=adapter.keep_alive,
         )
 
     def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:
@@ -244,6 +251,17 @@ class BlockRunner:
         model = choose_model(arm.model, info, arm.info.url)
         snap = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
         return model, info, snap.names() if snap is not None else set()
+
+    async def reset_cache(self, arm: ArmPlan, block: int) -> CacheResetOutcome:
+        """Empty the arm's server's caches through its engine's endpoint (`cache: {reset: ...}`); a refusal is
+        noted once per arm and the block runs all the same."""
+        reset = adapter_for(self.engine_of(arm.info.name)).cache_reset
+        mode = self.plan.cache_reset
+        done = await reset_caches(self.session, arm.info.url, reset, block, mode=mode, api_key=arm.api_key)
+        if done.outcome == "refused" and arm.info.name not in self._refused:
+            self._refused.add(arm.info.name)
+            self.note(refusal_note(arm.info.label, arm.info.url, done, reset))
+        return done
 
     def load_config(self, lv: LoadLevel, n: int, warmup: int, block: int = 0) -> LoadConfig:
         return load_config(lv, n, warmup, self.plan.setup.seed, block)
@@ -318,6 +336,8 @@ class BlockRunner:
         probe = HealthProbe(clock=self.clock)
 
         async def measure_start() -> None:
+            # after warmup (which sends the workload's own prompts), just before the block's first measured request
+            seen.resets.append(await self.reset_cache(arm, b.number))
             if b.scrape_before:
                 seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
             sampler.start()
@@ -458,6 +478,7 @@ def _repeat_run(
         notes=tuple([*notes, *worker_notes(seen.workers)]),
         windows_s=tuple(seen.windows),
         client=combined_health(seen.health),
+        cache_resets=tuple(seen.resets),
     )
 
 
