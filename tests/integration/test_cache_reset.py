@@ -59,9 +59,7 @@ def test_a_launched_vllm_sees_a_prefix_cache_reset_before_every_block(tmp_path: 
     assert len(inputs.runs) == 4
     assert _resets_seen(out) >= 4
     for run in inputs.runs:
-        assert [(r.block, r.outcome, r.endpoints) for r in run.cache_resets] == [
-            (0, "reset", ("/reset_prefix_cache",))
-        ]
+        assert [(r.block, r.outcome, r.endpoints) for r in run.cache_resets] == [(0, "reset", ("/reset_prefix_cache",))]
     meta = json.loads(next((out / "runs").rglob("run.json")).read_text())
     assert meta["cache_resets"][0]["outcome"] == "reset"  # the manifest says it per block
     assert not any("refused to reset" in n for n in inputs.notes)
@@ -72,3 +70,45 @@ def test_never_asks_no_reset_and_leaves_the_environment_alone(tmp_path: Path) ->
     inputs = load_inputs(out)
     assert _resets_seen(out) == 0
     assert {r.outcome for run in inputs.runs for r in run.cache_resets} == {"off"}
+
+
+def _two_url(tmp_path: Path, dev_mode: bool) -> Path:
+    """Two-URL mode against in-process mocks posing as vLLM (its prefix-cache counter names: detected as vLLM)."""
+    from speculab.harness.mock.script import MockConfig
+    from speculab.harness.mock.server import mock_server_in_thread
+
+    cfg = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=4, prefix_cache=True, dev_mode=dev_mode)
+    with mock_server_in_thread(cfg) as url_a, mock_server_in_thread(cfg) as url_b:
+        exp = parse_experiment(f"""
+workload: {{spec: "synthetic:input=10,output=8", num_prompts: 6, warmup_requests: 1}}
+sampling: {{max_tokens: 4}}
+loads: {{operating: {{concurrency: 1}}}}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 2}}
+""")
+        out = tmp_path / "run"
+        assert not asyncio.run(run_plan(plan_experiment(exp), out)).interrupted
+    return out
+
+
+def test_two_url_mode_resets_each_servers_cache_before_each_of_its_blocks(tmp_path: Path, capfd) -> None:
+    out = _two_url(tmp_path, dev_mode=True)
+    inputs = load_inputs(out)
+    blocks = 3  # 6 prompts in blocks of 2 at concurrency 1
+    for run in inputs.runs:
+        assert [(r.block, r.outcome) for r in run.cache_resets] == [(b, "reset") for b in range(blocks)]
+    assert capfd.readouterr().err.count(RESET_LINE) == blocks * len(inputs.runs)
+    assert not any("refused to reset" in n for n in inputs.notes)
+
+
+def test_two_url_mode_says_when_the_server_refuses_and_runs_on(tmp_path: Path) -> None:
+    out = _two_url(tmp_path, dev_mode=False)
+    inputs = load_inputs(out)
+    assert all(r.ok for run in inputs.runs for r in run.records)
+    outcomes = [r for run in inputs.runs for r in run.cache_resets]
+    assert outcomes and {r.outcome for r in outcomes} == {"refused"}
+    assert all(r.detail.startswith("POST /reset_prefix_cache: HTTP 404") for r in outcomes)
+    refused = [n for n in inputs.notes if "refused to reset its cache" in n]
+    assert len(refused) == 2  # once per arm, not once per block
+    assert all("VLLM_SERVER_DEV_MODE=1" in n and "cache: {reset: never}" in n for n in refused)
