@@ -33,9 +33,9 @@ from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.run.plan import ArmPlan, RunPlan
+from speculab.harness.run.resets import BlockResets
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.cache_reset import refusal_note, reset_caches
 from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
@@ -199,14 +199,8 @@ class BlockRunner:
         engine_of: Callable[[str], str],
         note: Callable[[str], None] = lambda _: None,
     ):
-        self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
-            plan,
-            out,
-            session,
-            stop,
-            reporter,
-            clock,
-        )
+        self.plan, self.out, self.session = plan, out, session
+        self.stop, self.reporter, self.clock = stop, reporter, clock
         self.engine_of = engine_of  # an arm's engine as observed (two-URL mode detects it from the server)
         self.order = 0
         self.finished_runs = 0
@@ -214,8 +208,9 @@ class BlockRunner:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
-        self.note = note  # a note for the whole run (a server that refused to reset its cache: once per arm)
-        self._refused: set[str] = set()
+        self.resets = BlockResets(
+            engine_of, note
+        )  # each server's caches emptied before each block (`cache: {reset: ...}`)
 
     def skip(self, repeats: int = 1) -> None:
         """Repeats that finished before a resume keep their place in the order."""
@@ -225,14 +220,13 @@ class BlockRunner:
         return request_func(self.endpoint(arm, model), self.plan.sampling, clock=self.clock)
 
     def endpoint(self, arm: ArmPlan, model: str) -> EndpointConfig:
-        adapter = adapter_for(self.engine_of(arm.info.name))
+        adapter = adapter_for(self.engine_of(arm.info.name))  # its request fields: every arm of one engine alike
         return EndpointConfig(
             base_url=arm.info.url,
             model=model,
             api=self.plan.api,  # type: ignore[arg-type]
             api_key=arm.api_key,
             timeout_s=self.plan.request_timeout_s,
-            # what the engine needs asked to return each response's acceptance (every arm of one engine alike)
             extra_body={**adapter.request_fields, **self.plan.extra_body},
             logprobs=self.plan.logprobs,
             keep_alive=adapter.keep_alive,
@@ -251,17 +245,6 @@ class BlockRunner:
         model = choose_model(arm.model, info, arm.info.url)
         snap = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
         return model, info, snap.names() if snap is not None else set()
-
-    async def reset_cache(self, arm: ArmPlan, block: int) -> CacheResetOutcome:
-        """Empty the arm's server's caches through its engine's endpoint (`cache: {reset: ...}`); a refusal is
-        noted once per arm and the block runs all the same."""
-        reset = adapter_for(self.engine_of(arm.info.name)).cache_reset
-        mode = self.plan.cache_reset
-        done = await reset_caches(self.session, arm.info.url, reset, block, mode=mode, api_key=arm.api_key)
-        if done.outcome == "refused" and arm.info.name not in self._refused:
-            self._refused.add(arm.info.name)
-            self.note(refusal_note(arm.info.label, arm.info.url, done, reset))
-        return done
 
     def load_config(self, lv: LoadLevel, n: int, warmup: int, block: int = 0) -> LoadConfig:
         return load_config(lv, n, warmup, self.plan.setup.seed, block)
@@ -336,8 +319,7 @@ class BlockRunner:
         probe = HealthProbe(clock=self.clock)
 
         async def measure_start() -> None:
-            # after warmup (which sends the workload's own prompts), just before the block's first measured request
-            seen.resets.append(await self.reset_cache(arm, b.number))
+            seen.resets.append(await self.resets.before(self.session, arm, b.number, self.plan.cache_reset))
             if b.scrape_before:
                 seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
             sampler.start()
