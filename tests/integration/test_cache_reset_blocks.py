@@ -15,6 +15,9 @@ from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.report.html.sections import prefix_cache_text
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 RESET_LINE = "mock-server: prefix cache reset"
@@ -63,6 +66,14 @@ def test_a_launched_vllm_sees_a_prefix_cache_reset_before_every_block(tmp_path: 
     meta = json.loads(next((out / "runs").rglob("run.json")).read_text())
     assert meta["cache_resets"][0]["outcome"] == "reset"  # the manifest says it per block
     assert not any("refused to reset" in n for n in inputs.notes)
+    # the report says it per arm and load, beside the prefix-cache hit rate (which is still compared)
+    report = build_report(inputs, ReportOptions(n_resamples=200))
+    for lv in report.levels:
+        for arm in ("baseline", "ngram-k2"):
+            assert lv.arm(arm).cache_resets == {"reset": 1} and lv.arm(arm).prefix_cache is not None
+            assert "cache reset before 1 of 1 blocks" in prefix_cache_text(lv.arm(arm))
+        assert lv.comparison("ngram-k2").prefix_cache is not None
+    assert Report.from_json(report.to_json()).levels[0].arms[0].cache_resets == {"reset": 1}
 
 
 def test_never_asks_no_reset_and_leaves_the_environment_alone(tmp_path: Path) -> None:
