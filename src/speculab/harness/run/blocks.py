@@ -208,9 +208,7 @@ class BlockRunner:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
-        self.resets = BlockResets(
-            engine_of, note
-        )  # each server's caches emptied before each block (`cache: {reset: ...}`)
+        self.resets = BlockResets(engine_of, note)  # caches emptied before each block (`cache: {reset: ...}`)
 
     def skip(self, repeats: int = 1) -> None:
         """Repeats that finished before a resume keep their place in the order."""
