@@ -271,7 +271,7 @@ async def _reset_prefix_cache(request: web.Request) -> web.Response:
     state.cache.clear()
     state.cache_resets += 1
     print(f"mock-server: prefix cache reset ({state.cache_resets})", file=sys.stderr, flush=True)
-    return web.Response(status=200)
+    return web.json_response({"success": True})  # vLLM 0.32's answer
 
 
 async def _metrics(request: web.Request) -> web.Response:

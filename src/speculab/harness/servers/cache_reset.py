@@ -8,6 +8,7 @@ server that refuses is not an error: the block runs on a warm cache and the run 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 
@@ -44,17 +45,26 @@ async def reset_caches(
 async def _post(
     session: aiohttp.ClientSession, url: str, headers: dict[str, str] | None, timeout_s: float
 ) -> str | None:
-    """None when the server answered 2xx; else what it said (status and its error message) or why it did not."""
+    """None when the server answered 2xx; else what it said (status and its error message) or why it did not. A 2xx
+    whose JSON says `"success": false` did not reset (vLLM 0.32's answer while blocks are still held)."""
     try:
         async with session.post(url, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
-            if 200 <= resp.status < 300:
-                return None
             body = await read_body(resp, MAX_ERROR_BODY_BYTES, truncate=True)
+            if 200 <= resp.status < 300:
+                return f"HTTP {resp.status} with success: false" if _said_failure(body) else None
             err = error_from_body(body)
             said = f" ({one_line(err.message, 200)})" if err is not None and err.message else ""
             return f"HTTP {resp.status}{said}"
     except (aiohttp.ClientError, asyncio.TimeoutError, BodyTooLarge) as e:
         return one_line(f"no answer: {type(e).__name__} {e}".strip(), 200)
+
+
+def _said_failure(body: bytes) -> bool:
+    try:
+        said = json.loads(body)
+    except ValueError:
+        return False  # a plain-text answer ("Cache flushed."): its status says it
+    return isinstance(said, dict) and said.get("success") is False
 
 
 def refusal_note(arm_label: str, url: str, outcome: CacheResetOutcome, reset: CacheReset | None) -> str:

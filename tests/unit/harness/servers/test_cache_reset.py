@@ -82,6 +82,38 @@ def test_a_refusal_keeps_the_status_and_the_servers_words() -> None:
     assert "/reset_prefix_cache" in done.detail.split("HTTP 404", 1)[1]  # the mock's JSON error message
 
 
+def test_a_2xx_that_says_success_false_did_not_reset() -> None:
+    """vLLM 0.32 answers 200 {"success": false} while blocks are still held (entrypoints/serve/dev/cache)."""
+    from aiohttp import web
+
+    async def go() -> CacheResetOutcome:
+        async def held(_: web.Request) -> web.Response:
+            return web.json_response({"success": False})
+
+        async def flushed(_: web.Request) -> web.Response:
+            return web.Response(text="Cache flushed.")
+
+        app = web.Application()
+        app.router.add_post("/reset_prefix_cache", held)
+        app.router.add_post("/flush_cache", flushed)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        try:
+            async with aiohttp.ClientSession() as session:
+                refused = await reset_caches(session, url, adapter_for("vllm").cache_reset, 0)
+                done = await reset_caches(session, url, adapter_for("sglang").cache_reset, 0)
+        finally:
+            await runner.cleanup()
+        assert done.outcome == "reset"  # SGLang's plain-text answer: its status says it
+        return refused
+
+    held = asyncio.run(go())
+    assert held.outcome == "refused" and held.detail == "POST /reset_prefix_cache: HTTP 200 with success: false"
+
+
 def test_off_and_unavailable_send_nothing(capfd) -> None:
     assert _reset(MockConfig(dev_mode=True), mode="never") == CacheResetOutcome(3, "off")
     assert _reset(MockConfig(dev_mode=True), engine="tgi") == CacheResetOutcome(3, "unavailable")
