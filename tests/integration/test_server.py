@@ -344,3 +344,11 @@ def test_shutdown_ends_streams_cleanly_and_refuses_new_requests():
         status, payload, _ = post(s, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2})
         assert status == 503 and "shutting down" in payload["error"]["message"]
         assert s.get("/health")[0] == 503
+
+
+def test_reset_prefix_cache_answers_json_as_vllms_endpoint_is_called(server):
+    """#40 item 1: the harness empties every engine's cache between blocks; this engine keeps no prompt's KV cache
+    past its request, so it frees nothing and says so."""
+    status, body, _ = post(server, "/reset_prefix_cache", b"")
+    assert status == 200 and body == {"object": "prefix_cache.reset", "success": True, "freed_blocks": 0}
+    assert post(server, "/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 2})[0] == 200  # it serves on

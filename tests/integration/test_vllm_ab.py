@@ -156,6 +156,9 @@ speculation:
         (base,) = inputs.runs_for("baseline", level)
         (cand,) = inputs.runs_for("ngram-k4", level)
         assert all(r.ok for r in base.records + cand.records)
+        # vLLM's dev-mode prefix-cache reset before each block: launch mode set VLLM_SERVER_DEV_MODE=1 in both arms
+        resets = [(r.outcome, r.endpoints, r.detail) for r in (*base.cache_resets, *cand.cache_resets)]
+        assert resets == [("reset", ("/reset_prefix_cache",), "")] * 2
         # acceptance from vLLM's own counters, diffed around the level (warmup excluded)
         acc = cand.acceptance
         assert (

@@ -105,6 +105,10 @@ def mock_server(
         "--per-request-spec-decode-metrics",
         help="Each response carries vLLM's per-request metrics.speculative_decoding (vLLM's flag of that name).",
     ),
+    speculative_config: str = typer.Option(None, help="vLLM's flag, read for its k: the mock poses as vLLM."),
+    dev_mode: bool = typer.Option(
+        False, "--dev-mode", envvar="VLLM_SERVER_DEV_MODE", help="Serve POST /reset_prefix_cache (vLLM's dev mode)."
+    ),
     prefix_cache: bool = typer.Option(False, "--prefix-cache", help="Cached prompt prefixes cost no prefill."),
     prefix_cache_max_blocks: int = typer.Option(65536, help="Prefix-cache capacity in 16-token blocks (LRU)."),
     max_model_len: int = typer.Option(8192, help="Context length (prompt + output tokens)."),

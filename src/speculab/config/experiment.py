@@ -321,6 +321,7 @@ class Experiment:
     margin: Mapping[str, float] = field(default_factory=dict)
     decide_on: str = DEFAULT_DECIDE_ON  # the metric a candidate must be faster on (`decide_on:`)
     guardrails: tuple[str, ...] | None = None  # `guardrails:`; None: DEFAULT_GUARDRAILS
+    cache_reset: str = "between-blocks"  # `cache: {reset: between-blocks | never}`: before every block or not at all
 
     @property
     def speculation(self) -> SpeculationConfig:

@@ -297,4 +297,5 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         margin=margins(m.margin),
         decide_on=decide_on_metric(m.decide_on) if m.decide_on is not None else DEFAULT_DECIDE_ON,
         guardrails=guardrail_names(m.guardrails) if m.guardrails is not None else None,
+        cache_reset=m.cache.reset,
     )

@@ -215,6 +215,11 @@ class CostSchema(_Model):
     usd_per_kwh: float | None = Field(default=None, ge=0)  # electricity: the energy cost of output tokens
 
 
+class CacheSchema(_Model):
+    # between-blocks: empty the server's caches before every block, where its engine has an endpoint for it
+    reset: Literal["between-blocks", "never"] = "between-blocks"
+
+
 class ExperimentSchema(_Model):
     name: str | None = None
     workload: WorkloadSchema | str
@@ -229,6 +234,7 @@ class ExperimentSchema(_Model):
     speculation: SpeculationSchema | list[SpeculationSchema]
     candidate: CandidateSchema | None = None
     allow_extra_diff: bool = False
+    cache: CacheSchema = CacheSchema()
     # the smallest change that matters: 0.03 or "3%" for every time metric, or {tpot: 3%, ttft: 10%, correctness: 5%}
     margin: float | str | dict[str, float | str] | None = None
 

@@ -318,3 +318,23 @@ class AcceptanceSummary:
 
 def _count(v: float | None) -> int | None:
     return None if v is None else round(v)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheResetOutcome:
+    """What was done to a server's caches just before one block's measured requests (`cache: {reset: ...}`).
+
+    outcome: "reset" (every endpoint answered 2xx), "refused" (one answered otherwise, or not at all: `detail` says
+    how), "unavailable" (the engine has no such endpoint), "off" (`cache: {reset: never}`)."""
+
+    block: int  # the block's number in its level
+    outcome: str
+    endpoints: tuple[str, ...] = ()  # the paths POSTed, in order
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"block": self.block, "outcome": self.outcome, "endpoints": list(self.endpoints), "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CacheResetOutcome:
+        return cls(int(d["block"]), str(d["outcome"]), tuple(d.get("endpoints") or ()), str(d.get("detail") or ""))

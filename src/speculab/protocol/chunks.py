@@ -59,6 +59,9 @@ class Delta:
     timings: dict[str, Any] | None = None  # llama.cpp per-response timings (draft_n, draft_n_accepted, ...)
     metrics: dict[str, Any] | None = None  # vLLM per-request metrics (speculative_decoding, timing), final chunk/body
     meta_info: dict[str, Any] | None = None  # SGLang meta_info (spec_verify_ct, ...): choices[0] or top level
+    # SGLang `sglext.spec_tokens_details` (asked with return_spec_tokens_details): the body's top level, or a
+    # streamed chunk of its own with no choices, before the usage chunk
+    spec_details: dict[str, Any] | None = None
 
     @property
     def carries_text(self) -> bool:
@@ -161,6 +164,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     if metrics is not None:  # kept raw in the record (extra["metrics"]): its depth is checked
         metrics = _clean(metrics, 1)
     meta_info = _object(obj, "meta_info")
+    spec_details = _spec_details(obj)
     choices = obj.get("choices")
     if choices is None:
         choices = []
@@ -169,7 +173,14 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     if not choices:
         if usage is None and not stream:
             raise MalformedChunk("response has neither choices nor usage")
-        return Delta(usage=usage, has_choices=False, timings=timings, metrics=metrics, meta_info=meta_info)
+        return Delta(
+            usage=usage,
+            has_choices=False,
+            timings=timings,
+            metrics=metrics,
+            meta_info=meta_info,
+            spec_details=spec_details,
+        )
     c0 = choices[0]
     text, reasoning = _choice_text(c0, api, stream=stream)
     finish = c0.get("finish_reason") or None
@@ -185,6 +196,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
         timings=timings,
         metrics=metrics,
         meta_info=_object(c0, "meta_info") or meta_info,
+        spec_details=spec_details,
     )
 
 
@@ -200,6 +212,16 @@ def _usage(usage: Any) -> dict[str, Any] | None:
         if v is not None and as_count(v) is None:
             raise MalformedChunk(f"usage.{key} is {_clip(repr(v), 40)}, not a token count (0..{MAX_COUNT:.0e})")
     return usage
+
+
+def _spec_details(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """`sglext.spec_tokens_details`: one object per request, a list of them when n > 1 (the first: the harness
+    asks for one choice). It carries histograms (lists): its depth is checked, as `metrics`'s is."""
+    ext = _object(obj, "sglext")
+    details = ext.get("spec_tokens_details") if ext is not None else None
+    if isinstance(details, list):
+        details = details[0] if details else None
+    return _clean(details, 2) if isinstance(details, dict) else None
 
 
 def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:

@@ -303,6 +303,22 @@ def best_lines(report: Any) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+# what was done to an arm's server's caches before its blocks (`ArmLevel.cache_resets`), in outcome order
+_CACHE_RESETS = (
+    ("reset", "cache reset"),
+    ("refused", "cache reset refused"),
+    ("unavailable", "no cache reset (the engine has no endpoint)"),
+    ("off", "no cache reset (cache: {reset: never})"),
+)
+
+
+def cache_reset_phrase(counts: Mapping[str, int]) -> str:
+    """ "cache reset before 4 of 4 blocks"; "" when the run kept none (compare, older runs)."""
+    total = sum(counts.values())
+    said = [f"{words} before {counts[k]} of {total} blocks" for k, words in _CACHE_RESETS if counts.get(k)]
+    return "; ".join(said)
+
+
 def prefix_cache_phrase(baseline_hit_rate: float, candidate_hit_rate: float) -> str:
     """What a reader must see when the arms' prefix-cache hit rates differ beyond noise."""
     return (

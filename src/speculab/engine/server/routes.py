@@ -1,4 +1,5 @@
-"""The HTTP routes: the two OpenAI generation endpoints, the model list, /health, /version and /metrics."""
+"""The HTTP routes: the two OpenAI generation endpoints, the model list, /health, /version, /metrics and
+/reset_prefix_cache."""
 
 from __future__ import annotations
 
@@ -124,6 +125,12 @@ def add_info_routes(app: FastAPI, s: Served) -> None:
     @app.get("/metrics")
     async def prometheus() -> Response:
         return Response(generate_latest(s.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/reset_prefix_cache")
+    async def reset_prefix_cache() -> dict[str, Any]:
+        # vLLM's name for it, so a harness empties every engine's cache alike between blocks. This engine keeps no
+        # prompt's KV cache past its own request (no prefix sharing): there is never anything to free.
+        return {"object": "prefix_cache.reset", "success": True, "freed_blocks": 0}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

@@ -45,7 +45,7 @@ def build_record(
         extra["usage_chunk_s"] = usage_chunk_s
     if said.reasoning:
         extra["reasoning_text"] = said.reasoning
-    extra |= engine_extras(said.timings, said.metrics, said.meta_info)
+    extra |= engine_extras(said.timings, said.metrics, said.meta_info, said.spec_details)
     return RequestRecord(
         index=spec.index,
         scheduled_s=scheduled_s,
@@ -60,7 +60,9 @@ def build_record(
         error=error,
         warmup=warmup,
         stream=stream,
-        speculation=speculation_from_response(said.usage, said.timings, said.metrics, said.meta_info),
+        speculation=speculation_from_response(
+            said.usage, said.timings, said.metrics, said.meta_info, said.spec_details
+        ),
         logprobs=logprobs,
         extra=extra,
         conversation_id=spec.conversation_id,
@@ -76,10 +78,14 @@ def usage_int(usage: dict[str, Any] | None, key: str) -> int | None:
 
 
 def engine_extras(
-    timings: dict[str, Any] | None, metrics: dict[str, Any] | None, meta_info: dict[str, Any] | None
+    timings: dict[str, Any] | None,
+    metrics: dict[str, Any] | None,
+    meta_info: dict[str, Any] | None,
+    spec_details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The engines' own per-response fields, raw, for `RequestRecord.extra`: llama.cpp `timings` (draft counts and
-    `cache_n`, its prefix-cache hit), vLLM `metrics`, SGLang's `meta_info` scalars."""
+    `cache_n`, its prefix-cache hit), vLLM `metrics`, SGLang's `meta_info` scalars and its
+    `sglext.spec_tokens_details` (its accept rate and length as the server computed them, beside the counts)."""
     extra: dict[str, Any] = {}
     if timings is not None:
         extra["timings"] = checked_scalars(timings)
@@ -88,6 +94,8 @@ def engine_extras(
     kept = kept_meta_info(meta_info)
     if kept is not None:
         extra["meta_info"] = checked_scalars(kept)
+    if spec_details is not None:
+        extra["spec_tokens_details"] = checked_scalars(spec_details)  # its histograms (lists) listed as dropped
     return extra
 
 

@@ -12,6 +12,11 @@ at all gives None. The fields, by engine (docs/engines.md says which were seen f
 * SGLang: `meta_info` {spec_verify_ct, spec_num_correct_drafts | spec_accepted_drafts | spec_accept_token_num,
   spec_num_proposed_drafts | spec_proposed_drafts | spec_draft_token_num} on the choice (non-streamed chat with
   `return_meta_info: true`) or at the top level (native /generate).
+* SGLang with `return_spec_tokens_details: true` in the request (its adapter's `request_fields`): `sglext.
+  spec_tokens_details` {spec_verify_ct, spec_num_correct_drafts, spec_num_proposed_drafts, spec_accept_rate,
+  spec_accept_length, histograms} at the body's top level, or streamed in a chunk of its own (`choices: []`) before
+  the usage chunk (sglang/srt/entrypoints/openai/utils.py `spec_tokens_details_from_meta_info`, serving_chat.py).
+  SGLang writes 0 for a count it lacks: drafts proposed 0 with some accepted is dropped by `_consistent`.
 * llama.cpp: `timings.draft_n` / `timings.draft_n_accepted` (tokens; no step count per request).
 """
 
@@ -25,6 +30,7 @@ from speculab.protocol.chunks import as_count
 SOURCE_SPECULAB = "speculab usage.speculab_spec_decode"
 SOURCE_VLLM = "vllm metrics.speculative_decoding"
 SOURCE_SGLANG = "sglang meta_info"
+SOURCE_SGLANG_EXT = "sglang sglext.spec_tokens_details"
 SOURCE_LLAMACPP = "llama.cpp timings"
 
 # SGLang renamed these; every spelling seen in its tokenizer manager, newest first.
@@ -39,11 +45,14 @@ def speculation_from_response(
     timings: Mapping[str, Any] | None = None,
     metrics: Mapping[str, Any] | None = None,
     meta_info: Mapping[str, Any] | None = None,
+    spec_details: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The response's speculation stats from whichever engine field is present (they never coexist)."""
+    """The response's speculation stats from whichever engine field is present (they never coexist, but SGLang's
+    two: its `sglext` details, asked for, before the `meta_info` a native response carries)."""
     found = (
         speculation_from_speculab_usage(usage)
         or speculation_from_vllm_metrics(metrics)
+        or speculation_from_sglang_details(spec_details)
         or speculation_from_sglang_meta(meta_info)
         or speculation_from_timings(timings)
     )
@@ -109,6 +118,19 @@ def speculation_from_sglang_meta(meta_info: Mapping[str, Any] | None) -> dict[st
         "draft_tokens": _first(meta_info, _SGLANG_DRAFTED),
         "accepted_tokens": _first(meta_info, _SGLANG_ACCEPTED),
         "source": SOURCE_SGLANG,
+    }
+
+
+def speculation_from_sglang_details(details: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """SGLang's `sglext.spec_tokens_details`: verify steps, drafts proposed and correct (vLLM's semantics: tokens
+    drafted and accepted); the server's own accept rate and length stay in the record's extra, as it said them."""
+    if not details or _int(details.get("spec_verify_ct")) is None:
+        return None
+    return {
+        "drafts": _int(details.get("spec_verify_ct")),
+        "draft_tokens": _int(details.get("spec_num_proposed_drafts")),
+        "accepted_tokens": _int(details.get("spec_num_correct_drafts")),
+        "source": SOURCE_SGLANG_EXT,
     }
 
 

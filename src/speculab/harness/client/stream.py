@@ -54,6 +54,7 @@ class StreamState:
         self.timings: dict[str, Any] | None = None
         self.metrics: dict[str, Any] | None = None  # vLLM per-request metrics (final usage chunk)
         self.meta_info: dict[str, Any] | None = None  # SGLang meta_info
+        self.spec_details: dict[str, Any] | None = None  # SGLang sglext.spec_tokens_details (a chunk of its own)
         self.error: ErrorInfo | None = None
         self.done = False  # [DONE] seen
         self.n_events = 0
@@ -103,6 +104,8 @@ class StreamState:
             self.metrics = d.metrics
         if d.meta_info is not None:
             self.meta_info = d.meta_info
+        if d.spec_details is not None:
+            self.spec_details = d.spec_details
         if d.finish_reason:
             self.finish_reason = d.finish_reason
         if d.logprobs:
@@ -167,6 +170,7 @@ class StreamState:
             timings=self.timings,
             metrics=self.metrics,
             meta_info=self.meta_info,
+            spec_details=self.spec_details,
         )
         return build_record(
             spec,

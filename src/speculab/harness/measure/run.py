@@ -137,7 +137,13 @@ def bench_endpoint(ep: EndpointConfig, info: ServerInfo, metric_names: set[str])
     version = info.version if isinstance(info.version, dict) else ({"raw": info.version} if info.version else None)
     engine = detect_engine(version, {"data": list(info.model_cards)}, metric_names)
     model = choose_model(ep.model or None, info, ep.base_url)
-    return dataclasses.replace(ep, model=model, keep_alive=ep.keep_alive and adapter_for(engine).keep_alive), engine
+    adapter = adapter_for(engine)
+    # the fields the engine needs asked to return each response's acceptance (SGLang's spec_tokens_details); the
+    # user's --extra-body wins
+    extra = {**adapter.request_fields, **ep.extra_body}
+    return dataclasses.replace(
+        ep, model=model, keep_alive=ep.keep_alive and adapter.keep_alive, extra_body=extra
+    ), engine
 
 
 async def _measure(

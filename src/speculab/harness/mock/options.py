@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from speculab.errors import UserError
@@ -12,6 +13,8 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
     """The CLI's flags (their parameter names) -> the mock's script; a bad value is one UserError line."""
     pattern = parse_chunk_pattern(f["tokens_per_chunk"])
     k = f["num_speculative_tokens"]  # default: the largest chunk carries k drafted tokens and the bonus one
+    if k is None and f.get("speculative_config"):
+        k = _k_of(f["speculative_config"])
     try:
         return MockConfig(
             ttft_s=f["ttft_ms"] / 1e3,
@@ -32,6 +35,7 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
             per_request_spec_metrics=f["per_request_spec_decode_metrics"],
             prefix_cache=f["prefix_cache"],
             prefix_cache_max_blocks=f["prefix_cache_max_blocks"],
+            dev_mode=f.get("dev_mode", False),
             fault_5xx_rate=f["fault_5xx_rate"],
             fault_429_rate=f["fault_429_rate"],
             retry_after_s=f["retry_after_s"],
@@ -47,3 +51,15 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None
+
+
+def _k_of(text: str) -> int:
+    """vLLM's `--speculative-config JSON`, taken for its k: the mock then poses as vLLM in a launch experiment
+    (`engine: vllm` derives the candidate's command by adding the flag to the baseline's)."""
+    try:
+        k = json.loads(text).get("num_speculative_tokens")
+    except (ValueError, AttributeError):
+        k = None
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise UserError(f"--speculative-config must be JSON with num_speculative_tokens (an integer); got {text!r}")
+    return k

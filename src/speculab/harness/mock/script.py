@@ -98,6 +98,8 @@ class MockConfig:
     prefix_cache: bool = False  # cached leading blocks of a prompt cost no prefill
     prefix_cache_block_tokens: int = 16  # cache granularity in tokens (vLLM's block size)
     prefix_cache_max_blocks: int = 65536  # LRU capacity in blocks
+    # vLLM's VLLM_SERVER_DEV_MODE=1: POST /reset_prefix_cache empties the prefix cache (without it: 404, as vLLM's)
+    dev_mode: bool = False
     fault_5xx_rate: float = 0.0
     fault_429_rate: float = 0.0
     retry_after_s: float = 1.0  # Retry-After header of 429 faults (whole seconds on the wire, rounded up)
@@ -266,6 +268,9 @@ class PrefixCache:
     def __init__(self, block_tokens: int, max_blocks: int):
         self.block_tokens, self.max_blocks = block_tokens, max_blocks
         self._blocks: OrderedDict[int, None] = OrderedDict()
+
+    def clear(self) -> None:
+        self._blocks.clear()
 
     def lookup_and_insert(self, tokens: list[str]) -> int:
         """Cached tokens for this prompt (at least one token is always computed); then cache its blocks."""

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
@@ -261,6 +262,18 @@ async def _send_times(request: web.Request) -> web.Response:
     return web.json_response({"clock": "CLOCK_MONOTONIC", "requests": state.send_log})
 
 
+async def _reset_prefix_cache(request: web.Request) -> web.Response:
+    """vLLM's dev-mode endpoint: empty the prefix cache. Each reset is also a line on stderr, so a launched mock's
+    log says how many it saw after it has stopped."""
+    state = request.app[STATE_KEY]
+    if not state.cfg.dev_mode:
+        raise web.HTTPNotFound()  # vLLM has no such route outside dev mode
+    state.cache.clear()
+    state.cache_resets += 1
+    print(f"mock-server: prefix cache reset ({state.cache_resets})", file=sys.stderr, flush=True)
+    return web.json_response({"success": True})  # vLLM 0.32's answer
+
+
 async def _metrics(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     return web.Response(body=generate_latest(state.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -297,6 +310,7 @@ def create_app(cfg: MockConfig) -> web.Application:
     app.router.add_get("/version", _version)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/reset_prefix_cache", _reset_prefix_cache)
     app.router.add_get("/mock/send_times", _send_times)
     return app
 

@@ -117,6 +117,7 @@ class MockState:
         self.prefill_free_at = 0.0  # serial_prefill: when the prefill engine finishes the work queued so far
         self.cache = PrefixCache(cfg.prefix_cache_block_tokens, cfg.prefix_cache_max_blocks)
         self.shutdown = asyncio.Event()
+        self.cache_resets = 0  # POST /reset_prefix_cache answered (dev_mode)
         self.send_log: list[dict[str, Any]] = []  # cfg.record_send_times: one entry per streamed request
 
     def next_id(self) -> int:

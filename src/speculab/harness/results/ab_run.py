@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
-from speculab.harness.records import AcceptanceSummary, MemorySample, RequestRecord, RequestSpec
+from speculab.harness.records import AcceptanceSummary, CacheResetOutcome, MemorySample, RequestRecord, RequestSpec
 from speculab.harness.results.strict_json import json_safe
 
 INPUTS_SCHEMA = "speculab.report.inputs/1"
@@ -46,6 +46,9 @@ class RepeatRun:
     # which throughput divides by; with neither, the run has no throughput (`verdict.arm_level.repeat_metrics`)
     sends_rebuilt: bool = False
     duration_s: float | None = None
+    # what was done to the server's caches before each block (`cache: {reset: ...}`); () = not recorded (compare,
+    # older runs)
+    cache_resets: tuple[CacheResetOutcome, ...] = ()
 
     def meta_dict(self) -> dict[str, Any]:
         """Everything except the records (they live in requests.jsonl)."""
@@ -65,6 +68,7 @@ class RepeatRun:
                 "client": dict(self.client) if self.client is not None else None,
                 "sends_rebuilt": self.sends_rebuilt,
                 "duration_s": self.duration_s,
+                "cache_resets": [r.to_dict() for r in self.cache_resets],
             }
         )
 
@@ -87,6 +91,7 @@ class RepeatRun:
             client=dict(d["client"]) if d.get("client") else None,
             sends_rebuilt=bool(d.get("sends_rebuilt", False)),
             duration_s=float(d["duration_s"]) if d.get("duration_s") is not None else None,
+            cache_resets=tuple(CacheResetOutcome.from_dict(r) for r in d.get("cache_resets") or ()),
         )
 
 

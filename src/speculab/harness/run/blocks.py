@@ -28,11 +28,12 @@ from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
-from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.records import CacheResetOutcome, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.run.plan import ArmPlan, RunPlan
+from speculab.harness.run.resets import BlockResets
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.liveness import EndpointWatch, set_when
@@ -134,6 +135,7 @@ class Observed:
     windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
     health: list[ClientHealth] = field(default_factory=list)  # the client over each block's measured phase
     workers: list[dict[str, Any]] = field(default_factory=list)  # load.workers: each worker's report, per block
+    resets: list[CacheResetOutcome] = field(default_factory=list)  # the server's caches before each block
 
     @classmethod
     def open(cls, out: Path, arm: str, level: str, repeat: int) -> Observed:
@@ -195,15 +197,10 @@ class BlockRunner:
         reporter: Reporter,
         clock: Clock,
         engine_of: Callable[[str], str],
+        note: Callable[[str], None] = lambda _: None,
     ):
-        self.plan, self.out, self.session, self.stop, self.reporter, self.clock = (
-            plan,
-            out,
-            session,
-            stop,
-            reporter,
-            clock,
-        )
+        self.plan, self.out, self.session = plan, out, session
+        self.stop, self.reporter, self.clock = stop, reporter, clock
         self.engine_of = engine_of  # an arm's engine as observed (two-URL mode detects it from the server)
         self.order = 0
         self.finished_runs = 0
@@ -211,6 +208,7 @@ class BlockRunner:
         self.server_died: EndpointError | None = None
         self._watches: dict[str, EndpointWatch] = {}  # URL arms: is the server still there (servers.liveness)
         self.gpu = GpuMemory.open()
+        self.resets = BlockResets(engine_of, note)  # caches emptied before each block (`cache: {reset: ...}`)
 
     def skip(self, repeats: int = 1) -> None:
         """Repeats that finished before a resume keep their place in the order."""
@@ -220,15 +218,16 @@ class BlockRunner:
         return request_func(self.endpoint(arm, model), self.plan.sampling, clock=self.clock)
 
     def endpoint(self, arm: ArmPlan, model: str) -> EndpointConfig:
+        adapter = adapter_for(self.engine_of(arm.info.name))  # its request fields: every arm of one engine alike
         return EndpointConfig(
             base_url=arm.info.url,
             model=model,
             api=self.plan.api,  # type: ignore[arg-type]
             api_key=arm.api_key,
             timeout_s=self.plan.request_timeout_s,
-            extra_body=dict(self.plan.extra_body),
+            extra_body={**adapter.request_fields, **self.plan.extra_body},
             logprobs=self.plan.logprobs,
-            keep_alive=adapter_for(self.engine_of(arm.info.name)).keep_alive,
+            keep_alive=adapter.keep_alive,
         )
 
     def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:
@@ -318,6 +317,7 @@ class BlockRunner:
         probe = HealthProbe(clock=self.clock)
 
         async def measure_start() -> None:
+            seen.resets.append(await self.resets.before(self.session, arm, b.number, self.plan.cache_reset))
             if b.scrape_before:
                 seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
             sampler.start()
@@ -458,6 +458,7 @@ def _repeat_run(
         notes=tuple([*notes, *worker_notes(seen.workers)]),
         windows_s=tuple(seen.windows),
         client=combined_health(seen.health),
+        cache_resets=tuple(seen.resets),
     )
 
 

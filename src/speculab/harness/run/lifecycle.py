@@ -118,7 +118,9 @@ class Lifecycle:
         self.out, self.stop, self.reporter, self.clock = out, stop, reporter, clock
         self.record = RunRecord.start(plan, resumed)
         self.plan_id = plan_identity(plan)  # in inputs.json, for `--resume` to check against
-        self.blocks = BlockRunner(plan, out, session, stop, reporter, clock, lambda name: self.record.arm(name).engine)
+        self.blocks = BlockRunner(
+            plan, out, session, stop, reporter, clock, lambda name: self.record.arm(name).engine, self.note
+        )
 
     # the plan and the setup are replaced once, when the workload is fitted to the context (`preflight`)
     @property

@@ -65,6 +65,7 @@ class RunPlan:
     fit_policy: str = DEFAULT_FIT
     max_model_len: int | None = None
     notes: tuple[str, ...] = ()  # warnings for the terminal before the run (a method the engine could not check)
+    cache_reset: str = "between-blocks"  # `cache: {reset: between-blocks | never}` (servers.cache_reset)
 
     def __post_init__(self) -> None:
         if len(self.loads) != len(self.setup.levels):
@@ -268,6 +269,7 @@ def plan_experiment(
         fit_policy=w.fit,
         max_model_len=max_model_len,
         notes=notes,
+        cache_reset=exp.cache_reset,
     )
 
 
@@ -324,8 +326,11 @@ def _launch_arms(
     la, c = exp.baseline.launch, exp.candidate
     assert la is not None
     adapter = adapter_for(la.engine)
+    # what the engine's reset endpoint needs in its environment (vLLM's dev mode), in every arm's alike: the
+    # single-change check compares the environments too; a value the user set stays theirs
+    reset_env = adapter.cache_reset.env if adapter.cache_reset and exp.cache_reset == "between-blocks" else {}
     base_cmd = ServerCommand(
-        la.command, la.port, dict(la.env), la.host, la.health_path or adapter.health_path, la.ready_timeout_s
+        la.command, la.port, {**reset_env, **la.env}, la.host, la.health_path or adapter.health_path, la.ready_timeout_s
     )
     base = ArmPlan(
         replace(base_info, url=base_cmd.url, engine=la.engine, command=redact_command(base_cmd.command)),
@@ -340,7 +345,7 @@ def _launch_arms(
         exp.speculations,
         cand_infos,
         command=c.command if c is not None else None,
-        env=c.env if c is not None else None,
+        env={**reset_env, **c.env} if c is not None and c.env is not None else None,
         port=c.port if c is not None else None,
         model=(c.model if c is not None else None) or exp.baseline.model,
         key=key,

@@ -57,7 +57,14 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
             "request": plan.sampling,
             "extra_body": plan.extra_body,
         },
-        "loads": {**take("levels"), "loads": plan.loads, "block_size": plan.block_size, "warmup": plan.warmup_requests},
+        "loads": {
+            **take("levels"),
+            "loads": plan.loads,
+            "block_size": plan.block_size,
+            "warmup": plan.warmup_requests,
+            # `cache: {reset: never}` shapes each block; the default is left out so runs from before it still resume
+            **({"cache_reset": plan.cache_reset} if plan.cache_reset != "between-blocks" else {}),
+        },
         "repeats": take("repeats", "sequential"),
         "arms": {
             "arms": saved["arms"],

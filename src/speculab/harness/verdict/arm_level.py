@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -269,6 +269,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),
         prefix_cache=prefix_cache_view(runs, arm.engine),
         energy=energy_view(powered, inputs.setup.usd_per_kwh),
+        cache_resets=dict(Counter(r.outcome for run in runs for r in run.cache_resets)),
     )
 
 

@@ -166,6 +166,7 @@ class ArmLevel:
     series: Series
     request_acceptance: RequestAcceptanceView | None = None  # per-request fields, where the engine reports them
     prefix_cache: PrefixCacheView | None = None  # where the engine exposes prefix-cache counters
+    cache_resets: Mapping[str, int] = field(default_factory=dict)  # blocks by CacheResetOutcome.outcome; {}: none kept
     # the client process at this load (load.client_health): its CPU share of one core (the highest repeat's) and
     # its event loop's lag p99 (the worst repeat's); None where not measured
     client_cpu_share: float | None = None

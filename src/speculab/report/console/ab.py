@@ -21,6 +21,7 @@ from speculab.report.energy import energy_lines, energy_measured
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
 from speculab.report.phrases import (
     best_lines,
+    cache_reset_phrase,
     decision_of,
     guardrail_lines,
     launch_phrase,
@@ -300,6 +301,9 @@ def per_request_lines(report: Any, level: Any) -> list[str]:
     rates = [(label, pc) for label, pc in rates if pc is not None and pc.hit_rate is not None]
     if rates:
         lines.append("  prefix-cache hit rate: " + ", ".join(f"{label} {pc.hit_rate:.0%}" for label, pc in rates))
+    resets = [(arm.label, cache_reset_phrase(a.cache_resets)) for arm in report.arms if (a := level.arm(arm.name))]
+    if any(said for _, said in resets):
+        lines.append("  caches: " + ", ".join(f"{label} {said}" for label, said in resets if said))
     return lines
 
 

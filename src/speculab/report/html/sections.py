@@ -27,6 +27,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.phrases import (
     NOT_IN_FILE,
+    cache_reset_phrase,
     checks_phrase,
     decision_of,
     decision_phrase,
@@ -99,9 +100,8 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
 
 def prefix_cache_text(a: ArmLevel) -> str:
     pc = a.prefix_cache
-    if pc is None:
-        return "–"
-    return f"{num(pc.hit_rate, '.0%')} of {num(pc.queries, ',.0f')} prompt tokens"
+    hits = f"{num(pc.hit_rate, '.0%')} of {num(pc.queries, ',.0f')} prompt tokens" if pc is not None else ""
+    return "; ".join(t for t in (hits, cache_reset_phrase(a.cache_resets)) if t) or "–"
 
 
 def _weighted_cells(w: WeightedAcceptance) -> dict[str, str]:

@@ -44,7 +44,8 @@ def test_vllm_candidate_is_derived_and_verified() -> None:
         "--speculative-config",
         '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}',
     )
-    assert cand.launch.env == {"A": "1"} and cand.launch.port == 8000
+    # the dev-mode variable vLLM needs for its cache-reset endpoint (cache: {reset: between-blocks}, the default)
+    assert cand.launch.env == {"A": "1", "VLLM_SERVER_DEV_MODE": "1"} and cand.launch.port == 8000
     assert plan.changes[0].verified is True and seen == list(plan.changes)
     assert cand.info.name == "ngram-k4" and cand.info.label == "ngram k=4" and cand.info.engine == "vllm"
     assert base.info.command == tuple(VLLM) and cand.k == 4

@@ -66,6 +66,7 @@ def test_the_same_file_plans_the_same_identity() -> None:
         (launch_yaml(seed=1), "workload, sampling"),  # the seed draws the synthetic prompts too
         (launch_yaml(sweep=", sweep: [{concurrency: 1}, {concurrency: 8}]"), "loads"),
         (launch_yaml().replace("repeats: 2", "repeats: 3"), "repeats"),
+        (launch_yaml().replace("repeats: 2", "repeats: 2\ncache: {reset: never}"), "loads"),  # #40: blocks differ
         (launch_yaml(candidate=", env: {X: '1'}"), "arms"),
         (launch_yaml().replace("loads:", "slos: {ttft_s: 1}\nloads:"), "the rest of the setup"),
     ],

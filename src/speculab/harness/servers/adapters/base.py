@@ -44,6 +44,15 @@ class PrefixCacheMetrics:
     misses: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CacheReset:
+    """How an engine empties its caches between blocks, so no block is served from a cache warmed by the blocks
+    before it: the endpoints POSTed (in order), and what a launched server's environment needs for them to exist."""
+
+    paths: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
 # --- how an engine's installed release says which speculation methods it has (read by `servers.methods`) --------
 # A Python engine is asked through its package's source (`PythonRelease`: which files declare its methods and its
 # speculation config's keys); an executable through its `--help` and `--version` (`HelpRelease`: the parsers of its
@@ -112,6 +121,9 @@ class EngineAdapter(Protocol):
     metric_prefix: str | None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
     acceptance: AcceptanceMetrics
     prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
+    cache_reset: CacheReset | None  # None: it has no endpoint that empties its caches
+    # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)
+    request_fields: Mapping[str, Any]
     keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)
     speculation_flags: frozenset[str]  # exact flags that belong to speculation
     speculation_prefixes: tuple[str, ...]  # any flag starting with one of these belongs to speculation

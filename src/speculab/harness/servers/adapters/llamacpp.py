@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -104,6 +106,9 @@ class LlamacppAdapter:
     # llama-server advertises keep-alive but closes the connection after every streamed response (its chunked
     # content provider reports the end of the stream as a failure to cpp-httplib); measured on the build we test:
     # reusing those connections fails about one request in four as "server disconnected".
+    # llama-server erases one slot at a time (POST /slots/ID?action=erase), not its whole cache: none here
+    cache_reset: CacheReset | None = None
+    request_fields: Mapping[str, Any] = field(default_factory=dict)
     keep_alive: bool = False
     # `--spec-*` (every option of the built version) and `--draft-*` (older builds) by prefix; these exactly:
     # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -25,6 +27,8 @@ class OtherAdapter:
     metric_prefix: str | None = None
     acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
     prefix_cache: PrefixCacheMetrics | None = None
+    cache_reset: CacheReset | None = None
+    request_fields: Mapping[str, Any] = field(default_factory=dict)
     keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset()
     speculation_prefixes: tuple[str, ...] = ()

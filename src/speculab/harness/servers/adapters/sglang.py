@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -65,6 +67,10 @@ class SglangAdapter:
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total")
     )
+    # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
+    cache_reset: CacheReset | None = field(default_factory=lambda: CacheReset(("/flush_cache",)))
+    # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)
+    request_fields: Mapping[str, Any] = field(default_factory=lambda: {"return_spec_tokens_details": True})
     keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-algo"})  # short alias seen in older scripts
     speculation_prefixes: tuple[str, ...] = ("--speculative-",)

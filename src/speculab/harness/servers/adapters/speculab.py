@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -39,6 +41,8 @@ class SpeculabAdapter:
     metric_prefix: str | None = "speculab:"
     acceptance: AcceptanceMetrics = field(default_factory=lambda: counters(KIND))
     prefix_cache: PrefixCacheMetrics | None = None
+    cache_reset: CacheReset | None = field(default_factory=lambda: CacheReset(("/reset_prefix_cache",)))
+    request_fields: Mapping[str, Any] = field(default_factory=dict)
     keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculative-config"})
     speculation_prefixes: tuple[str, ...] = ()

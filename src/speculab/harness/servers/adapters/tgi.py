@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -82,6 +84,8 @@ class TgiAdapter:
         default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
     )
     prefix_cache: PrefixCacheMetrics | None = None
+    cache_reset: CacheReset | None = None
+    request_fields: Mapping[str, Any] = field(default_factory=dict)
     keep_alive: bool = True
     speculation_flags: frozenset[str] = frozenset({"--speculate"})
     speculation_prefixes: tuple[str, ...] = ()

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
+    CacheReset,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
@@ -83,6 +85,12 @@ class VllmAdapter:
     prefix_cache: PrefixCacheMetrics | None = field(
         default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
     )
+    # vLLM serves /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1 (its `bench sweep` resets this way); its
+    # /reset_mm_cache and /reset_encoder_cache hold multimodal inputs, which speculab's workloads never send
+    cache_reset: CacheReset | None = field(
+        default_factory=lambda: CacheReset(("/reset_prefix_cache",), {"VLLM_SERVER_DEV_MODE": "1"})
+    )
+    request_fields: Mapping[str, Any] = field(default_factory=dict)
     keep_alive: bool = True
     # --speculative-config today, and --per-request-spec-decode-metrics (0.32: each response carries its own
     # acceptance; vLLM refuses it without speculation, so only a candidate can carry it, via engine_args); the rest
