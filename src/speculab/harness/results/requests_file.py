@@ -40,7 +40,7 @@ class RequestsFile:
             path.parent.mkdir(parents=True, exist_ok=True)
             # unbuffered bytes: what the kernel took is exactly what `_end` counts, nothing waits in a buffer that
             # a later flush (at close, on a full disk) could half-write
-            self._f: IO[bytes] | None = path.open("ab", buffering=0)
+            self._f: IO[bytes] | None = path.open("a+b", buffering=0)  # a+: read, to find the last whole record
             self._end = _whole_end(self._f)
         except OSError as e:  # os.access cannot predict everything (root, read-only or virtual file systems)
             raise UserError(
@@ -56,7 +56,7 @@ class RequestsFile:
         try:
             view = memoryview(line)
             while view:  # a raw write may take less than asked
-                view = view[self._f.write(view) :]
+                view = view[os.write(self._f.fileno(), view) :]
         except OSError as e:
             self._cut_back()
             self._failed = write_error(self.path, e)
