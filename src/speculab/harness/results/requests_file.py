@@ -23,7 +23,8 @@ def write_error(path: Path, e: OSError) -> UserError:
     """One line for a write that failed mid-run (disk full, a removed mount): what was kept and what to do."""
     return UserError(
         f"cannot write {path} ({e.strerror or e}); the run stopped. Records written before "
-        "are in requests.jsonl; free space or choose another --output"
+        "are in requests.jsonl; free space or choose another --output (an A/B then finishes with `speculab run "
+        "--resume DIR`, the directory copied elsewhere too)"
     )
 
 
