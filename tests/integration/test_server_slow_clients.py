@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from tests.fakes.engine_fakes import tiny_model
-from tests.integration.raw_http import exchange, read_answer, request_bytes
+from tests.integration.raw_http import closed, exchange, read_answer, request_bytes
 from tests.integration.server_harness import CharDetok, CharTokenizer, free_port
 
 from speculab.engine.async_engine import AsyncEngine
@@ -77,18 +77,6 @@ def engine_server(deadline_s: float) -> Iterator[tuple[int, ConnectionCounters]]
     )
     with serve(app, counters, deadline_s) as port:
         yield port, counters
-
-
-def closed(sock: socket.socket) -> bool:
-    """Has the server closed this (non-blocking) connection? A 408 it sent first is read and dropped."""
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except BlockingIOError:
-        return False
-    except OSError:  # reset: closed too
-        return True
 
 
 def metric(port: int, name: str) -> float:
