@@ -16,6 +16,7 @@ from typing import IO
 
 from speculab.errors import UserError
 from speculab.harness.records import RequestRecord
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.results.strict_json import dumps
 
 
@@ -98,9 +99,9 @@ def _whole_end(f: IO[bytes]) -> int:
 
 
 def write_records(path: Path, records: list[RequestRecord] | tuple[RequestRecord, ...]) -> None:
-    """A whole file in one go (tests, re-exports); runs append as requests finish instead."""
+    """A whole file in one go, atomically (`compare` saving imported runs, tests); runs append as requests finish."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(dumps(r.to_dict()) + "\n" for r in records), encoding="utf-8")
+    write_atomic(path, "".join(dumps(r.to_dict()) + "\n" for r in records))
 
 
 def iter_records(path: Path) -> Iterator[RequestRecord]:
