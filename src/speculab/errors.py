@@ -42,7 +42,7 @@ def disk_error(e: OSError) -> UserError | None:
         return None
     where = f"cannot write {e.filename}" if e.filename else "cannot write the output"
     return UserError(
-        f"{where} ({e.strerror or e}); nothing written whole was lost. Free space or write elsewhere "
+        f"{where} ({e.strerror or e}); the files written before it are whole. Free space or write elsewhere "
         "(`speculab run --resume DIR` finishes an interrupted A/B, the directory copied elsewhere too)"
     )
 
