@@ -31,6 +31,13 @@ class ErrorRateExceeded(UserError):
     exit_code = 4
 
 
+class AnswerMatched(UserError):
+    """A headline answer the user named with `--fail-on` was given (a CI gate); results and report are written
+    first."""
+
+    exit_code = 5
+
+
 # a disk that cannot take what a command writes: full, over quota, a file too large, or mounted read-only
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 

@@ -13,10 +13,10 @@ from speculab.config import parse_experiment
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run import looks as run_looks
 from speculab.harness.run.plan import describe_plan, plan_experiment
 from speculab.harness.run.run import run_plan
 from speculab.harness.stats.sequential import look_alphas
-from speculab.harness.verdict import looks as verdict_looks
 from speculab.harness.verdict.build import build_report
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=4)
@@ -51,7 +51,7 @@ def test_looks_from_min_stop_when_decided_or_at_max(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decided_at: int, expected_repeats: int
 ) -> None:
     scripted = Scripted(decided_at)
-    monkeypatch.setattr(verdict_looks, "take_look", scripted)  # the lifecycle asks the verdict's looks module
+    monkeypatch.setattr(run_looks, "take_look", scripted)  # the lifecycle asks the verdict's looks module
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         plan = plan_experiment(parse_experiment(experiment(a, b, "{min: 2, max: 4, until: decided, mdc: 0.03}")))
         assert "2 to 4 repeats, until every verdict is decided" in "\n".join(describe_plan(plan))

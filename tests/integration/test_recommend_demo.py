@@ -38,6 +38,9 @@ baseline:
 speculation:
   - {{method: ngram, num_speculative_tokens: 4}}
   - {{method: ngram, num_speculative_tokens: 8}}
+# this test is about re-verifying what ships (issue 28); TTFT and E2E on a shared 2-core machine are too noisy at 24
+# prompts to hold as guardrails here (tests/integration/test_recommend_guardrails.py tests them)
+guardrails: []
 """
 
 
@@ -50,10 +53,16 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     assert "recommendation:" in out and "to ship:" in err  # the terminal says what to ship
     summary = json.loads((first / "summary.json").read_text())
     rec = summary["recommendation"]
-    # the bands agree with the per-load verdicts: each load's choice is that load's best, plain where none is faster
+    # the bands agree with the per-load verdicts: each load's choice is that load's best where it ships, plain where
+    # every candidate is shown not to pay, undecided otherwise (issue 36)
     best = {lv["key"]: lv["best"] or "baseline" for lv in summary["levels"]}
     for c in rec["loads"]:
-        assert c["choice"] == best[c["level"]] or c["kept_over"] == best[c["level"]], c
+        here = {a["candidate"]: a["answer"] for a in rec["answers"] if a["level"] == c["level"]}
+        if c["answer"] == "ship":
+            assert c["choice"] == best[c["level"]] or c["kept_over"] == best[c["level"]], c
+        else:
+            assert "ship" not in here.values() and c["choice"] == {"plain": "baseline"}.get(c["answer"], "undecided")
+            assert c["answer"] == "undecided" or set(here.values()) == {"plain"}, (c, here)
     assert [v for b in rec["bands"] for v in b["loads"]] == [1, 4]
     # every arm at every load in the Pareto data, and the page shows the block first, with the flags written after
     assert len(rec["pareto"]) == 3 * 2

@@ -25,11 +25,11 @@ from speculab.errors import EndpointError
 from speculab.harness.mock.requests import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run import looks as run_looks
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.stats.sequential import look_alphas
-from speculab.harness.verdict import looks as verdict_looks
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 PROMPTS, REPEATS, LEVELS, ARMS = 12, 2, ("c1", "c2"), ("baseline", "ngram-k2")
@@ -250,7 +250,7 @@ def test_adaptive_repeats_keep_the_looks_they_took(tmp_path: Path, monkeypatch: 
         asked.append(alpha)
         return False, ["ngram-k2 at concurrency 1"]
 
-    monkeypatch.setattr(verdict_looks, "take_look", never_decided)
+    monkeypatch.setattr(run_looks, "take_look", never_decided)
     stop = asyncio.Event()
 
     class StopInRepeat3:

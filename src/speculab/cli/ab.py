@@ -36,10 +36,58 @@ def _margin() -> Any:
     return typer.Option(None, "--margin", help="smallest change that matters, e.g. 3% (default: the run's, else 3%)")
 
 
+def _fail_on() -> Any:
+    return typer.Option(
+        None,
+        "--fail-on",
+        help="exit 5 when any headline answer is one of these, comma-separated: slower, inconclusive, equivalent, "
+        "no-verdict, worse (correctness), errors (the error gate); after everything is written",
+    )
+
+
+def _fail_on_answers(text: str | None) -> tuple[str, ...]:
+    """--fail-on's answers, checked before anything runs (a misspelt answer must not let a CI gate pass)."""
+    from speculab.errors import did_you_mean
+    from speculab.harness.verdict.build import FAIL_ON_ANSWERS
+
+    asked = tuple(a.strip() for a in (text or "").split(",") if a.strip())
+    for a in asked:
+        if a not in FAIL_ON_ANSWERS:
+            choices = ", ".join(FAIL_ON_ANSWERS)
+            raise UserError(f"--fail-on: no answer {a!r} (one or more of {choices}){did_you_mean(a, FAIL_ON_ANSWERS)}")
+    if text is not None and not asked:
+        raise UserError(f"--fail-on: name one or more of {', '.join(FAIL_ON_ANSWERS)}, comma-separated")
+    return asked
+
+
+def _check_fail_on(report: Any, asked: tuple[str, ...], out: Path) -> None:
+    """Exit 5 with one line naming the answers that matched (summary.json and report.html were written before)."""
+    from speculab.errors import AnswerMatched
+    from speculab.harness.verdict.build import headline_answers
+
+    hits = [f"{where}: {answer}" for answer, where in headline_answers(report) if answer in asked]
+    if hits:
+        more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+        raise AnswerMatched(f"--fail-on {','.join(asked)}: {'; '.join(hits[:3])}{more}; the report is in {out}")
+
+
+def _decide_on() -> Any:
+    return typer.Option(
+        None,
+        "--decide-on",
+        help="the metric a candidate must be faster on: tpot | e2e | ttft | itl (default: the run's, else tpot)",
+    )
+
+
 def _report_options(
-    *, allow_python_checks: bool, max_error_rate: float | None = None, seed: int = 0, margin: str | None = None
+    *,
+    allow_python_checks: bool,
+    max_error_rate: float | None = None,
+    seed: int = 0,
+    margin: str | None = None,
+    decide_on: str | None = None,
 ) -> Any:
-    from speculab.config.experiment import margins
+    from speculab.config.experiment import decide_on_metric, margins
     from speculab.harness.verdict.correctness import CorrectnessOptions
     from speculab.harness.verdict.model import ReportOptions
 
@@ -47,9 +95,13 @@ def _report_options(
         given = margins(margin) if margin is not None else None
     except ValueError as e:
         raise UserError(f"--margin: {e}") from None
+    try:
+        decide = decide_on_metric(decide_on) if decide_on is not None else None
+    except ValueError as e:
+        raise UserError(f"--decide-on: {e}") from None
     correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
     rate = {} if max_error_rate is None else {"max_error_rate": max_error_rate}
-    return ReportOptions(seed=seed, correctness=correctness, margin=given, **rate)
+    return ReportOptions(seed=seed, correctness=correctness, margin=given, decide_on=decide, **rate)
 
 
 def _render(console: Console, out: Path, *, interrupted: bool, options: Any = None, ship: Any = None) -> Any:
@@ -72,7 +124,13 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
 
 
 def _run_plan(
-    console: Console, plan: Any, out: Path, options: Any = None, resume: bool = False, ship: Any = None
+    console: Console,
+    plan: Any,
+    out: Path,
+    options: Any = None,
+    resume: bool = False,
+    ship: Any = None,
+    fail_on: tuple[str, ...] = (),
 ) -> None:
     """Run the plan, then render its report once; `ship` adds the configuration to ship to a run that finished."""
     options = options if options is not None else _report_options(allow_python_checks=False)
@@ -96,12 +154,13 @@ def _run_plan(
     report = _render(console, out, interrupted=outcome.interrupted, options=options, ship=ship if done else None)
     if outcome.interrupted:
         raise typer.Exit(130)
-    _check_ab_error_gate(report, options, out)
+    _check_ab_error_gate(report, options, out, fail_on)
 
 
-def _check_ab_error_gate(report: Any, options: Any, out: Path) -> None:
+def _check_ab_error_gate(report: Any, options: Any, out: Path, fail_on: tuple[str, ...] = ()) -> None:
     from speculab.harness.verdict.build import report_error_gate
 
+    _check_fail_on(report, fail_on, out)  # first: the user named the answers that fail their gate, errors too
     _check_error_gate(report_error_gate(report, options.max_error_rate), out)
 
 
@@ -117,6 +176,7 @@ def run_command(
     max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
     dry_run: bool = typer.Option(False, "--dry-run", help=_DRY_RUN_HELP),
     max_error_rate: float = _max_error_rate(),
+    fail_on: str | None = _fail_on(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.config import load_experiment
@@ -126,6 +186,7 @@ def run_command(
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
+    asked = _fail_on_answers(fail_on)
     experiment, output = resume_paths(resume, experiment, output)  # --resume DIR: DIR and the file it ran
     exp = load_experiment(experiment)
     source_text = experiment.read_text(encoding="utf-8")  # now: recommended.yaml is this file, whatever happens to it
@@ -155,7 +216,7 @@ def run_command(
 
         return replace(report, shipped=shipped_config(report, exp, source_text))
 
-    _run_plan(console, plan, out, options, resume=resume is not None, ship=ship)
+    _run_plan(console, plan, out, options, resume=resume is not None, ship=ship, fail_on=asked)
 
 
 @app.command("compare")
@@ -196,28 +257,76 @@ def compare_command(
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
+    decide_on: str | None = _decide_on(),
+    fail_on: str | None = _fail_on(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
     directories, vLLM `bench serve --save-result --save-detailed` files or `bench sweep serve` settings, GuideLLM
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
-    says so."""
+    says so; summary-only files (no per-request data) are compared run by run."""
     from speculab.harness.compare.arms import arm_names, output_dir, parse_names
     from speculab.harness.compare.pairing import inputs_from_results
     from speculab.harness.imports.registry import result_path
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
     console = Console(stderr=True, soft_wrap=True)
+    asked = _fail_on_answers(fail_on)
+    given = parse_names(names) if names is not None else None
+    # summary-only files (no request on a side): the run is the unit; asked before a tool's directory is narrowed to
+    # its one result, since a directory of summaries is a side's several runs
+    picked = benchmark is not None or unpaired
+    if fmt is None and _compare_run_level(a, b, output, margin, picked, given, allow_different_models):
+        return
     a, b = result_path(a, fmt), result_path(b, fmt)  # a tool's output directory: the one result in it
-    arms = arm_names(a, b, parse_names(names) if names is not None else None)
+    arms = arm_names(a, b, given)
     inputs = inputs_from_results(
         a, b, fmt, benchmark, unpaired, names=arms, allow_different_models=allow_different_models
     )
     out = output or output_dir(arms)
     check_ab_output_dir(out)
     save_inputs(out, inputs)
-    options = _report_options(allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin)
-    _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out)
+    options = _report_options(
+        allow_python_checks=allow_python_checks, max_error_rate=max_error_rate, margin=margin, decide_on=decide_on
+    )
+    _check_ab_error_gate(_render(console, out, interrupted=False, options=options), options, out, asked)
+
+
+def _compare_run_level(
+    a: Path,
+    b: Path,
+    output: Path | None,
+    margin: str | None,
+    picked: bool,
+    names: tuple[str, str] | None,
+    allow_different_models: bool,
+) -> bool:
+    """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
+    OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); False where both keep per-request data
+    (the per-prompt A/B). `picked`: --benchmark or --unpaired was given, which choose among requests: refused here."""
+    from speculab.config.experiment import margins
+    from speculab.harness.compare.arms import arm_names, output_dir
+    from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
+    from speculab.report.console.run_level import print_run_level
+
+    runs = summaries_of(a, b)
+    if runs is None:
+        return False
+    if picked:
+        raise UserError(
+            "--benchmark / --unpaired: summary-only files are compared run by run at every load, with no requests to "
+            "pick or pair; leave them out"
+        )
+    try:
+        given = margins(margin) if margin is not None else {}
+    except ValueError as e:
+        raise UserError(f"--margin: {e}") from None
+    arms = arm_names(a, b, names)
+    report = compare_summaries(a, b, runs, given, names=arms, allow_different_models=allow_different_models)
+    out = output or output_dir(arms)
+    save(out, report)
+    print_run_level(Console(soft_wrap=True), report, out)
+    return True
 
 
 @app.command("init")
@@ -328,11 +437,15 @@ def report_command(
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     margin: str | None = _margin(),
+    decide_on: str | None = _decide_on(),
+    fail_on: str | None = _fail_on(),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
-    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin)
+    asked = _fail_on_answers(fail_on)
+    options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin, decide_on=decide_on)
     report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
+    _check_fail_on(report, asked, output or directory)

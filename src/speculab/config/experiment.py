@@ -217,6 +217,7 @@ class CostConfig:
     baseline: ArmPrice
     candidate: ArmPrice
     target_rate_rps: float | None = None
+    usd_per_kwh: float | None = None  # electricity price: energy cost per output token (analysis.energy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +268,36 @@ def margins(value: float | int | str | Mapping[str, float | int | str] | None) -
     return out
 
 
+# `decide_on:` and `guardrails:` (docs/recommendation.md): the metric a candidate must be faster on to be recommended,
+# and those it must not be worse on beyond their margins. Time metrics by their margin keys; `error_rate` (the arm's
+# failed requests) and `correctness` (the checks' pass rate) are guardrails only.
+DECIDE_ON_KEYS = {k: v for k, v in MARGIN_KEYS.items() if v in TIME_MARGINS}
+GUARDRAIL_KEYS = {**DECIDE_ON_KEYS, "error_rate": "error_rate", "correctness": "correctness"}
+DEFAULT_DECIDE_ON = "tpot_s"
+DEFAULT_GUARDRAILS = ("ttft_s", "e2e_s", "error_rate", "correctness")
+
+
+def decide_on_metric(value: str) -> str:
+    """`decide_on:` (or `--decide-on`) -> the metric's name; ValueError names the accepted keys."""
+    if value not in DECIDE_ON_KEYS:
+        raise ValueError(
+            f"unknown metric {value!r}{did_you_mean(value, DECIDE_ON_KEYS)} (one of: {', '.join(DECIDE_ON_KEYS)})"
+        )
+    return DECIDE_ON_KEYS[value]
+
+
+def guardrail_names(values: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """`guardrails:` -> the metrics' names, in order, each once; ValueError names the accepted keys."""
+    out = []
+    for v in values:
+        if v not in GUARDRAIL_KEYS:
+            raise ValueError(
+                f"unknown guardrail {v!r}{did_you_mean(v, GUARDRAIL_KEYS)} (one of: {', '.join(GUARDRAIL_KEYS)})"
+            )
+        out.append(GUARDRAIL_KEYS[v])
+    return tuple(dict.fromkeys(out))
+
+
 @dataclass(frozen=True, slots=True)
 class Experiment:
     workload: WorkloadConfig
@@ -288,6 +319,8 @@ class Experiment:
     # the smallest change that matters, per metric (`margins`): {} = the defaults (analysis.paired.DEFAULT_MARGIN;
     # correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
     margin: Mapping[str, float] = field(default_factory=dict)
+    decide_on: str = DEFAULT_DECIDE_ON  # the metric a candidate must be faster on (`decide_on:`)
+    guardrails: tuple[str, ...] | None = None  # `guardrails:`; None: DEFAULT_GUARDRAILS
 
     @property
     def speculation(self) -> SpeculationConfig:

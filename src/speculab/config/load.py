@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from speculab.config.experiment import (
+    DEFAULT_DECIDE_ON,
     AdaptiveRepeats,
     ArmConfig,
     ArmPrice,
@@ -30,6 +31,8 @@ from speculab.config.experiment import (
     SloTargets,
     SpeculationConfig,
     WorkloadConfig,
+    decide_on_metric,
+    guardrail_names,
     margins,
 )
 from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
@@ -257,7 +260,8 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
     if m.cost is not None:
         base_price = ArmPrice(m.cost.baseline.usd_per_hour, m.cost.baseline.gpus)
         cp = m.cost.candidate
-        cost = CostConfig(base_price, ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price, m.cost.target_rate_rps)
+        cand_price = ArmPrice(cp.usd_per_hour, cp.gpus) if cp else base_price
+        cost = CostConfig(base_price, cand_price, m.cost.target_rate_rps, m.cost.usd_per_kwh)
     return Experiment(
         name=m.name,
         workload=WorkloadConfig(w.spec, w.num_prompts, w.api, w.warmup_requests, w.fit),
@@ -291,4 +295,6 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         allow_extra_diff=m.allow_extra_diff,
         source=source,
         margin=margins(m.margin),
+        decide_on=decide_on_metric(m.decide_on) if m.decide_on is not None else DEFAULT_DECIDE_ON,
+        guardrails=guardrail_names(m.guardrails) if m.guardrails is not None else None,
     )

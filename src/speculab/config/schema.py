@@ -9,9 +9,17 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from speculab.config.experiment import DEFAULT_MAX_TOKENS, KNOWN_METHODS, NEEDS_MODEL, EngineKind, margins
+from speculab.config.experiment import (
+    DEFAULT_MAX_TOKENS,
+    KNOWN_METHODS,
+    NEEDS_MODEL,
+    EngineKind,
+    decide_on_metric,
+    guardrail_names,
+    margins,
+)
 
 
 class _Model(BaseModel):
@@ -204,6 +212,7 @@ class CostSchema(_Model):
     baseline: PriceSchema
     candidate: PriceSchema | None = None  # None: the same as the baseline
     target_rate_rps: float | None = Field(default=None, gt=0)
+    usd_per_kwh: float | None = Field(default=None, ge=0)  # electricity: the energy cost of output tokens
 
 
 class ExperimentSchema(_Model):
@@ -227,6 +236,24 @@ class ExperimentSchema(_Model):
     def _margin(self) -> ExperimentSchema:
         margins(self.margin)  # ValueError: the key path is `margin`
         return self
+
+    # the metric a candidate must be faster on, and those it must not be worse on (docs/recommendation.md)
+    decide_on: str | None = None
+    guardrails: list[str] | None = None
+
+    @field_validator("decide_on")
+    @classmethod
+    def _decide_on(cls, v: str | None) -> str | None:
+        if v is not None:
+            decide_on_metric(v)  # ValueError: the key path is `decide_on`
+        return v
+
+    @field_validator("guardrails")
+    @classmethod
+    def _guardrails(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None:
+            guardrail_names(v)
+        return v
 
     @model_validator(mode="after")
     def _repeats(self) -> ExperimentSchema:

@@ -147,6 +147,7 @@ class Setup:
     slo_e2e_s: float | None = None
     slo_attainment: float = 0.9
     target_rate_rps: float | None = None
+    usd_per_kwh: float | None = None  # `cost: usd_per_kwh`: the price of the energy the arms drew (analysis.energy)
     checks_enabled: bool = True
     logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
     two_url_mode: bool = False
@@ -167,6 +168,10 @@ class Setup:
     # the experiment's `margin:` per metric ({} = the defaults): the report decides against it (ReportOptions.margin
     # overrides, as `compare --margin` does)
     margin: Mapping[str, float] = field(default_factory=dict)
+    # the experiment's `decide_on:` and `guardrails:` (None: the defaults); ReportOptions overrides, as
+    # `compare --decide-on` does
+    decide_on: str | None = None
+    guardrails: tuple[str, ...] | None = None
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)

@@ -248,6 +248,7 @@ class MemorySample:
     gpu_bytes: float | None = None  # NVML: the server's processes where known, else the whole device
     rss_bytes: float | None = None  # resident set of the server process tree (CPU engines)
     kv_usage: float | None = None  # engine KV-cache usage gauge, fraction 0..1
+    gpu_power_w: float | None = None  # NVML board power, summed over the visible GPUs (watts); None: no NVML device
 
 
 @dataclass(frozen=True, slots=True)

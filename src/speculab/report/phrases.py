@@ -30,6 +30,8 @@ from speculab.report.formatting import (
     speedup,
     speedup_range,
 )
+from speculab.report.recommendation import guardrail_lines as guardrail_lines
+from speculab.report.recommendation import recommendation_lines as recommendation_lines
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -129,6 +131,8 @@ def pairs_phrase(comp: LevelComparison) -> str:
 def verdict_line(report: Report, cand: CandidateReport) -> str:
     """The hyperfine-style one-liner of one candidate; every part names its load, interval or source."""
     levels, crossover, acc, correctness = report.levels, cand.crossover, cand.acceptance, cand.correctness
+    if not any(lv.arm(cand.name) is not None for lv in levels):
+        return f"{cand.label}: not run"  # nothing measured, so nothing else to say (its acceptance is not "unknown")
     shown = [lv for lv in levels if {"low", "operating"} & set(lv.roles)] or list(levels[:2])
     phrases = []
     for lv in shown:
@@ -257,6 +261,13 @@ def ratio_phrase(iv: Interval) -> str:
     return f"{relative_change(iv.estimate)} {rng}"
 
 
+UNDECIDED_ANSWERS = (Decision.INCONCLUSIVE.value, Decision.INSUFFICIENT.value)
+
+
+def decision_of_ranked(r: Any) -> str:
+    return r.decision or r.verdict
+
+
 def best_lines(report: Any) -> list[str]:
     """One line per load: which candidate pays there ("at concurrency 1: ngram k=4, 2.10× [1.80–2.40]"), or that
     none does; with ties the paired test cannot break, the tied candidates are named."""
@@ -264,11 +275,18 @@ def best_lines(report: Any) -> list[str]:
     for lv in report.levels:
         roles = f" (the {' and '.join(lv.roles)} load)" if lv.roles else ""
         if lv.best is None:
-            gated = [r for r in lv.ranking if r.gate != "ok"]
-            why = "no candidate is faster than the baseline beyond the margin"
-            if gated and len(gated) == len(lv.ranking):
-                why = "no verdict for any candidate (see the table)"
-            out.append(f"at {lv.label}{roles}: none pays ({why})")
+            # a candidate that never ran here has a comparison (gate "missing") but no place in the ranking
+            entries = list(lv.comparisons) or list(lv.ranking)
+            gated = [r for r in entries if r.gate != "ok"]
+            open_ = [r for r in lv.ranking if r.gate == "ok" and decision_of_ranked(r) in UNDECIDED_ANSWERS]
+            if gated and len(gated) == len(entries):
+                out.append(f"at {lv.label}{roles}: undecided (no verdict for any candidate: see the table)")
+            elif gated or open_:
+                out.append(f"at {lv.label}{roles}: undecided (no candidate shown faster beyond the margin yet)")
+            else:
+                out.append(
+                    f"at {lv.label}{roles}: none pays (no candidate is faster than the baseline beyond the margin)"
+                )
             continue
         r = next(x for x in lv.ranking if x.candidate == lv.best)
         rng = speedup_range(r.speedup_low, r.speedup_high)
@@ -427,110 +445,23 @@ def warning_lines(warnings: Sequence[ReportWarning]) -> list[str]:
     return list(dict.fromkeys(warning_text(w) for w in warnings))
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The recommendation (harness.verdict.recommendation): what to ship at each load band.
-# ---------------------------------------------------------------------------------------------------------------
+# --- a comparison whose unit is the run (summary-only files: harness.verdict.run_level) ----------------------------
 
-_FORM = {
-    "plain": "keep plain decoding: no candidate is faster than the baseline beyond the margin at any measured load",
-    "single": "ship {w} at every measured load",
-    "off-above": "ship {w}, turned off above {axis} {edge}",
-    "per-load": "the choice depends on the load: ship each band's configuration (a per-load schedule)",
-}
+NO_PER_REQUEST = "no per-request data: no interval, no verdict"
 
 
-def _load_text(axis: str, v: float) -> str:
-    return f"{v:g}" if axis == "concurrency" else f"{v:g} req/s"
-
-
-def recommendation_lines(report: Any) -> list[str]:
-    """The first block of the report: one headline, one line per band with its loads and upper edge, and the rule."""
-    rec = getattr(report, "recommendation", None)
-    if rec is None:
-        return []
-    labels = {a.name: a.label for a in report.arms}
-    first = next((b for b in rec.bands if b.choice == rec.winner), None)
-    edge = "?"
-    if first is not None and first.upper_edge is not None:
-        edge = f"~{_load_text(rec.axis, first.upper_edge)}"
-    elif first is not None and first.edge_between is not None:
-        lo, hi = first.edge_between
-        edge = f"somewhere between {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
-    head = _FORM[rec.form].format(w=labels.get(rec.winner or "", rec.winner), axis=rec.axis, edge=edge)
-    out = [f"recommendation: {head}"]
-    by_level = {c.value: c for c in rec.loads}
-    for b in rec.bands:
-        loads = ", ".join(b.load_labels)
-        picks = []
-        for v in b.loads:
-            c = by_level[v]
-            if c.decision == "faster":
-                tied = f", tied with {', '.join(labels.get(t, t) for t in c.tied)}" if c.tied else ""
-                if c.kept_over:
-                    tied += f"; kept over {labels.get(c.kept_over, c.kept_over)}, which is not faster beyond the margin"
-                picks.append(f"{speedup(c.speedup)} {speedup_range(c.speedup_low, c.speedup_high)}{tied}")
-            else:
-                picks.append(c.decision)
-        text = f"  {loads}: {b.label} ({'; '.join(picks)})"
-        if b.upper_edge is not None:
-            iv = ""
-            if b.upper_edge_low is not None and b.upper_edge_high is not None:
-                iv = f" [{_load_text(rec.axis, b.upper_edge_low)}–{_load_text(rec.axis, b.upper_edge_high)}]"
-            text += f"; band ends near {rec.axis} {_load_text(rec.axis, b.upper_edge)}{iv} ({b.edge_source})"
-        elif b.edge_between is not None:
-            lo, hi = b.edge_between
-            text += f"; band ends between {rec.axis} {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
-        out.append(text)
-    out.extend(_cost_lines(rec, labels))
-    out.append(
-        f"  rule: a candidate is chosen at a load only when its TPOT is faster than the baseline beyond the "
-        f"{margin_pct(rec.margin)} margin; equivalent or undecided keeps plain (simpler)"
-    )
-    return out
-
-
-def _money(v: float | None) -> str:
-    return "?" if v is None else f"${v:,.0f}"
-
-
-def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
-    """Plain vs the recommendation at the target rate, with the range from the throughput intervals."""
-    c = rec.cost
-    if c is None:
-        return []
-    p = c.plan
-    name = labels.get(c.candidate, c.candidate)
-    if getattr(c, "by_load", False):
-        name += " as recommended per load (plain where plain was chosen)"
-
-    def side(s: Any) -> str:
-        if s.gpus is None:
-            return "no measured load meets the SLOs"
-        return f"{s.replicas} replica(s), {s.gpus} GPU(s), {_money(s.usd_per_month)}/month"
-
-    line = (
-        f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
-        f"{name} {side(p.candidate)}"
-    )
-    d = p.monthly_difference_usd
-    if d is not None:
-        word = "saves" if d < 0 else "costs"
-        line += f"; {word} {_money(abs(d))}/month"
-        ends = [x.monthly_difference_usd for x in (c.most_favourable, c.least_favourable) if x is not None]
-        if len(ends) == 2 and None not in ends:
-            lo, hi = sorted(ends)  # candidate - plain, $/month
-
-            def signed(v: float) -> str:
-                return ("-" if v < 0 else "+") + _money(abs(v))
-
-            line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
-        elif c.repeats < 2:  # how to get more repeats: the few-repeats warning, in the words of the run's command
-            line += " (one repeat: no interval)"
-        else:
-            # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
-            # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded
-            line += (
-                " (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
-                "more repeats narrow them)"
-            )
-    return [line]
+def run_level_phrase(decision: str | None, speedup_est: float, low: float, high: float, margin: float) -> str:
+    """One figure's answer over runs, on the speedup scale (> 1 = B better): 'faster 1.48× [1.41–1.55] over runs,
+    beyond the ±3% margin'; without a decision, the summary-only label."""
+    if decision is None:
+        return NO_PER_REQUEST
+    rng, est, m = speedup_range(low, high), fine_speedup(speedup_est), margin_pct(margin)
+    if decision == Decision.FASTER.value:
+        return f"faster {est} {rng} over runs, beyond the {m} margin"
+    if decision == Decision.SLOWER.value:
+        return f"slower {est} {rng} over runs, beyond the {m} margin"
+    if decision == Decision.EQUIVALENT.value:
+        return f"equivalent: no difference larger than {m} over runs ({est} {rng})"
+    if decision == Decision.INCONCLUSIVE.value:
+        return f"inconclusive: {est} {rng} over runs straddles the {m} margin; more runs a side would narrow it"
+    return "not enough runs"

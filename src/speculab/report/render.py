@@ -2,7 +2,8 @@
 
 `speculab run` and `speculab demo` call `render_run_dir` once the run ends (interrupted runs too; a finished launch-mode
 run adds the configuration to ship, written beside summary.json as recommended.yaml and recommended-flags.txt);
-`speculab report DIR` calls it on any saved run, partial ones included. The verdict is built by
+`speculab report DIR` calls it on any saved run, partial ones included. comparisons.csv, the paired comparisons as
+one table, is written beside summary.json every time. The verdict is built by
 `harness.verdict.build`; this module only reads, builds and writes.
 """
 
@@ -16,6 +17,7 @@ from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.output_dir import check_render_target
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.report.comparisons import write_comparisons
 from speculab.report.html.page import write_html
 from speculab.report.shipped import write_shipped
 from speculab.report.summary import write_summary
@@ -42,6 +44,7 @@ def render_run_dir(
         write_summary(target, report)
         write_html(target, report)
         write_shipped(target, report)
+        write_comparisons(target, report)
     except OSError as e:
         raise UserError(f"{target}: cannot write the report ({e.strerror}); choose another --output") from None
     return report

@@ -166,7 +166,8 @@ def test_single_level_and_baseline_only_runs_render(skip_candidate: bool):
     html = render_html(r)
     assert "No crossover" in html and html.count("<svg") >= 2
     if skip_candidate:
-        assert "no verdict at 4 req/s (missing)" in verdict_line(r, r.candidates[0])
+        # an arm that never ran gets no reason but that (issue 36), not "no verdict" nor "acceptance unknown"
+        assert verdict_line(r, r.candidates[0]) == "ngram k=4: not run"
         assert "nothing to compare" in html
 
 
@@ -188,7 +189,8 @@ def test_recommendation_block_comes_first_with_the_pareto_picture_and_the_flags(
     from speculab.report.html.page import write_html
     from speculab.report.phrases import recommendation_lines
 
-    report = build_report(make_inputs(n_prompts=12, repeats=2), FAST)
+    # without guardrails the fake's 12 prompts ship n-gram at concurrency 1 (the rest is undecided)
+    report = build_report(make_inputs(n_prompts=12, repeats=2), replace(FAST, guardrails=()))
     out = tmp_path / "run"
     page = write_html(out, report).read_text(encoding="utf-8")
     block = page[page.index('id="recommendation"') : page.index('id="verdict"')]

@@ -22,7 +22,8 @@ from speculab.harness.analysis.acceptance import acceptance_length, acceptance_r
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
-from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
+from speculab.harness.imports.older import aiperf_early
+from speculab.harness.records import AcceptanceSummary, ErrorCategory, ErrorInfo, RequestRecord
 
 FORMAT = "aiperf"
 TOOL = "aiperf"
@@ -47,7 +48,8 @@ def detect(path: Path) -> bool:
             head = f.read(4096).decode("utf-8", "replace").lstrip()
     except OSError:
         return False
-    return head.startswith("{") and '"metadata"' in head and ("request_start_ns" in head or "benchmark_phase" in head)
+    named = ("request_start_ns", "benchmark_phase", "timestamp_ns", "credit_phase")  # the last two: the early layout
+    return head.startswith("{") and '"metadata"' in head and any(k in head for k in named)
 
 
 def _seconds(ff: FileFields, metrics: Mapping[str, Any], name: str, i: int) -> float | None:
@@ -145,6 +147,9 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
     end_ns = meta.get("request_end_ns")
     end = ff.number(end_ns, "metadata.request_end_ns", at) * 1e-9 if end_ns is not None else None
     prompt_tokens = _tokens(ff, metrics, "input_sequence_length", at)
+    if aiperf_early.cancelled(raw) and not raw.get("error"):
+        cut = ErrorInfo(ErrorCategory.CANCELLED, "AIPerf: cancelled (was_cancelled)")
+        return file_record(index, sent, prompt_tokens, end if end is not None else sent, error=cut)
     if raw.get("error"):
         return file_record(index, sent, prompt_tokens, end if end is not None else sent, error=_error(raw["error"]))
     ttft = _seconds(ff, metrics, "time_to_first_token", i)
@@ -174,7 +179,7 @@ def _lines(ff: FileFields) -> list[dict[str, Any]]:
     for n, line in enumerate(ff.text().splitlines(), 1):
         if line.strip():
             rec = ff.json(line, f"line {n}: ")
-            out.append(ff.mapping(rec, "", f"line {n}: ") | {"_line": n})
+            out.append(aiperf_early.upgrade_record(ff.mapping(rec, "", f"line {n}: ")) | {"_line": n})
     if not out:
         ff.fail("it holds no records")
     return out
@@ -248,6 +253,14 @@ def _label(path: Path) -> str:
     return path.parent.name if path.name == "profile_export.jsonl" and path.parent.name else path.name
 
 
+def _layout_note(path: Path, rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """What an early layout's records were read as (`timestamp_ns` as the send, `credit_phase` as the phase)."""
+    text = path.read_text(encoding="utf-8", errors="replace")[:4096]
+    if '"timestamp_ns"' not in text or '"request_start_ns"' in text:
+        return ()
+    return (f"{_label(path)}: {aiperf_early.LAYOUT}: `timestamp_ns` read as the send, `credit_phase` as the phase",)
+
+
 def read(path: Path) -> ImportedRun:
     """Read one AIPerf profile_export.jsonl (and its sibling summary); a file it cannot read is one line naming it,
     the format and the field."""
@@ -268,7 +281,7 @@ def read(path: Path) -> ImportedRun:
         prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
         key_kind="AIPerf conversation_id/turn_index",
         info=info,
-        notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})",),
+        notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})", *_layout_note(path, rows)),
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
         model=str(info.get("model") or ""),

@@ -20,6 +20,7 @@ from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.imports.older import guidellm_early
 from speculab.harness.records import ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
 
 FORMAT = "guidellm"
@@ -87,14 +88,14 @@ def _benchmark(ff: FileFields, d: Mapping[str, Any], which: int | None) -> tuple
 
 
 def _strategy_label(b: Any) -> str:
-    s = obj(obj(obj(b).get("config")).get("strategy"))
+    s = obj(guidellm_early.strategy(obj(b)))
     value = s.get("streams") or s.get("rate") or s.get("max_concurrency")
     return f"{s.get('type_', '?')}@{value:g}" if isinstance(value, (int, float)) else str(s.get("type_", "?"))
 
 
 def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
     """`config.strategy` -> the offered load; a note where GuideLLM sent every request at once."""
-    s = ff.mapping(obj(b.get("config")).get("strategy"), "config.strategy")
+    s = ff.mapping(guidellm_early.strategy(b), "config.strategy")
     kind, cap = s.get("type_"), s.get("max_concurrency")
     cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
     if kind == "synchronous":
@@ -183,7 +184,7 @@ def _requests(ff: FileFields, b: Mapping[str, Any], i: int) -> list[tuple[str, d
             ff.fail(f"`benchmarks[{i}].requests.{status}` is not a list")
         for j, r in enumerate(listed):
             at = f"benchmarks[{i}].requests.{status}[{j}]"
-            r = ff.mapping(r, at)
+            r = guidellm_early.upgrade_request(ff.mapping(r, at))
             ff.number(r.get("request_start_time"), f"{at}.request_start_time")
             out.append((status, r | {"_at": at}))
     if not out:
@@ -232,6 +233,7 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
     info = {"tool": TOOL, "file": str(path), "version": version, "benchmark": i, "strategy": _strategy_label(b)}
     info |= {"date": b["start_time"]} if isinstance(b.get("start_time"), (int, float)) else {}
     stated = f"GuideLLM {version}" if version else "GuideLLM version not stated in the file"
+    stated = guidellm_early.LAYOUT if not version and guidellm_early.is_early(b) else stated
     notes = (
         f"{path.name}: a GuideLLM benchmark ({stated}; benchmark {i}, {info['strategy']})",
         *((note,) if note else ()),
@@ -246,3 +248,14 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
         notes=notes,
         model=str(obj(obj(b.get("config")).get("backend")).get("model") or ""),
     )
+
+
+def offered_load(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+    """The offered load of a GuideLLM benchmark (`n`: its requests), with its note; the one reading of GuideLLM's
+    strategy, for its summary-only files too (harness.imports.summaries)."""
+    return _level(ff, b, n)
+
+
+def strategy_label(b: Any) -> str:
+    """A benchmark's strategy as GuideLLM names it, e.g. concurrent@4."""
+    return _strategy_label(b)

@@ -18,14 +18,19 @@ from typing import Any
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
-from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 
 FORMAT = "vllm"
 TOOL = "vllm bench serve"
 READ_AS = "a vLLM bench serve result"
-# what a file must hold, per request, to be read (the last four only with --save-detailed)
-PER_REQUEST = ("start_times", "latencies", "input_lens", "output_lens", "ttfts", "itls", "errors")
+# kept by later releases only: without `start_times` the sends are rebuilt from the load; without `latencies` E2E is
+# the last chunk, TTFT + the sum of `itls` (vLLM's own latency is the same moment, the stream's end)
+TIMES = ("start_times", "latencies")
+# the per-request lists a file may hold, one entry per request; all but TIMES it must hold to be read (only with
+# --save-detailed since `bench serve`; benchmark_serving.py up to 0.6 always wrote them)
+PER_REQUEST = (*TIMES, "input_lens", "output_lens", "ttfts", "itls", "errors")
+_REQUIRED = tuple(k for k in PER_REQUEST if k not in TIMES)
 _FIX = "write it with `vllm bench serve --save-result --save-detailed`"
 NAME = "vLLM"  # as compare names the files: "the vLLM files do not record sampling"
 # how to send the same prompts in the same order (compare's refusal of runs it cannot pair)
@@ -55,10 +60,39 @@ def _load(ff: FileFields) -> dict[str, Any]:
 def _lists(ff: FileFields, d: Mapping[str, Any]) -> dict[str, list[Any]]:
     """The per-request lists, all present and of one length (FileFields.request_lists), and the queue times where
     the file has them."""
-    out = ff.request_lists(d, PER_REQUEST, "start_times", _FIX)
-    n, queue = len(out["start_times"]), d.get("queue_times")
+    out = ff.request_lists(d, _REQUIRED, "ttfts", _FIX)
+    n, queue = len(out["ttfts"]), d.get("queue_times")
+    for key in TIMES:  # where the file has them, one per request like the rest
+        v = d.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            ff.fail(f"`{key}` is not a list")
+        if len(v) != n:
+            ff.fail(f"`{key}` has {len(v)} entries, `ttfts` {n}")
+        out[key] = v
     out["queue_times"] = queue if isinstance(queue, list) and len(queue) == n else [0.0] * n
     return out
+
+
+def _sends(ff: FileFields, d: Mapping[str, Any], lists: Mapping[str, list[Any]]) -> list[float]:
+    """Each request's send: the file's `start_times`, else rebuilt from its load as its closed loop (a release that
+    kept none: benchmark_serving.py up to 0.6), each lasting to its last chunk."""
+    n = len(lists["ttfts"])
+    if "start_times" in lists:
+        return [ff.number(lists["start_times"][i], f"start_times[{i}]") for i in range(n)]
+    durations = [0.0 if lists["errors"][i] else _last_chunk(ff, lists, i) for i in range(n)]
+    cap = d.get("max_concurrency")
+    return closed_loop_sends(durations, cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None)
+
+
+def _last_chunk(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> float:
+    """Request i's last chunk after its send: TTFT + the sum of its chunk gaps."""
+    gaps = lists["itls"][i]
+    if not isinstance(gaps, list):
+        ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
+    ttft = ff.number(lists["ttfts"][i], f"ttfts[{i}]")
+    return ttft + sum(ff.number(g, f"itls[{i}][{j}]") for j, g in enumerate(gaps))
 
 
 def _error(text: str) -> ErrorInfo:
@@ -70,22 +104,29 @@ def _error(text: str) -> ErrorInfo:
     return ErrorInfo(error_category(text, "traceback" not in text.lower()), f"vLLM bench serve: {last[:300]}")
 
 
-def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> RequestRecord:
-    """Request i: sent at its start time, first chunk at + TTFT, then one chunk per `itls` gap, done at + latency."""
-    sent = ff.number(lists["start_times"][i], f"start_times[{i}]")
+def _latency(ff: FileFields, lists: Mapping[str, list[Any]], i: int) -> float:
+    """Request i's E2E: the file's `latencies`, else its last chunk (TTFT + the sum of `itls`)."""
+    if "latencies" in lists:
+        return ff.number(lists["latencies"][i], f"latencies[{i}]")
+    return _last_chunk(ff, lists, i)
+
+
+def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int, sent: float) -> RequestRecord:
+    """Request i: sent at `sent`, first chunk at + TTFT, then one chunk per `itls` gap, done at + latency."""
     queue = lists["queue_times"][i]
     queue_s = float(queue) if isinstance(queue, (int, float)) and math.isfinite(queue) and queue >= 0 else 0.0
     err = lists["errors"][i]
     prompt_tokens = ff.count(lists["input_lens"][i], f"input_lens[{i}]")
     text = lists["generated_texts"][i]
     if err:
-        end = sent + max(0.0, ff.number(lists["latencies"][i] or 0.0, f"latencies[{i}]"))
+        latency = lists["latencies"][i] if "latencies" in lists else 0.0
+        end = sent + max(0.0, ff.number(latency or 0.0, f"latencies[{i}]"))
         return file_record(i, sent, prompt_tokens, end, scheduled_s=sent - queue_s, error=_error(str(err)))
     gaps = lists["itls"][i]
     if not isinstance(gaps, list):
         ff.fail(f"`itls[{i}]` is not a list of chunk gaps")
     first = sent + ff.number(lists["ttfts"][i], f"ttfts[{i}]")
-    end = sent + ff.number(lists["latencies"][i], f"latencies[{i}]")
+    end = sent + _latency(ff, lists, i)
     times = tuple(accumulate((ff.number(g, f"itls[{i}][{j}]") for j, g in enumerate(gaps)), initial=first))
     return file_record(
         i,
@@ -146,19 +187,44 @@ def _info(path: Path, d: Mapping[str, Any]) -> dict[str, Any]:
     return {"tool": TOOL, "file": str(path), "version": version} | {k: d[k] for k in keys if d.get(k) is not None}
 
 
+def _layout(d: Mapping[str, Any], lists: Mapping[str, list[Any]]) -> str:
+    """The tool and release the file's layout is: benchmark_serving.py wrote `best_of` and no send times (up to
+    vLLM 0.6); `bench serve` wrote `endpoint_type` (0.10 on)."""
+    if "start_times" not in lists and "best_of" in d and "endpoint_type" not in d:
+        return "a vLLM benchmarks/benchmark_serving.py result (its layout up to vLLM 0.6)"
+    return "a vLLM bench serve result"
+
+
+def _layout_notes(path: Path, lists: Mapping[str, list[Any]]) -> tuple[str, ...]:
+    """What an older layout lacks, and what was done instead."""
+    out = []
+    if "start_times" not in lists:
+        out.append(
+            f"{path.name}: no `start_times` (an older vLLM layout, benchmark_serving.py's): sends are rebuilt from the "
+            "load (each request sent as one before it ended, in the file's order), so tok/s is approximate"
+        )
+    if "latencies" not in lists:
+        out.append(f"{path.name}: no `latencies` (an older vLLM layout): E2E is the last chunk, TTFT + the sum of itls")
+    return tuple(out)
+
+
 def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
     """Read one vLLM bench serve result file; a file it cannot read is one line naming it, the format and the field.
     `keep`: more top-level keys of the file to keep in the run's info, under these names (a sweep's own keys)."""
     ff = FileFields(path, READ_AS)
     d = _load(ff)
     lists = _lists(ff, d)
-    n = len(lists["start_times"])
-    records = tuple(_record(ff, lists, i) for i in range(n))
+    n = len(lists["ttfts"])
+    records = tuple(_record(ff, lists, i, sent) for i, sent in enumerate(_sends(ff, d, lists)))
     level, note = _level(ff, d, n)
     info = _info(path, d) | {name: d[k] for k, name in (keep or {}).items() if k in d}
     said = ", ".join(f"{k} {info[k]}" for k in ("date", "backend", "model_id") if k in info)
     version = f"vLLM {info['version']}" if info.get("version") else "vLLM version not stated in the file"
-    notes = (f"{path.name}: a vLLM bench serve result ({version}; {said})", *((note,) if note else ()))
+    notes = (
+        f"{path.name}: {_layout(d, lists)} ({version}; {said})",
+        *((note,) if note else ()),
+        *_layout_notes(path, lists),
+    )
     return ImportedRun(
         path=path,
         tool=TOOL,
@@ -175,3 +241,9 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
 def read_all(path: Path) -> tuple[ImportedRun, ...]:
     """The file's one run."""
     return (read(path),)
+
+
+def offered_load(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+    """The offered load a vLLM result states (`n`: its requests, the load when all were sent at once), with its note;
+    the one reading of vLLM's load, for its summary-only files too (harness.imports.summaries)."""
+    return _level(ff, d, n)

@@ -27,12 +27,12 @@ from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.run import looks as run_looks
 from speculab.harness.run.blocks import BlockRunner, Reporter
 from speculab.harness.run.plan import ArmPlan, RunPlan
 from speculab.harness.run.resume import Block, Resumed, plan_identity
 from speculab.harness.servers.adapters import detect_engine, said_change
 from speculab.harness.stats.sequential import look_alphas
-from speculab.harness.verdict import looks as verdict_looks
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +187,7 @@ class Lifecycle:
         if taken is not None:  # a resumed run: this look was taken before, on the same data; it stands as recorded
             return bool(taken.get("decided")) and repeat < seq["max"]
         self.write_inputs()
-        done, undecided = verdict_looks.take_look(self.out, alpha)  # the verdict's comparisons, this alpha
+        done, undecided = run_looks.take_look(self.out, alpha)  # the verdict's comparisons, this alpha
         looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
         stop = done and repeat < seq["max"]
         self.setup = replace(

@@ -447,9 +447,12 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         slo_e2e_s=exp.slos.e2e_s,
         slo_attainment=exp.slos.attainment,
         target_rate_rps=cost.target_rate_rps if cost else None,
+        usd_per_kwh=cost.usd_per_kwh if cost else None,
         checks_enabled=exp.checks,
         two_url_mode=exp.two_url_mode,
         margin=dict(exp.margin),
+        decide_on=exp.decide_on,
+        guardrails=exp.guardrails,
     )
 
 

@@ -33,7 +33,14 @@ from speculab.errors import UserError
 from speculab.harness.design import candidate_name
 from speculab.harness.servers.adapters import ByLoad, adapter_for, engine_kinds
 from speculab.harness.servers.adapters.flags import redact_command
-from speculab.harness.verdict.model import BASELINE_CHOICE, RecommendationView, Report, ShippedConfig
+from speculab.harness.verdict.model import (
+    BASELINE_CHOICE,
+    UNDECIDED_CHOICE,
+    RecommendationBand,
+    RecommendationView,
+    Report,
+    ShippedConfig,
+)
 
 # the last range of a batch-size schedule ends here: vLLM fills the dense lookup up to its own max batch size
 SCHEDULE_END = 4096
@@ -65,8 +72,12 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
     """The recommendation spelt for `engine` (its release `version`, "" when unknown)."""
     if rec is None or rec.form == "plain":
         return Recommended(None, (), "plain", ("no candidate pays at any measured load: keep the baseline command",))
+    if rec.form == "incomplete":
+        return Recommended(None, (), "none", ("the run did not finish: nothing is recommended until it does",))
     specs = _specs(exp)
-    chosen = [(i, b) for i, b in enumerate(rec.bands) if b.choice != BASELINE_CHOICE]
+    chosen = [(i, b) for i, b in enumerate(rec.bands) if b.choice not in (BASELINE_CHOICE, UNDECIDED_CHOICE)]
+    if rec.form == "undecided":
+        return _undecided(rec, specs, chosen, engine)
     first = specs[chosen[0][1].choice]
     if rec.form == "single":
         return _spelt(first, engine, "single", ())
@@ -86,6 +97,20 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
         return _spelt(sp, engine, form, notes)
     why = f"{engine} {version or '(release unknown)'} has no load-dependent form here"
     return _spelt(first, engine, "lowest band", (f"{why}: {first.label} pays up to about {_edge(rec, 0)}",))
+
+
+def _undecided(rec: RecommendationView, specs: Mapping[str, SpeculationConfig],
+               chosen: Sequence[tuple[int, RecommendationBand]], engine: str) -> Recommended:  # fmt: skip
+    """Some load undecided: no load-dependent form (an edge next to an undecided load would turn speculation off
+    where nothing says it does not pay); the lowest decided band's candidate as measured, or nothing, with the
+    undecided loads named."""
+    open_ = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
+    note = f"undecided at {open_}: measure it there (more prompts or repeats) before relying on it at those loads"
+    if not chosen:
+        return Recommended(None, (), "none", (f"{note}; no candidate is shown to pay where decided",))
+    first = specs[chosen[0][1].choice]
+    where = ", ".join(c.label for c in rec.loads if c.choice == chosen[0][1].choice)
+    return _spelt(first, engine, "decided loads only", (f"{first.label} is shown to pay at {where}", note))
 
 
 def _schedule(rec: RecommendationView, specs: Mapping[str, SpeculationConfig]) -> list[list[int]]:
@@ -149,8 +174,11 @@ def recommended_yaml(source_text: str, chosen: Recommended, workload_spec: str |
     header = "# written by speculab run: the recommendation (docs/recommendation.md); re-verify with `speculab run`\n"
     if data != raw:
         header += "# secret flag values in commands are written as ***: put yours back (or use api_key_env)\n"
-    if chosen.speculation is None:
+    if chosen.speculation is None and chosen.form == "none":
+        header += "# nothing is recommended yet (recommended-flags.txt says why); this is the run's own experiment\n"
+    if chosen.speculation is None and chosen.form != "none":
         header += "# plain pays at every measured load: nothing to add; this is the run's own experiment\n"
+    if chosen.speculation is None:
         return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     sp = chosen.speculation.to_dict()
     sp = {k: v for k, v in sp.items() if v not in (None, {}, [])}

@@ -42,6 +42,10 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
     blank = replace(plan.setup, started_utc="", finished_utc="", versions={})
     saved = ABRun(setup=blank, arms=tuple(a.info for a in plan.arms), changes=plan.changes).setup_dict()
     sd = dict(saved["setup"])
+    # what the report decides on shapes no measurement: a run saved before these keys, or resumed with another
+    # `decide_on:`, measures the same
+    sd.pop("decide_on", None)
+    sd.pop("guardrails", None)
 
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
         return {k: sd.pop(k) for k in keys}

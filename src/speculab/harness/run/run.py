@@ -66,7 +66,7 @@ async def run_plan(
     resume: bool = False,
 ) -> RunOutcome:
     """Run every arm at every level and repeat, streaming results to out_dir. Servers are always stopped.
-    With adaptive repeats the verdict's own comparisons judge the results after each look (`verdict.looks`).
+    With adaptive repeats the verdict's own comparisons judge the results after each look (`run.looks`).
     `resume`: out_dir holds this plan's run, interrupted or killed; run what it lacks (`experiment.resume`)."""
     if resume and out_dir.is_dir() and not (out_dir / INPUTS_FILE).exists():
         resume = False  # killed before its first write: nothing to continue, so it starts here (if DIR holds nothing)

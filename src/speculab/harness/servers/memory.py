@@ -1,5 +1,6 @@
 """Memory while a load level runs: GPU memory through NVML (per process where the driver shows our processes,
-else the whole device), the server process tree's RSS (CPU engines), and the engine's KV-cache usage gauge.
+else the whole device), the server process tree's RSS (CPU engines), and the engine's KV-cache usage gauge; and,
+beside them, the GPUs' power draw (NVML), which the verdict turns into energy per output token.
 
 NVML comes from the optional `nvidia-ml-py` package (`import pynvml`); without it, or without a GPU, GPU readings
 are simply absent. Nothing here fails a run: a reading that cannot be taken is None.
@@ -84,6 +85,16 @@ class GpuMemory:
                 any_dev = True
         return (used_total, "device") if any_dev else (None, "")
 
+    def power_w(self) -> float | None:
+        """Board power summed over the visible GPUs, watts (NVML reports milliwatts); None when no device gives it.
+        Device-wide: NVML has no per-process power, so anything else running on these GPUs is counted too."""
+        total, any_dev = 0.0, False
+        for h in self.handles:
+            with contextlib.suppress(Exception):
+                total += float(self.nvml.nvmlDeviceGetPowerUsage(h)) / 1000.0
+                any_dev = True
+        return total if any_dev else None
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.nvml.nvmlShutdown()
@@ -117,15 +128,16 @@ class MemorySampler:
 
     async def sample(self) -> MemorySample:
         t = self.clock() - self.t0_s
-        gpu_bytes = None
+        gpu_bytes = power_w = None
         if self.gpu is not None:
+            power_w = self.gpu.power_w()
             gpu_bytes, scope = self.gpu.read(self.pids() if self.pids else None)
             if scope and self.gpu_scope != "device":  # one device-wide reading makes the whole series device-wide
                 self.gpu_scope = scope
         kv = None
         if self.scrape_kv:
             kv = kv_usage(await scrape_metrics(self.session, self.base_url, timeout_s=2.0, api_key=self.api_key))
-        s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv)
+        s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv, power_w)
         self.samples.append(s)
         return s
 

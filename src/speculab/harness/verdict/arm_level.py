@@ -16,6 +16,7 @@ from speculab.config import ArmPrice, SloTargets
 from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
+from speculab.harness.analysis.energy import energy_view
 from speculab.harness.analysis.metrics import (
     RequestMetrics,
     RunMetrics,
@@ -222,6 +223,9 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         fracs = [f for f in closed if f is not None]
         frac = statistics.fmean(fracs) if fracs else None
     tok_s = [m.output_tok_s for m in by_repeat]
+    # energy per output token over the window the throughput counts (analysis.energy)
+    powered = [(run.memory, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
+               if throughput_known(run)]  # fmt: skip
     price = arm_price(arm)
     slo = slo_targets(inputs)
     attainment = None
@@ -264,6 +268,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         series=_series(per, runs, opts),
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),
         prefix_cache=prefix_cache_view(runs, arm.engine),
+        energy=energy_view(powered, inputs.setup.usd_per_kwh),
     )
 
 

@@ -29,8 +29,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
 from speculab.harness import stats
-from speculab.harness.analysis.metrics import COMPARED_METRICS, error_gate
+from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE, error_gate
 from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun
@@ -43,7 +44,9 @@ from speculab.harness.verdict.correctness import compare_correctness
 from speculab.harness.verdict.model import (
     BASELINE_CHOICE,
     REPORT_SCHEMA,
+    UNDECIDED_CHOICE,
     ArmLevel,
+    ArmProgress,
     ArmView,
     CandidateReport,
     LevelReport,
@@ -54,7 +57,7 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.ranking import rank_level
-from speculab.harness.verdict.recommendation import recommend
+from speculab.harness.verdict.recommendation import Criteria, recommend
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -345,6 +348,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     if opts.confidence is None:
         opts = replace(opts, confidence=run_confidence(inputs))
     opts = resolve_margins(opts, inputs.setup.margin)
+    crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []
     # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
@@ -363,7 +367,8 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             rng = np.random.default_rng([opts.seed, i, j])
             comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
         best, ranking, tied = rank_level(lv, comps, arms, inputs, np.random.default_rng([opts.seed, i, 99]),
-                                         opts.n_resamples, opts.confidence, margin_of(opts, "tpot_s"))  # fmt: skip
+                                         opts.n_resamples, opts.confidence, margin_of(opts, crit.decide_on),
+                                         crit.decide_on)  # fmt: skip
         levels.append(
             LevelReport(
                 lv.key, lv.label, lv.kind, lv.value, lv.roles, tuple(arms.values()), tuple(comps), best, ranking, tied
@@ -387,7 +392,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
-        recommendation=_with_cost(recommend(levels, cands, arm_views, margin_of(opts, "tpot_s")), levels, inputs),
+        recommendation=_with_cost(_recommend(inputs, levels, cands, arm_views, opts, crit), levels, inputs),
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
@@ -397,8 +402,44 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             "confidence": opts.confidence,
             "near_tie_logprob_gap": opts.correctness.near_tie_logprob_gap,
             "allow_python_checks": opts.correctness.allow_python_checks,
+            "decide_on": crit.decide_on,
+            "guardrails": list(crit.guardrails),
         },
     )
+
+
+def criteria(opts: ReportOptions, inputs: ABRun) -> Criteria:
+    """The deciding metric and the guardrails: the options' (`--decide-on`), else the run's own (`decide_on:`,
+    `guardrails:`), else the defaults; the deciding metric is never its own guardrail."""
+    decide = opts.decide_on or inputs.setup.decide_on or DEFAULT_DECIDE_ON
+    given = opts.guardrails if opts.guardrails is not None else inputs.setup.guardrails
+    guards = tuple(g for g in (DEFAULT_GUARDRAILS if given is None else given) if g != decide)
+    return Criteria(decide, guards, opts.confidence or stats.CONFIDENCE)
+
+
+def progress(inputs: ABRun) -> tuple[ArmProgress, ...]:
+    """How far every arm got at every planned load: finished (every planned repeat, none cut short), partial or not
+    run; () for `compare` (two separate runs: nothing to resume, and a load one file lacks is the "missing" gate)."""
+    if inputs.setup.separate_runs:
+        return ()
+    out = []
+    want = set(range(1, inputs.setup.repeats + 1))
+    for lv in inputs.setup.levels:
+        for arm in inputs.arms:
+            runs = inputs.runs_for(arm.name, lv.key)
+            have = {r.repeat for r in runs if any(not x.warmup for x in r.records)}
+            cut = any(r.interrupted for r in runs)
+            state = "not run" if not have else "partial" if cut or want - have else "finished"
+            out.append(ArmProgress(arm.name, lv.key, state))
+    return tuple(out)
+
+
+def _recommend(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[CandidateReport],
+               arms: Sequence[ArmView], opts: ReportOptions, crit: Criteria) -> RecommendationView | None:  # fmt: skip
+    """The recommendation, with how far the run got: an interrupted or partial run gets no ship/plain answer."""
+    done = progress(inputs)
+    incomplete = inputs.interrupted or any(p.state != "finished" for p in done)
+    return recommend(levels, cands, arms, margin_of(opts, crit.decide_on), crit, done, incomplete)
 
 
 def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], inputs: ABRun
@@ -406,7 +447,11 @@ def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], in
     """The recommendation's capacity plan against plain, with the ends of the throughput intervals."""
     if rec is None:
         return None
-    name = rec.winner or next((b.choice for b in rec.bands if b.choice != BASELINE_CHOICE), None)
+    if rec.form in ("incomplete", "undecided"):
+        return rec  # no price for an answer not given: the cost is of a decided recommendation
+    name = rec.winner or next(
+        (b.choice for b in rec.bands if b.choice not in (BASELINE_CHOICE, UNDECIDED_CHOICE)), None
+    )
     cand = next((c for c in inputs.candidates if c.name == name), None)
     if cand is None:
         return rec
@@ -432,3 +477,34 @@ def report_error_gate(report: Report, max_error_rate: float) -> str | None:
                 label = next((x.label for x in report.arms if x.name == a.arm), a.arm)
                 return f"{label} at {lv.label}: {why}"
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The headline's answers, for `--fail-on` (a CI gate: exit 5 when one the user named is among them)
+# ---------------------------------------------------------------------------------------------------------------
+
+# What `--fail-on` may name: a candidate's answer at a load on the deciding metric (`Ratio.decision`), "no-verdict"
+# for a load a gate left without one (runs missing, speculation not active, load not achieved, too few pairs), "worse"
+# for the correctness answer (`CorrectnessComparison.worse`) and "errors" for the error gate (`--max-error-rate`).
+FAIL_ON_ANSWERS = ("slower", "inconclusive", "equivalent", "no-verdict", "worse", "errors")
+_DECISIONS = ("faster", "slower", "equivalent", "inconclusive", "errors")
+
+
+def headline_answers(report: Report) -> tuple[tuple[str, str], ...]:
+    """Every headline answer of the report as (answer, where it was given): each candidate's answer on the deciding
+    metric (TPOT unless `decide_on`) at each load, or its gate's; each candidate's correctness when worse; and the
+    error gate when it failed."""
+    labels = {a.name: a.label for a in report.arms}
+    deciding = report.options.get("decide_on", DEFAULT_DECIDE_ON)
+    out = []
+    for lv in report.levels:
+        for c in lv.comparisons:
+            r = c.metric(deciding) if c.gate == "ok" else None
+            answer = r.decision if r is not None and r.decision else c.decision
+            answer = answer if answer in _DECISIONS else "no-verdict"
+            out.append((answer, f"{labels.get(c.candidate, c.candidate)} at {lv.label}"))
+    out += [("worse", f"{c.label}'s correctness") for c in report.candidates if c.correctness and c.correctness.worse]
+    gate = report_error_gate(report, report.options.get("max_error_rate", DEFAULT_MAX_ERROR_RATE))
+    if gate is not None:
+        out.append(("errors", gate))
+    return tuple(out)

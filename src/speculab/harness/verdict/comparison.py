@@ -15,6 +15,7 @@ import numpy as np
 
 from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.energy import j_per_token, mean_power_w
 from speculab.harness.analysis.groups import concurrent_groups, diverged_indices, group_size
 from speculab.harness.analysis.metrics import (
     COMPARED_METRICS,
@@ -282,6 +283,22 @@ def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
     return {run.repeat: repeat_metrics(run).output_tok_s for run in measured}
 
 
+def _repeat_j_per_token(runs: Sequence[RepeatRun], tok_s: Mapping[int, float]) -> dict[int, float]:
+    """Joules per output token per repeat, of the repeats with power samples and a throughput."""
+    watts = {run.repeat: p for run in runs if (p := mean_power_w(run.memory)) is not None}
+    return {j: j_per_token(watts[j], tok_s[j]) for j in sorted(set(watts) & set(tok_s)) if tok_s[j] > 0}
+
+
+def _energy_ratio(b_runs: Sequence[RepeatRun], c_runs: Sequence[RepeatRun], b_tok: Mapping[int, float],
+                  c_tok: Mapping[int, float]) -> stats.Interval | None:  # fmt: skip
+    """J per output token candidate/baseline, paired by repeat as throughput is; None without power samples."""
+    b_j, c_j = _repeat_j_per_token(b_runs, b_tok), _repeat_j_per_token(c_runs, c_tok)
+    both = sorted(set(b_j) & set(c_j))
+    if not both:
+        return None
+    return over_repeats(stats.repeat_ratio_interval([c_j[j] for j in both], [b_j[j] for j in both]))
+
+
 def _memory_delta(base: ArmLevel, cand: ArmLevel) -> tuple[float | None, str]:
     if base.memory.gpu_peak_bytes is not None and cand.memory.gpu_peak_bytes is not None:
         return cand.memory.gpu_peak_bytes - base.memory.gpu_peak_bytes, "gpu"
@@ -368,6 +385,7 @@ def compare_level(
         launched=launched,
         single_token=short,
         prompt_spread=spread,
+        energy_ratio=_energy_ratio(b_runs, c_runs, b_tok, c_tok),
     )
 
 

@@ -113,6 +113,10 @@ class CorrectnessComparison:
     # (`mcnemar_b` = `mcnemar_c` = 0) the arms agree on every check, and that is the finding to report, whatever
     # the non-inferiority test's width says (18 of 18 failing in both is no "inconclusive difference").
     checks_fail_both: int = 0
+    # The headline's correctness answer (`--fail-on worse`): the checks' pass rate lower (non-inferiority or
+    # McNemar) or a confident divergence at temperature 0, where speculation must not change the text; False when
+    # not judged (above the error gate)
+    worse: bool = False
 
 
 def _sent_indices(runs: Sequence[Any]) -> set[int]:
@@ -267,7 +271,10 @@ def compare_correctness(
             f"pass rate lower by more than the {opts.margin * 100:g}-point margin ({diff.estimate * 100:+.1f} points, "
             f"at most {diff.high * 100:+.1f} at {1 - opts.alpha:.0%} one-sided)"
         )
+    worse = inferiority == "worse" or (temp0 and n_conf > 0)
+    worse = worse or (mc is not None and mc.p_value < opts.alpha and mc.b > mc.c)
     if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
+        worse = False
         verdict = (
             f"not judged: {refs.n_failed} of {len(refs.sent)} prompts have no successful output in both arms (above "
             f"the {max_error_rate:.0%} error gate)"
@@ -298,6 +305,7 @@ def compare_correctness(
         length_wilcoxon_p=length_p,
         verdict=verdict,
         warnings=tuple(warnings),
+        worse=worse,
         pass_rate_difference=diff,
         non_inferiority_margin=opts.margin,
         non_inferiority=inferiority,

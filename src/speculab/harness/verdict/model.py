@@ -1,10 +1,7 @@
 """The A/B verdict's model: frozen dataclasses of numbers and decisions; summary.json is `json_safe(report)` plus
-each candidate's verdict line, which the writer (`speculab.report.summary`) makes from the model.
-
-Presentation (`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are
-made there, not stored here. The types the fields use (intervals, distributions, the verdict and crossover words)
-are named from this module too, so a renderer needs nothing below it.
-"""
+each candidate's verdict line, which the writer (`speculab.report.summary`) makes from the model. Presentation
+(`speculab.report`) reads a `Report` and formats it; it never computes, and the sentences it shows are made there,
+not stored here. The types the fields use are named from this module too, so a renderer needs nothing below it."""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
+from speculab.harness.analysis.energy import EnergyView as EnergyView
 from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
 from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
@@ -30,6 +28,14 @@ from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
+from speculab.harness.verdict.choices import BASELINE_CHOICE as BASELINE_CHOICE
+from speculab.harness.verdict.choices import UNDECIDED_CHOICE as UNDECIDED_CHOICE
+from speculab.harness.verdict.choices import ArmProgress as ArmProgress
+from speculab.harness.verdict.choices import CandidateAnswer as CandidateAnswer
+from speculab.harness.verdict.choices import GuardrailAnswer as GuardrailAnswer
+from speculab.harness.verdict.choices import LoadChoice as LoadChoice
+from speculab.harness.verdict.choices import ParetoPoint as ParetoPoint
+from speculab.harness.verdict.choices import RecommendationBand as RecommendationBand
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
 
@@ -37,6 +43,7 @@ REPORT_SCHEMA = "speculab.report.summary/1"
 
 # The compared metrics' labels, from their table (`analysis.metrics.COMPARED_METRICS`), for the report's views.
 METRIC_LABELS = {c.name: c.label for c in COMPARED_METRICS}
+METRIC_UNITS = {c.name: c.unit for c in COMPARED_METRICS}  # of one request's value (comparisons.csv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,11 @@ class ReportOptions:
     # the smallest change that matters, per paired metric (relative; missing metrics: the run's own `margin:`, else
     # DEFAULT_MARGIN); None: the run's own
     margin: Mapping[str, float] | None = None
+    # the metric a candidate must be faster on to be recommended, and those it must not be worse on beyond their
+    # margins (`compare --decide-on`, `report --decide-on`); None: the run's own (`decide_on:`, `guardrails:`), else
+    # config.experiment's defaults
+    decide_on: str | None = None
+    guardrails: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -163,6 +175,7 @@ class ArmLevel:
     # first and last token's times) and "output_tok_s" (a file whose send times are rebuilt and that states no
     # duration); () for speculab's own runs
     not_in_file: tuple[str, ...] = ()
+    energy: EnergyView | None = None  # from NVML power samples (analysis.energy); None: no NVML device
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +262,7 @@ class LevelComparison:
     single_token: int = 0
     # TPOT prompt by prompt beside the ratio of the arms' p50s (paired comparisons with a verdict; None otherwise)
     prompt_spread: PromptSpread | None = None
+    energy_ratio: Interval | None = None  # J per output token candidate/baseline, paired by repeat (power samples)
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -445,48 +459,6 @@ class KChoice:
     measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
 
 
-# The choice that keeps speculation off at a load (RecommendationBand.choice, LoadChoice.choice)
-BASELINE_CHOICE = "baseline"
-
-
-@dataclass(frozen=True, slots=True)
-class LoadChoice:
-    """The recommendation at one measured load: the candidate faster than the baseline beyond the margin with the
-    largest TPOT speedup, or the baseline (plain) with why (the best answer any candidate got there)."""
-
-    level: str
-    label: str
-    value: float
-    choice: str  # a candidate's name, or BASELINE_CHOICE
-    decision: str  # "faster" for a candidate; plain: equivalent | inconclusive | slower | no verdict | ...
-    speedup: float  # the chosen candidate's TPOT speedup (NaN for plain)
-    speedup_low: float
-    speedup_high: float
-    tied: tuple[str, ...] = ()  # candidates the chosen one cannot be told apart from (LevelReport.tied_with_best)
-    # the load's best by point estimate, when a candidate tied with it was kept instead (the one chosen at the load
-    # below: fewer bands); "" when the choice is the load's best
-    kept_over: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RecommendationBand:
-    """Neighbouring measured loads with one choice, and where the band ends above."""
-
-    choice: str  # a candidate's name, or BASELINE_CHOICE
-    label: str
-    method: str | None
-    k: int | None
-    loads: tuple[float, ...]
-    load_labels: tuple[str, ...]
-    # the edge to the next band up: the crossover estimate and interval when the candidate's speedup crosses 1
-    # between the two loads, else None (edge_between bounds it); None and None for the last band
-    upper_edge: float | None = None
-    upper_edge_low: float | None = None
-    upper_edge_high: float | None = None
-    edge_between: tuple[float, float] | None = None  # the measured loads on either side of the edge
-    edge_source: str = ""  # "crossover of <candidate>" or "between measured loads"
-
-
 @dataclass(frozen=True, slots=True)
 class RecommendationCost:
     """Plain vs the recommendation at the user's target rate (`cost:` prices, SLOs): the capacity plan, and the
@@ -504,42 +476,27 @@ class RecommendationCost:
 
 
 @dataclass(frozen=True, slots=True)
-class ParetoPoint:
-    """One arm at one load in the throughput-per-GPU vs per-user-speed view (engine teams' Pareto picture): up is
-    more tokens from each GPU, right is a faster stream for each user."""
-
-    arm: str
-    label: str  # the arm's label
-    level: str
-    load_label: str
-    load: float
-    # one user's decode speed: 1 / the median per-request TPOT ((E2E - TTFT) / (tokens - 1)), tokens/s; NaN when
-    # no request had two tokens
-    per_user_tok_s: float
-    # output tokens/s (client-measured, mean over repeats, Student-t 95 % interval) divided by the arm's GPUs
-    tok_s_per_gpu: float
-    tok_s_per_gpu_low: float
-    tok_s_per_gpu_high: float
-    gpus: int
-    on_frontier: bool  # no other point is at least as good on both axes and better on one
-    recommended: bool  # the recommendation's choice at this load (plain's points where plain is chosen)
-
-
-@dataclass(frozen=True, slots=True)
 class RecommendationView:
-    """What to ship at each load band (harness.verdict.recommendation): only "faster" beyond the margin counts."""
+    """What to ship at each load band (harness.verdict.recommendation): only "faster" beyond the margin on the
+    deciding metric with no guardrail worse counts; an undecided load is its own band, never plain."""
 
     axis: str  # "concurrency" or "rate"
-    margin: float  # the TPOT margin the choices were decided against (relative)
+    margin: float  # the deciding metric's margin the choices were decided against (relative)
     loads: tuple[LoadChoice, ...]  # by load
     bands: tuple[RecommendationBand, ...]  # by load
-    form: str  # "plain" | "single" | "off-above" | "per-load"
-    winner: str | None  # the one candidate shipped (single, off-above), else None
+    # "plain" | "single" | "off-above" | "per-load" when every load is decided; "undecided" when some load is not;
+    # "incomplete" when the run did not finish (no ship or keep-plain answer at all: `progress` says how far it got)
+    form: str
+    winner: str | None  # the one candidate shipped (single, off-above; undecided: the one shipped where decided)
     off_above: float | None  # off-above: the load above which speculation is turned off (crossover estimate)
     # with `cost:` (prices), SLOs and a target rate: what it costs against plain; None without them
     cost: RecommendationCost | None = None
     # every arm at every load on the axis, for the Pareto picture (throughput per GPU vs per-user tokens/s)
     pareto: tuple[ParetoPoint, ...] = ()
+    decide_on: str = "tpot_s"  # the deciding metric
+    guardrails: tuple[str, ...] = ()  # the guardrails every candidate was held to
+    answers: tuple[CandidateAnswer, ...] = ()  # every candidate at every load on the axis, by load
+    progress: tuple[ArmProgress, ...] = ()  # every arm at every planned load (what finished), in plan order
 
 
 @dataclass(frozen=True, slots=True)

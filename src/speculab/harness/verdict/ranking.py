@@ -32,12 +32,14 @@ def rank_level(
     n_resamples: int,
     confidence: float = CONFIDENCE,
     margin: float = DEFAULT_MARGIN,
+    metric: str = "tpot_s",
 ) -> tuple[str | None, tuple[Ranked, ...], tuple[str, ...]]:
-    """(best, ranking best first, tied with the best) at one load."""
+    """(best, ranking best first, tied with the best) at one load, by `metric` (the deciding metric: TPOT unless
+    `decide_on:` says otherwise)."""
     labels = {a.name: a.label for a in inputs.arms}
     entries = []
     for c in comps:
-        tp = c.metric("tpot_s")
+        tp = c.metric(metric)
         if tp is None:
             continue
         entries.append((c, tp))
@@ -57,7 +59,7 @@ def rank_level(
             other_runs = inputs.runs_for(c.candidate, level.key)
             size = level_group_size(level, arms.get(best), arms.get(c.candidate))
             # candidate = the best, baseline = this one: a speedup > 1 says by how much the best is faster
-            b, o, _ = paired_per_prompt(best_runs, other_runs, "tpot_s")
+            b, o, _ = paired_per_prompt(best_runs, other_runs, metric)
             cmp = compare_paired(f"vs {best}", b, o, rng, n_resamples=n_resamples, groups=prompt_groups(inputs, size),
                                  group_size=size, confidence=confidence, margin=margin)  # fmt: skip
             vs = ratio_of(cmp)

@@ -1,18 +1,25 @@
 """The recommendation: which configuration to ship at each load band, from the per-load verdicts.
 
-The rule is the verdict's own, applied per measured load: a candidate is chosen there only when it is faster (TPOT)
-than the baseline beyond the margin (`LevelReport.best`, decision "faster"); equivalent, inconclusive, slower or
-gated -> keep plain (it is simpler, and nothing shows that speculation pays). Neighbouring loads with the same
-choice form a band; where a load's best is tied with the candidate chosen at the load below, that one is kept (one
-configuration over both is simpler, and the data does not prefer the other). Where a band with a candidate meets a
-plain band above it, the edge is that candidate's crossover (`CandidateReport.crossover`, with its interval) when it
-crosses between those two loads; otherwise the edge is only known to lie between the two measured loads
-(`edge_between`, no estimate).
+Each candidate gets one of three answers at each measured load (`CandidateAnswer`): *ship* when it is faster than
+the baseline on the deciding metric (TPOT unless `decide_on:` says otherwise) beyond the margin and no guardrail
+(TTFT, E2E, error rate and correctness unless `guardrails:` says otherwise) is worse beyond its margin; *plain* when
+the evidence says it does not pay (equivalent or slower on the deciding metric, or a guardrail worse); *undecided*
+otherwise (inconclusive, too few pairs, gated, missing, not finished, or a guardrail whose estimate leans worse
+beyond its margin while its interval cannot tell). The load's choice is the shipping candidate with the largest
+speedup; plain only when every candidate is shown not to pay; else undecided: an undecided load is never folded into
+plain, nor into an "off above" edge. Where a load's best is tied with the candidate chosen at the load below, that
+one is kept (one configuration over both is simpler, and the data does not prefer the other).
+
+Neighbouring loads with the same choice form a band. Where a band with a candidate meets a plain band above it, the
+edge is that candidate's crossover (`CandidateReport.crossover`, TPOT, with its interval) when it crosses between
+those two loads; otherwise the edge is only known to lie between the two measured loads (`edge_between`). No edge
+is drawn next to an undecided band.
 
 The form says what to ship: "plain" (no candidate pays anywhere), "single" (one candidate pays at every measured
-load), "off-above" (one candidate pays at the low loads, plain above: the engine's disable-by-batch-size form) or
-"per-load" (different candidates, e.g. different k, at different loads: a per-batch-size schedule where the engine
-has one). Pure: reads the report's parts, computes nothing statistical of its own.
+load), "off-above" (one candidate pays at the low loads, plain above: the engine's disable-by-batch-size form),
+"per-load" (different candidates at different loads), "undecided" (some load is undecided: ship only where decided,
+and say what would decide the rest) or "incomplete" (the run did not finish: no answer at all). Pure: reads the
+report's parts, computes nothing statistical of its own but the error-rate test.
 """
 
 from __future__ import annotations
@@ -20,18 +27,53 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
+from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.stats import CONFIDENCE
+from speculab.harness.stats.proportions import two_proportion_p
+from speculab.harness.verdict.choices import (
+    LEANS_WORSE,
+    NOT_MEASURED,
+    NOT_WORSE,
+    PLAIN,
+    SHIP,
+    UNCLEAR,
+    UNDECIDED,
+    WORSE,
+    ArmProgress,
+    CandidateAnswer,
+    GuardrailAnswer,
+)
 from speculab.harness.verdict.model import (
     BASELINE_CHOICE,
+    MIN_LAUNCHES,
+    UNDECIDED_CHOICE,
+    ArmLevel,
     ArmView,
     CandidateReport,
+    CorrectnessComparison,
     LevelReport,
     LoadChoice,
     ParetoPoint,
+    Ratio,
     RecommendationBand,
     RecommendationView,
 )
+
+NAN = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    """What a candidate must show to be recommended: faster on `decide_on` beyond its margin, no guardrail worse
+    beyond its margin (each time metric's own margin, carried by its `Ratio`; correctness: the checks'
+    non-inferiority margin; error rate: more failures than the baseline beyond chance at `confidence`)."""
+
+    decide_on: str = DEFAULT_DECIDE_ON
+    guardrails: tuple[str, ...] = DEFAULT_GUARDRAILS
+    confidence: float = CONFIDENCE
 
 
 def _axis(levels: Sequence[LevelReport]) -> str:
@@ -42,19 +84,160 @@ def _axis(levels: Sequence[LevelReport]) -> str:
     return Counter(lv.kind for lv in levels).most_common(1)[0][0]
 
 
-def _load_choice(lv: LevelReport) -> LoadChoice:
-    """The choice at one load: the best candidate faster beyond the margin, else plain with the reason why."""
-    if lv.best is not None:
-        r = next(x for x in lv.ranking if x.candidate == lv.best)
-        return LoadChoice(lv.key, lv.label, lv.value, lv.best, "faster", r.speedup, r.speedup_low, r.speedup_high,
-                          lv.tied_with_best)  # fmt: skip
-    open_ = [r for r in lv.ranking if r.gate == "ok"]
-    # why plain: the strongest answer any candidate got here (equivalent says "it makes no difference that
-    # matters", inconclusive "the data cannot tell", slower "it costs"); "no verdict" when every gate closed
-    order = ("equivalent", "inconclusive", "slower", "not enough paired data")
-    answers = {r.decision or r.verdict for r in open_}
-    why = next((a for a in order if a in answers), "no verdict" if not open_ else "not faster")
-    return LoadChoice(lv.key, lv.label, lv.value, BASELINE_CHOICE, why, math.nan, math.nan, math.nan, ())
+# ---------------------------------------------------------------------------------------------------------------
+# Guardrails: one answer each, from the numbers the verdict already made.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def time_guardrail(name: str, r: Ratio | None) -> GuardrailAnswer:
+    """A time metric held to its margin: not worse when its interval's slow end lies within the margin (or it is
+    faster or equivalent), worse when the whole interval lies beyond it (decision "slower"), leans worse when only
+    the estimate does."""
+    if r is None:
+        return GuardrailAnswer(name, NOT_MEASURED, NAN, NAN, NAN, NAN)
+    bound = 1.0 / (1.0 + r.margin)
+    decision = r.decision or r.verdict
+    if decision in ("faster", "equivalent") or (math.isfinite(r.speedup_low) and r.speedup_low >= bound):
+        answer = NOT_WORSE
+    elif decision == "slower":
+        answer = WORSE
+    elif math.isfinite(r.speedup) and r.speedup < bound:
+        answer = LEANS_WORSE
+    else:
+        answer = UNCLEAR
+    return GuardrailAnswer(name, answer, r.speedup, r.speedup_low, r.speedup_high, r.margin, None, r.to_decide)
+
+
+def error_guardrail(base: ArmLevel | None, cand: ArmLevel | None, confidence: float) -> GuardrailAnswer:
+    """More failed requests than the baseline beyond chance (pooled two-proportion test at `confidence`): worse;
+    as many or fewer: not worse; more but within chance: unclear (it does not hold the answer)."""
+    if base is None or cand is None or not base.sent or not cand.sent:
+        return GuardrailAnswer("error_rate", NOT_MEASURED, NAN, NAN, NAN, 0.0)
+    c, b = cand.error / cand.sent, base.error / base.sent
+    p = two_proportion_p(c, cand.sent, b, base.sent)
+    answer = NOT_WORSE if c <= b else WORSE if p < 1.0 - confidence else UNCLEAR
+    return GuardrailAnswer("error_rate", answer, c - b, c - b, c - b, 0.0, p)
+
+
+def correctness_guardrail(c: CorrectnessComparison | None) -> GuardrailAnswer:
+    """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks."""
+    d = c.pass_rate_difference if c is not None else None
+    if c is None or d is None or not c.non_inferiority:
+        return GuardrailAnswer("correctness", NOT_MEASURED, NAN, NAN, NAN, NAN)
+    m = c.non_inferiority_margin
+    # byte-identical outputs for every prompt pass and fail the same checks: not worse, whatever the interval says
+    same = c.n_divergent == 0 and c.identical_rate.n > 0 and c.identical == c.identical_rate.n
+    answer = NOT_WORSE if same else {"not worse": NOT_WORSE, "worse": WORSE}.get(c.non_inferiority)
+    if answer is None:
+        answer = LEANS_WORSE if math.isfinite(d.estimate) and d.estimate < -m else UNCLEAR
+    return GuardrailAnswer("correctness", answer, d.estimate, d.low, d.high, m)
+
+
+def guardrails_at(lv: LevelReport, candidate: str, report: CandidateReport | None, crit: Criteria
+                  ) -> tuple[GuardrailAnswer, ...]:  # fmt: skip
+    """Every guardrail of one candidate at one load, in the order asked (the deciding metric is not its own)."""
+    comp = lv.comparison(candidate)
+    out = []
+    for g in crit.guardrails:
+        if g == crit.decide_on:
+            continue
+        if g == "error_rate":
+            out.append(error_guardrail(lv.arm(BASELINE_CHOICE), lv.arm(candidate), crit.confidence))
+        elif g == "correctness":
+            out.append(correctness_guardrail(report.correctness if report is not None else None))
+        else:
+            out.append(time_guardrail(g, comp.metric(g) if comp is not None and comp.gate == "ok" else None))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Each candidate's answer at each load, and each load's choice.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def needed(r: Ratio | None) -> tuple[int | None, str]:
+    """What would likely decide a metric, from its data: (about how many prompts in all at this load, "prompts"),
+    or repeats when launches are the interval's unit, or requests of each run when unpaired; (None, "") when no
+    amount of data is likely to (the estimate sits on the margin) or nothing says."""
+    if r is None:
+        return None, ""
+    if (r.decision or r.verdict) == "not enough paired data":
+        if r.unit == "launch":
+            return MIN_LAUNCHES, "repeats"
+        return MIN_PAIRS * max(1, r.group_size), "prompts"  # the groups rule (analysis.groups.groups_needed)
+    if r.to_decide is None or not math.isfinite(r.to_decide):
+        return None, ""
+    if r.unit == "launch":
+        return math.ceil(max(1, r.launches) * r.to_decide), "repeats"
+    if r.unit == "unpaired":
+        return math.ceil(max(r.samples or (r.n_pairs,)) * r.to_decide), "requests"
+    units = r.n_units or r.n_pairs
+    return math.ceil(units * r.to_decide) * max(1, r.group_size), "prompts"
+
+
+def candidate_answer(lv: LevelReport, candidate: str, report: CandidateReport | None, crit: Criteria,
+                     unfinished: frozenset[tuple[str, str]]) -> CandidateAnswer:  # fmt: skip
+    """Ship, plain or undecided for one candidate at one load (the module's rule), with what would decide it."""
+    comp = lv.comparison(candidate)
+    ranked = next((x for x in lv.ranking if x.candidate == candidate), None)
+    r = comp.metric(crit.decide_on) if comp is not None else None
+    gate = comp.gate if comp is not None else (ranked.gate if ranked is not None else "missing")
+    decision = (r.decision or r.verdict) if r is not None else (ranked.decision or ranked.verdict if ranked else "")
+    speed = (r.speedup, r.speedup_low, r.speedup_high) if r is not None else (NAN, NAN, NAN)
+    if ranked is not None and r is None:
+        speed = (ranked.speedup, ranked.speedup_low, ranked.speedup_high)
+    guards = guardrails_at(lv, candidate, report, crit)
+    answer = _answer(candidate, lv.key, gate, decision, guards, unfinished)
+    more, unit = None, ""
+    if answer[0] == UNDECIDED and answer[1] == "guardrail":
+        leaning = [g for g in guards if g.answer == LEANS_WORSE]
+        ratios = [comp.metric(g.name) for g in leaning] if comp is not None else []
+        asks = [needed(x) for x in ratios if x is not None]
+        more, unit = max(asks, key=lambda a: a[0] or 0) if asks else (None, "")
+    elif answer[0] == UNDECIDED and gate == "ok":
+        more, unit = needed(r)
+    return CandidateAnswer(candidate, lv.key, answer[0], answer[1], *speed, guards, more, unit)
+
+
+def _answer(candidate: str, level: str, gate: str, decision: str, guards: Sequence[GuardrailAnswer],
+            unfinished: frozenset[tuple[str, str]]) -> tuple[str, str]:  # fmt: skip
+    """(answer, why): not finished is undecided; equivalent or slower on the deciding metric keeps plain, and so does
+    a worse guardrail; gated is undecided; faster ships unless a guardrail leans worse; anything else is undecided."""
+    if (candidate, level) in unfinished or (BASELINE_CHOICE, level) in unfinished:
+        return UNDECIDED, "not finished"
+    if gate == "ok" and decision in ("equivalent", "slower"):
+        return PLAIN, decision
+    if any(g.answer == WORSE for g in guards):
+        return PLAIN, "guardrail"
+    if gate != "ok":
+        return UNDECIDED, gate
+    if decision == "faster":
+        return (UNDECIDED, "guardrail") if any(g.answer == LEANS_WORSE for g in guards) else (SHIP, "faster")
+    return UNDECIDED, decision or "no verdict"
+
+
+# the why a load's choice shows, when its candidates' answers differ: the first that any of them has
+_PLAIN_WHY = ("guardrail", "equivalent", "slower")
+_UNDECIDED_WHY = ("not finished", "inconclusive", "not enough paired data", "guardrail")
+
+
+def _load_choice(lv: LevelReport, answers: Sequence[CandidateAnswer]) -> LoadChoice:
+    """The choice at one load: the shipping candidate with the largest speedup (the ranking's best when it ships,
+    with its ties among those that ship), else undecided if any candidate is, else plain; with why."""
+    ship = {a.candidate: a for a in answers if a.answer == SHIP}
+    if ship:
+        best = lv.best if lv.best in ship else max(ship.values(), key=lambda a: a.speedup).candidate
+        a = ship[best]
+        tied = tuple(t for t in lv.tied_with_best if t in ship) if best == lv.best else ()
+        return LoadChoice(lv.key, lv.label, lv.value, best, "faster", a.speedup, a.speedup_low, a.speedup_high,
+                          tied, answer=SHIP)  # fmt: skip
+    undecided = [a.why for a in answers if a.answer == UNDECIDED]
+    if undecided or not answers:
+        why = next((w for w in _UNDECIDED_WHY if w in undecided), undecided[0] if undecided else "no candidate")
+        return LoadChoice(lv.key, lv.label, lv.value, UNDECIDED_CHOICE, why, NAN, NAN, NAN, answer=UNDECIDED)
+    whys = {a.why for a in answers}
+    why = next((w for w in _PLAIN_WHY if w in whys), "not faster")
+    return LoadChoice(lv.key, lv.label, lv.value, BASELINE_CHOICE, why, NAN, NAN, NAN, answer=PLAIN)
 
 
 def _fewer_bands(choices: list[LoadChoice], levels: Sequence[LevelReport]) -> list[LoadChoice]:
@@ -73,33 +256,58 @@ def _fewer_bands(choices: list[LoadChoice], levels: Sequence[LevelReport]) -> li
     return out
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Bands, form, and the whole view.
+# ---------------------------------------------------------------------------------------------------------------
+
+
 def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateReport], arms: Sequence[ArmView],
-              margin: float) -> RecommendationView | None:  # fmt: skip
-    """Bands of one choice along the load axis, their edges, and the form to ship; None without loads."""
+              margin: float, criteria: Criteria | None = None, progress: Sequence[ArmProgress] = (),
+              incomplete: bool = False) -> RecommendationView | None:  # fmt: skip
+    """Each candidate's answer at each load, bands of one choice along the load axis, their edges, and the form to
+    ship; None without loads. `progress`: how far each arm got (launch and two-URL runs; () for compare, whose
+    absent loads are the "missing" gate); `incomplete`: the run did not finish (form "incomplete")."""
     if not levels or not candidates:
         return None
+    crit = criteria or Criteria()
     axis = _axis(levels)
     on_axis = sorted((lv for lv in levels if lv.kind == axis), key=lambda lv: lv.value)
-    choices = _fewer_bands([_load_choice(lv) for lv in on_axis], on_axis)
-    views = {a.name: a for a in arms}
     reports = {c.name: c for c in candidates}
+    unfinished = frozenset((p.arm, p.level) for p in progress if p.state != "finished")
+    answers = [[candidate_answer(lv, c.name, c, crit, unfinished) for c in candidates] for lv in on_axis]
+    choices = _fewer_bands([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
+    views = {a.name: a for a in arms}
+    bands = _bands(choices, views, reports if crit.decide_on == "tpot_s" else {})
+    form, winner = _form(bands, choices, incomplete)
+    off_above = bands[0].upper_edge if form == "off-above" else None
+    pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
+    return RecommendationView(axis, margin, tuple(choices), tuple(bands), form, winner, off_above, pareto=pareto,
+                              decide_on=crit.decide_on,
+                              guardrails=tuple(g for g in crit.guardrails if g != crit.decide_on),
+                              answers=tuple(a for row in answers for a in row), progress=tuple(progress))  # fmt: skip
 
+
+def _bands(choices: Sequence[LoadChoice], views: Mapping[str, ArmView], reports: Mapping[str, CandidateReport]
+           ) -> list[RecommendationBand]:  # fmt: skip
+    """Neighbouring loads of one choice, each with its upper edge (none next to an undecided band). `reports`: the
+    candidates whose crossover may place an edge ({} when the deciding metric is not TPOT, the crossover's)."""
     groups: list[list[LoadChoice]] = []
     for ch in choices:
         if groups and groups[-1][-1].choice == ch.choice:
             groups[-1].append(ch)
         else:
             groups.append([ch])
-
     bands = []
     for i, g in enumerate(groups):
         above = groups[i + 1] if i + 1 < len(groups) else None
-        edge = _edge(g[-1], above[0], reports) if above else (None, None, None, None, None, "")
+        edged = above is not None and UNDECIDED_CHOICE not in (g[-1].choice, above[0].choice)
+        edge = _edge(g[-1], above[0], reports) if edged and above else (None, None, None, None, None, "")
         arm = views.get(g[0].choice)
+        plain = "plain (no speculation)" if g[0].choice == BASELINE_CHOICE else UNDECIDED_CHOICE
         bands.append(
             RecommendationBand(
                 choice=g[0].choice,
-                label=arm.label if arm else "plain (no speculation)",
+                label=arm.label if arm else plain,
                 method=arm.method if arm else None,
                 k=arm.num_speculative_tokens if arm else None,
                 loads=tuple(c.value for c in g),
@@ -107,27 +315,32 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
                 upper_edge=edge[0],
                 upper_edge_low=edge[1],
                 upper_edge_high=edge[2],
-                edge_between=(edge[3], edge[4]) if above else None,
+                edge_between=(edge[3], edge[4]) if edged else None,  # type: ignore[arg-type]
                 edge_source=edge[5],
             )
         )
+    return bands
 
-    chosen = [b.choice for b in bands if b.choice != BASELINE_CHOICE]
+
+def _form(bands: Sequence[RecommendationBand], choices: Sequence[LoadChoice], incomplete: bool
+          ) -> tuple[str, str | None]:  # fmt: skip
+    """(form, winner): what shape the recommendation takes, and the one candidate it ships where there is one."""
+    chosen = [b.choice for b in bands if b.choice not in (BASELINE_CHOICE, UNDECIDED_CHOICE)]
+    if incomplete:
+        return "incomplete", None
+    if any(c.answer == UNDECIDED for c in choices):
+        return "undecided", chosen[0] if len(set(chosen)) == 1 else None
     if not chosen:
-        form, winner = "plain", None
-    elif len(set(chosen)) > 1:
-        form, winner = "per-load", None
-    elif len(bands) == 1:
-        form, winner = "single", chosen[0]
-    elif bands[0].choice == chosen[0] and len(bands) == 2:
-        form, winner = "off-above", chosen[0]
-    else:
-        # one candidate but plain at the low loads (it pays only under load) or in between: no engine form switches
-        # speculation on above a load, so ship it where it pays and say where it does not
-        form, winner = "per-load", chosen[0]
-    off_above = bands[0].upper_edge if form == "off-above" else None
-    pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
-    return RecommendationView(axis, margin, tuple(choices), tuple(bands), form, winner, off_above, pareto=pareto)
+        return "plain", None
+    if len(set(chosen)) > 1:
+        return "per-load", None
+    if len(bands) == 1:
+        return "single", chosen[0]
+    if bands[0].choice == chosen[0] and len(bands) == 2:
+        return "off-above", chosen[0]
+    # one candidate but plain at the low loads (it pays only under load) or in between: no engine form switches
+    # speculation on above a load, so ship it where it pays and say where it does not
+    return "per-load", chosen[0]
 
 
 def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms: Mapping[str, ArmView]

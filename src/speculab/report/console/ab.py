@@ -14,12 +14,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from speculab.harness.verdict.model import METRIC_LABELS
 from speculab.report.console.bench import ms_cell
 from speculab.report.console.fit import FittedTable
+from speculab.report.energy import energy_lines, energy_measured
 from speculab.report.formatting import MISSING, interval, margin_pct, num, speedup, speedup_range
 from speculab.report.phrases import (
     best_lines,
     decision_of,
+    guardrail_lines,
     launch_phrase,
     pairs_phrase,
     recommendation_lines,
@@ -124,7 +127,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
             + f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
-    rec = recommendation_lines(report)  # what to ship, first: the rest is its evidence
+    rec = recommendation_lines(report, str(out_dir) if out_dir is not None else "DIR")  # what to ship, first
     parts.extend(Text(line, style="bold" if i == 0 else "") for i, line in enumerate(rec))
     if len(report.candidates) > 1:  # which one pays, per load (one candidate: its verdict line says it)
         parts.extend(Text(line, style="bold") for line in best_lines(report))
@@ -141,10 +144,13 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         if failed:
             parts.append(Text.from_markup(f"  [yellow]failed requests:[/] {'; '.join(failed)}"))
         parts.extend(Text.from_markup(line) for line in unit_lines(report, lv))
+        parts.extend(Text(line) for line in guardrail_lines(report, lv))
         parts.extend(Text(line) for line in per_request_lines(report, lv))
     if report.k_choices:
         parts.append(Text(""))
         parts.extend(Text(line) for line in k_choice_lines(report))
+    if energy_measured(report):  # the terminal stays quiet without power samples; report.html says "not measured"
+        parts.extend(Text(line) for line in energy_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
     for w in warning_lines(report.warnings):
@@ -157,7 +163,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
 
 
 def candidates_table(report: Any) -> FittedTable:
-    """Load × candidate: each candidate's TPOT speedup over the baseline, and which is best at each load."""
+    """Load × candidate: each candidate's speedup on the deciding metric (TPOT by default), and the best per load."""
 
     def build(short: Any) -> Table:
         t = _table()
@@ -168,7 +174,7 @@ def candidates_table(report: Any) -> FittedTable:
             t.add_row(escape(lv.label), *(_ranking_cell(lv, c.name) for c in report.candidates))
         return t
 
-    title = "TPOT speedup by load and candidate (* best, = tied with it)"
+    title = f"{_deciding(report)} speedup by load and candidate (* best, = tied with it)"
     return FittedTable(build, (c.label for c in report.candidates), title)
 
 
@@ -180,6 +186,12 @@ def _ranking_cell(lv: Any, candidate: str) -> str:
     style = STYLES.get(r.decision or r.verdict, "")
     cell = f"{r.speedup:.2f}×{mark}"
     return f"[{style}]{cell}[/]" if style else cell
+
+
+def _deciding(report: Any) -> str:
+    """The metric the ranking is by: the recommendation's deciding metric (TPOT unless `decide_on:` says)."""
+    rec = report.recommendation
+    return METRIC_LABELS.get(rec.decide_on, rec.decide_on) if rec is not None else "TPOT"
 
 
 def k_choice_lines(report: Any) -> list[str]:

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.verdict.model import CandidateReport, LevelReport, Report
+from speculab.report.energy import NOT_MEASURED, energy_measured, energy_rows
 from speculab.report.formatting import (
     num,
 )
@@ -32,7 +33,7 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
 from speculab.report.shipped import RECOMMENDED_FLAGS
 
 REPORT_FILE = "report.html"
@@ -227,6 +228,7 @@ def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),
+        "energy": {"measured": energy_measured(report), "rows": energy_rows(report), "line": NOT_MEASURED},
         "diagnosis": _diagnosis_view(report.diagnosis) if report.diagnosis else None,
         "options": {
             "max_error_rate": f"{report.options.get('max_error_rate', math.nan):.0%}",
@@ -245,6 +247,7 @@ def _level_view(report: Report, lv: LevelReport) -> dict[str, Any]:
         "roles": ", ".join(lv.roles),
         "arms": arm_rows(report, lv),
         "comparisons": comparison_rows(report, lv),
+        "guardrails": [ln.strip() for ln in guardrail_lines(report, lv)],
         "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
     }
 

@@ -97,9 +97,10 @@ def test_a_failed_request_keeps_what_vllm_said(tmp_path: Path, text: str, catego
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"latencies": None}, r"no `latencies`; write it with `vllm bench serve --save-result --save-detailed`"),
+        ({"ttfts": None}, r"no `ttfts`; write it with `vllm bench serve --save-result --save-detailed`"),
         ({"itls": {"a": 1}}, r"`itls` is not a list"),
-        ({"ttfts": RAW["ttfts"][:-1]}, r"`ttfts` has 39 entries, `start_times` 40"),
+        ({"ttfts": RAW["ttfts"][:-1]}, r"`input_lens` has 40 entries, `ttfts` 39"),
+        ({"latencies": RAW["latencies"][:-1]}, r"`latencies` has 39 entries, `ttfts` 40"),
         ({"ttfts": ["fast", *RAW["ttfts"][1:]]}, r"`ttfts\[0\]` is 'fast', not a number"),
         ({"output_lens": [-1, *RAW["output_lens"][1:]]}, r"`output_lens\[0\]` is -1, not a token count"),
         ({"request_rate": "fast"}, r"read as a vLLM bench serve result: `request_rate` is 'fast'"),

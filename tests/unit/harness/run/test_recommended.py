@@ -114,3 +114,33 @@ def test_a_workload_file_relative_to_the_experiment_keeps_working_from_the_run_d
     # a built-in set is not a path: unchanged
     plain = recommended_yaml(SOURCE, recommend_config(view, EXP, "speculab"), EXP.workload.spec)
     assert "spec: builtin:grounded" in plain
+
+
+def test_too_few_prompts_at_one_load_writes_no_off_above_flags_for_it() -> None:
+    """Issue 36: a load with too few pairs is undecided, never plain, so no `disable_by_batch_size` is derived from
+    it; the same load measured slower does give the off-above form (the test can fail)."""
+    from tests.unit.harness.verdict.test_recommendation import ARMS, cand, level
+
+    from speculab.harness.verdict.recommendation import recommend
+
+    def flags(second: str) -> tuple[str, dict | None, tuple[str, ...]]:
+        levels = [level(1, {"ngram-k2": ("faster", 1.6)}), level(4, {"ngram-k2": (second, 1.7)})]
+        arms = (*ARMS, ARMS[1].__class__("ngram-k2", "ngram k=2", "speculab", "", None, "ngram", 2, None, 1, None,
+                                        None, ""))  # fmt: skip
+        view = recommend(levels, [cand("ngram-k2")], arms, 0.03)
+        assert view is not None
+        r = recommend_config(view, EXP, "speculab")
+        return r.form, speculative_config(r), r.notes
+
+    form, spec, notes = flags("not enough paired data")
+    assert spec is not None and "disable_by_batch_size" not in spec and form == "decided loads only"
+    assert any("undecided at concurrency 4" in n for n in notes)
+    form, spec, _ = flags("slower")
+    assert spec is not None and spec.get("disable_by_batch_size") == 1
+
+
+def test_an_unfinished_run_recommends_nothing() -> None:
+    view = rec("incomplete", band("ngram-k2", (1,)))
+    r = recommend_config(view, EXP, "speculab")
+    assert r.speculation is None and r.flags == () and r.form == "none"
+    assert "nothing is recommended yet" in recommended_yaml(SOURCE, r)

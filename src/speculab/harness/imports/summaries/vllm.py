@@ -1,0 +1,82 @@
+"""vLLM's summary files -> `RunSummary`s: `vllm bench serve --save-result` without `--save-detailed` (releases up to
+0.25 wrote no per-request lists without it, later ones neither), `benchmarks/benchmark_serving.py --save-result`
+(the same keys, before `vllm bench serve` replaced it), and the `run=N.json` files of `vllm bench sweep serve`.
+
+Read: `median_*_ms` and `p99_*_ms` of `ttft`, `tpot`, `itl` and `e2el` (vLLM writes the percentiles
+`--metric-percentiles` asks for, 99 by default, of the metrics `--percentile-metrics` names, `ttft,tpot,itl` by
+default: E2E is then not in the file), `output_throughput` and `request_throughput` (over vLLM's own measured
+window, first send to last completion), `completed`, and `failed` (else `num_prompts - completed`: vLLM counts a
+request that did not succeed as not completed).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from speculab.harness.imports import vllm_bench
+from speculab.harness.imports.fields import FileFields
+from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
+
+TOOL = vllm_bench.TOOL
+_RUN = re.compile(r"run=(\d+)\.json")
+# vLLM's names of the four latencies, in Aggregates' order
+_LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el"))
+
+
+def detect(path: Path) -> bool:
+    """A vLLM result file (its setup keys near the start), per-request data or not."""
+    return path.is_file() and vllm_bench.detect(path)
+
+
+def _aggregates(d: dict[str, Any]) -> Aggregates:
+    figures = {
+        f"{ours}_{stat}_s": seconds(d.get(f"{stat}_{theirs}_ms"))
+        for ours, theirs in _LATENCIES
+        for stat in ("median", "p99")
+    }
+    return Aggregates(
+        **figures,
+        output_tok_s=seconds(d.get("output_throughput"), 1.0),
+        request_rps=seconds(d.get("request_throughput"), 1.0),
+    )
+
+
+def _failed(d: dict[str, Any]) -> int | None:
+    if (failed := count(d.get("failed"))) is not None:
+        return failed
+    asked, done = count(d.get("num_prompts")), count(d.get("completed"))
+    return asked - done if asked is not None and done is not None and asked >= done else None
+
+
+def read(path: Path) -> tuple[RunSummary, ...]:
+    """The file's one run (a sweep's run=N.json is run N + 1 at its load)."""
+    ff = FileFields(path, vllm_bench.READ_AS)
+    d = ff.json(ff.text())
+    if not isinstance(d, dict):
+        ff.fail("not a JSON object")
+    completed = count(d.get("completed"))
+    failed = _failed(d)
+    n = count(d.get("num_prompts")) or (completed or 0) + (failed or 0) or 1
+    level, _ = vllm_bench.offered_load(ff, d, n)
+    m = _RUN.fullmatch(path.name)
+    version = d.get("vllm_version") or d.get("version")
+    # a sweep's run files are all run=N.json: the side is named by the combination's directory
+    label = f"{path.parent.name}/{path.name}" if m else ""
+    return (
+        RunSummary(
+            path=path,
+            tool=vllm_bench.TOOL if not m else "vllm bench sweep serve",
+            level=level,
+            aggregates=_aggregates(d),
+            completed=completed,
+            failed=failed,
+            per_request=keeps_requests(d),
+            version=str(version) if version else None,
+            model=str(d["model_id"]) if d.get("model_id") else None,
+            label=label,
+            run=int(m.group(1)) + 1 if m else 1,
+            info={k: d[k] for k in ("date", "backend", "label") if d.get(k) is not None},
+        ),
+    )

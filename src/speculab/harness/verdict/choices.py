@@ -1,0 +1,138 @@
+"""The recommendation's records (harness.verdict.recommendation): each candidate's answer at each load with its
+guardrails, each load's choice, the bands along the load axis, the Pareto points, how far each arm got. Plain frozen
+dataclasses of numbers and decisions; `model` names them too, so a renderer needs nothing below it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The three answers at a load (CandidateAnswer.answer, LoadChoice.answer): the evidence says ship the candidate, the
+# evidence says it does not pay (keep plain), or the data cannot say (undecided: inconclusive, too few pairs, gated,
+# missing, not finished). Undecided is never folded into plain.
+SHIP, PLAIN, UNDECIDED = "ship", "plain", "undecided"
+
+# The choice at an undecided load (LoadChoice.choice, RecommendationBand.choice): neither a candidate nor plain
+UNDECIDED_CHOICE = "undecided"
+
+# A guardrail's answer (GuardrailAnswer.answer): "worse" keeps plain; "leans worse" (its interval straddles the
+# margin and its estimate lies beyond it on the worse side) holds the load undecided; the others let it ship
+NOT_WORSE, WORSE, LEANS_WORSE, UNCLEAR, NOT_MEASURED = "not worse", "worse", "leans worse", "unclear", "not measured"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailAnswer:
+    """One guardrail of one candidate at one load, against the baseline.
+
+    Time metrics (ttft_s, e2e_s, ...): `estimate`..`high` is the speedup (> 1 = better) and its interval, `margin`
+    relative. error_rate: the candidate's error rate minus the baseline's (a fraction; `low` = `high` = `estimate`),
+    `p_value` the two-proportion test's. correctness: the checks' pass-rate difference candidate - baseline and its
+    interval, `margin` in pass-rate points. NaN where there is nothing to show."""
+
+    name: str  # "ttft_s" | "e2e_s" | "tpot_s" | "itl_s" | "error_rate" | "correctness"
+    answer: str  # NOT_WORSE | WORSE | LEANS_WORSE | UNCLEAR | NOT_MEASURED
+    estimate: float
+    low: float
+    high: float
+    margin: float
+    p_value: float | None = None  # error_rate only
+    # undecided: ~how many times today's units would likely decide it (Ratio.to_decide); None when unknown
+    to_decide: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateAnswer:
+    """One candidate at one load: ship, plain or undecided, why, its guardrails, and what would decide it."""
+
+    candidate: str
+    level: str
+    answer: str  # SHIP | PLAIN | UNDECIDED
+    # the deciding metric's decision (faster | equivalent | slower | inconclusive | not enough paired data), the
+    # gate that withheld it (errors | not active | load not achieved | missing), "guardrail" (a guardrail is worse or
+    # leans worse) or "not finished" (the run stopped before this arm finished here)
+    why: str
+    speedup: float  # the deciding metric's speedup and interval (NaN without one)
+    speedup_low: float
+    speedup_high: float
+    guardrails: tuple[GuardrailAnswer, ...] = ()
+    # undecided: what would likely decide it, from the data: about this many prompts in all at this load (or this
+    # many repeats, when launches are the interval's unit); None when no amount of data is likely to, or unknown
+    needed: int | None = None
+    needed_unit: str = ""  # "prompts" | "repeats" | ""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmProgress:
+    """How far one arm got at one load: "finished" (every planned repeat, none cut short), "partial" (some repeats
+    missing or cut short) or "not run"."""
+
+    arm: str
+    level: str
+    state: str
+
+
+# The choice that keeps speculation off at a load (RecommendationBand.choice, LoadChoice.choice)
+BASELINE_CHOICE = "baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadChoice:
+    """The recommendation at one measured load: of the candidates that ship there (faster on the deciding metric
+    beyond the margin, no guardrail worse), the one with the largest speedup; else plain when every candidate is
+    shown not to pay, else undecided; with why."""
+
+    level: str
+    label: str
+    value: float
+    choice: str  # a candidate's name, BASELINE_CHOICE or UNDECIDED_CHOICE
+    # "faster" for a candidate; otherwise the why of the candidates' answers (CandidateAnswer.why): plain: equivalent
+    # | slower | guardrail; undecided: inconclusive | not enough paired data | a gate | guardrail | not finished
+    decision: str
+    speedup: float  # the chosen candidate's speedup on the deciding metric (NaN for plain and undecided)
+    speedup_low: float
+    speedup_high: float
+    tied: tuple[str, ...] = ()  # candidates the chosen one cannot be told apart from (LevelReport.tied_with_best)
+    # the load's best by point estimate, when a candidate tied with it was kept instead (the one chosen at the load
+    # below: fewer bands); "" when the choice is the load's best
+    kept_over: str = ""
+    answer: str = ""  # SHIP | PLAIN | UNDECIDED; "" in a summary before the three answers (read `choice`)
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendationBand:
+    """Neighbouring measured loads with one choice, and where the band ends above."""
+
+    choice: str  # a candidate's name, BASELINE_CHOICE or UNDECIDED_CHOICE
+    label: str
+    method: str | None
+    k: int | None
+    loads: tuple[float, ...]
+    load_labels: tuple[str, ...]
+    # the edge to the next band up: the crossover estimate and interval when the candidate's speedup crosses 1
+    # between the two loads, else None (edge_between bounds it); None and None for the last band
+    upper_edge: float | None = None
+    upper_edge_low: float | None = None
+    upper_edge_high: float | None = None
+    edge_between: tuple[float, float] | None = None  # the measured loads on either side of the edge
+    edge_source: str = ""  # "crossover of <candidate>" or "between measured loads"; "" next to an undecided band
+
+
+@dataclass(frozen=True, slots=True)
+class ParetoPoint:
+    """One arm at one load in the throughput-per-GPU vs per-user-speed view (engine teams' Pareto picture): up is
+    more tokens from each GPU, right is a faster stream for each user."""
+
+    arm: str
+    label: str  # the arm's label
+    level: str
+    load_label: str
+    load: float
+    # one user's decode speed: 1 / the median per-request TPOT ((E2E - TTFT) / (tokens - 1)), tokens/s; NaN when
+    # no request had two tokens
+    per_user_tok_s: float
+    # output tokens/s (client-measured, mean over repeats, Student-t 95 % interval) divided by the arm's GPUs
+    tok_s_per_gpu: float
+    tok_s_per_gpu_low: float
+    tok_s_per_gpu_high: float
+    gpus: int
+    on_frontier: bool  # no other point is at least as good on both axes and better on one
+    recommended: bool  # the recommendation's choice at this load (plain's points where plain is chosen)

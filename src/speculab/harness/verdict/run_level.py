@@ -1,0 +1,152 @@
+"""The run as the unit: two sides of summary-only runs (their tools' own aggregates, no request) compared metric by
+metric at each load; pure. One run a side: the figures side by side, no interval, no verdict. `MIN_RUNS` or more a
+side: each metric's B/A ratio with a Welch t interval over the runs' log values (runs are independent; their
+variance is what separates two launches of one setup) and its decision against the margin (docs/imports.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, Decision, decide
+from speculab.harness.design import LevelSpec
+from speculab.harness.imports.summaries.summary import AGGREGATES, RunSummary
+from speculab.harness.results.strict_json import json_safe
+from speculab.harness.stats import Interval
+from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
+
+RUN_LEVEL_SCHEMA = "speculab.report.run-level/1"
+# runs a side for an interval: with 2, Welch's t has about 1 degree of freedom (an interval x12.7 wide)
+MIN_RUNS = 3
+# the figures compared, in Aggregates' order: (label, unit, lower is better, the margin key of `--margin`)
+RUN_METRICS: Mapping[str, tuple[str, str, bool, str | None]] = {
+    "ttft_median_s": ("TTFT median", "s", True, "ttft_s"),
+    "ttft_p99_s": ("TTFT p99", "s", True, "ttft_s"),
+    "tpot_median_s": ("TPOT median", "s", True, "tpot_s"),
+    "tpot_p99_s": ("TPOT p99", "s", True, "tpot_s"),
+    "itl_median_s": ("ITL median", "s", True, "itl_s"),
+    "itl_p99_s": ("ITL p99", "s", True, "itl_s"),
+    "e2e_median_s": ("E2E median", "s", True, "e2e_s"),
+    "e2e_p99_s": ("E2E p99", "s", True, "e2e_s"),
+    "output_tok_s": ("output tok/s", "tok/s", False, None),
+    "request_rps": ("requests/s", "req/s", False, None),
+}
+assert tuple(RUN_METRICS) == AGGREGATES  # one list of figures: the readers' and the comparison's
+
+
+@dataclass(frozen=True, slots=True)
+class RunMetric:
+    """One figure at one load: each side's runs' values (() where the files do not hold it) and, with `MIN_RUNS` a
+    side, the B/A ratio of their geometric means with its interval and the decision on the speedup scale."""
+
+    name: str
+    label: str
+    unit: str
+    lower_is_better: bool
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+    margin: float
+    # each side's value: its runs' geometric mean (one run: its value); None where the files do not hold it
+    a_value: float | None = None
+    b_value: float | None = None
+    point: float | None = None  # b_value / a_value, the figures' ratio (with or without an interval)
+    ratio: Interval | None = None  # B / A; None: fewer than MIN_RUNS runs a side, or the figure is not in the files
+    decision: Decision | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunLevelLoad:
+    """One load: how many runs each side has, their request counts, and every figure."""
+
+    level: LevelSpec
+    runs_a: int
+    runs_b: int
+    completed_a: tuple[int | None, ...]
+    completed_b: tuple[int | None, ...]
+    failed_a: tuple[int | None, ...]
+    failed_b: tuple[int | None, ...]
+    metrics: tuple[RunMetric, ...]
+
+    @property
+    def has_interval(self) -> bool:
+        return self.runs_a >= MIN_RUNS and self.runs_b >= MIN_RUNS
+
+
+@dataclass(frozen=True, slots=True)
+class RunLevelReport:
+    """A comparison whose unit is the run: A (baseline) and B (candidate) as their files name them, load by load."""
+
+    a_name: str
+    b_name: str
+    a_tool: str
+    b_tool: str
+    a_version: str | None
+    b_version: str | None
+    confidence: float
+    loads: tuple[RunLevelLoad, ...]
+    notes: tuple[str, ...]
+    unit: str = "run"
+
+    def to_json(self) -> str:
+        body = {"schema": RUN_LEVEL_SCHEMA, **json_safe(self)}
+        return json.dumps(body, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """B/A of two sides' run values: exp of the difference of their mean logs, with a Welch t interval; None with
+    fewer than `MIN_RUNS` positive values a side."""
+    la = [math.log(x) for x in a if x > 0]
+    lb = [math.log(x) for x in b if x > 0]
+    if len(la) < MIN_RUNS or len(lb) < MIN_RUNS:
+        return None
+    d, low, high = welch_diff(lb, la, confidence)
+    return Interval(math.exp(d), math.exp(low), math.exp(high), confidence, "welch-t-log-runs", len(la) + len(lb))
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """The runs' typical value (ratios of geometric means are the interval's centre); None with no positive value."""
+    logs = [math.log(x) for x in values if x > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def margin_for(key: str | None, margins: Mapping[str, float]) -> float:
+    """A figure's margin: its latency's (`--margin`), else, for a throughput, the one margin given to every latency,
+    else the default."""
+    if key is not None:
+        return margins.get(key, DEFAULT_MARGIN)
+    given = set(margins.values())
+    return given.pop() if len(given) == 1 else DEFAULT_MARGIN
+
+
+def _metric(name: str, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]) -> RunMetric:
+    label, unit, lower, key = RUN_METRICS[name]
+    va = tuple(v for r in a if (v := r.aggregates.get(name)) is not None)
+    vb = tuple(v for r in b if (v := r.aggregates.get(name)) is not None)
+    margin = margin_for(key, margins)
+    ratio = ratio_interval(va, vb)
+    decision = None
+    if ratio is not None:
+        # the speedup scale (> 1 = better): a lower time is a speedup of A / B
+        low, high = (1 / ratio.high, 1 / ratio.low) if lower else (ratio.low, ratio.high)
+        decision = decide(low, high, margin)
+    ga, gb = geometric_mean(va), geometric_mean(vb)
+    point = gb / ga if ga is not None and gb is not None else None
+    return RunMetric(name, label, unit, lower, va, vb, margin, ga, gb, point, ratio, decision)
+
+
+def compare_load(
+    level: LevelSpec, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]
+) -> RunLevelLoad:
+    """Every figure of one load's runs, A's against B's."""
+    return RunLevelLoad(
+        level=level,
+        runs_a=len(a),
+        runs_b=len(b),
+        completed_a=tuple(r.completed for r in a),
+        completed_b=tuple(r.completed for r in b),
+        failed_a=tuple(r.failed for r in a),
+        failed_b=tuple(r.failed for r in b),
+        metrics=tuple(_metric(name, a, b, margins) for name in RUN_METRICS),
+    )

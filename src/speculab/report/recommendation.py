@@ -1,0 +1,266 @@
+"""The recommendation's sentences (harness.verdict.recommendation): the headline, one line per band, what would
+decide an undecided load, every guardrail's answer, what a run that did not finish finished. Made here, when
+rendering, from the model's answers and numbers (formatted by `formatting`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
+from speculab.report.formatting import fine_speedup, margin_pct, speedup, speedup_range
+
+# ---------------------------------------------------------------------------------------------------------------
+# The recommendation (harness.verdict.recommendation): what to ship at each load band.
+# ---------------------------------------------------------------------------------------------------------------
+
+_FORM = {
+    "plain": "keep plain decoding: no candidate is faster than the baseline beyond the margin at any measured load",
+    "single": "ship {w} at every measured load",
+    "off-above": "ship {w}, turned off above {axis} {edge}",
+    "per-load": "the choice depends on the load: ship each band's configuration (a per-load schedule)",
+}
+
+GUARDRAIL_LABELS = {**METRIC_LABELS, "error_rate": "error rate", "correctness": "correctness"}
+
+
+def _load_text(axis: str, v: float) -> str:
+    return f"{v:g}" if axis == "concurrency" else f"{v:g} req/s"
+
+
+def guardrail_phrase(g: Any) -> str:
+    """One guardrail's answer with its numbers: 'TTFT 0.54× (slower) [0.38–0.91]', 'E2E not worse (1.20×
+    [1.05–1.31])', 'error rate +4.0 points (p = 0.01)', 'correctness not measured'."""
+    name = GUARDRAIL_LABELS.get(g.name, g.name)
+    if g.answer == "not measured" or not math.isfinite(g.estimate):
+        return f"{name} {g.answer}"
+    if g.name == "error_rate":
+        p = f", p = {g.p_value:.2g}" if g.p_value is not None else ""
+        return f"{name} {g.answer} ({g.estimate * 100:+.1f} points{p})"
+    if g.name == "correctness":
+        rng = f"[{g.low * 100:+.1f}…{g.high * 100:+.1f}]".replace("-", "−")
+        return f"{name} {g.answer} (checks pass rate {g.estimate * 100:+.1f} points {rng})".replace("-", "−")
+    rng = speedup_range(g.low, g.high)
+    if g.answer == "worse":
+        return f"{name} {fine_speedup(g.estimate)} slower {rng}"
+    return f"{name} {g.answer} ({fine_speedup(g.estimate)} {rng})"
+
+
+def _needed_phrase(a: Any) -> str:
+    """What would decide an undecided answer, from its data ("" when nothing says)."""
+    if a.needed is None:
+        return ""
+    if a.why == "not enough paired data" and a.needed_unit == "prompts":
+        return f"; use at least {a.needed} prompts at this load"
+    return f"; about {a.needed:,} {a.needed_unit} in all would likely decide it"
+
+
+def answer_phrase(report: Any, a: Any) -> str:
+    """Why one candidate got its answer at one load: 'TPOT 1.42× faster, but TTFT 0.54× slower [0.38–0.91]: not
+    recommended', 'TPOT inconclusive 1.72× [0.90–2.50]; about 48 prompts in all would likely decide it'."""
+    rec = report.recommendation
+    what = METRIC_LABELS.get(rec.decide_on, rec.decide_on)
+    est = f"{fine_speedup(a.speedup)} {speedup_range(a.speedup_low, a.speedup_high)}"
+    if a.why == "guardrail":
+        bad = [g for g in a.guardrails if g.answer in ("worse", "leans worse")]
+        worse = ", ".join(guardrail_phrase(g) for g in bad)
+        verdict = "not recommended" if a.answer == "plain" else "undecided"
+        # a guardrail decides only where the deciding metric did not (equivalent and slower are their own why): it
+        # was faster, inconclusive, or had too few pairs
+        if math.isfinite(a.speedup_low) and a.speedup_low > 1 + rec.margin:
+            lead = f"{what} {fine_speedup(a.speedup)} faster"
+        elif math.isfinite(a.speedup_low) and math.isfinite(a.speedup_high):
+            lead = f"{what} inconclusive {est}"
+        else:
+            lead = f"{what}: not enough paired data"
+        return f"{lead}, but {worse}: {verdict}{_needed_phrase(a)}"
+    if a.why == "faster":
+        return f"{what} {est} faster"
+    if a.why in ("equivalent", "slower", "inconclusive"):
+        return f"{what} {a.why} {est}{_needed_phrase(a)}"
+    if a.why == "not enough paired data":
+        return f"{what}: not enough paired data{_needed_phrase(a)}"
+    if a.why == "not finished":
+        return "not finished"
+    return f"no verdict ({a.why})"
+
+
+def guardrail_lines(report: Any, level: Any) -> list[str]:
+    """Under a load's table: each candidate's answer there and every guardrail's, so the table's TPOT verdict is never
+    read as the recommendation (a candidate that did not run here: its row says "not run", nothing more)."""
+    rec = getattr(report, "recommendation", None)
+    if rec is None or not getattr(rec, "answers", ()):
+        return []
+    labels = {a.name: a.label for a in report.arms}
+    out = []
+    for a in (x for x in rec.answers if x.level == level.key and level.arm(x.candidate) is not None):
+        guards = " · ".join(guardrail_phrase(g) for g in a.guardrails) or "none"
+        out.append(f"  {labels.get(a.candidate, a.candidate)}: {a.answer} · guardrails: {guards}")
+    return out
+
+
+def _names(labels: Mapping[str, str], names: Sequence[str]) -> str:
+    return ", ".join(labels.get(n, n) for n in names)
+
+
+def _incomplete_lines(report: Any, run_dir: str) -> list[str]:
+    """An interrupted or partial run: no ship or keep-plain answer; what finished, what did not, how to finish."""
+    rec = report.recommendation
+    labels = {a.name: a.label for a in report.arms}
+    level_labels = {lv.key: lv.label for lv in report.levels}
+    done: dict[str, list[str]] = {}
+    not_done: dict[tuple[str, str], list[str]] = {}
+    for p in rec.progress:
+        if p.state == "finished":
+            done.setdefault(p.level, []).append(p.arm)
+        else:
+            not_done.setdefault((p.level, p.state), []).append(p.arm)
+    out = ["recommendation: none yet: the run did not finish, so it neither ships a candidate nor keeps plain"]
+    if done:
+        out.append(
+            "  finished: " + "; ".join(f"{_names(labels, a)} at {level_labels.get(k, k)}" for k, a in done.items())
+        )
+    if not_done:
+        parts = [f"{_names(labels, a)} at {level_labels.get(k, k)} ({state})" for (k, state), a in not_done.items()]
+        out.append("  not finished: " + "; ".join(parts))
+    out.append(f"  finish it: speculab run --resume {run_dir}")
+    return out
+
+
+def _headline(report: Any, labels: Mapping[str, str]) -> str:
+    """The first line: the form's sentence; plain names a guardrail that kept a faster candidate out; undecided names
+    the loads it could not decide and where it ships."""
+    rec = report.recommendation
+    loads = {c.level: c.label for c in rec.loads}
+    if rec.form == "undecided":
+        undecided = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
+        ship = [c for c in rec.loads if c.answer == "ship"]
+        if ship and rec.winner:
+            where = ", ".join(c.label for c in ship)
+            return f"ship {labels.get(rec.winner, rec.winner)} at {where} only; undecided at {undecided} (see below)"
+        if ship:
+            return f"ship each decided band's configuration; undecided at {undecided} (see below)"
+        return f"undecided at {undecided}: no candidate is shown to pay there yet (see below)"
+    blocked = [a for a in rec.answers if a.answer == "plain" and a.why == "guardrail" and math.isfinite(a.speedup)]
+    if rec.form == "plain" and blocked:
+        a = max(blocked, key=lambda x: x.speedup)
+        who = f"{labels.get(a.candidate, a.candidate)} at {loads.get(a.level, a.level)}"
+        return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
+    first = next((b for b in rec.bands if b.choice == rec.winner), None)
+    edge = "?"
+    if first is not None and first.upper_edge is not None:
+        edge = f"~{_load_text(rec.axis, first.upper_edge)}"
+    elif first is not None and first.edge_between is not None:
+        lo, hi = first.edge_between
+        edge = f"somewhere between {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
+    return _FORM[rec.form].format(w=labels.get(rec.winner or "", rec.winner), axis=rec.axis, edge=edge)
+
+
+def recommendation_lines(report: Any, run_dir: str = "DIR") -> list[str]:
+    """The first block of the report: one headline, one line per band with its loads and upper edge, and the rule;
+    for a run that did not finish, what finished and how to finish it (`run_dir`: the run's directory)."""
+    rec = getattr(report, "recommendation", None)
+    if rec is None:
+        return []
+    if rec.form == "incomplete":
+        return _incomplete_lines(report, run_dir)
+    labels = {a.name: a.label for a in report.arms}
+    out = [f"recommendation: {_headline(report, labels)}"]
+    out.extend(_band_lines(report, labels))
+    out.extend(_cost_lines(rec, labels))
+    guards = _names(GUARDRAIL_LABELS, getattr(rec, "guardrails", ())) or "none"
+    out.append(
+        f"  rule: ships where {METRIC_LABELS.get(rec.decide_on, rec.decide_on)} is faster beyond the "
+        f"{margin_pct(rec.margin)} margin and no guardrail ({guards}) is worse beyond its own; else plain, or undecided"
+    )
+    return out
+
+
+def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
+    """One line per band: its loads, its choice with the speedup (or why plain, or what is undecided), its edge."""
+    rec = report.recommendation
+    by_level = {c.value: c for c in rec.loads}
+    answers = getattr(rec, "answers", ())
+    out = []
+    for b in rec.bands:
+        if b.choice == UNDECIDED_CHOICE:  # one line per load: each says what would decide it there
+            for v in b.loads:
+                here = [a for a in answers if a.level == by_level[v].level and a.answer != "ship"]
+                why = "; ".join(f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here)
+                out.append(f"  {by_level[v].label}: undecided ({why or by_level[v].decision})")
+            continue
+        loads = ", ".join(b.load_labels)
+        picks = []
+        for v in b.loads:
+            c = by_level[v]
+            if c.decision == "faster":
+                tied = f", tied with {', '.join(labels.get(t, t) for t in c.tied)}" if c.tied else ""
+                if c.kept_over:
+                    tied += f"; kept over {labels.get(c.kept_over, c.kept_over)}, which is not faster beyond the margin"
+                picks.append(f"{speedup(c.speedup)} {speedup_range(c.speedup_low, c.speedup_high)}{tied}")
+            elif c.decision == "guardrail":
+                here = [a for a in answers if a.level == c.level and a.why == "guardrail"]
+                why = [f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here]
+                picks.append(f"{c.label}: " + "; ".join(why) if len(b.loads) > 1 else "; ".join(why))
+            else:
+                picks.append(c.decision)
+        text = f"  {loads}: {b.label} ({'; '.join(picks)})"
+        if b.upper_edge is not None:
+            iv = ""
+            if b.upper_edge_low is not None and b.upper_edge_high is not None:
+                iv = f" [{_load_text(rec.axis, b.upper_edge_low)}–{_load_text(rec.axis, b.upper_edge_high)}]"
+            text += f"; band ends near {rec.axis} {_load_text(rec.axis, b.upper_edge)}{iv} ({b.edge_source})"
+        elif b.edge_between is not None:
+            lo, hi = b.edge_between
+            text += f"; band ends between {rec.axis} {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
+        out.append(text)
+    return out
+
+
+def _money(v: float | None) -> str:
+    return "?" if v is None else f"${v:,.0f}"
+
+
+def _cost_lines(rec: Any, labels: dict[str, str]) -> list[str]:
+    """Plain vs the recommendation at the target rate, with the range from the throughput intervals."""
+    c = rec.cost
+    if c is None:
+        return []
+    p = c.plan
+    name = labels.get(c.candidate, c.candidate)
+    if getattr(c, "by_load", False):
+        name += " as recommended per load (plain where plain was chosen)"
+
+    def side(s: Any) -> str:
+        if s.gpus is None:
+            return "no measured load meets the SLOs"
+        return f"{s.replicas} replica(s), {s.gpus} GPU(s), {_money(s.usd_per_month)}/month"
+
+    line = (
+        f"  cost at {p.target_rate_rps:g} req/s within the SLOs: without speculation {side(p.baseline)}; "
+        f"{name} {side(p.candidate)}"
+    )
+    d = p.monthly_difference_usd
+    if d is not None:
+        word = "saves" if d < 0 else "costs"
+        line += f"; {word} {_money(abs(d))}/month"
+        ends = [x.monthly_difference_usd for x in (c.most_favourable, c.least_favourable) if x is not None]
+        if len(ends) == 2 and None not in ends:
+            lo, hi = sorted(ends)  # candidate - plain, $/month
+
+            def signed(v: float) -> str:
+                return ("-" if v < 0 else "+") + _money(abs(v))
+
+            line += f" (from {signed(lo)} to {signed(hi)}/month across the throughput intervals)"
+        elif c.repeats < 2:
+            # how to get more repeats: the few-repeats warning says it, in the words of the run's command
+            line += " (one repeat: no interval)"
+        else:
+            # an end of the requests/s interval over repeats where no measured load meets the SLOs (a t-interval
+            # from 2-3 repeats can reach 0): the plan has no price there, so the range is unbounded
+            line += (
+                " (no range: at an end of the throughput intervals over repeats no measured load meets the SLOs; "
+                "more repeats narrow them)"
+            )
+    return [line]

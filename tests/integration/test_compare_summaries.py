@@ -1,0 +1,126 @@
+"""`speculab compare` of summary-only files (#37 item 4): real files vLLM's `bench serve` (no --save-detailed), its
+`bench sweep serve` and SGLang's `bench_serving` (no --output-details) wrote against `speculab mock-server` scripted
+to a known TPOT (tests/fixtures/imports/summaries/README.md): the candidate is 1.5x faster per token."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakes.cli_runner import one_line_error, run_main
+
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "summaries"
+VLLM = HERE / "vllm"
+
+
+def _metric(out: Path, name: str, load: int = 0) -> dict:
+    s = json.loads((out / "summary.json").read_text())
+    assert s["schema"] == "speculab.report.run-level/1" and s["unit"] == "run"
+    return next(m for m in s["loads"][load]["metrics"] if m["name"] == name)
+
+
+def test_two_single_summaries_are_side_by_side_and_exit_0(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(
+        capsys, "compare", str(VLLM / "baseline" / "r1.json"), str(VLLM / "candidate" / "r1.json"), "--output", str(out)
+    )
+    assert code == 0
+    assert "no per-request data: no interval, no verdict" in stdout and "the unit is the run" in stdout
+    tpot = _metric(out, "tpot_median_s")
+    raw_a = json.loads((VLLM / "baseline" / "r1.json").read_text())
+    assert tpot["a"] == [pytest.approx(raw_a["median_tpot_ms"] / 1e3)]  # the file's own figure, in seconds
+    assert tpot["ratio"] is None and tpot["decision"] is None
+    e2e = _metric(out, "e2e_median_s")
+    assert e2e["a"] == [] and e2e["a_value"] is None  # vLLM's default --percentile-metrics leave E2E out: absent
+    assert "not in the file" in stdout
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (VLLM / "baseline", VLLM / "candidate"),  # a directory of three files a side
+        (HERE / "sweep" / "SERVE--plain", HERE / "sweep" / "SERVE--spec"),  # a sweep's run=N.json
+        (HERE / "sglang" / "baseline.jsonl", HERE / "sglang" / "candidate.jsonl"),  # three lines at one load
+    ],
+    ids=["vllm-files", "vllm-sweep", "sglang-lines"],
+)
+def test_three_runs_a_side_decide_tpot_over_runs(capsys, tmp_path: Path, a: Path, b: Path) -> None:
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(capsys, "compare", str(a), str(b), "--output", str(out))
+    assert code == 0, stdout
+    tpot = _metric(out, "tpot_median_s")
+    assert len(tpot["a"]) == 3 and len(tpot["b"]) == 3
+    assert tpot["decision"] == "faster"  # TPOT 30 ms vs 20 ms, scripted
+    assert 0.6 < tpot["ratio"]["low"] <= tpot["ratio"]["estimate"] <= tpot["ratio"]["high"] < 0.75
+    assert "faster" in stdout and "over runs" in stdout
+
+
+def test_different_loads_are_refused_in_one_line(capsys, tmp_path: Path) -> None:
+    code, _, err = run_main(
+        capsys, "compare", str(VLLM / "baseline-c1"), str(VLLM / "candidate"), "--output", str(tmp_path / "x")
+    )
+    assert code == 2
+    assert "ran at different loads (concurrency 1 vs concurrency 4)" in one_line_error(err)
+
+
+def test_a_summary_beside_a_file_only_read_per_request_is_refused_in_one_line(capsys, tmp_path: Path) -> None:
+    aiperf = HERE.parent / "aiperf" / "baseline"
+    code, _, err = run_main(
+        capsys, "compare", str(VLLM / "baseline" / "r1.json"), str(aiperf), "--output", str(tmp_path / "x")
+    )
+    assert code == 2
+    assert "keeps no per-request data" in one_line_error(err)
+
+
+def test_files_with_requests_still_pair_per_prompt(capsys, tmp_path: Path) -> None:
+    detailed = HERE.parent / "vllm"
+    out = tmp_path / "cmp"
+    code, _, _ = run_main(
+        capsys, "compare", str(detailed / "baseline.json"), str(detailed / "candidate.json"), "--output", str(out)
+    )
+    assert code == 0
+    assert json.loads((out / "summary.json").read_text()).get("schema") != "speculab.report.run-level/1"
+
+
+def test_guidellm_0_3_summaries_are_side_by_side(capsys, tmp_path: Path) -> None:
+    g03 = HERE.parent / "guidellm-0.3"
+    out = tmp_path / "cmp"
+    args = ("compare", str(g03 / "baseline-summary.json"), str(g03 / "candidate-summary.json"), "--output", str(out))
+    code, stdout, _ = run_main(capsys, *args)
+    assert code == 0 and "no per-request data: no interval, no verdict" in stdout
+    tpot = _metric(out, "tpot_median_s")
+    assert tpot["point"] < 0.75  # 20 ms against 30 ms, scripted; no interval from one run a side
+    assert tpot["ratio"] is None
+
+
+def test_benchmark_or_unpaired_on_summaries_is_one_line(capsys, tmp_path: Path) -> None:
+    sg = HERE / "sglang"
+    args = ("compare", str(sg / "baseline.jsonl"), str(sg / "candidate.jsonl"), "--output", str(tmp_path / "x"))
+    code, _, err = run_main(capsys, *args, "--benchmark", "0")
+    assert code == 2 and "summary-only files are compared run by run" in one_line_error(err)
+
+
+def test_sglang_0_4_lines_keep_what_they_have_and_leave_the_rest_absent(capsys, tmp_path: Path) -> None:
+    s4 = HERE / "sglang-0.4.0"
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(
+        capsys, "compare", str(s4 / "baseline.jsonl"), str(s4 / "candidate.jsonl"), "--output", str(out)
+    )
+    assert code == 0 and "the layout of SGLang 0.4" in stdout
+    e2e, tpot = _metric(out, "e2e_median_s"), _metric(out, "tpot_median_s")
+    assert len(e2e["a"]) == 3 and e2e["decision"] == "faster"  # 16 tokens at 30 ms vs 20 ms a token, scripted
+    assert tpot["a"] == [] and tpot["decision"] is None  # 0.4.0 writes no TPOT: absent, not filled in
+
+
+def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_path: Path) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(json.loads((VLLM / "candidate" / "r1.json").read_text()) | {"model_id": "gpt-oss-20b"}))
+    base = str(VLLM / "baseline" / "r1.json")
+    code, _, err = run_main(capsys, "compare", base, str(other), "--output", str(tmp_path / "x"))
+    assert code == 2 and "gpt-oss-20b" in one_line_error(err) and "speculab-mock" in err
+    out = tmp_path / "y"
+    code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
+    notes = json.loads((out / "summary.json").read_text())["notes"]
+    assert code == 0 and any("different target models" in n for n in notes)

@@ -1,0 +1,65 @@
+"""`speculab compare --fail-on` (issue 40): a candidate that streams slower exits 5 once the report is written; the
+same pair passes a gate that names only `worse`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from fakes.cli_runner import one_line_error, run_main
+from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.load.runner import LoadConfig
+from speculab.harness.measure.run import BenchConfig, run_bench
+from speculab.harness.mock.script import MockConfig
+from speculab.harness.mock.server import mock_server_in_thread
+from speculab.harness.workload.sources import load_workload
+
+
+def _bench(url: str, out: Path) -> None:
+    wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=24)
+    cfg = BenchConfig(
+        endpoint=EndpointConfig(base_url=url, model=""),
+        sampling=RequestSampling(max_tokens=12),
+        load=LoadConfig(concurrency=1),
+        output_dir=out,
+        workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": 24},
+    )
+    asyncio.run(run_bench(cfg, wl.items))
+
+
+def test_compare_fails_on_a_slower_candidate(tmp_path: Path, capsys) -> None:
+    # the candidate's gaps are twice the baseline's: slower per token beyond any small margin
+    with (
+        mock_server_in_thread(MockConfig(ttft_s=0.004, gap_s=0.004, output_tokens=12)) as a,
+        mock_server_in_thread(MockConfig(ttft_s=0.004, gap_s=0.008, output_tokens=12)) as b,
+    ):
+        _bench(a, tmp_path / "a")
+        _bench(b, tmp_path / "b")
+    args = ("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    code, _, err = run_main(capsys, *args, "--output", str(tmp_path / "ab"), "--fail-on", "slower")
+    assert code == 5 and ": slower" in one_line_error(err), err
+    assert (tmp_path / "ab" / "summary.json").is_file() and (tmp_path / "ab" / "report.html").is_file()
+    code, _, err = run_main(capsys, *args, "--output", str(tmp_path / "ab2"), "--fail-on", "worse")
+    assert code == 0, err
+
+
+def test_run_fails_on_a_slower_candidate_and_a_misspelt_answer_runs_nothing(tmp_path: Path, capsys) -> None:
+    with (
+        mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=8)) as a,
+        mock_server_in_thread(MockConfig(ttft_s=0.002, gap_s=0.008, output_tokens=8)) as b,
+    ):
+        exp = tmp_path / "exp.yaml"
+        exp.write_text(
+            'workload: {spec: "synthetic:input=10,output=8", num_prompts: 16, warmup_requests: 1}\n'
+            "sampling: {max_tokens: 8}\n"
+            "loads: {operating: {concurrency: 1}}\n"
+            f'baseline: {{url: "{a}"}}\ncandidate: {{url: "{b}"}}\n'
+            "speculation: {method: ngram, num_speculative_tokens: 4}\n"
+        )
+        code, _, err = run_main(capsys, "run", str(exp), "--output", str(tmp_path / "typo"), "--fail-on", "slow")
+        assert code == 2 and "--fail-on: no answer 'slow'" in one_line_error(err)
+        assert not (tmp_path / "typo").exists()
+        code, _, err = run_main(capsys, "run", str(exp), "--output", str(tmp_path / "ab"), "--fail-on", "slower")
+    assert code == 5, err
+    assert ": slower" in err.strip().splitlines()[-1]
+    assert (tmp_path / "ab" / "summary.json").is_file() and (tmp_path / "ab" / "comparisons.csv").is_file()

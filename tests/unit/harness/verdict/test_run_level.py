@@ -1,0 +1,102 @@
+"""The run as the unit (summary-only files): figures side by side with one run a side, a Welch t interval over
+runs' logs and a decision against the margin with three or more."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from speculab.harness.analysis.paired import Decision
+from speculab.harness.design import LevelSpec
+from speculab.harness.imports.summaries.summary import AGGREGATES, Aggregates, RunSummary
+from speculab.harness.verdict.run_level import (
+    MIN_RUNS,
+    RUN_METRICS,
+    compare_load,
+    geometric_mean,
+    margin_for,
+    ratio_interval,
+)
+
+C4 = LevelSpec("concurrency", 4, ("low", "operating"))
+
+
+def _run(tpot_s: float, tok_s: float | None = None, run: int = 1) -> RunSummary:
+    return RunSummary(
+        path=Path("x.json"),
+        tool="vllm bench serve",
+        level=C4,
+        aggregates=Aggregates(tpot_median_s=tpot_s, output_tok_s=tok_s),
+        completed=20,
+        failed=0,
+        run=run,
+    )
+
+
+def test_the_metric_table_is_the_readers_figures():
+    assert tuple(RUN_METRICS) == AGGREGATES
+
+
+def test_one_run_a_side_is_side_by_side_without_interval_or_verdict():
+    load = compare_load(C4, [_run(0.030, 100.0)], [_run(0.020, 150.0)], {})
+    tpot = next(m for m in load.metrics if m.name == "tpot_median_s")
+    assert not load.has_interval
+    assert tpot.a == (0.030,) and tpot.b == (0.020,)
+    assert tpot.point == pytest.approx(0.020 / 0.030)
+    assert tpot.ratio is None and tpot.decision is None
+    ttft = next(m for m in load.metrics if m.name == "ttft_median_s")
+    assert ttft.a == () and ttft.a_value is None and ttft.point is None  # not in the files: absent, never filled in
+
+
+def test_three_runs_a_side_give_an_interval_and_a_decision():
+    a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
+    b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
+    load = compare_load(C4, a, b, {})
+    tpot = next(m for m in load.metrics if m.name == "tpot_median_s")
+    assert load.has_interval and load.runs_a == MIN_RUNS
+    assert tpot.ratio is not None and tpot.ratio.low < tpot.ratio.estimate < tpot.ratio.high < 1
+    assert tpot.decision is Decision.FASTER  # lower time: B faster
+
+
+def test_runs_within_each_other_are_equivalent_or_inconclusive_never_a_verdict():
+    a = [_run(x) for x in (0.0300, 0.0310, 0.0290)]
+    b = [_run(x) for x in (0.0305, 0.0295, 0.0300)]
+    tpot = next(m for m in compare_load(C4, a, b, {}).metrics if m.name == "tpot_median_s")
+    assert tpot.decision in (Decision.EQUIVALENT, Decision.INCONCLUSIVE)
+
+
+def test_higher_throughput_is_faster():
+    a = [_run(0.03, t) for t in (100.0, 101.0, 99.0)]
+    b = [_run(0.03, t) for t in (150.0, 151.0, 149.0)]
+    tok = next(m for m in compare_load(C4, a, b, {}).metrics if m.name == "output_tok_s")
+    assert tok.decision is Decision.FASTER and tok.ratio is not None and tok.ratio.estimate > 1
+
+
+def test_ratio_interval_needs_min_runs_a_side_and_matches_welch_on_logs():
+    assert ratio_interval([1.0, 2.0], [1.0, 2.0, 3.0]) is None
+    iv = ratio_interval([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])
+    assert iv is not None
+    assert iv.estimate == pytest.approx(2.0)  # the logs differ by log 2 exactly
+    assert iv.low < 2.0 < iv.high
+
+
+def test_geometric_mean_and_margins():
+    assert geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    assert geometric_mean([]) is None
+    assert margin_for("tpot_s", {"tpot_s": 0.05}) == 0.05
+    assert margin_for(None, {"tpot_s": 0.05, "ttft_s": 0.05}) == 0.05  # one margin for every latency: throughput's too
+    assert margin_for(None, {"tpot_s": 0.05, "ttft_s": 0.02}) == pytest.approx(0.03)
+
+
+def test_the_report_is_strict_json():
+    import json
+
+    from speculab.harness.verdict.run_level import RunLevelReport
+
+    load = compare_load(C4, [_run(0.030)], [_run(0.020)], {})
+    r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), ("n",))
+    d = json.loads(r.to_json())
+    assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
+    assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
