@@ -1,6 +1,7 @@
 """Slowloris against `speculab serve` (issue 44): does it close slow connections, keep answering, keep its log small?
 
-Starts `python -m speculab serve MODEL` (default: the shipped demo model, one torch thread) on a free loopback port,
+Starts `python -m speculab serve MODEL` (default: the shipped demo model, one torch thread; `--server mock-server`:
+the mock serving the name MODEL, 1 ms TTFT and gaps) on a free loopback port,
 its stdout and stderr going to a file, then runs --attackers processes that together hold --connections
 connections to it. Each connection sends a request line and `Host`, then one header byte every --byte-every-s
 seconds, and never finishes its head; when the server closes it (the receive deadline), the attacker opens a new
@@ -16,6 +17,7 @@ sets the server's limits (soft and hard) to N, which needs root to go above the 
 
     python bench/slowloris.py                          # 22,040 connections, 60 s, probe at 45 s
     python bench/slowloris.py --connections 300 --duration-s 8 --probe-at-s 5 --receive-timeout-s 2   # smoke
+    python bench/slowloris.py --server mock-server                     # the same attack on the mock
 """
 
 from __future__ import annotations
@@ -141,7 +143,11 @@ def metrics(port: int) -> dict[str, float]:
 
 def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(args.src).resolve()), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "speculab", "serve", args.model, "--port", str(port), "--threads", "1"]
+    if args.server == "mock-server":
+        cmd = [sys.executable, "-m", "speculab", "mock-server", "--model", args.model, "--port", str(port)]
+        cmd += ["--ttft-ms", "1", "--gap-ms", "1"]
+    else:
+        cmd = [sys.executable, "-m", "speculab", "serve", args.model, "--port", str(port), "--threads", "1"]
     if args.receive_timeout_s is not None:
         cmd += ["--request-receive-timeout", str(args.receive_timeout_s)]
     limit = (lambda: raise_nofile(args.server_nofile)) if args.server_nofile else None
@@ -213,6 +219,7 @@ def main() -> None:
         asyncio.run(attack(int(n), int(port), float(duration_s), float(every_s), Path(report)))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", choices=("serve", "mock-server"), default="serve", help="the command attacked")
     ap.add_argument("--model", default="demo")
     ap.add_argument("--src", default=str(ROOT / "src"), help="the speculab source tree to serve")
     ap.add_argument("--connections", type=int, default=22_040)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import errno
 from collections.abc import Iterable
 
 
@@ -35,6 +36,22 @@ class AnswerMatched(UserError):
     first."""
 
     exit_code = 5
+
+
+# a disk that cannot take what a command writes: full, over quota, a file too large, or mounted read-only
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def disk_error(e: OSError) -> UserError | None:
+    """A write the disk refused as one line naming the file and the fix; None for any other OSError (a bug or a
+    fault the caller knows better than this)."""
+    if e.errno not in _DISK_ERRNOS:
+        return None
+    where = f"cannot write {e.filename}" if e.filename else "cannot write the output"
+    return UserError(
+        f"{where} ({e.strerror or e}); the files written before it are whole. Free space or write elsewhere "
+        "(`speculab run --resume DIR` finishes an interrupted A/B, the directory copied elsewhere too)"
+    )
 
 
 def user_text(raw: bytes, source: str) -> str:

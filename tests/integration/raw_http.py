@@ -87,3 +87,15 @@ def is_openai_error(answer: Answer) -> bool:
     except (ValueError, KeyError, TypeError):
         return False
     return set(err) == {"message", "type", "param", "code"} and isinstance(err["message"], str) and bool(err["message"])
+
+
+def closed(sock: socket.socket) -> bool:
+    """Has the server closed this (non-blocking) connection? A 408 it sent first is read and dropped."""
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:  # reset: closed too
+        return True

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 from tests.fakes.engine_fakes import tiny_model
-from tests.integration.raw_http import exchange, read_answer, request_bytes
+from tests.integration.raw_http import closed, exchange, read_answer, request_bytes
 from tests.integration.server_harness import CharDetok, CharTokenizer, free_port
 
 from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.server.app import AppConfig, create_app
 from speculab.engine.server.connection import uvicorn_config
-from speculab.engine.server.exhaustion import ConnectionCollector, ConnectionCounters
+from speculab.protocol.exhaustion import ConnectionCollector, ConnectionCounters
 
 SRC = str(Path(__file__).parents[2] / "src")
 SLOW_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
@@ -77,18 +77,6 @@ def engine_server(deadline_s: float) -> Iterator[tuple[int, ConnectionCounters]]
     )
     with serve(app, counters, deadline_s) as port:
         yield port, counters
-
-
-def closed(sock: socket.socket) -> bool:
-    """Has the server closed this (non-blocking) connection? A 408 it sent first is read and dropped."""
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except BlockingIOError:
-        return False
-    except OSError:  # reset: closed too
-        return True
 
 
 def metric(port: int, name: str) -> float:
@@ -177,7 +165,7 @@ _CHILD = """
 import logging, resource, sys
 import uvicorn
 from speculab.engine.server.connection import uvicorn_config
-from speculab.engine.server.exhaustion import ConnectionCounters, bound_logs
+from speculab.protocol.exhaustion import ConnectionCounters, bound_logs
 
 async def app(scope, receive, send):
     if scope["type"] != "http":

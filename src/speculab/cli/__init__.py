@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from speculab import NAME, __version__
 from speculab.cli import help_format  # noqa: F401 - switches in --help show no "<bool>" (help_format.py says why)
-from speculab.errors import ErrorRateExceeded, UserError
+from speculab.errors import ErrorRateExceeded, UserError, disk_error
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -83,6 +83,11 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+    except OSError as e:  # a full disk, from whichever writer met it first: one line, exit 2 (errors.disk_error)
+        if (why := disk_error(e)) is None:
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(why))}", highlight=False, soft_wrap=True)
+        sys.exit(why.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)

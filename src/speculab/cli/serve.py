@@ -126,6 +126,11 @@ def mock_server(
         False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
     ),
     api_key: str | None = typer.Option(None, "--api-key", help="Require 'Authorization: Bearer KEY' on /v1/*."),
+    request_receive_timeout: float = typer.Option(
+        30.0,
+        "--request-receive-timeout",
+        help="Seconds a client has to send a whole request (line, headers, body); then 408 and close. 0: no limit.",
+    ),
     spin_ms: float = typer.Option(
         0.0,
         help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
@@ -133,20 +138,20 @@ def mock_server(
     ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
-    import asyncio
     import errno
 
     from speculab.harness.mock.options import mock_config_from_flags
-    from speculab.harness.mock.server import serve_mock
+    from speculab.harness.mock.server import run_mock_server
 
     cfg = mock_config_from_flags(dict(locals()))
 
-    def ready(url: str) -> None:
-        typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}); Ctrl-C stops it", err=False)
+    def ready(url: str, open_files: int | None) -> None:
+        files = f", open files {open_files}" if open_files is not None else ""
+        typer.echo(f"speculab mock-server ready at {url} (model {cfg.models[0]}{files}); Ctrl-C stops it", err=False)
         sys.stdout.flush()
 
     try:
-        asyncio.run(serve_mock(cfg, host, port, ready))
+        run_mock_server(cfg, host, port, ready)
         err_console.print("mock-server stopped")  # SIGTERM
     except KeyboardInterrupt:
         err_console.print("mock-server stopped")

@@ -6,9 +6,11 @@ rewritten by `speculab report`. Nothing here decides: each cell is a field of th
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.verdict.model import METRIC_UNITS, Interval, LevelComparison, Ratio, Report
 
 COMPARISONS_CSV = "comparisons.csv"
@@ -23,10 +25,11 @@ NOT_IN_FILE = "not in the file"  # the answer of a metric either arm's result fi
 def write_comparisons(out_dir: Path, report: Report) -> Path:
     """Write out_dir/comparisons.csv (the header alone when nothing was compared); its path."""
     path = out_dir / COMPARISONS_CSV
-    with path.open("w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        w.writerows(comparison_rows(report))
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(COLUMNS)
+    w.writerows(comparison_rows(report))
+    write_atomic(path, text.getvalue())  # a reader (a spreadsheet, CI) trusts it whole, like summary.json
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.verdict.model import Report
 
 RECOMMENDED_YAML, RECOMMENDED_FLAGS = "recommended.yaml", "recommended-flags.txt"
@@ -16,6 +17,6 @@ def write_shipped(out_dir: Path, report: Report) -> tuple[Path, Path] | None:
     if report.shipped is None:
         return None
     again, ship = out_dir / RECOMMENDED_YAML, out_dir / RECOMMENDED_FLAGS
-    again.write_text(report.shipped.experiment_file, encoding="utf-8")
-    ship.write_text(report.shipped.flags_file, encoding="utf-8")
+    write_atomic(again, report.shipped.experiment_file)
+    write_atomic(ship, report.shipped.flags_file)
     return again, ship

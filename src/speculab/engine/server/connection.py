@@ -24,7 +24,6 @@ the connections that have waited longest for their request are closed before the
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import h11
@@ -34,35 +33,17 @@ from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 from uvicorn.server import ServerState
 
 from speculab.engine.server.errors import error_bytes
-from speculab.engine.server.exhaustion import AcceptLoop, ConnectionCounters
 from speculab.engine.server.guard import DEFAULT_MAX_HEADER_BYTES
+from speculab.protocol.exhaustion import (
+    DEFAULT_REQUEST_RECEIVE_TIMEOUT_S,
+    AcceptLoop,
+    ConnectionCounters,
+    ReceiveDeadline,
+    ReceivingConnections,
+)
 
 LINGER_S = 2.0
-DEFAULT_REQUEST_RECEIVE_TIMEOUT_S = 30.0
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's h11 states while its request is still arriving
-SHED_AT_ONCE = 256  # receiving connections closed per failed accept (at most one per ACCEPT_RETRY_S)
-
-
-class ReceivingConnections:
-    """The connections whose request is still arriving, oldest first: when descriptors run out, the oldest of them
-    are closed early, so that the connections waiting in the kernel's accept queue (a normal client's among them)
-    get a descriptor instead of waiting for the deadline. A connection whose request is complete is never shed."""
-
-    def __init__(self) -> None:
-        self._conns: dict[GuardedH11Protocol, None] = {}  # insertion-ordered: oldest first
-
-    def add(self, conn: GuardedH11Protocol) -> None:
-        self._conns[conn] = None
-
-    def discard(self, conn: GuardedH11Protocol) -> None:
-        self._conns.pop(conn, None)
-
-    def __len__(self) -> int:
-        return len(self._conns)
-
-    def shed(self) -> None:
-        for conn in list(itertools.islice(self._conns, SHED_AT_ONCE)):
-            conn.close_receiving(shed=True)
 
 
 class ServerConfig(uvicorn.Config):
@@ -105,66 +86,48 @@ class GuardedH11Protocol(H11Protocol):
         self.max_head_bytes = config.h11_max_incomplete_event_size or DEFAULT_MAX_HEADER_BYTES
         self.conn = _Connection(h11.SERVER, self.max_head_bytes)
         self._lingering = False
-        self.receive_timeout_s: float = getattr(config, "request_receive_timeout_s", DEFAULT_REQUEST_RECEIVE_TIMEOUT_S)
         self.counters: ConnectionCounters = getattr(config, "counters", None) or ConnectionCounters()
         receiving = getattr(config, "receiving", None)  # shared by the server's connections (ServerConfig)
-        self.receiving: ReceivingConnections = ReceivingConnections() if receiving is None else receiving
-        self._deadline: asyncio.TimerHandle | None = None
-        self._receiving = False
+        timeout_s: float = getattr(config, "request_receive_timeout_s", DEFAULT_REQUEST_RECEIVE_TIMEOUT_S)
+        self.deadline = ReceiveDeadline(
+            self,
+            self.loop,
+            timeout_s,
+            ReceivingConnections() if receiving is None else receiving,  # empty is falsy
+        )
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._start_receiving()  # a connection that never sends a byte is held no longer than one that sends slowly
+        self.deadline.arm()  # a connection that never sends a byte is held no longer than one that sends slowly
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_receiving()
+        self.deadline.disarm()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
             return  # the request was refused: drop the rest of it, so that the client gets to read the answer
-        if not self._receiving and self.conn.their_state is h11.IDLE:
-            self._start_receiving()  # the first byte of the next request on a kept-alive connection
+        if not self.deadline.armed and self.conn.their_state is h11.IDLE:
+            self.deadline.arm()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
         if self.conn.their_state not in _RECEIVING:
-            self._stop_receiving()  # the request is complete (or the connection is done with)
+            self.deadline.disarm()  # the request is complete (or the connection is done with)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self._receiving and self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+        if not self.deadline.armed and self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
             # a pipelined request, its head read while the last answer went out, its body not all here yet: its
             # head cancelled uvicorn's keep-alive timer, so the deadline must bound it (from now)
-            self._start_receiving()
-
-    def _start_receiving(self) -> None:
-        self._receiving = True
-        self.receiving.add(self)
-        if self.receive_timeout_s > 0:
-            self._deadline = self.loop.call_later(self.receive_timeout_s, self.close_receiving)
-
-    def _stop_receiving(self) -> None:
-        self._receiving = False
-        self.receiving.discard(self)
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+            self.deadline.arm()
 
     def close_receiving(self, *, shed: bool = False) -> None:
         """The deadline passed (or, `shed`, descriptors ran out): answer 408 if nothing was answered yet, and close,
         freeing the descriptor that a slow client holds."""
-        self._stop_receiving()
         if self.transport.is_closing() or self.conn.their_state not in _RECEIVING:
+            self.deadline.disarm()
             return
-        if shed:
-            self.counters.connections_shed += 1
-        else:
-            self.counters.receive_timeouts += 1
+        message = self.deadline.expire(self.counters, shed=shed)
         if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing of this request answered yet
-            message = (
-                "request not complete when the server ran out of connections; send it faster"
-                if shed
-                else f"request not received within {self.receive_timeout_s:g} s (--request-receive-timeout)"
-            )
             body = error_bytes(408, message, code="request_timeout")
             head = f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
             self.transport.write(head.encode() + b"connection: close\r\n\r\n" + body)
@@ -210,7 +173,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _linger(self) -> None:
         self._lingering = True
-        self._stop_receiving()  # the linger has its own, shorter bound
+        self.deadline.disarm()  # the linger has its own, shorter bound
         self.flow.resume_reading()
         if self.transport.can_write_eof():
             self.transport.write_eof()

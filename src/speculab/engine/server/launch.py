@@ -23,17 +23,17 @@ from speculab.engine.loader import default_dtype, load_model, parse_dtype, read_
 from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
 from speculab.engine.server.connection import DEFAULT_REQUEST_RECEIVE_TIMEOUT_S, uvicorn_config
-from speculab.engine.server.exhaustion import (
-    ConnectionCollector,
-    ConnectionCounters,
-    bound_logs,
-    raise_open_files_limit,
-)
 from speculab.engine.speculative.config import build_speculator, parse_spec_config
 from speculab.engine.speculative.metrics import SpecDecodeCollector
 from speculab.engine.speculative.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
+from speculab.protocol.exhaustion import (
+    ConnectionCollector,
+    ConnectionCounters,
+    bound_logs,
+    raise_open_files_limit,
+)
 
 DEFAULT_MAX_MODEL_LEN = 4096  # cap on the default context, so the per-slot KV cache stays modest
 

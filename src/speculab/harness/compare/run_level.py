@@ -14,6 +14,7 @@ from speculab.harness.compare.arms import same_model
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import check_ab_output_dir
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.stats.intervals import CONFIDENCE
 from speculab.harness.verdict.run_level import MIN_RUNS, RunLevelReport, compare_load
 
@@ -115,5 +116,5 @@ def save(out: Path, report: RunLevelReport) -> Path:
     check_ab_output_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / SUMMARY_FILE
-    path.write_text(report.to_json(), encoding="utf-8")
+    write_atomic(path, report.to_json())
     return path

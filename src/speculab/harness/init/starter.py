@@ -23,6 +23,7 @@ from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
 from speculab.harness.client.request import make_session
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.servers.adapters import adapter_for, askable_engines, detect_engine
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.protocol.chunks import loads_untrusted
@@ -336,7 +337,7 @@ def write_starter(
     text = starter_yaml(look, size, methods)
     parse_experiment(text, str(output))
     try:
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text)
     except OSError as e:
         raise UserError(f"{output}: cannot write ({e.strerror}); choose another --output") from None
     return look, size

@@ -268,7 +268,13 @@ async def _closed_loop(
         finally:
             over.set()  # this worker stops only when the items ran out, time is up, or the run failed
 
-    await asyncio.gather(*(worker(k) for k in range(concurrency)))
+    workers = [asyncio.create_task(worker(k)) for k in range(concurrency)]
+    try:
+        await asyncio.gather(*workers)
+    finally:  # one worker's failure ends the others too: none may start a request after the run failed
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
 
 def arrival_offsets(arrival: ArrivalConfig, rng: np.random.Generator) -> Callable[[RequestSpec], float]:
@@ -331,23 +337,33 @@ def _opens(conv: Sequence[RequestSpec], run: _Run, warmup: bool) -> bool:
 
 async def _until_done_or_stopped(run: _Run, driver: asyncio.Task[None], stop: asyncio.Event | None) -> bool:
     """Wait for the driver; on stop, cancel it and every in-flight request (each still yields a record).
-    Returns True if stopped."""
-    if stop is None:
-        await driver
-        return False
-    stopper = asyncio.create_task(stop.wait())
+    Returns True if stopped. A driver that fails (a record that cannot be written: a full disk) has every request
+    still in flight cancelled and finished too before its error goes up, so none ends later, in asyncio's shutdown,
+    with a traceback of its own."""
     try:
-        await asyncio.wait({driver, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
-    if driver.done():
-        driver.result()  # re-raise a bug in the driver, if any
-        return False
+        if stop is None:
+            await driver
+            return False
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({driver, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if driver.done():
+            driver.result()  # re-raise a bug in the driver, if any
+            return False
+    except BaseException:
+        await _cancel_all(run, driver)
+        raise
+    await _cancel_all(run, driver)
+    return True
+
+
+async def _cancel_all(run: _Run, driver: asyncio.Task[None]) -> None:
     driver.cancel()
     for task in [*run.talks, *run.jobs]:  # conversations first: none may start its next turn meanwhile
         task.cancel()
     await asyncio.gather(driver, *list(run.talks), *list(run.jobs), return_exceptions=True)
-    return True
 
 
 async def run_load(

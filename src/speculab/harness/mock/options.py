@@ -48,6 +48,7 @@ def mock_config_from_flags(f: dict[str, Any]) -> MockConfig:
             record_send_times=f["record_send_times"],
             spin_s=f["spin_ms"] / 1e3,
             api_key=f["api_key"],
+            request_receive_timeout_s=f["request_receive_timeout"],
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

@@ -114,6 +114,7 @@ class MockConfig:
     # sleeps wake 1-2 ms late (epoll waits in whole ms, and Python 3.11 rounds the timeout up twice); spinning
     # lands writes within ~0.05 ms of their deadlines, at the cost of CPU while the loop waits
     api_key: str | None = field(default=None, repr=False)  # require `Authorization: Bearer KEY` on /v1/* (401 else)
+    request_receive_timeout_s: float = 30.0  # request line, headers and body must arrive within it (0: no limit)
     record_send_times: bool = False  # keep each chunk's write time (CLOCK_MONOTONIC) for GET /mock/send_times:
     # lets a benchmark separate the client's timing error from the server's own wake-up lateness
 
@@ -139,6 +140,7 @@ class MockConfig:
             "fault_stall_s",
             "startup_s",
             "spin_s",
+            "request_receive_timeout_s",
         )
         for name in times:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from speculab import __version__
 from speculab.harness.load.pacing import sleep_until
+from speculab.harness.mock.connection import ConnectionGuard, GuardedRunner
 from speculab.harness.mock.requests import Job, RequestError, error_response, parse_job
 from speculab.harness.mock.script import (
     VOCAB,
@@ -37,6 +38,7 @@ from speculab.harness.mock.script import (
 )
 from speculab.harness.mock.state import MockState
 from speculab.harness.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
+from speculab.protocol.exhaustion import AcceptLoop, ConnectionCounters, bound_logs, raise_open_files_limit
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
 
@@ -294,10 +296,11 @@ async def _json_errors(request: web.Request, handler: Callable[[web.Request], An
         return error_response(e.status, f"{e.reason}: {request.method} {request.path}", "invalid_request_error", code)
 
 
-def create_app(cfg: MockConfig) -> web.Application:
-    """The mock server as an aiohttp application (its own Prometheus registry; several may share a process)."""
+def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> web.Application:
+    """The mock server as an aiohttp application (its own Prometheus registry; several may share a process);
+    `counters`: what its connection layer refused, exported on /metrics."""
     app = web.Application(middlewares=[_json_errors], client_max_size=64 * 1024 * 1024)
-    state = MockState(cfg)
+    state = MockState(cfg, counters or ConnectionCounters())
     app[STATE_KEY] = state
 
     async def _on_shutdown(_: web.Application) -> None:
@@ -322,8 +325,14 @@ def create_app(cfg: MockConfig) -> web.Application:
 @contextlib.asynccontextmanager
 async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """Serve `cfg` on the current loop; yields the base URL ("http://127.0.0.1:PORT", no /v1)."""
+    guard = ConnectionGuard(cfg.request_receive_timeout_s)
+    loop = asyncio.get_running_loop()
+    if isinstance(loop, AcceptLoop):  # the CLI's: its accept failures count here, and shed this server's slow clients
+        loop.counters, loop.on_exhausted = guard.counters, guard.receiving.shed
+        bound_logs(guard.counters)  # this process is the server's: rate-limit what clients can make it log
     # handler_cancellation: a client that hangs up cancels its handler, freeing its slot at once.
-    runner = web.AppRunner(create_app(cfg), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
+    app = create_app(cfg, guard.counters)
+    runner = GuardedRunner(app, guard, handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, backlog=1024)  # load tests open hundreds of connections at once
@@ -358,6 +367,19 @@ async def serve_mock(
         gc.freeze()
         on_ready(url)
         await stop.wait()
+
+
+def run_mock_server(cfg: MockConfig, host: str, port: int, on_ready: Callable[[str, int | None], None]) -> None:
+    """`speculab mock-server`: `serve_mock` with the bounds of `speculab serve` (protocol/exhaustion.py): the soft
+    open-files limit raised (passed to `on_ready` with the URL) and an accept loop that survives running out of
+    descriptors. Python 3.10 has no loop factory for asyncio's runner: there accept failures are asyncio's."""
+    open_files = raise_open_files_limit()
+    main = serve_mock(cfg, host, port, lambda url: on_ready(url, open_files))
+    if sys.version_info >= (3, 11):
+        with asyncio.Runner(loop_factory=lambda: AcceptLoop(ConnectionCounters())) as runner:
+            runner.run(main)
+    else:  # pragma: no cover
+        asyncio.run(main)
 
 
 @contextlib.contextmanager
@@ -399,6 +421,7 @@ __all__ = [
     "mock_server_in_thread",
     "plan_output",
     "render_chat",
+    "run_mock_server",
     "running_mock_server",
     "serve_mock",
 ]

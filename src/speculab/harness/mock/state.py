@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from speculab.harness.mock.script import Fault, MockConfig, PrefixCache
+from speculab.protocol.exhaustion import ConnectionCollector, ConnectionCounters
 
 # --------------------------------------------------------------------------------------------------------------
 # Server state: metrics, admission, cold start, prefix cache, fault draws
@@ -103,9 +104,10 @@ class MockMetrics:
 
 
 class MockState:
-    def __init__(self, cfg: MockConfig):
+    def __init__(self, cfg: MockConfig, counters: ConnectionCounters | None = None):
         self.cfg = cfg
         self.metrics = MockMetrics(cfg)
+        self.metrics.registry.register(ConnectionCollector(counters or ConnectionCounters(), cfg.models[0]))
         self.fault_rng = random.Random(cfg.seed)
         self.jitter_rng = random.Random(cfg.seed + 1)  # separate: jitter settings leave the fault draws unchanged
         self.n_requests = 0

@@ -1,8 +1,8 @@
 """Strict JSON for everything speculab writes: NaN and infinities become null, so every file parses anywhere.
 
 `json_safe` turns a tree of dataclasses, enums, mappings, sequences and scalars into plain JSON data (tuples as
-lists, keys as strings); `write_json_atomic` writes a temporary file and renames it over the target, so a reader
-never sees half a file.
+lists, keys as strings); `write_json_atomic` writes it with `atomic_file.write_atomic`, so a reader never sees half
+a file.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from speculab.harness.results.atomic_file import write_atomic
 
 
 def json_safe(obj: Any) -> Any:
@@ -37,7 +39,5 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
 
 
 def write_json_atomic(path: Path, obj: Any, *, indent: int | None = 2) -> None:
-    """Write `obj` as strict JSON to a temporary file beside `path`, then rename it over `path`."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dumps(obj, indent=indent) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """Write `obj` as strict JSON to `path`, atomically (`atomic_file.write_atomic`)."""
+    write_atomic(path, dumps(obj, indent=indent) + "\n")

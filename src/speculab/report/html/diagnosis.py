@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.report.formatting import ci_suffix, ms_per_token, pct, seconds, tok_rate
 
 
@@ -190,5 +191,5 @@ DIAGNOSIS_HTML = "diagnosis.html"
 def write_diagnosis_page(run_dir: Path, doc: dict[str, Any]) -> Path:
     """DIR/diagnosis.html beside the diagnosis.json `speculab diagnose` wrote."""
     path = run_dir / DIAGNOSIS_HTML
-    path.write_text(render_diagnosis_page(doc), encoding="utf-8")
+    write_atomic(path, render_diagnosis_page(doc))
     return path

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.verdict.model import CandidateReport, LevelReport, Report
 from speculab.report.energy import NOT_MEASURED, energy_measured, energy_rows
 from speculab.report.formatting import (
@@ -343,7 +344,5 @@ def write_html(out_dir: Path, report: Report) -> Path:
     flags = out_dir / RECOMMENDED_FLAGS
     saved = report.shipped is None and flags.is_file()
     shipped = flags.read_text(encoding="utf-8", errors="replace") if saved else None
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(report, shipped), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render_html(report, shipped))
     return path

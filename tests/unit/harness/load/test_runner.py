@@ -138,6 +138,25 @@ async def test_a_bug_in_the_request_function_is_raised_not_swallowed(arrival):
         await run_load(ITEMS, broken, None, LoadConfig(concurrency=2, arrival=arrival), on_record=lambda r: None)
 
 
+@pytest.mark.parametrize("arrival", [None, ArrivalConfig(500.0, "constant")])
+async def test_a_record_that_cannot_be_written_ends_the_run_with_nothing_left_running(arrival):
+    # a full disk: the first record refused stops the run; the requests in flight are cancelled and finished before
+    # the error goes up, so none ends later (in asyncio's shutdown, with a traceback of its own), and none starts
+    fake, records = FakeRequest(latency_s=0.05), []
+
+    def on_record(rec):
+        if len(records) == 3:
+            raise UserError("cannot write requests.jsonl (No space left on device)")
+        records.append(rec)
+
+    items = tuple(RequestSpec(index=i, prompt=f"p{i}", seed=i) for i in range(200))
+    load = LoadConfig(concurrency=8, arrival=arrival)
+    with pytest.raises(UserError, match="No space left"):
+        await run_load(items, fake, None, load, on_record=on_record)
+    assert fake.in_flight == 0 and len(fake.seen) < len(items)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
 async def test_what_lives_at_the_start_is_kept_out_of_full_collections_during_the_run():
     import gc
 

@@ -1,13 +1,14 @@
 """A bench run directory: records streamed and read back, a refused directory, a full disk, the redacted argv."""
 
-import errno
 import math
+import re
 
 import pytest
 
+from fakes.full_disk import injected_full_disk, small_disk
 from speculab.errors import UserError
 from speculab.harness.records import ChunkEvent, RequestRecord
-from speculab.harness.results.requests_file import iter_records, read_records, write_records
+from speculab.harness.results.requests_file import RequestsFile, iter_records, read_records, write_records
 from speculab.harness.results.run_dir import RunDir
 from speculab.harness.results.strict_json import json_safe
 
@@ -58,27 +59,43 @@ def test_a_bad_line_before_the_last_is_refused_with_its_line_number(tmp_path):
         read_records(path)
 
 
-def test_a_full_disk_is_one_line_naming_the_file(tmp_path):
+def _fill(rd: RunDir) -> int:
+    """Append records until the disk refuses one; how many went in."""
+    text = "x" * 2000  # a few KB a record: a 256 KB disk is full after ~100
+    for i in range(10_000):
+        try:
+            rd.append(RequestRecord(i, 0.0, 0.1, 0.5, chunks=(ChunkEvent(0.2, text, 1),), completion_tokens=1))
+        except UserError as e:
+            assert re.fullmatch(
+                r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped\..*", str(e)
+            )
+            return i
+    raise AssertionError("the disk never filled")
 
-    class FullDisk:
-        def write(self, _text):
-            raise OSError(errno.ENOSPC, "No space left on device")
 
-        def flush(self):
-            pass
+@pytest.mark.parametrize("disk", [small_disk, injected_full_disk])
+def test_a_full_disk_is_one_line_and_the_file_ends_on_a_whole_record(tmp_path, monkeypatch, disk):
+    with disk(tmp_path / "small", monkeypatch) as small:
+        rd = RunDir(small / "run").create()
+        n = _fill(rd)
+        with pytest.raises(UserError, match="No space left"):  # no more records after the first refused one
+            rd.append(RequestRecord(n + 1, 0.0, 0.1, 0.2))
+        rd.close()
+        raw = (small / "run" / "requests.jsonl").read_bytes()
+        assert n > 0 and raw.endswith(b"\n") and raw.count(b"\n") == n  # the partial record was cut back
+        assert [r.index for r in read_records(small / "run" / "requests.jsonl")] == list(range(n))
 
-        def fileno(self):  # close() syncs the file: a full disk refuses that too
-            raise OSError(errno.ENOSPC, "No space left on device")
 
-        def close(self):
-            pass
-
-    rd = RunDir(tmp_path / "run").create()
-    rd._requests._f.close()  # the one requests.jsonl writer (results.requests_file) behind RunDir
-    rd._requests._f = FullDisk()
-    with pytest.raises(UserError, match=r"cannot write .*requests\.jsonl \(No space left on device\); the run stopped"):
-        rd.append(RequestRecord(0, 0.0, 0.0, 0.1))
-    rd.close()
+def test_a_torn_last_line_is_cut_back_before_more_records_are_appended(tmp_path):
+    path = tmp_path / "run" / "requests.jsonl"
+    r = RequestRecord(0, 0.0, 0.1, 0.5)
+    write_records(path, [r])
+    with path.open("a") as f:
+        f.write('{"index": 1, "sched')  # a kill mid-write, by a release that did not cut it back
+    again = RequestsFile(path)  # `speculab run --resume` appends to the block's file
+    again.append(RequestRecord(2, 0.0, 0.1, 0.5))
+    again.close()
+    assert [x.index for x in read_records(path)] == [0, 2]
 
 
 def test_no_command_overwrites_a_result_it_did_not_create(tmp_path):

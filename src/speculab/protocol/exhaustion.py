@@ -1,4 +1,7 @@
-"""What keeps `speculab serve` up when clients exhaust it: the open-files limit, accept failures, log volume.
+"""What keeps a server up when clients exhaust it: the open-files limit, accept failures, slow requests, log volume.
+
+Shared by `speculab serve` (uvicorn, engine/server/connection.py) and `speculab mock-server` (aiohttp,
+harness/mock/connection.py): one implementation of each bound, whatever parses the HTTP.
 
 A client can hold descriptors (slow connections), and every descriptor past the process's limit makes `accept`
 fail with EMFILE. asyncio's selector loop then logs a traceback per attempt and keeps trying up to `backlog`
@@ -7,6 +10,9 @@ times in the same tick, each scheduling its own retry: hundreds of megabytes of 
 - `AcceptLoop` stops at the first failed accept, counts it, logs one line per ACCEPT_LOG_INTERVAL_S with the
   count (no traceback), has the oldest incomplete requests closed (`on_exhausted`, connection.py) and accepts
   again every ACCEPT_RETRY_S, serving the connections it has meanwhile;
+- `ReceiveDeadline` closes a connection whose request has not all arrived within the deadline, and
+  `ReceivingConnections` the oldest of those early when descriptors run out (the server's protocol says what
+  "arrived" means and answers the 408: `close_receiving`);
 - `LogRateLimit` bounds every other message a client can provoke: per kind of message and in all.
 The counters are exported on /metrics by `ConnectionCollector`. Nothing here knows about HTTP.
 """
@@ -15,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -30,6 +37,8 @@ ACCEPT_RETRY_S = 0.1  # asyncio's own retry is 1 s; a descriptor freed by a clos
 ACCEPT_LOG_INTERVAL_S = 10.0
 _MAX_KINDS = 256  # kinds of log message remembered per interval; records of further kinds are dropped
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+DEFAULT_REQUEST_RECEIVE_TIMEOUT_S = 30.0
+SHED_AT_ONCE = 256  # receiving connections closed per failed accept (at most one per ACCEPT_RETRY_S)
 
 
 @dataclass(slots=True)
@@ -57,6 +66,75 @@ class ConnectionCollector(Collector):
             m = CounterMetricFamily("speculab:" + name, doc, labels=["model_name"])
             m.add_metric([self.model_name], value)
             yield m
+
+
+class Receiving(Protocol):
+    """A connection whose request may still be arriving (the server's HTTP protocol)."""
+
+    def close_receiving(self, *, shed: bool = False) -> None:
+        """The deadline passed (or, `shed`, descriptors ran out): answer 408 if nothing was answered yet, close."""
+
+
+class ReceivingConnections:
+    """The connections whose request is still arriving, oldest first: when descriptors run out, the oldest of them
+    are closed early, so that the connections waiting in the kernel's accept queue (a normal client's among them)
+    get a descriptor instead of waiting for the deadline. A connection whose request is complete is never shed."""
+
+    def __init__(self) -> None:
+        self._conns: dict[Receiving, None] = {}  # insertion-ordered: oldest first
+
+    def add(self, conn: Receiving) -> None:
+        self._conns[conn] = None
+
+    def discard(self, conn: Receiving) -> None:
+        self._conns.pop(conn, None)
+
+    def __len__(self) -> int:
+        return len(self._conns)
+
+    def shed(self) -> None:
+        for conn in list(itertools.islice(self._conns, SHED_AT_ONCE)):
+            conn.close_receiving(shed=True)
+
+
+class ReceiveDeadline:
+    """One connection's deadline for receiving its request: `arm` when a request starts arriving, `disarm` once it
+    is complete (a long streamed answer is never cut); when it passes, the connection's `close_receiving` runs.
+    `timeout_s` 0: no deadline (the connection is still listed, so it can be shed)."""
+
+    def __init__(
+        self,
+        conn: Receiving,
+        loop: asyncio.AbstractEventLoop,
+        timeout_s: float,
+        receiving: ReceivingConnections,
+    ):
+        self.conn, self.loop, self.timeout_s, self.receiving = conn, loop, timeout_s, receiving
+        self._timer: asyncio.TimerHandle | None = None
+        self.armed = False
+
+    def arm(self) -> None:
+        self.disarm()
+        self.armed = True
+        self.receiving.add(self.conn)
+        if self.timeout_s > 0:
+            self._timer = self.loop.call_later(self.timeout_s, self.conn.close_receiving)
+
+    def disarm(self) -> None:
+        self.armed = False
+        self.receiving.discard(self.conn)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def expire(self, counters: ConnectionCounters, *, shed: bool) -> str:
+        """Disarm, count the connection as closed (timed out, or shed), and return the 408's message."""
+        self.disarm()
+        if shed:
+            counters.connections_shed += 1
+            return "request not complete when the server ran out of connections; send it faster"
+        counters.receive_timeouts += 1
+        return f"request not received within {self.timeout_s:g} s (--request-receive-timeout)"
 
 
 def raise_open_files_limit() -> int | None:
@@ -184,8 +262,11 @@ class LogRateLimit(logging.Filter):
         return True
 
 
-# Loggers a client can make write: uvicorn's, asyncio's (exception handler) and the engine server's own.
-_BOUNDED_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", "asyncio")
+# Loggers a client can make write: the HTTP servers', asyncio's (exception handler) and speculab's own.
+_BOUNDED_LOGGERS = (
+    *("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", "asyncio"),
+    *("aiohttp.server", "aiohttp.access", "aiohttp.web", "aiohttp.internal"),  # the mock's
+)
 
 
 def bound_logs(counters: ConnectionCounters) -> LogRateLimit:
