@@ -138,7 +138,14 @@ def metrics(port: int) -> dict[str, float]:
             lines = r.read().decode().splitlines()
     except OSError:
         return {}
-    return {n: float(line.rsplit(" ", 1)[1]) for line in lines for n in names if line.startswith(f"speculab:{n}{{")}
+    prefixes = ("speculab:", "speculab_mock:")  # serve's, the mock's (harness.mock.state.MOCK_PREFIX)
+    return {
+        n: float(line.rsplit(" ", 1)[1])
+        for line in lines
+        for n in names
+        for p in prefixes
+        if line.startswith(f"{p}{n}{{")
+    }
 
 
 def start_server(args: argparse.Namespace, port: int, log: Path) -> subprocess.Popen:

@@ -64,7 +64,7 @@ def test_slow_connections_get_408_at_the_deadline_counted_while_normal_requests_
             time.sleep(0.25)
             open_ = [s for s in open_ if not closed(s)]
         assert not open_, f"{len(open_)} of {n} slow connections still open"
-        assert _metric(port, "speculab:request_receive_timeouts_total") == n
+        assert _metric(port, "speculab_mock:request_receive_timeouts_total") == n
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # what a slow client reads
             sock.sendall(SLOW_HEAD)
             late = read_answer(sock)
@@ -79,7 +79,7 @@ def test_a_stream_longer_than_the_deadline_is_never_cut():
         status, body = _completion(_port(url), 30)  # 30 chunks 50 ms apart: three times the deadline
         assert status == 200 and body.rstrip().endswith(b"data: [DONE]")
         assert time.monotonic() - start > 0.5  # it did outlast the deadline
-        assert _metric(_port(url), "speculab:request_receive_timeouts_total") == 0
+        assert _metric(_port(url), "speculab_mock:request_receive_timeouts_total") == 0
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_NOFILE is POSIX")
@@ -106,7 +106,7 @@ def test_out_of_descriptors_the_oldest_incomplete_requests_make_room_and_one_lin
         assert status == 200 and proc.poll() is None
         shed = sum(closed(s) for s in (s.setblocking(False) or s for s in socks))
         assert shed >= 50, shed
-        assert _metric(port, "speculab:connections_shed_total") >= 50
+        assert _metric(port, "speculab_mock:connections_shed_total") >= 50
         text = log.read_text()
         assert text.count("accept() failed") == 1 and "Too many open files" in text, text[-2000:]
         assert "Traceback" not in text and len(text) < 4000, text[-2000:]

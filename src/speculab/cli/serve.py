@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -138,12 +139,16 @@ def mock_server(
     ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
+    from speculab.harness.mock.options import mock_config_from_flags
+
+    _serve_mock(mock_config_from_flags(dict(locals())), host, port)
+
+
+def _serve_mock(cfg: Any, host: str, port: int) -> None:
+    """Run the mock until Ctrl-C or SIGTERM; an address it cannot listen on is one line naming the fix."""
     import errno
 
-    from speculab.harness.mock.options import mock_config_from_flags
     from speculab.harness.mock.server import run_mock_server
-
-    cfg = mock_config_from_flags(dict(locals()))
 
     def ready(url: str, open_files: int | None) -> None:
         files = f", open files {open_files}" if open_files is not None else ""

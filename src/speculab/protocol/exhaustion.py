@@ -52,8 +52,12 @@ class ConnectionCounters:
 
 
 class ConnectionCollector(Collector):
-    def __init__(self, counters: ConnectionCounters, model_name: str):
-        self.counters, self.model_name = counters, model_name
+    """The counters as Prometheus counters named `PREFIX + name`: `speculab:` on the reference engine; the mock server,
+    which may pose as vLLM or another engine, gives its own prefix, since a `speculab:` name on /metrics is what tells
+    speculab's engine apart (harness.servers.adapters.detect)."""
+
+    def __init__(self, counters: ConnectionCounters, model_name: str, prefix: str = "speculab:"):
+        self.counters, self.model_name, self.prefix = counters, model_name, prefix
 
     def collect(self) -> Iterator[Metric]:
         c = self.counters
@@ -63,7 +67,7 @@ class ConnectionCollector(Collector):
             ("accept_failures", "Failed accept() calls (out of file descriptors or memory).", c.accept_failures),
             ("log_lines_suppressed", "Log records dropped by the rate limit.", c.log_lines_suppressed),
         ):
-            m = CounterMetricFamily("speculab:" + name, doc, labels=["model_name"])
+            m = CounterMetricFamily(self.prefix + name, doc, labels=["model_name"])
             m.add_metric([self.model_name], value)
             yield m
 

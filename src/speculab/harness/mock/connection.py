@@ -6,8 +6,8 @@ keep-alive timer only runs between requests). Here each connection gets the same
 (`--request-receive-timeout`, 30 s): armed when the connection opens and when the first byte of a next request
 arrives, disarmed once the request's head and body are all in, so a long streamed answer is never cut. A connection
 past it gets a 408 (when no head of the request had arrived yet; otherwise the handler waits for a body and is
-simply cut off) and is closed, counted in speculab:request_receive_timeouts_total. When descriptors run out, the
-CLI's accept loop (AcceptLoop) closes the oldest of these early (speculab:connections_shed_total).
+simply cut off) and is closed, counted in speculab_mock:request_receive_timeouts_total. When descriptors run out, the
+CLI's accept loop (AcceptLoop) closes the oldest of these early (speculab_mock:connections_shed_total).
 
 aiohttp has no setting for its connection class: `GuardedRunner` wraps the runner's `web.Server`, whose only job
 here is to be the protocol factory, so that it makes `DeadlineHandler`s with the server's own arguments.

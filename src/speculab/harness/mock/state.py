@@ -18,6 +18,10 @@ from speculab.protocol.exhaustion import ConnectionCollector, ConnectionCounters
 # --------------------------------------------------------------------------------------------------------------
 # Server state: metrics, admission, cold start, prefix cache, fault draws
 
+# the connection layer's counters on the mock's /metrics: not `speculab:`, which would make the mock read as speculab's
+# engine to engine detection while it poses as vLLM
+MOCK_PREFIX = "speculab_mock:"
+
 
 class ChunkCounters:
     """Counters bumped on every chunk, kept as plain ints and exported at scrape time: prometheus_client's locked
@@ -107,7 +111,8 @@ class MockState:
     def __init__(self, cfg: MockConfig, counters: ConnectionCounters | None = None):
         self.cfg = cfg
         self.metrics = MockMetrics(cfg)
-        self.metrics.registry.register(ConnectionCollector(counters or ConnectionCounters(), cfg.models[0]))
+        connections = ConnectionCollector(counters or ConnectionCounters(), cfg.models[0], MOCK_PREFIX)
+        self.metrics.registry.register(connections)
         self.fault_rng = random.Random(cfg.seed)
         self.jitter_rng = random.Random(cfg.seed + 1)  # separate: jitter settings leave the fault draws unchanged
         self.n_requests = 0
