@@ -1,7 +1,22 @@
-"""Shared fixtures. Engine fixtures skip cleanly where torch (the [engine] extra) is not installed."""
+"""Shared fixtures, and the suite's one rule for sharing the machine between pytest-xdist workers.
+
+Engine fixtures skip cleanly where torch (the [engine] extra) is not installed.
+
+The suite runs on two workers (pyproject's addopts: `-n 2`): most integration tests wait on servers, sleeps and
+sockets, so two of them side by side finish in about the time of one. Tests marked `serial` (millisecond timing
+assertions, tests that measure the machine before they assert) must not share it: each test takes a lock around its
+whole run (setup, call, teardown) — shared for ordinary tests, exclusive for `serial` ones — so a `serial` test runs
+while the other worker waits, and then the other worker goes on. A turnstile in front of the lock gives a waiting
+`serial` test priority over the next ordinary test (flock alone would let the other worker take its shared lock
+again and again). Without xdist (`-n 0`, `-p no:xdist`) there is nothing to share and no lock.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,3 +29,59 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.fakes.tiny_checkpoint import make_tiny_checkpoint
 
     return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@contextlib.contextmanager
+def _machine(run_id: str, *, alone: bool) -> Iterator[None]:
+    """Hold the machine shared (ordinary test) or alone (`serial` test) for the duration of the block."""
+    base = Path(tempfile.gettempdir()) / f"speculab-pytest-{run_id}"
+    with open(f"{base}.turnstile", "a+b") as turnstile, open(f"{base}.lock", "a+b") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:  # an ordinary test only passes through; a serial one keeps others out while it runs
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    worker = getattr(item.config, "workerinput", None)  # set on pytest-xdist workers only
+    if worker is None:
+        yield
+        return
+    with _machine(worker["testrunuid"], alone=item.get_closest_marker("serial") is not None):
+        yield
+
+
+# The files that take a minute or more on the 2-core machine, longest first (bench/suite_durations.py measures them;
+# bench/README.md has the figures): started first, so neither worker is left finishing one alone at the end.
+LONGEST_FILES = (
+    "test_readme_examples.py",
+    "test_vllm_ab.py",
+    "test_resume.py",
+    "test_a_vs_a.py",
+    "test_recommend_demo.py",
+    "test_ray_workers.py",
+    "test_recommended_launch.py",
+    "test_experiment_lifecycle.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first, then the other files holding `slow` tests, then the rest (a stable sort): the two
+    workers take whole files in this order, and a file of minutes started last would leave one worker idle while the
+    other finishes it."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        if item.path.name in LONGEST_FILES:
+            return (0, LONGEST_FILES.index(item.path.name))
+        return (1 if item.path in slow_files else 2, 0)
+
+    items.sort(key=rank)

@@ -105,6 +105,7 @@ def test_a_vs_a_report_has_no_gate_problem(tmp_path: Path, seed: int) -> None:
     assert all(x.ok for r in runs for x in r.records)
 
 
+@pytest.mark.slow
 def test_two_url_a_vs_a_on_two_identical_servers_reaches_a_verdict_of_no_difference(tmp_path: Path) -> None:
     """Two identical servers behind two URLs, as a user testing two deployments runs it (default warmup): the report
     must reach its verdict (no "load not achieved" gate: each arm's load is measured over its own blocks) and it

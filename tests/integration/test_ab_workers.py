@@ -7,6 +7,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from integration.mock_process import mock_process
 from speculab.config import parse_experiment
 from speculab.harness.results.ab_dir import load_inputs
@@ -31,6 +33,7 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
 """
 
 
+@pytest.mark.slow
 def test_two_workers_pair_per_prompt_exactly_as_one(tmp_path: Path) -> None:
     pairs = {}
     with mock_process(**SERVED) as a, mock_process(**SERVED) as b:

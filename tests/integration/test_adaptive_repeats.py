@@ -71,6 +71,7 @@ def test_looks_from_min_stop_when_decided_or_at_max(
         assert any("adaptive repeats: every verdict was decided after repeat" in n for n in inputs.notes)
 
 
+@pytest.mark.serial  # the first look decides only on a machine quiet enough: alone
 def test_the_reports_own_look_decides_identical_arms_after_the_first_repeat(tmp_path: Path) -> None:
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         y = experiment(a, b, "{min: 1, max: 3, until: decided}").replace("num_prompts: 8", "num_prompts: 12")

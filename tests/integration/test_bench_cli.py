@@ -134,6 +134,7 @@ def _running_at(url: str) -> float:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_ctrl_c_cancels_in_flight_and_exits_130(tmp_path, sig):
     out = tmp_path / "run"
     with mock_process(ttft_s=0.05, gap_s=0.05, tokens_per_chunk=1, output_tokens=400) as url:
@@ -202,6 +203,7 @@ def test_a_run_whose_requests_fail_exits_4_after_writing_everything(capsys, tmp_
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.slow
 def test_a_server_killed_mid_run_stops_the_bench_with_exit_3_and_keeps_what_was_measured(tmp_path, concurrency):
     """Issue 36: bench against a server killed mid-run kept sending all remaining requests and exited 4; the README
     says 3. It now stops under `run`'s rule (a few refused connections, then /v1/models probed) and says why."""

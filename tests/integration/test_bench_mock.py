@@ -12,6 +12,9 @@ from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.requests_file import read_records
 
+# millisecond timing assertions: alone on the machine (tests/conftest.py)
+pytestmark = pytest.mark.serial
+
 # spin_s: the mock keeps its script to ~0.05 ms instead of waking 1-2 ms late (asyncio's sleep overshoot), so
 # the scripted 100 ms is a fair reference for the client's +-2 ms
 SCRIPT = dict(
@@ -56,6 +59,7 @@ def mock_url():
 
 
 @pytest.mark.parametrize("concurrency,n", [(1, 4), (64, 320)])
+@pytest.mark.slow
 async def test_measures_known_timing(mock_url, tmp_path, concurrency, n):
     items = tuple(RequestSpec(i, prompt=f"tell me about item {i}") for i in range(n))
     cfg = BenchConfig(

@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_gpu_decode_script_runs_on_cpu(tmp_path: Path):
     env = {**os.environ, "OUT": str(tmp_path)}
     cmd = [sys.executable, "bench/gpu_decode_1b.py", "--device", "cpu", "--tiny", "--iters", "5"]
@@ -30,6 +31,7 @@ def test_gpu_decode_script_runs_on_cpu(tmp_path: Path):
         assert printed["transformers_prefill_max_rel_logit_diff"] <= 1e-5
 
 
+@pytest.mark.slow
 def test_engine_vs_transformers_runs_and_outputs_agree(tmp_path: Path):
     pytest.importorskip("transformers")
     out = tmp_path / "res.json"

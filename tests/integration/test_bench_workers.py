@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fakes.cli_runner import one_line_error, run_main
 from integration.mock_process import mock_process
 
@@ -22,6 +24,7 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_two_workers_account_for_every_request_in_one_file_shaped_like_a_single_process_run(capsys, tmp_path):
     with mock_process(**FAST) as url:
         code, _, err = bench(capsys, url, tmp_path / "w2", "--num-prompts", "256", "--concurrency", "64",
@@ -49,6 +52,7 @@ def test_two_workers_account_for_every_request_in_one_file_shaped_like_a_single_
     assert all(w["start_lag_s"] is not None and w["start_lag_s"] >= 0 for w in m["workers"])
 
 
+@pytest.mark.slow
 def test_an_open_loop_schedule_is_the_single_process_one(capsys, tmp_path):
     with mock_process(**FAST) as url:
         for name, extra in (("one", ()), ("two", ("--workers", "2"))):

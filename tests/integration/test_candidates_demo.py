@@ -20,6 +20,7 @@ from speculab.report.render import render_run_dir
 pytest.importorskip("torch")
 
 
+@pytest.mark.slow
 def test_three_candidates_against_the_demo_engine_in_one_run(tmp_path: Path) -> None:
     port = free_port()
     command = json.dumps([sys.executable, "-m", "speculab", "serve", "demo", "--port", str(port)])

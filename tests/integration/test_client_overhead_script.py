@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("client", "workers"), [("harness", "1"), ("raw", "1"), ("harness", "1,2")])
+@pytest.mark.slow
 def test_client_overhead_smoke(tmp_path: Path, client: str, workers: str):
     out = tmp_path / "res.json"
     cmd = [sys.executable, "bench/client_overhead.py", "--levels", "2,4", "--rounds", "3", "--ttft-ms", "5"]

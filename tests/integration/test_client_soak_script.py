@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_client_soak_smoke(tmp_path: Path):
     out = tmp_path / "soak.json"
     cmd = [sys.executable, "bench/client_soak.py", "--minutes", "0.05", "--interval-s", "0.5", "--concurrency", "4"]

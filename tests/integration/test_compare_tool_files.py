@@ -66,6 +66,7 @@ def test_the_candidate_is_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys, 
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.slow
 def test_a_vs_a_says_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
     (base, _, again), _, load, _ = FORMATS[fmt]
     code, out, err = run_main(capsys, "compare", str(base), str(again), "--output", str(tmp_path / "aa"))
@@ -75,6 +76,7 @@ def test_a_vs_a_says_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.slow
 def test_unpaired_the_candidate_is_still_1_5x_faster_and_a_vs_a_equivalent(tmp_path: Path, capsys, fmt: str) -> None:
     # --unpaired: the same files as two samples, each arm's requests against the other's (the rank-sum interval)
     (base, cand, again), _, load, _ = FORMATS[fmt]

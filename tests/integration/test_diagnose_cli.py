@@ -82,6 +82,7 @@ def test_run_prints_findings_first_and_writes_files(capsys, tmp_path):
         assert "sk-very-secret" not in f.read_text()
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
     out = tmp_path / "d"
     # long decode (400 x 50 ms): the workload phase's first request is in flight when Ctrl-C comes

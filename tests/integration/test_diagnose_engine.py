@@ -41,6 +41,7 @@ def engine_url(tiny_checkpoint):
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_path):
     cfg = DiagnoseConfig(
         endpoint=EndpointConfig(base_url=engine_url, model=""),

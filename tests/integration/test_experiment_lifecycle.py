@@ -55,6 +55,7 @@ candidate:
 """
 
 
+@pytest.mark.slow
 def test_launch_mode_abba_acceptance_cold_start_and_report(tmp_path: Path) -> None:
     port = free_port()
     plan = plan_experiment(parse_experiment(launch_yaml(port)))
@@ -228,6 +229,7 @@ def _cli(*args: str, **kw: object) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_run_prints_the_verdict_and_writes_the_report(tmp_path: Path) -> None:
     exp = tmp_path / "exp.yaml"
     exp.write_text(launch_yaml(free_port(), repeats=1, prompts=8))
@@ -239,6 +241,7 @@ def test_cli_run_prints_the_verdict_and_writes_the_report(tmp_path: Path) -> Non
     assert (tmp_path / "run" / "report.html").is_file() and (tmp_path / "run" / "summary.json").is_file()
 
 
+@pytest.mark.slow
 def test_cli_ctrl_c_exits_130_with_a_report_of_what_ran(tmp_path: Path) -> None:
     port = free_port()
     exp = tmp_path / "exp.yaml"
@@ -287,6 +290,7 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_cli_server_dying_mid_run_stops_the_run_with_exit_3_and_a_report(tmp_path: Path) -> None:
     """A launched server that exits mid-level: the run stops at once (no run of connection errors), the partial
     level is kept and reported, and the error is one line naming the server, its exit code and its log."""
@@ -315,6 +319,7 @@ def test_cli_server_dying_mid_run_stops_the_run_with_exit_3_and_a_report(tmp_pat
     assert sum(r.ok for r in measured) >= 4 and len(measured) < 60  # stopped, not 390 connection errors later
 
 
+@pytest.mark.slow
 def test_a_key_in_a_launch_command_is_written_and_printed_nowhere(tmp_path: Path, capsys, monkeypatch) -> None:
     """`command: [..., --api-key, KEY]` reaches the launched server and no file, log or terminal line (issue 17)."""
     from fakes.cli_runner import run_main

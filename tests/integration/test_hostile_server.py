@@ -81,6 +81,7 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_bench_meets_every_broken_stream_and_body(hostile, tmp_path):
     url, server = hostile
     runs = [
@@ -109,6 +110,7 @@ def test_bench_meets_every_broken_stream_and_body(hostile, tmp_path):
     assert {b.name for b in STREAM + BODY} <= server.served
 
 
+@pytest.mark.slow
 def test_two_url_run_meets_broken_answers_in_both_arms(hostile, tmp_path):
     url, _ = hostile
     exp = tmp_path / "exp.yaml"
@@ -190,6 +192,7 @@ def test_diagnose_refuses_a_context_no_model_has(hostile, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("i", range(len(MODELS)))
+@pytest.mark.slow
 def test_init_looks_at_a_broken_server_and_writes_a_starter_or_refuses_in_one_line(hostile, capsys, tmp_path, i):
     url, _ = hostile
     out = tmp_path / "exp.yaml"

@@ -26,6 +26,7 @@ from speculab.harness.workload.sources import load_workload
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
+@pytest.mark.slow
 def test_init_detects_the_mock_and_writes_a_loadable_file(tmp_path: Path) -> None:
     cfg = MockConfig(tokens_per_chunk=2, num_speculative_tokens=1)  # exposes vllm:spec_decode_* counters
     with mock_server_in_thread(cfg) as url:
@@ -86,6 +87,7 @@ def _bench(url: str, out: Path, concurrency: int = 2, prompts: int = 12) -> None
     asyncio.run(run_bench(cfg, wl.items))
 
 
+@pytest.mark.serial  # every stream must arrive in several chunks (TPOT pairs): alone
 def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
     plain = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)
     spec = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16, tokens_per_chunk=4, num_speculative_tokens=3)

@@ -18,6 +18,7 @@ from speculab.harness.results.ab_dir import load_inputs
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
+@pytest.mark.slow
 def test_an_interrupted_demo_prints_no_ship_or_keep_plain_line(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "demo"

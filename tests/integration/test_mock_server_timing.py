@@ -31,6 +31,9 @@ import pytest
 from fakes.quiet import OtherCpu, other_cpu_share, skip_if_busy, wakeup_lateness_s
 from fakes.raw_sse import post
 
+# millisecond timing assertions: alone on the machine (tests/conftest.py)
+pytestmark = pytest.mark.serial
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 BODY = {"prompt": "measure me please", "stream": True, "stream_options": {"include_usage": True}}
 

@@ -37,6 +37,7 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_two_ray_workers_account_for_every_request_and_record_their_clocks(tmp_path):
     with mock_process(**FAST) as url:
         ray = bench(url, tmp_path / "ray", "--num-prompts", "160", "--concurrency", "32", "--workers", "2",
@@ -69,6 +70,7 @@ def test_two_ray_workers_account_for_every_request_and_record_their_clocks(tmp_p
         assert 0 <= w["start_lag_s"] < 0.1 and w["client"]["loop_lag_s"]["n"] > 0
 
 
+@pytest.mark.slow
 def test_an_open_loop_schedule_over_ray_workers_is_the_single_process_one(tmp_path):
     with mock_process(**FAST) as url:
         for name, extra in (("one", ()), ("ray", ("--workers", "2", "--ray", "local"))):
@@ -85,6 +87,7 @@ def test_an_open_loop_schedule_over_ray_workers_is_the_single_process_one(tmp_pa
     assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < slack, slack
 
 
+@pytest.mark.slow
 def test_an_experiment_level_on_ray_workers_pairs_every_prompt(tmp_path):
     with (
         mock_process(ttft_s=0.010, gap_s=0.008, output_tokens=12) as a,
@@ -109,6 +112,7 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     assert any("2 client worker processes as Ray actors on 1 node" in note for note in run.notes), run.notes
 
 
+@pytest.mark.slow
 def test_a_cluster_address_nothing_answers_on_is_one_line_before_anything_is_written(tmp_path):
     for address, says in (("127.0.0.1:1", "nothing answers at the Ray cluster address '127.0.0.1:1'"),
                           ("nonsense", "--ray 'nonsense' is not a cluster address")):  # fmt: skip

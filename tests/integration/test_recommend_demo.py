@@ -19,6 +19,9 @@ from speculab.config import parse_experiment
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.servers.process import free_port
 
+# a speedup measured on the demo engine must come out faster: alone on the machine
+pytestmark = pytest.mark.serial
+
 pytest.importorskip("torch")
 
 
@@ -44,6 +47,7 @@ guardrails: []
 """
 
 
+@pytest.mark.slow
 def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(tmp_path: Path, capsys) -> None:
     exp = tmp_path / "exp.yaml"
     exp.write_text(_experiment(free_port()), encoding="utf-8")

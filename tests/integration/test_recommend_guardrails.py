@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from fakes.cli_runner import run_main
 from speculab.harness.servers.process import free_port
 
@@ -36,6 +38,7 @@ candidate: {{command: {mock(port, 300, 2)}}}
 """
 
 
+@pytest.mark.slow
 def test_faster_per_token_but_slower_to_the_first_token_is_not_recommended(tmp_path: Path, capsys) -> None:
     exp = tmp_path / "exp.yaml"
     exp.write_text(experiment(free_port()), encoding="utf-8")

@@ -98,6 +98,7 @@ def complete(url: str) -> dict:
 
 
 @pytest.mark.parametrize("rec", [OFF_ABOVE, PER_LOAD], ids=["disable_by_batch_size", "adaptive"])
+@pytest.mark.slow
 def test_speculab_serve_accepts_the_recommended_flags(rec: RecommendationView) -> None:
     pytest.importorskip("torch")
     chosen = recommend_config(rec, EXP, "speculab")

@@ -86,6 +86,7 @@ def _sources() -> list[Path]:
 
 
 @pytest.mark.parametrize("source", _sources(), ids=lambda p: p.name)
+@pytest.mark.slow
 def test_the_report_renders_in_chromium_with_its_verdict_and_every_plot_visible(
     chromium: str, source: Path, tmp_path: Path
 ):

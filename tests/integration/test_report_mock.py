@@ -38,6 +38,7 @@ async def _bench(url: str, out: Path, items: tuple[RequestSpec, ...]):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 async def test_report_from_real_records(tmp_path: Path):
     items = tuple(RequestSpec(i, prompt=f"tell me about item {i}", category="qa") for i in range(N))
     with mock_process(**PLAIN) as plain_url, mock_process(**SPEC) as spec_url:

@@ -142,6 +142,7 @@ def test_kill_9_at_ten_random_moments_then_resume_finishes_the_design(tmp_path: 
                 done.result()
 
 
+@pytest.mark.slow
 def test_a_changed_experiment_is_refused_before_anything_runs(tmp_path: Path) -> None:
     fast = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=4)
     with mock_server_in_thread(fast) as a, mock_server_in_thread(fast) as b:
@@ -159,6 +160,7 @@ def test_a_changed_experiment_is_refused_before_anything_runs(tmp_path: Path) ->
     assert sorted(p.name for p in out.rglob("*")) == before  # nothing moved, nothing written
 
 
+@pytest.mark.slow
 def test_a_launched_server_killed_mid_block_exits_3_then_resume_finishes(tmp_path: Path) -> None:
     """Issue 25 item 5: the arm that died stops the run cleanly (exit 3, results kept); after the "fix" (here: none
     needed, the server is launched afresh), `--resume` runs what is missing and the report covers the whole design."""
@@ -212,6 +214,7 @@ def _mock_server(port: int, *args: str) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.slow
 def test_a_url_arm_that_goes_away_exits_3_then_resume_finishes_once_it_is_back(tmp_path: Path) -> None:
     """Two-URL mode's dead arm (servers.liveness): the run stops with both arms' partial level kept; with the
     server back at its URL, `--resume` runs that level again for both arms and finishes the design."""

@@ -25,6 +25,7 @@ def _start(args: list[str]) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_serve_prints_url_and_answers_openai_clients(tiny_checkpoint):
     port = free_port()
     proc = _start([str(tiny_checkpoint), "--port", str(port), "--max-num-seqs", "2", "--served-model-name", "tiny"])

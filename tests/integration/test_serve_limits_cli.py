@@ -19,6 +19,7 @@ from speculab.cli import main
 SRC = str(Path(__file__).parents[2] / "src")
 
 
+@pytest.mark.slow
 def test_limit_and_access_flags_reach_the_server(tiny_checkpoint):
     port = free_port()
     args = [str(tiny_checkpoint), "--port", str(port), "--max-num-seqs", "2", "--served-model-name", "tiny"]

@@ -192,12 +192,14 @@ def send_json(server, req: tuple[str, dict, bool]) -> None:
 
 @settings(FUZZ, max_examples=600)
 @given(req=json_request())
+@pytest.mark.slow
 def test_json_bodies_never_get_a_5xx(server, req):
     send_json(server, req)
 
 
 @settings(FUZZ, max_examples=400)
 @given(req=sampling_request())
+@pytest.mark.slow
 def test_sampling_fields_at_their_edges_never_get_a_5xx(server, req):
     send_json(server, req)
 

@@ -131,6 +131,7 @@ async def slow_stream_app(scope: dict[str, Any], receive: Any, send: Any) -> Non
     await send({"type": "http.response.body", "body": b""})
 
 
+@pytest.mark.slow
 def test_the_deadline_never_cuts_a_streamed_answer_and_rearms_for_the_next_request():
     counters = ConnectionCounters()
     with serve(slow_stream_app, counters, deadline_s=1.0) as port:

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_server_soak_script_smoke():
     cmd = [sys.executable, "bench/server_soak.py", "--rounds", "1", "--soak-s", "1"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -20,6 +23,7 @@ def test_server_soak_script_smoke():
     assert res["soak"]["server_errors_5xx"] == 0 and res["health_at_end"] == 200
 
 
+@pytest.mark.slow
 def test_server_soak_abuse_smoke():
     """A few seconds of the abuse soak: fuzzed bodies are refused with 4xx, dropped streams free their slots (the
     gauges are back to 0 once the load stops), slow-header connections block nobody, and nothing is a 5xx."""

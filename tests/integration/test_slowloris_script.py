@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_slowloris_script_smoke(tmp_path):
     cmd = [sys.executable, "bench/slowloris.py", "--connections", "200", "--duration-s", "6", "--probe-at-s", "4"]
     cmd += ["--probe-every-s", "2", "--receive-timeout-s", "2", "--log", str(tmp_path / "server.log")]

@@ -15,6 +15,7 @@ pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_spec_decode_bench_smoke(tmp_path: Path):
     out = tmp_path / "res.json"
     cmd = [sys.executable, "bench/spec_decode.py", "--tiny", "--threads", "1", "--num-prompts", "2"]

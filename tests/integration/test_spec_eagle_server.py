@@ -76,6 +76,7 @@ def metric(body: str, name: str) -> float:
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
+@pytest.mark.slow
 def test_served_eagle_head_keeps_greedy_output_and_counts_acceptance(adaptive):
     tok = Tokenizer.from_dir(SHIPPED_MODELS["demo"])
     prompt_ids = [tok.encode(p) for p in PROMPTS]

@@ -121,6 +121,7 @@ def test_openai_client_streams_from_a_speculative_server(method):
         assert drafts == spec.counters.num_drafts > 0
 
 
+@pytest.mark.slow
 def test_serve_with_speculative_config_answers_openai_clients(tiny_checkpoint):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}

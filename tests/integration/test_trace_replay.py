@@ -64,6 +64,7 @@ def test_bench_replays_the_trace_at_its_times_scaled(capsys, tmp_path: Path) -> 
     assert "trace replay ×2" in stdout
 
 
+@pytest.mark.serial  # the trace's send rate must be kept within 5%: alone
 def test_an_experiment_level_replays_the_trace_in_both_arms(tmp_path: Path) -> None:
     write_trace(tmp_path / "trace.jsonl", n=48)
     cfg = MockConfig(ttft_s=0.003, gap_s=0.001, output_tokens=5)

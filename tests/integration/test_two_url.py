@@ -43,6 +43,7 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     ("concurrency", "block_size"),
     [(1, None), (2, None), (4, 3)],  # blocks of 2, 8 and 3 requests
 )
+@pytest.mark.slow
 def test_any_warmup_runs_with_blocks_smaller_than_it(tmp_path: Path, concurrency: int, block_size: int | None) -> None:
     """Warmup used to index the first block with the warmup request's number: more warmup requests than a block
     holds (3+ at concurrency 1, whose blocks are 2 requests) was an IndexError. Warmup now sends the workload's
@@ -96,6 +97,7 @@ class KillAfter:
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
+@pytest.mark.slow
 def test_a_dead_arm_stops_the_run_with_an_endpoint_error_and_keeps_what_finished(
     tmp_path: Path, concurrency: int
 ) -> None:
@@ -134,6 +136,7 @@ def test_a_dead_arm_stops_the_run_with_an_endpoint_error_and_keeps_what_finished
     assert report.interrupted and report.level(level).comparison("ngram-k2").gate == "errors"
 
 
+@pytest.mark.slow
 def test_cli_run_stops_on_a_dead_arm_with_one_line_exit_3_and_a_report(tmp_path: Path) -> None:
     """`speculab run` in two-URL mode after the candidate's server died: one line naming it, exit 3, the partial
     report rendered (before this, the run went on for minutes of connection errors and exited 0)."""

@@ -141,6 +141,7 @@ def _full_probs(model: CausalLM, tokens: list[int], sp: SamplingParams) -> torch
 
 
 @pytest.mark.parametrize("method", ["ngram", "draft", "eagle", "eagle+vocab"])
+@pytest.mark.slow
 def test_sampled_first_tokens_have_the_targets_joint_distribution(method):
     """5,000 seeded requests; the joint law of the first 3 tokens (prefill, then draft/verify/bonus) vs exact."""
     vocab, n_samples, n_tokens = 5, 5000, 3

@@ -12,6 +12,8 @@ import gc
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from speculab.config import SloTargets
 from speculab.harness.analysis.metrics import StallConfig, aggregate
 from speculab.harness.load.runner import LoadConfig, run_load
@@ -87,6 +89,7 @@ async def run(path: Path) -> dict[int, int]:
     return at
 
 
+@pytest.mark.slow
 def test_nothing_per_request_is_retained_while_the_load_runs(tmp_path: Path):
     tracemalloc.start()
     try:
@@ -100,6 +103,7 @@ def test_nothing_per_request_is_retained_while_the_load_runs(tmp_path: Path):
     assert len(read_records(tmp_path / "requests.jsonl")) == N + 16  # nothing lost: every record is on disk
 
 
+@pytest.mark.slow
 def test_the_summary_holds_compact_values_not_records(tmp_path: Path):
     path = tmp_path / "requests.jsonl"
     asyncio.run(run(path))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.analysis.paired import Direction, compare_unpaired
@@ -43,6 +44,7 @@ def _false_positive_rates(runs: int = 40) -> dict[bool, float]:
     return {k: v / runs for k, v in different.items()}
 
 
+@pytest.mark.slow
 def test_a_prompt_repeated_is_one_value_and_identical_servers_are_rarely_called_different():
     inputs = _two_samples(0, same=True)
     cand, base = _values(inputs, True)

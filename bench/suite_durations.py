@@ -1,0 +1,148 @@
+"""Where the test suite's time goes: each test's wall and CPU seconds, per test and per file, and the whole run's.
+
+    python bench/suite_durations.py                       # the README's command (pyproject's -n 2), measured
+    python bench/suite_durations.py --out d.json -- -n 0  # one process, for a before/after; pytest args after --
+
+Runs pytest in a subprocess with this file loaded as a plugin (`-p suite_durations`): around each test's whole
+protocol (setup, call, teardown) it records the wall time and the CPU time of the worker process and of the children
+it reaped (the servers a test launches and waits for), one JSON line per test. CPU time says what parallel workers
+can gain: a test whose CPU is a fraction of its wall waits (sleeps, sockets, a server starting) and overlaps well with
+another; the sum of CPU over the cores is a floor no worker count beats. The summary names the machine (CPU model,
+cores), the date and the load average before and after, because a 2-core VM's figures mean nothing without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV_OUT = "SUITE_DURATIONS_OUT"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The plugin half: loaded by pytest (and by each pytest-xdist worker) through -p suite_durations.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _cpu_s() -> float:
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+def _hookwrapper(fn):
+    import pytest
+
+    return pytest.hookimpl(hookwrapper=True)(fn)
+
+
+if ENV_OUT in os.environ:  # imported as the plugin
+
+    @_hookwrapper
+    def pytest_runtest_protocol(item, nextitem):
+        wall0, cpu0 = time.perf_counter(), _cpu_s()
+        yield
+        row = {"test": item.nodeid, "wall_s": time.perf_counter() - wall0, "cpu_s": _cpu_s() - cpu0}
+        with open(os.environ[ENV_OUT], "a", encoding="utf-8") as f:  # one short append per test: workers interleave
+            f.write(json.dumps(row) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The command half.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def summarise(rows: list[dict], wall_s: float, top: int) -> dict:
+    files: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
+    for r in rows:
+        f = files[r["test"].split("::")[0]]
+        f[0] += r["wall_s"]
+        f[1] += r["cpu_s"]
+        f[2] += 1
+    by_wall = sorted(rows, key=lambda r: -r["wall_s"])
+    return {
+        "tests": len(rows),
+        "run_wall_s": round(wall_s, 1),
+        "sum_test_wall_s": round(sum(r["wall_s"] for r in rows), 1),
+        "sum_test_cpu_s": round(sum(r["cpu_s"] for r in rows), 1),
+        "slowest": [{k: (round(v, 2) if k != "test" else v) for k, v in r.items()} for r in by_wall[:top]],
+        "files": [
+            {"file": name, "wall_s": round(w, 1), "cpu_s": round(c, 1), "tests": n}
+            for name, (w, c, n) in sorted(files.items(), key=lambda kv: -kv[1][0])[:top]
+        ],
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, help="write the summary (and every test's row) as JSON here")
+    p.add_argument("--top", type=int, default=25, help="how many tests and files to list (default 25)")
+    p.add_argument("pytest_args", nargs="*", help="arguments for pytest, after --")
+    args = p.parse_args()
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as tmp:
+        rows_path = Path(tmp.name)
+    env = {
+        **os.environ,
+        ENV_OUT: str(rows_path),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]),
+    }
+    load0 = os.getloadavg()
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "suite_durations", *args.pytest_args], cwd=ROOT, env=env
+    )
+    wall = time.perf_counter() - t0
+    rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows_path.unlink()
+    summary = {
+        "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()},
+        "started_utc": started.isoformat(timespec="seconds"),
+        "load_average_before": [round(x, 2) for x in load0],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "pytest_args": args.pytest_args,
+        "pytest_exit": proc.returncode,
+        **summarise(rows, wall, args.top),
+    }
+    print(
+        f"\n{summary['machine']['cpu']}, {summary['machine']['cores']} cores, {summary['started_utc']}, "
+        f"load {summary['load_average_before'][0]} -> {summary['load_average_after'][0]}"
+    )
+    print(
+        f"{summary['tests']} tests in {summary['run_wall_s']:.0f} s wall; the tests' own wall "
+        f"{summary['sum_test_wall_s']:.0f} s, CPU {summary['sum_test_cpu_s']:.0f} s"
+    )
+    print("slowest tests (wall s, CPU s):")
+    for r in summary["slowest"]:
+        print(f"  {r['wall_s']:7.1f} {r['cpu_s']:7.1f}  {re.sub(r'^tests/', '', r['test'])}")
+    print("slowest files (wall s, CPU s, tests):")
+    for f in summary["files"]:
+        print(f"  {f['wall_s']:7.1f} {f['cpu_s']:7.1f} {f['tests']:4d}  {f['file']}")
+    if args.out:
+        args.out.write_text(json.dumps({**summary, "rows": rows}, indent=1), encoding="utf-8")
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
