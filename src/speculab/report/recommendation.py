@@ -198,6 +198,10 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
                 tied = f", tied with {', '.join(labels.get(t, t) for t in c.tied)}" if c.tied else ""
                 if c.kept_over:
                     tied += f"; kept over {labels.get(c.kept_over, c.kept_over)}, which is not faster beyond the margin"
+                # a faster candidate a guardrail held back is said beside the choice, or the line would read as if the
+                # choice were the load's fastest (the per-load best line names that one)
+                held = [a for a in answers if a.level == c.level and a.why == "guardrail" and a.speedup > c.speedup]
+                tied += "".join(f"; {labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in held)
                 picks.append(f"{speedup(c.speedup)} {speedup_range(c.speedup_low, c.speedup_high)}{tied}")
             elif c.decision == "guardrail":
                 here = [a for a in answers if a.level == c.level and a.why == "guardrail"]

@@ -329,6 +329,26 @@ def test_a_guardrail_leaning_worse_holds_the_load_undecided_with_what_would_deci
     assert ok is not None and ok.form == "single" and ok.answers[0].guardrails[0].answer == "unclear"
 
 
+def test_a_faster_candidate_held_back_by_a_guardrail_is_named_beside_the_one_shipped() -> None:
+    """The demo on CI: ngram 2.62x faster with TTFT leaning worse, eagle 1.32x with none: eagle ships at that load,
+    and the band's line says ngram was faster but held back, and why (else it reads as if eagle were the fastest)."""
+    leaning = ratio("ttft_s", "inconclusive", 0.94, 0.89, 0.99, to_decide=5.0)
+    fast, slow = (
+        judged(1, FASTER_TPOT, leaning, name="ng4"),
+        judged(1, ratio("tpot_s", "faster", 1.3, 1.1, 1.5), name="ng8"),
+    )
+    lv = replace(fast, comparisons=fast.comparisons + slow.comparisons, ranking=fast.ranking + slow.ranking)
+    rec = recommend([lv], [cand("ng4"), cand("ng8")], ARMS, 0.03)
+    assert rec is not None and rec.winner == "ng8" and rec.loads[0].choice == "ng8"
+    (band,) = recommendation_lines(_R(rec, [lv]))[1:2]
+    assert band.startswith("  concurrency 1: ngram k=8 (1.30× [1.10–1.50]; ngram k=4: TPOT 2.00× faster, but TTFT")
+    assert "leans worse" in band and "undecided" in band
+    # without the guardrail the faster one ships and nothing is said of a held-back candidate
+    bare = recommend([lv], [cand("ng4"), cand("ng8")], ARMS, 0.03, Criteria(guardrails=()))
+    assert bare is not None and bare.winner == "ng4"
+    assert "ngram k=8" not in recommendation_lines(_R(bare, [lv]))[1]
+
+
 def test_decide_on_changes_the_deciding_metric() -> None:
     levels = [judged(1, FASTER_TPOT, ratio("ttft_s", "equivalent", 1.0, 0.99, 1.01))]
     rec = recommend(levels, [cand("ng4")], ARMS, 0.03, Criteria(decide_on="ttft_s"))
