@@ -108,15 +108,19 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
     """summary.json + report.html (+ the configuration to ship, from `ship`) from what is on disk, then the verdict
     first."""
     from speculab.report.console.ab import print_ab_report
+    from speculab.report.recommendation import says_how_to_finish
     from speculab.report.render import render_run_dir
     from speculab.report.shipped import RECOMMENDED_FLAGS, RECOMMENDED_YAML
 
     report = render_run_dir(out, None, options, ship)
     print_ab_report(Console(soft_wrap=True), report, out)
-    if interrupted:
-        console.print(
-            f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
+    if interrupted:  # the recommendation block, when there is one, names `--resume DIR`: said once, not again here
+        how = (
+            ""
+            if says_how_to_finish(report)
+            else f": the report covers the part that ran; finish it with `speculab run --resume {out}`"
         )
+        console.print(f"[yellow]interrupted[/]{how}")
     if report.shipped is not None:
         ship_at, again = out / RECOMMENDED_FLAGS, out / RECOMMENDED_YAML
         console.print(f"to ship: {ship_at}  ·  re-verify: speculab run {again}", highlight=False)
