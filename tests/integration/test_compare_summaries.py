@@ -124,3 +124,22 @@ def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_p
     code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
     notes = json.loads((out / "summary.json").read_text())["notes"]
     assert code == 0 and any("different target models" in n for n in notes)
+
+
+def test_report_reprints_a_run_level_comparison_and_re_decides_with_margin(capsys, tmp_path: Path) -> None:
+    """`speculab report DIR` of a run-level compare directory (only DIR/summary.json): the same table again, exit 0;
+    `--margin` re-decides it (TPOT 1.5x faster is within a 60 % margin) and writes the answers back."""
+    out = tmp_path / "cmp"
+    assert run_main(capsys, "compare", str(VLLM / "baseline"), str(VLLM / "candidate"), "--output", str(out))[0] == 0
+    saved = (out / "summary.json").read_text()
+    code, stdout, err = run_main(capsys, "report", str(out))
+    assert code == 0, err
+    assert "the unit is the run" in stdout and "faster" in stdout and "no inputs.json" not in err
+    assert (out / "summary.json").read_text() == saved  # nothing asked to change: nothing written
+    code, stdout, err = run_main(capsys, "report", str(out), "--margin", "60%")
+    assert code == 0, err
+    tpot = _metric(out, "tpot_median_s")
+    assert tpot["decision"] == "equivalent" and tpot["margin"] == pytest.approx(0.6)
+    assert f"wrote {out / 'summary.json'}" in stdout
+    code, _, err = run_main(capsys, "report", str(out), "--fail-on", "slower")
+    assert code == 2 and "--fail-on: " in one_line_error(err) and "leave --fail-on out" in err

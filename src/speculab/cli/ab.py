@@ -108,15 +108,19 @@ def _render(console: Console, out: Path, *, interrupted: bool, options: Any = No
     """summary.json + report.html (+ the configuration to ship, from `ship`) from what is on disk, then the verdict
     first."""
     from speculab.report.console.ab import print_ab_report
+    from speculab.report.recommendation import says_how_to_finish
     from speculab.report.render import render_run_dir
     from speculab.report.shipped import RECOMMENDED_FLAGS, RECOMMENDED_YAML
 
     report = render_run_dir(out, None, options, ship)
     print_ab_report(Console(soft_wrap=True), report, out)
-    if interrupted:
-        console.print(
-            f"[yellow]interrupted:[/] the report covers the part that ran; finish it with `speculab run --resume {out}`"
+    if interrupted:  # the recommendation block, when there is one, names `--resume DIR`: said once, not again here
+        how = (
+            ""
+            if says_how_to_finish(report)
+            else f": the report covers the part that ran; finish it with `speculab run --resume {out}`"
         )
+        console.print(f"[yellow]interrupted[/]{how}")
     if report.shipped is not None:
         ship_at, again = out / RECOMMENDED_FLAGS, out / RECOMMENDED_YAML
         console.print(f"to ship: {ship_at}  ·  re-verify: speculab run {again}", highlight=False)
@@ -432,7 +436,7 @@ def demo_command(
 
 @app.command("report")
 def report_command(
-    directory: Path = typer.Argument(..., help="output directory of `speculab run` or `speculab demo`"),
+    directory: Path = typer.Argument(..., help="output directory of `speculab run`, `demo` or `compare`"),
     output: Path | None = typer.Option(None, "--output", help="write report.html and summary.json here instead"),
     seed: int = typer.Option(0, "--seed", min=0, help="bootstrap seed (the same seed gives the same intervals)"),
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
@@ -444,8 +448,41 @@ def report_command(
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
+    if _report_run_level(directory, output, margin, decide_on, fail_on):
+        return
     asked = _fail_on_answers(fail_on)
     options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin, decide_on=decide_on)
     report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
     _check_fail_on(report, asked, output or directory)
+
+
+def _report_run_level(
+    directory: Path, output: Path | None, margin: str | None, decide_on: str | None, fail_on: str | None
+) -> bool:
+    """`speculab report DIR` of a run-level comparison (`compare` of summary-only files: DIR/summary.json only):
+    re-printed, re-decided with --margin and written back (or to --output); False for an A/B run's directory."""
+    from speculab.config.experiment import margins
+    from speculab.harness.compare.run_level import save, saved_run_level
+    from speculab.harness.verdict.run_level import redecide
+    from speculab.report.console.run_level import print_run_level
+
+    report = saved_run_level(directory)
+    if report is None:
+        return False
+    for flag, given in (("--decide-on", decide_on), ("--fail-on", fail_on)):
+        if given is not None:
+            raise UserError(
+                f"{flag}: {directory} compares summary-only files run by run: each figure is decided on its own, "
+                f"with no recommendation to gate; leave {flag} out"
+            )
+    if margin is not None:
+        try:
+            report = redecide(report, margins(margin))
+        except ValueError as e:
+            raise UserError(f"--margin: {e}") from None
+    written = None
+    if output is not None or margin is not None:
+        written = save(output or directory, report, again=output is None).parent
+    print_run_level(Console(soft_wrap=True), report, written)
+    return True

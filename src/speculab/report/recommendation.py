@@ -157,6 +157,13 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
     return _FORM[rec.form].format(w=labels.get(rec.winner or "", rec.winner), axis=rec.axis, edge=edge)
 
 
+def says_how_to_finish(report: Any) -> bool:
+    """True when the recommendation block already ends with `speculab run --resume DIR` (a run that did not finish),
+    so the caller does not print its own interrupted line beside it."""
+    rec = getattr(report, "recommendation", None)
+    return rec is not None and rec.form == "incomplete"
+
+
 def recommendation_lines(report: Any, run_dir: str = "DIR") -> list[str]:
     """The first block of the report: one headline, one line per band with its loads and upper edge, and the rule;
     for a run that did not finish, what finished and how to finish it (`run_dir`: the run's directory)."""

@@ -42,7 +42,7 @@ def render_run_dir(
     target = out_dir or root
     try:
         write_summary(target, report)
-        write_html(target, report)
+        write_html(target, report, root)  # an unfinished run's page names the directory to resume: the run's own
         write_shipped(target, report)
         write_comparisons(target, report)
     except OSError as e:

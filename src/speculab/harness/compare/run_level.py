@@ -13,10 +13,16 @@ from speculab.errors import UserError
 from speculab.harness.compare.arms import same_model
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
-from speculab.harness.results.ab_dir import check_ab_output_dir
+from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
 from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.stats.intervals import CONFIDENCE
-from speculab.harness.verdict.run_level import MIN_RUNS, RunLevelReport, compare_load
+from speculab.harness.verdict.run_level import (
+    MIN_RUNS,
+    RUN_LEVEL_SCHEMA,
+    RunLevelReport,
+    compare_load,
+    run_level_from_json,
+)
 
 SUMMARY_FILE = "summary.json"
 
@@ -111,10 +117,32 @@ def compare_summaries(
     )
 
 
-def save(out: Path, report: RunLevelReport) -> Path:
-    """DIR/summary.json of a run-level comparison (DIR checked as any A/B's output directory)."""
-    check_ab_output_dir(out)
+def save(out: Path, report: RunLevelReport, *, again: bool = False) -> Path:
+    """DIR/summary.json of a run-level comparison (DIR checked as any A/B's output directory; `again`: DIR is the
+    comparison's own, re-decided by `speculab report --margin`, its figures unchanged)."""
+    if not again:
+        check_ab_output_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / SUMMARY_FILE
     write_atomic(path, report.to_json())
     return path
+
+
+def saved_run_level(directory: Path) -> RunLevelReport | None:
+    """The run-level comparison saved in DIR (`compare` of summary-only files writes only DIR/summary.json), for
+    `speculab report DIR`; None where DIR is not one (an A/B run's directory: its inputs.json)."""
+    path = directory / SUMMARY_FILE
+    if not path.is_file() or (directory / INPUTS_FILE).exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(
+            f"{path}: cannot read it ({e}); run `speculab compare A B --output {directory}` again"
+        ) from None
+    if RUN_LEVEL_SCHEMA not in text:
+        return None  # another summary.json (e.g. a bench run's): the A/B reader says what DIR lacks
+    try:
+        return run_level_from_json(text)
+    except ValueError as e:
+        raise UserError(f"{path}: {e}; run `speculab compare A B --output {directory}` again") from None

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, Decision, decide
 from speculab.harness.design import LevelSpec
@@ -120,17 +121,22 @@ def margin_for(key: str | None, margins: Mapping[str, float]) -> float:
     return given.pop() if len(given) == 1 else DEFAULT_MARGIN
 
 
+def _decision(ratio: Interval | None, lower_is_better: bool, margin: float) -> Decision | None:
+    """The answer over runs against the margin; None without an interval (fewer than `MIN_RUNS` runs a side)."""
+    if ratio is None:
+        return None
+    # the speedup scale (> 1 = better): a lower time is a speedup of A / B
+    low, high = (1 / ratio.high, 1 / ratio.low) if lower_is_better else (ratio.low, ratio.high)
+    return decide(low, high, margin)
+
+
 def _metric(name: str, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]) -> RunMetric:
     label, unit, lower, key = RUN_METRICS[name]
     va = tuple(v for r in a if (v := r.aggregates.get(name)) is not None)
     vb = tuple(v for r in b if (v := r.aggregates.get(name)) is not None)
     margin = margin_for(key, margins)
     ratio = ratio_interval(va, vb)
-    decision = None
-    if ratio is not None:
-        # the speedup scale (> 1 = better): a lower time is a speedup of A / B
-        low, high = (1 / ratio.high, 1 / ratio.low) if lower else (ratio.low, ratio.high)
-        decision = decide(low, high, margin)
+    decision = _decision(ratio, lower, margin)
     ga, gb = geometric_mean(va), geometric_mean(vb)
     point = gb / ga if ga is not None and gb is not None else None
     return RunMetric(name, label, unit, lower, va, vb, margin, ga, gb, point, ratio, decision)
@@ -149,4 +155,62 @@ def compare_load(
         failed_a=tuple(r.failed for r in a),
         failed_b=tuple(r.failed for r in b),
         metrics=tuple(_metric(name, a, b, margins) for name in RUN_METRICS),
+    )
+
+
+def redecide(report: RunLevelReport, margins: Mapping[str, float]) -> RunLevelReport:
+    """The same comparison with each figure decided against `margins` (`--margin` on `speculab report`): the
+    intervals over runs do not depend on the margin, so only the answers and the margins they name change."""
+    loads = []
+    for x in report.loads:
+        metrics = []
+        for m in x.metrics:
+            margin = margin_for(RUN_METRICS[m.name][3], margins) if m.name in RUN_METRICS else m.margin
+            metrics.append(replace(m, margin=margin, decision=_decision(m.ratio, m.lower_is_better, margin)))
+        loads.append(replace(x, metrics=tuple(metrics)))
+    return replace(report, loads=tuple(loads))
+
+
+def run_level_from_json(text: str) -> RunLevelReport:
+    """A run-level summary.json (`RUN_LEVEL_SCHEMA`) read back; ValueError when it is not one."""
+    d = json.loads(text)
+    if not isinstance(d, dict) or d.get("schema") != RUN_LEVEL_SCHEMA:
+        raise ValueError(f"not a {RUN_LEVEL_SCHEMA} summary")
+    try:
+        return RunLevelReport(
+            **{k: d[k] for k in ("a_name", "b_name", "a_tool", "b_tool", "a_version", "b_version", "confidence")},
+            loads=tuple(_load_from(x) for x in d["loads"]),
+            notes=tuple(d["notes"]),
+            unit=d.get("unit", "run"),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"a {RUN_LEVEL_SCHEMA} summary with a missing or malformed field ({e})") from None
+
+
+def _load_from(d: Mapping[str, Any]) -> RunLevelLoad:
+    lv = d["level"]
+    level = LevelSpec(
+        lv["kind"], lv["value"], tuple(lv.get("roles") or ()), lv.get("arrival"), lv.get("max_concurrency")
+    )
+    counts = {k: tuple(d[k]) for k in ("completed_a", "completed_b", "failed_a", "failed_b")}
+    return RunLevelLoad(level, d["runs_a"], d["runs_b"], **counts, metrics=tuple(_metric_from(m) for m in d["metrics"]))
+
+
+def _metric_from(d: Mapping[str, Any]) -> RunMetric:
+    r = d.get("ratio")
+    ratio = None if r is None else Interval(*(r[k] for k in ("estimate", "low", "high", "confidence", "method", "n")))
+    decision = None if d.get("decision") is None else Decision(d["decision"])
+    return RunMetric(
+        d["name"],
+        d["label"],
+        d["unit"],
+        d["lower_is_better"],
+        tuple(d["a"]),
+        tuple(d["b"]),
+        d["margin"],
+        d.get("a_value"),
+        d.get("b_value"),
+        d.get("point"),
+        ratio,
+        decision,
     )

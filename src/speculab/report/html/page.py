@@ -164,12 +164,13 @@ def _curve_plots(report: Report) -> dict[str, str]:
     return out
 
 
-def _recommendation_view(report: Report, shipped: str | None) -> dict[str, Any] | None:
-    """The first block: the same sentences as the terminal's, and the flags to ship when they were written (the
-    Pareto picture is with the other curves across loads: the verdict stays on the first screen)."""
+def _recommendation_view(report: Report, shipped: str | None, run_dir: Path | None) -> dict[str, Any] | None:
+    """The first block: the same sentences as the terminal's (an unfinished run's `--resume` names `run_dir`), and
+    the flags to ship when they were written (the Pareto picture is with the other curves across loads: the verdict
+    stays on the first screen)."""
     if report.recommendation is None:
         return None
-    lines = recommendation_lines(report)
+    lines = recommendation_lines(report, "DIR" if run_dir is None else str(run_dir))
     return {
         "headline": lines[0].removeprefix("recommendation: ") if lines else "",
         "lines": [ln.strip() for ln in lines[1:]],
@@ -203,15 +204,16 @@ def _pareto_plot(report: Report) -> str:
     return plots.pareto(arms, load_name=name)
 
 
-def view(report: Report, shipped: str | None = None) -> dict[str, Any]:
+def view(report: Report, shipped: str | None = None, run_dir: Path | None = None) -> dict[str, Any]:
     """Everything the template shows, as strings (and the SVG plots as trusted markup); `shipped`: the text of
-    recommended-flags.txt of a run saved without `Report.shipped` (the model's wins)."""
+    recommended-flags.txt of a run saved without `Report.shipped` (the model's wins); `run_dir`: the run's
+    directory, named in `speculab run --resume` (None: the placeholder DIR)."""
     shipped = report.shipped.flags_file if report.shipped is not None else shipped
     levels = [_level_view(report, lv) for lv in report.levels]  # drawn first: the plots' order is the old one
     cp = {**_curve_plots(report), "pareto": _pareto_plot(report)}
     return {
         "title": report.title,
-        "recommendation": _recommendation_view(report, shipped),
+        "recommendation": _recommendation_view(report, shipped, run_dir),
         "verdicts": [verdict_line(report, c) for c in report.candidates],
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
@@ -331,18 +333,19 @@ _ENV = jinja2.Environment(
 )
 
 
-def render_html(report: Report, shipped: str | None = None) -> str:
-    return _ENV.get_template("report.html.j2").render(v=view(report, shipped))
+def render_html(report: Report, shipped: str | None = None, run_dir: Path | None = None) -> str:
+    return _ENV.get_template("report.html.j2").render(v=view(report, shipped, run_dir))
 
 
-def write_html(out_dir: Path, report: Report) -> Path:
+def write_html(out_dir: Path, report: Report, run_dir: Path | None = None) -> Path:
     """Write out_dir/report.html atomically; return its path. The flags to ship are the model's (`Report.shipped`);
     a report without them shows recommended-flags.txt when it lies beside (a run re-rendered by `speculab report`,
-    whose inputs carry no configuration to ship, and runs saved before the model carried it)."""
+    whose inputs carry no configuration to ship, and runs saved before the model carried it). `run_dir`: the saved
+    run the page describes (the one to resume), when known."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_FILE
     flags = out_dir / RECOMMENDED_FLAGS
     saved = report.shipped is None and flags.is_file()
     shipped = flags.read_text(encoding="utf-8", errors="replace") if saved else None
-    write_atomic(path, render_html(report, shipped))
+    write_atomic(path, render_html(report, shipped, run_dir))
     return path

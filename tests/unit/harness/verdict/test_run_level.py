@@ -100,3 +100,22 @@ def test_the_report_is_strict_json():
     d = json.loads(r.to_json())
     assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
+
+
+def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin():
+    """`speculab report DIR` of a run-level comparison: summary.json read back as it was written; `--margin` changes
+    the answers and the margins they name, never the runs' figures or intervals."""
+    from speculab.harness.verdict.run_level import RunLevelReport, redecide, run_level_from_json
+
+    a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
+    b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
+    report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), ("n",))
+    back = run_level_from_json(report.to_json())
+    assert back == report
+    wide = redecide(back, {"tpot_s": 0.6})  # TPOT 1.5x faster is within a 60 % margin
+    tpot = next(m for m in wide.loads[0].metrics if m.name == "tpot_median_s")
+    assert tpot.decision is Decision.EQUIVALENT and tpot.margin == 0.6
+    assert tpot.ratio == next(m for m in report.loads[0].metrics if m.name == "tpot_median_s").ratio
+    assert redecide(wide, {}) == report  # the default margin again: the answers compare gave
+    with pytest.raises(ValueError, match="run-level"):
+        run_level_from_json('{"schema": "speculab.report/1"}')
