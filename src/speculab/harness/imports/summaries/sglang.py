@@ -16,7 +16,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
+from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
 
 TOOL = sglang_bench.TOOL
 # 0.4.0 (December 2024) wrote a shorter line: no `tag`, medians of TTFT, ITL and E2E, output tok/s, no p99s
@@ -47,19 +47,6 @@ def _level(ff: FileFields, d: dict[str, Any], at: int) -> LevelSpec:
     return LevelSpec("concurrency", count(d.get("completed")) or 1, ("operating",))
 
 
-def _aggregates(d: dict[str, Any]) -> Aggregates:
-    figures = {
-        f"{ours}_{stat}_s": seconds(d.get(f"{stat}_{theirs}_ms"))
-        for ours, theirs in _LATENCIES
-        for stat in ("median", "p99")
-    }
-    return Aggregates(
-        **figures,
-        output_tok_s=seconds(d.get("output_throughput"), 1.0),
-        request_rps=seconds(d.get("request_throughput"), 1.0),
-    )
-
-
 def read(path: Path) -> tuple[RunSummary, ...]:
     """Every line of the file, in order; a load's lines numbered as its runs 1, 2, ..."""
     ff = FileFields(path, sglang_bench.READ_AS)
@@ -76,7 +63,7 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 path=path,
                 tool=TOOL,
                 level=level,
-                aggregates=_aggregates(d),
+                aggregates=ms_aggregates(d, _LATENCIES),
                 completed=count(d.get("completed")),
                 failed=None,
                 per_request=keeps_requests(d),

@@ -77,6 +77,21 @@ def count(v: Any) -> int | None:
 REQUEST_LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "generated_texts", "errors")
 
 
+def ms_aggregates(d: Mapping[str, Any], latencies: tuple[tuple[str, str], ...]) -> Aggregates:
+    """The aggregates of a vLLM-layout summary (SGLang's too): `median_X_ms` / `p99_X_ms` for each (ours, X) of
+    `latencies`, `output_throughput` (tok/s) and `request_throughput` (req/s)."""
+    figures = {
+        f"{ours}_{stat}_s": seconds(d.get(f"{stat}_{theirs}_ms"))
+        for ours, theirs in latencies
+        for stat in ("median", "p99")
+    }
+    return Aggregates(
+        **figures,
+        output_tok_s=seconds(d.get("output_throughput"), 1.0),
+        request_rps=seconds(d.get("request_throughput"), 1.0),
+    )
+
+
 def keeps_requests(d: Mapping[str, Any]) -> bool:
     """Whether a vLLM or SGLang result holds per-request lists (`REQUEST_LISTS`)."""
     return any(isinstance(d.get(k), list) and d.get(k) for k in REQUEST_LISTS)

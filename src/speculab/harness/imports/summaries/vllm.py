@@ -17,7 +17,7 @@ from typing import Any
 
 from speculab.harness.imports import vllm_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, keeps_requests, seconds
+from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
 
 TOOL = vllm_bench.TOOL
 _RUN = re.compile(r"run=(\d+)\.json")
@@ -28,19 +28,6 @@ _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el"
 def detect(path: Path) -> bool:
     """A vLLM result file (its setup keys near the start), per-request data or not."""
     return path.is_file() and vllm_bench.detect(path)
-
-
-def _aggregates(d: dict[str, Any]) -> Aggregates:
-    figures = {
-        f"{ours}_{stat}_s": seconds(d.get(f"{stat}_{theirs}_ms"))
-        for ours, theirs in _LATENCIES
-        for stat in ("median", "p99")
-    }
-    return Aggregates(
-        **figures,
-        output_tok_s=seconds(d.get("output_throughput"), 1.0),
-        request_rps=seconds(d.get("request_throughput"), 1.0),
-    )
 
 
 def _failed(d: dict[str, Any]) -> int | None:
@@ -69,7 +56,7 @@ def read(path: Path) -> tuple[RunSummary, ...]:
             path=path,
             tool=vllm_bench.TOOL if not m else "vllm bench sweep serve",
             level=level,
-            aggregates=_aggregates(d),
+            aggregates=ms_aggregates(d, _LATENCIES),
             completed=completed,
             failed=failed,
             per_request=keeps_requests(d),
