@@ -3,28 +3,12 @@ same pair passes a gate that names only `worse`."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
+from integration.test_compare_margin import _bench  # one bench run: 24 synthetic prompts, one at a time
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
-from speculab.harness.workload.sources import load_workload
-
-
-def _bench(url: str, out: Path) -> None:
-    wl = load_workload("synthetic:input=10,output=8", seed=0, num_prompts=24)
-    cfg = BenchConfig(
-        endpoint=EndpointConfig(base_url=url, model=""),
-        sampling=RequestSampling(max_tokens=12),
-        load=LoadConfig(concurrency=1),
-        output_dir=out,
-        workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": 24},
-    )
-    asyncio.run(run_bench(cfg, wl.items))
 
 
 def test_compare_fails_on_a_slower_candidate(tmp_path: Path, capsys) -> None:
