@@ -19,13 +19,17 @@ BASELINE = "baseline"
 
 @dataclass(frozen=True, slots=True)
 class LevelSpec:
-    """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep"."""
+    """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep", or "search" (a probe placed
+    by `loads: {search: ...}`)."""
 
     kind: str  # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals)
     value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times)
     roles: tuple[str, ...] = ()
     arrival: str | None = None  # rate loads: poisson | constant | gamma
     max_concurrency: int | None = None  # rate and trace loads: client-side cap
+    # the first this many of the setup's items (whole conversations) are what this load sends; None: all of them.
+    # A search's probe sends what a verdict needs at its load (harness.search.policy.probe_prompts), no more.
+    prompts: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
@@ -57,11 +61,35 @@ class LevelSpec:
         return self.value if self.kind == "rate" else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"key": self.key, "label": self.label}
+        d = asdict(self) | {"key": self.key, "label": self.label}
+        if self.prompts is None:  # as before the key existed: a fixed level's plan identity (`--resume`) is unchanged
+            del d["prompts"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LevelSpec:
-        return cls(d["kind"], float(d["value"]), tuple(d.get("roles", ())), d.get("arrival"), d.get("max_concurrency"))
+        return cls(
+            d["kind"],
+            float(d["value"]),
+            tuple(d.get("roles", ())),
+            d.get("arrival"),
+            d.get("max_concurrency"),
+            d.get("prompts"),
+        )
+
+    def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
+        """What this load sends of the setup's items: the first `prompts`, cut after a whole conversation (a turn
+        sent without its earlier turns would lack their context); all of them when `prompts` is None."""
+        if self.prompts is None or self.prompts >= len(items):
+            return items
+        n = self.prompts
+        while (
+            0 < n < len(items)
+            and items[n].conversation_id is not None
+            and (items[n].conversation_id == items[n - 1].conversation_id)
+        ):
+            n += 1
+        return items[:n]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +206,10 @@ class Setup:
     # the items fitted to the servers' context before the first request (workload.fit: policy, context, left out);
     # None: not fitted (yet)
     fit: Mapping[str, Any] | None = None
+    # `loads: {search: ...}`: the design ({kind, low, high, tolerance, max_probes, groups, metric}) and, as the run
+    # goes, `rounds` (each round's loads, in the order measured), `candidate` (the one followed) and `stop` (why it
+    # ended); None without a search (harness.run.probing)
+    search: Mapping[str, Any] | None = None
 
 
 def candidate_name(method: str, k: int) -> str:

@@ -60,6 +60,7 @@ from speculab.harness.verdict.model import (
     Ratio,
     RecommendationBand,
     RecommendationView,
+    SearchView,
 )
 
 NAN = math.nan
@@ -384,3 +385,77 @@ def _edge(below: LoadChoice, above: LoadChoice, reports: dict[str, CandidateRepo
             and lo <= cross.load <= hi):  # fmt: skip
         return cross.load, cross.low, cross.high, lo, hi, f"crossover of {cand}"
     return None, None, None, lo, hi, "between measured loads"
+
+
+def searched(
+    rec: RecommendationView | None, search: SearchView | None, arms: Sequence[ArmView]
+) -> RecommendationView | None:
+    """With `loads: {search: ...}` the search's answer shapes the recommendation (docs/recommendation.md): its
+    probes sit near the crossover on purpose, where per-load verdicts are inconclusive, so the edge is the search's
+    crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe; faster
+    throughout the range with it shipping there is "single"; slower throughout is "plain"; anything else (an
+    undetermined search, or the lowest probe not shipping) is undecided, never an edge. An unfinished run stays
+    "incomplete"."""
+    if rec is None or search is None or rec.form == "incomplete":
+        return rec
+    cand = search.candidate
+    lowest = min(rec.loads, key=lambda c: c.value, default=None)
+    ships = lowest is not None and any(
+        a.candidate == cand and a.level == lowest.level and a.answer == SHIP for a in rec.answers
+    )
+    est, view = search.crossover.estimate, next((a for a in arms if a.name == cand), None)
+    everywhere = tuple(rec.loads)
+    if search.status == "crosses" and ships and est is not None and view is not None:
+        below = tuple(c for c in everywhere if c.value <= est)
+        above = tuple(c for c in everywhere if c.value > est)
+        between = (below[-1].value, above[0].value) if below and above else None
+        source = f"search of {len(search.probes)} probes"
+        bands = (
+            _band(
+                cand or "", view.label, view, below, est, search.crossover.low, search.crossover.high, between, source
+            ),
+            _band(BASELINE_CHOICE, "plain (no speculation)", None, above),
+        )
+        return replace(rec, bands=tuple(b for b in bands if b.loads), form="off-above", winner=cand, off_above=est)
+    if search.status == "faster throughout" and ships and view is not None:
+        return replace(
+            rec, bands=(_band(cand or "", view.label, view, everywhere),), form="single", winner=cand, off_above=None
+        )
+    if search.status == "slower throughout":
+        return replace(
+            rec,
+            bands=(_band(BASELINE_CHOICE, "plain (no speculation)", None, everywhere),),
+            form="plain",
+            winner=None,
+            off_above=None,
+        )
+    edgeless = tuple(
+        replace(b, upper_edge=None, upper_edge_low=None, upper_edge_high=None, edge_source="") for b in rec.bands
+    )
+    return replace(rec, bands=edgeless, form="undecided", off_above=None)
+
+
+def _band(
+    choice: str,
+    label: str,
+    view: ArmView | None,
+    loads: Sequence[LoadChoice],
+    edge: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    between: tuple[float, float] | None = None,
+    source: str = "",
+) -> RecommendationBand:
+    return RecommendationBand(
+        choice,
+        label,
+        view.method if view else None,
+        view.num_speculative_tokens if view else None,
+        tuple(c.value for c in loads),
+        tuple(c.label for c in loads),
+        edge,
+        low,
+        high,
+        between,
+        source,
+    )
