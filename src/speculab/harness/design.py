@@ -30,6 +30,8 @@ class LevelSpec:
     # the first this many of the setup's items (whole conversations) are what this load sends; None: all of them.
     # A search's probe sends what a verdict needs at its load (harness.search.policy.probe_prompts), no more.
     prompts: int | None = None
+    # a search's probe measured again at a load it measured before: 2, 3, ... (its own directory, the next prompts)
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
@@ -41,15 +43,17 @@ class LevelSpec:
     @property
     def key(self) -> str:
         """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2."""
-        return {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
+        key = {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
+        return key if self.attempt == 1 else f"{key}-{self.attempt}"
 
     @property
     def label(self) -> str:
+        again = "" if self.attempt == 1 else f" (probe {self.attempt})"
         if self.kind == "concurrency":
-            return f"concurrency {self.value:g}"
+            return f"concurrency {self.value:g}{again}"
         if self.kind == "trace":
-            return f"trace ×{self.value:g}"
-        return f"{self.value:g} req/s"
+            return f"trace ×{self.value:g}{again}"
+        return f"{self.value:g} req/s{again}"
 
     @property
     def open_loop(self) -> bool:
@@ -62,8 +66,9 @@ class LevelSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self) | {"key": self.key, "label": self.label}
-        if self.prompts is None:  # as before the key existed: a fixed level's plan identity (`--resume`) is unchanged
-            del d["prompts"]
+        for k, default in (("prompts", None), ("attempt", 1)):
+            if d[k] == default:  # as before the keys existed: a fixed level's plan identity (`--resume`) is unchanged
+                del d[k]
         return d
 
     @classmethod
@@ -75,6 +80,7 @@ class LevelSpec:
             d.get("arrival"),
             d.get("max_concurrency"),
             d.get("prompts"),
+            int(d.get("attempt", 1)),
         )
 
     def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
@@ -90,6 +96,17 @@ class LevelSpec:
         ):
             n += 1
         return items[:n]
+
+
+def _whole(items: tuple[RequestSpec, ...], n: int) -> int:
+    """n moved past the rest of the conversation items[n - 1] belongs to."""
+    while (
+        0 < n < len(items)
+        and items[n].conversation_id is not None
+        and (items[n].conversation_id == items[n - 1].conversation_id)
+    ):
+        n += 1
+    return n
 
 
 @dataclass(frozen=True, slots=True)

@@ -500,7 +500,7 @@ def describe_plan(plan: RunPlan) -> list[str]:
     lines = [
         f"workload {s.workload_name}: {len(s.items)} prompts; temperature {s.temperature:g}, max_tokens {s.max_tokens}",
         "loads: "
-        + ", ".join(lv.label for lv in s.levels)
+        + (", ".join(lv.label for lv in s.levels) or "placed by the search")
         + (
             f"; {s.repeats} repeat(s)" + (" alternating ABBA" if s.repeats > 1 else "")
             if s.sequential is None

@@ -292,17 +292,15 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
     probes = [lv for lv in inputs.setup.levels if SEARCH_ROLE in lv.roles]  # in the order measured
     reports = {lv.key: lv for lv in levels}
     cand = design.get("candidate") or followed_candidate(design, probes, reports, metric)
-    effects: list[Probe] = []
-    points: list[tuple[LevelSpec, Ratio]] = []
-    for lv in probes:
-        got = _probe_effects(inputs, lv, reports.get(lv.key), cand, metric) if cand else None
-        if got is not None:
-            effects.append(Probe(lv.value, got[0]))
-            points.append((lv, got[1]))
+    measured = [(lv, _probe_effects(inputs, lv, reports.get(lv.key), cand, metric) if cand else None) for lv in probes]
     rng = np.random.default_rng([opts.seed, 39])
-    fit = fit_crossover(effects, rng, confidence=opts.confidence or 0.95, log_load=design["kind"] == "concurrency")
+    fit = fit_crossover(
+        [Probe(lv.value, got[0]) for lv, got in measured if got is not None],
+        rng,
+        confidence=opts.confidence or 0.95,
+        log_load=design["kind"] == "concurrency",
+    )
     fitted = {p[0]: p[2] for p in fit.points}
-    by_load = {lv.value: (lv, r) for lv, r in points}
     return SearchView(
         kind=design["kind"],
         metric=metric,
@@ -317,8 +315,8 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
         tolerance=float(design["tolerance"]),
         max_probes=int(design["max_probes"]),
         points=tuple(
-            _search_point(lv, r, fitted.get(load), next(p.effects for p in effects if p.load == load))
-            for load, (lv, r) in sorted(by_load.items())
+            _search_point(lv, got, fitted.get(lv.value))
+            for lv, got in sorted(measured, key=lambda m: (m[0].value, m[0].attempt))
         ),
         rounds=tuple(tuple(float(x) for x in r) for r in design.get("rounds", ())),
         stop=design.get("stop"),
@@ -365,7 +363,12 @@ def _probe_effects(
     return tuple(float(sign * x) for x in units.log_ratios()), ratio
 
 
-def _search_point(lv: LevelSpec, r: Ratio, fitted: float | None, effects: tuple[float, ...]) -> SearchPoint:
+def _search_point(lv: LevelSpec, got: tuple[tuple[float, ...], Ratio] | None, fitted: float | None) -> SearchPoint:
+    """A probe as the view shows it; a probe without a verdict (gated, missing) keeps its place with no effect."""
+    if got is None:
+        return SearchPoint(lv.value, lv.key, math.nan, math.nan, math.nan, None)
+    effects, r = got
+
     def log(x: float) -> float:
         return math.log(x) if math.isfinite(x) and x > 0 else math.nan
 

@@ -9,6 +9,7 @@ the stop, as they happen, so an interrupted search leaves a readable partial run
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from speculab.harness.run.looks import LOOK_RESAMPLES
 from speculab.harness.search.fit import CrossoverFit, Probe
 from speculab.harness.search.policy import SearchSpec, next_loads, probe_prompts, stop_reason
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import ReportOptions, SearchView
+from speculab.harness.verdict.model import Report, ReportOptions, SearchView
 
 ROLE = "search"
 
@@ -35,14 +36,21 @@ def search_spec(design: Mapping[str, Any]) -> SearchSpec:
     return SearchSpec(design["kind"], design["low"], design["high"], design["tolerance"], design["max_probes"])
 
 
-def probe_level(design: Mapping[str, Any], load: float) -> tuple[LevelSpec, LoadLevel]:
-    """One probe as a level: a whole concurrency (a closed loop's workers), or a Poisson rate."""
+def probe_level(
+    design: Mapping[str, Any], load: float, before: Sequence[LevelSpec], in_flight: float | None = None
+) -> tuple[LevelSpec, LoadLevel]:
+    """One probe as a level: a whole concurrency (a closed loop's workers) or a Poisson rate, sending the prompts its
+    verdict needs (`probe_prompts`: `groups` groups of the requests in flight). A rate's requests in flight are known
+    only once measured (`in_flight`, from the nearest probe); before that it sends the whole workload, as a fixed
+    level does. A load measured before is measured again as its next `attempt`."""
     kind, groups = design["kind"], int(design["groups"])
-    n = probe_prompts(kind, load, groups)
+    value = float(max(1, round(load))) if kind == "concurrency" else float(load)
+    attempt = 1 + sum(1 for lv in before if lv.kind == kind and lv.value == value)
     if kind == "concurrency":
-        c = max(1, round(load))
-        return LevelSpec(kind, c, (ROLE,), prompts=n), LoadLevel(concurrency=c)
-    return LevelSpec(kind, load, (ROLE,), "poisson", prompts=n), LoadLevel(rate_rps=load)
+        n = probe_prompts(kind, value, groups)
+        return LevelSpec(kind, value, (ROLE,), prompts=n, attempt=attempt), LoadLevel(concurrency=int(value))
+    n = probe_prompts(kind, value, groups, in_flight) if in_flight is not None else None
+    return LevelSpec(kind, value, (ROLE,), "poisson", prompts=n, attempt=attempt), LoadLevel(rate_rps=value)
 
 
 class SearchMode:
@@ -56,12 +64,9 @@ class SearchMode:
         spec = search_spec(life.setup.search)
         probes: tuple[Probe, ...] = ()
         fit: CrossoverFit | None = None
-        loads = next_loads(spec, probes, fit)
-        while loads:
-            fresh = self.add_round(life, loads)
-            if not fresh:  # every load the policy asked for was measured already (whole concurrencies)
-                self.stopped(life, "the loads it asked for next were measured already")
-                return
+        report: Report | None = None
+        while loads := next_loads(spec, probes, fit):
+            fresh = self.add_round(life, loads, report)
             said = ", ".join(lv.label for lv in fresh)
             life.reporter.phase(f"search round {len(life.setup.search['rounds'])}: probing {said}")
             await self.inner.run(life)
@@ -69,45 +74,39 @@ class SearchMode:
                 n = len(_measured(life))
                 life.note(f"the search was interrupted after {n} probe(s): its answer covers the loads that ran")
                 return
-            view = self.judge(life)
-            probes, fit = probes_of(view), fit_of(view)
-            life.reporter.phase(progress_line(view))
-            why = stop_reason(spec, probes, fit)
-            if why:
-                self.stopped(life, why)
-                return
-            loads = next_loads(spec, probes, fit)
-        self.stopped(life, "the policy placed no further probe")
+            report = self.judge(life)
+            assert report.search is not None  # the setup has a search
+            probes, fit = probes_of(report.search), fit_of(report.search)
+            life.reporter.phase(progress_line(report.search))
+        self.record(life, stop=stop_reason(spec, probes, fit) or "no further probe")
+        life.reporter.phase(f"search stopped: {life.setup.search['stop']}")
 
-    def add_round(self, life: Lifecycle, loads: Sequence[float]) -> list[LevelSpec]:
-        """The round's new loads as levels of the plan and the record (those measured before left out); every
-        level before them counts as done, so the mode runs only these."""
+    def add_round(self, life: Lifecycle, loads: Sequence[float], report: Report | None) -> list[LevelSpec]:
+        """The round's loads as levels of the plan and the record; every level before them counts as done, so the
+        mode runs only these."""
         design = life.setup.search
         assert design is not None
-        have = {lv.key for lv in life.setup.levels}
-        new: dict[str, tuple[LevelSpec, LoadLevel]] = {}
-        for load in loads:
-            spec, lv = probe_level(design, load)
-            if spec.key not in have:
-                new.setdefault(spec.key, (spec, lv))
-        if not new:
-            return []
         done = {
             (a.info.name, lv.key, r)
             for a in life.plan.arms
             for lv in life.setup.levels
             for r in range(1, life.setup.repeats + 1)
         }
-        specs = tuple(s for s, _ in new.values())
+        specs: list[LevelSpec] = []
+        new: list[LoadLevel] = []
+        for load in loads:
+            spec, lv = probe_level(design, load, (*life.setup.levels, *specs), _in_flight(report, load))
+            specs.append(spec)
+            new.append(lv)
         rounds = [*design["rounds"], [s.value for s in specs]]
         setup = replace(life.setup, levels=(*life.setup.levels, *specs), search={**design, "rounds": rounds})
         plan_setup = replace(life.plan.setup, levels=setup.levels, search=setup.search)
-        life.plan = replace(life.plan, setup=plan_setup, loads=(*life.plan.loads, *(lv for _, lv in new.values())))
+        life.plan = replace(life.plan, setup=plan_setup, loads=(*life.plan.loads, *new))
         life.setup = setup
         life.record = replace(life.record, done=life.record.done | done)
         self.note_short(life, specs)
         life.write_inputs()
-        return list(specs)
+        return specs
 
     def note_short(self, life: Lifecycle, specs: Sequence[LevelSpec]) -> None:
         """A probe that needs more prompts than the workload holds sends them all: say so, once per probe."""
@@ -119,20 +118,16 @@ class SearchMode:
                     f"{have}: it sent them all (raise workload.num_prompts)"
                 )
 
-    def judge(self, life: Lifecycle) -> SearchView:
-        """The verdict's search answer over every probe so far; the followed candidate recorded once chosen."""
+    def judge(self, life: Lifecycle) -> Report:
+        """The verdict over every probe so far (its `search` the answer); the followed candidate recorded once
+        chosen, so later rounds follow the same one."""
         life.write_inputs()
         report = build_report(load_inputs(life.out), ReportOptions(n_resamples=LOOK_RESAMPLES))
-        assert report.search is not None  # the setup has a search
         design = life.setup.search
-        assert design is not None
+        assert design is not None and report.search is not None
         if design.get("candidate") is None and report.search.candidate is not None:
             self.record(life, candidate=report.search.candidate)
-        return report.search
-
-    def stopped(self, life: Lifecycle, why: str) -> None:
-        self.record(life, stop=why)
-        life.reporter.phase(f"search stopped: {why}")
+        return report
 
     def record(self, life: Lifecycle, **what: Any) -> None:
         design = life.setup.search
@@ -147,16 +142,34 @@ def _measured(life: Lifecycle) -> list[LevelSpec]:
     return [lv for lv in life.setup.levels if ROLE in lv.roles]
 
 
+def _in_flight(report: Report | None, load: float) -> float | None:
+    """Requests in flight at the measured probe nearest `load`, scaled to it (Little's law: in flight = rate x
+    latency, the latency taken as the nearest probe's); None before any probe measured them."""
+    near = []
+    for lv in report.levels if report is not None else ():
+        got = [a.achieved_concurrency for a in lv.arms if a.achieved_concurrency is not None]
+        if got and lv.value > 0:
+            near.append((abs(math.log(lv.value / load)), max(got) * load / lv.value))
+    return min(near)[1] if near else None
+
+
 def probes_of(view: SearchView) -> tuple[Probe, ...]:
-    """The verdict's probes as the fit takes them, in the order measured (a load without a verdict has no effects)."""
-    by_load = {p.load: p for p in view.points}
-    return tuple(Probe(load, by_load[load].effects) for load in view.probes if load in by_load)
+    """The verdict's probes as the policy takes them, every measurement counted (one without a verdict has no
+    effects: the fit leaves it out, the budget counts it)."""
+    return tuple(Probe(p.load, p.effects) for p in view.points)
 
 
 def fit_of(view: SearchView) -> CrossoverFit:
-    """The fit the verdict made, as the policy takes it."""
+    """The fit the verdict made, as the policy takes it: per load probed, (load, mean effect over its units, fitted
+    effect, units), a load measured again pooled as the fit pools it."""
+    units: dict[float, list[float]] = {}
+    fitted: dict[float, float] = {}
+    for p in view.points:
+        if p.effects and p.fitted is not None:
+            units.setdefault(p.load, []).extend(p.effects)
+            fitted[p.load] = p.fitted
+    points = tuple((x, math.fsum(u) / len(u), fitted[x], float(len(u))) for x, u in sorted(units.items()))
     c = view.crossover
-    points = tuple((p.load, p.fitted) for p in view.points)
     return CrossoverFit(view.status, c.estimate, c.low, c.high, view.confidence, points, view.method)
 
 

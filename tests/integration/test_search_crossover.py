@@ -1,0 +1,69 @@
+"""The search finds a known crossover (issue 39, done-means): a plain and a speculative mock as the two arms of a
+two-URL A/B, the candidate 2x faster per token at one stream and its effect shrinking linearly with the streams in
+flight, so that speculation stops paying at concurrency 24 (`mock.truth`). The search over 1-48 must report an
+interval that holds 24, at most 12 streams wide, after at most 10 probes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.mock_process import mock_child
+from speculab.config import parse_experiment
+from speculab.harness.mock.script import MockConfig
+from speculab.harness.mock.truth import true_crossover
+from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.run import run_plan
+from speculab.harness.verdict.build import build_report
+from speculab.report.render import render_run_dir
+
+# One token per chunk against two at the same gap: 2x faster per token at one stream. The candidate's gaps grow by
+# 1/23 per extra request in flight: its relative per-token time is (1 + (c - 1) / 23) / 2, which is 1 at c = 24.
+# 17 tokens (odd) make the 2x exact. Gaps of 20 ms keep 48 streams at ~2,400 chunks/s, which a busy 2-core machine
+# serves on time (the mock's timing is the truth here, so the test runs alone: `serial`).
+TOKENS = 17
+PLAIN = {"ttft_s": 0.002, "gap_s": 0.02, "tokens_per_chunk": 1, "output_tokens": TOKENS}
+SPEC = PLAIN | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 1 / 23, "num_speculative_tokens": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_search_brackets_the_known_crossover_within_tolerance_and_budget(tmp_path: Path) -> None:
+    truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
+    assert truth == pytest.approx(24.0)
+    out = tmp_path / "run"
+    with mock_child(**PLAIN) as (url_a, _), mock_child(**SPEC) as (url_b, _):
+        y = f"""
+workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 288, warmup_requests: 2}}
+sampling: {{max_tokens: {TOKENS}, seed: 0}}
+loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}}}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 1}}
+"""
+        outcome = asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
+    assert not outcome.interrupted
+    search = build_report(load_inputs(out)).search
+    assert search is not None
+    c = search.crossover
+    assert search.status == "crosses", search
+    assert c.low is not None and c.high is not None and c.estimate is not None
+    assert c.low <= truth <= c.high, (c, search.probes)
+    assert c.high - c.low <= 12, (c, search.probes)
+    assert len(search.probes) <= 10, search.probes
+    assert search.stop == "tolerance", search.stop
+
+    render_run_dir(out)  # summary.json and report.html, as `speculab report DIR` writes them
+    saved = json.loads((out / "summary.json").read_text())["search"]
+    assert {"kind", "metric", "candidate", "crossover", "probes", "status"} <= set(saved)
+    assert saved["kind"] == "concurrency" and saved["metric"] == "tpot_s" and saved["candidate"] == "ngram-k1"
+    assert set(saved["crossover"]) == {"estimate", "low", "high"}
+    assert saved["probes"] == list(search.probes)
+    assert saved["probes"][:3] == [1, 7, 48]  # both ends and the geometric middle first
+    # every probe is a level like any other: its own verdict, in the report's levels
+    levels = json.loads((out / "summary.json").read_text())["levels"]
+    assert {lv["value"] for lv in levels} == set(search.probes)
