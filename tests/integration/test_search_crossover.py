@@ -13,9 +13,11 @@ import pytest
 
 from integration.mock_process import mock_child
 from speculab.config import parse_experiment
+from speculab.errors import UserError
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.truth import true_crossover
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.blocks import Silent
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
@@ -67,3 +69,39 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
     # every probe is a level like any other: its own verdict, in the report's levels
     levels = json.loads((out / "summary.json").read_text())["levels"]
     assert {lv["value"] for lv in levels} == set(search.probes)
+
+
+@pytest.mark.slow
+def test_an_interrupted_search_leaves_a_partial_run_that_says_so_and_is_not_resumed(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    stop = asyncio.Event()
+
+    class StopAfterFirstRound(Silent):
+        def phase(self, text: str) -> None:
+            if text.startswith("search after"):
+                stop.set()  # as a Ctrl-C between rounds would
+
+    fast = PLAIN | {"gap_s": 0.002}
+    with mock_child(**fast) as (url_a, _), mock_child(**fast) as (url_b, _):
+        y = f"""
+workload: {{spec: "synthetic:input=10,output=5", num_prompts: 48, warmup_requests: 1}}
+loads: {{search: {{kind: concurrency, low: 1, high: 4, tolerance: 2, groups: 6}}}}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 1}}
+"""
+        plan = plan_experiment(parse_experiment(y))
+        outcome = asyncio.run(run_plan(plan, out, stop=stop, reporter=StopAfterFirstRound()))
+        assert outcome.interrupted
+        with pytest.raises(UserError, match=r"a search \(loads: search\) cannot be resumed"):
+            asyncio.run(run_plan(plan, out, resume=True))
+    inputs = load_inputs(out)
+    assert any(n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in inputs.notes), (
+        inputs.notes
+    )
+    report = build_report(inputs)
+    assert report.search is not None and report.search.stop is None  # it did not finish, and says so
+    assert report.search.probes == (1, 2, 4)  # the round it was about to run was not measured
+    assert report.recommendation is not None and report.recommendation.form == "incomplete"
+    render_run_dir(out)  # `speculab report DIR` reads the partial run
+    assert json.loads((out / "summary.json").read_text())["search"]["probes"] == [1, 2, 4]

@@ -84,18 +84,15 @@ class LevelSpec:
         )
 
     def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
-        """What this load sends of the setup's items: the first `prompts`, cut after a whole conversation (a turn
-        sent without its earlier turns would lack their context); all of them when `prompts` is None."""
+        """What this load sends of the setup's items: `prompts` of them, each end moved past a whole conversation (a
+        turn sent without its earlier turns would lack their context); all of them when `prompts` is None or the
+        workload holds no more. A probe measured again (`attempt` > 1) takes the next ones where the workload has
+        them, so its units are new prompts; else the first again."""
         if self.prompts is None or self.prompts >= len(items):
             return items
-        n = self.prompts
-        while (
-            0 < n < len(items)
-            and items[n].conversation_id is not None
-            and (items[n].conversation_id == items[n - 1].conversation_id)
-        ):
-            n += 1
-        return items[:n]
+        start = self.prompts * (self.attempt - 1)
+        start = start if start + self.prompts <= len(items) else 0
+        return items[_whole(items, start) : _whole(items, start + self.prompts)]
 
 
 def _whole(items: tuple[RequestSpec, ...], n: int) -> int:

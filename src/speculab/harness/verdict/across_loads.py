@@ -289,7 +289,9 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
     if design is None:
         return None
     metric = str(design.get("metric") or "tpot_s")
-    probes = [lv for lv in inputs.setup.levels if SEARCH_ROLE in lv.roles]  # in the order measured
+    # in the order measured; a round's level that an interruption cut short (or left unrun) is no probe
+    ran = {r.level for r in inputs.runs if not r.interrupted and any(not x.warmup for x in r.records)}
+    probes = [lv for lv in inputs.setup.levels if SEARCH_ROLE in lv.roles and lv.key in ran]
     reports = {lv.key: lv for lv in levels}
     cand = design.get("candidate") or followed_candidate(design, probes, reports, metric)
     measured = [(lv, _probe_effects(inputs, lv, reports.get(lv.key), cand, metric) if cand else None) for lv in probes]

@@ -392,7 +392,8 @@ def searched(
 ) -> RecommendationView | None:
     """With `loads: {search: ...}` the search's answer shapes the recommendation (docs/recommendation.md): its
     probes sit near the crossover on purpose, where per-load verdicts are inconclusive, so the edge is the search's
-    crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe; faster
+    crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe and is
+    not shown not to pay (plain) at any probe below the edge; faster
     throughout the range with it shipping there is "single"; slower throughout is "plain"; anything else (an
     undetermined search, or the lowest probe not shipping) is undecided, never an edge. An unfinished run stays
     "incomplete"."""
@@ -405,7 +406,13 @@ def searched(
     )
     est, view = search.crossover.estimate, next((a for a in arms if a.name == cand), None)
     everywhere = tuple(rec.loads)
-    if search.status == "crosses" and ships and est is not None and view is not None:
+    # evidence against the candidate below the edge (plain there: slower, or a guardrail worse) leaves no edge
+    against = est is not None and any(
+        a.candidate == cand and a.answer == PLAIN and c.level == a.level and c.value <= est
+        for a in rec.answers
+        for c in rec.loads
+    )
+    if search.status == "crosses" and ships and not against and est is not None and view is not None:
         below = tuple(c for c in everywhere if c.value <= est)
         above = tuple(c for c in everywhere if c.value > est)
         between = (below[-1].value, above[0].value) if below and above else None

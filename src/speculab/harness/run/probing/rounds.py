@@ -71,8 +71,11 @@ class SearchMode:
             life.reporter.phase(f"search round {len(life.setup.search['rounds'])}: probing {said}")
             await self.inner.run(life)
             if life.interrupted or life.stop.is_set():
-                n = len(_measured(life))
-                life.note(f"the search was interrupted after {n} probe(s): its answer covers the loads that ran")
+                n = len(life.setup.search["rounds"])
+                life.note(
+                    f"the search was interrupted after {len(probes)} probe(s), in round {n} ({said}): its answer "
+                    "covers the probes measured before"
+                )
                 return
             report = self.judge(life)
             assert report.search is not None  # the setup has a search
@@ -136,10 +139,6 @@ class SearchMode:
         life.setup = replace(life.setup, search=search)
         life.plan = replace(life.plan, setup=replace(life.plan.setup, search=search))
         life.write_inputs()
-
-
-def _measured(life: Lifecycle) -> list[LevelSpec]:
-    return [lv for lv in life.setup.levels if ROLE in lv.roles]
 
 
 def _in_flight(report: Report | None, load: float) -> float | None:
