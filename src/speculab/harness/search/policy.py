@@ -10,13 +10,21 @@ fit says faster (or slower) throughout with the interval wholly past that end, o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
-from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, CrossoverFit, Probe, pooled_probes
+from speculab.harness.search.fit import (
+    FASTER_THROUGHOUT,
+    SLOWER_THROUGHOUT,
+    CrossoverFit,
+    Probe,
+    fit_crossover,
+    pooled_probes,
+)
+from speculab.harness.stats import CONFIDENCE
 
 KINDS = ("concurrency", "rate")
 
@@ -45,9 +53,10 @@ class SearchSpec:
         if self.kind == "concurrency" and not (float(self.low).is_integer() and float(self.high).is_integer()):
             raise ValueError(f"concurrency bounds are whole numbers of streams, got {self.low} and {self.high}")
         # at concurrency two neighbouring whole loads are the finest bracket a search can measure
-        finest = 1.0 if self.kind == "concurrency" else 0.0
-        if not self.tolerance > finest:
-            raise ValueError(f"search tolerance must be above {finest:g} ({self.kind}), got {self.tolerance}")
+        if self.kind == "concurrency" and not self.tolerance >= 1:
+            raise ValueError(f"search tolerance must be at least 1 stream, got {self.tolerance}")
+        if not self.tolerance > 0:
+            raise ValueError(f"search tolerance must be above 0, got {self.tolerance}")
         if self.max_probes < len(first_round(self)):
             raise ValueError(f"max_probes must be at least {len(first_round(self))}, got {self.max_probes}")
 
@@ -116,6 +125,35 @@ def next_loads(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | No
         return missing[: spec.max_probes - len(probes)]
     split = _split(spec, fit, probed)
     return (split,) if split is not None else (_remeasure(spec, probes, fit),)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """A finished search: the probes in the order measured, the last fit, and why it stopped (a STOP_* key)."""
+
+    probes: tuple[Probe, ...]
+    fit: CrossoverFit
+    reason: str
+
+
+def run_search(
+    spec: SearchSpec,
+    measure: Callable[[float], Probe],
+    rng: np.random.Generator,
+    *,
+    confidence: float = CONFIDENCE,
+    replicates: int = 1000,
+    log_load: bool = False,
+) -> SearchOutcome:
+    """The whole search with a blocking `measure(load) -> Probe`: probe, refit, until `stop_reason` says why not.
+    The simulation (bench/search_coverage.py) and the tests drive it with scripted truths."""
+    probes: list[Probe] = []
+    fit: CrossoverFit | None = None
+    while loads := next_loads(spec, probes, fit):
+        probes.extend(measure(x) for x in loads)
+        fit = fit_crossover(probes, rng, confidence=confidence, replicates=replicates, log_load=log_load)
+    assert fit is not None  # the first round always probes
+    return SearchOutcome(tuple(probes), fit, stop_reason(spec, probes, fit) or STOP_BUDGET)
 
 
 def _bracket(fit: CrossoverFit) -> tuple[float, float] | None:
