@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from speculab.harness.analysis.crossover import crossing_interval, first_crossings
 from speculab.harness.stats import CONFIDENCE
@@ -106,19 +107,38 @@ def brackets(loads: np.ndarray, fitted: np.ndarray) -> tuple[np.ndarray, np.ndar
     return lower, upper
 
 
-def _replicate_means(units: list[np.ndarray], rng: np.random.Generator, replicates: int) -> np.ndarray:
-    """[replicates, k]: each load's mean over its units resampled with replacement. The deviations from the load's
-    mean are scaled by sqrt(n / (n - 1)) first, so the resampled means vary as much as the mean does (the plain
-    bootstrap's variance is (n - 1) / n of it, 17 % short at the verdict's 6 units). One unit: no spread to resample."""
+def expansion(n: int, confidence: float) -> float:
+    """How much to widen a load's resampled deviations: sqrt(n / (n - 1)) (the plain bootstrap's variance is
+    (n - 1) / n of the mean's) times t over z at the interval's level (a mean of n units with an estimated spread
+    has Student's tails, not the normal ones the bootstrap reproduces): Hesterberg's expanded percentile interval.
+    At the verdict's 6 units, 1.44; at 24, 1.07."""
+    q = 0.5 + confidence / 2
+    return math.sqrt(n / (n - 1)) * float(special.stdtrit(n - 1, q) / special.ndtri(q))
+
+
+def _replicate_means(
+    units: list[np.ndarray], rng: np.random.Generator, replicates: int, confidence: float
+) -> np.ndarray:
+    """[replicates, k]: each load's mean over its units resampled with replacement, the deviations from the mean
+    widened by `expansion` first (6 units' plain percentile bootstrap misses as a 90 % interval would). One unit:
+    no spread to resample."""
     cols = []
     for u in units:
         n = u.size
         if n < 2:
             cols.append(np.full(replicates, u.mean()))
             continue
-        dev = (u - u.mean()) * math.sqrt(n / (n - 1))
+        dev = (u - u.mean()) * expansion(n, confidence)
         cols.append(u.mean() + dev[rng.integers(0, n, size=(replicates, n))].mean(axis=1))
     return np.stack(cols, axis=1)
+
+
+def bootstrap_fits(
+    units: Sequence[np.ndarray], rng: np.random.Generator, replicates: int, confidence: float = CONFIDENCE
+) -> np.ndarray:
+    """[replicates, k]: the fit redone on each load's units resampled (`pooled_probes`' order)."""
+    weights = np.array([u.size for u in units], dtype=float)
+    return isotonic_non_increasing(_replicate_means(list(units), rng, replicates, confidence), weights)
 
 
 def _interval(loads: np.ndarray, point_fit: np.ndarray, rep_fit: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -155,7 +175,7 @@ def fit_crossover(
     method = (
         "isotonic (non-increasing) fit of each load's mean log effect, weighted by its units; the estimate "
         f"interpolated linearly in {'log ' if log_load else ''}load; the interval from the probes around the crossing "
-        f"in {replicates} bootstrap refits over each load's units"
+        f"in {replicates} bootstrap refits over each load's units (expanded percentile)"
     )
     if loads.size == 0:
         return CrossoverFit(UNDETERMINED, None, None, None, confidence, (), method)
@@ -163,7 +183,7 @@ def fit_crossover(
     means = np.array([u.mean() for u in units])
     fitted = isotonic_non_increasing(means[None, :], n)[0]
     point = float(first_crossings(loads, fitted[None, :], log_load)[0])
-    rep_fit = isotonic_non_increasing(_replicate_means(units, rng, replicates), n)
+    rep_fit = bootstrap_fits(units, rng, replicates, confidence)
     lo, hi = _interval(loads, fitted, rep_fit, confidence)
     status = _status(loads, point, lo, hi)
     points = tuple((float(x), float(m), float(f), float(k)) for x, m, f, k in zip(loads, means, fitted, n, strict=True))

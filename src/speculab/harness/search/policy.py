@@ -1,22 +1,33 @@
 """Where to probe next, when to stop, and what each probe costs: the load search's policy (issue 39).
 
 A search measures the two ends of the range and a load between them first, so that "never crosses between L and H"
-has evidence at each end. From then on it adds one probe a round: inside the probes around the fitted crossing while
-they are further apart than the tolerance (the interval can be no narrower than them, docs/statistics.md), else again
-at the undecided probe nearest to being decided. It stops when the interval is at most the tolerance wide, when the
-fit says faster (or slower) throughout with the interval wholly past that end, or when the probe budget is spent.
+has evidence at each end. From then on it adds one probe a round: a new load at the estimate, inside the probes around
+the fitted crossing (the interval can be no narrower than them, docs/statistics.md) while any load is left between
+them; else it measures again the probe whose sign is still open and whose decision would shrink the interval most,
+expected. It stops when the interval is at most the tolerance wide, when the fit says faster (or slower) throughout
+with the interval wholly past that end, or when the probe budget is spent.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
-from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, CrossoverFit, Probe, pooled_probes
+from speculab.harness.search.fit import (
+    FASTER_THROUGHOUT,
+    SLOWER_THROUGHOUT,
+    CrossoverFit,
+    Probe,
+    expansion,
+    fit_crossover,
+    pooled_probes,
+)
+from speculab.harness.stats import CONFIDENCE
 
 KINDS = ("concurrency", "rate")
 
@@ -45,9 +56,10 @@ class SearchSpec:
         if self.kind == "concurrency" and not (float(self.low).is_integer() and float(self.high).is_integer()):
             raise ValueError(f"concurrency bounds are whole numbers of streams, got {self.low} and {self.high}")
         # at concurrency two neighbouring whole loads are the finest bracket a search can measure
-        finest = 1.0 if self.kind == "concurrency" else 0.0
-        if not self.tolerance > finest:
-            raise ValueError(f"search tolerance must be above {finest:g} ({self.kind}), got {self.tolerance}")
+        if self.kind == "concurrency" and not self.tolerance >= 1:
+            raise ValueError(f"search tolerance must be at least 1 stream, got {self.tolerance}")
+        if not self.tolerance > 0:
+            raise ValueError(f"search tolerance must be above 0, got {self.tolerance}")
         if self.max_probes < len(first_round(self)):
             raise ValueError(f"max_probes must be at least {len(first_round(self))}, got {self.max_probes}")
 
@@ -118,6 +130,35 @@ def next_loads(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | No
     return (split,) if split is not None else (_remeasure(spec, probes, fit),)
 
 
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """A finished search: the probes in the order measured, the last fit, and why it stopped (a STOP_* key)."""
+
+    probes: tuple[Probe, ...]
+    fit: CrossoverFit
+    reason: str
+
+
+def run_search(
+    spec: SearchSpec,
+    measure: Callable[[float], Probe],
+    rng: np.random.Generator,
+    *,
+    confidence: float = CONFIDENCE,
+    replicates: int = 1000,
+    log_load: bool = False,
+) -> SearchOutcome:
+    """The whole search with a blocking `measure(load) -> Probe`: probe, refit, until `stop_reason` says why not.
+    The simulation (bench/search_coverage.py) and the tests drive it with scripted truths."""
+    probes: list[Probe] = []
+    fit: CrossoverFit | None = None
+    while loads := next_loads(spec, probes, fit):
+        probes.extend(measure(x) for x in loads)
+        fit = fit_crossover(probes, rng, confidence=confidence, replicates=replicates, log_load=log_load)
+    assert fit is not None  # the first round always probes
+    return SearchOutcome(tuple(probes), fit, stop_reason(spec, probes, fit) or STOP_BUDGET)
+
+
 def _bracket(fit: CrossoverFit) -> tuple[float, float] | None:
     """The probes on each side of the fitted crossing: the last load still faster and the first one not."""
     loads = [x for x, _, _, _ in fit.points]
@@ -145,21 +186,30 @@ def _split(spec: SearchSpec, fit: CrossoverFit, probed: set[float]) -> float | N
 
 def _remeasure(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit) -> float:
     """A probed load to measure again: of those whose sign the interval leaves open (inside it, or the end it
-    reaches past), the one whose mean is most standard errors from zero, which more units decide soonest."""
+    reaches past), the one whose next units most shrink the interval, expected: how far its end would move if its
+    sign were decided (an open end counts as the whole range) times the chance that the units of one more probe
+    decide it, were its mean to stay where it is."""
     loads, units = pooled_probes(probes)
-    lo = -math.inf if fit.low is None else fit.low
-    hi = math.inf if fit.high is None else fit.high
-    open_ = [i for i, x in enumerate(loads) if lo < x < hi]
+    span = spec.high - spec.low
+    lo = spec.low - span if fit.low is None else fit.low
+    hi = spec.high + span if fit.high is None else fit.high
+    open_ = {i for i, x in enumerate(loads) if lo < x < hi}
     if fit.low is None:
-        open_.append(0)
+        open_.add(0)
     if fit.high is None:
-        open_.append(len(loads) - 1)
-    if not open_:  # the interval is two neighbouring probes: measure both ends again, the nearer first
-        open_ = [int(np.argmin(np.abs(loads - (lo + hi) / 2)))]
+        open_.add(len(loads) - 1)
+    if not open_:  # the interval is two neighbouring probes: measure again the one nearer its middle
+        open_ = {int(np.argmin(np.abs(loads - (lo + hi) / 2)))}
+    more = int(np.median([len(p.effects) for p in probes]))
+    q = 0.5 + fit.confidence / 2
 
-    def z(i: int) -> float:
-        u = units[i]
-        se = u.std(ddof=1) / math.sqrt(u.size) if u.size > 1 else math.inf
-        return abs(u.mean()) / se if se > 0 else math.inf
+    def expected_gain(i: int) -> float:
+        u, x = units[i], loads[i]
+        gain = x - lo if u.mean() > 0 else hi - x
+        n = u.size + more
+        if u.size < 2 or not u.std(ddof=1) > 0:
+            return gain
+        z = abs(u.mean()) / (u.std(ddof=1) / math.sqrt(n))
+        return gain * float(special.ndtr(z - special.ndtri(q) * expansion(n, fit.confidence)))
 
-    return float(loads[max(sorted(set(open_)), key=z)])
+    return float(loads[max(sorted(open_), key=expected_gain)])
