@@ -133,6 +133,9 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
     the loads it could not decide and where it ships."""
     rec = report.recommendation
     loads = {c.level: c.label for c in rec.loads}
+    search = getattr(report, "search", None)
+    if rec.form == "undecided" and search is not None and search.status == "undetermined":
+        return "undecided: the search did not place the crossover (see its line below)"
     if rec.form == "undecided":
         undecided = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
         ship = [c for c in rec.loads if c.answer == "ship"]
@@ -149,7 +152,6 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
         return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
     first = next((b for b in rec.bands if b.choice == rec.winner), None)
     edge = "?"
-    search = getattr(report, "search", None)
     if rec.form == "off-above" and search is not None and first is not None and first.upper_edge is not None:
         return (
             f"ship {labels.get(rec.winner or '', rec.winner)}, turn it off above {rec.axis} "
@@ -281,7 +283,10 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
             iv = ""
             if b.upper_edge_low is not None and b.upper_edge_high is not None:
                 iv = f" [{_load_text(rec.axis, b.upper_edge_low)}–{_load_text(rec.axis, b.upper_edge_high)}]"
-            text += f"; band ends near {rec.axis} {_load_text(rec.axis, b.upper_edge)}{iv} ({b.edge_source})"
+            near = _load_text(rec.axis, b.upper_edge)
+            if b.edge_source.startswith("search"):  # an estimate between probes: its digits beyond 3 say nothing
+                near = _load_text(rec.axis, float(f"{b.upper_edge:.3g}"))
+            text += f"; band ends near {rec.axis} {near}{iv} ({b.edge_source})"
         elif b.edge_between is not None:
             lo, hi = b.edge_between
             text += f"; band ends between {rec.axis} {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"

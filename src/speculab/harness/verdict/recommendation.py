@@ -391,55 +391,47 @@ def searched(
     rec: RecommendationView | None, search: SearchView | None, arms: Sequence[ArmView]
 ) -> RecommendationView | None:
     """With `loads: {search: ...}` the search's answer shapes the recommendation (docs/recommendation.md): its
-    probes sit near the crossover on purpose, where per-load verdicts are inconclusive, so the edge is the search's
-    crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe and is
-    not shown not to pay (plain) at any probe below the edge; faster
-    throughout the range with it shipping there is "single"; slower throughout is "plain"; anything else (an
-    undetermined search, or the lowest probe not shipping) is undecided, never an edge. An unfinished run stays
-    "incomplete"."""
+    probes sit near the crossover on purpose, where per-load verdicts are inconclusive or equivalent, so the edge is
+    the search's crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe
+    and is shown not to pay (plain) at no probe below the interval; faster throughout the range with it shipping at
+    the lowest probe is "single"; slower throughout with plain at the lowest probe is "plain"; an undetermined
+    search is undecided, never an edge. Where the per-load answers contradict the search's, they stand as they are;
+    an unfinished run stays "incomplete"."""
     if rec is None or search is None or rec.form == "incomplete":
         return rec
-    cand = search.candidate
-    lowest = min(rec.loads, key=lambda c: c.value, default=None)
-    ships = lowest is not None and any(
-        a.candidate == cand and a.level == lowest.level and a.answer == SHIP for a in rec.answers
-    )
-    est, view = search.crossover.estimate, next((a for a in arms if a.name == cand), None)
+    cand, c = search.candidate, search.crossover
+    lowest = min(rec.loads, key=lambda x: x.value, default=None)
+
+    def answer_at(level: str) -> str | None:
+        return next((a.answer for a in rec.answers if a.candidate == cand and a.level == level), None)
+
+    at_lowest = answer_at(lowest.level) if lowest is not None else None
+    view = next((a for a in arms if a.name == cand), None)
     everywhere = tuple(rec.loads)
-    # evidence against the candidate below the edge (plain there: slower, or a guardrail worse) leaves no edge
-    against = est is not None and any(
-        a.candidate == cand and a.answer == PLAIN and c.level == a.level and c.value <= est
-        for a in rec.answers
-        for c in rec.loads
-    )
-    if search.status == "crosses" and ships and not against and est is not None and view is not None:
-        below = tuple(c for c in everywhere if c.value <= est)
-        above = tuple(c for c in everywhere if c.value > est)
+    # evidence against the candidate below the interval (plain there: slower, equivalent, or a guardrail worse)
+    floor = c.low if c.low is not None else -math.inf
+    against = any(answer_at(x.level) == PLAIN and x.value < floor for x in everywhere)
+    if search.status == "crosses" and at_lowest == SHIP and not against and c.estimate is not None and view:
+        est = c.estimate
+        below = tuple(x for x in everywhere if x.value <= est)
+        above = tuple(x for x in everywhere if x.value > est)
         between = (below[-1].value, above[0].value) if below and above else None
         source = f"search of {len(search.probes)} probes"
-        bands = (
-            _band(
-                cand or "", view.label, view, below, est, search.crossover.low, search.crossover.high, between, source
-            ),
-            _band(BASELINE_CHOICE, "plain (no speculation)", None, above),
+        on = _band(cand or "", view.label, view, below, est, c.low, c.high, between, source)
+        bands = tuple(b for b in (on, _band(BASELINE_CHOICE, "plain (no speculation)", None, above)) if b.loads)
+        return replace(rec, bands=bands, form="off-above", winner=cand, off_above=est)
+    if search.status == "faster throughout" and at_lowest == SHIP and view is not None:
+        band = _band(cand or "", view.label, view, everywhere)
+        return replace(rec, bands=(band,), form="single", winner=cand, off_above=None)
+    if search.status == "slower throughout" and at_lowest == PLAIN:
+        band = _band(BASELINE_CHOICE, "plain (no speculation)", None, everywhere)
+        return replace(rec, bands=(band,), form="plain", winner=None, off_above=None)
+    if search.status == "undetermined":
+        edgeless = tuple(
+            replace(b, upper_edge=None, upper_edge_low=None, upper_edge_high=None, edge_source="") for b in rec.bands
         )
-        return replace(rec, bands=tuple(b for b in bands if b.loads), form="off-above", winner=cand, off_above=est)
-    if search.status == "faster throughout" and ships and view is not None:
-        return replace(
-            rec, bands=(_band(cand or "", view.label, view, everywhere),), form="single", winner=cand, off_above=None
-        )
-    if search.status == "slower throughout":
-        return replace(
-            rec,
-            bands=(_band(BASELINE_CHOICE, "plain (no speculation)", None, everywhere),),
-            form="plain",
-            winner=None,
-            off_above=None,
-        )
-    edgeless = tuple(
-        replace(b, upper_edge=None, upper_edge_low=None, upper_edge_high=None, edge_source="") for b in rec.bands
-    )
-    return replace(rec, bands=edgeless, form="undecided", off_above=None)
+        return replace(rec, bands=edgeless, form="undecided", off_above=None)
+    return rec
 
 
 def _band(

@@ -65,8 +65,6 @@ def test_a_crossing_search_places_the_off_above_edge_with_its_interval():
     ("status", "answers", "form"),
     [
         ("undetermined", MOSTLY, "undecided"),  # never an edge
-        ("crosses", {**MOSTLY, 1.0: "undecided"}, "undecided"),  # the lowest probe does not ship
-        ("crosses", {**MOSTLY, 7.0: "plain"}, "undecided"),  # evidence against it below the edge
         ("slower throughout", {v: "plain" for v in LOADS}, "plain"),
         ("faster throughout", {**MOSTLY, 48.0: "ship"}, "single"),
     ],
@@ -76,6 +74,24 @@ def test_otherwise_the_search_says_single_plain_or_undecided(status, answers, fo
     assert rec is not None and rec.form == form
     if form in ("undecided", "plain"):
         assert rec.off_above is None and all(b.upper_edge is None for b in rec.bands)
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {**MOSTLY, 1.0: "undecided"},  # the lowest probe does not ship
+        {**MOSTLY, 7.0: "plain"},  # evidence against it below the interval
+        {**MOSTLY, 1.0: "plain", 48.0: "ship"},  # the ends contradict a monotone effect
+    ],
+)
+def test_per_load_answers_that_contradict_the_search_stand_as_they_are(answers):
+    rec = _rec(answers, form="per-load")
+    assert searched(rec, _search("crosses", 23.5, 20.0, 28.0), ARMS) is rec
+
+
+def test_equivalent_inside_the_interval_is_what_a_crossing_looks_like():
+    rec = searched(_rec({**MOSTLY, 20.0: "plain"}), _search("crosses", 23.5, 20.0, 28.0), ARMS)
+    assert rec is not None and rec.form == "off-above"
 
 
 def test_an_unfinished_run_stays_incomplete_and_no_search_changes_nothing():
@@ -94,6 +110,15 @@ def test_the_sentences_give_the_edge_its_interval_and_the_probes():
     assert "never crosses between concurrency 1 and 48: faster at both ends (TPOT at 1: " in never
     assert "and at 48: " in never  # the evidence at each end
     assert search_line(_search("undetermined", None, None, None), labels).startswith("search: undetermined after 5")
+
+    class _Undetermined:
+        arms = ARMS
+        search = _search("undetermined", None, None, None)
+        recommendation = searched(_rec(MOSTLY), search, ARMS)
+
+    assert recommendation_lines(_Undetermined())[0] == (
+        "recommendation: undecided: the search did not place the crossover (see its line below)"
+    )
 
     class _Report:
         arms = ARMS
