@@ -322,7 +322,9 @@ def _candidates(
         low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
         acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
-        cross = crossover_view(cand, levels, inputs, opts)
+        # with a search its fit is the crossover (`search_view`): one answer, not a second interpolated between its
+        # probes, which sit around the crossing on purpose and would make that interval look narrower than it is
+        cross = crossover_view(cand, levels, inputs, opts) if inputs.setup.search is None else None
         corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
         ch = changes.get(cand.name)
         cands.append(

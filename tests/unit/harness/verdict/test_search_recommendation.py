@@ -130,3 +130,22 @@ def test_the_sentences_give_the_edge_its_interval_and_the_probes():
         head
         == "recommendation: ship ngram k=4, turn it off above concurrency 23.5 [20–28], found by a search of 5 probes"
     )
+
+
+def test_the_search_follows_the_candidate_with_the_largest_effect_at_its_first_rounds_lowest_load():
+    from types import SimpleNamespace as NS
+
+    from speculab.harness.design import LevelSpec
+    from speculab.harness.verdict.across_loads import followed_candidate
+
+    def comp(name: str, speedup: float, gate: str = "ok") -> NS:
+        return NS(candidate=name, gate=gate, metric=lambda m, s=speedup: NS(speedup=s) if m == "tpot_s" else None)
+
+    probes = [LevelSpec("concurrency", v, ("search",)) for v in (1, 7, 48)]
+    reports = {
+        "c1": NS(comparisons=[comp("k2", 1.4), comp("k4", 1.9), comp("k8", 2.5, gate="errors")]),
+        "c7": NS(comparisons=[comp("k2", 1.3), comp("k4", 1.0)]),
+    }
+    design = {"rounds": [[1, 7, 48]]}
+    assert followed_candidate(design, probes, reports, "tpot_s") == "k4"  # k8 gated: no verdict to follow
+    assert followed_candidate({"rounds": []}, probes, reports, "tpot_s") is None
