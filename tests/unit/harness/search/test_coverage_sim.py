@@ -41,7 +41,7 @@ def covers(fit) -> bool:
 def test_the_interval_holds_the_crossover_under_the_demo_engines_spread() -> None:
     outs = list(searches(200, demo_sd, seed=1000))
     coverage = np.mean([covers(o.fit) for o in outs])
-    assert coverage >= 0.85, coverage
+    assert coverage >= 0.90, coverage  # 0.96 here; the interpolated interval (docs/statistics.md) gets 0.86
     # and it is an interval, not the whole range: most searches bound it on both sides
     assert np.mean([o.fit.low is not None and o.fit.high is not None for o in outs]) >= 0.8
 
