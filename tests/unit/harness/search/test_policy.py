@@ -71,6 +71,12 @@ def test_the_budget_stops_a_search_that_cannot_narrow() -> None:
     assert next_loads(spec, out.probes, out.fit) == ()
 
 
+def test_an_answer_found_with_the_last_probe_is_the_reason_not_the_budget() -> None:
+    spec = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=5)
+    out = run_search(spec, exact_truth(done_means), np.random.default_rng(0))
+    assert (len(out.probes), out.reason) == (5, STOP_TOLERANCE)
+
+
 def test_never_crossing_stops_once_both_ends_are_decided() -> None:
     out = run_search(SPEC, exact_truth(lambda c: 0.2), np.random.default_rng(0))
     assert (out.reason, len(out.probes)) == (STOP_FASTER, 3)
