@@ -41,6 +41,13 @@ class Probe:
     load: float  # the concurrency (or request rate) measured
     effects: tuple[float, ...]
 
+    def __post_init__(self) -> None:
+        # a NaN would pass every comparison the fit makes and decide nothing, silently: refuse it where it enters
+        if not (math.isfinite(self.load) and self.load > 0):
+            raise ValueError(f"a probe's load is a positive number, got {self.load}")
+        if not all(math.isfinite(e) for e in self.effects):
+            raise ValueError(f"a probe's effects are finite log ratios, got {self.effects} at load {self.load:g}")
+
 
 @dataclass(frozen=True, slots=True)
 class CrossoverFit:

@@ -123,3 +123,10 @@ def test_the_seeded_rng_makes_the_fit_reproducible() -> None:
     a = fit_crossover(probes, np.random.default_rng(42))
     b = fit_crossover(probes, np.random.default_rng(42))
     assert a == b
+
+
+def test_a_probe_refuses_what_the_fit_cannot_use() -> None:
+    with pytest.raises(ValueError, match="finite log ratios"):
+        Probe(4, (0.1, math.nan))
+    with pytest.raises(ValueError, match="positive number"):
+        Probe(0, (0.1,))
