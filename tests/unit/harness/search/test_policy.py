@@ -136,3 +136,22 @@ def test_search_budget_is_the_worst_case() -> None:
     rng = np.random.default_rng(3)
     out = run_search(SPEC, lambda c: Probe(c, tuple(done_means(c) + 0.3 * rng.standard_normal(6))), rng)
     assert sum(probe_prompts("concurrency", p.load) for p in out.probes) <= b.prompts_per_arm
+
+
+def test_any_search_stays_in_range_on_the_grid_and_within_budget() -> None:
+    rng = np.random.default_rng(7)
+    for i in range(60):
+        kind = ("concurrency", "rate")[i % 2]
+        low = float(rng.integers(1, 5))
+        high = low + float(rng.integers(1, 60))
+        spec = SearchSpec(kind, low, high, tolerance=float(rng.uniform(1, 10)), max_probes=int(rng.integers(3, 12)))
+        cross, sd = rng.uniform(low - 5, high + 5), rng.choice([0.0, 0.05, 0.4])
+
+        def measure(x: float, cross=cross, sd=sd) -> Probe:
+            return Probe(x, tuple(0.05 * (cross - x) + sd * rng.standard_normal(6)))
+
+        out = run_search(spec, measure, np.random.default_rng(i), replicates=200)
+        loads = [p.load for p in out.probes]
+        assert all(low <= x <= high for x in loads), (spec, loads)
+        assert kind == "rate" or all(float(x).is_integer() for x in loads)
+        assert len(loads) <= spec.max_probes and out.reason in (STOP_BUDGET, STOP_TOLERANCE, STOP_FASTER, STOP_SLOWER)
