@@ -18,10 +18,13 @@ Noise, per unit (log scale), two measured sizes:
 * demo: the demo engine on this 2-core VM (bench/results/recommend_demo_2026-12-03.json, n-gram k=8 vs plain): the
   per-unit sd backed out of the recorded 95 % intervals, 0.625 at 1 stream (96 prompts), 0.254 at 4 (24 groups),
   0.241 at 16 (6 groups; their range), interpolated in log streams and flat beyond 16. Prompts differ in how much
-  n-gram speculation helps them, which is most of it; a GPU engine's spread is likely smaller.
+  n-gram speculation helps them, which is most of it; a GPU engine's spread is likely smaller;
+* demo-t3: the demo's sd with heavy tails (Student-t with 3 degrees of freedom, scaled to the same sd): a stall or
+  an odd prompt now and then.
 
 Usage: `PYTHONPATH=src python3 bench/search_coverage.py --out bench/results/search_coverage_<date>.json`
-(`--runs 1000`, `--quick` for a smoke run).
+(`--runs 1000`, `--quick` for a smoke run; `--interval interpolated`: the same searches with the replicates'
+interpolated crossings as the interval, the comparison in docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.truth import true_crossover, true_tpot_speedup
 from speculab.harness.search import Probe, SearchSpec, probe_prompts, run_search
+from speculab.harness.search import fit as search_fit
 from speculab.harness.search.fit import bootstrap_fits, pooled_probes
 
 DEMO_SD = ((1.0, 0.625), (4.0, 0.254), (16.0, 0.241))  # (streams, per-unit sd): see the docstring
@@ -84,19 +88,20 @@ def noise_sd(noise: str, c: float) -> float:
     return float(np.interp(math.log(c), np.log(xs), sds))
 
 
-def one_search(truth: Truth, noise: str, spec: SearchSpec, seed: int, replicates: int) -> dict:
+def one_search(truth: Truth, noise: str, spec: SearchSpec, seed: int, replicates: int, log_load: bool = False) -> dict:
     rng = np.random.default_rng(seed)
 
     def measure(c: float) -> Probe:
-        return Probe(c, tuple(truth.log_effect(c) + noise_sd(noise, c) * rng.standard_normal(MIN_PAIRS)))
+        z = rng.standard_t(3, MIN_PAIRS) / math.sqrt(3) if noise == "demo-t3" else rng.standard_normal(MIN_PAIRS)
+        return Probe(c, tuple(truth.log_effect(c) + noise_sd(noise, c) * z))
 
-    out = run_search(spec, measure, rng, replicates=replicates)
+    out = run_search(spec, measure, rng, replicates=replicates, log_load=log_load)
     f = out.fit
     lo = -math.inf if f.low is None else f.low
     hi = math.inf if f.high is None else f.high
     # the other interval, for comparison: the replicates' interpolated crossings (crossover.py's, for fixed sweeps)
     loads, units = pooled_probes(out.probes)
-    i_lo, i_hi = crossing_interval(first_crossings(loads, bootstrap_fits(units, rng, replicates), False), 0.95)
+    i_lo, i_hi = crossing_interval(first_crossings(loads, bootstrap_fits(units, rng, replicates), log_load), 0.95)
     return {
         "covered": bool(lo <= truth.crossover <= hi),
         "interpolated_covered": bool(i_lo <= truth.crossover <= i_hi),
@@ -128,6 +133,15 @@ def summarise(rows: list[dict], tolerance: float, max_probes: int) -> dict:
         "mean_prompts_per_arm": float(np.mean([r["prompts"] for r in rows])),
         "stop_reasons": reasons,
     }
+
+
+LOG_LOAD = [False]  # --log-load, for interpolated_interval, which the fit calls with its own arguments
+
+
+def interpolated_interval(loads: np.ndarray, point_fit: np.ndarray, rep_fit: np.ndarray, confidence: float):
+    """`--interval interpolated`: the percentile interval of the replicates' interpolated crossings (crossover.py's
+    for fixed sweeps) in place of the brackets', to show what the brackets buy (docs/statistics.md)."""
+    return crossing_interval(first_crossings(loads, rep_fit, LOG_LOAD[0]), confidence)
 
 
 COLUMNS = (
@@ -173,23 +187,29 @@ def main() -> None:
     ap.add_argument("--high", type=float, default=48)
     ap.add_argument("--tolerance", type=float, default=12)
     ap.add_argument("--max-probes", type=int, default=10)
-    ap.add_argument("--noise", default="mock,demo")
+    ap.add_argument("--noise", default="mock,demo,demo-t3")
+    ap.add_argument("--log-load", action="store_true", help="interpolate the estimate in log load (as the run does)")
+    ap.add_argument("--interval", choices=("brackets", "interpolated"), default="brackets")
     ap.add_argument("--quick", action="store_true", help="50 runs, 200 replicates: a smoke run")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     runs, reps = (50, 200) if a.quick else (a.runs, a.replicates)
+    LOG_LOAD[0] = a.log_load
+    if a.interval == "interpolated":  # a comparison only: the search as it would run with the other interval
+        search_fit._interval = interpolated_interval  # type: ignore[assignment]
     spec = SearchSpec("concurrency", a.low, a.high, a.tolerance, a.max_probes)
     t0, results = time.time(), []
     print(
         f"concurrency {a.low:g}-{a.high:g}, tolerance {a.tolerance:g}, max {a.max_probes} probes; {runs} searches "
-        f"a row, {reps} bootstrap replicates, seed {a.seed}"
+        f"a row, {reps} bootstrap replicates, seed {a.seed}, {a.interval} interval"
+        f"{', estimate in log load' if a.log_load else ''}"
     )
     print("| " + " | ".join(COLUMNS) + " |")
     print("|---|---:|---|" + "---:|" * (len(COLUMNS) - 4) + "---|")
     for ti, truth in enumerate(truths()):
         for ni, noise in enumerate(a.noise.split(",")):
             base = a.seed * 1_000_000 + (ti * 10 + ni) * 10_000
-            rows = [one_search(truth, noise, spec, base + i, reps) for i in range(runs)]
+            rows = [one_search(truth, noise, spec, base + i, reps, a.log_load) for i in range(runs)]
             s = {"truth": truth.name, "crossover": truth.crossover, "noise": noise}
             s |= summarise(rows, a.tolerance, a.max_probes)
             results.append(s)
@@ -218,6 +238,8 @@ def main() -> None:
                         "groups_per_probe": MIN_PAIRS,
                         "noise_mock_sd": MOCK_SD,
                         "noise_demo_sd": DEMO_SD,
+                        "interval": a.interval,
+                        "log_load": a.log_load,
                     },
                     "elapsed_s": round(elapsed, 1),
                     "rows": results,

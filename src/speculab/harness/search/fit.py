@@ -41,6 +41,10 @@ class Probe:
     load: float  # the concurrency (or request rate) measured
     effects: tuple[float, ...]
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.load) and self.load > 0):
+            raise ValueError(f"a probe's load is a positive number, got {self.load}")
+
 
 @dataclass(frozen=True, slots=True)
 class CrossoverFit:
@@ -64,10 +68,11 @@ class CrossoverFit:
 
 def pooled_probes(probes: Sequence[Probe]) -> tuple[np.ndarray, list[np.ndarray]]:
     """The distinct loads probed, ascending, and each one's units (re-measurements pooled); loads without units
-    are left out."""
+    are left out. A unit that is not a finite number (a zero time's log ratio) is left out too, visibly: the
+    points' unit counts are what the fit used, and a NaN would otherwise pass every comparison and decide nothing."""
     units: dict[float, list[float]] = defaultdict(list)
     for p in probes:
-        units[float(p.load)].extend(float(e) for e in p.effects)
+        units[float(p.load)].extend(float(e) for e in p.effects if math.isfinite(e))
     loads = sorted(x for x, u in units.items() if u)
     return np.array(loads, dtype=float), [np.array(units[x], dtype=float) for x in loads]
 

@@ -83,8 +83,8 @@ def _on_grid(spec: SearchSpec, x: float) -> float:
 
 
 def first_round(spec: SearchSpec) -> tuple[float, ...]:
-    """Both ends and the geometric middle (a load's effect moves with its logarithm: each doubling of the batch
-    costs speculation about alike), without repeats: (1, 7, 48) for 1-48."""
+    """Both ends and the geometric middle, without repeats: (1, 7, 48) for 1-48. Geometric, because the range is
+    often wide (1-256) and the effect tends to move by the doubling of the batch rather than by the stream."""
     mid = _on_grid(spec, math.sqrt(spec.low * spec.high))
     return tuple(dict.fromkeys((float(spec.low), mid, float(spec.high))))
 
@@ -106,16 +106,14 @@ def search_budget(spec: SearchSpec, groups: int = MIN_PAIRS) -> SearchBudget:
 
 
 def stop_reason(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | None) -> str | None:
-    """Why the search stops now (STOP_* keys), or None to go on."""
-    if len(probes) >= spec.max_probes:
-        return STOP_BUDGET
-    if fit is None or set(first_round(spec)) - {float(p.load) for p in probes}:
-        return None
-    if fit.status in (FASTER_THROUGHOUT, SLOWER_THROUGHOUT):
-        return fit.status
-    if fit.width <= spec.tolerance:
-        return STOP_TOLERANCE
-    return None
+    """Why the search stops now (STOP_* keys), or None to go on. An answer found with the last probe of the budget
+    is said as the answer, not as the budget."""
+    if fit is not None and not set(first_round(spec)) - {float(p.load) for p in probes}:
+        if fit.status in (FASTER_THROUGHOUT, SLOWER_THROUGHOUT):
+            return fit.status
+        if fit.width <= spec.tolerance:
+            return STOP_TOLERANCE
+    return STOP_BUDGET if len(probes) >= spec.max_probes else None
 
 
 def next_loads(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | None) -> tuple[float, ...]:

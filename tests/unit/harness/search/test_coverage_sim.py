@@ -9,14 +9,25 @@ import math
 import numpy as np
 
 from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.mock.script import MockConfig
+from speculab.harness.mock.truth import true_crossover, true_tpot_speedup
 from speculab.harness.search import Probe, SearchSpec, run_search
 
 SPEC = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=10)
-TRUTH = 16.5  # 2x at one stream, the TPOT ratio (1 + (c - 1) / 15.5) / 2 linear in streams
+# the done-means pair (docs/mock-server.md "A known crossover"): 2x per token at one stream, the TPOT ratio
+# (1 + s (c - 1)) / 2 linear in streams
+PLAIN = MockConfig(tokens_per_chunk=1, output_tokens=129)
+SPEC_ARM = MockConfig(tokens_per_chunk=2, output_tokens=129, decode_slowdown_per_request=1 / 15.5)
+TRUTH = true_crossover(PLAIN, SPEC_ARM)
 
 
 def log_effect(c: float) -> float:
-    return math.log(2 / (1 + (c - 1) / (TRUTH - 1)))
+    return math.log(true_tpot_speedup(PLAIN, SPEC_ARM, round(c)))
+
+
+def test_the_truth_is_the_one_meant() -> None:
+    assert TRUTH is not None and abs(TRUTH - 16.5) < 1e-9
+    assert abs(log_effect(1) - math.log(2)) < 1e-12
 
 
 def demo_sd(c: float) -> float:
@@ -41,7 +52,7 @@ def covers(fit) -> bool:
 def test_the_interval_holds_the_crossover_under_the_demo_engines_spread() -> None:
     outs = list(searches(200, demo_sd, seed=1000))
     coverage = np.mean([covers(o.fit) for o in outs])
-    assert coverage >= 0.85, coverage
+    assert coverage >= 0.90, coverage  # 0.96 here; the interpolated interval (docs/statistics.md) gets 0.86
     # and it is an interval, not the whole range: most searches bound it on both sides
     assert np.mean([o.fit.low is not None and o.fit.high is not None for o in outs]) >= 0.8
 

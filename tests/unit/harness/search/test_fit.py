@@ -123,3 +123,11 @@ def test_the_seeded_rng_makes_the_fit_reproducible() -> None:
     a = fit_crossover(probes, np.random.default_rng(42))
     b = fit_crossover(probes, np.random.default_rng(42))
     assert a == b
+
+
+def test_what_the_fit_cannot_use() -> None:
+    with pytest.raises(ValueError, match="positive number"):
+        Probe(0, (0.1,))
+    # a unit that is not a finite number is left out, and the unit count says so
+    fit = fit_crossover([Probe(1, (0.3, math.nan, 0.3)), Probe(4, (-0.3, math.inf, -0.3))], np.random.default_rng(0))
+    assert [p[3] for p in fit.points] == [2, 2] and (fit.low, fit.high) == (1, 4)

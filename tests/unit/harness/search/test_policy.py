@@ -71,6 +71,12 @@ def test_the_budget_stops_a_search_that_cannot_narrow() -> None:
     assert next_loads(spec, out.probes, out.fit) == ()
 
 
+def test_an_answer_found_with_the_last_probe_is_the_reason_not_the_budget() -> None:
+    spec = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=5)
+    out = run_search(spec, exact_truth(done_means), np.random.default_rng(0))
+    assert (len(out.probes), out.reason) == (5, STOP_TOLERANCE)
+
+
 def test_never_crossing_stops_once_both_ends_are_decided() -> None:
     out = run_search(SPEC, exact_truth(lambda c: 0.2), np.random.default_rng(0))
     assert (out.reason, len(out.probes)) == (STOP_FASTER, 3)
@@ -130,3 +136,22 @@ def test_search_budget_is_the_worst_case() -> None:
     rng = np.random.default_rng(3)
     out = run_search(SPEC, lambda c: Probe(c, tuple(done_means(c) + 0.3 * rng.standard_normal(6))), rng)
     assert sum(probe_prompts("concurrency", p.load) for p in out.probes) <= b.prompts_per_arm
+
+
+def test_any_search_stays_in_range_on_the_grid_and_within_budget() -> None:
+    rng = np.random.default_rng(7)
+    for i in range(60):
+        kind = ("concurrency", "rate")[i % 2]
+        low = float(rng.integers(1, 5))
+        high = low + float(rng.integers(1, 60))
+        spec = SearchSpec(kind, low, high, tolerance=float(rng.uniform(1, 10)), max_probes=int(rng.integers(3, 12)))
+        cross, sd = rng.uniform(low - 5, high + 5), rng.choice([0.0, 0.05, 0.4])
+
+        def measure(x: float, cross=cross, sd=sd) -> Probe:
+            return Probe(x, tuple(0.05 * (cross - x) + sd * rng.standard_normal(6)))
+
+        out = run_search(spec, measure, np.random.default_rng(i), replicates=200)
+        loads = [p.load for p in out.probes]
+        assert all(low <= x <= high for x in loads), (spec, loads)
+        assert kind == "rate" or all(float(x).is_integer() for x in loads)
+        assert len(loads) <= spec.max_probes and out.reason in (STOP_BUDGET, STOP_TOLERANCE, STOP_FASTER, STOP_SLOWER)
