@@ -57,6 +57,7 @@ def test_a_probe_sends_what_its_verdict_needs_and_a_second_look_is_its_own_level
     assert unmeasured.prompts is None  # its requests in flight are not known yet: the whole workload, as a fixed level
     measured, lv = probe_level(rate, 2.5, (), in_flight=3.2)
     assert measured.prompts == 6 * 3 and lv.rate_rps == 2.5 and measured.arrival == "poisson"
+    assert probe_level(rate, 89.3576, ())[0].key == "r89.4"  # to 3 significant digits
 
 
 def test_a_level_sends_its_prompts_and_a_second_look_the_next_ones():

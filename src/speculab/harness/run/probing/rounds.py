@@ -44,7 +44,8 @@ def probe_level(
     only once measured (`in_flight`, from the nearest probe); before that it sends the whole workload, as a fixed
     level does. A load measured before is measured again as its next `attempt`."""
     kind, groups = design["kind"], int(design["groups"])
-    value = float(max(1, round(load))) if kind == "concurrency" else float(load)
+    # a whole number of streams; a rate to 3 significant digits (a level's key and label, `r89.4`, not `r89.3576`)
+    value = float(max(1, round(load))) if kind == "concurrency" else float(f"{load:.3g}")
     attempt = 1 + sum(1 for lv in before if lv.kind == kind and lv.value == value)
     if kind == "concurrency":
         n = probe_prompts(kind, value, groups)
