@@ -69,6 +69,8 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
     # every probe is a level like any other: its own verdict, in the report's levels
     levels = json.loads((out / "summary.json").read_text())["levels"]
     assert {lv["value"] for lv in levels} == set(search.probes)
+    html = (out / "report.html").read_text()
+    assert "The search for the crossover" in html and "search: ngram k=1 stops paying on TPOT at concurrency" in html
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ from speculab.report.html.sections import (
     what_if_rows,
 )
 from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 
 REPORT_FILE = "report.html"
@@ -246,6 +247,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "acceptance": [_acceptance_view(c) for c in report.candidates],
         "request_acceptance": request_acceptance_rows(report),
         "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
+        "search_line": search_line(report.search, arm_labels(report)) if report.search is not None else "",
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),
