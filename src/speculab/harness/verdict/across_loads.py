@@ -18,6 +18,7 @@ from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.fit import Probe, fit_crossover
+from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
 from speculab.harness.verdict.model import (
@@ -299,7 +300,7 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
     fit = fit_crossover(
         [Probe(lv.value, got[0]) for lv, got in measured if got is not None],
         rng,
-        confidence=opts.confidence or 0.95,
+        confidence=opts.confidence or CONFIDENCE,
         log_load=design["kind"] == "concurrency",
     )
     fitted = {p[0]: p[2] for p in fit.points}

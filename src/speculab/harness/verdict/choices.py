@@ -171,8 +171,8 @@ class SearchView:
     candidate: str | None  # the candidate followed (None before any probe had a verdict)
     crossover: SearchCrossover
     probes: tuple[float, ...]  # the loads, in the order measured
-    # harness.search.fit's status: "crossed" (estimate and interval), "never" (no sign change between the ends),
-    # "undetermined" (not enough evidence to say), as it spells them
+    # harness.search.fit's status: "crosses" (an estimate and its interval), "faster throughout" / "slower
+    # throughout" (no sign change in the range, the interval wholly past one end), "undetermined"
     status: str
     confidence: float
     method: str
