@@ -190,6 +190,7 @@ _STOPS = {
     "budget": "its probes were spent",
     "faster throughout": "faster throughout, decided",
     "slower throughout": "slower throughout, decided",
+    "no verdict": "no probe had a verdict",
 }
 
 

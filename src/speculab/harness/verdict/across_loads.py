@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from speculab.harness.analysis.paired import DEFAULT_MARGIN, grouped_ratios, pai
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.search.fit import Probe, fit_crossover
+from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, UNDETERMINED, Probe, fit_crossover
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
@@ -310,7 +311,7 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
         candidate=cand,
         crossover=SearchCrossover(fit.estimate, fit.low, fit.high),
         probes=tuple(lv.value for lv in probes),
-        status=fit.status,
+        status=_status(fit.status, [lv.value for lv, got in measured if got is not None and got[0]], design),
         confidence=fit.confidence,
         method=fit.method,
         range_low=float(design["low"]),
@@ -324,6 +325,16 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
         rounds=tuple(tuple(float(x) for x in r) for r in design.get("rounds", ())),
         stop=design.get("stop"),
     )
+
+
+def _status(status: str, with_verdict: Sequence[float], design: Mapping[str, Any]) -> str:
+    """The fit's status, but "never crosses between low and high" only with evidence at the end it speaks for: a
+    probe at `high` (faster throughout) or `low` (slower throughout) with a verdict. A gated end (errors, load not
+    reached) leaves the range past the last verdict unmeasured: undetermined."""
+    end = {FASTER_THROUGHOUT: float(design["high"]), SLOWER_THROUGHOUT: float(design["low"])}.get(status)
+    if end is not None and end not in {float(x) for x in with_verdict}:
+        return UNDETERMINED
+    return status
 
 
 def followed_candidate(

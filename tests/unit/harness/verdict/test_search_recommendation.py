@@ -149,3 +149,13 @@ def test_the_search_follows_the_candidate_with_the_largest_effect_at_its_first_r
     design = {"rounds": [[1, 7, 48]]}
     assert followed_candidate(design, probes, reports, "tpot_s") == "k4"  # k8 gated: no verdict to follow
     assert followed_candidate({"rounds": []}, probes, reports, "tpot_s") is None
+
+
+def test_never_crossing_is_said_only_with_a_verdict_at_the_end_it_speaks_for():
+    from speculab.harness.verdict.across_loads import _status
+
+    design = {"low": 1, "high": 48}
+    assert _status("faster throughout", [1.0, 7.0, 48.0], design) == "faster throughout"
+    assert _status("faster throughout", [1.0, 7.0], design) == "undetermined"  # 48 gated: unmeasured beyond 7
+    assert _status("slower throughout", [7.0, 48.0], design) == "undetermined"
+    assert _status("crosses", [1.0, 7.0], design) == "crosses"

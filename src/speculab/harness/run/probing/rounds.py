@@ -82,6 +82,13 @@ class SearchMode:
             assert report.search is not None  # the setup has a search
             probes, fit = probes_of(report.search), fit_of(report.search)
             life.reporter.phase(progress_line(report.search))
+            if not any(p.effects for p in probes):  # nothing to fit or place a probe by: more of it would not help
+                life.note(
+                    "the search stopped: no probe had a verdict (see each load's gate); its answer is undetermined"
+                )
+                self.record(life, stop="no verdict")
+                life.reporter.phase("search stopped: no probe had a verdict")
+                return
         self.record(life, stop=stop_reason(spec, probes, fit) or "no further probe")
         life.reporter.phase(f"search stopped: {life.setup.search['stop']}")
 
