@@ -141,5 +141,35 @@ def test_report_reprints_a_run_level_comparison_and_re_decides_with_margin(capsy
     tpot = _metric(out, "tpot_median_s")
     assert tpot["decision"] == "equivalent" and tpot["margin"] == pytest.approx(0.6)
     assert f"wrote {out / 'summary.json'}" in stdout
-    code, _, err = run_main(capsys, "report", str(out), "--fail-on", "slower")
-    assert code == 2 and "--fail-on: " in one_line_error(err) and "leave --fail-on out" in err
+    # the re-decided answers gate a CI job like an A/B run's: equivalent at a 60 % margin, not slower
+    assert run_main(capsys, "report", str(out), "--fail-on", "slower")[0] == 0
+    code, _, err = run_main(capsys, "report", str(out), "--fail-on", "equivalent")
+    assert code == 5 and "equivalent" in one_line_error(err), err
+
+
+def test_fail_on_gates_a_run_level_comparison(capsys, tmp_path: Path) -> None:
+    """--fail-on on summary-only files (#40's CI gate, issue 37's run-level compare): the deciding metric's median
+    figure over runs is the answer at each load, so the candidate as A (1.5x slower per token) fails `slower`; one
+    run a side has no interval (`no-verdict`); correctness cannot be in such files, so `worse` is refused, and a
+    misspelt --decide-on is one line before anything is written."""
+    swapped = tmp_path / "swapped"
+    code, _, err = run_main(
+        capsys, "compare", str(VLLM / "candidate"), str(VLLM / "baseline"), "--output", str(swapped),
+        "--fail-on", "slower",
+    )  # fmt: skip
+    assert code == 5 and "slower" in one_line_error(err) and str(swapped) in err, err
+    assert (swapped / "summary.json").is_file()  # written before the gate
+    # E2E is not in vLLM's default summary: no figure, no verdict
+    code, _, err = run_main(
+        capsys, "compare", str(VLLM / "baseline"), str(VLLM / "candidate"), "--output", str(tmp_path / "e2e"),
+        "--decide-on", "e2e", "--fail-on", "no-verdict",
+    )  # fmt: skip
+    assert code == 5 and "no-verdict" in one_line_error(err), err
+    single = [str(VLLM / "baseline" / "r1.json"), str(VLLM / "candidate" / "r1.json")]
+    code, _, err = run_main(capsys, "compare", *single, "--output", str(tmp_path / "one"), "--fail-on", "no-verdict")
+    assert code == 5 and "no-verdict" in one_line_error(err), err
+    assert run_main(capsys, "compare", *single, "--output", str(tmp_path / "two"), "--fail-on", "slower")[0] == 0
+    code, _, err = run_main(capsys, "compare", *single, "--output", str(tmp_path / "w"), "--fail-on", "worse")
+    assert code == 2 and "correctness cannot be checked" in one_line_error(err), err
+    code, _, err = run_main(capsys, "compare", *single, "--output", str(tmp_path / "d"), "--decide-on", "tpott")
+    assert code == 2 and "--decide-on" in one_line_error(err) and not (tmp_path / "d").exists(), err

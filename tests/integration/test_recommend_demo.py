@@ -102,13 +102,16 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     # the verdict reproduces where the shipped candidate was chosen: never slower, and the re-run's TPOT speedup
     # interval overlaps the first run's (this small run's intervals are wide on a shared 2-core machine; the
     # measured example in docs/recommendation.md re-verifies the full experiment's winner as faster again)
+    # A per-load choice (k=4 at one load, k=8 at the other) ships as one adaptive candidate (the speculab adapter's
+    # load-dependent form), which the first run never measured: there it is only held to "never slower".
     first_at = {c["level"]: c for c in rec["loads"] if c["answer"] == "ship"}  # undecided loads ship nothing
     checked = 0
     for lv in re_summary["levels"]:
         if lv["key"] in first_at:
             was = first_at[lv["key"]]
-            r = next(x for x in lv["ranking"] if x["candidate"] == was["choice"])
+            r = next(x for x in lv["ranking"] if x["candidate"] == cand["name"])
             assert r["gate"] == "ok" and r["decision"] != "slower", (lv["key"], r)
-            assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
+            if was["choice"] == cand["name"] and rec["form"] == "single":  # the very config the first run measured
+                assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
             checked += 1
     assert checked >= 1

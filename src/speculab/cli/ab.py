@@ -4,6 +4,7 @@ can run on a server (speculab.harness.servers.methods), and the report."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +281,8 @@ def compare_command(
     # summary-only files (no request on a side): the run is the unit; asked before a tool's directory is narrowed to
     # its one result, since a directory of summaries is a side's several runs
     picked = benchmark is not None or unpaired
-    if fmt is None and _compare_run_level(a, b, output, margin, picked, given, allow_different_models):
+    gate = _RunLevelGate(asked, decide_on, max_error_rate)
+    if fmt is None and _compare_run_level(a, b, output, margin, picked, given, allow_different_models, gate):
         return
     a, b = result_path(a, fmt), result_path(b, fmt)  # a tool's output directory: the one result in it
     arms = arm_names(a, b, given)
@@ -304,6 +306,7 @@ def _compare_run_level(
     picked: bool,
     names: tuple[str, str] | None,
     allow_different_models: bool,
+    gate: _RunLevelGate,
 ) -> bool:
     """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
     OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); False where both keep per-request data
@@ -330,7 +333,47 @@ def _compare_run_level(
     out = output or output_dir(arms)
     save(out, report)
     print_run_level(Console(soft_wrap=True), report, out)
+    gate.check(report, out)
     return True
+
+
+@dataclass(frozen=True)
+class _RunLevelGate:
+    """--fail-on / --decide-on / --max-error-rate for a run-level comparison (summary-only files): the deciding
+    metric's median figure at each load and each run's lost requests are its answers; correctness ("worse") is not in
+    such files, so asking for it is refused rather than passing a gate that could never fail."""
+
+    asked: tuple[str, ...]
+    decide_on: str | None
+    max_error_rate: float
+
+    def __post_init__(self) -> None:  # a misspelt --decide-on is one line before anything is written
+        from speculab.config.experiment import decide_on_metric
+
+        try:
+            decide_on_metric(self.decide_on) if self.decide_on is not None else None
+        except ValueError as e:
+            raise UserError(f"--decide-on: {e}") from None
+
+    def check(self, report: Any, out: Path | None) -> None:
+        from speculab.config.experiment import DEFAULT_DECIDE_ON, decide_on_metric
+        from speculab.errors import AnswerMatched
+        from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, run_level_answers
+
+        if not self.asked:
+            return
+        if cannot := [a for a in self.asked if a in RUN_LEVEL_UNANSWERABLE]:
+            raise UserError(
+                f"--fail-on {','.join(cannot)}: summary-only files hold no outputs, so correctness cannot be checked "
+                "run by run; leave it out, or compare files with per-request outputs"
+            )
+        deciding = decide_on_metric(self.decide_on) if self.decide_on is not None else DEFAULT_DECIDE_ON
+        answers = run_level_answers(report, deciding, self.max_error_rate)
+        hits = [f"{where}: {answer}" for answer, where in answers if answer in self.asked]
+        if hits:
+            more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+            where = f"; the report is in {out}" if out is not None else ""
+            raise AnswerMatched(f"--fail-on {','.join(self.asked)}: {'; '.join(hits[:3])}{more}{where}")
 
 
 @app.command("init")
@@ -445,21 +488,20 @@ def report_command(
     fail_on: str | None = _fail_on(),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
+    from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
     from speculab.report.console.ab import print_ab_report
     from speculab.report.render import render_run_dir
 
-    if _report_run_level(directory, output, margin, decide_on, fail_on):
-        return
     asked = _fail_on_answers(fail_on)
+    if _report_run_level(directory, output, margin, _RunLevelGate(asked, decide_on, DEFAULT_MAX_ERROR_RATE)):
+        return
     options = _report_options(allow_python_checks=allow_python_checks, seed=seed, margin=margin, decide_on=decide_on)
     report = render_run_dir(directory, output, options)
     print_ab_report(Console(soft_wrap=True), report, output or directory)
     _check_fail_on(report, asked, output or directory)
 
 
-def _report_run_level(
-    directory: Path, output: Path | None, margin: str | None, decide_on: str | None, fail_on: str | None
-) -> bool:
+def _report_run_level(directory: Path, output: Path | None, margin: str | None, gate: _RunLevelGate) -> bool:
     """`speculab report DIR` of a run-level comparison (`compare` of summary-only files: DIR/summary.json only):
     re-printed, re-decided with --margin and written back (or to --output); False for an A/B run's directory."""
     from speculab.config.experiment import margins
@@ -470,12 +512,6 @@ def _report_run_level(
     report = saved_run_level(directory)
     if report is None:
         return False
-    for flag, given in (("--decide-on", decide_on), ("--fail-on", fail_on)):
-        if given is not None:
-            raise UserError(
-                f"{flag}: {directory} compares summary-only files run by run: each figure is decided on its own, "
-                f"with no recommendation to gate; leave {flag} out"
-            )
     if margin is not None:
         try:
             report = redecide(report, margins(margin))
@@ -485,4 +521,5 @@ def _report_run_level(
     if output is not None or margin is not None:
         written = save(output or directory, report, again=output is None).parent
     print_run_level(Console(soft_wrap=True), report, written)
+    gate.check(report, written or directory)
     return True

@@ -214,3 +214,29 @@ def _metric_from(d: Mapping[str, Any]) -> RunMetric:
         ratio,
         decision,
     )
+
+
+# --fail-on answers a run-level comparison can give: no outputs are in summary files, so "worse" (correctness) cannot
+RUN_LEVEL_UNANSWERABLE = ("worse",)
+
+
+def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[tuple[str, str], ...]:
+    """The headline answers of a run-level comparison as (answer, where), as `build.headline_answers` gives them for
+    an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or without the
+    figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its requests
+    (runs whose files do not count their requests cannot be gated and give no answer)."""
+    name = decide_on.removesuffix("_s") + "_median_s"
+    out: list[tuple[str, str]] = []
+    for x in report.loads:
+        m = next((m for m in x.metrics if m.name == name), None)
+        d = m.decision if m is not None else None
+        answer = d.value if d is not None and d is not Decision.INSUFFICIENT else "no-verdict"
+        out.append((answer, f"{report.b_name} at {x.level.label}"))
+        for side, done, failed in (
+            (report.a_name, x.completed_a, x.failed_a),
+            (report.b_name, x.completed_b, x.failed_b),
+        ):
+            rates = [f / (c + f) for c, f in zip(done, failed, strict=True) if c is not None and f and c + f > 0]
+            if rates and max(rates) > max_error_rate:
+                out.append(("errors", f"{side} at {x.level.label} lost {max(rates):.0%} of a run's requests"))
+    return tuple(out)

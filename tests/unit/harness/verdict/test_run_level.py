@@ -14,10 +14,12 @@ from speculab.harness.imports.summaries.summary import AGGREGATES, Aggregates, R
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
     RUN_METRICS,
+    RunLevelReport,
     compare_load,
     geometric_mean,
     margin_for,
     ratio_interval,
+    run_level_answers,
 )
 
 C4 = LevelSpec("concurrency", 4, ("low", "operating"))
@@ -119,3 +121,23 @@ def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin():
     assert redecide(wide, {}) == report  # the default margin again: the answers compare gave
     with pytest.raises(ValueError, match="run-level"):
         run_level_from_json('{"schema": "speculab.report/1"}')
+
+
+def _report(load) -> RunLevelReport:
+    return RunLevelReport("plain", "spec", "vllm bench serve", "vllm bench serve", None, None, 0.95, (load,), ())
+
+
+def test_run_level_answers_are_the_deciding_median_and_each_runs_lost_requests():
+    a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
+    b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
+    b[1] = RunSummary(b[1].path, b[1].tool, C4, b[1].aggregates, completed=15, failed=5, run=2)  # 25 % lost
+    answers = run_level_answers(_report(compare_load(C4, a, b, {})), "tpot_s", max_error_rate=0.05)
+    assert answers[0] == ("faster", "spec at concurrency 4")
+    assert answers[1][0] == "errors" and "spec at concurrency 4 lost 25%" in answers[1][1]
+    assert len(answers) == 2  # the baseline lost nothing
+    # under a looser gate the lost requests pass; a figure the files do not hold (TTFT) has no verdict
+    assert run_level_answers(_report(compare_load(C4, a, b, {})), "ttft_s", max_error_rate=0.5) == (
+        ("no-verdict", "spec at concurrency 4"),
+    )
+    one = compare_load(C4, a[:1], b[:1], {})  # one run a side: no interval
+    assert run_level_answers(_report(one), "tpot_s", 0.05)[0][0] == "no-verdict"
