@@ -83,11 +83,15 @@ def test_an_interrupted_search_leaves_a_partial_run_that_says_so_and_is_not_resu
             if text.startswith("search after"):
                 stop.set()  # as a Ctrl-C between rounds would
 
-    fast = PLAIN | {"gap_s": 0.002}
-    with mock_child(**fast) as (url_a, _), mock_child(**fast) as (url_b, _):
+    # crossing at 5 (gaps growing by a quarter per extra stream) in 1-16: the first round's bracket, 4 to 16, is far
+    # wider than the tolerance, so a second round certainly follows the first (where the stop comes)
+    fast = PLAIN | {"gap_s": 0.002, "output_tokens": 5}
+    spec = fast | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 0.25, "num_speculative_tokens": 1}
+    with mock_child(**fast) as (url_a, _), mock_child(**spec) as (url_b, _):
         y = f"""
-workload: {{spec: "synthetic:input=10,output=5", num_prompts: 48, warmup_requests: 1}}
-loads: {{search: {{kind: concurrency, low: 1, high: 4, tolerance: 2, groups: 6}}}}
+workload: {{spec: "synthetic:input=10,output=5", num_prompts: 100, warmup_requests: 1}}
+sampling: {{max_tokens: 5}}
+loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, groups: 6}}}}
 baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}
@@ -103,7 +107,7 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
     )
     report = build_report(inputs)
     assert report.search is not None and report.search.stop is None  # it did not finish, and says so
-    assert report.search.probes == (1, 2, 4)  # the round it was about to run was not measured
+    assert report.search.probes == (1, 4, 16)  # the round it was about to run was not measured
     assert report.recommendation is not None and report.recommendation.form == "incomplete"
     render_run_dir(out)  # `speculab report DIR` reads the partial run
-    assert json.loads((out / "summary.json").read_text())["search"]["probes"] == [1, 2, 4]
+    assert json.loads((out / "summary.json").read_text())["search"]["probes"] == [1, 4, 16]
