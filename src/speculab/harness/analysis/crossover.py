@@ -76,21 +76,37 @@ class Crossover:
         return d
 
 
-def _crossing(loads: np.ndarray, speedups: np.ndarray, log_load: bool) -> float | None:
-    """First load where log-speedup goes from > 0 to <= 0, interpolated linearly; None if it never does.
+def first_crossings(loads: np.ndarray, log_speedups: np.ndarray, log_load: bool) -> np.ndarray:
+    """For each row of `log_speedups` ([n_curves, n_loads], at `loads` ascending): the first load where the curve goes
+    from > 0 to <= 0, interpolated linearly between the two loads around it (in log load with `log_load`); -inf where
+    the curve is already <= 0 at the first load, +inf where it stays > 0 throughout. Vectorised over rows: the
+    crossover's bootstrap and the load search (harness/search) pass a thousand curves at once."""
+    s = np.atleast_2d(np.asarray(log_speedups, dtype=float))
+    x = np.log(loads) if log_load else np.asarray(loads, dtype=float)
+    below = s <= 0
+    j = np.argmax(below, axis=1)  # first index at or below 0 (0 when none is: told apart by `any` below)
+    rows = np.arange(s.shape[0])
+    prev = np.maximum(j - 1, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # in [0, 1): where the straight line hits 0 (nan for rows that never cross or start below: replaced below)
+        frac = s[rows, prev] / (s[rows, prev] - s[rows, j])
+        xc = x[prev] + frac * (x[j] - x[prev])
+    out = np.exp(xc) if log_load else xc
+    out = np.where(below.any(axis=1), out, math.inf)
+    return np.where(below[:, 0], -math.inf, out)
 
-    Returns -inf if the curve is already <= 1 at the first load, +inf if it stays > 1 throughout.
-    """
-    s = np.log(np.maximum(speedups, 1e-300))
-    if s[0] <= 0:
-        return -math.inf
-    x = np.log(loads) if log_load else loads
-    for j in range(1, s.size):
-        if s[j] <= 0:
-            frac = s[j - 1] / (s[j - 1] - s[j])  # in [0, 1): where the straight line hits 0
-            xc = x[j - 1] + frac * (x[j] - x[j - 1])
-            return float(math.exp(xc) if log_load else xc)
-    return math.inf
+
+def _crossing(loads: np.ndarray, speedups: np.ndarray, log_load: bool) -> float:
+    """The first crossing of one speedup curve (ratios, > 1 = faster); see `first_crossings`."""
+    return float(first_crossings(loads, np.log(np.maximum(speedups, 1e-300))[None, :], log_load)[0])
+
+
+def crossing_interval(crossings: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of replicate crossings, non-crossing curves included as -inf / +inf (below / beyond
+    the measured range), so an interval that reaches past the loads measured says so."""
+    # inverted_cdf picks order statistics, never interpolating between -inf/inf and a finite crossing.
+    q_lo, q_hi = np.quantile(crossings, [0.5 - confidence / 2, 0.5 + confidence / 2], method="inverted_cdf")
+    return float(q_lo), float(q_hi)
 
 
 def crossover(points: Sequence[LoadSpeedup], *, confidence: float = CONFIDENCE, log_load: bool = False) -> Crossover:
@@ -111,9 +127,8 @@ def crossover(points: Sequence[LoadSpeedup], *, confidence: float = CONFIDENCE, 
     n_reps = {len(p.replicates) for p in pts}
     if len(n_reps) == 1 and next(iter(n_reps)) >= 100:
         reps = np.array([p.replicates for p in pts], dtype=float)  # [n_loads, n_replicates]
-        xs = np.array([_crossing(loads, reps[:, j], log_load) for j in range(reps.shape[1])])
-        # inverted_cdf picks order statistics, never interpolating between -inf/inf and a finite crossing.
-        q_lo, q_hi = np.quantile(xs, [0.5 - confidence / 2, 0.5 + confidence / 2], method="inverted_cdf")
+        xs = first_crossings(loads, np.log(np.maximum(reps.T, 1e-300)), log_load)
+        q_lo, q_hi = crossing_interval(xs, confidence)
         method = "bootstrap-replicates"
     else:
         # The upper curve crosses 1 last (latest load at which speculation could still pay), the lower curve first.

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from speculab.harness.analysis.crossover import CrossoverStatus, LoadSpeedup, crossover
+from speculab.harness.analysis.crossover import CrossoverStatus, LoadSpeedup, crossover, first_crossings
 from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.stats import mcnemar, mcnemar_counts, repeat_ratio_interval, t_interval, wilson_interval
 
@@ -81,6 +81,17 @@ def test_crossover_statuses_and_censoring():
     wide = crossover(_curve([1, 2, 4], [1.5, 1.2, 0.97], width=0.1))
     assert wide.status is CrossoverStatus.CROSSES and wide.high_censored and wide.high == 4
     assert wide.to_dict()["status"] == "crosses"
+
+
+def test_first_crossings_of_many_curves_at_once():
+    # one implementation for the sweep's crossover and the load search (harness/search): each row its own curve
+    loads = np.array([1.0, 4.0, 16.0])
+    curves = np.array([[0.4, 0.2, -0.2], [0.4, -0.4, -0.6], [-0.1, 0.3, 0.2], [0.3, 0.2, 0.1], [0.2, 0.0, -1.0]])
+    got = first_crossings(loads, curves, log_load=False)
+    assert got[0] == pytest.approx(10.0) and got[1] == pytest.approx(2.5)
+    assert got[2] == -math.inf and got[3] == math.inf
+    assert got[4] == pytest.approx(4.0)  # reaching 0 exactly is the crossing
+    assert first_crossings(loads, curves[:1], log_load=True)[0] == pytest.approx(8.0)  # halfway in log load
 
 
 def test_crossover_from_bootstrap_replicates_of_synthetic_sweep():
