@@ -116,7 +116,7 @@ def expansion(n: int, confidence: float) -> float:
     """How much to widen a load's resampled deviations: sqrt(n / (n - 1)) (the plain bootstrap's variance is
     (n - 1) / n of the mean's) times t over z at the interval's level (a mean of n units with an estimated spread
     has Student's tails, not the normal ones the bootstrap reproduces): Hesterberg's expanded percentile interval.
-    At the verdict's 6 units, 1.44; at 24, 1.07."""
+    At the verdict's 6 units, 1.44; at 24, 1.08."""
     q = 0.5 + confidence / 2
     return math.sqrt(n / (n - 1)) * float(special.stdtrit(n - 1, q) / special.ndtri(q))
 
@@ -125,8 +125,8 @@ def _replicate_means(
     units: list[np.ndarray], rng: np.random.Generator, replicates: int, confidence: float
 ) -> np.ndarray:
     """[replicates, k]: each load's mean over its units resampled with replacement, the deviations from the mean
-    widened by `expansion` first (6 units' plain percentile bootstrap misses as a 90 % interval would). One unit:
-    no spread to resample."""
+    widened by `expansion` first (at 6 units the plain percentile bootstrap's 95 % interval of a mean covers 87 % of
+    normal data). One unit: no spread to resample."""
     cols = []
     for u in units:
         n = u.size

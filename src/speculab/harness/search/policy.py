@@ -89,6 +89,13 @@ def first_round(spec: SearchSpec) -> tuple[float, ...]:
     return tuple(dict.fromkeys((float(spec.low), mid, float(spec.high))))
 
 
+def _first_round_missing(spec: SearchSpec, probes: Sequence[Probe]) -> tuple[float, ...]:
+    """The first round's loads without a unit measured yet: not probed, or probed while every request failed (no
+    verdict, no units). Until each has some, neither end has evidence and nothing is decided."""
+    measured = {float(p.load) for p in probes if any(math.isfinite(e) for e in p.effects)}
+    return tuple(x for x in first_round(spec) if x not in measured)
+
+
 def probe_prompts(kind: str, load: float, groups: int = MIN_PAIRS, in_flight: float | None = None) -> int:
     """Prompts each arm sends at a probe so its verdict has `groups` units: groups of as many prompts as run at once
     (the verdict's rule, `group_size`: c at concurrency c; at a rate the requests in flight, measured, so pass
@@ -108,7 +115,7 @@ def search_budget(spec: SearchSpec, groups: int = MIN_PAIRS) -> SearchBudget:
 def stop_reason(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | None) -> str | None:
     """Why the search stops now (STOP_* keys), or None to go on. An answer found with the last probe of the budget
     is said as the answer, not as the budget."""
-    if fit is not None and not set(first_round(spec)) - {float(p.load) for p in probes}:
+    if fit is not None and not _first_round_missing(spec, probes):
         if fit.status in (FASTER_THROUGHOUT, SLOWER_THROUGHOUT):
             return fit.status
         if fit.width <= spec.tolerance:
@@ -117,11 +124,11 @@ def stop_reason(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | N
 
 
 def next_loads(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | None) -> tuple[float, ...]:
-    """The loads to measure next, in order; () when the search stops."""
+    """The loads to measure next, in order; () when the search stops. `fit`: the fit of `probes` (None before any)."""
     if stop_reason(spec, probes, fit) is not None:
         return ()
     probed = {float(p.load) for p in probes}
-    missing = tuple(x for x in first_round(spec) if x not in probed)
+    missing = _first_round_missing(spec, probes)
     if missing or fit is None:
         return missing[: spec.max_probes - len(probes)]
     split = _split(spec, fit, probed)

@@ -17,7 +17,7 @@ from speculab.harness.search import (
     Probe,
     fit_crossover,
 )
-from speculab.harness.search.fit import brackets, isotonic_non_increasing
+from speculab.harness.search.fit import brackets, expansion, isotonic_non_increasing
 
 
 def exact(load: float, effect: float, n: int = 6) -> Probe:
@@ -131,3 +131,8 @@ def test_what_the_fit_cannot_use() -> None:
     # a unit that is not a finite number is left out, and the unit count says so
     fit = fit_crossover([Probe(1, (0.3, math.nan, 0.3)), Probe(4, (-0.3, math.inf, -0.3))], np.random.default_rng(0))
     assert [p[3] for p in fit.points] == [2, 2] and (fit.low, fit.high) == (1, 4)
+
+
+def test_the_expansion_is_students_over_the_normal_with_the_variance_corrected() -> None:
+    assert expansion(6, 0.95) == pytest.approx(math.sqrt(6 / 5) * 2.570582 / 1.959964, rel=1e-5)
+    assert expansion(1000, 0.95) == pytest.approx(1.0, abs=0.002)

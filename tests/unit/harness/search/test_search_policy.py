@@ -42,6 +42,17 @@ def test_the_first_round_probes_both_ends_and_the_geometric_middle() -> None:
     assert next_loads(SPEC, [Probe(1, (0.5,) * 6)], None) == (7, 48)
 
 
+def test_a_first_round_load_without_units_is_measured_again() -> None:
+    # every request at 48 failed: no verdict, no units; the budget counts the probe, the search measures it again
+    probes = [Probe(1, (0.5,) * 6), Probe(7, (0.3,) * 6), Probe(48, ())]
+    fit = fit_crossover(probes, np.random.default_rng(0))
+    assert next_loads(SPEC, probes, fit) == (48,)
+    probes = [Probe(1, ()), Probe(7, ()), Probe(48, ())]
+    assert next_loads(SPEC, probes, fit_crossover(probes, np.random.default_rng(0))) == (1, 7, 48)
+    probes = probes + [Probe(1, ())] * 7
+    assert next_loads(SPEC, probes, fit_crossover(probes, np.random.default_rng(0))) == ()  # the budget
+
+
 def test_exact_truth_stops_at_the_tolerance_within_the_budget() -> None:
     out = run_search(SPEC, exact_truth(done_means), np.random.default_rng(0))
     assert out.reason == STOP_TOLERANCE
