@@ -197,14 +197,50 @@ class LoadLevel:
         return f"concurrency {self.concurrency}" if self.concurrency is not None else f"{self.rate_rps:g} req/s"
 
 
+# `loads: {search: ...}` defaults (docs/experiment.md): probes at most, and groups of prompts sent together per probe
+# (a verdict needs 6: harness.analysis.groups.MIN_PAIRS, which config may not import; a few more keep a probe's
+# interval from resting on the minimum)
+SEARCH_MAX_PROBES = 10
+SEARCH_GROUPS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """`loads: {search: {kind, low, high, tolerance, max_probes, groups}}`: load levels placed adaptively between
+    `low` and `high` to bracket where the best candidate's effect on the deciding metric changes sign, until the
+    crossover's interval is narrower than `tolerance` (same unit as the loads) or `max_probes` levels ran."""
+
+    kind: str  # concurrency | rate
+    low: float
+    high: float
+    tolerance: float
+    max_probes: int = SEARCH_MAX_PROBES
+    groups: int = SEARCH_GROUPS  # groups of prompts sent together that each probe sends
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("concurrency", "rate") or not 0 < self.low < self.high or self.tolerance <= 0:
+            raise ValueError("a search needs kind concurrency|rate, 0 < low < high and tolerance > 0")
+
+    @classmethod
+    def with_defaults(
+        cls, kind: str, low: float, high: float, tolerance: float | None = None, **rest: int
+    ) -> SearchConfig:
+        """The default tolerance is a quarter of the range (two halvings past the first bracket)."""
+        return cls(kind, low, high, tolerance if tolerance is not None else (high - low) / 4, **rest)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadsConfig:
+    # With a search, `operating` is its low end (what `speculab diagnose` probes) and there are no fixed levels.
     operating: LoadLevel
     low: LoadLevel = field(default_factory=lambda: LoadLevel(concurrency=1))
     sweep: tuple[LoadLevel, ...] = ()
+    search: SearchConfig | None = None
 
     def all_levels(self) -> tuple[LoadLevel, ...]:
         """Distinct levels in run order: low, operating, then the sweep."""
+        if self.search is not None:
+            return ()  # placed as the search goes
         out: list[LoadLevel] = []
         for lv in (self.low, self.operating, *self.sweep):
             if lv not in out:

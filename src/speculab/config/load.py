@@ -28,6 +28,7 @@ from speculab.config.experiment import (
     LoadLevel,
     LoadsConfig,
     SamplingConfig,
+    SearchConfig,
     SloTargets,
     SpeculationConfig,
     WorkloadConfig,
@@ -35,7 +36,7 @@ from speculab.config.experiment import (
     guardrail_names,
     margins,
 )
-from speculab.config.schema import ExperimentSchema, LoadSchema, WorkloadSchema
+from speculab.config.schema import ExperimentSchema, LoadSchema, LoadsSchema, WorkloadSchema
 from speculab.errors import UserError, did_you_mean, user_text
 
 
@@ -240,6 +241,16 @@ def _load(m: LoadSchema) -> LoadLevel:
     )
 
 
+def _loads(m: LoadsSchema) -> LoadsConfig:
+    if m.search is None:
+        assert m.operating is not None  # LoadsSchema: one of the two
+        return LoadsConfig(_load(m.operating), _load(m.low), tuple(_load(x) for x in m.sweep))
+    s = m.search
+    search = SearchConfig.with_defaults(s.kind, s.low, s.high, s.tolerance, max_probes=s.max_probes, groups=s.groups)
+    lowest = LoadLevel(concurrency=int(s.low)) if s.kind == "concurrency" else LoadLevel(rate_rps=s.low)
+    return LoadsConfig(lowest, lowest, (), search)
+
+
 def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
     w = m.workload if isinstance(m.workload, WorkloadSchema) else WorkloadSchema(spec=m.workload)
     s, b = m.sampling, m.baseline
@@ -268,7 +279,7 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         sampling=SamplingConfig(
             s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
         ),
-        loads=LoadsConfig(_load(m.loads.operating), _load(m.loads.low), tuple(_load(x) for x in m.loads.sweep)),
+        loads=_loads(m.loads),
         slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
         repeats=m.repeats if isinstance(m.repeats, int) else m.repeats.max,
         adaptive=None

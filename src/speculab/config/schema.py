@@ -15,6 +15,8 @@ from speculab.config.experiment import (
     DEFAULT_MAX_TOKENS,
     KNOWN_METHODS,
     NEEDS_MODEL,
+    SEARCH_GROUPS,
+    SEARCH_MAX_PROBES,
     EngineKind,
     decide_on_metric,
     guardrail_names,
@@ -176,10 +178,50 @@ class AdaptiveRepeatsSchema(_Model):
         return self
 
 
+class SearchSchema(_Model):
+    """`loads: {search: ...}` (docs/experiment.md, "Searching for the crossover")."""
+
+    kind: Literal["concurrency", "rate"]
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    tolerance: float | None = Field(default=None, gt=0)  # None: a quarter of high - low
+    max_probes: int = Field(default=SEARCH_MAX_PROBES, ge=2, le=100)
+    groups: int = Field(default=SEARCH_GROUPS, ge=6, le=1000)  # a verdict needs 6 groups of prompts sent together
+
+    @model_validator(mode="after")
+    def _range(self) -> SearchSchema:
+        if self.low >= self.high:
+            raise ValueError(f"low ({self.low:g}) must be < high ({self.high:g})")
+        if self.kind == "concurrency" and not (float(self.low).is_integer() and float(self.high).is_integer()):
+            raise ValueError(
+                f"a concurrency search needs whole numbers for low and high (got {self.low:g}, {self.high:g})"
+            )
+        if self.tolerance is not None and self.tolerance >= self.high - self.low:
+            raise ValueError(
+                f"tolerance ({self.tolerance:g}) must be < high - low ({self.high - self.low:g}): it is the width at "
+                "which the crossover's interval is narrow enough"
+            )
+        return self
+
+
 class LoadsSchema(_Model):
-    operating: LoadSchema
+    operating: LoadSchema | None = None  # required unless `search` places the loads
     low: LoadSchema = LoadSchema(concurrency=1)
     sweep: list[LoadSchema] = Field(default_factory=list)
+    search: SearchSchema | None = None
+
+    @model_validator(mode="after")
+    def _search_or_levels(self) -> LoadsSchema:
+        if self.search is None and self.operating is None:
+            raise ValueError(
+                "give `operating` (the load you serve at), or `search: {kind, low, high}` to find the crossover"
+            )
+        fixed = [k for k in ("operating", "low", "sweep") if k in self.model_fields_set]
+        if self.search is not None and fixed:
+            raise ValueError(
+                f"search places its own loads: remove {', '.join(fixed)} (a search needs no fixed levels beside it)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sweep_axis(self) -> LoadsSchema:
@@ -265,6 +307,9 @@ class ExperimentSchema(_Model):
     def _repeats(self) -> ExperimentSchema:
         if isinstance(self.repeats, int) and not 1 <= self.repeats <= 100:
             raise ValueError(f"repeats must be 1-100, or {{min, max, until: decided}}; got {self.repeats}")
+        if self.loads.search is not None and not isinstance(self.repeats, int):
+            # each look would judge a different set of loads: the two adaptive designs do not compose
+            raise ValueError("repeats: adaptive repeats ({min, max}) do not combine with loads.search; give a number")
         return self
 
     @model_validator(mode="after")

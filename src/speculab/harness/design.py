@@ -19,13 +19,19 @@ BASELINE = "baseline"
 
 @dataclass(frozen=True, slots=True)
 class LevelSpec:
-    """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep"."""
+    """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep", or "search" (a probe placed
+    by `loads: {search: ...}`)."""
 
     kind: str  # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals)
     value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times)
     roles: tuple[str, ...] = ()
     arrival: str | None = None  # rate loads: poisson | constant | gamma
     max_concurrency: int | None = None  # rate and trace loads: client-side cap
+    # the first this many of the setup's items (whole conversations) are what this load sends; None: all of them.
+    # A search's probe sends what a verdict needs at its load (harness.search.policy.probe_prompts), no more.
+    prompts: int | None = None
+    # a search's probe measured again at a load it measured before: 2, 3, ... (its own directory, the next prompts)
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
@@ -37,15 +43,17 @@ class LevelSpec:
     @property
     def key(self) -> str:
         """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2."""
-        return {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
+        key = {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
+        return key if self.attempt == 1 else f"{key}-{self.attempt}"
 
     @property
     def label(self) -> str:
+        again = "" if self.attempt == 1 else f" (probe {self.attempt})"
         if self.kind == "concurrency":
-            return f"concurrency {self.value:g}"
+            return f"concurrency {self.value:g}{again}"
         if self.kind == "trace":
-            return f"trace ×{self.value:g}"
-        return f"{self.value:g} req/s"
+            return f"trace ×{self.value:g}{again}"
+        return f"{self.value:g} req/s{again}"
 
     @property
     def open_loop(self) -> bool:
@@ -57,11 +65,45 @@ class LevelSpec:
         return self.value if self.kind == "rate" else None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"key": self.key, "label": self.label}
+        d = asdict(self) | {"key": self.key, "label": self.label}
+        for k, default in (("prompts", None), ("attempt", 1)):
+            if d[k] == default:  # as before the keys existed: a fixed level's plan identity (`--resume`) is unchanged
+                del d[k]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LevelSpec:
-        return cls(d["kind"], float(d["value"]), tuple(d.get("roles", ())), d.get("arrival"), d.get("max_concurrency"))
+        return cls(
+            d["kind"],
+            float(d["value"]),
+            tuple(d.get("roles", ())),
+            d.get("arrival"),
+            d.get("max_concurrency"),
+            d.get("prompts"),
+            int(d.get("attempt", 1)),
+        )
+
+    def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
+        """What this load sends of the setup's items: `prompts` of them, each end moved past a whole conversation (a
+        turn sent without its earlier turns would lack their context); all of them when `prompts` is None or the
+        workload holds no more. A probe measured again (`attempt` > 1) takes the next ones where the workload has
+        them, so its units are new prompts; else the first again."""
+        if self.prompts is None or self.prompts >= len(items):
+            return items
+        start = self.prompts * (self.attempt - 1)
+        start = start if start + self.prompts <= len(items) else 0
+        return items[_whole(items, start) : _whole(items, start + self.prompts)]
+
+
+def _whole(items: tuple[RequestSpec, ...], n: int) -> int:
+    """n moved past the rest of the conversation items[n - 1] belongs to."""
+    while (
+        0 < n < len(items)
+        and items[n].conversation_id is not None
+        and (items[n].conversation_id == items[n - 1].conversation_id)
+    ):
+        n += 1
+    return n
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +220,10 @@ class Setup:
     # the items fitted to the servers' context before the first request (workload.fit: policy, context, left out);
     # None: not fitted (yet)
     fit: Mapping[str, Any] | None = None
+    # `loads: {search: ...}`: the design ({kind, low, high, tolerance, max_probes, groups, metric}) and, as the run
+    # goes, `rounds` (each round's loads, in the order measured), `candidate` (the one followed) and `stop` (why it
+    # ended); None without a search (harness.run.probing)
+    search: Mapping[str, Any] | None = None
 
 
 def candidate_name(method: str, k: int) -> str:

@@ -133,6 +133,9 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
     the loads it could not decide and where it ships."""
     rec = report.recommendation
     loads = {c.level: c.label for c in rec.loads}
+    search = getattr(report, "search", None)
+    if rec.form == "undecided" and search is not None and search.status == "undetermined":
+        return "undecided: the search did not place the crossover (see its line below)"
     if rec.form == "undecided":
         undecided = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
         ship = [c for c in rec.loads if c.answer == "ship"]
@@ -149,12 +152,70 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
         return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
     first = next((b for b in rec.bands if b.choice == rec.winner), None)
     edge = "?"
+    if rec.form == "off-above" and search is not None and first is not None and first.upper_edge is not None:
+        return (
+            f"ship {labels.get(rec.winner or '', rec.winner)}, turn it off above {rec.axis} "
+            f"{_crossover_text(search)}, found by a search of {len(search.probes)} probes"
+        )
     if first is not None and first.upper_edge is not None:
         edge = f"~{_load_text(rec.axis, first.upper_edge)}"
     elif first is not None and first.edge_between is not None:
         lo, hi = first.edge_between
         edge = f"somewhere between {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"
     return _FORM[rec.form].format(w=labels.get(rec.winner or "", rec.winner), axis=rec.axis, edge=edge)
+
+
+def _crossover_text(search: Any) -> str:
+    """'24.5 [19–26]': the crossover's estimate and interval (an open end: 'below' the lowest probe, 'above' the
+    highest)."""
+    c = search.crossover
+
+    def load(v: float | None, open_end: str) -> str:
+        return open_end if v is None else f"{v:.3g}"
+
+    est = "?" if c.estimate is None else f"{c.estimate:.3g}"
+    return f"{est} [{load(c.low, 'below')}–{load(c.high, 'above')}]"
+
+
+def _end_text(search: Any, point: Any) -> str:
+    """One probe's evidence: '1: 2.00× [1.99–2.01]' (the deciding metric's speedup and interval), or no verdict."""
+    if not math.isfinite(point.effect):
+        return f"{point.load:g}: no verdict"
+    lo, hi = math.exp(point.effect_low), math.exp(point.effect_high)
+    return f"{point.load:g}: {speedup(math.exp(point.effect))} {speedup_range(lo, hi)}"
+
+
+_STOPS = {
+    "tolerance": "its interval is within the tolerance",
+    "budget": "its probes were spent",
+    "faster throughout": "faster throughout, decided",
+    "slower throughout": "slower throughout, decided",
+    "no verdict": "no probe had a verdict",
+}
+
+
+def search_line(search: Any, labels: Mapping[str, str]) -> str:
+    """The search's answer in one line (`loads: {search: ...}`): where the followed candidate stops paying, with its
+    interval; or that it never crosses between the ends, with the evidence at each end; or that it is undetermined."""
+    who = labels.get(search.candidate or "", search.candidate or "no candidate")
+    metric = METRIC_LABELS.get(search.metric, search.metric)
+    n = len(search.probes)
+    ends = [p for p in search.points if math.isfinite(p.effect)]
+    evidence = f"{metric} at {_end_text(search, ends[0])} and at {_end_text(search, ends[-1])}" if ends else ""
+    stop = f"; stopped: {_STOPS.get(search.stop, search.stop)}" if search.stop else "; it did not finish"
+    span = f"{search.range_low:g} and {search.range_high:g}"
+    if search.status == "crosses":
+        iv = f"{search.confidence:.0%}"
+        return (
+            f"search: {who} stops paying on {metric} at {search.kind} {_crossover_text(search)} ({iv} interval), "
+            f"from {n} probes{stop}"
+        )
+    if search.status in ("faster throughout", "slower throughout"):
+        side = "faster" if search.status == "faster throughout" else "slower"
+        return f"search: {who} never crosses between {search.kind} {span}: {side} at both ends ({evidence}){stop}"
+    return f"search: undetermined after {n} probes between {search.kind} {span}" + (
+        f" ({evidence}){stop}" if evidence else stop
+    )
 
 
 def says_how_to_finish(report: Any) -> bool:
@@ -174,6 +235,8 @@ def recommendation_lines(report: Any, run_dir: str = "DIR") -> list[str]:
         return _incomplete_lines(report, run_dir)
     labels = {a.name: a.label for a in report.arms}
     out = [f"recommendation: {_headline(report, labels)}"]
+    search = getattr(report, "search", None)
+    out.extend(f"  {line}" for line in ([search_line(search, labels)] if search is not None else []))
     out.extend(_band_lines(report, labels))
     out.extend(_cost_lines(rec, labels))
     guards = _names(GUARDRAIL_LABELS, getattr(rec, "guardrails", ())) or "none"
@@ -221,7 +284,10 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
             iv = ""
             if b.upper_edge_low is not None and b.upper_edge_high is not None:
                 iv = f" [{_load_text(rec.axis, b.upper_edge_low)}–{_load_text(rec.axis, b.upper_edge_high)}]"
-            text += f"; band ends near {rec.axis} {_load_text(rec.axis, b.upper_edge)}{iv} ({b.edge_source})"
+            near = _load_text(rec.axis, b.upper_edge)
+            if b.edge_source.startswith("search"):  # an estimate between probes: its digits beyond 3 say nothing
+                near = _load_text(rec.axis, float(f"{b.upper_edge:.3g}"))
+            text += f"; band ends near {rec.axis} {near}{iv} ({b.edge_source})"
         elif b.edge_between is not None:
             lo, hi = b.edge_between
             text += f"; band ends between {rec.axis} {_load_text(rec.axis, lo)} and {_load_text(rec.axis, hi)}"

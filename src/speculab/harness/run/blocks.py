@@ -259,7 +259,7 @@ class BlockRunner:
     ) -> RepeatRun:
         """Launch mode: the arm's whole level as one block, then its run.json."""
         spec = self.plan.setup.levels[level_i]
-        items = self.plan.setup.items
+        items = spec.items_of(self.plan.setup.items)
         self.reporter.level_start(arm.info.label, spec.label, repeat, len(items))
         seen = Observed.open(self.out, arm.info.name, spec.key, repeat)
         t0 = self.clock()

@@ -27,6 +27,7 @@ from speculab.harness.run.blocks import Observed
 from speculab.harness.run.lifecycle import Lifecycle
 from speculab.harness.run.plan import ArmPlan, RunPlan, arm_order
 from speculab.harness.run.preflight import fit_after_launch
+from speculab.harness.run.probing.rounds import SearchMode
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import scrape_metrics
@@ -42,7 +43,9 @@ class Mode(Protocol):
 
 
 def mode_for(plan: RunPlan) -> Mode:
-    return LaunchMode() if plan.launch_mode else TwoUrlMode()
+    """The plan's mode; with `loads: {search: ...}`, the search's rounds over it (`probing.rounds`)."""
+    mode: Mode = LaunchMode() if plan.launch_mode else TwoUrlMode()
+    return SearchMode(mode) if plan.setup.search is not None else mode
 
 
 # --- launch mode -------------------------------------------------------------------------------------------------
@@ -214,7 +217,7 @@ def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
     # whole conversations only: a block boundary inside one would send its later turns without their context
     blocks: list[tuple[RequestSpec, ...]] = []
     current: list[RequestSpec] = []
-    for conv in conversations(life.setup.items):
+    for conv in conversations(life.setup.levels[level_i].items_of(life.setup.items)):
         if current and len(current) + len(conv) > size:
             blocks.append(tuple(current))
             current = []

@@ -170,6 +170,8 @@ def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> Change
 
 def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[LoadLevel, ...]]:
     """Distinct levels in run order (low, operating, sweep), each with all its roles."""
+    if exp.loads.search is not None:
+        return (), ()  # a search places its levels as it goes (harness.run.probing)
     specs: dict[tuple[str, float], LevelSpec] = {}
     loads: dict[tuple[str, float], LoadLevel] = {}
     tagged = [(exp.loads.low, "low"), (exp.loads.operating, "operating"), *((lv, "sweep") for lv in exp.loads.sweep)]
@@ -458,7 +460,28 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         margin=dict(exp.margin),
         decide_on=exp.decide_on,
         guardrails=exp.guardrails,
+        search=_search_design(exp),
     )
+
+
+def _search_design(exp: Experiment) -> dict[str, Any] | None:
+    """What inputs.json says of a search before it starts: its design and the deciding metric; the run adds each
+    round's loads, the candidate it follows and why it stopped (harness.run.probing)."""
+    s = exp.loads.search
+    if s is None:
+        return None
+    return {
+        "kind": s.kind,
+        "low": s.low,
+        "high": s.high,
+        "tolerance": s.tolerance,
+        "max_probes": s.max_probes,
+        "groups": s.groups,
+        "metric": exp.decide_on,
+        "rounds": [],
+        "candidate": None,
+        "stop": None,
+    }
 
 
 def sampling_extras(top_k: int | None, min_tokens: int | None) -> dict[str, Any]:
@@ -477,7 +500,7 @@ def describe_plan(plan: RunPlan) -> list[str]:
     lines = [
         f"workload {s.workload_name}: {len(s.items)} prompts; temperature {s.temperature:g}, max_tokens {s.max_tokens}",
         "loads: "
-        + ", ".join(lv.label for lv in s.levels)
+        + (", ".join(lv.label for lv in s.levels) or "placed by the search")
         + (
             f"; {s.repeats} repeat(s)" + (" alternating ABBA" if s.repeats > 1 else "")
             if s.sequential is None

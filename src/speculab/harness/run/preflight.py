@@ -40,6 +40,7 @@ from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.run.lifecycle import Lifecycle
 from speculab.harness.run.plan import RunPlan
+from speculab.harness.run.probing.budget import search_size_lines, worst_case_levels, worst_case_rounds
 from speculab.harness.servers.adapters import adapter_for, engine_kinds
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.workload.conversation import conversations
@@ -155,6 +156,8 @@ def _max_repeats(plan: RunPlan) -> int:
 
 def size_lines(plan: RunPlan) -> list[str]:
     """The run's size from its design alone, for the terminal before it starts (dry run and real run alike)."""
+    if plan.setup.search is not None:
+        return search_size_lines(plan)
     n, arms, loads, repeats = requests_per_arm(plan), len(plan.arms), len(plan.setup.levels), _max_repeats(plan)
     upto = "up to " if plan.setup.sequential is not None else ""
     total = n * arms * loads * repeats
@@ -182,14 +185,16 @@ def estimate_s(plan: RunPlan, timing: Timing) -> float:
     """The whole run's seconds (pure): levels per arm and repeat, warmup and the first-token probe per launch,
     start-up and stop per launch, and the report at the end."""
     items = plan.setup.items
-    n = requests_per_arm(plan)
-    per_repeat = sum(level_s(lv, n, timing, items) for lv in plan.setup.levels)
+    # a search: its costliest case, every probe a level, each round a launch of every arm (probing.budget)
+    levels = worst_case_levels(plan.setup.search) if plan.setup.search is not None else plan.setup.levels
+    per_repeat = sum(level_s(lv, len(lv.items_of(items)), timing, items) for lv in levels)
     runs = len(plan.arms) * _max_repeats(plan)
     total = runs * per_repeat + REPORT_S
     if plan.launch_mode:
-        first_c = plan.setup.levels[0].value if plan.setup.levels[0].kind == "concurrency" else 1.0
+        first_c = levels[0].value if levels[0].kind == "concurrency" else 1.0
         warmup = plan.warmup_requests * timing.e2e_at(first_c) / first_c
-        total += launches(plan) * ((timing.launch_s or 0.0) + warmup + timing.e2e_s + STOP_S)
+        rounds = worst_case_rounds(plan.setup.search) if plan.setup.search is not None else 1
+        total += launches(plan) * rounds * ((timing.launch_s or 0.0) + warmup + timing.e2e_s + STOP_S)
     return total
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -12,12 +13,15 @@ from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.groups import MIN_PAIRS
-from speculab.harness.analysis.paired import DEFAULT_MARGIN
+from speculab.harness.analysis.metrics import compared_metric
+from speculab.harness.analysis.paired import DEFAULT_MARGIN, grouped_ratios, paired_ratios
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, UNDETERMINED, Probe, fit_crossover
+from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
-from speculab.harness.verdict.comparison import arm_values, judge
+from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
 from speculab.harness.verdict.model import (
     AcceptanceView,
     CandidateReport,
@@ -28,7 +32,11 @@ from speculab.harness.verdict.model import (
     LevelReport,
     PlanSide,
     PlanView,
+    Ratio,
     ReportOptions,
+    SearchCrossover,
+    SearchPoint,
+    SearchView,
     WhatIfView,
 )
 
@@ -266,3 +274,116 @@ def k_choices(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
                 )
             )
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A search (`loads: {search: ...}`): the followed candidate's effect at each probe, and the crossover's fit.
+# ---------------------------------------------------------------------------------------------------------------
+
+SEARCH_ROLE = "search"
+
+
+def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOptions) -> SearchView | None:
+    """The search's answer from what its probes measured (None without a search): each probe's per-unit effects on
+    the deciding metric, the monotone fit of `harness.search.fit` and its crossover interval. The run asks the same
+    after every round to place the next (harness.run.probing)."""
+    design = inputs.setup.search
+    if design is None:
+        return None
+    metric = str(design.get("metric") or "tpot_s")
+    # in the order measured; a round's level that an interruption cut short (or left unrun) is no probe
+    ran = {r.level for r in inputs.runs if not r.interrupted and any(not x.warmup for x in r.records)}
+    probes = [lv for lv in inputs.setup.levels if SEARCH_ROLE in lv.roles and lv.key in ran]
+    reports = {lv.key: lv for lv in levels}
+    cand = design.get("candidate") or followed_candidate(design, probes, reports, metric)
+    measured = [(lv, _probe_effects(inputs, lv, reports.get(lv.key), cand, metric) if cand else None) for lv in probes]
+    rng = np.random.default_rng([opts.seed, 39])
+    fit = fit_crossover(
+        [Probe(lv.value, got[0]) for lv, got in measured if got is not None],
+        rng,
+        confidence=opts.confidence or CONFIDENCE,
+        log_load=design["kind"] == "concurrency",
+    )
+    fitted = {p[0]: p[2] for p in fit.points}
+    return SearchView(
+        kind=design["kind"],
+        metric=metric,
+        candidate=cand,
+        crossover=SearchCrossover(fit.estimate, fit.low, fit.high),
+        probes=tuple(lv.value for lv in probes),
+        status=_status(fit.status, [lv.value for lv, got in measured if got is not None and got[0]], design),
+        confidence=fit.confidence,
+        method=fit.method,
+        range_low=float(design["low"]),
+        range_high=float(design["high"]),
+        tolerance=float(design["tolerance"]),
+        max_probes=int(design["max_probes"]),
+        points=tuple(
+            _search_point(lv, got, fitted.get(lv.value))
+            for lv, got in sorted(measured, key=lambda m: (m[0].value, m[0].attempt))
+        ),
+        rounds=tuple(tuple(float(x) for x in r) for r in design.get("rounds", ())),
+        stop=design.get("stop"),
+    )
+
+
+def _status(status: str, with_verdict: Sequence[float], design: Mapping[str, Any]) -> str:
+    """The fit's status, but "never crosses between low and high" only with evidence at the end it speaks for: a
+    probe at `high` (faster throughout) or `low` (slower throughout) with a verdict. A gated end (errors, load not
+    reached) leaves the range past the last verdict unmeasured: undetermined."""
+    end = {FASTER_THROUGHOUT: float(design["high"]), SLOWER_THROUGHOUT: float(design["low"])}.get(status)
+    if end is not None and end not in {float(x) for x in with_verdict}:
+        return UNDETERMINED
+    return status
+
+
+def followed_candidate(
+    design: Mapping[str, object], probes: Sequence[LevelSpec], reports: Mapping[str, LevelReport], metric: str
+) -> str | None:
+    """The candidate a search follows: the one with the largest effect on the deciding metric at the lowest load of
+    its first round (where speculation pays most); with one candidate, that one. None before that load has a
+    verdict."""
+    rounds = design.get("rounds") or []
+    first = {float(x) for x in rounds[0]} if rounds else set()  # type: ignore[index]
+    lowest = min((lv for lv in probes if lv.value in first), key=lambda lv: lv.value, default=None)
+    report = reports.get(lowest.key) if lowest is not None else None
+    if report is None:
+        return None
+    ranked = [
+        (r.speedup, c.candidate)
+        for c in report.comparisons
+        if c.gate == "ok" and (r := c.metric(metric)) is not None and math.isfinite(r.speedup)
+    ]
+    return max(ranked)[1] if ranked else None
+
+
+def _probe_effects(
+    inputs: ABRun, lv: LevelSpec, report: LevelReport | None, cand: str, metric: str
+) -> tuple[tuple[float, ...], Ratio] | None:
+    """One probe's effects, one per pairing unit as the level's verdict counts them (groups sent together):
+    log(baseline / candidate) for a lower-is-better metric; None where the level has no verdict (gated, missing)."""
+    comp = report.comparison(cand) if report is not None else None
+    ratio = comp.metric(metric) if comp is not None and comp.gate == "ok" else None
+    if ratio is None or report is None:
+        return None
+    size = level_group_size(lv, report.arm("baseline"), report.arm(cand))
+    cand_v, base_v, _ = arm_values(
+        inputs.setup, inputs.runs_for(cand, lv.key), inputs.runs_for("baseline", lv.key), metric
+    )
+    pairs = paired_ratios(cand_v, base_v)
+    groups = prompt_groups(inputs, size)
+    units = grouped_ratios(pairs, groups) if groups is not None else pairs
+    sign = -1.0 if compared_metric(metric).lower_is_better else 1.0
+    return tuple(float(sign * x) for x in units.log_ratios()), ratio
+
+
+def _search_point(lv: LevelSpec, got: tuple[tuple[float, ...], Ratio] | None, fitted: float | None) -> SearchPoint:
+    """A probe as the view shows it; a probe without a verdict (gated, missing) keeps its place with no effect."""
+    if got is None:
+        return SearchPoint(lv.value, lv.key, math.nan, math.nan, math.nan, None)
+    effects, r = got
+
+    def log(x: float) -> float:
+        return math.log(x) if math.isfinite(x) and x > 0 else math.nan
+
+    return SearchPoint(lv.value, lv.key, log(r.speedup), log(r.speedup_low), log(r.speedup_high), fitted, effects)

@@ -37,7 +37,7 @@ from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
-from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, what_if_views
+from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, search_view, what_if_views
 from speculab.harness.verdict.arm_level import arm_level
 from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
@@ -57,7 +57,7 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.ranking import rank_level
-from speculab.harness.verdict.recommendation import Criteria, recommend
+from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -322,7 +322,9 @@ def _candidates(
         low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
         acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
-        cross = crossover_view(cand, levels, inputs, opts)
+        # with a search its fit is the crossover (`search_view`): one answer, not a second interpolated between its
+        # probes, which sit around the crossing on purpose and would make that interval look narrower than it is
+        cross = crossover_view(cand, levels, inputs, opts) if inputs.setup.search is None else None
         corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
         ch = changes.get(cand.name)
         cands.append(
@@ -379,6 +381,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     cands = _candidates(inputs, levels, opts, warnings)
     missing = _missing(inputs)
     arm_views = tuple(_arm_view(a) for a in inputs.arms)
+    search = search_view(inputs, levels, opts)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
     return Report(
         schema=REPORT_SCHEMA,
@@ -392,7 +395,9 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
-        recommendation=_with_cost(_recommend(inputs, levels, cands, arm_views, opts, crit), levels, inputs),
+        recommendation=_with_cost(
+            searched(_recommend(inputs, levels, cands, arm_views, opts, crit), search, arm_views), levels, inputs
+        ),
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
@@ -405,6 +410,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             "decide_on": crit.decide_on,
             "guardrails": list(crit.guardrails),
         },
+        search=search,
     )
 
 

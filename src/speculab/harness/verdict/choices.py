@@ -136,3 +136,50 @@ class ParetoPoint:
     gpus: int
     on_frontier: bool  # no other point is at least as good on both axes and better on one
     recommended: bool  # the recommendation's choice at this load (plain's points where plain is chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPoint:
+    """One probe of a search (`loads: {search: ...}`): the followed candidate's effect on the deciding metric at
+    one load, log(baseline / candidate) (> 0: speculation faster), with the level verdict's interval on that scale."""
+
+    load: float
+    level: str  # its level's key (c24, r8)
+    effect: float  # log of the verdict's speedup; NaN when the level has no verdict (gated, too few units)
+    effect_low: float
+    effect_high: float
+    fitted: float | None  # the monotone fit's effect at this load; None where the fit gave none
+    # each pairing unit's effect (groups sent together), the fit's input
+    effects: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchCrossover:
+    """The load where the effect changes sign, with its interval (None: not determined)."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchView:
+    """What a search found (harness.run.probing places the loads; harness.search fits them): summary.json `search`."""
+
+    kind: str  # "concurrency" or "rate"
+    metric: str  # the deciding metric whose effect the search follows
+    candidate: str | None  # the candidate followed (None before any probe had a verdict)
+    crossover: SearchCrossover
+    probes: tuple[float, ...]  # the loads, in the order measured
+    # harness.search.fit's status: "crosses" (an estimate and its interval), "faster throughout" / "slower
+    # throughout" (no sign change in the range, the interval wholly past one end), "undetermined"
+    status: str
+    confidence: float
+    method: str
+    range_low: float  # the range searched
+    range_high: float
+    tolerance: float
+    max_probes: int
+    points: tuple[SearchPoint, ...] = ()  # by load
+    rounds: tuple[tuple[float, ...], ...] = ()  # each round's loads
+    stop: str | None = None  # why it stopped (harness.search.policy.stop_reason); None: it did not finish

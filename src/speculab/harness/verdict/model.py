@@ -36,6 +36,9 @@ from speculab.harness.verdict.choices import GuardrailAnswer as GuardrailAnswer
 from speculab.harness.verdict.choices import LoadChoice as LoadChoice
 from speculab.harness.verdict.choices import ParetoPoint as ParetoPoint
 from speculab.harness.verdict.choices import RecommendationBand as RecommendationBand
+from speculab.harness.verdict.choices import SearchCrossover as SearchCrossover
+from speculab.harness.verdict.choices import SearchPoint as SearchPoint
+from speculab.harness.verdict.choices import SearchView as SearchView
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
 
@@ -535,6 +538,8 @@ class Report:
     # the recommendation spelt for the launched engine (`speculab run`, launch mode); None otherwise, and in a
     # summary written before it
     shipped: ShippedConfig | None = None
+    # `loads: {search: ...}`: the crossover it found, with its probes (harness.verdict.across_loads.search_view)
+    search: SearchView | None = None
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

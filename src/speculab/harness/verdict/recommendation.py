@@ -60,6 +60,7 @@ from speculab.harness.verdict.model import (
     Ratio,
     RecommendationBand,
     RecommendationView,
+    SearchView,
 )
 
 NAN = math.nan
@@ -384,3 +385,76 @@ def _edge(below: LoadChoice, above: LoadChoice, reports: dict[str, CandidateRepo
             and lo <= cross.load <= hi):  # fmt: skip
         return cross.load, cross.low, cross.high, lo, hi, f"crossover of {cand}"
     return None, None, None, lo, hi, "between measured loads"
+
+
+def searched(
+    rec: RecommendationView | None, search: SearchView | None, arms: Sequence[ArmView]
+) -> RecommendationView | None:
+    """With `loads: {search: ...}` the search's answer shapes the recommendation (docs/recommendation.md): its
+    probes sit near the crossover on purpose, where per-load verdicts are inconclusive or equivalent, so the edge is
+    the search's crossover with its interval ("off-above"), provided the followed candidate ships at the lowest probe
+    and is shown not to pay (plain) at no probe below the interval; faster throughout the range with it shipping at
+    the lowest probe is "single"; slower throughout with plain at the lowest probe is "plain"; an undetermined
+    search is undecided, never an edge. Where the per-load answers contradict the search's, they stand as they are;
+    an unfinished run stays "incomplete"."""
+    if rec is None or search is None or rec.form == "incomplete":
+        return rec
+    cand, c = search.candidate, search.crossover
+    lowest = min(rec.loads, key=lambda x: x.value, default=None)
+
+    def answer_at(level: str) -> str | None:
+        return next((a.answer for a in rec.answers if a.candidate == cand and a.level == level), None)
+
+    at_lowest = answer_at(lowest.level) if lowest is not None else None
+    view = next((a for a in arms if a.name == cand), None)
+    everywhere = tuple(rec.loads)
+    # evidence against the candidate below the interval (plain there: slower, equivalent, or a guardrail worse)
+    floor = c.low if c.low is not None else -math.inf
+    against = any(answer_at(x.level) == PLAIN and x.value < floor for x in everywhere)
+    if search.status == "crosses" and at_lowest == SHIP and not against and c.estimate is not None and view:
+        est = c.estimate
+        below = tuple(x for x in everywhere if x.value <= est)
+        above = tuple(x for x in everywhere if x.value > est)
+        between = (below[-1].value, above[0].value) if below and above else None
+        source = f"search of {len(search.probes)} probes"
+        on = _band(cand or "", view.label, view, below, est, c.low, c.high, between, source)
+        bands = tuple(b for b in (on, _band(BASELINE_CHOICE, "plain (no speculation)", None, above)) if b.loads)
+        return replace(rec, bands=bands, form="off-above", winner=cand, off_above=est)
+    if search.status == "faster throughout" and at_lowest == SHIP and view is not None:
+        band = _band(cand or "", view.label, view, everywhere)
+        return replace(rec, bands=(band,), form="single", winner=cand, off_above=None)
+    if search.status == "slower throughout" and at_lowest == PLAIN:
+        band = _band(BASELINE_CHOICE, "plain (no speculation)", None, everywhere)
+        return replace(rec, bands=(band,), form="plain", winner=None, off_above=None)
+    if search.status == "undetermined":
+        edgeless = tuple(
+            replace(b, upper_edge=None, upper_edge_low=None, upper_edge_high=None, edge_source="") for b in rec.bands
+        )
+        return replace(rec, bands=edgeless, form="undecided", off_above=None)
+    return rec
+
+
+def _band(
+    choice: str,
+    label: str,
+    view: ArmView | None,
+    loads: Sequence[LoadChoice],
+    edge: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    between: tuple[float, float] | None = None,
+    source: str = "",
+) -> RecommendationBand:
+    return RecommendationBand(
+        choice,
+        label,
+        view.method if view else None,
+        view.num_speculative_tokens if view else None,
+        tuple(c.value for c in loads),
+        tuple(c.label for c in loads),
+        edge,
+        low,
+        high,
+        between,
+        source,
+    )

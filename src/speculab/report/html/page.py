@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from speculab.harness.results.atomic_file import write_atomic
-from speculab.harness.verdict.model import CandidateReport, LevelReport, Report
+from speculab.harness.verdict.model import METRIC_LABELS, CandidateReport, LevelReport, Report, SearchView
 from speculab.report.energy import NOT_MEASURED, energy_measured, energy_rows
 from speculab.report.formatting import (
     num,
@@ -34,11 +34,12 @@ from speculab.report.html.sections import (
     what_if_rows,
 )
 from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 
 REPORT_FILE = "report.html"
 # the plots across loads, as the template names them
-CURVES = ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost", "pareto")
+CURVES = ("tpot_vs_load", "tput_vs_load", "speedup", "acceptance", "cost", "pareto", "search")
 
 
 # --- the view -----------------------------------------------------------------------------------------------
@@ -136,6 +137,8 @@ def _curve_plots(report: Report) -> dict[str, str]:
         loads = [lv.value for lv in lvs]
         out["tpot_vs_load"] = plots.band_vs_load(loads, tpot, xlabel=xlabel, ylabel="mean TPOT (ms)", log_x=log_x)
         out["tput_vs_load"] = plots.band_vs_load(loads, tput, xlabel=xlabel, ylabel="output tok/s", log_x=log_x)
+    if report.search is not None:
+        out["search"] = _search_plot(report.search, xlabel)
     curves, crosses = {}, {}
     for c in report.candidates:
         x = c.crossover
@@ -162,6 +165,23 @@ def _curve_plots(report: Report) -> dict[str, str]:
             cost[labels[arm.name]] = (e, lo, hi)
         out["cost"] = plots.cost_bars([lv.label for lv in report.levels], cost)
     return out
+
+
+def _search_plot(search: SearchView, xlabel: str) -> str:
+    """The search's probes (speedup and interval), the monotone fit and the crossover band."""
+
+    def x(v: float | None) -> float | None:
+        return math.exp(v) if v is not None and math.isfinite(v) else None
+
+    points = [
+        (p.load, math.exp(p.effect), math.exp(p.effect_low), math.exp(p.effect_high), x(p.fitted))
+        for p in search.points
+    ]
+    c = search.crossover
+    label = f"{METRIC_LABELS.get(search.metric, search.metric)} speedup (×, > 1 = faster)"
+    return plots.search_effect(
+        points, (c.estimate, c.low, c.high), xlabel=xlabel, ylabel=label, log_x=search.kind == "concurrency"
+    )
 
 
 def _recommendation_view(report: Report, shipped: str | None, run_dir: Path | None) -> dict[str, Any] | None:
@@ -227,6 +247,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "acceptance": [_acceptance_view(c) for c in report.candidates],
         "request_acceptance": request_acceptance_rows(report),
         "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
+        "search_line": search_line(report.search, arm_labels(report)) if report.search is not None else "",
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),

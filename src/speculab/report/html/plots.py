@@ -322,3 +322,42 @@ def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bo
     _legend(ax, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return to_svg(fig)
+
+
+def search_effect(
+    points: Sequence[tuple[float, float, float, float, float | None]],
+    crossover: tuple[float | None, float | None, float | None],
+    *,
+    xlabel: str,
+    ylabel: str,
+    log_x: bool,
+) -> str:
+    """A search's answer (`loads: {search: ...}`): each probe's measured speedup (exp of its effect) with its
+    interval, the monotone fit through the probed loads, 1× and the crossover's estimate (dashed) and interval
+    (shaded; to the plot's edge where it is open). points: (load, speedup, low, high, fitted speedup or None)."""
+    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    c = color(1)
+    measured = [p for p in points if math.isfinite(p[1])]
+    if measured:
+        xs = [p[0] for p in measured]
+        ys = [p[1] for p in measured]
+        err = [[max(0.0, p[1] - p[2]) for p in measured], [max(0.0, p[3] - p[1]) for p in measured]]
+        ax.errorbar(xs, ys, yerr=err, fmt="o", ms=3.5, color=c, capsize=2, lw=1, label="probe (95% interval)")
+    fit = sorted({(p[0], p[4]) for p in points if p[4] is not None and math.isfinite(p[4])})
+    if fit:
+        ax.plot([f[0] for f in fit], [f[1] for f in fit], color="black", lw=1.2, label="monotone fit")
+    ax.axhline(1.0, color="black", lw=0.8, ls=":")
+    est, low, high = crossover
+    loads = sorted({p[0] for p in points})
+    if est is not None:
+        ax.axvline(est, color=c, ls="--", lw=1, label="crossover")
+    if (low is not None or high is not None) and loads:
+        ax.axvspan(low if low is not None else loads[0], high if high is not None else loads[-1], color=c, alpha=0.1)
+    if log_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(loads, [f"{x:g}" for x in loads])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    _legend(ax, fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)

@@ -1,0 +1,113 @@
+"""The search finds a known crossover (issue 39, done-means): a plain and a speculative mock as the two arms of a
+two-URL A/B, the candidate 2x faster per token at one stream and its effect shrinking linearly with the streams in
+flight, so that speculation stops paying at concurrency 24 (`mock.truth`). The search over 1-48 must report an
+interval that holds 24, at most 12 streams wide, after at most 10 probes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.mock_process import mock_child
+from speculab.config import parse_experiment
+from speculab.errors import UserError
+from speculab.harness.mock.script import MockConfig
+from speculab.harness.mock.truth import true_crossover
+from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.run.blocks import Silent
+from speculab.harness.run.plan import plan_experiment
+from speculab.harness.run.run import run_plan
+from speculab.harness.verdict.build import build_report
+from speculab.report.render import render_run_dir
+
+# One token per chunk against two at the same gap: 2x faster per token at one stream. The candidate's gaps grow by
+# 1/23 per extra request in flight: its relative per-token time is (1 + (c - 1) / 23) / 2, which is 1 at c = 24.
+# 17 tokens (odd) make the 2x exact. Gaps of 20 ms keep 48 streams at ~2,400 chunks/s, which a busy 2-core machine
+# serves on time (the mock's timing is the truth here, so the test runs alone: `serial`).
+TOKENS = 17
+PLAIN = {"ttft_s": 0.002, "gap_s": 0.02, "tokens_per_chunk": 1, "output_tokens": TOKENS}
+SPEC = PLAIN | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 1 / 23, "num_speculative_tokens": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_search_brackets_the_known_crossover_within_tolerance_and_budget(tmp_path: Path) -> None:
+    truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
+    assert truth == pytest.approx(24.0)
+    out = tmp_path / "run"
+    with mock_child(**PLAIN) as (url_a, _), mock_child(**SPEC) as (url_b, _):
+        y = f"""
+workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 288, warmup_requests: 2}}
+sampling: {{max_tokens: {TOKENS}, seed: 0}}
+loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}}}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 1}}
+"""
+        outcome = asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
+    assert not outcome.interrupted
+    search = build_report(load_inputs(out)).search
+    assert search is not None
+    c = search.crossover
+    assert search.status == "crosses", search
+    assert c.low is not None and c.high is not None and c.estimate is not None
+    assert c.low <= truth <= c.high, (c, search.probes)
+    assert c.high - c.low <= 12, (c, search.probes)
+    assert len(search.probes) <= 10, search.probes
+    assert search.stop == "tolerance", search.stop
+
+    render_run_dir(out)  # summary.json and report.html, as `speculab report DIR` writes them
+    saved = json.loads((out / "summary.json").read_text())["search"]
+    assert {"kind", "metric", "candidate", "crossover", "probes", "status"} <= set(saved)
+    assert saved["kind"] == "concurrency" and saved["metric"] == "tpot_s" and saved["candidate"] == "ngram-k1"
+    assert set(saved["crossover"]) == {"estimate", "low", "high"}
+    assert saved["probes"] == list(search.probes)
+    assert saved["probes"][:3] == [1, 7, 48]  # both ends and the geometric middle first
+    # every probe is a level like any other: its own verdict, in the report's levels
+    levels = json.loads((out / "summary.json").read_text())["levels"]
+    assert {lv["value"] for lv in levels} == set(search.probes)
+    html = (out / "report.html").read_text()
+    assert "The search for the crossover" in html and "search: ngram k=1 stops paying on TPOT at concurrency" in html
+
+
+@pytest.mark.slow
+def test_an_interrupted_search_leaves_a_partial_run_that_says_so_and_is_not_resumed(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    stop = asyncio.Event()
+
+    class StopAfterFirstRound(Silent):
+        def phase(self, text: str) -> None:
+            if text.startswith("search after"):
+                stop.set()  # as a Ctrl-C between rounds would
+
+    # crossing at 5 (gaps growing by a quarter per extra stream) in 1-16: the first round's bracket, 4 to 16, is far
+    # wider than the tolerance, so a second round certainly follows the first (where the stop comes)
+    fast = PLAIN | {"gap_s": 0.002, "output_tokens": 5}
+    spec = fast | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 0.25, "num_speculative_tokens": 1}
+    with mock_child(**fast) as (url_a, _), mock_child(**spec) as (url_b, _):
+        y = f"""
+workload: {{spec: "synthetic:input=10,output=5", num_prompts: 100, warmup_requests: 1}}
+sampling: {{max_tokens: 5}}
+loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, groups: 6}}}}
+baseline: {{url: "{url_a}"}}
+candidate: {{url: "{url_b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 1}}
+"""
+        plan = plan_experiment(parse_experiment(y))
+        outcome = asyncio.run(run_plan(plan, out, stop=stop, reporter=StopAfterFirstRound()))
+        assert outcome.interrupted
+        with pytest.raises(UserError, match=r"a search \(loads: search\) cannot be resumed"):
+            asyncio.run(run_plan(plan, out, resume=True))
+    inputs = load_inputs(out)
+    assert any(n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in inputs.notes), (
+        inputs.notes
+    )
+    report = build_report(inputs)
+    assert report.search is not None and report.search.stop is None  # it did not finish, and says so
+    assert report.search.probes == (1, 4, 16)  # the round it was about to run was not measured
+    assert report.recommendation is not None and report.recommendation.form == "incomplete"
+    render_run_dir(out)  # `speculab report DIR` reads the partial run
+    assert json.loads((out / "summary.json").read_text())["search"]["probes"] == [1, 4, 16]
