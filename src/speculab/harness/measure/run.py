@@ -219,14 +219,25 @@ async def _measure(
     manifest["interrupted"] = outcome.interrupted
     manifest["server_gone"] = gone
     run_dir.write_json(MANIFEST, manifest)
-    why = f"endpoint {ep.base_url} stopped answering mid-run ({gone}); what was measured is in {run_dir.path}"
-    lost = lost_workers(phase.workers)
+    return _bench_result(summary, run_dir.path, outcome.interrupted, gone, ep.base_url, phase.workers)
+
+
+def _bench_result(
+    summary: dict[str, Any],
+    path: Path,
+    interrupted: bool,
+    gone: str | None,
+    url: str,
+    workers: Sequence[dict[str, Any]],
+) -> BenchResult:
+    """The result with its one-line errors: the server stopped answering (exit 3), a load host was lost (exit 6)."""
+    lost = lost_workers(workers)
     return BenchResult(
         summary,
-        run_dir.path,
-        outcome.interrupted,
-        why if gone is not None else None,
-        None if lost is None else f"{lost}; what was measured is in {run_dir.path}",
+        path,
+        interrupted,
+        None if gone is None else f"endpoint {url} stopped answering mid-run ({gone}); what was measured is in {path}",
+        None if lost is None else f"{lost}; what was measured is in {path}",
     )
 
 
