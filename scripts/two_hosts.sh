@@ -43,6 +43,7 @@ A_IP=$NET.1 B_IP=$NET.2
 RAY_PORT=6390 MOCK_PORT=8041
 RAY_TMP=/tmp/slth-ray           # short: Ray's unix socket paths live under it (108 bytes at most)
 OBJECT_STORE=100000000          # Ray's floor is 75 MiB; the workers pass only small messages
+MAX_S=300                       # the load's time bound: past it, bench is interrupted (exit 130)
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" RAY_USAGE_STATS_ENABLED=0
 # Ray 2.5x authenticates nodes and drivers with a token: one made for this run, held in the environment of every
 # process the script starts (never written to disk), as a real cluster hands one to each node
@@ -51,14 +52,33 @@ export RAY_AUTH_MODE=token RAY_AUTH_TOKEN
 
 die() { echo "two_hosts: $*" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || die "needs root (network and time namespaces); run it with sudo"
-for tool in ip unshare hostname flock; do command -v $tool >/dev/null || die "needs \`$tool\` (apt-get install iproute2 util-linux)"; done
+for tool in ip unshare hostname timeout; do command -v $tool >/dev/null || die "needs \`$tool\` (apt-get install iproute2 util-linux coreutils)"; done
 $PY -c "import ray" 2>/dev/null || die "needs Ray: pip install 'speculab[ray]'"
 
-# one run at a time: the names and addresses below are fixed, so that a killed run's leftovers can be found
-exec 9>/tmp/slth.lock
-flock -w 600 9 || die "another two_hosts.sh run holds /tmp/slth.lock"
+# one run at a time: the names and addresses below are fixed, so that a killed run's leftovers can be found. The lock
+# is a directory holding its owner's pid (not an inherited descriptor, which a process left behind would keep)
+LOCK=/tmp/slth.lock.d
+take_lock() {
+    local holder= _
+    for _ in $(seq 1200); do
+        if mkdir "$LOCK" 2>/dev/null; then
+            echo $$ >"$LOCK/pid"
+            return 0
+        fi
+        holder=$(cat "$LOCK/pid" 2>/dev/null || true)
+        if [[ -n $holder ]] && ! kill -0 "$holder" 2>/dev/null; then
+            rm -rf "$LOCK"  # its run was killed: the cleanup below removes the rest
+        else
+            sleep 0.1
+        fi
+    done
+    die "another two_hosts.sh run (pid ${holder:-?}) holds $LOCK; wait for it, or remove $LOCK if there is none"
+}
+take_lock
 
 cleanup() {
+    set +e  # every step is tried, whatever failed before it
+    [[ -n ${DROPPER:-} ]] && kill "$DROPPER" 2>/dev/null
     # every process inside our namespaces (Ray's daemons, its workers, the mock, the coordinator), by pid: never
     # by name, which would reach other Ray clusters on this machine
     local ns pids
@@ -79,15 +99,19 @@ cleanup() {
     for ns in $NS_B $NS_A; do ip netns del $ns 2>/dev/null || true; done  # the veth pair goes with them
     rm -rf "$RAY_TMP"
 }
+release_lock() { [[ $(cat "$LOCK/pid" 2>/dev/null) == "$$" ]] && rm -rf "$LOCK"; }
 on_exit() {
     local rc=$?
-    trap - EXIT INT TERM
+    trap - EXIT INT TERM HUP
     cleanup
+    release_lock
     exit $rc
 }
 trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap '' PIPE  # a reader gone (a closed terminal, a killed test runner) must not end the script before its cleanup
 cleanup  # a previous run killed with SIGKILL
 
 # --- the hosts ---
@@ -110,7 +134,14 @@ ip -n $NS_A route add default dev slth-a0
 
 mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd)
-in_a() { ip netns exec $NS_A unshare --uts sh -c 'hostname slth-a && exec "$@"' sh "$@"; }
+# a long command in the background, waited for: bash runs a trap only once a foreground command ends, so a TERM
+# would wait for the whole run; `wait` returns at once
+waited() {
+    "$@" &
+    wait $!
+}
+IN_A=(ip netns exec $NS_A unshare --uts sh -c 'hostname slth-a && exec "$@"' sh)  # host A: its own hostname
+in_a() { "${IN_A[@]}" "$@"; }
 in_b() {  # host B: its own hostname, and its monotonic clocks OFFSET seconds ahead (a time namespace)
     ip netns exec $NS_B unshare --uts --time --monotonic "$OFFSET" --boottime "$OFFSET" --fork \
         sh -c 'hostname slth-b && exec "$@"' sh "$@"
@@ -127,11 +158,11 @@ wait_port() {  # wait_port IP PORT WHAT LOG
 in_a $PY -m speculab mock-server --host $A_IP --port $MOCK_PORT --ttft-ms 50 --gap-ms 20 --output-tokens 8 \
     --record-send-times >"$OUT/logs/mock.log" 2>&1 &
 head_cpus=$((ONE_HOST ? 2 : 1))
-in_a $PY -m ray.scripts.scripts start --head --node-ip-address $A_IP --port $RAY_PORT --num-cpus $head_cpus \
+waited in_a $PY -m ray.scripts.scripts start --head --node-ip-address $A_IP --port $RAY_PORT --num-cpus $head_cpus \
     --object-store-memory $OBJECT_STORE --include-dashboard=false --disable-usage-stats --temp-dir "$RAY_TMP" \
     >"$OUT/logs/ray-head.log" 2>&1 || die "the Ray head did not start; see $OUT/logs/ray-head.log"
 if [[ $ONE_HOST == 0 ]]; then
-    in_b $PY -m ray.scripts.scripts start --address $A_IP:$RAY_PORT --node-ip-address $B_IP --num-cpus 1 \
+    waited in_b $PY -m ray.scripts.scripts start --address $A_IP:$RAY_PORT --node-ip-address $B_IP --num-cpus 1 \
         --object-store-memory $OBJECT_STORE --disable-usage-stats \
         >"$OUT/logs/ray-worker.log" 2>&1 || die "the Ray worker node did not start; see $OUT/logs/ray-worker.log"
 fi
@@ -140,13 +171,17 @@ wait_port $A_IP $MOCK_PORT "the mock server" "$OUT/logs/mock.log"
 # --- the load ---
 if [[ -n $DROP_AFTER ]]; then
     (   # once DROP_AFTER records are on disk: every process of host B killed at once, as a host that dies
-        until [[ -f $OUT/bench/requests.jsonl && $(wc -l <"$OUT/bench/requests.jsonl") -ge $DROP_AFTER ]]; do sleep 0.05; done
+        for _ in $(seq $((MAX_S * 20))); do
+            [[ -f $OUT/bench/requests.jsonl && $(wc -l <"$OUT/bench/requests.jsonl") -ge $DROP_AFTER ]] && break
+            sleep 0.05
+        done
         kill -KILL $(ip netns pids $NS_B) 2>/dev/null
         wc -l <"$OUT/bench/requests.jsonl" >"$OUT/logs/dropped_at_records"
     ) &
+    DROPPER=$!
 fi
 set +e
-in_a $PY -m speculab bench --url http://$A_IP:$MOCK_PORT --ray $A_IP:$RAY_PORT --workers 2 \
+waited timeout -s INT "$MAX_S" "${IN_A[@]}" $PY -m speculab bench --url http://$A_IP:$MOCK_PORT --ray $A_IP:$RAY_PORT --workers 2 \
     --workload synthetic:input=16,output=8 --concurrency "$STREAMS" --num-prompts "$PROMPTS" --warmup 2 \
     --seed 0 --max-tokens 8 --output "$OUT/bench" >"$OUT/logs/bench.out" 2>"$OUT/logs/bench.err"
 bench_rc=$?
