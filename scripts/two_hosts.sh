@@ -126,7 +126,9 @@ if [[ $ONE_HOST == 0 ]]; then
     # a default route on the veth: Ray finds a node's address by the route to a public address (no packet is sent)
     ip -n $NS_B route add default dev slth-b0
 else
-    ip -n $NS_A link add slth-a0 type dummy  # host A alone keeps its address
+    # host A alone keeps its address, on a veth pair of its own (kernels without the dummy driver have veth)
+    ip link add slth-a0 netns $NS_A type veth peer name slth-a1 netns $NS_A
+    ip -n $NS_A link set slth-a1 up
 fi
 ip -n $NS_A addr add $A_IP/24 dev slth-a0
 ip -n $NS_A link set slth-a0 up

@@ -102,6 +102,7 @@ def per_host(pairs: list[tuple], host_of: dict[int, str], n_workers: int) -> dic
     ttft: dict[str, list[float]] = defaultdict(list)
     receipt: dict[str, list[float]] = defaultdict(list)
     arrival: dict[str, list[float]] = defaultdict(list)
+    late: dict[str, list[float]] = defaultdict(list)
     for r, m in pairs:
         host = host_of[r["index"] % n_workers]  # conversation j runs on worker j mod N (load.workers)
         ttft[host].append((r["chunks"][0]["t_s"] - r["sent_s"]) - (m["first_deadline_s"] - m["arrival_s"]))
@@ -109,11 +110,13 @@ def per_host(pairs: list[tuple], host_of: dict[int, str], n_workers: int) -> dic
         # the mock stamps a write after it returns (the client may read it first), but never writes before the
         # chunk's deadline: so the client's first read comes after the deadline, on one clock
         arrival[host].append(r["chunks"][0]["t_s"] - m["first_deadline_s"])
+        late[host].append(m["chunks_s"][0] - m["first_deadline_s"])  # the mock's own part of the TTFT error
     return {
         h: {
             "ttft_error_s": stats(ttft[h]),
             "server_arrival_minus_send_s": stats(receipt[h]),
             "client_arrival_minus_deadline_s": stats(arrival[h]),
+            "mock_first_write_late_s": stats(late[h]),
         }
         for h in sorted(ttft)
     }
