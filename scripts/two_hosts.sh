@@ -9,8 +9,8 @@
 # joined to A by a veth pair; its own hostname; a time namespace whose CLOCK_MONOTONIC and CLOCK_BOOTTIME run
 # --offset seconds ahead): a Ray worker node. Each node offers one CPU, so Ray's SPREAD puts one worker on each.
 # The addresses exist inside the two namespaces only; nothing leaves the machine. --one-host: no host B, both
-# workers on A (the baseline of bench/README.md's figures). --drop-after N: host B's processes are killed once N records are
-# on disk (a host that drops out); the run must end with one line and keep every record it received.
+# workers on A (the baseline of bench/README.md's figures). --drop-after N: host B's processes are killed once N
+# records are on disk (a host that drops out); the run must end with one line and keep every record it received.
 #
 # Writes OUTDIR/bench (the run directory), OUTDIR/mock_send_times.json, OUTDIR/logs/ and OUTDIR/result.json
 # (scripts/two_hosts_result.py: hosts, workers_by_host, clock_offset_s, max_time_error_s, bound_s, requests_sent,
@@ -19,16 +19,26 @@
 # killed with SIGKILL leaves them for the next run to remove first. One run at a time (a lock).
 set -euo pipefail
 
-usage() { echo "usage: bash scripts/two_hosts.sh OUTDIR [--streams N] [--prompts N] [--offset S] [--one-host] [--drop-after N]" >&2; exit 2; }
+usage() {
+    echo "usage: bash scripts/two_hosts.sh OUTDIR [--streams N] [--prompts N] [--offset S] [--one-host]" \
+        "[--drop-after N]" >&2
+    exit 2
+}
+whole() {  # whole FLAG VALUE: a whole number, or one line naming the flag
+    [[ $2 =~ ^[0-9]+$ ]] || { echo "two_hosts: $1 takes a whole number, got '$2'" >&2; exit 2; }
+}
 [[ $# -ge 1 && $1 != -* ]] || usage
 OUT=$1
 shift
 STREAMS=64 PROMPTS=256 OFFSET=5 ONE_HOST=0 DROP_AFTER=
 while [[ $# -gt 0 ]]; do
     case $1 in
+        --streams | --prompts | --offset | --drop-after)
+            [[ $# -ge 2 ]] || usage
+            whole "$1" "$2" ;;&
         --streams) STREAMS=$2; shift 2 ;;
         --prompts) PROMPTS=$2; shift 2 ;;
-        --offset) OFFSET=$2; shift 2 ;;
+        --offset) OFFSET=$2; shift 2 ;;  # whole seconds: what `unshare --monotonic` takes
         --one-host) ONE_HOST=1; shift ;;
         --drop-after) DROP_AFTER=$2; shift 2 ;;
         *) usage ;;
@@ -45,14 +55,16 @@ RAY_TMP=/tmp/slth-ray           # short: Ray's unix socket paths live under it (
 OBJECT_STORE=100000000          # Ray's floor is 75 MiB; the workers pass only small messages
 MAX_S=300                       # the load's time bound: past it, bench is interrupted (exit 130)
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" RAY_USAGE_STATS_ENABLED=0
-# Ray 2.5x authenticates nodes and drivers with a token: one made for this run, held in the environment of every
+# Ray (2.60 here) authenticates nodes and drivers with a token: one made for this run, held in the environment of every
 # process the script starts (never written to disk), as a real cluster hands one to each node
 RAY_AUTH_TOKEN=$($PY -c "import secrets; print(secrets.token_hex(32))")
 export RAY_AUTH_MODE=token RAY_AUTH_TOKEN
 
 die() { echo "two_hosts: $*" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || die "needs root (network and time namespaces); run it with sudo"
-for tool in ip unshare hostname timeout; do command -v $tool >/dev/null || die "needs \`$tool\` (apt-get install iproute2 util-linux coreutils)"; done
+for tool in ip unshare hostname timeout; do
+    command -v $tool >/dev/null || die "needs \`$tool\` (apt-get install iproute2 util-linux coreutils)"
+done
 $PY -c "import ray" 2>/dev/null || die "needs Ray: pip install 'speculab[ray]'"
 
 # one run at a time: the names and addresses below are fixed, so that a killed run's leftovers can be found. The lock
@@ -183,8 +195,8 @@ if [[ -n $DROP_AFTER ]]; then
     DROPPER=$!
 fi
 set +e
-waited timeout -s INT "$MAX_S" "${IN_A[@]}" $PY -m speculab bench --url http://$A_IP:$MOCK_PORT --ray $A_IP:$RAY_PORT --workers 2 \
-    --workload synthetic:input=16,output=8 --concurrency "$STREAMS" --num-prompts "$PROMPTS" --warmup 2 \
+waited timeout -s INT "$MAX_S" "${IN_A[@]}" $PY -m speculab bench --url http://$A_IP:$MOCK_PORT \
+    --ray $A_IP:$RAY_PORT --workers 2 --workload synthetic:input=16,output=8 --concurrency "$STREAMS" --num-prompts "$PROMPTS" --warmup 2 \
     --seed 0 --max-tokens 8 --output "$OUT/bench" >"$OUT/logs/bench.out" 2>"$OUT/logs/bench.err"
 bench_rc=$?
 set -e
