@@ -38,6 +38,13 @@ class AnswerMatched(UserError):
     exit_code = 5
 
 
+class WorkerLost(UserError):
+    """A client worker (a load host of `--workers`/`--ray`) ended mid-run, before its share was done: the run
+    finished without it; what every worker sent is on disk."""
+
+    exit_code = 6
+
+
 # a disk that cannot take what a command writes: full, over quota, a file too large, or mounted read-only
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 

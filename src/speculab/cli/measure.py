@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from speculab.cli import _FIT_HELP, _check_error_gate, _max_error_rate, app, err_console
-from speculab.errors import EndpointError
+from speculab.errors import EndpointError, WorkerLost
 from speculab.harness.servers.adapters import engine_kinds
 
 
@@ -81,6 +81,8 @@ def bench(
     print_bench_summary(console, result.summary, result.run_dir)
     if result.server_gone is not None:  # stopped as `run` stops on a dead server: what was measured is kept
         raise EndpointError(result.server_gone)
+    if result.workers_lost is not None:  # a load host dropped out: the others finished, what was sent is kept
+        raise WorkerLost(result.workers_lost)
     if result.interrupted:
         err_console.print("interrupted: results of the part that ran are on disk")
         raise typer.Exit(130)

@@ -9,8 +9,11 @@ offset the way NTP does, from round trips: it reads its clock (t0), asks the wor
 the split, it was read inside [t0, t1]. So offset = tw - (t0 + t1) / 2, within +-(t1 - t0) / 2, and the round trip
 with the shortest time gives the tightest bound.
 
-Processes on one host read one CLOCK_MONOTONIC (the kernel's boot id tells one boot from another): then the
-offset is exactly 0 and nothing is estimated.
+Processes of one boot read one CLOCK_MONOTONIC, unless a time namespace offsets it (containers, CRIU; the boot id
+stays the same inside one): so two processes share a clock only when their boot ids AND their time namespaces'
+monotonic offsets agree (`clock_id`), and every round trip brackets the worker's reading (t0 <= tw <= t1: true by
+causality on one clock, false as soon as the clocks differ by more than a round trip, whatever the mechanism).
+Then the offset is exactly 0 and nothing is estimated (`one_clock`); otherwise it is the round trips' estimate.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+TIMENS_OFFSETS = Path("/proc/self/timens_offsets")  # Linux 5.6+: this process's time namespace's clock offsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +69,35 @@ def boot_id() -> str | None:
         return BOOT_ID.read_text().strip() or None
     except OSError:
         return None
+
+
+def monotonic_offset() -> str | None:
+    """This process's time namespace's CLOCK_MONOTONIC offset ("seconds nanoseconds"; "0 0" outside one, and on a
+    kernel without time namespaces); None when it cannot be told."""
+    try:
+        text = TIMENS_OFFSETS.read_text()
+    except FileNotFoundError:  # a kernel before 5.6 has no time namespaces: nothing can offset the clock
+        return "0 0"
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, *value = line.split()
+        if name in ("monotonic", "1"):  # the clock's name, or its id (CLOCK_MONOTONIC = 1) on some kernels
+            return " ".join(value)
+    return None
+
+
+def clock_id() -> str | None:
+    """What this process's CLOCK_MONOTONIC is: its boot and its time namespace's offset. Two processes with one
+    clock_id read one clock; None when either part cannot be read (then nothing is assumed)."""
+    boot, offset = boot_id(), monotonic_offset()
+    return None if boot is None or offset is None else f"{boot} monotonic+{offset}"
+
+
+def one_clock(here: str | None, there: str | None, samples: Sequence[tuple[float, float, float]]) -> bool:
+    """The worker reads the coordinator's own clock: one clock_id, and every (t0, tw, t1) round trip brackets the
+    worker's reading. The check needs no trust in the ids: a clock that differs by more than a round trip fails
+    it."""
+    if here is None or here != there or not samples:
+        return False
+    return all(t0 <= tw <= t1 for t0, tw, t1 in samples)

@@ -7,8 +7,9 @@ does local processes (load.workers.run_workers). Ray places the actors with the 
 N workers land on as many nodes as the cluster has. What differs from one host is the clock:
 - TTFT, TPOT and gaps are differences of one worker's own readings and need no sync;
 - the common start and the records' absolute times are put on the coordinator's clock with each worker's offset
-  (load.clock_sync): exact when the actor shares this host's boot (a local cluster), otherwise estimated from the
-  tightest of ROUND_TRIPS round trips, and the manifest records the offset and its uncertainty.
+  (load.clock_sync): exact when the actor reads this process's own clock (the same boot and time namespace, and
+  every round trip agreeing: a local cluster), otherwise estimated from the tightest of ROUND_TRIPS round trips,
+  and the manifest records the offset and its uncertainty.
 Records come back in batches (`poll`, every ~0.1 s) and are written as they arrive, so a node that dies keeps
 what it had sent.
 
@@ -36,7 +37,7 @@ from urllib.parse import urlparse
 from speculab import __version__
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.load.clock_sync import SAME_CLOCK, ClockOffset, boot_id, offset_from_round_trips
+from speculab.harness.load.clock_sync import SAME_CLOCK, ClockOffset, clock_id, offset_from_round_trips, one_clock
 from speculab.harness.load.workers import WorkerPlan, drain, endpoint_fields, worker_main
 from speculab.harness.records import RequestRecord
 
@@ -161,7 +162,7 @@ class Worker:
             "host": socket.gethostname(),
             "node_ip": ray.util.get_node_ip_address(),
             "pid": os.getpid(),
-            "boot_id": boot_id(),
+            "clock_id": clock_id(),
             "version": __version__,
         }
 
@@ -242,11 +243,13 @@ class RayPool:
             infos = await _placed(ray, actors, address, stop)
             if infos is None:
                 raise asyncio.CancelledError  # stopped while Ray placed them: the actors go, nothing ran
-            here = {"node_ip": ray.util.get_node_ip_address(), "boot_id": boot_id()}
+            here = {"node_ip": ray.util.get_node_ip_address(), "clock_id": clock_id()}
             _check_workers(infos, here, endpoint.base_url)
-            measured = {w: await _round_trips(a) for w, a in actors.items()}
+            trips = {w: await _round_trips(a) for w, a in actors.items()}
+            measured = {w: offset_from_round_trips(t) for w, t in trips.items()}
+            # a time namespace keeps the boot id: one clock needs the same clock_id and round trips that agree
             clocks = {
-                w: SAME_CLOCK if here["boot_id"] is not None and infos[w]["boot_id"] == here["boot_id"] else measured[w]
+                w: SAME_CLOCK if one_clock(here["clock_id"], infos[w]["clock_id"], trips[w]) else measured[w]
                 for w in actors
             }
             ep = endpoint_fields(endpoint)
@@ -350,10 +353,11 @@ def _check_workers(infos: dict[int, dict[str, Any]], here: dict[str, Any], url: 
         )
 
 
-async def _round_trips(actor: Any) -> ClockOffset:
+async def _round_trips(actor: Any) -> list[tuple[float, float, float]]:
+    """(t0, tw, t1) per round trip: this clock before, the actor's, this clock after."""
     samples = []
     for _ in range(ROUND_TRIPS):
         t0 = time.perf_counter()
         tw = await _wait(actor.clock.remote())
         samples.append((t0, float(tw), time.perf_counter()))
-    return offset_from_round_trips(samples)
+    return samples

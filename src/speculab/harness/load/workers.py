@@ -131,13 +131,35 @@ def _repeat(spec: RequestSpec, cycle: int, total: int) -> RequestSpec:
     return spec if cycle == 0 else dataclasses.replace(spec, index=cycle * total + spec.index)
 
 
+ERROR_CHARS = 100  # of a lost worker's error in a sentence: Ray's run to hundreds (the manifest keeps the line)
+
+
+def _lost_how(w: dict[str, Any]) -> str:
+    """Which worker ended early, where it ran and how: 'client worker 0 on host b (10.0.0.2) failed (...)'."""
+    where = f" on host {w.get('host')} ({w.get('node_ip')})" if w.get("ray") else ""
+    err = str(w.get("error") or "")
+    if err:
+        how = f"failed ({err[:ERROR_CHARS]}{'...' if len(err) > ERROR_CHARS else ''})"
+    else:
+        how = f"exited (code {w.get('exitcode')})"
+    return f"client worker {w['worker']}{where} {how}"
+
+
+def lost_workers(workers: Sequence[dict[str, Any]]) -> str | None:
+    """One line for the workers that ended before their share was done (a process that died, a Ray node that
+    dropped out), naming where each ran; None when none did. The run's one-line error (exit 6)."""
+    lost = [_lost_how(w) for w in workers if w.get("crashed")]
+    if not lost:
+        return None
+    return f"{'; '.join(lost)} mid-run, before its share was done; every record it sent is kept"
+
+
 def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
     """What the workers' own reports say a reader must know: one that crashed, or started late."""
     out = []
     for w in workers:
         if w.get("crashed"):
-            how = f"failed ({w['error']})" if w.get("error") else f"exited (code {w.get('exitcode')})"
-            out.append(f"client worker {w['worker']} {how} before it finished; the records it sent are kept")
+            out.append(f"{_lost_how(w)} before it finished; the records it sent are kept")
         lag, unc = w.get("start_lag_s"), w.get("start_uncertainty_s") or 0.0
         if lag is not None and lag + unc > START_LAG_WARN_S:
             bound = (

@@ -30,7 +30,7 @@ from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.client_health import ClientHealth, HealthProbe
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
-from speculab.harness.load.workers import plan_workers, run_workers, worker_warnings
+from speculab.harness.load.workers import lost_workers, plan_workers, run_workers, worker_warnings
 from speculab.harness.measure.summary import OptionRejections, build_summary
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
@@ -65,6 +65,7 @@ class BenchResult:
     run_dir: Path
     interrupted: bool
     server_gone: str | None = None  # the server stopped answering mid-run: the one-line error (exit 3)
+    workers_lost: str | None = None  # a client worker (a load host) ended mid-run: the one-line error (exit 6)
 
     @property
     def records(self) -> tuple[RequestRecord, ...]:
@@ -218,8 +219,26 @@ async def _measure(
     manifest["interrupted"] = outcome.interrupted
     manifest["server_gone"] = gone
     run_dir.write_json(MANIFEST, manifest)
-    why = f"endpoint {ep.base_url} stopped answering mid-run ({gone}); what was measured is in {run_dir.path}"
-    return BenchResult(summary, run_dir.path, outcome.interrupted, why if gone is not None else None)
+    return _bench_result(summary, run_dir.path, outcome.interrupted, gone, ep.base_url, phase.workers)
+
+
+def _bench_result(
+    summary: dict[str, Any],
+    path: Path,
+    interrupted: bool,
+    gone: str | None,
+    url: str,
+    workers: Sequence[dict[str, Any]],
+) -> BenchResult:
+    """The result with its one-line errors: the server stopped answering (exit 3), a load host was lost (exit 6)."""
+    lost = lost_workers(workers)
+    return BenchResult(
+        summary,
+        path,
+        interrupted,
+        None if gone is None else f"endpoint {url} stopped answering mid-run ({gone}); what was measured is in {path}",
+        None if lost is None else f"{lost}; what was measured is in {path}",
+    )
 
 
 def _manifest(

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speculab.harness.load.clock_sync import SAME_CLOCK, boot_id, offset_from_round_trips
+from speculab.harness.load import clock_sync
+from speculab.harness.load.clock_sync import (
+    SAME_CLOCK,
+    boot_id,
+    clock_id,
+    monotonic_offset,
+    offset_from_round_trips,
+    one_clock,
+)
 from speculab.harness.records import ChunkEvent, RequestRecord
 
 
@@ -63,3 +71,45 @@ def test_a_shifted_record_keeps_every_duration():
     assert moved.chunks[0].t_s - moved.sent_s == pytest.approx(rec.chunks[0].t_s - rec.sent_s)  # TTFT
     assert moved.queue_s == pytest.approx(rec.queue_s) and moved.output_text == rec.output_text
     assert RequestRecord.from_dict(moved.to_dict()) == moved
+
+
+def test_one_clock_needs_one_id_and_round_trips_that_bracket_the_workers_reading():
+    same = [round_trip(10.0 + i, 0.0, 0.0003, 0.0004) for i in range(16)]
+    assert one_clock("boot monotonic+0 0", "boot monotonic+0 0", same)
+    # a time namespace 5 s ahead keeps the boot id: its clock_id differs, and so do its round trips
+    ahead = [round_trip(10.0 + i, 5.0, 0.0003, 0.0004) for i in range(16)]
+    assert not one_clock("boot monotonic+0 0", "boot monotonic+5 0", ahead)
+    # ids that claim one clock are not taken on trust: one round trip the worker's reading falls outside suffices
+    assert not one_clock("boot monotonic+0 0", "boot monotonic+0 0", [*same[:15], round_trip(30.0, 0.002, 3e-4, 3e-4)])
+    assert not one_clock("boot monotonic+0 0", "boot monotonic+0 0", [*same[:15], round_trip(30.0, -1e-6, 0, 3e-4)])
+    # nothing known, nothing assumed
+    assert not one_clock(None, None, same) and not one_clock("a", "a", [])
+    assert not one_clock("boot monotonic+0 0", "other monotonic+0 0", same)
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [
+        ("monotonic           0         0\nboottime            0         0\n", "0 0"),
+        ("monotonic           5         250\nboottime            5         0\n", "5 250"),
+        ("1 -3 0\n7 -3 0\n", "-3 0"),  # kernels that name the clocks by id: CLOCK_MONOTONIC = 1
+        ("boottime 0 0\n", None),
+    ],
+)
+def test_the_time_namespaces_monotonic_offset_is_read_from_proc(tmp_path, monkeypatch, text, offset):
+    f = tmp_path / "timens_offsets"
+    f.write_text(text)
+    monkeypatch.setattr(clock_sync, "TIMENS_OFFSETS", f)
+    assert monotonic_offset() == offset
+
+
+def test_without_time_namespaces_the_offset_is_zero_and_unreadable_ids_are_unknown(tmp_path, monkeypatch):
+    monkeypatch.setattr(clock_sync, "TIMENS_OFFSETS", tmp_path / "absent")  # a kernel before 5.6
+    assert monotonic_offset() == "0 0"
+    if boot_id() is not None:
+        assert clock_id() == f"{boot_id()} monotonic+0 0"
+    monkeypatch.setattr(clock_sync, "TIMENS_OFFSETS", tmp_path)  # a directory: unreadable as a file
+    assert monotonic_offset() is None and clock_id() is None
+    monkeypatch.setattr(clock_sync, "TIMENS_OFFSETS", tmp_path / "absent")
+    monkeypatch.setattr(clock_sync, "BOOT_ID", tmp_path / "no-boot-id")
+    assert clock_id() is None

@@ -108,7 +108,7 @@ def test_loopback_urls_are_recognised():
 
 
 def test_nodes_on_another_version_or_unable_to_reach_a_loopback_url_are_refused_in_one_line():
-    here = {"node_ip": "10.0.0.1", "boot_id": "b"}
+    here = {"node_ip": "10.0.0.1", "clock_id": "b"}
     same = {0: {"version": __version__, "node_ip": "10.0.0.1"}, 1: {"version": __version__, "node_ip": "10.0.0.1"}}
     _check_workers(same, here, "http://127.0.0.1:8000")  # one node: loopback is fine
     spread = {**same, 1: {"version": __version__, "node_ip": "10.0.0.2"}}

@@ -119,3 +119,20 @@ def test_a_crashed_worker_is_named_with_what_is_known_of_its_end():
         "client worker 2 started 0.4 ms +- 0.8 ms (its clock's offset from this machine's, from round trips) after "
         "the common start time: its open-loop sends are that much late",
     ]
+
+
+def test_a_worker_lost_mid_run_is_one_line_naming_its_host_with_rays_long_error_cut():
+    from speculab.harness.load.workers import lost_workers, worker_warnings
+
+    ray_error = "ActorUnavailableError: The actor 550f is unavailable: " + "RpcError: failed to connect " * 20
+    lost = {"worker": 0, "crashed": True, "error": ray_error, "ray": True, "host": "b", "node_ip": "10.213.41.2"}
+    fine = {"worker": 1, "ray": True, "host": "a", "node_ip": "10.213.41.1", "start_lag_s": 0.0}
+    line = lost_workers([lost, fine])
+    assert line == (
+        f"client worker 0 on host b (10.213.41.2) failed ({ray_error[:100]}...) mid-run, before its share was done; "
+        "every record it sent is kept"
+    )
+    assert "\n" not in line and lost_workers([fine]) is None
+    assert worker_warnings([lost])[0].startswith("client worker 0 on host b (10.213.41.2) failed (ActorUnavailable")
+    died = lost_workers([{"worker": 3, "crashed": True, "exitcode": -9}, {**lost, "worker": 2}])
+    assert died is not None and died.startswith("client worker 3 exited (code -9); client worker 2 on host b")
