@@ -6,6 +6,8 @@ one repeat) that finished is kept as it is; one that stopped part way is set asi
 `results.blocks`) and runs again from the start with the same seeds, in the design's order, as do the blocks never
 started. In two-URL mode a level's arms are interleaved block by block, so a level runs again for both arms unless
 both finished. Looks of adaptive repeats already taken are reused as recorded, so the alpha spent stays the design's.
+A search (`loads: {search: ...}`) plans no levels from the file: its blocks are those of the levels DIR recorded it
+placing (`probing.resumed`), and it goes on placing probes from there (`probing.rounds`).
 """
 
 from __future__ import annotations
