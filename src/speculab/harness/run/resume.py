@@ -6,6 +6,8 @@ one repeat) that finished is kept as it is; one that stopped part way is set asi
 `results.blocks`) and runs again from the start with the same seeds, in the design's order, as do the blocks never
 started. In two-URL mode a level's arms are interleaved block by block, so a level runs again for both arms unless
 both finished. Looks of adaptive repeats already taken are reused as recorded, so the alpha spent stays the design's.
+A search (`loads: {search: ...}`) plans no levels from the file: its blocks are those of the levels DIR recorded it
+placing (`probing.resumed`), and it goes on placing probes from there (`probing.rounds`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from speculab.harness.results.blocks import BlockState, block_state, set_aside
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.run.plan import RunPlan, arm_order
+from speculab.harness.run.probing.resumed import complete, resume_line, searched_plan
 
 Block = tuple[str, str, int]  # (arm name, level key, repeat): one block's directory, runs/<arm>/<level>/r<n>
-STOP_NOTES = ("the run stopped", "the run was interrupted")  # run.py's notes of how a run ended early
+# how a run ended early: run.py's notes, and the search's (`probing.rounds`; its answer is no longer partial)
+STOP_NOTES = ("the run stopped", "the run was interrupted", "the search was interrupted")
 
 
 def _sha(obj: Any) -> str:
@@ -50,6 +54,8 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
         return {k: sd.pop(k) for k in keys}
 
+    # a search's design places its loads; a plan without one keeps the key where runs before searches had it
+    search = {"search": sd.pop("search")} if sd.get("search") is not None else {}
     parts = {
         "workload": take("workload_name", "workload_source", "api", "items"),
         "sampling": {
@@ -59,6 +65,7 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
         },
         "loads": {
             **take("levels"),
+            **search,
             "loads": plan.loads,
             "block_size": plan.block_size,
             "warmup": plan.warmup_requests,
@@ -157,13 +164,15 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     first: nothing may be writing DIR)."""
     prior = read_setup(root)
     check_same_plan(root, prior.plan, plan)
+    plan = searched_plan(plan, prior.setup)  # a search: the levels it had placed (`probing.resumed`)
     units = block_units(plan, prior.setup.repeats)  # adaptive repeats that stopped early: that look stands
     states = {b: block_state(root, *b) for unit in units for b in unit}
     done, aside = blocks_to_run(units, states)
     notes = [n for n in prior.notes if not n.startswith(STOP_NOTES)]
     stopped = [n for n in prior.notes if n.startswith(STOP_NOTES)]
     how = f"it had stopped: {stopped[-1]}" if stopped else "it had stopped without a word (killed, or the host died)"
-    if len(done) < len(states):  # a run with nothing left (killed while rendering its report) only re-renders
+    left = len(done) < len(states) or (plan.setup.search is not None and not complete(plan.setup.search))
+    if left:  # a run with nothing left (killed while rendering its report) only re-renders
         notes.append(
             f"resumed at {utc_now()} (`speculab run --resume`): {len(done)} of {len(states)} blocks had finished; {how}"
         )
@@ -180,7 +189,11 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
         repeats=prior.setup.repeats,
         sequential=prior.setup.sequential,
     )
-    summary = f"resuming {root}: {len(done)} of {len(states)} blocks had finished; {len(states) - len(done)} to run"
+    summary = (
+        resume_line(root, plan.setup.search, len(done), len(states))
+        if plan.setup.search is not None
+        else f"resuming {root}: {len(done)} of {len(states)} blocks had finished; {len(states) - len(done)} to run"
+    )
     summary += f" ({len(kept)} started before, set aside: nothing is deleted)" if kept else ""
     return Resumed(frozenset(done), setup, prior.arms, tuple(notes), tuple(_launches(root)), summary)
 

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from speculab.errors import UserError
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
 from speculab.harness.load.interrupt import run_interruptible
@@ -71,12 +70,6 @@ async def run_plan(
     `resume`: out_dir holds this plan's run, interrupted or killed; run what it lacks (`experiment.resume`)."""
     if resume and out_dir.is_dir() and not (out_dir / INPUTS_FILE).exists():
         resume = False  # killed before its first write: nothing to continue, so it starts here (if DIR holds nothing)
-    if resume and plan.setup.search is not None:
-        # its levels are placed as it goes, so the plan --resume checks against cannot be made again from the file
-        raise UserError(
-            f"{out_dir}: a search (loads: search) cannot be resumed; `speculab report {out_dir}` reads what it "
-            "measured, and `speculab run` with a new directory searches again"
-        )
     if resume:
         read_setup(out_dir)  # a directory that holds no run is refused before anything is written to it
     else:

@@ -121,9 +121,10 @@ def test_which_blocks_run_again() -> None:
     assert aside == [("b", "c2", 1), ("k", "c2", 1)]  # both arms of the level run again; nothing never started
 
 
-def _started(root: Path, plan, blocks: dict[tuple[str, str, int], bool]) -> None:
+def _started(root: Path, plan, blocks: dict[tuple[str, str, int], bool], *, inputs: bool = True) -> None:
     """A run directory as a kill leaves it: inputs.json with the plan, finished (True) and cut (False) blocks."""
-    write_setup(root, ABRun(plan.setup, tuple(a.info for a in plan.arms), plan.changes, plan=plan_identity(plan)))
+    if inputs:
+        write_setup(root, ABRun(plan.setup, tuple(a.info for a in plan.arms), plan.changes, plan=plan_identity(plan)))
     for (arm, level, repeat), whole in blocks.items():
         d = repeat_dir(root, arm, level, repeat)
         d.mkdir(parents=True)
@@ -175,3 +176,79 @@ def test_resume_paths(tmp_path: Path) -> None:
     exp.unlink()
     with pytest.raises(UserError, match=r"its experiment file .* is gone; give it: speculab run EXPERIMENT --resume"):
         resume_paths(run, None, None)
+
+
+SEARCH = """
+workload: {spec: "synthetic:input=10,output=8", num_prompts: 300}
+loads: {search: {kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}
+baseline: {url: "http://127.0.0.1:9"}
+candidate: {url: "http://127.0.0.1:10"}
+speculation: {method: ngram, num_speculative_tokens: 2}
+"""
+
+
+def _searched(root: Path, blocks: dict[tuple[str, str, int], bool], stop: str | None = None):
+    """A search's directory as a kill leaves it: its first round (1, 7, 48) placed and recorded, the plan it checks
+    the one the file makes (no levels); the file's plan returned."""
+    from dataclasses import replace
+
+    from speculab.harness.run.probing.rounds import probe_level
+
+    plan = plan_of(SEARCH)
+    design = plan.setup.search
+    levels: list = []
+    for load in (1, 7, 48):
+        levels.append(probe_level(design, load, levels)[0])
+    search = {**design, "rounds": [[1.0, 7.0, 48.0]], "stop": stop}
+    setup = replace(plan.setup, levels=tuple(levels), search=search)
+    write_setup(root, ABRun(setup, tuple(a.info for a in plan.arms), plan.changes, plan=plan_identity(plan)))
+    _started(root, None, blocks, inputs=False)
+    return plan
+
+
+def test_a_search_resumes_at_the_levels_it_placed(tmp_path: Path) -> None:
+    plan = _searched(
+        tmp_path,
+        {("baseline", "c1", 1): True, ("ngram-k2", "c1", 1): True, ("baseline", "c7", 1): True,
+         ("ngram-k2", "c7", 1): False},
+    )  # fmt: skip
+    resumed = prepare_resume(plan, tmp_path)
+    assert resumed.done == {("baseline", "c1", 1), ("ngram-k2", "c1", 1)}
+    # two-URL mode: both arms of c7 run again, the one that finished set aside too
+    assert sorted(p.parent.name + "/" + p.name for p in tmp_path.glob("runs/*/c7/r1.interrupted-*")) == [
+        "c7/r1.interrupted-1",
+        "c7/r1.interrupted-1",
+    ]
+    assert [lv.key for lv in resumed.setup.levels] == ["c1", "c7", "c48"]
+    assert [lv.prompts for lv in resumed.setup.levels] == [6, 42, 288]  # as sized when placed
+    assert resumed.setup.search["rounds"] == [[1.0, 7.0, 48.0]]
+    assert resumed.summary == (
+        f"resuming {tmp_path}: the search had placed 3 probe(s) in 1 round(s); 2 of 6 of their blocks had "
+        "finished; 4 to run, then it goes on placing probes (2 started before, set aside: nothing is deleted)"
+    )
+    assert any(n.startswith("resumed at ") for n in resumed.notes)
+
+
+def test_a_search_killed_between_rounds_resumes_to_place_the_next(tmp_path: Path) -> None:
+    every = {(a, lv, 1): True for a in ("baseline", "ngram-k2") for lv in ("c1", "c7", "c48")}
+    resumed = prepare_resume(_searched(tmp_path, every), tmp_path)
+    assert len(resumed.done) == 6 and "6 of 6 of their blocks had finished; 0 to run, then" in resumed.summary
+    assert any(n.startswith("resumed at ") for n in resumed.notes)  # it goes on, so it says it was resumed
+
+
+def test_a_finished_search_resumed_is_complete(tmp_path: Path) -> None:
+    every = {(a, lv, 1): True for a in ("baseline", "ngram-k2") for lv in ("c1", "c7", "c48")}
+    resumed = prepare_resume(_searched(tmp_path, every, stop="tolerance"), tmp_path)
+    assert resumed.summary == f"resuming {tmp_path}: the search is complete (it stopped: tolerance); nothing to run"
+    assert not any(n.startswith("resumed at") for n in resumed.notes)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [SEARCH.replace("tolerance: 12", "tolerance: 6"), SEARCH.replace("high: 48", "high: 64")],
+)
+def test_a_search_with_another_design_is_refused_as_its_loads_changed(tmp_path: Path, changed: str) -> None:
+    recorded = plan_identity(plan_of(SEARCH))
+    with pytest.raises(UserError, match=r"\(loads changed\)"):
+        check_same_plan(tmp_path, recorded, plan_of(changed))
+    check_same_plan(tmp_path, recorded, plan_of(SEARCH))

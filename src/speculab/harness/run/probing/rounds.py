@@ -19,6 +19,7 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.run.lifecycle import Lifecycle
 from speculab.harness.run.looks import LOOK_RESAMPLES
+from speculab.harness.run.probing.resumed import complete, last_round, load_of, probes_before_last, searched_plan
 from speculab.harness.search.fit import CrossoverFit, Probe
 from speculab.harness.search.policy import SearchSpec, next_loads, probe_prompts, stop_reason
 from speculab.harness.verdict.build import build_report
@@ -48,10 +49,11 @@ def probe_level(
     value = float(max(1, round(load))) if kind == "concurrency" else float(f"{load:.3g}")
     attempt = 1 + sum(1 for lv in before if lv.kind == kind and lv.value == value)
     if kind == "concurrency":
-        n = probe_prompts(kind, value, groups)
-        return LevelSpec(kind, value, (ROLE,), prompts=n, attempt=attempt), LoadLevel(concurrency=int(value))
-    n = probe_prompts(kind, value, groups, in_flight) if in_flight is not None else None
-    return LevelSpec(kind, value, (ROLE,), "poisson", prompts=n, attempt=attempt), LoadLevel(rate_rps=value)
+        spec = LevelSpec(kind, value, (ROLE,), prompts=probe_prompts(kind, value, groups), attempt=attempt)
+    else:
+        n = probe_prompts(kind, value, groups, in_flight) if in_flight is not None else None
+        spec = LevelSpec(kind, value, (ROLE,), "poisson", prompts=n, attempt=attempt)
+    return spec, load_of(spec)
 
 
 class SearchMode:
@@ -62,23 +64,18 @@ class SearchMode:
 
     async def run(self, life: Lifecycle) -> None:
         assert life.setup.search is not None
+        if complete(life.setup.search):  # a finished search resumed: nothing is left to place
+            life.reporter.phase(f"the search is complete (it stopped: {life.setup.search['stop']})")
+            return
         spec = search_spec(life.setup.search)
         probes: tuple[Probe, ...] = ()
         fit: CrossoverFit | None = None
         report: Report | None = None
-        while loads := next_loads(spec, probes, fit):
-            fresh = self.add_round(life, loads, report)
-            said = ", ".join(lv.label for lv in fresh)
-            life.reporter.phase(f"search round {len(life.setup.search['rounds'])}: probing {said}")
-            await self.inner.run(life)
-            if life.interrupted or life.stop.is_set():
-                n = len(life.setup.search["rounds"])
-                life.note(
-                    f"the search was interrupted after {len(probes)} probe(s), in round {n} ({said}): its answer "
-                    "covers the probes measured before"
-                )
+        said = self.resume(life)  # a resumed search first finishes the round it recorded last
+        while said or (said := self.next_round(life, spec, probes, fit, report)):
+            report = await self.measure(life, said)
+            if report is None:  # interrupted: noted
                 return
-            report = self.judge(life)
             assert report.search is not None  # the setup has a search
             probes, fit = probes_of(report.search), fit_of(report.search)
             life.reporter.phase(progress_line(report.search))
@@ -89,8 +86,53 @@ class SearchMode:
                 self.record(life, stop="no verdict")
                 life.reporter.phase("search stopped: no probe had a verdict")
                 return
+            said = ""
         self.record(life, stop=stop_reason(spec, probes, fit) or "no further probe")
         life.reporter.phase(f"search stopped: {life.setup.search['stop']}")
+
+    def resume(self, life: Lifecycle) -> str:
+        """A resumed search: the levels it placed become the block runner's again, and the round recorded last is
+        finished (its blocks that finished count as done; `probing.resumed` says why it is not placed afresh); the
+        round's loads, or "" for a search starting now."""
+        design = life.setup.search
+        assert design is not None
+        if not design["rounds"]:
+            return ""
+        life.plan = searched_plan(life.plan, life.setup)
+        said = ", ".join(lv.label for lv in last_round(life.setup))
+        life.reporter.phase(f"search round {len(design['rounds'])}: finishing {said} (resumed)")
+        return said
+
+    def next_round(
+        self,
+        life: Lifecycle,
+        spec: SearchSpec,
+        probes: tuple[Probe, ...],
+        fit: CrossoverFit | None,
+        report: Report | None,
+    ) -> str:
+        """The policy's next loads as a round of the plan, or "" when it places none."""
+        loads = next_loads(spec, probes, fit)
+        if not loads:
+            return ""
+        said = ", ".join(lv.label for lv in self.add_round(life, loads, report))
+        assert life.setup.search is not None
+        life.reporter.phase(f"search round {len(life.setup.search['rounds'])}: probing {said}")
+        return said
+
+    async def measure(self, life: Lifecycle, said: str) -> Report | None:
+        """The round's levels run by the run's mode, then the verdict over every probe so far; None when the run was
+        interrupted (noted: a round cut short is no probe)."""
+        await self.inner.run(life)
+        if life.interrupted or life.stop.is_set():
+            design = life.setup.search
+            assert design is not None
+            life.note(
+                f"the search was interrupted after {probes_before_last(design)} probe(s), in round "
+                f"{len(design['rounds'])} ({said}): its answer covers the probes measured before"
+            )
+            return None
+        return self.judge(life)
 
     def add_round(self, life: Lifecycle, loads: Sequence[float], report: Report | None) -> list[LevelSpec]:
         """The round's loads as levels of the plan and the record; every level before them counts as done, so the
