@@ -173,12 +173,15 @@ def fit_crossover(
     confidence: float = CONFIDENCE,
     replicates: int = 1000,
     log_load: bool = False,
+    quantity: str = "log effect",
 ) -> CrossoverFit:
     """The load where speculation's effect crosses from faster to slower, with a `confidence` interval from
-    `replicates` bootstrap refits (module docstring). `log_load`: interpolate the point estimate in log load."""
+    `replicates` bootstrap refits (module docstring). `log_load`: interpolate the point estimate in log load.
+    Any per-unit quantity that does not grow with load fits the same way (`quantity` names it in `method`): an
+    arm's SLO attainment above its target is the other one (harness.search.goodput)."""
     loads, units = pooled_probes(probes)
     method = (
-        "isotonic (non-increasing) fit of each load's mean log effect, weighted by its units; the estimate "
+        f"isotonic (non-increasing) fit of each load's mean {quantity}, weighted by its units; the estimate "
         f"interpolated linearly in {'log ' if log_load else ''}load; the interval from the probes around the crossing "
         f"in {replicates} bootstrap refits over each load's units (expanded percentile)"
     )
