@@ -3,7 +3,6 @@ target, on scripted units: exact, noisy, and censored at either end."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -63,7 +62,7 @@ def test_outside_the_slo_already_at_the_lowest_load_is_censored_below():
 
 def test_a_highest_load_near_the_target_with_noise_is_undetermined_not_a_number():
     # just above the target at the top on average, but its units spread wide across it
-    probes = _exact({1.0: 1.0, 4.0: 1.0}) + [Probe(16.0, (1.0, 0.8, 1.0, 0.8, 1.0, 0.9))]
+    probes = [*_exact({1.0: 1.0, 4.0: 1.0}), Probe(16.0, (1.0, 0.8, 1.0, 0.8, 1.0, 0.9))]
     f = _fit(probes)
     assert f.status == UNDETERMINED and f.estimate is None and f.high is None
 
