@@ -33,6 +33,9 @@ def capacity_text(cap: Any) -> str:
         return f"misses it already at the lowest load ({_load(cap.kind, cap.lowest)})"
     if cap.lowest is None or cap.highest is None:
         return "undetermined: no load measured"
+    if cap.low is not None and cap.high is None:  # the lower end is known, the upper reaches past the loads measured
+        past = f"the loads measured (up to {cap.highest:.3g}) do not place it"
+        return f"undetermined: at least {_load(cap.kind, cap.low)}; beyond that {past}"
     span = f"{_load(cap.kind, cap.lowest)} and {cap.highest:.3g}"
     return f"undetermined between {span}: the loads measured do not place it"
 

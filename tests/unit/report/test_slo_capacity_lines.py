@@ -23,6 +23,10 @@ def _cap(status: str, est: float | None = None, low: float | None = None, high: 
         (_cap("meets throughout", None, 48.0), "meets it at every load measured (up to concurrency 48)"),
         (_cap("misses throughout", None, None, 1.0), "misses it already at the lowest load (concurrency 1)"),
         (_cap("undetermined"), "undetermined between concurrency 1 and 48: the loads measured do not place it"),
+        (
+            _cap("undetermined", None, 16.0),
+            "undetermined: at least concurrency 16; beyond that the loads measured (up to 48) do not place it",
+        ),
     ],
 )
 def test_each_status_says_only_what_the_loads_measured_hold(cap, text):

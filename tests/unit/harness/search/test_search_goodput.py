@@ -14,13 +14,15 @@ from speculab.harness.search.goodput import (
     UNDETERMINED,
     fit_slo_capacity,
     unit_attainment,
+    with_spread_floor,
 )
 
 LOADS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
 
-def _exact(fractions: dict[float, float], units: int = 6) -> list[Probe]:
-    """Every unit at a load with the same fraction within the SLO: no spread for the bootstrap to resample."""
+def _exact(fractions: dict[float, float], units: int = 40) -> list[Probe]:
+    """Every unit at a load with the same fraction within the SLO; 40 units, enough for the floor on their spread
+    (`with_spread_floor`) to leave each load decided."""
     return [Probe(x, (f,) * units) for x, f in fractions.items()]
 
 
@@ -62,9 +64,27 @@ def test_outside_the_slo_already_at_the_lowest_load_is_censored_below():
 
 def test_a_highest_load_near_the_target_with_noise_is_undetermined_not_a_number():
     # just above the target at the top on average, but its units spread wide across it
-    probes = [*_exact({1.0: 1.0, 4.0: 1.0}), Probe(16.0, (1.0, 0.8, 1.0, 0.8, 1.0, 0.9))]
+    probes = [*_exact({1.0: 1.0, 4.0: 1.0}), Probe(16.0, (1.0, 0.8, 1.0, 0.8, 1.0, 0.9) * 2)]
     f = _fit(probes)
     assert f.status == UNDETERMINED and f.estimate is None and f.high is None
+
+
+def test_a_few_units_all_within_the_slo_leave_the_interval_open_past_them():
+    # 8 groups all within a 0.9 target: a load at 0.85 whose batches meet or miss together gives that a quarter of
+    # the time, so the interval reaches down to the load below
+    probes = [*_exact({1.0: 1.0}), Probe(12.0, (1.0,) * 8), Probe(16.0, (0.0,) * 40)]
+    f = _fit(probes)
+    assert f.status == CROSSES and (f.low, f.high) == (1.0, 16.0) and 12.0 <= f.estimate <= 16.0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("units", [(1.0,) * 8, (0.0,) * 6, (0.9, 1.0, 0.95, 1.0), (0.2, 0.9, 0.5)])
+def test_the_spread_floor_keeps_the_mean_and_lifts_the_spread_to_a_bernoulli_units(units):
+    u = np.array(units) - 0.9
+    got = with_spread_floor(u, 0.9)
+    n = u.size
+    m = (n * (u.mean() + 0.9) + 0.5) / (n + 1)
+    assert got.mean() == pytest.approx(u.mean()) and got.var() >= min(u.var(), m * (1 - m)) - 1e-12
+    assert got.var() >= m * (1 - m) - 1e-12 or got.size == n  # lifted, or already spread enough
 
 
 def _noisy(truth: float, rng: np.random.Generator, size: int = 4, units: int = 8) -> list[Probe]:
