@@ -62,8 +62,9 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
     spec, plain = cap["ngram-k1"], cap["baseline"]
     probes = sorted(report.search.probes)
     assert spec.status == "crosses", (spec, probes)
-    assert spec.low is not None and spec.high is not None and spec.low <= truth <= spec.high, (spec, probes)
-    assert spec.low <= spec.estimate <= spec.high  # type: ignore[operator]
+    # a probe's 6 groups all within the SLO do not decide it (docs/statistics.md): the lower end may stay open
+    assert spec.high is not None and (spec.low or 0) <= truth <= spec.high, (spec, probes)
+    assert spec.estimate is not None and (spec.low or 0) <= spec.estimate <= spec.high
     assert plain.status == "misses throughout" and plain.high == probes[0], (plain, probes)
     assert dict(spec.metric_limits) == {"tpot_s": LIMIT_S} and spec.target == 0.9
 
