@@ -123,5 +123,5 @@ def fit_slo_capacity(
         lowest=min(loads) if loads else None,
         highest=max(loads) if loads else None,
         confidence=fit.confidence,
-        method=fit.method,
+        method=f"{fit.method}; each load's spread floored at a Bernoulli unit's (Jeffreys)",
     )
