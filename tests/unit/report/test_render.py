@@ -82,7 +82,10 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
     # the recommendation block right after the heading (what to ship), then the verdict (its evidence)
     assert lines[1].startswith("recommendation: ship ngram k=4")
     rule = next(i for i, ln in enumerate(lines) if ln.startswith("  rule: "))
-    assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[rule + 1])
+    # with SLOs set, each arm's highest load within them first, one line per arm (report.slo_capacity)
+    assert lines[rule + 1].startswith("highest load within the SLO (")
+    assert [ln.split(":")[0] for ln in lines[rule + 2 : rule + 4]] == ["  plain", "  ngram k=4"]
+    assert re.match(r"ngram k=4: TPOT 1\.9\d× faster \[", lines[rule + 4])
     assert "concurrency 1 · p50 and p99 · TPOT, TTFT in ms" in text and "speedup" in text
     assert text.index("ngram k=4: TPOT") < text.index("p50 and p99 · TPOT, TTFT in ms") < text.index("warning:")
     assert "correctness: SUSPICIOUS: 1 confident divergence(s)" in " ".join(text.split())  # wherever the line wraps

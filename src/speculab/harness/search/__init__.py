@@ -1,7 +1,8 @@
 """The load search: where a speculation effect stops paying, found by placing load levels adaptively (issue 39).
 
 Pure: a monotone fit of the per-unit log effects against load with a bootstrap interval (`fit`), and where to
-probe next, when to stop and what a probe costs (`policy`). It knows nothing of requests, runs or the clock; the
+probe next, when to stop and what a probe costs (`policy`); on the same fit, an arm's highest load within its SLO
+(`goodput`). It knows nothing of requests, runs or the clock; the
 caller passes the measured effects and the RNG. Only the run and the verdict import it."""
 
 from speculab.harness.search.fit import (

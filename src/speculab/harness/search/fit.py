@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,12 +173,17 @@ def fit_crossover(
     confidence: float = CONFIDENCE,
     replicates: int = 1000,
     log_load: bool = False,
+    quantity: str = "log effect",
+    resampled: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> CrossoverFit:
     """The load where speculation's effect crosses from faster to slower, with a `confidence` interval from
-    `replicates` bootstrap refits (module docstring). `log_load`: interpolate the point estimate in log load."""
+    `replicates` bootstrap refits (module docstring). `log_load`: interpolate the point estimate in log load.
+    Any per-unit quantity that does not grow with load fits the same way (`quantity` names it in `method`): an
+    arm's SLO attainment above its target is the other one (harness.search.goodput). `resampled`: what the
+    bootstrap draws from at each load instead of its units (the point fit always uses the units themselves)."""
     loads, units = pooled_probes(probes)
     method = (
-        "isotonic (non-increasing) fit of each load's mean log effect, weighted by its units; the estimate "
+        f"isotonic (non-increasing) fit of each load's mean {quantity}, weighted by its units; the estimate "
         f"interpolated linearly in {'log ' if log_load else ''}load; the interval from the probes around the crossing "
         f"in {replicates} bootstrap refits over each load's units (expanded percentile)"
     )
@@ -188,7 +193,7 @@ def fit_crossover(
     means = np.array([u.mean() for u in units])
     fitted = isotonic_non_increasing(means[None, :], n)[0]
     point = float(first_crossings(loads, fitted[None, :], log_load)[0])
-    rep_fit = bootstrap_fits(units, rng, replicates, confidence)
+    rep_fit = bootstrap_fits([resampled(u) for u in units] if resampled else units, rng, replicates, confidence)
     lo, hi = _interval(loads, fitted, rep_fit, confidence)
     status = _status(loads, point, lo, hi)
     points = tuple((float(x), float(m), float(f), float(k)) for x, m, f, k in zip(loads, means, fitted, n, strict=True))

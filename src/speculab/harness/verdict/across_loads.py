@@ -9,16 +9,18 @@ from typing import Any
 
 import numpy as np
 
+from speculab.config import SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
-from speculab.harness.analysis.groups import MIN_PAIRS
-from speculab.harness.analysis.metrics import compared_metric
+from speculab.harness.analysis.groups import MIN_PAIRS, group_size
+from speculab.harness.analysis.metrics import compared_metric, request_metrics
 from speculab.harness.analysis.paired import DEFAULT_MARGIN, grouped_ratios, paired_ratios
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, UNDETERMINED, Probe, fit_crossover
+from speculab.harness.search.goodput import fit_slo_capacity, unit_attainment
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
@@ -37,6 +39,7 @@ from speculab.harness.verdict.model import (
     SearchCrossover,
     SearchPoint,
     SearchView,
+    SloCapacity,
     WhatIfView,
 )
 
@@ -324,6 +327,7 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
         ),
         rounds=tuple(tuple(float(x) for x in r) for r in design.get("rounds", ())),
         stop=design.get("stop"),
+        goodput=slo_capacity_view(inputs, levels, opts, {lv.key for lv in probes}),
     )
 
 
@@ -387,3 +391,59 @@ def _search_point(lv: LevelSpec, got: tuple[tuple[float, ...], Ratio] | None, fi
         return math.log(x) if math.isfinite(x) and x > 0 else math.nan
 
     return SearchPoint(lv.value, lv.key, log(r.speedup), log(r.speedup_low), log(r.speedup_high), fitted, effects)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# With SLOs set: each arm's highest load within its SLO (goodput's edge), from the loads measured.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def slo_capacity_view(
+    inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOptions, keys: set[str] | None = None
+) -> dict[str, SloCapacity] | None:
+    """Per arm, the highest load of the axis (a sweep's levels, a search's probes; `keys`: only these levels) at
+    which it meets its SLO attainment target, with its interval (harness.search.goodput); None without SLOs."""
+    slo = slo_targets(inputs)
+    if slo is None:
+        return None
+    axis, _ = _axis_levels(inputs)
+    specs = [lv for lv in inputs.setup.levels if lv.kind == axis and (keys is None or lv.key in keys)]
+    reports = {lv.key: lv for lv in levels}
+    limits = {k: v for k, v in (("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s), ("e2e_s", slo.e2e_s)) if v is not None}
+    out = {}
+    for i, arm in enumerate(inputs.arms):
+        units = ((lv.value, _slo_units(inputs, lv, reports.get(lv.key), arm.name, slo)) for lv in specs)
+        probes = [Probe(load, u) for load, u in units if u]
+        fit = fit_slo_capacity(
+            probes,
+            slo.attainment,
+            np.random.default_rng([opts.seed, 39, 1, i]),
+            confidence=opts.confidence or CONFIDENCE,
+            log_load=axis in ("concurrency", "trace"),
+        )
+        out[arm.name] = SloCapacity(
+            fit.status, fit.estimate, fit.low, fit.high, slo.attainment, limits, axis,
+            fit.lowest, fit.highest, fit.confidence, fit.method,
+        )  # fmt: skip
+    return out
+
+
+def _slo_units(
+    inputs: ABRun, lv: LevelSpec, report: LevelReport | None, arm: str, slo: SloTargets
+) -> tuple[float, ...]:
+    """Each pairing unit's fraction of `arm`'s requests at one load within the SLO (a failed request is not): the
+    verdict's units, groups of prompts sent together (every arm's in-flight count sizes them, so the groups are the
+    same in each arm); a repeat cut short is left out, as by the search (its unrecorded requests were the slow ones)."""
+    arms = report.arms if report is not None else ()
+    groups = prompt_groups(inputs, group_size(lv.kind, lv.value, (a.achieved_concurrency for a in arms)))
+    outcomes = []
+    for run in inputs.runs_for(arm, lv.key):
+        if run.interrupted:
+            continue
+        for r in run.records:
+            if r.warmup:
+                continue
+            m = request_metrics(r)
+            met = m.ok and costlib.request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, slo)
+            outcomes.append(((groups or {}).get(r.index, -1 - r.index), met))
+    return unit_attainment(outcomes)

@@ -37,7 +37,14 @@ from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
-from speculab.harness.verdict.across_loads import capacity_view, crossover_view, k_choices, search_view, what_if_views
+from speculab.harness.verdict.across_loads import (
+    capacity_view,
+    crossover_view,
+    k_choices,
+    search_view,
+    slo_capacity_view,
+    what_if_views,
+)
 from speculab.harness.verdict.arm_level import arm_level
 from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
@@ -411,6 +418,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             "guardrails": list(crit.guardrails),
         },
         search=search,
+        slo_capacity=slo_capacity_view(inputs, levels, opts),
     )
 
 

@@ -4,6 +4,7 @@ dataclasses of numbers and decisions; `model` names them too, so a renderer need
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # The three answers at a load (CandidateAnswer.answer, LoadChoice.answer): the evidence says ship the candidate, the
@@ -183,3 +184,25 @@ class SearchView:
     points: tuple[SearchPoint, ...] = ()  # by load
     rounds: tuple[tuple[float, ...], ...] = ()  # each round's loads
     stop: str | None = None  # why it stopped (harness.search.policy.stop_reason); None: it did not finish
+    # with SLOs set: each arm's highest probe load within its SLO (the same as the report's `slo_capacity`)
+    goodput: Mapping[str, SloCapacity] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SloCapacity:
+    """One arm's highest load within its SLO, from the loads measured (harness.search.goodput): summary.json
+    `slo_capacity` and `search.goodput`."""
+
+    # harness.search.goodput's status: "crosses" (an estimate and its interval), "meets throughout" (within the SLO at
+    # every load measured, up to `highest`), "misses throughout" (outside it already at `lowest`), "undetermined"
+    status: str
+    estimate: float | None  # the load where the fitted attainment meets the target (None unless it crosses)
+    low: float | None  # the interval's ends, loads; None where it reaches past the loads measured
+    high: float | None
+    target: float  # the attainment target: the fraction of requests that must meet every limit
+    metric_limits: Mapping[str, float]  # the limits set (ttft_s, tpot_s, e2e_s), seconds
+    kind: str  # "concurrency" or "rate"
+    lowest: float | None  # the lowest and highest load measured with requests (None: none)
+    highest: float | None
+    confidence: float
+    method: str

@@ -39,6 +39,7 @@ from speculab.harness.verdict.choices import RecommendationBand as Recommendatio
 from speculab.harness.verdict.choices import SearchCrossover as SearchCrossover
 from speculab.harness.verdict.choices import SearchPoint as SearchPoint
 from speculab.harness.verdict.choices import SearchView as SearchView
+from speculab.harness.verdict.choices import SloCapacity as SloCapacity
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
 
@@ -540,6 +541,8 @@ class Report:
     shipped: ShippedConfig | None = None
     # `loads: {search: ...}`: the crossover it found, with its probes (harness.verdict.across_loads.search_view)
     search: SearchView | None = None
+    # with SLOs set: each arm's highest load within its SLO, from every load measured on the axis (None without SLOs)
+    slo_capacity: Mapping[str, SloCapacity] | None = None
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

@@ -31,6 +31,7 @@ from speculab.report.phrases import (
     verdict_line,
     warning_lines,
 )
+from speculab.report.slo_capacity import slo_capacity_lines
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
 STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
@@ -130,6 +131,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     ]
     rec = recommendation_lines(report, str(out_dir) if out_dir is not None else "DIR")  # what to ship, first
     parts.extend(Text(line, style="bold" if i == 0 else "") for i, line in enumerate(rec))
+    parts.extend(Text(line) for line in slo_capacity_lines(report))  # each arm's SLO edge
     if len(report.candidates) > 1:  # which one pays, per load (one candidate: its verdict line says it)
         parts.extend(Text(line, style="bold") for line in best_lines(report))
         parts.append(candidates_table(report))

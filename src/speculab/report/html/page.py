@@ -36,6 +36,7 @@ from speculab.report.html.sections import (
 from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
 from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
+from speculab.report.slo_capacity import slo_capacity_rows, slo_text
 
 REPORT_FILE = "report.html"
 # the plots across loads, as the template names them
@@ -184,6 +185,14 @@ def _search_plot(search: SearchView, xlabel: str) -> str:
     )
 
 
+def _slo_capacity_view(report: Report) -> dict[str, Any] | None:
+    """The short table of each arm's highest load within its SLO; None without SLOs."""
+    rows = slo_capacity_rows(report)
+    if not rows or report.slo_capacity is None:
+        return None
+    return {"slo": slo_text(next(iter(report.slo_capacity.values()))), "rows": rows}
+
+
 def _recommendation_view(report: Report, shipped: str | None, run_dir: Path | None) -> dict[str, Any] | None:
     """The first block: the same sentences as the terminal's (an unfinished run's `--resume` names `run_dir`), and
     the flags to ship when they were written (the Pareto picture is with the other curves across loads: the verdict
@@ -248,6 +257,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "request_acceptance": request_acceptance_rows(report),
         "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
         "search_line": search_line(report.search, arm_labels(report)) if report.search is not None else "",
+        "slo_capacity": _slo_capacity_view(report),
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
         "plans": plan_rows(report),
