@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from speculab.harness.verdict.choices import DISAGREE
 from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
 from speculab.report.formatting import fine_speedup, margin_pct, speedup, speedup_range
 
@@ -185,12 +186,23 @@ def _end_text(search: Any, point: Any) -> str:
     return f"{point.load:g}: {speedup(math.exp(point.effect))} {speedup_range(lo, hi)}"
 
 
+def _ends_text(search: Any, points: Sequence[Any], load: float) -> str:
+    """The evidence at one end of the range: its one measurement with its interval, or, where the search measured
+    that load more than once, every measurement's estimate in the order measured (each has its own verdict; pooling
+    them is the fit's job, not a sentence's)."""
+    here = [p for p in points if p.load == load]
+    if len(here) == 1:
+        return _end_text(search, here[0])
+    return f"{load:g} ({len(here)} measurements): " + ", ".join(speedup(math.exp(p.effect)) for p in here)
+
+
 _STOPS = {
     "tolerance": "its interval is within the tolerance",
     "budget": "its probes were spent",
     "faster throughout": "faster throughout, decided",
     "slower throughout": "slower throughout, decided",
     "no verdict": "no probe had a verdict",
+    "rises": "slower at a lower load and faster at a higher one, decided",
 }
 
 
@@ -201,7 +213,11 @@ def search_line(search: Any, labels: Mapping[str, str]) -> str:
     metric = METRIC_LABELS.get(search.metric, search.metric)
     n = len(search.probes)
     ends = [p for p in search.points if math.isfinite(p.effect)]
-    evidence = f"{metric} at {_end_text(search, ends[0])} and at {_end_text(search, ends[-1])}" if ends else ""
+    evidence = (
+        f"{metric} at {_ends_text(search, ends, ends[0].load)} and at {_ends_text(search, ends, ends[-1].load)}"
+        if ends
+        else ""
+    )
     stop = f"; stopped: {_STOPS.get(search.stop, search.stop)}" if search.stop else "; it did not finish"
     span = f"{search.range_low:g} and {search.range_high:g}"
     if search.status == "crosses":
@@ -213,6 +229,11 @@ def search_line(search: Any, labels: Mapping[str, str]) -> str:
     if search.status in ("faster throughout", "slower throughout"):
         side = "faster" if search.status == "faster throughout" else "slower"
         return f"search: {who} never crosses between {search.kind} {span}: {side} at both ends ({evidence}){stop}"
+    if search.status == "rises":  # the effect grows with load: the search's shape (faster, then slower) does not hold
+        return (
+            f"search: {who} does not stop paying between {search.kind} {span}: it is slower at the lower load and "
+            f"faster at the higher ({evidence}), so it pays only under load; no crossover to turn it off at{stop}"
+        )
     return f"search: undetermined after {n} probes between {search.kind} {span}" + (
         f" ({evidence}){stop}" if evidence else stop
     )
@@ -258,6 +279,9 @@ def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
             for v in b.loads:
                 here = [a for a in answers if a.level == by_level[v].level and a.answer != "ship"]
                 why = "; ".join(f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here)
+                if by_level[v].decision == DISAGREE:  # measured more than once (a search): the answers differ
+                    n = sum(1 for lv in report.levels if lv.kind == rec.axis and lv.value == v)
+                    why = f"{DISAGREE}: {n} measurements at this load gave different answers"
                 out.append(f"  {by_level[v].label}: undecided ({why or by_level[v].decision})")
             continue
         loads = ", ".join(b.load_labels)

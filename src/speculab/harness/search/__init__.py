@@ -8,6 +8,7 @@ caller passes the measured effects and the RNG. Only the run and the verdict imp
 from speculab.harness.search.fit import (
     CROSSES,
     FASTER_THROUGHOUT,
+    RISES,
     SLOWER_THROUGHOUT,
     UNDETERMINED,
     CrossoverFit,
@@ -17,6 +18,7 @@ from speculab.harness.search.fit import (
 from speculab.harness.search.policy import (
     STOP_BUDGET,
     STOP_FASTER,
+    STOP_RISES,
     STOP_SLOWER,
     STOP_TOLERANCE,
     SearchBudget,
@@ -32,9 +34,11 @@ from speculab.harness.search.policy import (
 __all__ = [
     "CROSSES",
     "FASTER_THROUGHOUT",
+    "RISES",
     "SLOWER_THROUGHOUT",
     "STOP_BUDGET",
     "STOP_FASTER",
+    "STOP_RISES",
     "STOP_SLOWER",
     "STOP_TOLERANCE",
     "UNDETERMINED",

@@ -25,12 +25,16 @@ import numpy as np
 from scipy import special
 
 from speculab.harness.analysis.crossover import crossing_interval, first_crossings
+from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.stats import CONFIDENCE
 
 CROSSES = "crosses"
 FASTER_THROUGHOUT = "faster throughout"  # the interval lies beyond the highest probe
 SLOWER_THROUGHOUT = "slower throughout"  # the interval lies below the lowest probe
 UNDETERMINED = "undetermined"  # no crossing in the fit, but the evidence at the end is not decided either way
+# slower at a lower load and faster at a higher one, each decided on its own units: the effect grows with load (a
+# draft that pays only once the batch is busy), which a fit that never rises cannot place a crossing in
+RISES = "rises"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ class CrossoverFit:
     lowest probe / beyond the highest. "faster throughout" has `low` = the highest probe and `high` None (the crossing,
     if any, lies beyond it); "slower throughout" has `low` None and `high` = the lowest probe."""
 
-    status: str  # CROSSES | FASTER_THROUGHOUT | SLOWER_THROUGHOUT | UNDETERMINED
+    status: str  # CROSSES | FASTER_THROUGHOUT | SLOWER_THROUGHOUT | UNDETERMINED | RISES
     estimate: float | None  # the load where the fitted effect crosses 0 (None unless it crosses)
     low: float | None
     high: float | None
@@ -155,6 +159,23 @@ def _interval(loads: np.ndarray, point_fit: np.ndarray, rep_fit: np.ndarray, con
     return lo, hi
 
 
+def decided_sign(units: np.ndarray, confidence: float = CONFIDENCE) -> int:
+    """+1 / -1 where one load's units alone decide the effect's sign (Student's t interval of their mean, at the
+    verdict's MIN_PAIRS units or more), else 0. Measuring such a load again cannot move the crossing's interval."""
+    n = units.size
+    if n < MIN_PAIRS:
+        return 0
+    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * float(units.std(ddof=1)) / math.sqrt(n)
+    m = float(units.mean())
+    return 1 if m - half > 0 else -1 if m + half < 0 else 0
+
+
+def rises(units: Sequence[np.ndarray], confidence: float = CONFIDENCE) -> bool:
+    """Some load decided slower below another decided faster (`pooled_probes`' order, by load)."""
+    signs = [decided_sign(u, confidence) for u in units]
+    return any(a < 0 < b for i, a in enumerate(signs) for b in signs[i + 1 :])
+
+
 def _status(loads: np.ndarray, point: float, lo: float, hi: float) -> str:
     """Crosses when the fit does; otherwise decided only when the interval lies wholly past one end of the probes
     (a replicate's bracket starts at the highest probe only if it never crosses, ends at the lowest only if it is
@@ -195,7 +216,8 @@ def fit_crossover(
     point = float(first_crossings(loads, fitted[None, :], log_load)[0])
     rep_fit = bootstrap_fits([resampled(u) for u in units] if resampled else units, rng, replicates, confidence)
     lo, hi = _interval(loads, fitted, rep_fit, confidence)
-    status = _status(loads, point, lo, hi)
+    # the data contradict a non-increasing effect: no faster-to-slower crossing to report, whatever the fit says
+    status = RISES if rises(units, confidence) else _status(loads, point, lo, hi)
     points = tuple((float(x), float(m), float(f), float(k)) for x, m, f, k in zip(loads, means, fitted, n, strict=True))
     return CrossoverFit(
         status=status,

@@ -20,9 +20,11 @@ from scipy import special
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.search.fit import (
     FASTER_THROUGHOUT,
+    RISES,
     SLOWER_THROUGHOUT,
     CrossoverFit,
     Probe,
+    decided_sign,
     expansion,
     fit_crossover,
     pooled_probes,
@@ -36,6 +38,7 @@ STOP_TOLERANCE = "tolerance"  # the interval is at most the tolerance wide
 STOP_BUDGET = "budget"  # max_probes measurements made
 STOP_FASTER = FASTER_THROUGHOUT  # never crosses in the range: faster at the highest load, decided
 STOP_SLOWER = SLOWER_THROUGHOUT  # never crosses in the range: slower already at the lowest load, decided
+STOP_RISES = RISES  # slower at a lower load, faster at a higher one, decided: no crossing of the searched shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +119,7 @@ def stop_reason(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | N
     """Why the search stops now (STOP_* keys), or None to go on. An answer found with the last probe of the budget
     is said as the answer, not as the budget."""
     if fit is not None and not _first_round_missing(spec, probes):
-        if fit.status in (FASTER_THROUGHOUT, SLOWER_THROUGHOUT):
+        if fit.status in (FASTER_THROUGHOUT, SLOWER_THROUGHOUT, RISES):
             return fit.status
         if fit.width <= spec.tolerance:
             return STOP_TOLERANCE
@@ -203,6 +206,11 @@ def _remeasure(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit) -> 
         open_.add(0)
     if fit.high is None:
         open_.add(len(loads) - 1)
+    # a load whose own units decide its sign stays on its side however often it is measured: measuring it again
+    # cannot move the interval (a search that did re-measured a decided end for its whole budget while the other end
+    # lacked the units for a verdict)
+    undecided = {i for i in open_ if decided_sign(units[i], fit.confidence) == 0}
+    open_ = undecided or open_
     if not open_:  # the interval is two neighbouring probes: measure again the one nearer its middle
         open_ = {int(np.argmin(np.abs(loads - (lo + hi) / 2)))}
     more = int(np.median([len(p.effects) for p in probes]))

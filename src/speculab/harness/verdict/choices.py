@@ -75,6 +75,10 @@ class ArmProgress:
 BASELINE_CHOICE = "baseline"
 
 
+# why a load measured more than once is undecided when its measurements' answers differ (recommendation._one_per_load)
+DISAGREE = "its measurements disagree"
+
+
 @dataclass(frozen=True, slots=True)
 class LoadChoice:
     """The recommendation at one measured load: of the candidates that ship there (faster on the deciding metric

@@ -34,6 +34,7 @@ from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.stats.proportions import two_proportion_p
 from speculab.harness.verdict.choices import (
+    DISAGREE,
     LEANS_WORSE,
     NOT_MEASURED,
     NOT_WORSE,
@@ -241,6 +242,25 @@ def _load_choice(lv: LevelReport, answers: Sequence[CandidateAnswer]) -> LoadCho
     return LoadChoice(lv.key, lv.label, lv.value, BASELINE_CHOICE, why, NAN, NAN, NAN, answer=PLAIN)
 
 
+def _one_per_load(choices: Sequence[LoadChoice], levels: Sequence[LevelReport]
+                  ) -> tuple[list[LoadChoice], list[LevelReport]]:  # fmt: skip
+    """One choice per load along the axis: a load measured more than once (a search's re-measured probe, `c12-2`)
+    keeps its latest measurement where every measurement gives the same answer and choice, and is undecided where
+    they differ: each measurement has its own verdict, and picking one of them would choose by chance."""
+    out: list[tuple[LoadChoice, LevelReport]] = []
+    for ch, lv in zip(choices, levels, strict=True):
+        if out and out[-1][1].value == lv.value:
+            prev, first = out[-1][0], out[-1][1]
+            if (prev.answer, prev.choice) != (ch.answer, ch.choice) or prev.decision == DISAGREE:
+                ch = LoadChoice(first.key, prev.label, first.value, UNDECIDED_CHOICE, DISAGREE, NAN, NAN, NAN,
+                                answer=UNDECIDED)  # fmt: skip
+                lv = first
+            out[-1] = (replace(ch, label=prev.label), lv)  # the load's own label (its first), not its last probe's
+        else:
+            out.append((ch, lv))
+    return [c for c, _ in out], [lv for _, lv in out]
+
+
 def _fewer_bands(choices: list[LoadChoice], levels: Sequence[LevelReport]) -> list[LoadChoice]:
     """Where the best at a load is tied with (not faster beyond the margin than) the candidate chosen at the load
     below, keep that one: the data does not prefer the best, and one configuration over both loads is simpler to
@@ -276,7 +296,8 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
     reports = {c.name: c for c in candidates}
     unfinished = frozenset((p.arm, p.level) for p in progress if p.state != "finished")
     answers = [[candidate_answer(lv, c.name, c, crit, unfinished) for c in candidates] for lv in on_axis]
-    choices = _fewer_bands([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
+    per_load, loads = _one_per_load([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
+    choices = _fewer_bands(per_load, loads)
     views = {a.name: a for a in arms}
     bands = _bands(choices, views, reports if crit.decide_on == "tpot_s" else {})
     form, winner = _form(bands, choices, incomplete)

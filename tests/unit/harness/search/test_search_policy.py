@@ -9,8 +9,10 @@ import pytest
 
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.search import (
+    RISES,
     STOP_BUDGET,
     STOP_FASTER,
+    STOP_RISES,
     STOP_SLOWER,
     STOP_TOLERANCE,
     Probe,
@@ -166,3 +168,32 @@ def test_any_search_stays_in_range_on_the_grid_and_within_budget() -> None:
         assert all(low <= x <= high for x in loads), (spec, loads)
         assert kind == "rate" or all(float(x).is_integer() for x in loads)
         assert len(loads) <= spec.max_probes and out.reason in (STOP_BUDGET, STOP_TOLERANCE, STOP_FASTER, STOP_SLOWER)
+
+
+# The first round of a recorded search on the demo engine (draft k=4 vs plain, concurrency 1-12,
+# bench/results/search_demo_2026-12-05): per-group log effects as summary.json `search.points[].effects` holds them.
+# At concurrency 1 one answer of one token left 5 pairs (no verdict); at 12 the draft is faster on its own units.
+DEMO_C1 = (-0.34584, -0.66882, 0.04250, 0.40178, -0.68676)
+DEMO_C3 = (-0.43355, -0.32944, 0.47887, 0.38051, 0.14780, 0.01122)
+DEMO_C12 = (0.18132, 0.10450, 0.01431, 0.07010, 0.17566, 0.16247)
+
+
+def test_a_load_decided_on_its_own_units_is_not_measured_again_while_another_end_is_open() -> None:
+    """The recorded search measured concurrency 12 five more times while concurrency 1, the end without a verdict,
+    was never measured again: more units at a load already decided faster cannot move the interval."""
+    spec = SearchSpec("concurrency", 1, 12, tolerance=4, max_probes=8)
+    probes = [Probe(1, DEMO_C1), Probe(3, DEMO_C3), Probe(12, DEMO_C12)]
+    fit = fit_crossover(probes, np.random.default_rng(0), log_load=True)
+    assert next_loads(spec, probes, fit) == (1,)
+
+
+def test_slower_below_and_faster_above_each_decided_stops_the_search_as_rising() -> None:
+    """The effect grows with load (a draft that pays only under load): a non-increasing fit cannot place a
+    faster-to-slower crossing, so the search says so and stops instead of spending its budget."""
+    spec = SearchSpec("concurrency", 1, 12, tolerance=4, max_probes=8)
+    slower_at_1 = tuple(x - 0.2 for x in DEMO_C12)  # decided slower on its own units
+    probes = [Probe(1, slower_at_1), Probe(3, DEMO_C3), Probe(12, DEMO_C12)]
+    fit = fit_crossover(probes, np.random.default_rng(0), log_load=True)
+    assert fit.status == RISES and stop_reason(spec, probes, fit) == STOP_RISES and next_loads(spec, probes, fit) == ()
+    # undecided at the low end (the recorded first round): not yet a rise
+    assert fit_crossover([*probes[1:], Probe(1, DEMO_C1)], np.random.default_rng(0)).status != RISES

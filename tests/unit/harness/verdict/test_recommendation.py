@@ -434,3 +434,30 @@ def test_report_decide_on_flag(tmp_path, capsys) -> None:
     assert code == 0, err
     assert json.loads((tmp_path / "summary.json").read_text())["recommendation"]["decide_on"] == "e2e_s"
     assert "rule: ships where E2E is faster" in out
+
+
+def test_a_load_measured_again_is_one_load_undecided_where_its_measurements_disagree() -> None:
+    """A search measures a load again (`c12-2`): the recommendation has one choice per load, the latest measurement's
+    where every measurement agrees, undecided where they differ (picking one verdict would choose by chance), and
+    the band line says so once under the load's own label (it named the last probe for every measurement before)."""
+    again = replace(level(12, {"ng4": ("faster", 1.3)}), key="c12-2", label="concurrency 12 (probe 2)")
+    agree = [level(1, {"ng4": ("faster", 1.5)}), level(12, {"ng4": ("faster", 1.2)}), again]
+    rec = recommend(agree, [cand("ng4")], ARMS, 0.03)
+    assert rec is not None and [c.value for c in rec.loads] == [1, 12]
+    assert rec.loads[1].level == "c12-2" and rec.loads[1].answer == "ship" and rec.form == "single"
+    assert rec.loads[1].label == "concurrency 12"  # the load's own label, not its last probe's
+    differ = [level(1, {"ng4": ("faster", 1.5)}), level(12, {"ng4": ("slower", 0.8)}), again]
+    rec = recommend(differ, [cand("ng4")], ARMS, 0.03)
+    assert rec is not None and [c.value for c in rec.loads] == [1, 12]
+    assert rec.loads[1].choice == UNDECIDED_CHOICE and rec.loads[1].decision == "its measurements disagree"
+    assert rec.form == "undecided"
+
+    class R:  # the fields the lines read
+        recommendation = rec
+        arms = ARMS
+        levels = tuple(differ)
+
+    lines = recommendation_lines(R())
+    assert lines[0] == "recommendation: ship ngram k=4 at concurrency 1 only; undecided at concurrency 12 (see below)"
+    said = "  concurrency 12: undecided (its measurements disagree: 2 measurements at this load gave different answers)"
+    assert [ln for ln in lines[1:] if "concurrency 12" in ln] == [said], lines
