@@ -64,6 +64,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 LONGEST_FILES = (
     "test_readme_examples.py",
     "test_vllm_ab.py",
+    "test_two_hosts.py",
+    "test_search_resume.py",
     "test_resume.py",
     "test_a_vs_a.py",
     "test_recommend_demo.py",

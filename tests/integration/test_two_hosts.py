@@ -3,8 +3,10 @@ namespaces joined by a veth pair, host B's CLOCK_MONOTONIC offset by a time name
 B's offset is estimated by round trips (not taken as one clock for its boot id) and corrected within the bound
 speculab reports, every request is accounted for; a host killed mid-run ends bench with one line (exit 6) and the
 records it received on disk; the script removes what it made, also when killed, and a killed run's leftovers at its
-next start. Needs root, iproute2 and util-linux (skipped with the reason otherwise); `serial`: it starts a Ray
-cluster and reads timing margins, alone on the machine."""
+next start. Needs root, iproute2 and util-linux (skipped with the reason otherwise). Not `serial`: its clock checks
+compare speculab's offset estimate with the offset the script set and with the bound speculab reports from its own
+round trips, which a busy machine widens together (the TTFT-error figures of bench/README.md are the timing
+measurement, taken on a quiet machine), so it runs beside the other tests to keep the suite's time."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def _why_not() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.slow]
 _WHY = _why_not()
 needs_namespaces = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 

@@ -62,3 +62,14 @@ def test_the_formatter_lays_out_the_code():
         if "# fmt: skip" in line
     ]
     assert len(skips) <= MAX_FMT_SKIPS, f"{len(skips)} '# fmt: skip' lines (at most {MAX_FMT_SKIPS}): {skips}"
+
+
+def test_test_files_have_unique_basenames():
+    """pytest imports test files by basename (rootdir-relative packages are not used here): two files of one name in
+    different folders stop collection with "import file mismatch", which CI hit with test_slo_capacity.py."""
+    tests = Path(__file__).resolve().parents[1]
+    seen: dict[str, list[str]] = {}
+    for p in tests.rglob("test_*.py"):
+        seen.setdefault(p.name, []).append(str(p.relative_to(tests)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"test files sharing a basename: {twice}"
