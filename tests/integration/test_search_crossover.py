@@ -85,7 +85,7 @@ def small_search_yaml(url_a: str, url_b: str) -> str:
     return f"""
 workload: {{spec: "synthetic:input=10,output=5", num_prompts: 100, warmup_requests: 1}}
 sampling: {{max_tokens: 5}}
-loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, groups: 6}}}}
+loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, max_probes: 5, groups: 6}}}}
 baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}
@@ -132,7 +132,10 @@ def test_an_interrupted_search_leaves_a_partial_run_that_says_so_then_resumes_to
         assert not resumed.interrupted
         again = Said()
         asyncio.run(run_plan(plan, out, resume=True, reporter=again))  # a finished search: nothing runs
-    assert said.lines[0].startswith(f"resuming {out}: the search had placed 4 probe(s) in 2 round(s)"), said.lines
+    # the rounds recorded when it stopped, the one it was about to run included (which loads the policy placed there
+    # depends on how the first round measured: c16 may need measuring again where the machine cannot offer 16)
+    placed = f"placed {sum(len(r) for r in cut)} probe(s) in {len(cut)} round(s)"
+    assert said.lines[0].startswith(f"resuming {out}: the search had {placed}"), said.lines
     assert any(line.endswith("(resumed)") for line in said.lines)
     assert any(line.startswith("the search is complete (it stopped: ") for line in again.lines), again.lines
     inputs = load_inputs(out)
