@@ -33,10 +33,13 @@ def _why_not() -> str | None:
     for tool in ("ip", "unshare", "hostname", "timeout"):
         if shutil.which(tool) is None:
             return f"needs `{tool}` (iproute2, util-linux)"
-    probe = subprocess.run(["ip", "netns", "add", "slth-probe"], capture_output=True, text=True)
+    # one name per process: every pytest-xdist worker collects this file, at the same moment, and a shared name made
+    # one worker's `ip netns add` fail with "File exists" and skip the tests as if the kernel refused
+    name = f"slth-probe-{os.getpid()}"
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"the kernel refuses a network namespace: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", "slth-probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     timens = subprocess.run(["unshare", "--time", "--monotonic", "1", "--fork", "true"], capture_output=True, text=True)
     if timens.returncode != 0:
         return f"the kernel refuses a time namespace: {timens.stderr.strip()}"
