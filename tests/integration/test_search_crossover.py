@@ -31,14 +31,9 @@ PLAIN = {"ttft_s": 0.002, "gap_s": 0.02, "tokens_per_chunk": 1, "output_tokens":
 SPEC = PLAIN | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 1 / 23, "num_speculative_tokens": 1}
 
 
-@pytest.mark.slow
-@pytest.mark.serial
-def test_a_search_brackets_the_known_crossover_within_tolerance_and_budget(tmp_path: Path) -> None:
-    truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
-    assert truth == pytest.approx(24.0)
-    out = tmp_path / "run"
-    with mock_child(**PLAIN) as (url_a, _), mock_child(**SPEC) as (url_b, _):
-        y = f"""
+def done_means_yaml(url_a: str, url_b: str) -> str:
+    """Issue 39's done-means search: 1-48 streams, tolerance 12, at most 10 probes, on the PLAIN and SPEC mocks."""
+    return f"""
 workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 288, warmup_requests: 2}}
 sampling: {{max_tokens: {TOKENS}, seed: 0}}
 loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}}}
@@ -46,7 +41,16 @@ baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}
 """
-        outcome = asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_search_brackets_the_known_crossover_within_tolerance_and_budget(tmp_path: Path) -> None:
+    truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
+    assert truth == pytest.approx(24.0)
+    out = tmp_path / "run"
+    with mock_child(**PLAIN) as (url_a, _), mock_child(**SPEC) as (url_b, _):
+        outcome = asyncio.run(run_plan(plan_experiment(parse_experiment(done_means_yaml(url_a, url_b))), out))
     assert not outcome.interrupted
     search = build_report(load_inputs(out)).search
     assert search is not None

@@ -14,7 +14,7 @@ import pytest
 
 from integration.mock_process import mock_child
 from integration.test_resume import HANG_S, _cli, _kill_at, _lines
-from integration.test_search_crossover import PLAIN, SPEC, TOKENS
+from integration.test_search_crossover import PLAIN, SPEC, done_means_yaml
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.truth import true_crossover
 
@@ -27,17 +27,6 @@ FIRST_ROUND = 2 * 6 * (1 + 7 + 48)
 # every round boundary without servers.
 MOMENTS = ((1, FIRST_ROUND - 50),)
 LATER = (FIRST_ROUND + 20, FIRST_ROUND + 500)
-
-
-def _search_yaml(url_a: str, url_b: str) -> str:
-    return f"""
-workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 288, warmup_requests: 2}}
-sampling: {{max_tokens: {TOKENS}, seed: 0}}
-loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}}}
-baseline: {{url: "{url_a}"}}
-candidate: {{url: "{url_b}"}}
-speculation: {{method: ngram, num_speculative_tokens: 1}}
-"""
 
 
 def _levels(out: Path) -> list[str]:
@@ -79,6 +68,6 @@ def test_kill_9_at_random_moments_through_a_search_then_resume_finds_the_known_c
     # the mocks' timing is the truth, so the trials run one after another (a second search at once would slow both)
     with mock_child(**PLAIN) as (url_a, _), mock_child(**SPEC) as (url_b, _):
         exp = tmp_path / "exp.yaml"
-        exp.write_text(_search_yaml(url_a, url_b))
+        exp.write_text(done_means_yaml(url_a, url_b))
         for trial, (lo, hi) in enumerate(MOMENTS):
             _kill_then_resume(trial, rng.randint(lo, hi), exp, tmp_path / f"run{trial}", truth, rng.randint(*LATER))

@@ -63,10 +63,16 @@ def _fail_on_answers(text: str | None) -> tuple[str, ...]:
 
 def _check_fail_on(report: Any, asked: tuple[str, ...], out: Path) -> None:
     """Exit 5 with one line naming the answers that matched (summary.json and report.html were written before)."""
-    from speculab.errors import AnswerMatched
     from speculab.harness.verdict.build import headline_answers
 
-    hits = [f"{where}: {answer}" for answer, where in headline_answers(report) if answer in asked]
+    _raise_matched(headline_answers(report), asked, out)
+
+
+def _raise_matched(answers: Any, asked: tuple[str, ...], out: Path) -> None:
+    """The one --fail-on line, for an A/B run's headline answers and a run-level comparison's alike."""
+    from speculab.errors import AnswerMatched
+
+    hits = [f"{where}: {answer}" for answer, where in answers if answer in asked]
     if hits:
         more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
         raise AnswerMatched(f"--fail-on {','.join(asked)}: {'; '.join(hits[:3])}{more}; the report is in {out}")
@@ -355,9 +361,8 @@ class _RunLevelGate:
         except ValueError as e:
             raise UserError(f"--decide-on: {e}") from None
 
-    def check(self, report: Any, out: Path | None) -> None:
+    def check(self, report: Any, out: Path) -> None:
         from speculab.config.experiment import DEFAULT_DECIDE_ON, decide_on_metric
-        from speculab.errors import AnswerMatched
         from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, run_level_answers
 
         if not self.asked:
@@ -368,12 +373,7 @@ class _RunLevelGate:
                 "run by run; leave it out, or compare files with per-request outputs"
             )
         deciding = decide_on_metric(self.decide_on) if self.decide_on is not None else DEFAULT_DECIDE_ON
-        answers = run_level_answers(report, deciding, self.max_error_rate)
-        hits = [f"{where}: {answer}" for answer, where in answers if answer in self.asked]
-        if hits:
-            more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
-            where = f"; the report is in {out}" if out is not None else ""
-            raise AnswerMatched(f"--fail-on {','.join(self.asked)}: {'; '.join(hits[:3])}{more}{where}")
+        _raise_matched(run_level_answers(report, deciding, self.max_error_rate), self.asked, out)
 
 
 @app.command("init")
