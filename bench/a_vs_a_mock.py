@@ -42,17 +42,17 @@ from pathlib import Path
 
 import numpy as np
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.analysis.paired import Direction, MetricComparison, compare_paired
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.comparison import per_prompt
 from speculab.harness.verdict.model import ReportOptions
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 JITTER_S = 0.0018  # the integration test's: +-1.8 ms on each clock reading
 MOCK = MockConfig(ttft_s=0.002, gap_s=0.004, output_tokens=6)  # one-server: the integration test's ~26 ms requests

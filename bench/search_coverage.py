@@ -5,7 +5,7 @@ concurrency c returns MIN_PAIRS units (the verdict's groups, what `probe_prompts
 mu(c) plus noise of sd sigma(c). Truths, as log(baseline TPOT / candidate TPOT) at c streams:
 
 * done-means: the mock pair of docs/mock-server.md "A known crossover" (one token a chunk against two, the
-  candidate's gaps stretched by s per extra stream), read from `harness.mock.truth` (2x faster at one stream, the
+  candidate's gaps stretched by s per extra stream), read from `speculab.mock.truth` (2x faster at one stream, the
   TPOT ratio growing linearly with streams), s = 1/15.5: crosses at 16.5 streams;
 * late: the same pair with s = 1/39.5 (crosses at 40.5); steep: s = 1/1.5 (crosses at 2.5);
 * flat: 1.2x faster at every load (never crosses: the truth lies beyond the highest load);
@@ -44,11 +44,11 @@ import numpy as np
 
 from speculab.harness.analysis.crossover import crossing_interval, first_crossings
 from speculab.harness.analysis.groups import MIN_PAIRS
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.truth import true_crossover, true_tpot_speedup
 from speculab.harness.search import Probe, SearchSpec, probe_prompts, run_search
 from speculab.harness.search import fit as search_fit
 from speculab.harness.search.fit import bootstrap_fits, pooled_probes
+from speculab.mock.script import MockConfig
+from speculab.mock.truth import true_crossover, true_tpot_speedup
 
 DEMO_SD = ((1.0, 0.625), (4.0, 0.254), (16.0, 0.241))  # (streams, per-unit sd): see the docstring
 MOCK_SD = 0.007

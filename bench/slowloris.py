@@ -138,7 +138,7 @@ def metrics(port: int) -> dict[str, float]:
             lines = r.read().decode().splitlines()
     except OSError:
         return {}
-    prefixes = ("speculab:", "speculab_mock:")  # serve's, the mock's (harness.mock.state.MOCK_PREFIX)
+    prefixes = ("speculab:", "speculab_mock:")  # serve's, the mock's (speculab.mock.state.MOCK_PREFIX)
     return {
         n: float(line.rsplit(" ", 1)[1])
         for line in lines

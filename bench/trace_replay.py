@@ -8,7 +8,7 @@ bench` runs) against the mock server in its own process, and reports, per reques
 
 (`RequestRecord.queue_s`: the time from the request's place in the trace to its leaving the client; no
 concurrency cap, so no slot wait is in it). Two pacing modes side by side, alternating rounds in one run:
-`spin` (the default: sleep to 1.5 ms before each send, then yield until it: load.pacing) and `sleep` (a plain
+`spin` (the default: sleep to 1.5 ms before each send, then yield until it: serving.pacing) and `sleep` (a plain
 asyncio sleep to the send time, what the runner did before). The client's CPU seconds per mode are reported too:
 spinning costs CPU.
 
@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling  # noqa: E402
 from speculab.harness.client.request import make_session, request_func  # noqa: E402
-from speculab.harness.load.pacing import SEND_SPIN_S  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
 from speculab.harness.workload.sources import load_workload  # noqa: E402
+from speculab.serving.pacing import SEND_SPIN_S  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -12,8 +12,8 @@ from typing import Any
 
 _CHILD = """
 import asyncio, json, sys
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import running_mock_server
+from speculab.mock.script import MockConfig
+from speculab.mock.server import running_mock_server
 async def main():
     async with running_mock_server(MockConfig(**json.loads(sys.argv[1]))) as url:
         print(url, flush=True)

@@ -21,16 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.analysis.paired import compare_paired
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.comparison import per_prompt
 from speculab.harness.verdict.model import ReportOptions
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 RUNS = 40
 JITTER_S = 0.0018  # +-1.8 ms on each reading; chunks are 4 ms apart, so a stream's readings stay ordered

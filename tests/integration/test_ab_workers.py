@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_process
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
 
 # ~100 ms requests, as a deployed server's: with ~20 ms ones the client's ~1 ms turnaround between a response and the

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.run import looks as run_looks
+from speculab.commands.run.plan import describe_plan, plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run import looks as run_looks
-from speculab.harness.run.plan import describe_plan, plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.stats.sequential import look_alphas
 from speculab.harness.verdict.build import build_report
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.001, output_tokens=4)
 

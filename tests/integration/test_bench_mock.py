@@ -6,9 +6,9 @@ import pytest
 
 from fakes.quiet import OtherCpu, skip_if_busy, wakeup_lateness_s
 from integration.mock_process import mock_process
+from speculab.commands.bench.run import BenchConfig, run_bench
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.requests_file import read_records
 

@@ -10,10 +10,10 @@ import json
 import sys
 from pathlib import Path
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
@@ -85,8 +85,8 @@ def test_never_asks_no_reset_and_leaves_the_environment_alone(tmp_path: Path) ->
 
 def _two_url(tmp_path: Path, dev_mode: bool) -> Path:
     """Two-URL mode against in-process mocks posing as vLLM (its prefix-cache counter names: detected as vLLM)."""
-    from speculab.harness.mock.script import MockConfig
-    from speculab.harness.mock.server import mock_server_in_thread
+    from speculab.mock.script import MockConfig
+    from speculab.mock.server import mock_server_in_thread
 
     cfg = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=4, prefix_cache=True, dev_mode=dev_mode)
     with mock_server_in_thread(cfg) as url_a, mock_server_in_thread(cfg) as url_b:

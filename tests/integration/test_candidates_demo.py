@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port
 from speculab.report.render import render_run_dir
 

@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main, summary_tpot
+from speculab.commands.bench.run import BenchConfig, run_bench
+from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks
 from speculab.harness.imports.registry import result_format
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.records import TokenCountSource
 from speculab.harness.verdict.build import build_report
 from speculab.harness.workload.sources import load_workload
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 GL = FIXTURES / "guidellm"

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
+from speculab.commands.bench.run import BenchConfig, run_bench
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.workload.sources import load_workload
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 
 def _bench(url: str, out: Path) -> None:

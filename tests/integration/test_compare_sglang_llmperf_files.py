@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.compare.pairing import inputs_from_results
+from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.imports import llmperf_responses, sglang_bench
 from speculab.harness.imports.registry import result_format
 from speculab.harness.records import TokenCountSource

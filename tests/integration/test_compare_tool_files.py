@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import run_main, summary_tpot
-from speculab.harness.compare.pairing import result_format
+from speculab.commands.compare.pairing import result_format
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, llmperf_responses, sglang_bench, vllm_bench
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
+from speculab.commands.bench.run import BenchConfig, run_bench
+from speculab.commands.compare.pairing import inputs_from_results, result_format
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.compare.pairing import inputs_from_results, result_format
 from speculab.harness.imports import vllm_bench
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.records import ErrorCategory, TokenCountSource
 from speculab.harness.verdict.build import build_report
 from speculab.harness.workload.sources import load_workload
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 VLLM = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "vllm"
 BASE, CAND, AGAIN = VLLM / "baseline.json", VLLM / "candidate.json", VLLM / "baseline-again.json"

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
-from speculab.harness.compare.pairing import inputs_from_results
+from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.imports import vllm_sweep
 from speculab.harness.imports.registry import result_format
 

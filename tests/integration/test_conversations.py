@@ -7,13 +7,13 @@ import asyncio
 import json
 from pathlib import Path
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import mock_server_in_thread
 from speculab.report.phrases import warning_lines
 
 CONVERSATIONS = 8

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.run.demo import DemoConfig, demo_plan
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.demo import DemoConfig, demo_plan
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

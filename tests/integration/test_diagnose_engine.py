@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.diagnose.config import DiagnoseConfig
+from speculab.commands.diagnose.run import run_diagnosis
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.diagnose.config import DiagnoseConfig
-from speculab.harness.diagnose.run import run_diagnosis
 from speculab.harness.servers.process import free_port
 
 SRC = str(Path(__file__).parents[2] / "src")

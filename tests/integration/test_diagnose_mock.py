@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from integration.mock_process import mock_process
+from speculab.commands.diagnose.config import DiagnoseConfig
+from speculab.commands.diagnose.run import run_diagnosis
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.diagnose.config import DiagnoseConfig
-from speculab.harness.diagnose.run import run_diagnosis
 from speculab.harness.results.requests_file import read_records
 from speculab.report.html.diagnosis import write_diagnosis_page
 
@@ -182,7 +182,7 @@ async def test_default_workload_leaves_out_prompts_too_long_for_a_small_context(
 
 
 def test_synthetic_token_ratio_from_probe_usage() -> None:
-    from speculab.harness.diagnose.run import synthetic_token_ratio
+    from speculab.commands.diagnose.run import synthetic_token_ratio
     from speculab.harness.records import RequestRecord
 
     def rec(tokens: int | None, ok: bool = True) -> RequestRecord:
@@ -197,7 +197,7 @@ def test_synthetic_token_ratio_from_probe_usage() -> None:
 
 
 def test_fitting_items_cycle_up_to_num_prompts_with_their_own_seeds() -> None:
-    from speculab.harness.diagnose.run import _fitting_items
+    from speculab.commands.diagnose.run import _fitting_items
     from speculab.harness.records import RequestSpec
     from speculab.harness.workload.items import request_seed
 

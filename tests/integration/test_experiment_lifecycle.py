@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError, UserError
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict.build import build_report
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

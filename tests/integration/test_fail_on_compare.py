@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fakes.cli_runner import one_line_error, run_main
 from integration.test_compare_margin import _bench  # one bench run: 24 synthetic prompts, one at a time
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 
 def test_compare_fails_on_a_slower_candidate(tmp_path: Path, capsys) -> None:

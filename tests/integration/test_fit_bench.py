@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.bench.options import bench_config_from_flags
+from speculab.commands.bench.run import run_bench
+from speculab.commands.compare.pairing import inputs_from_bench_dirs
 from speculab.errors import UserError
-from speculab.harness.compare.pairing import inputs_from_bench_dirs
-from speculab.harness.measure.options import bench_config_from_flags
-from speculab.harness.measure.run import run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FLAGS = {
     "url": "", "output": "", "model": "", "api": "completions", "workload": "builtin:grounded", "num_prompts": 12,

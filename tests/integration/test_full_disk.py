@@ -13,9 +13,9 @@ import pytest
 
 from fakes.cli_runner import one_line_error, run_main
 from fakes.full_disk import small_disk
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.requests_file import read_records
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FAST = MockConfig(ttft_s=0.001, gap_s=0.0005)
 # long outputs: a few KB a record, so that a 256 KB disk fills after some dozens of records, mid-run

@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.bench.run import BenchConfig, run_bench
+from speculab.commands.compare.pairing import inputs_from_bench_dirs, inputs_from_results
+from speculab.commands.init.starter import starter_yaml
 from speculab.config import load_experiment, parse_experiment
 from speculab.errors import EndpointError, UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.compare.pairing import inputs_from_bench_dirs, inputs_from_results
-from speculab.harness.init.starter import ServerLook, look_at_server, starter_yaml
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
+from speculab.harness.servers.look import ServerLook, look_at_server
 from speculab.harness.verdict.build import build_report
 from speculab.harness.workload.sources import load_workload
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

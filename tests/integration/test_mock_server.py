@@ -10,11 +10,11 @@ import aiohttp
 import pytest
 
 from fakes.raw_sse import post
-from speculab.harness.mock.script import MockConfig, count_tokens
-from speculab.harness.mock.server import mock_server_in_thread, running_mock_server
 from speculab.harness.servers.acceptance import acceptance_between
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import counter_deltas, scrape_metrics
+from speculab.mock.script import MockConfig, count_tokens
+from speculab.mock.server import mock_server_in_thread, running_mock_server
 
 FAST = {"ttft_s": 0.0, "gap_s": 0.0}
 STREAM_USAGE = {"stream": True, "stream_options": {"include_usage": True}}

@@ -1,5 +1,5 @@
 """Slow clients against `speculab mock-server` (issue 44): the bounds of `speculab serve`, from the same code
-(protocol/exhaustion.py). A request that never finishes is closed at the receive deadline with a 408 and counted;
+(serving/exhaustion.py). A request that never finishes is closed at the receive deadline with a 408 and counted;
 a streamed answer longer than the deadline is never cut; out of descriptors, the oldest incomplete requests make
 room and one line is logged, no traceback. Every loop is bounded in count and time; traffic stays on 127.0.0.1."""
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from integration.raw_http import closed, exchange, read_answer, request_bytes
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.servers.process import free_port
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).parents[2] / "src")
 SLOW_HEAD = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "

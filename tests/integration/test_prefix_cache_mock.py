@@ -9,10 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import run_main
+from speculab.commands.run.plan import plan_experiment
 from speculab.config import parse_experiment
-from speculab.harness.run.plan import plan_experiment
 from speculab.harness.servers.process import free_port
 
 # a speedup measured on the demo engine must come out faster: alone on the machine

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.run.recommended import recommend_config, speculative_config
 from speculab.config import parse_experiment
-from speculab.harness.run.recommended import recommend_config, speculative_config
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, RecommendationBand, RecommendationView
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_process
+from speculab.commands.bench.run import BenchConfig, run_bench
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
 from speculab.harness.records import AcceptanceSummary, RequestSpec
 from speculab.harness.results.ab_dir import load_inputs, save_inputs
 from speculab.harness.results.ab_run import ABRun, RepeatRun

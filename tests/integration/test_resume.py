@@ -20,16 +20,16 @@ import pytest
 
 from integration.mock_process import mock_process
 from integration.test_experiment_lifecycle import launch_yaml
+from speculab.commands.run import looks as run_looks
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run import looks as run_looks
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.stats.sequential import look_alphas
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 PROMPTS, REPEATS, LEVELS, ARMS = 12, 2, ("c1", "c2"), ("baseline", "ngram-k2")

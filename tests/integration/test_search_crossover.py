@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_child
+from speculab.commands.run.blocks import Silent
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.truth import true_crossover
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.blocks import Silent
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
+from speculab.mock.script import MockConfig
+from speculab.mock.truth import true_crossover
 from speculab.report.render import render_run_dir
 
 # One token per chunk against two at the same gap: 2x faster per token at one stream. The candidate's gaps grow by

@@ -15,15 +15,15 @@ import pytest
 from integration.mock_process import mock_child
 from integration.test_resume import HANG_S, _cli, _kill_at, _lines
 from integration.test_search_crossover import PLAIN, SPEC, done_means_yaml
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.truth import true_crossover
+from speculab.mock.script import MockConfig
+from speculab.mock.truth import true_crossover
 
 # a search's records: its first round (1, 7, 48) sends 6 groups at each, 336 prompts an arm; each later probe
 # 6 x its concurrency (about 20, then 26: some 240 and 310 records). The moments fall in the first round, the second
 # and the third (a run that ends first is resumed as complete: the test accepts that too)
 FIRST_ROUND = 2 * 6 * (1 + 7 + 48)
 # One search killed twice, to keep the suite's time (each search on the mocks takes ~25 s): in its first round, then
-# the resumed run in its second or third; the unit tests (tests/unit/harness/run/test_search_rounds.py) resume from
+# the resumed run in its second or third; the unit tests (tests/unit/commands/run/test_search_rounds.py) resume from
 # every round boundary without servers.
 MOMENTS = ((1, FIRST_ROUND - 50),)
 LATER = (FIRST_ROUND + 20, FIRST_ROUND + 500)

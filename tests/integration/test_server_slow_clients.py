@@ -27,7 +27,7 @@ from speculab.engine.async_engine import AsyncEngine
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.server.app import AppConfig, create_app
 from speculab.engine.server.connection import uvicorn_config
-from speculab.protocol.exhaustion import ConnectionCollector, ConnectionCounters
+from speculab.serving.exhaustion import ConnectionCollector, ConnectionCounters
 
 SRC = str(Path(__file__).parents[2] / "src")
 SLOW_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
@@ -166,7 +166,7 @@ _CHILD = """
 import logging, resource, sys
 import uvicorn
 from speculab.engine.server.connection import uvicorn_config
-from speculab.protocol.exhaustion import ConnectionCounters, bound_logs
+from speculab.serving.exhaustion import ConnectionCounters, bound_logs
 
 async def app(scope, receive, send):
     if scope["type"] != "http":

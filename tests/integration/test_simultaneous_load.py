@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.bench.run import BenchConfig, run_bench
+from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.measure.run import BenchConfig, run_bench
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
 from speculab.harness.workload.sources import load_workload
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 N = 4
 PROMPTS = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "guidellm" / "prompts.jsonl"

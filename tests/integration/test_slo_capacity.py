@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_child
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.truth import true_tpot_s
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
+from speculab.mock.script import MockConfig
+from speculab.mock.truth import true_tpot_s
 from speculab.report.render import render_run_dir
 
 # 9 tokens (odd: two a chunk make it exactly 2x) at 20 ms gaps: plain 20 ms per token at every load; the candidate

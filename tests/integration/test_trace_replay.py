@@ -11,18 +11,18 @@ import pytest
 
 from fakes.cli_runner import one_line_error, run_main
 from integration.mock_process import mock_process
+from speculab.commands.diagnose.config import DiagnoseConfig
+from speculab.commands.diagnose.run import run_diagnosis
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.diagnose.config import DiagnoseConfig
-from speculab.harness.diagnose.run import run_diagnosis
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.requests_file import read_records
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FAST = dict(ttft_s=0.003, gap_s=0.001, output_tokens=4)
 

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from integration.mock_process import mock_child
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError
 from speculab.harness.load.runner import Progress
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.records import ErrorCategory
 from speculab.harness.results.ab_dir import load_inputs
-from speculab.harness.run.plan import plan_experiment
-from speculab.harness.run.run import run_plan
 from speculab.harness.verdict.build import build_report
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 FAST = MockConfig(ttft_s=0.002, gap_s=0.002, output_tokens=4)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from tests.fakes.cli_runner import one_line_error, run_main
 
+from speculab.commands.bench import run as measure_run
 from speculab.errors import WorkerLost
-from speculab.harness.measure import run as measure_run
 
 LOST = {"worker": 1, "crashed": True, "interrupted": True, "error": "ActorDiedError: gone", "ray": True,
         "host": "b", "node_ip": "10.213.41.2"}  # fmt: skip

@@ -1,9 +1,12 @@
-"""The layering docs/architecture.md promises, read from the source: no import cycle between packages, the report
-presents the verdict without reaching below it, the harness never imports the report, torch or the engine."""
+"""The layering docs/architecture.md promises, read from the source: no import cycle between packages; the floors
+cli -> commands -> harness and cli -> report -> harness.verdict; no command imports another (init -> run aside) or
+the report; the harness holds no command and no server and never imports the report, torch or the engine; the two
+servers (engine, mock) stand on the serving base and the wire format, never on the harness."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,11 +16,14 @@ SRC = Path(speculab.__file__).parent
 
 
 def _package(module: str) -> str:
-    """speculab.harness.verdict.build -> speculab.harness.verdict; speculab.report.html.page -> speculab.report."""
+    """speculab.harness.verdict.build -> speculab.harness.verdict; speculab.commands.run.plan -> speculab.commands.run;
+    speculab.report.html.page -> speculab.report."""
     parts = module.split(".")
-    return ".".join(parts[:3] if parts[:2] == ["speculab", "harness"] and len(parts) > 2 else parts[:2])
+    floors = (["speculab", "harness"], ["speculab", "commands"])
+    return ".".join(parts[:3] if parts[:2] in floors and len(parts) > 2 else parts[:2])
 
 
+@functools.cache
 def _imports() -> dict[str, set[str]]:
     """Module -> the speculab modules (and top-level third-party names) it imports, lazily or not."""
     out: dict[str, set[str]] = defaultdict(set)
@@ -65,32 +71,81 @@ def test_the_report_reads_the_verdict_not_what_lies_below_it():
         "servers",
         "workload",
         "client",
-        "run",
-        "compare",
-        "init",
-        "measure",
-        "diagnose",
-        "mock",
+        "search",
     )
     for module, targets in _imports().items():
         if module.startswith("speculab.report"):
             reached = {t for t in targets if any(t.startswith(f"speculab.harness.{b}") for b in below)}
+            reached |= {t for t in targets if t.startswith(("speculab.commands", "speculab.mock", "speculab.cli"))}
             assert not reached, f"{module} imports {sorted(reached)}: the verdict model lacks a field"
 
 
-def test_the_harness_never_imports_the_report_torch_or_the_engine():
+def test_the_harness_never_imports_the_report_torch_the_engine_the_mock_or_a_command():
+    above = ("speculab.report", "speculab.engine", "speculab.mock", "speculab.commands", "speculab.cli")
     for module, targets in _imports().items():
         if module.startswith("speculab.harness"):
-            bad = {
-                t for t in targets if t.split(".")[0] == "torch" or t.startswith(("speculab.report", "speculab.engine"))
-            }
+            bad = {t for t in targets if t.split(".")[0] == "torch" or t.startswith(above)}
             assert not bad, f"{module} imports {sorted(bad)}"
 
 
-def test_the_engine_never_imports_the_harness_or_the_report():
+def test_the_harness_holds_no_command_and_no_server():
+    """The stages only: a command package or a server filed among them is the flat hall this layout ended."""
+    stages = {p.name for p in (SRC / "harness").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    commands = {p.name for p in (SRC / "commands").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert commands == {"bench", "run", "compare", "init", "diagnose", "methods"}
+    assert not stages & (commands | {"measure", "mock", "engine", "serving"}), sorted(stages)
+
+
+def test_commands_stand_on_the_harness_and_never_on_the_report_or_each_other():
+    """cli -> commands -> harness: a command never renders (the CLI hands its result to the report) and never imports
+    another command; `init` plans a run as `run` would (the one exception)."""
+    allowed = {("speculab.commands.init", "speculab.commands.run")}
+    seen_commands = set()
+    for module, targets in _imports().items():
+        if not module.startswith("speculab.commands."):
+            continue
+        own = _package(module)
+        seen_commands.add(own)
+        for t in targets:
+            assert not t.startswith(("speculab.report", "speculab.cli", "speculab.engine", "speculab.mock")), (
+                f"{module} imports {t}: a command returns what it measured; the CLI presents it"
+            )
+            if t.startswith("speculab.commands.") and _package(t) != own:
+                assert (own, _package(t)) in allowed, f"{module} imports {t}: commands never import each other"
+    assert len(seen_commands) == 6  # the test reads the packages it guards
+
+
+def test_only_the_cli_and_the_library_face_use_the_commands():
+    users = {
+        module
+        for module, targets in _imports().items()
+        if any(t.startswith("speculab.commands") for t in targets) and not module.startswith("speculab.commands")
+    }
+    assert users, "the test reads the imports it guards"
+    assert all(m.startswith("speculab.cli") or m == "speculab" for m in users), sorted(users)
+
+
+def test_the_engine_never_imports_the_harness_the_mock_or_the_report():
     for module, targets in _imports().items():
         if module.startswith("speculab.engine"):
-            bad = {t for t in targets if t.startswith(("speculab.harness", "speculab.report"))}
+            bad = {t for t in targets if t.startswith(("speculab.harness", "speculab.report", "speculab.mock"))}
+            assert not bad, f"{module} imports {sorted(bad)}"
+
+
+def test_the_mock_stands_on_the_serving_base_and_the_wire_format_only():
+    for module, targets in _imports().items():
+        if module.startswith("speculab.mock"):
+            ours = {t for t in targets if t.startswith("speculab.")}
+            mine = ("speculab.mock", "speculab.protocol", "speculab.serving", "speculab.errors")
+            bad = {t for t in ours if not t.startswith(mine)}
+            assert not bad, f"{module} imports {sorted(bad)}: the mock is a server beside the engine"
+
+
+def test_the_serving_base_and_the_wire_format_know_no_server_and_no_harness():
+    for module, targets in _imports().items():
+        if module.startswith(("speculab.serving", "speculab.protocol")):
+            ours = {t for t in targets if t.startswith("speculab.")}
+            bad = {t for t in ours if not t.startswith(("speculab.serving", "speculab.protocol", "speculab.errors"))}
             assert not bad, f"{module} imports {sorted(bad)}"
 
 

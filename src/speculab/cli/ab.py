@@ -1,4 +1,4 @@
-"""`speculab run | compare | init | methods | demo | report`: the A/B lifecycle (speculab.harness.run), what
+"""`speculab run | compare | init | methods | demo | report`: the A/B lifecycle (speculab.commands.run), what
 can run on a server (speculab.harness.servers.methods), and the report."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from speculab.errors import EndpointError, UserError
 from speculab.harness.servers.adapters import askable_engines
 from speculab.harness.servers.adapters.speculab import KIND as EMBEDDED_ENGINE
 
-# --- run / compare / init / demo: the A/B lifecycle (speculab.harness.run) ----------------------------------
+# --- run / compare / init / demo: the A/B lifecycle (speculab.commands.run) ----------------------------------
 
 
 def _default_run_dir(stem: str) -> Path:
@@ -145,9 +145,9 @@ def _run_plan(
 ) -> None:
     """Run the plan, then render its report once; `ship` adds the configuration to ship to a run that finished."""
     options = options if options is not None else _report_options(allow_python_checks=False)
-    from speculab.harness.run.plan import describe_plan
-    from speculab.harness.run.preflight import size_lines
-    from speculab.harness.run.run import run_plan_interruptible
+    from speculab.commands.run.plan import describe_plan
+    from speculab.commands.run.preflight import size_lines
+    from speculab.commands.run.run import run_plan_interruptible
     from speculab.report.console.run_progress import RunProgress
 
     for line in [*describe_plan(plan), *size_lines(plan)]:
@@ -190,10 +190,10 @@ def run_command(
     fail_on: str | None = _fail_on(),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
+    from speculab.commands.run.plan import plan_experiment
+    from speculab.commands.run.resume import resume_paths
     from speculab.config import load_experiment
     from speculab.harness.results.ab_dir import check_ab_output_dir
-    from speculab.harness.run.plan import plan_experiment
-    from speculab.harness.run.resume import resume_paths
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
@@ -211,7 +211,7 @@ def run_command(
         max_model_len=max_model_len,
     )
     if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
-        from speculab.harness.run.preflight import dry_run_interruptible, dry_run_lines
+        from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
 
         for line in dry_run_lines(dry_run_interruptible(plan)):
             console.print(line, highlight=False)
@@ -223,7 +223,7 @@ def run_command(
     def ship(report: Any) -> Any:  # the config to ship, written beside the report (docs/recommendation.md)
         from dataclasses import replace
 
-        from speculab.harness.run.recommended import shipped_config
+        from speculab.commands.run.recommended import shipped_config
 
         return replace(report, shipped=shipped_config(report, exp, source_text))
 
@@ -276,8 +276,8 @@ def compare_command(
     benchmarks.json, AIPerf profile_export.jsonl, SGLang bench_serving JSONL or LLMPerf *_individual_responses.json
     files, any kind on either side (docs/imports.md). Runs whose prompts differ are compared unpaired, and the report
     says so; summary-only files (no per-request data) are compared run by run."""
-    from speculab.harness.compare.arms import arm_names, output_dir, parse_names
-    from speculab.harness.compare.pairing import inputs_from_results
+    from speculab.commands.compare.arms import arm_names, output_dir, parse_names
+    from speculab.commands.compare.pairing import inputs_from_results
     from speculab.harness.imports.registry import result_path
     from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
 
@@ -317,9 +317,9 @@ def _compare_run_level(
     """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
     OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); False where both keep per-request data
     (the per-prompt A/B). `picked`: --benchmark or --unpaired was given, which choose among requests: refused here."""
+    from speculab.commands.compare.arms import arm_names, output_dir
+    from speculab.commands.compare.run_level import compare_summaries, save, summaries_of
     from speculab.config.experiment import margins
-    from speculab.harness.compare.arms import arm_names, output_dir
-    from speculab.harness.compare.run_level import compare_summaries, save, summaries_of
     from speculab.report.console.run_level import print_run_level
 
     runs = summaries_of(a, b)
@@ -387,7 +387,7 @@ def init_command(
     head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
 ) -> None:
     """Detect the engine behind URL and write a commented starter experiment file with the methods that can run."""
-    from speculab.harness.init.starter import StarterPaths, write_starter
+    from speculab.commands.init.starter import StarterPaths, write_starter
 
     paths = StarterPaths(model, draft, head)
     look, size = write_starter(url, output, force=force, target_s=minutes * 60, paths=paths)
@@ -410,28 +410,10 @@ def methods_command(
     head: str | None = typer.Option(None, "--head", help="an EAGLE / EAGLE-3 / Medusa head's directory"),
 ) -> None:
     """Which speculation methods can run here: read from the engine's release and the checkpoints (docs/methods.md)."""
-    import shlex
-
-    from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
+    from speculab.commands.methods.command import MethodsFlags, methods_table
     from speculab.report.console.methods import print_methods
 
-    if url is None and engine is None:
-        raise UserError("give --url of a running server, or --engine KIND (with --command if it is not on PATH)")
-    try:
-        argv = shlex.split(command) if command else None
-    except ValueError as e:
-        raise UserError(f"--command: {e}; quote it as a shell would") from None
-    version, kind = None, engine
-    if url is not None:
-        import asyncio
-
-        from speculab.harness.init.starter import look_at_server
-
-        look = asyncio.run(look_at_server(url))
-        version, kind = look.version, engine or look.engine
-        model = model or local_model(look.models)
-    given = given_from_paths(model, draft, head)
-    table = methods_here(str(kind), given, command=argv, server_version=version, from_server=url is not None)
+    table = methods_table(MethodsFlags(url, engine, command, model, draft, head))
     print_methods(Console(soft_wrap=True), table)
 
 
@@ -457,8 +439,8 @@ def demo_command(
     ),
 ) -> None:
     """The whole A/B job on the demo models: plain vs n-gram vs draft model vs EAGLE head (speculab or llama.cpp)."""
+    from speculab.commands.run.demo import DemoConfig, demo_plan
     from speculab.harness.results.ab_dir import check_ab_output_dir
-    from speculab.harness.run.demo import DemoConfig, demo_plan
     from speculab.report.console.ab import print_change
 
     console = Console(stderr=True, soft_wrap=True)
@@ -504,8 +486,8 @@ def report_command(
 def _report_run_level(directory: Path, output: Path | None, margin: str | None, gate: _RunLevelGate) -> bool:
     """`speculab report DIR` of a run-level comparison (`compare` of summary-only files: DIR/summary.json only):
     re-printed, re-decided with --margin and written back (or to --output); False for an A/B run's directory."""
+    from speculab.commands.compare.run_level import save, saved_run_level
     from speculab.config.experiment import margins
-    from speculab.harness.compare.run_level import save, saved_run_level
     from speculab.harness.verdict.run_level import redecide
     from speculab.report.console.run_level import print_run_level
 

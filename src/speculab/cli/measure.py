@@ -69,9 +69,9 @@ def bench(
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
+    from speculab.commands.bench.options import bench_config_from_flags
+    from speculab.commands.bench.run import run_bench_interruptible
     from speculab.harness.analysis.metrics import error_gate
-    from speculab.harness.measure.options import bench_config_from_flags
-    from speculab.harness.measure.run import run_bench_interruptible
     from speculab.report.console.bench import BenchProgress, print_bench_summary
 
     cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
@@ -165,9 +165,9 @@ def diagnose(
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
+    from speculab.commands.diagnose.options import diagnose_config_from_flags
+    from speculab.commands.diagnose.run import diagnose_interruptible
     from speculab.harness.analysis.metrics import error_gate
-    from speculab.harness.diagnose.options import diagnose_config_from_flags
-    from speculab.harness.diagnose.run import diagnose_interruptible
     from speculab.report.console.diagnosis import print_diagnosis
     from speculab.report.html.diagnosis import write_diagnosis_page
 

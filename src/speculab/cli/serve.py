@@ -139,7 +139,7 @@ def mock_server(
     ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
-    from speculab.harness.mock.options import mock_config_from_flags
+    from speculab.mock.options import mock_config_from_flags
 
     _serve_mock(mock_config_from_flags(dict(locals())), host, port)
 
@@ -148,7 +148,7 @@ def _serve_mock(cfg: Any, host: str, port: int) -> None:
     """Run the mock until Ctrl-C or SIGTERM; an address it cannot listen on is one line naming the fix."""
     import errno
 
-    from speculab.harness.mock.server import run_mock_server
+    from speculab.mock.server import run_mock_server
 
     def ready(url: str, open_files: int | None) -> None:
         files = f", open files {open_files}" if open_files is not None else ""

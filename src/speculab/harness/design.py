@@ -1,6 +1,6 @@
 """What an A/B asks, fixed before anything runs: the offered loads, the arms, the setup, the single-change check.
 
-The plan (`harness.run.plan`) builds these; the lifecycle records them in inputs.json (`harness.results`);
+The plan (`commands.run.plan`) builds these; the lifecycle records them in inputs.json (`harness.results`);
 the verdict (`harness.verdict`) reads them back. They live here, beside the records rather than inside experiment/,
 because results/ reads them and experiment/ writes results: one package above both would be a cycle.
 Seconds everywhere; rates in requests per second; prices per GPU-hour.
@@ -222,7 +222,7 @@ class Setup:
     fit: Mapping[str, Any] | None = None
     # `loads: {search: ...}`: the design ({kind, low, high, tolerance, max_probes, groups, metric}) and, as the run
     # goes, `rounds` (each round's loads, in the order measured), `candidate` (the one followed) and `stop` (why it
-    # ended); None without a search (harness.run.probing)
+    # ended); None without a search (commands.run.probing)
     search: Mapping[str, Any] | None = None
 
 

@@ -29,8 +29,8 @@ def test_the_keys_in_the_file():
 def test_the_plan_carries_them_to_the_report_and_resume_ignores_them():
     from dataclasses import replace
 
-    from speculab.harness.run.plan import plan_experiment
-    from speculab.harness.run.resume import plan_identity
+    from speculab.commands.run.plan import plan_experiment
+    from speculab.commands.run.resume import plan_identity
 
     plan = plan_experiment(parse_experiment(MINIMAL + "decide_on: ttft\nguardrails: [e2e]\n"))
     assert (plan.setup.decide_on, plan.setup.guardrails) == ("ttft_s", ("e2e_s",))

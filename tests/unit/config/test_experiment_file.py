@@ -220,9 +220,9 @@ def test_relative_workload_files_resolve_against_the_experiment_file(tmp_path):
 
 
 def test_ramp_up_is_a_closed_loop_option_that_reaches_the_load() -> None:
-    from speculab.harness.run.blocks import Silent
-    from speculab.harness.run.lifecycle import Lifecycle
-    from speculab.harness.run.plan import plan_experiment
+    from speculab.commands.run.blocks import Silent
+    from speculab.commands.run.lifecycle import Lifecycle
+    from speculab.commands.run.plan import plan_experiment
 
     plain = "loads: {operating: {concurrency: 8}}"
     ramped = MINIMAL.replace(plain, "loads: {operating: {concurrency: 8, ramp_up_s: 1.5}}")

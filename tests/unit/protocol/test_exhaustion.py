@@ -1,4 +1,4 @@
-"""The engine server's bounds under exhaustion (protocol/exhaustion.py): the log rate limit on a scripted clock,
+"""The engine server's bounds under exhaustion (serving/exhaustion.py): the log rate limit on a scripted clock,
 the accept-failure report, and the open-files limit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from speculab.protocol.exhaustion import (
+from speculab.serving.exhaustion import (
     ACCEPT_LOG_INTERVAL_S,
     AcceptLoop,
     ConnectionCounters,
@@ -56,7 +56,7 @@ def test_accept_failures_are_counted_each_and_reported_once_per_interval(caplog)
     clock, counters = Clock(), ConnectionCounters()
     loop = AcceptLoop(counters, clock=clock)
     try:
-        with caplog.at_level(logging.ERROR, logger="speculab.protocol.exhaustion"):
+        with caplog.at_level(logging.ERROR, logger="speculab.serving.exhaustion"):
             for i in range(2000):
                 clock.t = i * 0.01  # 20 s of failures, 100 a second
                 loop._accept_failed(OSError(errno.EMFILE, "Too many open files"))

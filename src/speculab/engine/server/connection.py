@@ -34,7 +34,7 @@ from uvicorn.server import ServerState
 
 from speculab.engine.server.errors import error_bytes
 from speculab.engine.server.guard import DEFAULT_MAX_HEADER_BYTES
-from speculab.protocol.exhaustion import (
+from speculab.serving.exhaustion import (
     DEFAULT_REQUEST_RECEIVE_TIMEOUT_S,
     AcceptLoop,
     ConnectionCounters,

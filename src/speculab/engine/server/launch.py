@@ -28,7 +28,7 @@ from speculab.engine.speculative.metrics import SpecDecodeCollector
 from speculab.engine.speculative.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
 from speculab.errors import UserError
-from speculab.protocol.exhaustion import (
+from speculab.serving.exhaustion import (
     ConnectionCollector,
     ConnectionCounters,
     bound_logs,

@@ -5,8 +5,9 @@ to disk.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -166,3 +167,33 @@ def build_payload(ep: EndpointConfig, sp: RequestSampling, spec: RequestSpec) ->
             body["top_logprobs"] = ep.logprobs
     body.update(ep.extra_body)
     return body
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"--extra-body is not valid JSON ({e.msg}); give an object like '{{\"ignore_eos\": true}}'"
+        ) from None
+    if not isinstance(obj, dict):
+        raise UserError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'")
+    # keys the harness sets from its own flags: overriding them here would silently break what it measures
+    # (stream: false under a streaming reader fails every request; a different model or prompt is another run)
+    owned = {"model": "--model", "stream": "--stream/--no-stream", "prompt": "--workload", "messages": "--workload"}
+    owned |= {"max_tokens": "--max-tokens", "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed"}
+    clash = [k for k in obj if k in owned]
+    if clash:
+        k = clash[0]
+        raise UserError(f"--extra-body sets {k!r}, which speculab sets itself; use {owned[k]} instead")
+    return obj
+
+
+def check_items(items: Sequence[RequestSpec], ep: EndpointConfig) -> None:
+    """A completions endpoint needs prompts; chat accepts either."""
+    if ep.api == "completions":
+        for s in items:
+            if s.prompt is None:
+                raise UserError(f"workload item {s.index} has chat messages only; use --api chat")

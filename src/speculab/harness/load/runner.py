@@ -37,9 +37,9 @@ from speculab.errors import UserError
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
-from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import continue_turn, conversations
+from speculab.serving.pacing import SEND_SPIN_S, sleep_until
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class LoadConfig:
     # trace replay: offsets are (arrival - this) / speed; None: from the first arrival sent (a block, or a trace,
     # starts at its own first request). load.workers hands each worker absolute offsets with origin 0.
     trace_origin_s: float | None = None
-    # open loop: wake this long before each send time and yield until it (load.pacing: sends land within ~0.05 ms
+    # open loop: wake this long before each send time and yield until it (serving.pacing: sends land within ~0.05 ms
     # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly
     send_spin_s: float = SEND_SPIN_S
 

@@ -35,10 +35,10 @@ from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.arrivals import send_offsets
 from speculab.harness.load.client_health import HealthProbe
 from speculab.harness.load.clock_sync import SAME_CLOCK
-from speculab.harness.load.pacing import SEND_SPIN_S, sleep_until
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import conversations, sent_as
+from speculab.serving.pacing import SEND_SPIN_S, sleep_until
 
 START_MARGIN_S = 0.2  # the start time is this far after the last worker said it was warm
 START_LAG_WARN_S = 0.001

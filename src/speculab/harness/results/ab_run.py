@@ -1,6 +1,6 @@
 """An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), and the whole run (`ABRun`).
 
-The lifecycle (`speculab.harness.run`) produces these while it runs; `ab_dir` lays them out on disk and
+The lifecycle (`speculab.commands.run`) produces these while it runs; `ab_dir` lays them out on disk and
 reads them back; the verdict (`speculab.harness.verdict`) is built from them. Nothing here is derived: only what was
 asked (`harness.design`) and what was observed (records, counters, memory samples). Seconds everywhere; memory in
 bytes.

@@ -1,7 +1,7 @@
 """A run on disk: manifest.json (what was run), requests.jsonl (one record per finished request, appended and
 flushed as each finishes, so a crash loses nothing that finished) and summary.json (every number, seconds).
 
-What goes into summary.json is `speculab.harness.measure.summary`'s business; this module only lays the files out.
+What goes into summary.json is `speculab.commands.bench.summary`'s business; this module only lays the files out.
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ SEARCH_ROLE = "search"
 def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOptions) -> SearchView | None:
     """The search's answer from what its probes measured (None without a search): each probe's per-unit effects on
     the deciding metric, the monotone fit of `harness.search.fit` and its crossover interval. The run asks the same
-    after every round to place the next (harness.run.probing)."""
+    after every round to place the next (commands.run.probing)."""
     design = inputs.setup.search
     if design is None:
         return None

@@ -169,7 +169,7 @@ class SearchCrossover:
 
 @dataclass(frozen=True, slots=True)
 class SearchView:
-    """What a search found (harness.run.probing places the loads; harness.search fits them): summary.json `search`."""
+    """What a search found (commands.run.probing places the loads; harness.search fits them): summary.json `search`."""
 
     kind: str  # "concurrency" or "rate"
     metric: str  # the deciding metric whose effect the search follows

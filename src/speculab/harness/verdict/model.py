@@ -507,7 +507,7 @@ class RecommendationView:
 @dataclass(frozen=True, slots=True)
 class ShippedConfig:
     """The recommendation in the engine's own words, as `speculab run` spells it for the engine it launched
-    (harness.run.recommended), and the two files an exporter writes beside summary.json from it."""
+    (commands.run.recommended), and the two files an exporter writes beside summary.json from it."""
 
     engine: str
     release: str  # the /version the baseline's server answered; "" when it answered none

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class RunProgress:
-    """Implements `speculab.harness.run.blocks.Reporter` with rich (a bar only while a level runs)."""
+    """Implements `speculab.commands.run.blocks.Reporter` with rich (a bar only while a level runs)."""
 
     def __init__(self, console: Console):
         self.console = console

@@ -131,7 +131,7 @@ def test_empty_run():
 
 
 def test_offered_load_is_judged_against_the_drawn_schedule():
-    from speculab.harness.measure.summary import build_warnings
+    from speculab.commands.bench.summary import build_warnings
 
     def run(sched, sent):
         recs = [
@@ -156,7 +156,7 @@ def test_offered_load_is_judged_against_the_drawn_schedule():
 
 
 def test_connect_errors_after_successes_warn_that_the_server_went_away():
-    from speculab.harness.measure.summary import build_warnings
+    from speculab.commands.bench.summary import build_warnings
 
     ok = rec(index=0)
     refused = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.CONNECT, "cannot connect"), end=10.2)

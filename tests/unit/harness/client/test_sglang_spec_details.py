@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from speculab.commands.bench.run import bench_endpoint
 from speculab.harness.client.endpoint import EndpointConfig
 from speculab.harness.client.probe import ServerInfo
 from speculab.harness.client.response import build_record
 from speculab.harness.client.stream import StreamState
-from speculab.harness.measure.run import bench_endpoint
 from speculab.harness.records import RequestSpec
 from speculab.protocol.chunks import MalformedChunk, parse_body
 
@@ -98,9 +98,9 @@ def test_an_sglang_endpoint_is_asked_for_the_details_and_the_users_extra_body_wi
 
 
 def test_the_run_asks_an_sglang_arm_for_the_details(tmp_path: Path) -> None:
+    from speculab.commands.run.blocks import BlockRunner, Silent
+    from speculab.commands.run.plan import plan_experiment
     from speculab.config import parse_experiment
-    from speculab.harness.run.blocks import BlockRunner, Silent
-    from speculab.harness.run.plan import plan_experiment
 
     plan = plan_experiment(
         parse_experiment("""

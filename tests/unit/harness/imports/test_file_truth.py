@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.analysis.metrics import CHUNK_QUANTITIES, aggregate, quantities_not_held
-from speculab.harness.compare.pairing import inputs_from_results
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import read_runs, result_format
 from speculab.harness.records import RequestRecord

@@ -9,9 +9,9 @@ import math
 import numpy as np
 
 from speculab.harness.analysis.groups import MIN_PAIRS
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.truth import true_crossover, true_tpot_speedup
 from speculab.harness.search import Probe, SearchSpec, run_search
+from speculab.mock.script import MockConfig
+from speculab.mock.truth import true_crossover, true_tpot_speedup
 
 SPEC = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=10)
 # the done-means pair (docs/mock-server.md "A known crossover"): 2x per token at one stream, the TPOT ratio

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 import pytest
 from tests.fakes.cli_runner import run_main
 
+from speculab.commands.init.starter import StarterSize, starter_yaml
+from speculab.commands.run.preflight import command_context
+from speculab.commands.run.recommended import recommend_config, speculative_config
 from speculab.config import ENGINE_KINDS, SpeculationConfig, parse_experiment
 from speculab.errors import UserError
-from speculab.harness.init.starter import ServerLook, StarterSize, starter_yaml
-from speculab.harness.run.preflight import command_context
-from speculab.harness.run.recommended import recommend_config, speculative_config
 from speculab.harness.servers import adapters
 from speculab.harness.servers.adapters import (
     AcceptanceMetrics,
@@ -34,6 +34,7 @@ from speculab.harness.servers.adapters.base import (
     PythonRelease,
     refuse_if_speculating,
 )
+from speculab.harness.servers.look import ServerLook
 from speculab.harness.servers.methods.here import methods_here
 from speculab.harness.servers.methods.probe import declared_by_command
 from speculab.harness.servers.methods.table import Given

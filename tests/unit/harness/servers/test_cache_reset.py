@@ -9,15 +9,15 @@ import json
 import aiohttp
 import pytest
 
+from speculab.commands.run.plan import plan_experiment
 from speculab.config import parse_experiment
 from speculab.errors import UserError
-from speculab.harness.mock.script import MockConfig
-from speculab.harness.mock.server import running_mock_server
 from speculab.harness.records import CacheResetOutcome
-from speculab.harness.run.plan import plan_experiment
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.cache_reset import refusal_note, reset_caches
 from speculab.harness.servers.process import free_port
+from speculab.mock.script import MockConfig
+from speculab.mock.server import running_mock_server
 
 VLLM = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from speculab.harness.mock.requests import MockConfig
-from speculab.harness.mock.server import running_mock_server
 from speculab.harness.records import ErrorCategory, ErrorInfo, RequestRecord
 from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.process import free_port
+from speculab.mock.requests import MockConfig
+from speculab.mock.server import running_mock_server
 
 
 def rec(category: ErrorCategory | None) -> RequestRecord:

@@ -1,7 +1,7 @@
 from rich.console import Console
 
+from speculab.commands.bench.summary import build_summary
 from speculab.harness.analysis.metrics import StallConfig, aggregate
-from speculab.harness.measure.summary import build_summary
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
 from speculab.harness.results.strict_json import json_safe
 from speculab.report.console.bench import print_bench_summary

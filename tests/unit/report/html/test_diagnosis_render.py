@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
-from speculab.harness.diagnose import analysis as dg
-from speculab.harness.diagnose.causes import PHASE_BASELINE, PHASE_COLD, PHASE_PREFILL, PHASE_WARM, Inputs
+from speculab.commands.diagnose import analysis as dg
+from speculab.commands.diagnose.causes import PHASE_BASELINE, PHASE_COLD, PHASE_PREFILL, PHASE_WARM, Inputs
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
 from speculab.report.console.diagnosis import print_diagnosis
 from speculab.report.html.diagnosis import diagnosis_view, render_diagnosis_page

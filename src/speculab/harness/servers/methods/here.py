@@ -1,7 +1,7 @@
 """`speculab methods`: what can run here — the engine asked (or its labelled table), the checkpoints read, the table.
 
 The caller brings what the user has; a URL's look (engine, /version, /v1/models) is taken by the command layer
-(`harness.init.starter.look_at_server`), so this package stays below the commands.
+(`harness.servers.look.look_at_server`), so this package stays a stage: `methods`, `init` and `run` use it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""summary.json of a bench run: every number (seconds), the warnings a reader must see first, and hints that name
+the flag fixing a rejected request option.
+
+summary.json keys that other commands rely on (issue 2): metrics.{ttft_s,tpot_s,e2e_s,chunk_gap_s,itl_s}.
+{mean,p50,p90,p99}, metrics.tokens_per_chunk.mean, counts.{sent,ok,error}, throughput.output_tok_s and
+server.spec_decode.{acceptance_rate,acceptance_length} when the server has those counters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from speculab.harness.analysis.metrics import RunMetrics, StallConfig
+from speculab.harness.load.client_health import ClientHealth
+
+SUMMARY_SCHEMA = "speculab.bench.summary/1"
+
+
+def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) -> list[str]:
+    # Dispatch lag only where nothing else makes requests wait: an open loop without a concurrency cap (with a cap,
+    # sent - scheduled is mostly the wait for a free slot, which is the load design, not the client falling behind).
+    uncapped_open = load.get("mode") in ("open", "trace") and load.get("concurrency") is None
+    q99 = m.distributions["queue_s"].p99 if uncapped_open else None
+    in_flight = float(load["concurrency"]) if load.get("mode") == "closed" and load.get("concurrency") else None
+    return client.warnings(
+        dispatch_lag_p99_s=q99 if q99 is not None and math.isfinite(q99) else None, in_flight=in_flight
+    )
+
+
+def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[str]:
+    """Things a reader must know before trusting the numbers."""
+    w: list[str] = []
+    if interrupted:
+        w.append("run interrupted: the summary covers only the requests that ran")
+    # The client is judged against the schedule it drew, not the nominal rate: a seeded Poisson schedule of 200
+    # requests is itself ~7% off the nominal rate by chance, which is no fault of the client or the server.
+    sched = m.scheduled_rate_rps
+    if requested_rate_rps and sched is not None and m.achieved_rate_rps is not None:
+        if m.achieved_rate_rps < 0.95 * sched:
+            w.append(
+                f"offered load not achieved: {m.achieved_rate_rps:.3g} req/s sent vs {sched:.3g} scheduled "
+                f"({requested_rate_rps:.3g} requested; concurrency cap or client overload; see queue_s)"
+            )
+        elif abs(sched / requested_rate_rps - 1) > 0.05:
+            w.append(
+                f"the random arrival schedule of {m.sent} requests came out at {sched:.3g} req/s, not "
+                f"{requested_rate_rps:.3g} (sampling noise, sent on schedule); more prompts, --duration or "
+                "--arrival constant bring it closer"
+            )
+    q99 = m.distributions["queue_s"].p99
+    if math.isfinite(q99) and q99 > 0.01:
+        w.append(f"client queue time p99 {q99 * 1e3:.1f} ms: requests waited before being sent (reported separately)")
+    if n_unmeasured := m.token_count_sources.get("one_per_chunk"):
+        w.append(
+            f"per-chunk token counts unknown for {n_unmeasured} requests: they are left out of tokens per chunk "
+            "(unless no request has counts: then usage / chunks), and out of per-token ITL unless their usage shows "
+            "one token per chunk; enable continuous usage stats, --logprobs or --tokenizer"
+        )
+    if m.output_tokens_unknown:
+        w.append(f"{m.output_tokens_unknown} successful requests have no output token count (no usage from server)")
+    n_connect = m.errors_by_category.get("connect", 0)
+    if n_connect and m.ok:
+        # the preflight reached the server and some requests succeeded: refusals later mean it went away
+        w.append(
+            f"{n_connect} requests could not connect although {m.ok} succeeded: the server crashed, restarted or "
+            "refused connections mid-run; throughput and the acceptance delta cover a broken window"
+        )
+    if m.error:
+        cats = ", ".join(f"{k} {v}" for k, v in m.errors_by_category.items())
+        w.append(f"{m.error} of {m.sent} requests failed ({cats}); latency numbers cover successful requests only")
+    return w
+
+
+def build_summary(
+    m: RunMetrics,
+    *,
+    run: dict[str, Any],
+    load: dict[str, Any],
+    stall: StallConfig,
+    warmup_requests: int,
+    spec_decode: dict[str, Any] | None,
+    spec_decode_note: str | None,
+    metrics_scraped: bool,
+    interrupted: bool,
+    hints: Sequence[str] = (),
+    skipped_turns: int = 0,
+    client: ClientHealth | None = None,
+) -> dict[str, Any]:
+    d = m.to_dict()
+    requested = load.get("rate_rps")
+    # skipped_turns: conversation turns never sent, because an earlier turn of theirs failed (or time ran out)
+    counts = d["counts"] | {"warmup": warmup_requests, "skipped_turns": skipped_turns}
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "interrupted": interrupted,
+        "run": run,
+        "load": load
+        | {
+            "requested_rate_rps": requested,
+            # a rate's or a trace's schedule (what the client meant to send), next to what it sent
+            "scheduled_rate_rps": m.scheduled_rate_rps if requested or load.get("mode") == "trace" else None,
+            "achieved_rate_rps": m.achieved_rate_rps,
+        },
+        "counts": counts,
+        "metrics": d["metrics"],
+        "throughput": d["throughput"],
+        "tokens": d["tokens"],
+        "stalls": asdict(stall) | d["stalls"],
+        "slo": d["slo"],
+        "server": {
+            "spec_decode": spec_decode,
+            "spec_decode_note": spec_decode_note,
+            "metrics_scraped": metrics_scraped,
+        },
+        # the client process over the measured phase: CPU share of one core, event-loop lag (load.client_health)
+        "client": client.to_dict() if client is not None else None,
+        "warnings": [
+            *build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
+            *(_client_warnings(client, m, load) if client is not None else ()),
+            *hints,
+        ],
+    }

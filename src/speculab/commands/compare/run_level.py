@@ -1,0 +1,148 @@
+"""`speculab compare A B` of summary-only results: the run is the unit. When either side keeps no request (a vLLM
+file without `--save-detailed`, a `bench sweep serve` run, an SGLang line without `--output-details`, a GuideLLM
+file whose request lists are empty), both sides are read as their tools' own aggregates and compared load by load
+(`verdict.run_level`); the loads must be the same, as for any A/B. Written to DIR/summary.json (its own schema:
+no report.html, no per-request views)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from speculab.commands.compare.arms import same_model
+from speculab.errors import UserError
+from speculab.harness.imports.summaries.read import read_side
+from speculab.harness.imports.summaries.summary import RunSummary
+from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
+from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.stats.intervals import CONFIDENCE
+from speculab.harness.verdict.run_level import (
+    MIN_RUNS,
+    RUN_LEVEL_SCHEMA,
+    RunLevelReport,
+    compare_load,
+    run_level_from_json,
+)
+
+SUMMARY_FILE = "summary.json"
+
+
+def _summary_only(runs: Sequence[RunSummary] | None) -> bool:
+    return runs is not None and not all(r.per_request for r in runs)
+
+
+def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
+    """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request);
+    None: compare them per request, as ever (`compare.pairing`)."""
+    sa, sb = (read_side(p) for p in (path_a, path_b))
+    if not (_summary_only(sa) or _summary_only(sb)):
+        return None
+    if sa is None or sb is None:
+        given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
+        raise UserError(
+            f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
+            f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
+        )
+    return sa, sb
+
+
+def _by_load(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:
+    out: dict[str, list[RunSummary]] = {}
+    for r in runs:
+        out.setdefault(r.level.key, []).append(r)
+    return out
+
+
+def _loads(runs: Mapping[str, list[RunSummary]]) -> str:
+    return ", ".join(v[0].level.label for v in runs.values())
+
+
+def _side_note(side: str, runs: Sequence[RunSummary]) -> str:
+    r = runs[0]
+    version = f"{r.tool} {r.version}" if r.version else f"{r.tool}, its version not stated in the file"
+    version = f"{r.tool} ({r.info['layout']})" if not r.version and r.info.get("layout") else version
+    model = f", model {r.model}" if r.model else ""
+    detail = " (it keeps per-request data too; the other side does not)" if all(x.per_request for x in runs) else ""
+    return f"{side}: {r.name}: {len(runs)} run(s) summarised by {version}{model}{detail}"
+
+
+def compare_summaries(
+    path_a: Path,
+    path_b: Path,
+    runs: tuple[Sequence[RunSummary], Sequence[RunSummary]],
+    margins: Mapping[str, float],
+    *,
+    names: tuple[str, str] | None = None,
+    allow_different_models: bool = False,
+) -> RunLevelReport:
+    """A's and B's runs compared load by load (the same loads on both sides, else refused; two target models
+    refused unless `allow_different_models`); `names`: the arms' (default: each side's file or folder name)."""
+    models = ((r.model or "" for r in side) for side in runs)
+    model_note = same_model(path_a, path_b, *models, allow_different_models)
+    la, lb = (_by_load(r) for r in runs)
+    if set(la) != set(lb):
+        raise UserError(
+            f"{path_a} and {path_b} ran at different loads ({_loads(la)} vs {_loads(lb)}): an A/B compares one load; "
+            "run both at the same concurrency or request rate"
+        )
+    loads = tuple(compare_load(v[0].level, v, lb[k], margins) for k, v in la.items())
+    notes = [
+        "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
+        "aggregates, one value per run",
+        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
+        "(output tokens - 1)",
+        _side_note("A", runs[0]),
+        _side_note("B", runs[1]),
+    ]
+    notes += [model_note] if model_note else []
+    notes += [
+        f"at {x.level.label}: {x.runs_a} run(s) vs {x.runs_b}: no per-request data: no interval, no verdict (an "
+        f"interval needs {MIN_RUNS} runs a side)"
+        for x in loads
+        if not x.has_interval
+    ]
+    a, b = runs[0][0], runs[1][0]
+    a_name, b_name = names or (a.name, b.name)
+    return RunLevelReport(
+        a_name=a_name,
+        b_name=b_name,
+        a_tool=a.tool,
+        b_tool=b.tool,
+        a_version=a.version,
+        b_version=b.version,
+        confidence=CONFIDENCE,
+        loads=loads,
+        notes=tuple(notes),
+    )
+
+
+def save(out: Path, report: RunLevelReport, *, again: bool = False) -> Path:
+    """DIR/summary.json of a run-level comparison (DIR checked as any A/B's output directory; `again`: DIR is the
+    comparison's own, re-decided by `speculab report --margin`, its figures unchanged)."""
+    if not again:
+        check_ab_output_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SUMMARY_FILE
+    write_atomic(path, report.to_json())
+    return path
+
+
+def saved_run_level(directory: Path) -> RunLevelReport | None:
+    """The run-level comparison saved in DIR (`compare` of summary-only files writes only DIR/summary.json), for
+    `speculab report DIR`; None where DIR is not one (an A/B run's directory: its inputs.json)."""
+    path = directory / SUMMARY_FILE
+    if not path.is_file() or (directory / INPUTS_FILE).exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(
+            f"{path}: cannot read it ({e}); run `speculab compare A B --output {directory}` again"
+        ) from None
+    if RUN_LEVEL_SCHEMA not in text:
+        return None  # another summary.json (e.g. a bench run's): the A/B reader says what DIR lacks
+    try:
+        return run_level_from_json(text)
+    except ValueError as e:
+        raise UserError(f"{path}: {e}; run `speculab compare A B --output {directory}` again") from None

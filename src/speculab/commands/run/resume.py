@@ -1,0 +1,234 @@
+"""`speculab run --resume DIR`: continue a run that was interrupted or killed, from what its directory holds.
+
+The plan is made again from the experiment file and must be the one DIR ran (`plan_identity`, stored in inputs.json):
+the same prompts, seeds, loads, repeats and arms, or the run is refused in one line. Every block (an arm at a level,
+one repeat) that finished is kept as it is; one that stopped part way is set aside (renamed, never deleted:
+`results.blocks`) and runs again from the start with the same seeds, in the design's order, as do the blocks never
+started. In two-URL mode a level's arms are interleaved block by block, so a level runs again for both arms unless
+both finished. Looks of adaptive repeats already taken are reused as recorded, so the alpha spent stays the design's.
+A search (`loads: {search: ...}`) plans no levels from the file: its blocks are those of the levels DIR recorded it
+placing (`probing.resumed`), and it goes on placing probes from there (`probing.rounds`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from speculab.commands.run.plan import RunPlan, arm_order
+from speculab.commands.run.probing.resumed import complete, resume_line, searched_plan
+from speculab.errors import UserError
+from speculab.harness.design import ArmInfo, Setup
+from speculab.harness.results.ab_dir import LAUNCHES_FILE, REQUESTS_FILE, read_setup
+from speculab.harness.results.ab_run import ABRun
+from speculab.harness.results.blocks import BlockState, block_state, set_aside
+from speculab.harness.results.run_dir import utc_now, versions
+from speculab.harness.results.strict_json import json_safe
+
+Block = tuple[str, str, int]  # (arm name, level key, repeat): one block's directory, runs/<arm>/<level>/r<n>
+# how a run ended early: run.py's notes, and the search's (`probing.rounds`; its answer is no longer partial)
+STOP_NOTES = ("the run stopped", "the run was interrupted", "the search was interrupted")
+
+
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(json_safe(obj), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def plan_identity(plan: RunPlan) -> dict[str, Any]:
+    """What `--resume` checks: a SHA-256 of every part of the plan that shapes the measurement (the prompts as
+    loaded, sampling, loads, repeats, the arms with their commands and environment, everything else in the setup),
+    one per part so a refusal can say which changed. Times, versions and API keys are left out; secret flag
+    values are hashed as the `***` inputs.json shows."""
+    blank = replace(plan.setup, started_utc="", finished_utc="", versions={})
+    saved = ABRun(setup=blank, arms=tuple(a.info for a in plan.arms), changes=plan.changes).setup_dict()
+    sd = dict(saved["setup"])
+    # what the report decides on shapes no measurement: a run saved before these keys, or resumed with another
+    # `decide_on:`, measures the same
+    sd.pop("decide_on", None)
+    sd.pop("guardrails", None)
+
+    def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
+        return {k: sd.pop(k) for k in keys}
+
+    # a search's design places its loads; a plan without one keeps the key where runs before searches had it
+    search = {"search": sd.pop("search")} if sd.get("search") is not None else {}
+    parts = {
+        "workload": take("workload_name", "workload_source", "api", "items"),
+        "sampling": {
+            **take("temperature", "top_p", "top_k", "seed", "max_tokens", "min_tokens", "ignore_eos", "logprobs"),
+            "request": plan.sampling,
+            "extra_body": plan.extra_body,
+        },
+        "loads": {
+            **take("levels"),
+            **search,
+            "loads": plan.loads,
+            "block_size": plan.block_size,
+            "warmup": plan.warmup_requests,
+            # `cache: {reset: never}` shapes each block; the default is left out so runs from before it still resume
+            **({"cache_reset": plan.cache_reset} if plan.cache_reset != "between-blocks" else {}),
+        },
+        "repeats": take("repeats", "sequential"),
+        "arms": {
+            "arms": saved["arms"],
+            "changes": saved["changes"],
+            "env": [dict(a.launch.env) if a.launch is not None else None for a in plan.arms],
+            "models": [a.model for a in plan.arms],
+        },
+        "the rest of the setup": sd,
+    }
+    hashes = {name: _sha(part) for name, part in parts.items()}
+    return {"sha256": _sha(hashes), "parts": hashes, "experiment": plan.source}
+
+
+def check_same_plan(root: Path, recorded: Mapping[str, Any] | None, plan: RunPlan) -> None:
+    """Refuse, in one line naming what changed, to resume DIR with another plan than the one it ran."""
+    if not recorded or not recorded.get("sha256"):
+        raise UserError(
+            f"--resume {root}: its inputs.json records no plan to check against (written before `--resume` "
+            "existed); start a new run with --output"
+        )
+    now = plan_identity(plan)
+    if recorded["sha256"] == now["sha256"]:
+        return
+    before = recorded.get("parts") or {}
+    changed = [name for name, h in now["parts"].items() if before.get(name) != h] or ["the plan"]
+    ran = recorded.get("experiment") or "the file it ran"
+    raise UserError(
+        f"--resume {root}: the experiment is not the one this run started with ({', '.join(changed)} changed); "
+        f"resume with {ran} as it was, or start a new run with --output"
+    )
+
+
+def resume_paths(resume: Path | None, experiment: Path | None, output: Path | None) -> tuple[Path, Path | None]:
+    """`speculab run [EXPERIMENT] [--output OUT] [--resume DIR]` -> (the experiment file, the output directory).
+    With --resume the file defaults to the one DIR recorded, and the output is DIR."""
+    if resume is None:
+        if experiment is None:
+            raise UserError("give the experiment file (`speculab init --url URL` writes one), or --resume DIR")
+        return experiment, output
+    if output is not None and output.resolve() != resume.resolve():
+        raise UserError(f"--resume {resume} writes to {resume}: drop --output {output}")
+    if experiment is not None:
+        return experiment, resume
+    ran = (read_setup(resume).plan or {}).get("experiment")
+    if not ran or not Path(ran).is_file():
+        what = f"its experiment file {ran} is gone" if ran else "it records no experiment file"
+        raise UserError(f"--resume {resume}: {what}; give it: speculab run EXPERIMENT --resume {resume}")
+    return Path(ran), resume
+
+
+def block_units(plan: RunPlan, repeats: int) -> list[tuple[Block, ...]]:
+    """The blocks of the design in the order it runs them, grouped into what must finish together: each block
+    alone in launch mode; a level's blocks of every arm in two-URL mode (they are interleaved)."""
+    names = [a.info.name for a in plan.arms]
+    levels = [lv.key for lv in plan.setup.levels]
+    if plan.launch_mode:
+        return [((names[i], lv, r),) for r in range(1, repeats + 1) for i in arm_order(len(names), r) for lv in levels]
+    return [tuple((a, lv, r) for a in names) for r in range(1, repeats + 1) for lv in levels]
+
+
+def blocks_to_run(
+    units: Sequence[tuple[Block, ...]], states: Mapping[Block, BlockState]
+) -> tuple[set[Block], list[Block]]:
+    """(the blocks already done, the started ones to set aside before running them again): a unit is done when
+    every block of it is complete; otherwise each of its blocks that started is set aside."""
+    done: set[Block] = set()
+    aside: list[Block] = []
+    for unit in units:
+        if all(states[b] is BlockState.COMPLETE for b in unit):
+            done.update(unit)
+        else:
+            aside += [b for b in unit if states[b] is not BlockState.MISSING]
+    return done, aside
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a resumed run starts from: the blocks to skip, and the run's record so far (kept, then extended)."""
+
+    done: frozenset[Block]
+    setup: Setup  # the plan's, with the first start time, versions and the looks of adaptive repeats so far
+    arms: tuple[ArmInfo, ...]  # as observed (cold starts, what the servers said)
+    notes: tuple[str, ...]
+    launches: tuple[Mapping[str, Any], ...]
+    summary: str  # one line for the terminal: how much had finished and what runs again
+
+
+def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
+    """Check DIR ran this plan, set its interrupted blocks aside, and say what is left (hold `blocks.held_by_one_run`
+    first: nothing may be writing DIR)."""
+    prior = read_setup(root)
+    check_same_plan(root, prior.plan, plan)
+    plan = searched_plan(plan, prior.setup)  # a search: the levels it had placed (`probing.resumed`)
+    units = block_units(plan, prior.setup.repeats)  # adaptive repeats that stopped early: that look stands
+    states = {b: block_state(root, *b) for unit in units for b in unit}
+    done, aside = blocks_to_run(units, states)
+    notes = [n for n in prior.notes if not n.startswith(STOP_NOTES)]
+    stopped = [n for n in prior.notes if n.startswith(STOP_NOTES)]
+    how = f"it had stopped: {stopped[-1]}" if stopped else "it had stopped without a word (killed, or the host died)"
+    left = len(done) < len(states) or (plan.setup.search is not None and not complete(plan.setup.search))
+    if left:  # a run with nothing left (killed while rendering its report) only re-renders
+        notes.append(
+            f"resumed at {utc_now()} (`speculab run --resume`): {len(done)} of {len(states)} blocks had finished; {how}"
+        )
+    kept = [(b, k) for b in aside if (k := set_aside(root, *b)) is not None]
+    notes += [_aside_note(root, prior, b, k, states[b]) for b, k in kept]
+    now = versions()
+    if prior.setup.versions and dict(prior.setup.versions) != now:
+        changed = sorted(k for k in now if prior.setup.versions.get(k) != now[k])
+        notes.append(f"resumed under other versions than it started with ({', '.join(changed)})")
+    setup = replace(
+        plan.setup,
+        started_utc=prior.setup.started_utc,
+        versions=prior.setup.versions or now,
+        repeats=prior.setup.repeats,
+        sequential=prior.setup.sequential,
+    )
+    summary = (
+        resume_line(root, plan.setup.search, len(done), len(states))
+        if plan.setup.search is not None
+        else f"resuming {root}: {len(done)} of {len(states)} blocks had finished; {len(states) - len(done)} to run"
+    )
+    summary += f" ({len(kept)} started before, set aside: nothing is deleted)" if kept else ""
+    return Resumed(frozenset(done), setup, prior.arms, tuple(notes), tuple(_launches(root)), summary)
+
+
+def _aside_note(root: Path, prior: ABRun, block: Block, kept: Path, state: BlockState) -> str:
+    """The report's line for a block set aside: it is reported as interrupted, and says where its records are."""
+    arm, level, repeat = block
+    label = next((a.label for a in prior.arms if a.name == arm), arm)
+    level_label = next((lv.label for lv in prior.setup.levels if lv.key == level), level)
+    if state is BlockState.COMPLETE:
+        why = "finished, but not its level's other arm"
+    else:
+        why = f"interrupted after {_lines(kept / REQUESTS_FILE)} records"
+    return (
+        f"{label} at {level_label}, repeat {repeat}: {why}; run again from the start with the same seeds; what it "
+        f"recorded is kept in {kept.relative_to(root)}"
+    )
+
+
+def _lines(path: Path) -> int:
+    """Records in a requests.jsonl (its lines; a torn last one too), 0 when there is none."""
+    if not path.is_file():
+        return 0
+    with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def _launches(root: Path) -> list[Mapping[str, Any]]:
+    """launches.json so far; one that cannot be read is set aside (renamed) rather than overwritten."""
+    f = root / LAUNCHES_FILE
+    if not f.is_file():
+        return []
+    try:
+        got = json.loads(f.read_text(encoding="utf-8"))
+        return [x for x in got if isinstance(x, Mapping)] if isinstance(got, list) else []
+    except (OSError, ValueError):
+        f.rename(f.with_name(f.name + ".unreadable"))
+        return []

@@ -1,0 +1,44 @@
+"""A bench run's summary.json: strict JSON even when empty, and hints that name the flag for a rejected option."""
+
+import json
+
+from speculab.commands.bench.summary import build_summary
+from speculab.harness.analysis.metrics import StallConfig, aggregate
+from speculab.harness.records import RequestRecord
+from speculab.harness.results.strict_json import json_safe
+from speculab.report.console.bench import bench_renderable
+
+
+def test_summary_is_strict_json_even_when_empty():
+    s = build_summary(
+        aggregate([]),
+        run={},
+        load={"rate_rps": 5.0},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=None,
+        spec_decode_note="no metrics",
+        metrics_scraped=False,
+        interrupted=True,
+    )
+    text = json.dumps(json_safe(s), allow_nan=False)
+    back = json.loads(text)
+    assert back["counts"]["sent"] == 0 and back["metrics"]["ttft_s"]["p50"] is None
+    assert any("interrupted" in w for w in back["warnings"])
+    bench_renderable(json_safe(s))  # renders without numbers
+
+
+def test_hints_name_the_flag_for_rejected_options():
+    from speculab.harness.analysis.rejections import request_option_hints
+    from speculab.harness.records import ErrorCategory, ErrorInfo
+
+    def rejected(msg):
+        return RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, f"HTTP 400: {msg}", 400))
+
+    assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
+    assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
+    assert request_option_hints([]) == []
+    missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
+    assert request_option_hints([missing, missing]) == [
+        "2 requests got HTTP 404/405: the server may not serve this endpoint; try the other --api (completions | chat)"
+    ]
