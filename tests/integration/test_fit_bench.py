@@ -10,26 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from speculab.commands.bench.options import bench_config_from_flags
+from speculab.commands.bench.options import BenchFlags, bench_config_from_flags
 from speculab.commands.bench.run import run_bench
 from speculab.commands.compare.pairing import inputs_from_bench_dirs
 from speculab.errors import UserError
 from speculab.mock.script import MockConfig
 from speculab.mock.server import mock_server_in_thread
 
-FLAGS = {
-    "url": "", "output": "", "model": "", "api": "completions", "workload": "builtin:grounded", "num_prompts": 12,
-    "concurrency": 4, "rate": None, "trace_speed": None, "workers": 1, "ray": None, "arrival": "poisson",
-    "burstiness": 1.0, "duration": None, "warmup": 0, "ramp_up": 0.0, "max_tokens": 32, "fit": "skip",
-    "max_model_len": None, "temperature": 0.0, "top_p": None, "seed": 0, "ignore_eos": False, "stream": True,
-    "timeout": 60.0, "include_usage": True, "continuous_usage": True, "logprobs": None, "extra_body": None,
-    "api_key": None, "tokenizer": None, "slo_ttft": None, "slo_tpot": None, "slo_e2e": None, "stall_threshold": 0.2,
-    "stall_k": 3.0, "scrape": True,
-}  # fmt: skip
+FLAGS = {"workload": "builtin:grounded", "num_prompts": 12, "concurrency": 4, "max_tokens": 32, "timeout": 60.0}
 
 
 def _bench(url: str, out: Path, **flags: object) -> dict:
-    cfg, items, count = bench_config_from_flags({**FLAGS, "url": url, "output": str(out), **flags})
+    cfg, items, count = bench_config_from_flags(BenchFlags(**{**FLAGS, "url": url, "output": out, **flags}))  # type: ignore[arg-type]
     return asyncio.run(run_bench(cfg, items, count_tokens=count)).summary
 
 

@@ -69,12 +69,52 @@ def bench(
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
-    from speculab.commands.bench.options import bench_config_from_flags
+    from speculab.commands.bench.options import BenchFlags, bench_config_from_flags
     from speculab.commands.bench.run import run_bench_interruptible
     from speculab.harness.analysis.metrics import error_gate
     from speculab.report.console.bench import BenchProgress, print_bench_summary
 
-    cfg, items, count_tokens = bench_config_from_flags(dict(locals()), argv=sys.argv)
+    flags = BenchFlags(
+        url=url,
+        output=output,
+        model=model,
+        api=api,
+        workload=workload,
+        num_prompts=num_prompts,
+        concurrency=concurrency,
+        rate=rate,
+        trace_speed=trace_speed,
+        workers=workers,
+        ray=ray,
+        arrival=arrival,
+        burstiness=burstiness,
+        duration=duration,
+        warmup=warmup,
+        ramp_up=ramp_up,
+        max_tokens=max_tokens,
+        fit=fit,
+        max_model_len=max_model_len,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        ignore_eos=ignore_eos,
+        stream=stream,
+        timeout=timeout,
+        include_usage=include_usage,
+        continuous_usage=continuous_usage,
+        logprobs=logprobs,
+        extra_body=extra_body,
+        api_key=api_key,
+        tokenizer=tokenizer,
+        slo_ttft=slo_ttft,
+        slo_tpot=slo_tpot,
+        slo_e2e=slo_e2e,
+        stall_threshold=stall_threshold,
+        stall_k=stall_k,
+        scrape=scrape,
+        max_error_rate=max_error_rate,
+    )
+    cfg, items, count_tokens = bench_config_from_flags(flags, argv=sys.argv)
     console = Console()
     with BenchProgress(console) as progress:
         result = run_bench_interruptible(cfg, items, on_progress=progress.update, count_tokens=count_tokens)
@@ -165,13 +205,47 @@ def diagnose(
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
-    from speculab.commands.diagnose.options import diagnose_config_from_flags
+    from speculab.commands.diagnose.options import DiagnoseFlags, diagnose_config_from_flags
     from speculab.commands.diagnose.run import diagnose_interruptible
     from speculab.harness.analysis.metrics import error_gate
     from speculab.report.console.diagnosis import print_diagnosis
     from speculab.report.html.diagnosis import write_diagnosis_page
 
-    cfg = diagnose_config_from_flags(dict(locals()), argv=sys.argv)
+    flags = DiagnoseFlags(
+        url=url,
+        output=output,
+        model=model,
+        api=api,
+        workload=workload,
+        num_prompts=num_prompts,
+        concurrency=concurrency,
+        trace_speed=trace_speed,
+        workers=workers,
+        ray=ray,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+        ignore_eos=ignore_eos,
+        max_model_len=max_model_len,
+        max_prompt_tokens=max_prompt_tokens,
+        sweep_points=sweep_points,
+        sweep_repeats=sweep_repeats,
+        idle=idle,
+        prefix_tokens=prefix_tokens,
+        probe_seed=probe_seed,
+        launch_cmd=launch_cmd,
+        engine=engine,
+        ready_timeout=ready_timeout,
+        experiment=experiment,
+        api_key=api_key,
+        timeout=timeout,
+        include_usage=include_usage,
+        continuous_usage=continuous_usage,
+        extra_body=extra_body,
+        scrape=scrape,
+        max_error_rate=max_error_rate,
+    )
+    cfg = diagnose_config_from_flags(flags, argv=sys.argv)
     console = Console()
 
     def phase(text: str) -> None:

@@ -139,9 +139,46 @@ def mock_server(
     ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
-    from speculab.mock.options import mock_config_from_flags
+    from speculab.mock.options import MockFlags, mock_config_from_flags
 
-    _serve_mock(mock_config_from_flags(dict(locals())), host, port)
+    flags = MockFlags(
+        host=host,
+        port=port,
+        ttft_ms=ttft_ms,
+        ttft_jitter_ms=ttft_jitter_ms,
+        gap_ms=gap_ms,
+        tokens_per_chunk=tokens_per_chunk,
+        output_tokens=output_tokens,
+        prefill_ms_per_token=prefill_ms_per_token,
+        serial_prefill=serial_prefill,
+        startup_ms=startup_ms,
+        cold_start_ms=cold_start_ms,
+        idle_reset_s=idle_reset_s,
+        max_concurrency=max_concurrency,
+        decode_slowdown=decode_slowdown,
+        num_speculative_tokens=num_speculative_tokens,
+        per_request_spec_decode_metrics=per_request_spec_decode_metrics,
+        speculative_config=speculative_config,
+        dev_mode=dev_mode,
+        prefix_cache=prefix_cache,
+        prefix_cache_max_blocks=prefix_cache_max_blocks,
+        max_model_len=max_model_len,
+        model=tuple(model),
+        fault_5xx_rate=fault_5xx_rate,
+        fault_429_rate=fault_429_rate,
+        retry_after_s=retry_after_s,
+        fault_drop_rate=fault_drop_rate,
+        fault_malformed_rate=fault_malformed_rate,
+        fault_error_event_rate=fault_error_event_rate,
+        fault_stall_rate=fault_stall_rate,
+        fault_stall_s=fault_stall_s,
+        seed=seed,
+        record_send_times=record_send_times,
+        api_key=api_key,
+        request_receive_timeout=request_receive_timeout,
+        spin_ms=spin_ms,
+    )
+    _serve_mock(mock_config_from_flags(flags), host, port)
 
 
 def _serve_mock(cfg: Any, host: str, port: int) -> None:
