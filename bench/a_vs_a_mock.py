@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import Direction, MetricComparison, compare_paired
+from speculab.harness.analysis.comparison.metric_comparison import Direction, MetricComparison
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import hodges_lehmann_ratio, paired_ratios
+from speculab.harness.analysis.comparison.paired import hodges_lehmann_ratio, paired_ratios
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.run.plan import plan_experiment
 from speculab.harness.run.run import run_plan

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import compare_paired
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.mock.script import MockConfig
 from speculab.harness.mock.server import mock_server_in_thread
 from speculab.harness.results.ab_dir import load_inputs

@@ -352,8 +352,8 @@ class Experiment:
     allow_extra_diff: bool = False
     name: str | None = None
     source: str = ""  # the file it came from
-    # the smallest change that matters, per metric (`margins`): {} = the defaults (analysis.paired.DEFAULT_MARGIN;
-    # correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
+    # the smallest change that matters, per metric (`margins`): {} = the defaults
+    # (analysis.comparison.margin.DEFAULT_MARGIN; correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
     margin: Mapping[str, float] = field(default_factory=dict)
     decide_on: str = DEFAULT_DECIDE_ON  # the metric a candidate must be faster on (`decide_on:`)
     guardrails: tuple[str, ...] | None = None  # `guardrails:`; None: DEFAULT_GUARDRAILS

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from speculab.errors import EndpointError, UserError
-from speculab.harness.analysis.paired import MIN_LAUNCHES
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import normalize_base_url
 from speculab.harness.client.probe import is_model_id
