@@ -53,9 +53,10 @@ from speculab.harness.diagnose.causes import (
 from speculab.harness.diagnose.config import DiagnoseConfig, DiagnoseResult
 from speculab.harness.diagnose.document import build_document, diagnose_options
 from speculab.harness.diagnose.server_metrics import merge_phases, server_phase
+from speculab.harness.load.coordinator import run_workers
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
-from speculab.harness.load.workers import plan_workers, run_workers
+from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.measure.run import check_items
 from speculab.harness.measure.summary import request_option_hints
 from speculab.harness.records import RequestRecord, RequestSpec
@@ -132,7 +133,7 @@ class _Session:
         self.phases: dict[str, list[RequestRecord]] = {}
         self.server: dict[str, ServerPhase] = {}
         self.records: list[RequestRecord] = []
-        self.workers: list[dict[str, Any]] = []  # load.workers' report per worker, as bench's manifest keeps it
+        self.workers: list[dict[str, Any]] = []  # load.coordinator's report per worker, as bench's manifest keeps it
         self.metrics_available = cfg.scrape
 
     async def _scrape(self) -> MetricsSnapshot | None:
@@ -180,7 +181,7 @@ class _Session:
             load = LoadConfig(concurrency=concurrency if concurrency > 1 else None, trace_speed=trace_speed)
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
-        if workers > 1 or ray is not None:  # the operating point from several client processes (load.workers)
+        if workers > 1 or ray is not None:  # the operating point from several client processes (load.coordinator)
             done = await run_workers(
                 plan_workers(specs, load, workers),
                 self.ep,
