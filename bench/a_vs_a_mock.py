@@ -45,7 +45,8 @@ import numpy as np
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import Direction, MetricComparison, compare_paired
+from speculab.harness.analysis.comparison.metric_comparison import Direction, MetricComparison
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict.build import build_report

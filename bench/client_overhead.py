@@ -27,7 +27,7 @@ Streams are spread by a ramp (`speculab bench --ramp-up`, one request's duration
 counted while all N run. `--client raw` measures the floor: a bare asyncio Protocol that only stamps socket reads.
 
 `--workers 1,2` runs every level once per worker count, side by side (the same mock settings, one level after the
-other): N > 1 spreads the streams over N client processes (`speculab bench --workers N`, harness.load.workers),
+other): N > 1 spreads the streams over N client processes (`speculab bench --workers N`, harness.load.coordinator),
 whose records come back to this process; the chunk timing error is measured the same way, since the workers and
 the mock share this host's CLOCK_MONOTONIC. Client CPU and RSS then sum this process and its workers. The send
 delay and wire-to-server columns need an in-process trace hook and are left empty for N > 1.
@@ -70,8 +70,9 @@ from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, bu
 from speculab.harness.client.request import StreamingRequest, request_func  # noqa: E402
 from speculab.harness.client.socket_times import stamping_session  # noqa: E402
 from speculab.harness.client.stream import StreamState  # noqa: E402
+from speculab.harness.load.coordinator import run_workers  # noqa: E402
 from speculab.harness.load.runner import LoadConfig, run_load  # noqa: E402
-from speculab.harness.load.workers import plan_workers, run_workers  # noqa: E402
+from speculab.harness.load.worker_plan import plan_workers  # noqa: E402
 from speculab.harness.records import RequestRecord, RequestSpec  # noqa: E402
 from speculab.harness.results.requests_file import RequestsFile, read_records  # noqa: E402
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import hodges_lehmann_ratio, paired_ratios
+from speculab.harness.analysis.comparison.paired import hodges_lehmann_ratio, paired_ratios
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.comparison import launch_effects, paired_per_prompt

@@ -8,7 +8,7 @@ Model (log scale, one load, concurrency 1): prompt i in launch pair j of an A/B 
 `theta` the true effect (log of the TPOT speedup), `delta_j` what launch pair j shares (two launches of one command
 differ: clocks, memory placement, graph capture; on the mock here a few tenths of a percent), `eps` per request
 (`noise` normal, or Student-t(3) for heavy tails). Each run has `n` prompts and L launch pairs (repeats; launch
-mode relaunches both arms every repeat). Two rules are scored, both judged by `analysis.paired.decide` at the
+mode relaunches both arms every repeat). Two rules are scored, both judged by `analysis.comparison.margin.decide` at the
 default 3 % margin on the 95 % interval, as the report does:
 
 * prompt: the Hodges-Lehmann signed-rank interval of the per-prompt median over launches (the report's interval
@@ -32,7 +32,8 @@ from datetime import UTC, datetime
 import numpy as np
 from scipy import special
 
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, MIN_LAUNCHES, Decision, decide
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.stats.ranks import hodges_lehmann_batch
 
 ANSWERS = (Decision.FASTER, Decision.SLOWER, Decision.EQUIVALENT, Decision.INCONCLUSIVE)

@@ -35,7 +35,7 @@ from scipy import special
 from scipy import stats as scipy_stats
 
 from speculab.harness import stats
-from speculab.harness.analysis.paired import PairedRatios, bootstrap_geomean_ratio
+from speculab.harness.analysis.comparison.paired import PairedRatios, bootstrap_geomean_ratio
 from speculab.harness.stats.ranks import hodges_lehmann_batch
 
 NS = (8, 16, 32, 64)

@@ -1,4 +1,5 @@
-"""Compose the built-in workload sets from the hand-written parts in scripts/builtin_parts/.
+"""Compose the built-in workload sets from the hand-written parts in scripts/builtin_parts/ (data files: JSON, and the
+code-edit snippets as plain text in code.txt).
 
     python scripts/make_builtin_workloads.py          # rewrites src/speculab/harness/workload/data/*.jsonl
     python scripts/make_builtin_workloads.py --check  # exit 1 if the committed files differ from a fresh build
@@ -13,16 +14,74 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from builtin_parts import code, extraction, open_ended, passages  # noqa: E402
-
+PARTS = HERE / "builtin_parts"
 OUT = HERE.parent / "src" / "speculab" / "harness" / "workload" / "data"
+
+
+def read_part(name: str) -> dict:
+    return json.loads((PARTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def read_code() -> tuple[list[dict], list[str]]:
+    """(snippets, templates): each snippet's code from its `=== name` section of code.txt, its edits from code.json
+    as (instruction, checks)."""
+    part = read_part("code")
+    sections = re.split(r"^=== (\w+)\n", (PARTS / "code.txt").read_text(encoding="utf-8"), flags=re.M)
+    assert sections[0] == "", "code.txt starts with a section line"
+    code = dict(zip(sections[1::2], sections[2::2], strict=True))
+    assert list(code) == [s["name"] for s in part["snippets"]], "code.txt's sections are code.json's snippets, in order"
+    snippets = [
+        {"code": code[s["name"]], "edits": [(e["instruction"], e["checks"]) for e in s["edits"]]}
+        for s in part["snippets"]
+    ]
+    return snippets, part["templates"]
+
+
+def read_extraction() -> tuple[list[dict], list[str]]:
+    """(records, instructions), each record's document joined from its lines."""
+    part = read_part("extraction")
+    return [{**r, "doc": "\n".join(r["doc"])} for r in part["records"]], part["instructions"]
+
+
+def read_passages() -> list[dict]:
+    """The passages, each text joined from its paragraphs."""
+    passages = read_part("passages")["passages"]
+    return [
+        {**{k: v for k, v in p.items() if k != "paragraphs"}, "text": "\n\n".join(p["paragraphs"])} for p in passages
+    ]
+
+
+# The math answers are formulas of the parameters, computed here and never typed by hand; they are this repository's
+# own text, evaluated with no builtins but the three they use.
+FORMULA_NAMES = {"__builtins__": {}, "Fraction": Fraction, "max": max, "round": round}
+
+
+def math_items() -> list[tuple[str, Fraction, str]]:
+    """(problem, answer, answer as text) for every template and parameter set, in order."""
+    out = []
+    for problem in read_part("open_ended")["math"]:
+        template = problem["template"]
+        for p in problem["params"]:
+            value = Fraction(eval(problem["answer"], FORMULA_NAMES, dict(p)))
+            if value.denominator == 1:
+                shown = str(value.numerator)
+            else:
+                # Only two-decimal answers are used; we keep them exact and show them like a person would.
+                assert (value * 100).denominator == 1, (template, p, value)
+                shown = f"{float(value):.2f}"
+            out.append((template.format(**p), value, shown))
+    return out
+
+
+SNIPPETS, TEMPLATES = read_code()
+RECORDS, INSTRUCTIONS = read_extraction()
+PASSAGES = read_passages()
+WRITING = [(w["prompt"], w["max_tokens"], w["checks"]) for w in read_part("open_ended")["writing"]]
+QA = [(q["question"], q["max_tokens"], q["key_idea"]) for q in read_part("open_ended")["qa"]]
 
 
 def approx_tokens(text: str) -> int:
@@ -39,10 +98,10 @@ def interleave(groups: list[list[dict]]) -> list[dict]:
 
 def code_edit() -> list[dict]:
     groups = []
-    for s, snip in enumerate(code.SNIPPETS):
+    for s, snip in enumerate(SNIPPETS):
         group = []
         for e, (instruction, checks) in enumerate(snip["edits"]):
-            template = code.TEMPLATES[(s + e) % len(code.TEMPLATES)]
+            template = TEMPLATES[(s + e) % len(TEMPLATES)]
             prompt = template.format(code=snip["code"], instruction=instruction)
             # The natural answer rewrites the whole snippet: allow its length plus room for the change.
             max_tokens = int(approx_tokens(snip["code"]) * 1.3) + 96
@@ -53,7 +112,7 @@ def code_edit() -> list[dict]:
 
 def extraction_items() -> list[dict]:
     items = []
-    for r, rec in enumerate(extraction.RECORDS):
+    for r, rec in enumerate(RECORDS):
         keys = list(rec["fields"])
         properties = {}
         for k, schema in rec["fields"].items():
@@ -65,7 +124,7 @@ def extraction_items() -> list[dict]:
                 prop["minItems"] = prop["maxItems"] = n
             properties[k] = prop
         schema = {"type": "object", "required": keys, "properties": properties}
-        instruction = extraction.INSTRUCTIONS[r % len(extraction.INSTRUCTIONS)].format(keys=", ".join(keys))
+        instruction = INSTRUCTIONS[r % len(INSTRUCTIONS)].format(keys=", ".join(keys))
         if "instruction_extra" in rec:
             instruction += " " + rec["instruction_extra"]
         prompt = f"{instruction}\n\nText:\n{rec['doc']}" if r % 2 == 0 else f"{rec['doc']}\n\n---\n{instruction}"
@@ -93,7 +152,7 @@ SUMMARIZE_TASKS = [
 
 def summarize_items() -> list[dict]:
     items = []
-    for i, p in enumerate(passages.PASSAGES):
+    for i, p in enumerate(PASSAGES):
         task, max_tokens = SUMMARIZE_TASKS[i % len(SUMMARIZE_TASKS)]
         if task.startswith("Rewrite"):  # a rewrite is about as long as the passage: leave room for all of it
             max_tokens = max(max_tokens, int(approx_tokens(p["text"]) * 1.4))
@@ -119,10 +178,10 @@ def answer_check(p: dict) -> dict:
 
 def rag_items() -> list[dict]:
     items = []
-    n = len(passages.PASSAGES)
-    for i, p in enumerate(passages.PASSAGES):
+    n = len(PASSAGES)
+    for i, p in enumerate(PASSAGES):
         n_docs = 2 + i % 3  # 2, 3 or 4 documents: varied prompt lengths
-        others = [passages.PASSAGES[(i + 7 * k) % n] for k in range(1, n_docs)]
+        others = [PASSAGES[(i + 7 * k) % n] for k in range(1, n_docs)]
         pos = i % n_docs  # where the document with the answer sits
         docs = [*others[:pos], p, *others[pos:]]
         context = "\n\n".join(f"Document [{k + 1}] {d['title']}\n{d['text']}" for k, d in enumerate(docs))
@@ -141,12 +200,12 @@ def rag_items() -> list[dict]:
 
 
 def writing_items() -> list[dict]:
-    return [{"category": "writing", "prompt": q, "max_tokens": m, "checks": c} for q, m, c in open_ended.WRITING]
+    return [{"category": "writing", "prompt": q, "max_tokens": m, "checks": c} for q, m, c in WRITING]
 
 
 def qa_items() -> list[dict]:
     items = []
-    for q, m, pattern in open_ended.QA:
+    for q, m, pattern in QA:
         checks = [{"type": "regex", "pattern": pattern, "flags": "i", "name": "key idea"}]
         items.append({"category": "qa", "prompt": q, "max_tokens": m, "checks": checks})
     return items
@@ -169,7 +228,7 @@ def number_pattern(value: Fraction, shown: str) -> str:
 
 def math_items_out() -> list[dict]:
     items = []
-    for problem, value, shown in open_ended.math_items():
+    for problem, value, shown in math_items():
         prompt = f"{problem}\nShow your working, then give the final answer on its own line as 'Answer: <number>'."
         checks = [
             {
@@ -194,20 +253,20 @@ def chat_items() -> list[dict]:
     """Multi-turn conversations (`turns`): each later turn builds on the answer before it, so the answer so far is
     context the next one reuses (code revised twice, a document summarised then questioned, a text rewritten)."""
     code_convs, doc_convs, writing_convs = [], [], []
-    for s, snip in enumerate(code.SNIPPETS[:CHAT_CONVERSATIONS]):
+    for s, snip in enumerate(SNIPPETS[:CHAT_CONVERSATIONS]):
         edits = snip["edits"][:3]
-        template = code.TEMPLATES[s % len(code.TEMPLATES)]
+        template = TEMPLATES[s % len(TEMPLATES)]
         turns = [template.format(code=snip["code"], instruction=edits[0][0])]
         turns += [_follow_up(instruction) for instruction, _ in edits[1:]]
         max_tokens = int(approx_tokens(snip["code"]) * 1.3) + 96
         code_convs.append({"category": "chat-code", "turns": turns, "max_tokens": max_tokens, "checks": edits[-1][1]})
-    for p in passages.PASSAGES[:CHAT_CONVERSATIONS]:
+    for p in PASSAGES[:CHAT_CONVERSATIONS]:
         turns = [
             f"Read this document and summarize it in three sentences.\n\n{p['title']}\n{p['text']}",
             f"Using only the document, answer: {p['question']} Quote the sentence that contains the answer.",
         ]
         doc_convs.append({"category": "chat-document", "turns": turns, "max_tokens": 200, "checks": [answer_check(p)]})
-    for q, m, _ in open_ended.WRITING[:CHAT_CONVERSATIONS]:
+    for q, m, _ in WRITING[:CHAT_CONVERSATIONS]:
         turns = [q, "Now rewrite your answer in about half the length, keeping the same names and key details."]
         writing_convs.append({"category": "chat-writing", "turns": turns, "max_tokens": m})
     return interleave([code_convs, doc_convs, writing_convs])
@@ -226,7 +285,7 @@ SETS = {
 
 
 def build() -> dict[str, str]:
-    for p in passages.PASSAGES:  # every rag answer must be in its passage, verbatim
+    for p in PASSAGES:  # every rag answer must be in its passage, verbatim
         assert p["answer"].lower() in p["text"].lower(), p["title"]
         assert p["key"].lower() in p["text"].lower(), p["title"]
         assert re.search(p.get("answer_pattern", re.escape(p["answer"])), p["text"], re.I | re.S), p["title"]

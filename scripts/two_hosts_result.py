@@ -104,7 +104,7 @@ def per_host(pairs: list[tuple], host_of: dict[int, str], n_workers: int) -> dic
     arrival: dict[str, list[float]] = defaultdict(list)
     late: dict[str, list[float]] = defaultdict(list)
     for r, m in pairs:
-        host = host_of[r["index"] % n_workers]  # conversation j runs on worker j mod N (load.workers)
+        host = host_of[r["index"] % n_workers]  # conversation j runs on worker j mod N (load.worker_plan)
         ttft[host].append((r["chunks"][0]["t_s"] - r["sent_s"]) - (m["first_deadline_s"] - m["arrival_s"]))
         receipt[host].append(m["arrival_s"] - r["sent_s"])  # server got it after it was sent: >= 0 on one clock
         # the mock stamps a write after it returns (the client may read it first), but never writes before the

@@ -24,7 +24,7 @@ import pytest
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
-from speculab.harness.analysis.paired import compare_paired
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.comparison import per_prompt

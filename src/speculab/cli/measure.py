@@ -16,7 +16,7 @@ from speculab.harness.servers.adapters import engine_kinds
 
 
 @app.command()
-def bench(
+def bench(  # long: one line per flag (typer reads the signature), then the typed record they make
     url: str = typer.Option(..., "--url", help="Base URL of an OpenAI-compatible server, e.g. http://localhost:8000"),
     output: Path = typer.Option(..., "--output", "-o", help="New directory for manifest, requests and summary"),
     model: str = typer.Option("", "--model", help="Served model name (default: the only one the server serves)"),
@@ -162,7 +162,7 @@ def workload_command(
 
 
 @app.command()
-def diagnose(
+def diagnose(  # long: one line per flag (typer reads the signature), then the typed record they make
     url: str | None = typer.Option(None, "--url", help="Server base URL (with --launch-cmd: where it will listen)"),
     output: Path | None = typer.Option(None, "--output", "-o", help="New directory (default: ./diagnose-TIMESTAMP)"),
     model: str | None = typer.Option(None, "--model", help="Served model name (default: the only one served)"),

@@ -81,7 +81,7 @@ def serve(
 
 
 @app.command("mock-server")
-def mock_server(
+def mock_server(  # long: one line per flag (typer reads the signature), then the typed record they make
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="Port to bind; 0 picks a free one."),
     ttft_ms: float = typer.Option(100.0, help="Time to first chunk once admitted, for a prompt with no prefill cost."),

@@ -175,7 +175,7 @@ class LoadLevel:
     max_concurrency: int | None = None
     ramp_up_s: float = 0.0  # closed loop: the workers' first requests spread over this long (bench --ramp-up)
     trace_speed: float | None = None  # trace replay (workload trace:PATH): 1 = the recorded times, 2 = twice as fast
-    workers: int = 1  # client processes sharing this load (harness.load.workers); the offered load is the same
+    workers: int = 1  # client processes sharing this load (harness.load.coordinator); the offered load is the same
     ray: str | None = None  # the workers as Ray actors on this cluster (harness.load.ray_pool); None: this machine
 
     @property
@@ -352,8 +352,8 @@ class Experiment:
     allow_extra_diff: bool = False
     name: str | None = None
     source: str = ""  # the file it came from
-    # the smallest change that matters, per metric (`margins`): {} = the defaults (analysis.paired.DEFAULT_MARGIN;
-    # correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
+    # the smallest change that matters, per metric (`margins`): {} = the defaults
+    # (analysis.comparison.margin.DEFAULT_MARGIN; correctness: verdict.correctness.DEFAULT_NON_INFERIORITY_MARGIN)
     margin: Mapping[str, float] = field(default_factory=dict)
     decide_on: str = DEFAULT_DECIDE_ON  # the metric a candidate must be faster on (`decide_on:`)
     guardrails: tuple[str, ...] | None = None  # `guardrails:`; None: DEFAULT_GUARDRAILS

@@ -194,7 +194,7 @@ class Setup:
     logprobs: int | None = None  # top-N logprobs requested (for divergence classification); None = not requested
     two_url_mode: bool = False
     # False: the arms did not send the same prompts (`compare` of two results whose prompts differ, or --unpaired):
-    # every metric is judged from two samples (analysis.paired.compare_unpaired), nothing per prompt
+    # every metric is judged from two samples (analysis.comparison.unpaired.compare_unpaired), nothing per prompt
     paired: bool = True
     # unpaired only: each arm's repeats at a load sent the same prompts in the same order, so a prompt's repeats are
     # one observation of it (the median), not independent requests; False: every request is its own sample

@@ -152,7 +152,7 @@ class RequestRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # server-specific fields worth keeping
     # Conversation turns only: which conversation and turn, and the sha256 of the context actually sent (the
     # earlier turns with this arm's own answers). Pairing across arms compares it: a turn whose context differs
-    # between arms is not a pair of the same prompt (analysis.paired.diverged_indices).
+    # between arms is not a pair of the same prompt (analysis.groups.diverged_indices).
     conversation_id: str | None = None
     turn: int | None = None
     context_sha256: str | None = None

@@ -50,7 +50,7 @@ def test_the_baseline_failure_list_once_and_truncated_lists_say_how_many_more():
 def test_the_starter_asks_for_the_repeats_its_intervals_need():
     from speculab.commands.init.starter import starter_yaml
     from speculab.config import parse_experiment
-    from speculab.harness.analysis.paired import MIN_LAUNCHES
+    from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
     from speculab.harness.servers.look import ServerLook
 
     look = ServerLook("http://10.0.0.5:8000", "vllm", ({"id": "m", "root": "/models/m"},), {"version": "0.32.0"}, ())

@@ -199,7 +199,7 @@ def _sampling_from_flags(f: BenchFlags) -> RequestSampling:
 def _check_workers(items: Sequence[RequestSpec], load: LoadConfig, workers: int, ray: str | None) -> None:
     """--workers / --ray: the split planned now, and the Ray address checked, so a mistake stops the run here."""
     if workers > 1 or ray is not None:
-        from speculab.harness.load.workers import plan_workers
+        from speculab.harness.load.worker_plan import plan_workers
 
         plan_workers(items, load, workers)  # every mistake (too few prompts or streams, --duration) now
     if ray is not None:

@@ -29,9 +29,10 @@ from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoi
 from speculab.harness.client.request import RequestFunc, make_session, request_func
 from speculab.harness.client.socket_times import chunk_time_source
 from speculab.harness.load.client_health import ClientHealth, HealthProbe
+from speculab.harness.load.coordinator import lost_workers, run_workers, worker_warnings
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
-from speculab.harness.load.workers import lost_workers, plan_workers, run_workers, worker_warnings
+from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
@@ -54,7 +55,7 @@ class BenchConfig:
     tokenizer: str | None = None
     scrape: bool = True  # scrape /metrics before and after the measured phase
     command: tuple[str, ...] = ()  # argv, already redacted
-    workers: int = 1  # client processes (load.workers); 1: this process runs the load
+    workers: int = 1  # client processes (load.coordinator); 1: this process runs the load
     ray: str | None = None  # the workers as Ray actors on this cluster (load.ray_pool): auto | local | an address
     fit: FitConfig = field(default_factory=FitConfig)  # items that cannot fit the server's context (workload.fit)
 

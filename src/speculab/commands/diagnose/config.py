@@ -31,7 +31,7 @@ class DiagnoseConfig:
     # a trace:PATH workload: the operating point replays the whole trace at its arrival times, this many times as fast
     # (None: 1 for a trace workload); the concurrency-1 phase takes its first num_prompts requests
     trace_speed: float | None = None
-    workers: int = 1  # client processes offering the operating point's load (load.workers)
+    workers: int = 1  # client processes offering the operating point's load (load.coordinator)
     ray: str | None = None  # those workers as Ray actors on this cluster (load.ray_pool): auto | local | an address
     sampling: RequestSampling = field(default_factory=RequestSampling)  # for the workload phases
     seed: int = 0  # the workload's per-request seeds

@@ -54,9 +54,10 @@ from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, check_items
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
+from speculab.harness.load.coordinator import run_workers
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
-from speculab.harness.load.workers import plan_workers, run_workers
+from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
 from speculab.harness.servers.adapters.flags import redact_command
@@ -131,7 +132,7 @@ class _Session:
         self.phases: dict[str, list[RequestRecord]] = {}
         self.server: dict[str, ServerPhase] = {}
         self.records: list[RequestRecord] = []
-        self.workers: list[dict[str, Any]] = []  # load.workers' report per worker, as bench's manifest keeps it
+        self.workers: list[dict[str, Any]] = []  # load.coordinator's report per worker, as bench's manifest keeps it
         self.metrics_available = cfg.scrape
 
     async def _scrape(self) -> MetricsSnapshot | None:
@@ -179,7 +180,7 @@ class _Session:
             load = LoadConfig(concurrency=concurrency if concurrency > 1 else None, trace_speed=trace_speed)
         else:
             load = LoadConfig(concurrency=concurrency, num_prompts=len(specs))
-        if workers > 1 or ray is not None:  # the operating point from several client processes (load.workers)
+        if workers > 1 or ray is not None:  # the operating point from several client processes (load.coordinator)
             done = await run_workers(
                 plan_workers(specs, load, workers),
                 self.ep,

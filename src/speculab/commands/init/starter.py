@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from speculab.errors import UserError
-from speculab.harness.analysis.paired import MIN_LAUNCHES
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.servers.adapters import adapter_for, askable_engines
 from speculab.harness.servers.look import ServerLook, look_at_server

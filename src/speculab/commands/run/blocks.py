@@ -28,8 +28,9 @@ from speculab.harness.client.request import RequestFunc, request_func
 from speculab.harness.design import LevelSpec
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
+from speculab.harness.load.coordinator import run_workers, worker_notes
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
-from speculab.harness.load.workers import plan_workers, run_workers, worker_notes
+from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import CacheResetOutcome, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
@@ -134,7 +135,7 @@ class Observed:
     before: MetricsSnapshot | None = None  # /metrics before the first measured request (after warmup)
     windows: list[Window] = field(default_factory=list)  # each block's measured phase: start -> last end
     health: list[ClientHealth] = field(default_factory=list)  # the client over each block's measured phase
-    workers: list[dict[str, Any]] = field(default_factory=list)  # load.workers: each worker's report, per block
+    workers: list[dict[str, Any]] = field(default_factory=list)  # load.coordinator: each worker's report, per block
     resets: list[CacheResetOutcome] = field(default_factory=list)  # the server's caches before each block
 
     @classmethod
@@ -371,7 +372,7 @@ class BlockRunner:
         block_workers: tuple[dict[str, Any], ...] = ()
         try:
             load = self.load_config(lv, len(b.items), b.warmup, b.number)
-            # load.workers: the block's share per client process, one start barrier (a two-URL block shorter than
+            # load.coordinator: the block's share per client process, one start barrier (a two-URL block shorter than
             # the workers runs on as many as it has conversations)
             n_workers = min(lv.workers, sum(1 for _ in conversations(b.items)))
             if n_workers > 1 or lv.ray is not None:

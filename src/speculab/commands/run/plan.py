@@ -512,14 +512,14 @@ def describe_plan(plan: RunPlan) -> list[str]:
         + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),
     ]
     lines += [f"warning: {note}" for note in plan.notes]
-    # At concurrency c the verdict's units are groups of c prompts sent together (analysis.paired): say before the
+    # At concurrency c the verdict's units are groups of c prompts sent together (analysis.groups): say before the
     # run, not after it, when a level cannot reach a verdict however large the effect.
     # a conversation's turns are one unit of the send order (docs/statistics.md)
     n = sum(1 for _ in conversations(s.items))
     what = "prompts" if n == len(s.items) else "conversations"
     for lv in s.levels:
         c = group_size(lv.kind, lv.value)  # an open loop's in-flight count is known only once it ran
-        groups = -(-n // c)  # as analysis.paired.concurrent_groups cuts them: the last group may be partial
+        groups = -(-n // c)  # as analysis.groups.concurrent_groups cuts them: the last group may be partial
         if c > 1 and groups < MIN_PAIRS:
             lines.append(
                 f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; for a verdict "

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from speculab.harness.analysis.paired import MetricComparison
+from speculab.harness.analysis.comparison.metric_comparison import MetricComparison
 from speculab.harness.stats import CONFIDENCE
 
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from speculab.config import SloTargets
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.cost import request_meets_slo
-from speculab.harness.analysis.paired import DEFAULT_MARGIN
 from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
 from speculab.harness.stats import Distribution, describe
 

@@ -1,9 +1,9 @@
 """Client workers as Ray actors (`speculab bench --workers N --ray ADDRESS`, `workers: {n: N, ray: auto}`): past one
-load machine, the same worker that load.workers spawns runs on the nodes of a Ray cluster.
+load machine, the same worker that load.pools spawns runs on the nodes of a Ray cluster.
 
-Each actor runs load.workers' worker (the existing runner and client, on its own event loop in a thread of the
+Each actor runs load.worker's entry point (the existing runner and client, on its own event loop in a thread of the
 actor) over the share plan_workers gave it; the coordinator here starts, releases and drains them exactly as it
-does local processes (load.workers.run_workers). Ray places the actors with the SPREAD strategy, one CPU each, so
+does local processes (load.coordinator.run_workers). Ray places the actors with the SPREAD strategy, one CPU each, so
 N workers land on as many nodes as the cluster has. What differs from one host is the clock:
 - TTFT, TPOT and gaps are differences of one worker's own readings and need no sync;
 - the common start and the records' absolute times are put on the coordinator's clock with each worker's offset
@@ -38,7 +38,8 @@ from speculab import __version__
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.clock_sync import SAME_CLOCK, ClockOffset, clock_id, offset_from_round_trips, one_clock
-from speculab.harness.load.workers import WorkerPlan, drain, endpoint_fields, worker_main
+from speculab.harness.load.worker import drain, endpoint_fields, worker_main
+from speculab.harness.load.worker_plan import WorkerPlan
 from speculab.harness.records import RequestRecord
 
 T = TypeVar("T")
@@ -149,7 +150,7 @@ async def _finished_first(fut: asyncio.Future[Any], stop: asyncio.Event | None, 
 
 
 class Worker:
-    """The actor: one load.workers worker on a thread, its messages buffered until the coordinator polls."""
+    """The actor: one load.worker worker on a thread, its messages buffered until the coordinator polls."""
 
     def __init__(self) -> None:
         self.out: queue.Queue[tuple[Any, ...]] = queue.Queue()
@@ -203,7 +204,7 @@ def is_loopback(url: str) -> bool:
 
 
 class RayPool:
-    """load.workers.WorkerPool over Ray actors."""
+    """load.pools.WorkerPool over Ray actors."""
 
     start_margin_s = START_MARGIN_S
 

@@ -57,7 +57,7 @@ class LoadConfig:
     # seconds after the start; `concurrency`, when set, caps requests in flight as for a rate. Never cycled.
     trace_speed: float | None = None
     # trace replay: offsets are (arrival - this) / speed; None: from the first arrival sent (a block, or a trace,
-    # starts at its own first request). load.workers hands each worker absolute offsets with origin 0.
+    # starts at its own first request). load.worker_plan hands each worker absolute offsets with origin 0.
     trace_origin_s: float | None = None
     # open loop: wake this long before each send time and yield until it (serving.pacing: sends land within ~0.05 ms
     # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly

@@ -11,11 +11,11 @@ spending function alpha(t) at the information fraction t_j = repeats_j / max:
 and alpha_j = alpha(t_j) - alpha(t_{j-1}) (t before the first look: 0). Whatever the correlation between looks, the
 chance of any false "faster"/"slower" is at most sum(alpha_j) = alpha(1) = alpha (the union bound): a valid, if
 conservative, group-sequential design. The verdict reported is the last look's, at that look's level. "No
-the look's interval against the margin decides all three answers (analysis.paired.decide): faster or slower beyond
-the margin, or equivalent (within +-margin). Each is an error only if the look's interval misses the truth, so the
-union bound covers a false "equivalent" as it covers a false "faster": at most alpha over the whole design.
-Inconclusive continues. bench/a_vs_a_adaptive.py measures the false-positive rate and the requests saved against a
-fixed design.
+the look's interval against the margin decides all three answers (analysis.comparison.margin.decide): faster or
+slower beyond the margin, or equivalent (within +-margin). Each is an error only if the look's interval misses the
+truth, so the union bound covers a false "equivalent" as it covers a false "faster": at most alpha over the whole
+design. Inconclusive continues. bench/a_vs_a_adaptive.py measures the false-positive rate and the requests saved
+against a fixed design.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def look_alphas(first: int, last: int, alpha: float = ALPHA, kind: str = "pocock
 
 
 def decided(decision: str, gate: str) -> bool:
-    """Is one comparison settled? Faster, slower or equivalent at the look's level (analysis.paired.decide, against
-    the margin); or a state more repeats cannot change (a gate such as errors, or too few units: repeats add no
-    prompts). Inconclusive goes on."""
+    """Is one comparison settled? Faster, slower or equivalent at the look's level (analysis.comparison.margin.decide,
+    against the margin); or a state more repeats cannot change (a gate such as errors, or too few units: repeats add
+    no prompts). Inconclusive goes on."""
     if gate != "ok" or decision == "not enough paired data":
         return True
     return decision in ("faster", "slower", "equivalent")

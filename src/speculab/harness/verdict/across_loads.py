@@ -12,10 +12,11 @@ import numpy as np
 from speculab.config import SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis import whatif as whatiflib
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
+from speculab.harness.analysis.comparison.paired import grouped_ratios, paired_ratios
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.analysis.metrics import compared_metric, request_metrics
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, grouped_ratios, paired_ratios
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind

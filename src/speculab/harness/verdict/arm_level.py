@@ -16,6 +16,7 @@ from speculab.config import ArmPrice, SloTargets
 from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.analysis.energy import energy_view
 from speculab.harness.analysis.metrics import (
     RequestMetrics,
@@ -25,7 +26,6 @@ from speculab.harness.analysis.metrics import (
     quantities_not_held,
     request_metrics,
 )
-from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.analysis.windows import (
     Window,
     achieved_concurrency,

@@ -9,9 +9,9 @@ the long form):
 * per arm and load: the bench metrics (`analysis.metrics`) over the measured requests of every repeat, pooled;
   throughput per repeat with a t-interval over repeats.
 * per load and candidate: paired per-prompt ratios of each compared metric (`analysis.metrics.COMPARED_METRICS`;
-  `analysis.paired`). With several repeats each prompt's value is the median over its repeats in that arm (one pair
-  per prompt, so the bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of prompts sent
-  together).
+  `analysis.comparison.paired`). With several repeats each prompt's value is the median over its repeats in that arm
+  (one pair per prompt, so the bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of
+  prompts sent together).
 * gates, in this order: runs missing; error rate above the gate; no drafts (-> "speculation not active", never
   "no difference"); offered load not achieved (achieved < 95% of requested, or of the schedule's rate; or the client
   fell behind). A gated load has no verdict.
@@ -31,8 +31,8 @@ import numpy as np
 
 from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
 from speculab.harness import stats
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE, error_gate
-from speculab.harness.analysis.paired import MIN_LAUNCHES
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, distinct

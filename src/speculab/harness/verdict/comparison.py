@@ -15,6 +15,10 @@ import numpy as np
 
 from speculab.harness import stats
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
+from speculab.harness.analysis.comparison.metric_comparison import MetricComparison
+from speculab.harness.analysis.comparison.paired import compare_paired, launch_effect
+from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.analysis.energy import j_per_token, mean_power_w
 from speculab.harness.analysis.groups import concurrent_groups, diverged_indices, group_size
 from speculab.harness.analysis.metrics import (
@@ -24,13 +28,6 @@ from speculab.harness.analysis.metrics import (
     exceeds_error_rate,
     request_metrics,
     request_values,
-)
-from speculab.harness.analysis.paired import (
-    DEFAULT_MARGIN,
-    MetricComparison,
-    compare_paired,
-    compare_unpaired,
-    launch_effect,
 )
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
@@ -96,7 +93,7 @@ def per_request(runs: Runs, metric: str) -> dict[int, float]:
 
 
 def _diverged(*runs: Runs) -> frozenset[int]:
-    """`analysis.paired.diverged_indices` over every record of `runs`."""
+    """`analysis.groups.diverged_indices` over every record of `runs`."""
     return diverged_indices(r for rs in runs for run in rs for r in _repeat_run(run).records)
 
 
@@ -180,13 +177,13 @@ def judge(
 
 
 def level_group_size(level: LevelSpec, base: ArmLevel | None = None, cand: ArmLevel | None = None) -> int:
-    """`analysis.paired.group_size` at one load, from the two arms' measured requests in flight."""
+    """`analysis.groups.group_size` at one load, from the two arms' measured requests in flight."""
     return group_size(level.kind, level.value, (a.achieved_concurrency for a in (base, cand) if a is not None))
 
 
 def prompt_groups(inputs: ABRun, size: int) -> dict[int, int] | None:
     """Prompt index -> group of `size` prompts sent one after another (every arm sends the workload in its order;
-    a conversation's turns are one unit); None at size 1. See analysis.paired.concurrent_groups. Without the
+    a conversation's turns are one unit); None at size 1. See analysis.groups.concurrent_groups. Without the
     prompts (another tool's file holds none), the records' indices are the send order: their position in the file."""
     if size <= 1:
         return None

@@ -13,13 +13,14 @@ from typing import Any
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
+from speculab.harness.analysis.comparison.margin import Decision as Decision
+from speculab.harness.analysis.comparison.metric_comparison import N_RESAMPLES
+from speculab.harness.analysis.comparison.metric_comparison import Direction as Direction
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
 from speculab.harness.analysis.energy import EnergyView as EnergyView
 from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, N_RESAMPLES
-from speculab.harness.analysis.paired import MIN_LAUNCHES as MIN_LAUNCHES
-from speculab.harness.analysis.paired import Decision as Decision
-from speculab.harness.analysis.paired import Direction as Direction
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.codec import from_data
@@ -259,7 +260,8 @@ class LevelComparison:
     # The TPOT decision against the margin (Ratio.decision) when the gate is open; else the gate ("errors", ...)
     decision: str = ""
     # Server processes per arm behind this comparison: launched once per repeat (launch mode) or 1 (two-URL mode,
-    # compare). Below analysis.paired.MIN_LAUNCHES the launch effect is not in the interval; the margin covers it.
+    # compare). Below analysis.comparison.paired.MIN_LAUNCHES the launch effect is not in the interval; the margin
+    # covers it.
     launches: int = 1
     launched: bool = False  # launch mode (each repeat relaunches both arms)
     # prompts paired on E2E but without a TPOT pair: a one-token answer in either arm (TPOT needs two tokens); why

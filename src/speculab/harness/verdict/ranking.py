@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, compare_paired
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.stats import CONFIDENCE

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from speculab.harness.analysis.paired import DEFAULT_MARGIN, Decision, decide
+from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import AGGREGATES, RunSummary
 from speculab.harness.results.strict_json import json_safe

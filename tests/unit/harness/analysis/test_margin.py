@@ -1,5 +1,5 @@
-"""The margin's four answers (analysis.paired.decide), how much more data would decide (to_decide), the launch as
-the unit (launch_ratio, compare_paired(launch_effects=...)), and the paired pass-rate difference behind the
+"""The margin's four answers (analysis.comparison.margin.decide), how much more data would decide (to_decide), the
+launch as the unit (launch_ratio, compare_paired(launch_effects=...)), and the paired pass-rate difference behind the
 correctness non-inferiority test (stats.paired_difference)."""
 
 from __future__ import annotations
@@ -9,15 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from speculab.harness.analysis.paired import (
-    MIN_LAUNCHES,
-    Decision,
-    compare_paired,
-    decide,
-    launch_effect,
-    launch_ratio,
-    to_decide,
-)
+from speculab.harness.analysis.comparison.margin import Decision, decide, to_decide
+from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES, compare_paired, launch_effect, launch_ratio
 from speculab.harness.stats import paired_difference
 
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.crossover import CrossoverStatus, LoadSpeedup, crossover, first_crossings
-from speculab.harness.analysis.paired import compare_paired
 from speculab.harness.stats import mcnemar, mcnemar_counts, repeat_ratio_interval, t_interval, wilson_interval
 
 

@@ -8,16 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.groups import MIN_PAIRS
-from speculab.harness.analysis.paired import (
-    Direction,
+from speculab.harness.analysis.comparison.metric_comparison import Direction, min_detectable_change
+from speculab.harness.analysis.comparison.paired import (
     bootstrap_geomean_ratio,
     bootstrap_median_ratio,
     compare_paired,
-    min_detectable_change,
     paired_ratios,
     wilcoxon_log_ratios,
 )
+from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.stats import describe
 
 
@@ -186,7 +185,7 @@ def test_concurrent_groups_cut_the_send_order():
 
 
 def test_grouped_ratios_are_geometric_means_and_keep_ungrouped_pairs():
-    from speculab.harness.analysis.paired import grouped_ratios
+    from speculab.harness.analysis.comparison.paired import grouped_ratios
 
     pairs = paired_ratios({0: 2.0, 1: 8.0, 2: 3.0, 5: 1.0}, {0: 1.0, 1: 1.0, 2: 1.0, 5: 1.0, 6: 1.0})
     units = grouped_ratios(pairs, {0: 0, 1: 0, 2: 1})  # index 5 has no group: its own unit, after the groups

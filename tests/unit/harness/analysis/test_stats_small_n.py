@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.paired import Direction, compare_paired
+from speculab.harness.analysis.comparison.metric_comparison import Direction
+from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.stats import ranks
 from speculab.harness.stats.ranks import (
     hodges_lehmann_batch,

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from speculab.harness.analysis.paired import Decision, Direction, compare_unpaired
+from speculab.harness.analysis.comparison.margin import Decision
+from speculab.harness.analysis.comparison.metric_comparison import Direction
+from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.stats import ranks
 from speculab.harness.stats.ranks import (
     _rank_sum_cdf,

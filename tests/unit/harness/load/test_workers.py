@@ -8,7 +8,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
 from speculab.harness.load.runner import LoadConfig
-from speculab.harness.load.workers import plan_workers, split
+from speculab.harness.load.worker_plan import plan_workers, split
 from speculab.harness.records import RequestSpec
 from speculab.harness.workload.items import SourceItem, finalize
 
@@ -88,7 +88,7 @@ def test_a_duration_open_loop_draws_the_global_schedule_up_to_the_duration_and_n
 def test_a_worker_cycling_its_share_numbers_each_repeat_as_one_process_would():
     import asyncio
 
-    from speculab.harness.load.workers import _Positional
+    from speculab.harness.load.worker import _Positional
 
     sent = []
 
@@ -105,7 +105,7 @@ def test_a_worker_cycling_its_share_numbers_each_repeat_as_one_process_would():
 
 
 def test_a_crashed_worker_is_named_with_what_is_known_of_its_end():
-    from speculab.harness.load.workers import worker_warnings
+    from speculab.harness.load.coordinator import worker_warnings
 
     got = worker_warnings([
         {"worker": 0, "crashed": True, "exitcode": -9},
@@ -122,7 +122,7 @@ def test_a_crashed_worker_is_named_with_what_is_known_of_its_end():
 
 
 def test_a_worker_lost_mid_run_is_one_line_naming_its_host_with_rays_long_error_cut():
-    from speculab.harness.load.workers import lost_workers, worker_warnings
+    from speculab.harness.load.coordinator import lost_workers, worker_warnings
 
     ray_error = "ActorUnavailableError: The actor 550f is unavailable: " + "RpcError: failed to connect " * 20
     lost = {"worker": 0, "crashed": True, "error": ray_error, "ray": True, "host": "b", "node_ip": "10.213.41.2"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from speculab.harness.analysis.paired import Decision
+from speculab.harness.analysis.comparison.margin import Decision
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import AGGREGATES, Aggregates, RunSummary
 from speculab.harness.verdict.run_level import (

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.harness.analysis.paired import Direction, compare_unpaired
+from speculab.harness.analysis.comparison.metric_comparison import Direction
+from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.comparison import arm_values
 
