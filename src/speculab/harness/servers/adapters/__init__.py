@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from speculab.errors import UserError
-from speculab.harness.servers.adapters import llamacpp, other, sglang, speculab, tgi, vllm
+from speculab.harness.servers.adapters import llamacpp, other, sglang, speculab, tgi, trtllm, vllm
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
@@ -33,7 +33,7 @@ from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference,
 
 # The one list of engines: everything else (the config's accepted names, the CLI's --engine help) derives from it.
 _ADAPTERS: dict[str, EngineAdapter] = {
-    m.ADAPTER.kind: m.ADAPTER for m in (speculab, vllm, sglang, llamacpp, tgi, other)
+    m.ADAPTER.kind: m.ADAPTER for m in (speculab, vllm, sglang, llamacpp, tgi, trtllm, other)
 }
 
 # Engines whose metrics any server may expose (an `other` engine built on vLLM, say), in the order a reader tries

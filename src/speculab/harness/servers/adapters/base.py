@@ -126,6 +126,11 @@ def no_launch(model: str, port: int, context: int | None) -> list[str] | None:
     return None
 
 
+def no_files(speculation: SpeculationConfig) -> Mapping[str, str]:
+    """An engine whose candidate command names no file speculab writes."""
+    return {}
+
+
 def no_load_form(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
     """An engine with no load-dependent form of speculation."""
     return None
@@ -186,6 +191,9 @@ class EngineAdapter:
     # the hooks: the baseline with speculation switched on (the adapter itself passed, for its flags and kind; the
     # baseline is checked plain before), the launch command, the load-dependent form
     candidate: Callable[[EngineAdapter, Sequence[str], SpeculationConfig], list[str]] = no_candidate
+    # the files its candidate command names, path -> text, written before the candidate is launched (TensorRT-LLM
+    # reads speculation only from an options file); the command itself stays a pure derivation
+    candidate_files: Callable[[SpeculationConfig], Mapping[str, str]] = no_files
     launch: Callable[[str, int, int | None], list[str] | None] = no_launch
     load_form: Callable[[ByLoad], tuple[SpeculationConfig, str, tuple[str, ...]] | None] = no_load_form
 
