@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
@@ -187,10 +186,7 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable="llama-server",
     metric_prefix="llamacpp:",
-    acceptance=replace(
-        counters(KIND),
-        response_fields={"draft_tokens": "timings.draft_n", "accepted_tokens": "timings.draft_n_accepted"},
-    ),
+    acceptance=counters(KIND, draft_tokens="timings.draft_n", accepted_tokens="timings.draft_n_accepted"),
     # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
     prefix_cache=PrefixCacheMetrics("llamacpp:prompt_tokens_cached_total", misses="llamacpp:prompt_tokens_total"),
     # llama-server erases one slot at a time (POST /slots/ID?action=erase), not its whole cache: no cache_reset.

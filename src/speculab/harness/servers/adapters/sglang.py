@@ -111,7 +111,14 @@ ADAPTER = EngineAdapter(
         kind="gauges",
         accept_length_gauge="sglang:spec_accept_length",
         accept_rate_gauge="sglang:spec_accept_rate",
-        response_fields={"verify_steps": "meta_info.spec_verify_ct", "tokens": "meta_info.completion_tokens"},
+        response_fields={
+            "verify_steps": "meta_info.spec_verify_ct",
+            "tokens": "meta_info.completion_tokens",
+            # asked with return_spec_tokens_details (request_fields): the counts themselves
+            "drafts": "sglext.spec_tokens_details.spec_verify_ct",
+            "draft_tokens": "sglext.spec_tokens_details.spec_num_proposed_drafts",
+            "accepted_tokens": "sglext.spec_tokens_details.spec_num_correct_drafts",
+        },
     ),
     # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
     prefix_cache=PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total"),

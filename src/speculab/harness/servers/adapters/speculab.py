@@ -43,7 +43,12 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable=sys.executable,
     metric_prefix="speculab:",
-    acceptance=counters(KIND),
+    acceptance=counters(
+        KIND,
+        drafts="usage.speculab_spec_decode.drafts",
+        draft_tokens="usage.speculab_spec_decode.draft_tokens",
+        accepted_tokens="usage.speculab_spec_decode.accepted_tokens",
+    ),
     cache_reset=CacheReset(("/reset_prefix_cache",)),
     speculation_flags=frozenset({"--speculative-config"}),
     context_flags=("--max-model-len",),

@@ -31,13 +31,16 @@ NGRAM_GRID = (
 DRAFT_LINE = "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
 
 
-def counters(prefix: str) -> AcceptanceMetrics:
+def counters(prefix: str, **response_fields: str) -> AcceptanceMetrics:
+    """vLLM's counter names under `prefix` (speculab's engine and llama.cpp count the same way); `response_fields`:
+    meaning -> where each response carries its own count."""
     return AcceptanceMetrics(
         kind="counters",
         drafts=f"{prefix}:spec_decode_num_drafts_total",
         draft_tokens=f"{prefix}:spec_decode_num_draft_tokens_total",
         accepted_tokens=f"{prefix}:spec_decode_num_accepted_tokens_total",
         accepted_per_position=f"{prefix}:spec_decode_num_accepted_tokens_per_pos_total",
+        response_fields=response_fields,
     )
 
 
@@ -110,7 +113,13 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable="vllm",
     metric_prefix="vllm:",
-    acceptance=counters("vllm"),
+    # with --per-request-spec-decode-metrics, each response's own counts (read by client.speculation_fields)
+    acceptance=counters(
+        "vllm",
+        drafts="metrics.speculative_decoding.num_spec_steps",
+        draft_tokens="metrics.speculative_decoding.num_draft_tokens",
+        accepted_tokens="metrics.speculative_decoding.num_accepted_draft_tokens",
+    ),
     prefix_cache=PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"),
     # vLLM serves /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1 (its `bench sweep` resets this way); its
     # /reset_mm_cache and /reset_encoder_cache hold multimodal inputs, which speculab's workloads never send
