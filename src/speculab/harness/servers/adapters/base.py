@@ -161,6 +161,9 @@ class EngineAdapter:
     health_path: str = "/health"
     metric_prefix: str | None = None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
     acceptance: AcceptanceMetrics = NO_ACCEPTANCE
+    # its /metrics has vLLM's latency histograms and prompt counters under its prefix (time_to_first_token_seconds,
+    # prompt_tokens_total, ...), which the diagnosis reads per phase
+    latency_histograms: bool = False
     prefix_cache: PrefixCacheMetrics | None = None  # None: the engine exposes no prefix-cache counters
     cache_reset: CacheReset | None = None  # None: it has no endpoint that empties its caches
     # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)

@@ -107,6 +107,7 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable="python3",
     metric_prefix="sglang:",
+    latency_histograms=True,
     acceptance=AcceptanceMetrics(
         kind="gauges",
         accept_length_gauge="sglang:spec_accept_length",

@@ -43,6 +43,7 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable=sys.executable,
     metric_prefix="speculab:",
+    latency_histograms=True,
     acceptance=counters(
         KIND,
         drafts="usage.speculab_spec_decode.drafts",

@@ -113,6 +113,7 @@ ADAPTER = EngineAdapter(
     kind=KIND,
     executable="vllm",
     metric_prefix="vllm:",
+    latency_histograms=True,
     # with --per-request-spec-decode-metrics, each response's own counts (read by client.speculation_fields)
     acceptance=counters(
         "vllm",
