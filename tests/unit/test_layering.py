@@ -276,3 +276,69 @@ def test_no_two_load_modules_import_each_other():
     graph = _module_graph()
     load = [c for c in _cycles(graph) if any(m.startswith("speculab.harness.load") for m in c)]
     assert not load, f"harness.load's files import each other in a circle: {[sorted(c) for c in load]}"
+
+
+# Words every OpenAI response has, which a path through an engine's own fields passes: not an engine's knowledge.
+# `metrics` is vLLM's top-level object but also the commonest key of speculab's own files: left out, so the count is
+# of words that mean only an engine.
+_OPENAI_WORDS = frozenset({"choices", "usage", "completion_tokens", "prompt_tokens", "metrics"})
+# Where an engine's words belong: its adapter; other tools' files (imports); the reference engine writing its own
+# format (it may not import the harness).
+_ENGINE_HOMES = ("harness/servers/adapters/", "harness/imports/", "engine/")
+# What is left outside them today, pinned so it can only shrink (#48 item 2): the wire layer and the client still
+# name the engines' per-response objects (client/speculation_fields.py is to dissolve into the adapters), the
+# diagnosis its metric prefixes, the mock server the vLLM format it serves.
+_ENGINE_WORD_BUDGET = 99
+
+
+def _engine_words() -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every engine's response-field names (the segments of its adapter's `response_fields` paths) and metric-name
+    prefixes, read from the adapters: a new engine's words are counted without editing this test."""
+    from speculab.harness.servers.adapters import adapter_for, engine_kinds
+
+    adapters = [adapter_for(k) for k in engine_kinds()]
+    fields = {
+        seg for a in adapters for path in a.acceptance.response_fields.values() for seg in path.split(".")
+    } - _OPENAI_WORDS
+    prefixes = tuple(a.metric_prefix for a in adapters if a.metric_prefix)
+    return frozenset(fields), prefixes
+
+
+def _string_constants(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module that are not docstrings (prose may name an engine's fields)."""
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
+
+
+def test_engine_response_fields_and_metric_prefixes_live_in_the_adapters():
+    """An engine's per-response field (`timings`, `meta_info`, `sglext`, `speculative_decoding`, ...) or metric
+    prefix (`vllm:`, `sglang:`, `tgi_`, ...) as a string constant outside its adapter is knowledge out of place."""
+    fields, prefixes = _engine_words()
+    # the test reads the adapters it guards: were they to stop declaring their words, it would pass on nothing
+    assert {"timings", "meta_info", "sglext", "speculative_decoding", "speculab_spec_decode"} <= fields
+    assert {"vllm:", "sglang:", "llamacpp:", "tgi_", "trtllm_", "speculab:"} <= set(prefixes)
+    found, home = [], 0
+    for f in SRC.rglob("*.py"):
+        rel = f.relative_to(SRC).as_posix()
+        words = [
+            f"{rel}:{n.lineno} {n.value!r}"
+            for n in _string_constants(ast.parse(f.read_text(encoding="utf-8")))
+            if n.value in fields or n.value.startswith(prefixes)
+        ]
+        if rel.startswith(_ENGINE_HOMES[0]):
+            home += len(words)
+        elif not rel.startswith(_ENGINE_HOMES):
+            found += words
+    assert home >= 10, "the scan finds the adapters' own words: it reads what it should"
+    assert len(found) <= _ENGINE_WORD_BUDGET, f"engine words outside the adapters ({len(found)}): {found}"

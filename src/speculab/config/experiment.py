@@ -14,7 +14,7 @@ from speculab.errors import did_you_mean
 
 # The engines an experiment file may name: the adapter registry's (harness.servers.adapters.engine_kinds()), spelt
 # here because config/ may not import the harness; tests/unit/harness/servers/test_adapter_registry.py holds them equal.
-EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "other"]
+EngineKind = Literal["speculab", "vllm", "sglang", "llamacpp", "tgi", "trtllm", "other"]
 ENGINE_KINDS: tuple[str, ...] = get_args(EngineKind)
 # The methods speculab's adapters derive flags for on every engine that has them; `speculation.method` also takes any
 # other name, passed to the engine as it is and checked at plan time against the engine's own list (docs/methods.md).

@@ -62,6 +62,9 @@ class Delta:
     # SGLang `sglext.spec_tokens_details` (asked with return_spec_tokens_details): the body's top level, or a
     # streamed chunk of its own with no choices, before the usage chunk
     spec_details: dict[str, Any] | None = None
+    # choice 0's fields outside the OpenAI schema (an engine's own: TensorRT-LLM's `speculative_decoding` and
+    # `avg_decoded_tokens_per_iter`), raw and bounded (`engine_fields`); read by the engine's adapter, not here
+    choice_extras: dict[str, Any] | None = None
 
     @property
     def carries_text(self) -> bool:
@@ -197,6 +200,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
         metrics=metrics,
         meta_info=_object(c0, "meta_info") or meta_info,
         spec_details=spec_details,
+        choice_extras=engine_fields(c0, _CHOICE_KEYS),
     )
 
 
@@ -222,6 +226,37 @@ def _spec_details(obj: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(details, list):
         details = details[0] if details else None
     return _clean(details, 2) if isinstance(details, dict) else None
+
+
+# What an OpenAI choice carries (and SGLang's meta_info, read on its own): everything else on it is an engine's.
+_CHOICE_KEYS = frozenset({"index", "text", "message", "delta", "logprobs", "finish_reason", "meta_info"})
+# An engine's extra fields are untrusted: at most this many, each an object of at most this much JSON, or a number.
+MAX_ENGINE_FIELDS = 16
+MAX_ENGINE_FIELD_CHARS = 16_384
+
+
+def engine_fields(obj: dict[str, Any], standard: frozenset[str]) -> dict[str, Any] | None:
+    """`obj`'s fields outside `standard` that an engine adds, kept raw but bounded: JSON objects (their depth checked,
+    at most MAX_ENGINE_FIELD_CHARS of JSON) and finite numbers, at most MAX_ENGINE_FIELDS; None when there are none.
+    Nothing here knows an engine: its adapter reads what it names."""
+    kept: dict[str, Any] = {}
+    for key, v in obj.items():
+        if key in standard or len(kept) >= MAX_ENGINE_FIELDS:
+            continue
+        if isinstance(v, dict):
+            v = _clean(v, 2)
+            if len(json.dumps(v)) > MAX_ENGINE_FIELD_CHARS:
+                continue
+        elif not _bounded_number(v):
+            continue
+        kept[str(key)[:80]] = v
+    return kept or None
+
+
+def _bounded_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    return (isinstance(v, int) and abs(v) <= 2**53) or (isinstance(v, float) and math.isfinite(v))
 
 
 def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 from speculab.commands.diagnose.causes import (
     ServerPhase,
 )
+from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot
+
+
+def latency_prefixes() -> tuple[str, ...]:
+    """The metric prefixes under which engines expose vLLM's latency histograms (their adapters say), vLLM's first."""
+    adapters = [adapter_for(kind) for kind in FALLBACK_ENGINES]
+    return tuple(a.metric_prefix for a in adapters if a.latency_histograms and a.metric_prefix)
 
 
 def _hist_mean(before: MetricsSnapshot, after: MetricsSnapshot, base: str) -> tuple[float | None, float | None]:
@@ -33,7 +40,7 @@ def server_phase(before: MetricsSnapshot | None, after: MetricsSnapshot | None) 
     """The server's view of one phase from two scrapes: vLLM names first, then speculab's and SGLang's."""
     if before is None or after is None:
         return None
-    for prefix in ("vllm:", "speculab:", "sglang:"):
+    for prefix in latency_prefixes():
         ttft, n = _hist_mean(before, after, prefix + "time_to_first_token_seconds")
         prompt = _delta(before, after, prefix + "prompt_tokens_total")
         if ttft is None and prompt is None:

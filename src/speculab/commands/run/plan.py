@@ -126,6 +126,8 @@ def derive_candidate(
     (engine `other`, whose speculation flags speculab does not know)."""
     refuse_if_speculating(adapter, baseline.command)
     cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, speculation))
+    if command is None:  # the files the derived command names (TensorRT-LLM's options file), before any launch
+        write_candidate_files(adapter.candidate_files(speculation))
     cand = replace(
         baseline,
         command=cmd,
@@ -148,6 +150,18 @@ def derive_candidate(
     ]
     note = "; ".join([*extra, *env_diff]) or "the commands are identical"
     return cand, ChangeCheck(name, lines, False, f"not speculation: {note}")
+
+
+def write_candidate_files(files: Mapping[str, str]) -> None:
+    """Write what a derived candidate command names; an unwritable place is the user's to fix, in one line."""
+    for path, text in files.items():
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UserError(
+                f"cannot write {path} for the candidate's command ({e.strerror}); make it writable"
+            ) from None
 
 
 def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> ChangeCheck:

@@ -46,6 +46,8 @@ def build_record(
     if said.reasoning:
         extra["reasoning_text"] = said.reasoning
     extra |= engine_extras(said.timings, said.metrics, said.meta_info, said.spec_details)
+    if said.choice_extras is not None:  # an engine's own choice fields, bounded by the wire layer
+        extra["choice"] = said.choice_extras
     return RequestRecord(
         index=spec.index,
         scheduled_s=scheduled_s,
@@ -61,7 +63,7 @@ def build_record(
         warmup=warmup,
         stream=stream,
         speculation=speculation_from_response(
-            said.usage, said.timings, said.metrics, said.meta_info, said.spec_details
+            said.usage, said.timings, said.metrics, said.meta_info, said.spec_details, said.choice_extras
         ),
         logprobs=logprobs,
         extra=extra,

@@ -18,6 +18,9 @@ at all gives None. The fields, by engine (docs/engines.md says which were seen f
   the usage chunk (sglang/srt/entrypoints/openai/utils.py `spec_tokens_details_from_meta_info`, serving_chat.py).
   SGLang writes 0 for a count it lacks: drafts proposed 0 with some accepted is dropped by `_consistent`.
 * llama.cpp: `timings.draft_n` / `timings.draft_n_accepted` (tokens; no step count per request).
+* TensorRT-LLM: per choice, `speculative_decoding` {num_spec_steps, total_draft_tokens, total_accepted_draft_tokens,
+  acceptance_histogram (steps by accepted drafts, as vLLM's), acceptance_rate, num_spec_tokens} when the server
+  reports it (absent otherwise); the wire layer keeps choice 0's engine fields (`Delta.choice_extras`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ SOURCE_VLLM = "vllm metrics.speculative_decoding"
 SOURCE_SGLANG = "sglang meta_info"
 SOURCE_SGLANG_EXT = "sglang sglext.spec_tokens_details"
 SOURCE_LLAMACPP = "llama.cpp timings"
+SOURCE_TRTLLM = "trtllm choices[].speculative_decoding"
 
 # SGLang renamed these; every spelling seen in its tokenizer manager, newest first.
 _SGLANG_ACCEPTED = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
@@ -46,6 +50,7 @@ def speculation_from_response(
     metrics: Mapping[str, Any] | None = None,
     meta_info: Mapping[str, Any] | None = None,
     spec_details: Mapping[str, Any] | None = None,
+    choice_extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The response's speculation stats from whichever engine field is present (they never coexist, but SGLang's
     two: its `sglext` details, asked for, before the `meta_info` a native response carries)."""
@@ -55,6 +60,7 @@ def speculation_from_response(
         or speculation_from_sglang_details(spec_details)
         or speculation_from_sglang_meta(meta_info)
         or speculation_from_timings(timings)
+        or speculation_from_trtllm_choice(choice_extras)
     )
     return _consistent(found) if found is not None else None
 
@@ -98,13 +104,29 @@ def speculation_from_vllm_metrics(metrics: Mapping[str, Any] | None) -> dict[str
     sd = (metrics or {}).get("speculative_decoding")
     if not isinstance(sd, Mapping):
         return None
+    counts = (sd.get("num_spec_steps"), sd.get("num_draft_tokens"), sd.get("num_accepted_draft_tokens"))
+    return _with_histogram(counts, sd.get("acceptance_histogram"), SOURCE_VLLM)
+
+
+def speculation_from_trtllm_choice(choice: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """TensorRT-LLM's per-choice `speculative_decoding`: vLLM's counts under its own names, the same histogram."""
+    sd = (choice or {}).get("speculative_decoding")
+    if not isinstance(sd, Mapping):
+        return None
+    counts = (sd.get("num_spec_steps"), sd.get("total_draft_tokens"), sd.get("total_accepted_draft_tokens"))
+    return _with_histogram(counts, sd.get("acceptance_histogram"), SOURCE_TRTLLM)
+
+
+def _with_histogram(counts: tuple[Any, Any, Any], hist: Any, source: str) -> dict[str, Any]:
+    """Steps, drafted and accepted tokens, and the per-position counts of a histogram of steps by accepted drafts j
+    (0..k): position p (0-based) was accepted in every step with j > p, which is vLLM's per-position counter."""
+    steps, drafted, accepted = counts
     out: dict[str, Any] = {
-        "drafts": _int(sd.get("num_spec_steps")),
-        "draft_tokens": _int(sd.get("num_draft_tokens")),
-        "accepted_tokens": _int(sd.get("num_accepted_draft_tokens")),
-        "source": SOURCE_VLLM,
+        "drafts": _int(steps),
+        "draft_tokens": _int(drafted),
+        "accepted_tokens": _int(accepted),
+        "source": source,
     }
-    hist = sd.get("acceptance_histogram")
     if isinstance(hist, list) and len(hist) > 1 and all(_int(h) is not None for h in hist):
         out["accepted_per_position"] = [sum(int(h) for h in hist[p + 1 :]) for p in range(len(hist) - 1)]
     return out

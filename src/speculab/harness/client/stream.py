@@ -55,6 +55,7 @@ class StreamState:
         self.metrics: dict[str, Any] | None = None  # vLLM per-request metrics (final usage chunk)
         self.meta_info: dict[str, Any] | None = None  # SGLang meta_info
         self.spec_details: dict[str, Any] | None = None  # SGLang sglext.spec_tokens_details (a chunk of its own)
+        self.choice_extras: dict[str, Any] | None = None  # an engine's own choice fields, the latest of each kept
         self.error: ErrorInfo | None = None
         self.done = False  # [DONE] seen
         self.n_events = 0
@@ -106,6 +107,8 @@ class StreamState:
             self.meta_info = d.meta_info
         if d.spec_details is not None:
             self.spec_details = d.spec_details
+        if d.choice_extras is not None:  # a field an engine sends on its final chunk only is not lost to later ones
+            self.choice_extras = {**(self.choice_extras or {}), **d.choice_extras}
         if d.finish_reason:
             self.finish_reason = d.finish_reason
         if d.logprobs:
@@ -171,6 +174,7 @@ class StreamState:
             metrics=self.metrics,
             meta_info=self.meta_info,
             spec_details=self.spec_details,
+            choice_extras=self.choice_extras,
         )
         return build_record(
             spec,

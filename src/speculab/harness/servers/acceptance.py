@@ -73,6 +73,28 @@ def from_sglang_meta(meta_infos: Iterable[Mapping[str, Any]], k: int | None = No
     )
 
 
+def from_responses(specs: Sequence[Mapping[str, Any]]) -> AcceptanceSummary | None:
+    """Each response's own counts (`RequestRecord.speculation`, whichever engine wrote them) summed over the window:
+    exact, per request; None when no response carried steps, drafted and accepted tokens."""
+    whole = [s for s in specs if all(s.get(k) is not None for k in ("drafts", "draft_tokens", "accepted_tokens"))]
+    if not whole:
+        return None
+    source = f"{whole[0].get('source')} (per response, summed)"
+    drafts = float(sum(s["drafts"] for s in whole))
+    drafted = float(sum(s["draft_tokens"] for s in whole))
+    accepted = float(sum(s["accepted_tokens"] for s in whole))
+    if drafts <= 0 or drafted <= 0:
+        return AcceptanceSummary(source, False, drafts, drafted, accepted)
+    per_pos: dict[int, float] = {}
+    if all(s.get("accepted_per_position") for s in whole):  # a position's rate needs every response's count of it
+        for s in whole:
+            for j, v in enumerate(s["accepted_per_position"]):
+                per_pos[j] = per_pos.get(j, 0.0) + v
+    positions = tuple(per_pos[j] / drafts for j in sorted(per_pos))
+    rate, length = acceptance_rate(accepted, drafted), acceptance_length(accepted, drafts)
+    return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
+
+
 def from_sglang_gauges(accept_length: float | None, accept_rate: float | None) -> AcceptanceSummary:
     """SGLang's gauges: a recent-window average computed by the server, read after the load level."""
     active = bool(accept_length and accept_length > 1.0) or bool(accept_rate and accept_rate > 0)
@@ -123,6 +145,10 @@ def acceptance_with_reason(
         if any("draft_n" in t for t in timings):
             found = from_llamacpp_timings(timings, k)
             return found, None if found.active else "llama.cpp timings show no drafted tokens"
+    if adapter.acceptance.kind == "per_response":  # an engine that reports acceptance only in its responses
+        found = from_responses([r.speculation for r in records if not r.warmup and r.speculation])
+        if found is not None:
+            return found, None if found.active else f"{found.source} shows no drafted tokens"
     for kind in FALLBACK_ENGINES if have else ():
         found, why = _adapter_source(kind, adapter_for(kind).acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:

@@ -4,10 +4,9 @@ throwaway one here) is all `init`, `methods`, the preflight's context fit and th
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from tests.fakes.cli_runner import run_main
@@ -19,7 +18,6 @@ from speculab.config import ENGINE_KINDS, SpeculationConfig, parse_experiment
 from speculab.errors import UserError
 from speculab.harness.servers import adapters
 from speculab.harness.servers.adapters import (
-    AcceptanceMetrics,
     ByLoad,
     EngineAdapter,
     adapter_for,
@@ -30,9 +28,6 @@ from speculab.harness.servers.adapters import (
 from speculab.harness.servers.adapters.base import (
     HelpRelease,
     KnownMethods,
-    PrefixCacheMetrics,
-    PythonRelease,
-    refuse_if_speculating,
 )
 from speculab.harness.servers.look import ServerLook
 from speculab.harness.servers.methods.here import methods_here
@@ -43,16 +38,20 @@ from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, Recommen
 METHODS = ("candidate_command", "launch_command", "by_load")
 
 
-def test_every_adapter_fills_every_attribute_of_the_interface() -> None:
-    attributes = set(EngineAdapter.__annotations__)
-    assert {"context_flags", "starter_grid", "declares", "executable", "known_methods"} <= attributes
+def test_every_engine_is_one_record_naming_only_what_differs() -> None:
+    defaults = EngineAdapter(kind="x", executable="x")
     for kind in engine_kinds():
         adapter = adapter_for(kind)
-        assert adapter.kind == kind
-        own = {f.name for f in dataclasses.fields(adapter)}  # type: ignore[arg-type]
-        assert attributes <= own, f"{kind} lacks {sorted(attributes - own)}"
+        assert isinstance(adapter, EngineAdapter) and adapter.kind == kind
         for name in METHODS:
             assert callable(getattr(adapter, name)), f"{kind}.{name}"
+        if kind != "other":  # an engine speculab knows says at least how its metrics are named and its speculation
+            assert adapter.metric_prefix and adapter.speculation_flags | set(adapter.speculation_prefixes)
+            assert adapter.candidate is not defaults.candidate, f"{kind} keeps the refusing candidate hook"
+    other = adapter_for("other")
+    assert replace(other, kind="x", executable="x") == defaults  # `other` is the defaults: "not this engine"
+    with pytest.raises(UserError, match=r"give candidate\.command"):
+        other.candidate_command(["serve"], SpeculationConfig("ngram", 2))
 
 
 def test_the_config_and_the_cli_name_the_registrys_engines(capsys) -> None:
@@ -72,62 +71,46 @@ def _toy_help(text: str) -> tuple[str, ...]:
     return ("lookup", "toy-draft") if "--toy-spec" in text else ()
 
 
-@dataclass(frozen=True, slots=True)
-class ToyAdapter:
-    """An engine speculab has never heard of: `toy-serve MODEL --port P [--toy-ctx N]`, `--toy-spec METHOD:K`."""
+def _toy_candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
+    name = {"ngram": "lookup"}.get(spec.method, spec.method)
+    return [*baseline_cmd, "--toy-spec", f"{name}:{spec.num_speculative_tokens}"]
 
-    kind: str = "toy"
-    health_path: str = "/health"
-    metric_prefix: str | None = "toy:"
-    acceptance: AcceptanceMetrics = field(default_factory=lambda: AcceptanceMetrics(kind="none"))
-    prefix_cache: PrefixCacheMetrics | None = None
-    keep_alive: bool = True
-    speculation_flags: frozenset[str] = frozenset({"--toy-spec"})
-    speculation_prefixes: tuple[str, ...] = ()
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    plain_values: Mapping[str, str] = field(default_factory=dict)
-    context_flags: tuple[str, ...] = ("--toy-ctx",)
-    starter_grid: str | None = "  - {method: ngram, num_speculative_tokens: 3}   # the toy's grid\n"
-    starter_note: str | None = None
-    ngram_lookup: bool = False
-    json_config: bool = False
-    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"lookup": "ngram"})
-    fixed_k: Mapping[str, int] = field(default_factory=dict)
-    heads_from_target: frozenset[str] = frozenset()
-    draft_vocab_prefix: str | None = None
-    lookup_keys_checked: bool = False
-    executable: str = "toy-serve"
-    declares: PythonRelease | HelpRelease | None = field(
-        default_factory=lambda: HelpRelease(_toy_help, lambda _text, m: ("--toy-spec",) if m else (), str.strip)
-    )
-    known_methods: KnownMethods | None = field(
-        default_factory=lambda: KnownMethods("toy 1.0", "its manual", ("lookup", "toy-draft"))
-    )
-    server_lists_methods: bool = False
-    says_config: bool = False
 
-    def candidate_command(self, baseline_cmd: Sequence[str], spec: SpeculationConfig) -> list[str]:
-        refuse_if_speculating(self, baseline_cmd)
-        name = {"ngram": "lookup"}.get(spec.method, spec.method)
-        return [*baseline_cmd, "--toy-spec", f"{name}:{spec.num_speculative_tokens}"]
+def _toy_launch(model: str, port: int, context: int | None) -> list[str] | None:
+    return ["toy-serve", model, "--port", str(port), *(["--toy-ctx", str(context)] if context else [])]
 
-    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
-        return ["toy-serve", model, "--port", str(port), *(["--toy-ctx", str(context)] if context else [])]
 
-    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-        if b.form == "off-above":
-            return replace(b.first, num_speculative_tokens=b.top_k), "toy off-above", (f"off above {b.off_above}",)
-        return None
+def _toy_by_load(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+    if b.form == "off-above":
+        return replace(b.first, num_speculative_tokens=b.top_k), "toy off-above", (f"off above {b.off_above}",)
+    return None
+
+
+# An engine speculab has never heard of: `toy-serve MODEL --port P [--toy-ctx N]`, `--toy-spec METHOD:K`; the record
+# names only what differs from "not this engine", as an adapter module does.
+TOY = EngineAdapter(
+    kind="toy",
+    executable="toy-serve",
+    metric_prefix="toy:",
+    speculation_flags=frozenset({"--toy-spec"}),
+    context_flags=("--toy-ctx",),
+    starter_grid="  - {method: ngram, num_speculative_tokens: 3}   # the toy's grid\n",
+    experiment_names={"lookup": "ngram"},
+    declares=HelpRelease(_toy_help, lambda _text, m: ("--toy-spec",) if m else (), str.strip),
+    known_methods=KnownMethods("toy 1.0", "its manual", ("lookup", "toy-draft")),
+    candidate=_toy_candidate,
+    launch=_toy_launch,
+    load_form=_toy_by_load,
+)
 
 
 @pytest.fixture
-def toy(monkeypatch: pytest.MonkeyPatch) -> ToyAdapter:
-    adapter = ToyAdapter()
-    monkeypatch.setitem(adapters._ADAPTERS, adapter.kind, adapter)
-    return adapter
+def toy(monkeypatch: pytest.MonkeyPatch) -> EngineAdapter:
+    monkeypatch.setitem(adapters._ADAPTERS, TOY.kind, TOY)
+    return TOY
 
 
-def test_a_registered_adapter_is_all_init_and_preflight_need(toy: ToyAdapter) -> None:
+def test_a_registered_adapter_is_all_init_and_preflight_need(toy: EngineAdapter) -> None:
     assert "toy" in engine_kinds() and "toy" in askable_engines()
     assert detect_engine(None, None, ["toy:spec_drafts_total"]) == "toy"  # by its metric prefix
     assert detect_engine(None, {"data": [{"id": "m", "owned_by": "toy"}]}) == "toy"
@@ -139,7 +122,7 @@ def test_a_registered_adapter_is_all_init_and_preflight_need(toy: ToyAdapter) ->
     assert command_context("toy", ["toy-serve", "m", "--toy-ctx=1024"]) == 1024
 
 
-def test_a_registered_adapter_is_all_methods_needs(toy: ToyAdapter, tmp_path) -> None:
+def test_a_registered_adapter_is_all_methods_needs(toy: EngineAdapter, tmp_path) -> None:
     table = methods_here("toy", Given(None, None, None, None), from_server=True)  # its known list, labelled
     assert [r.method for r in table.rows] == ["lookup", "toy-draft"] and "toy 1.0" in table.declared.source
     lookup = table.rows[0]
@@ -164,7 +147,7 @@ speculation: {method: ngram, num_speculative_tokens: 2}
 """
 
 
-def test_a_registered_adapter_spells_the_recommended_config(toy: ToyAdapter) -> None:
+def test_a_registered_adapter_spells_the_recommended_config(toy: EngineAdapter) -> None:
     def band(choice: str, loads: tuple[float, ...], edge: float | None = None) -> RecommendationBand:
         return RecommendationBand(choice, choice, None, None, loads, tuple(f"concurrency {v:g}" for v in loads), edge)
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from speculab.errors import UserError
+from speculab.harness.servers.adapters import llamacpp, other, sglang, speculab, tgi, trtllm, vllm
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
@@ -29,17 +30,10 @@ from speculab.harness.servers.adapters.base import said as _said
 from speculab.harness.servers.adapters.base import said_change as _said_change
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
-from speculab.harness.servers.adapters.llamacpp import LlamacppAdapter
-from speculab.harness.servers.adapters.other import OtherAdapter
-from speculab.harness.servers.adapters.sglang import SglangAdapter
-from speculab.harness.servers.adapters.speculab import SpeculabAdapter
-from speculab.harness.servers.adapters.tgi import TgiAdapter
-from speculab.harness.servers.adapters.vllm import VllmAdapter
 
 # The one list of engines: everything else (the config's accepted names, the CLI's --engine help) derives from it.
 _ADAPTERS: dict[str, EngineAdapter] = {
-    a.kind: a
-    for a in (SpeculabAdapter(), VllmAdapter(), SglangAdapter(), LlamacppAdapter(), TgiAdapter(), OtherAdapter())
+    m.ADAPTER.kind: m.ADAPTER for m in (speculab, vllm, sglang, llamacpp, tgi, trtllm, other)
 }
 
 # Engines whose metrics any server may expose (an `other` engine built on vLLM, say), in the order a reader tries

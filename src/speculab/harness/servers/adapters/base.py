@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
@@ -113,54 +114,107 @@ class ByLoad:
     version: str  # the engine's release, "" when unknown
 
 
-class EngineAdapter(Protocol):
-    """What speculab needs to know about one engine kind: everything engine-specific lives in its adapter."""
+def no_candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    """An engine whose speculation speculab cannot switch on: the experiment file gives the candidate."""
+    raise UserError(
+        f"engine `{adapter.kind}`: speculab cannot derive the candidate; give candidate.command in the file"
+    )
+
+
+def no_launch(model: str, port: int, context: int | None) -> list[str] | None:
+    """An engine whose launch command speculab cannot guess."""
+    return None
+
+
+def no_files(speculation: SpeculationConfig) -> Mapping[str, str]:
+    """An engine whose candidate command names no file speculab writes."""
+    return {}
+
+
+def no_load_form(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+    """An engine with no load-dependent form of speculation."""
+    return None
+
+
+# "Not this engine": what a record says about what an engine lacks. A shared read-only mapping, so that a default
+# cannot be changed through one record and seen in another (a dataclass takes it only through a factory).
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _none() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+NO_ACCEPTANCE = AcceptanceMetrics(kind="none")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineAdapter:
+    """What speculab needs to know about one engine kind: everything engine-specific lives in its adapter.
+
+    One record for every engine; each default says "not this engine" (no metrics, no speculation flags, no way to
+    ask its release), so an engine module lists only what its engine has, and its hooks (`candidate`, `launch`,
+    `load_form`: functions, called through `candidate_command`, `launch_command` and `by_load`)."""
 
     kind: str
-    health_path: str
-    metric_prefix: str | None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
-    acceptance: AcceptanceMetrics
-    prefix_cache: PrefixCacheMetrics | None  # None: the engine exposes no prefix-cache counters
-    cache_reset: CacheReset | None  # None: it has no endpoint that empties its caches
-    # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)
-    request_fields: Mapping[str, Any]
-    keep_alive: bool  # False: the server drops keep-alive connections after streamed responses (send Connection: close)
-    speculation_flags: frozenset[str]  # exact flags that belong to speculation
-    speculation_prefixes: tuple[str, ...]  # any flag starting with one of these belongs to speculation
-    aliases: Mapping[str, str]  # alternate spellings -> canonical flag
-    plain_values: Mapping[str, str]  # a speculation flag whose value switches speculation off (TGI's --speculate 0)
-    context_flags: tuple[str, ...]  # the flags that set the context length on its command line
-    # `speculab init`'s starter: the `speculation:` list (YAML lines) for this engine; None: a two-URL starter
-    starter_grid: str | None
-    starter_note: str | None  # a line that opens its `speculation:` list, whichever list is written
-    ngram_lookup: bool  # its n-gram takes prompt_lookup_max/min
-    json_config: bool  # its speculation config is --speculative-config JSON keys, not flags
-    # its own method names -> speculab's experiment names; None: it names methods as an experiment does
-    experiment_names: Mapping[str, str] | None
-    fixed_k: Mapping[str, int]  # methods that draft a fixed k, which no flag sets
-    heads_from_target: frozenset[str]  # head methods it runs only from the served checkpoint itself (TGI)
-    draft_vocab_prefix: str | None  # why it takes a draft whose vocabulary extends the target's; None: unknown
-    lookup_keys_checked: bool  # prompt_lookup_max/min are checked against its release as options are (SGLang)
     executable: str  # what launches it when no command is given
-    declares: PythonRelease | HelpRelease | None  # how its release declares methods; None: it cannot be asked
-    known_methods: KnownMethods | None  # speculab's list for a server that cannot be asked; None: none
-    server_lists_methods: bool  # its /version lists its methods (speculative_methods)
+    health_path: str = "/health"
+    metric_prefix: str | None = None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
+    acceptance: AcceptanceMetrics = NO_ACCEPTANCE
+    # its /metrics has vLLM's latency histograms and prompt counters under its prefix (time_to_first_token_seconds,
+    # prompt_tokens_total, ...), which the diagnosis reads per phase
+    latency_histograms: bool = False
+    prefix_cache: PrefixCacheMetrics | None = None  # None: the engine exposes no prefix-cache counters
+    cache_reset: CacheReset | None = None  # None: it has no endpoint that empties its caches
+    # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)
+    request_fields: Mapping[str, Any] = field(default_factory=_none)
+    keep_alive: bool = True  # False: the server drops keep-alive connections after streamed responses
+    speculation_flags: frozenset[str] = frozenset()  # exact flags that belong to speculation
+    speculation_prefixes: tuple[str, ...] = ()  # any flag starting with one of these belongs to speculation
+    aliases: Mapping[str, str] = field(default_factory=_none)  # alternate spellings -> canonical flag
+    # a speculation flag whose value switches speculation off (TGI's --speculate 0)
+    plain_values: Mapping[str, str] = field(default_factory=_none)
+    context_flags: tuple[str, ...] = ()  # the flags that set the context length on its command line
+    # `speculab init`'s starter: the `speculation:` list (YAML lines) for this engine; None: a two-URL starter
+    starter_grid: str | None = None
+    starter_note: str | None = None  # a line that opens its `speculation:` list, whichever list is written
+    ngram_lookup: bool = False  # its n-gram takes prompt_lookup_max/min
+    json_config: bool = False  # its speculation config is --speculative-config JSON keys, not flags
+    # its own method names -> speculab's experiment names; None: it names methods as an experiment does
+    experiment_names: Mapping[str, str] | None = None
+    fixed_k: Mapping[str, int] = field(default_factory=_none)  # methods that draft a fixed k, which no flag sets
+    heads_from_target: frozenset[str] = frozenset()  # head methods it runs only from the served checkpoint itself (TGI)
+    draft_vocab_prefix: str | None = None  # why it takes a draft whose vocabulary extends the target's; None: unknown
+    lookup_keys_checked: bool = False  # prompt_lookup_max/min are checked against its release as options are (SGLang)
+    declares: PythonRelease | HelpRelease | None = None  # how its release declares methods; None: it cannot be asked
+    known_methods: KnownMethods | None = None  # speculab's list for a server that cannot be asked; None: none
+    server_lists_methods: bool = False  # its /version lists its methods (speculative_methods)
     # its /version says what it runs: `speculative_config` (vLLM keys; null: plain) and `server_args` (`served`)
-    says_config: bool
+    says_config: bool = False
+    # the hooks: the baseline with speculation switched on (the adapter itself passed, for its flags and kind; the
+    # baseline is checked plain before), the launch command, the load-dependent form
+    candidate: Callable[[EngineAdapter, Sequence[str], SpeculationConfig], list[str]] = no_candidate
+    # the files its candidate command names, path -> text, written before the candidate is launched (TensorRT-LLM
+    # reads speculation only from an options file); the command itself stays a pure derivation
+    candidate_files: Callable[[SpeculationConfig], Mapping[str, str]] = no_files
+    launch: Callable[[str, int, int | None], list[str] | None] = no_launch
+    load_form: Callable[[ByLoad], tuple[SpeculationConfig, str, tuple[str, ...]] | None] = no_load_form
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-        """The baseline command with speculation switched on and nothing else changed."""
-        ...
+        """The baseline command with speculation switched on and nothing else changed; a baseline that already
+        speculates is refused first, for every engine (its plain values, TGI's `--speculate 0`, are plain)."""
+        refuse_if_speculating(self, baseline_cmd)
+        return self.candidate(self, baseline_cmd, speculation)
 
     def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
         """`speculab init`'s guess at the command that serves `model` on `port` (with its context said when known);
         None: speculab cannot guess one."""
-        ...
+        return self.launch(model, port, context)
 
     def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
         """The recommendation as one speculation this engine changes with the load (its form, notes); None: the
         engine has no load-dependent form for it."""
-        ...
+        return self.load_form(b)
 
 
 def diff_for(adapter: EngineAdapter, baseline_cmd: Sequence[str], candidate_cmd: Sequence[str]) -> CommandDiff:

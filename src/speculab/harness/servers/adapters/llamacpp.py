@@ -14,21 +14,15 @@ for that type, `model` as `--spec-draft-model`, and `options` as `--spec-*` flag
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Sequence
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
-    AcceptanceMetrics,
-    ByLoad,
-    CacheReset,
+    EngineAdapter,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
-    PythonRelease,
-    refuse_if_speculating,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
@@ -92,89 +86,31 @@ _ALIASES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class LlamacppAdapter:
-    kind: str = KIND
-    health_path: str = "/health"
-    metric_prefix: str | None = "llamacpp:"
-    acceptance: AcceptanceMetrics = field(
-        default_factory=lambda: replace(
-            counters(KIND),
-            response_fields={"draft_tokens": "timings.draft_n", "accepted_tokens": "timings.draft_n_accepted"},
-        )
-    )
-    # llama-server advertises keep-alive but closes the connection after every streamed response (its chunked
-    # content provider reports the end of the stream as a failure to cpp-httplib); measured on the build we test:
-    # reusing those connections fails about one request in four as "server disconnected".
-    # llama-server erases one slot at a time (POST /slots/ID?action=erase), not its whole cache: none here
-    cache_reset: CacheReset | None = None
-    request_fields: Mapping[str, Any] = field(default_factory=dict)
-    keep_alive: bool = False
-    # `--spec-*` (every option of the built version) and `--draft-*` (older builds) by prefix; these exactly:
-    # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
-    prefix_cache: PrefixCacheMetrics | None = field(
-        default_factory=lambda: PrefixCacheMetrics(
-            "llamacpp:prompt_tokens_cached_total", misses="llamacpp:prompt_tokens_total"
-        )
-    )
-    speculation_flags: frozenset[str] = frozenset(
-        {"--ctx-size-draft", "--hf-file-draft", "--lookup-cache-static", "--lookup-cache-dynamic"}
-    )
-    speculation_prefixes: tuple[str, ...] = ("--draft-", "--spec-", "--no-spec-")
-    aliases: dict[str, str] = field(default_factory=lambda: dict(_ALIASES))
-    plain_values: Mapping[str, str] = field(default_factory=dict)
-    context_flags: tuple[str, ...] = ()  # --ctx-size is split over its --parallel slots: not one request's context
-    starter_grid: str | None = (
-        "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
-        "  - {method: ngram, num_speculative_tokens: 4}\n"
-        "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n"
-    )
-    starter_note: str | None = None
-    ngram_lookup: bool = False
-    json_config: bool = False
-    experiment_names: Mapping[str, str] | None = field(
-        default_factory=lambda: {"ngram-simple": "ngram", "draft-simple": "draft_model", "draft": "draft_model"}
-    )
-    fixed_k: Mapping[str, int] = field(default_factory=lambda: {"ngram-cache": NGRAM_CACHE_K})
-    heads_from_target: frozenset[str] = frozenset()
-    draft_vocab_prefix: str | None = "llama.cpp accepts up to 128"
-    lookup_keys_checked: bool = False
-    executable: str = "llama-server"
-    declares: PythonRelease | HelpRelease | None = field(
-        default_factory=lambda: HelpRelease(methods_from_help, lambda text, _methods: spec_flags(text), version)
-    )
-    known_methods: KnownMethods | None = field(default_factory=lambda: _KNOWN)
-    server_lists_methods: bool = False
-    says_config: bool = False
+def _candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    spec_type = _SPEC_TYPES.get(speculation.method, speculation.method)
+    if speculation.method in KNOWN_METHODS and speculation.method not in _SPEC_TYPES:
+        raise unsupported(adapter.kind, speculation, "draft_model, ngram, or a --spec-type name")
+    owned = {"--spec-type": "method"}
+    derived: dict[str, list[str]] = {}
+    if speculation.model is None and spec_type == "draft-simple":
+        raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's path)")
+    if speculation.model is not None:
+        derived["--spec-draft-model"] = [str(speculation.model)]
+        owned["--spec-draft-model"] = "model"
+    k_flag = _k_flag(spec_type, speculation.num_speculative_tokens)
+    if k_flag is not None:
+        derived[k_flag] = [str(speculation.num_speculative_tokens)]
+        owned[k_flag] = "num_speculative_tokens"
+    if speculation.prompt_lookup_max is not None:  # ngram: the n-gram matched in the context (size N)
+        derived["--spec-ngram-simple-size-n"] = [str(speculation.prompt_lookup_max)]
+        owned["--spec-ngram-simple-size-n"] = "prompt_lookup_max"
+    extra, left = option_flags(speculation.options, "--spec-", owned, derived)
+    return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *speculation.engine_args]
 
-    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-        refuse_if_speculating(self, baseline_cmd)
-        spec_type = _SPEC_TYPES.get(speculation.method, speculation.method)
-        if speculation.method in KNOWN_METHODS and speculation.method not in _SPEC_TYPES:
-            raise unsupported(self.kind, speculation, "draft_model, ngram, or a --spec-type name")
-        owned = {"--spec-type": "method"}
-        derived: dict[str, list[str]] = {}
-        if speculation.model is None and spec_type == "draft-simple":
-            raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's path)")
-        if speculation.model is not None:
-            derived["--spec-draft-model"] = [str(speculation.model)]
-            owned["--spec-draft-model"] = "model"
-        k_flag = _k_flag(spec_type, speculation.num_speculative_tokens)
-        if k_flag is not None:
-            derived[k_flag] = [str(speculation.num_speculative_tokens)]
-            owned[k_flag] = "num_speculative_tokens"
-        if speculation.prompt_lookup_max is not None:  # ngram: the n-gram matched in the context (size N)
-            derived["--spec-ngram-simple-size-n"] = [str(speculation.prompt_lookup_max)]
-            owned["--spec-ngram-simple-size-n"] = "prompt_lookup_max"
-        extra, left = option_flags(speculation.options, "--spec-", owned, derived)
-        return [*baseline_cmd, "--spec-type", spec_type, *flatten(left), *extra, *speculation.engine_args]
 
-    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
-        # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
-        return ["llama-server", "-m", model, "--port", str(port), "--metrics"]
-
-    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-        return None
+def _launch(model: str, port: int, context: int | None) -> list[str] | None:
+    # --metrics: llama.cpp's acceptance and prompt-cache counters (without it, only per-response timings)
+    return ["llama-server", "-m", model, "--port", str(port), "--metrics"]
 
 
 # speculab's experiment names -> llama.cpp's --spec-type (`draft` is the name builds before --spec-type declare)
@@ -244,3 +180,37 @@ def version(text: str) -> str | None:
 def spec_flags(text: str) -> tuple[str, ...]:
     """`llama-server --help`: every speculation flag the build has (`--spec-*`, `--no-spec-*`, older `--draft-*`)."""
     return tuple(dict.fromkeys(_FLAG.findall(text)))
+
+
+ADAPTER = EngineAdapter(
+    kind=KIND,
+    executable="llama-server",
+    metric_prefix="llamacpp:",
+    acceptance=counters(KIND, draft_tokens="timings.draft_n", accepted_tokens="timings.draft_n_accepted"),
+    # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
+    prefix_cache=PrefixCacheMetrics("llamacpp:prompt_tokens_cached_total", misses="llamacpp:prompt_tokens_total"),
+    # llama-server erases one slot at a time (POST /slots/ID?action=erase), not its whole cache: no cache_reset.
+    # It advertises keep-alive but closes the connection after every streamed response (its chunked content
+    # provider reports the end of the stream as a failure to cpp-httplib); measured on the build we test: reusing
+    # those connections fails about one request in four as "server disconnected".
+    keep_alive=False,
+    # `--spec-*` (every option of the built version) and `--draft-*` (older builds) by prefix; these exactly:
+    speculation_flags=frozenset(
+        {"--ctx-size-draft", "--hf-file-draft", "--lookup-cache-static", "--lookup-cache-dynamic"}
+    ),
+    speculation_prefixes=("--draft-", "--spec-", "--no-spec-"),
+    aliases=_ALIASES,
+    # no context flag: --ctx-size is split over its --parallel slots, not one request's context
+    starter_grid=(
+        "  - {method: ngram, num_speculative_tokens: 2}    # --spec-type ngram-simple\n"
+        "  - {method: ngram, num_speculative_tokens: 4}\n"
+        "  # - {method: draft_model, num_speculative_tokens: 8, model: /path/to/draft.gguf}   # a GGUF draft model\n"
+    ),
+    experiment_names={"ngram-simple": "ngram", "draft-simple": "draft_model", "draft": "draft_model"},
+    fixed_k={"ngram-cache": NGRAM_CACHE_K},
+    draft_vocab_prefix="llama.cpp accepts up to 128",
+    declares=HelpRelease(methods_from_help, lambda text, _methods: spec_flags(text), version),
+    known_methods=_KNOWN,
+    candidate=_candidate,
+    launch=_launch,
+)

@@ -7,21 +7,17 @@ and per response `meta_info.spec_verify_ct` (verification steps): acceptance len
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
-    ByLoad,
     CacheReset,
-    HelpRelease,
+    EngineAdapter,
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
-    refuse_if_speculating,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
@@ -50,70 +46,21 @@ _RELEASE = PythonRelease(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SglangAdapter:
-    kind: str = KIND
-    health_path: str = "/health"
-    metric_prefix: str | None = "sglang:"
-    acceptance: AcceptanceMetrics = field(
-        default_factory=lambda: AcceptanceMetrics(
-            kind="gauges",
-            accept_length_gauge="sglang:spec_accept_length",
-            accept_rate_gauge="sglang:spec_accept_rate",
-            response_fields={"verify_steps": "meta_info.spec_verify_ct", "tokens": "meta_info.completion_tokens"},
+def _candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    algo = _ALGORITHMS.get(speculation.method, speculation.method)
+    if speculation.method in KNOWN_METHODS and speculation.method not in _ALGORITHMS:
+        raise unsupported(
+            adapter.kind, speculation, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name"
         )
-    )
-    # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
-    prefix_cache: PrefixCacheMetrics | None = field(
-        default_factory=lambda: PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total")
-    )
-    # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
-    cache_reset: CacheReset | None = field(default_factory=lambda: CacheReset(("/flush_cache",)))
-    # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)
-    request_fields: Mapping[str, Any] = field(default_factory=lambda: {"return_spec_tokens_details": True})
-    keep_alive: bool = True
-    speculation_flags: frozenset[str] = frozenset({"--speculative-algo"})  # short alias seen in older scripts
-    speculation_prefixes: tuple[str, ...] = ("--speculative-",)
-    aliases: dict[str, str] = field(default_factory=dict)
-    plain_values: Mapping[str, str] = field(default_factory=dict)
-    context_flags: tuple[str, ...] = ("--context-length",)
-    starter_grid: str | None = (
-        f"  # {_CUDA_NOTE}\n{NGRAM_GRID}"
-        "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n"
-    )
-    starter_note: str | None = _CUDA_NOTE
-    ngram_lookup: bool = True
-    json_config: bool = False
-    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {v: k for k, v in _ALGORITHMS.items()})
-    fixed_k: Mapping[str, int] = field(default_factory=dict)
-    heads_from_target: frozenset[str] = frozenset()
-    draft_vocab_prefix: str | None = None
-    # it renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
-    lookup_keys_checked: bool = True
-    executable: str = "python3"
-    declares: PythonRelease | HelpRelease | None = _RELEASE
-    known_methods: KnownMethods | None = _KNOWN
-    server_lists_methods: bool = False
-    says_config: bool = False
+    if speculation.model is None and algo in _NEEDS_PATH:
+        raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's or head's path)")
+    owned, derived = _derived(algo, speculation)
+    extra, left = option_flags(speculation.options, "--speculative-", owned, derived)
+    return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *speculation.engine_args]
 
-    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-        refuse_if_speculating(self, baseline_cmd)
-        algo = _ALGORITHMS.get(speculation.method, speculation.method)
-        if speculation.method in KNOWN_METHODS and speculation.method not in _ALGORITHMS:
-            raise unsupported(
-                self.kind, speculation, "ngram, draft_model, eagle, eagle3, or a --speculative-algorithm name"
-            )
-        if speculation.model is None and algo in _NEEDS_PATH:
-            raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's or head's path)")
-        owned, derived = _derived(algo, speculation)
-        extra, left = option_flags(speculation.options, "--speculative-", owned, derived)
-        return [*baseline_cmd, "--speculative-algorithm", algo, *flatten(left), *extra, *speculation.engine_args]
 
-    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
-        return ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", str(port)]
-
-    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-        return None
+def _launch(model: str, port: int, context: int | None) -> list[str] | None:
+    return ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", str(port)]
 
 
 # speculab's experiment names -> SGLang's algorithm names
@@ -154,3 +101,46 @@ def _derived(algo: str, speculation: SpeculationConfig) -> tuple[dict[str, str],
         derived["--speculative-eagle-topk"] = ["1"]
         derived["--speculative-num-draft-tokens"] = [str(k + 1)]
     return owned, derived
+
+
+ADAPTER = EngineAdapter(
+    kind=KIND,
+    executable="python3",
+    metric_prefix="sglang:",
+    latency_histograms=True,
+    acceptance=AcceptanceMetrics(
+        kind="gauges",
+        accept_length_gauge="sglang:spec_accept_length",
+        accept_rate_gauge="sglang:spec_accept_rate",
+        response_fields={
+            "verify_steps": "meta_info.spec_verify_ct",
+            "tokens": "meta_info.completion_tokens",
+            # asked with return_spec_tokens_details (request_fields): the counts themselves
+            "drafts": "sglext.spec_tokens_details.spec_verify_ct",
+            "draft_tokens": "sglext.spec_tokens_details.spec_num_proposed_drafts",
+            "accepted_tokens": "sglext.spec_tokens_details.spec_num_correct_drafts",
+        },
+    ),
+    # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
+    prefix_cache=PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total"),
+    # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
+    cache_reset=CacheReset(("/flush_cache",)),
+    # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)
+    request_fields={"return_spec_tokens_details": True},
+    speculation_flags=frozenset({"--speculative-algo"}),  # short alias seen in older scripts
+    speculation_prefixes=("--speculative-",),
+    context_flags=("--context-length",),
+    starter_grid=(
+        f"  # {_CUDA_NOTE}\n{NGRAM_GRID}"
+        "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}   # or eagle3, draft_model\n"
+    ),
+    starter_note=_CUDA_NOTE,
+    ngram_lookup=True,
+    experiment_names={v: k for k, v in _ALGORITHMS.items()},
+    # it renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
+    lookup_keys_checked=True,
+    declares=_RELEASE,
+    known_methods=_KNOWN,
+    candidate=_candidate,
+    launch=_launch,
+)

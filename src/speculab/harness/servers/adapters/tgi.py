@@ -14,21 +14,15 @@ Acceptance: the Prometheus histogram `tgi_request_skipped_tokens` (speculated to
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
-    ByLoad,
-    CacheReset,
+    EngineAdapter,
     HelpRelease,
     KnownMethods,
-    PrefixCacheMetrics,
-    PythonRelease,
-    refuse_if_speculating,
     stripped_release,
     unsupported,
 )
@@ -75,65 +69,46 @@ def without_plain_speculate(baseline_cmd: Sequence[str]) -> tuple[list[str], boo
     return out, found
 
 
-@dataclass(frozen=True, slots=True)
-class TgiAdapter:
-    kind: str = KIND
-    health_path: str = "/health"
-    metric_prefix: str | None = "tgi_"
-    acceptance: AcceptanceMetrics = field(
-        default_factory=lambda: AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens")
-    )
-    prefix_cache: PrefixCacheMetrics | None = None
-    cache_reset: CacheReset | None = None
-    request_fields: Mapping[str, Any] = field(default_factory=dict)
-    keep_alive: bool = True
-    speculation_flags: frozenset[str] = frozenset({"--speculate"})
-    speculation_prefixes: tuple[str, ...] = ()
-    aliases: dict[str, str] = field(default_factory=dict)
+def _candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    base, plain = without_plain_speculate(baseline_cmd)
+    if speculation.method not in METHODS:
+        raise unsupported(adapter.kind, speculation, f"{', '.join(METHODS)} (all via --speculate)")
+    if speculation.method in HEAD_METHODS and not plain:
+        raise UserError(
+            f"speculation.method {speculation.method} on TGI: add `--speculate 0` to baseline.launch.command (TGI "
+            f"speculates with all the heads of a checkpoint that ships them unless told 0); serve the "
+            f"{speculation.method} checkpoint itself as --model-id"
+        )
+    if speculation.options or speculation.model:
+        key = "options" if speculation.options else "model"
+        raise UserError(
+            f"speculation.{key}: TGI takes no speculation options but --speculate N (the heads come from the "
+            "served checkpoint, --model-id); remove it"
+        )
+    return [*base, "--speculate", str(speculation.num_speculative_tokens), *speculation.engine_args]
+
+
+def _launch(model: str, port: int, context: int | None) -> list[str] | None:
+    return ["text-generation-launcher", "--model-id", model, "--port", str(port)]
+
+
+ADAPTER = EngineAdapter(
+    kind=KIND,
+    executable="text-generation-launcher",
+    metric_prefix="tgi_",
+    acceptance=AcceptanceMetrics(kind="histogram", accepted_tokens="tgi_request_skipped_tokens"),
+    speculation_flags=frozenset({"--speculate"}),
     # a checkpoint that ships heads speculates with all of them unless told 0: that is its plain arm
-    plain_values: Mapping[str, str] = field(default_factory=lambda: {"--speculate": "0"})
-    context_flags: tuple[str, ...] = ("--max-total-tokens",)
-    starter_grid: str | None = (
+    plain_values={"--speculate": "0"},
+    context_flags=("--max-total-tokens",),
+    starter_grid=(
         "  - {method: ngram, num_speculative_tokens: 2}    # TGI: --speculate k (n-gram, or Medusa heads)\n"
         "  - {method: ngram, num_speculative_tokens: 4}\n"
-    )
-    starter_note: str | None = None
-    ngram_lookup: bool = False
-    json_config: bool = False
-    experiment_names: Mapping[str, str] | None = field(default_factory=lambda: {"ngram": "ngram"})
-    fixed_k: Mapping[str, int] = field(default_factory=dict)
-    heads_from_target: frozenset[str] = HEAD_METHODS
-    draft_vocab_prefix: str | None = None
-    lookup_keys_checked: bool = False
-    executable: str = "text-generation-launcher"
-    declares: PythonRelease | HelpRelease | None = field(
-        default_factory=lambda: HelpRelease(methods_from_help, _help_flags, stripped_release)
-    )
-    known_methods: KnownMethods | None = _KNOWN
-    server_lists_methods: bool = False
-    says_config: bool = False
-
-    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-        base, plain = without_plain_speculate(baseline_cmd)
-        refuse_if_speculating(self, base)
-        if speculation.method not in METHODS:
-            raise unsupported(self.kind, speculation, f"{', '.join(METHODS)} (all via --speculate)")
-        if speculation.method in HEAD_METHODS and not plain:
-            raise UserError(
-                f"speculation.method {speculation.method} on TGI: add `--speculate 0` to baseline.launch.command (TGI "
-                f"speculates with all the heads of a checkpoint that ships them unless told 0); serve the "
-                f"{speculation.method} checkpoint itself as --model-id"
-            )
-        if speculation.options or speculation.model:
-            key = "options" if speculation.options else "model"
-            raise UserError(
-                f"speculation.{key}: TGI takes no speculation options but --speculate N (the heads come from the "
-                "served checkpoint, --model-id); remove it"
-            )
-        return [*base, "--speculate", str(speculation.num_speculative_tokens), *speculation.engine_args]
-
-    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
-        return ["text-generation-launcher", "--model-id", model, "--port", str(port)]
-
-    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-        return None
+    ),
+    experiment_names={"ngram": "ngram"},
+    heads_from_target=HEAD_METHODS,
+    declares=HelpRelease(methods_from_help, _help_flags, stripped_release),
+    known_methods=_KNOWN,
+    candidate=_candidate,
+    launch=_launch,
+)

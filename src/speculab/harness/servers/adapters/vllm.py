@@ -5,20 +5,18 @@ Acceptance from Prometheus counters `vllm:spec_decode_*_total`, diffed around ea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
 
 from speculab.config import SpeculationConfig
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
     CacheReset,
-    HelpRelease,
+    EngineAdapter,
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
-    refuse_if_speculating,
 )
 
 KIND = "vllm"
@@ -33,13 +31,16 @@ NGRAM_GRID = (
 DRAFT_LINE = "  # - {method: draft_model, num_speculative_tokens: 4, model: /path/to/draft}   # same tokenizer\n"
 
 
-def counters(prefix: str) -> AcceptanceMetrics:
+def counters(prefix: str, **response_fields: str) -> AcceptanceMetrics:
+    """vLLM's counter names under `prefix` (speculab's engine and llama.cpp count the same way); `response_fields`:
+    meaning -> where each response carries its own count."""
     return AcceptanceMetrics(
         kind="counters",
         drafts=f"{prefix}:spec_decode_num_drafts_total",
         draft_tokens=f"{prefix}:spec_decode_num_draft_tokens_total",
         accepted_tokens=f"{prefix}:spec_decode_num_accepted_tokens_total",
         accepted_per_position=f"{prefix}:spec_decode_num_accepted_tokens_per_pos_total",
+        response_fields=response_fields,
     )
 
 
@@ -76,26 +77,58 @@ _RELEASE = PythonRelease(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class VllmAdapter:
-    kind: str = KIND
-    health_path: str = "/health"
-    metric_prefix: str | None = "vllm:"
-    acceptance: AcceptanceMetrics = field(default_factory=lambda: counters("vllm"))
-    prefix_cache: PrefixCacheMetrics | None = field(
-        default_factory=lambda: PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total")
-    )
+def json_candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    """The baseline with `--speculative-config JSON` (vLLM's keys; speculab's engine takes the same)."""
+    return [*baseline_cmd, "--speculative-config", speculation.speculative_config_json(), *speculation.engine_args]
+
+
+def max_model_len(context: int | None) -> list[str]:
+    """The context flag of vLLM's command line (and speculab's engine's), when a context is said."""
+    return ["--max-model-len", str(context)] if context is not None else []
+
+
+def _launch(model: str, port: int, context: int | None) -> list[str] | None:
+    return [
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--port",
+        str(port),
+        *max_model_len(context),
+    ]
+
+
+def _by_load(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
+    """A batch-size schedule of k (`num_speculative_tokens_per_batch_size`) when only k changes."""
+    if not (b.same and release_tuple(b.version) >= VLLM_SCHEDULE_SINCE):
+        return None
+    options = {**b.first.options, "num_speculative_tokens_per_batch_size": b.schedule}
+    sp = replace(b.first, num_speculative_tokens=b.top_k, options=options)
+    return sp, "batch-size schedule", ()
+
+
+ADAPTER = EngineAdapter(
+    kind=KIND,
+    executable="vllm",
+    metric_prefix="vllm:",
+    latency_histograms=True,
+    # with --per-request-spec-decode-metrics, each response's own counts (read by client.speculation_fields)
+    acceptance=counters(
+        "vllm",
+        drafts="metrics.speculative_decoding.num_spec_steps",
+        draft_tokens="metrics.speculative_decoding.num_draft_tokens",
+        accepted_tokens="metrics.speculative_decoding.num_accepted_draft_tokens",
+    ),
+    prefix_cache=PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"),
     # vLLM serves /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1 (its `bench sweep` resets this way); its
     # /reset_mm_cache and /reset_encoder_cache hold multimodal inputs, which speculab's workloads never send
-    cache_reset: CacheReset | None = field(
-        default_factory=lambda: CacheReset(("/reset_prefix_cache",), {"VLLM_SERVER_DEV_MODE": "1"})
-    )
-    request_fields: Mapping[str, Any] = field(default_factory=dict)
-    keep_alive: bool = True
+    cache_reset=CacheReset(("/reset_prefix_cache",), {"VLLM_SERVER_DEV_MODE": "1"}),
     # --speculative-config today, and --per-request-spec-decode-metrics (0.32: each response carries its own
     # acceptance; vLLM refuses it without speculation, so only a candidate can carry it, via engine_args); the rest
     # are the pre-0.8 spellings, so an old baseline's speculation is caught.
-    speculation_flags: frozenset[str] = frozenset(
+    speculation_flags=frozenset(
         {
             "--speculative-config",
             "--per-request-spec-decode-metrics",
@@ -106,41 +139,17 @@ class VllmAdapter:
             "--speculative-draft-tensor-parallel-size",
             "--spec-decoding-acceptance-method",
         }
-    )
-    speculation_prefixes: tuple[str, ...] = ()
-    aliases: dict[str, str] = field(default_factory=dict)
-    plain_values: Mapping[str, str] = field(default_factory=dict)
-    context_flags: tuple[str, ...] = ("--max-model-len",)
-    starter_grid: str | None = (
+    ),
+    context_flags=("--max-model-len",),
+    starter_grid=(
         f"{NGRAM_GRID}{DRAFT_LINE}"
         "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n"
-    )
-    starter_note: str | None = None
-    ngram_lookup: bool = True
-    json_config: bool = True
-    experiment_names: Mapping[str, str] | None = None
-    fixed_k: Mapping[str, int] = field(default_factory=dict)
-    heads_from_target: frozenset[str] = frozenset()
-    draft_vocab_prefix: str | None = None
-    lookup_keys_checked: bool = False
-    executable: str = "vllm"
-    declares: PythonRelease | HelpRelease | None = _RELEASE
-    known_methods: KnownMethods | None = _KNOWN
-    server_lists_methods: bool = False
-    says_config: bool = False
-
-    def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-        refuse_if_speculating(self, baseline_cmd)
-        return [*baseline_cmd, "--speculative-config", speculation.speculative_config_json(), *speculation.engine_args]
-
-    def launch_command(self, model: str, port: int, context: int | None) -> list[str] | None:
-        ctx = ["--max-model-len", str(context)] if context is not None else []
-        return ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--port", str(port), *ctx]
-
-    def by_load(self, b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-        """A batch-size schedule of k (`num_speculative_tokens_per_batch_size`) when only k changes."""
-        if not (b.same and release_tuple(b.version) >= VLLM_SCHEDULE_SINCE):
-            return None
-        options = {**b.first.options, "num_speculative_tokens_per_batch_size": b.schedule}
-        sp = replace(b.first, num_speculative_tokens=b.top_k, options=options)
-        return sp, "batch-size schedule", ()
+    ),
+    ngram_lookup=True,
+    json_config=True,
+    declares=_RELEASE,
+    known_methods=_KNOWN,
+    candidate=json_candidate,
+    launch=_launch,
+    load_form=_by_load,
+)

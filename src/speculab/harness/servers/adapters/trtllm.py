@@ -1,0 +1,110 @@
+"""TensorRT-LLM's `trtllm-serve MODEL --host H --port P --extra_llm_api_options FILE.yaml`: speculation is the
+`speculative_config` mapping of that YAML file (its LLM API's `DecodingBaseConfig`s), never a flag of its own:
+`decoding_type` (NGram, DraftTarget, Eagle, MTP, or another name of the release's), `max_draft_len` (k),
+`speculative_model_dir` (the draft model or EAGLE head), `max_matching_ngram_size` (NGram's n),
+`num_nextn_predict_layers` (MTP's k). `options` are more keys of that mapping, verbatim.
+
+The candidate's file is written by speculab (`candidate_files`: named by its content, so one speculation is one
+file); a baseline that already passes its own options file is refused, since trtllm-serve reads one.
+
+Acceptance: per response, per choice, when the server reports it (off by default): `speculative_decoding`
+{num_spec_steps, total_draft_tokens, total_accepted_draft_tokens, acceptance_rate, acceptance_histogram,
+num_spec_tokens}, beside `avg_decoded_tokens_per_iter` (its acceptance length, bonus token included). Its Prometheus
+names start `trtllm_` (`trtllm_prompt_tokens_total`, `trtllm_prompt_cached_tokens_total`, ...). docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from speculab.config import KNOWN_METHODS, SpeculationConfig
+from speculab.errors import UserError
+from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter, PrefixCacheMetrics, unsupported
+
+KIND = "trtllm"
+OPTIONS_FLAG = "--extra_llm_api_options"
+# speculab's experiment names -> TensorRT-LLM's decoding_type
+_DECODING_TYPES = {"ngram": "NGram", "draft_model": "DraftTarget", "eagle": "Eagle", "eagle3": "Eagle", "mtp": "MTP"}
+_NEEDS_MODEL = frozenset({"DraftTarget", "Eagle", "Eagle3"})
+# where speculab keeps the option files it writes for candidates (one per speculation, named by its content)
+FILES_DIR = Path(tempfile.gettempdir()) / "speculab-trtllm"
+
+
+def speculative_config(speculation: SpeculationConfig) -> dict[str, Any]:
+    """The `speculative_config` mapping for this speculation, in TensorRT-LLM's keys; an option that repeats a key
+    the entry's own fields set is refused, so one setting has one place."""
+    decoding = _DECODING_TYPES.get(speculation.method, speculation.method)
+    if speculation.method in KNOWN_METHODS and speculation.method not in _DECODING_TYPES:
+        raise unsupported(KIND, speculation, "ngram, draft_model, eagle, eagle3, mtp, or a decoding_type name")
+    if speculation.model is None and decoding in _NEEDS_MODEL:
+        raise UserError(f"speculation.method {speculation.method} needs `model` (the draft model's or head's path)")
+    # MTP's k is how many next-n layers it runs; every other type drafts up to max_draft_len
+    k_key = "num_nextn_predict_layers" if decoding == "MTP" else "max_draft_len"
+    config: dict[str, Any] = {"decoding_type": decoding, k_key: speculation.num_speculative_tokens}
+    if speculation.model is not None:
+        config["speculative_model_dir"] = str(speculation.model)
+    if speculation.prompt_lookup_max is not None:  # NGram: the longest n-gram it matches
+        config["max_matching_ngram_size"] = speculation.prompt_lookup_max
+    for key, value in speculation.options.items():
+        if key in config:
+            raise UserError(f"speculation.options.{key}: speculab derives {key} from the entry; remove it from options")
+        config[key] = value
+    return config
+
+
+def options_yaml(speculation: SpeculationConfig) -> str:
+    """The candidate's extra-options file: `speculative_config` and nothing else."""
+    return yaml.safe_dump({"speculative_config": speculative_config(speculation)}, sort_keys=True)
+
+
+def options_path(text: str) -> Path:
+    return FILES_DIR / f"speculation-{hashlib.sha256(text.encode()).hexdigest()[:16]}.yaml"
+
+
+def _candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
+    return [*baseline_cmd, OPTIONS_FLAG, str(options_path(options_yaml(speculation))), *speculation.engine_args]
+
+
+def _files(speculation: SpeculationConfig) -> Mapping[str, str]:
+    text = options_yaml(speculation)
+    return {str(options_path(text)): text}
+
+
+def _launch(model: str, port: int, context: int | None) -> list[str] | None:
+    ctx = ["--max_seq_len", str(context)] if context is not None else []
+    return ["trtllm-serve", model, "--host", "127.0.0.1", "--port", str(port), *ctx]
+
+
+ADAPTER = EngineAdapter(
+    kind=KIND,
+    metric_prefix="trtllm_",
+    acceptance=AcceptanceMetrics(
+        kind="per_response",
+        response_fields={
+            "drafts": "choices.speculative_decoding.num_spec_steps",
+            "draft_tokens": "choices.speculative_decoding.total_draft_tokens",
+            "accepted_tokens": "choices.speculative_decoding.total_accepted_draft_tokens",
+        },
+    ),
+    # prompt tokens served from the KV cache / all prompt tokens (its metrics collector's names; not seen here)
+    prefix_cache=PrefixCacheMetrics("trtllm_prompt_cached_tokens_total", "trtllm_prompt_tokens_total"),
+    # its speculation lives in the options file: the file is the one speculation flag (a plain baseline has none)
+    speculation_flags=frozenset({OPTIONS_FLAG}),
+    context_flags=("--max_seq_len",),
+    executable="trtllm-serve",
+    starter_grid=(
+        "  - {method: ngram, num_speculative_tokens: 2}    # speculative_config: {decoding_type: NGram}\n"
+        "  - {method: ngram, num_speculative_tokens: 4}\n"
+        "  # - {method: eagle3, num_speculative_tokens: 3, model: /path/to/eagle3-head}   # or draft_model, mtp\n"
+    ),
+    experiment_names={v: k for k, v in _DECODING_TYPES.items() if k != "eagle3"},
+    candidate=_candidate,
+    candidate_files=_files,
+    launch=_launch,
+)
