@@ -10,8 +10,9 @@ import pytest
 from rich.console import Console
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
-from speculab.cli.ab import _render
+from speculab.cli.ab import _Screen
 from speculab.harness.design import LevelSpec
+from speculab.harness.gates.asked import report_options
 from speculab.harness.results.ab_dir import save_inputs
 from speculab.harness.results.ab_run import ABRun
 
@@ -20,7 +21,9 @@ LOADS = (LevelSpec("concurrency", 1, ("low", "sweep")), LevelSpec("concurrency",
 
 def _said(capsys: pytest.CaptureFixture[str], out: Path, inputs: ABRun) -> tuple[str, str]:
     save_inputs(out, inputs)
-    _render(Console(stderr=True, color_system=None, soft_wrap=True), out, interrupted=True)  # as `speculab run` does
+    screen = _Screen()
+    screen.console = Console(stderr=True, color_system=None, soft_wrap=True)
+    screen.report(out, report_options(allow_python_checks=False), interrupted=True)  # as `speculab run` does
     said = capsys.readouterr()
     return said.out, said.err
 

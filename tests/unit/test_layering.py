@@ -342,3 +342,27 @@ def test_engine_response_fields_and_metric_prefixes_live_in_the_adapters():
             found += words
     assert home >= 10, "the scan finds the adapters' own words: it reads what it should"
     assert len(found) <= _ENGINE_WORD_BUDGET, f"engine words outside the adapters ({len(found)}): {found}"
+
+
+# What the CLI may read of the harness: the words and defaults of its flags' help (the engines' names, the default
+# error rate) and `speculab workload`, which only loads and lists (no command of its own). Everything else it reaches
+# through a command: a harness module added here is orchestration that belongs in `speculab.commands`.
+_CLI_READS_OF_THE_HARNESS = {
+    "speculab.harness.analysis.metrics",
+    "speculab.harness.servers.adapters",
+    "speculab.harness.servers.adapters.speculab",
+    "speculab.harness.workload.builtin",
+    "speculab.harness.workload.sources",
+}
+
+
+def test_the_cli_keeps_flags_and_reaches_the_harness_through_the_commands():
+    reached = {
+        t
+        for module, targets in _imports().items()
+        if module.startswith("speculab.cli")
+        for t in targets
+        if t.startswith("speculab.harness")
+    }
+    assert reached, "the test reads the imports it guards"
+    assert reached <= _CLI_READS_OF_THE_HARNESS, sorted(reached - _CLI_READS_OF_THE_HARNESS)

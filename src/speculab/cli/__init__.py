@@ -1,15 +1,14 @@
-"""argv -> config -> library call -> exit code. Nothing else lives here.
+"""argv -> a typed flag record -> a command -> exit code. Nothing else lives here.
 
-Each command parses and validates its flags, calls one library function, prints through
-`speculab.report.console`, and maps `UserError` to a one-line message and an exit code. The typer app and what
-every command shares are here; the commands live by what they do: `measure` (bench, workload, diagnose), `serve`
-(serve, mock-server), `ab` (run, compare, init, demo, report).
+Each typer function declares its flags, hands them as one record to its command (`speculab.commands`) with a screen
+that presents through `speculab.report`, and `main` maps the errors a command raises to one line and an exit code.
+The typer app and what every command shares are here; the commands' flags live by what they do: `measure` (bench,
+workload, diagnose), `serve` (serve, mock-server), `ab` (run, compare, init, methods, demo, report).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,7 +17,7 @@ from rich.markup import escape
 
 from speculab import NAME, __version__
 from speculab.cli import help_format  # noqa: F401 - switches in --help show no "<bool>" (help_format.py says why)
-from speculab.errors import ErrorRateExceeded, UserError, disk_error
+from speculab.errors import UserError, disk_error
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -55,12 +54,6 @@ def _max_error_rate() -> Any:
     from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 
     return typer.Option(DEFAULT_MAX_ERROR_RATE, "--max-error-rate", min=0.0, max=1.0, help=_MAX_ERROR_HELP)
-
-
-def _check_error_gate(why: str | None, where: Path | None) -> None:
-    """Exit 4 with one line when the error gate failed (results were written and printed before)."""
-    if why is not None:
-        raise ErrorRateExceeded(why + (f"; what was measured is in {where}" if where is not None else ""))
 
 
 @app.callback()

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from speculab.cli import _FIT_HELP, _check_error_gate, _max_error_rate, app, err_console
-from speculab.errors import EndpointError, WorkerLost
+from speculab.cli import _FIT_HELP, _max_error_rate, app, err_console
 from speculab.harness.servers.adapters import engine_kinds
 
 
@@ -69,10 +69,8 @@ def bench(  # long: one line per flag (typer reads the signature), then the type
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Measure one OpenAI-compatible endpoint: TTFT, TPOT, gaps, stalls, throughput, errors, acceptance."""
-    from speculab.commands.bench.options import BenchFlags, bench_config_from_flags
-    from speculab.commands.bench.run import run_bench_interruptible
-    from speculab.harness.analysis.metrics import error_gate
-    from speculab.report.console.bench import BenchProgress, print_bench_summary
+    from speculab.commands.bench.command import bench_command
+    from speculab.commands.bench.options import BenchFlags
 
     flags = BenchFlags(
         url=url,
@@ -114,20 +112,9 @@ def bench(  # long: one line per flag (typer reads the signature), then the type
         scrape=scrape,
         max_error_rate=max_error_rate,
     )
-    cfg, items, count_tokens = bench_config_from_flags(flags, argv=sys.argv)
-    console = Console()
-    with BenchProgress(console) as progress:
-        result = run_bench_interruptible(cfg, items, on_progress=progress.update, count_tokens=count_tokens)
-    print_bench_summary(console, result.summary, result.run_dir)
-    if result.server_gone is not None:  # stopped as `run` stops on a dead server: what was measured is kept
-        raise EndpointError(result.server_gone)
-    if result.workers_lost is not None:  # a load host dropped out: the others finished, what was sent is kept
-        raise WorkerLost(result.workers_lost)
-    if result.interrupted:
+    if bench_command(flags, _BenchScreen()).interrupted:
         err_console.print("interrupted: results of the part that ran are on disk")
         raise typer.Exit(130)
-    c = result.summary["counts"]
-    _check_error_gate(error_gate(c["error"], c["sent"], c["errors_by_category"], max_error_rate), result.run_dir)
 
 
 # --- workload: list the built-in sets, or load and check a workload without sending anything ---------------------
@@ -205,11 +192,8 @@ def diagnose(  # long: one line per flag (typer reads the signature), then the t
     max_error_rate: float = _max_error_rate(),
 ) -> None:
     """Which latency problem is this: cold start, queueing, long prompts (prefill) or generation (decode)?"""
-    from speculab.commands.diagnose.options import DiagnoseFlags, diagnose_config_from_flags
-    from speculab.commands.diagnose.run import diagnose_interruptible
-    from speculab.harness.analysis.metrics import error_gate
-    from speculab.report.console.diagnosis import print_diagnosis
-    from speculab.report.html.diagnosis import write_diagnosis_page
+    from speculab.commands.diagnose.command import diagnose_command
+    from speculab.commands.diagnose.options import DiagnoseFlags
 
     flags = DiagnoseFlags(
         url=url,
@@ -245,20 +229,43 @@ def diagnose(  # long: one line per flag (typer reads the signature), then the t
         scrape=scrape,
         max_error_rate=max_error_rate,
     )
-    cfg = diagnose_config_from_flags(flags, argv=sys.argv)
-    console = Console()
-
-    def phase(text: str) -> None:
-        err_console.print(f"[dim]{escape(text)}[/]", highlight=False)
-
-    result = diagnose_interruptible(cfg, on_phase=phase)
-    if result.run_dir is not None:
-        write_diagnosis_page(result.run_dir, result.document)
-    print_diagnosis(console, result.document, result.run_dir)
-    if result.interrupted:
+    if diagnose_command(flags, _DiagnoseScreen()).interrupted:
         err_console.print("interrupted: the diagnosis of the phases that ran is on disk")
         raise typer.Exit(130)
-    measured = [r for r in result.records if not r.warmup]
-    failed = [r for r in measured if r.error is not None]
-    by_cat = Counter(r.error.category.value for r in failed)  # type: ignore[union-attr]
-    _check_error_gate(error_gate(len(failed), len(measured), by_cat, max_error_rate), result.run_dir)
+
+
+class _BenchScreen:
+    """`speculab bench`'s progress bar and summary, with the report package (the command's `BenchScreen`)."""
+
+    def __init__(self) -> None:
+        self.console = Console()
+
+    @contextmanager
+    def progress(self) -> Iterator[Any]:
+        from speculab.report.console.bench import BenchProgress
+
+        with BenchProgress(self.console) as bar:
+            yield bar.update
+
+    def summary(self, summary: dict[str, Any], run_dir: Path) -> None:
+        from speculab.report.console.bench import print_bench_summary
+
+        print_bench_summary(self.console, summary, run_dir)
+
+
+class _DiagnoseScreen:
+    """`speculab diagnose`'s phases and diagnosis (its page written beside diagnosis.json), with the report package."""
+
+    def __init__(self) -> None:
+        self.console = Console()
+
+    def phase(self, text: str) -> None:
+        err_console.print(f"[dim]{escape(text)}[/]", highlight=False)
+
+    def diagnosis(self, document: dict[str, Any], run_dir: Path | None) -> None:
+        from speculab.report.console.diagnosis import print_diagnosis
+        from speculab.report.html.diagnosis import write_diagnosis_page
+
+        if run_dir is not None:
+            write_diagnosis_page(run_dir, document)
+        print_diagnosis(self.console, document, run_dir)

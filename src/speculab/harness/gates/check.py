@@ -1,0 +1,61 @@
+"""The gates, checked after everything is written: `--fail-on`'s answers (exit 5, `AnswerMatched`) and the error
+gate (exit 4, `ErrorRateExceeded`), for an A/B report and a run-level comparison alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from speculab.config.experiment import DEFAULT_DECIDE_ON
+from speculab.errors import AnswerMatched, ErrorRateExceeded, UserError
+from speculab.harness.gates.asked import parse_decide_on
+from speculab.harness.verdict.build import headline_answers, report_error_gate
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, RunLevelReport, run_level_answers
+
+
+def check_error_gate(why: str | None, where: Path | None) -> None:
+    """Exit 4 with one line when the error gate failed (results were written and printed before)."""
+    if why is not None:
+        raise ErrorRateExceeded(why + (f"; what was measured is in {where}" if where is not None else ""))
+
+
+def check_fail_on(answers: Iterable[tuple[str, str]], asked: tuple[str, ...], out: Path) -> None:
+    """The one `--fail-on` line: exit 5 naming the answers that matched (at most three, then how many more)."""
+    hits = [f"{where}: {answer}" for answer, where in answers if answer in asked]
+    if hits:
+        more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+        raise AnswerMatched(f"--fail-on {','.join(asked)}: {'; '.join(hits[:3])}{more}; the report is in {out}")
+
+
+def check_report(report: Report, options: ReportOptions, out: Path, fail_on: tuple[str, ...] = ()) -> None:
+    """An A/B report's gates: `--fail-on` first (the user named the answers that fail their gate, errors too), then
+    the error gate."""
+    check_fail_on(headline_answers(report), fail_on, out)
+    check_error_gate(report_error_gate(report, options.max_error_rate), out)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLevelGate:
+    """--fail-on / --decide-on / --max-error-rate for a run-level comparison (summary-only files): the deciding
+    metric's median figure at each load and each run's lost requests are its answers; correctness ("worse") is not in
+    such files, so asking for it is refused rather than passing a gate that could never fail."""
+
+    asked: tuple[str, ...]
+    decide_on: str | None
+    max_error_rate: float
+
+    def __post_init__(self) -> None:  # a misspelt --decide-on is one line before anything is written
+        parse_decide_on(self.decide_on)
+
+    def check(self, report: RunLevelReport, out: Path) -> None:
+        if not self.asked:
+            return
+        if cannot := [a for a in self.asked if a in RUN_LEVEL_UNANSWERABLE]:
+            raise UserError(
+                f"--fail-on {','.join(cannot)}: summary-only files hold no outputs, so correctness cannot be checked "
+                "run by run; leave it out, or compare files with per-request outputs"
+            )
+        deciding = parse_decide_on(self.decide_on) or DEFAULT_DECIDE_ON
+        check_fail_on(run_level_answers(report, deciding, self.max_error_rate), self.asked, out)
