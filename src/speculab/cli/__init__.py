@@ -2,63 +2,25 @@
 
 Each typer function declares its flags, hands them as one record to its command (`speculab.commands`) with a screen
 that presents through `speculab.report`, and `main` maps the errors a command raises to one line and an exit code.
-The typer app and what every command shares are here; the commands' flags live by what they do: `measure` (bench,
+The typer app and what every command shares are in `app.py`; the commands' flags live by what they do: `measure` (bench,
 workload, diagnose), `serve` (serve, mock-server), `ab` (run, compare, init, methods, demo, report).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from speculab import NAME, __version__
-from speculab.cli import help_format  # noqa: F401 - switches in --help show no "<bool>" (help_format.py says why)
+from speculab import NAME
+from speculab.cli.app import app, err_console
 from speculab.errors import UserError, disk_error
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # pragma: no cover - older typer on real click
     from click.exceptions import NoArgsIsHelpError, UsageError
-
-app = typer.Typer(
-    name=NAME,
-    help="Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-err_console = Console(stderr=True)
-
-
-@app.command()
-def version() -> None:
-    """Print speculab's version."""
-    typer.echo(__version__)
-
-
-# --- commands are registered in the modules below (imported at the end), one block each ---
-# A command's parameters are its flags (typer declares one per line), so the long signatures below are
-# declarations, not logic: each body parses, calls one library function, prints, and maps the outcome to an exit code.
-
-_FIT_HELP = "Prompts that cannot fit the context with max_tokens: skip (leave out) | cap (lower max_tokens) | refuse"
-_MAX_ERROR_HELP = (
-    "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
-)
-
-
-def _max_error_rate() -> Any:
-    from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
-
-    return typer.Option(DEFAULT_MAX_ERROR_RATE, "--max-error-rate", min=0.0, max=1.0, help=_MAX_ERROR_HELP)
-
-
-@app.callback()
-def _root() -> None:
-    """Does speculative decoding make my LLM endpoint faster and cheaper - and is it still correct?"""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,10 +49,12 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-# the commands register themselves on `app` when imported (after everything they import from here is defined), in
-# the order `--help` lists them: measure one endpoint, serve one, then the A/B
+# the commands register themselves on `app` (cli/app.py) when imported, in the order `--help` lists them: measure
+# one endpoint, serve one, then the A/B
 # isort: off
 from speculab.cli import measure  # noqa: E402,F401
 from speculab.cli import serve  # noqa: E402,F401
 from speculab.cli import ab  # noqa: E402,F401
 # isort: on
+
+__all__ = ["app", "main"]

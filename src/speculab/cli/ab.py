@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from speculab.cli import _max_error_rate, app
+from speculab.cli.app import _max_error_rate, app
 from speculab.harness.servers.adapters import askable_engines
 from speculab.harness.servers.adapters.speculab import KIND as EMBEDDED_ENGINE
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from speculab.cli import _FIT_HELP, _max_error_rate, app, err_console
+from speculab.cli.app import _FIT_HELP, _max_error_rate, app, err_console
 from speculab.harness.servers.adapters import engine_kinds
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from speculab.cli import app, err_console
+from speculab.cli.app import app, err_console
 from speculab.errors import UserError
 
 

@@ -22,14 +22,21 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import torch
 
 from speculab.engine.sequence import Sequence
 
-if TYPE_CHECKING:
-    from speculab.engine.engine import Engine
+
+class EngineState(Protocol):
+    """What a batched call may change on the engine besides its sequences (`Engine` has it): the sampling RNG and the
+    token counters. A protocol, so this module needs nothing of engine.py, which calls it."""
+
+    generator: torch.Generator
+    num_prompt_tokens_total: int
+    num_generation_tokens_total: int
+
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +88,7 @@ class Checkpoint:
     generation_tokens: int
 
     @classmethod
-    def take(cls, engine: Engine, seqs: list[Sequence]) -> Checkpoint:
+    def take(cls, engine: EngineState, seqs: list[Sequence]) -> Checkpoint:
         return cls(
             tuple(_SeqState.of(s) for s in seqs),
             engine.generator.get_state(),
@@ -89,7 +96,7 @@ class Checkpoint:
             engine.num_generation_tokens_total,
         )
 
-    def restore(self, engine: Engine) -> None:
+    def restore(self, engine: EngineState) -> None:
         for st in self.seqs:
             st.restore()
         engine.generator.set_state(self.rng)
@@ -98,7 +105,7 @@ class Checkpoint:
 
 
 def run_isolated(
-    engine: Engine,
+    engine: EngineState,
     items: list[T],
     run: Callable[[list[T]], list[Sequence]],
     seq_of: Callable[[T], Sequence],
