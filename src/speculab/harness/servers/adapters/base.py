@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -10,7 +11,9 @@ from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.records import AcceptanceSummary, RequestRecord, ResponseReading
 from speculab.harness.servers.adapters.flags import CommandDiff, command_diff, is_speculation_flag, parse_command
+from speculab.protocol.chunks import EngineFields, as_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +33,8 @@ class AcceptanceMetrics:
     accepted_per_position: str | None = None  # counter with a `position` label
     accept_length_gauge: str | None = None
     accept_rate_gauge: str | None = None
-    response_fields: Mapping[str, str] = field(default_factory=dict)  # meaning -> dotted path in the response
+    # meaning -> dotted path in the response: where its `read_response` finds each count (what docs/engines.md says)
+    response_fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +140,17 @@ def no_load_form(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | 
     return None
 
 
+def no_response_fields(said: EngineFields) -> ResponseReading | None:
+    """An engine whose responses carry no fields of its own."""
+    return None
+
+
+def no_window_acceptance(records: Sequence[RequestRecord], k: int | None) -> AcceptanceSummary | None:
+    """An engine whose responses' counts, where it has any, are whole (`servers.acceptance.from_responses` sums
+    them) or absent."""
+    return None
+
+
 # "Not this engine": what a record says about what an engine lacks. A shared read-only mapping, so that a default
 # cannot be changed through one record and seen in another (a dataclass takes it only through a factory).
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -199,6 +214,12 @@ class EngineAdapter:
     candidate_files: Callable[[SpeculationConfig], Mapping[str, str]] = no_files
     launch: Callable[[str, int, int | None], list[str] | None] = no_launch
     load_form: Callable[[ByLoad], tuple[SpeculationConfig, str, tuple[str, ...]] | None] = no_load_form
+    # one response's own fields -> its speculation counts and what its record keeps (None: none of this engine's
+    # fields); called for every response through `adapters.response_reader`, the one reader the client is handed
+    read_response: Callable[[EngineFields], ResponseReading | None] = no_response_fields
+    # a window's acceptance from what its records kept, for an engine whose per-response counts cannot simply be
+    # summed (llama.cpp's timings: tokens, no steps); None: nothing of the engine's in them
+    window_acceptance: Callable[[Sequence[RequestRecord], int | None], AcceptanceSummary | None] = no_window_acceptance
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed; a baseline that already
@@ -215,6 +236,49 @@ class EngineAdapter:
         """The recommendation as one speculation this engine changes with the load (its form, notes); None: the
         engine has no load-dependent form for it."""
         return self.load_form(b)
+
+
+# --- what adapters share to read a response's own fields ------------------------------------------------------------
+
+
+def checked_scalars(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An engine's per-response scalars as later sums read them: a field named like a count (`*_n`, `*_ct`,
+    `*_tokens`, ...) that is not one is dropped, and so is every non-finite or oversized number and every nested
+    value, so acceptance and prefix-cache sums never meet a string, a NaN or 1e308. What was dropped is listed
+    under `"dropped"`, so a record says the server sent something it could not use."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, v in fields.items():
+        if _is_count_name(str(key)):
+            if as_count(v) is not None:
+                kept[key] = as_count(v)
+            else:
+                dropped.append(str(key)[:80])
+        elif (isinstance(v, str) and len(v) <= 200) or _finite_number(v):
+            kept[key] = v
+        else:
+            dropped.append(str(key)[:80])
+    if dropped:
+        kept["dropped"] = dropped
+    return kept
+
+
+def _is_count_name(key: str) -> bool:
+    return key.endswith(("_n", "_ct", "_tokens", "_accepted", "_num", "_drafts")) or "draft_n" in key
+
+
+def _finite_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return abs(v) <= 2**53
+    return isinstance(v, float) and math.isfinite(v) and abs(v) <= 1e15
+
+
+def object_at(fields: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """fields[key] when it is a JSON object (an engine's extension field, as the wire layer kept it), else None."""
+    v = fields.get(key)
+    return v if isinstance(v, Mapping) else None
 
 
 def diff_for(adapter: EngineAdapter, baseline_cmd: Sequence[str], candidate_cmd: Sequence[str]) -> CommandDiff:

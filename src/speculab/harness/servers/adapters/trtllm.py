@@ -25,7 +25,16 @@ import yaml
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter, PrefixCacheMetrics, unsupported
+from speculab.harness.records import ResponseReading
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    EngineAdapter,
+    PrefixCacheMetrics,
+    object_at,
+    unsupported,
+)
+from speculab.harness.servers.adapters.vllm import counts_with_histogram
+from speculab.protocol.chunks import EngineFields
 
 KIND = "trtllm"
 OPTIONS_FLAG = "--extra_llm_api_options"
@@ -76,6 +85,24 @@ def _files(speculation: SpeculationConfig) -> Mapping[str, str]:
     return {str(options_path(text)): text}
 
 
+SOURCE = "trtllm choices[].speculative_decoding"
+# choice 0's fields of its own that a record keeps: the counts, and its acceptance length as it said it
+_CHOICE_KEPT = ("speculative_decoding", "avg_decoded_tokens_per_iter")
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Choice 0's `speculative_decoding`: vLLM's counts under its own names, the same histogram."""
+    kept = {k: said.choice[k] for k in _CHOICE_KEPT if k in said.choice}
+    if not kept:
+        return None
+    sd = object_at(said.choice, "speculative_decoding")
+    spec = None
+    if sd is not None:
+        counts = (sd.get("num_spec_steps"), sd.get("total_draft_tokens"), sd.get("total_accepted_draft_tokens"))
+        spec = counts_with_histogram(counts, sd.get("acceptance_histogram"), SOURCE)
+    return ResponseReading(spec, {"choice": kept})
+
+
 def _launch(model: str, port: int, context: int | None) -> list[str] | None:
     ctx = ["--max_seq_len", str(context)] if context is not None else []
     return ["trtllm-serve", model, "--host", "127.0.0.1", "--port", str(port), *ctx]
@@ -107,4 +134,5 @@ ADAPTER = EngineAdapter(
     candidate=_candidate,
     candidate_files=_files,
     launch=_launch,
+    read_response=_read_response,
 )
