@@ -180,6 +180,7 @@ class EngineAdapter:
     # prompt_tokens_total, ...), which the diagnosis reads per phase
     latency_histograms: bool = False
     prefix_cache: PrefixCacheMetrics | None = None  # None: the engine exposes no prefix-cache counters
+    kv_usage_gauges: tuple[str, ...] = ()  # its KV-cache usage gauges (fraction 0..1), first present wins
     cache_reset: CacheReset | None = None  # None: it has no endpoint that empties its caches
     # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)
     request_fields: Mapping[str, Any] = field(default_factory=_none)

@@ -193,6 +193,7 @@ ADAPTER = EngineAdapter(
     ),
     # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
     prefix_cache=PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total"),
+    kv_usage_gauges=("sglang:token_usage",),
     # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
     cache_reset=CacheReset(("/flush_cache",)),
     # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)

@@ -67,6 +67,7 @@ ADAPTER = EngineAdapter(
         accepted_tokens="usage.speculab_spec_decode.accepted_tokens",
     ),
     cache_reset=CacheReset(("/reset_prefix_cache",)),
+    kv_usage_gauges=("speculab:kv_cache_usage_perc",),
     speculation_flags=frozenset({"--speculative-config"}),
     context_flags=("--max-model-len",),
     starter_grid=(

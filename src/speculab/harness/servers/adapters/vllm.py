@@ -162,6 +162,7 @@ ADAPTER = EngineAdapter(
         accepted_tokens="metrics.speculative_decoding.num_accepted_draft_tokens",
     ),
     prefix_cache=PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"),
+    kv_usage_gauges=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),  # the name before 0.8, after it
     # vLLM serves /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1 (its `bench sweep` resets this way); its
     # /reset_mm_cache and /reset_encoder_cache hold multimodal inputs, which speculab's workloads never send
     cache_reset=CacheReset(("/reset_prefix_cache",), {"VLLM_SERVER_DEV_MODE": "1"}),
