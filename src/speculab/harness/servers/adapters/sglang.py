@@ -175,9 +175,8 @@ def _first(fields: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
 
 ADAPTER = EngineAdapter(
     kind=KIND,
-    executable="python3",
     metric_prefix="sglang:",
-    latency_histograms=True,
+    executable="python3",
     acceptance=AcceptanceMetrics(
         kind="gauges",
         accept_length_gauge="sglang:spec_accept_length",
@@ -194,6 +193,7 @@ ADAPTER = EngineAdapter(
     # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
     prefix_cache=PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total"),
     kv_usage_gauges=("sglang:token_usage",),
+    latency_histograms=True,
     # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
     cache_reset=CacheReset(("/flush_cache",)),
     # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)
