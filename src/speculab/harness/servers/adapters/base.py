@@ -99,6 +99,18 @@ class KnownMethods:
     methods: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class HeadsFromTarget:
+    """An engine that runs head methods only from the checkpoint it serves, whose config names the base model loaded
+    under the heads (TGI's Medusa heads and MLP speculator): which methods, and its words for the sentences that say
+    so (`methods.table`)."""
+
+    methods: frozenset[str]
+    name: str  # the engine as a sentence names it
+    model_flag: str  # the flag that names the checkpoint it serves
+    k_flag: str  # the flag that sets k, at most the heads the checkpoint ships
+
+
 def stripped_release(text: str) -> str | None:
     """A `--version` whose whole text is the release."""
     return text.strip() or None
@@ -199,7 +211,7 @@ class EngineAdapter:
     # its own method names -> speculab's experiment names; None: it names methods as an experiment does
     experiment_names: Mapping[str, str] | None = None
     fixed_k: Mapping[str, int] = field(default_factory=_none)  # methods that draft a fixed k, which no flag sets
-    heads_from_target: frozenset[str] = frozenset()  # head methods it runs only from the served checkpoint itself (TGI)
+    heads_from_target: HeadsFromTarget | None = None  # head methods it runs only from the served checkpoint (TGI)
     draft_vocab_prefix: str | None = None  # why it takes a draft whose vocabulary extends the target's; None: unknown
     lookup_keys_checked: bool = False  # prompt_lookup_max/min are checked against its release as options are (SGLang)
     declares: PythonRelease | HelpRelease | None = None  # how its release declares methods; None: it cannot be asked
