@@ -77,8 +77,30 @@ def test_user_mistakes_are_one_line_naming_the_fix() -> None:
         TRT.candidate_command(BASE, SpeculationConfig("draft_model", 3))
     with pytest.raises(UserError, match="remove it from options"):
         TRT.candidate_command(BASE, SpeculationConfig("ngram", 3, options={"max_draft_len": 5}))
-    with pytest.raises(UserError, match=f"speculation flag {OPTIONS_FLAG}"):  # one options file: speculab's
+    with pytest.raises(UserError, match=f"cannot read mine.yaml \\({OPTIONS_FLAG} of baseline.launch.command\\)"):
         TRT.candidate_command([*BASE, OPTIONS_FLAG, "mine.yaml"], SpeculationConfig("ngram", 3))
+
+
+def test_a_baselines_own_options_file_is_merged_into_the_candidates(tmp_path) -> None:
+    """trtllm-serve reads one options file: the candidate's holds the baseline's keys and speculative_config."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("kv_cache_config: {free_gpu_memory_fraction: 0.8}\nmax_batch_size: 64\n")
+    base = [*BASE, f"{OPTIONS_FLAG}={mine}"]
+    spec = SpeculationConfig("ngram", 2)
+    cand, change = derive_candidate(TRT, ServerCommand(tuple(base), 8000), spec, name="ngram-k2")
+    assert list(cand.command).count(OPTIONS_FLAG) == 1 and str(mine) not in " ".join(cand.command)
+    assert _options(list(cand.command)) == {
+        "kv_cache_config": {"free_gpu_memory_fraction": 0.8},
+        "max_batch_size": 64,
+        "speculative_config": {"decoding_type": "NGram", "max_draft_len": 2},
+    }
+    assert change.verified is True  # the options file is the one thing that differs
+    mine.write_text("speculative_config: {decoding_type: NGram, max_draft_len: 4}\n")
+    with pytest.raises(UserError, match=f"{mine} already has speculative_config; remove it"):
+        TRT.candidate_command([*BASE, OPTIONS_FLAG, str(mine)], spec)
+    mine.write_text("- a list\n")
+    with pytest.raises(UserError, match="is not a mapping of LLM API options"):
+        TRT.candidate_command([*BASE, OPTIONS_FLAG, str(mine)], spec)
 
 
 EXPECTED = {

@@ -142,7 +142,7 @@ def no_launch(model: str, port: int, context: int | None) -> list[str] | None:
     return None
 
 
-def no_files(speculation: SpeculationConfig) -> Mapping[str, str]:
+def no_files(baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> Mapping[str, str]:
     """An engine whose candidate command names no file speculab writes."""
     return {}
 
@@ -224,7 +224,10 @@ class EngineAdapter:
     candidate: Callable[[EngineAdapter, Sequence[str], SpeculationConfig], list[str]] = no_candidate
     # the files its candidate command names, path -> text, written before the candidate is launched (TensorRT-LLM
     # reads speculation only from an options file); the command itself stays a pure derivation
-    candidate_files: Callable[[SpeculationConfig], Mapping[str, str]] = no_files
+    candidate_files: Callable[[Sequence[str], SpeculationConfig], Mapping[str, str]] = no_files
+    # speculation flags a plain baseline may carry, whose value the candidate merges speculation into (TensorRT-LLM's
+    # options file): not refused as speculating; the `candidate` hook refuses a value that already speculates
+    merged_flags: frozenset[str] = frozenset()
     launch: Callable[[str, int, int | None], list[str] | None] = no_launch
     load_form: Callable[[ByLoad], tuple[SpeculationConfig, str, tuple[str, ...]] | None] = no_load_form
     # one response's own fields -> its speculation counts and what its record keeps (None: none of this engine's
@@ -314,7 +317,7 @@ def refuse_if_speculating(adapter: EngineAdapter, baseline_cmd: Sequence[str]) -
     # a speculation flag whose value switches speculation off (TGI's `--speculate 0`) is plain decoding
     plain = adapter.plain_values
     for flag, values in parsed.flags.items():
-        if flag in plain and values == (plain[flag],):
+        if (flag in plain and values == (plain[flag],)) or flag in adapter.merged_flags:
             continue
         if is_speculation_flag(flag, adapter.speculation_flags, adapter.speculation_prefixes):
             raise UserError(
