@@ -67,3 +67,18 @@ def test_an_open_loop_schedule_is_the_single_process_one(capsys, tmp_path):
     ws = json.loads((tmp_path / "two" / "manifest.json").read_text())["workers"]
     slack = max(w["start_lag_s"] for w in ws) + 1e-3
     assert max(abs(a - b) for a, b in zip(t1, t2, strict=True)) < slack, slack
+
+
+def test_each_worker_reads_the_engines_own_fields_as_one_process_does(capsys, tmp_path):
+    """The engine's reader travels with the endpoint to each worker: every response's vLLM `metrics` is read into its
+    record's `spec` there, as in the bench's own process."""
+    spec = dict(FAST, num_speculative_tokens=3, per_request_spec_metrics=True, tokens_per_chunk=(1, 2))
+    with mock_process(**spec) as url:
+        for name, extra in (("one", ()), ("two", ("--workers", "2"))):
+            code, _, err = bench(capsys, url, tmp_path / name, "--num-prompts", "8", "--concurrency", "2", *extra)
+            assert code == 0, err
+    one, two = records(tmp_path / "one"), records(tmp_path / "two")
+    assert len(two) == len(one) == 8
+    for r in one + two:
+        assert r["spec"]["source"] == "vllm metrics.speculative_decoding" and r["spec"]["drafts"] > 0, r["spec"]
+    assert sorted(json.dumps(r["spec"]) for r in one) == sorted(json.dumps(r["spec"]) for r in two)

@@ -142,10 +142,10 @@ class RequestRecord:
     error: ErrorInfo | None = None
     warmup: bool = False  # warmup requests are recorded but excluded from results
     stream: bool = True
-    # Per-response speculative-decoding stats when the server reports them (speculab usage extension, vLLM
-    # metrics.speculative_decoding, SGLang meta_info, llama.cpp timings): {"drafts", "draft_tokens",
-    # "accepted_tokens", "source"} (+ "accepted_per_position" from vLLM); None where not reported
-    # (client.speculation_fields). Its key in requests.jsonl is "spec", as it always was.
+    # Per-response speculative-decoding stats when the server reports them, read by the engine's adapter from its
+    # own fields (`ResponseReading`): {"drafts", "draft_tokens", "accepted_tokens", "source"} (+
+    # "accepted_per_position" where the engine gives a histogram); None where not reported. Its key in
+    # requests.jsonl is "spec", as it always was.
     speculation: dict[str, Any] | None = None
     # Token logprobs when requested: list of {"token": str, "logprob": float, "top": {tok: lp}}
     logprobs: tuple[dict[str, Any], ...] | None = None
@@ -230,6 +230,16 @@ class RequestRecord:
 # ---------------------------------------------------------------------------------------------------------------
 # What a launched server and the memory sampler record beside the requests.
 # ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReading:
+    """What an engine's adapter read from one response's own fields (`EngineAdapter.read_response`): its speculation
+    counts in `RequestRecord.speculation`'s shape (None: not reported; a count it did not report is None, never
+    derived), and the fields its record keeps raw in `extra` (bounded, checked where sums read them)."""
+
+    speculation: dict[str, Any] | None = None
+    kept: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 ApiKind = Literal["completions", "chat"]
@@ -56,14 +57,10 @@ class Delta:
     logprobs: tuple[dict[str, Any], ...] | None = None  # one entry per token: {"token", "logprob", "top"}
     error: ErrorObject | None = None
     has_choices: bool = False  # False for a usage-only chunk (choices == [])
-    timings: dict[str, Any] | None = None  # llama.cpp per-response timings (draft_n, draft_n_accepted, ...)
-    metrics: dict[str, Any] | None = None  # vLLM per-request metrics (speculative_decoding, timing), final chunk/body
-    meta_info: dict[str, Any] | None = None  # SGLang meta_info (spec_verify_ct, ...): choices[0] or top level
-    # SGLang `sglext.spec_tokens_details` (asked with return_spec_tokens_details): the body's top level, or a
-    # streamed chunk of its own with no choices, before the usage chunk
-    spec_details: dict[str, Any] | None = None
-    # choice 0's fields outside the OpenAI schema (an engine's own: TensorRT-LLM's `speculative_decoding` and
-    # `avg_decoded_tokens_per_iter`), raw and bounded (`engine_fields`); read by the engine's adapter, not here
+    # the body's (or chunk's) top-level fields outside the OpenAI schema, and choice 0's: an engine's own (llama.cpp's
+    # `timings`, vLLM's `metrics`, SGLang's `sglext` and `meta_info`, TensorRT-LLM's `speculative_decoding`, ...),
+    # raw and bounded (`engine_fields`); read by the engine's adapter (`engine_said`), never here
+    extras: dict[str, Any] | None = None
     choice_extras: dict[str, Any] | None = None
 
     @property
@@ -81,6 +78,22 @@ class Delta:
     @property
     def n_logprob_tokens(self) -> int | None:
         return None if self.logprobs is None else len(self.logprobs)
+
+    @property
+    def engine_said(self) -> EngineFields:
+        """What this response said beyond the OpenAI schema, for the engine's adapter to read."""
+        return EngineFields(self.usage, self.extras or {}, self.choice_extras or {})
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFields:
+    """What a response said beyond the OpenAI schema, as the wire layer kept it (raw, bounded): its usage object
+    (which an engine may extend: speculab's `speculab_spec_decode`), its top-level fields and choice 0's outside the
+    schema. Only an engine's adapter knows what they mean (`EngineAdapter.read_response`)."""
+
+    usage: Mapping[str, Any] | None = None
+    top: Mapping[str, Any] = field(default_factory=dict)
+    choice: Mapping[str, Any] = field(default_factory=dict)
 
 
 # Deeper than any OpenAI body nests (a chat chunk with top logprobs is 5 levels): past it a body is garbage, and
@@ -121,8 +134,8 @@ def _clean(v: Any, depth: int) -> Any:
 
 
 def parse_json(data: str) -> dict[str, Any]:
-    """A chunk or body: a JSON object. Its depth is not checked here: `_parse` keeps no nested value raw but
-    `metrics`, which it checks."""
+    """A chunk or body: a JSON object. Its depth is not checked here: `_parse` keeps no nested value raw but an
+    engine's fields, whose depth `engine_fields` checks."""
     obj = loads_untrusted(data, check_depth=False)
     if not isinstance(obj, dict):
         raise MalformedChunk(f"expected a JSON object, got {type(obj).__name__}: {_clip(data)!r}")
@@ -162,12 +175,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     if err is not None:
         return Delta(error=err)
     usage = _usage(obj.get("usage"))
-    timings = _object(obj, "timings")
-    metrics = _object(obj, "metrics")
-    if metrics is not None:  # kept raw in the record (extra["metrics"]): its depth is checked
-        metrics = _clean(metrics, 1)
-    meta_info = _object(obj, "meta_info")
-    spec_details = _spec_details(obj)
+    extras = engine_fields(obj, _TOP_KEYS)
     choices = obj.get("choices")
     if choices is None:
         choices = []
@@ -176,14 +184,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
     if not choices:
         if usage is None and not stream:
             raise MalformedChunk("response has neither choices nor usage")
-        return Delta(
-            usage=usage,
-            has_choices=False,
-            timings=timings,
-            metrics=metrics,
-            meta_info=meta_info,
-            spec_details=spec_details,
-        )
+        return Delta(usage=usage, has_choices=False, extras=extras)
     c0 = choices[0]
     text, reasoning = _choice_text(c0, api, stream=stream)
     finish = c0.get("finish_reason") or None
@@ -196,10 +197,7 @@ def _parse(obj: dict[str, Any], api: ApiKind, *, stream: bool) -> Delta:
         finish_reason=finish,
         logprobs=_logprobs(c0.get("logprobs"), api),
         has_choices=True,
-        timings=timings,
-        metrics=metrics,
-        meta_info=_object(c0, "meta_info") or meta_info,
-        spec_details=spec_details,
+        extras=extras,
         choice_extras=engine_fields(c0, _CHOICE_KEYS),
     )
 
@@ -218,34 +216,31 @@ def _usage(usage: Any) -> dict[str, Any] | None:
     return usage
 
 
-def _spec_details(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """`sglext.spec_tokens_details`: one object per request, a list of them when n > 1 (the first: the harness
-    asks for one choice). It carries histograms (lists): its depth is checked, as `metrics`'s is."""
-    ext = _object(obj, "sglext")
-    details = ext.get("spec_tokens_details") if ext is not None else None
-    if isinstance(details, list):
-        details = details[0] if details else None
-    return _clean(details, 2) if isinstance(details, dict) else None
-
-
-# What an OpenAI choice carries (and SGLang's meta_info, read on its own): everything else on it is an engine's.
-_CHOICE_KEYS = frozenset({"index", "text", "message", "delta", "logprobs", "finish_reason", "meta_info"})
+# What an OpenAI body, chunk and choice carry: everything else on them is an engine's (`Delta.extras`,
+# `Delta.choice_extras`). `error` is read on its own (`_error`).
+_TOP_KEYS = frozenset(
+    {"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "error"}
+)
+_CHOICE_KEYS = frozenset({"index", "text", "message", "delta", "logprobs", "finish_reason"})
 # An engine's extra fields are untrusted: at most this many, each an object of at most this much JSON, or a number.
 MAX_ENGINE_FIELDS = 16
 MAX_ENGINE_FIELD_CHARS = 16_384
+# An object over the size is not dropped whole: its members that fit are kept, this many levels down (its counts
+# survive a large neighbour, SGLang's per-token logprobs beside its step count); deeper, it is dropped.
+_FIT_LEVELS = 2
 
 
 def engine_fields(obj: dict[str, Any], standard: frozenset[str]) -> dict[str, Any] | None:
     """`obj`'s fields outside `standard` that an engine adds, kept raw but bounded: JSON objects (their depth checked,
-    at most MAX_ENGINE_FIELD_CHARS of JSON) and finite numbers, at most MAX_ENGINE_FIELDS; None when there are none.
-    Nothing here knows an engine: its adapter reads what it names."""
+    at most MAX_ENGINE_FIELD_CHARS of JSON, else their members that fit) and finite numbers, at most
+    MAX_ENGINE_FIELDS; None when there are none. Nothing here knows an engine: its adapter reads what it names."""
     kept: dict[str, Any] = {}
     for key, v in obj.items():
         if key in standard or len(kept) >= MAX_ENGINE_FIELDS:
             continue
         if isinstance(v, dict):
-            v = _clean(v, 2)
-            if len(json.dumps(v)) > MAX_ENGINE_FIELD_CHARS:
+            v = _fitted(_clean(v, 2), _FIT_LEVELS)
+            if v is None:
                 continue
         elif not _bounded_number(v):
             continue
@@ -253,16 +248,21 @@ def engine_fields(obj: dict[str, Any], standard: frozenset[str]) -> dict[str, An
     return kept or None
 
 
+def _fitted(v: Any, levels: int) -> Any:
+    """`v` when its JSON fits MAX_ENGINE_FIELD_CHARS; an object that does not, its members that fit (`levels` deep),
+    if any; else None."""
+    if len(json.dumps(v)) <= MAX_ENGINE_FIELD_CHARS:
+        return v
+    if not isinstance(v, dict) or levels == 0:
+        return None
+    members = ((k, _fitted(x, levels - 1)) for k, x in v.items())
+    return {k: x for k, x in members if x is not None} or None
+
+
 def _bounded_number(v: Any) -> bool:
     if isinstance(v, bool):
         return False
     return (isinstance(v, int) and abs(v) <= 2**53) or (isinstance(v, float) and math.isfinite(v))
-
-
-def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
-    """obj[key] when it is a JSON object (engines' extension fields: kept as they are), else None."""
-    v = obj.get(key)
-    return v if isinstance(v, dict) else None
 
 
 def _choice_text(c: dict[str, Any], api: ApiKind, *, stream: bool) -> tuple[str, str]:

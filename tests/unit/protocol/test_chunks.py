@@ -76,3 +76,28 @@ def test_non_stream_bodies():
     assert d.text == "yo" and d.usage is None
     with pytest.raises(MalformedChunk):
         parse_body(b"{}", "completions")
+
+
+def test_an_engines_own_fields_are_carried_raw_and_bounded_without_being_named():
+    """The wire layer keeps what a body adds to the OpenAI schema, top-level and on choice 0, for the engine's adapter
+    to read: objects and finite numbers, never strings; an object past the size bound keeps its members that fit."""
+    logprobs = [[-0.1, 7, "tok"]] * 2_000  # an engine's per-token list beside its counts: past the bound
+    body = {
+        "id": "x",
+        "model": "m",
+        "object": "chat.completion",
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2},
+        "choices": [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop",
+                     "ext": {"steps": 3, "logprobs": logprobs}, "note": "a string"}],
+        "own": {"n": 1},
+        "rate": 0.5,
+        "label": "dropped",
+        "big": {"x": "y" * 20_000},
+    }  # fmt: skip
+    d = parse_body(json.dumps(body), "chat")
+    assert d.extras == {"own": {"n": 1}, "rate": 0.5}  # the OpenAI keys are not an engine's; nothing fits of "big"
+    assert d.choice_extras == {"ext": {"steps": 3}}
+    said = d.engine_said
+    assert (said.usage, said.top, said.choice) == (d.usage, d.extras, d.choice_extras)
+    many = {f"k{i}": i for i in range(40)}
+    assert len(parse_body(json.dumps({"choices": [], "usage": {}, **many}), "completions").extras) == 16

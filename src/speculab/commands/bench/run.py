@@ -37,7 +37,7 @@ from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
 from speculab.harness.servers.acceptance import acceptance_with_reason
-from speculab.harness.servers.adapters import adapter_for, detect_engine
+from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
 from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_note
@@ -135,9 +135,9 @@ def bench_endpoint(ep: EndpointConfig, info: ServerInfo, metric_names: set[str])
     # the fields the engine needs asked to return each response's acceptance (SGLang's spec_tokens_details); the
     # user's --extra-body wins
     extra = {**adapter.request_fields, **ep.extra_body}
-    return dataclasses.replace(
-        ep, model=model, keep_alive=ep.keep_alive and adapter.keep_alive, extra_body=extra
-    ), engine
+    keep_alive = ep.keep_alive and adapter.keep_alive
+    read = response_reader(engine)  # each response's own fields, as the engine's adapter reads them
+    return dataclasses.replace(ep, model=model, keep_alive=keep_alive, extra_body=extra, read=read), engine
 
 
 async def _measure(

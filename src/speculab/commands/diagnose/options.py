@@ -16,7 +16,7 @@ from speculab.config import DEFAULT_MAX_TOKENS
 from speculab.errors import UserError, did_you_mean
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, parse_extra_body, resolve_api_key
 from speculab.harness.results.run_dir import RunDir
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import adapter_for, response_reader
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerCommand  # the lifecycle's launcher, as bench/experiment.py uses it
 
@@ -149,6 +149,7 @@ def diagnose_config_from_flags(f: DiagnoseFlags, argv: Sequence[str] = ()) -> Di
         include_usage=f.include_usage,
         continuous_usage_stats=f.continuous_usage and f.include_usage,
         extra_body=MappingProxyType(parse_extra_body(f.extra_body)),
+        read=response_reader(f.engine),  # `other` unless launched: every engine's fields are read
     )
     if f.launch_cmd is not None:
         launch = _launch_from_cmd(f.launch_cmd, ep.base_url, f.engine, f.ready_timeout)

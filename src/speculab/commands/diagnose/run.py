@@ -60,6 +60,7 @@ from speculab.harness.load.runner import LoadConfig, run_load
 from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
+from speculab.harness.servers.adapters import response_reader
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
@@ -496,5 +497,6 @@ def diagnose_endpoint(url: str, **options: Any) -> DiagnoseResult:
     """Library entry point: diagnose the endpoint at `url` with DiagnoseConfig `options` (`model`, `api`,
     `api_key` and `timeout_s` go to the endpoint). Writes nothing unless `output_dir` is given."""
     ep_keys = {k: options.pop(k) for k in ("model", "api", "api_key", "timeout_s") if k in options}
-    ep = EndpointConfig(base_url=url, model=ep_keys.pop("model", "") or "", **ep_keys)
+    model = ep_keys.pop("model", "") or ""
+    ep = EndpointConfig(base_url=url, model=model, read=response_reader("other"), **ep_keys)  # any engine's fields
     return asyncio.run(run_diagnosis(DiagnoseConfig(endpoint=ep, **options)))

@@ -36,7 +36,7 @@ from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
 from speculab.harness.servers.acceptance import acceptance_with_reason
-from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters import adapter_for, response_reader
 from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
@@ -229,6 +229,7 @@ class BlockRunner:
             extra_body={**adapter.request_fields, **self.plan.extra_body},
             logprobs=self.plan.logprobs,
             keep_alive=adapter.keep_alive,
+            read=response_reader(adapter.kind),
         )
 
     def endpoint_watch(self, arm: ArmPlan) -> EndpointWatch:

@@ -127,7 +127,7 @@ def derive_candidate(
     refuse_if_speculating(adapter, baseline.command)
     cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, speculation))
     if command is None:  # the files the derived command names (TensorRT-LLM's options file), before any launch
-        write_candidate_files(adapter.candidate_files(speculation))
+        write_candidate_files(adapter.candidate_files(baseline.command, speculation))
     cand = replace(
         baseline,
         command=cmd,

@@ -41,7 +41,7 @@ from speculab.harness.client.request import make_session, request_func
 from speculab.harness.design import LevelSpec
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
-from speculab.harness.servers.adapters import adapter_for, engine_kinds
+from speculab.harness.servers.adapters import adapter_for, engine_kinds, response_reader
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.fit import Fit, context_from_cards, fit_items, fit_note
@@ -273,6 +273,7 @@ async def dry_run(plan: RunPlan, *, clock: Clock = time.perf_counter) -> DryRun:
         timeout_s=plan.request_timeout_s,
         extra_body=dict(plan.extra_body),
         keep_alive=adapter_for(base.info.engine).keep_alive,
+        read=response_reader(base.info.engine),
     )
     async with make_session(clock=clock) as session:
         info = await _reachable(session, ep)

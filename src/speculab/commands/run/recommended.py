@@ -139,7 +139,17 @@ def _spelt(sp: SpeculationConfig, engine: str, form: str, notes: tuple[str, ...]
     except UserError as e:  # an engine speculab has no flags for (candidate.command given whole): the run still ends
         why = f"speculab cannot spell {engine}'s flags for {sp.label} ({e}); ship the candidate command that ran"
         return Recommended(sp, (), form, (*notes, why))
-    return Recommended(sp, tuple(redact_command(cmd[len(base) :])), form, notes)
+    return Recommended(sp, tuple(redact_command(cmd[len(base) :])), form, (*notes, *_file_notes(engine, base, sp)))
+
+
+def _file_notes(engine: str, base: list[str], sp: SpeculationConfig) -> tuple[str, ...]:
+    """What each file the flags name must hold (TensorRT-LLM's options file): speculab wrote it when the run was
+    planned, in a temporary directory that may be gone where the configuration is shipped, so it is said in full."""
+    notes: list[str] = []
+    for path, text in adapter_for(engine).candidate_files(base, sp).items():
+        notes.append(f"{path} must hold these lines (beside the keys of the baseline's own file, where it passes one):")
+        notes.extend(f"  {line}" for line in text.splitlines())
+    return tuple(notes)
 
 
 def _redacted(node: Any) -> Any:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from speculab.errors import UserError
+from speculab.harness.client.response import ResponseReader, read_nothing
 from speculab.harness.records import (
     RequestSpec,
 )
@@ -53,6 +54,9 @@ class EndpointConfig:
     # drop a keep-alive connection after a streamed response without saying so (llama.cpp's llama-server): the next
     # request would otherwise land on a dead connection and fail as "server disconnected".
     keep_alive: bool = True
+    # who reads each response's engine fields (speculation counts, what the record keeps): the adapter of the engine
+    # behind the URL (`adapters.response_reader`), known where the endpoint is built; the client knows no engine
+    read: ResponseReader = field(default=read_nothing, compare=False)
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:

@@ -108,7 +108,9 @@ class StreamingRequest(_Request):
         ep = self.endpoint
         body = self._body(spec)
         headers = ep.headers()
-        st = StreamState(ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens)
+        st = StreamState(
+            ep.api, logprobs_requested=ep.logprobs is not None, count_tokens=self.count_tokens, read=ep.read
+        )
         clock = self.clock
         err: ErrorInfo | None = None
         got_response = False
@@ -181,6 +183,7 @@ class UnaryRequest(_Request):
             stream=False,
             error=err,
             logprobs=delta.logprobs if ep.logprobs is not None else None,
+            read=ep.read,
         )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculab.harness.client.endpoint import ApiKind, TokenCounter
-from speculab.harness.client.response import build_record, finish_error
+from speculab.harness.client.response import ResponseReader, build_record, finish_error, read_nothing
 from speculab.harness.records import (
     ChunkEvent,
     ErrorCategory,
@@ -38,8 +38,16 @@ class _PendingChunk:
 class StreamState:
     """Consumes a streamed response's bytes with their arrival times; knows nothing about sockets or clocks."""
 
-    def __init__(self, api: ApiKind, *, logprobs_requested: bool = False, count_tokens: TokenCounter | None = None):
+    def __init__(
+        self,
+        api: ApiKind,
+        *,
+        logprobs_requested: bool = False,
+        count_tokens: TokenCounter | None = None,
+        read: ResponseReader = read_nothing,
+    ):
         self.api = api
+        self.read = read  # the engine's adapter reading its own fields (client.response)
         self.logprobs_requested = logprobs_requested
         self.count_tokens = count_tokens
         self._dec = SSEDecoder()
@@ -51,11 +59,10 @@ class StreamState:
         self.usage: dict[str, Any] | None = None
         self.usage_chunk_s: float | None = None
         self.finish_reason: str | None = None
-        self.timings: dict[str, Any] | None = None
-        self.metrics: dict[str, Any] | None = None  # vLLM per-request metrics (final usage chunk)
-        self.meta_info: dict[str, Any] | None = None  # SGLang meta_info
-        self.spec_details: dict[str, Any] | None = None  # SGLang sglext.spec_tokens_details (a chunk of its own)
-        self.choice_extras: dict[str, Any] | None = None  # an engine's own choice fields, the latest of each kept
+        # an engine's own fields, top-level and choice 0's, the latest of each kept: an engine may send one on its
+        # final chunk only, or in a chunk of its own (with no choices) before the usage chunk
+        self.extras: dict[str, Any] | None = None
+        self.choice_extras: dict[str, Any] | None = None
         self.error: ErrorInfo | None = None
         self.done = False  # [DONE] seen
         self.n_events = 0
@@ -99,15 +106,9 @@ class StreamState:
             self.usage = d.usage
             if not d.has_choices:
                 self.usage_chunk_s = t_s
-        if d.timings is not None:
-            self.timings = d.timings
-        if d.metrics is not None:
-            self.metrics = d.metrics
-        if d.meta_info is not None:
-            self.meta_info = d.meta_info
-        if d.spec_details is not None:
-            self.spec_details = d.spec_details
-        if d.choice_extras is not None:  # a field an engine sends on its final chunk only is not lost to later ones
+        if d.extras is not None:  # a field an engine sends on one chunk only is not lost to later ones
+            self.extras = {**(self.extras or {}), **d.extras}
+        if d.choice_extras is not None:
             self.choice_extras = {**(self.choice_extras or {}), **d.choice_extras}
         if d.finish_reason:
             self.finish_reason = d.finish_reason
@@ -170,10 +171,7 @@ class StreamState:
             reasoning="".join(self._reasoning),
             usage=self.usage,
             finish_reason=self.finish_reason,
-            timings=self.timings,
-            metrics=self.metrics,
-            meta_info=self.meta_info,
-            spec_details=self.spec_details,
+            extras=self.extras,
             choice_extras=self.choice_extras,
         )
         return build_record(
@@ -189,4 +187,5 @@ class StreamState:
             chunks=tuple(ChunkEvent(c.t_s, c.text, n) for c, n in zip(self._chunks, counts, strict=True)),
             token_count_source=source,
             usage_chunk_s=self.usage_chunk_s,
+            read=self.read,
         )

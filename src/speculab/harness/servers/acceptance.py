@@ -1,11 +1,13 @@
 """Speculative acceptance over a window, from whatever the engine reports, always naming the source.
 
 One mechanism for every command: `acceptance_between(adapter, before, after, records, k)` reads the adapter's
-source (Prometheus counters diffed between two scrapes: vLLM, speculab and llama.cpp `--metrics`; SGLang gauges;
-llama.cpp per-response timings when /metrics is off) and falls back to the vLLM-, speculab- or llama.cpp-style counters
-or SGLang gauges that any server may expose; `speculab bench` (no engine known) passes the `other` adapter. The
-result is one `AcceptanceSummary` (a record: `harness.records`); `to_spec_decode_dict` is its form in a bench
-summary.json (`server.spec_decode`), `to_dict` its form in an A/B run.json.
+source (Prometheus counters diffed between two scrapes: vLLM, speculab and llama.cpp `--metrics`; gauges: SGLang's;
+then its responses: the adapter's own `window_acceptance` over what its records kept, llama.cpp's timings when
+/metrics is off, or each response's whole counts summed) and falls back to the counters or gauges of the
+`FALLBACK_ENGINES` that any server may expose; `speculab bench` (no engine known) passes the `other` adapter. This
+module knows no engine: every name it reads is an adapter's. The result is one `AcceptanceSummary` (a record:
+`harness.records`); `to_spec_decode_dict` is its form in a bench summary.json (`server.spec_decode`), `to_dict` its
+form in an A/B run.json.
 
 Definitions follow vLLM (the formulas are `harness.analysis.acceptance`'s); per position j = accepted at j / drafts.
 Counters are server-wide: traffic from anyone else during the window counts too.
@@ -13,7 +15,7 @@ Counters are server-wide: traffic from anyone else during the window counts too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
@@ -38,41 +40,6 @@ def from_counters(
     return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
 
 
-def from_llamacpp_timings(timings: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
-    """Sum `timings.draft_n` / `draft_n_accepted` over responses. Exact rate; the length needs the step count,
-    which llama.cpp does not report, so it is estimated as if every draft had k tokens (flagged approximate)."""
-    drafted = accepted = 0.0
-    for t in timings:
-        drafted += float(t.get("draft_n") or 0)
-        accepted += float(t.get("draft_n_accepted") or 0)
-    source = "llama.cpp per-response timings"
-    if drafted <= 0:
-        return AcceptanceSummary(source, False, None, drafted, accepted)
-    drafts = drafted / k if k else None
-    length = acceptance_length(accepted, drafts)
-    return AcceptanceSummary(
-        source, True, drafts, drafted, accepted, acceptance_rate(accepted, drafted), length, (), k is not None
-    )
-
-
-def from_sglang_meta(meta_infos: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
-    """SGLang per-response `meta_info`: acceptance length = completion_tokens / spec_verify_ct (exact);
-    the rate needs k: (length - 1) / k (flagged approximate)."""
-    steps = tokens = 0.0
-    for m in meta_infos:
-        steps += float(m.get("spec_verify_ct") or 0)
-        tokens += float(m.get("completion_tokens") or 0)
-    source = "sglang per-response meta_info"
-    if steps <= 0:
-        return AcceptanceSummary(source, False, steps)
-    accepted = tokens - steps  # every step emits one target token; the rest were accepted drafts
-    drafted = steps * k if k else None  # as if every step drafted k tokens
-    length = acceptance_length(accepted, steps)
-    return AcceptanceSummary(
-        source, True, steps, drafted, accepted, acceptance_rate(accepted, drafted), length, (), k is not None
-    )
-
-
 def from_responses(specs: Sequence[Mapping[str, Any]]) -> AcceptanceSummary | None:
     """Each response's own counts (`RequestRecord.speculation`, whichever engine wrote them) summed over the window:
     exact, per request; None when no response carried steps, drafted and accepted tokens."""
@@ -95,11 +62,12 @@ def from_responses(specs: Sequence[Mapping[str, Any]]) -> AcceptanceSummary | No
     return AcceptanceSummary(source, True, drafts, drafted, accepted, rate, length, positions)
 
 
-def from_sglang_gauges(accept_length: float | None, accept_rate: float | None) -> AcceptanceSummary:
-    """SGLang's gauges: a recent-window average computed by the server, read after the load level."""
+def from_gauges(kind: str, accept_length: float | None, accept_rate: float | None) -> AcceptanceSummary:
+    """An engine's acceptance gauges (SGLang's): a recent-window average computed by the server, read after the load
+    level."""
     active = bool(accept_length and accept_length > 1.0) or bool(accept_rate and accept_rate > 0)
     return AcceptanceSummary(
-        "sglang gauges (server-wide, recent window; read, not a delta)",
+        f"{kind} gauges (server-wide, recent window; read, not a delta)",
         active,
         acceptance_rate=accept_rate,
         acceptance_length=accept_length,
@@ -130,30 +98,28 @@ def acceptance_with_reason(
     records: Sequence[RequestRecord] = (),
     k: int | None = None,
 ) -> tuple[AcceptanceSummary | None, str | None]:
-    """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; per-response
-    fields (llama.cpp timings, when its /metrics is off); then, for any engine, vLLM-, speculab- or llama.cpp-style
-    counters or SGLang gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A counter
-    that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted."""
+    """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; its responses
+    (the adapter's `window_acceptance`, e.g. llama.cpp's timings when its /metrics is off; or, for an engine that
+    reports acceptance only in its responses, their counts summed); then the fallback engines' counters or gauges if
+    the server happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the
+    server restarted between the scrapes) gives None: no delta can be trusted."""
     have = before is not None and after is not None
     if have:
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
             return found, why
-    # per-response fields: an engine whose responses carry llama.cpp's `timings` (its adapter's response_fields)
-    if adapter.acceptance.response_fields.get("draft_tokens", "").startswith("timings."):
-        timings = [r.extra["timings"] for r in records if not r.warmup and isinstance(r.extra.get("timings"), dict)]
-        if any("draft_n" in t for t in timings):
-            found = from_llamacpp_timings(timings, k)
-            return found, None if found.active else "llama.cpp timings show no drafted tokens"
-    if adapter.acceptance.kind == "per_response":  # an engine that reports acceptance only in its responses
-        found = from_responses([r.speculation for r in records if not r.warmup and r.speculation])
-        if found is not None:
-            return found, None if found.active else f"{found.source} shows no drafted tokens"
+    measured = [r for r in records if not r.warmup]
+    found = adapter.window_acceptance(measured, k)
+    if found is None and adapter.acceptance.kind == "per_response":  # whole counts in each response
+        found = from_responses([r.speculation for r in measured if r.speculation])
+    if found is not None:
+        return found, None if found.active else f"{found.source} shows no drafted tokens"
     for kind in FALLBACK_ENGINES if have else ():
         found, why = _adapter_source(kind, adapter_for(kind).acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
             return found, why
-    return None, "the server exposes no speculative-decoding metrics (vllm:, speculab:, llamacpp: or sglang:)"
+    prefixes = [p for p in (adapter_for(kind).metric_prefix for kind in FALLBACK_ENGINES) if p]
+    return None, f"the server exposes no speculative-decoding metrics ({', '.join(prefixes[:-1])} or {prefixes[-1]})"
 
 
 def _adapter_source(
@@ -163,7 +129,7 @@ def _adapter_source(
     if acc.kind == "counters":
         return _counter_acceptance(kind, acc, before, after)
     if acc.kind == "gauges":
-        return _gauge_acceptance(acc.accept_length_gauge or "", acc.accept_rate_gauge or "", after)
+        return _gauge_acceptance(kind, acc.accept_length_gauge or "", acc.accept_rate_gauge or "", after)
     return None, None
 
 
@@ -206,9 +172,9 @@ def _counter_acceptance(
 
 
 def _gauge_acceptance(
-    length_name: str, rate_name: str, after: MetricsSnapshot
+    kind: str, length_name: str, rate_name: str, after: MetricsSnapshot
 ) -> tuple[AcceptanceSummary | None, str | None]:
-    """SGLang reports gauges for its latest batch, one per rank: averaged over ranks, read after the window."""
+    """Gauges for the latest batch, one per rank (SGLang's): averaged over ranks, read after the window."""
     lengths = [s.value for s in after.select(length_name)] if length_name else []
     if not lengths:
         return None, None
@@ -216,5 +182,5 @@ def _gauge_acceptance(
     length = sum(lengths) / len(lengths)
     if not all(0 <= r <= 1 for r in rates) or length < 0:  # a rate is a fraction; a length counts tokens
         return None, f"{length_name} / {rate_name} are out of range (length {length:g}, rates {rates}): not trusted"
-    found = from_sglang_gauges(length, sum(rates) / len(rates) if rates else None)
+    found = from_gauges(kind, length, sum(rates) / len(rates) if rates else None)
     return found, None if found.active else f"{length_name} is {length:g}: no speculative steps reported"

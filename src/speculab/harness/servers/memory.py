@@ -18,15 +18,12 @@ from typing import Any
 import aiohttp
 
 from speculab.harness.records import MemorySample
+from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 
-# KV-cache usage gauges (fraction 0..1), first present wins: vLLM (new, old names), speculab, SGLang.
-KV_USAGE_GAUGES = (
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "speculab:kv_cache_usage_perc",
-    "sglang:token_usage",
-)
+# KV-cache usage gauges (fraction 0..1), first present wins, as their adapters name them: the engines whose metrics
+# any server may expose, in that order (vLLM's new and old names, speculab's, SGLang's).
+KV_USAGE_GAUGES = tuple(name for kind in FALLBACK_ENGINES for name in adapter_for(kind).kv_usage_gauges)
 
 
 def kv_usage(snapshot: MetricsSnapshot | None) -> float | None:

@@ -79,6 +79,16 @@ def test_different_methods_per_load_fall_back_to_the_lowest_band() -> None:
     assert r.form == "lowest band" and speculative_config(r)["method"] == "draft_model"  # type: ignore[index]
 
 
+def test_an_options_file_the_flags_name_is_said_in_full_in_the_flags_file() -> None:
+    """TensorRT-LLM's flag names a file speculab wrote in a temporary directory: recommended-flags.txt says what it
+    must hold, so the configuration ships without it."""
+    r = recommend_config(rec("single", band("ngram-k8", (1, 4, 16)), winner="ngram-k8"), EXP, "trtllm")
+    assert r.flags[0] == "--extra_llm_api_options"
+    text = flags_text(r, "trtllm", "1.0")
+    assert f"# {r.flags[1]} must hold these lines" in text
+    assert "#   speculative_config:\n#     decoding_type: NGram\n#     max_draft_len: 8\n" in text
+
+
 def test_plain_adds_nothing() -> None:
     r = recommend_config(rec("plain", band(BASELINE_CHOICE, (1, 4, 16))), EXP, "speculab")
     assert r.speculation is None and r.flags == ()

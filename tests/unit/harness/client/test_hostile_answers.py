@@ -10,11 +10,12 @@ from speculab.harness.analysis.metrics import RunAccumulator
 from speculab.harness.client.body import MAX_ERROR_BODY_BYTES
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.client.request import make_session, request_func
-from speculab.harness.client.response import checked_scalars
-from speculab.harness.client.speculation_fields import speculation_from_response
+from speculab.harness.client.response import build_record
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import ErrorCategory, RequestSpec
 from speculab.harness.results.strict_json import dumps
+from speculab.harness.servers.adapters import response_reader
+from speculab.harness.servers.adapters.base import checked_scalars
 from speculab.protocol.chunks import MAX_DEPTH, MalformedChunk, as_count, parse_body, parse_stream_chunk
 
 SPEC = RequestSpec(index=0, prompt="p")
@@ -40,6 +41,13 @@ def test_a_usage_count_that_is_not_one_makes_the_request_malformed(bad):
     acc = RunAccumulator()
     acc.add(r)
     assert acc.result().error == 1
+
+
+def speculation_of(body: dict) -> dict | None:
+    """A whole body's speculation as its record says it, read as from a server of unknown kind."""
+    said = parse_body(json.dumps({"choices": [], "usage": {}, **body}), "completions")
+    kw = {"scheduled_s": 0.0, "sent_s": 0.0, "end_s": 1.0, "warmup": False, "stream": False, "error": None}
+    return build_record(SPEC, said, logprobs=None, read=response_reader("other"), **kw).speculation
 
 
 def test_as_count_takes_integral_counts_only():
@@ -83,14 +91,15 @@ def test_logprobs_of_the_wrong_shape_are_read_as_unknown():
 
 def test_speculation_fields_that_are_not_counts_are_not_reported():
     usage = {"speculab_spec_decode": {"drafts": -3, "draft_tokens": 1e308, "accepted_tokens": 4}}
-    assert speculation_from_response(usage) == {
+    assert speculation_of({"usage": usage}) == {
         "drafts": None,
         "draft_tokens": None,
         "accepted_tokens": 4,
         "source": "speculab usage.speculab_spec_decode",
     }
     hist = {"speculative_decoding": {"num_spec_steps": 2, "acceptance_histogram": [1, "x", 2]}}
-    assert "accepted_per_position" not in speculation_from_response(None, metrics=hist)
+    assert speculation_of({"metrics": hist})["drafts"] == 2
+    assert "accepted_per_position" not in speculation_of({"metrics": hist})
 
 
 def test_engine_scalars_keep_what_later_sums_can_read_and_say_what_was_dropped():
@@ -129,10 +138,11 @@ async def test_a_unary_body_that_is_not_json_is_malformed():
 
 def test_more_accepted_than_drafted_is_not_reported():
     usage = {"speculab_spec_decode": {"drafts": 2, "draft_tokens": 4, "accepted_tokens": 9}}
-    spec = speculation_from_response(usage)
+    spec = speculation_of({"usage": usage})
     assert (spec["drafts"], spec["draft_tokens"], spec["accepted_tokens"]) == (2, None, None)
     hist = {"speculative_decoding": {"num_spec_steps": 1, "num_draft_tokens": 2, "acceptance_histogram": [0, 0, 5]}}
-    assert "accepted_per_position" not in speculation_from_response(None, metrics=hist)  # position 0 accepted 5 of 1
+    spec = speculation_of({"metrics": hist})
+    assert spec["drafts"] == 1 and "accepted_per_position" not in spec  # position 0 accepted 5 of 1
 
 
 async def test_every_error_message_is_one_line():

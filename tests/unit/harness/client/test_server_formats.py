@@ -12,6 +12,7 @@ import pytest
 from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import RequestSpec, TokenCountSource
+from speculab.harness.servers.adapters import response_reader
 
 SPEC = RequestSpec(index=0, prompt="p")
 
@@ -22,7 +23,7 @@ def sse(obj, *, space=True, crlf=False):
 
 
 def play(api, events, t0=1.0, dt=0.01):
-    st = StreamState(api)
+    st = StreamState(api, read=response_reader("other"))  # any engine's fields, as a server of unknown kind
     t = t0
     for ev in events:
         t += dt

@@ -16,15 +16,17 @@ from speculab.harness.client.probe import ServerInfo
 from speculab.harness.client.response import build_record
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import RequestSpec
+from speculab.harness.servers.adapters import response_reader
 from speculab.protocol.chunks import MalformedChunk, parse_body
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "sglang_spec_tokens_details.json").read_text())
 SPEC = RequestSpec(index=0, prompt="p")
+READ = response_reader("sglang")
 EXPECTED = {"drafts": 4, "draft_tokens": 12, "accepted_tokens": 8, "source": "sglang sglext.spec_tokens_details"}
 
 
 def _streamed(events: list) -> object:
-    st = StreamState("chat")
+    st = StreamState("chat", read=READ)
     t = 1.0
     for ev in [*events, "[DONE]"]:
         t += 0.01
@@ -37,7 +39,7 @@ def _streamed(events: list) -> object:
 def _unary(body: dict) -> object:
     d = parse_body(json.dumps(body), "completions")
     return build_record(SPEC, d, scheduled_s=0.9, sent_s=1.0, end_s=1.2, warmup=False, stream=False, error=None,
-                        logprobs=None)  # fmt: skip
+                        logprobs=None, read=READ)  # fmt: skip
 
 
 def test_a_stream_carries_it_in_a_chunk_of_its_own_before_usage() -> None:
@@ -89,6 +91,7 @@ def test_an_sglang_endpoint_is_asked_for_the_details_and_the_users_extra_body_wi
     info = ServerInfo(("m",), ({"id": "m"},))
     ep, engine = bench_endpoint(EndpointConfig(base_url="http://s", model="m"), info, {"sglang:spec_accept_length"})
     assert engine == "sglang" and ep.extra_body == {"return_spec_tokens_details": True}
+    assert ep.read == response_reader("sglang")  # and its answers are read by its adapter
     mine = EndpointConfig(base_url="http://s", model="m", extra_body={"return_spec_tokens_details": False})
     assert bench_endpoint(mine, info, {"sglang:spec_accept_length"})[0].extra_body == {
         "return_spec_tokens_details": False

@@ -7,6 +7,7 @@ import pytest
 from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
+from speculab.harness.servers.adapters import response_reader
 
 SPEC = RequestSpec(index=0, prompt="p")
 
@@ -137,9 +138,12 @@ def test_empty_text_chunks_do_not_count_but_their_tokens_carry_over():
 def test_llamacpp_timings_are_kept():
     body = {"choices": [{"text": "b", "finish_reason": "stop"}], "timings": {"draft_n": 8, "draft_n_accepted": 5}}
     last = f"data: {json.dumps(body)}\n\n".encode()
-    _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
+    _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)], read=response_reader("llamacpp"))
     assert r.speculation == {"drafts": None, "draft_tokens": 8, "accepted_tokens": 5, "source": "llama.cpp timings"}
     assert r.extra["timings"]["draft_n"] == 8
+    # the client itself knows no engine: told of none, it reads none of a response's engine fields
+    _, r = play([(1.0, chunk("a")), (1.1, last), (1.2, DONE)])
+    assert r.ok and r.speculation is None and "timings" not in r.extra
 
 
 def test_finish_reason_abort_is_a_failure_even_with_done():
@@ -160,7 +164,7 @@ def test_speculab_per_response_spec_stats_are_kept():
         "speculab_spec_decode": {"drafts": 1, "draft_tokens": 4, "accepted_tokens": 2},
     }
     last = f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
-    _, r = play([(1.0, chunk("abc", finish="stop")), (1.1, last), (1.2, DONE)])
+    _, r = play([(1.0, chunk("abc", finish="stop")), (1.1, last), (1.2, DONE)], read=response_reader("speculab"))
     assert r.speculation == {
         "drafts": 1,
         "draft_tokens": 4,

@@ -1,16 +1,12 @@
-"""Acceptance summaries from counters and per-response fields."""
+"""Acceptance summaries from counters, gauges and per-response fields (llama.cpp's aggregator is its adapter's)."""
 
 from __future__ import annotations
 
 import pytest
 
-from speculab.harness.servers.acceptance import (
-    from_counters,
-    from_llamacpp_timings,
-    from_sglang_gauges,
-    from_sglang_meta,
-)
+from speculab.harness.servers.acceptance import from_counters, from_gauges
 from speculab.harness.servers.adapters import adapter_for
+from speculab.harness.servers.adapters.llamacpp import from_timings
 
 
 def test_vllm_counters_follow_vllm_definitions():
@@ -27,18 +23,14 @@ def test_no_drafts_means_not_active():
     m = adapter_for("speculab").acceptance
     s = from_counters("speculab", m, {m.drafts: 0.0}, {})
     assert not s.active and s.acceptance_rate is None
-    assert not from_llamacpp_timings([{"draft_n": 0}, {}]).active
-    assert not from_sglang_meta([{"completion_tokens": 10}]).active
-    assert not from_sglang_gauges(1.0, 0.0).active
+    assert not from_timings([{"draft_n": 0}, {}]).active
+    assert not from_gauges("sglang", 1.0, 0.0).active
 
 
-def test_llamacpp_and_sglang_per_response():
-    s = from_llamacpp_timings([{"draft_n": 16, "draft_n_accepted": 12}, {"draft_n": 16, "draft_n_accepted": 4}], k=4)
+def test_llamacpp_per_response_and_gauges():
+    s = from_timings([{"draft_n": 16, "draft_n_accepted": 12}, {"draft_n": 16, "draft_n_accepted": 4}], k=4)
     assert s.acceptance_rate == pytest.approx(0.5)
     assert s.acceptance_length == pytest.approx(1 + 16 / 8) and s.approximate
-    g = from_sglang_meta(
-        [{"completion_tokens": 90, "spec_verify_ct": 30}, {"completion_tokens": 30, "spec_verify_ct": 10}], k=4
-    )
-    assert g.acceptance_length == pytest.approx(3.0) and g.accepted_tokens == 80
-    assert g.acceptance_rate == pytest.approx(0.5)
-    assert from_sglang_gauges(2.5, 0.4).to_dict()["acceptance_length"] == 2.5
+    g = from_gauges("sglang", 2.5, 0.4)
+    assert g.to_dict()["acceptance_length"] == 2.5
+    assert g.source == "sglang gauges (server-wide, recent window; read, not a delta)"  # as saved runs name it

@@ -70,6 +70,7 @@ def test_kv_usage_gauges_by_engine() -> None:
     assert kv_usage(parse_metrics(text)) == 0.25
     text = "# TYPE speculab:kv_cache_usage_perc gauge\nspeculab:kv_cache_usage_perc 0.5\n"
     assert kv_usage(parse_metrics(text)) == 0.5
+    assert kv_usage(parse_metrics("# TYPE sglang:token_usage gauge\nsglang:token_usage 0.75\n")) == 0.75
     assert kv_usage(parse_metrics("# TYPE other gauge\nother 1\n")) is None
     assert kv_usage(None) is None
 

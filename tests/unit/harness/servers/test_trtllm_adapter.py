@@ -17,7 +17,7 @@ from speculab.harness.client.response import build_record
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import RequestSpec
 from speculab.harness.servers.acceptance import acceptance_between
-from speculab.harness.servers.adapters import adapter_for, detect_engine, diff_for, is_single_change
+from speculab.harness.servers.adapters import adapter_for, detect_engine, diff_for, is_single_change, response_reader
 from speculab.harness.servers.adapters.trtllm import OPTIONS_FLAG, options_yaml
 from speculab.harness.servers.process import ServerCommand
 from speculab.protocol.chunks import parse_body
@@ -27,6 +27,7 @@ FIXTURE = json.loads(
 )
 SPEC = RequestSpec(index=0, prompt="p")
 TRT = adapter_for("trtllm")
+READ = response_reader("trtllm")
 BASE = ["trtllm-serve", "/models/llama", "--host", "127.0.0.1", "--port", "8000"]
 
 
@@ -76,8 +77,30 @@ def test_user_mistakes_are_one_line_naming_the_fix() -> None:
         TRT.candidate_command(BASE, SpeculationConfig("draft_model", 3))
     with pytest.raises(UserError, match="remove it from options"):
         TRT.candidate_command(BASE, SpeculationConfig("ngram", 3, options={"max_draft_len": 5}))
-    with pytest.raises(UserError, match=f"speculation flag {OPTIONS_FLAG}"):  # one options file: speculab's
+    with pytest.raises(UserError, match=f"cannot read mine.yaml \\({OPTIONS_FLAG} of baseline.launch.command\\)"):
         TRT.candidate_command([*BASE, OPTIONS_FLAG, "mine.yaml"], SpeculationConfig("ngram", 3))
+
+
+def test_a_baselines_own_options_file_is_merged_into_the_candidates(tmp_path) -> None:
+    """trtllm-serve reads one options file: the candidate's holds the baseline's keys and speculative_config."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("kv_cache_config: {free_gpu_memory_fraction: 0.8}\nmax_batch_size: 64\n")
+    base = [*BASE, f"{OPTIONS_FLAG}={mine}"]
+    spec = SpeculationConfig("ngram", 2)
+    cand, change = derive_candidate(TRT, ServerCommand(tuple(base), 8000), spec, name="ngram-k2")
+    assert list(cand.command).count(OPTIONS_FLAG) == 1 and str(mine) not in " ".join(cand.command)
+    assert _options(list(cand.command)) == {
+        "kv_cache_config": {"free_gpu_memory_fraction": 0.8},
+        "max_batch_size": 64,
+        "speculative_config": {"decoding_type": "NGram", "max_draft_len": 2},
+    }
+    assert change.verified is True  # the options file is the one thing that differs
+    mine.write_text("speculative_config: {decoding_type: NGram, max_draft_len: 4}\n")
+    with pytest.raises(UserError, match=f"{mine} already has speculative_config; remove it"):
+        TRT.candidate_command([*BASE, OPTIONS_FLAG, str(mine)], spec)
+    mine.write_text("- a list\n")
+    with pytest.raises(UserError, match="is not a mapping of LLM API options"):
+        TRT.candidate_command([*BASE, OPTIONS_FLAG, str(mine)], spec)
 
 
 EXPECTED = {
@@ -92,13 +115,13 @@ EXPECTED = {
 def test_a_bodys_per_choice_acceptance_is_read() -> None:
     d = parse_body(json.dumps(FIXTURE["body"]), "chat")
     rec = build_record(SPEC, d, scheduled_s=0.9, sent_s=1.0, end_s=1.2, warmup=False, stream=False, error=None,
-                       logprobs=None)  # fmt: skip
+                       logprobs=None, read=READ)  # fmt: skip
     assert rec.speculation == EXPECTED
     assert rec.extra["choice"]["avg_decoded_tokens_per_iter"] == 2.5  # its acceptance length, kept as it said it
 
 
 def test_a_streams_per_choice_acceptance_is_read_from_its_finish_chunk() -> None:
-    st = StreamState("chat")
+    st = StreamState("chat", read=READ)
     for i, ev in enumerate([*FIXTURE["stream"], "[DONE]"]):
         st.feed(f"data: {ev if isinstance(ev, str) else json.dumps(ev)}\n\n".encode(), 1.0 + i / 100)
     rec = st.record(spec=SPEC, scheduled_s=0.9, sent_s=1.0, end_s=1.1)
@@ -109,7 +132,18 @@ def test_a_streams_per_choice_acceptance_is_read_from_its_finish_chunk() -> None
 def test_its_acceptance_over_a_window_is_the_responses_summed() -> None:
     d = parse_body(json.dumps(FIXTURE["body"]), "chat")
     recs = [
-        build_record(SPEC, d, scheduled_s=0.9, sent_s=1.0, end_s=1.2, warmup=w, stream=False, error=None, logprobs=None)
+        build_record(
+            SPEC,
+            d,
+            scheduled_s=0.9,
+            sent_s=1.0,
+            end_s=1.2,
+            warmup=w,
+            stream=False,
+            error=None,
+            logprobs=None,
+            read=READ,
+        )
         for w in (True, False, False)
     ]
     found = acceptance_between(TRT, None, None, recs)
@@ -123,4 +157,9 @@ def test_an_engine_field_is_kept_bounded() -> None:
     body = json.loads(json.dumps(FIXTURE["body"]))
     body["choices"][0]["speculative_decoding"]["junk"] = "x" * 20_000  # past the wire layer's bound: dropped
     d = parse_body(json.dumps(body), "chat")
-    assert d.choice_extras == {"avg_decoded_tokens_per_iter": 2.5}
+    sd = d.choice_extras["speculative_decoding"]
+    assert "junk" not in sd and sd == FIXTURE["body"]["choices"][0]["speculative_decoding"]  # its counts survive it
+    assert build_record(SPEC, d, scheduled_s=0.9, sent_s=1.0, end_s=1.2, warmup=False, stream=False, error=None,
+                        logprobs=None, read=READ).speculation == EXPECTED  # fmt: skip
+    body["choices"][0]["speculative_decoding"] = {"deep": {"deeper": {"junk": "x" * 20_000}}}
+    assert parse_body(json.dumps(body), "chat").choice_extras == {"avg_decoded_tokens_per_iter": 2.5}

@@ -4,16 +4,19 @@ flag, the methods its release declares, where readiness and acceptance are repor
 `adapter_for(kind)` returns the adapter; `engine_kinds()` lists every kind (the one list: the config's accepted names
 and the CLI's --engine help derive from it), `askable_engines()` those whose release can be asked what it declares;
 `command_diff`/`is_single_change` check that the two arms differ only in speculation (`served`/`served_change`: from
-what two servers say they run, where they say it); `detect_engine` guesses the engine behind a URL.
+what two servers say they run, where they say it); `detect_engine` guesses the engine behind a URL;
+`response_reader(kind)` is what the client is handed to read each response's engine fields.
 Flag names and sources: docs/engines.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from speculab.errors import UserError
+from speculab.harness.records import ResponseReading
 from speculab.harness.servers.adapters import llamacpp, other, sglang, speculab, tgi, trtllm, vllm
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
@@ -30,6 +33,7 @@ from speculab.harness.servers.adapters.base import said as _said
 from speculab.harness.servers.adapters.base import said_change as _said_change
 from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
+from speculab.protocol.chunks import EngineFields
 
 # The one list of engines: everything else (the config's accepted names, the CLI's --engine help) derives from it.
 _ADAPTERS: dict[str, EngineAdapter] = {
@@ -66,6 +70,32 @@ def _recorded_adapter(kind: str) -> EngineAdapter:
     return _ADAPTERS.get(kind, _ADAPTERS["other"])
 
 
+@dataclass(frozen=True, slots=True)
+class EngineResponses:
+    """The reader of a run's responses (`client.response.ResponseReader`): the engine's own adapter reads first, then
+    every other engine's, as the client always read every engine's fields: a response's fields name their engine
+    (unlike metric names, which forks share), and a server of kind `other` may be any of them. The speculation is
+    the first adapter's that reports one; what a record keeps, every adapter's. A record, not a closure, so that a
+    worker process or a Ray actor gets it with the endpoint."""
+
+    kind: str
+
+    def __call__(self, said: EngineFields) -> ResponseReading:
+        own = _recorded_adapter(self.kind)
+        speculation, kept = None, {}
+        for adapter in (own, *(a for a in _ADAPTERS.values() if a is not own)):
+            reading = adapter.read_response(said)
+            if reading is not None:
+                kept |= reading.kept
+                speculation = speculation or reading.speculation
+        return ResponseReading(speculation, kept)
+
+
+def response_reader(kind: str) -> EngineResponses:
+    """What reads the responses of an engine of `kind` (an unknown name reads as `other`: every engine's fields)."""
+    return EngineResponses(kind)
+
+
 def adapter_for(kind: str) -> EngineAdapter:
     try:
         return _ADAPTERS[kind]
@@ -79,6 +109,7 @@ __all__ = [
     "ByLoad",
     "CommandDiff",
     "EngineAdapter",
+    "EngineResponses",
     "FlagDifference",
     "Served",
     "adapter_for",
@@ -90,6 +121,7 @@ __all__ = [
     "is_single_change",
     "parse_command",
     "plain_base",
+    "response_reader",
     "said",
     "said_change",
     "served",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -10,7 +11,9 @@ from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.records import AcceptanceSummary, RequestRecord, ResponseReading
 from speculab.harness.servers.adapters.flags import CommandDiff, command_diff, is_speculation_flag, parse_command
+from speculab.protocol.chunks import EngineFields, as_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +33,8 @@ class AcceptanceMetrics:
     accepted_per_position: str | None = None  # counter with a `position` label
     accept_length_gauge: str | None = None
     accept_rate_gauge: str | None = None
-    response_fields: Mapping[str, str] = field(default_factory=dict)  # meaning -> dotted path in the response
+    # meaning -> dotted path in the response: where its `read_response` finds each count (what docs/engines.md says)
+    response_fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,18 @@ class KnownMethods:
     methods: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class HeadsFromTarget:
+    """An engine that runs head methods only from the checkpoint it serves, whose config names the base model loaded
+    under the heads (TGI's Medusa heads and MLP speculator): which methods, and its words for the sentences that say
+    so (`methods.table`)."""
+
+    methods: frozenset[str]
+    name: str  # the engine as a sentence names it
+    model_flag: str  # the flag that names the checkpoint it serves
+    k_flag: str  # the flag that sets k, at most the heads the checkpoint ships
+
+
 def stripped_release(text: str) -> str | None:
     """A `--version` whose whole text is the release."""
     return text.strip() or None
@@ -126,13 +142,24 @@ def no_launch(model: str, port: int, context: int | None) -> list[str] | None:
     return None
 
 
-def no_files(speculation: SpeculationConfig) -> Mapping[str, str]:
+def no_files(baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> Mapping[str, str]:
     """An engine whose candidate command names no file speculab writes."""
     return {}
 
 
 def no_load_form(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
     """An engine with no load-dependent form of speculation."""
+    return None
+
+
+def no_response_fields(said: EngineFields) -> ResponseReading | None:
+    """An engine whose responses carry no fields of its own."""
+    return None
+
+
+def no_window_acceptance(records: Sequence[RequestRecord], k: int | None) -> AcceptanceSummary | None:
+    """An engine whose responses' counts, where it has any, are whole (`servers.acceptance.from_responses` sums
+    them) or absent."""
     return None
 
 
@@ -165,6 +192,7 @@ class EngineAdapter:
     # prompt_tokens_total, ...), which the diagnosis reads per phase
     latency_histograms: bool = False
     prefix_cache: PrefixCacheMetrics | None = None  # None: the engine exposes no prefix-cache counters
+    kv_usage_gauges: tuple[str, ...] = ()  # its KV-cache usage gauges (fraction 0..1), first present wins
     cache_reset: CacheReset | None = None  # None: it has no endpoint that empties its caches
     # body fields every request carries to ask for the engine's per-response acceptance ({}: none needed)
     request_fields: Mapping[str, Any] = field(default_factory=_none)
@@ -183,7 +211,7 @@ class EngineAdapter:
     # its own method names -> speculab's experiment names; None: it names methods as an experiment does
     experiment_names: Mapping[str, str] | None = None
     fixed_k: Mapping[str, int] = field(default_factory=_none)  # methods that draft a fixed k, which no flag sets
-    heads_from_target: frozenset[str] = frozenset()  # head methods it runs only from the served checkpoint itself (TGI)
+    heads_from_target: HeadsFromTarget | None = None  # head methods it runs only from the served checkpoint (TGI)
     draft_vocab_prefix: str | None = None  # why it takes a draft whose vocabulary extends the target's; None: unknown
     lookup_keys_checked: bool = False  # prompt_lookup_max/min are checked against its release as options are (SGLang)
     declares: PythonRelease | HelpRelease | None = None  # how its release declares methods; None: it cannot be asked
@@ -196,9 +224,18 @@ class EngineAdapter:
     candidate: Callable[[EngineAdapter, Sequence[str], SpeculationConfig], list[str]] = no_candidate
     # the files its candidate command names, path -> text, written before the candidate is launched (TensorRT-LLM
     # reads speculation only from an options file); the command itself stays a pure derivation
-    candidate_files: Callable[[SpeculationConfig], Mapping[str, str]] = no_files
+    candidate_files: Callable[[Sequence[str], SpeculationConfig], Mapping[str, str]] = no_files
+    # speculation flags a plain baseline may carry, whose value the candidate merges speculation into (TensorRT-LLM's
+    # options file): not refused as speculating; the `candidate` hook refuses a value that already speculates
+    merged_flags: frozenset[str] = frozenset()
     launch: Callable[[str, int, int | None], list[str] | None] = no_launch
     load_form: Callable[[ByLoad], tuple[SpeculationConfig, str, tuple[str, ...]] | None] = no_load_form
+    # one response's own fields -> its speculation counts and what its record keeps (None: none of this engine's
+    # fields); called for every response through `adapters.response_reader`, the one reader the client is handed
+    read_response: Callable[[EngineFields], ResponseReading | None] = no_response_fields
+    # a window's acceptance from what its records kept, for an engine whose per-response counts cannot simply be
+    # summed (llama.cpp's timings: tokens, no steps); None: nothing of the engine's in them
+    window_acceptance: Callable[[Sequence[RequestRecord], int | None], AcceptanceSummary | None] = no_window_acceptance
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed; a baseline that already
@@ -215,6 +252,49 @@ class EngineAdapter:
         """The recommendation as one speculation this engine changes with the load (its form, notes); None: the
         engine has no load-dependent form for it."""
         return self.load_form(b)
+
+
+# --- what adapters share to read a response's own fields ------------------------------------------------------------
+
+
+def checked_scalars(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An engine's per-response scalars as later sums read them: a field named like a count (`*_n`, `*_ct`,
+    `*_tokens`, ...) that is not one is dropped, and so is every non-finite or oversized number and every nested
+    value, so acceptance and prefix-cache sums never meet a string, a NaN or 1e308. What was dropped is listed
+    under `"dropped"`, so a record says the server sent something it could not use."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, v in fields.items():
+        if _is_count_name(str(key)):
+            if as_count(v) is not None:
+                kept[key] = as_count(v)
+            else:
+                dropped.append(str(key)[:80])
+        elif (isinstance(v, str) and len(v) <= 200) or _finite_number(v):
+            kept[key] = v
+        else:
+            dropped.append(str(key)[:80])
+    if dropped:
+        kept["dropped"] = dropped
+    return kept
+
+
+def _is_count_name(key: str) -> bool:
+    return key.endswith(("_n", "_ct", "_tokens", "_accepted", "_num", "_drafts")) or "draft_n" in key
+
+
+def _finite_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return abs(v) <= 2**53
+    return isinstance(v, float) and math.isfinite(v) and abs(v) <= 1e15
+
+
+def object_at(fields: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """fields[key] when it is a JSON object (an engine's extension field, as the wire layer kept it), else None."""
+    v = fields.get(key)
+    return v if isinstance(v, Mapping) else None
 
 
 def diff_for(adapter: EngineAdapter, baseline_cmd: Sequence[str], candidate_cmd: Sequence[str]) -> CommandDiff:
@@ -237,7 +317,7 @@ def refuse_if_speculating(adapter: EngineAdapter, baseline_cmd: Sequence[str]) -
     # a speculation flag whose value switches speculation off (TGI's `--speculate 0`) is plain decoding
     plain = adapter.plain_values
     for flag, values in parsed.flags.items():
-        if flag in plain and values == (plain[flag],):
+        if (flag in plain and values == (plain[flag],)) or flag in adapter.merged_flags:
             continue
         if is_speculation_flag(flag, adapter.speculation_flags, adapter.speculation_prefixes):
             raise UserError(

@@ -6,7 +6,8 @@ Checked against the build `scripts/install_llama_server.sh` makes (llama.cpp as 
 the old `--draft-max`/`--draft`/`--draft-n` and `--draft-min` are removed (the server refuses them). Acceptance: with
 `--metrics`, counters `llamacpp:spec_decode_num_drafts_total` (verification steps), `..._num_draft_tokens_total`,
 `..._num_accepted_tokens_total` and `..._num_accepted_tokens_per_pos_total{position}`, with vLLM's semantics; per
-response `timings.draft_n` and `timings.draft_n_accepted` (tokens only: no step count per request).
+response `timings.draft_n` and `timings.draft_n_accepted` (tokens only: no step count per request; present only when
+the request drafted), summed over a window when /metrics is off (`window_acceptance`).
 
 Any other `--spec-type` of the build (`ngram-map-k`, `draft-eagle3`, ...) takes k through the flag that build reads
 for that type, `model` as `--spec-draft-model`, and `options` as `--spec-*` flags (adapters.options)."""
@@ -14,19 +15,25 @@ for that type, `model` as `--spec-draft-model`, and `options` as `--spec-*` flag
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
+from speculab.harness.records import AcceptanceSummary, RequestRecord, ResponseReading
 from speculab.harness.servers.adapters.base import (
     EngineAdapter,
     HelpRelease,
     KnownMethods,
     PrefixCacheMetrics,
+    checked_scalars,
+    object_at,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import counters
+from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "llamacpp"
 
@@ -182,6 +189,53 @@ def spec_flags(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_FLAG.findall(text)))
 
 
+# --- what its responses say: `timings` ------------------------------------------------------------------------------
+
+SOURCE = "llama.cpp timings"
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Its `timings`, kept as checked scalars (draft counts, and `cache_n`: its prefix-cache hit); the draft counts
+    only when the request drafted something. It reports no verification steps per request (its /metrics counter has
+    them server-wide): `drafts` is None."""
+    timings = object_at(said.top, "timings")
+    if timings is None:
+        return None
+    kept = {"timings": checked_scalars(timings)}
+    if "draft_n" not in timings:
+        return ResponseReading(None, kept)
+    spec = {
+        "drafts": None,
+        "draft_tokens": as_count(timings.get("draft_n")),
+        "accepted_tokens": as_count(timings.get("draft_n_accepted")),
+        "source": SOURCE,
+    }
+    return ResponseReading(spec, kept)
+
+
+def from_timings(timings: Iterable[Mapping[str, Any]], k: int | None = None) -> AcceptanceSummary:
+    """Sum `timings.draft_n` / `draft_n_accepted` over responses. Exact rate; the length needs the step count,
+    which llama.cpp does not report, so it is estimated as if every draft had k tokens (flagged approximate)."""
+    drafted = accepted = 0.0
+    for t in timings:
+        drafted += float(t.get("draft_n") or 0)
+        accepted += float(t.get("draft_n_accepted") or 0)
+    source = "llama.cpp per-response timings"
+    if drafted <= 0:
+        return AcceptanceSummary(source, False, None, drafted, accepted)
+    drafts = drafted / k if k else None
+    length = acceptance_length(accepted, drafts)
+    return AcceptanceSummary(
+        source, True, drafts, drafted, accepted, acceptance_rate(accepted, drafted), length, (), k is not None
+    )
+
+
+def _window_acceptance(records: Sequence[RequestRecord], k: int | None) -> AcceptanceSummary | None:
+    """A window's acceptance from its records' timings (llama-server without `--metrics`); None: none drafted."""
+    timings = [r.extra["timings"] for r in records if isinstance(r.extra.get("timings"), dict)]
+    return from_timings(timings, k) if any("draft_n" in t for t in timings) else None
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     executable="llama-server",
@@ -213,4 +267,6 @@ ADAPTER = EngineAdapter(
     known_methods=_KNOWN,
     candidate=_candidate,
     launch=_launch,
+    read_response=_read_response,
+    window_acceptance=_window_acceptance,
 )

@@ -2,15 +2,26 @@
 `--speculative-*` companions (k as each algorithm counts it; `options` as more `--speculative-*` flags).
 
 Acceptance: gauges `sglang:spec_accept_length` / `sglang:spec_accept_rate` (a recent-window average, not a counter),
-and per response `meta_info.spec_verify_ct` (verification steps): acceptance length = completion_tokens / steps.
+and per response (`read_response`):
+
+* with `return_spec_tokens_details: true` in the request (`request_fields`): `sglext.spec_tokens_details`
+  {spec_verify_ct, spec_num_correct_drafts, spec_num_proposed_drafts, spec_accept_rate, spec_accept_length,
+  histograms} at the body's top level, or streamed in a chunk of its own (`choices: []`) before the usage chunk
+  (sglang/srt/entrypoints/openai/utils.py `spec_tokens_details_from_meta_info`, serving_chat.py); a list when n > 1.
+  SGLang writes 0 for a count it lacks: drafts proposed 0 with some accepted is dropped (`client.response.consistent`).
+* `meta_info` {spec_verify_ct, spec_num_correct_drafts | spec_accepted_drafts | spec_accept_token_num,
+  spec_num_proposed_drafts | spec_proposed_drafts | spec_draft_token_num} on the choice (non-streamed chat with
+  `return_meta_info: true`) or at the top level (native /generate).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.records import ResponseReading
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     CacheReset,
@@ -18,10 +29,13 @@ from speculab.harness.servers.adapters.base import (
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
+    checked_scalars,
+    object_at,
     unsupported,
 )
 from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import NGRAM_GRID
+from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "sglang"
 _CUDA_NOTE = "SGLang's n-gram speculation needs CUDA; on a CPU build use an EAGLE head or a draft model"
@@ -103,11 +117,66 @@ def _derived(algo: str, speculation: SpeculationConfig) -> tuple[dict[str, str],
     return owned, derived
 
 
+# --- what its responses say: `sglext.spec_tokens_details`, `meta_info` ---------------------------------------------
+
+SOURCE_DETAILS = "sglang sglext.spec_tokens_details"
+SOURCE_META = "sglang meta_info"
+# SGLang renamed these; every spelling seen in its tokenizer manager, newest first.
+_ACCEPTED = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
+_DRAFTED = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
+# meta_info scalars worth keeping in a record (it can also carry per-token logprobs: those are left out)
+META_KEPT = ("spec_verify_ct", *_ACCEPTED, *_DRAFTED, "completion_tokens", "cached_tokens")
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Its asked-for `spec_tokens_details` before the `meta_info` a native response carries; the record keeps the
+    meta_info scalars about speculation and the prefix cache, and the details (its accept rate and length as the
+    server computed them, beside the counts; its histograms, lists, listed as dropped)."""
+    details = _details(object_at(said.top, "sglext"))
+    meta = object_at(said.choice, "meta_info") or object_at(said.top, "meta_info")
+    kept: dict[str, Any] = {}
+    meta_kept = {k: meta[k] for k in META_KEPT if k in meta} if meta else {}
+    if meta_kept:
+        kept["meta_info"] = checked_scalars(meta_kept)
+    if details is not None:
+        kept["spec_tokens_details"] = checked_scalars(details)
+    spec = _counts(details, SOURCE_DETAILS, ("spec_num_correct_drafts",), ("spec_num_proposed_drafts",))
+    spec = spec or _counts(meta, SOURCE_META, _ACCEPTED, _DRAFTED)
+    return ResponseReading(spec, kept) if spec is not None or kept else None
+
+
+def _details(ext: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """`sglext.spec_tokens_details`: one object per request, a list of them when n > 1 (the first: the harness asks
+    for one choice)."""
+    details = ext.get("spec_tokens_details") if ext is not None else None
+    if isinstance(details, list):
+        details = details[0] if details else None
+    return details if isinstance(details, Mapping) else None
+
+
+def _counts(
+    fields: Mapping[str, Any] | None, source: str, accepted: tuple[str, ...], drafted: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """Verify steps, drafts proposed and correct (vLLM's semantics: tokens drafted and accepted), the first spelling
+    that holds a count; None without a step count."""
+    if not fields or as_count(fields.get("spec_verify_ct")) is None:
+        return None
+    return {
+        "drafts": as_count(fields.get("spec_verify_ct")),
+        "draft_tokens": _first(fields, drafted),
+        "accepted_tokens": _first(fields, accepted),
+        "source": source,
+    }
+
+
+def _first(fields: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    return next((as_count(fields[k]) for k in keys if as_count(fields.get(k)) is not None), None)
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
-    executable="python3",
     metric_prefix="sglang:",
-    latency_histograms=True,
+    executable="python3",
     acceptance=AcceptanceMetrics(
         kind="gauges",
         accept_length_gauge="sglang:spec_accept_length",
@@ -123,6 +192,8 @@ ADAPTER = EngineAdapter(
     ),
     # cached prompt tokens / all prompt tokens (names from SGLang's metrics tests; not seen from a server here)
     prefix_cache=PrefixCacheMetrics("sglang:cached_tokens_total", "sglang:prompt_tokens_total"),
+    kv_usage_gauges=("sglang:token_usage",),
+    latency_histograms=True,
     # /flush_cache empties the radix (prefix) cache; SGLang refuses it while requests run (between blocks none do)
     cache_reset=CacheReset(("/flush_cache",)),
     # each response then carries `sglext.spec_tokens_details` (streamed: a chunk of its own before usage)
@@ -143,4 +214,5 @@ ADAPTER = EngineAdapter(
     known_methods=_KNOWN,
     candidate=_candidate,
     launch=_launch,
+    read_response=_read_response,
 )

@@ -1,4 +1,6 @@
-"""speculab's own engine: the same `--speculative-config` JSON and counter semantics as vLLM, prefix `speculab:`."""
+"""speculab's own engine: the same `--speculative-config` JSON and counter semantics as vLLM, prefix `speculab:`; every
+response with speculation carries its own counts in `usage.speculab_spec_decode` {drafts, draft_tokens,
+accepted_tokens}."""
 
 from __future__ import annotations
 
@@ -6,8 +8,10 @@ import sys
 from dataclasses import replace
 
 from speculab.config import SpeculationConfig
-from speculab.harness.servers.adapters.base import ByLoad, CacheReset, EngineAdapter, PythonRelease
+from speculab.harness.records import ResponseReading
+from speculab.harness.servers.adapters.base import ByLoad, CacheReset, EngineAdapter, PythonRelease, object_at
 from speculab.harness.servers.adapters.vllm import DRAFT_LINE, NGRAM_GRID, counters, json_candidate, max_model_len
+from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "speculab"
 _RELEASE = PythonRelease(
@@ -39,6 +43,18 @@ def _by_load(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None
     return None
 
 
+SOURCE = "speculab usage.speculab_spec_decode"
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Its usage's `speculab_spec_decode`, in the record's own shape (the engine was written to it)."""
+    ours = object_at(said.usage or {}, "speculab_spec_decode")
+    if ours is None:
+        return None
+    counts = {key: as_count(ours.get(key)) for key in ("drafts", "draft_tokens", "accepted_tokens")}
+    return ResponseReading({**counts, "source": SOURCE})
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     executable=sys.executable,
@@ -51,6 +67,7 @@ ADAPTER = EngineAdapter(
         accepted_tokens="usage.speculab_spec_decode.accepted_tokens",
     ),
     cache_reset=CacheReset(("/reset_prefix_cache",)),
+    kv_usage_gauges=("speculab:kv_cache_usage_perc",),
     speculation_flags=frozenset({"--speculative-config"}),
     context_flags=("--max-model-len",),
     starter_grid=(
@@ -66,4 +83,5 @@ ADAPTER = EngineAdapter(
     candidate=json_candidate,
     launch=_launch,
     load_form=_by_load,
+    read_response=_read_response,
 )

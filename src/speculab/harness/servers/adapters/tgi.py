@@ -21,6 +21,7 @@ from speculab.errors import UserError
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     EngineAdapter,
+    HeadsFromTarget,
     HelpRelease,
     KnownMethods,
     stripped_release,
@@ -106,7 +107,7 @@ ADAPTER = EngineAdapter(
         "  - {method: ngram, num_speculative_tokens: 4}\n"
     ),
     experiment_names={"ngram": "ngram"},
-    heads_from_target=HEAD_METHODS,
+    heads_from_target=HeadsFromTarget(HEAD_METHODS, "TGI", "--model-id", "--speculate"),
     declares=HelpRelease(methods_from_help, _help_flags, stripped_release),
     known_methods=_KNOWN,
     candidate=_candidate,

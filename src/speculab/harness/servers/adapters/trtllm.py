@@ -5,7 +5,8 @@
 `num_nextn_predict_layers` (MTP's k). `options` are more keys of that mapping, verbatim.
 
 The candidate's file is written by speculab (`candidate_files`: named by its content, so one speculation is one
-file); a baseline that already passes its own options file is refused, since trtllm-serve reads one.
+file). trtllm-serve reads one options file: a baseline that passes its own has it merged, the candidate's file being
+the baseline's keys plus `speculative_config` (a baseline file that already has one is refused, naming it).
 
 Acceptance: per response, per choice, when the server reports it (off by default): `speculative_decoding`
 {num_spec_steps, total_draft_tokens, total_accepted_draft_tokens, acceptance_rate, acceptance_histogram,
@@ -24,8 +25,18 @@ from typing import Any
 import yaml
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
-from speculab.errors import UserError
-from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter, PrefixCacheMetrics, unsupported
+from speculab.errors import UserError, user_text
+from speculab.harness.records import ResponseReading
+from speculab.harness.servers.adapters.base import (
+    AcceptanceMetrics,
+    EngineAdapter,
+    PrefixCacheMetrics,
+    object_at,
+    unsupported,
+)
+from speculab.harness.servers.adapters.flags import parse_command
+from speculab.harness.servers.adapters.vllm import counts_with_histogram
+from speculab.protocol.chunks import EngineFields, one_line
 
 KIND = "trtllm"
 OPTIONS_FLAG = "--extra_llm_api_options"
@@ -58,9 +69,51 @@ def speculative_config(speculation: SpeculationConfig) -> dict[str, Any]:
     return config
 
 
-def options_yaml(speculation: SpeculationConfig) -> str:
-    """The candidate's extra-options file: `speculative_config` and nothing else."""
-    return yaml.safe_dump({"speculative_config": speculative_config(speculation)}, sort_keys=True)
+def options_yaml(speculation: SpeculationConfig, baseline_cmd: Sequence[str] = ()) -> str:
+    """The candidate's extra-options file: the baseline's own options file's keys, if it passes one, and
+    `speculative_config`."""
+    own = _baseline_options(baseline_cmd)
+    return yaml.safe_dump({**own, "speculative_config": speculative_config(speculation)}, sort_keys=True)
+
+
+def _baseline_options(baseline_cmd: Sequence[str]) -> dict[str, Any]:
+    """The options file a plain baseline passes ({} where none): a mapping without `speculative_config`."""
+    given = parse_command(baseline_cmd).flags.get(OPTIONS_FLAG)
+    if not given:
+        return {}
+    if len(given) > 1:
+        raise UserError(f"baseline.launch.command passes {OPTIONS_FLAG} {len(given)} times; trtllm-serve reads one")
+    path = given[0]
+    try:
+        data = yaml.safe_load(user_text(Path(path).read_bytes(), path))
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({OPTIONS_FLAG} of baseline.launch.command): {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"{path} ({OPTIONS_FLAG} of baseline.launch.command) is not YAML: {one_line(str(e))}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path} ({OPTIONS_FLAG} of baseline.launch.command) is not a mapping of LLM API options")
+    if "speculative_config" in data:
+        raise UserError(
+            f"{path} already has speculative_config; remove it from the baseline's options file (the baseline must be "
+            "plain decoding, speculab adds speculation for the candidate)"
+        )
+    return data
+
+
+def _without_options(baseline_cmd: Sequence[str]) -> list[str]:
+    """The baseline less its options file (`--extra_llm_api_options F` or `=F`): the candidate passes the merged one."""
+    out: list[str] = []
+    skip = False
+    for word in baseline_cmd:
+        if skip or word.startswith(OPTIONS_FLAG + "="):
+            skip = False
+            continue
+        skip = word == OPTIONS_FLAG
+        if not skip:
+            out.append(word)
+    return out
 
 
 def options_path(text: str) -> Path:
@@ -68,12 +121,31 @@ def options_path(text: str) -> Path:
 
 
 def _candidate(adapter: EngineAdapter, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
-    return [*baseline_cmd, OPTIONS_FLAG, str(options_path(options_yaml(speculation))), *speculation.engine_args]
+    path = str(options_path(options_yaml(speculation, baseline_cmd)))
+    return [*_without_options(baseline_cmd), OPTIONS_FLAG, path, *speculation.engine_args]
 
 
-def _files(speculation: SpeculationConfig) -> Mapping[str, str]:
-    text = options_yaml(speculation)
+def _files(baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> Mapping[str, str]:
+    text = options_yaml(speculation, baseline_cmd)
     return {str(options_path(text)): text}
+
+
+SOURCE = "trtllm choices[].speculative_decoding"
+# choice 0's fields of its own that a record keeps: the counts, and its acceptance length as it said it
+_CHOICE_KEPT = ("speculative_decoding", "avg_decoded_tokens_per_iter")
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Choice 0's `speculative_decoding`: vLLM's counts under its own names, the same histogram."""
+    kept = {k: said.choice[k] for k in _CHOICE_KEPT if k in said.choice}
+    if not kept:
+        return None
+    sd = object_at(said.choice, "speculative_decoding")
+    spec = None
+    if sd is not None:
+        counts = (sd.get("num_spec_steps"), sd.get("total_draft_tokens"), sd.get("total_accepted_draft_tokens"))
+        spec = counts_with_histogram(counts, sd.get("acceptance_histogram"), SOURCE)
+    return ResponseReading(spec, {"choice": kept})
 
 
 def _launch(model: str, port: int, context: int | None) -> list[str] | None:
@@ -96,6 +168,7 @@ ADAPTER = EngineAdapter(
     prefix_cache=PrefixCacheMetrics("trtllm_prompt_cached_tokens_total", "trtllm_prompt_tokens_total"),
     # its speculation lives in the options file: the file is the one speculation flag (a plain baseline has none)
     speculation_flags=frozenset({OPTIONS_FLAG}),
+    merged_flags=frozenset({OPTIONS_FLAG}),  # a baseline's own options file: merged into the candidate's
     context_flags=("--max_seq_len",),
     executable="trtllm-serve",
     starter_grid=(
@@ -107,4 +180,5 @@ ADAPTER = EngineAdapter(
     candidate=_candidate,
     candidate_files=_files,
     launch=_launch,
+    read_response=_read_response,
 )

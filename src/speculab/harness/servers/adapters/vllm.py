@@ -1,14 +1,20 @@
 """vLLM: `--speculative-config JSON` (method ngram | draft_model | eagle | eagle3 | mtp, num_speculative_tokens, ...).
 
-Acceptance from Prometheus counters `vllm:spec_decode_*_total`, diffed around each load level. See docs/engines.md.
+Acceptance from Prometheus counters `vllm:spec_decode_*_total`, diffed around each load level; with
+`--per-request-spec-decode-metrics summary|detailed` (0.32), each response's own counts in its top-level
+`metrics.speculative_decoding` {num_spec_steps, num_draft_tokens, num_accepted_draft_tokens, acceptance_histogram, ...}
+(in the body, or in a stream's final usage chunk: `stream_options.include_usage`, which the harness always sends).
+See docs/engines.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from speculab.config import SpeculationConfig
+from speculab.harness.records import ResponseReading
 from speculab.harness.servers.adapters.base import (
     AcceptanceMetrics,
     ByLoad,
@@ -17,7 +23,9 @@ from speculab.harness.servers.adapters.base import (
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
+    object_at,
 )
+from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "vllm"
 # the first vLLM release where --speculative-config takes num_speculative_tokens_per_batch_size (checked in 0.32.0)
@@ -42,6 +50,38 @@ def counters(prefix: str, **response_fields: str) -> AcceptanceMetrics:
         accepted_per_position=f"{prefix}:spec_decode_num_accepted_tokens_per_pos_total",
         response_fields=response_fields,
     )
+
+
+SOURCE = "vllm metrics.speculative_decoding"
+
+
+def counts_with_histogram(counts: tuple[Any, Any, Any], hist: Any, source: str) -> dict[str, Any]:
+    """Steps, drafted and accepted tokens as one response reported them (a value that is not a count: None), and the
+    per-position counts of its histogram of steps by accepted drafts j (0..k): position p (0-based) was accepted in
+    every step with j > p, which is vLLM's per-position counter, per request (TensorRT-LLM reports the same)."""
+    steps, drafted, accepted = counts
+    out: dict[str, Any] = {
+        "drafts": as_count(steps),
+        "draft_tokens": as_count(drafted),
+        "accepted_tokens": as_count(accepted),
+        "source": source,
+    }
+    if isinstance(hist, list) and len(hist) > 1 and all(as_count(h) is not None for h in hist):
+        out["accepted_per_position"] = [sum(int(h) for h in hist[p + 1 :]) for p in range(len(hist) - 1)]
+    return out
+
+
+def _read_response(said: EngineFields) -> ResponseReading | None:
+    """Its per-request `metrics`, kept raw in the record (`extra["metrics"]`), and their `speculative_decoding`."""
+    metrics = object_at(said.top, "metrics")
+    if metrics is None:
+        return None
+    sd = object_at(metrics, "speculative_decoding")
+    spec = None
+    if sd is not None:
+        counts = (sd.get("num_spec_steps"), sd.get("num_draft_tokens"), sd.get("num_accepted_draft_tokens"))
+        spec = counts_with_histogram(counts, sd.get("acceptance_histogram"), SOURCE)
+    return ResponseReading(spec, {"metrics": dict(metrics)})
 
 
 def release_tuple(text: str) -> tuple[int, ...]:
@@ -114,7 +154,7 @@ ADAPTER = EngineAdapter(
     executable="vllm",
     metric_prefix="vllm:",
     latency_histograms=True,
-    # with --per-request-spec-decode-metrics, each response's own counts (read by client.speculation_fields)
+    # with --per-request-spec-decode-metrics, each response's own counts (`read_response`)
     acceptance=counters(
         "vllm",
         drafts="metrics.speculative_decoding.num_spec_steps",
@@ -122,6 +162,7 @@ ADAPTER = EngineAdapter(
         accepted_tokens="metrics.speculative_decoding.num_accepted_draft_tokens",
     ),
     prefix_cache=PrefixCacheMetrics("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"),
+    kv_usage_gauges=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),  # the name before 0.8, after it
     # vLLM serves /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1 (its `bench sweep` resets this way); its
     # /reset_mm_cache and /reset_encoder_cache hold multimodal inputs, which speculab's workloads never send
     cache_reset=CacheReset(("/reset_prefix_cache",), {"VLLM_SERVER_DEV_MODE": "1"}),
@@ -152,4 +193,5 @@ ADAPTER = EngineAdapter(
     candidate=json_candidate,
     launch=_launch,
     load_form=_by_load,
+    read_response=_read_response,
 )

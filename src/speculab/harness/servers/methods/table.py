@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.servers.adapters import Served, adapter_for, plain_base
+from speculab.harness.servers.adapters import EngineAdapter, Served, adapter_for, plain_base
+from speculab.harness.servers.adapters.base import HeadsFromTarget
 from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.vocab import VocabMatch
@@ -88,14 +89,14 @@ def experiment_method(engine: str, name: str) -> str | None:
     return name if name in _TODAYS else None
 
 
-def _flags(engine: str, name: str, needs: str, model: str | None) -> tuple[str, ...]:
+def _flags(engine: str, name: str, needs: str, model: str | None, k: int = TABLE_K) -> tuple[str, ...]:
     """What the candidate adds, as the engine's adapter derives it for the engine's own name (() when the adapter
     cannot: an engine speculab has no adapter for, a name whose k no flag sets)."""
     adapter = adapter_for(engine)
     path = (model or PATH) if needs == "draft" or (needs in _HEADS and not adapter.heads_from_target) else None
     lookup = {"prompt_lookup_max": 4, "prompt_lookup_min": 2} if name == "ngram" and adapter.json_config else {}
-    k = adapter.fixed_k.get(name, TABLE_K)
-    base = plain_base(adapter)  # TGI's plain arm for a checkpoint that ships heads
+    k = adapter.fixed_k.get(name, k)
+    base = plain_base(adapter)  # the plain arm of a checkpoint that ships heads (TGI's `--speculate 0`)
     try:
         return tuple(adapter.candidate_command(base, SpeculationConfig(name, k, model=path, **lookup)))
     except UserError:
@@ -150,25 +151,32 @@ def _dspark(g: Given) -> tuple[str, str]:
     return _head("dspark", g)
 
 
-def _tgi_head(kind: str, g: Given) -> tuple[str, str]:
-    """TGI loads Medusa heads or an MLP speculator only from the checkpoint it serves (--model-id), whose config.json
-    names the base model it loads under them; --speculate N may not exceed the heads it ships."""
-    t, h = g.target, g.head
+def _head_in_target(adapter: EngineAdapter, kind: str, g: Given) -> tuple[str, str]:
+    """An engine that loads heads only from the checkpoint it serves (`heads_from_target`: TGI's Medusa heads or MLP
+    speculator), whose config.json names the base model it loads under them; its k may not exceed the heads it ships."""
+    rule, t, h = adapter.heads_from_target, g.target, g.head
+    assert rule is not None
     if t is not None and t.head_kind == kind:
         if not t.base_model:
-            return "no", f"{t.name} names no base_model_name_or_path, the model TGI loads under its heads"
-        most = f"--speculate at most {t.heads} ({t.heads_key})" if t.heads else "--speculate N"
-        return "yes", f"{t.name} ships {_HEADS[kind]} head for {t.base_model}: {most}; the baseline needs --speculate 0"
+            return "no", f"{t.name} names no base_model_name_or_path, the model {rule.name} loads under its heads"
+        most = f"{rule.k_flag} at most {t.heads} ({t.heads_key})" if t.heads else f"{rule.k_flag} N"
+        plain = " ".join(plain_base(adapter))
+        return "yes", f"{t.name} ships {_HEADS[kind]} head for {t.base_model}: {most}; the baseline needs {plain}"
     if h is not None and h.head_kind == kind:
-        return "no", f"TGI loads {_HEADS[kind]} head only from the served checkpoint: serve {h.name} as --model-id"
-    key = "medusa_num_heads" if kind == "medusa" else "model_type mlp_speculator"
-    return "no", f"TGI runs {_HEADS[kind]} head only when the served checkpoint ships it ({key}): pass it as --model"
+        where = f"serve {h.name} as {rule.model_flag}"
+        return "no", f"{rule.name} loads {_HEADS[kind]} head only from the served checkpoint: {where}"
+    key = "medusa_num_heads" if kind == "medusa" else "model_type mlp_speculator"  # what the checkpoint says
+    return (
+        "no",
+        f"{rule.name} runs {_HEADS[kind]} head only when the served checkpoint ships it ({key}): pass it as --model",
+    )
 
 
-def _tgi_ngram(g: Given, heads: frozenset[str]) -> tuple[str, str]:
+def _ngram_beside_heads(g: Given, rule: HeadsFromTarget) -> tuple[str, str]:
+    """n-gram on an engine whose one speculation flag runs a served checkpoint's heads instead, where it ships any."""
     t = g.target
-    if t is not None and t.head_kind in heads:
-        why = f"{t.name} ships {_HEADS[t.head_kind]} head, which TGI's --speculate uses instead"
+    if t is not None and t.head_kind in rule.methods:
+        why = f"{t.name} ships {_HEADS[t.head_kind]} head, which {rule.name}'s {rule.k_flag} uses instead"
         return "no", f"{why}: serve its base model for n-gram"
     return "yes", _PROMPT_WHY
 
@@ -197,16 +205,18 @@ _PROMPT_WHY = "drafts from the prompt and the output so far: needs no other mode
 
 def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> MethodRow:
     needs = needs_of(name)
-    heads = adapter_for(engine).heads_from_target  # TGI's: what --speculate runs from the served checkpoint itself
-    from_target = bool(heads)
+    adapter = adapter_for(engine)
+    rule = adapter.heads_from_target  # TGI's: the heads its one flag runs from the served checkpoint itself
+    from_target = rule is not None
+    heads = rule.methods if rule is not None else frozenset()
     if needs == "prompt":
-        available, why = _tgi_ngram(g, heads) if from_target else ("yes", _PROMPT_WHY)
+        available, why = _ngram_beside_heads(g, rule) if rule is not None else ("yes", _PROMPT_WHY)
         if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
             why += " (a GPU implementation)"
     elif needs == "draft":
         available, why = _draft(engine, g)
     elif from_target and needs in heads:
-        available, why = _tgi_head(needs, g)
+        available, why = _head_in_target(adapter, needs, g)
     elif needs == "dspark":
         available, why = _dspark(g)
     elif needs in _HEADS:
@@ -229,9 +239,10 @@ def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> Me
     if from_target and needs in _HEADS:
         model = g.target.path if g.target is not None and g.target.head_kind == needs else None
     missing = path_flag if path_flag and model is None else None
-    flags = _flags(engine, name, needs, model)
-    if from_target and model is not None and g.target is not None and g.target.heads and g.target.heads < TABLE_K:
-        flags = ("--speculate", str(g.target.heads))  # TGI refuses more than the heads the checkpoint ships
+    k = TABLE_K
+    if from_target and model is not None and g.target is not None and g.target.heads:
+        k = min(k, g.target.heads)  # it refuses more than the heads the checkpoint ships
+    flags = _flags(engine, name, needs, model, k)
     family = _family(name) if needs == "mtp" else None
     return MethodRow(name, available, why, flags, needs, experiment_method(engine, name), missing, family)
 
