@@ -150,12 +150,13 @@ def test_the_serving_base_and_the_wire_format_know_no_server_and_no_harness():
 
 
 def test_only_the_imports_package_knows_its_readers():
-    """A result format lives in its reader and the registry (harness.imports.registry): nothing outside the imports
-    package imports an individual reader module."""
-    from speculab.harness.imports.registry import READERS
+    """A result format lives in its readers and the registry (harness.imports.registry): nothing outside the imports
+    package imports an individual reader module, per-request or summary-only."""
+    from speculab.harness.imports.registry import TABLE
 
-    readers = {m.__name__ for m in READERS.values()}
-    assert len(readers) >= 6  # the test reads the registry it guards
+    readers = {m.__name__ for f in TABLE for m in (f.reader, f.summaries) if m is not None}
+    # the test reads the registry it guards, both kinds of reader
+    assert len({f.reader for f in TABLE}) >= 7 and len({f.summaries for f in TABLE} - {None}) >= 3
     outside = {
         f"{module} imports {t}"
         for module, targets in _imports().items()

@@ -16,7 +16,7 @@ from speculab.errors import UserError
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.output_dir import check_render_target
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.model import REPORT_SCHEMA, Report, ReportOptions
 from speculab.report.comparisons import write_comparisons
 from speculab.report.html.page import write_html
 from speculab.report.shipped import write_shipped
@@ -35,7 +35,7 @@ def render_run_dir(
         raise UserError(f"{root}: no such directory; give the output directory of `speculab run` or `speculab demo`")
     inputs = load_inputs(root)
     if out_dir is not None and out_dir.resolve() != root.resolve():
-        check_render_target(out_dir)
+        check_render_target(out_dir, REPORT_SCHEMA)
     report = build_report(inputs, options)
     if ship is not None:
         report = ship(report)

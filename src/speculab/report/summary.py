@@ -12,11 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.results.summary_file import write_summary_file
 from speculab.harness.verdict.model import Report
 from speculab.report.phrases import verdict_line, warning_text
-
-SUMMARY_FILE = "summary.json"
 
 
 def summary_dict(report: Report) -> dict[str, Any]:
@@ -42,8 +40,6 @@ def summary_dict(report: Report) -> dict[str, Any]:
 
 
 def write_summary(out_dir: Path, report: Report) -> Path:
-    """Write out_dir/summary.json atomically; return its path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SUMMARY_FILE
-    write_json_atomic(path, summary_dict(report), indent=1)
-    return path
+    """out_dir/summary.json of an A/B run (its schema the model's, `REPORT_SCHEMA`), the one writer of the kind;
+    its path."""
+    return write_summary_file(out_dir, summary_dict(report), indent=1)

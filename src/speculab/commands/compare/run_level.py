@@ -14,7 +14,7 @@ from speculab.errors import UserError
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
-from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
 from speculab.harness.stats.intervals import CONFIDENCE
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
@@ -23,8 +23,6 @@ from speculab.harness.verdict.run_level import (
     compare_load,
     run_level_from_json,
 )
-
-SUMMARY_FILE = "summary.json"
 
 
 def _summary_only(runs: Sequence[RunSummary] | None) -> bool:
@@ -122,10 +120,7 @@ def save(out: Path, report: RunLevelReport, *, again: bool = False) -> Path:
     comparison's own, re-decided by `speculab report --margin`, its figures unchanged)."""
     if not again:
         check_ab_output_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / SUMMARY_FILE
-    write_atomic(path, report.to_json())
-    return path
+    return write_summary_file(out, report.to_dict(), indent=1)
 
 
 def saved_run_level(directory: Path) -> RunLevelReport | None:

@@ -1,13 +1,19 @@
-"""The formats speculab reads, by `--format` name: which reader a path is for (detected, or named), and its runs.
+"""The one registry of the formats speculab reads: one entry per tool's format (`Format`), by `--format` name, from
+which both kinds of reader are found: the per-request reader (which reader a path is for, detected or named, and its
+runs) and, where the tool also writes files that keep no request, the summary reader of those (its own aggregates,
+for a comparison whose unit is the run: `summaries.read`).
 
-Every reader is a module with the same face (`Reader`): its `--format` name, its tool, how compare names its files,
-what compare says about reading them and how to pair two of them, `detect(path)` and `read_all(path)`, every run the
-path holds. The readers of files that may hold several runs, one per load, can also read one (`Picks`: `--benchmark
-N`). Adding a format is its reader module plus one line here.
+Every per-request reader is a module with the same face (`Reader`): its `--format` name, its tool, how compare names
+its files, what compare says about reading them and how to pair two of them, `detect(path)` and `read_all(path)`,
+every run the path holds. The readers of files that may hold several runs, one per load, can also read one (`Picks`:
+`--benchmark N`). A summary reader (`SummaryReader`) has `TOOL`, `detect(path)` and `read(path)`. Each claims a path
+by positive marks, what makes it that tool's. Adding a format is its reader module(s) plus its entry here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -22,6 +28,8 @@ from speculab.harness.imports import (
     vllm_sweep,
 )
 from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.imports.summaries import guidellm, sglang, vllm
+from speculab.harness.imports.summaries.summary import RunSummary
 
 
 class Reader(Protocol):
@@ -46,34 +54,77 @@ class Picks(Reader, Protocol):
     def read(self, path: Path, benchmark: int | None = None) -> ImportedRun: ...
 
 
-SPECULAB = speculab_bench.FORMAT
-READERS: dict[str, Reader] = {
-    m.FORMAT: m
-    for m in (
-        speculab_bench,
-        vllm_bench,
-        vllm_sweep,
-        guidellm_benchmarks,
-        aiperf_profile,
-        sglang_bench,
-        llmperf_responses,
-    )
-}
+class SummaryReader(Protocol):
+    """One tool's reader of its summary-only files (a module under `summaries`): the tool's own aggregates."""
+
+    TOOL: str
+
+    def detect(self, path: Path) -> bool: ...
+
+    def read(self, path: Path) -> tuple[RunSummary, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """One tool's format: its per-request reader, and the summary reader of the files it writes without requests."""
+
+    reader: Reader
+    # None: every file of this format keeps its requests (or speculab reads none that does not)
+    summaries: SummaryReader | None = None
+    # a directory format's run files (a vLLM sweep's run=N.json, its layout known by its reader alone), each read by
+    # `summaries`; None for a format of files
+    members: Callable[[Path], list[Path]] | None = None
+    # its runs are matched by load, a load's several runs being its repeats (a vLLM sweep's run=N.json)
+    by_load: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.reader.FORMAT
+
+
+SPECULAB_BENCH = Format(speculab_bench)
+VLLM = Format(vllm_bench, vllm)
+VLLM_SWEEP = Format(vllm_sweep, vllm, vllm_sweep.run_files, by_load=True)
+GUIDELLM = Format(guidellm_benchmarks, guidellm)
+AIPERF = Format(aiperf_profile)
+SGLANG = Format(sglang_bench, sglang)
+LLMPERF = Format(llmperf_responses)
+# in the order users were promised their --format names
+TABLE: tuple[Format, ...] = (SPECULAB_BENCH, VLLM, VLLM_SWEEP, GUIDELLM, AIPERF, SGLANG, LLMPERF)
+
+SPECULAB = SPECULAB_BENCH.name
+READERS: dict[str, Reader] = {f.name: f.reader for f in TABLE}
 FORMATS = tuple(READERS)
-# the readers of directories, asked first and in this order: a vLLM sweep's is a directory of run files (or of such
+# the formats of directories, asked first and in this order: a vLLM sweep's is a directory of run files (or of such
 # directories), or a prefix of their names; any other directory is a speculab bench run's
-_DIRECTORIES: tuple[Reader, ...] = (vllm_sweep, speculab_bench)
-# the readers of files, the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's does;
-# an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named *_individual_responses.json
-_FILES: tuple[Reader, ...] = (guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses, vllm_bench)
+_DIRECTORY_FORMATS = (VLLM_SWEEP, SPECULAB_BENCH)
+# the formats of files, the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's
+# does; an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named
+# *_individual_responses.json. The summary readers are asked in the same order, for the same reasons
+_FILE_FORMATS = (GUIDELLM, AIPERF, SGLANG, LLMPERF, VLLM)
+_DIRECTORIES: tuple[Reader, ...] = tuple(f.reader for f in _DIRECTORY_FORMATS)
+_FILES: tuple[Reader, ...] = tuple(f.reader for f in _FILE_FORMATS)
+SUMMARY_READERS: tuple[SummaryReader, ...] = tuple(f.summaries for f in _FILE_FORMATS if f.summaries is not None)
 _PICKS: tuple[Picks, ...] = (guidellm_benchmarks, sglang_bench)
-# the readers whose runs are matched by load, a load's several runs being its repeats (a vLLM sweep's run=N.json)
-_BY_LOAD = (vllm_sweep.FORMAT,)
 _GIVE = (
     "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
     "serve` directory, a GuideLLM benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving "
     "--output-details JSONL or an LLMPerf *_individual_responses.json"
 )
+
+
+def summary_reader(path: Path) -> SummaryReader | None:
+    """The summary reader that claims the file `path`; None where none does."""
+    return next((r for r in SUMMARY_READERS if r.detect(path)), None)
+
+
+def summary_members(path: Path) -> tuple[SummaryReader, list[Path]] | None:
+    """The run files of a directory format that `path` names (a vLLM sweep's combination, experiment or
+    `SERVE--<setting>` prefix), with the summary reader of each; None where `path` names none."""
+    for f in _DIRECTORY_FORMATS:
+        if f.members is not None and f.summaries is not None and (found := f.members(path)):
+            return f.summaries, found
+    return None
 
 
 def result_format(path: Path, fmt: str | None = None) -> str:
@@ -178,7 +229,7 @@ def runs_named(fmts: tuple[str, ...]) -> str:
 
 def by_load(fmts: tuple[str, ...]) -> bool:
     """Whether runs of these formats are matched by load, a load's several runs its repeats (a vLLM sweep's)."""
-    return any(f in _BY_LOAD for f in fmts)
+    return any(f.by_load for f in TABLE if f.name in fmts)
 
 
 def of_other_tools(fmts: tuple[str, ...]) -> tuple[Reader, ...]:

@@ -61,6 +61,18 @@ def _combos(path: Path) -> list[tuple[Path, list[tuple[int, Path]]]]:
     return [(d, runs) for d in sorted(dirs) if (runs := _runs(d))]
 
 
+def run_number(path: Path) -> int | None:
+    """N of a sweep's `run=N.json` (run N + 1 at its load); None for any other file."""
+    m = _RUN.fullmatch(path.name)
+    return int(m.group(1)) if m else None
+
+
+def run_files(path: Path) -> list[Path]:
+    """Every run file of the combinations `path` names, combination by combination, by N ([] where it names none):
+    what a sweep's summary-only runs are read from."""
+    return [f for _, runs in _combos(path) for _, f in runs]
+
+
 def detect(path: Path) -> bool:
     """Whether `path` names the runs of a vLLM sweep: a directory of `run=N.json` files, or of such directories,
     or the `SERVE--<setting>` prefix of some."""

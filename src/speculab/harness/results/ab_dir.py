@@ -20,6 +20,7 @@ from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import read_records, write_records
 from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.results.summary_file import SUMMARY_FILE
 
 INPUTS_FILE = "inputs.json"
 RUNS_DIR = "runs"
@@ -78,7 +79,7 @@ def read_setup(root: Path) -> ABRun:
     """DIR/inputs.json alone (no records read): what the run asked, its arms and notes."""
     f = root / INPUTS_FILE
     if not f.is_file():
-        if root.is_dir() and (root / "summary.json").is_file() and (root / REQUESTS_FILE).is_file():
+        if root.is_dir() and (root / SUMMARY_FILE).is_file() and (root / REQUESTS_FILE).is_file():
             raise UserError(f"{root} is a `speculab bench` result; compare two of them with `speculab compare A B`")
         raise UserError(f"{root}: no {INPUTS_FILE}; give the output directory of `speculab run` or `speculab demo`")
     try:

@@ -14,13 +14,14 @@ import os
 from pathlib import Path
 
 from speculab.errors import UserError
+from speculab.harness.results.summary_file import SUMMARY_FILE
 
 # bench and diagnose (manifest, records, summary, diagnosis), the A/B layout (inputs, runs/, launches, logs/), and
 # the rendered report.
 RESULT_NAMES = (
     "manifest.json",
     "requests.jsonl",
-    "summary.json",
+    SUMMARY_FILE,
     "diagnosis.json",
     "diagnosis.html",
     "inputs.json",
@@ -29,8 +30,7 @@ RESULT_NAMES = (
     "logs",
     "report.html",
 )
-_RENDERED = frozenset({"summary.json", "report.html"})
-_AB_SUMMARY_SCHEMA_PREFIX = "speculab.report.summary/"
+_RENDERED = frozenset({SUMMARY_FILE, "report.html"})
 
 
 def _held(path: Path) -> list[str]:
@@ -48,13 +48,14 @@ def check_output_dir(path: Path, *, flag: str = "--output") -> None:
     _check_writable(path, flag)
 
 
-def check_render_target(path: Path, *, flag: str = "--output") -> None:
+def check_render_target(path: Path, schema: str, *, flag: str = "--output") -> None:
     """Where `speculab report` may write report.html and summary.json: a new directory, or one holding only a report
-    rendered there before (an A/B summary.json and report.html) - never a bench result or another run."""
+    rendered there before (report.html and a summary.json of `schema`'s kind, any version: the renderer names the
+    schema it writes, defined once with its model) - never a bench result or another run."""
     if path.exists() and not path.is_dir():
         raise UserError(f"{flag} {path} is a file; give a directory")
     held = _held(path)
-    if held and (set(held) - _RENDERED or not _is_rendered_report(path / "summary.json")):
+    if held and (set(held) - _RENDERED or not _is_rendered_report(path / SUMMARY_FILE, schema)):
         raise UserError(
             f"{flag} {path} holds another result ({', '.join(held)}), which the report would overwrite; choose a new "
             "directory"
@@ -62,14 +63,15 @@ def check_render_target(path: Path, *, flag: str = "--output") -> None:
     _check_writable(path, flag)
 
 
-def _is_rendered_report(summary: Path) -> bool:
+def _is_rendered_report(summary: Path, schema: str) -> bool:
     if not summary.exists():
         return True  # report.html alone
     try:
-        schema = json.loads(summary.read_text(encoding="utf-8")).get("schema", "")
+        held = json.loads(summary.read_text(encoding="utf-8")).get("schema", "")
     except (OSError, ValueError, AttributeError):
         return False
-    return isinstance(schema, str) and schema.startswith(_AB_SUMMARY_SCHEMA_PREFIX)
+    # "speculab.report.summary/1" -> any "speculab.report.summary/N": a report an earlier release rendered there
+    return isinstance(held, str) and held.startswith(schema.rsplit("/", 1)[0] + "/")
 
 
 def _check_writable(path: Path, flag: str) -> None:

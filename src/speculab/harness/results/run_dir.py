@@ -17,9 +17,10 @@ from speculab.harness.records import RequestRecord
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import RequestsFile, write_error
 from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.results.summary_file import SUMMARY_FILE
 
 MANIFEST_SCHEMA = "speculab.bench.manifest/1"
-MANIFEST, REQUESTS, SUMMARY = "manifest.json", "requests.jsonl", "summary.json"
+MANIFEST, REQUESTS, SUMMARY = "manifest.json", "requests.jsonl", SUMMARY_FILE
 
 
 def utc_now() -> str:

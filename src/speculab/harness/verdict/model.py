@@ -24,7 +24,7 @@ from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERRO
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.codec import from_data
-from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.strict_json import dumps, json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.stats import Distribution as Distribution
@@ -556,7 +556,8 @@ class Report:
         return json_safe(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        """The model as summary.json lays it out, without the sentences its writer (`report.summary`) adds."""
+        return dumps(self, indent=1) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> Report:

@@ -90,9 +90,9 @@ class RunLevelReport:
     notes: tuple[str, ...]
     unit: str = "run"
 
-    def to_json(self) -> str:
-        body = {"schema": RUN_LEVEL_SCHEMA, **json_safe(self)}
-        return json.dumps(body, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    def to_dict(self) -> dict[str, Any]:
+        """summary.json of a run-level comparison as plain JSON data (written by `commands.compare.run_level.save`)."""
+        return {"schema": RUN_LEVEL_SCHEMA, **json_safe(self)}
 
 
 def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from speculab.harness.results.summary_file import SUMMARY_FILE
 from speculab.harness.verdict.model import METRIC_LABELS
 from speculab.report.console.bench import ms_cell
 from speculab.report.console.fit import FittedTable
@@ -161,7 +162,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     for m in report.missing:
         parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(m)}"))
     if out_dir is not None:
-        parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / 'summary.json'}"))
+        parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / SUMMARY_FILE}"))
     return Group(*parts)
 
 

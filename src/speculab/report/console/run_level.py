@@ -9,6 +9,7 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.table import Table
 
+from speculab.harness.results.summary_file import SUMMARY_FILE
 from speculab.harness.verdict.run_level import RunLevelLoad, RunLevelReport, RunMetric
 from speculab.report.formatting import MISSING, is_number, num, seconds
 from speculab.report.phrases import NO_PER_REQUEST, NOT_IN_FILE, run_level_phrase
@@ -59,7 +60,7 @@ def run_level_renderable(report: RunLevelReport, out_dir: Path | None = None) ->
     parts += [_table(x) for x in report.loads]
     parts += [f"[dim]{escape(n)}[/]" for n in report.notes]
     if out_dir is not None:
-        parts.append(f"wrote {escape(str(out_dir / 'summary.json'))}")
+        parts.append(f"wrote {escape(str(out_dir / SUMMARY_FILE))}")
     return Group(*parts)  # type: ignore[arg-type]
 
 

@@ -8,7 +8,17 @@ from pathlib import Path
 import pytest
 
 from speculab.errors import UserError
-from speculab.harness.imports.registry import FORMATS, READERS, read_runs, result_format, result_path
+from speculab.harness.imports.registry import (
+    FORMATS,
+    READERS,
+    SUMMARY_READERS,
+    TABLE,
+    read_runs,
+    result_format,
+    result_path,
+    summary_members,
+    summary_reader,
+)
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "imports"
 
@@ -18,6 +28,33 @@ def test_every_reader_has_the_face_and_the_format_names_users_were_promised() ->
     for name, reader in READERS.items():
         assert name == reader.FORMAT and reader.TOOL and reader.NAME
         assert callable(reader.detect) and callable(reader.read_all)
+
+
+def test_one_entry_per_format_finds_both_its_readers() -> None:
+    """One registry: a format's summary reader (its files without requests) is found from the same entry as its
+    per-request reader, is of the same tool, and is asked in the same order as the file readers."""
+    by_name = {f.name: f for f in TABLE}
+    assert tuple(by_name) == FORMATS
+    with_summaries = {n for n, f in by_name.items() if f.summaries is not None}
+    assert with_summaries == {"vllm", "vllm-sweep", "guidellm", "sglang"}
+    for n in with_summaries - {"vllm-sweep"}:  # a sweep's run files are vLLM bench serve results
+        assert by_name[n].summaries.TOOL == by_name[n].reader.TOOL
+    assert [r.TOOL for r in SUMMARY_READERS] == [READERS[n].TOOL for n in ("guidellm", "sglang", "vllm")]
+    summaries = FIXTURES / "summaries"
+    assert summary_reader(summaries / "vllm" / "baseline" / "r1.json") is by_name["vllm"].summaries
+    assert summary_reader(summaries / "sglang" / "baseline.jsonl") is by_name["sglang"].summaries
+    assert summary_reader(FIXTURES / "aiperf" / "baseline" / "profile_export.jsonl") is None  # AIPerf: per request
+
+
+def test_a_sweeps_run_files_are_found_by_its_entry_alone(tmp_path: Path) -> None:
+    """The sweep's layout is known by its reader (vllm_sweep) alone: the summary side asks the registry for the run
+    files a combination, an experiment or a `SERVE--` prefix names, in run order."""
+    sweep = FIXTURES / "summaries" / "sweep"
+    reader, files = summary_members(sweep / "SERVE--plain") or (None, [])
+    assert [f"{f.parent.name}/{f.name}" for f in files] == [f"SERVE--plain-BENCH--c4/run={n}.json" for n in range(3)]
+    assert reader is not None and reader.TOOL == READERS["vllm"].TOOL
+    assert summary_members(sweep / "SERVE--plain-BENCH--c4") == (reader, files)
+    assert summary_members(tmp_path) is None and summary_members(tmp_path / "SERVE--nothing") is None
 
 
 def test_detection_asks_the_directories_readers_first(tmp_path: Path) -> None:

@@ -103,6 +103,7 @@ def test_no_command_overwrites_a_result_it_did_not_create(tmp_path):
     `report X --output BENCHDIR` overwrote other results silently."""
     from speculab.harness.results.ab_dir import check_ab_output_dir
     from speculab.harness.results.output_dir import check_render_target
+    from speculab.harness.verdict.model import REPORT_SCHEMA
 
     bench = tmp_path / "bench"
     RunDir(bench).create().close()
@@ -116,12 +117,12 @@ def test_no_command_overwrites_a_result_it_did_not_create(tmp_path):
             with pytest.raises(UserError, match=r"already holds a run \(.*summary\.json.*\); choose a new directory"):
                 check(d)
     with pytest.raises(UserError, match=r"holds another result .* which the report would overwrite"):
-        check_render_target(bench)
-    check_render_target(report_only)  # a report rendered there before may be rendered again
-    check_render_target(tmp_path / "new")
+        check_render_target(bench, REPORT_SCHEMA)
+    check_render_target(report_only, REPORT_SCHEMA)  # a report rendered there before may be rendered again
+    check_render_target(tmp_path / "new", REPORT_SCHEMA)
     (report_only / "inputs.json").write_text("{}")  # ... but not once it is a run directory
     with pytest.raises(UserError, match="holds another result"):
-        check_render_target(report_only)
+        check_render_target(report_only, REPORT_SCHEMA)
 
 
 @pytest.mark.parametrize("junk", [b"\xff\xfe\x00", b"[" * 100_000, b'{"index": 1' + b"0" * 5000 + b"}"])

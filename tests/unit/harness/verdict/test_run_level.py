@@ -92,27 +92,30 @@ def test_geometric_mean_and_margins():
     assert margin_for(None, {"tpot_s": 0.05, "ttft_s": 0.02}) == pytest.approx(0.03)
 
 
-def test_the_report_is_strict_json():
+def test_the_report_is_strict_json(tmp_path: Path):
     import json
 
-    from speculab.harness.verdict.run_level import RunLevelReport
+    from speculab.harness.results.summary_file import write_summary_file
+    from speculab.harness.verdict.run_level import RUN_LEVEL_SCHEMA, RunLevelReport
 
     load = compare_load(C4, [_run(0.030)], [_run(0.020)], {})
     r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), ("n",))
-    d = json.loads(r.to_json())
+    d = json.loads(write_summary_file(tmp_path, r.to_dict(), indent=1).read_text(encoding="utf-8"))
+    assert d["schema"] == RUN_LEVEL_SCHEMA
     assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
 
 
-def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin():
+def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin(tmp_path: Path):
     """`speculab report DIR` of a run-level comparison: summary.json read back as it was written; `--margin` changes
     the answers and the margins they name, never the runs' figures or intervals."""
+    from speculab.harness.results.summary_file import write_summary_file
     from speculab.harness.verdict.run_level import RunLevelReport, redecide, run_level_from_json
 
     a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
     b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
     report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), ("n",))
-    back = run_level_from_json(report.to_json())
+    back = run_level_from_json(write_summary_file(tmp_path, report.to_dict(), indent=1).read_text(encoding="utf-8"))
     assert back == report
     wide = redecide(back, {"tpot_s": 0.6})  # TPOT 1.5x faster is within a 60 % margin
     tpot = next(m for m in wide.loads[0].metrics if m.name == "tpot_median_s")

@@ -11,16 +11,14 @@ request that did not succeed as not completed).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from speculab.harness.imports import vllm_bench
+from speculab.harness.imports import vllm_bench, vllm_sweep
 from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
 
 TOOL = vllm_bench.TOOL
-_RUN = re.compile(r"run=(\d+)\.json")
 # vLLM's names of the four latencies, in Aggregates' order
 _LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el"))
 
@@ -47,14 +45,14 @@ def read(path: Path) -> tuple[RunSummary, ...]:
     failed = _failed(d)
     n = count(d.get("num_prompts")) or (completed or 0) + (failed or 0) or 1
     level, _ = vllm_bench.offered_load(ff, d, n)
-    m = _RUN.fullmatch(path.name)
+    n = vllm_sweep.run_number(path)
     version = d.get("vllm_version") or d.get("version")
     # a sweep's run files are all run=N.json: the side is named by the combination's directory
-    label = f"{path.parent.name}/{path.name}" if m else ""
+    label = f"{path.parent.name}/{path.name}" if n is not None else ""
     return (
         RunSummary(
             path=path,
-            tool=vllm_bench.TOOL if not m else "vllm bench sweep serve",
+            tool=vllm_bench.TOOL if n is None else vllm_sweep.TOOL,
             level=level,
             aggregates=ms_aggregates(d, _LATENCIES),
             completed=completed,
@@ -63,7 +61,7 @@ def read(path: Path) -> tuple[RunSummary, ...]:
             version=str(version) if version else None,
             model=str(d["model_id"]) if d.get("model_id") else None,
             label=label,
-            run=int(m.group(1)) + 1 if m else 1,
+            run=n + 1 if n is not None else 1,
             info={k: d[k] for k in ("date", "backend", "label") if d.get(k) is not None},
         ),
     )

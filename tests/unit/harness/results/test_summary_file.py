@@ -1,0 +1,41 @@
+"""summary.json: one name, and one way every kind is written (strict JSON, atomically)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+
+from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
+
+SRC = Path(__file__).resolve().parents[4] / "src" / "speculab"
+
+
+def test_a_summary_is_strict_json_laid_out_as_its_kind_asks(tmp_path: Path) -> None:
+    path = write_summary_file(tmp_path / "new", {"schema": "x/1", "figure": math.nan, "runs": (1, 2)}, indent=1)
+    text = path.read_text(encoding="utf-8")
+    assert path == tmp_path / "new" / SUMMARY_FILE
+    assert text == '{\n "schema": "x/1",\n "figure": null,\n "runs": [\n  1,\n  2\n ]\n}\n'
+    assert json.loads(text)["figure"] is None
+    assert [p.name for p in path.parent.iterdir()] == [SUMMARY_FILE]  # no temporary file left beside it
+
+
+def test_the_file_is_named_in_one_place() -> None:
+    """A second "summary.json" in the code is a second idea of where a result's summary lives (docstrings aside)."""
+    found = []
+    for f in SRC.rglob("*.py"):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+        }
+        found += [
+            f"{f.relative_to(SRC)}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value == SUMMARY_FILE and id(n) not in docs
+        ]
+    assert found == ["harness/results/summary_file.py:18"], found
