@@ -1,4 +1,4 @@
-"""The compared metrics' one table (`analysis.metrics.COMPARED_METRICS`): every entry complete, the experiment file's
+"""The compared metrics' one table (`analysis.figures.COMPARED_METRICS`): every entry complete, the experiment file's
 margin keys equal to the table's (config may not import the harness, so it keeps its own list), and the verdict
 comparing every entry, in the table's order."""
 
@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from speculab.config.experiment import MARGIN_KEYS, TIME_MARGINS, margins
-from speculab.harness.analysis.metrics import (
-    COMPARED_METRICS,
-    REQUEST_VALUES,
-    compared_metric,
-    request_metrics,
-    request_values,
-)
+from speculab.harness.analysis.figures import COMPARED_METRICS, compared_metric
+from speculab.harness.analysis.metrics import REQUEST_VALUES, request_metrics, request_values
 from speculab.harness.records import ChunkEvent, RequestRecord, TokenCountSource
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.verdict.build import build_report
