@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from speculab.errors import did_you_mean
@@ -54,6 +54,12 @@ class SloTargets:
     def any(self) -> bool:
         """True when at least one limit is set (goodput is measured only then)."""
         return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
+
+    @property
+    def limits(self) -> dict[str, float | None]:
+        """Every limit, set or not, by the figure it bounds: each field is named as its figure (a test holds them to
+        the figures table), so summary.json's and manifest.json's `slo` keys are the figures' names."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "attainment"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +275,7 @@ class AdaptiveRepeats:
 
 # `margin:` keys -> the metrics they set (docs/experiment.md): a number or "3%" sets every compared metric; a mapping
 # sets some (the others keep the default). `correctness` is the checks' non-inferiority margin, in pass-rate points.
-# The compared metrics' keys are the metric table's (`harness.analysis.metrics.COMPARED_METRICS`, which config may
+# The compared metrics' keys are the metric table's (`harness.analysis.figures.COMPARED_METRICS`, which config may
 # not import): tests/unit/harness/analysis/test_metric_table.py holds them equal.
 MARGIN_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "ttft": "ttft_s", "itl": "itl_s", "correctness": "correctness"}
 TIME_MARGINS = tuple(metric for metric in MARGIN_KEYS.values() if metric != "correctness")
@@ -309,8 +315,10 @@ def margins(value: float | int | str | Mapping[str, float | int | str] | None) -
 # failed requests) and `correctness` (the checks' pass rate) are guardrails only.
 DECIDE_ON_KEYS = {k: v for k, v in MARGIN_KEYS.items() if v in TIME_MARGINS}
 GUARDRAIL_KEYS = {**DECIDE_ON_KEYS, "error_rate": "error_rate", "correctness": "correctness"}
-DEFAULT_DECIDE_ON = "tpot_s"
-DEFAULT_GUARDRAILS = ("ttft_s", "e2e_s", "error_rate", "correctness")
+# TPOT, the figures table's headline (held equal to `harness.analysis.figures.HEADLINE` by a test): config keeps the
+# one copy of the figures' names, in MARGIN_KEYS
+DEFAULT_DECIDE_ON = MARGIN_KEYS["tpot"]
+DEFAULT_GUARDRAILS = (MARGIN_KEYS["ttft"], MARGIN_KEYS["e2e"], "error_rate", "correctness")
 
 
 def decide_on_metric(value: str) -> str:

@@ -9,7 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from speculab.harness.verdict.model import (
+    E2E,
+    HEADLINE,
     MIN_LAUNCHES,
+    TPOT,
     CandidateReport,
     CorrectnessComparison,
     CrossoverStatus,
@@ -84,7 +87,7 @@ def level_phrase(comp: LevelComparison, label: str) -> str:
         return f"speculation not active at {label}"
     if comp.gate != "ok":
         return f"no verdict at {label} ({comp.gate})"
-    tp = comp.metric("tpot_s")
+    tp = comp.metric(HEADLINE.name)
     if tp is None:
         return f"no TPOT at {label}"
     return decision_phrase(tp, where=f" at {label}")
@@ -92,7 +95,7 @@ def level_phrase(comp: LevelComparison, label: str) -> str:
 
 def launch_phrase(comp: LevelComparison) -> str:
     """What the interval says about server launches: counted as the unit, or unmeasured (the margin covers it)."""
-    tp = comp.metric("tpot_s")
+    tp = comp.metric(HEADLINE.name)
     if tp is not None and tp.unit == "launch":
         return f"launch to launch variation is in the interval ({tp.launches} launches per arm are its units)"
     if comp.launched:
@@ -120,7 +123,7 @@ def samples_phrase(r: Ratio) -> str:
 
 def pairs_phrase(comp: LevelComparison) -> str:
     """Why TPOT has fewer pairs than E2E ("" when it has as many): TPOT needs two output tokens."""
-    tp, e2e = comp.metric("tpot_s"), comp.metric("e2e_s")
+    tp, e2e = comp.metric(TPOT.name), comp.metric(E2E.name)
     n = comp.single_token
     if not n or tp is None or e2e is None:
         return ""
@@ -146,7 +149,7 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
     any_faster = any(
         (c := lv.comparison(cand.name)) is not None
         and c.gate == "ok"
-        and (tp := c.metric("tpot_s")) is not None
+        and (tp := c.metric(HEADLINE.name)) is not None
         and decision_of(tp) == Direction.FASTER.value
         for lv in levels
     )
@@ -197,7 +200,9 @@ def effect_label(report: Report, cand: CandidateReport) -> str:
     units = {
         tp.unit
         for lv in report.levels
-        if (c := lv.comparison(cand.name)) is not None and c.gate == "ok" and (tp := c.metric("tpot_s")) is not None
+        if (c := lv.comparison(cand.name)) is not None
+        and c.gate == "ok"
+        and (tp := c.metric(HEADLINE.name)) is not None
     }
     if not units:
         return ""

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 from tests.fakes.cli_runner import run_main
 
-from speculab.harness.analysis.metrics import COMPARED_METRICS
+from speculab.harness.analysis.figures import COMPARED_METRICS
 from speculab.harness.results.ab_dir import save_inputs
 from speculab.report.comparisons import COLUMNS, COMPARISONS_CSV
 

@@ -247,7 +247,7 @@ def _manifest(
         "load": cfg.load.to_manifest(),
         "workload": cfg.workload,
         "stall": dataclasses.asdict(cfg.stall),
-        "slo": {"ttft_s": cfg.slo.ttft_s, "tpot_s": cfg.slo.tpot_s, "e2e_s": cfg.slo.e2e_s},
+        "slo": cfg.slo.limits,
         "tokenizer": cfg.tokenizer,
         "server": {**info.to_dict(), "detected_engine": engine},
         "clock": getattr(clock, "__name__", str(clock)),

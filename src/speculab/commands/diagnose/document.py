@@ -11,6 +11,7 @@ from speculab.commands.diagnose.causes import (
     SCHEMA,
 )
 from speculab.commands.diagnose.config import DiagnoseConfig
+from speculab.harness.analysis.figures import TPOT
 from speculab.harness.client.endpoint import EndpointConfig
 
 
@@ -61,7 +62,7 @@ def build_document(
         "prefill_overhead_s": fit.overhead_s if fit else None,
         "cold_start_s": d.cold_start.cold_start_s,
         "decode_share": d.decode.decode_share if d.decode else None,
-        "tpot_s": d.decode.tpot_s if d.decode else None,
+        TPOT.name: d.decode.tpot_s if d.decode else None,
         "queueing_wait_s": d.queueing.wait_s,
         "prefix_caching": d.prefix_caching.enabled,
         "top_finding": d.findings[0].cause if d.findings else None,

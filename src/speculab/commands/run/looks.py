@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speculab.harness.analysis.figures import HEADLINE
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.stats.sequential import decided
 from speculab.harness.verdict.build import build_report
@@ -25,7 +26,7 @@ def take_look(out: Path, alpha: float) -> tuple[bool, list[str]]:
     open_ = []
     for lv in report.levels:
         for c in lv.comparisons:
-            tp = c.metric("tpot_s")
+            tp = c.metric(HEADLINE.name)
             if tp is None:
                 continue
             if not decided(tp.decision, c.gate):

@@ -17,7 +17,7 @@ import math
 import statistics
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from speculab.config import SloTargets
-from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.cost import request_meets_slo
+from speculab.harness.analysis.figures import COMPARED_METRICS, E2E, ITL, TPOT, TTFT
 from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
 from speculab.harness.stats import Distribution, describe
 
@@ -147,43 +147,6 @@ def request_metrics(r: RequestRecord, stall: StallConfig = StallConfig()) -> Req
     )
 
 
-def _mean_itl_s(m: RequestMetrics) -> float | None:
-    """A request's mean per-token ITL after the first token; None when its per-token counts are unknown."""
-    return statistics.fmean(m.itl_s) if m.itl_s else None
-
-
-@dataclass(frozen=True, slots=True)
-class ComparedMetric:
-    """One metric the A/B verdict compares per prompt: its one home. The verdict, the margins (`margin:` keys in
-    `config.experiment.MARGIN_KEYS`, held equal to this table by a test) and every view iterate `COMPARED_METRICS`."""
-
-    name: str  # the key everywhere: `Ratio.metric`, summary.json's `margin`, `ReportOptions.margin`
-    label: str  # what the report calls it
-    unit: str  # of one request's value (files hold seconds; the report converts for display)
-    lower_is_better: bool  # True: a lower value is better (speedup = baseline / candidate)
-    extract: Callable[[RequestMetrics], float | None]  # one successful request's value; None: not defined for it
-    margin_key: str  # its key under `margin:` in the experiment file (and `--margin`)
-    default_margin: float = DEFAULT_MARGIN  # relative, when neither the run nor the options give one
-
-
-# The compared metrics, in the order the verdict makes and the report shows them. TPOT is the headline (speculation's
-# promise is fewer seconds per output token); ITL is each request's mean per-token gap after the first token.
-COMPARED_METRICS = (
-    ComparedMetric("tpot_s", "TPOT", "s", True, lambda m: m.tpot_s, "tpot"),
-    ComparedMetric("e2e_s", "E2E", "s", True, lambda m: m.e2e_s, "e2e"),
-    ComparedMetric("ttft_s", "TTFT", "s", True, lambda m: m.ttft_s, "ttft"),
-    ComparedMetric("itl_s", "ITL", "s", True, _mean_itl_s, "itl"),
-)
-
-
-def compared_metric(name: str) -> ComparedMetric:
-    """The table's entry for `name`; KeyError for a name it does not hold."""
-    for c in COMPARED_METRICS:
-        if c.name == name:
-            return c
-    raise KeyError(name)
-
-
 # What `request_values` gives of each request: every compared metric, and its prompt and output tokens (the
 # comparison's breakdown by prompt length and its count of one-token answers).
 REQUEST_VALUES = (*(c.name for c in COMPARED_METRICS), "prompt_tokens", "output_tokens")
@@ -281,7 +244,7 @@ class RunMetrics:
             "stalls": {"requests_with_stalls": self.stalled_requests},
             "achieved_rate_rps": self.achieved_rate_rps,
             "scheduled_rate_rps": self.scheduled_rate_rps,
-            "slo": {"ttft_s": self.slo.ttft_s, "tpot_s": self.slo.tpot_s, "e2e_s": self.slo.e2e_s},
+            "slo": self.slo.limits,
         }
 
 
@@ -294,11 +257,11 @@ def _rate_rps(n: int, first_s: float, last_s: float) -> float | None:
 
 # The distributions of a run, in summary.json's order; each pools one value per request, or per chunk or token.
 DISTRIBUTIONS = (
-    "ttft_s",
-    "tpot_s",
-    "e2e_s",
+    TTFT.name,
+    TPOT.name,
+    E2E.name,
     "chunk_gap_s",
-    "itl_s",
+    ITL.name,
     "tokens_per_chunk",
     "output_tokens",
     "prompt_tokens",
@@ -370,7 +333,7 @@ class RunAccumulator:
             return
         # Latency distributions, token totals and goodput use successful requests only.
         self.ok += 1
-        for name, x in (("ttft_s", m.ttft_s), ("tpot_s", m.tpot_s), ("e2e_s", m.e2e_s)):
+        for name, x in ((TTFT.name, m.ttft_s), (TPOT.name, m.tpot_s), (E2E.name, m.e2e_s)):
             if x is not None:
                 v[name].append(x)
         v["chunk_gap_s"].extend(m.chunk_gaps_s)

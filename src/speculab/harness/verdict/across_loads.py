@@ -15,8 +15,9 @@ from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.comparison.paired import grouped_ratios, paired_ratios
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
+from speculab.harness.analysis.figures import HEADLINE, compared_metric
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
-from speculab.harness.analysis.metrics import compared_metric, request_metrics
+from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
@@ -75,7 +76,7 @@ def crossover_view(
             if comp is not None and comp.gate != "missing":
                 excluded.append(f"{lv.label}: {comp.gate_reason}")
             continue
-        tp = comp.metric("tpot_s")
+        tp = comp.metric(HEADLINE.name)
         if tp is None or (tp.n_units or tp.n_pairs) < MIN_PAIRS:
             excluded.append(f"{lv.label}: not enough paired TPOT data")
             continue
@@ -120,9 +121,9 @@ def _with_replicates(
         lv = by_value[p.load]
         rng = np.random.default_rng([opts.seed, 7, int(p.load * 1000)])
         cand_tpot, base_tpot, _ = arm_values(
-            inputs.setup, inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), "tpot_s"
+            inputs.setup, inputs.runs_for(cand.name, lv.key), inputs.runs_for("baseline", lv.key), HEADLINE.name
         )
-        c = judge(inputs, "tpot_s", cand_tpot, base_tpot, rng, opts, sizes.get(p.load, 1), DEFAULT_MARGIN)
+        c = judge(inputs, HEADLINE.name, cand_tpot, base_tpot, rng, opts, sizes.get(p.load, 1), DEFAULT_MARGIN)
         out.append(LoadSpeedup.from_comparison(p.load, c))
     return out
 
@@ -151,7 +152,7 @@ def what_if_views(
         a, comp = lv.arm(cand.name), lv.comparison(cand.name)
         if a is None or a.acceptance is None or not a.acceptance.active or comp is None or comp.gate != "ok":
             continue
-        tp = comp.metric("tpot_s")
+        tp = comp.metric(HEADLINE.name)
         if tp is None or not math.isfinite(tp.speedup):
             continue
         try:
@@ -294,7 +295,7 @@ def search_view(inputs: ABRun, levels: Sequence[LevelReport], opts: ReportOption
     design = inputs.setup.search
     if design is None:
         return None
-    metric = str(design.get("metric") or "tpot_s")
+    metric = str(design.get("metric") or HEADLINE.name)
     # in the order measured; a round's level that an interruption cut short (or left unrun) is no probe
     ran = {r.level for r in inputs.runs if not r.interrupted and any(not x.warmup for x in r.records)}
     probes = [lv for lv in inputs.setup.levels if SEARCH_ROLE in lv.roles and lv.key in ran]
@@ -410,7 +411,7 @@ def slo_capacity_view(
     axis, _ = _axis_levels(inputs)
     specs = [lv for lv in inputs.setup.levels if lv.kind == axis and (keys is None or lv.key in keys)]
     reports = {lv.key: lv for lv in levels}
-    limits = {k: v for k, v in (("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s), ("e2e_s", slo.e2e_s)) if v is not None}
+    limits = {k: v for k, v in slo.limits.items() if v is not None}
     out = {}
     for i, arm in enumerate(inputs.arms):
         units = ((lv.value, _slo_units(inputs, lv, reports.get(lv.key), arm.name, slo)) for lv in specs)

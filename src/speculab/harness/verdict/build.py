@@ -8,7 +8,7 @@ the long form):
 
 * per arm and load: the bench metrics (`analysis.metrics`) over the measured requests of every repeat, pooled;
   throughput per repeat with a t-interval over repeats.
-* per load and candidate: paired per-prompt ratios of each compared metric (`analysis.metrics.COMPARED_METRICS`;
+* per load and candidate: paired per-prompt ratios of each compared metric (`analysis.figures.COMPARED_METRICS`;
   `analysis.comparison.paired`). With several repeats each prompt's value is the median over its repeats in that arm
   (one pair per prompt, so the bootstrap resamples prompts, the independent unit; at concurrency > 1, groups of
   prompts sent together).
@@ -32,7 +32,8 @@ import numpy as np
 from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
 from speculab.harness import stats
 from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
-from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE, error_gate
+from speculab.harness.analysis.figures import COMPARED_METRICS, HEADLINE
+from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE, error_gate
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, distinct
@@ -225,7 +226,7 @@ def _effect_not_medians(levels: Sequence[LevelReport], labels: Mapping[str, str]
     where, margin = [], 0.0
     for lv in levels:
         for c in lv.comparisons:
-            tp, ps = c.metric("tpot_s"), c.prompt_spread
+            tp, ps = c.metric(HEADLINE.name), c.prompt_spread
             if tp is None or ps is None or not ps.differs:
                 continue
             margin = tp.margin
@@ -250,7 +251,7 @@ def _near_margin(levels: Sequence[LevelReport], labels: Mapping[str, str], comma
     launches, launched, margin = 1, False, 0.0
     for lv in levels:
         for c in lv.comparisons:
-            tp = c.metric("tpot_s")
+            tp = c.metric(HEADLINE.name)
             if c.gate != "ok" or tp is None or tp.unit == "launch" or not tp.decision:
                 continue
             where = {"subject": labels.get(c.candidate, c.candidate), "load": lv.label}

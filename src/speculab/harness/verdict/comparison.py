@@ -20,15 +20,9 @@ from speculab.harness.analysis.comparison.metric_comparison import MetricCompari
 from speculab.harness.analysis.comparison.paired import compare_paired, launch_effect
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.analysis.energy import j_per_token, mean_power_w
+from speculab.harness.analysis.figures import COMPARED_METRICS, E2E, HEADLINE, TPOT, compared_metric
 from speculab.harness.analysis.groups import concurrent_groups, diverged_indices, group_size
-from speculab.harness.analysis.metrics import (
-    COMPARED_METRICS,
-    REQUEST_VALUES,
-    compared_metric,
-    exceeds_error_rate,
-    request_metrics,
-    request_values,
-)
+from speculab.harness.analysis.metrics import REQUEST_VALUES, exceeds_error_rate, request_metrics, request_values
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import ABRun, RepeatRun
@@ -147,7 +141,7 @@ def judge(
     of a candidate against the baseline is made here (ranking's candidate against candidate is paired only: an
     unpaired comparison, `speculab compare`, has one candidate). `groups`: the level's `prompt_groups`, where the
     caller has them (they are made from every record otherwise, once per call). `metric`: a compared metric's
-    name (`analysis.metrics.COMPARED_METRICS`: its direction)."""
+    name (`analysis.figures.COMPARED_METRICS`: its direction)."""
     lower = compared_metric(metric).lower_is_better
     if not inputs.setup.paired:
         return compare_unpaired(
@@ -332,8 +326,8 @@ def compare_level(
         effects = launch_effects(c_vals, b_vals, metric, groups, size) if launched else []
         margin = margin_of(opts, metric)
         ratios.append(ratio_of(judge(inputs, metric, *values[metric], rng, opts, size, margin, effects, groups)))
-    # the breakdowns and acceptance against speedup are per prompt: nothing to say without pairs
-    breakdown = _Breakdown(values["tpot_s"], rng, opts, groups, size)
+    # the breakdowns and acceptance against speedup are per prompt (of the headline): nothing to say without pairs
+    breakdown = _Breakdown(values[HEADLINE.name], rng, opts, groups, size)
     by_category = breakdown(_categories(inputs)) if paired else ()
     by_turn = breakdown(_turns(inputs)) if paired else ()
     by_length = breakdown(_prompt_lengths(per_prompt(b_vals, "prompt_tokens"))) if paired else ()
@@ -352,15 +346,15 @@ def compare_level(
         verdict = decision = "speculation not active"
     elif gate != "ok":
         verdict, decision = f"no verdict: {reason}", gate
-    else:
+    else:  # the headline's: the first compared metric (the figures table puts it first; a test holds it there)
         verdict, decision = ratios[0].verdict, ratios[0].decision
-    cand_tpot, base_tpot = values["tpot_s"]
+    cand_tpot, base_tpot = values[HEADLINE.name]
     spread = None
-    if paired and gate == "ok" and ratios[0].metric == "tpot_s":
-        b50, c50 = base.distributions["tpot_s"].p50, cand.distributions["tpot_s"].p50
+    if paired and gate == "ok" and ratios[0].metric == HEADLINE.name:
+        b50, c50 = base.distributions[HEADLINE.name].p50, cand.distributions[HEADLINE.name].p50
         medians = b50 / c50 if c50 > 0 else math.nan
         spread = prompt_spread(base_tpot, cand_tpot, ratios[0].speedup, medians, ratios[0].margin)
-    short = _single_token(values["e2e_s"], values["tpot_s"], c_vals, b_vals) if paired else 0
+    short = _single_token(values[E2E.name], values[TPOT.name], c_vals, b_vals) if paired else 0
     return LevelComparison(
         candidate=cand_arm.name,
         gate=gate,
@@ -400,9 +394,9 @@ def _single_token(
 
 def margin_of(opts: ReportOptions, metric: str) -> float:
     """The margin a metric is decided against: the options' (build_report resolves the run's own), else the default;
-    a breakdown's subsets (categories, turns, lengths) are TPOT."""
+    a breakdown's subsets (categories, turns, lengths) are the headline's (TPOT)."""
     margins = opts.margin or {}
-    return float(margins.get(metric, margins.get("tpot_s", DEFAULT_MARGIN)))
+    return float(margins.get(metric, margins.get(HEADLINE.name, DEFAULT_MARGIN)))
 
 
 def launch_effects(
@@ -453,7 +447,7 @@ class _Breakdown:
                 groups=self.groups,
                 group_size=self.size,
                 confidence=self.opts.confidence,
-                margin=margin_of(self.opts, "tpot_s"),
+                margin=margin_of(self.opts, HEADLINE.name),
             )
             out.append(ratio_of(c))
         return tuple(out)

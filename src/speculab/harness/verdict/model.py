@@ -20,7 +20,13 @@ from speculab.harness.analysis.comparison.metric_comparison import Direction as 
 from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES as MIN_LAUNCHES
 from speculab.harness.analysis.crossover import CrossoverStatus as CrossoverStatus
 from speculab.harness.analysis.energy import EnergyView as EnergyView
-from speculab.harness.analysis.metrics import COMPARED_METRICS, DEFAULT_MAX_ERROR_RATE
+from speculab.harness.analysis.figures import COMPARED_METRICS
+from speculab.harness.analysis.figures import E2E as E2E
+from speculab.harness.analysis.figures import HEADLINE as HEADLINE
+from speculab.harness.analysis.figures import ITL as ITL
+from speculab.harness.analysis.figures import TPOT as TPOT
+from speculab.harness.analysis.figures import TTFT as TTFT
+from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.prefix_cache import HitRateChange
 from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.codec import from_data
@@ -46,7 +52,8 @@ from speculab.harness.verdict.correctness import CorrectnessOptions
 
 REPORT_SCHEMA = "speculab.report.summary/1"
 
-# The compared metrics' labels, from their table (`analysis.metrics.COMPARED_METRICS`), for the report's views.
+# The compared metrics' labels, from their table (`analysis.figures`), for the report's views; the rows above are
+# re-exported for the same views (the report names figures by their rows and may not import analysis).
 METRIC_LABELS = {c.name: c.label for c in COMPARED_METRICS}
 METRIC_UNITS = {c.name: c.unit for c in COMPARED_METRICS}  # of one request's value (comparisons.csv)
 
@@ -500,7 +507,7 @@ class RecommendationView:
     cost: RecommendationCost | None = None
     # every arm at every load on the axis, for the Pareto picture (throughput per GPU vs per-user tokens/s)
     pareto: tuple[ParetoPoint, ...] = ()
-    decide_on: str = "tpot_s"  # the deciding metric
+    decide_on: str = HEADLINE.name  # the deciding metric
     guardrails: tuple[str, ...] = ()  # the guardrails every candidate was held to
     answers: tuple[CandidateAnswer, ...] = ()  # every candidate at every load on the axis, by load
     progress: tuple[ArmProgress, ...] = ()  # every arm at every planned load (what finished), in plan order

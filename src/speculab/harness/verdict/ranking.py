@@ -17,6 +17,7 @@ import numpy as np
 
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.comparison.paired import compare_paired
+from speculab.harness.analysis.figures import HEADLINE
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.stats import CONFIDENCE
@@ -33,7 +34,7 @@ def rank_level(
     n_resamples: int,
     confidence: float = CONFIDENCE,
     margin: float = DEFAULT_MARGIN,
-    metric: str = "tpot_s",
+    metric: str = HEADLINE.name,
 ) -> tuple[str | None, tuple[Ranked, ...], tuple[str, ...]]:
     """(best, ranking best first, tied with the best) at one load, by `metric` (the deciding metric: TPOT unless
     `decide_on:` says otherwise)."""

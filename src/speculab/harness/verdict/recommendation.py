@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
+from speculab.harness.analysis.figures import HEADLINE, TPOT
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.stats.proportions import two_proportion_p
@@ -299,7 +300,8 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
     per_load, loads = _one_per_load([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
     choices = _fewer_bands(per_load, loads)
     views = {a.name: a for a in arms}
-    bands = _bands(choices, views, reports if crit.decide_on == "tpot_s" else {})
+    # the crossover is the headline's: an edge of the bands only when the headline decides
+    bands = _bands(choices, views, reports if crit.decide_on == HEADLINE.name else {})
     form, winner = _form(bands, choices, incomplete)
     off_above = bands[0].upper_edge if form == "off-above" else None
     pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
@@ -375,7 +377,7 @@ def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms
         for a in lv.arms:
             view = arms.get(a.arm)
             gpus = max(1, view.gpus if view is not None else 1)
-            tpot = a.distributions.get("tpot_s")
+            tpot = a.distributions.get(TPOT.name)
             per_user = 1.0 / tpot.p50 if tpot is not None and tpot.n and tpot.p50 > 0 else math.nan
             iv = a.output_tok_s
             raw.append((lv, a.arm, view.label if view else a.arm, per_user, iv, gpus))

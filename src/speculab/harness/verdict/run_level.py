@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide
+from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, run_figure, run_figure_of
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.summaries.summary import AGGREGATES, RunSummary
+from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.stats import Interval
 from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
@@ -21,20 +22,6 @@ from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
 RUN_LEVEL_SCHEMA = "speculab.report.run-level/1"
 # runs a side for an interval: with 2, Welch's t has about 1 degree of freedom (an interval x12.7 wide)
 MIN_RUNS = 3
-# the figures compared, in Aggregates' order: (label, unit, lower is better, the margin key of `--margin`)
-RUN_METRICS: Mapping[str, tuple[str, str, bool, str | None]] = {
-    "ttft_median_s": ("TTFT median", "s", True, "ttft_s"),
-    "ttft_p99_s": ("TTFT p99", "s", True, "ttft_s"),
-    "tpot_median_s": ("TPOT median", "s", True, "tpot_s"),
-    "tpot_p99_s": ("TPOT p99", "s", True, "tpot_s"),
-    "itl_median_s": ("ITL median", "s", True, "itl_s"),
-    "itl_p99_s": ("ITL p99", "s", True, "itl_s"),
-    "e2e_median_s": ("E2E median", "s", True, "e2e_s"),
-    "e2e_p99_s": ("E2E p99", "s", True, "e2e_s"),
-    "output_tok_s": ("output tok/s", "tok/s", False, None),
-    "request_rps": ("requests/s", "req/s", False, None),
-}
-assert tuple(RUN_METRICS) == AGGREGATES  # one list of figures: the readers' and the comparison's
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,22 +117,23 @@ def _decision(ratio: Interval | None, lower_is_better: bool, margin: float) -> D
     return decide(low, high, margin)
 
 
-def _metric(name: str, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]) -> RunMetric:
-    label, unit, lower, key = RUN_METRICS[name]
-    va = tuple(v for r in a if (v := r.aggregates.get(name)) is not None)
-    vb = tuple(v for r in b if (v := r.aggregates.get(name)) is not None)
-    margin = margin_for(key, margins)
+def _metric(
+    fig: RunFigure, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]
+) -> RunMetric:
+    va = tuple(v for r in a if (v := r.aggregates.get(fig.name)) is not None)
+    vb = tuple(v for r in b if (v := r.aggregates.get(fig.name)) is not None)
+    margin = margin_for(fig.margin_name, margins)
     ratio = ratio_interval(va, vb)
-    decision = _decision(ratio, lower, margin)
+    decision = _decision(ratio, fig.lower_is_better, margin)
     ga, gb = geometric_mean(va), geometric_mean(vb)
     point = gb / ga if ga is not None and gb is not None else None
-    return RunMetric(name, label, unit, lower, va, vb, margin, ga, gb, point, ratio, decision)
+    return RunMetric(fig.name, fig.label, fig.unit, fig.lower_is_better, va, vb, margin, ga, gb, point, ratio, decision)
 
 
 def compare_load(
     level: LevelSpec, a: Sequence[RunSummary], b: Sequence[RunSummary], margins: Mapping[str, float]
 ) -> RunLevelLoad:
-    """Every figure of one load's runs, A's against B's."""
+    """Every run-level figure of the figures table (`RUN_FIGURES`) of one load's runs, A's against B's."""
     return RunLevelLoad(
         level=level,
         runs_a=len(a),
@@ -154,7 +142,7 @@ def compare_load(
         completed_b=tuple(r.completed for r in b),
         failed_a=tuple(r.failed for r in a),
         failed_b=tuple(r.failed for r in b),
-        metrics=tuple(_metric(name, a, b, margins) for name in RUN_METRICS),
+        metrics=tuple(_metric(fig, a, b, margins) for fig in RUN_FIGURES),
     )
 
 
@@ -165,7 +153,8 @@ def redecide(report: RunLevelReport, margins: Mapping[str, float]) -> RunLevelRe
     for x in report.loads:
         metrics = []
         for m in x.metrics:
-            margin = margin_for(RUN_METRICS[m.name][3], margins) if m.name in RUN_METRICS else m.margin
+            fig = run_figure(m.name)  # None: a figure a newer table dropped (its margin stays)
+            margin = margin_for(fig.margin_name, margins) if fig is not None else m.margin
             metrics.append(replace(m, margin=margin, decision=_decision(m.ratio, m.lower_is_better, margin)))
         loads.append(replace(x, metrics=tuple(metrics)))
     return replace(report, loads=tuple(loads))
@@ -225,10 +214,10 @@ def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: fl
     an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or without the
     figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its requests
     (runs whose files do not count their requests cannot be gated and give no answer)."""
-    name = decide_on.removesuffix("_s") + "_median_s"
+    median = run_figure_of(decide_on, MEDIAN)
     out: list[tuple[str, str]] = []
     for x in report.loads:
-        m = next((m for m in x.metrics if m.name == name), None)
+        m = next((m for m in x.metrics if median is not None and m.name == median.name), None)
         d = m.decision if m is not None else None
         answer = d.value if d is not None and d is not Decision.INSUFFICIENT else "no-verdict"
         out.append((answer, f"{report.b_name} at {x.level.label}"))

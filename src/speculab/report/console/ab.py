@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.harness.results.summary_file import SUMMARY_FILE
-from speculab.harness.verdict.model import METRIC_LABELS
+from speculab.harness.verdict.model import E2E, HEADLINE, METRIC_LABELS, TPOT, TTFT
 from speculab.report.console.bench import ms_cell
 from speculab.report.console.fit import FittedTable
 from speculab.report.energy import energy_lines, energy_measured
@@ -51,8 +51,8 @@ def _table() -> Table:
     )
 
 
-# the latency metrics a load's first table shows, p50 and p99 each: (header, distribution, cell format)
-LATENCY = (("TPOT", "tpot_s", ms_cell), ("TTFT", "ttft_s", ms_cell), ("E2E", "e2e_s", num))
+# the latency figures a load's first table shows, p50 and p99 each, with their cell format (header: the label)
+LATENCY = ((TPOT, ms_cell), (TTFT, ms_cell), (E2E, num))
 
 
 def latency_table(report: Any, level: Any) -> FittedTable:
@@ -61,8 +61,8 @@ def latency_table(report: Any, level: Any) -> FittedTable:
     def build(short: Any) -> Table:
         t = _table()
         t.add_column("\narm", no_wrap=True)
-        for head, _, _ in LATENCY:  # the metric over its p50, the p99 beside it: two header lines, narrow columns
-            t.add_column(f"{head}\np50", justify="right", no_wrap=True)
+        for fig, _ in LATENCY:  # the metric over its p50, the p99 beside it: two header lines, narrow columns
+            t.add_column(f"{fig.label}\np50", justify="right", no_wrap=True)
             t.add_column("\np99", justify="right", no_wrap=True)
         t.add_column("\ntok/s", justify="right", no_wrap=True)
         for arm in report.arms:
@@ -71,7 +71,7 @@ def latency_table(report: Any, level: Any) -> FittedTable:
                 t.add_row(escape(short(arm.label)), *([MISSING] * (2 * len(LATENCY) + 1)))
                 continue
             d = a.distributions
-            cells = [cell(getattr(d[key], p)) for _, key, cell in LATENCY for p in ("p50", "p99")]
+            cells = [cell(getattr(d[fig.name], p)) for fig, cell in LATENCY for p in ("p50", "p99")]
             t.add_row(escape(short(arm.label)), *cells, num(a.output_tok_s.estimate, ",.1f"))
         return t
 
@@ -81,7 +81,7 @@ def latency_table(report: Any, level: Any) -> FittedTable:
 
 def ab_level_table(report: Any, level: Any) -> FittedTable:
     """One load: a row per candidate with the TPOT speedup over the baseline, its verdict, and acceptance."""
-    margin = (report.margin or {}).get("tpot_s")
+    margin = (report.margin or {}).get(HEADLINE.name)
     against = f" · margin {margin_pct(margin)}" if margin is not None else ""
     names = {c.name for c in report.candidates}
     candidates = [arm for arm in report.arms if arm.name in names]
@@ -105,7 +105,7 @@ def _verdict_cells(comp: Any) -> tuple[str, str]:
     """A candidate's TPOT speedup with its interval, and its answer (short, coloured), from its comparison."""
     if comp is None:
         return MISSING, MISSING
-    tp = comp.metric("tpot_s")
+    tp = comp.metric(HEADLINE.name)
     # escaped: rich read "[no interval]" as a markup tag and printed nothing in its place
     speed = MISSING if tp is None else escape(f"{speedup(tp.speedup)} {speedup_range(tp.speedup_low, tp.speedup_high)}")
     answer = decision_of(tp) if tp is not None and comp.gate == "ok" else comp.verdict
@@ -195,7 +195,7 @@ def _ranking_cell(lv: Any, candidate: str) -> str:
 def _deciding(report: Any) -> str:
     """The metric the ranking is by: the recommendation's deciding metric (TPOT unless `decide_on:` says)."""
     rec = report.recommendation
-    return METRIC_LABELS.get(rec.decide_on, rec.decide_on) if rec is not None else "TPOT"
+    return METRIC_LABELS.get(rec.decide_on, rec.decide_on) if rec is not None else HEADLINE.label
 
 
 def k_choice_lines(report: Any) -> list[str]:
@@ -222,7 +222,7 @@ def unit_lines(report: Any, level: Any) -> list[str]:
     """Under a load's table (markup): what the verdicts counted when prompts ran together, once per load, and why a
     candidate got "too few pairs"."""
     lines = []
-    judged = [(c, c.metric("tpot_s")) for c in level.comparisons if c.gate == "ok"]
+    judged = [(c, c.metric(HEADLINE.name)) for c in level.comparisons if c.gate == "ok"]
     judged = [(c, tp) for c, tp in judged if tp is not None]
     if unpaired := next((samples_phrase(tp) for _, tp in judged if tp.unit == "unpaired"), ""):
         lines.append(f"  {escape(unpaired)}: two samples, no prompt compared with itself (the notes say why)")

@@ -14,14 +14,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from speculab.harness.verdict.model import E2E, ITL, TPOT, TTFT
 from speculab.report.formatting import MISSING, ms, num
 
+# (label, distribution): the figures by their rows, beside distributions that are no figure (gaps, queue time)
 _LATENCY_ROWS = (
-    ("TTFT", "ttft_s"),
-    ("TPOT", "tpot_s"),
-    ("ITL (per token)", "itl_s"),
+    (TTFT.label, TTFT.name),
+    (TPOT.label, TPOT.name),
+    (f"{ITL.label} (per token)", ITL.name),  # pooled over every token here, not a request's mean as compared
     ("chunk gap", "chunk_gap_s"),
-    ("E2E", "e2e_s"),
+    (E2E.label, E2E.name),
     ("client queue", "queue_s"),
 )
 

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 
 from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.verdict.model import TPOT
 from speculab.report.formatting import ci_suffix, ms_per_token, pct, seconds, tok_rate
 
 
@@ -26,7 +27,7 @@ def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "decode share",
             f"{pct(dec.get('decode_share'))} of E2E ({seconds(dec.get('decode_s'))} of {seconds(dec.get('e2e_s'))}) at "
-            f"{dec.get('at') or 'concurrency ' + str(dec.get('at_concurrency'))}; TPOT {seconds(dec.get('tpot_s'))}"
+            f"{dec.get('at') or 'concurrency ' + str(dec.get('at_concurrency'))}; TPOT {seconds(dec.get(TPOT.name))}"
             if dec
             else "not measured",
         ),

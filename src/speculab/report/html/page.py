@@ -16,7 +16,16 @@ import jinja2
 from markupsafe import Markup
 
 from speculab.harness.results.atomic_file import write_atomic
-from speculab.harness.verdict.model import METRIC_LABELS, CandidateReport, LevelReport, Report, SearchView
+from speculab.harness.verdict.model import (
+    E2E,
+    METRIC_LABELS,
+    TPOT,
+    TTFT,
+    CandidateReport,
+    LevelReport,
+    Report,
+    SearchView,
+)
 from speculab.report.energy import NOT_MEASURED, energy_measured, energy_rows
 from speculab.report.formatting import (
     num,
@@ -65,14 +74,16 @@ def _ranking_view(report: Report) -> dict[str, Any] | None:
     return {"candidates": [c.label for c in report.candidates], "rows": rows}
 
 
+# the figures a load's CDF panels show, in order (each a per-request series of `ArmLevel.series`)
+_CDF_FIGURES = (TPOT, TTFT, E2E)
+
+
 def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
     labels = arm_labels(report)
-    series = {
-        labels[a.arm]: {"ttft_s": a.series.ttft_s, "tpot_s": a.series.tpot_s, "e2e_s": a.series.e2e_s} for a in lv.arms
-    }
+    series = {labels[a.arm]: {f.name: getattr(a.series, f.name) for f in _CDF_FIGURES} for a in lv.arms}
     out = {}
-    if any(s["tpot_s"] or s["ttft_s"] for s in series.values()):
-        out["cdf"] = plots.cdf_panels(series, (("tpot_s", "TPOT"), ("ttft_s", "TTFT"), ("e2e_s", "E2E")))
+    if any(s[TPOT.name] or s[TTFT.name] for s in series.values()):
+        out["cdf"] = plots.cdf_panels(series, tuple((f.name, f.label) for f in _CDF_FIGURES))
     gaps = {labels[a.arm]: [g * 1e3 for g in a.series.chunk_gap_s] for a in lv.arms}
     tpc = {labels[a.arm]: a.series.tokens_per_chunk for a in lv.arms}
     if any(gaps.values()):
@@ -123,7 +134,7 @@ def _curve_plots(report: Report) -> dict[str, str]:
             est, lo, hi, te, tl, th = [], [], [], [], [], []
             for lv in lvs:
                 a = lv.arm(arm.name)
-                d = a.distributions["tpot_s"] if a else None
+                d = a.distributions[TPOT.name] if a else None
                 if d is None or d.n == 0:
                     est.append(math.nan), lo.append(math.nan), hi.append(math.nan)
                 else:

@@ -9,7 +9,17 @@ import json
 import math
 from typing import Any
 
-from speculab.harness.verdict.model import METRIC_LABELS, ArmLevel, LevelReport, Report, WeightedAcceptance
+from speculab.harness.verdict.model import (
+    E2E,
+    ITL,
+    METRIC_LABELS,
+    TPOT,
+    TTFT,
+    ArmLevel,
+    LevelReport,
+    Report,
+    WeightedAcceptance,
+)
 from speculab.report.formatting import (
     MISSING,
     gb,
@@ -65,11 +75,11 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
             {
                 "arm": arm.label,
                 "missing": "",
-                "ttft": f"{ms(d['ttft_s'].p50)} / {ms(d['ttft_s'].p99)}",
-                "tpot": f"{ms(d['tpot_s'].p50, 2)} / {ms(d['tpot_s'].p99, 2)}",
-                "itl": held("itl_s", f"{ms(d['itl_s'].p50, 2)} / {ms(d['itl_s'].p99, 2)}"),
+                "ttft": f"{ms(d[TTFT.name].p50)} / {ms(d[TTFT.name].p99)}",
+                "tpot": f"{ms(d[TPOT.name].p50, 2)} / {ms(d[TPOT.name].p99, 2)}",
+                "itl": held(ITL.name, f"{ms(d[ITL.name].p50, 2)} / {ms(d[ITL.name].p99, 2)}"),
                 "gap": held("chunk_gap_s", f"{ms(d['chunk_gap_s'].p50, 2)} / {ms(d['chunk_gap_s'].p99, 2)}"),
-                "e2e": f"{ms(d['e2e_s'].p50, 0)} / {ms(d['e2e_s'].p99, 0)}",
+                "e2e": f"{ms(d[E2E.name].p50, 0)} / {ms(d[E2E.name].p99, 0)}",
                 "tpc": held("tokens_per_chunk", num(d["tokens_per_chunk"].mean)),
                 "tok_s": held("output_tok_s", interval(a.output_tok_s, floor=0.0)),
                 "req_s": interval(a.requests_per_s, ",.2f", floor=0.0),
@@ -198,7 +208,7 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
                     + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
                     # beside the pairs: why TPOT has fewer than E2E
-                    "note": "; ".join(x for x in (m.note, pairs_phrase(comp) if m.metric == "tpot_s" else "") if x),
+                    "note": "; ".join(x for x in (m.note, pairs_phrase(comp) if m.metric == TPOT.name else "") if x),
                 }
             )
         breakdowns = [

@@ -1,26 +1,36 @@
-"""The compared metrics' one table (`analysis.metrics.COMPARED_METRICS`): every entry complete, the experiment file's
-margin keys equal to the table's (config may not import the harness, so it keeps its own list), and the verdict
-comparing every entry, in the table's order."""
+"""The figures table (`analysis.figures`): every entry complete, one headline, the experiment file's margin keys and
+default deciding metric equal to the table's (config may not import the harness, so it keeps its own copy), the
+verdict comparing every compared entry in the table's order, and the figures' names typed nowhere else: no second
+table of them, and the headline's name only in the table (the readers of other tools' files and config's copy
+aside)."""
 
 from __future__ import annotations
 
+import ast
 import statistics
 from pathlib import Path
 
 import pytest
 
-from speculab.config.experiment import MARGIN_KEYS, TIME_MARGINS, margins
-from speculab.harness.analysis.metrics import (
+import speculab
+from speculab.config import SloTargets
+from speculab.config.experiment import DEFAULT_DECIDE_ON, MARGIN_KEYS, TIME_MARGINS, margins
+from speculab.harness.analysis.figures import (
     COMPARED_METRICS,
-    REQUEST_VALUES,
+    FIGURES,
+    HEADLINE,
+    RUN_FIGURES,
+    TPOT,
     compared_metric,
-    request_metrics,
-    request_values,
+    run_figure,
+    run_figure_of,
 )
+from speculab.harness.analysis.metrics import REQUEST_VALUES, request_metrics, request_values
 from speculab.harness.records import ChunkEvent, RequestRecord, TokenCountSource
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import METRIC_LABELS
+from speculab.harness.verdict.model import METRIC_LABELS, RecommendationView
+from speculab.harness.verdict.recommendation import Criteria
 
 FIXTURE = Path(__file__).parents[2] / "report" / "fixtures" / "ab_run_v1"
 
@@ -82,3 +92,98 @@ def test_the_verdict_and_its_labels_follow_the_table():
     assert all([m.metric for m in comp.metrics] == names for comp in comparisons)
     assert list(report.margin) == [*names, "correctness"]
     assert {c.name: c.label for c in COMPARED_METRICS} == METRIC_LABELS
+
+
+def test_one_headline_first_among_the_compared_and_the_default_deciding_metric():
+    """The verdict's answer is its first compared metric's (`comparison.level_comparison`: `ratios[0]`), and every
+    default of `decide_on` is the headline's name: config's copy, the recommendation's criteria and its view."""
+    assert [f for f in FIGURES if f.headline] == [HEADLINE] == [TPOT]
+    assert COMPARED_METRICS[0] is HEADLINE
+    assert DEFAULT_DECIDE_ON == Criteria().decide_on == HEADLINE.name
+    assert RecommendationView.__dataclass_fields__["decide_on"].default == HEADLINE.name
+
+
+def test_the_run_level_figures_derive_from_the_rows():
+    names = [r.name for r in RUN_FIGURES]
+    assert len(set(names)) == len(names)
+    orders = [f.summary_order for f in FIGURES if f.aggregates]
+    assert len(set(orders)) == len(orders)  # the run-level order is not left to chance
+    for r in RUN_FIGURES:
+        assert r.figure in FIGURES and r.statistic in r.figure.aggregates and run_figure(r.name) is r
+    assert run_figure_of("e2e_s", "p99") == run_figure("e2e_p99_s")
+    assert run_figure("output_tok_s").margin_name is None and run_figure("itl_median_s").margin_name == "itl_s"
+    assert run_figure("no_such_s") is None and run_figure_of("output_tok_s", "median") is None
+
+
+def test_the_slo_limits_are_named_as_their_figures():
+    """summary.json's and manifest.json's `slo` keys are SloTargets' fields: each must be a compared figure's name."""
+    limits = SloTargets(tpot_s=0.05).limits
+    assert set(limits) <= {c.name for c in COMPARED_METRICS} and len(limits) == 3
+    assert limits[TPOT.name] == 0.05
+
+
+SRC = Path(speculab.__file__).parent
+# Where the figures' names may be typed: the table, and the readers of other tools' files (which pair their tools'
+# keys with the table's rows). config/ keeps one copy of the compared metrics' names, MARGIN_KEYS: it may not
+# import the harness, and it needs them to read `margin:` and `decide_on:` (the tests above hold it equal).
+HOMES = ("harness/analysis/figures.py", "harness/imports/")
+CONFIG_COPY = ("config/experiment.py", "MARGIN_KEYS")
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    out = [(p.relative_to(SRC).as_posix(), ast.parse(p.read_text(encoding="utf-8"))) for p in SRC.rglob("*.py")]
+    return [(rel, tree) for rel, tree in out if not rel.startswith(HOMES)]
+
+
+def _config_copy(rel: str, tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside config's one copy (`MARGIN_KEYS = {...}`), which may name figures."""
+    if rel != CONFIG_COPY[0]:
+        return set()
+    copies = [
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == CONFIG_COPY[1] for t in n.targets)
+    ]
+    return {id(x) for c in copies for x in ast.walk(c)}
+
+
+def test_the_headline_is_typed_only_in_the_figures_table():
+    """`"tpot_s"` as a string constant anywhere else is the table retyped: a view or a default that a new headline
+    (or a renamed one) would have to find. Code that means the headline says `HEADLINE.name`, code that means TPOT
+    itself (one-token answers, per-user tokens/s) `TPOT.name`, code that means the deciding metric `decide_on`."""
+    found, copied = [], 0
+    for rel, tree in _modules():
+        allowed = _config_copy(rel, tree)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and n.value == TPOT.name:
+                if id(n) in allowed:
+                    copied += 1
+                else:
+                    found.append(f"{rel}:{n.lineno}")
+    assert copied == 1  # the test reads the copy it allows
+    assert not found, f"{TPOT.name!r} typed outside the figures table (name the row instead): {found}"
+
+
+def test_no_second_table_of_figures():
+    """A tuple, list, set or dict literal naming two or more figures (`RUN_METRICS = {"ttft_median_s": (...), ...}`,
+    `(("TPOT", "tpot_s"), ("TTFT", "ttft_s"))`) is a second table of figures written apart from the first: derive it
+    from the rows (`RUN_FIGURES`, `COMPARED_METRICS`, a tuple of rows) instead."""
+    names = {f.name for f in FIGURES} | {r.name for r in RUN_FIGURES}
+    tables, copies = [], 0
+    for rel, tree in _modules():
+        allowed = _config_copy(rel, tree)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Dict):
+                elts = [*n.keys, *n.values]
+            elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+                elts = n.elts
+            else:
+                continue
+            named = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
+            if len(named) >= 2:
+                if id(n) in allowed:
+                    copies += 1
+                else:
+                    tables.append(f"{rel}:{n.lineno} {named}")
+    assert copies == 1  # config's MARGIN_KEYS: the test reads the copy it allows
+    assert not tables, f"figures listed apart from the figures table: {tables}"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from speculab.harness.analysis.comparison.margin import Decision
+from speculab.harness.analysis.figures import FIGURES, RUN_FIGURES, TPOT
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.summaries.summary import AGGREGATES, Aggregates, RunSummary
+from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
-    RUN_METRICS,
     RunLevelReport,
     compare_load,
     geometric_mean,
@@ -30,15 +30,34 @@ def _run(tpot_s: float, tok_s: float | None = None, run: int = 1) -> RunSummary:
         path=Path("x.json"),
         tool="vllm bench serve",
         level=C4,
-        aggregates=Aggregates(tpot_median_s=tpot_s, output_tok_s=tok_s),
+        aggregates=Aggregates({"tpot_median_s": tpot_s, "output_tok_s": tok_s}),
         completed=20,
         failed=0,
         run=run,
     )
 
 
-def test_the_metric_table_is_the_readers_figures():
-    assert tuple(RUN_METRICS) == AGGREGATES
+def test_the_run_level_figures_are_the_figures_tables_rows_with_aggregates():
+    """No second table: every figure compared run by run is one the figures table states for summary files, with
+    that row's label, unit and direction, in the tools' order (summary.json's and the terminal's)."""
+    load = compare_load(C4, [_run(0.030, 100.0)], [_run(0.020, 150.0)], {"tpot_s": 0.07})
+    assert [m.name for m in load.metrics] == [r.name for r in RUN_FIGURES]
+    assert {r.figure for r in RUN_FIGURES} == {f for f in FIGURES if f.aggregates}
+    assert [m.name for m in load.metrics] == [
+        "ttft_median_s", "ttft_p99_s", "tpot_median_s", "tpot_p99_s", "itl_median_s", "itl_p99_s",
+        "e2e_median_s", "e2e_p99_s", "output_tok_s", "request_rps",
+    ]  # fmt: skip
+    for m, r in zip(load.metrics, RUN_FIGURES, strict=True):
+        assert (m.label, m.unit, m.lower_is_better) == (r.label, r.figure.unit, r.figure.lower_is_better)
+    tpot = {m.name: m for m in load.metrics}
+    assert tpot["tpot_median_s"].label == "TPOT median" and tpot["tpot_p99_s"].margin == 0.07  # TPOT's margin
+    assert tpot["output_tok_s"].label == "output tok/s" and not tpot["output_tok_s"].lower_is_better
+    assert TPOT.run_figures[0].name == "tpot_median_s"
+
+
+def test_an_aggregate_outside_the_table_is_refused():
+    with pytest.raises(ValueError, match="tpot_mean_s"):
+        Aggregates({"tpot_mean_s": 0.02})
 
 
 def test_one_run_a_side_is_side_by_side_without_interval_or_verdict():

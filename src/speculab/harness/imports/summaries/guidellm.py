@@ -14,18 +14,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.analysis.figures import E2E, ITL, MEDIAN, OUTPUT_TOK_S, P99, REQUEST_RPS, TPOT, TTFT
 from speculab.harness.imports import guidellm_benchmarks
 from speculab.harness.imports.fields import FileFields, obj
 from speculab.harness.imports.older import guidellm_early
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary, count, seconds
 
 TOOL = guidellm_benchmarks.TOOL
-# ours -> GuideLLM's metric and its scale to seconds
+# the figure -> GuideLLM's metric and its scale to seconds
 _LATENCIES = (
-    ("ttft", "time_to_first_token_ms", 1e-3),
-    ("tpot", "time_per_output_token_ms", 1e-3),
-    ("itl", "inter_token_latency_ms", 1e-3),
-    ("e2e", "request_latency", 1.0),
+    (TTFT, "time_to_first_token_ms", 1e-3),
+    (TPOT, "time_per_output_token_ms", 1e-3),
+    (ITL, "inter_token_latency_ms", 1e-3),
+    (E2E, "request_latency", 1.0),
 )
 
 
@@ -40,15 +41,13 @@ def _successful(metrics: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def _aggregates(metrics: Mapping[str, Any]) -> Aggregates:
     figures: dict[str, float | None] = {}
-    for ours, theirs, scale in _LATENCIES:
+    for fig, theirs, scale in _LATENCIES:
         s = _successful(metrics, theirs)
-        figures[f"{ours}_median_s"] = seconds(s.get("median"), scale)
-        figures[f"{ours}_p99_s"] = seconds(obj(s.get("percentiles")).get("p99"), scale)
-    return Aggregates(
-        **figures,
-        output_tok_s=seconds(_successful(metrics, "output_tokens_per_second").get("mean"), 1.0),
-        request_rps=seconds(_successful(metrics, "requests_per_second").get("mean"), 1.0),
-    )
+        stated = {MEDIAN: s.get("median"), P99: obj(s.get("percentiles")).get("p99")}
+        figures |= {r.name: seconds(stated[r.statistic], scale) for r in fig.run_figures}
+    figures[OUTPUT_TOK_S.name] = seconds(_successful(metrics, "output_tokens_per_second").get("mean"), 1.0)
+    figures[REQUEST_RPS.name] = seconds(_successful(metrics, "requests_per_second").get("mean"), 1.0)
+    return Aggregates(figures)
 
 
 def _has_requests(b: Mapping[str, Any]) -> bool:

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
@@ -21,7 +22,7 @@ from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_
 TOOL = sglang_bench.TOOL
 # 0.4.0 (December 2024) wrote a shorter line: no `tag`, medians of TTFT, ITL and E2E, output tok/s, no p99s
 LATE_2024 = "the layout of SGLang 0.4 (late 2024): medians only, no p99, TPOT or requests/s"
-_LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2e_latency"))
+_LATENCIES = ((TTFT, "ttft"), (TPOT, "tpot"), (ITL, "itl"), (E2E, "e2e_latency"))  # the figures, SGLang's names
 
 
 def detect(path: Path) -> bool:

@@ -1,5 +1,6 @@
 """`RunSummary`: one run as a summary-only file states it (its tool's own aggregates, in seconds and per second),
-and `Aggregates`, the closed set of figures read; what every summary reader builds."""
+and `Aggregates`, those figures by the figures table's names (`analysis.figures.RUN_FIGURES`, the closed set a reader
+may fill); what every summary reader builds."""
 
 from __future__ import annotations
 
@@ -9,29 +10,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.analysis.figures import MEDIAN, OUTPUT_TOK_S, P99, REQUEST_RPS, RUN_FIGURES, Figure
 from speculab.harness.design import LevelSpec
+
+# the run-level figures' names: the only keys an `Aggregates` holds
+_NAMES = frozenset(r.name for r in RUN_FIGURES)
 
 
 @dataclass(frozen=True, slots=True)
 class Aggregates:
-    """A run's figures as its tool computed them; None where the file does not hold one (never filled in)."""
+    """A run's figures as its tool computed them, by run-level figure name (`tpot_median_s`; `output_tok_s`: output
+    tokens per second over the tool's own measured window, `request_rps`: completed requests per second over it);
+    None or absent where the file does not hold one (never filled in)."""
 
-    ttft_median_s: float | None = None
-    ttft_p99_s: float | None = None
-    tpot_median_s: float | None = None
-    tpot_p99_s: float | None = None
-    itl_median_s: float | None = None
-    itl_p99_s: float | None = None
-    e2e_median_s: float | None = None
-    e2e_p99_s: float | None = None
-    output_tok_s: float | None = None  # output tokens per second over the tool's own measured window
-    request_rps: float | None = None  # completed requests per second over that window
+    values: Mapping[str, float | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a reader's key outside the table is a typo that would silently never be compared
+        if unknown := set(self.values) - _NAMES:
+            raise ValueError(f"not run-level figures of the figures table: {sorted(unknown)}")
 
     def get(self, name: str) -> float | None:
-        return getattr(self, name)
-
-
-AGGREGATES = tuple(Aggregates.__dataclass_fields__)
+        return self.values.get(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,19 +77,19 @@ def count(v: Any) -> int | None:
 REQUEST_LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "generated_texts", "errors")
 
 
-def ms_aggregates(d: Mapping[str, Any], latencies: tuple[tuple[str, str], ...]) -> Aggregates:
-    """The aggregates of a vLLM-layout summary (SGLang's too): `median_X_ms` / `p99_X_ms` for each (ours, X) of
-    `latencies`, `output_throughput` (tok/s) and `request_throughput` (req/s)."""
+def ms_aggregates(d: Mapping[str, Any], latencies: tuple[tuple[Figure, str], ...]) -> Aggregates:
+    """The aggregates of a vLLM-layout summary (SGLang's too): `median_X_ms` / `p99_X_ms` for each (figure, X) of
+    `latencies` (the file's statistics are spelt as the table's: median, p99), `output_throughput` (tok/s) and
+    `request_throughput` (req/s)."""
     figures = {
-        f"{ours}_{stat}_s": seconds(d.get(f"{stat}_{theirs}_ms"))
-        for ours, theirs in latencies
-        for stat in ("median", "p99")
+        r.name: seconds(d.get(f"{r.statistic}_{theirs}_ms"))
+        for fig, theirs in latencies
+        for r in fig.run_figures
+        if r.statistic in (MEDIAN, P99)
     }
-    return Aggregates(
-        **figures,
-        output_tok_s=seconds(d.get("output_throughput"), 1.0),
-        request_rps=seconds(d.get("request_throughput"), 1.0),
-    )
+    figures[OUTPUT_TOK_S.name] = seconds(d.get("output_throughput"), 1.0)
+    figures[REQUEST_RPS.name] = seconds(d.get("request_throughput"), 1.0)
+    return Aggregates(figures)
 
 
 def keeps_requests(d: Mapping[str, Any]) -> bool:

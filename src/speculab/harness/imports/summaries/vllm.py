@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.imports import vllm_bench, vllm_sweep
 from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
 
 TOOL = vllm_bench.TOOL
-# vLLM's names of the four latencies, in Aggregates' order
-_LATENCIES = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el"))
+# the four latencies' figures and vLLM's names of them
+_LATENCIES = ((TTFT, "ttft"), (TPOT, "tpot"), (ITL, "itl"), (E2E, "e2el"))
 
 
 def detect(path: Path) -> bool:
