@@ -212,9 +212,10 @@ def run_command(
     )
     if dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
         from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
+        from speculab.report.phrases import warning_text
 
         for line in dry_run_lines(dry_run_interruptible(plan)):
-            console.print(line, highlight=False)
+            console.print(line if isinstance(line, str) else warning_text(line), highlight=False)
         return
     options = _report_options(
         allow_python_checks=allow_python_checks or exp.python_checks, max_error_rate=max_error_rate
