@@ -73,3 +73,38 @@ def test_test_files_have_unique_basenames():
         seen.setdefault(p.name, []).append(str(p.relative_to(tests)))
     twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not twice, f"test files sharing a basename: {twice}"
+
+
+# Modules below the report that still store a warning or note as a sentence (#48 item 3, not yet records); the list
+# may only shrink: a new `note(f"...")` anywhere else fails.
+SENTENCES_LEFT = {
+    "commands/compare/pairing.py",  # compare's own notes (carried as kind `note`)
+    "commands/diagnose/analysis.py",  # diagnose's findings
+    "harness/analysis/whatif.py",  # the what-if model's notes
+}
+# Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
+# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.
+FILE_TEXT = {"commands/run/recommended.py"}
+
+
+def test_no_warning_or_note_is_a_sentence_below_the_report():
+    """Warnings and notes are records with a kind (harness.results.warnings); their sentences are made in the report.
+    An f-string handed to note(...), notes.append(...), warnings.append(...) or hints.append(...) in the harness or a
+    command is a sentence built from numbers below the report."""
+    import ast
+
+    sinks = {"note", "append"}
+    owners = {"notes", "warnings", "hints", "w"}  # `out` is too common a name (argv, diff lines) to tell
+    found: dict[str, int] = {}
+    for f in [*(SRC / "harness").rglob("*.py"), *(SRC / "commands").rglob("*.py")]:
+        rel = f.relative_to(SRC).as_posix()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.JoinedStr)):
+                continue
+            fn = node.func
+            called = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else ""
+            if called == "note" or (called in sinks and owner in owners):
+                found[rel] = found.get(rel, 0) + 1
+    allowed = SENTENCES_LEFT | FILE_TEXT
+    assert set(found) <= allowed, f"sentences stored below the report: {sorted(set(found) - allowed)}"

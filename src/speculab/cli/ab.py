@@ -57,8 +57,10 @@ class _Screen:
 
         print_change(self.console, change)
 
-    def line(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+    def line(self, text: Any) -> None:
+        from speculab.report.phrases import warning_text
+
+        self.console.print(text if isinstance(text, str) else warning_text(text), highlight=False)
 
     def progress(self) -> Any:
         from speculab.report.console.run_progress import RunProgress

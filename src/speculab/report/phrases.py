@@ -35,6 +35,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.recommendation import guardrail_lines as guardrail_lines
 from speculab.report.recommendation import recommendation_lines as recommendation_lines
+from speculab.report.warning_words import WORDS
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -449,7 +450,19 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
         "repeated requests (batch-dependent numerics): some divergence is expected"
     ),
     WarningKind.NOTE: lambda f: str(f["text"]),
+    WarningKind.RESUMED: lambda f: _resumed_text(f),  # says another note again: worded here, with warning_text
+    **WORDS,  # every other command's kinds: bench, the client, its workers, the run's notes
 }
+
+
+def _resumed_text(f: Mapping[str, Any]) -> str:
+    stopped = f.get("stopped")
+    how = (
+        f"it had stopped: {warning_text(ReportWarning.from_dict(stopped))}"
+        if stopped is not None
+        else "it had stopped without a word (killed, or the host died)"
+    )
+    return f"resumed at {f['at']} (`speculab run --resume`): {f['done']} of {f['total']} blocks had finished; {how}"
 
 
 def warning_text(w: ReportWarning) -> str:

@@ -36,11 +36,12 @@ from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
 from speculab.harness.servers.liveness import EndpointWatch, set_when
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
-from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_note
+from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +180,10 @@ async def _measure(
     spec_decode, note = _spec_decode(cfg.scrape, before, after)
 
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
-    m, hints = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
-    hints = [*([fitted] if (fitted := fit_note(fit)) else []), *hints, *worker_warnings(phase.workers)]
+    m, rejected = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
+    hints = [*([fitted] if (fitted := fit_warning(fit)) else []), *rejected, *worker_warnings(phase.workers)]
     if gone is not None:
-        hints.insert(0, f"the server stopped answering mid-run, and the run stopped there: {gone}")
+        hints.insert(0, ReportWarning(WarningKind.SERVER_GONE, fields={"evidence": gone}))
     finished_at = utc_now()
     summary = build_summary(
         m,
@@ -402,15 +403,16 @@ def _spec_decode(
     return (acc.to_spec_decode_dict() if acc is not None and acc.active else None), note
 
 
-def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[str]]:
-    """The run's numbers and request-option hints from its requests.jsonl, in one pass that holds one record at a
-    time: the file is the one copy of the records, and a run of hours would not fit in memory as objects."""
+def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[ReportWarning]]:
+    """The run's numbers and the request options the server rejected, from its requests.jsonl, in one pass that
+    holds one record at a time: the file is the one copy of the records, and a run of hours would not fit in memory
+    as objects."""
     acc, rejections = RunAccumulator(stall=stall, slo=slo), OptionRejections()
     for rec in iter_records(path):
         if not rec.warmup:
             acc.add(rec)
             rejections.add(rec)
-    return acc.result(), rejections.hints()
+    return acc.result(), rejections.warnings()
 
 
 def run_bench_interruptible(

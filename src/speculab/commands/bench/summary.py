@@ -1,5 +1,5 @@
-"""summary.json of a bench run: every number (seconds), the warnings a reader must see first, and hints that name
-the flag fixing a rejected request option.
+"""summary.json of a bench run: every number (seconds), and the warnings a reader must see first (records: the
+report words them), among them the request options a server rejected with the flag that stops sending each.
 
 summary.json keys that other commands rely on (issue 2): metrics.{ttft_s,tpot_s,e2e_s,chunk_gap_s,itl_s}.
 {mean,p50,p90,p99}, metrics.tokens_per_chunk.mean, counts.{sent,ok,error}, throughput.output_tok_s and
@@ -15,11 +15,13 @@ from typing import Any
 
 from speculab.harness.analysis.metrics import RunMetrics, StallConfig
 from speculab.harness.load.client_health import ClientHealth
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
-SUMMARY_SCHEMA = "speculab.bench.summary/1"
+# /2: `warnings` are records (kind, subject, load, fields), not sentences (docs/results.md)
+SUMMARY_SCHEMA = "speculab.bench.summary/2"
 
 
-def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) -> list[str]:
+def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) -> list[ReportWarning]:
     # Dispatch lag only where nothing else makes requests wait: an open loop without a concurrency cap (with a cap,
     # sent - scheduled is mostly the wait for a free slot, which is the load design, not the client falling behind).
     uncapped_open = load.get("mode") in ("open", "trace") and load.get("concurrency") is None
@@ -30,48 +32,38 @@ def _client_warnings(client: ClientHealth, m: RunMetrics, load: dict[str, Any]) 
     )
 
 
-def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[str]:
-    """Things a reader must know before trusting the numbers."""
-    w: list[str] = []
+def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupted: bool) -> list[ReportWarning]:
+    """Things a reader must know before trusting the numbers (the report words them)."""
+    w: list[ReportWarning] = []
     if interrupted:
-        w.append("run interrupted: the summary covers only the requests that ran")
+        w.append(ReportWarning(WarningKind.BENCH_INTERRUPTED))
     # The client is judged against the schedule it drew, not the nominal rate: a seeded Poisson schedule of 200
     # requests is itself ~7% off the nominal rate by chance, which is no fault of the client or the server.
     sched = m.scheduled_rate_rps
     if requested_rate_rps and sched is not None and m.achieved_rate_rps is not None:
+        rates = {"scheduled_rps": sched, "requested_rps": requested_rate_rps}
         if m.achieved_rate_rps < 0.95 * sched:
-            w.append(
-                f"offered load not achieved: {m.achieved_rate_rps:.3g} req/s sent vs {sched:.3g} scheduled "
-                f"({requested_rate_rps:.3g} requested; concurrency cap or client overload; see queue_s)"
-            )
+            w.append(_warning(WarningKind.OFFERED_LOAD_NOT_ACHIEVED, achieved_rps=m.achieved_rate_rps, **rates))
         elif abs(sched / requested_rate_rps - 1) > 0.05:
-            w.append(
-                f"the random arrival schedule of {m.sent} requests came out at {sched:.3g} req/s, not "
-                f"{requested_rate_rps:.3g} (sampling noise, sent on schedule); more prompts, --duration or "
-                "--arrival constant bring it closer"
-            )
+            w.append(_warning(WarningKind.SCHEDULE_OFF_RATE, requests=m.sent, **rates))
     q99 = m.distributions["queue_s"].p99
     if math.isfinite(q99) and q99 > 0.01:
-        w.append(f"client queue time p99 {q99 * 1e3:.1f} ms: requests waited before being sent (reported separately)")
+        w.append(_warning(WarningKind.CLIENT_QUEUE_TIME, p99_s=q99))
     if n_unmeasured := m.token_count_sources.get("one_per_chunk"):
-        w.append(
-            f"per-chunk token counts unknown for {n_unmeasured} requests: they are left out of tokens per chunk "
-            "(unless no request has counts: then usage / chunks), and out of per-token ITL unless their usage shows "
-            "one token per chunk; enable continuous usage stats, --logprobs or --tokenizer"
-        )
+        w.append(_warning(WarningKind.CHUNK_TOKENS_UNKNOWN, count=n_unmeasured))
     if m.output_tokens_unknown:
-        w.append(f"{m.output_tokens_unknown} successful requests have no output token count (no usage from server)")
+        w.append(_warning(WarningKind.OUTPUT_TOKENS_UNKNOWN, count=m.output_tokens_unknown))
     n_connect = m.errors_by_category.get("connect", 0)
     if n_connect and m.ok:
         # the preflight reached the server and some requests succeeded: refusals later mean it went away
-        w.append(
-            f"{n_connect} requests could not connect although {m.ok} succeeded: the server crashed, restarted or "
-            "refused connections mid-run; throughput and the acceptance delta cover a broken window"
-        )
+        w.append(_warning(WarningKind.CONNECT_LOST, connect=n_connect, ok=m.ok))
     if m.error:
-        cats = ", ".join(f"{k} {v}" for k, v in m.errors_by_category.items())
-        w.append(f"{m.error} of {m.sent} requests failed ({cats}); latency numbers cover successful requests only")
+        w.append(_warning(WarningKind.REQUESTS_FAILED, failed=m.error, sent=m.sent, by_category=m.errors_by_category))
     return w
+
+
+def _warning(kind: WarningKind, **fields: Any) -> ReportWarning:
+    return ReportWarning(kind, fields=fields)
 
 
 def build_summary(
@@ -85,7 +77,7 @@ def build_summary(
     spec_decode_note: str | None,
     metrics_scraped: bool,
     interrupted: bool,
-    hints: Sequence[str] = (),
+    hints: Sequence[ReportWarning] = (),
     skipped_turns: int = 0,
     client: ClientHealth | None = None,
 ) -> dict[str, Any]:
@@ -117,9 +109,13 @@ def build_summary(
         },
         # the client process over the measured phase: CPU share of one core, event-loop lag (load.client_health)
         "client": client.to_dict() if client is not None else None,
+        # records with a kind (harness.results.warnings); the report words them. /1 wrote the sentences.
         "warnings": [
-            *build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
-            *(_client_warnings(client, m, load) if client is not None else ()),
-            *hints,
+            w.to_dict()
+            for w in (
+                *build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
+                *(_client_warnings(client, m, load) if client is not None else ()),
+                *hints,
+            )
         ],
     }

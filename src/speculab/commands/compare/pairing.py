@@ -14,7 +14,7 @@ for that whatever the prompts); runs at different loads are refused (docs/import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,9 @@ from speculab.harness.imports.registry import (
 )
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.servers.adapters import said, said_change
-from speculab.harness.workload.fit import fit_from_manifest, fit_note
+from speculab.harness.workload.fit import fit_from_manifest, fit_warning
 
 CANDIDATE = "candidate"
 
@@ -93,13 +94,13 @@ def inputs_from_bench_dirs(
             f"settings{also}"
         )
     sampling = ma.get("sampling") or {}
-    notes = [
+    notes: list[str | ReportWarning] = [
         "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
         "(thermal, other tenants) is not cancelled",
         *a.notes,
         *([model_note] if model_note else []),
     ]
-    if fitted := fit_note(fit_from_manifest(ma.get("fit") or {})):
+    if fitted := fit_warning(fit_from_manifest(ma.get("fit") or {})):
         notes.append(fitted)
     return _ab_run(
         ((a, b),),
@@ -153,13 +154,19 @@ def _file_arm(r: ImportedRun) -> dict[str, Any]:
     return {"engine": str(r.info.get("detected_engine") or "other"), "server_info": dict(r.info)}
 
 
+def _as_notes(notes: Iterable[str | ReportWarning]) -> list[ReportWarning]:
+    """The A/B's notes as records. compare's own and the file readers' notes are still sentences (harness.imports
+    and this module: #48 item 3, left): each is carried as a `note` in its own words."""
+    return [ReportWarning.from_text(n) if isinstance(n, str) else n for n in notes]
+
+
 def _ab_run(
     pairs: Sequence[tuple[ImportedRun, ImportedRun]],
     *,
     names: tuple[str, str],
     arm: Callable[[ImportedRun], dict[str, Any]],
     run_notes: Callable[[ImportedRun], tuple[str, ...]],
-    notes: Sequence[str],
+    notes: Sequence[str | ReportWarning],
     change: str | ChangeCheck,
     **setup: Any,
 ) -> ABRun:
@@ -177,7 +184,7 @@ def _ab_run(
             acceptance=r.acceptance,
             order=2 * j + i,
             interrupted=r.interrupted,
-            notes=run_notes(r),
+            notes=tuple(_as_notes(run_notes(r))),
             sends_rebuilt=r.sends_rebuilt,
             duration_s=r.duration_s,
         )
@@ -200,7 +207,7 @@ def _ab_run(
         ),
         changes=(change if isinstance(change, ChangeCheck) else ChangeCheck(CANDIDATE, (), None, change),),
         runs=runs,
-        notes=tuple(dict.fromkeys(notes)),
+        notes=tuple(distinct(_as_notes(notes))),
     )
 
 
@@ -249,10 +256,10 @@ def inputs_from_results(
     why = _why_unpaired(_pairs_problem(pairs) or within, unpaired)
     inputs = _imported_inputs(pairs, readers, names, why)
     same = within is None
-    notes = (*inputs.notes, *((model_note,) if model_note else ()))
+    notes = [*inputs.notes, *((model_note,) if model_note else ())]
     if why and inputs.setup.repeats > 1:
-        notes += (_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS,)
-    return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=notes)
+        notes.append(_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS)
+    return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=tuple(_as_notes(notes)))
 
 
 _REPEATS_SAME_PROMPTS = (

@@ -49,7 +49,7 @@ from speculab.commands.diagnose.config import DiagnoseConfig, DiagnoseResult
 from speculab.commands.diagnose.document import build_document, diagnose_options
 from speculab.commands.diagnose.server_metrics import merge_phases, server_phase
 from speculab.errors import EndpointError, UserError
-from speculab.harness.analysis.rejections import request_option_hints
+from speculab.harness.analysis.rejections import request_option_warnings
 from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, check_items
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
@@ -480,8 +480,8 @@ def _stop_if_rejected(records: Sequence[RequestRecord]) -> None:
     err = records[0].error
     if err is None or err.status is None or not 400 <= err.status < 500:
         return
-    hints = [h for h in request_option_hints(records) if "rerun" in h]  # the ones that name a flag
-    fix = hints[0] if hints else "check --api, --model and --extra-body"
+    fixes = [w.fields["fix"] for w in request_option_warnings(records) if "fix" in w.fields]  # those naming a flag
+    fix = fixes[0] if fixes else "check --api, --model and --extra-body"
     reason = err.message[:200] if err.message.startswith("HTTP") else f"HTTP {err.status}: {err.message[:200]}"
     raise EndpointError(f"the server rejected the diagnosis's requests ({reason}); {fix}")
 

@@ -35,6 +35,7 @@ from speculab.harness.records import CacheResetOutcome, RequestRecord, RequestSp
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, response_reader
 from speculab.harness.servers.liveness import EndpointWatch, set_when
@@ -51,6 +52,9 @@ class Reporter(Protocol):
     def phase(self, text: str) -> None:
         """A step of the lifecycle: launching, ready, stopping, ..."""
 
+    def warn(self, warning: ReportWarning) -> None:
+        """A warning the reader should see as it happens (also kept in the run's notes); the report words it."""
+
     def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
         """`arm` starts sending at `level`; `total` requests in the level, `done` of them finished already (two-URL
         mode calls this for every block of the level, with one level_end after the last)."""
@@ -62,6 +66,9 @@ class Reporter(Protocol):
 
 class Silent:
     def phase(self, text: str) -> None:
+        pass
+
+    def warn(self, warning: ReportWarning) -> None:
         pass
 
     def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
@@ -198,7 +205,7 @@ class BlockRunner:
         reporter: Reporter,
         clock: Clock,
         engine_of: Callable[[str], str],
-        note: Callable[[str], None] = lambda _: None,
+        note: Callable[[ReportWarning], None] = lambda _: None,
     ):
         self.plan, self.out, self.session = plan, out, session
         self.stop, self.reporter, self.clock = stop, reporter, clock
@@ -471,17 +478,17 @@ def _repeat_notes(
     before: MetricsSnapshot | None,
     after: MetricsSnapshot | None,
     acceptance_unknown: str | None,
-) -> list[str]:
-    notes: list[str] = []
+) -> list[ReportWarning]:
+    notes: list[ReportWarning] = []
     if before is None or after is None:
-        notes.append("no Prometheus /metrics read around this level: no server-side counters")
+        notes.append(ReportWarning(WarningKind.NO_METRICS_READ))
     if level.open_loop:
         achieved = send_rate_rps(by_window(records, seen.windows))  # over this arm's own blocks
         if achieved is not None:
-            asked = f"requested {level.value:g}" if level.kind == "rate" else f"the trace at ×{level.value:g}"
-            notes.append(f"sent {achieved:.3g} req/s ({asked})")
+            sent = {"achieved_rps": achieved, "kind": "rate" if level.kind == "rate" else "trace", "value": level.value}
+            notes.append(ReportWarning(WarningKind.SENT_RATE, fields=sent))
     if acceptance_unknown:  # e.g. a counter that went backwards: the server restarted mid-level
-        notes.append(f"acceptance unknown: {acceptance_unknown}")
+        notes.append(ReportWarning(WarningKind.ACCEPTANCE_UNKNOWN, fields={"why": acceptance_unknown}))
     return notes
 
 

@@ -31,6 +31,7 @@ from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import detect_engine, said_change
 from speculab.harness.stats.sequential import look_alphas
 
@@ -42,7 +43,7 @@ class RunRecord:
 
     setup: Setup  # the plan's, with the start time, versions, the fit and the looks of adaptive repeats so far
     arms: tuple[ArmInfo, ...]  # as observed (cold starts, what the servers said), in the plan's order
-    notes: tuple[str, ...] = ()
+    notes: tuple[ReportWarning, ...] = ()
     launches: tuple[Mapping[str, Any], ...] = ()
     interrupted: bool = False
     done: frozenset[Block] = frozenset()  # (arm, level, repeat) finished before a resume: skipped
@@ -60,7 +61,7 @@ class RunRecord:
     def arm(self, name: str) -> ArmInfo:
         return next(a for a in self.arms if a.name == name)
 
-    def noted(self, note: str) -> RunRecord:
+    def noted(self, note: ReportWarning) -> RunRecord:
         return replace(self, notes=(*self.notes, note))
 
     def with_server(
@@ -147,7 +148,7 @@ class Lifecycle:
     def interrupted(self) -> bool:
         return self.record.interrupted
 
-    def note(self, note: str) -> None:
+    def note(self, note: ReportWarning) -> None:
         self.record = self.record.noted(note)
 
     def interrupt(self) -> None:
@@ -197,8 +198,7 @@ class Lifecycle:
         )
         if stop:
             self.note(
-                f"adaptive repeats: every verdict was decided after repeat {repeat} of at most {seq['max']} "
-                f"(alpha {alpha:.3g} at this look; stats.sequential)"
+                ReportWarning(WarningKind.ADAPTIVE_STOP, fields={"repeat": repeat, "max": seq["max"], "alpha": alpha})
             )
             self.reporter.phase(f"every verdict decided after repeat {repeat}: stopping (at most {seq['max']})")
         elif repeat < seq["max"]:

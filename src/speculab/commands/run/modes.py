@@ -28,12 +28,16 @@ from speculab.commands.run.probing.rounds import SearchMode
 from speculab.config import LoadLevel
 from speculab.harness.design import LevelSpec
 from speculab.harness.records import ColdStartTimes, RequestSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters.flags import redact_command
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.harness.workload.conversation import conversations
 
 LOGS_DIR = "logs"
+
+# how a run resumed from inputs.json /1 said `one_url` (a note in words)
+ONE_URL_V1 = "baseline and candidate are one URL (one server)"
 
 
 class Mode(Protocol):
@@ -91,7 +95,8 @@ class LaunchMode:
                 life.reporter.phase(f"{arm.info.label}: stopping the server")
                 code = server.stop(life.plan.stop_grace_s)
                 if code not in (0, None, -signal.SIGTERM, -signal.SIGKILL, 143, 137) and not life.stop.is_set():
-                    life.note(f"{arm.info.name} r{repeat}: server exited with code {code}")
+                    exited = {"arm": arm.info.name, "repeat": repeat, "code": code}
+                    life.note(ReportWarning(WarningKind.SERVER_EXITED, fields=exited))
         return True
 
     async def cold_start(
@@ -130,7 +135,7 @@ async def first_token(life: Lifecycle, arm: ArmPlan, model: str, server: ServerP
         return rec.end_s - server.started_s
     if not rec.ok or not rec.chunks or server.started_s is None:
         why = rec.error.message[:200] if rec.error is not None else "no text streamed"
-        life.note(f"{arm.info.name}: cold-start probe gave no first token ({why})")
+        life.note(ReportWarning(WarningKind.COLD_START_NO_TOKEN, fields={"arm": arm.info.name, "why": why}))
         return None
     return rec.chunks[0].t_s - server.started_s
 
@@ -241,9 +246,10 @@ async def _probe_arms(life: Lifecycle, arms: list[ArmPlan]) -> dict[str, str]:
         model, info, names = await life.probe(arm)
         models[arm.info.name] = model
         life.note_server(arm, info, names, None)
-    one_url = "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
+    one_url = ReportWarning(WarningKind.ONE_URL)
     if len({a.info.url.rstrip("/") for a in arms}) < len(arms) and not any(
-        n.startswith(one_url) for n in life.record.notes
+        n.kind == one_url.kind or (n.kind == WarningKind.NOTE and n.fields["text"].startswith(ONE_URL_V1))
+        for n in life.record.notes
     ):
-        life.note(one_url + "arms' requests")
+        life.note(one_url)
     return models

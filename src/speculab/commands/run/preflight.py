@@ -41,10 +41,11 @@ from speculab.harness.client.request import make_session, request_func
 from speculab.harness.design import LevelSpec
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.servers.adapters import adapter_for, engine_kinds, response_reader
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.workload.conversation import conversations
-from speculab.harness.workload.fit import Fit, context_from_cards, fit_items, fit_note
+from speculab.harness.workload.fit import Fit, context_from_cards, fit_items, fit_warning
 
 
 def command_context(engine: str | None, command: Sequence[str]) -> int | None:
@@ -85,10 +86,10 @@ def fit_lifecycle(life: Lifecycle, context: int | None) -> None:
     fitted, fit = fit_plan(life.plan, context)
     life.plan = fitted
     life.setup = replace(life.setup, items=fitted.setup.items, fit=fitted.setup.fit)
-    note = fit_note(fit)
-    if note is not None:
-        life.note(note)
-        life.reporter.phase(note)
+    warning = fit_warning(fit)
+    if warning is not None:
+        life.note(warning)
+        life.reporter.warn(warning)
 
 
 async def fit_when_known(life: Lifecycle) -> None:
@@ -309,12 +310,13 @@ async def _probe(session: aiohttp.ClientSession, ep: EndpointConfig, info: Serve
     return DryRun(fitted, fit, timing, None if timing is not None else "every probe request failed")
 
 
-def dry_run_lines(d: DryRun) -> list[str]:
-    """What `speculab run --dry-run` prints: the plan, its size, what fitting left out, the estimate."""
+def dry_run_lines(d: DryRun) -> list[str | ReportWarning]:
+    """What `speculab run --dry-run` prints: the plan, its size, what fitting left out (a record the CLI words), the
+    estimate."""
     from speculab.commands.run.plan import describe_plan
-    from speculab.harness.workload.fit import fit_note
+    from speculab.harness.workload.fit import fit_warning
 
-    note = fit_note(d.fit)
+    note = fit_warning(d.fit)
     estimate = estimate_line(d.plan, d.timing, d.why)
     return [*describe_plan(d.plan), *size_lines(d.plan), *([note] if note else []), estimate]
 

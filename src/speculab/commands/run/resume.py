@@ -28,9 +28,11 @@ from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.blocks import BlockState, block_state, set_aside
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
 Block = tuple[str, str, int]  # (arm name, level key, repeat): one block's directory, runs/<arm>/<level>/r<n>
 # how a run ended early: run.py's notes, and the search's (`probing.rounds`; its answer is no longer partial)
+# (as inputs.json /1 wrote them; /2 has kinds)
 STOP_NOTES = ("the run stopped", "the run was interrupted", "the search was interrupted")
 
 
@@ -154,7 +156,7 @@ class Resumed:
     done: frozenset[Block]
     setup: Setup  # the plan's, with the first start time, versions and the looks of adaptive repeats so far
     arms: tuple[ArmInfo, ...]  # as observed (cold starts, what the servers said)
-    notes: tuple[str, ...]
+    notes: tuple[ReportWarning, ...]
     launches: tuple[Mapping[str, Any], ...]
     summary: str  # one line for the terminal: how much had finished and what runs again
 
@@ -168,20 +170,20 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     units = block_units(plan, prior.setup.repeats)  # adaptive repeats that stopped early: that look stands
     states = {b: block_state(root, *b) for unit in units for b in unit}
     done, aside = blocks_to_run(units, states)
-    notes = [n for n in prior.notes if not n.startswith(STOP_NOTES)]
-    stopped = [n for n in prior.notes if n.startswith(STOP_NOTES)]
-    how = f"it had stopped: {stopped[-1]}" if stopped else "it had stopped without a word (killed, or the host died)"
+    notes = [n for n in prior.notes if not _stopped(n)]
+    stopped = [n for n in prior.notes if _stopped(n)]
     left = len(done) < len(states) or (plan.setup.search is not None and not complete(plan.setup.search))
     if left:  # a run with nothing left (killed while rendering its report) only re-renders
-        notes.append(
-            f"resumed at {utc_now()} (`speculab run --resume`): {len(done)} of {len(states)} blocks had finished; {how}"
-        )
+        resumed = {"at": utc_now(), "done": len(done), "total": len(states)}
+        # the note that said how it stopped, said again inside this one (None: killed without a word)
+        resumed["stopped"] = stopped[-1].to_dict() if stopped else None
+        notes.append(ReportWarning(WarningKind.RESUMED, fields=resumed))
     kept = [(b, k) for b in aside if (k := set_aside(root, *b)) is not None]
     notes += [_aside_note(root, prior, b, k, states[b]) for b, k in kept]
     now = versions()
     if prior.setup.versions and dict(prior.setup.versions) != now:
         changed = sorted(k for k in now if prior.setup.versions.get(k) != now[k])
-        notes.append(f"resumed under other versions than it started with ({', '.join(changed)})")
+        notes.append(ReportWarning(WarningKind.RESUMED_OTHER_VERSIONS, fields={"changed": changed}))
     setup = replace(
         plan.setup,
         started_utc=prior.setup.started_utc,
@@ -198,19 +200,25 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     return Resumed(frozenset(done), setup, prior.arms, tuple(notes), tuple(_launches(root)), summary)
 
 
-def _aside_note(root: Path, prior: ABRun, block: Block, kept: Path, state: BlockState) -> str:
+def _stopped(n: ReportWarning) -> bool:
+    """A note saying how the run ended early (inputs.json /1 said it in words)."""
+    if n.kind in (WarningKind.RUN_STOPPED_ON_ERROR, WarningKind.RUN_INTERRUPTED, WarningKind.SEARCH_INTERRUPTED):
+        return True
+    return n.kind == WarningKind.NOTE and str(n.fields.get("text", "")).startswith(STOP_NOTES)
+
+
+def _aside_note(root: Path, prior: ABRun, block: Block, kept: Path, state: BlockState) -> ReportWarning:
     """The report's line for a block set aside: it is reported as interrupted, and says where its records are."""
     arm, level, repeat = block
-    label = next((a.label for a in prior.arms if a.name == arm), arm)
-    level_label = next((lv.label for lv in prior.setup.levels if lv.key == level), level)
-    if state is BlockState.COMPLETE:
-        why = "finished, but not its level's other arm"
-    else:
-        why = f"interrupted after {_lines(kept / REQUESTS_FILE)} records"
-    return (
-        f"{label} at {level_label}, repeat {repeat}: {why}; run again from the start with the same seeds; what it "
-        f"recorded is kept in {kept.relative_to(root)}"
-    )
+    fields = {
+        "arm": next((a.label for a in prior.arms if a.name == arm), arm),
+        "load": next((lv.label for lv in prior.setup.levels if lv.key == level), level),
+        "repeat": repeat,
+        # None: the block finished, but not its level's other arm
+        "records": None if state is BlockState.COMPLETE else _lines(kept / REQUESTS_FILE),
+        "kept_in": str(kept.relative_to(root)),
+    }
+    return ReportWarning(WarningKind.BLOCK_SET_ASIDE, fields=fields)
 
 
 def _lines(path: Path) -> int:

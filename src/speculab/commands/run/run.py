@@ -36,6 +36,7 @@ from speculab.harness.gates.check import check_report
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir, read_setup
 from speculab.harness.results.blocks import held_by_one_run
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.model import Report, ReportOptions
 
 
@@ -55,13 +56,13 @@ async def _run_to_end(life: Lifecycle) -> RunOutcome:
     except BaseException as e:
         life.interrupt()
         why = textwrap.shorten(str(e).splitlines()[0], 300, placeholder=" ...") if str(e) else type(e).__name__
-        life.note(f"the run stopped on an error ({why}): the report covers the part that ran")
+        life.note(ReportWarning(WarningKind.RUN_STOPPED_ON_ERROR, fields={"error": why}))
         raise
     finally:
         if life.stop.is_set() and not life.interrupted:
             life.interrupt()
-        if life.interrupted and not any(n.startswith("the run stopped") for n in life.record.notes):
-            life.note("the run was interrupted: the report covers the part that ran")
+        if life.interrupted and not any(n.kind == WarningKind.RUN_STOPPED_ON_ERROR for n in life.record.notes):
+            life.note(ReportWarning(WarningKind.RUN_INTERRUPTED))
         with contextlib.suppress(Exception):
             life.write_inputs(final=True)
         if life.blocks.gpu is not None:
@@ -116,8 +117,9 @@ class RunScreen(Protocol):
     def change(self, change: ChangeCheck) -> None:
         """One candidate's single-change check, before anything is launched."""
 
-    def line(self, text: str) -> None:
-        """A line about the run (its plan, its size, where its results go, a dry run's estimate)."""
+    def line(self, text: str | ReportWarning) -> None:
+        """A line about the run (its plan, its size, where its results go, a dry run's estimate), or a warning record
+        the screen words."""
 
     def progress(self) -> Reporter:
         """Where the blocks tell their progress."""

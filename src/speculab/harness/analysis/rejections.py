@@ -1,11 +1,12 @@
 """Client errors that name a request option speculab sent (continuous usage stats, stream options, logprobs), read
-from a run's records one at a time, and the hint naming the flag that turns each off."""
+from a run's records one at a time, and the warning naming the flag that turns each off."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from speculab.harness.records import RequestRecord
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
 
 class OptionRejections:
@@ -28,32 +29,40 @@ class OptionRejections:
         elif r.error.status in (404, 405):
             self.missing += 1
 
-    def hints(self) -> list[str]:
-        """Client 4xx errors that name a request option we sent: say which flag turns it off."""
-        hints = []
+    def warnings(self) -> list[ReportWarning]:
+        """Client 4xx errors that name a request option we sent, each with the flag that turns it off; invalid
+        requests naming none; requests to a path the server does not serve."""
+        out = []
         if self.continuous_usage:
-            hints.append("the server rejected stream_options.continuous_usage_stats: rerun with --no-continuous-usage")
+            out.append(_rejected("continuous_usage_stats"))
         elif self.stream_options:
-            hints.append("the server rejected stream_options: rerun with --no-include-usage")
+            out.append(_rejected("stream_options"))
         if self.logprobs:
-            hints.append("the server rejected the logprobs request: rerun without --logprobs (or with a smaller N)")
-        if self.invalid and not hints:
-            hints.append(
-                f"{self.invalid} requests were rejected as invalid (HTTP 400/422); see error messages in requests.jsonl"
-            )
+            out.append(_rejected("logprobs"))
+        if self.invalid and not out:
+            out.append(ReportWarning(WarningKind.REQUESTS_INVALID, fields={"count": self.invalid}))
         # /v1/models answered (the preflight checks it), but the completions path did not: a chat-only server (or
         # one without chat) under the other --api
         if self.missing:
-            hints.append(
-                f"{self.missing} requests got HTTP 404/405: the server may not serve this endpoint; "
-                "try the other --api (completions | chat)"
-            )
-        return hints
+            out.append(ReportWarning(WarningKind.ENDPOINT_NOT_SERVED, fields={"count": self.missing}))
+        return out
 
 
-def request_option_hints(records: Iterable[RequestRecord]) -> list[str]:
+# The flag that stops sending each option a server may refuse: the report's warning and diagnose's error name it.
+FLAG_FIX = {
+    "continuous_usage_stats": "rerun with --no-continuous-usage",
+    "stream_options": "rerun with --no-include-usage",
+    "logprobs": "rerun without --logprobs (or with a smaller N)",
+}
+
+
+def _rejected(option: str) -> ReportWarning:
+    return ReportWarning(WarningKind.OPTION_REJECTED, fields={"option": option, "fix": FLAG_FIX[option]})
+
+
+def request_option_warnings(records: Iterable[RequestRecord]) -> list[ReportWarning]:
     """Client 4xx errors that name a request option we sent: say which flag turns it off."""
     rejections = OptionRejections()
     for r in records:
         rejections.add(r)
-    return rejections.hints()
+    return rejections.warnings()

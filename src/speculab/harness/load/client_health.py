@@ -7,7 +7,7 @@ how late it woke (the loop's lag: every chunk read waits that long to be stamped
 seconds over the wall seconds give its CPU share (1.0: one core busy all the time, which a single event loop cannot
 exceed). The thread's, not the process's: a mock server in a thread of the same process (tests, benchmarks) is not
 the client's work. `ClientHealth.warnings` turns them, with the open loop's dispatch lag (sent - scheduled), into
-the line a user needs: the client fell behind, by how much, and what to do.
+the warning a user needs (the report words it): the client fell behind, and by how much.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import Distribution, describe
 
 # The loop-lag threshold, against the machine's idle floor (bench/loop_lag_floor.py, bench/README.md): an idle loop's
@@ -63,31 +64,27 @@ class ClientHealth:
     def cpu_share(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else math.nan
 
-    def warnings(self, *, dispatch_lag_p99_s: float | None = None, in_flight: float | None = None) -> list[str]:
-        """One line when the client fell behind, naming what showed it."""
-        signs = []
-        if math.isfinite(self.loop_lag_s.p99) and self.loop_lag_s.p99 > LOOP_LAG_WARN_S:
-            signs.append(f"event-loop lag p99 {self.loop_lag_s.p99 * 1e3:.1f} ms")
-        if math.isfinite(self.cpu_share) and self.cpu_share > CPU_SHARE_WARN:
-            signs.append(f"client CPU {self.cpu_share:.0%} of a core")
-        if dispatch_lag_p99_s is not None and dispatch_lag_p99_s > DISPATCH_LAG_WARN_S:
-            signs.append(f"p99 dispatch lag {dispatch_lag_p99_s * 1e3:.1f} ms")
-        if not signs:
+    def warnings(
+        self, *, dispatch_lag_p99_s: float | None = None, in_flight: float | None = None
+    ) -> list[ReportWarning]:
+        """One warning when the client fell behind, with the signs that showed it (each None when it did not)."""
+        lag = (
+            self.loop_lag_s.p99
+            if math.isfinite(self.loop_lag_s.p99) and self.loop_lag_s.p99 > LOOP_LAG_WARN_S
+            else None
+        )
+        cpu = self.cpu_share if math.isfinite(self.cpu_share) and self.cpu_share > CPU_SHARE_WARN else None
+        late = (
+            dispatch_lag_p99_s if dispatch_lag_p99_s is not None and dispatch_lag_p99_s > DISPATCH_LAG_WARN_S else None
+        )
+        if lag is None and cpu is None and late is None:
             return []
-        at = f" at {in_flight:,.0f} streams in flight" if in_flight is not None else ""
-        if len(signs) == 1 and signs[0].startswith("event-loop") and math.isfinite(self.cpu_share):
+        if cpu is None and late is None and math.isfinite(self.cpu_share):
             # late wake-ups while the client itself was nearly idle: the machine, not the client, was busy
-            return [
-                f"the client's clock was held back: {signs[0]}{at} (an idle loop here: about "
-                f"{IDLE_LOOP_LAG_P99_S * 1e3:.0f} ms) while the client used {self.cpu_share:.0%} of a core: other "
-                "work on this machine (a server on the same cores?) delayed its timestamps; run the client elsewhere "
-                "to time it precisely"
-            ]
-        return [
-            f"the client fell behind: {', '.join(signs)}{at}; its timings carry that delay. Run the client on a less "
-            "loaded or bigger machine, or lower the load per process (bench/client_overhead.py measures what one "
-            "process sustains)"
-        ]
+            fields = {"loop_lag_p99_s": lag, "in_flight": in_flight, "idle_lag_p99_s": IDLE_LOOP_LAG_P99_S}
+            return [ReportWarning(WarningKind.CLIENT_CLOCK_HELD, fields=fields | {"cpu_share": self.cpu_share})]
+        fields = {"loop_lag_p99_s": lag, "cpu_share": cpu, "dispatch_lag_p99_s": late, "in_flight": in_flight}
+        return [ReportWarning(WarningKind.CLIENT_FELL_BEHIND, fields=fields)]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClientHealth:

@@ -1,7 +1,7 @@
 """The coordinator of load from several client processes (`speculab bench --workers N`): past what one event loop
 can time (load.client_health says when), N processes each run the same runner and client over their share
 (load.worker), planned by load.worker_plan, started by a pool (load.pools, load.ray_pool); and what the workers'
-reports say, in sentences.
+reports say, as warning records (the report words them).
 
 The coordinator plans once, the same way in every run:
 - the partition: conversation j (a single prompt is a conversation of one) goes to worker j mod N, so a
@@ -30,6 +30,7 @@ from speculab.harness.load.pools import ProcessPool, WorkerPool
 from speculab.harness.load.runner import LoadOutcome, Progress
 from speculab.harness.load.worker_plan import WorkerPlan
 from speculab.harness.records import RequestRecord
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
 START_LAG_WARN_S = 0.001  # a worker that started later than this after the common start is named in the warnings
 
@@ -56,40 +57,35 @@ def lost_workers(workers: Sequence[dict[str, Any]]) -> str | None:
     return f"{'; '.join(lost)} mid-run, before its share was done; every record it sent is kept"
 
 
-def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[str]:
+def worker_warnings(workers: Sequence[dict[str, Any]]) -> list[ReportWarning]:
     """What the workers' own reports say a reader must know: one that crashed, or started late."""
     out = []
     for w in workers:
         if w.get("crashed"):
-            out.append(f"{_lost_how(w)} before it finished; the records it sent are kept")
+            ray = bool(w.get("ray"))
+            where = {"host": w.get("host") if ray else None, "node_ip": w.get("node_ip") if ray else None}
+            fields = {"worker": w["worker"], **where, "error": str(w.get("error") or ""), "exitcode": w.get("exitcode")}
+            out.append(ReportWarning(WarningKind.WORKER_LOST, fields=fields))
         lag, unc = w.get("start_lag_s"), w.get("start_uncertainty_s") or 0.0
         if lag is not None and lag + unc > START_LAG_WARN_S:
-            bound = (
-                f" +- {unc * 1e3:.1f} ms (its clock's offset from this machine's, from round trips)" if unc > 0 else ""
-            )
-            out.append(
-                f"client worker {w['worker']} started {lag * 1e3:.1f} ms{bound} after the common start "
-                "time: its open-loop sends are that much late"
-            )
+            fields = {"worker": w["worker"], "start_lag_s": lag, "uncertainty_s": unc}
+            out.append(ReportWarning(WarningKind.WORKER_LATE, fields=fields))
     return out
 
 
-def worker_notes(workers: Sequence[dict[str, Any]]) -> list[str]:
+def worker_notes(workers: Sequence[dict[str, Any]]) -> list[ReportWarning]:
     """For an A/B repeat: how many client processes ran it, and what `worker_warnings` says about them."""
     if not workers:
         return []
-    n = len({w["worker"] for w in workers})
     lags = [w["start_lag_s"] for w in workers if w.get("start_lag_s") is not None]
-    worst = f", start lag up to {max(lags) * 1e3:.2f} ms" if lags else ""
-    # the words saved in notes since before load.workers was split into worker_plan, worker, pools and this module
-    where = "(load.workers)"
-    if any(w.get("ray") for w in workers):
-        hosts = len({w.get("node_ip") for w in workers})
-        unc = max((w.get("clock") or {}).get("uncertainty_s") or 0.0 for w in workers)
-        where = f"as Ray actors on {hosts} node{'s' if hosts != 1 else ''} (load.ray_pool)" + (
-            f", clock offsets known to +-{unc * 1e3:.2f} ms" if unc > 0 else ""
-        )
-    return [f"{n} client worker processes {where}{worst}", *worker_warnings(workers)]
+    ray = any(w.get("ray") for w in workers)
+    fields = {
+        "workers": len({w["worker"] for w in workers}),
+        "ray_nodes": len({w.get("node_ip") for w in workers}) if ray else None,
+        "clock_uncertainty_s": max((w.get("clock") or {}).get("uncertainty_s") or 0.0 for w in workers) if ray else 0.0,
+        "max_start_lag_s": max(lags) if lags else None,
+    }
+    return [ReportWarning(WarningKind.WORKERS_RAN, fields=fields), *worker_warnings(workers)]
 
 
 @dataclass(frozen=True, slots=True)

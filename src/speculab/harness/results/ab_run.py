@@ -15,8 +15,11 @@ from typing import Any
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
 from speculab.harness.records import AcceptanceSummary, CacheResetOutcome, MemorySample, RequestRecord, RequestSpec
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning
 
-INPUTS_SCHEMA = "speculab.report.inputs/1"
+# /2: `notes` (here and in each repeat's run.json) are warning records, not sentences; /1 still reads, each a note
+INPUTS_SCHEMA = "speculab.report.inputs/2"
+INPUTS_SCHEMA_V1 = "speculab.report.inputs/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,7 @@ class RepeatRun:
     order: int = 0  # position in the whole run sequence (ABBA), for drift plots
     interrupted: bool = False  # the repeat did not finish (Ctrl-C, crash): records are partial
     counter_deltas: Mapping[str, float] = field(default_factory=dict)  # raw /metrics deltas, for the record
-    notes: tuple[str, ...] = ()  # anything the lifecycle wants the reader to know about this repeat
+    notes: tuple[ReportWarning, ...] = ()  # anything the lifecycle wants the reader to know about this repeat
     # (start, end) clock seconds of each block's measured phase, the records' clock. Two-URL mode runs an arm in
     # blocks with the other arm's in between: achieved load and throughput count these windows only
     # (`analysis.windows`). () = not recorded (compare, older runs): the repeat is one window.
@@ -63,7 +66,7 @@ class RepeatRun:
                 "order": self.order,
                 "interrupted": self.interrupted,
                 "counter_deltas": dict(self.counter_deltas),
-                "notes": list(self.notes),
+                "notes": [n.to_dict() for n in self.notes],
                 "windows_s": [list(w) for w in self.windows_s],
                 "client": dict(self.client) if self.client is not None else None,
                 "sends_rebuilt": self.sends_rebuilt,
@@ -86,7 +89,7 @@ class RepeatRun:
             order=int(d.get("order", 0)),
             interrupted=bool(d.get("interrupted", False)),
             counter_deltas={k: float(v) for k, v in (d.get("counter_deltas") or {}).items() if v is not None},
-            notes=tuple(d.get("notes", ())),
+            notes=tuple(ReportWarning.from_dict(n) for n in d.get("notes", ())),  # /1: sentences, kept as notes
             windows_s=tuple((float(a), float(b)) for a, b in d.get("windows_s") or ()),
             client=dict(d["client"]) if d.get("client") else None,
             sends_rebuilt=bool(d.get("sends_rebuilt", False)),
@@ -105,7 +108,7 @@ class ABRun:
     changes: tuple[ChangeCheck, ...] = ()
     runs: tuple[RepeatRun, ...] = ()
     interrupted: bool = False  # the whole run stopped early
-    notes: tuple[str, ...] = ()  # lifecycle warnings for the reader (e.g. "candidate restarted once")
+    notes: tuple[ReportWarning, ...] = ()  # lifecycle warnings for the reader (the report words them)
     diagnosis: Mapping[str, Any] | None = None  # speculab diagnose output, rendered when present
     # what was planned, as `speculab run --resume` checks it: {"sha256", "parts": {part: sha256}, "experiment"}
     # (experiment.resume.plan_identity); None for runs written before it existed, and for compare
@@ -146,7 +149,7 @@ class ABRun:
                 "arms": [a.to_dict() for a in self.arms],
                 "changes": [asdict(c) for c in self.changes],
                 "interrupted": self.interrupted,
-                "notes": list(self.notes),
+                "notes": [n.to_dict() for n in self.notes],
                 "diagnosis": dict(self.diagnosis) if self.diagnosis is not None else None,
                 "plan": dict(self.plan) if self.plan is not None else None,
             }
@@ -154,7 +157,7 @@ class ABRun:
 
     @classmethod
     def from_setup_dict(cls, d: Mapping[str, Any], runs: Sequence[RepeatRun] = ()) -> ABRun:
-        if d.get("schema") != INPUTS_SCHEMA:
+        if d.get("schema") not in (INPUTS_SCHEMA, INPUTS_SCHEMA_V1):
             raise ValueError(f"not a speculab report inputs file (schema {d.get('schema')!r}, want {INPUTS_SCHEMA})")
         sd = dict(d["setup"])
         sd["items"] = tuple(RequestSpec.from_dict(it) for it in sd.get("items", ()))
@@ -171,7 +174,7 @@ class ABRun:
             ),
             runs=tuple(runs),
             interrupted=bool(d.get("interrupted", False)),
-            notes=tuple(d.get("notes", ())),
+            notes=tuple(ReportWarning.from_dict(n) for n in d.get("notes", ())),  # /1: sentences, kept as notes
             diagnosis=d.get("diagnosis"),
             plan=d.get("plan") if isinstance(d.get("plan"), Mapping) else None,
         )

@@ -1,10 +1,11 @@
-"""What a reader of an A/B report must be warned of, as records: a kind from a closed set, whom it is about, and the
-numbers; the sentence is made when rendering (`speculab.report.phrases.warning_text`), never stored here.
+"""What a reader must be warned of, in every command, as records: a kind from a closed set, whom it is about, and
+the numbers; the sentence is made when rendering (`speculab.report.phrases.warning_text`), never stored here.
 
-The verdict (`harness.verdict`) produces them; summary.json saves them (with the sentence beside, for people reading
-the file). They live with the results, below the verdict, so that the verdict's correctness and its model both use
-one type. Notes the lifecycle and the readers of other tools' files wrote as their own words (`ABRun.notes`)
-are carried as kind `note`, and so is every warning of a summary.json written when warnings were sentences.
+The verdict (`harness.verdict`) produces them for the A/B report, `speculab bench` for its summary.json (the run's
+numbers, the client's health, the workers, the request options a server refused), and the load coordinator for an
+A/B repeat's client workers. They live with the results, below every command, so that all of them use one type.
+Notes the readers of other tools' files wrote as their own words are carried as kind `note`, and so is every warning
+of a file written when warnings were sentences (bench summary.json /1, A/B summary.json before records).
 """
 
 from __future__ import annotations
@@ -42,7 +43,45 @@ class WarningKind(str, Enum):
     PYTHON_CHECKS_RAN = "python_checks_ran"  # count, flag
     UNCLASSIFIED_DIVERGENCES = "unclassified_divergences"  # outputs differ at temperature 0, no logprobs: count
     BASELINE_SELF_DIFFERS = "baseline_self_differs"  # the baseline disagreed with itself at temperature 0: rate
-    NOTE = "note"  # words a note or an older summary.json wrote: text
+    # speculab bench (its summary.json `warnings`), each about the whole run
+    BENCH_INTERRUPTED = "bench_interrupted"  # the summary covers only the requests that ran
+    SERVER_GONE = "server_gone"  # the server stopped answering and the run stopped there: evidence (the client's)
+    OFFERED_LOAD_NOT_ACHIEVED = "offered_load_not_achieved"  # achieved_rps < 95% of scheduled_rps; requested_rps
+    SCHEDULE_OFF_RATE = "schedule_off_rate"  # a seeded schedule of `requests` came out at scheduled_rps, not requested
+    CLIENT_QUEUE_TIME = "client_queue_time"  # p99_s of scheduled -> sent
+    CHUNK_TOKENS_UNKNOWN = "chunk_tokens_unknown"  # count requests without per-chunk token counts
+    OUTPUT_TOKENS_UNKNOWN = "output_tokens_unknown"  # count successful requests without an output token count
+    CONNECT_LOST = "connect_lost"  # connect requests could not connect although ok succeeded
+    REQUESTS_FAILED = "requests_failed"  # failed of sent, by_category {category: count}
+    # The client's health (load.client_health): the signs past their thresholds (None: not a sign), in_flight streams
+    CLIENT_FELL_BEHIND = "client_fell_behind"  # loop_lag_p99_s, cpu_share, dispatch_lag_p99_s, in_flight
+    CLIENT_CLOCK_HELD = "client_clock_held"  # loop lag alone while the client was nearly idle: + idle_lag_p99_s
+    # Request options a server refused (analysis.rejections)
+    OPTION_REJECTED = "option_rejected"  # option (continuous_usage_stats | stream_options | logprobs), fix (the flag)
+    REQUESTS_INVALID = "requests_invalid"  # count rejected with HTTP 400/422 naming no option we sent
+    ENDPOINT_NOT_SERVED = "endpoint_not_served"  # count answered HTTP 404/405
+    WORKLOAD_FITTED = "workload_fitted"  # left_out (ids), pool, capped, context, max_tokens, policy (workload.fit)
+    # Client workers (load.coordinator): one that ended early, one that started late; how many ran an A/B repeat
+    WORKER_LOST = "worker_lost"  # worker, host, node_ip (Ray; else None), error, exitcode
+    WORKER_LATE = "worker_late"  # worker, start_lag_s, uncertainty_s (0: none known)
+    WORKERS_RAN = "workers_ran"  # workers, ray_nodes (None: local processes), clock_uncertainty_s, max_start_lag_s
+    # An A/B run's notes (`ABRun.notes`, a repeat's `RepeatRun.notes`), said to the reader among the warnings
+    RUN_STOPPED_ON_ERROR = "run_stopped_on_error"  # error (its first line, shortened)
+    RUN_INTERRUPTED = "run_interrupted"  # the report covers the part that ran
+    SERVER_EXITED = "server_exited"  # arm, repeat, code: a launched server's exit code after stopping
+    COLD_START_NO_TOKEN = "cold_start_no_token"  # arm, why (the probe's error message, or none streamed)
+    ONE_URL = "one_url"  # baseline and candidate are one server: its counters count both arms
+    ADAPTIVE_STOP = "adaptive_stop"  # repeat, max, alpha: every verdict decided before the last repeat
+    NO_METRICS_READ = "no_metrics_read"  # no /metrics around this level: no server-side counters
+    SENT_RATE = "sent_rate"  # achieved_rps, kind (rate | trace), value (requested rate or trace speed)
+    ACCEPTANCE_UNKNOWN = "acceptance_unknown"  # why (the acceptance reader's reason)
+    SEARCH_NO_VERDICT = "search_no_verdict"  # no probe had a verdict: the search's answer is undetermined
+    SEARCH_INTERRUPTED = "search_interrupted"  # probes (measured before), round, probing (the round's loads, said)
+    SEARCH_PROMPTS_SHORT = "search_prompts_short"  # load (label), prompts (needed), have (the workload's)
+    RESUMED = "resumed"  # at, done, total (blocks), stopped (the record of how it had stopped; None: no word)
+    BLOCK_SET_ASIDE = "block_set_aside"  # arm, load (labels), repeat, records (None: it finished), kept_in
+    RESUMED_OTHER_VERSIONS = "resumed_other_versions"  # changed (the versions' names)
+    NOTE = "note"  # words a note or an older file wrote: text
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +98,17 @@ class ReportWarning:
     def from_text(cls, text: str) -> ReportWarning:
         """A warning saved as its sentence (notes; a summary.json from before warnings were records)."""
         return cls(WarningKind.NOTE, fields={"text": text})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | str) -> ReportWarning:
+        """A record as `to_dict` wrote it, or a sentence an older file saved in its place (kept as a note)."""
+        if isinstance(d, str):
+            return cls.from_text(d)
+        return cls(WarningKind(d["kind"]), d.get("subject", ""), d.get("load", ""), dict(d.get("fields") or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain data, the shape the A/B summary.json writes (without its `text`)."""
+        return {"kind": self.kind.value, "subject": self.subject, "load": self.load, "fields": dict(self.fields)}
 
     def key(self) -> tuple[Any, ...]:
         """What makes two warnings the same warning (records holding a mapping are not hashable)."""

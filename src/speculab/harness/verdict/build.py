@@ -180,7 +180,7 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
     for c in cands:
         if c.correctness is not None:
             w.extend(replace(x, subject=c.label) for x in c.correctness.warnings)
-    w.extend(ReportWarning.from_text(n) for n in inputs.notes)
+    w.extend(inputs.notes)
     return distinct(w)
 
 

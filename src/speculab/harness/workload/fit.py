@@ -29,6 +29,7 @@ from typing import Any
 
 from speculab.errors import UserError, did_you_mean
 from speculab.harness.records import RequestSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, approx_tokens, item_text, request_seed
 
@@ -101,20 +102,20 @@ def fit_from_manifest(d: Mapping[str, Any]) -> Fit:
     )
 
 
-def fit_note(fit: Fit) -> str | None:
-    """The one line a run's notes and warnings carry about fitting; None when nothing changed."""
+def fit_warning(fit: Fit) -> ReportWarning | None:
+    """The one warning a run's notes and a bench summary carry about fitting (the report words it); None when
+    nothing changed."""
     if not fit.changed:
         return None
-    parts = []
-    if fit.left_out:
-        ids = ", ".join(fit.left_out[:5]) + (", ..." if len(fit.left_out) > 5 else "")
-        parts.append(f"{len(fit.left_out)} of {fit.pool} prompts were left out ({ids})")
-    if fit.capped:
-        parts.append(f"{fit.capped} requests had max_tokens lowered to fit")
-    return (
-        f"{'; '.join(parts)}: too long for the {fit.context}-token context with the output they ask for "
-        f"(max_tokens, default {fit.max_tokens}; --fit {fit.policy}, the same in every arm)"
-    )
+    fields = {
+        "left_out": list(fit.left_out),
+        "pool": fit.pool,
+        "capped": fit.capped,
+        "context": fit.context,
+        "max_tokens": fit.max_tokens,
+        "policy": fit.policy,
+    }
+    return ReportWarning(WarningKind.WORKLOAD_FITTED, fields=fields)
 
 
 def pool_size(spec: str, num_prompts: int | None) -> int | None:

@@ -14,8 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import E2E, ITL, TPOT, TTFT
 from speculab.report.formatting import MISSING, ms, num
+from speculab.report.phrases import warning_text
 
 # (label, distribution): the figures by their rows, beside distributions that are no figure (gaps, queue time)
 _LATENCY_ROWS = (
@@ -126,8 +128,9 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
                 f"and > {st.get('k')}x their median gap"
             )
         )
+    # records with a kind (/2), or the sentences a /1 summary saved, each kept as a note
     for w in summary.get("warnings", []):
-        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
+        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(warning_text(ReportWarning.from_dict(w)))}"))
     if run_dir is not None:
         parts.append(Text(f"results in {run_dir}"))
     return Group(*parts)

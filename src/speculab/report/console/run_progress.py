@@ -8,6 +8,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from speculab.harness.results.warnings import ReportWarning
+from speculab.report.phrases import warning_text
+
 
 class RunProgress:
     """Implements `speculab.commands.run.blocks.Reporter` with rich (a bar only while a level runs)."""
@@ -21,6 +24,9 @@ class RunProgress:
 
     def phase(self, text: str) -> None:
         self.console.print(f"[dim]-[/] {escape(text)}", highlight=False)
+
+    def warn(self, warning: ReportWarning) -> None:
+        self.phase(warning_text(warning))
 
     def level_start(self, arm: str, level: str, repeat: int, total: int, *, done: int = 0) -> None:
         self._done = done

@@ -1,4 +1,5 @@
-"""A bench run's summary.json: strict JSON even when empty, and hints that name the flag for a rejected option."""
+"""A bench run's summary.json: strict JSON even when empty, its warnings records with a kind (schema /2), and the
+flag named for a rejected option."""
 
 import json
 
@@ -24,21 +25,27 @@ def test_summary_is_strict_json_even_when_empty():
     text = json.dumps(json_safe(s), allow_nan=False)
     back = json.loads(text)
     assert back["counts"]["sent"] == 0 and back["metrics"]["ttft_s"]["p50"] is None
-    assert any("interrupted" in w for w in back["warnings"])
+    assert back["schema"] == "speculab.bench.summary/2"
+    assert back["warnings"] == [{"kind": "bench_interrupted", "subject": "", "load": "", "fields": {}}]
     bench_renderable(json_safe(s))  # renders without numbers
 
 
 def test_hints_name_the_flag_for_rejected_options():
-    from speculab.harness.analysis.rejections import request_option_hints
+    from speculab.harness.analysis.rejections import request_option_warnings
     from speculab.harness.records import ErrorCategory, ErrorInfo
 
     def rejected(msg):
         return RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, f"HTTP 400: {msg}", 400))
 
-    assert "--no-continuous-usage" in request_option_hints([rejected("unknown field continuous_usage_stats")])[0]
-    assert "--no-include-usage" in request_option_hints([rejected("stream_options not supported")])[0]
-    assert request_option_hints([]) == []
-    missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
-    assert request_option_hints([missing, missing]) == [
-        "2 requests got HTTP 404/405: the server may not serve this endpoint; try the other --api (completions | chat)"
+    def fields(records):
+        return [(w.kind.value, w.fields) for w in request_option_warnings(records)]
+
+    assert fields([rejected("unknown field continuous_usage_stats")]) == [
+        ("option_rejected", {"option": "continuous_usage_stats", "fix": "rerun with --no-continuous-usage"})
     ]
+    assert fields([rejected("stream_options not supported")]) == [
+        ("option_rejected", {"option": "stream_options", "fix": "rerun with --no-include-usage"})
+    ]
+    assert fields([]) == []
+    missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
+    assert fields([missing, missing]) == [("endpoint_not_served", {"count": 2})]

@@ -13,6 +13,7 @@ from speculab.commands.compare.arms import distinguishing, output_dir, parse_nam
 from speculab.commands.compare.pairing import inputs_from_results
 from speculab.errors import UserError
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, llmperf_responses, vllm_bench
+from speculab.report.phrases import warning_text
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "imports"
 LP = FIXTURES / "llmperf"
@@ -89,4 +90,4 @@ def test_compare_of_two_models_is_refused_unless_allowed(tmp_path: Path) -> None
     with pytest.raises(UserError, match=r"is of model Qwen/Qwen3-4B, .*gpt\.json of openai/gpt-oss-20b: a spec"):
         inputs_from_results(a, b)
     inputs = inputs_from_results(a, b, allow_different_models=True)
-    assert any(n.startswith("different target models") for n in inputs.notes)
+    assert any(n.startswith("different target models") for n in map(warning_text, inputs.notes))

@@ -22,6 +22,7 @@ from speculab.errors import UserError
 from speculab.harness.results.ab_dir import repeat_dir, write_setup
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.blocks import BlockState
+from speculab.report.phrases import warning_text
 
 MOCK = ["python", "-m", "speculab", "mock-server", "--port", "8000"]
 
@@ -141,10 +142,10 @@ def test_prepare_resume_sets_interrupted_blocks_aside_and_notes_them(tmp_path: P
     assert (tmp_path / "runs/baseline/c4/r1.interrupted-1/requests.jsonl").is_file()
     assert not (tmp_path / "runs/baseline/c4/r1").exists()
     assert resumed.summary.startswith(f"resuming {tmp_path}: 1 of 8 blocks had finished; 7 to run")
-    assert any(n.startswith("resumed at ") and "without a word (killed" in n for n in resumed.notes)
+    assert any(n.startswith("resumed at ") and "without a word (killed" in n for n in map(warning_text, resumed.notes))
     assert any(
         "at concurrency 4, repeat 1: interrupted after 3 records" in n and "runs/baseline/c4/r1.interrupted-1" in n
-        for n in resumed.notes
+        for n in map(warning_text, resumed.notes)
     )
     assert resumed.setup.items == plan.setup.items  # the prompts are the plan's, as they were sent
 
@@ -155,7 +156,7 @@ def test_a_run_with_nothing_left_only_re_renders(tmp_path: Path) -> None:
     _started(tmp_path, plan, dict.fromkeys(every, True))
     resumed = prepare_resume(plan, tmp_path)  # e.g. killed while it rendered the report
     assert len(resumed.done) == 8 and resumed.summary.endswith("8 of 8 blocks had finished; 0 to run")
-    assert not any(n.startswith("resumed at") for n in resumed.notes)
+    assert not any(n.startswith("resumed at") for n in map(warning_text, resumed.notes))
     assert not list(tmp_path.glob("runs/*/*/*.interrupted-*"))
 
 
@@ -226,21 +227,23 @@ def test_a_search_resumes_at_the_levels_it_placed(tmp_path: Path) -> None:
         f"resuming {tmp_path}: the search had placed 3 probe(s) in 1 round(s); 2 of 6 of their blocks had "
         "finished; 4 to run, then it goes on placing probes (2 started before, set aside: nothing is deleted)"
     )
-    assert any(n.startswith("resumed at ") for n in resumed.notes)
+    assert any(n.startswith("resumed at ") for n in map(warning_text, resumed.notes))
 
 
 def test_a_search_killed_between_rounds_resumes_to_place_the_next(tmp_path: Path) -> None:
     every = {(a, lv, 1): True for a in ("baseline", "ngram-k2") for lv in ("c1", "c7", "c48")}
     resumed = prepare_resume(_searched(tmp_path, every), tmp_path)
     assert len(resumed.done) == 6 and "6 of 6 of their blocks had finished; 0 to run, then" in resumed.summary
-    assert any(n.startswith("resumed at ") for n in resumed.notes)  # it goes on, so it says it was resumed
+    assert any(
+        n.startswith("resumed at ") for n in map(warning_text, resumed.notes)
+    )  # it goes on, so it says it was resumed
 
 
 def test_a_finished_search_resumed_is_complete(tmp_path: Path) -> None:
     every = {(a, lv, 1): True for a in ("baseline", "ngram-k2") for lv in ("c1", "c7", "c48")}
     resumed = prepare_resume(_searched(tmp_path, every, stop="tolerance"), tmp_path)
     assert resumed.summary == f"resuming {tmp_path}: the search is complete (it stopped: tolerance); nothing to run"
-    assert not any(n.startswith("resumed at") for n in resumed.notes)
+    assert not any(n.startswith("resumed at") for n in map(warning_text, resumed.notes))
 
 
 @pytest.mark.parametrize(

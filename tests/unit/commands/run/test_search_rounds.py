@@ -13,6 +13,7 @@ from speculab.commands.run.plan import RunPlan, plan_experiment
 from speculab.commands.run.probing.rounds import SearchMode
 from speculab.config import parse_experiment
 from speculab.harness.verdict.model import SearchCrossover, SearchPoint, SearchView
+from speculab.report.phrases import warning_text
 
 EXPERIMENT = """
 workload: {spec: "synthetic:input=10,output=9", num_prompts: 300}
@@ -91,7 +92,7 @@ def test_no_verdict_at_any_probe_stops_after_the_first_round():
     asyncio.run(Judged(inner, {}).run(life))
     assert inner.ran == [["c1", "c7", "c48"]]
     assert life.setup.search["stop"] == "no verdict" and life.setup.search["rounds"] == [[1, 7, 48]]
-    assert any(n.startswith("the search stopped: no probe had a verdict") for n in life.notes)
+    assert any(n.startswith("the search stopped: no probe had a verdict") for n in map(warning_text, life.notes))
     assert [lv.prompts for lv in life.plan.setup.levels] == [6, 42, 288]  # the plan the block runner sends by
     assert [lv.concurrency for lv in life.plan.loads] == [1, 7, 48]
 
@@ -177,5 +178,7 @@ def test_a_resumed_search_interrupted_again_counts_only_the_rounds_before_it():
     life = _resumed_after(whole, rounds=2, finished=1)
     life.stop.set()  # Ctrl-C while it finished the round cut short
     asyncio.run(Judged(Inner(), EFFECTS).run(life))
-    assert any(n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in life.notes)
+    assert any(
+        n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in map(warning_text, life.notes)
+    )
     assert life.setup.search["stop"] is None and len(life.setup.search["rounds"]) == 2

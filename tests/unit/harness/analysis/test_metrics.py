@@ -132,6 +132,7 @@ def test_empty_run():
 
 def test_offered_load_is_judged_against_the_drawn_schedule():
     from speculab.commands.bench.summary import build_warnings
+    from speculab.report.phrases import warning_text
 
     def run(sched, sent):
         recs = [
@@ -139,7 +140,7 @@ def test_offered_load_is_judged_against_the_drawn_schedule():
             for i, (a, b) in enumerate(zip(sched, sent, strict=True))
         ]
         a = aggregate(recs)
-        return a, build_warnings(a, requested_rate_rps=10.0, interrupted=False)
+        return a, [warning_text(x) for x in build_warnings(a, requested_rate_rps=10.0, interrupted=False)]
 
     on_time = [i * 0.1 for i in range(11)]  # 10 req/s, as requested
     a, w = run(on_time, on_time)
@@ -157,12 +158,16 @@ def test_offered_load_is_judged_against_the_drawn_schedule():
 
 def test_connect_errors_after_successes_warn_that_the_server_went_away():
     from speculab.commands.bench.summary import build_warnings
+    from speculab.report.phrases import warning_text
 
     ok = rec(index=0)
     refused = rec(index=1, chunks=(), error=ErrorInfo(ErrorCategory.CONNECT, "cannot connect"), end=10.2)
-    w = build_warnings(aggregate([ok, refused, refused]), requested_rate_rps=None, interrupted=False)
+    w = [
+        warning_text(x)
+        for x in build_warnings(aggregate([ok, refused, refused]), requested_rate_rps=None, interrupted=False)
+    ]
     assert any(x.startswith("2 requests could not connect although 1 succeeded") for x in w)
-    w = build_warnings(aggregate([refused]), requested_rate_rps=None, interrupted=False)
+    w = [warning_text(x) for x in build_warnings(aggregate([refused]), requested_rate_rps=None, interrupted=False)]
     assert not any("could not connect" in x for x in w)
 
 

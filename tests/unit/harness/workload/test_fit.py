@@ -11,13 +11,20 @@ from speculab.harness.workload.fit import (
     context_from_cards,
     fit_from_manifest,
     fit_items,
-    fit_note,
+    fit_warning,
     prompt_tokens,
     take,
     without,
 )
 from speculab.harness.workload.items import request_seed
 from speculab.harness.workload.sources import load_workload
+from speculab.report.phrases import warning_text
+
+
+def fit_note(fit):
+    """The fitting warning's words, as the report prints them (None: nothing changed)."""
+    w = fit_warning(fit)
+    return None if w is None else warning_text(w)
 
 
 def _items(words: list[int], max_tokens: int | None = None) -> tuple[RequestSpec, ...]:

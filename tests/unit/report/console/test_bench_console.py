@@ -1,9 +1,14 @@
+import io
+import json
+from pathlib import Path
+
 from rich.console import Console
 
 from speculab.commands.bench.summary import build_summary
 from speculab.harness.analysis.metrics import StallConfig, aggregate
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.report.console.bench import print_bench_summary
 
 
@@ -76,3 +81,41 @@ def test_cancelled_requests_are_said_apart_never_as_sent_or_failed():
     out = console.export_text()
     assert "sent 9  ok 9  error 0  (warmup 0, cancelled 1)" in out
     assert "requests failed" not in out and "cancelled: the run" not in out
+
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def _console_text(summary: dict) -> str:
+    console = Console(record=True, width=120, file=io.StringIO())
+    print_bench_summary(console, summary)
+    return console.export_text()
+
+
+def test_a_v1_summary_prints_its_warning_sentences_as_it_did():
+    """A summary.json from before warnings were records (/1: sentences) prints byte for byte what speculab printed
+    for it then (fixtures/bench_summary_v1.console.txt, rendered by the code before #48 item 3): each sentence is
+    read as a note."""
+    summary = json.loads((FIXTURES / "bench_summary_v1.json").read_text(encoding="utf-8"))
+    assert summary["schema"] == "speculab.bench.summary/1" and all(isinstance(w, str) for w in summary["warnings"])
+    assert _console_text(summary) == (FIXTURES / "bench_summary_v1.console.txt").read_text(encoding="utf-8")
+
+
+def test_warning_records_are_worded_and_untrusted_text_is_escaped():
+    s = build_summary(
+        aggregate([]),
+        run={},
+        load={"rate_rps": None},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=None,
+        spec_decode_note=None,
+        metrics_scraped=False,
+        interrupted=True,
+        hints=[ReportWarning(WarningKind.SERVER_GONE, fields={"evidence": "[bold]connection refused[/]"})],
+    )
+    out = _console_text(json_safe(s))
+    assert "warning: run interrupted: the summary covers only the requests that ran" in out
+    assert "the run stopped there: [bold]connection refused[/]" in out  # the server's words shown literally
+    old = json_safe(s) | {"schema": "speculab.bench.summary/1", "warnings": ["a [red]sentence[/red] of /1"]}
+    assert "warning: a [red]sentence[/red] of /1" in _console_text(old)

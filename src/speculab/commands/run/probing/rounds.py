@@ -20,6 +20,7 @@ from speculab.commands.run.probing.resumed import complete, last_round, load_of,
 from speculab.config import LoadLevel
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.fit import CrossoverFit, Probe
 from speculab.harness.search.policy import SearchSpec, next_loads, probe_prompts, stop_reason
 from speculab.harness.verdict.build import build_report
@@ -80,9 +81,7 @@ class SearchMode:
             probes, fit = probes_of(report.search), fit_of(report.search)
             life.reporter.phase(progress_line(report.search))
             if not any(p.effects for p in probes):  # nothing to fit or place a probe by: more of it would not help
-                life.note(
-                    "the search stopped: no probe had a verdict (see each load's gate); its answer is undetermined"
-                )
+                life.note(ReportWarning(WarningKind.SEARCH_NO_VERDICT))
                 self.record(life, stop="no verdict")
                 life.reporter.phase("search stopped: no probe had a verdict")
                 return
@@ -127,10 +126,8 @@ class SearchMode:
         if life.interrupted or life.stop.is_set():
             design = life.setup.search
             assert design is not None
-            life.note(
-                f"the search was interrupted after {probes_before_last(design)} probe(s), in round "
-                f"{len(design['rounds'])} ({said}): its answer covers the probes measured before"
-            )
+            cut = {"probes": probes_before_last(design), "round": len(design["rounds"]), "probing": said}
+            life.note(ReportWarning(WarningKind.SEARCH_INTERRUPTED, fields=cut))
             return None
         return self.judge(life)
 
@@ -166,10 +163,8 @@ class SearchMode:
         have = len(life.setup.items)
         for s in specs:
             if s.prompts is not None and s.prompts > have:
-                life.note(
-                    f"the search's probe at {s.label} needs {s.prompts} prompts for its groups and the workload has "
-                    f"{have}: it sent them all (raise workload.num_prompts)"
-                )
+                short = {"load": s.label, "prompts": s.prompts, "have": have}
+                life.note(ReportWarning(WarningKind.SEARCH_PROMPTS_SHORT, fields=short))
 
     def judge(self, life: Lifecycle) -> Report:
         """The verdict over every probe so far (its `search` the answer); the followed candidate recorded once
