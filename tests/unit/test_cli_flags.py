@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
-from speculab.cli import measure, serve
+from speculab.cli import ab, measure, serve
 from speculab.commands.bench.options import BenchFlags
+from speculab.commands.compare.command import CompareFlags, ReportFlags
 from speculab.commands.diagnose.options import DiagnoseFlags
+from speculab.commands.methods.command import MethodsFlags
+from speculab.commands.run.run import DemoFlags, RunFlags
 from speculab.mock.options import MockFlags
 
 
@@ -36,8 +39,17 @@ def _record_defaults(record: type) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("command", "record"),
-    [(measure.bench, BenchFlags), (measure.diagnose, DiagnoseFlags), (serve.mock_server, MockFlags)],
-    ids=["bench", "diagnose", "mock-server"],
+    [
+        (measure.bench, BenchFlags),
+        (measure.diagnose, DiagnoseFlags),
+        (serve.mock_server, MockFlags),
+        (ab.run_command, RunFlags),
+        (ab.demo_command, DemoFlags),
+        (ab.compare_command, CompareFlags),
+        (ab.report_command, ReportFlags),
+        (ab.methods_command, MethodsFlags),
+    ],
+    ids=["bench", "diagnose", "mock-server", "run", "demo", "compare", "report", "methods"],
 )
 def test_the_flag_record_is_the_cli_s_flags_with_its_defaults(command: Callable[..., Any], record: type) -> None:
     cli, rec = _cli_defaults(command), _record_defaults(record)
