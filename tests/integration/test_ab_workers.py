@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from integration.mock_process import mock_process
 from speculab.commands.run.plan import plan_experiment
@@ -54,7 +55,7 @@ def test_two_workers_pair_per_prompt_exactly_as_one(tmp_path: Path) -> None:
             assert all(r.ok for run in runs.values() for r in run.records)
             pairs[n] = (tp.n_pairs, tp.n_units, tp.group_size, comp.gate)
             if n == 2:
-                assert any("2 client worker processes" in note for note in runs["baseline"].notes)
+                assert any("2 client worker processes" in note for note in words(runs["baseline"].notes))
                 assert runs["baseline"].client is not None
     assert pairs[1][:3] == pairs[2][:3]  # the same pairs, units and groups
     assert pairs[2][3] == "ok"

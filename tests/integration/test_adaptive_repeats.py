@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from speculab.commands.run import looks as run_looks
 from speculab.commands.run.plan import describe_plan, plan_experiment
@@ -68,7 +69,7 @@ def test_looks_from_min_stop_when_decided_or_at_max(
     assert report.options["confidence"] == pytest.approx(1 - looks[-1]["alpha"])  # the last look's level
     assert not report.missing  # stopping early is the design, not missing repeats
     if expected_repeats < 4:
-        assert any("adaptive repeats: every verdict was decided after repeat" in n for n in inputs.notes)
+        assert any("adaptive repeats: every verdict was decided after repeat" in n for n in words(inputs.notes))
 
 
 @pytest.mark.serial  # the first look decides only on a machine quiet enough: alone

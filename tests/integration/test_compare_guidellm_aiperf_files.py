@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from fakes.cli_runner import one_line_error, run_main, summary_tpot
 from speculab.commands.bench.run import BenchConfig, run_bench
@@ -79,7 +80,7 @@ def test_runs_of_other_prompts_are_compared_unpaired(tmp_path: Path, fmt: str) -
         (tmp_path / "run" / aiperf_profile.SIBLING).write_text(base.with_name(aiperf_profile.SIBLING).read_text())
     inputs = inputs_from_results(base, other)  # compared unpaired, saying why
     assert not inputs.setup.paired
-    assert any(re.search(r"cannot be paired per prompt \(prompt \d+: ", n) for n in inputs.notes), inputs.notes
+    assert any(re.search(r"cannot be paired per prompt \(prompt \d+: ", n) for n in words(inputs.notes)), inputs.notes
 
 
 def test_a_guidellm_sweep_against_one_load_needs_benchmark_n(tmp_path: Path, capsys) -> None:
@@ -164,7 +165,7 @@ def test_a_bench_dir_against_a_guidellm_file_pairs_by_prompt_text(tmp_path: Path
         asyncio.run(run_bench(cfg, wl.items))
     inputs = inputs_from_results(tmp_path / "base", GL / "candidate.json")
     assert [a.server_info["tool"] for a in inputs.arms] == ["speculab bench", "guidellm"]
-    assert any("their prompts equal" in n for n in inputs.notes)
+    assert any("their prompts equal" in n for n in words(inputs.notes))
     tpot = build_report(inputs).level("c4").comparison("candidate").metric("tpot_s")
     assert abs(tpot.speedup / 1.5 - 1) < 0.10 and tpot.n_pairs == 40, tpot
 

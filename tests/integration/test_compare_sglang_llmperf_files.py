@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from fakes.cli_runner import one_line_error, run_main
 from speculab.commands.compare.pairing import inputs_from_results
@@ -79,7 +80,7 @@ def test_runs_of_other_prompts_are_compared_unpaired(tmp_path: Path, fmt: str) -
     inputs = inputs_from_results(base, other)  # compared unpaired, saying why
     assert not inputs.setup.paired
     why = r"cannot be paired per prompt \(prompt 5: .*input tokens"
-    assert any(re.search(why, n) for n in inputs.notes), inputs.notes
+    assert any(re.search(why, n) for n in words(inputs.notes)), inputs.notes
 
 
 @pytest.mark.parametrize("fmt", ["sglang", "llmperf"])

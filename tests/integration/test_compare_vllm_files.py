@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from fakes.cli_runner import one_line_error, run_main
 from speculab.commands.bench.run import BenchConfig, run_bench
@@ -109,11 +110,15 @@ def test_vllm_runs_at_other_loads_are_refused_and_of_other_lengths_unpaired(tmp_
     fewer = tmp_path / "fewer.json"
     fewer.write_text(json.dumps(raw | {k: raw[k][:39] for k in (*vllm_bench.PER_REQUEST, "generated_texts")}))
     inputs = inputs_from_results(BASE, fewer)
-    assert not inputs.setup.paired and any("cannot be paired per prompt (40 prompts vs 39)" in n for n in inputs.notes)
+    assert not inputs.setup.paired and any(
+        "cannot be paired per prompt (40 prompts vs 39)" in n for n in words(inputs.notes)
+    )
     lens = tmp_path / "lens.json"
     lens.write_text(json.dumps(raw | {"input_lens": [*raw["input_lens"][:5], 999, *raw["input_lens"][6:]]}))
     inputs = inputs_from_results(BASE, lens)
-    assert not inputs.setup.paired and any(re.search(r"prompt 5: \d+ vs 999 input tokens", n) for n in inputs.notes)
+    assert not inputs.setup.paired and any(
+        re.search(r"prompt 5: \d+ vs 999 input tokens", n) for n in words(inputs.notes)
+    )
 
 
 def test_a_failed_request_in_a_vllm_file_is_an_error_record(tmp_path: Path) -> None:

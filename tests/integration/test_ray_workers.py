@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from integration.mock_process import mock_process
 from speculab.harness.results.ab_dir import load_inputs
@@ -109,7 +110,7 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     tpot = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
     assert tpot["n_pairs"] == 16
     (run,) = load_inputs(tmp_path / "run").runs_for("baseline", "c4")
-    assert any("2 client worker processes as Ray actors on 1 node" in note for note in run.notes), run.notes
+    assert any("2 client worker processes as Ray actors on 1 node" in note for note in words(run.notes)), run.notes
 
 
 @pytest.mark.slow

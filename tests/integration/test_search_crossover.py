@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from integration.mock_process import mock_child
 from speculab.commands.run.blocks import Silent
@@ -119,9 +120,9 @@ def test_an_interrupted_search_leaves_a_partial_run_that_says_so_then_resumes_to
         outcome = asyncio.run(run_plan(plan, out, stop=stop, reporter=StopAfterFirstRound()))
         assert outcome.interrupted
         inputs = load_inputs(out)
-        assert any(n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in inputs.notes), (
-            inputs.notes
-        )
+        assert any(
+            n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in words(inputs.notes)
+        ), inputs.notes
         report = build_report(inputs)
         assert report.search is not None and report.search.stop is None  # it did not finish, and says so
         assert report.search.probes == (1, 4, 16)  # the round it was about to run was not measured
@@ -144,7 +145,7 @@ def test_an_interrupted_search_leaves_a_partial_run_that_says_so_then_resumes_to
     assert any(line.startswith("the search is complete (it stopped: ") for line in again.lines), again.lines
     inputs = load_inputs(out)
     assert inputs.setup.search["rounds"][: len(cut)] == cut  # type: ignore[index]  # the rounds measured count
-    assert not any(n.startswith("the search was interrupted") for n in inputs.notes), inputs.notes
+    assert not any(n.startswith("the search was interrupted") for n in words(inputs.notes)), inputs.notes
     search = build_report(inputs).search
     # it went on to one of a search's ends (where this short, fast search ends depends on the machine's load: a
     # probe whose offered load was not achieved has no verdict; the known truth is the kill test's, below)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import words
 
 from integration.mock_process import mock_child
 from speculab.commands.run.plan import plan_experiment
@@ -120,7 +121,7 @@ def test_a_dead_arm_stops_the_run_with_an_endpoint_error_and_keeps_what_finished
     assert "requests in a row could not connect (Connect call failed" in msg and "probes of /v1/models" in msg
     assert f"`speculab run --resume {out}` finishes the run" in msg
     inputs = load_inputs(out)
-    assert inputs.interrupted and any("the run stopped on an error" in n for n in inputs.notes)
+    assert inputs.interrupted and any("the run stopped on an error" in n for n in words(inputs.notes))
     assert [(r.arm, r.level, r.interrupted) for r in sorted(inputs.runs, key=lambda r: r.order)] == [
         ("baseline", level, True),
         ("ngram-k2", level, True),

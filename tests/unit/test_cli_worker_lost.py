@@ -35,7 +35,7 @@ def test_bench_ends_with_the_lost_workers_line_and_exit_6(tmp_path, capsys, monk
             [FINE, LOST],
         )  # fmt: skip
 
-    monkeypatch.setattr(measure_run, "run_bench_interruptible", bench_that_lost_a_host)
+    monkeypatch.setattr("speculab.commands.bench.command.run_bench_interruptible", bench_that_lost_a_host)
     monkeypatch.setattr("speculab.report.console.bench.print_bench_summary", lambda *a, **k: None)
     code, _, err = run_main(capsys, "bench", "--url", "http://127.0.0.1:9", "--workers", "2", "--concurrency", "2",
                             "--output", str(tmp_path / "out"))  # fmt: skip
