@@ -81,6 +81,11 @@ class WarningKind(str, Enum):
     RESUMED = "resumed"  # at, done, total (blocks), stopped (the record of how it had stopped; None: no word)
     BLOCK_SET_ASIDE = "block_set_aside"  # arm, load (labels), repeat, records (None: it finished), kept_in
     RESUMED_OTHER_VERSIONS = "resumed_other_versions"  # changed (the versions' names)
+    # speculab diagnose (diagnosis.json `warnings`)
+    PHASE_REQUESTS_FAILED = "phase_requests_failed"  # phase, failed, sent, first (the first error, shortened)
+    PREFILL_NOT_LINEAR = "prefill_not_linear"  # r2 of the TTFT-against-prompt-tokens fit
+    PROMPT_TOKENS_APPROXIMATE = "prompt_tokens_approximate"  # no usage: prefill per token uses speculab's counts
+    BUILTIN_PROMPTS_LEFT_OUT = "builtin_prompts_left_out"  # left_out, context, max_tokens (the default workload)
     NOTE = "note"  # words a note or an older file wrote: text
 
 
@@ -113,6 +118,18 @@ class ReportWarning:
     def key(self) -> tuple[Any, ...]:
         """What makes two warnings the same warning (records holding a mapping are not hashable)."""
         return (self.kind, self.subject, self.load, tuple(sorted((k, repr(v)) for k, v in self.fields.items())))
+
+
+class FindingKind(str, Enum):
+    """What `speculab diagnose` found to cost latency, a closed set like `WarningKind`: a finding is this kind, the
+    seconds it explains and the numbers its title, evidence and next step are made from when rendering
+    (`speculab.report.warning_words.finding_words`)."""
+
+    DECODE = "decode"  # generation after the first token: at, e2e_s, decode_s, decode_share, tpot_s, output_tokens
+    PREFILL = "prefill"  # long prompts: the fit (overhead_s, s_per_token, tokens_per_s, r2), prompt_tokens,
+    # prefill_s (of such a prompt), prefix_caching (True | False | None: the next step depends on it)
+    QUEUEING = "queueing"  # load adds TTFT: the queueing check's numbers (`queueing` in diagnosis.json)
+    COLD_START = "cold_start"  # the cold-start check's numbers (`cold_start` in diagnosis.json)
 
 
 def distinct(warnings: Iterable[ReportWarning]) -> list[ReportWarning]:

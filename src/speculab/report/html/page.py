@@ -31,6 +31,7 @@ from speculab.report.formatting import (
     num,
 )
 from speculab.report.html import plots
+from speculab.report.html.diagnosis import finding_card
 from speculab.report.html.sections import (
     CLASSES,
     arm_labels,
@@ -358,8 +359,8 @@ def _diagnosis_view(d: Any) -> dict[str, Any]:
     """The diagnose section (filled by `speculab diagnose`): findings if it has them, else its keys as rows."""
     findings = []
     for f in d.get("findings", []) if isinstance(d, dict) else []:
-        if isinstance(f, dict):
-            findings.append({k: str(v) for k, v in f.items()})
+        if isinstance(f, dict):  # a diagnosis.json /2 finding is a kind and numbers: worded like diagnosis.html's
+            findings.append(finding_card(f) if "fields" in f else {k: str(v) for k, v in f.items()})
     rows = [(str(k), str(v)) for k, v in d.items() if k != "findings" and not isinstance(v, (dict, list))]
     return {"findings": findings, "rows": rows}
 
