@@ -133,7 +133,7 @@ def test_cli_report_rerenders_a_saved_run(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "ngram k=4: TPOT" in out and "missing:" in out and "no runs" in out
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["schema"] == "speculab.report.summary/1"
+    assert summary["schema"] == "speculab.report.summary/2"
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert Report.from_json((tmp_path / "summary.json").read_text()).missing
 

@@ -22,7 +22,21 @@ class WarningKind(str, Enum):
     INTERRUPTED = "interrupted"  # the run stopped early
     NOT_SINGLE_CHANGE = "not_single_change"  # the arms' commands differ in more than speculation: diff_lines
     CHANGE_UNVERIFIED = "change_unverified"  # the single change could not be verified: note
-    NO_VERDICT = "no_verdict"  # a gate withheld the verdict: reason (subject: every candidate it withheld)
+    NO_VERDICT = "no_verdict"  # a gate withheld the verdict: reason (a GATE_* record; subject: whom it withheld)
+    # Why a gate withheld a load's verdict (`LevelComparison.gate_reason`, NO_VERDICT's `reason`, a crossover's loads
+    # left out), about one side: `side` is "baseline" or the candidate's label
+    GATE_NO_RUNS = "gate_no_runs"  # side, at (the load's label)
+    GATE_ERROR_RATE = "gate_error_rate"  # side, error_rate, failed, counted, max_error_rate, first (first error; "")
+    GATE_NO_DRAFTS = "gate_no_drafts"  # drafts (None: no count reported), source (the acceptance source)
+    # side, open_loop, kind (rate | trace | concurrency), value (requested), achieved (req/s sent, or requests in
+    # flight), fraction (of the requested), min_fraction (the gate)
+    GATE_LOAD_NOT_ACHIEVED = "gate_load_not_achieved"
+    GATE_CLIENT_BEHIND = "gate_client_behind"  # side, cpu_share, loop_lag_p99_s
+    TOO_FEW_PAIRS = "too_few_pairs"  # a load left out of the crossover: not enough paired TPOT data
+    # What an A/B run lacks (`Report.missing`): an arm (subject) at a load
+    NO_RUNS = "no_runs"
+    REPEATS_MISSING = "repeats_missing"  # repeats (their numbers)
+    REPEATS_CUT = "repeats_cut"  # repeats interrupted: partial records, no counters
     PREFIX_CACHE_MOVED = "prefix_cache_moved"  # hit rates differ beyond noise: rates, p_value, requests per arm
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline

@@ -43,7 +43,15 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.phrases import (
+    best_lines,
+    guardrail_lines,
+    left_out_text,
+    recommendation_lines,
+    verdict_line,
+    warning_lines,
+    warning_text,
+)
 from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 from speculab.report.slo_capacity import slo_capacity_rows, slo_text
@@ -260,7 +268,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "ranking": _ranking_view(report),
         "k_choices": _k_choice_views(report),
         "warnings": warning_lines(report.warnings),
-        "missing": list(report.missing),
+        "missing": [warning_text(m) for m in report.missing],
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
         "levels": levels,
@@ -330,7 +338,7 @@ def _crossover_view(c: CandidateReport) -> dict[str, Any]:
         text = f"≈ {x.load:.3g}{unit} [{lo} – {hi}] ({x.method}, {x.scale} interpolation)"
     else:
         text = x.status
-    return {"label": c.label, "text": text, "excluded": list(x.excluded)}
+    return {"label": c.label, "text": text, "excluded": [left_out_text(e) for e in x.excluded]}
 
 
 def _k_choice_views(report: Report) -> list[dict[str, Any]]:

@@ -42,9 +42,11 @@ from speculab.report.phrases import (
     decision_of,
     decision_phrase,
     failure_lines,
+    gated_verdict,
     launch_phrase,
     pairs_phrase,
     ratio_phrase,
+    reason_text,
     samples_phrase,
 )
 
@@ -227,8 +229,8 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "candidate": labels.get(comp.candidate, comp.candidate),
                 "gate": comp.gate,
                 "gated": comp.gate != "ok",
-                "reason": comp.gate_reason,
-                "verdict": comp.verdict,
+                "reason": reason_text(comp.gate_reason) if comp.gate_reason is not None else "",
+                "verdict": gated_verdict(comp),
                 "decision": comp.decision or comp.verdict,
                 "cls": CLASSES.get(comp.decision or comp.verdict, ""),
                 "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",

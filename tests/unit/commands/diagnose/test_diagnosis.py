@@ -247,7 +247,7 @@ def test_ranking_decode_dominated() -> None:
     d = situation()
     assert causes(d) == ["decode"]
     assert d.findings[0].rank == 1 and d.findings[0].explained_s == pytest.approx(0.49)
-    assert {f.cause for f in d.checked} >= {"prefill", "cold_start"}
+    assert {f.cause.value for f in d.checked} >= {"prefill", "cold_start"}
 
 
 def test_ranking_prefill_dominated() -> None:
