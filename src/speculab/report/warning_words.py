@@ -123,7 +123,17 @@ def _block_set_aside(f: Fields) -> str:
     )
 
 
+def _cache_reset_refused(f: Fields) -> str:
+    need = ", ".join(f"{k}={v}" for k, v in (f.get("env") or {}).items())
+    start = f"start it with {need}" if need else "check that the server allows it"
+    return (
+        f"the server at {f['url']} refused to reset its cache before a block ({f['detail']}); its blocks ran on a "
+        f"cache warmed by the blocks before; {start}, or set `cache: {{reset: never}}` to not ask"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.CACHE_RESET_REFUSED: _cache_reset_refused,
     WarningKind.PHASE_REQUESTS_FAILED: lambda f: (
         f"{f['failed']} of {f['sent']} requests failed in phase {f['phase']} (first: {f['first']})"
     ),

@@ -95,6 +95,9 @@ class WarningKind(str, Enum):
     RESUMED = "resumed"  # at, done, total (blocks), stopped (the record of how it had stopped; None: no word)
     BLOCK_SET_ASIDE = "block_set_aside"  # arm, load (labels), repeat, records (None: it finished), kept_in
     RESUMED_OTHER_VERSIONS = "resumed_other_versions"  # changed (the versions' names)
+    # a server refused to empty its caches before a block (subject: the arm): url, detail (what it said), env (what
+    # the server must be started with to allow it; {}: unknown)
+    CACHE_RESET_REFUSED = "cache_reset_refused"
     # speculab diagnose (diagnosis.json `warnings`)
     PHASE_REQUESTS_FAILED = "phase_requests_failed"  # phase, failed, sent, first (the first error, shortened)
     PREFILL_NOT_LINEAR = "prefill_not_linear"  # r2 of the TTFT-against-prompt-tokens fit
