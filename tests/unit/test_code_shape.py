@@ -79,7 +79,6 @@ def test_test_files_have_unique_basenames():
 # may only shrink: a new `note(f"...")` anywhere else fails.
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # compare's own notes (carried as kind `note`)
-    "harness/analysis/whatif.py",  # the what-if model's notes
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
 # TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.

@@ -462,6 +462,12 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.ONE_REPEAT: lambda f: "one repeat: throughput and cost have no interval",
     WarningKind.EFFECT_NOT_MEDIANS: _effect_not_medians_text,
     WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
+    WarningKind.STEP_COST_CLIPPED: lambda f: (
+        f"step cost fitted as {f['step_cost']:.3f} < 0 (speedup above the model's bound); clipped to 0"
+    ),
+    WarningKind.STEP_COST_FITTED: lambda f: (
+        "c was fitted to the observed speedup, so the prediction at the observed k matches it"
+    ),
     WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
     WarningKind.CONTEXT_DIFFERS: lambda f: (
         f"{f['count']} conversation turns were not compared for identical output: an earlier answer in their "

@@ -51,6 +51,9 @@ class WarningKind(str, Enum):
     # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
     EFFECT_NOT_MEDIANS = "effect_not_medians"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
+    # the what-if model's notes on its step cost (WhatIf.notes)
+    STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
+    STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count
     PYTHON_CHECKS_SKIPPED = "python_checks_skipped"  # count, flag (the opt-in)

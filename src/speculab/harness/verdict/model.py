@@ -366,7 +366,7 @@ class WhatIfView:
     recommended_k: int
     observed_k: int | None
     observed_speedup: float | None
-    notes: tuple[str, ...] = ()
+    notes: tuple[ReportWarning, ...] = ()  # the what-if model's (a summary /1: sentences, read back as notes)
 
 
 @dataclass(frozen=True, slots=True)

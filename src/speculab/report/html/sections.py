@@ -48,6 +48,7 @@ from speculab.report.phrases import (
     ratio_phrase,
     reason_text,
     samples_phrase,
+    warning_text,
 )
 
 
@@ -367,7 +368,7 @@ def what_if_rows(report: Report) -> list[dict[str, Any]]:
                         }
                         for r in w.rows
                     ],
-                    "notes": list(w.notes),
+                    "notes": [warning_text(n) for n in w.notes],
                 }
             )
     return out
