@@ -78,7 +78,6 @@ def test_test_files_have_unique_basenames():
 # Modules below the report that still store a warning or note as a sentence (#48 item 3, not yet records); the list
 # may only shrink: a new `note(f"...")` anywhere else fails.
 SENTENCES_LEFT = {
-    "commands/compare/pairing.py",  # compare's own notes (carried as kind `note`)
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
 # TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.

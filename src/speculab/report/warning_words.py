@@ -132,7 +132,51 @@ def _cache_reset_refused(f: Fields) -> str:
     )
 
 
+_NOT_INTERLEAVED = "they were not interleaved, so drift between them (thermal, other tenants) is not cancelled"
+
+
+def _compare_file_runs(f: Fields) -> str:
+    how = f"paired per prompt by position, their {f['checked']} equal" if f["paired"] else "compared unpaired"
+    return f"compare: two separate runs, A ({f['tool_a']}) then B ({f['tool_b']}); {_NOT_INTERLEAVED}; {how}"
+
+
+def _compare_unpaired(f: Fields) -> str:
+    hows = "; ".join(f.get("hows") or ())
+    pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
+    return (
+        f"unpaired: {f['why']}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
+        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
+        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
+        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
+        f"are not shown.{pair}"
+    )
+
+
+def _unpaired_repeats(f: Fields) -> str:
+    if f["same_prompts"]:
+        return (
+            "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one "
+            "value (their median), not independent requests"
+        )
+    return (
+        "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own value"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.COMPARE_BENCH_RUNS: lambda f: (
+        f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
+    ),
+    WarningKind.COMPARE_FILE_RUNS: _compare_file_runs,
+    WarningKind.COMPARE_UNPAIRED: _compare_unpaired,
+    WarningKind.UNPAIRED_REPEATS: _unpaired_repeats,
+    WarningKind.RUNS_LEFT_OUT: lambda f: (
+        f"at {f['at']}: A has {f['a']} runs and B {f['b']}; the first {f['compared']} of each are compared"
+    ),
+    WarningKind.SAMPLING_NOT_RECORDED: lambda f: (
+        f"the {f['tools']} files do not record sampling (temperature, max_tokens): outputs are compared as at a "
+        "temperature above 0, not for equivalence"
+    ),
     WarningKind.CACHE_RESET_REFUSED: _cache_reset_refused,
     WarningKind.PHASE_REQUESTS_FAILED: lambda f: (
         f"{f['failed']} of {f['sent']} requests failed in phase {f['phase']} (first: {f['first']})"

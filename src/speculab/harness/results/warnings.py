@@ -106,6 +106,15 @@ class WarningKind(str, Enum):
     PREFILL_NOT_LINEAR = "prefill_not_linear"  # r2 of the TTFT-against-prompt-tokens fit
     PROMPT_TOKENS_APPROXIMATE = "prompt_tokens_approximate"  # no usage: prefill per token uses speculab's counts
     BUILTIN_PROMPTS_LEFT_OUT = "builtin_prompts_left_out"  # left_out, context, max_tokens (the default workload)
+    # speculab compare's own notes (ABRun.notes of a comparison of two separate runs)
+    COMPARE_BENCH_RUNS = "compare_bench_runs"  # two bench runs, A then B: not interleaved, drift not cancelled
+    # two runs of any tools, A then B: tool_a, tool_b, paired (per prompt by position), checked (what was verified
+    # equal: "prompts" | "prompt lengths")
+    COMPARE_FILE_RUNS = "compare_file_runs"
+    COMPARE_UNPAIRED = "compare_unpaired"  # why (the first reason, in words), hows (each tool's way to pair its runs)
+    UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
+    RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
+    SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
     NOTE = "note"  # words a note or an older file wrote: text
 
 
