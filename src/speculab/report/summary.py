@@ -19,14 +19,17 @@ from speculab.report.phrases import left_out_text, reason_text, verdict_line, wa
 
 
 def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
-    """Beside each record of what is missing, each gate's reason and each load a crossover left out: its `text`, the
-    words report.html and the terminal say (a script reading the file finds them without the report package)."""
+    """Beside each record of what is missing, each gate's reason, each what-if note and each load a crossover left
+    out: its `text`, the words report.html and the terminal say (a script reading the file finds them without the
+    report package)."""
     d["missing"] = [{**md, "text": warning_text(m)} for m, md in zip(report.missing, d["missing"], strict=True)]
     for lv, lvd in zip(report.levels, d["levels"], strict=True):
         for comp, cd in zip(lv.comparisons, lvd["comparisons"], strict=True):
             if comp.gate_reason is not None:
                 cd["gate_reason"] = {**cd["gate_reason"], "text": reason_text(comp.gate_reason)}
     for c, cd in zip(report.candidates, d["candidates"], strict=True):
+        for w, wd in zip(c.what_if, cd["what_if"], strict=True):
+            wd["notes"] = [{**nd, "text": warning_text(n)} for n, nd in zip(w.notes, wd["notes"], strict=True)]
         if c.crossover is not None:
             xd = cd["crossover"]
             left_out = zip(c.crossover.excluded, xd["excluded"], strict=True)

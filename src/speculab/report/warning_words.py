@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculab.harness.results.warnings import FindingKind, WarningKind
+from speculab.harness.verdict.model import TPOT
 
 Fields = Mapping[str, Any]
 
@@ -356,7 +357,7 @@ def _decode_words(f: Fields) -> FindingWords:
         "generation after the first token",
         f"every request (at {f['at']})",
         f"E2E {f['e2e_s']:.3f} s of which {f['decode_s']:.3f} s ({f['decode_share']:.0%}) after the first token; TPOT "
-        f"{f['tpot_s'] * 1e3:.1f} ms{over}",
+        f"{f[TPOT.name] * 1e3:.1f} ms{over}",
         NEXT_DECODE,
     )
 

@@ -265,15 +265,7 @@ def _indistinct(m: _Causes) -> set[FindingKind]:
 
 
 def _decode_finding(dec: DecodeShare) -> Finding:
-    fields = {
-        "at": dec.at,
-        "e2e_s": dec.e2e_s,
-        "decode_s": dec.decode_s,
-        "decode_share": dec.decode_share,
-        "tpot_s": dec.tpot_s,
-        "output_tokens": dec.output_tokens,
-    }
-    return Finding(FindingKind.DECODE, dec.decode_s, dec.decode_share, fields)
+    return Finding(FindingKind.DECODE, dec.decode_s, dec.decode_share, asdict(dec))
 
 
 def _prefill_finding(m: _Causes, e2e: float) -> Finding:

@@ -232,7 +232,7 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "gated": comp.gate != "ok",
                 "reason": reason_text(comp.gate_reason) if comp.gate_reason is not None else "",
                 "verdict": gated_verdict(comp),
-                "decision": comp.decision or comp.verdict,
+                "decision": comp.decision or gated_verdict(comp),
                 "cls": CLASSES.get(comp.decision or comp.verdict, ""),
                 "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",
                 "metrics": metrics,

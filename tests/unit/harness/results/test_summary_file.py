@@ -38,7 +38,7 @@ def test_the_file_is_named_in_one_place() -> None:
             for n in ast.walk(tree)
             if isinstance(n, ast.Constant) and n.value == SUMMARY_FILE and id(n) not in docs
         ]
-    assert found == ["harness/results/summary_file.py:18"], found
+    assert found == ["harness/results/summary_file.py:19"], found
 
 
 def test_every_summary_is_written_through_the_one_writer() -> None:
