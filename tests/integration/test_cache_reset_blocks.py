@@ -10,16 +10,15 @@ import json
 import sys
 from pathlib import Path
 
-from tests.fakes.words import words
-
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.model import Report, ReportOptions, WarningKind
 from speculab.report.html.sections import prefix_cache_text
+from speculab.report.phrases import warning_text
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 RESET_LINE = "mock-server: prefix cache reset"
@@ -67,7 +66,7 @@ def test_a_launched_vllm_sees_a_prefix_cache_reset_before_every_block(tmp_path: 
         assert [(r.block, r.outcome, r.endpoints) for r in run.cache_resets] == [(0, "reset", ("/reset_prefix_cache",))]
     meta = json.loads(next((out / "runs").rglob("run.json")).read_text())
     assert meta["cache_resets"][0]["outcome"] == "reset"  # the manifest says it per block
-    assert not any("refused to reset" in n for n in words(inputs.notes))
+    assert not any(n.kind == WarningKind.CACHE_RESET_REFUSED for n in inputs.notes)
     # the report says it per arm and load, beside the prefix-cache hit rate (which is still compared)
     report = build_report(inputs, ReportOptions(n_resamples=200))
     for lv in report.levels:
@@ -112,7 +111,7 @@ def test_two_url_mode_resets_each_servers_cache_before_each_of_its_blocks(tmp_pa
     for run in inputs.runs:
         assert [(r.block, r.outcome) for r in run.cache_resets] == [(b, "reset") for b in range(blocks)]
     assert capfd.readouterr().err.count(RESET_LINE) == blocks * len(inputs.runs)
-    assert not any("refused to reset" in n for n in words(inputs.notes))
+    assert not any(n.kind == WarningKind.CACHE_RESET_REFUSED for n in inputs.notes)
 
 
 def test_two_url_mode_says_when_the_server_refuses_and_runs_on(tmp_path: Path) -> None:
@@ -122,6 +121,6 @@ def test_two_url_mode_says_when_the_server_refuses_and_runs_on(tmp_path: Path) -
     outcomes = [r for run in inputs.runs for r in run.cache_resets]
     assert outcomes and {r.outcome for r in outcomes} == {"refused"}
     assert all(r.detail.startswith("POST /reset_prefix_cache: HTTP 404") for r in outcomes)
-    refused = [n for n in words(inputs.notes) if "refused to reset its cache" in n]
+    refused = [warning_text(n) for n in inputs.notes if n.kind == WarningKind.CACHE_RESET_REFUSED]
     assert len(refused) == 2  # once per arm, not once per block
     assert all("VLLM_SERVER_DEV_MODE=1" in n and "cache: {reset: never}" in n for n in refused)

@@ -12,12 +12,11 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.fakes.words import words
-
 from fakes.cli_runner import one_line_error, run_main
 from speculab.commands.compare.pairing import inputs_from_results
 from speculab.harness.imports import vllm_sweep
 from speculab.harness.imports.registry import result_format
+from speculab.report.phrases import warning_text
 
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "vllm-sweep" / "sweep"
 PLAIN, SPEC = SWEEP / "SERVE--plain", SWEEP / "SERVE--spec"  # the prefixes of each setting's combinations
@@ -95,10 +94,9 @@ def test_a_setting_with_fewer_runs_is_compared_on_the_runs_both_have(tmp_path: P
         ("baseline", "c4", 1),
         ("candidate", "c4", 1),
     ]
-    assert any(
-        "at concurrency 4: A has 2 runs and B 1; the first 1 of each are compared" in n for n in words(inputs.notes)
-    )
-    assert any("the sweep also wrote run=1.failure.json (failed runs, not compared)" in n for n in words(inputs.notes))
+    said = [warning_text(n) for n in inputs.notes]
+    assert any("at concurrency 4: A has 2 runs and B 1; the first 1 of each are compared" in n for n in said)
+    assert any("the sweep also wrote run=1.failure.json (failed runs, not compared)" in n for n in said)
 
 
 def test_a_directory_without_runs_is_not_a_sweep(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from speculab.commands.diagnose.config import DiagnoseConfig
 from speculab.commands.diagnose.run import run_diagnosis
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.process import free_port
 
 SRC = str(Path(__file__).parents[2] / "src")
@@ -60,7 +61,7 @@ async def test_diagnosis_agrees_with_the_engines_own_metrics(engine_url, tmp_pat
     res = await run_diagnosis(cfg)
     d, doc = res.diagnosis, res.document
     assert all(r.ok for r in res.records), [r.error for r in res.records if not r.ok][:3]
-    assert not d.warnings or all("linear" in w for w in d.warnings), d.warnings
+    assert all(w.kind == WarningKind.PREFILL_NOT_LINEAR for w in d.warnings), d.warnings
     assert d.prefill.fit is not None and d.prefill.token_source == "usage"
     assert d.decode is not None and 0 < d.decode.decode_share < 1
     assert d.findings[0].cause == "decode", d.findings  # a tiny model: 32 decode steps outweigh a 20-token prefill

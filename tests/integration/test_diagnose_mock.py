@@ -7,6 +7,7 @@ kept small: short gaps, a 1024-token context, a few requests per phase. The 10% 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ from speculab.commands.diagnose.config import DiagnoseConfig
 from speculab.commands.diagnose.run import run_diagnosis
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.results.requests_file import read_records
+from speculab.harness.results.warnings import ReportWarning
 from speculab.report.html.diagnosis import write_diagnosis_page
+from speculab.report.phrases import warning_text
+from speculab.report.warning_words import disaggregation_text, finding_words, queueing_note
 
 FAST = dict(sweep_points=5, sweep_repeats=2, prefix_tokens=200, prefix_repeats=2, warm_probes=3, probe_seed=7)
 
@@ -33,6 +37,11 @@ async def diagnose(url: str, out: Path | None = None, **over: Any):
     opts.update(over)
     cfg = DiagnoseConfig(endpoint=EndpointConfig(base_url=url, model=""), output_dir=out, **opts)
     return await run_diagnosis(cfg)
+
+
+def next_step(finding: Any) -> str:
+    """A finding's next step, in the report's words."""
+    return finding_words(finding.to_dict()).next_step
 
 
 def within(x: float, truth: float, rel: float = 0.10) -> bool:
@@ -59,7 +68,7 @@ async def test_quantities_recovered_within_10_percent(tmp_path: Path) -> None:
     assert within(s["prefill_s_per_token"], 0.0004) and within(s["prefill_tokens_per_s"], 2500)
     assert within(s["cold_start_s"], 0.3) and 0 < s["decode_share"] < 1 and s["queueing_wait_s"] is not None
     on_disk = json.loads((tmp_path / "d" / "diagnosis.json").read_text())
-    assert on_disk["schema"] == "speculab.diagnosis/1" and on_disk["summary"] == json.loads(json.dumps(s))
+    assert on_disk["schema"] == "speculab.diagnosis/2" and on_disk["summary"] == json.loads(json.dumps(s))
     # every request is on disk, tagged with its phase
     recs = read_records(tmp_path / "d" / "requests.jsonl")
     phases = {r.extra["phase"] for r in recs}
@@ -82,8 +91,8 @@ async def test_decode_dominated() -> None:
     d = res.diagnosis
     assert d.findings[0].cause == "decode", d.findings
     assert d.decode is not None and d.decode.decode_share > 0.8
-    assert "speculab run" in d.findings[0].next_step
-    assert not d.cold_start.detected and d.disaggregation is None
+    assert "speculab run" in next_step(d.findings[0])
+    assert not d.cold_start.detected and not d.disaggregation
     assert "cold_start" not in [f.cause for f in d.findings] and "queueing" not in [f.cause for f in d.findings]
 
 
@@ -93,9 +102,10 @@ async def test_prefill_dominated() -> None:
     d = res.diagnosis
     assert d.findings[0].cause == "prefill", d.findings
     assert within(d.prefill.fit.s_per_token, 0.0005)  # type: ignore[union-attr]
-    assert "chunked prefill" in d.findings[0].next_step and "prefix caching" in d.findings[0].next_step
+    assert "chunked prefill" in next_step(d.findings[0]) and "prefix caching" in next_step(d.findings[0])
     assert d.prefix_caching.enabled is False  # the mock caches nothing unless asked
-    assert not d.queueing.measured and "--concurrency" in d.queueing.note
+    assert not d.queueing.measured and d.queueing.unmeasured == "no_load"
+    assert "--concurrency" in queueing_note(dataclasses.asdict(d.queueing))
 
 
 async def test_cold_start_dominated() -> None:
@@ -104,7 +114,7 @@ async def test_cold_start_dominated() -> None:
     d = res.diagnosis
     assert d.findings[0].cause == "cold_start", d.findings
     assert within(d.cold_start.cold_start_s, 0.8)  # type: ignore[arg-type]
-    assert "keep" in d.findings[0].next_step and "warm" in d.findings[0].next_step
+    assert "keep" in next_step(d.findings[0]) and "warm" in next_step(d.findings[0])
 
 
 async def test_queueing_dominated_and_no_disaggregation_for_slot_waits() -> None:
@@ -115,8 +125,8 @@ async def test_queueing_dominated_and_no_disaggregation_for_slot_waits() -> None
     q = d.queueing
     assert q.measured and q.wait_s is not None and q.wait_s > 0.2
     assert q.server_queue_s is not None and q.server_queue_s > 0.5 * q.wait_s  # the server says: waiting for a slot
-    assert not q.interference and d.disaggregation is None  # capacity, not prefill/decode interference
-    assert "capacity" in d.findings[0].next_step
+    assert not q.interference and not d.disaggregation  # capacity, not prefill/decode interference
+    assert "capacity" in next_step(d.findings[0])
 
 
 async def test_prefill_decode_interference_suggests_disaggregation_with_its_cost() -> None:
@@ -129,8 +139,9 @@ async def test_prefill_decode_interference_suggests_disaggregation_with_its_cost
     d = res.diagnosis
     q = d.queueing
     assert q.interference, q
-    assert d.disaggregation is not None
-    assert "transfer" in d.disaggregation and "rout" in d.disaggregation
+    said = disaggregation_text(res.document)  # the suggestion with its cost, in the report's words
+    assert d.disaggregation and said is not None
+    assert "transfer" in said and "rout" in said
 
 
 async def test_prefix_caching_detected_and_saving_measured() -> None:
@@ -172,9 +183,10 @@ async def test_default_workload_leaves_out_prompts_too_long_for_a_small_context(
     with mock_process(ttft_s=0.005, gap_s=0.002, output_tokens=16, max_model_len=512) as url:
         res = await diagnose(url, tmp_path / "d", workload="builtin:mixed", workload_default=True, num_prompts=4,
                              max_tokens=16)  # fmt: skip
-        note = [w for w in res.document["warnings"] if "built-in prompts too long" in w]
-        assert note and "512-token context" in note[0], res.document["warnings"]
-        assert res.document["options"]["workload_note"] == note[0]
+        said = [warning_text(ReportWarning.from_dict(w)) for w in res.document["warnings"]]
+        note = [w for w in said if "built-in prompts too long" in w]
+        assert note and "512-token context" in note[0], said
+        assert res.document["options"]["workload_left_out"] > 0
         wl = [r for r in res.records if r.extra.get("phase") == "workload-c1"]
         assert len(wl) == 4 and all(r.ok for r in wl)
         with pytest.raises(UserError, match="the context is 512"):

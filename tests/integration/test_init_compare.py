@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.fakes.words import words
 
 from speculab.commands.bench.run import BenchConfig, run_bench
 from speculab.commands.compare.pairing import inputs_from_bench_dirs, inputs_from_results
@@ -24,6 +23,7 @@ from speculab.harness.verdict.build import build_report
 from speculab.harness.workload.sources import load_workload
 from speculab.mock.script import MockConfig
 from speculab.mock.server import mock_server_in_thread
+from speculab.report.phrases import warning_text
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -100,7 +100,7 @@ def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
         _bench(b, tmp_path / "b18", prompts=18)
     inputs = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b")
     assert [a.name for a in inputs.arms] == ["baseline", "candidate"]
-    assert inputs.changes[0].verified is None and "not interleaved" in words(inputs.notes)[0]
+    assert inputs.changes[0].verified is None and "not interleaved" in warning_text(inputs.notes[0])
     assert len(inputs.setup.items) == 12 and inputs.setup.levels[0].key == "c2"
     cand = inputs.runs_for("candidate", "c2")[0]
     assert cand.acceptance is not None and cand.acceptance.acceptance_length == pytest.approx(4.0)

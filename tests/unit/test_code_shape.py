@@ -75,36 +75,140 @@ def test_test_files_have_unique_basenames():
     assert not twice, f"test files sharing a basename: {twice}"
 
 
-# Modules below the report that still store a warning or note as a sentence (#48 item 3, not yet records); the list
-# may only shrink: a new `note(f"...")` anywhere else fails.
+# Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
+# (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
+# fails. Warnings, gate reasons, diagnose's findings, compare's and the what-if model's notes are records already.
 SENTENCES_LEFT = {
-    "commands/compare/pairing.py",  # compare's own notes (carried as kind `note`)
-    "commands/diagnose/analysis.py",  # diagnose's findings
-    "harness/analysis/whatif.py",  # the what-if model's notes
+    "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
+    "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
+    "commands/init/starter.py",  # the starter experiment's notes to its reader
+    "commands/run/looks.py",  # adaptive repeats: why a look did not stop
+    "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
+    "commands/run/preflight.py",  # preflight's findings, printed before the run
+    "commands/run/probing/budget.py",  # the search budget's notes
+    "harness/analysis/comparison/paired.py",  # Ratio.note: why a paired comparison has no verdict
+    "harness/analysis/comparison/unpaired.py",  # Ratio.note of an unpaired comparison
+    "harness/analysis/metrics.py",  # error_gate: the error gate's line (the command's exit message, and a gate)
+    "harness/imports/aiperf_profile.py",  # the file readers' notes: the tools' own words, carried as kind `note`
+    "harness/imports/guidellm_benchmarks.py",
+    "harness/imports/llmperf_responses.py",
+    "harness/imports/sglang_bench.py",
+    "harness/imports/vllm_bench.py",
+    "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
+    "harness/servers/adapters/speculab.py",  # the speculab engine's acceptance note
+    "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
+    "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
+    "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
+    "harness/verdict/correctness.py",  # the correctness verdict and its failure lines
+    "harness/verdict/run_level.py",  # the run-level comparison's lines
+    "harness/workload/checks.py",  # a check's failure reason
+    "harness/workload/files/questions.py",  # a workload file's note
+    "harness/workload/files/trace.py",  # a trace file's note
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
 # TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.
 FILE_TEXT = {"commands/run/recommended.py"}
 
+# Where a stored sentence goes: a note or record built from it, a list it is appended to (any list: `out` of the
+# verdict's `missing` lines too), a name or keyword that says what it is, or what a function of that name returns.
+_SINK_CALLS = {"note", "append", "extend", "insert", "from_text"}
+_SINK_NAME = r"(note|reason|why|warning|evidence|next_step|title|affects|disaggregation|missing|excluded|verdict)s?$"
+_SINK_FUNCTION = r"reason|note|why|warning|gate|verdict|disaggregation"
+# Words said now, not stored: an error's message (raise UserError / EndpointError ...) and a log or printed line.
+_SAID_NOW = {"debug", "info", "warning", "error", "exception", "critical", "print", "warn", "echo", "write", "log"}
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):
+        return _name(node.value)
+    return ""
+
+
+def _is_prose(js: ast.JoinedStr) -> bool:
+    """Three or more words in its fixed text: a sentence, not a label ("concurrency 8") or a flag ("--k=4")."""
+    text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else " X " for v in js.values)
+    return sum(1 for t in text.split() if sum(c.isalpha() for c in t) >= 2) >= 3
+
+
+def _stored_where(js: ast.JoinedStr, chain: list[ast.AST]) -> str:
+    """Where an f-string goes, walking up from it to its statement: "" when nowhere a sentence is kept."""
+    import re
+
+    if any(isinstance(p, ast.Raise) for p in chain):
+        return ""
+    if any(isinstance(p, ast.Call) and _name(p.func) in _SAID_NOW for p in chain):
+        return ""
+    for p in chain:
+        if isinstance(p, ast.Call) and _name(p.func) in _SINK_CALLS:
+            return _name(p.func)
+        if isinstance(p, ast.keyword):
+            return f"{p.arg}=" if re.search(_SINK_NAME, p.arg or "", re.I) else ""
+        if isinstance(p, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+            return next((f"{_name(t)} =" for t in targets if re.search(_SINK_NAME, _name(t), re.I)), "")
+        if isinstance(p, ast.Return):
+            fn = next((q for q in chain if isinstance(q, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+            return f"return of {fn.name}" if fn is not None and re.search(_SINK_FUNCTION, fn.name) else ""
+        if isinstance(p, ast.stmt):
+            return ""
+    return ""
+
+
+def stored_sentences(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, where) of each f-string of three or more words stored as a note, reason, verdict or warning."""
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    out = []
+    for js in (n for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)):
+        chain, node = [], js
+        while node in parents:
+            node = parents[node]
+            chain.append(node)
+        outermost = not any(isinstance(p, ast.JoinedStr) for p in chain)  # a nested one is judged with its outer
+        if outermost and _is_prose(js) and (where := _stored_where(js, chain)):
+            out.append((js.lineno, where))
+    return out
+
+
+def test_the_guard_finds_the_ways_a_sentence_was_stored():
+    """Each way a sentence hid below the report (#48 item 3) is found; an error's message and a log line are not."""
+    found = stored_sentences(
+        ast.parse(
+            """
+def _missing(inputs):
+    out = []
+    out.append(f"{arm.label} at {lv.label}: no runs")
+    return out
+def _gate(level):
+    return "missing", f"no {which} runs at {level.label}"
+def acceptance_with_reason(found):
+    return found, f"{found.source} shows no drafted tokens"
+def finding(dec):
+    return Finding(evidence=f"E2E {dec.e2e_s:.3f} s of which {dec.decode_s:.3f} s after the first token")
+def fine(x, log):
+    label = f"concurrency {x}"
+    argv = [f"--num-speculative-tokens={x}"]
+    log.info(f"the server at {x} is up and ready")
+    raise UserError(f"--k must be at least 1, got {x}")
+"""
+        )
+    )
+    assert [line for line, _ in found] == [4, 7, 9, 11], found
+
 
 def test_no_warning_or_note_is_a_sentence_below_the_report():
-    """Warnings and notes are records with a kind (harness.results.warnings); their sentences are made in the report.
-    An f-string handed to note(...), notes.append(...), warnings.append(...) or hints.append(...) in the harness or a
-    command is a sentence built from numbers below the report."""
-    import ast
-
-    sinks = {"note", "append"}
-    owners = {"notes", "warnings", "hints", "w"}  # `out` is too common a name (argv, diff lines) to tell
-    found: dict[str, int] = {}
+    """Warnings, notes, reasons and verdicts are records with a kind (harness.results.warnings); their sentences are
+    made in the report. An f-string of words in the harness or a command that is kept (a note, a list it is appended
+    to, a `reason`/`why`/`note`/`evidence`/`verdict` name or keyword, what a `*_reason`/`*_note`/`_gate` function
+    returns) is a sentence built from numbers below the report; raising it as an error or logging it is saying it."""
+    found: dict[str, list[tuple[int, str]]] = {}
     for f in [*(SRC / "harness").rglob("*.py"), *(SRC / "commands").rglob("*.py")]:
-        rel = f.relative_to(SRC).as_posix()
-        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.JoinedStr)):
-                continue
-            fn = node.func
-            called = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-            owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else ""
-            if called == "note" or (called in sinks and owner in owners):
-                found[rel] = found.get(rel, 0) + 1
+        if kept := stored_sentences(ast.parse(f.read_text(encoding="utf-8"))):
+            found[f.relative_to(SRC).as_posix()] = kept
     allowed = SENTENCES_LEFT | FILE_TEXT
-    assert set(found) <= allowed, f"sentences stored below the report: {sorted(set(found) - allowed)}"
+    new = {k: v for k, v in found.items() if k not in allowed}
+    assert not new, f"sentences stored below the report: {new}"
+    assert not SENTENCES_LEFT - set(found), f"no sentence left there (shrink the list): {SENTENCES_LEFT - set(found)}"

@@ -12,6 +12,7 @@ from speculab.harness.verdict.model import (
     E2E,
     HEADLINE,
     MIN_LAUNCHES,
+    NO_VERDICT,
     TPOT,
     CandidateReport,
     CorrectnessComparison,
@@ -403,6 +404,19 @@ def _no_acceptance_text(f: Mapping[str, Any]) -> str:
     return f"the engine reported no acceptance, so speculation could not be confirmed active{hint}"
 
 
+def _drafts(n: float | None) -> str:
+    return f"{n:g} drafts" if n is not None else "no drafts"
+
+
+def _load_not_achieved_text(f: Mapping[str, Any]) -> str:
+    if f["open_loop"]:
+        asked = f"of {f['value']:g} requested" if f["kind"] == "rate" else f"replaying the trace at ×{f['value']:g}"
+        got = f"{f['achieved']:.3g} req/s sent {asked}, {f['fraction']:.0%} of the schedule's rate"
+    else:
+        got = f"{f['achieved']:.3g} requests in flight of {f['value']:g} requested ({f['fraction']:.0%})"
+    return f"{f['side']}: {got} (gate {f['min_fraction']:.0%}); raise max_concurrency or use a faster client machine"
+
+
 _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.INTERRUPTED: lambda f: "the run was interrupted: the report covers only what finished (see 'missing')",
     WarningKind.NOT_SINGLE_CHANGE: lambda f: (
@@ -412,7 +426,25 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.CHANGE_UNVERIFIED: lambda f: (
         f"the single change could not be verified ({f.get('note') or 'commands unknown'})"
     ),
-    WarningKind.NO_VERDICT: lambda f: f"no verdict — {f['reason']}",
+    WarningKind.NO_VERDICT: lambda f: f"no verdict — {reason_text(ReportWarning.from_dict(f['reason']))}",
+    WarningKind.GATE_NO_RUNS: lambda f: f"no {f['side']} runs at {f['at']}",
+    WarningKind.GATE_ERROR_RATE: lambda f: (
+        f"{f['side']} error rate {f['error_rate']:.1%} ({f['failed']} of {f['counted']}) is above the "
+        f"{f['max_error_rate']:.0%} gate" + (f"; first: {f['first']}" if f.get("first") else "")
+    ),
+    WarningKind.GATE_NO_DRAFTS: lambda f: (
+        f"{_drafts(f.get('drafts'))} reported by {f['source']}: the candidate did not speculate"
+    ),
+    WarningKind.GATE_LOAD_NOT_ACHIEVED: _load_not_achieved_text,
+    WarningKind.GATE_CLIENT_BEHIND: lambda f: (
+        f"{f['side']}: the client fell behind (CPU {f['cpu_share']:.0%} of a core, event-loop lag p99 "
+        f"{(f.get('loop_lag_p99_s') or 0) * 1e3:.1f} ms): its timings carry that delay; run the client on a bigger or "
+        "less loaded machine, or lower the load per client process"
+    ),
+    WarningKind.TOO_FEW_PAIRS: lambda f: "not enough paired TPOT data",
+    WarningKind.NO_RUNS: lambda f: "no runs",
+    WarningKind.REPEATS_MISSING: lambda f: f"repeats {f['repeats']} missing",
+    WarningKind.REPEATS_CUT: lambda f: f"repeat(s) {f['repeats']} interrupted (partial records, no counters)",
     WarningKind.PREFIX_CACHE_MOVED: lambda f: (
         f"{prefix_cache_phrase(f['baseline_hit_rate'], f['candidate_hit_rate'])} (prompt tokens found in the cache, "
         f"engine counters; p = {f['p_value']:.2g} counting {f['baseline_requests']} and {f['candidate_requests']} "
@@ -430,6 +462,12 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.ONE_REPEAT: lambda f: "one repeat: throughput and cost have no interval",
     WarningKind.EFFECT_NOT_MEDIANS: _effect_not_medians_text,
     WarningKind.WHAT_IF_SKIPPED: lambda f: f"skipped: {f['error']}",
+    WarningKind.STEP_COST_CLIPPED: lambda f: (
+        f"step cost fitted as {f['step_cost']:.3f} < 0 (speedup above the model's bound); clipped to 0"
+    ),
+    WarningKind.STEP_COST_FITTED: lambda f: (
+        "c was fitted to the observed speedup, so the prediction at the observed k matches it"
+    ),
     WarningKind.CHECK_ERROR: lambda f: f"item {f['item']}: check could not run ({f['error']})",
     WarningKind.CONTEXT_DIFFERS: lambda f: (
         f"{f['count']} conversation turns were not compared for identical output: an earlier answer in their "
@@ -472,6 +510,23 @@ def warning_text(w: ReportWarning) -> str:
         return f"{w.subject} what-if at {w.load} {text}"
     who = f"{w.subject} at {w.load}" if w.subject and w.load else w.subject or (f"at {w.load}" if w.load else "")
     return f"{who}: {text}" if who else text
+
+
+def reason_text(w: ReportWarning) -> str:
+    """A record's sentence without whom and where it is about: a gate's reason, said after its load or verdict."""
+    return _WARNING_TEXT[w.kind](w.fields)
+
+
+def gated_verdict(comp: LevelComparison) -> str:
+    """A load's verdict as the report says it: 'no verdict: <the gate's reason>' where a gate withheld it."""
+    if comp.verdict == NO_VERDICT and comp.gate_reason is not None:
+        return f"{NO_VERDICT}: {reason_text(comp.gate_reason)}"
+    return comp.verdict
+
+
+def left_out_text(w: ReportWarning) -> str:
+    """A load left out of the crossover, and why: 'concurrency 16: <the gate's reason>' (a /1 file: its sentence)."""
+    return f"{w.load}: {reason_text(w)}" if w.load else reason_text(w)
 
 
 def warning_lines(warnings: Sequence[ReportWarning]) -> list[str]:

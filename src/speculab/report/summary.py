@@ -3,8 +3,9 @@
 The model (`harness.verdict.model.Report`) holds numbers and decisions; the one sentence a script reading this file
 has always found, `candidates[].verdict_line`, is made here when the file is written (`report.phrases`), so the
 file keeps its keys while the model stores no prose. Each warning is written as its record (`kind`, `subject`,
-`load`, `fields`) with its sentence, `text`, beside it for people reading the file. `Report.from_json` reads the
-file back (the extra keys are ignored).
+`load`, `fields`) with its sentence, `text`, beside it for people reading the file, and so is each record of what
+is missing, each gate's reason (`gate_reason`) and each load a crossover left out (schema /2; /1 saved sentences).
+`Report.from_json` reads the file back (the extra keys are ignored).
 """
 
 from __future__ import annotations
@@ -14,7 +15,25 @@ from typing import Any
 
 from speculab.harness.results.summary_file import write_summary_file
 from speculab.harness.verdict.model import Report
-from speculab.report.phrases import verdict_line, warning_text
+from speculab.report.phrases import left_out_text, reason_text, verdict_line, warning_text
+
+
+def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
+    """Beside each record of what is missing, each gate's reason, each what-if note and each load a crossover left
+    out: its `text`, the words report.html and the terminal say (a script reading the file finds them without the
+    report package)."""
+    d["missing"] = [{**md, "text": warning_text(m)} for m, md in zip(report.missing, d["missing"], strict=True)]
+    for lv, lvd in zip(report.levels, d["levels"], strict=True):
+        for comp, cd in zip(lv.comparisons, lvd["comparisons"], strict=True):
+            if comp.gate_reason is not None:
+                cd["gate_reason"] = {**cd["gate_reason"], "text": reason_text(comp.gate_reason)}
+    for c, cd in zip(report.candidates, d["candidates"], strict=True):
+        for w, wd in zip(c.what_if, cd["what_if"], strict=True):
+            wd["notes"] = [{**nd, "text": warning_text(n)} for n, nd in zip(w.notes, wd["notes"], strict=True)]
+        if c.crossover is not None:
+            xd = cd["crossover"]
+            left_out = zip(c.crossover.excluded, xd["excluded"], strict=True)
+            xd["excluded"] = [{**ed, "text": left_out_text(e)} for e, ed in left_out]
 
 
 def summary_dict(report: Report) -> dict[str, Any]:
@@ -30,6 +49,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
         cands.append(out)
     d["candidates"] = cands
     d["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(report.warnings, d["warnings"], strict=True)]
+    _add_reason_texts(report, d)
     for c, cd in zip(report.candidates, cands, strict=True):
         if c.correctness is not None:
             cw = cd["correctness"]["warnings"]

@@ -1,15 +1,18 @@
 """The sentences of the warnings every command gives besides the A/B verdict's: a bench run's (its numbers, the
-client's health, the request options a server refused, fitting), the client workers', one per kind, made from the
-record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's kinds are worded there.
+client's health, the request options a server refused, fitting), the client workers', diagnose's, one per kind, made
+from the record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's kinds are worded
+there. Diagnose's findings are worded here too (`finding_words`), from their kind and numbers the same way.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from speculab.harness.results.warnings import WarningKind
+from speculab.harness.results.warnings import FindingKind, WarningKind
+from speculab.harness.verdict.model import TPOT
 
 Fields = Mapping[str, Any]
 
@@ -121,7 +124,75 @@ def _block_set_aside(f: Fields) -> str:
     )
 
 
+def _cache_reset_refused(f: Fields) -> str:
+    need = ", ".join(f"{k}={v}" for k, v in (f.get("env") or {}).items())
+    start = f"start it with {need}" if need else "check that the server allows it"
+    return (
+        f"the server at {f['url']} refused to reset its cache before a block ({f['detail']}); its blocks ran on a "
+        f"cache warmed by the blocks before; {start}, or set `cache: {{reset: never}}` to not ask"
+    )
+
+
+_NOT_INTERLEAVED = "they were not interleaved, so drift between them (thermal, other tenants) is not cancelled"
+
+
+def _compare_file_runs(f: Fields) -> str:
+    how = f"paired per prompt by position, their {f['checked']} equal" if f["paired"] else "compared unpaired"
+    return f"compare: two separate runs, A ({f['tool_a']}) then B ({f['tool_b']}); {_NOT_INTERLEAVED}; {how}"
+
+
+def _compare_unpaired(f: Fields) -> str:
+    hows = "; ".join(f.get("hows") or ())
+    pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
+    return (
+        f"unpaired: {f['why']}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
+        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
+        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
+        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
+        f"are not shown.{pair}"
+    )
+
+
+def _unpaired_repeats(f: Fields) -> str:
+    if f["same_prompts"]:
+        return (
+            "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one "
+            "value (their median), not independent requests"
+        )
+    return (
+        "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own value"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.COMPARE_BENCH_RUNS: lambda f: (
+        f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
+    ),
+    WarningKind.COMPARE_FILE_RUNS: _compare_file_runs,
+    WarningKind.COMPARE_UNPAIRED: _compare_unpaired,
+    WarningKind.UNPAIRED_REPEATS: _unpaired_repeats,
+    WarningKind.RUNS_LEFT_OUT: lambda f: (
+        f"at {f['at']}: A has {f['a']} runs and B {f['b']}; the first {f['compared']} of each are compared"
+    ),
+    WarningKind.SAMPLING_NOT_RECORDED: lambda f: (
+        f"the {f['tools']} files do not record sampling (temperature, max_tokens): outputs are compared as at a "
+        "temperature above 0, not for equivalence"
+    ),
+    WarningKind.CACHE_RESET_REFUSED: _cache_reset_refused,
+    WarningKind.PHASE_REQUESTS_FAILED: lambda f: (
+        f"{f['failed']} of {f['sent']} requests failed in phase {f['phase']} (first: {f['first']})"
+    ),
+    WarningKind.PREFILL_NOT_LINEAR: lambda f: (
+        f"TTFT is not linear in prompt length here (R² {f['r2']:.2f}): the prefill rate is an average over the sweep; "
+        "see prefill.by_length"
+    ),
+    WarningKind.PROMPT_TOKENS_APPROXIMATE: lambda f: (
+        "the server reported no prompt token counts: prefill per token uses approximate lengths"
+    ),
+    WarningKind.BUILTIN_PROMPTS_LEFT_OUT: lambda f: (
+        f"{f['left_out']} built-in prompts too long for the {f['context']}-token context with max_tokens "
+        f"{f['max_tokens']} were left out"
+    ),
     WarningKind.BENCH_INTERRUPTED: lambda f: "run interrupted: the summary covers only the requests that ran",
     WarningKind.SERVER_GONE: lambda f: (
         f"the server stopped answering mid-run, and the run stopped there: {f['evidence']}"
@@ -203,3 +274,162 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"resumed under other versions than it started with ({', '.join(f['changed'])})"
     ),
 }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# speculab diagnose: its findings, and the queueing check's account of the extra TTFT at load
+
+
+@dataclass(frozen=True, slots=True)
+class FindingWords:
+    """What a finding says: its title, whom it affects, the evidence and the next step."""
+
+    title: str
+    affects: str
+    evidence: str
+    next_step: str
+
+
+NEXT_DECODE = (
+    "evaluate speculative decoding on this workload: write an experiment with `speculab init --url URL` and run "
+    "`speculab run experiment.yaml` (it shortens exactly this part)"
+)
+NEXT_COLD = (
+    "keep the server warm (at least one replica always up; a keep-alive request more often than the idle timeout) "
+    "or make it load faster (weights on local disk, cached compilation / CUDA graphs, a smaller image)"
+)
+NEXT_QUEUE = (
+    "add capacity (more replicas, or a larger batch / --max-num-seqs if memory allows) or change scheduling "
+    "(admission limits, priorities) so requests do not wait for a slot"
+)
+_QUEUEING_UNMEASURED = {
+    "no_load": "pass --concurrency N (your operating point) to measure queueing",
+    "incomplete": "the workload did not complete at both concurrency 1 and the operating point",
+}
+
+
+def _x(ratio: float | None, digits: int) -> str:
+    """A ratio of two means; a file's JSON holds null where it was not finite."""
+    return f"{ratio:.{digits}f}" if ratio is not None else "nan"
+
+
+def queueing_note(q: Fields) -> str:
+    """The queueing check in words: what load added to TTFT and what it was weighed against (or why unmeasured)."""
+    if "note" in q:  # diagnosis.json /1 saved the sentence
+        return str(q["note"])
+    if not q.get("measured"):
+        return _QUEUEING_UNMEASURED[q["unmeasured"]]
+    parts = []
+    if q.get("server_queue_s") is not None:
+        parts.append(f"the server reports {q['server_queue_s']:.3f} s of queue time per request")
+    if q.get("prefill_bound_s") is not None:
+        within = "within" if q.get("within_prefill") else "more than"
+        parts.append(
+            f"{within} the prefill work of the other {q['others_in_flight']:.3g} requests in flight "
+            f"({q['prefill_bound_s']:.3f} s)"
+        )
+    else:
+        parts.append("no prefill fit to compare the extra TTFT with")
+    return (
+        f"TTFT {q['ttft_c1_s']:.3f} s alone -> {q['ttft_load_s']:.3f} s at {q['at']} ({_x(q.get('ttft_ratio'), 1)}x); "
+        f"TPOT {q['tpot_c1_s'] * 1e3:.1f} -> {q['tpot_load_s'] * 1e3:.1f} ms ({_x(q.get('tpot_ratio'), 2)}x); "
+        + "; ".join(parts)
+    )
+
+
+def disaggregation_text(doc: Fields) -> str | None:
+    """The disaggregation suggestion and its cost, only when prefill/decode interference was measured."""
+    suggested = doc.get("disaggregation")
+    if isinstance(suggested, str) or not suggested:  # /1 saved the sentence; /2 says whether to suggest it
+        return suggested or None
+    return (
+        f"prefill and decode interfere under load ({queueing_note(doc.get('queueing') or {})}): prefill/decode "
+        "disaggregation (separate prefill and decode servers) would keep long prefills from delaying first tokens. "
+        "Its cost: the KV cache of every prompt is transferred from the prefill to the decode server (network "
+        "bandwidth and latency per request) and a router must pair them; try chunked prefill first, which needs "
+        "neither"
+    )
+
+
+def _decode_words(f: Fields) -> FindingWords:
+    over = f" over {f['output_tokens']:.0f} output tokens" if f.get("output_tokens") else ""
+    return FindingWords(
+        "generation after the first token",
+        f"every request (at {f['at']})",
+        f"E2E {f['e2e_s']:.3f} s of which {f['decode_s']:.3f} s ({f['decode_share']:.0%}) after the first token; TPOT "
+        f"{f[TPOT.name] * 1e3:.1f} ms{over}",
+        NEXT_DECODE,
+    )
+
+
+def _prefill_next(prefix_caching: bool | None) -> str:
+    if prefix_caching is True:
+        cache = "prefix caching is already on (measured), so reuse shared prompt prefixes more (same system prompt"
+        cache += " and documents first, in the same order)"
+    elif prefix_caching is False:
+        cache = "turn on prefix caching if your prompts share prefixes (it is off here: a repeated prefix was not"
+        cache += " faster)"
+    else:
+        cache = "turn on prefix caching if your prompts share prefixes"
+    return f"{cache}; use chunked prefill / prefill scheduling so long prompts do not stall others; shorten prompts"
+
+
+def _prefill_words(f: Fields) -> FindingWords:
+    return FindingWords(
+        "long prompts (prefill)",
+        "every request, in proportion to its prompt length",
+        f"TTFT = {f['overhead_s']:.3f} s + {f['s_per_token'] * 1e3:.3f} ms x prompt tokens (prefill "
+        f"{f['tokens_per_s']:,.0f} tokens/s, R² {f['r2']:.2f}); the workload's {f['prompt_tokens']:.0f}-token prompts "
+        f"cost {f['prefill_s']:.3f} s of prefill",
+        _prefill_next(f.get("prefix_caching")),
+    )
+
+
+def _queueing_words(f: Fields) -> FindingWords:
+    client = f"; client-side wait {f['client_queue_s']:.3f} s" if f.get("client_queue_s") else ""
+    return FindingWords(
+        f"queueing at {f['at']}",
+        f"requests at the operating point ({f['at']})",
+        queueing_note(f) + client,
+        NEXT_QUEUE,
+    )
+
+
+def _cold_start_words(f: Fields) -> FindingWords:
+    if f.get("mode") == "launch":
+        affects = "the first request after the server (re)starts: scale-from-zero, restarts, deploys"
+        evidence = (
+            f"process start -> ready (/health) {f.get('process_ready_s') or math.nan:.2f} s -> first token "
+            f"{f.get('process_first_token_s') or math.nan:.2f} s"
+        )
+    else:
+        idle = f.get("idle_s")
+        affects = "the first request after start" + (f" or after {idle:g} s idle" if idle else "")
+        warm = f.get("warm_ttft_s")
+        parts = [f"warm TTFT {warm:.3f} s" if warm is not None else "no warm TTFT"]
+        if f.get("first_request_ttft_s") is not None:
+            parts.append(f"first request {f['first_request_ttft_s']:.3f} s")
+        if f.get("after_idle_ttft_s") is not None:
+            parts.append(f"after {idle:g} s idle {f['after_idle_ttft_s']:.3f} s")
+        evidence = "; ".join(parts)
+    return FindingWords("cold start", affects, evidence, NEXT_COLD)
+
+
+FINDING_WORDS: dict[FindingKind, Callable[[Fields], FindingWords]] = {
+    FindingKind.DECODE: _decode_words,
+    FindingKind.PREFILL: _prefill_words,
+    FindingKind.QUEUEING: _queueing_words,
+    FindingKind.COLD_START: _cold_start_words,
+}
+
+
+def finding_words(finding: Fields) -> FindingWords:
+    """A finding of diagnosis.json in words: made from its kind and fields (/2), or the sentences a /1 file saved."""
+    if "fields" not in finding:
+        return FindingWords(
+            str(finding.get("title", "")),
+            str(finding.get("affects", "")),
+            str(finding.get("evidence", "")),
+            str(finding.get("next_step", "")),
+        )
+    return FINDING_WORDS[FindingKind(finding["cause"])](finding["fields"])

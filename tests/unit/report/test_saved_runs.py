@@ -68,13 +68,25 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     assert all(isinstance(w, str) for w in old["warnings"]) and all(w["kind"] for w in new["warnings"])
     assert set(old["warnings"]) <= {w["text"] for w in new["warnings"]}, new["warnings"]
     sentences = {".warnings", *(f".candidates[{i}].correctness.warnings" for i in range(len(old["candidates"])))}
+    sentences |= {
+        f".candidates[{i}].what_if[{j}].notes"
+        for i, c in enumerate(old["candidates"])
+        for j in range(len(c["what_if"]))
+    }
     # since #36 a ratio's interval over fewer than 3 repeats (this run has 2) is withheld: its bounds are null
     withheld = [p for p in changed if _OVER_REPEATS.search(p)]
     assert old["setup"]["repeats"] < 3 and withheld and all(_at(new, p) is None for p in withheld), withheld
     changed = [p for p in changed if p not in withheld]
+    # since summary /2 (#48 item 3) a gate's reason is a record, null where the gate is ok (the old file: "")
+    assert new["schema"] == "speculab.report.summary/2" and old["schema"] == "speculab.report.summary/1"
+    reasons = [p for p in changed if p.endswith(".gate_reason")]
+    assert all(_at(old, p) == "" and _at(new, p) is None for p in reasons), reasons
+    changed = [p for p in changed if p not in reasons and p != ".schema"]
     assert not [p for p in changed if p not in lines and re.sub(r"\[\d+\]$", "", p) not in sentences], changed[:10]
     for o, n in zip(old["candidates"], new["candidates"], strict=True):
         assert o["correctness"]["warnings"] == [w["text"] for w in n["correctness"]["warnings"]]
+        # since #48 item 3 the what-if model's notes are records, their sentence beside them (`text`)
+        assert [w["notes"] for w in o["what_if"]] == [[x["text"] for x in w["notes"]] for w in n["what_if"]]
     for o, n in zip(old["candidates"], new["candidates"], strict=True):
         assert n["verdict_line"].startswith(o["verdict_line"].split(" faster")[0])
     assert (run / "report.html").stat().st_size > 0
@@ -84,12 +96,18 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     again = Report.from_json((saved / "summary.json").read_text())
     assert all(w.kind == WarningKind.NOTE for w in again.warnings)
     assert warning_lines(again.warnings) == old["warnings"]
+    assert all(c.gate_reason is None for lv in again.levels for c in lv.comparisons)  # "" there: no reason to say
     kept = {k: v for k, v in again.to_dict().items()}
     kept["warnings"] = warning_lines(again.warnings)
+    for lv in kept["levels"]:  # the model says "no reason" as null where the old file said ""
+        for c in lv["comparisons"]:
+            c["gate_reason"] = "" if c["gate_reason"] is None else c["gate_reason"]
     old_model = {k: v for k, v in old.items()}
     for c, k in zip(old_model["candidates"], kept["candidates"], strict=True):
         c.pop("verdict_line", None)
         k["correctness"]["warnings"] = [x["fields"]["text"] for x in k["correctness"]["warnings"]]
+        for w in k["what_if"]:  # the old file's notes read back as notes of those words
+            w["notes"] = [x["fields"]["text"] for x in w["notes"]]
     assert not _missing_or_changed(old_model, kept), _missing_or_changed(old_model, kept)[:10]
     assert again.margin == {} and report.margin["tpot_s"] == 0.03  # an old summary says nothing of a margin
     tp = again.levels[0].comparisons[0].metric("tpot_s")
@@ -111,3 +129,72 @@ def test_an_old_summary_whose_warnings_are_sentences_renders_them_once(tmp_path:
     console = Console(record=True, width=400)
     console.print(ab_renderable(report))
     assert console.export_text().count(said[:60]) == 1
+
+
+def _gated_report() -> Report:
+    """Every gate: errors at concurrency 1, load not achieved at 8 req/s, a candidate that made no drafts, no runs at
+    concurrency 16, a repeat cut short."""
+    from dataclasses import replace
+
+    from fakes.ab_inputs import ArmEffect, make_inputs
+    from speculab.harness.design import LevelSpec
+    from speculab.harness.verdict.build import build_report
+    from speculab.harness.verdict.model import ReportOptions
+
+    levels = (
+        LevelSpec("concurrency", 1, ("low", "sweep")),
+        LevelSpec("concurrency", 4, ("sweep",)),
+        LevelSpec("rate", 8, ("sweep",)),
+        LevelSpec("concurrency", 16, ("operating", "sweep")),
+    )
+    flaky = ArmEffect(tpot_factor={"c1": 0.5, "c4": 0.6, "r8": 0.5}, acceptance_length=2.5, error_rate=0.3)
+    slow = ArmEffect(
+        tpot_factor={"c1": 0.5, "c4": 0.6, "r8": 0.5}, acceptance_length=2.5, achieved_fraction={"r8": 0.8}
+    )
+    cands = {"ngram-k4": flaky, "ngram-k2": ArmEffect(acceptance_length=1.0), "ngram-k6": slow}
+    inputs = make_inputs(n_prompts=8, repeats=2, levels=levels, candidates=cands, skip=(("ngram-k4", "c16"),))
+    runs = list(inputs.runs)
+    i = next(j for j, r in enumerate(runs) if r.arm == "baseline" and r.level == "c4" and r.repeat == 2)
+    runs[i] = replace(runs[i], records=runs[i].records[:5], interrupted=True)
+    return build_report(inputs.with_runs(runs), ReportOptions(n_resamples=100))
+
+
+def _as_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A summary /2 as a /1 file said it: each gate's reason, what is missing and each load left out as its sentence,
+    a gated verdict 'no verdict: <reason>'."""
+    d = json.loads(json.dumps(d)) | {"schema": "speculab.report.summary/1"}
+    d["missing"] = [m["text"] for m in d["missing"]]
+    for lv in d["levels"]:
+        for c in lv["comparisons"]:
+            reason = c["gate_reason"]["text"] if c["gate_reason"] else ""
+            c["gate_reason"] = reason
+            c["verdict"] = f"no verdict: {reason}" if c["verdict"] == "no verdict" else c["verdict"]
+    for c in d["candidates"]:
+        if c["crossover"]:
+            c["crossover"]["excluded"] = [e["text"] for e in c["crossover"]["excluded"]]
+    return d
+
+
+def test_a_summary_whose_gate_reasons_are_sentences_renders_the_same_words() -> None:
+    """summary.json /1 saved a gate's reason, what was missing and a crossover's left-out loads as sentences: read back
+    they are notes, and the console and report.html say what a /2 file's records say."""
+    report = _gated_report()
+    new = summary_dict(report)
+    comps = [c for lv in new["levels"] for c in lv["comparisons"]]
+    kinds = {c["gate_reason"]["kind"] for c in comps if c["gate_reason"]}
+    assert kinds >= {"gate_no_runs", "gate_error_rate", "gate_no_drafts", "gate_load_not_achieved"}, kinds
+    assert {m["kind"] for m in new["missing"]} == {"no_runs", "repeats_cut"}
+    old = Report.from_json(json.dumps(_as_v1(new)))
+    assert old.missing and all(m.kind == WarningKind.NOTE for m in old.missing)
+
+    def said(r: Report) -> tuple[str, str]:
+        console = Console(record=True, width=300)
+        console.print(ab_renderable(r))
+        return console.export_text(), json.dumps(view(r), sort_keys=True, default=str)
+
+    # the /2 file read back, as the /1 one is (NaN is null in both)
+    (new_console, new_page), (old_console, old_page) = said(Report.from_json(json.dumps(new))), said(old)
+    assert "no verdict: ngram k=4 error rate " in new_page and "is above the 2% gate" in new_page
+    assert "missing: ngram k=4 at concurrency 16" in new_console
+    assert old_console == new_console
+    assert old_page == new_page

@@ -6,17 +6,22 @@ from __future__ import annotations
 import json
 
 from fakes.ab_inputs import make_inputs
-from speculab.harness.results.warnings import ReportWarning, WarningKind, distinct
+from speculab.harness.results.warnings import FindingKind, ReportWarning, WarningKind, distinct
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.phrases import _WARNING_TEXT, warning_lines, warning_text
 from speculab.report.summary import summary_dict
+from speculab.report.warning_words import FINDING_WORDS
 
 FAST = ReportOptions(n_resamples=200)
 
 
 def test_every_kind_has_its_sentence():
     assert set(_WARNING_TEXT) == set(WarningKind)
+
+
+def test_every_kind_of_diagnose_finding_has_its_words():
+    assert set(FINDING_WORDS) == set(FindingKind)
 
 
 def test_a_sentence_names_its_subject_and_load():

@@ -35,7 +35,7 @@ from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_
 from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
-from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, SUMMARY, RunDir, utc_now, versions
+from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, RunDir, utc_now, versions
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
@@ -208,7 +208,7 @@ async def _measure(
         skipped_turns=outcome.skipped,
         client=phase.health,
     )
-    run_dir.write_json(SUMMARY, summary)
+    run_dir.write_summary(summary)
     manifest["finished_at"] = finished_at
     manifest["interrupted"] = outcome.interrupted
     manifest["server_gone"] = gone

@@ -36,6 +36,7 @@ from speculab.harness.imports.registry import (
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.warnings import ReportWarning, distinct
+from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.servers.adapters import said, said_change
 from speculab.harness.workload.fit import fit_from_manifest, fit_warning
 
@@ -95,8 +96,7 @@ def inputs_from_bench_dirs(
         )
     sampling = ma.get("sampling") or {}
     notes: list[str | ReportWarning] = [
-        "compare: two separate `speculab bench` runs, A then B; they were not interleaved, so drift between them "
-        "(thermal, other tenants) is not cancelled",
+        ReportWarning(Kind.COMPARE_BENCH_RUNS),
         *a.notes,
         *([model_note] if model_note else []),
     ]
@@ -155,8 +155,8 @@ def _file_arm(r: ImportedRun) -> dict[str, Any]:
 
 
 def _as_notes(notes: Iterable[str | ReportWarning]) -> list[ReportWarning]:
-    """The A/B's notes as records. compare's own and the file readers' notes are still sentences (harness.imports
-    and this module: #48 item 3, left): each is carried as a `note` in its own words."""
+    """The A/B's notes as records: compare's own are (its kinds in harness.results.warnings); what the file readers
+    (harness.imports) and the model check (`arms.same_model`) say is still their words, carried as a `note`."""
     return [ReportWarning.from_text(n) if isinstance(n, str) else n for n in notes]
 
 
@@ -165,7 +165,7 @@ def _ab_run(
     *,
     names: tuple[str, str],
     arm: Callable[[ImportedRun], dict[str, Any]],
-    run_notes: Callable[[ImportedRun], tuple[str, ...]],
+    run_notes: Callable[[ImportedRun], tuple[str | ReportWarning, ...]],
     notes: Sequence[str | ReportWarning],
     change: str | ChangeCheck,
     **setup: Any,
@@ -258,17 +258,8 @@ def inputs_from_results(
     same = within is None
     notes = [*inputs.notes, *((model_note,) if model_note else ())]
     if why and inputs.setup.repeats > 1:
-        notes.append(_REPEATS_SAME_PROMPTS if same else _REPEATS_OTHER_PROMPTS)
+        notes.append(ReportWarning(Kind.UNPAIRED_REPEATS, fields={"same_prompts": same}))
     return replace(inputs, setup=replace(inputs.setup, repeats_same_prompts=same), notes=tuple(_as_notes(notes)))
-
-
-_REPEATS_SAME_PROMPTS = (
-    "unpaired over several runs per load: each side's runs sent the same prompts, so a prompt's runs are one value "
-    "(their median), not independent requests"
-)
-_REPEATS_OTHER_PROMPTS = (
-    "unpaired over several runs per load: a side's runs sent different prompts, so every request is its own value"
-)
 
 
 def _pairs_problem(pairs: Sequence[tuple[ImportedRun, ImportedRun]]) -> str | None:
@@ -315,14 +306,8 @@ def _by_load(
     pairs = []
     for key, runs_a in la.items():
         runs_b, n = lb[key], min(len(runs_a), len(lb[key]))
-        left = (
-            (
-                f"at {runs_a[0].level.label}: A has {len(runs_a)} runs and B {len(runs_b)}; the first {n} of each "
-                "are compared",
-            )
-            if len(runs_a) != len(runs_b)
-            else ()
-        )
+        fields = {"at": runs_a[0].level.label, "a": len(runs_a), "b": len(runs_b), "compared": n}
+        left = (ReportWarning(Kind.RUNS_LEFT_OUT, fields=fields),) if len(runs_a) != len(runs_b) else ()
         for j in range(n):
             x, y = runs_a[j], runs_b[j]
             pairs.append((replace(x, repeat=j + 1, notes=(*x.notes, *left)), replace(y, repeat=j + 1)))
@@ -432,24 +417,20 @@ def _imported_inputs(
     sampling = _sampling(a, b)
     same_items = not why_unpaired and all(_same_prompts(a.items, x.items) for x, _ in pairs[1:])
     names = " and ".join(dict.fromkeys(m.NAME for m in readers))
-    checked = "prompts equal" if a.items and b.items else "prompt lengths equal"
-    how = f"paired by position, their {checked}"
+    checked = "prompts" if a.items and b.items else "prompt lengths"
+    how = f"paired by position, their {checked} equal"
     if why_unpaired:
         sent = ", ".join(dict.fromkeys(f"{_measured(x)} vs {_measured(y)}" for x, y in pairs))
         how = f"not paired: two samples ({sent} requests)"
-    notes = [
-        f"compare: two separate runs, A ({a.tool}) then B ({b.tool}); they were not interleaved, so drift between "
-        f"them (thermal, other tenants) is not cancelled; "
-        + (f"paired per prompt by position, their {checked}" if not why_unpaired else "compared unpaired"),
+    runs = {"tool_a": a.tool, "tool_b": b.tool, "paired": not why_unpaired, "checked": checked}
+    notes: list[str | ReportWarning] = [
+        ReportWarning(Kind.COMPARE_FILE_RUNS, fields=runs),
         *([_unpaired_note(why_unpaired, readers)] if why_unpaired else []),
-        *(m.NOTE for m in readers),
+        *(m.NOTE for m in readers),  # each reader's own words about its tool's files, carried as notes
         *(n for x, y in pairs for n in (*x.notes, *y.notes)),
     ]
     if not sampling:
-        notes.append(
-            f"the {names} files do not record sampling (temperature, max_tokens): outputs are compared as "
-            "at a temperature above 0, not for equivalence"
-        )
+        notes.append(ReportWarning(Kind.SAMPLING_NOT_RECORDED, fields={"tools": names}))
     return _ab_run(
         pairs,
         names=arms,
@@ -474,15 +455,11 @@ def _measured(r: ImportedRun) -> int:
     return len({x.index for x in r.records if not x.warmup})
 
 
-def _unpaired_note(why: str, readers: tuple[Any, ...]) -> str:
-    hows = "; ".join(dict.fromkeys(m.HOW for m in readers))
-    pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
-    return (
-        f"unpaired: {why}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
-        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
-        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
-        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
-        f"are not shown.{pair}"
+def _unpaired_note(why: str, readers: tuple[Any, ...]) -> ReportWarning:
+    """Why the runs are compared unpaired (still words: the first problem found, as `_pairs_problem` says it), and
+    each tool's way to pair its runs."""
+    return ReportWarning(
+        Kind.COMPARE_UNPAIRED, fields={"why": why, "hows": list(dict.fromkeys(m.HOW for m in readers))}
     )
 
 

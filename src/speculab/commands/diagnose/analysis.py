@@ -13,6 +13,7 @@ A cause is a finding when it explains at least `min_effect_s` and `min_share` of
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,19 +47,30 @@ from speculab.commands.diagnose.causes import (
 )
 from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.records import RequestRecord
+from speculab.harness.results.warnings import FindingKind, ReportWarning, WarningKind
 from speculab.harness.stats import CONFIDENCE
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    cause: str  # decode | prefill | queueing | cold_start
-    title: str
+    """A cause and what it costs; its title, whom it affects, its evidence and the next step are worded by the report
+    from `fields` (`report.warning_words.finding_words`), as a warning's sentence is from its record's."""
+
+    cause: FindingKind
     explained_s: float  # seconds this cause adds to a request it affects
     share: float  # explained_s / latency of such a request
-    affects: str  # which requests
-    evidence: str
-    next_step: str
+    fields: Mapping[str, Any] = field(default_factory=dict)  # the numbers its words are made from (FindingKind)
     rank: int = 0  # 1 = explains the most latency; 0 = not a finding (below the thresholds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """diagnosis.json /2's shape: `cause`, the seconds, `fields` (a /1 file held the sentences instead)."""
+        return {
+            "cause": self.cause.value,
+            "explained_s": self.explained_s,
+            "share": self.share,
+            "fields": dict(self.fields),
+            "rank": self.rank,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +84,9 @@ class Diagnosis:
     decode: DecodeShare | None
     baseline: LoadPoint | None  # the workload at concurrency 1
     operating: LoadPoint | None  # the workload at the operating point (None: not measured)
-    disaggregation: str | None  # the suggestion and its cost, only when interference was measured
-    warnings: tuple[str, ...]
+    # suggest prefill/decode disaggregation (worded with its cost by the report): only when interference was measured
+    disaggregation: bool
+    warnings: tuple[ReportWarning, ...]
     server: Mapping[str, ServerPhase] = field(default_factory=dict)
     phases: Mapping[str, Sequence[RequestRecord]] = field(default_factory=dict, repr=False)
 
@@ -115,8 +128,8 @@ class Diagnosis:
         }
         q = asdict(self.queueing)
         return {
-            "findings": [asdict(f) for f in self.findings],
-            "checked": [asdict(f) for f in self.checked],
+            "findings": [f.to_dict() for f in self.findings],
+            "checked": [f.to_dict() for f in self.checked],
             "cold_start": asdict(self.cold_start),
             "prefill": pre,
             "prefix_caching": asdict(self.prefix_caching),
@@ -128,34 +141,8 @@ class Diagnosis:
             },
             "disaggregation": self.disaggregation,
             "server_metrics": self.server_vs_client(self.phases),
-            "warnings": list(self.warnings),
+            "warnings": [w.to_dict() for w in self.warnings],
         }
-
-
-NEXT_DECODE = (
-    "evaluate speculative decoding on this workload: write an experiment with `speculab init --url URL` and run "
-    "`speculab run experiment.yaml` (it shortens exactly this part)"
-)
-NEXT_COLD = (
-    "keep the server warm (at least one replica always up; a keep-alive request more often than the idle timeout) "
-    "or make it load faster (weights on local disk, cached compilation / CUDA graphs, a smaller image)"
-)
-NEXT_QUEUE = (
-    "add capacity (more replicas, or a larger batch / --max-num-seqs if memory allows) or change scheduling "
-    "(admission limits, priorities) so requests do not wait for a slot"
-)
-
-
-def _prefill_next(pc: PrefixCaching) -> str:
-    if pc.enabled is True:
-        cache = "prefix caching is already on (measured), so reuse shared prompt prefixes more (same system prompt"
-        cache += " and documents first, in the same order)"
-    elif pc.enabled is False:
-        cache = "turn on prefix caching if your prompts share prefixes (it is off here: a repeated prefix was not"
-        cache += " faster)"
-    else:
-        cache = "turn on prefix caching if your prompts share prefixes"
-    return f"{cache}; use chunked prefill / prefill scheduling so long prompts do not stall others; shorten prompts"
 
 
 def _matters(explained: float, total: float, th: Thresholds) -> bool:
@@ -184,7 +171,7 @@ def analyze(inp: Inputs, approx_tokens: Mapping[int, int] | None = None) -> Diag
         decode=m.decode,
         baseline=m.baseline,
         operating=m.load,
-        disaggregation=_disaggregation(m.queueing),
+        disaggregation=m.queueing.interference,
         warnings=_warnings(inp, m.prefill),
         server=dict(inp.server),
         phases=inp.phases,
@@ -226,23 +213,21 @@ def _measure_causes(inp: Inputs, approx_tokens: Mapping[int, int] | None) -> _Ca
     return _Causes(cs, pf, pc, c1, load, prompt_mean, prefill_req_s, qu, dec)
 
 
-def _warnings(inp: Inputs, pf: Prefill) -> tuple[str, ...]:
+def _warnings(inp: Inputs, pf: Prefill) -> tuple[ReportWarning, ...]:
     """Failed requests per phase, a prefill that is not linear in prompt length, approximate token counts."""
-    warnings: list[str] = []
+    warnings: list[ReportWarning] = []
     for name, recs in inp.phases.items():
         bad = [r for r in recs if not r.ok and not r.warmup]
         if bad:
             first = bad[0].error
             msg = first.message[:160] if first is not None else ""
-            warnings.append(f"{len(bad)} of {len(recs)} requests failed in phase {name} (first: {msg})")
+            fields = {"phase": name, "failed": len(bad), "sent": len(recs), "first": msg}
+            warnings.append(ReportWarning(WarningKind.PHASE_REQUESTS_FAILED, fields=fields))
     fit = pf.fit
     if fit is not None and fit.r2 < 0.8:
-        warnings.append(
-            f"TTFT is not linear in prompt length here (R² {fit.r2:.2f}): the prefill rate is an average over the "
-            "sweep; see prefill.by_length"
-        )
+        warnings.append(ReportWarning(WarningKind.PREFILL_NOT_LINEAR, fields={"r2": fit.r2}))
     if pf.token_source == "approximate":
-        warnings.append("the server reported no prompt token counts: prefill per token uses approximate lengths")
+        warnings.append(ReportWarning(WarningKind.PROMPT_TOKENS_APPROXIMATE))
     return tuple(warnings)
 
 
@@ -264,112 +249,56 @@ def _candidates(m: _Causes) -> list[Finding]:
     return candidates
 
 
-def _indistinct(m: _Causes) -> set[str]:
+def _indistinct(m: _Causes) -> set[FindingKind]:
     """Causes measured but not distinguishable from noise: never findings."""
-    noise: set[str] = set()
+    noise: set[FindingKind] = set()
     fit = m.prefill.fit
     if fit is not None and not (math.isfinite(fit.s_per_token_ci[0]) and fit.s_per_token_ci[0] > 0):
-        noise.add("prefill")  # the prompt-length cost is not distinguishable from zero
+        noise.add(FindingKind.PREFILL)  # the prompt-length cost is not distinguishable from zero
     qu = m.queueing
     if qu.wait_s_ci is not None and not qu.wait_s_ci[0] > 0:
-        noise.add("queueing")  # the extra TTFT at load is not distinguishable from zero
+        noise.add(FindingKind.QUEUEING)  # the extra TTFT at load is not distinguishable from zero
     cs = m.cold_start
     if not (cs.detected or cs.mode == "launch"):
-        noise.add("cold_start")  # within the warm requests' spread
+        noise.add(FindingKind.COLD_START)  # within the warm requests' spread
     return noise
 
 
 def _decode_finding(dec: DecodeShare) -> Finding:
-    return Finding(
-        cause="decode",
-        title="generation after the first token",
-        explained_s=dec.decode_s,
-        share=dec.decode_share,
-        affects=f"every request (at {dec.at})",
-        evidence=(
-            f"E2E {dec.e2e_s:.3f} s of which {dec.decode_s:.3f} s ({dec.decode_share:.0%}) after the first "
-            f"token; TPOT {dec.tpot_s * 1e3:.1f} ms"
-            + (f" over {dec.output_tokens:.0f} output tokens" if dec.output_tokens else "")
-        ),
-        next_step=NEXT_DECODE,
-    )
+    return Finding(FindingKind.DECODE, dec.decode_s, dec.decode_share, asdict(dec))
 
 
 def _prefill_finding(m: _Causes, e2e: float) -> Finding:
     fit, prefill_req_s, prompt_mean = m.prefill.fit, m.prefill_req_s, m.prompt_mean
     assert fit is not None and prefill_req_s is not None and prompt_mean is not None
-    return Finding(
-        cause="prefill",
-        title="long prompts (prefill)",
-        explained_s=prefill_req_s,
-        share=prefill_req_s / e2e if e2e > 0 else math.nan,
-        affects="every request, in proportion to its prompt length",
-        evidence=(
-            f"TTFT = {fit.overhead_s:.3f} s + {fit.s_per_token * 1e3:.3f} ms x prompt tokens "
-            f"(prefill {fit.tokens_per_s:,.0f} tokens/s, R² {fit.r2:.2f}); the workload's "
-            f"{prompt_mean:.0f}-token prompts cost {prefill_req_s:.3f} s of prefill"
-        ),
-        next_step=_prefill_next(m.prefix_caching),
-    )
+    fields = {
+        "overhead_s": fit.overhead_s,
+        "s_per_token": fit.s_per_token,
+        "tokens_per_s": fit.tokens_per_s,
+        "r2": fit.r2,
+        "prompt_tokens": prompt_mean,
+        "prefill_s": prefill_req_s,
+        "prefix_caching": m.prefix_caching.enabled,  # the next step: use the cache more, or turn it on
+    }
+    return Finding(FindingKind.PREFILL, prefill_req_s, prefill_req_s / e2e if e2e > 0 else math.nan, fields)
 
 
 def _queueing_finding(qu: Queueing, e2e: float) -> Finding:
     assert qu.wait_s is not None
-    client = f"; client-side wait {qu.client_queue_s:.3f} s" if qu.client_queue_s else ""
-    return Finding(
-        cause="queueing",
-        title=f"queueing at {qu.at}",
-        explained_s=max(0.0, qu.wait_s),
-        share=max(0.0, qu.wait_s) / e2e if e2e > 0 else math.nan,
-        affects=f"requests at the operating point ({qu.at})",
-        evidence=qu.note + client,
-        next_step=NEXT_QUEUE,
-    )
+    explained = max(0.0, qu.wait_s)
+    return Finding(FindingKind.QUEUEING, explained, explained / e2e if e2e > 0 else math.nan, asdict(qu))
 
 
 def _cold_start_finding(cs: ColdStart, c1: LoadPoint | None) -> Finding:
     assert cs.cold_start_s is not None
     warm_e2e = c1.e2e_s if c1 is not None else (cs.warm_ttft_s or 0.0)
     explained = max(0.0, cs.cold_start_s)
-    if cs.mode == "launch":
-        affects = "the first request after the server (re)starts: scale-from-zero, restarts, deploys"
-        evidence = (
-            f"process start -> ready (/health) {cs.process_ready_s or math.nan:.2f} s -> first token "
-            f"{cs.process_first_token_s or math.nan:.2f} s"
-        )
-    else:
-        affects = "the first request after start" + (f" or after {cs.idle_s:g} s idle" if cs.idle_s else "")
-        parts = [f"warm TTFT {cs.warm_ttft_s:.3f} s" if cs.warm_ttft_s is not None else "no warm TTFT"]
-        if cs.first_request_ttft_s is not None:
-            parts.append(f"first request {cs.first_request_ttft_s:.3f} s")
-        if cs.after_idle_ttft_s is not None:
-            parts.append(f"after {cs.idle_s:g} s idle {cs.after_idle_ttft_s:.3f} s")
-        evidence = "; ".join(parts)
-    return Finding(
-        cause="cold_start",
-        title="cold start",
-        explained_s=explained,
-        share=explained / (explained + warm_e2e) if explained + warm_e2e > 0 else math.nan,
-        affects=affects,
-        evidence=evidence,
-        next_step=NEXT_COLD,
-    )
-
-
-def _disaggregation(qu: Queueing) -> str | None:
-    """The disaggregation suggestion and its cost, only when prefill/decode interference was measured."""
-    if not qu.interference:
-        return None
-    return (
-        f"prefill and decode interfere under load ({qu.note}): prefill/decode disaggregation (separate prefill "
-        "and decode servers) would keep long prefills from delaying first tokens. Its cost: the KV cache of every "
-        "prompt is transferred from the prefill to the decode server (network bandwidth and latency per request) "
-        "and a router must pair them; try chunked prefill first, which needs neither"
-    )
+    share = explained / (explained + warm_e2e) if explained + warm_e2e > 0 else math.nan
+    return Finding(FindingKind.COLD_START, explained, share, asdict(cs))
 
 
 def _with_rank(f: Finding, rank: int) -> Finding:
-    return Finding(f.cause, f.title, f.explained_s, f.share, f.affects, f.evidence, f.next_step, rank)
+    return dataclasses.replace(f, rank=rank)
 
 
 def sweep_lengths(max_prompt_tokens: int, points: int, min_tokens: int = 16) -> tuple[int, ...]:

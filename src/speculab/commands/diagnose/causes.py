@@ -17,7 +17,9 @@ from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.records import RequestRecord
 from speculab.harness.stats import CONFIDENCE, LinearFit, fit_line, welch_diff
 
-SCHEMA = "speculab.diagnosis/1"
+# /2: findings, warnings, the queueing and prefix checks hold kinds and numbers, no sentences (the report words them);
+# a /1 file's sentences still render (findings as written, warnings as notes)
+SCHEMA = "speculab.diagnosis/2"
 
 # Phase names: records carry them in `extra["phase"]` (requests.jsonl) and `analyze` takes them by these keys.
 PHASE_STARTUP = "startup"  # launch mode: the first-token probe right after the server became ready
@@ -210,7 +212,9 @@ class PrefixCaching:
     saving_s_ci: tuple[float, float] | None
     expected_saving_s: float | None  # what a full cache hit on the prefix would save: slope x prefix tokens
     server_cache_hit_tokens: float | None  # prefix-cache hit counter delta over the phase, when exposed
-    note: str
+    # why the saving was not timed against a full hit: "not_run" (the probes did not run or succeed), "too_cheap" (the
+    # prefix's prefill costs too little to tell); None: it was. The report says it (warning_words.prefix_note).
+    undetermined: str | None
 
 
 def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
@@ -240,32 +244,24 @@ def prefix_caching(inp: Inputs, fit: LinearFit | None) -> PrefixCaching:
             control_ttft_s=None,
             saving_s=None,
             saving_s_ci=None,
-            note="the prefix probes did not run or did not succeed",
+            undetermined="not_run",
             **base,
         )
     d, lo, hi = welch_diff(control, shared, inp.confidence)
     ci = (lo, hi) if math.isfinite(lo) else None
+    undetermined: str | None = None
     if expected is None or expected < th.cold_extra_floor_s:
-        enabled: bool | None = None
-        note = "prefill of the prefix costs too little here to tell whether it is cached"
-        if hit_tokens is not None:
-            enabled = hit_tokens > 0
-            note += f"; the server's counters report {hit_tokens:.0f} cached prompt tokens"
+        undetermined = "too_cheap"
+        enabled = hit_tokens > 0 if hit_tokens is not None else None  # the server's counters, when it has them
     else:
         enabled = d >= th.prefix_cache_min_saving * expected and (ci is None or ci[0] > 0)
-        share = d / expected if expected > 0 else math.nan
-        note = (
-            f"a {prefix_server:.0f}-token prefix seen before saves {d:.3f} s ({share:.0%} of its prefill time)"
-            if d >= 0
-            else f"a {prefix_server:.0f}-token prefix seen before saves nothing: {-d:.3f} s slower than a fresh one"
-        )
     return PrefixCaching(
         enabled,
         shared_ttft_s=mean_of(shared),
         control_ttft_s=mean_of(control),
         saving_s=d,
         saving_s_ci=ci,
-        note=note,
+        undetermined=undetermined,
         **base,
     )
 
@@ -337,7 +333,16 @@ class Queueing:
     tpot_c1_s: float | None
     tpot_load_s: float | None
     interference: bool  # TTFT at load far above TTFT alone while decode stays steady, not explained by slot waits
-    note: str
+    ttft_ratio: float | None = None  # TTFT at load / alone
+    tpot_ratio: float | None = None  # TPOT at load / alone
+    # what the extra TTFT was weighed against: the other requests in flight and their prefill work (None: no prefill
+    # fit), and whether the extra TTFT is within 1.5x that work
+    others_in_flight: float | None = None
+    prefill_bound_s: float | None = None
+    within_prefill: bool | None = None
+    # why queueing was not measured: "no_load" (no --concurrency N) or "incomplete" (the workload did not complete at
+    # both points); None: it was. The report words it (warning_words.queueing_note).
+    unmeasured: str | None = None
 
 
 def queueing(
@@ -346,25 +351,20 @@ def queueing(
     th = inp.thresholds
     at = operating_point(inp)
     if not measures_load(inp) or c1 is None or load is None:
-        why = (
-            "pass --concurrency N (your operating point) to measure queueing"
-            if not measures_load(inp)
-            else ("the workload did not complete at both concurrency 1 and the operating point")
-        )
         return Queueing(
-            False,
-            inp.concurrency,
-            at,
-            c1.ttft_s if c1 else None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            c1.tpot_s if c1 else None,
-            None,
-            False,
-            why,
+            measured=False,
+            concurrency=inp.concurrency,
+            at=at,
+            ttft_c1_s=c1.ttft_s if c1 else None,
+            ttft_load_s=None,
+            wait_s=None,
+            wait_s_ci=None,
+            client_queue_s=None,
+            server_queue_s=None,
+            tpot_c1_s=c1.tpot_s if c1 else None,
+            tpot_load_s=None,
+            interference=False,
+            unmeasured="no_load" if not measures_load(inp) else "incomplete",
         )
     load_recs = [r for r in inp.phases.get(PHASE_LOAD, ()) if not r.warmup]
     ttft_load = [t + r.queue_s for r, t in zip(ok_records(load_recs), ttfts_of(load_recs), strict=True)]
@@ -379,25 +379,15 @@ def queueing(
     # N-1 requests in flight (with some slack). Waiting for a free slot also raises TTFT with decode steady, but that
     # is capacity, not interference: the server's queue-time histogram, when it has one, shows it. Anything beyond
     # both (scheduling, CPU overhead) is queueing of another kind; disaggregation would not remove it.
-    parts = []
     slot_explains = server_q is not None and server_q >= 0.5 * d
-    if server_q is not None:
-        parts.append(f"the server reports {server_q:.3f} s of queue time per request")
+    others: float | None = None
+    bound: float | None = None
+    prefill_explains: bool | None = None
     if prefill_per_request_s is not None:
-        others = max(0.0, inp.in_flight - 1) if inp.in_flight is not None else inp.concurrency - 1
+        others = max(0.0, inp.in_flight - 1) if inp.in_flight is not None else float(inp.concurrency - 1)
         bound = others * prefill_per_request_s
         prefill_explains = d <= 1.5 * bound
-        within = "within" if prefill_explains else "more than"
-        parts.append(f"{within} the prefill work of the other {others:.3g} requests in flight ({bound:.3f} s)")
-    else:
-        prefill_explains = False
-        parts.append("no prefill fit to compare the extra TTFT with")
-    how = "; ".join(parts)
-    interference = far and steady and prefill_explains and not slot_explains
-    note = (
-        f"TTFT {c1.ttft_s:.3f} s alone -> {load.ttft_s:.3f} s at {at} "
-        f"({ttft_ratio:.1f}x); TPOT {c1.tpot_s * 1e3:.1f} -> {load.tpot_s * 1e3:.1f} ms ({tpot_ratio:.2f}x); {how}"
-    )
+    interference = far and steady and bool(prefill_explains) and not slot_explains
     return Queueing(
         measured=True,
         concurrency=inp.concurrency,
@@ -411,7 +401,11 @@ def queueing(
         tpot_c1_s=c1.tpot_s,
         tpot_load_s=load.tpot_s,
         interference=interference,
-        note=note,
+        ttft_ratio=ttft_ratio,
+        tpot_ratio=tpot_ratio,
+        others_in_flight=others,
+        prefill_bound_s=bound,
+        within_prefill=prefill_explains,
     )
 
 

@@ -25,7 +25,7 @@ class DiagnoseConfig:
     output_dir: Path | None = None  # None: nothing written (library use)
     workload: str = "builtin:mixed"  # the user's workload, for decode share and queueing
     workload_default: bool = False  # the user named none: built-in prompts too long for the context are left out
-    workload_note: str | None = None  # set by the run: what was left out of the default workload, if anything
+    workload_left_out: int = 0  # set by the run: built-in prompts of the default workload too long for the context
     num_prompts: int = 16  # workload requests at concurrency 1 (and at least 2 x concurrency at load)
     concurrency: int = 1  # the operating point; 1: queueing is not measured (with a trace: a cap above 1)
     # a trace:PATH workload: the operating point replays the whole trace at its arrival times, this many times as fast

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from speculab.commands.diagnose import analysis as dg
-from speculab.commands.diagnose.causes import (
-    SCHEMA,
-)
+from speculab.commands.diagnose.causes import SCHEMA
 from speculab.commands.diagnose.config import DiagnoseConfig
 from speculab.harness.analysis.figures import TPOT
 from speculab.harness.client.endpoint import EndpointConfig
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
 
 def diagnose_options(
@@ -20,7 +19,7 @@ def diagnose_options(
 ) -> dict[str, Any]:
     return {
         "workload": cfg.workload,
-        "workload_note": cfg.workload_note,
+        "workload_left_out": cfg.workload_left_out,
         "num_prompts": cfg.num_prompts,
         "concurrency": cfg.concurrency,
         "trace_speed": cfg.trace_speed,
@@ -74,6 +73,8 @@ def build_document(
         **body,
         "options": diagnose_options(cfg, context, lengths, probe_seed, prefix, prefix_total),
     }
-    if cfg.workload_note:
-        doc["warnings"] = [*doc.get("warnings", []), cfg.workload_note]
+    if cfg.workload_left_out:
+        fields = {"left_out": cfg.workload_left_out, "context": context, "max_tokens": cfg.sampling.max_tokens}
+        left_out = ReportWarning(WarningKind.BUILTIN_PROMPTS_LEFT_OUT, fields=fields)
+        doc["warnings"] = [*doc["warnings"], left_out.to_dict()]
     return doc

@@ -333,11 +333,7 @@ async def run_diagnosis(
                 items, left_out = _fitting_items(items, context, cfg)
             _check_workload_fits(items, context, cfg)
             if left_out:
-                cfg = dataclasses.replace(
-                    cfg,
-                    workload_note=f"{left_out} built-in prompts too long for the {context}-token context with "
-                    f"max_tokens {cfg.sampling.max_tokens} were left out",
-                )
+                cfg = dataclasses.replace(cfg, workload_left_out=left_out)
             ep = dataclasses.replace(cfg.endpoint, model=model)
             run_dir = RunDir(cfg.output_dir).create() if cfg.output_dir is not None else None
             try:

@@ -11,7 +11,7 @@ from speculab.commands.run.plan import ArmPlan
 from speculab.harness.records import CacheResetOutcome
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.cache_reset import refusal_note, reset_caches
+from speculab.harness.servers.cache_reset import refusal_warning, reset_caches
 
 
 class BlockResets:
@@ -27,6 +27,5 @@ class BlockResets:
         done = await reset_caches(session, arm.info.url, reset, block, mode=mode, api_key=arm.api_key)
         if done.outcome == "refused" and arm.info.name not in self._refused:
             self._refused.add(arm.info.name)
-            # still a sentence made in harness.servers.cache_reset: carried as a note (#48 item 3, left)
-            self.note(ReportWarning.from_text(refusal_note(arm.info.label, arm.info.url, done, reset)))
+            self.note(refusal_warning(arm.info.label, arm.info.url, done, reset))
         return done

@@ -22,6 +22,8 @@ from typing import Any
 
 from scipy import optimize
 
+from speculab.harness.results.warnings import ReportWarning, WarningKind
+
 K_RANGE = tuple(range(1, 9))
 
 
@@ -154,12 +156,12 @@ class WhatIf:
     observed_k: int | None = None
     observed_speedup: float | None = None
     predicted_at_observed_k: float | None = None
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[ReportWarning, ...] = field(default=())  # step_cost_clipped, step_cost_fitted: worded by the report
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["profile"] = self.profile.to_dict()
-        d["notes"] = list(self.notes)
+        d["notes"] = [n.to_dict() for n in self.notes]
         return d
 
 
@@ -173,10 +175,10 @@ def what_if(
     observed_speedup: float | None = None,
 ) -> WhatIf:
     """Speedup E[tokens|k] / (k*c + 1) for each k; recommend the best k (smallest on ties), or 0 if none pays."""
-    notes: list[str] = []
+    notes: list[ReportWarning] = []
     c = step_cost
     if c < 0:
-        notes.append(f"step cost fitted as {c:.3f} < 0 (speedup above the model's bound); clipped to 0")
+        notes.append(ReportWarning(WarningKind.STEP_COST_CLIPPED, fields={"step_cost": c}))
         c = 0.0
     preds = []
     for k in ks:
@@ -191,7 +193,7 @@ def what_if(
     if observed_k is not None:
         at_obs = expected_tokens(profile, observed_k) / (observed_k * c + 1.0)
         if step_cost_source == "fitted to observed speedup":
-            notes.append("c was fitted to the observed speedup, so the prediction at the observed k matches it")
+            notes.append(ReportWarning(WarningKind.STEP_COST_FITTED))
     return WhatIf(
         profile, c, step_cost_source, tuple(preds), recommended, observed_k, observed_speedup, at_obs, tuple(notes)
     )

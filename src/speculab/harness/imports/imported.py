@@ -19,6 +19,7 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
+from speculab.harness.results.warnings import ReportWarning
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,8 @@ class ImportedRun:
     acceptance: AcceptanceSummary | None = None
     # where the numbers came from: tool, version, date, backend, model, as the file states them
     info: Mapping[str, Any] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
+    # the reader's notes on this run, in its words (carried as kind `note`); compare adds records (runs left out)
+    notes: tuple[str | ReportWarning, ...] = ()
     started_utc: str = ""
     # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike
     # (AIPerf's profile_export.jsonl in each run's artifact directory)

@@ -29,6 +29,8 @@ def from_data(tp: Any, data: Any) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if data is None:
             return None
+        if data == "" and any(hasattr(a, "from_text") for a in args):
+            return None  # a record an older release saved as its sentence, and "" where there was none to say
         if len(args) == 1:
             return from_data(args[0], data)
         for a in args:  # e.g. float | str: first that fits

@@ -1,7 +1,8 @@
 """A run on disk: manifest.json (what was run), requests.jsonl (one record per finished request, appended and
 flushed as each finishes, so a crash loses nothing that finished) and summary.json (every number, seconds).
 
-What goes into summary.json is `speculab.commands.bench.summary`'s business; this module only lays the files out.
+What goes into summary.json is `speculab.commands.bench.summary`'s business; this module only lays the files out, and
+writes summary.json the way every kind's is written (`summary_file.write_summary_file`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from speculab.harness.records import RequestRecord
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import RequestsFile, write_error
 from speculab.harness.results.strict_json import write_json_atomic
-from speculab.harness.results.summary_file import SUMMARY_FILE
+from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
 
 MANIFEST_SCHEMA = "speculab.bench.manifest/1"
 MANIFEST, REQUESTS, SUMMARY = "manifest.json", "requests.jsonl", SUMMARY_FILE
@@ -63,6 +64,13 @@ class RunDir:
             write_json_atomic(self.path / name, obj)
         except OSError as e:
             raise write_error(self.path / name, e) from None
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """summary.json through the one writer of every kind's (indented by 2, as bench's always was)."""
+        try:
+            write_summary_file(self.path, summary, indent=2)
+        except OSError as e:
+            raise write_error(self.path / SUMMARY, e) from None
 
     def append(self, rec: RequestRecord) -> None:
         assert self._requests is not None, "create() first"

@@ -2,7 +2,8 @@
 (`strict_json`), atomically (`atomic_file`), so a reader sees the old file or the new one, never half.
 
 What goes in it is each kind's one writer's business, its schema defined beside it: a bench run's
-(`commands.bench.summary.build_summary`, written by `run_dir.RunDir` with the run's other files), an A/B run's
+(`commands.bench.summary.build_summary`, written by `run_dir.RunDir.write_summary` with the run's other files, through
+`write_summary_file` like the others), an A/B run's
 (`report.summary.write_summary`: the verdict model, `harness.verdict.model.REPORT_SCHEMA`, with its sentences) and a
 run-level comparison's (`commands.compare.run_level.save`: `harness.verdict.run_level.RunLevelReport.to_dict`).
 """

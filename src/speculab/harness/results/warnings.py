@@ -22,7 +22,21 @@ class WarningKind(str, Enum):
     INTERRUPTED = "interrupted"  # the run stopped early
     NOT_SINGLE_CHANGE = "not_single_change"  # the arms' commands differ in more than speculation: diff_lines
     CHANGE_UNVERIFIED = "change_unverified"  # the single change could not be verified: note
-    NO_VERDICT = "no_verdict"  # a gate withheld the verdict: reason (subject: every candidate it withheld)
+    NO_VERDICT = "no_verdict"  # a gate withheld the verdict: reason (a GATE_* record; subject: whom it withheld)
+    # Why a gate withheld a load's verdict (`LevelComparison.gate_reason`, NO_VERDICT's `reason`, a crossover's loads
+    # left out), about one side: `side` is "baseline" or the candidate's label
+    GATE_NO_RUNS = "gate_no_runs"  # side, at (the load's label)
+    GATE_ERROR_RATE = "gate_error_rate"  # side, error_rate, failed, counted, max_error_rate, first (first error; "")
+    GATE_NO_DRAFTS = "gate_no_drafts"  # drafts (None: no count reported), source (the acceptance source)
+    # side, open_loop, kind (rate | trace | concurrency), value (requested), achieved (req/s sent, or requests in
+    # flight), fraction (of the requested), min_fraction (the gate)
+    GATE_LOAD_NOT_ACHIEVED = "gate_load_not_achieved"
+    GATE_CLIENT_BEHIND = "gate_client_behind"  # side, cpu_share, loop_lag_p99_s
+    TOO_FEW_PAIRS = "too_few_pairs"  # a load left out of the crossover: not enough paired TPOT data
+    # What an A/B run lacks (`Report.missing`): an arm (subject) at a load
+    NO_RUNS = "no_runs"
+    REPEATS_MISSING = "repeats_missing"  # repeats (their numbers)
+    REPEATS_CUT = "repeats_cut"  # repeats interrupted: partial records, no counters
     PREFIX_CACHE_MOVED = "prefix_cache_moved"  # hit rates differ beyond noise: rates, p_value, requests per arm
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline
@@ -37,6 +51,9 @@ class WarningKind(str, Enum):
     # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
     EFFECT_NOT_MEDIANS = "effect_not_medians"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
+    # the what-if model's notes on its step cost (WhatIf.notes)
+    STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
+    STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count
     PYTHON_CHECKS_SKIPPED = "python_checks_skipped"  # count, flag (the opt-in)
@@ -81,6 +98,23 @@ class WarningKind(str, Enum):
     RESUMED = "resumed"  # at, done, total (blocks), stopped (the record of how it had stopped; None: no word)
     BLOCK_SET_ASIDE = "block_set_aside"  # arm, load (labels), repeat, records (None: it finished), kept_in
     RESUMED_OTHER_VERSIONS = "resumed_other_versions"  # changed (the versions' names)
+    # a server refused to empty its caches before a block (subject: the arm): url, detail (what it said), env (what
+    # the server must be started with to allow it; {}: unknown)
+    CACHE_RESET_REFUSED = "cache_reset_refused"
+    # speculab diagnose (diagnosis.json `warnings`)
+    PHASE_REQUESTS_FAILED = "phase_requests_failed"  # phase, failed, sent, first (the first error, shortened)
+    PREFILL_NOT_LINEAR = "prefill_not_linear"  # r2 of the TTFT-against-prompt-tokens fit
+    PROMPT_TOKENS_APPROXIMATE = "prompt_tokens_approximate"  # no usage: prefill per token uses speculab's counts
+    BUILTIN_PROMPTS_LEFT_OUT = "builtin_prompts_left_out"  # left_out, context, max_tokens (the default workload)
+    # speculab compare's own notes (ABRun.notes of a comparison of two separate runs)
+    COMPARE_BENCH_RUNS = "compare_bench_runs"  # two bench runs, A then B: not interleaved, drift not cancelled
+    # two runs of any tools, A then B: tool_a, tool_b, paired (per prompt by position), checked (what was verified
+    # equal: "prompts" | "prompt lengths")
+    COMPARE_FILE_RUNS = "compare_file_runs"
+    COMPARE_UNPAIRED = "compare_unpaired"  # why (the first reason, in words), hows (each tool's way to pair its runs)
+    UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
+    RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
+    SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
     NOTE = "note"  # words a note or an older file wrote: text
 
 
@@ -113,6 +147,18 @@ class ReportWarning:
     def key(self) -> tuple[Any, ...]:
         """What makes two warnings the same warning (records holding a mapping are not hashable)."""
         return (self.kind, self.subject, self.load, tuple(sorted((k, repr(v)) for k, v in self.fields.items())))
+
+
+class FindingKind(str, Enum):
+    """What `speculab diagnose` found to cost latency, a closed set like `WarningKind`: a finding is this kind, the
+    seconds it explains and the numbers its title, evidence and next step are made from when rendering
+    (`speculab.report.warning_words.finding_words`)."""
+
+    DECODE = "decode"  # generation after the first token: at, e2e_s, decode_s, decode_share, tpot_s, output_tokens
+    PREFILL = "prefill"  # long prompts: the fit (overhead_s, s_per_token, tokens_per_s, r2), prompt_tokens,
+    # prefill_s (of such a prompt), prefix_caching (True | False | None: the next step depends on it)
+    QUEUEING = "queueing"  # load adds TTFT: the queueing check's numbers (`queueing` in diagnosis.json)
+    COLD_START = "cold_start"  # the cold-start check's numbers (`cold_start` in diagnosis.json)
 
 
 def distinct(warnings: Iterable[ReportWarning]) -> list[ReportWarning]:

@@ -14,6 +14,7 @@ import aiohttp
 
 from speculab.harness.client.body import MAX_ERROR_BODY_BYTES, BodyTooLarge, read_body
 from speculab.harness.records import CacheResetOutcome
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters.base import CacheReset
 from speculab.protocol.chunks import error_from_body, one_line
 
@@ -67,11 +68,9 @@ def _said_failure(body: bytes) -> bool:
     return isinstance(said, dict) and said.get("success") is False
 
 
-def refusal_note(arm_label: str, url: str, outcome: CacheResetOutcome, reset: CacheReset | None) -> str:
-    """The run's note when a server refused: which, what it said, and the two ways out."""
-    need = ", ".join(f"{k}={v}" for k, v in (reset.env if reset is not None else {}).items())
-    start = f"start it with {need}" if need else "check that the server allows it"
-    return (
-        f"{arm_label}: the server at {url} refused to reset its cache before a block ({outcome.detail}); its blocks "
-        f"ran on a cache warmed by the blocks before; {start}, or set `cache: {{reset: never}}` to not ask"
-    )
+def refusal_warning(arm_label: str, url: str, outcome: CacheResetOutcome, reset: CacheReset | None) -> ReportWarning:
+    """The run's warning when a server refused: which, what it said, and what the server needs to allow it (the
+    report words it with the two ways out)."""
+    env = dict(reset.env) if reset is not None else {}
+    fields = {"url": url, "detail": outcome.detail, "env": env}
+    return ReportWarning(WarningKind.CACHE_RESET_REFUSED, arm_label, fields=fields)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -67,18 +68,18 @@ def crossover_view(
     keys = {lv.key for lv in axis_levels}
     points: list[LoadSpeedup] = []
     sizes: dict[float, int] = {}
-    excluded = []
+    excluded: list[ReportWarning] = []
     for lv in levels:
         if lv.key not in keys:
             continue
         comp = lv.comparison(cand.name)
         if comp is None or comp.gate != "ok":
-            if comp is not None and comp.gate != "missing":
-                excluded.append(f"{lv.label}: {comp.gate_reason}")
+            if comp is not None and comp.gate != "missing" and comp.gate_reason is not None:
+                excluded.append(replace(comp.gate_reason, load=lv.label))
             continue
         tp = comp.metric(HEADLINE.name)
         if tp is None or (tp.n_units or tp.n_pairs) < MIN_PAIRS:
-            excluded.append(f"{lv.label}: not enough paired TPOT data")
+            excluded.append(ReportWarning(WarningKind.TOO_FEW_PAIRS, load=lv.label))
             continue
         points.append(LoadSpeedup(lv.value, tp.speedup, tp.speedup_low, tp.speedup_high, ()))
         sizes[lv.value] = tp.group_size

@@ -26,6 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -145,12 +146,14 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
             w.append(ReportWarning(Kind.CHANGE_UNVERIFIED, c.label, fields={"note": c.change_note}))
     for lv in levels:
         # one warning per reason and load, naming every candidate it withheld: a baseline at fault gates them all
-        gated: dict[str, list[str]] = {}
+        gated: dict[tuple[Any, ...], tuple[ReportWarning, list[str]]] = {}
         for comp in lv.comparisons:
-            if comp.gate not in ("ok", "missing"):
-                gated.setdefault(comp.gate_reason, []).append(labels.get(comp.candidate, comp.candidate))
+            if comp.gate not in ("ok", "missing") and comp.gate_reason is not None:
+                _, names = gated.setdefault(comp.gate_reason.key(), (comp.gate_reason, []))
+                names.append(labels.get(comp.candidate, comp.candidate))
         w.extend(
-            ReportWarning(Kind.NO_VERDICT, ", ".join(names), lv.label, {"reason": why}) for why, names in gated.items()
+            ReportWarning(Kind.NO_VERDICT, ", ".join(names), lv.label, {"reason": why.to_dict()})
+            for why, names in gated.values()
         )
         for comp in lv.comparisons:
             if comp.prefix_cache is not None and comp.prefix_cache.beyond_noise:
@@ -281,7 +284,8 @@ def measured_tpc(a: ArmLevel) -> bool:
     return bool(a.token_count_sources) and "one_per_chunk" not in a.token_count_sources
 
 
-def _missing(inputs: ABRun) -> list[str]:
+def _missing(inputs: ABRun) -> list[ReportWarning]:
+    """Each arm's planned repeats at each load that did not run, or ran only in part, as records."""
     out = []
     for lv in inputs.setup.levels:
         for arm in inputs.arms:
@@ -289,12 +293,12 @@ def _missing(inputs: ABRun) -> list[str]:
             have = {r.repeat for r in runs if any(not x.warmup for x in r.records)}
             want = set(range(1, inputs.setup.repeats + 1))
             if not have:
-                out.append(f"{arm.label} at {lv.label}: no runs")
+                out.append(ReportWarning(Kind.NO_RUNS, arm.label, lv.label))
             elif want - have:
-                out.append(f"{arm.label} at {lv.label}: repeats {sorted(want - have)} missing")
+                out.append(ReportWarning(Kind.REPEATS_MISSING, arm.label, lv.label, {"repeats": sorted(want - have)}))
             part = [r.repeat for r in runs if r.interrupted and r.records]
             if part:
-                out.append(f"{arm.label} at {lv.label}: repeat(s) {part} interrupted (partial records, no counters)")
+                out.append(ReportWarning(Kind.REPEATS_CUT, arm.label, lv.label, {"repeats": part}))
     return out
 
 

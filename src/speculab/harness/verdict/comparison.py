@@ -26,8 +26,10 @@ from speculab.harness.analysis.metrics import REQUEST_VALUES, exceeds_error_rate
 from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.load.client_health import client_fell_behind
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.verdict.arm_level import arm_price, over_repeats, repeat_metrics, throughput_known
-from speculab.harness.verdict.model import ArmLevel, LevelComparison, Ratio, ReportOptions
+from speculab.harness.verdict.model import NO_VERDICT, ArmLevel, LevelComparison, Ratio, ReportOptions
 from speculab.harness.verdict.per_request import acceptance_vs_speedup, hit_rate_change, prompt_spread
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -222,50 +224,43 @@ def paired_per_prompt(
 
 def _gate(
     level: LevelSpec, base: ArmLevel | None, cand: ArmLevel | None, cand_label: str, opts: ReportOptions
-) -> tuple[str, str]:
-    """(gate, reason). "ok" when a verdict may be given."""
+) -> tuple[str, ReportWarning | None]:
+    """(gate, why as a record; None when "ok", a verdict may be given)."""
     if base is None or base.repeats == 0 or cand is None or cand.repeats == 0:
         which = "baseline" if base is None or base.repeats == 0 else cand_label
-        return "missing", f"no {which} runs at {level.label}"
+        return "missing", ReportWarning(Kind.GATE_NO_RUNS, fields={"side": which, "at": level.label})
     for side, a in (("baseline", base), (cand_label, cand)):
         if exceeds_error_rate(a.error_rate, opts.max_error_rate):
-            first = f"; first: {a.first_error}" if a.first_error else ""
-            failed = a.error - a.errors_by_category.get("cancelled", 0)
-            counted = a.sent - a.errors_by_category.get("cancelled", 0)
-            return "errors", (
-                f"{side} error rate {a.error_rate:.1%} ({failed} of {counted}) is above the {opts.max_error_rate:.0%} "
-                f"gate{first}"
-            )
+            fields = {
+                "side": side,
+                "error_rate": a.error_rate,
+                "failed": a.error - a.errors_by_category.get("cancelled", 0),
+                "counted": a.sent - a.errors_by_category.get("cancelled", 0),
+                "max_error_rate": opts.max_error_rate,
+                "first": a.first_error or "",
+            }
+            return "errors", ReportWarning(Kind.GATE_ERROR_RATE, fields=fields)
     acc = cand.acceptance
     if acc is not None and not acc.active:
-        drafts = f"{acc.drafts:g} drafts" if acc.drafts is not None else "no drafts"
-        return "not active", f"{drafts} reported by {acc.source}: the candidate did not speculate"
+        return "not active", ReportWarning(Kind.GATE_NO_DRAFTS, fields={"drafts": acc.drafts, "source": acc.source})
     for side, a in (("baseline", base), (cand_label, cand)):
         if a.load_fraction is not None and a.load_fraction < opts.min_load_fraction:
-            if level.open_loop:
-                asked = (
-                    f"of {level.value:g} requested"
-                    if level.kind == "rate"
-                    else f"replaying the trace at ×{level.value:g}"
-                )
-                got = f"{a.achieved_rate_rps:.3g} req/s sent {asked}, {a.load_fraction:.0%} of the schedule's rate"
-            else:
-                got = (
-                    f"{a.achieved_concurrency:.3g} requests in flight of {level.value:g} requested "
-                    f"({a.load_fraction:.0%})"
-                )
-            return "load not achieved", (
-                f"{side}: {got} (gate {opts.min_load_fraction:.0%}); "
-                "raise max_concurrency or use a faster client machine"
-            )
+            achieved = a.achieved_rate_rps if level.open_loop else a.achieved_concurrency
+            fields = {
+                "side": side,
+                "open_loop": level.open_loop,
+                "kind": level.kind,
+                "value": level.value,
+                "achieved": achieved,
+                "fraction": a.load_fraction,
+                "min_fraction": opts.min_load_fraction,
+            }
+            return "load not achieved", ReportWarning(Kind.GATE_LOAD_NOT_ACHIEVED, fields=fields)
     for side, a in (("baseline", base), (cand_label, cand)):
         if client_fell_behind(a.client_cpu_share, a.client_loop_lag_p99_s):
-            return "load not achieved", (
-                f"{side}: the client fell behind (CPU {a.client_cpu_share:.0%} of a core, event-loop lag p99 "
-                f"{(a.client_loop_lag_p99_s or 0) * 1e3:.1f} ms): its timings carry that delay; run the client on a "
-                "bigger or less loaded machine, or lower the load per client process"
-            )
-    return "ok", ""
+            fields = {"side": side, "cpu_share": a.client_cpu_share, "loop_lag_p99_s": a.client_loop_lag_p99_s}
+            return "load not achieved", ReportWarning(Kind.GATE_CLIENT_BEHIND, fields=fields)
+    return "ok", None
 
 
 def _repeat_tok_s(runs: Sequence[RepeatRun]) -> dict[int, float]:
@@ -310,7 +305,7 @@ def compare_level(
     base, cand = arms.get(base_arm.name), arms.get(cand_arm.name)
     gate, reason = _gate(level, base, cand, cand_arm.label, opts)
     if gate == "missing" or base is None or cand is None:
-        return LevelComparison(cand_arm.name, gate, reason, f"no verdict: {reason}", (), None, None, None, "")
+        return LevelComparison(cand_arm.name, gate, reason, NO_VERDICT, (), None, None, None, "")
     b_runs, c_runs = inputs.runs_for(base_arm.name, level.key), inputs.runs_for(cand_arm.name, level.key)
     b_vals, c_vals = [run_values(r) for r in b_runs], [run_values(r) for r in c_runs]
     ratios = []
@@ -345,7 +340,7 @@ def compare_level(
     if gate == "not active":
         verdict = decision = "speculation not active"
     elif gate != "ok":
-        verdict, decision = f"no verdict: {reason}", gate
+        verdict, decision = NO_VERDICT, gate  # the report says why, from gate_reason
     else:  # the headline's: the first compared metric (the figures table puts it first; a test holds it there)
         verdict, decision = ratios[0].verdict, ratios[0].decision
     cand_tpot, base_tpot = values[HEADLINE.name]

@@ -50,7 +50,11 @@ from speculab.harness.verdict.choices import SloCapacity as SloCapacity
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
 
-REPORT_SCHEMA = "speculab.report.summary/1"
+# /2: a gate's reason, what is missing and a crossover's loads left out are records (kind and numbers), and a gated
+# load's verdict is NO_VERDICT; the report words them. A /1 file's sentences read back as notes and say the same.
+REPORT_SCHEMA = "speculab.report.summary/2"
+READABLE_SCHEMAS = ("speculab.report.summary/1", REPORT_SCHEMA)
+NO_VERDICT = "no verdict"  # a gated load's verdict; why: its comparison's gate_reason (report.phrases.gated_verdict)
 
 # The compared metrics' labels, from their table (`analysis.figures`), for the report's views; the rows above are
 # re-exported for the same views (the report names figures by their rows and may not import analysis).
@@ -249,8 +253,9 @@ class LevelComparison:
 
     candidate: str
     gate: str  # "ok" | "missing" | "errors" | "not active" | "load not achieved"
-    gate_reason: str
-    verdict: str  # the TPOT verdict, or the gate's: "speculation not active", "no verdict: ..."
+    # why the gate withheld the verdict (None: "ok"); a summary before /2 saved the sentence (read back as a note)
+    gate_reason: ReportWarning | None
+    verdict: str  # the TPOT verdict, or the gate's: "speculation not active", NO_VERDICT (gate_reason says why)
     metrics: tuple[Ratio, ...]
     throughput_ratio: Interval | None  # output tok/s candidate/baseline, paired by repeat
     cost_ratio: Interval | None  # $ per 1M tokens candidate/baseline (0.62 = 38% cheaper)
@@ -337,7 +342,7 @@ class CrossoverView:
     high_censored: bool
     method: str
     scale: str
-    excluded: tuple[str, ...] = ()  # loads left out (gated), with why
+    excluded: tuple[ReportWarning, ...] = ()  # loads left out (gated): why, its `load` the load's label
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +366,7 @@ class WhatIfView:
     recommended_k: int
     observed_k: int | None
     observed_speedup: float | None
-    notes: tuple[str, ...] = ()
+    notes: tuple[ReportWarning, ...] = ()  # the what-if model's (a summary /1: sentences, read back as notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,7 +540,7 @@ class Report:
     levels: tuple[LevelReport, ...]
     candidates: tuple[CandidateReport, ...]
     warnings: tuple[ReportWarning, ...]  # actionable, most important first; the sentences: report.phrases
-    missing: tuple[str, ...]  # planned runs that are absent ("ngram-k4 at concurrency 16: no runs")
+    missing: tuple[ReportWarning, ...]  # planned runs that are absent (NO_RUNS, REPEATS_MISSING, REPEATS_CUT)
     interrupted: bool
     diagnosis: Mapping[str, Any] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -569,6 +574,6 @@ class Report:
     @classmethod
     def from_json(cls, text: str) -> Report:
         d = json.loads(text)
-        if d.get("schema") != REPORT_SCHEMA:
+        if d.get("schema") not in READABLE_SCHEMAS:
             raise ValueError(f"not a speculab A/B summary (schema {d.get('schema')!r}, want {REPORT_SCHEMA})")
         return from_data(cls, d)

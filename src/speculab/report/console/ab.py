@@ -31,6 +31,7 @@ from speculab.report.phrases import (
     samples_phrase,
     verdict_line,
     warning_lines,
+    warning_text,
 )
 from speculab.report.slo_capacity import slo_capacity_lines
 
@@ -160,7 +161,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
     for w in warning_lines(report.warnings):
         parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
     for m in report.missing:
-        parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(m)}"))
+        parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(warning_text(m))}"))
     if out_dir is not None:
         parts.append(Text(f"report: {out_dir / 'report.html'}  ·  every number: {out_dir / SUMMARY_FILE}"))
     return Group(*parts)

@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from speculab.report.formatting import pct, seconds
-from speculab.report.html.diagnosis import headline_rows
+from speculab.report.html.diagnosis import diagnosis_warnings, headline_rows
+from speculab.report.warning_words import disaggregation_text, finding_words
 
 
 def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None) -> None:
@@ -26,25 +27,26 @@ def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None)
     if findings:
         top = findings[0]
         say(
-            f"[bold]Diagnosis: {escape(top['title'])} explains the most latency "
+            f"[bold]Diagnosis: {escape(finding_words(top).title)} explains the most latency "
             f"({seconds(top['explained_s'])}, {pct(top['share'])} of an affected request).[/]"
         )
     else:
         say("[bold]Diagnosis: no cause explains a noticeable share of latency.[/]")
     for f in findings:
+        words = finding_words(f)
         say(
-            f"\n[bold]{f['rank']}. {escape(f['title'])}[/]: {seconds(f['explained_s'])} "
-            f"({pct(f['share'])}; affects {escape(f['affects'])})",
+            f"\n[bold]{f['rank']}. {escape(words.title)}[/]: {seconds(f['explained_s'])} "
+            f"({pct(f['share'])}; affects {escape(words.affects)})",
             highlight=False,
         )
-        say(f"   evidence: {escape(f['evidence'])}", highlight=False)
-        say(f"   [green]next:[/] {escape(f['next_step'])}", highlight=False)
+        say(f"   evidence: {escape(words.evidence)}", highlight=False)
+        say(f"   [green]next:[/] {escape(words.next_step)}", highlight=False)
     checked = doc.get("checked", [])
     if checked:
-        below = ", ".join(f"{escape(c['title'])} {seconds(c['explained_s'])}" for c in checked)
+        below = ", ".join(f"{escape(finding_words(c).title)} {seconds(c['explained_s'])}" for c in checked)
         say(f"\n[dim]checked, below the thresholds: {below}[/]", highlight=False)
-    if doc.get("disaggregation"):
-        say(f"\n[bold]prefill/decode interference:[/] {escape(doc['disaggregation'])}", highlight=False)
+    if disaggregation := disaggregation_text(doc):
+        say(f"\n[bold]prefill/decode interference:[/] {escape(disaggregation)}", highlight=False)
     rows = [(k, v) for k, v in headline_rows(doc) if k != "disaggregation"]
     say()
     if piped:
@@ -56,7 +58,7 @@ def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None)
         for k, v in rows:
             table.add_row(f"[bold]{escape(k)}[/]", escape(v))
         console.print(table)  # a terminal: aligned and word-wrapped
-    for w in doc.get("warnings", []):
+    for w in diagnosis_warnings(doc):
         say(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if run_dir is not None:
         say(f"\n{run_dir}/diagnosis.json (every number, seconds), diagnosis.html, requests.jsonl", highlight=False)

@@ -1,7 +1,8 @@
 """The diagnosis in HTML: `diagnosis_view` (the dict the A/B report's diagnosis slot renders: `findings` as
 label -> text cards, other scalar keys as rows) and `render_diagnosis_page` (DIR/diagnosis.html, self-contained).
 Input is diagnosis.json as written by `speculab diagnose`; all arithmetic was done there, this only formats.
-Every string is escaped (jinja2 autoescape): server error messages end up in warnings.
+Every string is escaped (jinja2 autoescape): server error messages end up in warnings. The findings', warnings' and
+queueing check's sentences come from `warning_words` / `phrases` (a /1 file's saved sentences render as they were).
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import Any
 import jinja2
 
 from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import TPOT
 from speculab.report.formatting import ci_suffix, ms_per_token, pct, seconds, tok_rate
+from speculab.report.phrases import warning_text
+from speculab.report.warning_words import disaggregation_text, finding_words, queueing_note
 
 
 def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -32,9 +36,14 @@ def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
             else "not measured",
         ),
     ]
-    if doc.get("disaggregation"):
-        rows.append(("disaggregation", str(doc["disaggregation"])))
+    if disaggregation := disaggregation_text(doc):
+        rows.append(("disaggregation", disaggregation))
     return rows
+
+
+def diagnosis_warnings(doc: dict[str, Any]) -> list[str]:
+    """The warnings' sentences: records (/2) worded by kind, a /1 file's sentences as notes."""
+    return [warning_text(ReportWarning.from_dict(w)) for w in doc.get("warnings", [])]
 
 
 def _prefill_text(pre: dict[str, Any]) -> str:
@@ -78,8 +87,10 @@ def _prefix_text(pc: dict[str, Any]) -> str:
 
 
 def _queue_text(q: dict[str, Any]) -> str:
-    if not q or not q.get("measured"):
-        return (q or {}).get("note") or "not measured"
+    if not q:
+        return "not measured"
+    if not q.get("measured"):
+        return queueing_note(q) or "not measured"
     text = (
         f"TTFT {seconds(q.get('ttft_c1_s'))} at concurrency 1 → {seconds(q.get('ttft_load_s'))} "
         f"at {q.get('at') or q.get('concurrency')}: "
@@ -92,19 +103,20 @@ def _queue_text(q: dict[str, Any]) -> str:
     return text + f"; TPOT {seconds(q.get('tpot_c1_s'))} → {seconds(q.get('tpot_load_s'))}"
 
 
-def _finding_card(f: dict[str, Any]) -> dict[str, str]:
+def finding_card(f: dict[str, Any]) -> dict[str, str]:
+    words = finding_words(f)
     return {
-        "finding": f"#{f.get('rank')} {f.get('title')}",
+        "finding": f"#{f.get('rank')} {words.title}",
         "explains": f"{seconds(f.get('explained_s'))} ({pct(f.get('share'))} of the affected request's latency)",
-        "affects": str(f.get("affects", "")),
-        "evidence": str(f.get("evidence", "")),
-        "next step": str(f.get("next_step", "")),
+        "affects": words.affects,
+        "evidence": words.evidence,
+        "next step": words.next_step,
     }
 
 
 def diagnosis_view(doc: dict[str, Any]) -> dict[str, Any]:
     """For the A/B report's diagnosis slot: `findings` (cards of label -> text) and scalar rows (label -> text)."""
-    view: dict[str, Any] = {"findings": [_finding_card(f) for f in doc.get("findings", [])]}
+    view: dict[str, Any] = {"findings": [finding_card(f) for f in doc.get("findings", [])]}
     for k, v in headline_rows(doc):
         view[k] = v
     if not view["findings"]:
@@ -156,15 +168,16 @@ def render_diagnosis_page(doc: dict[str, Any]) -> str:
     findings = [
         {
             "rank": f.get("rank"),
-            "title": f.get("title"),
+            "title": words.title,
             "explains": f"{seconds(f.get('explained_s'))} ({pct(f.get('share'))} of the affected request's latency)",
-            "affects": f.get("affects", ""),
-            "evidence": f.get("evidence", ""),
-            "next_step": f.get("next_step", ""),
+            "affects": words.affects,
+            "evidence": words.evidence,
+            "next_step": words.next_step,
         }
         for f in doc.get("findings", [])
+        for words in (finding_words(f),)
     ]
-    checked = "; ".join(f"{f.get('title')} ({seconds(f.get('explained_s'))})" for f in doc.get("checked", []))
+    checked = "; ".join(f"{finding_words(f).title} ({seconds(f.get('explained_s'))})" for f in doc.get("checked", []))
     by_length = [
         {
             "tokens": r.get("prompt_tokens"),
@@ -182,7 +195,7 @@ def render_diagnosis_page(doc: dict[str, Any]) -> str:
         checked=checked,
         rows=headline_rows(doc),
         by_length=by_length,
-        warnings=list(doc.get("warnings", [])),
+        warnings=diagnosis_warnings(doc),
     )
 
 

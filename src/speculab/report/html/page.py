@@ -31,6 +31,7 @@ from speculab.report.formatting import (
     num,
 )
 from speculab.report.html import plots
+from speculab.report.html.diagnosis import finding_card
 from speculab.report.html.sections import (
     CLASSES,
     arm_labels,
@@ -42,7 +43,15 @@ from speculab.report.html.sections import (
     setup_rows,
     what_if_rows,
 )
-from speculab.report.phrases import best_lines, guardrail_lines, recommendation_lines, verdict_line, warning_lines
+from speculab.report.phrases import (
+    best_lines,
+    guardrail_lines,
+    left_out_text,
+    recommendation_lines,
+    verdict_line,
+    warning_lines,
+    warning_text,
+)
 from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 from speculab.report.slo_capacity import slo_capacity_rows, slo_text
@@ -259,7 +268,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "ranking": _ranking_view(report),
         "k_choices": _k_choice_views(report),
         "warnings": warning_lines(report.warnings),
-        "missing": list(report.missing),
+        "missing": [warning_text(m) for m in report.missing],
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
         "levels": levels,
@@ -329,7 +338,7 @@ def _crossover_view(c: CandidateReport) -> dict[str, Any]:
         text = f"≈ {x.load:.3g}{unit} [{lo} – {hi}] ({x.method}, {x.scale} interpolation)"
     else:
         text = x.status
-    return {"label": c.label, "text": text, "excluded": list(x.excluded)}
+    return {"label": c.label, "text": text, "excluded": [left_out_text(e) for e in x.excluded]}
 
 
 def _k_choice_views(report: Report) -> list[dict[str, Any]]:
@@ -358,8 +367,8 @@ def _diagnosis_view(d: Any) -> dict[str, Any]:
     """The diagnose section (filled by `speculab diagnose`): findings if it has them, else its keys as rows."""
     findings = []
     for f in d.get("findings", []) if isinstance(d, dict) else []:
-        if isinstance(f, dict):
-            findings.append({k: str(v) for k, v in f.items()})
+        if isinstance(f, dict):  # a diagnosis.json /2 finding is a kind and numbers: worded like diagnosis.html's
+            findings.append(finding_card(f) if "fields" in f else {k: str(v) for k, v in f.items()})
     rows = [(str(k), str(v)) for k, v in d.items() if k != "findings" and not isinstance(v, (dict, list))]
     return {"findings": findings, "rows": rows}
 

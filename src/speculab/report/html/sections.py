@@ -42,10 +42,13 @@ from speculab.report.phrases import (
     decision_of,
     decision_phrase,
     failure_lines,
+    gated_verdict,
     launch_phrase,
     pairs_phrase,
     ratio_phrase,
+    reason_text,
     samples_phrase,
+    warning_text,
 )
 
 
@@ -227,9 +230,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                 "candidate": labels.get(comp.candidate, comp.candidate),
                 "gate": comp.gate,
                 "gated": comp.gate != "ok",
-                "reason": comp.gate_reason,
-                "verdict": comp.verdict,
-                "decision": comp.decision or comp.verdict,
+                "reason": reason_text(comp.gate_reason) if comp.gate_reason is not None else "",
+                "verdict": gated_verdict(comp),
+                "decision": comp.decision or gated_verdict(comp),
                 "cls": CLASSES.get(comp.decision or comp.verdict, ""),
                 "launch": launch_phrase(comp) if comp.decision and comp.gate == "ok" else "",
                 "metrics": metrics,
@@ -365,7 +368,7 @@ def what_if_rows(report: Report) -> list[dict[str, Any]]:
                         }
                         for r in w.rows
                     ],
-                    "notes": list(w.notes),
+                    "notes": [warning_text(n) for n in w.notes],
                 }
             )
     return out

@@ -25,7 +25,10 @@ from speculab.commands.diagnose.causes import (
     prefix_caching,
 )
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.stats import LinearFit, fit_line, welch_diff
+from speculab.report.phrases import warning_text
+from speculab.report.warning_words import disaggregation_text, finding_words
 
 
 def rec(
@@ -187,7 +190,7 @@ def test_prefix_caching_on_off_and_undetermined() -> None:
         Inputs(phases={PHASE_PREFIX_SHARED: [rec(0, 0.01)], PHASE_PREFIX_CONTROL: [rec(1, 0.01)]}, **base),
         cheap,
     )
-    assert und.enabled is None and "too little" in und.note
+    assert und.enabled is None and und.undetermined == "too_cheap"
 
 
 def test_prefix_token_count_is_scaled_to_the_servers_count() -> None:
@@ -244,7 +247,7 @@ def test_ranking_decode_dominated() -> None:
     d = situation()
     assert causes(d) == ["decode"]
     assert d.findings[0].rank == 1 and d.findings[0].explained_s == pytest.approx(0.49)
-    assert {f.cause for f in d.checked} >= {"prefill", "cold_start"}
+    assert {f.cause.value for f in d.checked} >= {"prefill", "cold_start"}
 
 
 def test_ranking_prefill_dominated() -> None:
@@ -263,16 +266,18 @@ def test_ranking_queueing_dominated_and_no_disaggregation_when_server_queue_expl
     d = situation(ttft_load=2.0, server_queue=1.9)
     assert causes(d)[0] == "queueing"
     assert d.queueing.wait_s == pytest.approx(1.94, abs=0.01)
-    assert not d.queueing.interference and d.disaggregation is None
+    assert not d.queueing.interference and not d.disaggregation
 
 
 def test_interference_needs_steady_decode() -> None:
     # TTFT at load 4x TTFT alone, no server queue, prefill per request 0.5 s (3 others in flight could add 1.5 s)
     steady = situation(s_per_token=1e-3, ttft_c1=0.55, ttft_load=1.6, server_queue=0.0)
-    assert steady.queueing.interference and steady.disaggregation is not None
-    assert "KV cache" in steady.disaggregation and "router" in steady.disaggregation
+    assert steady.queueing.interference and steady.disaggregation
+    said = disaggregation_text(steady.to_dict())  # the suggestion with its cost, in the report's words
+    assert said is not None and "KV cache" in said and "router" in said
     slower_decode = situation(s_per_token=1e-3, ttft_c1=0.55, ttft_load=1.6, gap_load=0.02, server_queue=0.0)
-    assert not slower_decode.queueing.interference and slower_decode.disaggregation is None
+    assert not slower_decode.queueing.interference and not slower_decode.disaggregation
+    assert disaggregation_text(slower_decode.to_dict()) is None
 
 
 def test_interference_without_server_metrics_uses_the_prefill_bound() -> None:
@@ -288,7 +293,9 @@ def test_failed_requests_are_warned_and_left_out() -> None:
         PHASE_BASELINE: workload(0.1, 20, 0.01),
     }
     d = dg.analyze(Inputs(phases=phases))
-    assert any("1 of 16 requests failed in phase prefill" in w for w in d.warnings)
+    failed = [w for w in d.warnings if w.kind == WarningKind.PHASE_REQUESTS_FAILED]
+    assert [(w.fields["phase"], w.fields["failed"], w.fields["sent"]) for w in failed] == [("prefill", 1, 16)]
+    assert "1 of 16 requests failed in phase prefill" in warning_text(failed[0])
     assert d.prefill.fit is not None and d.prefill.fit.n == 15
 
 
@@ -312,8 +319,9 @@ def test_nothing_measured_is_not_a_crash() -> None:
 def test_no_interference_when_the_extra_ttft_is_beyond_any_prefill_work() -> None:
     # the real-engine case: no server queue time, decode steady, but 1.9 s of extra TTFT against 3 x 5 ms of prefill
     d = situation(s_per_token=1e-5, ttft_c1=0.06, ttft_load=2.0, server_queue=0.0)
-    assert not d.queueing.interference and d.disaggregation is None
-    assert d.findings[0].cause == "queueing" and "more than the prefill work" in d.findings[0].evidence
+    assert not d.queueing.interference and not d.disaggregation
+    assert d.findings[0].cause == "queueing" and d.findings[0].fields["within_prefill"] is False
+    assert "more than the prefill work" in finding_words(d.findings[0].to_dict()).evidence
 
 
 def test_a_counter_reset_during_a_phase_makes_the_servers_numbers_unknown_not_negative():

@@ -17,6 +17,8 @@ from speculab.harness.analysis.whatif import (
     what_if,
     what_if_from_observation,
 )
+from speculab.harness.results.warnings import WarningKind
+from speculab.report.phrases import warning_text
 
 
 def test_geometric_expected_tokens_closed_form():
@@ -83,11 +85,15 @@ def test_step_cost_fitted_from_observation_reproduces_the_observed_speedup():
     w = what_if_from_observation(profile_from_alpha(alpha, k), observed)
     assert w.step_cost == pytest.approx(c)
     assert w.predicted_at_observed_k == pytest.approx(observed)
-    assert any("fitted" in n for n in w.notes)
+    assert [n.kind for n in w.notes] == [WarningKind.STEP_COST_FITTED]
+    assert "fitted to the observed speedup" in warning_text(w.notes[0])
     assert w.to_dict()["profile"]["alpha"] == pytest.approx(alpha)
+    assert w.to_dict()["notes"] == [{"kind": "step_cost_fitted", "subject": "", "load": "", "fields": {}}]
 
 
 def test_step_cost_from_engine_times_and_negative_fit_is_clipped():
     assert step_cost_from_times(0.002, 0.020) == pytest.approx(0.1)
     w = what_if(profile_from_alpha(0.5, 3), -0.2, step_cost_source="fitted to observed speedup")
-    assert w.step_cost == 0.0 and "clipped" in w.notes[0]
+    assert w.step_cost == 0.0 and w.notes[0].kind == WarningKind.STEP_COST_CLIPPED
+    assert w.notes[0].fields["step_cost"] == -0.2
+    assert warning_text(w.notes[0]).startswith("step cost fitted as -0.200 < 0 (speedup above the model's bound)")

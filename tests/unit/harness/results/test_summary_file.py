@@ -38,4 +38,34 @@ def test_the_file_is_named_in_one_place() -> None:
             for n in ast.walk(tree)
             if isinstance(n, ast.Constant) and n.value == SUMMARY_FILE and id(n) not in docs
         ]
-    assert found == ["harness/results/summary_file.py:18"], found
+    assert found == ["harness/results/summary_file.py:19"], found
+
+
+def test_every_summary_is_written_through_the_one_writer() -> None:
+    """No module writes summary.json by another way (a `write_json(SUMMARY, ...)` of its own): bench's RunDir goes
+    through `write_summary_file` like the A/B report and compare's run-level summary."""
+    names = {"SUMMARY", "SUMMARY_FILE"}
+    found = []
+    for f in SRC.rglob("*.py"):
+        for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(n, ast.Call):
+                continue
+            called = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if called in {"write_json", "write_json_atomic", "write_atomic", "write_text", "dump"}:
+                named = {a.id for a in ast.walk(n) if isinstance(a, ast.Name)} | {
+                    a.attr for a in ast.walk(n) if isinstance(a, ast.Attribute)
+                }
+                if named & names:
+                    found.append(f"{f.relative_to(SRC)}:{n.lineno}")
+    assert found == [], found
+
+
+def test_a_bench_summary_is_laid_out_as_bench_always_wrote_it(tmp_path: Path) -> None:
+    """RunDir.write_summary: byte for byte what bench wrote before it used the one writer (strict JSON, indent 2)."""
+    from speculab.harness.results.run_dir import RunDir
+    from speculab.harness.results.strict_json import dumps
+
+    summary = {"schema": "speculab.bench.summary/2", "metrics": {"ttft_s": {"p50": 0.25, "p99": math.inf}}}
+    RunDir(tmp_path).write_summary(summary)
+    assert (tmp_path / SUMMARY_FILE).read_text(encoding="utf-8") == dumps(summary, indent=2) + "\n"
+    assert '\n  "metrics": {\n    "ttft_s"' in (tmp_path / SUMMARY_FILE).read_text(encoding="utf-8")

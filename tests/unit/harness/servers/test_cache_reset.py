@@ -13,11 +13,13 @@ from speculab.commands.run.plan import plan_experiment
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 from speculab.harness.records import CacheResetOutcome
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.adapters import adapter_for
-from speculab.harness.servers.cache_reset import refusal_note, reset_caches
+from speculab.harness.servers.cache_reset import refusal_warning, reset_caches
 from speculab.harness.servers.process import free_port
 from speculab.mock.script import MockConfig
 from speculab.mock.server import running_mock_server
+from speculab.report.phrases import warning_text
 
 VLLM = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
 
@@ -132,11 +134,14 @@ def test_a_server_that_does_not_answer_is_refused_with_why() -> None:
 
 def test_the_note_names_the_server_what_it_said_and_both_ways_out() -> None:
     done = CacheResetOutcome(0, "refused", ("/reset_prefix_cache",), "POST /reset_prefix_cache: HTTP 404")
-    note = refusal_note("candidate ngram-k2", "http://b:8000", done, adapter_for("vllm").cache_reset)
+    refused = refusal_warning("candidate ngram-k2", "http://b:8000", done, adapter_for("vllm").cache_reset)
+    assert refused.kind == WarningKind.CACHE_RESET_REFUSED and refused.subject == "candidate ngram-k2"
+    assert refused.fields["env"] == {"VLLM_SERVER_DEV_MODE": "1"}
+    note = warning_text(refused)  # the report's words
     assert note.startswith("candidate ngram-k2: the server at http://b:8000 refused to reset its cache")
     assert "(POST /reset_prefix_cache: HTTP 404)" in note and "start it with VLLM_SERVER_DEV_MODE=1" in note
     assert "`cache: {reset: never}`" in note
-    other = refusal_note("baseline", "http://a", done, adapter_for("sglang").cache_reset)
+    other = warning_text(refusal_warning("baseline", "http://a", done, adapter_for("sglang").cache_reset))
     assert "check that the server allows it" in other
 
 

@@ -16,8 +16,8 @@ from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.stats import Distribution, Interval
 from speculab.harness.verdict.arm_level import combine_acceptance
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import Report, ReportOptions
-from speculab.report.phrases import verdict_line, warning_lines
+from speculab.harness.verdict.model import Report, ReportOptions, WarningKind
+from speculab.report.phrases import gated_verdict, reason_text, verdict_line, warning_lines, warning_text
 
 FAST = ReportOptions(n_resamples=600)
 SPEEDUPS = {"c1": 1.8, "c4": 1.3, "c16": 0.9}
@@ -104,8 +104,11 @@ def test_underachieved_rate_load_gets_no_verdict():
     r = build_report(make_inputs(n_prompts=30, repeats=1, levels=levels, candidates={"ngram-k4": slow}), FAST)
     ok, gated = r.level("c1").comparison("ngram-k4"), r.level("r8").comparison("ngram-k4")
     assert ok.gate == "ok" and ok.verdict == "faster"
-    assert gated.gate == "load not achieved" and gated.verdict.startswith("no verdict")
-    assert "6.4 req/s sent of 8 requested" in gated.gate_reason
+    assert gated.gate == "load not achieved" and gated.verdict == "no verdict"
+    assert gated.gate_reason is not None and gated.gate_reason.kind == WarningKind.GATE_LOAD_NOT_ACHIEVED
+    assert gated.gate_reason.fields["achieved"] == pytest.approx(6.4, rel=0.02)
+    assert "6.4 req/s sent of 8 requested" in reason_text(gated.gate_reason)
+    assert gated_verdict(gated).startswith("no verdict: ngram k=4: 6.4 req/s sent of 8 requested, 80% of the schedule")
     assert r.level("r8").arm("ngram-k4").load_fraction == pytest.approx(0.8, rel=0.02)
     assert "no verdict at 8 req/s (load not achieved)" in verdict_line(r, r.candidates[0])
 
@@ -114,8 +117,11 @@ def test_error_rate_gate():
     flaky = ArmEffect(tpot_factor={"c1": 0.5}, acceptance_length=2.5, error_rate=0.3)
     r = build_report(make_inputs(n_prompts=30, repeats=1, candidates={"ngram-k4": flaky}), FAST)
     comp = r.level("c1").comparison("ngram-k4")
-    assert comp.gate == "errors" and "error rate" in comp.gate_reason and "2% gate" in comp.gate_reason
-    assert "first: http: 503 Service Unavailable" in comp.gate_reason
+    assert comp.gate == "errors" and comp.gate_reason is not None
+    assert comp.gate_reason.kind == WarningKind.GATE_ERROR_RATE and comp.gate_reason.fields["max_error_rate"] == 0.02
+    said = reason_text(comp.gate_reason)
+    assert "error rate" in said and "2% gate" in said and "first: http: 503 Service Unavailable" in said
+    assert any(f"no verdict — {said}" in w for w in warning_lines(r.warnings))  # the gate's warning: the same words
 
 
 def test_partial_run_says_what_is_missing():
@@ -125,8 +131,10 @@ def test_partial_run_says_what_is_missing():
     i = next(j for j, r in enumerate(runs) if r.arm == "baseline" and r.level == "c4" and r.repeat == 2)
     runs[i] = RepeatRun("baseline", "c4", 2, runs[i].records[:5], interrupted=True)
     r = build_report(inputs.with_runs(runs), FAST)
-    assert "ngram k=4 at concurrency 16: no runs" in r.missing
-    assert any("repeat(s) [2] interrupted" in m for m in r.missing)
+    missing = [warning_text(m) for m in r.missing]
+    assert "ngram k=4 at concurrency 16: no runs" in missing
+    assert any("repeat(s) [2] interrupted" in m for m in missing)
+    assert {m.kind for m in r.missing} == {WarningKind.NO_RUNS, WarningKind.REPEATS_CUT}
     assert r.interrupted
     c16 = r.level("c16").comparison("ngram-k4")
     assert c16.gate == "missing" and c16.metrics == ()

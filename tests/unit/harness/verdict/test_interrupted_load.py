@@ -10,6 +10,7 @@ from fakes.ab_inputs import ArmEffect, make_inputs
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
+from speculab.report.phrases import warning_text
 
 FAST = ReportOptions(n_resamples=400)
 LEVELS = (LevelSpec("concurrency", 4, ("low", "operating")),)
@@ -33,10 +34,9 @@ def _with_short_second_repeat(*, interrupted: bool):
 def test_an_interrupted_repeat_is_not_a_load_failure() -> None:
     r = build_report(_with_short_second_repeat(interrupted=True), FAST)
     comp = r.level("c4").comparison("ngram-k4")
-    assert comp.gate == "ok", comp.gate_reason
-    assert "faster client" not in comp.gate_reason
+    assert comp.gate == "ok" and comp.gate_reason is None, comp.gate_reason
     assert r.level("c4").arm("ngram-k4").interrupted_repeats == 1
-    assert any("repeat(s) [2] interrupted" in m for m in r.missing)  # listed as what it is
+    assert any("repeat(s) [2] interrupted" in warning_text(m) for m in r.missing)  # listed as what it is
 
 
 def test_a_finished_repeat_short_of_its_load_is_still_gated() -> None:

@@ -9,8 +9,9 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.results.codec import from_data
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.model import Report, ReportOptions, WarningKind
 from speculab.report.console.ab import ab_renderable
+from speculab.report.phrases import reason_text
 
 FAST = ReportOptions(n_resamples=300)
 
@@ -107,6 +108,8 @@ def test_a_saturated_lagging_client_gates_the_load_like_an_under_delivered_rate(
         runs.append(r)
     report = build_report(inputs.with_runs(runs), FAST)
     c4 = report.level("c4").comparison("ngram-k4")
-    assert c4.gate == "load not achieved" and "the client fell behind (CPU 98% of a core" in c4.gate_reason
+    assert c4.gate == "load not achieved" and c4.gate_reason is not None
+    assert c4.gate_reason.kind == WarningKind.GATE_CLIENT_BEHIND and c4.gate_reason.fields["cpu_share"] == 0.98
+    assert "the client fell behind (CPU 98% of a core" in reason_text(c4.gate_reason)
     assert report.level("c4").arm("baseline").client_loop_lag_p99_s == 0.031
     assert report.level("c1").comparison("ngram-k4").gate == "ok"  # lag alone is not enough

@@ -281,7 +281,9 @@ def ratio(metric: str, decision: str, s: float, low: float, high: float, to_deci
 
 def judged(c: float, tpot: Ratio, *others: Ratio, name: str = "ng4") -> LevelReport:
     """One load where `name` has these paired answers (TPOT first): its comparison and its ranking entry."""
-    comp = LevelComparison(name, "ok", "", tpot.verdict, (tpot, *others), None, None, None, "", decision=tpot.decision)
+    comp = LevelComparison(
+        name, "ok", None, tpot.verdict, (tpot, *others), None, None, None, "", decision=tpot.decision
+    )
     ranked = Ranked(name, name, "ok", tpot.verdict, tpot.speedup, tpot.speedup_low, tpot.speedup_high, None,
                     tpot.decision)  # fmt: skip
     best = name if tpot.decision == "faster" else None

@@ -89,3 +89,45 @@ def test_piped_output_keeps_each_line_whole_and_a_slower_prefix_saves_nothing() 
     assert any(len(ln) > 80 for ln in lines)  # nothing cut at the console's width
     assert any(ln.startswith("prefix caching  off: 256-token shared prefix") for ln in lines)
     assert any("TPOT 10.0 ms over 20 output tokens" in ln for ln in lines)
+
+
+def old_document() -> dict:
+    """A diagnosis.json /1: findings, warnings, the queueing check and the disaggregation held their sentences."""
+    finding = {"cause": "queueing", "title": "queueing at concurrency 4", "explained_s": 0.5, "share": 0.4,
+               "affects": "requests <at> load", "evidence": "TTFT went up", "next_step": "add capacity",
+               "rank": 1}  # fmt: skip
+    return {
+        "schema": "speculab.diagnosis/1",
+        "findings": [finding],
+        "checked": [{**finding, "title": "cold start", "rank": 0}],
+        "queueing": {"measured": False, "note": "pass --concurrency N (your operating point) to measure queueing"},
+        "disaggregation": "prefill and decode interfere under load: split them",
+        "warnings": ["1 of 5 requests failed in phase prefill (first: <b>boom</b>)"],
+    }
+
+
+def test_an_old_diagnosis_renders_its_saved_sentences() -> None:
+    doc = old_document()
+    buf = io.StringIO()
+    print_diagnosis(Console(file=buf, width=200), doc, None)
+    out = buf.getvalue()
+    assert out.startswith("Diagnosis: queueing at concurrency 4 explains the most latency")
+    assert "affects requests <at> load" in out and "evidence: TTFT went up" in out and "next: add capacity" in out
+    assert "checked, below the thresholds: cold start" in out
+    assert "prefill/decode interference: prefill and decode interfere under load: split them" in out
+    assert "queueing        pass --concurrency N" in out
+    assert "warning: 1 of 5 requests failed in phase prefill (first: <b>boom</b>)" in out
+    page = render_diagnosis_page(doc)
+    assert "requests &lt;at&gt; load" in page and "&lt;b&gt;boom&lt;/b&gt;" in page and "<b>boom" not in page
+    assert diagnosis_view(doc)["findings"][0]["evidence"] == "TTFT went up"
+
+
+def test_findings_and_warnings_are_records_worded_by_the_report() -> None:
+    doc = document()
+    top = doc["findings"][0]
+    assert set(top) == {"cause", "explained_s", "share", "fields", "rank"}  # no sentence stored
+    assert top["cause"] == "cold_start" and top["fields"]["first_request_ttft_s"] == 2.0
+    assert all(isinstance(w, dict) and w["kind"] for w in doc["warnings"])
+    assert "note" not in doc["queueing"] and "note" not in doc["prefix_caching"]
+    card = diagnosis_view(doc)["findings"][0]
+    assert card["evidence"] == "warm TTFT 0.050 s; first request 2.000 s"
