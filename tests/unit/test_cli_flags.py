@@ -63,3 +63,16 @@ def test_a_record_is_frozen() -> None:
     flags = BenchFlags(url="http://127.0.0.1:9", output=Path("x"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         flags.seed = 1  # type: ignore[misc]
+
+
+def test_serve_hands_the_engine_its_config_record_with_every_flag() -> None:
+    """`speculab serve` builds the engine's `ServeConfig` from its flags (the engine may not import the CLI): every
+    field a flag, every default the CLI's (`--dtype auto` is the record's None: the engine picks by device)."""
+    pytest.importorskip("torch")
+    from speculab.engine.server.launch import ServeConfig
+
+    cli, rec = _cli_defaults(serve.serve), _record_defaults(ServeConfig)
+    assert set(cli) == set(rec), f"flags differ: {set(cli) ^ set(rec)}"
+    assert cli.pop("dtype") == "auto" and rec.pop("dtype") is None
+    differ = {name: (cli[name], rec[name]) for name in cli if cli[name] != rec[name]}
+    assert not differ, f"defaults differ (cli, record): {differ}"

@@ -13,7 +13,7 @@ from speculab.errors import UserError
 
 # --- serve (reference engine) ---
 @app.command()
-def serve(
+def serve(  # long: one line per flag (typer reads the signature), then the engine's config record
     model: str = typer.Argument(..., help="Model directory (config.json + safetensors + tokenizer.json), or 'demo'."),
     host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 exposes the server to the network."),
     port: int = typer.Option(8000, help="TCP port."),
@@ -58,13 +58,33 @@ def serve(
 ) -> None:
     """Serve a model with speculab's reference engine (OpenAI API, continuous batching, Prometheus /metrics)."""
     try:
+        from speculab.engine.server.launch import ServeConfig
         from speculab.engine.server.launch import serve as run_server
-        from speculab.engine.server.launch import serve_config_from_flags
     except ImportError as e:
         raise UserError(
             f"speculab serve needs the engine extra ({e.name} is missing): pip install 'speculab[engine]'"
         ) from None
-    cfg = serve_config_from_flags(dict(locals()))
+    cfg = ServeConfig(
+        model=model,
+        host=host,
+        port=port,
+        max_num_seqs=max_num_seqs,
+        max_model_len=max_model_len,
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_waiting=max_waiting,
+        dtype=None if dtype == "auto" else dtype,  # auto: float32 on CPU, bfloat16 on CUDA (the engine picks)
+        device=device,
+        api_key=api_key,
+        served_model_name=served_model_name,
+        seed=seed,
+        threads=threads,
+        speculative_config=speculative_config,
+        max_request_bytes=max_request_bytes,
+        max_header_bytes=max_header_bytes,
+        max_prompt_tokens=max_prompt_tokens,
+        metrics_public=metrics_public,
+        request_receive_timeout_s=request_receive_timeout_s,
+    )
 
     def ready(url: str, open_files: int | None) -> None:
         files = f"; open files limit {open_files}" if open_files is not None else ""

@@ -89,17 +89,6 @@ class ServeConfig:
                 resolve_model_path(spec.model)
 
 
-def serve_config_from_flags(flags: dict[str, Any]) -> ServeConfig:
-    """`speculab serve`'s flags (the command's locals) -> a validated ServeConfig; `--dtype auto` is the default."""
-    known = {f.name for f in fields(ServeConfig)}
-    if missing := known - flags.keys():  # a flag renamed in one place only would quietly fall back to a default
-        raise TypeError(f"serve has no flag for ServeConfig field(s) {sorted(missing)}")
-    cfg = {k: v for k, v in flags.items() if k in known}
-    if cfg.get("dtype") == "auto":
-        cfg["dtype"] = None
-    return ServeConfig(**cfg)
-
-
 def default_token_budget(device: torch.device) -> int:
     """Per-step token budget: a step that prefills B tokens stalls every running decode for that long.
 
