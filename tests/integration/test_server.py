@@ -321,7 +321,7 @@ def test_engine_stops_for_good_only_when_it_cannot_even_reset():
 
 
 def test_harness_detects_this_server_as_speculab(server):
-    from speculab.harness.servers.adapters.detect import detect_engine
+    from speculab.harness.servers.adapters import detect_engine
 
     version = json.loads(server.get("/version")[1])
     models = json.loads(server.get("/v1/models")[1])

@@ -54,7 +54,7 @@ class ConnectionCounters:
 class ConnectionCollector(Collector):
     """The counters as Prometheus counters named `PREFIX + name`: `speculab:` on the reference engine; the mock server,
     which may pose as vLLM or another engine, gives its own prefix, since a `speculab:` name on /metrics is what tells
-    speculab's engine apart (harness.servers.adapters.detect)."""
+    speculab's engine apart (harness.servers.adapters.detect_engine)."""
 
     def __init__(self, counters: ConnectionCounters, model_name: str, prefix: str = "speculab:"):
         self.counters, self.model_name, self.prefix = counters, model_name, prefix

@@ -11,7 +11,7 @@ Flag names and sources: docs/engines.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,6 @@ from speculab.harness.servers.adapters.base import (
 )
 from speculab.harness.servers.adapters.base import said as _said
 from speculab.harness.servers.adapters.base import said_change as _said_change
-from speculab.harness.servers.adapters.detect import detect_engine
 from speculab.harness.servers.adapters.flags import CommandDiff, FlagDifference, command_diff, parse_command
 from speculab.protocol.chunks import EngineFields
 
@@ -101,6 +100,44 @@ def adapter_for(kind: str) -> EngineAdapter:
         return _ADAPTERS[kind]
     except KeyError:
         raise UserError(f"unknown engine {kind!r}; use one of {', '.join(_ADAPTERS)}") from None
+
+
+# --- which engine is behind a URL, from what it says about itself (`speculab init`, bench, the run) ---
+
+
+def detect_engine(
+    version_json: Mapping[str, Any] | None,
+    models_json: Mapping[str, Any] | None,
+    metric_names: Iterable[str] = (),
+) -> str:
+    """Engine kind from /metrics names (each adapter's `metric_prefix`), then /v1/models owned_by (an engine's kind),
+    then /version; "other" when nothing matches.
+
+    version_json: GET /version (vLLM: {"version": "0.x"}; speculab: {"name": "speculab", ...}), or None.
+    models_json: GET /v1/models, or None. metric_names: names seen on GET /metrics.
+    """
+    names = list(metric_names)
+    # the registry's order: most specific evidence first
+    prefixes = [(p, kind) for kind in engine_kinds() if (p := adapter_for(kind).metric_prefix) is not None]
+    for prefix, kind in prefixes:
+        if any(n.startswith(prefix) for n in names):
+            return kind
+    owners = [kind for kind in engine_kinds() if kind != "other"]  # /v1/models data[].owned_by: an engine's kind
+    for model in (models_json or {}).get("data", []) or []:
+        owner = str(model.get("owned_by", "")).lower() if isinstance(model, Mapping) else ""
+        if owner in owners:
+            return owner
+    if version_json:
+        name = str(version_json.get("name", version_json.get("engine", ""))).lower()
+        for kind in owners:
+            if kind in name:
+                return kind
+        # TGI's /info (sometimes proxied as /version) carries these keys.
+        if "model_id" in version_json and "max_total_tokens" in version_json:
+            return "tgi"
+        if set(version_json) == {"version"}:
+            return "vllm"  # vLLM's /version is exactly {"version": ...}
+    return "other"
 
 
 __all__ = [
