@@ -238,7 +238,8 @@ def methods_command(
     from speculab.commands.methods.command import MethodsFlags, methods_table
     from speculab.report.console.methods import print_methods
 
-    table = methods_table(MethodsFlags(url, engine, command, model, draft, head))
+    flags = MethodsFlags(url=url, engine=engine, command=command, model=model, draft=draft, head=head)
+    table = methods_table(flags)
     print_methods(Console(soft_wrap=True), table)
 
 
@@ -288,5 +289,13 @@ def report_command(
     from speculab.commands.compare.command import ReportFlags
     from speculab.commands.compare.command import report_command as report
 
-    flags = ReportFlags(directory, output, seed, allow_python_checks, margin, decide_on, fail_on)
+    flags = ReportFlags(
+        directory=directory,
+        output=output,
+        seed=seed,
+        allow_python_checks=allow_python_checks,
+        margin=margin,
+        decide_on=decide_on,
+        fail_on=fail_on,
+    )
     report(flags, _Screen())
