@@ -77,7 +77,8 @@ def test_test_files_have_unique_basenames():
 
 # Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
 # (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
-# fails. Warnings, gate reasons, diagnose's findings, compare's and the what-if model's notes are records already.
+# fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes are
+# records already.
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
@@ -89,11 +90,6 @@ SENTENCES_LEFT = {
     "harness/analysis/comparison/paired.py",  # Ratio.note: why a paired comparison has no verdict
     "harness/analysis/comparison/unpaired.py",  # Ratio.note of an unpaired comparison
     "harness/analysis/metrics.py",  # error_gate: the error gate's line (the command's exit message, and a gate)
-    "harness/imports/aiperf_profile.py",  # the file readers' notes: the tools' own words, carried as kind `note`
-    "harness/imports/guidellm_benchmarks.py",
-    "harness/imports/llmperf_responses.py",
-    "harness/imports/sglang_bench.py",
-    "harness/imports/vllm_bench.py",
     "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
     "harness/servers/adapters/speculab.py",  # the speculab engine's acceptance note
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)

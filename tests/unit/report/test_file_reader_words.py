@@ -21,6 +21,8 @@ from speculab.harness.imports import (
     vllm_sweep,
 )
 from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "imports"
 SAID_BEFORE_FILE = Path(__file__).parent / "fixtures" / "file_reader_words.json"
@@ -169,3 +171,41 @@ def said(case: str, tmp: Path) -> list[list[str]]:
 def test_each_reader_says_what_it_said_before(case: str, tmp_path: Path) -> None:
     before = json.loads(SAID_BEFORE_FILE.read_text(encoding="utf-8"))
     assert said(case, tmp_path) == before[case]
+
+
+# the kinds each case's runs note, in order (every run of a case notes the same)
+KINDS = {
+    "vllm": [Kind.FILE_READ],
+    "vllm_0.6.3": [Kind.FILE_READ, Kind.FILE_ALL_AT_ONCE, Kind.FILE_SENDS_FROM_LOAD, Kind.FILE_E2E_FROM_CHUNKS],
+    "vllm_sweep_failed": [Kind.FILE_READ, Kind.FILE_RUNS_FAILED],
+    "sglang_all_at_once": [Kind.FILE_READ, Kind.FILE_THROUGHPUT_WINDOW, Kind.FILE_ALL_AT_ONCE],
+    "sglang_no_duration": [Kind.FILE_READ, Kind.FILE_NO_THROUGHPUT],
+    "guidellm_throughput": [Kind.FILE_READ, Kind.FILE_THROUGHPUT_PROFILE],
+    "aiperf_early": [Kind.FILE_READ, Kind.FILE_EARLY_LAYOUT],
+    "llmperf_c4": [Kind.FILE_READ, Kind.FILE_SENDS_CLOSED_LOOP, Kind.FILE_THROUGHPUT_WINDOW],
+    "llmperf_no_rate": [Kind.FILE_READ, Kind.FILE_SENDS_CLOSED_LOOP, Kind.FILE_NO_THROUGHPUT],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_note_is_a_record_of_its_kind_not_words(case: str, tmp_path: Path) -> None:
+    """What a reader found is kept as its numbers and names (#48 item 3): no note of a reader is words."""
+    for run in CASES[case](tmp_path):
+        assert all(isinstance(n, ReportWarning) and n.kind is not Kind.NOTE for n in run.notes), run.notes
+        if case in KINDS:
+            assert [n.kind for n in run.notes] == KINDS[case]
+
+
+def test_a_record_keeps_what_the_file_states_and_survives_a_saved_file(tmp_path: Path) -> None:
+    (read,) = CASES["vllm"](tmp_path)[0].notes
+    assert read.fields == {
+        "file": "baseline.json",
+        "tool": "vllm",
+        "what": "a vLLM bench serve result",
+        "named": "vLLM",
+        "version": "0.32.0",
+        "unstated": "vLLM version not stated in the file",
+        "said": [["date", "20261203-083618"], ["backend", "openai"], ["model_id", "speculab-mock"]],
+    }
+    saved = json.loads(json.dumps(read.to_dict()))  # as an A/B's summary.json and run.json keep it
+    assert ReportWarning.from_dict(saved) == read and words([saved]) == words([read])
