@@ -95,9 +95,10 @@ SENTENCES_LEFT = {
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
     "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
     "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
-    "harness/verdict/correctness.py",  # the correctness verdict and its failure lines
+    # the correctness verdict and its failure lines, with each check's reason as workload/checks.py's runners word it
+    # ("expected exactly ...", "missing ..."; returned, so not found there): they become records with these lines
+    "harness/verdict/correctness.py",
     "harness/verdict/run_level.py",  # the run-level comparison's lines
-    "harness/workload/checks.py",  # a check's failure reason
     "harness/workload/files/questions.py",  # a workload file's note
     "harness/workload/files/trace.py",  # a trace file's note
 }
