@@ -99,8 +99,11 @@ SENTENCES_LEFT = {
     # ("expected exactly ...", "missing ..."; returned, so not found there): they become records with these lines
     "harness/verdict/correctness.py",
     "harness/verdict/run_level.py",  # the run-level comparison's lines
-    "harness/workload/files/questions.py",  # a workload file's note
-    "harness/workload/files/trace.py",  # a trace file's note
+    # not a note but a clause of the workload's source line (`Workload.source`: `?turns=1`'s turns left out, a trace's
+    # lines sorted), which bench's manifest.json, the A/B's setup and --resume's plan identity keep as text and compare
+    # checks for equal prompts: a record there changes the source line itself, and what older runs are checked against
+    "harness/workload/files/questions.py",
+    "harness/workload/files/trace.py",
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
 # TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.
