@@ -110,10 +110,9 @@ def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, Rep
         return LevelSpec("rate", ff.positive(s.get("rate"), "config.strategy.rate"), ("operating",), kind, cap), None
     if kind == "throughput":  # every request at once, up to its cap
         value = cap or n
-        at_once = {"file": ff.path.name, "tool": FORMAT, "named": NAME, "requests": value}
-        return LevelSpec("concurrency", value, ("operating",)), ReportWarning(
-            Kind.FILE_THROUGHPUT_PROFILE, fields=at_once
-        )
+        up_to = {"file": ff.path.name, "tool": FORMAT, "named": NAME, "requests": value}
+        profile = ReportWarning(Kind.FILE_THROUGHPUT_PROFILE, fields=up_to)
+        return LevelSpec("concurrency", value, ("operating",)), profile
     ff.fail(f"`config.strategy.type_` is {kind!r}, a load speculab does not read yet")
 
 
