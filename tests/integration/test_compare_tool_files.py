@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fakes.cli_runner import run_main, summary_tpot
+from fakes.words import words
 from speculab.commands.compare.pairing import result_format
 from speculab.harness.imports import aiperf_profile, guidellm_benchmarks, llmperf_responses, sglang_bench, vllm_bench
 
@@ -57,9 +58,10 @@ def test_the_candidate_is_1_5x_faster_paired_per_prompt(tmp_path: Path, capsys, 
     assert tp["decision"] == "faster" and tp["n_pairs"] == 40
     assert "TPOT 1.5" in out and "temperature not recorded" in out.split("\n")[0] and f"concurrency {load}" in out
     inputs = json.loads((tmp_path / "ab" / "inputs.json").read_text())
-    notes = [n["fields"].get("text", "") for n in inputs["notes"] if n["kind"] == "note"]  # the readers' own words
-    assert inputs["arms"][1]["server_info"]["tool"] == reader.TOOL and reader.NOTE in notes
+    notes = words(inputs["notes"])  # as the report says them
+    assert inputs["arms"][1]["server_info"]["tool"] == reader.TOOL and reader.NOTE in notes  # the reader's own words
     assert version in out and sum(version in n for n in notes) == 2  # each file's own
+    assert sum(n["kind"] == "file_read" for n in inputs["notes"]) == 2  # kept as records, worded by the report
     # the page says the sampling is unknown rather than showing made-up defaults (max_tokens 0, seed 0)
     page = (tmp_path / "ab" / "report.html").read_text(encoding="utf-8")
     assert "not recorded in the files" in page and "max_tokens 0" not in page

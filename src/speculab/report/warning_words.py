@@ -1,7 +1,8 @@
 """The sentences of the warnings every command gives besides the A/B verdict's: a bench run's (its numbers, the
-client's health, the request options a server refused, fitting), the client workers', diagnose's, one per kind, made
-from the record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's kinds are worded
-there. Diagnose's findings are worded here too (`finding_words`), from their kind and numbers the same way.
+client's health, the request options a server refused, fitting), the client workers', diagnose's, compare's and the
+notes of the readers of other tools' files, one per kind, made from the record's fields when rendering.
+`phrases.warning_text` is the one entry point; the verdict's kinds are worded there. Diagnose's findings are worded
+here too (`finding_words`), from their kind and numbers the same way.
 """
 
 from __future__ import annotations
@@ -164,6 +165,57 @@ def _unpaired_repeats(f: Fields) -> str:
     )
 
 
+# --------------------------------------------------------------------------------------------------------------
+# What the readers of other tools' result files found in a file and did with it (the FILE_* kinds): each kind's frame,
+# the tool's own nouns (what its files are, how it names its version and its times) from the record's fields
+
+
+def _file_read(f: Fields) -> str:
+    """'baseline.json: a vLLM bench serve result (vLLM 0.32.0; date 20261203-083618, backend openai)'."""
+    version = f"{f['named']} {f['version']}" if f.get("version") else f["unstated"]
+    told = [f"{k} {v}" if k else str(v) for k, v in f.get("said") or ()]
+    told += [f"{name} ({n} run{'s' if n != 1 else ''})" for name, n in f.get("runs") or ()]
+    at = f"{f['at'][0]} {f['at'][1]}, " if f.get("at") else ""
+    return f"{f['file']}: {f['what']} ({version}; {at}{', '.join(told) or f.get('unsaid', '')})"
+
+
+def _early_layout(f: Fields) -> str:
+    """'<file>: <layout>: `timestamp_ns` read as the send, `credit_phase` as the phase'."""
+    read = ", ".join(f"`{key}` {'read ' if i == 0 else ''}as {what}" for i, (key, what) in enumerate(f["renamed"]))
+    return f"{f['file']}: {f['layout']}: {read}"
+
+
+_FILE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.FILE_READ: _file_read,
+    WarningKind.FILE_ALL_AT_ONCE: lambda f: (
+        f"{f['file']}: request rate inf and no max concurrency: all {f['requests']} requests were sent at once"
+    ),
+    WarningKind.FILE_THROUGHPUT_PROFILE: lambda f: (
+        f"{f['file']}: {f['named']}'s throughput profile: up to {f['requests']} requests at once"
+    ),
+    WarningKind.FILE_SENDS_FROM_LOAD: lambda f: (
+        f"{f['file']}: no `{f['field']}` ({f['layout']}): sends are rebuilt from the load (each request sent as one "
+        "before it ended, in the file's order), so tok/s is approximate"
+    ),
+    WarningKind.FILE_E2E_FROM_CHUNKS: lambda f: (
+        f"{f['file']}: no `{f['field']}` ({f['layout']}): E2E is the last chunk, TTFT + the sum of {f['gaps']}"
+    ),
+    WarningKind.FILE_SENDS_CLOSED_LOOP: lambda f: (
+        f"the {f['named']} file keeps no send times: rebuilt as the closed loop of {f['streams']} streams it was, "
+        "each sending as its last request ended, in the order listed (as they completed); requests in flight are "
+        "approximate"
+    ),
+    WarningKind.FILE_EARLY_LAYOUT: _early_layout,
+    WarningKind.FILE_THROUGHPUT_WINDOW: lambda f: (
+        f"{f['named']}'s tok/s: over {f['window']}, not the rebuilt send times"
+    ),
+    WarningKind.FILE_NO_THROUGHPUT: lambda f: f"{f['lacks']}: no throughput, and no throughput comparison",
+    WarningKind.FILE_RUNS_FAILED: lambda f: (
+        f"{f['file']}: the sweep also wrote {', '.join(f['failed'])} (failed runs, not compared)"
+    ),
+}
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (
         f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
@@ -273,6 +325,7 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.RESUMED_OTHER_VERSIONS: lambda f: (
         f"resumed under other versions than it started with ({', '.join(f['changed'])})"
     ),
+    **_FILE_WORDS,  # the readers of other tools' files
 }
 
 

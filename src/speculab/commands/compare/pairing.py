@@ -155,8 +155,9 @@ def _file_arm(r: ImportedRun) -> dict[str, Any]:
 
 
 def _as_notes(notes: Iterable[str | ReportWarning]) -> list[ReportWarning]:
-    """The A/B's notes as records: compare's own are (its kinds in harness.results.warnings); what the file readers
-    (harness.imports) and the model check (`arms.same_model`) say is still their words, carried as a `note`."""
+    """The A/B's notes as records: compare's own and the file readers' are (their kinds in harness.results.warnings);
+    what each reader says of all its tool's files (its NOTE), a bench directory's reader and the model check
+    (`arms.same_model`) say is still their words, carried as a `note`."""
     return [ReportWarning.from_text(n) if isinstance(n, str) else n for n in notes]
 
 

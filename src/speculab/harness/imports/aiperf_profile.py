@@ -24,6 +24,8 @@ from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
 from speculab.harness.imports.older import aiperf_early
 from speculab.harness.records import AcceptanceSummary, ErrorCategory, ErrorInfo, RequestRecord
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "aiperf"
 TOOL = "aiperf"
@@ -253,12 +255,24 @@ def _label(path: Path) -> str:
     return path.parent.name if path.name == "profile_export.jsonl" and path.parent.name else path.name
 
 
-def _layout_note(path: Path, rows: list[dict[str, Any]]) -> tuple[str, ...]:
-    """What an early layout's records were read as (`timestamp_ns` as the send, `credit_phase` as the phase)."""
+def _layout_note(path: Path, rows: list[dict[str, Any]]) -> tuple[ReportWarning, ...]:
+    """That an early layout's records were read under the later names (`timestamp_ns` as the send, `credit_phase` as
+    the phase)."""
     text = path.read_text(encoding="utf-8", errors="replace")[:4096]
     if '"timestamp_ns"' not in text or '"request_start_ns"' in text:
         return ()
-    return (f"{_label(path)}: {aiperf_early.LAYOUT}: `timestamp_ns` read as the send, `credit_phase` as the phase",)
+    renamed = [["timestamp_ns", "the send"], ["credit_phase", "the phase"]]
+    early = {"file": _label(path), "tool": FORMAT, "layout": aiperf_early.LAYOUT, "renamed": renamed}
+    return (ReportWarning(Kind.FILE_EARLY_LAYOUT, fields=early),)
+
+
+def _read_note(path: Path, info: Mapping[str, Any]) -> ReportWarning:
+    """What the file is: AIPerf's version, from the summary beside it (None where it states none), and what the
+    summary says of the run."""
+    said = [[k, info[k]] for k in ("date", "endpoint", "model") if k in info]
+    read = {"file": _label(path), "tool": FORMAT, "what": "an AIPerf profile export", "named": NAME}
+    read |= {"version": info.get("version") or None, "unstated": f"AIPerf version not stated (no {SIBLING})"}
+    return ReportWarning(Kind.FILE_READ, fields=read | {"said": said})
 
 
 def read(path: Path) -> ImportedRun:
@@ -269,8 +283,6 @@ def read(path: Path) -> ImportedRun:
     summary = _summary(path)
     records = tuple(_record(ff, r, i) for i, r in enumerate(rows))
     info = _info(path, summary)
-    version = f"AIPerf {info['version']}" if info.get("version") else f"AIPerf version not stated (no {SIBLING})"
-    said = ", ".join(f"{k} {info[k]}" for k in ("date", "endpoint", "model") if k in info)
     keys = tuple(f"{r['metadata'].get('conversation_id')}/{r['metadata'].get('turn_index')}" for r in rows)
     return ImportedRun(
         path=path,
@@ -281,7 +293,7 @@ def read(path: Path) -> ImportedRun:
         prompt_keys=keys if all(r["metadata"].get("conversation_id") for r in rows) else (),
         key_kind="AIPerf conversation_id/turn_index",
         info=info,
-        notes=(f"{_label(path)}: an AIPerf profile export ({version}; {said})", *_layout_note(path, rows)),
+        notes=(_read_note(path, info), *_layout_note(path, rows)),
         started_utc=str(summary.get("start_time") or ""),
         label=_label(path),
         model=str(info.get("model") or ""),

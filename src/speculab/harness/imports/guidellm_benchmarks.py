@@ -22,6 +22,8 @@ from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
 from speculab.harness.imports.older import guidellm_early
 from speculab.harness.records import ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "guidellm"
 TOOL = "guidellm"
@@ -93,7 +95,7 @@ def _strategy_label(b: Any) -> str:
     return f"{s.get('type_', '?')}@{value:g}" if isinstance(value, (int, float)) else str(s.get("type_", "?"))
 
 
-def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, ReportWarning | None]:
     """`config.strategy` -> the offered load; a note where GuideLLM sent every request at once."""
     s = ff.mapping(guidellm_early.strategy(b), "config.strategy")
     kind, cap = s.get("type_"), s.get("max_concurrency")
@@ -106,11 +108,11 @@ def _level(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str
         ), None
     if kind in ("constant", "poisson"):
         return LevelSpec("rate", ff.positive(s.get("rate"), "config.strategy.rate"), ("operating",), kind, cap), None
-    if kind == "throughput":
+    if kind == "throughput":  # every request at once, up to its cap
         value = cap or n
-        return LevelSpec(
-            "concurrency", value, ("operating",)
-        ), f"{ff.path.name}: GuideLLM's throughput profile: up to {value} requests at once"
+        up_to = {"file": ff.path.name, "tool": FORMAT, "named": NAME, "requests": value}
+        profile = ReportWarning(Kind.FILE_THROUGHPUT_PROFILE, fields=up_to)
+        return LevelSpec("concurrency", value, ("operating",)), profile
     ff.fail(f"`config.strategy.type_` is {kind!r}, a load speculab does not read yet")
 
 
@@ -228,16 +230,21 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
     records = tuple(_record(ff, r, status, k) for k, (status, r) in enumerate(reqs))
     prompts = [_prompt(r.get("request_args")) for _, r in reqs]
     items = tuple(RequestSpec(index=k, prompt=p, messages=m) for k, (p, m) in enumerate(prompts))
-    level, note = _level(ff, b, len(records))
+    level, at_once = _level(ff, b, len(records))
     version = obj(d.get("metadata")).get("guidellm_version")
     info = {"tool": TOOL, "file": str(path), "version": version, "benchmark": i, "strategy": _strategy_label(b)}
     info |= {"date": b["start_time"]} if isinstance(b.get("start_time"), (int, float)) else {}
-    stated = f"GuideLLM {version}" if version else "GuideLLM version not stated in the file"
-    stated = guidellm_early.LAYOUT if not version and guidellm_early.is_early(b) else stated
-    notes = (
-        f"{path.name}: a GuideLLM benchmark ({stated}; benchmark {i}, {info['strategy']})",
-        *((note,) if note else ()),
-    )
+    # the early layout states no version: its name says which it is
+    unstated = guidellm_early.LAYOUT if guidellm_early.is_early(b) else "GuideLLM version not stated in the file"
+    read = {
+        "file": path.name,
+        "tool": FORMAT,
+        "what": "a GuideLLM benchmark",
+        "named": NAME,
+        "version": version or None,
+    }
+    read |= {"unstated": unstated, "at": ["benchmark", i], "said": [["", info["strategy"]]]}
+    notes = (ReportWarning(Kind.FILE_READ, fields=read), *((at_once,) if at_once else ()))
     return ImportedRun(
         path=path,
         tool=TOOL,
@@ -250,7 +257,7 @@ def _run(ff: FileFields, d: Mapping[str, Any], b: Mapping[str, Any], i: int) -> 
     )
 
 
-def offered_load(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def offered_load(ff: FileFields, b: Mapping[str, Any], n: int) -> tuple[LevelSpec, ReportWarning | None]:
     """The offered load of a GuideLLM benchmark (`n`: its requests), with its note; the one reading of GuideLLM's
     strategy, for its summary-only files too (harness.imports.summaries)."""
     return _level(ff, b, n)

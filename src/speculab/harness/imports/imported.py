@@ -43,7 +43,8 @@ class ImportedRun:
     acceptance: AcceptanceSummary | None = None
     # where the numbers came from: tool, version, date, backend, model, as the file states them
     info: Mapping[str, Any] = field(default_factory=dict)
-    # the reader's notes on this run, in its words (carried as kind `note`); compare adds records (runs left out)
+    # what the reader found in the file and did with it (the FILE_* records, worded by the report); compare adds its
+    # own (runs left out); a bench directory's reader still says its note in words (carried as kind `note`)
     notes: tuple[str | ReportWarning, ...] = ()
     started_utc: str = ""
     # how the report names the arm: the file's name, or its folder's where the tool's file names are all alike

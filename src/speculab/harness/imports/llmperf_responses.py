@@ -21,6 +21,8 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import ErrorInfo, RequestRecord
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "llmperf"
 TOOL = "llmperf"
@@ -153,19 +155,13 @@ def read(path: Path) -> ImportedRun:
     version = s.get("version")
     info = {"tool": TOOL, "file": str(path), "version": version, "summary": summary_path(path).name}
     info |= {k: s[k] for k in ("model", "timestamp", "llmperf_commit") if s.get(k) is not None}
-    stated = f"LLMPerf results version {version}" if version else "LLMPerf's version not stated in the summary"
-    said = ", ".join(f"{k} {info[k]}" for k in ("model", "llmperf_commit") if k in info)
     return ImportedRun(
         path=path,
         tool=TOOL,
         level=level,
         records=records,
         info=info,
-        notes=(
-            f"{path.parent.name}/{path.name}: an LLMPerf run ({stated}; {said or 'no model named'})",
-            *((_REBUILT.format(n=streams),) if streams > 1 else ()),
-            _WINDOW if window is not None else _NO_WINDOW,
-        ),
+        notes=_notes(path, info, streams, window),
         label=path.parent.name or path.name,
         unpairable=_UNORDERED.format(n=streams) if streams > 1 else "",
         sends_rebuilt=True,
@@ -183,15 +179,26 @@ _UNORDERED = (
     "an LLMPerf run at --num-concurrent-requests {n} lists its requests as they completed, with no prompt or index, "
     "so no position is a prompt"
 )
-_REBUILT = (
-    "the LLMPerf file keeps no send times: rebuilt as the closed loop of {n} streams it was, each sending as its last "
-    "request ended, in the order listed (as they completed); requests in flight are approximate"
-)
-_WINDOW = (
-    "LLMPerf's tok/s: over its own measured time, from its summary (completed requests per minute), not the rebuilt "
-    "send times"
-)
-_NO_WINDOW = (
-    "the LLMPerf summary states no completed requests per minute or output throughput, and the file keeps no send "
-    "times: no throughput, and no throughput comparison"
-)
+
+
+def _notes(path: Path, info: Mapping[str, Any], streams: int, window: float | None) -> tuple[ReportWarning, ...]:
+    """What the file is (LLMPerf's results version and what its summary says of the run), how its sends were rebuilt
+    (one stream: as they ran, so no note), and what its tok/s is over."""
+    read = {"file": f"{path.parent.name}/{path.name}", "tool": FORMAT, "what": "an LLMPerf run"}
+    read |= {"named": "LLMPerf results version", "version": info.get("version") or None}
+    read |= {"unstated": "LLMPerf's version not stated in the summary", "unsaid": "no model named"}
+    read |= {"said": [[k, info[k]] for k in ("model", "llmperf_commit") if k in info]}
+    rebuilt = ReportWarning(Kind.FILE_SENDS_CLOSED_LOOP, fields={"tool": FORMAT, "named": NAME, "streams": streams})
+    return (ReportWarning(Kind.FILE_READ, fields=read), *((rebuilt,) if streams > 1 else ()), _throughput_note(window))
+
+
+def _throughput_note(window: float | None) -> ReportWarning:
+    """What tok/s is over: LLMPerf's own measured time, or nothing (sends rebuilt: their span is not the run's)."""
+    if window is None:
+        lacks = (
+            "the LLMPerf summary states no completed requests per minute or output throughput, and the file keeps no "
+            "send times"
+        )
+        return ReportWarning(Kind.FILE_NO_THROUGHPUT, fields={"tool": FORMAT, "lacks": lacks})
+    window_is = "its own measured time, from its summary (completed requests per minute)"
+    return ReportWarning(Kind.FILE_THROUGHPUT_WINDOW, fields={"tool": FORMAT, "named": NAME, "window": window_is})

@@ -24,6 +24,8 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "sglang"
 TOOL = "sglang bench_serving"
@@ -33,6 +35,7 @@ SEVERAL = "SGLang run(s)"  # the lines of a file bench_serving appended to, one 
 HOW = "SGLang: the same --dataset-path and --seed (its datasets are shuffled with the seed)"
 _FIX = "write it with `python -m sglang.bench_serving ... --output-file F --output-details`"
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+SAID = ("backend", "dataset_name", "tag")  # what a line says of its run, kept in the run's info and noted
 NATIVE = ("sglang", "sglang-native")  # the backends whose `itls` are a chunk's gap split over its tokens
 NOTE = (
     "SGLang bench_serving files: `itls` are the gaps between streamed chunks (a chunk may carry several tokens), read "
@@ -146,7 +149,7 @@ def _cap(d: Mapping[str, Any]) -> int | None:
     return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
 
 
-def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, ReportWarning | None]:
     """`request_rate` (inf: no pacing) and `max_concurrency` -> the offered load; a rate is not read yet (its send
     times are random draws the file does not keep)."""
     cap = _cap(d)
@@ -162,9 +165,8 @@ def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str
         )
     if cap is not None:
         return LevelSpec("concurrency", cap, ("low", "operating")), None
-    return LevelSpec("concurrency", n, ("operating",)), (
-        f"{ff.path.name}: request rate inf and no max concurrency: all {n} requests were sent at once"
-    )
+    at_once = ReportWarning(Kind.FILE_ALL_AT_ONCE, fields={"file": ff.path.name, "tool": FORMAT, "requests": n})
+    return LevelSpec("concurrency", n, ("operating",)), at_once
 
 
 def _acceptance(d: Mapping[str, Any]) -> AcceptanceSummary | None:
@@ -202,19 +204,14 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
 def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
     path = ff.path
     lists = ff.request_lists(d, PER_REQUEST, "ttfts", _FIX)
-    level, note = _level(ff, d, len(lists["ttfts"]))
+    level, at_once = _level(ff, d, len(lists["ttfts"]))
     backend = str(d.get("backend") or "")
     records = tuple(_records(ff, lists, backend in NATIVE, _cap(d)))
     # bench_serving's own measured time, first send to last response: what its `output_throughput` divides by
     window = stated_positive(d.get("duration"))
     info = {"tool": TOOL, "file": str(path), "version": None, "run": i}
-    info |= {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
-    said = ", ".join(f"{k} {info[k]}" for k in ("backend", "dataset_name", "tag") if k in info)
-    notes = (
-        f"{path.name}: an SGLang bench_serving run (SGLang's version is not in the file; line {i}, {said})",
-        _WINDOW if window is not None else _NO_WINDOW,
-        *((note,) if note else ()),
-    )
+    info |= {k: d[k] for k in SAID if d.get(k) is not None}
+    notes = (_read_note(path, info, i), _throughput_note(window), *((at_once,) if at_once else ()))
     return ImportedRun(
         path=path,
         tool=TOOL,
@@ -230,5 +227,18 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
     )
 
 
-_WINDOW = "SGLang's tok/s: over the line's own `duration`, not the rebuilt send times"
-_NO_WINDOW = "the SGLang line states no `duration` and keeps no send times: no throughput, and no throughput comparison"
+def _read_note(path: Path, info: Mapping[str, Any], line: int) -> ReportWarning:
+    """What the file is: which line (run) of it, and what the line says of the run (SGLang writes no version)."""
+    read = {"file": path.name, "tool": FORMAT, "what": "an SGLang bench_serving run", "named": NAME, "version": None}
+    read |= {"unstated": "SGLang's version is not in the file", "at": ["line", line]}
+    return ReportWarning(Kind.FILE_READ, fields=read | {"said": [[k, info[k]] for k in SAID if k in info]})
+
+
+def _throughput_note(window: float | None) -> ReportWarning:
+    """What tok/s is over: the line's own measured time, or nothing (sends rebuilt: their span is not the run's)."""
+    if window is None:
+        lacks = "the SGLang line states no `duration` and keeps no send times"
+        return ReportWarning(Kind.FILE_NO_THROUGHPUT, fields={"tool": FORMAT, "lacks": lacks})
+    return ReportWarning(
+        Kind.FILE_THROUGHPUT_WINDOW, fields={"tool": FORMAT, "named": NAME, "window": "the line's own `duration`"}
+    )

@@ -20,10 +20,15 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "vllm"
 TOOL = "vllm bench serve"
 READ_AS = "a vLLM bench serve result"
+# the layout of benchmark_serving.py up to vLLM 0.6, as a file's note names it (what the file is read as)
+BENCHMARK_SERVING = "a vLLM benchmarks/benchmark_serving.py result (its layout up to vLLM 0.6)"
+UNSTATED = "vLLM version not stated in the file"  # what a file's note says where it states no version
 # kept by later releases only: without `start_times` the sends are rebuilt from the load; without `latencies` E2E is
 # the last chunk, TTFT + the sum of `itls` (vLLM's own latency is the same moment, the stream's end)
 TIMES = ("start_times", "latencies")
@@ -140,7 +145,7 @@ def _record(ff: FileFields, lists: Mapping[str, list[Any]], i: int, sent: float)
     )
 
 
-def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, ReportWarning | None]:
     """vLLM's `request_rate` ("inf" = all at once) and `max_concurrency` -> the offered load; a note when unusual."""
     if d.get("ramp_up_strategy"):
         ff.fail(f"`ramp_up_strategy` is {d['ramp_up_strategy']!r}: a run with a ramp-up is not one load; not read yet")
@@ -157,8 +162,8 @@ def _level(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str
         return LevelSpec("rate", rate_rps, ("operating",), arrival, cap), None
     if cap is not None:
         return LevelSpec("concurrency", cap, ("low", "operating")), None
-    note = f"{ff.path.name}: request rate inf and no max concurrency: all {n} requests were sent at once"
-    return LevelSpec("concurrency", n, ("operating",)), note
+    at_once = ReportWarning(Kind.FILE_ALL_AT_ONCE, fields={"file": ff.path.name, "tool": FORMAT, "requests": n})
+    return LevelSpec("concurrency", n, ("operating",)), at_once
 
 
 def _acceptance(d: Mapping[str, Any]) -> AcceptanceSummary | None:
@@ -191,21 +196,32 @@ def _layout(d: Mapping[str, Any], lists: Mapping[str, list[Any]]) -> str:
     """The tool and release the file's layout is: benchmark_serving.py wrote `best_of` and no send times (up to
     vLLM 0.6); `bench serve` wrote `endpoint_type` (0.10 on)."""
     if "start_times" not in lists and "best_of" in d and "endpoint_type" not in d:
-        return "a vLLM benchmarks/benchmark_serving.py result (its layout up to vLLM 0.6)"
-    return "a vLLM bench serve result"
+        return BENCHMARK_SERVING
+    return READ_AS
 
 
-def _layout_notes(path: Path, lists: Mapping[str, list[Any]]) -> tuple[str, ...]:
-    """What an older layout lacks, and what was done instead."""
-    out = []
-    if "start_times" not in lists:
-        out.append(
-            f"{path.name}: no `start_times` (an older vLLM layout, benchmark_serving.py's): sends are rebuilt from the "
-            "load (each request sent as one before it ended, in the file's order), so tok/s is approximate"
-        )
-    if "latencies" not in lists:
-        out.append(f"{path.name}: no `latencies` (an older vLLM layout): E2E is the last chunk, TTFT + the sum of itls")
-    return tuple(out)
+def _layout_notes(path: Path, lists: Mapping[str, list[Any]]) -> tuple[ReportWarning, ...]:
+    """What an older layout lacks (the later layout's key), and what was done instead."""
+    about = {"file": path.name, "tool": FORMAT}
+    sends = ReportWarning(
+        Kind.FILE_SENDS_FROM_LOAD,
+        fields=about | {"field": "start_times", "layout": "an older vLLM layout, benchmark_serving.py's"},
+    )
+    e2e = ReportWarning(
+        Kind.FILE_E2E_FROM_CHUNKS,
+        fields=about | {"field": "latencies", "layout": "an older vLLM layout", "gaps": "itls"},
+    )
+    return (*((sends,) if "start_times" not in lists else ()), *((e2e,) if "latencies" not in lists else ()))
+
+
+def _read_note(
+    path: Path, d: Mapping[str, Any], lists: Mapping[str, list[Any]], info: Mapping[str, Any]
+) -> ReportWarning:
+    """What the file is, as it states it: its layout, vLLM's version and what it says of its run."""
+    said = [[k, info[k]] for k in ("date", "backend", "model_id") if k in info]
+    fields = {"file": path.name, "tool": FORMAT, "what": _layout(d, lists), "named": NAME}
+    fields |= {"version": info.get("version") or None, "unstated": UNSTATED}
+    return ReportWarning(Kind.FILE_READ, fields=fields | {"said": said})
 
 
 def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
@@ -216,15 +232,9 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
     lists = _lists(ff, d)
     n = len(lists["ttfts"])
     records = tuple(_record(ff, lists, i, sent) for i, sent in enumerate(_sends(ff, d, lists)))
-    level, note = _level(ff, d, n)
+    level, at_once = _level(ff, d, n)
     info = _info(path, d) | {name: d[k] for k, name in (keep or {}).items() if k in d}
-    said = ", ".join(f"{k} {info[k]}" for k in ("date", "backend", "model_id") if k in info)
-    version = f"vLLM {info['version']}" if info.get("version") else "vLLM version not stated in the file"
-    notes = (
-        f"{path.name}: {_layout(d, lists)} ({version}; {said})",
-        *((note,) if note else ()),
-        *_layout_notes(path, lists),
-    )
+    notes = (_read_note(path, d, lists, info), *((at_once,) if at_once else ()), *_layout_notes(path, lists))
     return ImportedRun(
         path=path,
         tool=TOOL,
@@ -243,7 +253,7 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     return (read(path),)
 
 
-def offered_load(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, str | None]:
+def offered_load(ff: FileFields, d: Mapping[str, Any], n: int) -> tuple[LevelSpec, ReportWarning | None]:
     """The offered load a vLLM result states (`n`: its requests, the load when all were sent at once), with its note;
     the one reading of vLLM's load, for its summary-only files too (harness.imports.summaries)."""
     return _level(ff, d, n)

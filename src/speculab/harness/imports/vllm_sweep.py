@@ -21,6 +21,8 @@ from pathlib import Path
 from speculab.errors import UserError
 from speculab.harness.imports import vllm_bench
 from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FORMAT = "vllm-sweep"
 TOOL = "vllm bench sweep serve"
@@ -95,17 +97,18 @@ def read_all(path: Path) -> tuple[ImportedRun, ...]:
     label = _SERVE + settings[0] if settings[0] else path.name
     out = []
     for combo, runs in combos:
-        failed = [f.name for f in combo.glob("run=*.failure.json")]
-        also = (f"{combo.name}: the sweep also wrote {', '.join(sorted(failed))} (failed runs, not compared)",)
+        failed = sorted(f.name for f in combo.glob("run=*.failure.json"))
+        also = ReportWarning(Kind.FILE_RUNS_FAILED, fields={"file": combo.name, "tool": FORMAT, "failed": failed})
         for n, f in runs:
             run = vllm_bench.read(f, keep={"_benchmark_name": "sweep_name"})
             info = {**run.info, "tool": TOOL, "combination": combo.name, "run": n}
-            # one note per side instead of each file's own (below); the level's own note (a ramp-up, say) stays
-            kept = tuple(x for x in run.notes if not x.startswith(f"{f.name}: a vLLM bench serve result"))
-            notes = (*kept, *(also if failed else ()))
+            # one note per side of what was read instead of each file's own (below); the level's own note (all sent
+            # at once, say) stays
+            kept = tuple(x for x in run.notes if not (isinstance(x, ReportWarning) and x.kind is Kind.FILE_READ))
+            notes = (*kept, *((also,) if failed else ()))
             out.append(replace(run, tool=TOOL, label=label, repeat=n + 1, notes=notes, info=info))
     version = next((r.info.get("version") for r in out if r.info.get("version")), None)
-    each = ", ".join(f"{c.name} ({len(r)} run{'s' if len(r) != 1 else ''})" for c, r in combos)
-    said = f"{label}: a vLLM bench sweep serve directory ({f'vLLM {version}' if version else 'vLLM version not stated'}"
-    said += f"; {each})"
+    read = {"file": label, "tool": FORMAT, "what": READ_AS, "named": NAME, "version": version}
+    read |= {"unstated": "vLLM version not stated", "runs": [[c.name, len(r)] for c, r in combos]}
+    said = ReportWarning(Kind.FILE_READ, fields=read)
     return tuple(replace(r, notes=(said, *r.notes)) for r in out)

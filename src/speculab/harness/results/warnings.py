@@ -4,8 +4,9 @@ the numbers; the sentence is made when rendering (`speculab.report.phrases.warni
 The verdict (`harness.verdict`) produces them for the A/B report, `speculab bench` for its summary.json (the run's
 numbers, the client's health, the workers, the request options a server refused), and the load coordinator for an
 A/B repeat's client workers. They live with the results, below every command, so that all of them use one type.
-Notes the readers of other tools' files wrote as their own words are carried as kind `note`, and so is every warning
-of a file written when warnings were sentences (bench summary.json /1, A/B summary.json before records).
+The readers of other tools' files note what they found in a file as records too (the FILE_* kinds); what a reader
+says of all its tool's files (its `NOTE`) is carried as kind `note`, and so is every warning of a file written when
+warnings were sentences (bench summary.json /1, A/B summary.json before records).
 """
 
 from __future__ import annotations
@@ -115,6 +116,26 @@ class WarningKind(str, Enum):
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
+    # What the readers of other tools' result files (harness.imports) found in a file and did with it
+    # (`ImportedRun.notes`), about `file` (the file or run folder as the report names it) of `tool` (the reader's
+    # FORMAT). The tool's own nouns (what its files are, how it names its version) come from the reader, in fields;
+    # the report frames them, so that a new reader brings its nouns and no words
+    # what the file is: file, tool, what (the reader's name for it), named (how the tool names its version), version
+    # (as the file states it; None), unstated (what is said instead), at ([key, value]: which run of several; None),
+    # said [[key, value]] (what the file says of its run; key "": the value alone), unsaid (said when that is
+    # nothing), runs [[name, count]] (a sweep's loads and their runs)
+    FILE_READ = "file_read"
+    FILE_ALL_AT_ONCE = "file_all_at_once"  # request rate inf, no max concurrency: file, tool, requests (all at once)
+    FILE_THROUGHPUT_PROFILE = "file_throughput_profile"  # file, tool, named (the tool), requests (up to, at once)
+    # an older layout keeps no send times (`field`: its later one's key): rebuilt from the load; file, tool, layout
+    FILE_SENDS_FROM_LOAD = "file_sends_from_load"
+    # an older layout keeps no E2E: the last chunk, TTFT + the sum of the gaps; file, tool, field, layout, gaps (key)
+    FILE_E2E_FROM_CHUNKS = "file_e2e_from_chunks"
+    FILE_SENDS_CLOSED_LOOP = "file_sends_closed_loop"  # the tool keeps no send times: tool, named, streams
+    FILE_EARLY_LAYOUT = "file_early_layout"  # read as the later layout: file, tool, layout, renamed [[key, read as]]
+    FILE_THROUGHPUT_WINDOW = "file_throughput_window"  # tok/s over the tool's own time: tool, named, window (the time)
+    FILE_NO_THROUGHPUT = "file_no_throughput"  # no measured time, no send times: tool, lacks (what, in its nouns)
+    FILE_RUNS_FAILED = "file_runs_failed"  # a sweep's failed runs beside the compared: file, tool, failed (names)
     NOTE = "note"  # words a note or an older file wrote: text
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.words import words
 from speculab.harness.imports import guidellm_benchmarks
 from speculab.harness.imports.older import guidellm_early
 from speculab.harness.imports.registry import result_format
@@ -30,7 +31,7 @@ def test_a_0_2_or_0_3_file_is_read_per_request(name: str) -> None:
     assert r.chunks[0].t_s - r.sent_s == pytest.approx(first["time_to_first_token_ms"] / 1e3)
     assert r.output_text == first["output"] and r.completion_tokens == first["output_tokens"] == 16
     assert run.items[0].prompt == first["prompt"]  # the prompt kept as text: the runs pair by prompt
-    assert "the layout of GuideLLM 0.2-0.3" in run.notes[0]
+    assert "the layout of GuideLLM 0.2-0.3" in words(run.notes)[0]
 
 
 def test_a_0_4_request_is_unchanged() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.words import words
 from speculab.errors import UserError
 from speculab.harness.imports import sglang_bench
 from speculab.harness.records import ErrorCategory
@@ -94,7 +95,7 @@ def test_loads_and_acceptance(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"--request-rate 4: its send times are random draws .*not read yet"):
         sglang_bench.read(_write(tmp_path, _line(rate=4.0)))
     run = sglang_bench.read(_write(tmp_path, _line(cap=None, accept_length=2.5)))
-    assert run.level.key == "c3" and "all 3 requests were sent at once" in run.notes[-1]
+    assert run.level.key == "c3" and "all 3 requests were sent at once" in words(run.notes)[-1]
     assert [r.sent_s for r in run.records] == [0.0] * 3
     assert run.acceptance.acceptance_length == 2.5 and "accept_length" in run.acceptance.source
 

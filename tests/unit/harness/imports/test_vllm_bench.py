@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.words import words
 from speculab.errors import UserError
 from speculab.harness.imports import vllm_bench
 from speculab.harness.records import ErrorCategory, TokenCountSource
@@ -32,7 +33,7 @@ def test_records_follow_the_files_per_request_fields() -> None:
         assert r.chunks[-1].t_s - r.sent_s == pytest.approx(RAW["ttfts"][i] + sum(RAW["itls"][i]))
         assert r.token_count_source is TokenCountSource.RESULT_FILE and r.ok
     assert run.input_lens == tuple(RAW["input_lens"]) and run.items == ()
-    assert "vLLM 0.32.0" in run.notes[0] and run.started_utc == RAW["date"]
+    assert "vLLM 0.32.0" in words(run.notes)[0] and run.started_utc == RAW["date"]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_the_load_from_request_rate_and_max_concurrency(tmp_path: Path, changes,
     if kind == "rate":
         assert run.level.arrival == "poisson"
     if changes["max_concurrency"] is None and kind == "concurrency":
-        assert any("sent at once" in n for n in run.notes)
+        assert any("sent at once" in n for n in words(run.notes))
 
 
 def test_a_ramp_up_is_not_one_load(tmp_path: Path) -> None:
@@ -60,7 +61,7 @@ def test_a_ramp_up_is_not_one_load(tmp_path: Path) -> None:
 
 def test_no_version_stated_is_said(tmp_path: Path) -> None:
     run = vllm_bench.read(_file(tmp_path, vllm_version=None))
-    assert run.info["version"] is None and "vLLM version not stated in the file" in run.notes[0]
+    assert run.info["version"] is None and "vLLM version not stated in the file" in words(run.notes)[0]
 
 
 @pytest.mark.parametrize(
