@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sps
+import scipy
 
 from speculab.harness import stats
 from speculab.harness.records import RequestRecord
@@ -172,7 +172,7 @@ def acceptance_speedup(
     nan = math.nan
     rho = p = nan
     if len(pts) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1:
-        res = sps.spearmanr(xs, ys)
+        res = scipy.stats.spearmanr(xs, ys)
         rho, p = float(res.statistic), float(res.pvalue)
     return AcceptanceSpeedup(
         length_kind,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scipy import optimize
+import scipy
 
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 
@@ -69,7 +69,7 @@ def fit_alpha(mean_accepted: float, k: int) -> float:
         return 0.0
     if mean_accepted == k:
         return 1.0
-    return float(optimize.brentq(lambda a: geometric_expected_tokens(a, k) - 1.0 - mean_accepted, 0.0, 1.0))
+    return float(scipy.optimize.brentq(lambda a: geometric_expected_tokens(a, k) - 1.0 - mean_accepted, 0.0, 1.0))
 
 
 def profile_from_per_position(rates: Sequence[float]) -> AcceptanceProfile:

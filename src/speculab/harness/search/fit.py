@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+import scipy
 
 from speculab.harness.analysis.crossover import crossing_interval, first_crossings
 from speculab.harness.analysis.groups import MIN_PAIRS
@@ -122,7 +122,7 @@ def expansion(n: int, confidence: float) -> float:
     has Student's tails, not the normal ones the bootstrap reproduces): Hesterberg's expanded percentile interval.
     At the verdict's 6 units, 1.44; at 24, 1.08."""
     q = 0.5 + confidence / 2
-    return math.sqrt(n / (n - 1)) * float(special.stdtrit(n - 1, q) / special.ndtri(q))
+    return math.sqrt(n / (n - 1)) * float(scipy.special.stdtrit(n - 1, q) / scipy.special.ndtri(q))
 
 
 def _replicate_means(
@@ -165,7 +165,7 @@ def decided_sign(units: np.ndarray, confidence: float = CONFIDENCE) -> int:
     n = units.size
     if n < MIN_PAIRS:
         return 0
-    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * float(units.std(ddof=1)) / math.sqrt(n)
+    half = float(scipy.special.stdtrit(n - 1, 0.5 + confidence / 2)) * float(units.std(ddof=1)) / math.sqrt(n)
     m = float(units.mean())
     return 1 if m - half > 0 else -1 if m + half < 0 else 0
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+import scipy
 
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.search.fit import (
@@ -223,6 +223,6 @@ def _remeasure(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit) -> 
         if u.size < 2 or not u.std(ddof=1) > 0:
             return gain
         z = abs(u.mean()) / (u.std(ddof=1) / math.sqrt(n))
-        return gain * float(special.ndtr(z - special.ndtri(q) * expansion(n, fit.confidence)))
+        return gain * float(scipy.special.ndtr(z - scipy.special.ndtri(q) * expansion(n, fit.confidence)))
 
     return float(loads[max(sorted(open_), key=expected_gain)])

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
+import scipy
 
 # The false-positive rate every verdict is held to: intervals at 1 - ALPHA, adaptive repeats spend it across looks,
 # the correctness tests use it; stricter levels elsewhere have names of their own (prefix_cache.WARNING_ALPHA).
@@ -63,14 +63,14 @@ def bca_mean_bounds(x: np.ndarray, theta: float, reps: np.ndarray, confidence: f
     n = x.size
     less = np.count_nonzero(reps < theta) + 0.5 * np.count_nonzero(reps == theta)
     p0 = min(max(less / reps.size, 1.0 / reps.size), 1 - 1.0 / reps.size)
-    z0 = float(special.ndtri(p0))
+    z0 = float(scipy.special.ndtri(p0))
     jack = (x.sum() - x) / (n - 1)  # leave-one-out means, shape [n]
     d = jack.mean() - jack
     denom = 6.0 * float(np.sum(d**2)) ** 1.5
     a = float(np.sum(d**3)) / denom if denom > 0 else 0.0
-    z = float(special.ndtri(0.5 + confidence / 2))
-    lo_p = float(special.ndtr(z0 + (z0 - z) / (1 - a * (z0 - z))))
-    hi_p = float(special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))))
+    z = float(scipy.special.ndtri(0.5 + confidence / 2))
+    lo_p = float(scipy.special.ndtr(z0 + (z0 - z) / (1 - a * (z0 - z))))
+    hi_p = float(scipy.special.ndtr(z0 + (z0 + z) / (1 - a * (z0 + z))))
     lo, hi = np.quantile(reps, [lo_p, hi_p])
     return float(lo), float(hi)
 
@@ -84,7 +84,7 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     mean = float(a.mean())
     if a.size < 2:
         return Interval(mean, nan, nan, confidence, "t", 1)
-    half = float(special.stdtrit(a.size - 1, 0.5 + confidence / 2)) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    half = float(scipy.special.stdtrit(a.size - 1, 0.5 + confidence / 2)) * float(a.std(ddof=1)) / math.sqrt(a.size)
     return Interval(mean, mean - half, mean + half, confidence, "t", int(a.size))
 
 
@@ -109,7 +109,7 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> I
         return Interval(nan, nan, nan, confidence, "wilson", 0)
     if not 0 <= successes <= n:
         raise ValueError(f"successes={successes} outside 0..{n}")
-    z = float(special.ndtri(0.5 + confidence / 2))
+    z = float(scipy.special.ndtri(0.5 + confidence / 2))
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -155,7 +155,7 @@ def fit_line(x: Sequence[float], y: Sequence[float], confidence: float = CONFIDE
     sse = float((resid**2).sum())
     sst = float(((ya - ym) ** 2).sum())
     s = math.sqrt(sse / (n - 2))
-    t = float(special.stdtrit(n - 2, 0.5 + confidence / 2))
+    t = float(scipy.special.stdtrit(n - 2, 0.5 + confidence / 2))
     se_slope = s / math.sqrt(sxx)
     se_icpt = s * math.sqrt(1.0 / n + xm * xm / sxx)
     return LinearFit(
@@ -182,5 +182,5 @@ def welch_diff(a: Sequence[float], b: Sequence[float], confidence: float = CONFI
     if se == 0:
         return d, d, d
     dof = (va + vb) ** 2 / ((va**2) / (xa.size - 1) + (vb**2) / (xb.size - 1))
-    half = float(special.stdtrit(dof, 0.5 + confidence / 2)) * se
+    half = float(scipy.special.stdtrit(dof, 0.5 + confidence / 2)) * se
     return d, d - half, d + half

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy import special
+import scipy
 
 from speculab.harness.stats.intervals import CONFIDENCE, Interval
 
@@ -30,7 +30,7 @@ def paired_difference(
     n_adj, c_adj, b_adj = n + 2, c_only + 0.5, b_only + 0.5
     d_adj = (c_adj - b_adj) / n_adj
     se = math.sqrt(max((c_adj + b_adj) - (c_adj - b_adj) ** 2 / n_adj, 0.0)) / n_adj
-    z = float(special.ndtri(0.5 + confidence / 2))
+    z = float(scipy.special.ndtri(0.5 + confidence / 2))
     return Interval(
         (c_only - b_only) / n, max(-1.0, d_adj - z * se), min(1.0, d_adj + z * se), confidence, "agresti-min", n
     )
@@ -62,7 +62,7 @@ def mcnemar_counts(b: int, c: int, n_pairs: int | None = None) -> McNemarResult:
         method = "exact-binomial"
     else:
         chi2 = (abs(b - c) - 1) ** 2 / n
-        p = float(special.chdtrc(1, chi2))  # chi-square survival function, 1 degree of freedom
+        p = float(scipy.special.chdtrc(1, chi2))  # chi-square survival function, 1 degree of freedom
         method = "chi2-continuity"
     return McNemarResult(n_pairs if n_pairs is not None else n, b, c, min(1.0, p), method)
 
@@ -85,4 +85,4 @@ def two_proportion_p(p1: float, n1: int, p2: float, n2: int) -> float:
     if var <= 0:
         return 1.0 if p1 == p2 else 0.0
     z = abs(p1 - p2) / math.sqrt(var)
-    return float(2 * special.ndtr(-z))
+    return float(2 * scipy.special.ndtr(-z))

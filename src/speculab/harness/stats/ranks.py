@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import special
+import scipy
 
 from speculab.harness.stats import CONFIDENCE
 
@@ -62,7 +62,7 @@ def signed_rank_cdf(t: np.ndarray | float, n: int) -> np.ndarray:
         cdf = _signed_rank_cdf(n)
         return np.where(t < 0, 0.0, cdf[np.clip(t, 0, m).astype(int)])
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return special.ndtr((t + 0.5 - m / 2) / sd)  # continuity-corrected
+    return scipy.special.ndtr((t + 0.5 - m / 2) / sd)  # continuity-corrected
 
 
 def signed_rank_critical_k(n: int, confidence: float = CONFIDENCE) -> int:
@@ -76,7 +76,7 @@ def signed_rank_critical_k(n: int, confidence: float = CONFIDENCE) -> int:
         k = int(np.searchsorted(_signed_rank_cdf(n), half_alpha * (1 + 1e-12), side="right"))
     else:  # largest t with ndtr((t + 0.5 - m/2) / sd) <= alpha/2, plus one; no O(n^2) array
         sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-        t = math.floor(m / 2 - 0.5 + sd * float(special.ndtri(half_alpha)))
+        t = math.floor(m / 2 - 0.5 + sd * float(scipy.special.ndtri(half_alpha)))
         k = t + 1 if float(signed_rank_cdf(t, n)) <= half_alpha else t  # guard the floor against rounding
     return max(0, min(k, (m + 1) // 2))
 
@@ -208,7 +208,7 @@ def rank_sum_cdf(u: float, m: int, n: int) -> float:
     if _exact(m, n):
         return float(_rank_sum_cdf(m, n)[u])
     sd = math.sqrt(m * n * (m + n + 1) / 12)
-    return float(special.ndtr((u + 0.5 - m * n / 2) / sd))
+    return float(scipy.special.ndtr((u + 0.5 - m * n / 2) / sd))
 
 
 def rank_sum_critical_k(m: int, n: int, confidence: float = CONFIDENCE) -> int:
@@ -221,7 +221,7 @@ def rank_sum_critical_k(m: int, n: int, confidence: float = CONFIDENCE) -> int:
         k = int(np.searchsorted(_rank_sum_cdf(m, n), half_alpha * (1 + 1e-12), side="right"))
     else:
         sd = math.sqrt(mn * (m + n + 1) / 12)
-        t = math.floor(mn / 2 - 0.5 + sd * float(special.ndtri(half_alpha)))
+        t = math.floor(mn / 2 - 0.5 + sd * float(scipy.special.ndtri(half_alpha)))
         k = t + 1 if rank_sum_cdf(t, m, n) <= half_alpha else t
     return max(0, min(k, (mn + 1) // 2))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import special
+import scipy
 
 from speculab.harness.stats import ALPHA
 
@@ -38,8 +38,8 @@ def spent(t: float, alpha: float = ALPHA, kind: str = "pocock") -> float:
     if kind == "pocock":
         return alpha * math.log(1 + (math.e - 1) * t)
     if kind == "obrien-fleming":
-        z = float(special.ndtri(1 - alpha / 2))
-        return float(2 - 2 * special.ndtr(z / math.sqrt(t)))
+        z = float(scipy.special.ndtri(1 - alpha / 2))
+        return float(2 - 2 * scipy.special.ndtr(z / math.sqrt(t)))
     raise ValueError(f"spending must be one of {', '.join(SPENDING)}, got {kind!r}")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
-from scipy import special
+import scipy
 
 from speculab.harness.stats import POWER
 
@@ -53,9 +53,9 @@ def to_decide(
     without an interval."""
     if not (math.isfinite(speedup_low) and math.isfinite(speedup_high) and 0 < speedup_low < speedup_high):
         return float("nan")
-    z_a = float(special.ndtri(0.5 + confidence / 2))
+    z_a = float(scipy.special.ndtri(0.5 + confidence / 2))
     se = (math.log(speedup_high) - math.log(speedup_low)) / (2 * z_a)
     distance = abs(abs(math.log(speedup)) - math.log1p(margin))
     if distance < 1e-9:  # on the margin (to rounding): no number of units is likely to decide it
         return math.inf
-    return max(1.0, ((z_a + float(special.ndtri(power))) * se / distance) ** 2)
+    return max(1.0, ((z_a + float(scipy.special.ndtri(power))) * se / distance) ** 2)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from scipy import special
+import scipy
 
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide, to_decide
 from speculab.harness.stats import POWER, Interval
@@ -138,9 +138,9 @@ def min_detectable_change(interval: Interval, power: float = POWER) -> float:
     """Relative change detectable with `power` given a log-scale interval's width: exp((z_a + z_b) * SE) - 1."""
     if not (interval.low > 0 and interval.high > 0):
         return float("nan")
-    z_a = float(special.ndtri(0.5 + interval.confidence / 2))
+    z_a = float(scipy.special.ndtri(0.5 + interval.confidence / 2))
     se_log = (math.log(interval.high) - math.log(interval.low)) / (2 * z_a)
-    return math.expm1((z_a + float(special.ndtri(power))) * se_log)
+    return math.expm1((z_a + float(scipy.special.ndtri(power))) * se_log)
 
 
 def direction(basis: Interval, lower_is_better: bool) -> Direction:
