@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# One torch (OpenMP) thread in the suite and in every server it starts: two workers share two cores, and an engine's
+# intra-op threads only spin against the other worker's processes (the demo models are tiny; the engine unit tests
+# measured 20x slower with 2, tests/unit/engine/speculative/conftest.py). A server's own `--threads` still wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
