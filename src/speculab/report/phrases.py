@@ -417,6 +417,23 @@ def _load_not_achieved_text(f: Mapping[str, Any]) -> str:
     return f"{f['side']}: {got} (gate {f['min_fraction']:.0%}); raise max_concurrency or use a faster client machine"
 
 
+def _few_groups_text(f: Mapping[str, Any]) -> str:
+    need = f["needed"]
+    return (
+        f"only {f['groups']} groups of {f['group_size']} prompts sent together ({f['pairs']} pairs); need at least "
+        f"{need} groups: use at least {need * f['group_size']} prompts at this load"
+    )
+
+
+def _few_samples_text(f: Mapping[str, Any]) -> str:
+    size, need = f["group_size"], f["needed"]
+    unit = f"groups of {size} requests" if size > 1 else "requests"
+    return (
+        f"only {f['candidate']} candidate and {f['baseline']} baseline {unit}; need at least {need} of each: send at "
+        f"least {need * max(1, size)} requests in each run"
+    )
+
+
 _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.INTERRUPTED: lambda f: "the run was interrupted: the report covers only what finished (see 'missing')",
     WarningKind.NOT_SINGLE_CHANGE: lambda f: (
@@ -445,6 +462,13 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.NO_RUNS: lambda f: "no runs",
     WarningKind.REPEATS_MISSING: lambda f: f"repeats {f['repeats']} missing",
     WarningKind.REPEATS_CUT: lambda f: f"repeat(s) {f['repeats']} interrupted (partial records, no counters)",
+    WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
+    WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
+    WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,
+    WarningKind.METRIC_INTERVALS_DISAGREE: lambda f: (
+        f"the geometric-mean interval {'excludes' if f['excludes'] else 'includes'} 1 but the signed-rank interval "
+        "(the verdict's) does not: borderline, or a few outlying pairs"
+    ),
     WarningKind.PREFIX_CACHE_MOVED: lambda f: (
         f"{prefix_cache_phrase(f['baseline_hit_rate'], f['candidate_hit_rate'])} (prompt tokens found in the cache, "
         f"engine counters; p = {f['p_value']:.2g} counting {f['baseline_requests']} and {f['candidate_requests']} "
@@ -522,6 +546,11 @@ def gated_verdict(comp: LevelComparison) -> str:
     if comp.verdict == NO_VERDICT and comp.gate_reason is not None:
         return f"{NO_VERDICT}: {reason_text(comp.gate_reason)}"
     return comp.verdict
+
+
+def note_text(r: Ratio) -> str:
+    """Why one metric's comparison has no verdict, or what to read it with; "" when there is nothing to say."""
+    return reason_text(r.note) if r.note is not None else ""
 
 
 def left_out_text(w: ReportWarning) -> str:

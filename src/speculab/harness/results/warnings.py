@@ -37,6 +37,13 @@ class WarningKind(str, Enum):
     NO_RUNS = "no_runs"
     REPEATS_MISSING = "repeats_missing"  # repeats (their numbers)
     REPEATS_CUT = "repeats_cut"  # repeats interrupted: partial records, no counters
+    # Why one metric's comparison at a load has no verdict, or what to read it with (`Ratio.note`; None: nothing)
+    METRIC_FEW_PAIRS = "metric_few_pairs"  # pairs (usable in both arms), needed (MIN_PAIRS)
+    METRIC_FEW_GROUPS = "metric_few_groups"  # groups (of group_size prompts sent together), group_size, pairs, needed
+    METRIC_FEW_SAMPLES = "metric_few_samples"  # unpaired: candidate, baseline (their units), group_size, needed
+    # the geometric mean's interval decides otherwise than the signed-rank one (the verdict's): excludes (whether
+    # the geometric mean's excludes 1)
+    METRIC_INTERVALS_DISAGREE = "metric_intervals_disagree"
     PREFIX_CACHE_MOVED = "prefix_cache_moved"  # hit rates differ beyond noise: rates, p_value, requests per arm
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline

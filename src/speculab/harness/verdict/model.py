@@ -210,7 +210,9 @@ class Ratio:
     wilcoxon_p: float
     verdict: str  # faster | slower | no detectable difference | not enough paired data
     min_detectable_change: float
-    note: str = ""
+    # why there is no verdict, or what to read it with (METRIC_* kinds; None: nothing); a summary before records saved
+    # the sentence (read back as a note, "" as None)
+    note: ReportWarning | None = None
     # What the interval and the test counted: groups of `group_size` prompts sent together at concurrency > 1
     # (their pairs are not independent), or the prompts (group_size 1). 0: a summary written before groups.
     n_units: int = 0

@@ -44,6 +44,7 @@ from speculab.report.phrases import (
     failure_lines,
     gated_verdict,
     launch_phrase,
+    note_text,
     pairs_phrase,
     ratio_phrase,
     reason_text,
@@ -211,7 +212,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
                     + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
                     # beside the pairs: why TPOT has fewer than E2E
-                    "note": "; ".join(x for x in (m.note, pairs_phrase(comp) if m.metric == TPOT.name else "") if x),
+                    "note": "; ".join(
+                        x for x in (note_text(m), pairs_phrase(comp) if m.metric == TPOT.name else "") if x
+                    ),
                 }
             )
         breakdowns = [
