@@ -77,8 +77,8 @@ def test_test_files_have_unique_basenames():
 
 # Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
 # (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
-# fails. Warnings, gate reasons, diagnose's findings, compare's and the what-if model's notes and a metric's note are
-# records already.
+# fails. Warnings, gate reasons, diagnose's findings, compare's and the what-if model's notes, a metric's note and the
+# correctness verdict are records already.
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
@@ -98,7 +98,6 @@ SENTENCES_LEFT = {
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
     "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
     "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
-    "harness/verdict/correctness.py",  # the correctness verdict and its failure lines
     "harness/verdict/run_level.py",  # the run-level comparison's lines
     "harness/workload/checks.py",  # a check's failure reason
     "harness/workload/files/questions.py",  # a workload file's note

@@ -36,7 +36,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.recommendation import guardrail_lines as guardrail_lines
 from speculab.report.recommendation import recommendation_lines as recommendation_lines
-from speculab.report.warning_words import WORDS
+from speculab.report.warning_words import VERDICT_WORDS, WORDS
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -179,7 +179,7 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
     elif comp is not None and comp.throughput_ratio is not None and math.isfinite(comp.throughput_ratio.estimate):
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
-        parts.append(f"correctness: {correctness.verdict}")
+        parts.append(f"correctness: {reason_text(correctness.verdict)}")
         if checks := checks_phrase(correctness, {a.name: a.label for a in report.arms}):
             parts.append(checks)
     moved = next(
@@ -251,10 +251,11 @@ def checks_phrase(c: CorrectnessComparison, labels: Mapping[str, str]) -> str:
     return non_inferiority_phrase(c) + (f"; {as_well}" if both else "")
 
 
-def failure_lines(failures: Sequence[str], n_failures: int) -> list[str]:
+def failure_lines(failures: Sequence[ReportWarning], n_failures: int) -> list[str]:
     """A list of failed checks as shown, and how many more there are ("and 8 more")."""
     more = n_failures - len(failures)
-    return [*failures, f"and {more} more"] if more > 0 else list(failures)
+    said = [reason_text(f) for f in failures]
+    return [*said, f"and {more} more"] if more > 0 else said
 
 
 def ratio_phrase(iv: Interval) -> str:
@@ -417,23 +418,6 @@ def _load_not_achieved_text(f: Mapping[str, Any]) -> str:
     return f"{f['side']}: {got} (gate {f['min_fraction']:.0%}); raise max_concurrency or use a faster client machine"
 
 
-def _few_groups_text(f: Mapping[str, Any]) -> str:
-    need = f["needed"]
-    return (
-        f"only {f['groups']} groups of {f['group_size']} prompts sent together ({f['pairs']} pairs); need at least "
-        f"{need} groups: use at least {need * f['group_size']} prompts at this load"
-    )
-
-
-def _few_samples_text(f: Mapping[str, Any]) -> str:
-    size, need = f["group_size"], f["needed"]
-    unit = f"groups of {size} requests" if size > 1 else "requests"
-    return (
-        f"only {f['candidate']} candidate and {f['baseline']} baseline {unit}; need at least {need} of each: send at "
-        f"least {need * max(1, size)} requests in each run"
-    )
-
-
 _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.INTERRUPTED: lambda f: "the run was interrupted: the report covers only what finished (see 'missing')",
     WarningKind.NOT_SINGLE_CHANGE: lambda f: (
@@ -462,13 +446,6 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.NO_RUNS: lambda f: "no runs",
     WarningKind.REPEATS_MISSING: lambda f: f"repeats {f['repeats']} missing",
     WarningKind.REPEATS_CUT: lambda f: f"repeat(s) {f['repeats']} interrupted (partial records, no counters)",
-    WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
-    WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
-    WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,
-    WarningKind.METRIC_INTERVALS_DISAGREE: lambda f: (
-        f"the geometric-mean interval {'excludes' if f['excludes'] else 'includes'} 1 but the signed-rank interval "
-        "(the verdict's) does not: borderline, or a few outlying pairs"
-    ),
     WarningKind.PREFIX_CACHE_MOVED: lambda f: (
         f"{prefix_cache_phrase(f['baseline_hit_rate'], f['candidate_hit_rate'])} (prompt tokens found in the cache, "
         f"engine counters; p = {f['p_value']:.2g} counting {f['baseline_requests']} and {f['candidate_requests']} "
@@ -513,6 +490,7 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     ),
     WarningKind.NOTE: lambda f: str(f["text"]),
     WarningKind.RESUMED: lambda f: _resumed_text(f),  # says another note again: worded here, with warning_text
+    **VERDICT_WORDS,  # a metric's note, the correctness verdict and its failed checks
     **WORDS,  # every other command's kinds: bench, the client, its workers, the run's notes
 }
 

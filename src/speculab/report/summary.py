@@ -4,8 +4,8 @@ The model (`harness.verdict.model.Report`) holds numbers and decisions; the one 
 has always found, `candidates[].verdict_line`, is made here when the file is written (`report.phrases`), so the
 file keeps its keys while the model stores no prose. Each warning is written as its record (`kind`, `subject`,
 `load`, `fields`) with its sentence, `text`, beside it for people reading the file, and so is each record of what
-is missing, each gate's reason (`gate_reason`), each metric's `note` and each load a crossover left out (schema /2;
-/1 saved sentences).
+is missing, each gate's reason (`gate_reason`), each metric's `note`, the correctness verdict and its failed checks,
+and each load a crossover left out (schema /2; /1 saved sentences).
 `Report.from_json` reads the file back (the extra keys are ignored).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.results.summary_file import write_summary_file
-from speculab.harness.verdict.model import LevelReport, Ratio, Report
+from speculab.harness.verdict.model import CorrectnessComparison, LevelReport, Ratio, Report
 from speculab.report.phrases import left_out_text, note_text, reason_text, verdict_line, warning_text
 
 
@@ -54,6 +54,16 @@ def _add_note_texts(lv: LevelReport, lvd: dict[str, Any]) -> None:
         _add_note_text(rk.vs_best, rkd["vs_best"])
 
 
+def _add_correctness_texts(k: CorrectnessComparison, kd: dict[str, Any]) -> None:
+    """Beside the correctness verdict, each of its warnings and each arm's failed checks: its `text`."""
+    kd["verdict"] = {**kd["verdict"], "text": reason_text(k.verdict)}
+    kd["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(k.warnings, kd["warnings"], strict=True)]
+    for side, key in ((k.baseline_checks, "baseline_checks"), (k.candidate_checks, "candidate_checks")):
+        if side is not None:
+            said = zip(side.failures, kd[key]["failures"], strict=True)
+            kd[key]["failures"] = [{**fd, "text": reason_text(f)} for f, fd in said]
+
+
 def summary_dict(report: Report) -> dict[str, Any]:
     """The report as plain JSON data, `verdict_line` placed after each candidate's label (where it always was)."""
     d = report.to_dict()
@@ -70,10 +80,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
     _add_reason_texts(report, d)
     for c, cd in zip(report.candidates, cands, strict=True):
         if c.correctness is not None:
-            cw = cd["correctness"]["warnings"]
-            cd["correctness"]["warnings"] = [
-                {**wd, "text": warning_text(w)} for w, wd in zip(c.correctness.warnings, cw, strict=True)
-            ]
+            _add_correctness_texts(c.correctness, cd["correctness"])
     return d
 
 

@@ -1,7 +1,8 @@
 """The sentences of the warnings every command gives besides the A/B verdict's: a bench run's (its numbers, the
 client's health, the request options a server refused, fitting), the client workers', diagnose's, one per kind, made
-from the record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's kinds are worded
-there. Diagnose's findings are worded here too (`finding_words`), from their kind and numbers the same way.
+from the record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's warnings are
+worded there, its other records here (`VERDICT_WORDS`: a metric's note, the correctness verdict, a failed check).
+Diagnose's findings are worded here too (`finding_words`), from their kind and numbers the same way.
 """
 
 from __future__ import annotations
@@ -273,6 +274,83 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.RESUMED_OTHER_VERSIONS: lambda f: (
         f"resumed under other versions than it started with ({', '.join(f['changed'])})"
     ),
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The verdict's records that are not warnings: why one metric's comparison has no verdict, or what to read it with
+# (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check (`ArmChecks.failures`)
+
+
+def _few_groups_text(f: Fields) -> str:
+    need = f["needed"]
+    return (
+        f"only {f['groups']} groups of {f['group_size']} prompts sent together ({f['pairs']} pairs); need at least "
+        f"{need} groups: use at least {need * f['group_size']} prompts at this load"
+    )
+
+
+def _few_samples_text(f: Fields) -> str:
+    size, need = f["group_size"], f["needed"]
+    unit = f"groups of {size} requests" if size > 1 else "requests"
+    return (
+        f"only {f['candidate']} candidate and {f['baseline']} baseline {unit}; need at least {need} of each: send at "
+        f"least {need * max(1, size)} requests in each run"
+    )
+
+
+def _not_compared_text(f: Fields) -> str:
+    p = f.get("length_p")
+    lengths = f"paired length test p = {p:.2g}" if p is not None else "too few for a length test"
+    return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
+
+
+def _correctness_worse_text(f: Fields) -> str:
+    return (
+        f"pass rate lower by more than the {f['margin'] * 100:g}-point margin ({f['estimate'] * 100:+.1f} points, "
+        f"at most {f['high'] * 100:+.1f} at {f['confidence']:.0%} one-sided)"
+    )
+
+
+def _check_failed_text(f: Fields) -> str:
+    name = f" ({f['prompt_id']})" if f.get("prompt_id") else ""
+    why = f": {f['reason']}" if f.get("reason") else ""
+    return f"item {f['item']}{name}: check '{f['check']}' failed{why}"
+
+
+VERDICT_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
+    WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
+    WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,
+    WarningKind.METRIC_INTERVALS_DISAGREE: lambda f: (
+        f"the geometric-mean interval {'excludes' if f['excludes'] else 'includes'} 1 but the signed-rank interval "
+        "(the verdict's) does not: borderline, or a few outlying pairs"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_LOWER: lambda f: (
+        f"pass rate lower ({f['candidate_rate']:.0%} vs {f['baseline_rate']:.0%}, McNemar p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES: lambda f: (
+        f"SUSPICIOUS: {f['count']} confident divergence(s) at temperature 0 (of {f['of']} prompts)"
+    ),
+    WarningKind.CORRECTNESS_LENGTHS_DIFFER: lambda f: (
+        f"outputs {'longer' if f['longer'] else 'shorter'} (paired length test p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_HIGHER: lambda f: f"pass rate higher (McNemar p = {f['p_value']:.2g})",
+    WarningKind.CORRECTNESS_IDENTICAL: lambda f: f"identical outputs for all {f['of']} prompts",
+    WarningKind.CORRECTNESS_UNCLASSIFIED: lambda f: (
+        f"{f['differ']} of {f['of']} outputs differ at temperature 0 ({f['unclassified']} unclassified: no logprobs)"
+    ),
+    WarningKind.CORRECTNESS_NEAR_TIES: lambda f: (
+        f"no difference ({f['differ']} of {f['of']} outputs differ, all at near-ties)"
+    ),
+    WarningKind.CORRECTNESS_NOT_COMPARED: _not_compared_text,
+    WarningKind.CORRECTNESS_NO_DIFFERENCE: lambda f: "no difference",
+    WarningKind.CORRECTNESS_WORSE: _correctness_worse_text,
+    WarningKind.CORRECTNESS_NOT_JUDGED: lambda f: (
+        f"not judged: {f['failed']} of {f['sent']} prompts have no successful output in both arms (above the "
+        f"{f['max_error_rate']:.0%} error gate)"
+    ),
+    WarningKind.CHECK_FAILED: _check_failed_text,
 }
 
 

@@ -86,6 +86,10 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     notes = [p for p in changed if p.endswith(".note")]
     assert all(_at(new, p) == ({**_at(new, p), "text": _at(old, p)} if _at(old, p) else None) for p in notes), notes
     changed = [p for p in changed if p not in notes]
+    # and so are the correctness verdict and each failed check, their sentences beside them
+    said = [p for p in changed if p.endswith(".correctness.verdict") or re.search(r"_checks\.failures\[\d+\]$", p)]
+    assert said and all(_at(new, p)["text"] == _at(old, p) for p in said), said
+    changed = [p for p in changed if p not in said]
     assert not [p for p in changed if p not in lines and re.sub(r"\[\d+\]$", "", p) not in sentences], changed[:10]
     for o, n in zip(old["candidates"], new["candidates"], strict=True):
         assert o["correctness"]["warnings"] == [w["text"] for w in n["correctness"]["warnings"]]
@@ -115,6 +119,10 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     for c, k in zip(old_model["candidates"], kept["candidates"], strict=True):
         c.pop("verdict_line", None)
         k["correctness"]["warnings"] = [x["fields"]["text"] for x in k["correctness"]["warnings"]]
+        k["correctness"]["verdict"] = k["correctness"]["verdict"]["fields"]["text"]  # a sentence read as a note
+        for side in (k["correctness"]["baseline_checks"], k["correctness"]["candidate_checks"]):
+            if side:
+                side["failures"] = [x["fields"]["text"] for x in side["failures"]]
         for w in k["what_if"]:  # the old file's notes read back as notes of those words
             w["notes"] = [x["fields"]["text"] for x in w["notes"]]
     assert not _missing_or_changed(old_model, kept), _missing_or_changed(old_model, kept)[:10]
@@ -186,6 +194,19 @@ def _notes_as_sentences(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def _correctness_as_sentences(d: dict[str, Any]) -> dict[str, Any]:
+    """A summary /2 as it was written before the correctness verdict and its failed checks were records (#48 item 3,
+    in /1 and /2 alike): each its sentence."""
+    d = json.loads(json.dumps(d))
+    for c in d["candidates"]:
+        if k := c["correctness"]:
+            k["verdict"] = k["verdict"]["text"]
+            for side in (k["baseline_checks"], k["candidate_checks"]):
+                if side:
+                    side["failures"] = [f["text"] for f in side["failures"]]
+    return d
+
+
 def _said(r: Report) -> tuple[str, str]:
     """What the console prints and what report.html shows (its view's data) of a report."""
     console = Console(record=True, width=300)
@@ -196,7 +217,7 @@ def _said(r: Report) -> tuple[str, str]:
 def _as_v1(d: dict[str, Any]) -> dict[str, Any]:
     """A summary /2 as a /1 file said it: each gate's reason, what is missing, each load left out and each metric's
     note as its sentence, a gated verdict 'no verdict: <reason>'."""
-    d = _notes_as_sentences(d) | {"schema": "speculab.report.summary/1"}
+    d = _correctness_as_sentences(_notes_as_sentences(d)) | {"schema": "speculab.report.summary/1"}
     d["missing"] = [m["text"] for m in d["missing"]]
     for lv in d["levels"]:
         for c in lv["comparisons"]:
@@ -244,3 +265,29 @@ def test_a_summary_whose_metric_notes_are_sentences_renders_the_same_words() -> 
     assert any(m.note is None for m in ratios)  # "": none to say
     assert _said(old) == _said(Report.from_json(json.dumps(new)))
     assert "too few pairs:[/]" not in _said(old)[0] and "only 2 groups of 4 prompts" in _said(old)[1]
+
+
+def test_a_summary_whose_correctness_verdict_and_failed_checks_are_sentences_renders_the_same_words() -> None:
+    """Before #48 item 3 the correctness verdict and each failed check were saved as sentences, in summary.json /1 and
+    /2 alike: read back they are notes, and the console and report.html say what the records say (a lower pass rate
+    shown as bad in both); summary.json writes each record with its text."""
+    from fakes.ab_inputs import make_inputs, with_check_failures
+    from speculab.harness.verdict.build import build_report
+    from speculab.harness.verdict.model import ReportOptions
+
+    inputs = with_check_failures(make_inputs(n_prompts=40, repeats=1), "ngram-k4", 18)
+    new = summary_dict(build_report(inputs, ReportOptions(n_resamples=100)))
+    k = new["candidates"][0]["correctness"]
+    assert k["verdict"]["kind"] in {"correctness_checks_lower", "correctness_worse"}, k["verdict"]
+    assert k["verdict"]["text"].startswith("pass rate lower")
+    assert {f["kind"] for f in k["candidate_checks"]["failures"]} == {"check_failed"}
+    assert k["candidate_checks"]["failures"][0]["text"].endswith("check 'contains' failed: missing ' the'")
+    old = Report.from_json(json.dumps(_correctness_as_sentences(new)))
+    kept = old.candidates[0].correctness
+    assert kept is not None and kept.verdict.kind == WarningKind.NOTE
+    assert kept.candidate_checks is not None and {f.kind for f in kept.candidate_checks.failures} == {WarningKind.NOTE}
+    (new_console, new_page), (old_console, old_page) = _said(Report.from_json(json.dumps(new))), _said(old)
+    assert "correctness: pass rate lower" in new_console and "and 8 more" in new_page
+    assert '"bad": true' in new_page
+    assert old_console == new_console
+    assert old_page == new_page

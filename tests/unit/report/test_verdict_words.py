@@ -5,14 +5,20 @@ saved from the code before #48 item 3 converted them) are the words their record
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from fakes.ab_inputs import ArmEffect, make_inputs, with_check_failures
 from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
+from speculab.harness.design import LevelSpec
 from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.verdict import correctness
+from speculab.harness.verdict.correctness import CorrectnessOptions
 from speculab.report.phrases import reason_text
 
 SAID_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "verdict_words.json").read_text(encoding="utf-8"))
@@ -61,5 +67,67 @@ NOTES = {
 @pytest.mark.parametrize("case", sorted(NOTES))
 def test_a_metrics_note_says_what_it_said(case: str) -> None:
     note = NOTES[case]()
-    assert note is not None and note.kind is not WarningKind.NOTE
-    assert reason_text(ReportWarning.from_dict(json.loads(json.dumps(note.to_dict())))) == SAID_BEFORE[f"note.{case}"]
+    assert note is not None and note.kind.value.startswith("metric_")
+    assert _said(note) == SAID_BEFORE[f"note.{case}"]
+
+
+def _checks(rate: float) -> SimpleNamespace:
+    return SimpleNamespace(pass_rate=SimpleNamespace(estimate=rate))
+
+
+def _mcnemar(b: int, c: int, p: float) -> SimpleNamespace:
+    return SimpleNamespace(b=b, c=c, p_value=p)
+
+
+OPTS = CorrectnessOptions()
+# `_verdict`'s arguments, one case per finding: temperature 0, confident, near-tie and unclassified divergences, of how
+# many differing, of how many prompts, McNemar, the arms' checks, the length test's p, the lengths, options, self-rate
+VERDICTS = {
+    "lower": (True, 0, 0, 0, 0, 20, _mcnemar(5, 0, 0.0312), _checks(0.9), _checks(0.65), None, [1.0], [1.0]),
+    "suspicious": (True, 2, 1, 0, 3, 20, None, None, None, None, [1.0], [1.0]),
+    "longer": (False, 0, 0, 0, 0, 20, None, None, None, 0.0123, [1.0, 2.0], [3.0, 4.0]),
+    "shorter": (False, 0, 0, 0, 0, 20, None, None, None, 0.0123, [3.0, 4.0], [1.0, 2.0]),
+    "higher": (True, 0, 0, 0, 0, 20, _mcnemar(0, 6, 0.0156), _checks(0.6), _checks(0.9), None, [1.0], [1.0]),
+    "identical_t0": (True, 0, 0, 0, 0, 20, None, None, None, None, [1.0], [1.0]),
+    "unclassified": (True, 0, 1, 2, 3, 20, None, None, None, None, [1.0], [1.0]),
+    "near_ties": (True, 0, 2, 0, 2, 20, None, None, None, None, [1.0], [1.0]),
+    "identical_t": (False, 0, 0, 0, 0, 20, None, None, None, None, [1.0], [1.0]),
+    "not_compared_p": (False, 0, 0, 0, 4, 20, None, None, None, 0.456, [1.0], [1.0]),
+    "not_compared": (False, 0, 0, 0, 4, 20, None, None, None, None, [1.0], [1.0]),
+    "no_difference": (False, 0, 0, 0, 4, 20, None, _checks(0.8), _checks(0.8), 0.456, [1.0], [1.0]),
+}
+C1 = (LevelSpec("concurrency", 1, ("low", "operating")),)
+
+
+def _said(w: ReportWarning) -> str:
+    """A record's words after a trip through summary.json's shape, as `speculab report` reads it back."""
+    return reason_text(ReportWarning.from_dict(json.loads(json.dumps(w.to_dict()))))
+
+
+@pytest.mark.parametrize("case", sorted(VERDICTS))
+def test_the_correctness_verdict_says_what_it_said(case: str) -> None:
+    verdict = correctness._verdict(*VERDICTS[case], OPTS, None)
+    assert verdict.kind.value.startswith("correctness_") and _said(verdict) == SAID_BEFORE[f"correctness.{case}"]
+
+
+def test_a_pass_rate_worse_beyond_the_margin_its_failed_checks_and_a_verdict_not_judged_say_what_they_said() -> None:
+    inputs = with_check_failures(make_inputs(n_prompts=200, repeats=1, levels=C1), "ngram-k4", 30)
+    worse = correctness.compare_correctness(inputs, "ngram-k4", OPTS)
+    assert worse is not None and worse.verdict.kind is WarningKind.CORRECTNESS_WORSE
+    assert _said(worse.verdict) == SAID_BEFORE["correctness.worse_margin"]
+    assert worse.candidate_checks is not None
+    failed = worse.candidate_checks.failures[:4]
+    assert [_said(f) for f in failed] == SAID_BEFORE["correctness.failures"]
+    assert failed[0].to_dict()["fields"] == {
+        "item": 0,
+        "prompt_id": "p0",
+        "check": "contains",
+        "reason": "missing ' the'",
+    }
+    other = correctness.compare_correctness(inputs, "ngram-k4", replace(OPTS, margin=0.025, alpha=0.1))
+    assert other is not None and _said(other.verdict) == SAID_BEFORE["correctness.worse_margin_2"]
+    flaky = ArmEffect(tpot_factor={"c1": 0.5}, acceptance_length=2.5, error_rate=0.3)
+    broken = make_inputs(n_prompts=30, repeats=1, levels=C1, candidates={"ngram-k4": flaky})
+    gated = correctness.compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
+    assert gated is not None and gated.verdict.kind is WarningKind.CORRECTNESS_NOT_JUDGED
+    assert _said(gated.verdict) == SAID_BEFORE["correctness.not_judged"]

@@ -61,6 +61,23 @@ class WarningKind(str, Enum):
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
     STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches
+    # The correctness verdict (`CorrectnessComparison.verdict`): the worst finding first
+    CORRECTNESS_CHECKS_LOWER = "correctness_checks_lower"  # candidate_rate, baseline_rate (pass rates), p_value
+    CORRECTNESS_CONFIDENT_DIVERGENCES = "correctness_confident_divergences"  # count at temperature 0, of (prompts)
+    CORRECTNESS_LENGTHS_DIFFER = "correctness_lengths_differ"  # longer (the candidate's), p_value (paired length test)
+    CORRECTNESS_CHECKS_HIGHER = "correctness_checks_higher"  # p_value (McNemar)
+    CORRECTNESS_IDENTICAL = "correctness_identical"  # of (prompts, every output identical)
+    CORRECTNESS_UNCLASSIFIED = "correctness_unclassified"  # differ, of, unclassified (no logprobs) at temperature 0
+    CORRECTNESS_NEAR_TIES = "correctness_near_ties"  # differ, of: every divergence at a near-tie
+    # above temperature 0 or not recorded, no checks: length_p (the paired length test's; None: too few for one)
+    CORRECTNESS_NOT_COMPARED = "correctness_not_compared"
+    CORRECTNESS_NO_DIFFERENCE = "correctness_no_difference"
+    # the checks' pass rate lower beyond the non-inferiority margin: margin, estimate, high (its one-sided bound),
+    # confidence (all as fractions)
+    CORRECTNESS_WORSE = "correctness_worse"
+    # above the error gate: failed (prompts without a successful output in both arms), sent, max_error_rate
+    CORRECTNESS_NOT_JUDGED = "correctness_not_judged"
+    CHECK_FAILED = "check_failed"  # a failed check (`ArmChecks.failures`): item, prompt_id ("": none), check, reason
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count
     PYTHON_CHECKS_SKIPPED = "python_checks_skipped"  # count, flag (the opt-in)
