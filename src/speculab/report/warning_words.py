@@ -165,7 +165,31 @@ def _unpaired_repeats(f: Fields) -> str:
     )
 
 
+def _run_level_side(f: Fields) -> str:
+    """'plain.json: 4 run(s) summarised by vllm bench serve 0.6.3, model m' (the side, A or B, is its subject)."""
+    tool = f["tool"]
+    version = f"{tool} {f['version']}" if f.get("version") else f"{tool}, its version not stated in the file"
+    version = f"{tool} ({f['layout']})" if not f.get("version") and f.get("layout") else version
+    model = f", model {f['model']}" if f.get("model") else ""
+    detail = " (it keeps per-request data too; the other side does not)" if f.get("per_request") else ""
+    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.RUN_LEVEL_UNIT: lambda f: (
+        "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
+        "aggregates, one value per run"
+    ),
+    WarningKind.RUN_LEVEL_FIGURES: lambda f: (
+        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
+        "(output tokens - 1)"
+    ),
+    WarningKind.RUN_LEVEL_SIDE: _run_level_side,
+    WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
+        f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "
+        "runs a side)"
+    ),
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (
         f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
     ),

@@ -5,21 +5,28 @@ saved from the code before #48 item 3 converted them) are the words their record
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from fakes.ab_inputs import ArmEffect, make_inputs, with_check_failures
+from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level
 from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.design import LevelSpec
+from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict import correctness
 from speculab.harness.verdict.correctness import CorrectnessOptions
-from speculab.report.phrases import reason_text
+from speculab.harness.verdict.run_level import RunLevelReport, run_level_from_json
+from speculab.report.console.run_level import run_level_renderable
+from speculab.report.phrases import reason_text, warning_lines
 
 SAID_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "verdict_words.json").read_text(encoding="utf-8"))
 
@@ -131,3 +138,62 @@ def test_a_pass_rate_worse_beyond_the_margin_its_failed_checks_and_a_verdict_not
     gated = correctness.compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
     assert gated is not None and gated.verdict.kind is WarningKind.CORRECTNESS_NOT_JUDGED
     assert _said(gated.verdict) == SAID_BEFORE["correctness.not_judged"]
+
+
+C4 = LevelSpec("concurrency", 4, ("low", "operating"))
+R8 = LevelSpec("rate", 8.0, ("operating",))
+
+
+def _summary(tpot_s: float, level: LevelSpec = C4, run: int = 1, failed: int = 0, **kw: Any) -> RunSummary:
+    return RunSummary(
+        path=Path(kw.pop("path", "a.json")),
+        tool=kw.pop("tool", "vllm bench serve"),
+        level=level,
+        aggregates=Aggregates({"tpot_median_s": tpot_s, "output_tok_s": 100.0}),
+        completed=20,
+        failed=failed,
+        run=run,
+        **kw,
+    )
+
+
+def _run_level() -> RunLevelReport:
+    """Three runs a side at concurrency 4 (one of B's lost 5 of 25 requests), one at 8 req/s; B's model unnamed."""
+    a = [_summary(0.030, run=i, path="plain.json", version="0.6.3", model="m") for i in (1, 2, 3)]
+    b = [_summary(0.020, run=i, path="spec.json", tool="sglang bench_serving", failed=5 * (i == 2)) for i in (1, 2, 3)]
+    a.append(_summary(0.03, R8, path="plain.json", version="0.6.3", model="m"))
+    b.append(_summary(0.02, R8, path="spec.json", tool="sglang bench_serving"))
+    return compare_summaries(Path("A"), Path("B"), (a, b), {})
+
+
+def _run_level_2() -> RunLevelReport:
+    """One run a side: A a directory's layout keeping per-request data too, B another tool and model."""
+    a = [_summary(0.03, path="x", info={"layout": "sweep"}, per_request=True, label="A side", model="m1")]
+    b = [_summary(0.02, path="y", tool="guidellm", version="0.3.0", model="m2")]
+    return compare_summaries(Path("A"), Path("B"), (a, b), {}, allow_different_models=True)
+
+
+@pytest.mark.parametrize(("case", "report"), [("notes", _run_level), ("notes_2", _run_level_2)])
+def test_run_level_notes_say_what_they_said(case: str, report: Callable[[], RunLevelReport], tmp_path: Path) -> None:
+    saved = run_level_from_json(save(tmp_path, report()).read_text(encoding="utf-8"))  # as `speculab report` reads it
+    assert {n.kind for n in saved.notes} >= {WarningKind.RUN_LEVEL_UNIT, WarningKind.RUN_LEVEL_SIDE}
+    assert warning_lines(saved.notes) == SAID_BEFORE[f"run_level.{case}"]
+
+
+def _console(report: RunLevelReport) -> str:
+    console = Console(record=True, width=300)
+    console.print(run_level_renderable(report))
+    return console.export_text()
+
+
+def test_a_run_level_summary_1_reads_back_and_prints_the_notes_it_saved(tmp_path: Path) -> None:
+    """run-level summary.json /1 saved its notes as sentences: read back they are notes, printed as the /2 records are;
+    `speculab report` finds such a directory as it finds a /2 one."""
+    written = save(tmp_path, _run_level())
+    new = json.loads(written.read_text(encoding="utf-8"))
+    assert new["schema"] == "speculab.report.run-level/2"
+    old = new | {"schema": "speculab.report.run-level/1", "notes": SAID_BEFORE["run_level.notes"]}
+    written.write_text(json.dumps(old), encoding="utf-8")
+    back = saved_run_level(tmp_path)
+    assert back is not None and {n.kind for n in back.notes} == {WarningKind.NOTE}
+    assert _console(back) == _console(run_level_from_json(json.dumps(new)))

@@ -139,6 +139,13 @@ class WarningKind(str, Enum):
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
+    # a comparison whose unit is the run (`RunLevelReport.notes`, summary-only files)
+    RUN_LEVEL_UNIT = "run_level_unit"  # the unit is the run: each side's figures are its tool's own aggregates
+    RUN_LEVEL_FIGURES = "run_level_figures"  # each figure is its tool's own (how vLLM, SGLang and GuideLLM define ITL)
+    # one side (subject "A" or "B"): name, runs, tool, version (None: not stated), layout (a directory's, None), model
+    # (None: not named), per_request (it keeps per-request data too; the other side does not)
+    RUN_LEVEL_SIDE = "run_level_side"
+    RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
     NOTE = "note"  # words a note or an older file wrote: text
 
 

@@ -16,10 +16,14 @@ from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, ru
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.stats import Interval
 from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
 
-RUN_LEVEL_SCHEMA = "speculab.report.run-level/1"
+# /2: the notes are records (kind and numbers; #48 item 3), worded by the report; a /1 file's sentences read back as
+# notes and say the same
+RUN_LEVEL_SCHEMA = "speculab.report.run-level/2"
+READABLE_RUN_LEVEL_SCHEMAS = ("speculab.report.run-level/1", RUN_LEVEL_SCHEMA)
 # runs a side for an interval: with 2, Welch's t has about 1 degree of freedom (an interval x12.7 wide)
 MIN_RUNS = 3
 
@@ -74,7 +78,7 @@ class RunLevelReport:
     b_version: str | None
     confidence: float
     loads: tuple[RunLevelLoad, ...]
-    notes: tuple[str, ...]
+    notes: tuple[ReportWarning, ...]  # what the reader must know of the comparison (RUN_LEVEL_* kinds; the model check)
     unit: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,13 +167,13 @@ def redecide(report: RunLevelReport, margins: Mapping[str, float]) -> RunLevelRe
 def run_level_from_json(text: str) -> RunLevelReport:
     """A run-level summary.json (`RUN_LEVEL_SCHEMA`) read back; ValueError when it is not one."""
     d = json.loads(text)
-    if not isinstance(d, dict) or d.get("schema") != RUN_LEVEL_SCHEMA:
+    if not isinstance(d, dict) or d.get("schema") not in READABLE_RUN_LEVEL_SCHEMAS:
         raise ValueError(f"not a {RUN_LEVEL_SCHEMA} summary")
     try:
         return RunLevelReport(
             **{k: d[k] for k in ("a_name", "b_name", "a_tool", "b_tool", "a_version", "b_version", "confidence")},
             loads=tuple(_load_from(x) for x in d["loads"]),
-            notes=tuple(d["notes"]),
+            notes=tuple(ReportWarning.from_dict(n) for n in d["notes"]),  # a /1 file's sentences: notes
             unit=d.get("unit", "run"),
         )
     except (KeyError, TypeError, ValueError) as e:

@@ -12,6 +12,7 @@ from speculab.harness.analysis.comparison.margin import Decision
 from speculab.harness.analysis.figures import FIGURES, RUN_FIGURES, TPOT
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
     RunLevelReport,
@@ -118,9 +119,10 @@ def test_the_report_is_strict_json(tmp_path: Path):
     from speculab.harness.verdict.run_level import RUN_LEVEL_SCHEMA, RunLevelReport
 
     load = compare_load(C4, [_run(0.030)], [_run(0.020)], {})
-    r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), ("n",))
+    r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), (ReportWarning(WarningKind.RUN_LEVEL_UNIT),))
     d = json.loads(write_summary_file(tmp_path, r.to_dict(), indent=1).read_text(encoding="utf-8"))
-    assert d["schema"] == RUN_LEVEL_SCHEMA
+    assert d["schema"] == RUN_LEVEL_SCHEMA == "speculab.report.run-level/2"
+    assert d["notes"] == [{"kind": "run_level_unit", "subject": "", "load": "", "fields": {}}]  # records, no words
     assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
 
@@ -133,7 +135,8 @@ def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin(tmp_
 
     a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
     b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
-    report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), ("n",))
+    notes = (ReportWarning(WarningKind.RUN_LEVEL_SIDE, "A", fields={"name": "a", "runs": 3, "tool": "t"}),)
+    report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), notes)
     back = run_level_from_json(write_summary_file(tmp_path, report.to_dict(), indent=1).read_text(encoding="utf-8"))
     assert back == report
     wide = redecide(back, {"tpot_s": 0.6})  # TPOT 1.5x faster is within a 60 % margin
