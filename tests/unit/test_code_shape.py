@@ -80,7 +80,6 @@ def test_test_files_have_unique_basenames():
 # fails. Warnings, gate reasons, diagnose's findings, compare's and the what-if model's notes, a metric's note and the
 # correctness verdict are records already.
 SENTENCES_LEFT = {
-    "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/init/starter.py",  # the starter experiment's notes to its reader
     "commands/run/looks.py",  # adaptive repeats: why a look did not stop
     "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)

@@ -142,15 +142,23 @@ def _compare_file_runs(f: Fields) -> str:
     return f"compare: two separate runs, A ({f['tool_a']}) then B ({f['tool_b']}); {_NOT_INTERLEAVED}; {how}"
 
 
+def _why_unpaired(f: Fields) -> str:
+    """Why two runs are compared unpaired: the first reason they cannot be paired, or --unpaired (a record saved before
+    #48 item 3 made it a field kept the sentence, `why`)."""
+    if "why" in f:
+        return str(f["why"])
+    return f"they cannot be paired per prompt ({f['problem']})" if f.get("problem") else "--unpaired asked for it"
+
+
 def _compare_unpaired(f: Fields) -> str:
     hows = "; ".join(f.get("hows") or ())
     pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
     return (
-        f"unpaired: {f['why']}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
-        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
-        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
-        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
-        f"are not shown.{pair}"
+        f"unpaired: {_why_unpaired(f)}. Each metric compares the two runs' distributions: the two-sample "
+        "Hodges-Lehmann ratio (the typical ratio of a B request to an A request) with its rank-sum interval, valid "
+        "when both runs drew their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the "
+        "interval is wider than a paired one of as many prompts; correctness, the breakdowns and acceptance against "
+        f"speedup need pairs and are not shown.{pair}"
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 
 from fakes.ab_inputs import ArmEffect, make_inputs, with_check_failures
+from speculab.commands.compare.pairing import _why_unpaired
 from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level
 from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
@@ -197,3 +198,25 @@ def test_a_run_level_summary_1_reads_back_and_prints_the_notes_it_saved(tmp_path
     back = saved_run_level(tmp_path)
     assert back is not None and {n.kind for n in back.notes} == {WarningKind.NOTE}
     assert _console(back) == _console(run_level_from_json(json.dumps(new)))
+
+
+@pytest.mark.parametrize(
+    ("case", "problem", "asked"),
+    [
+        ("problem", "concurrency 4, run 1: prompt 3: 120 vs 121 input tokens", False),
+        ("problem_asked", "prompt 0: the prompts differ", True),
+        ("asked", None, True),
+    ],
+)
+def test_why_two_runs_are_compared_unpaired_says_what_it_said(case: str, problem: str | None, asked: bool) -> None:
+    """compare's note says why the runs are unpaired in the words it said when the reason was a sentence, and a record
+    that kept that sentence (`why`, before #48 item 3 made it a field) says the same."""
+    why = _why_unpaired(problem, asked)
+    assert why is not None and "why" not in why
+    hows = ["vLLM: --disable-shuffle"]
+    note = ReportWarning(WarningKind.COMPARE_UNPAIRED, fields={**why, "hows": hows})
+    said = _said(note)
+    assert said.startswith(f"unpaired: {SAID_BEFORE[f'pairing.{case}']}. Each metric compares"), said
+    kept = ReportWarning(WarningKind.COMPARE_UNPAIRED, fields={"why": SAID_BEFORE[f"pairing.{case}"], "hows": hows})
+    assert _said(kept) == said
+    assert _why_unpaired(None, False) is None and SAID_BEFORE["pairing.paired"] is None  # paired: no note

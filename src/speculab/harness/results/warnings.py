@@ -135,7 +135,9 @@ class WarningKind(str, Enum):
     # two runs of any tools, A then B: tool_a, tool_b, paired (per prompt by position), checked (what was verified
     # equal: "prompts" | "prompt lengths")
     COMPARE_FILE_RUNS = "compare_file_runs"
-    COMPARE_UNPAIRED = "compare_unpaired"  # why (the first reason, in words), hows (each tool's way to pair its runs)
+    # problem (the first reason the runs cannot be paired, in the pairing check's words; None: --unpaired asked for
+    # it; a record before #48 item 3 kept the sentence: why), hows (each tool's way to pair its runs)
+    COMPARE_UNPAIRED = "compare_unpaired"
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
