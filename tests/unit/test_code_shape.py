@@ -85,7 +85,6 @@ SENTENCES_LEFT = {
     "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
     "commands/run/preflight.py",  # preflight's findings, printed before the run
     "commands/run/probing/budget.py",  # the search budget's notes
-    "harness/analysis/metrics.py",  # error_gate: the error gate's line (the command's exit message, and a gate)
     "harness/imports/aiperf_profile.py",  # the file readers' notes: the tools' own words, carried as kind `note`
     "harness/imports/guidellm_benchmarks.py",
     "harness/imports/llmperf_responses.py",
@@ -96,7 +95,6 @@ SENTENCES_LEFT = {
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
     "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
     "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
-    "harness/verdict/run_level.py",  # the run-level comparison's lines
     "harness/workload/checks.py",  # a check's failure reason
     "harness/workload/files/questions.py",  # a workload file's note
     "harness/workload/files/trace.py",  # a trace file's note

@@ -183,7 +183,17 @@ def _run_level_side(f: Fields) -> str:
     return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
 
 
+def _error_gate(f: Fields) -> str:
+    cats = ", ".join(f"{k} {v}" for k, v in f["by_category"].items())
+    return (
+        f"{f['failed']} of {f['counted']} requests failed ({f['error_rate']:.1%}: {cats}), more than --max-error-rate "
+        f"{f['max_error_rate']:.0%} allows"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.ERROR_GATE: _error_gate,
+    WarningKind.RUN_LOST_REQUESTS: lambda f: f"{f['side']} at {f['at']} lost {f['lost']:.0%} of a run's requests",
     WarningKind.RUN_LEVEL_UNIT: lambda f: (
         "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
         "aggregates, one value per run"

@@ -18,16 +18,22 @@ from rich.console import Console
 from fakes.ab_inputs import ArmEffect, make_inputs, with_check_failures
 from speculab.commands.compare.pairing import _why_unpaired
 from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level
+from speculab.errors import ErrorRateExceeded, UserError
 from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
+from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.design import LevelSpec
+from speculab.harness.gates.check import check_error_gate, check_fail_on
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict import correctness
+from speculab.harness.verdict.build import build_report, headline_answers, report_error_gate
 from speculab.harness.verdict.correctness import CorrectnessOptions
-from speculab.harness.verdict.run_level import RunLevelReport, run_level_from_json
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.run_level import RunLevelReport, run_level_answers, run_level_from_json
+from speculab.report.console.exit import error_line
 from speculab.report.console.run_level import run_level_renderable
-from speculab.report.phrases import reason_text, warning_lines
+from speculab.report.phrases import reason_text, warning_lines, warning_text
 
 SAID_BEFORE = json.loads((Path(__file__).parent / "fixtures" / "verdict_words.json").read_text(encoding="utf-8"))
 
@@ -220,3 +226,68 @@ def test_why_two_runs_are_compared_unpaired_says_what_it_said(case: str, problem
     kept = ReportWarning(WarningKind.COMPARE_UNPAIRED, fields={"why": SAID_BEFORE[f"pairing.{case}"], "hows": hows})
     assert _said(kept) == said
     assert _why_unpaired(None, False) is None and SAID_BEFORE["pairing.paired"] is None  # paired: no note
+
+
+def _gated_by_errors() -> Report:
+    """One candidate at concurrency 1 that lost 30% of its requests: the error gate fails there."""
+    flaky = ArmEffect(tpot_factor={"c1": 0.5}, acceptance_length=2.5, error_rate=0.3)
+    inputs = make_inputs(n_prompts=30, repeats=1, levels=C1, candidates={"ngram-k4": flaky})
+    return build_report(inputs, ReportOptions(n_resamples=200))
+
+
+def _exit(gate: Callable[[], None]) -> str:
+    """The line the CLI prints after "error:" for the error a gate raises."""
+    with pytest.raises(UserError) as raised:
+        gate()
+    return error_line(raised.value)
+
+
+def _where(where: str | ReportWarning) -> str:
+    return warning_text(where) if isinstance(where, ReportWarning) else where
+
+
+@pytest.mark.parametrize(
+    ("case", "counts"),
+    [
+        ("cancelled", (6, 40, {"cancelled": 4, "http": 2}, 0.02)),
+        ("mixed", (372, 400, {"connect": 300, "http": 72}, 0.05)),
+    ],
+)
+def test_the_error_gate_says_what_it_said(case: str, counts: tuple[int, int, dict[str, int], float]) -> None:
+    why = error_gate(*counts)
+    assert why is not None and why.kind is WarningKind.ERROR_GATE
+    assert (
+        warning_text(ReportWarning.from_dict(json.loads(json.dumps(why.to_dict()))))
+        == SAID_BEFORE[f"error_gate.{case}"]
+    )
+
+
+def test_the_gates_exit_lines_say_what_they_said() -> None:
+    """The error gate's line (exit 4) and --fail-on's (exit 5), as the CLI prints them: the gate's record worded by the
+    report where the line used to carry its sentence; the exception carries the records, its own message no words of
+    them."""
+    report = _gated_by_errors()
+    gate = report_error_gate(report, 0.02)
+    assert gate is not None and (gate.subject, gate.load) == ("ngram k=4", "concurrency 1")
+    assert warning_text(gate) == SAID_BEFORE["error_gate.report"]
+    answers = headline_answers(report)
+    assert [[a, _where(w)] for a, w in answers] == SAID_BEFORE["answers.report"]
+    out = Path("/tmp/out")
+    assert _exit(lambda: check_error_gate(gate, out)) == SAID_BEFORE["exit.error_gate"]
+    bench = error_gate(6, 40, {"http": 6}, 0.02)
+    assert _exit(lambda: check_error_gate(bench, None)) == SAID_BEFORE["exit.error_gate_nowhere"]
+    assert _exit(lambda: check_fail_on(answers, ("errors", "no-verdict"), out)) == SAID_BEFORE["exit.fail_on"]
+    many = [("slower", f"c{i} at concurrency 1") for i in range(5)]
+    assert _exit(lambda: check_fail_on(many, ("slower",), out)) == SAID_BEFORE["exit.fail_on_many"]
+    with pytest.raises(ErrorRateExceeded) as raised:
+        check_error_gate(gate, out)
+    assert raised.value.why == gate and "8 of 30" not in str(raised.value)  # its numbers are the record's, worded above
+
+
+def test_a_run_level_comparisons_answers_and_exit_line_say_what_they_said() -> None:
+    answers = run_level_answers(_run_level(), "tpot_s", 0.05)
+    assert [[a, _where(w)] for a, w in answers] == SAID_BEFORE["run_level.answers"]
+    assert {w.kind for _, w in answers if isinstance(w, ReportWarning)} == {WarningKind.RUN_LOST_REQUESTS}
+    got = _exit(lambda: check_fail_on(answers, ("errors",), Path("/tmp/rl")))
+    assert got == SAID_BEFORE["exit.fail_on_run_level"]
+    assert error_line(UserError("said as it is")) == "said as it is"  # any other error: its message

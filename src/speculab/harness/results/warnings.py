@@ -141,6 +141,13 @@ class WarningKind(str, Enum):
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
+    # The error gate (`--max-error-rate`, exit 4; an A/B run's `errors` answer for --fail-on): failed and counted
+    # requests (those the user cancelled in neither), error_rate (failed / counted), by_category {category: count,
+    # cancelled left out}, max_error_rate; subject and load: the arm and load that failed it ("": bench, diagnose)
+    ERROR_GATE = "error_gate"
+    # a run-level comparison's `errors` answer: side (its name), at (the load's label), lost (the largest share of a
+    # run's requests lost)
+    RUN_LOST_REQUESTS = "run_lost_requests"
     # a comparison whose unit is the run (`RunLevelReport.notes`, summary-only files)
     RUN_LEVEL_UNIT = "run_level_unit"  # the unit is the run: each side's figures are its tool's own aggregates
     RUN_LEVEL_FIGURES = "run_level_figures"  # each figure is its tool's own (how vLLM, SGLang and GuideLLM define ITL)

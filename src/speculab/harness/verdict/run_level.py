@@ -16,9 +16,10 @@ from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, ru
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.strict_json import json_safe
-from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import Interval
 from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
+from speculab.harness.verdict.model import Answer
 
 # /2: the notes are records (kind and numbers; #48 item 3), worded by the report; a /1 file's sentences read back as
 # notes and say the same
@@ -213,13 +214,14 @@ def _metric_from(d: Mapping[str, Any]) -> RunMetric:
 RUN_LEVEL_UNANSWERABLE = ("worse",)
 
 
-def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[tuple[str, str], ...]:
+def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[Answer, ...]:
     """The headline answers of a run-level comparison as (answer, where), as `build.headline_answers` gives them for
     an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or without the
     figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its requests
-    (runs whose files do not count their requests cannot be gated and give no answer)."""
+    (where: a RUN_LOST_REQUESTS record; runs whose files do not count their requests cannot be gated and give no
+    answer)."""
     median = run_figure_of(decide_on, MEDIAN)
-    out: list[tuple[str, str]] = []
+    out: list[Answer] = []
     for x in report.loads:
         m = next((m for m in x.metrics if median is not None and m.name == median.name), None)
         d = m.decision if m is not None else None
@@ -231,5 +233,6 @@ def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: fl
         ):
             rates = [f / (c + f) for c, f in zip(done, failed, strict=True) if c is not None and f and c + f > 0]
             if rates and max(rates) > max_error_rate:
-                out.append(("errors", f"{side} at {x.level.label} lost {max(rates):.0%} of a run's requests"))
+                lost = {"side": side, "at": x.level.label, "lost": max(rates)}
+                out.append(("errors", ReportWarning(WarningKind.RUN_LOST_REQUESTS, fields=lost)))
     return tuple(out)

@@ -158,7 +158,10 @@ def test_run_level_answers_are_the_deciding_median_and_each_runs_lost_requests()
     b[1] = RunSummary(b[1].path, b[1].tool, C4, b[1].aggregates, completed=15, failed=5, run=2)  # 25 % lost
     answers = run_level_answers(_report(compare_load(C4, a, b, {})), "tpot_s", max_error_rate=0.05)
     assert answers[0] == ("faster", "spec at concurrency 4")
-    assert answers[1][0] == "errors" and "spec at concurrency 4 lost 25%" in answers[1][1]
+    assert answers[1] == (
+        "errors",
+        ReportWarning(WarningKind.RUN_LOST_REQUESTS, fields={"side": "spec", "at": "concurrency 4", "lost": 0.25}),
+    )
     assert len(answers) == 2  # the baseline lost nothing
     # under a looser gate the lost requests pass; a figure the files do not hold (TTFT) has no verdict
     assert run_level_answers(_report(compare_load(C4, a, b, {})), "ttft_s", max_error_rate=0.5) == (
