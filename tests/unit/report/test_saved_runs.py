@@ -263,8 +263,10 @@ def test_a_summary_whose_metric_notes_are_sentences_renders_the_same_words() -> 
     ratios = [m for lv in old.levels for c in lv.comparisons for m in c.metrics]
     assert {m.note.kind for m in ratios if m.note is not None} == {WarningKind.NOTE}
     assert any(m.note is None for m in ratios)  # "": none to say
-    assert _said(old) == _said(Report.from_json(json.dumps(new)))
-    assert "too few pairs:[/]" not in _said(old)[0] and "only 2 groups of 4 prompts" in _said(old)[1]
+    said = _said(old)
+    assert said == _said(Report.from_json(json.dumps(new)))
+    assert "too few pairs: ngram k=6: only 2 groups of 4 prompts sent together (8 pairs)" in said[0]  # the console
+    assert "only 2 groups of 4 prompts sent together" in said[1]  # report.html
 
 
 def test_a_summary_whose_correctness_verdict_and_failed_checks_are_sentences_renders_the_same_words() -> None:
