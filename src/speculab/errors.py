@@ -1,10 +1,13 @@
-"""Errors a user can cause. The CLI prints their message on one line and exits with their code."""
+"""Errors a user can cause. The CLI prints their message on one line and exits with their code; a failed gate's
+error carries its records instead of their sentence, and the CLI words them through the report (`speculab.report.
+console.exit`), as every warning is worded."""
 
 from __future__ import annotations
 
 import difflib
 import errno
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 
 class UserError(Exception):
@@ -26,16 +29,30 @@ class EndpointError(UserError):
 
 class ErrorRateExceeded(UserError):
     """The run finished, but more requests failed than `--max-error-rate` allows: its numbers are not to be trusted
-    (results and report are written first)."""
+    (results and report are written first). `why`: the gate's record (`harness.results.warnings.ReportWarning`, kind
+    `error_gate`: how many failed of how many, by category, against the gate), `where`: what was measured."""
 
     exit_code = 4
+
+    # `why` is typed loosely: the records live in the harness, which imports this module
+    def __init__(self, why: object, where: Path | None = None):
+        # the plain message (a caller's, not the CLI's line): that the gate failed, not by how much
+        at = f"; what was measured is in {where}" if where is not None else ""
+        super().__init__(f"more requests failed than --max-error-rate allows{at}")
+        self.why, self.where = why, where
 
 
 class AnswerMatched(UserError):
     """A headline answer the user named with `--fail-on` was given (a CI gate); results and report are written
-    first."""
+    first. `hits`: each (answer, where) that matched, where a label or, for `errors`, the gate's record."""
 
     exit_code = 5
+
+    def __init__(self, asked: Sequence[str], hits: Sequence[tuple[str, object]], out: Path):
+        # the plain message (a caller's, not the CLI's line): which answers, not where
+        given = ", ".join(dict.fromkeys(answer for answer, _ in hits))
+        super().__init__(f"--fail-on {','.join(asked)}: {given} given; the report is in {out}")
+        self.asked, self.hits, self.out = tuple(asked), tuple(hits), out
 
 
 class WorkerLost(UserError):

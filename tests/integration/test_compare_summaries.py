@@ -17,7 +17,7 @@ VLLM = HERE / "vllm"
 
 def _metric(out: Path, name: str, load: int = 0) -> dict:
     s = json.loads((out / "summary.json").read_text())
-    assert s["schema"] == "speculab.report.run-level/1" and s["unit"] == "run"
+    assert s["schema"] == "speculab.report.run-level/2" and s["unit"] == "run"
     return next(m for m in s["loads"][load]["metrics"] if m["name"] == name)
 
 
@@ -81,7 +81,7 @@ def test_files_with_requests_still_pair_per_prompt(capsys, tmp_path: Path) -> No
         capsys, "compare", str(detailed / "baseline.json"), str(detailed / "candidate.json"), "--output", str(out)
     )
     assert code == 0
-    assert json.loads((out / "summary.json").read_text()).get("schema") != "speculab.report.run-level/1"
+    assert not json.loads((out / "summary.json").read_text()).get("schema").startswith("speculab.report.run-level/")
 
 
 def test_guidellm_0_3_summaries_are_side_by_side(capsys, tmp_path: Path) -> None:
@@ -122,8 +122,8 @@ def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_p
     assert code == 2 and "gpt-oss-20b" in one_line_error(err) and "speculab-mock" in err
     out = tmp_path / "y"
     code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
-    notes = json.loads((out / "summary.json").read_text())["notes"]
-    assert code == 0 and any("different target models" in n for n in notes)
+    notes = json.loads((out / "summary.json").read_text())["notes"]  # records; the model check's words as a note
+    assert code == 0 and any("different target models" in n["fields"].get("text", "") for n in notes)
 
 
 def test_report_reprints_a_run_level_comparison_and_re_decides_with_margin(capsys, tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ def test_compare_exits_4_when_an_arm_failed_beyond_the_error_gate(tmp_path: Path
     assert "more than --max-error-rate 2% allows" in line and str(tmp_path / "ab") in line
     summary = json.loads((tmp_path / "ab" / "summary.json").read_text())  # the report was written first
     corr = summary["candidates"][0]["correctness"]
-    assert corr is None or corr["verdict"].startswith("not judged")
+    assert corr is None or corr["verdict"]["text"].startswith("not judged")  # a record, its words beside it
     assert summary["levels"][0]["comparisons"][0]["gate"] == "errors"
 
 

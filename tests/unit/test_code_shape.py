@@ -77,28 +77,19 @@ def test_test_files_have_unique_basenames():
 
 # Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
 # (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
-# fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes are
-# records already.
+# fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes, a
+# metric's note and the correctness verdict are records already.
 SENTENCES_LEFT = {
-    "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
-    "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
     "commands/init/starter.py",  # the starter experiment's notes to its reader
     "commands/run/looks.py",  # adaptive repeats: why a look did not stop
     "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
     "commands/run/preflight.py",  # preflight's findings, printed before the run
     "commands/run/probing/budget.py",  # the search budget's notes
-    "harness/analysis/comparison/paired.py",  # Ratio.note: why a paired comparison has no verdict
-    "harness/analysis/comparison/unpaired.py",  # Ratio.note of an unpaired comparison
-    "harness/analysis/metrics.py",  # error_gate: the error gate's line (the command's exit message, and a gate)
     "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
     "harness/servers/adapters/speculab.py",  # the speculab engine's acceptance note
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
     "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
     "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
-    # the correctness verdict and its failure lines, with each check's reason as workload/checks.py's runners word it
-    # ("expected exactly ...", "missing ..."; returned, so not found there): they become records with these lines
-    "harness/verdict/correctness.py",
-    "harness/verdict/run_level.py",  # the run-level comparison's lines
     # not a note but a clause of the workload's source line (`Workload.source`: `?turns=1`'s turns left out, a trace's
     # lines sorted), which bench's manifest.json, the A/B's setup and --resume's plan identity keep as text and compare
     # checks for equal prompts: a record there changes the source line itself, and what older runs are checked against

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except UserError as e:
-        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        from speculab.report.console.exit import error_line  # a failed gate's records, in the report's words
+
+        err_console.print(f"[bold red]error:[/] {escape(error_line(e))}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
     except OSError as e:  # a full disk, from whichever writer met it first: one line, exit 2 (errors.disk_error)
         if (why := disk_error(e)) is None:

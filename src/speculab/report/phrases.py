@@ -36,7 +36,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.recommendation import guardrail_lines as guardrail_lines
 from speculab.report.recommendation import recommendation_lines as recommendation_lines
-from speculab.report.warning_words import WORDS
+from speculab.report.warning_words import VERDICT_WORDS, WORDS
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.
@@ -179,7 +179,7 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
     elif comp is not None and comp.throughput_ratio is not None and math.isfinite(comp.throughput_ratio.estimate):
         parts.append(f"output tok/s {ratio_phrase(comp.throughput_ratio)} at the operating point")
     if correctness is not None:
-        parts.append(f"correctness: {correctness.verdict}")
+        parts.append(f"correctness: {reason_text(correctness.verdict)}")
         if checks := checks_phrase(correctness, {a.name: a.label for a in report.arms}):
             parts.append(checks)
     moved = next(
@@ -251,10 +251,11 @@ def checks_phrase(c: CorrectnessComparison, labels: Mapping[str, str]) -> str:
     return non_inferiority_phrase(c) + (f"; {as_well}" if both else "")
 
 
-def failure_lines(failures: Sequence[str], n_failures: int) -> list[str]:
+def failure_lines(failures: Sequence[ReportWarning], n_failures: int) -> list[str]:
     """A list of failed checks as shown, and how many more there are ("and 8 more")."""
     more = n_failures - len(failures)
-    return [*failures, f"and {more} more"] if more > 0 else list(failures)
+    said = [reason_text(f) for f in failures]
+    return [*said, f"and {more} more"] if more > 0 else said
 
 
 def ratio_phrase(iv: Interval) -> str:
@@ -489,6 +490,7 @@ _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     ),
     WarningKind.NOTE: lambda f: str(f["text"]),
     WarningKind.RESUMED: lambda f: _resumed_text(f),  # says another note again: worded here, with warning_text
+    **VERDICT_WORDS,  # a metric's note, the correctness verdict and its failed checks
     **WORDS,  # every other command's kinds: bench, the client, its workers, the run's notes
 }
 
@@ -522,6 +524,11 @@ def gated_verdict(comp: LevelComparison) -> str:
     if comp.verdict == NO_VERDICT and comp.gate_reason is not None:
         return f"{NO_VERDICT}: {reason_text(comp.gate_reason)}"
     return comp.verdict
+
+
+def note_text(r: Ratio) -> str:
+    """Why one metric's comparison has no verdict, or what to read it with; "" when there is nothing to say."""
+    return reason_text(r.note) if r.note is not None else ""
 
 
 def left_out_text(w: ReportWarning) -> str:

@@ -4,7 +4,8 @@ The model (`harness.verdict.model.Report`) holds numbers and decisions; the one 
 has always found, `candidates[].verdict_line`, is made here when the file is written (`report.phrases`), so the
 file keeps its keys while the model stores no prose. Each warning is written as its record (`kind`, `subject`,
 `load`, `fields`) with its sentence, `text`, beside it for people reading the file, and so is each record of what
-is missing, each gate's reason (`gate_reason`) and each load a crossover left out (schema /2; /1 saved sentences).
+is missing, each gate's reason (`gate_reason`), each metric's `note`, the correctness verdict and its failed checks,
+and each load a crossover left out (schema /2; /1 saved sentences).
 `Report.from_json` reads the file back (the extra keys are ignored).
 """
 
@@ -14,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from speculab.harness.results.summary_file import write_summary_file
-from speculab.harness.verdict.model import Report
-from speculab.report.phrases import left_out_text, reason_text, verdict_line, warning_text
+from speculab.harness.verdict.model import CorrectnessComparison, LevelReport, Ratio, Report
+from speculab.report.phrases import left_out_text, note_text, reason_text, verdict_line, warning_text
 
 
 def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
@@ -27,6 +28,7 @@ def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
         for comp, cd in zip(lv.comparisons, lvd["comparisons"], strict=True):
             if comp.gate_reason is not None:
                 cd["gate_reason"] = {**cd["gate_reason"], "text": reason_text(comp.gate_reason)}
+        _add_note_texts(lv, lvd)
     for c, cd in zip(report.candidates, d["candidates"], strict=True):
         for w, wd in zip(c.what_if, cd["what_if"], strict=True):
             wd["notes"] = [{**nd, "text": warning_text(n)} for n, nd in zip(w.notes, wd["notes"], strict=True)]
@@ -34,6 +36,32 @@ def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
             xd = cd["crossover"]
             left_out = zip(c.crossover.excluded, xd["excluded"], strict=True)
             xd["excluded"] = [{**ed, "text": left_out_text(e)} for e, ed in left_out]
+
+
+def _add_note_text(r: Ratio | None, rd: dict[str, Any] | None) -> None:
+    """Beside a metric's note (why it has no verdict, or what to read it with): its `text`, as report.html says it."""
+    if r is not None and rd is not None and r.note is not None:
+        rd["note"] = {**rd["note"], "text": note_text(r)}
+
+
+def _add_note_texts(lv: LevelReport, lvd: dict[str, Any]) -> None:
+    """Every metric's note at a load: each candidate's comparisons, their breakdowns, and the ranking's."""
+    for comp, cd in zip(lv.comparisons, lvd["comparisons"], strict=True):
+        for key in ("metrics", "by_category", "by_turn", "by_prompt_length"):
+            for r, rd in zip(getattr(comp, key), cd[key], strict=True):
+                _add_note_text(r, rd)
+    for rk, rkd in zip(lv.ranking, lvd["ranking"], strict=True):
+        _add_note_text(rk.vs_best, rkd["vs_best"])
+
+
+def _add_correctness_texts(k: CorrectnessComparison, kd: dict[str, Any]) -> None:
+    """Beside the correctness verdict, each of its warnings and each arm's failed checks: its `text`."""
+    kd["verdict"] = {**kd["verdict"], "text": reason_text(k.verdict)}
+    kd["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(k.warnings, kd["warnings"], strict=True)]
+    for side, key in ((k.baseline_checks, "baseline_checks"), (k.candidate_checks, "candidate_checks")):
+        if side is not None:
+            said = zip(side.failures, kd[key]["failures"], strict=True)
+            kd[key]["failures"] = [{**fd, "text": reason_text(f)} for f, fd in said]
 
 
 def summary_dict(report: Report) -> dict[str, Any]:
@@ -52,10 +80,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
     _add_reason_texts(report, d)
     for c, cd in zip(report.candidates, cands, strict=True):
         if c.correctness is not None:
-            cw = cd["correctness"]["warnings"]
-            cd["correctness"]["warnings"] = [
-                {**wd, "text": warning_text(w)} for w, wd in zip(c.correctness.warnings, cw, strict=True)
-            ]
+            _add_correctness_texts(c.correctness, cd["correctness"])
     return d
 
 

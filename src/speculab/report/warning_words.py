@@ -1,8 +1,9 @@
 """The sentences of the warnings every command gives besides the A/B verdict's: a bench run's (its numbers, the
 client's health, the request options a server refused, fitting), the client workers', diagnose's, compare's and the
 notes of the readers of other tools' files, one per kind, made from the record's fields when rendering.
-`phrases.warning_text` is the one entry point; the verdict's kinds are worded there. Diagnose's findings are worded
-here too (`finding_words`), from their kind and numbers the same way.
+`phrases.warning_text` is the one entry point; the verdict's warnings are worded there, its other records here
+(`VERDICT_WORDS`: a metric's note, the correctness verdict, a failed check). Diagnose's findings are worded here too
+(`finding_words`), from their kind and numbers the same way.
 """
 
 from __future__ import annotations
@@ -142,15 +143,23 @@ def _compare_file_runs(f: Fields) -> str:
     return f"compare: two separate runs, A ({f['tool_a']}) then B ({f['tool_b']}); {_NOT_INTERLEAVED}; {how}"
 
 
+def _why_unpaired(f: Fields) -> str:
+    """Why two runs are compared unpaired: the first reason they cannot be paired, or --unpaired (a record saved before
+    #48 item 3 made it a field kept the sentence, `why`)."""
+    if "why" in f:
+        return str(f["why"])
+    return f"they cannot be paired per prompt ({f['problem']})" if f.get("problem") else "--unpaired asked for it"
+
+
 def _compare_unpaired(f: Fields) -> str:
     hows = "; ".join(f.get("hows") or ())
     pair = f" To pair them, run both with the same prompts in the same order ({hows}) at the same load." if hows else ""
     return (
-        f"unpaired: {f['why']}. Each metric compares the two runs' distributions: the two-sample Hodges-Lehmann ratio "
-        "(the typical ratio of a B request to an A request) with its rank-sum interval, valid when both runs drew "
-        "their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the interval is wider than "
-        "a paired one of as many prompts; correctness, the breakdowns and acceptance against speedup need pairs and "
-        f"are not shown.{pair}"
+        f"unpaired: {_why_unpaired(f)}. Each metric compares the two runs' distributions: the two-sample "
+        "Hodges-Lehmann ratio (the typical ratio of a B request to an A request) with its rank-sum interval, valid "
+        "when both runs drew their prompts from one workload. Prompt-to-prompt variation is not cancelled, so the "
+        "interval is wider than a paired one of as many prompts; correctness, the breakdowns and acceptance against "
+        f"speedup need pairs and are not shown.{pair}"
     )
 
 
@@ -214,9 +223,41 @@ _FILE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"{f['file']}: the sweep also wrote {', '.join(f['failed'])} (failed runs, not compared)"
     ),
 }
+def _run_level_side(f: Fields) -> str:
+    """'plain.json: 4 run(s) summarised by vllm bench serve 0.6.3, model m' (the side, A or B, is its subject)."""
+    tool = f["tool"]
+    version = f"{tool} {f['version']}" if f.get("version") else f"{tool}, its version not stated in the file"
+    version = f"{tool} ({f['layout']})" if not f.get("version") and f.get("layout") else version
+    model = f", model {f['model']}" if f.get("model") else ""
+    detail = " (it keeps per-request data too; the other side does not)" if f.get("per_request") else ""
+    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
+
+
+def _error_gate(f: Fields) -> str:
+    cats = ", ".join(f"{k} {v}" for k, v in f["by_category"].items())
+    return (
+        f"{f['failed']} of {f['counted']} requests failed ({f['error_rate']:.1%}: {cats}), more than --max-error-rate "
+        f"{f['max_error_rate']:.0%} allows"
+    )
 
 
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.ERROR_GATE: _error_gate,
+    WarningKind.RUN_LOST_REQUESTS: lambda f: f"{f['side']} at {f['at']} lost {f['lost']:.0%} of a run's requests",
+    WarningKind.RUN_LEVEL_UNIT: lambda f: (
+        "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
+        "aggregates, one value per run"
+    ),
+    WarningKind.RUN_LEVEL_FIGURES: lambda f: (
+        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
+        "(output tokens - 1)"
+    ),
+    WarningKind.RUN_LEVEL_SIDE: _run_level_side,
+    WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
+        f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "
+        "runs a side)"
+    ),
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (
         f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
     ),
@@ -326,6 +367,83 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"resumed under other versions than it started with ({', '.join(f['changed'])})"
     ),
     **_FILE_WORDS,  # the readers of other tools' files
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The verdict's records that are not warnings: why one metric's comparison has no verdict, or what to read it with
+# (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check (`ArmChecks.failures`)
+
+
+def _few_groups_text(f: Fields) -> str:
+    need = f["needed"]
+    return (
+        f"only {f['groups']} groups of {f['group_size']} prompts sent together ({f['pairs']} pairs); need at least "
+        f"{need} groups: use at least {need * f['group_size']} prompts at this load"
+    )
+
+
+def _few_samples_text(f: Fields) -> str:
+    size, need = f["group_size"], f["needed"]
+    unit = f"groups of {size} requests" if size > 1 else "requests"
+    return (
+        f"only {f['candidate']} candidate and {f['baseline']} baseline {unit}; need at least {need} of each: send at "
+        f"least {need * max(1, size)} requests in each run"
+    )
+
+
+def _not_compared_text(f: Fields) -> str:
+    p = f.get("length_p")
+    lengths = f"paired length test p = {p:.2g}" if p is not None else "too few for a length test"
+    return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
+
+
+def _correctness_worse_text(f: Fields) -> str:
+    return (
+        f"pass rate lower by more than the {f['margin'] * 100:g}-point margin ({f['estimate'] * 100:+.1f} points, "
+        f"at most {f['high'] * 100:+.1f} at {f['confidence']:.0%} one-sided)"
+    )
+
+
+def _check_failed_text(f: Fields) -> str:
+    name = f" ({f['prompt_id']})" if f.get("prompt_id") else ""
+    why = f": {f['reason']}" if f.get("reason") else ""
+    return f"item {f['item']}{name}: check '{f['check']}' failed{why}"
+
+
+VERDICT_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
+    WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
+    WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,
+    WarningKind.METRIC_INTERVALS_DISAGREE: lambda f: (
+        f"the geometric-mean interval {'excludes' if f['excludes'] else 'includes'} 1 but the signed-rank interval "
+        "(the verdict's) does not: borderline, or a few outlying pairs"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_LOWER: lambda f: (
+        f"pass rate lower ({f['candidate_rate']:.0%} vs {f['baseline_rate']:.0%}, McNemar p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES: lambda f: (
+        f"SUSPICIOUS: {f['count']} confident divergence(s) at temperature 0 (of {f['of']} prompts)"
+    ),
+    WarningKind.CORRECTNESS_LENGTHS_DIFFER: lambda f: (
+        f"outputs {'longer' if f['longer'] else 'shorter'} (paired length test p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_HIGHER: lambda f: f"pass rate higher (McNemar p = {f['p_value']:.2g})",
+    WarningKind.CORRECTNESS_IDENTICAL: lambda f: f"identical outputs for all {f['of']} prompts",
+    WarningKind.CORRECTNESS_UNCLASSIFIED: lambda f: (
+        f"{f['differ']} of {f['of']} outputs differ at temperature 0 ({f['unclassified']} unclassified: no logprobs)"
+    ),
+    WarningKind.CORRECTNESS_NEAR_TIES: lambda f: (
+        f"no difference ({f['differ']} of {f['of']} outputs differ, all at near-ties)"
+    ),
+    WarningKind.CORRECTNESS_NOT_COMPARED: _not_compared_text,
+    WarningKind.CORRECTNESS_NO_DIFFERENCE: lambda f: "no difference",
+    WarningKind.CORRECTNESS_WORSE: _correctness_worse_text,
+    WarningKind.CORRECTNESS_NOT_JUDGED: lambda f: (
+        f"not judged: {f['failed']} of {f['sent']} prompts have no successful output in both arms (above the "
+        f"{f['max_error_rate']:.0%} error gate)"
+    ),
+    WarningKind.CHECK_FAILED: _check_failed_text,
 }
 
 

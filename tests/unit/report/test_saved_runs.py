@@ -82,6 +82,14 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     reasons = [p for p in changed if p.endswith(".gate_reason")]
     assert all(_at(old, p) == "" and _at(new, p) is None for p in reasons), reasons
     changed = [p for p in changed if p not in reasons and p != ".schema"]
+    # and so is a metric's note (null where there is none; the old file: ""), its sentence beside it
+    notes = [p for p in changed if p.endswith(".note")]
+    assert all(_at(new, p) == ({**_at(new, p), "text": _at(old, p)} if _at(old, p) else None) for p in notes), notes
+    changed = [p for p in changed if p not in notes]
+    # and so are the correctness verdict and each failed check, their sentences beside them
+    said = [p for p in changed if p.endswith(".correctness.verdict") or re.search(r"_checks\.failures\[\d+\]$", p)]
+    assert said and all(_at(new, p)["text"] == _at(old, p) for p in said), said
+    changed = [p for p in changed if p not in said]
     assert not [p for p in changed if p not in lines and re.sub(r"\[\d+\]$", "", p) not in sentences], changed[:10]
     for o, n in zip(old["candidates"], new["candidates"], strict=True):
         assert o["correctness"]["warnings"] == [w["text"] for w in n["correctness"]["warnings"]]
@@ -102,10 +110,19 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     for lv in kept["levels"]:  # the model says "no reason" as null where the old file said ""
         for c in lv["comparisons"]:
             c["gate_reason"] = "" if c["gate_reason"] is None else c["gate_reason"]
+            for m in (m for key in ("metrics", "by_category", "by_turn", "by_prompt_length") for m in c[key]):
+                m["note"] = m["note"]["fields"]["text"] if m["note"] else ""  # a sentence read as a note, "" none
+        for r in lv["ranking"]:
+            if r["vs_best"]:
+                r["vs_best"]["note"] = r["vs_best"]["note"]["fields"]["text"] if r["vs_best"]["note"] else ""
     old_model = {k: v for k, v in old.items()}
     for c, k in zip(old_model["candidates"], kept["candidates"], strict=True):
         c.pop("verdict_line", None)
         k["correctness"]["warnings"] = [x["fields"]["text"] for x in k["correctness"]["warnings"]]
+        k["correctness"]["verdict"] = k["correctness"]["verdict"]["fields"]["text"]  # a sentence read as a note
+        for side in (k["correctness"]["baseline_checks"], k["correctness"]["candidate_checks"]):
+            if side:
+                side["failures"] = [x["fields"]["text"] for x in side["failures"]]
         for w in k["what_if"]:  # the old file's notes read back as notes of those words
             w["notes"] = [x["fields"]["text"] for x in w["notes"]]
     assert not _missing_or_changed(old_model, kept), _missing_or_changed(old_model, kept)[:10]
@@ -159,10 +176,48 @@ def _gated_report() -> Report:
     return build_report(inputs.with_runs(runs), ReportOptions(n_resamples=100))
 
 
+def _text(record: dict[str, Any] | None) -> str:
+    return record["text"] if record else ""
+
+
+def _notes_as_sentences(d: dict[str, Any]) -> dict[str, Any]:
+    """A summary /2 as it was written before a metric's note was a record (#48 item 3, in /1 and /2 alike): each
+    note its sentence, "" where there was none."""
+    d = json.loads(json.dumps(d))
+    for lv in d["levels"]:
+        for c in lv["comparisons"]:
+            for m in (m for key in ("metrics", "by_category", "by_turn", "by_prompt_length") for m in c[key]):
+                m["note"] = _text(m["note"])
+        for r in lv["ranking"]:
+            if r["vs_best"]:
+                r["vs_best"]["note"] = _text(r["vs_best"]["note"])
+    return d
+
+
+def _correctness_as_sentences(d: dict[str, Any]) -> dict[str, Any]:
+    """A summary /2 as it was written before the correctness verdict and its failed checks were records (#48 item 3,
+    in /1 and /2 alike): each its sentence."""
+    d = json.loads(json.dumps(d))
+    for c in d["candidates"]:
+        if k := c["correctness"]:
+            k["verdict"] = k["verdict"]["text"]
+            for side in (k["baseline_checks"], k["candidate_checks"]):
+                if side:
+                    side["failures"] = [f["text"] for f in side["failures"]]
+    return d
+
+
+def _said(r: Report) -> tuple[str, str]:
+    """What the console prints and what report.html shows (its view's data) of a report."""
+    console = Console(record=True, width=300)
+    console.print(ab_renderable(r))
+    return console.export_text(), json.dumps(view(r), sort_keys=True, default=str)
+
+
 def _as_v1(d: dict[str, Any]) -> dict[str, Any]:
-    """A summary /2 as a /1 file said it: each gate's reason, what is missing and each load left out as its sentence,
-    a gated verdict 'no verdict: <reason>'."""
-    d = json.loads(json.dumps(d)) | {"schema": "speculab.report.summary/1"}
+    """A summary /2 as a /1 file said it: each gate's reason, what is missing, each load left out and each metric's
+    note as its sentence, a gated verdict 'no verdict: <reason>'."""
+    d = _correctness_as_sentences(_notes_as_sentences(d)) | {"schema": "speculab.report.summary/1"}
     d["missing"] = [m["text"] for m in d["missing"]]
     for lv in d["levels"]:
         for c in lv["comparisons"]:
@@ -186,15 +241,55 @@ def test_a_summary_whose_gate_reasons_are_sentences_renders_the_same_words() -> 
     assert {m["kind"] for m in new["missing"]} == {"no_runs", "repeats_cut"}
     old = Report.from_json(json.dumps(_as_v1(new)))
     assert old.missing and all(m.kind == WarningKind.NOTE for m in old.missing)
-
-    def said(r: Report) -> tuple[str, str]:
-        console = Console(record=True, width=300)
-        console.print(ab_renderable(r))
-        return console.export_text(), json.dumps(view(r), sort_keys=True, default=str)
-
     # the /2 file read back, as the /1 one is (NaN is null in both)
-    (new_console, new_page), (old_console, old_page) = said(Report.from_json(json.dumps(new))), said(old)
+    (new_console, new_page), (old_console, old_page) = _said(Report.from_json(json.dumps(new))), _said(old)
     assert "no verdict: ngram k=4 error rate " in new_page and "is above the 2% gate" in new_page
     assert "missing: ngram k=4 at concurrency 16" in new_console
+    assert old_console == new_console
+    assert old_page == new_page
+
+
+def test_a_summary_whose_metric_notes_are_sentences_renders_the_same_words() -> None:
+    """Before #48 item 3 a metric's note (why it has no verdict: too few groups of prompts sent together) was saved
+    as its sentence, "" where none, in summary.json /1 and /2 alike: read back it is a note, "" none, and the console
+    and report.html say what the records say; summary.json writes each record with its text."""
+    report = _gated_report()
+    new = summary_dict(report)
+    notes = [m["note"] for lv in new["levels"] for c in lv["comparisons"] for m in c["metrics"] if m["note"]]
+    assert notes and {n["kind"] for n in notes} == {"metric_few_groups"}, notes
+    assert all(n["text"].startswith("only ") and "prompts sent together" in n["text"] for n in notes), notes
+    before = _notes_as_sentences(new)
+    old = Report.from_json(json.dumps(before))
+    ratios = [m for lv in old.levels for c in lv.comparisons for m in c.metrics]
+    assert {m.note.kind for m in ratios if m.note is not None} == {WarningKind.NOTE}
+    assert any(m.note is None for m in ratios)  # "": none to say
+    said = _said(old)
+    assert said == _said(Report.from_json(json.dumps(new)))
+    assert "too few pairs: ngram k=6: only 2 groups of 4 prompts sent together (8 pairs)" in said[0]  # the console
+    assert "only 2 groups of 4 prompts sent together" in said[1]  # report.html
+
+
+def test_a_summary_whose_correctness_verdict_and_failed_checks_are_sentences_renders_the_same_words() -> None:
+    """Before #48 item 3 the correctness verdict and each failed check were saved as sentences, in summary.json /1 and
+    /2 alike: read back they are notes, and the console and report.html say what the records say (a lower pass rate
+    shown as bad in both); summary.json writes each record with its text."""
+    from fakes.ab_inputs import make_inputs, with_check_failures
+    from speculab.harness.verdict.build import build_report
+    from speculab.harness.verdict.model import ReportOptions
+
+    inputs = with_check_failures(make_inputs(n_prompts=40, repeats=1), "ngram-k4", 18)
+    new = summary_dict(build_report(inputs, ReportOptions(n_resamples=100)))
+    k = new["candidates"][0]["correctness"]
+    assert k["verdict"]["kind"] in {"correctness_checks_lower", "correctness_worse"}, k["verdict"]
+    assert k["verdict"]["text"].startswith("pass rate lower")
+    assert {f["kind"] for f in k["candidate_checks"]["failures"]} == {"check_failed"}
+    assert k["candidate_checks"]["failures"][0]["text"].endswith("check 'contains' failed: missing ' the'")
+    old = Report.from_json(json.dumps(_correctness_as_sentences(new)))
+    kept = old.candidates[0].correctness
+    assert kept is not None and kept.verdict.kind == WarningKind.NOTE
+    assert kept.candidate_checks is not None and {f.kind for f in kept.candidate_checks.failures} == {WarningKind.NOTE}
+    (new_console, new_page), (old_console, old_page) = _said(Report.from_json(json.dumps(new))), _said(old)
+    assert "correctness: pass rate lower" in new_console and "and 8 more" in new_page
+    assert '"bad": true' in new_page
     assert old_console == new_console
     assert old_page == new_page

@@ -315,11 +315,12 @@ def _by_load(
     return _with_roles(pairs)
 
 
-def _why_unpaired(problem: str | None, asked: bool) -> str | None:
-    """Why the comparison is unpaired (the note's words), or None: paired."""
+def _why_unpaired(problem: str | None, asked: bool) -> Mapping[str, str | None] | None:
+    """Why the comparison is unpaired, as the fields of its note (`problem`: the first reason the runs cannot be
+    paired per prompt, in `_pairs_problem`'s words; None where only --unpaired asked for it), or None: paired."""
     if problem:
-        return f"they cannot be paired per prompt ({problem})"
-    return "--unpaired asked for it" if asked else None
+        return {"problem": problem}
+    return {"problem": None} if asked else None
 
 
 def _same_load(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, where: str = "") -> None:
@@ -407,7 +408,7 @@ def _imported_inputs(
     pairs: Sequence[tuple[ImportedRun, ImportedRun]],
     readers: tuple[Any, ...],
     arms: tuple[str, str],
-    why_unpaired: str | None = None,
+    why_unpaired: Mapping[str, str | None] | None = None,
 ) -> ABRun:
     """Report inputs from runs of any kinds, one pair per load and run (the run is the repeat; sampling is what a
     bench run recorded, if either is one); `readers` are the modules that read the other tools' files among them
@@ -456,12 +457,9 @@ def _measured(r: ImportedRun) -> int:
     return len({x.index for x in r.records if not x.warmup})
 
 
-def _unpaired_note(why: str, readers: tuple[Any, ...]) -> ReportWarning:
-    """Why the runs are compared unpaired (still words: the first problem found, as `_pairs_problem` says it), and
-    each tool's way to pair its runs."""
-    return ReportWarning(
-        Kind.COMPARE_UNPAIRED, fields={"why": why, "hows": list(dict.fromkeys(m.HOW for m in readers))}
-    )
+def _unpaired_note(why: Mapping[str, str | None], readers: tuple[Any, ...]) -> ReportWarning:
+    """Why the runs are compared unpaired (`_why_unpaired`), and each tool's way to pair its runs."""
+    return ReportWarning(Kind.COMPARE_UNPAIRED, fields={**why, "hows": list(dict.fromkeys(m.HOW for m in readers))})
 
 
 def _same_prompts(x: Sequence[RequestSpec], y: Sequence[RequestSpec]) -> bool:

@@ -15,10 +15,12 @@ from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
 from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
+from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.stats.intervals import CONFIDENCE
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
-    RUN_LEVEL_SCHEMA,
+    READABLE_RUN_LEVEL_SCHEMAS,
     RunLevelReport,
     compare_load,
     run_level_from_json,
@@ -55,13 +57,19 @@ def _loads(runs: Mapping[str, list[RunSummary]]) -> str:
     return ", ".join(v[0].level.label for v in runs.values())
 
 
-def _side_note(side: str, runs: Sequence[RunSummary]) -> str:
+def _side_note(side: str, runs: Sequence[RunSummary]) -> ReportWarning:
+    """What one side is: its file, how many runs, which tool (and version) summarised them, its model."""
     r = runs[0]
-    version = f"{r.tool} {r.version}" if r.version else f"{r.tool}, its version not stated in the file"
-    version = f"{r.tool} ({r.info['layout']})" if not r.version and r.info.get("layout") else version
-    model = f", model {r.model}" if r.model else ""
-    detail = " (it keeps per-request data too; the other side does not)" if all(x.per_request for x in runs) else ""
-    return f"{side}: {r.name}: {len(runs)} run(s) summarised by {version}{model}{detail}"
+    fields = {
+        "name": r.name,
+        "runs": len(runs),
+        "tool": r.tool,
+        "version": r.version or None,
+        "layout": r.info.get("layout") or None,
+        "model": r.model or None,
+        "per_request": all(x.per_request for x in runs),
+    }
+    return ReportWarning(Kind.RUN_LEVEL_SIDE, side, fields=fields)
 
 
 def compare_summaries(
@@ -85,18 +93,16 @@ def compare_summaries(
         )
     loads = tuple(compare_load(v[0].level, v, lb[k], margins) for k, v in la.items())
     notes = [
-        "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
-        "aggregates, one value per run",
-        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
-        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
-        "(output tokens - 1)",
+        ReportWarning(Kind.RUN_LEVEL_UNIT),
+        ReportWarning(Kind.RUN_LEVEL_FIGURES),
         _side_note("A", runs[0]),
         _side_note("B", runs[1]),
     ]
-    notes += [model_note] if model_note else []
+    notes += [ReportWarning.from_text(model_note)] if model_note else []  # the model check's own words (arms.py)
     notes += [
-        f"at {x.level.label}: {x.runs_a} run(s) vs {x.runs_b}: no per-request data: no interval, no verdict (an "
-        f"interval needs {MIN_RUNS} runs a side)"
+        ReportWarning(
+            Kind.RUN_LEVEL_NO_INTERVAL, load=x.level.label, fields={"a": x.runs_a, "b": x.runs_b, "needed": MIN_RUNS}
+        )
         for x in loads
         if not x.has_interval
     ]
@@ -135,7 +141,7 @@ def saved_run_level(directory: Path) -> RunLevelReport | None:
         raise UserError(
             f"{path}: cannot read it ({e}); run `speculab compare A B --output {directory}` again"
         ) from None
-    if RUN_LEVEL_SCHEMA not in text:
+    if not any(schema in text for schema in READABLE_RUN_LEVEL_SCHEMAS):
         return None  # another summary.json (e.g. a bench run's): the A/B reader says what DIR lacks
     try:
         return run_level_from_json(text)

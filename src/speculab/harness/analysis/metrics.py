@@ -28,6 +28,7 @@ from speculab.config import SloTargets
 from speculab.harness.analysis.cost import request_meets_slo
 from speculab.harness.analysis.figures import COMPARED_METRICS, E2E, ITL, TPOT, TTFT
 from speculab.harness.records import ErrorCategory, RequestRecord, TokenCountSource
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import Distribution, describe
 
 # Per-chunk counts from these sources are measured; ONE_PER_CHUNK is an assumption and is not used for
@@ -176,18 +177,24 @@ def exceeds_error_rate(rate: float, max_error_rate: float) -> bool:
     return math.isfinite(rate) and rate > max_error_rate
 
 
-def error_gate(error: int, sent: int, errors_by_category: Mapping[str, int], max_error_rate: float) -> str | None:
-    """Why these requests fail the error gate ("372 of 400 requests failed (93.0%: connect 372), more than ..."),
-    or None when they pass it."""
+def error_gate(
+    error: int, sent: int, errors_by_category: Mapping[str, int], max_error_rate: float
+) -> ReportWarning | None:
+    """Why these requests fail the error gate, as a record (the report words it: "372 of 400 requests failed (93.0%:
+    connect 372), more than ..."), or None when they pass it."""
     rate = endpoint_error_rate(error, sent, errors_by_category)
     if not exceeds_error_rate(rate, max_error_rate):
         return None
     cancelled = errors_by_category.get(ErrorCategory.CANCELLED.value, 0)
-    cats = ", ".join(f"{k} {v}" for k, v in sorted(errors_by_category.items()) if k != ErrorCategory.CANCELLED.value)
-    return (
-        f"{error - cancelled} of {sent - cancelled} requests failed ({rate:.1%}: {cats}), more than "
-        f"--max-error-rate {max_error_rate:.0%} allows"
-    )
+    by_category = {k: v for k, v in sorted(errors_by_category.items()) if k != ErrorCategory.CANCELLED.value}
+    fields = {
+        "failed": error - cancelled,
+        "counted": sent - cancelled,
+        "error_rate": rate,
+        "by_category": by_category,
+        "max_error_rate": max_error_rate,
+    }
+    return ReportWarning(WarningKind.ERROR_GATE, fields=fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,23 +10,24 @@ from pathlib import Path
 from speculab.config.experiment import DEFAULT_DECIDE_ON
 from speculab.errors import AnswerMatched, ErrorRateExceeded, UserError
 from speculab.harness.gates.asked import parse_decide_on
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.build import headline_answers, report_error_gate
-from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.model import Answer, Report, ReportOptions
 from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, RunLevelReport, run_level_answers
 
 
-def check_error_gate(why: str | None, where: Path | None) -> None:
-    """Exit 4 with one line when the error gate failed (results were written and printed before)."""
+def check_error_gate(why: ReportWarning | None, where: Path | None) -> None:
+    """Exit 4 when the error gate failed (results were written and printed before), carrying the gate's record: the
+    CLI says it in one line, in the report's words."""
     if why is not None:
-        raise ErrorRateExceeded(why + (f"; what was measured is in {where}" if where is not None else ""))
+        raise ErrorRateExceeded(why, where)
 
 
-def check_fail_on(answers: Iterable[tuple[str, str]], asked: tuple[str, ...], out: Path) -> None:
-    """The one `--fail-on` line: exit 5 naming the answers that matched (at most three, then how many more)."""
-    hits = [f"{where}: {answer}" for answer, where in answers if answer in asked]
-    if hits:
-        more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
-        raise AnswerMatched(f"--fail-on {','.join(asked)}: {'; '.join(hits[:3])}{more}; the report is in {out}")
+def check_fail_on(answers: Iterable[Answer], asked: tuple[str, ...], out: Path) -> None:
+    """Exit 5 when an answer `--fail-on` names was given, carrying every one that matched: the CLI says them in one
+    line (at most three, then how many more), in the report's words."""
+    if hits := [(answer, where) for answer, where in answers if answer in asked]:
+        raise AnswerMatched(asked, hits, out)
 
 
 def check_report(report: Report, options: ReportOptions, out: Path, fail_on: tuple[str, ...] = ()) -> None:

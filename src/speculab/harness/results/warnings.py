@@ -38,6 +38,13 @@ class WarningKind(str, Enum):
     NO_RUNS = "no_runs"
     REPEATS_MISSING = "repeats_missing"  # repeats (their numbers)
     REPEATS_CUT = "repeats_cut"  # repeats interrupted: partial records, no counters
+    # Why one metric's comparison at a load has no verdict, or what to read it with (`Ratio.note`; None: nothing)
+    METRIC_FEW_PAIRS = "metric_few_pairs"  # pairs (usable in both arms), needed (MIN_PAIRS)
+    METRIC_FEW_GROUPS = "metric_few_groups"  # groups (of group_size prompts sent together), group_size, pairs, needed
+    METRIC_FEW_SAMPLES = "metric_few_samples"  # unpaired: candidate, baseline (their units), group_size, needed
+    # the geometric mean's interval decides otherwise than the signed-rank one (the verdict's): excludes (whether
+    # the geometric mean's excludes 1)
+    METRIC_INTERVALS_DISAGREE = "metric_intervals_disagree"
     PREFIX_CACHE_MOVED = "prefix_cache_moved"  # hit rates differ beyond noise: rates, p_value, requests per arm
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline
@@ -55,6 +62,23 @@ class WarningKind(str, Enum):
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
     STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches
+    # The correctness verdict (`CorrectnessComparison.verdict`): the worst finding first
+    CORRECTNESS_CHECKS_LOWER = "correctness_checks_lower"  # candidate_rate, baseline_rate (pass rates), p_value
+    CORRECTNESS_CONFIDENT_DIVERGENCES = "correctness_confident_divergences"  # count at temperature 0, of (prompts)
+    CORRECTNESS_LENGTHS_DIFFER = "correctness_lengths_differ"  # longer (the candidate's), p_value (paired length test)
+    CORRECTNESS_CHECKS_HIGHER = "correctness_checks_higher"  # p_value (McNemar)
+    CORRECTNESS_IDENTICAL = "correctness_identical"  # of (prompts, every output identical)
+    CORRECTNESS_UNCLASSIFIED = "correctness_unclassified"  # differ, of, unclassified (no logprobs) at temperature 0
+    CORRECTNESS_NEAR_TIES = "correctness_near_ties"  # differ, of: every divergence at a near-tie
+    # above temperature 0 or not recorded, no checks: length_p (the paired length test's; None: too few for one)
+    CORRECTNESS_NOT_COMPARED = "correctness_not_compared"
+    CORRECTNESS_NO_DIFFERENCE = "correctness_no_difference"
+    # the checks' pass rate lower beyond the non-inferiority margin: margin, estimate, high (its one-sided bound),
+    # confidence (all as fractions)
+    CORRECTNESS_WORSE = "correctness_worse"
+    # above the error gate: failed (prompts without a successful output in both arms), sent, max_error_rate
+    CORRECTNESS_NOT_JUDGED = "correctness_not_judged"
+    CHECK_FAILED = "check_failed"  # a failed check (`ArmChecks.failures`): item, prompt_id ("": none), check, reason
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count
     PYTHON_CHECKS_SKIPPED = "python_checks_skipped"  # count, flag (the opt-in)
@@ -112,7 +136,9 @@ class WarningKind(str, Enum):
     # two runs of any tools, A then B: tool_a, tool_b, paired (per prompt by position), checked (what was verified
     # equal: "prompts" | "prompt lengths")
     COMPARE_FILE_RUNS = "compare_file_runs"
-    COMPARE_UNPAIRED = "compare_unpaired"  # why (the first reason, in words), hows (each tool's way to pair its runs)
+    # problem (the first reason the runs cannot be paired, in the pairing check's words; None: --unpaired asked for
+    # it; a record before #48 item 3 kept the sentence: why), hows (each tool's way to pair its runs)
+    COMPARE_UNPAIRED = "compare_unpaired"
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
@@ -136,6 +162,20 @@ class WarningKind(str, Enum):
     FILE_THROUGHPUT_WINDOW = "file_throughput_window"  # tok/s over the tool's own time: tool, named, window (the time)
     FILE_NO_THROUGHPUT = "file_no_throughput"  # no measured time, no send times: tool, lacks (what, in its nouns)
     FILE_RUNS_FAILED = "file_runs_failed"  # a sweep's failed runs beside the compared: file, tool, failed (names)
+    # The error gate (`--max-error-rate`, exit 4; an A/B run's `errors` answer for --fail-on): failed and counted
+    # requests (those the user cancelled in neither), error_rate (failed / counted), by_category {category: count,
+    # cancelled left out}, max_error_rate; subject and load: the arm and load that failed it ("": bench, diagnose)
+    ERROR_GATE = "error_gate"
+    # a run-level comparison's `errors` answer: side (its name), at (the load's label), lost (the largest share of a
+    # run's requests lost)
+    RUN_LOST_REQUESTS = "run_lost_requests"
+    # a comparison whose unit is the run (`RunLevelReport.notes`, summary-only files)
+    RUN_LEVEL_UNIT = "run_level_unit"  # the unit is the run: each side's figures are its tool's own aggregates
+    RUN_LEVEL_FIGURES = "run_level_figures"  # each figure is its tool's own (how vLLM, SGLang and GuideLLM define ITL)
+    # one side (subject "A" or "B"): name, runs, tool, version (None: not stated), layout (a directory's, None), model
+    # (None: not named), per_request (it keeps per-request data too; the other side does not)
+    RUN_LEVEL_SIDE = "run_level_side"
+    RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
     NOTE = "note"  # words a note or an older file wrote: text
 
 

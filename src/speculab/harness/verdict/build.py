@@ -54,6 +54,7 @@ from speculab.harness.verdict.model import (
     BASELINE_CHOICE,
     REPORT_SCHEMA,
     UNDECIDED_CHOICE,
+    Answer,
     ArmLevel,
     ArmProgress,
     ArmView,
@@ -487,14 +488,15 @@ def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], in
     return replace(rec, cost=RecommendationCost(cand.name, plan, worst, best, inputs.setup.repeats, chosen is not None))
 
 
-def report_error_gate(report: Report, max_error_rate: float) -> str | None:
-    """The first arm and load that fail the error gate, as one line for the command's exit; None when all pass."""
+def report_error_gate(report: Report, max_error_rate: float) -> ReportWarning | None:
+    """The first arm and load that fail the error gate, the gate's record about them (the command's exit says it);
+    None when all pass."""
     for lv in report.levels:
         for a in lv.arms:
             why = error_gate(a.error, a.sent, a.errors_by_category, max_error_rate)
             if why is not None:
                 label = next((x.label for x in report.arms if x.name == a.arm), a.arm)
-                return f"{label} at {lv.label}: {why}"
+                return replace(why, subject=label, load=lv.label)
     return None
 
 
@@ -509,13 +511,13 @@ FAIL_ON_ANSWERS = ("slower", "inconclusive", "equivalent", "no-verdict", "worse"
 _DECISIONS = ("faster", "slower", "equivalent", "inconclusive", "errors")
 
 
-def headline_answers(report: Report) -> tuple[tuple[str, str], ...]:
+def headline_answers(report: Report) -> tuple[Answer, ...]:
     """Every headline answer of the report as (answer, where it was given): each candidate's answer on the deciding
     metric (TPOT unless `decide_on`) at each load, or its gate's; each candidate's correctness when worse; and the
-    error gate when it failed."""
+    error gate when it failed (where: the gate's record, whom and where it failed)."""
     labels = {a.name: a.label for a in report.arms}
     deciding = report.options.get("decide_on", DEFAULT_DECIDE_ON)
-    out = []
+    out: list[Answer] = []
     for lv in report.levels:
         for c in lv.comparisons:
             r = c.metric(deciding) if c.gate == "ok" else None

@@ -59,7 +59,7 @@ class ArmChecks:
     checked: int  # prompts with checks and a successful reference output
     passed: int
     pass_rate: Interval  # Wilson
-    failures: tuple[str, ...]  # "item 12 (prompt id): check 'name' failed: reason", the first MAX_FAILURES_SHOWN
+    failures: tuple[ReportWarning, ...]  # the first MAX_FAILURES_SHOWN failed checks (CHECK_FAILED records)
     n_failures: int = 0  # every failed check (0 in a summary before it was counted): the list says how many more
 
 
@@ -102,7 +102,7 @@ class CorrectnessComparison:
     length_candidate: Distribution
     length_unit: str
     length_wilcoxon_p: float | None  # paired per prompt
-    verdict: str
+    verdict: ReportWarning  # the worst finding (a CORRECTNESS_* record; a summary before records: its sentence)
     warnings: tuple[ReportWarning, ...]  # subject "": the report names the candidate
     # Non-inferiority of the checks (`non_inferiority`): the pass-rate difference candidate - baseline, paired per
     # prompt, with its (1 - 2 alpha) interval, so each side is a one-sided test at alpha; None without checks
@@ -201,11 +201,11 @@ def _check_pass(
     refs: Mapping[int, RequestRecord],
     warnings: list[ReportWarning],
     allow_python: bool,
-) -> tuple[dict[int, bool], list[str], int, int]:
+) -> tuple[dict[int, bool], list[ReportWarning], int, int]:
     """Prompt index -> all checks that ran passed, for prompts with checks that ran; the first failure
     descriptions; how many checks failed in all; and how many python checks were not run (no opt-in)."""
     out: dict[int, bool] = {}
-    fails: list[str] = []
+    fails: list[ReportWarning] = []
     n_failed = not_run = 0
     for i, rec in sorted(refs.items()):
         item = items.get(i)
@@ -224,12 +224,14 @@ def _check_pass(
         for r in results:
             n_failed += not r.passed
             if not r.passed and len(fails) < MAX_FAILURES_SHOWN:
-                name = f" ({item.prompt_id})" if item.prompt_id else ""
-                fails.append(f"item {i}{name}: check '{r.name}' failed" + (f": {r.reason}" if r.reason else ""))
+                fields = {"item": i, "prompt_id": item.prompt_id or "", "check": r.name, "reason": r.reason or ""}
+                fails.append(ReportWarning(WarningKind.CHECK_FAILED, fields=fields))
     return out, fails, n_failed, not_run
 
 
-def _arm_checks(arm: str, passes: Mapping[int, bool], fails: Sequence[str], n_failed: int) -> ArmChecks | None:
+def _arm_checks(
+    arm: str, passes: Mapping[int, bool], fails: Sequence[ReportWarning], n_failed: int
+) -> ArmChecks | None:
     if not passes:
         return None
     n, k = len(passes), sum(passes.values())
@@ -267,18 +269,14 @@ def compare_correctness(
     verdict = _verdict(temp0, n_conf, n_tie, n_unc, n_differ, len(same_context), mc, bchecks, cchecks, length_p,
                        bl, cl, opts, self_rate)  # fmt: skip
     if inferiority == "worse" and diff is not None:
-        verdict = (
-            f"pass rate lower by more than the {opts.margin * 100:g}-point margin ({diff.estimate * 100:+.1f} points, "
-            f"at most {diff.high * 100:+.1f} at {1 - opts.alpha:.0%} one-sided)"
-        )
+        fields = {"margin": opts.margin, "estimate": diff.estimate, "high": diff.high, "confidence": 1 - opts.alpha}
+        verdict = ReportWarning(WarningKind.CORRECTNESS_WORSE, fields=fields)
     worse = inferiority == "worse" or (temp0 and n_conf > 0)
     worse = worse or (mc is not None and mc.p_value < opts.alpha and mc.b > mc.c)
     if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
         worse = False
-        verdict = (
-            f"not judged: {refs.n_failed} of {len(refs.sent)} prompts have no successful output in both arms (above "
-            f"the {max_error_rate:.0%} error gate)"
-        )
+        fields = {"failed": refs.n_failed, "sent": len(refs.sent), "max_error_rate": max_error_rate}
+        verdict = ReportWarning(WarningKind.CORRECTNESS_NOT_JUDGED, fields=fields)
     _temperature0_warnings(temp0, divs, n_unc, self_rate, warnings)
     return CorrectnessComparison(
         candidate=candidate,
@@ -462,31 +460,34 @@ def _verdict(
     cl: list[float],
     opts: CorrectnessOptions,
     self_rate: float | None,
-) -> str:
-    """One phrase: the worst finding first."""
+) -> ReportWarning:
+    """The one finding to lead with, the worst first, as a record (`report.phrases` words it)."""
     if mc is not None and mc.p_value < opts.alpha and mc.b > mc.c:
-        return (
-            f"pass rate lower ({cchecks.pass_rate.estimate:.0%} vs {bchecks.pass_rate.estimate:.0%}, "
-            f"McNemar p = {mc.p_value:.2g})"
-        )
+        fields = {
+            "candidate_rate": cchecks.pass_rate.estimate,
+            "baseline_rate": bchecks.pass_rate.estimate,
+            "p_value": mc.p_value,
+        }
+        return ReportWarning(WarningKind.CORRECTNESS_CHECKS_LOWER, fields=fields)
     if temp0 and n_conf:
-        return f"SUSPICIOUS: {n_conf} confident divergence(s) at temperature 0 (of {n} prompts)"
+        return ReportWarning(WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES, fields={"count": n_conf, "of": n})
     if length_p is not None and length_p < opts.alpha:
-        direction = "longer" if statistics.median(cl) > statistics.median(bl) else "shorter"
-        return f"outputs {direction} (paired length test p = {length_p:.2g})"
+        longer = statistics.median(cl) > statistics.median(bl)
+        return ReportWarning(WarningKind.CORRECTNESS_LENGTHS_DIFFER, fields={"longer": longer, "p_value": length_p})
     if mc is not None and mc.p_value < opts.alpha and mc.c > mc.b:
-        return f"pass rate higher (McNemar p = {mc.p_value:.2g})"
+        return ReportWarning(WarningKind.CORRECTNESS_CHECKS_HIGHER, fields={"p_value": mc.p_value})
     if temp0:
         if n_div == 0:
-            return f"identical outputs for all {n} prompts"
+            return ReportWarning(WarningKind.CORRECTNESS_IDENTICAL, fields={"of": n})
         if n_unc:
-            return f"{n_div} of {n} outputs differ at temperature 0 ({n_unc} unclassified: no logprobs)"
-        return f"no difference ({n_div} of {n} outputs differ, all at near-ties)"
+            return ReportWarning(
+                WarningKind.CORRECTNESS_UNCLASSIFIED, fields={"differ": n_div, "of": n, "unclassified": n_unc}
+            )
+        return ReportWarning(WarningKind.CORRECTNESS_NEAR_TIES, fields={"differ": n_div, "of": n})
     if n and n_div == 0:  # strings may differ by design above temperature 0; these did not
-        return f"identical outputs for all {n} prompts"
+        return ReportWarning(WarningKind.CORRECTNESS_IDENTICAL, fields={"of": n})
     if bchecks is None or cchecks is None:
         # above temperature 0 (or where it is not recorded) strings differ by design, and no check judged them: the
         # outputs were not compared, so nothing says they agree (two target models' outputs read "no difference")
-        lengths = f"paired length test p = {length_p:.2g}" if length_p is not None else "too few for a length test"
-        return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
-    return "no difference"
+        return ReportWarning(WarningKind.CORRECTNESS_NOT_COMPARED, fields={"length_p": length_p})
+    return ReportWarning(WarningKind.CORRECTNESS_NO_DIFFERENCE)

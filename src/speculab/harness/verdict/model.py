@@ -55,6 +55,9 @@ from speculab.harness.verdict.correctness import CorrectnessOptions
 REPORT_SCHEMA = "speculab.report.summary/2"
 READABLE_SCHEMAS = ("speculab.report.summary/1", REPORT_SCHEMA)
 NO_VERDICT = "no verdict"  # a gated load's verdict; why: its comparison's gate_reason (report.phrases.gated_verdict)
+# A headline answer for `--fail-on` and where it was given: a label ("ngram k=4 at concurrency 1"), or for an `errors`
+# answer the gate's record (ERROR_GATE, RUN_LOST_REQUESTS), whose words say whom and where (the report words it)
+Answer = tuple[str, str | ReportWarning]
 
 # The compared metrics' labels, from their table (`analysis.figures`), for the report's views; the rows above are
 # re-exported for the same views (the report names figures by their rows and may not import analysis).
@@ -210,7 +213,9 @@ class Ratio:
     wilcoxon_p: float
     verdict: str  # faster | slower | no detectable difference | not enough paired data
     min_detectable_change: float
-    note: str = ""
+    # why there is no verdict, or what to read it with (METRIC_* kinds; None: nothing); a summary before records saved
+    # the sentence (read back as a note, "" as None)
+    note: ReportWarning | None = None
     # What the interval and the test counted: groups of `group_size` prompts sent together at concurrency > 1
     # (their pairs are not independent), or the prompts (group_size 1). 0: a summary written before groups.
     n_units: int = 0

@@ -16,10 +16,15 @@ from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, ru
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import Interval
 from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
+from speculab.harness.verdict.model import Answer
 
-RUN_LEVEL_SCHEMA = "speculab.report.run-level/1"
+# /2: the notes are records (kind and numbers; #48 item 3), worded by the report; a /1 file's sentences read back as
+# notes and say the same
+RUN_LEVEL_SCHEMA = "speculab.report.run-level/2"
+READABLE_RUN_LEVEL_SCHEMAS = ("speculab.report.run-level/1", RUN_LEVEL_SCHEMA)
 # runs a side for an interval: with 2, Welch's t has about 1 degree of freedom (an interval x12.7 wide)
 MIN_RUNS = 3
 
@@ -74,7 +79,7 @@ class RunLevelReport:
     b_version: str | None
     confidence: float
     loads: tuple[RunLevelLoad, ...]
-    notes: tuple[str, ...]
+    notes: tuple[ReportWarning, ...]  # what the reader must know of the comparison (RUN_LEVEL_* kinds; the model check)
     unit: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,13 +168,13 @@ def redecide(report: RunLevelReport, margins: Mapping[str, float]) -> RunLevelRe
 def run_level_from_json(text: str) -> RunLevelReport:
     """A run-level summary.json (`RUN_LEVEL_SCHEMA`) read back; ValueError when it is not one."""
     d = json.loads(text)
-    if not isinstance(d, dict) or d.get("schema") != RUN_LEVEL_SCHEMA:
+    if not isinstance(d, dict) or d.get("schema") not in READABLE_RUN_LEVEL_SCHEMAS:
         raise ValueError(f"not a {RUN_LEVEL_SCHEMA} summary")
     try:
         return RunLevelReport(
             **{k: d[k] for k in ("a_name", "b_name", "a_tool", "b_tool", "a_version", "b_version", "confidence")},
             loads=tuple(_load_from(x) for x in d["loads"]),
-            notes=tuple(d["notes"]),
+            notes=tuple(ReportWarning.from_dict(n) for n in d["notes"]),  # a /1 file's sentences: notes
             unit=d.get("unit", "run"),
         )
     except (KeyError, TypeError, ValueError) as e:
@@ -209,13 +214,14 @@ def _metric_from(d: Mapping[str, Any]) -> RunMetric:
 RUN_LEVEL_UNANSWERABLE = ("worse",)
 
 
-def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[tuple[str, str], ...]:
+def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[Answer, ...]:
     """The headline answers of a run-level comparison as (answer, where), as `build.headline_answers` gives them for
     an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or without the
     figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its requests
-    (runs whose files do not count their requests cannot be gated and give no answer)."""
+    (where: a RUN_LOST_REQUESTS record; runs whose files do not count their requests cannot be gated and give no
+    answer)."""
     median = run_figure_of(decide_on, MEDIAN)
-    out: list[tuple[str, str]] = []
+    out: list[Answer] = []
     for x in report.loads:
         m = next((m for m in x.metrics if median is not None and m.name == median.name), None)
         d = m.decision if m is not None else None
@@ -227,5 +233,6 @@ def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: fl
         ):
             rates = [f / (c + f) for c, f in zip(done, failed, strict=True) if c is not None and f and c + f > 0]
             if rates and max(rates) > max_error_rate:
-                out.append(("errors", f"{side} at {x.level.label} lost {max(rates):.0%} of a run's requests"))
+                lost = {"side": side, "at": x.level.label, "lost": max(rates)}
+                out.append(("errors", ReportWarning(WarningKind.RUN_LOST_REQUESTS, fields=lost)))
     return tuple(out)

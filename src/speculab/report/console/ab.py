@@ -26,6 +26,7 @@ from speculab.report.phrases import (
     decision_of,
     guardrail_lines,
     launch_phrase,
+    note_text,
     pairs_phrase,
     recommendation_lines,
     samples_phrase,
@@ -245,7 +246,7 @@ def unit_lines(report: Any, level: Any) -> list[str]:
         if tp.verdict == "not enough paired data" and tp.note and (tp.group_size > 1 or tp.unit == "unpaired"):
             label = escape(labels.get(c.candidate, c.candidate))
             few = "too few requests" if tp.unit == "unpaired" else "too few pairs"
-            lines.append(f"  [yellow]{few}:[/] {label}: {escape(tp.note)}")
+            lines.append(f"  [yellow]{few}:[/] {label}: {escape(note_text(tp))}")
     breakdowns = []
     for c in level.comparisons:
         label = escape(labels.get(c.candidate, c.candidate))

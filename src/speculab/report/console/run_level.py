@@ -12,7 +12,7 @@ from rich.table import Table
 from speculab.harness.results.summary_file import SUMMARY_FILE
 from speculab.harness.verdict.run_level import RunLevelLoad, RunLevelReport, RunMetric
 from speculab.report.formatting import MISSING, is_number, num, seconds
-from speculab.report.phrases import NO_PER_REQUEST, NOT_IN_FILE, run_level_phrase
+from speculab.report.phrases import NO_PER_REQUEST, NOT_IN_FILE, run_level_phrase, warning_lines
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -58,7 +58,7 @@ def run_level_renderable(report: RunLevelReport, out_dir: Path | None = None) ->
     head = f"[bold]A[/] {escape(report.a_name)}  vs  [bold]B[/] {escape(report.b_name)}  (the unit is the run)"
     parts: list[object] = [head]
     parts += [_table(x) for x in report.loads]
-    parts += [f"[dim]{escape(n)}[/]" for n in report.notes]
+    parts += [f"[dim]{escape(line)}[/]" for line in warning_lines(report.notes)]
     if out_dir is not None:
         parts.append(f"wrote {escape(str(out_dir / SUMMARY_FILE))}")
     return Group(*parts)  # type: ignore[arg-type]

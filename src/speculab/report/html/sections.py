@@ -16,8 +16,10 @@ from speculab.harness.verdict.model import (
     TPOT,
     TTFT,
     ArmLevel,
+    CorrectnessComparison,
     LevelReport,
     Report,
+    WarningKind,
     WeightedAcceptance,
 )
 from speculab.report.formatting import (
@@ -44,6 +46,7 @@ from speculab.report.phrases import (
     failure_lines,
     gated_verdict,
     launch_phrase,
+    note_text,
     pairs_phrase,
     ratio_phrase,
     reason_text,
@@ -211,7 +214,9 @@ def comparison_rows(report: Report, lv: LevelReport) -> list[dict[str, Any]]:
                     + (f" in {m.n_units} groups of {m.group_size}" if m.group_size > 1 else "")
                     + (f" ({m.n_dropped} unpaired)" if m.n_dropped else ""),
                     # beside the pairs: why TPOT has fewer than E2E
-                    "note": "; ".join(x for x in (m.note, pairs_phrase(comp) if m.metric == TPOT.name else "") if x),
+                    "note": "; ".join(
+                        x for x in (note_text(m), pairs_phrase(comp) if m.metric == TPOT.name else "") if x
+                    ),
                 }
             )
         breakdowns = [
@@ -277,6 +282,24 @@ def _order(s: Any) -> str:
 CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
 
+# the correctness verdicts shown as bad: the checks' pass rate lower, a confident divergence at temperature 0, outputs
+# longer or shorter
+_BAD_CORRECTNESS = {
+    WarningKind.CORRECTNESS_CHECKS_LOWER,
+    WarningKind.CORRECTNESS_WORSE,
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
+    WarningKind.CORRECTNESS_LENGTHS_DIFFER,
+}
+
+
+def _correctness_bad(k: CorrectnessComparison) -> bool:
+    if k.non_inferiority == "worse":
+        return True
+    if k.verdict.kind is WarningKind.NOTE:  # a summary that saved the verdict's sentence: its words tell
+        return reason_text(k.verdict).startswith(("SUSPICIOUS", "pass rate lower", "outputs"))
+    return k.verdict.kind in _BAD_CORRECTNESS
+
+
 def correctness_rows(report: Report) -> list[dict[str, Any]]:
     out = []
     listed: set[tuple[str, ...]] = set()  # the baseline's failures are the same for every candidate: listed once
@@ -305,9 +328,8 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
             {
                 "label": c.label,
                 "absent": False,
-                "verdict": k.verdict,
-                "bad": k.verdict.startswith(("SUSPICIOUS", "pass rate lower", "outputs"))
-                or k.non_inferiority == "worse",
+                "verdict": reason_text(k.verdict),
+                "bad": _correctness_bad(k),
                 "temperature": "not recorded" if k.temperature is None else f"{k.temperature:g}",
                 "reference": k.reference,
                 "identical": f"{k.identical} of {k.n_compared} ({interval(k.identical_rate, '.1%')})",

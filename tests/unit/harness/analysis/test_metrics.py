@@ -5,6 +5,7 @@ import pytest
 from speculab.config import SloTargets
 from speculab.harness.analysis.metrics import StallConfig, aggregate, per_token_itl, request_metrics, stalls
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, TokenCountSource
+from speculab.harness.results.warnings import WarningKind
 
 
 def rec(
@@ -179,8 +180,15 @@ def test_cancelled_requests_neither_fail_nor_count_against_the_error_gate():
     assert endpoint_error_rate(6, 40, {"cancelled": 4, "http": 2}) == pytest.approx(2 / 36)
     assert math.isnan(endpoint_error_rate(4, 4, {"cancelled": 4}))
     assert error_gate(4, 40, {"cancelled": 4}, 0.02) is None
-    why = error_gate(6, 40, {"cancelled": 4, "http": 2}, 0.02)
-    assert why == "2 of 36 requests failed (5.6%: http 2), more than --max-error-rate 2% allows"
+    why = error_gate(6, 40, {"cancelled": 4, "http": 2}, 0.02)  # its words: test_verdict_words
+    assert why is not None and why.kind is WarningKind.ERROR_GATE
+    assert why.fields == {
+        "failed": 2,
+        "counted": 36,
+        "error_rate": 2 / 36,
+        "by_category": {"http": 2},
+        "max_error_rate": 0.02,
+    }
 
 
 def test_cancelled_requests_are_in_no_count_and_no_latency():

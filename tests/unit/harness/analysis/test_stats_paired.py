@@ -17,6 +17,7 @@ from speculab.harness.analysis.comparison.paired import (
     wilcoxon_log_ratios,
 )
 from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import describe
 
 
@@ -132,7 +133,8 @@ def test_too_few_pairs_gives_no_verdict():
     rng = np.random.default_rng(0)
     cand, base = _arms(rng, MIN_PAIRS - 1, effect=0.5)
     c = compare_paired("tpot_s", cand, base, rng)
-    assert c.verdict is Direction.INSUFFICIENT and "need at least" in c.note
+    assert c.verdict is Direction.INSUFFICIENT and c.note is not None
+    assert (c.note.kind, c.note.fields) == (WarningKind.METRIC_FEW_PAIRS, {"pairs": MIN_PAIRS - 1, "needed": MIN_PAIRS})
 
 
 def test_minimum_detectable_change_shrinks_with_sample_size():
@@ -224,7 +226,9 @@ def test_groups_still_detect_a_real_speedup_and_say_when_there_are_too_few():
     cand, base = _co_running_arms(rng, 16, 4, effect=1 / 1.3)
     c = compare_paired("tpot_s", cand, base, rng, groups=concurrent_groups(range(16), 4), group_size=4)
     assert c.verdict is Direction.INSUFFICIENT and c.n_pairs == 16 and c.n_units == 4
-    assert "only 4 groups of 4 prompts sent together" in c.note and "use at least 24 prompts" in c.note
+    assert c.note == ReportWarning(
+        WarningKind.METRIC_FEW_GROUPS, fields={"groups": 4, "group_size": 4, "pairs": 16, "needed": MIN_PAIRS}
+    )
 
 
 def test_group_size_one_rule_for_the_plan_and_the_verdict():

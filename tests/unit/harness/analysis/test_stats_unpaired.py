@@ -13,6 +13,7 @@ from scipy import stats as scipy_stats
 from speculab.harness.analysis.comparison.margin import Decision
 from speculab.harness.analysis.comparison.metric_comparison import Direction
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import ranks
 from speculab.harness.stats.ranks import (
     _rank_sum_cdf,
@@ -136,8 +137,8 @@ def test_too_few_requests_give_no_verdict_and_say_how_many_there_were():
     rng = np.random.default_rng(8)
     c = compare_unpaired("tpot_s", _tpot(rng, 5, 0.02), _tpot(rng, 30, 0.03), rng, n_resamples=100)
     assert c.verdict is Direction.INSUFFICIENT and c.decision is Decision.INSUFFICIENT
-    want = "only 5 candidate and 30 baseline requests; need at least 6 of each: send at least 6 requests in each run"
-    assert c.note == want
+    fields = {"candidate": 5, "baseline": 30, "group_size": 1, "needed": 6}  # the words: test_verdict_words
+    assert c.note == ReportWarning(WarningKind.METRIC_FEW_SAMPLES, fields=fields)
 
 
 def test_unusable_values_are_counted_not_used():

@@ -9,10 +9,21 @@ import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.records import ChunkEvent, RequestRecord
-from speculab.harness.verdict.correctness import CorrectnessOptions, compare_correctness, divergence
-from speculab.report.phrases import checks_phrase, failure_lines, warning_lines
+from speculab.harness.results.warnings import WarningKind
+from speculab.harness.verdict.correctness import (
+    CorrectnessComparison,
+    CorrectnessOptions,
+    compare_correctness,
+    divergence,
+)
+from speculab.report.phrases import checks_phrase, failure_lines, reason_text, warning_lines
 
 OPTS = CorrectnessOptions()
+
+
+def _said(r: CorrectnessComparison) -> str:
+    """The correctness verdict as the report says it."""
+    return reason_text(r.verdict)
 
 
 def _rec(text: str, tokens: list[str] | None = None, gaps: list[float] | None = None) -> RequestRecord:
@@ -47,7 +58,7 @@ def test_divergence_by_characters_without_logprobs():
 def test_identical_outputs_at_temperature_zero():
     r = compare_correctness(make_inputs(n_prompts=20, repeats=1), "ngram-k4", OPTS)
     assert r.n_compared == 20 and r.identical == 20 and r.n_divergent == 0
-    assert r.verdict == "identical outputs for all 20 prompts"  # #36: identical is said as "identical"
+    assert _said(r) == "identical outputs for all 20 prompts"  # #36: identical is said as "identical"
     assert r.baseline_checks is not None and r.baseline_checks.checked == 10  # even items carry a check
     assert r.mcnemar_p == 1.0
     assert r.baseline_self_identical_rate == 1.0
@@ -61,7 +72,8 @@ def test_confident_divergence_is_suspicious_and_near_tie_is_not():
     assert r.n_divergent == 2 and r.n_confident == 1 and r.n_near_tie == 1
     assert r.divergences[0].kind == "confident" and r.divergences[0].index == 7  # confident ones first
     assert r.divergences[0].position == 20 and "DIFFERENT" in r.divergences[0].candidate_text
-    assert r.verdict.startswith("SUSPICIOUS: 1 confident")
+    assert r.verdict.kind is WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES
+    assert _said(r).startswith("SUSPICIOUS: 1 confident")
 
 
 def test_only_near_ties_is_no_difference():
@@ -69,13 +81,13 @@ def test_only_near_ties_is_no_difference():
     cand = ArmEffect(acceptance_length=2.0, logprobs=True, diverge={3: (5, 0.01)})
     r = compare_correctness(make_inputs(n_prompts=12, repeats=1, baseline=base, candidates={"ngram-k4": cand}),
                             "ngram-k4", OPTS)  # fmt: skip
-    assert r.verdict == "no difference (1 of 12 outputs differ, all at near-ties)"
+    assert _said(r) == "no difference (1 of 12 outputs differ, all at near-ties)"
 
 
 def test_unclassified_divergences_warn_to_request_logprobs():
     cand = ArmEffect(acceptance_length=2.0, diverge={2: (4, 0.0)})
     r = compare_correctness(make_inputs(n_prompts=12, repeats=1, candidates={"ngram-k4": cand}), "ngram-k4", OPTS)
-    assert r.n_unclassified == 1 and "unclassified" in r.verdict
+    assert r.n_unclassified == 1 and "unclassified" in _said(r)
     assert any("logprobs: 2" in w and "classify" in w for w in warning_lines(r.warnings))
 
 
@@ -90,8 +102,11 @@ def test_failing_checks_give_lower_pass_rate_with_mcnemar():
     r = compare_correctness(inputs.with_runs(runs), "ngram-k4", OPTS)
     assert r.candidate_checks.passed < r.baseline_checks.passed
     assert r.mcnemar_b > 0 and r.mcnemar_c == 0 and r.mcnemar_p < 0.05
-    assert r.verdict.startswith("pass rate lower")
-    assert r.candidate_checks.failures and "check 'contains' failed" in r.candidate_checks.failures[0]
+    lower = {WarningKind.CORRECTNESS_CHECKS_LOWER, WarningKind.CORRECTNESS_WORSE}  # by McNemar, or beyond the margin
+    assert r.verdict.kind in lower and _said(r).startswith("pass rate lower")
+    first = r.candidate_checks.failures[0]
+    assert first.kind is WarningKind.CHECK_FAILED and first.fields["check"] == "contains"
+    assert "check 'contains' failed" in failure_lines(r.candidate_checks.failures, 1)[0]
 
 
 def test_temperature_above_zero_never_fails_on_differing_strings():
@@ -100,9 +115,9 @@ def test_temperature_above_zero_never_fails_on_differing_strings():
         make_inputs(n_prompts=20, repeats=1, temperature=0.8, candidates={"ngram-k4": cand}), "ngram-k4", OPTS
     )
     assert r.n_divergent == 10 and r.divergences == ()  # counted, not listed as suspicious
-    assert r.verdict == "no difference"
+    assert r.verdict.kind is WarningKind.CORRECTNESS_NO_DIFFERENCE and _said(r) == "no difference"
     same = make_inputs(n_prompts=20, repeats=1, temperature=0.8)  # one seed per repeat: the same strings
-    assert compare_correctness(same, "ngram-k4", OPTS).verdict == "identical outputs for all 20 prompts"
+    assert _said(compare_correctness(same, "ngram-k4", OPTS)) == "identical outputs for all 20 prompts"
     assert r.length_unit == "tokens" and r.length_wilcoxon_p == 1.0
 
 
@@ -142,9 +157,10 @@ def test_a_candidate_that_failed_most_prompts_is_not_judged_correct():
     )
     broken = inputs.with_runs(runs)
     judged = compare_correctness(broken, "ngram-k4", OPTS)  # no gate: the 3 answered prompts look fine
-    assert judged.verdict.startswith("identical outputs") and judged.n_compared == 3
+    assert _said(judged).startswith("identical outputs") and judged.n_compared == 3
     gated = compare_correctness(broken, "ngram-k4", OPTS, max_error_rate=0.02)
-    assert gated.verdict.startswith("not judged: 17 of 20 prompts have no successful output")
+    assert gated.verdict.kind is WarningKind.CORRECTNESS_NOT_JUDGED
+    assert _said(gated).startswith("not judged: 17 of 20 prompts have no successful output")
 
 
 def test_no_output_text_in_either_arm_is_not_compared():
@@ -167,8 +183,8 @@ def test_outputs_not_compared_never_read_no_difference(temperature):
     inputs = replace(inputs, setup=replace(inputs.setup, items=no_checks))
     r = compare_correctness(inputs, "ngram-k4", OPTS)
     assert r.identical == 0 and r.baseline_checks is None
-    assert r.verdict.startswith("not compared") and "no difference" not in r.verdict
-    assert "p = 1" in r.verdict  # what was compared (the lengths) is still said
+    assert _said(r).startswith("not compared") and "no difference" not in _said(r)
+    assert "p = 1" in _said(r)  # what was compared (the lengths) is still said
 
 
 def _both_fail(n_prompts: int, fails: int):
@@ -214,5 +230,5 @@ def test_a_truncated_failure_list_says_how_many_more():
     side = r.candidate_checks
     assert len(side.failures) == 10 and side.n_failures == 18
     shown = failure_lines(side.failures, side.n_failures)
-    assert shown[:10] == list(side.failures) and shown[10:] == ["and 8 more"]
-    assert failure_lines(side.failures[:3], 3) == list(side.failures[:3])  # nothing more: nothing said
+    assert shown[:10] == [reason_text(f) for f in side.failures] and shown[10:] == ["and 8 more"]
+    assert failure_lines(side.failures[:3], 3) == shown[:3]  # nothing more: nothing said

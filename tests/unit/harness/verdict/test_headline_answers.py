@@ -9,17 +9,19 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.build import FAIL_ON_ANSWERS, build_report, headline_answers
-from speculab.harness.verdict.model import ReportOptions
+from speculab.harness.verdict.model import ReportOptions, ReportWarning
+from speculab.report.phrases import warning_text
 
 FAST = ReportOptions(n_resamples=400)
 ONE_LOAD = (LevelSpec("concurrency", 1, ("low", "sweep")),)
 
 
 def _answers(baseline: ArmEffect | None = None, **candidates: ArmEffect) -> dict[str, set[str]]:
+    """Each answer given, and where: a label, or the gate's record in the words the exit line says it."""
     inputs = make_inputs(n_prompts=30, repeats=1, levels=ONE_LOAD, candidates=candidates, baseline=baseline)
     out: dict[str, set[str]] = {}
     for answer, where in headline_answers(build_report(inputs, FAST)):
-        out.setdefault(answer, set()).add(where)
+        out.setdefault(answer, set()).add(warning_text(where) if isinstance(where, ReportWarning) else where)
     return out
 
 
@@ -40,7 +42,9 @@ def test_correctness_worse_is_a_confident_divergence_at_temperature_0():
 
 def test_the_error_gate_and_a_gated_load_answer_errors():
     got = _answers(**{"ngram-k4": ArmEffect(tpot_factor={"c1": 0.5}, acceptance_length=2.5, error_rate=0.2)})
-    assert "errors" in got and any("ngram k=4 at concurrency 1" in w for w in got["errors"])
+    assert "errors" in got and any(
+        "ngram k=4 at concurrency 1: " in w and "requests failed" in w for w in got["errors"]
+    )
     assert "faster" not in got  # a gated load has no verdict
 
 

@@ -11,7 +11,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.verdict.build import build_report, near_margin
-from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.model import Report, ReportOptions, WarningKind
 from speculab.report.phrases import verdict_line, warning_lines
 from speculab.report.summary import summary_dict
 
@@ -128,4 +128,4 @@ def test_correctness_non_inferiority(fails: int, answer: str):
     assert corr is not None and corr.non_inferiority == answer, corr
     assert corr.non_inferiority_margin == 0.05 and corr.pass_rate_difference.n == 100
     if answer == "worse":
-        assert corr.verdict.startswith("pass rate lower by more than the 5-point margin")
+        assert corr.verdict.kind is WarningKind.CORRECTNESS_WORSE and corr.verdict.fields["margin"] == 0.05

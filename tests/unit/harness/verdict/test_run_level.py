@@ -12,6 +12,7 @@ from speculab.harness.analysis.comparison.margin import Decision
 from speculab.harness.analysis.figures import FIGURES, RUN_FIGURES, TPOT
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.run_level import (
     MIN_RUNS,
     RunLevelReport,
@@ -118,9 +119,10 @@ def test_the_report_is_strict_json(tmp_path: Path):
     from speculab.harness.verdict.run_level import RUN_LEVEL_SCHEMA, RunLevelReport
 
     load = compare_load(C4, [_run(0.030)], [_run(0.020)], {})
-    r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), ("n",))
+    r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), (ReportWarning(WarningKind.RUN_LEVEL_UNIT),))
     d = json.loads(write_summary_file(tmp_path, r.to_dict(), indent=1).read_text(encoding="utf-8"))
-    assert d["schema"] == RUN_LEVEL_SCHEMA
+    assert d["schema"] == RUN_LEVEL_SCHEMA == "speculab.report.run-level/2"
+    assert d["notes"] == [{"kind": "run_level_unit", "subject": "", "load": "", "fields": {}}]  # records, no words
     assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
 
@@ -133,7 +135,8 @@ def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin(tmp_
 
     a = [_run(x, run=i) for i, x in enumerate((0.0300, 0.0302, 0.0298), 1)]
     b = [_run(x, run=i) for i, x in enumerate((0.0200, 0.0201, 0.0199), 1)]
-    report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), ("n",))
+    notes = (ReportWarning(WarningKind.RUN_LEVEL_SIDE, "A", fields={"name": "a", "runs": 3, "tool": "t"}),)
+    report = RunLevelReport("a", "b", "t", "t", "1", None, 0.95, (compare_load(C4, a, b, {}),), notes)
     back = run_level_from_json(write_summary_file(tmp_path, report.to_dict(), indent=1).read_text(encoding="utf-8"))
     assert back == report
     wide = redecide(back, {"tpot_s": 0.6})  # TPOT 1.5x faster is within a 60 % margin
@@ -155,7 +158,10 @@ def test_run_level_answers_are_the_deciding_median_and_each_runs_lost_requests()
     b[1] = RunSummary(b[1].path, b[1].tool, C4, b[1].aggregates, completed=15, failed=5, run=2)  # 25 % lost
     answers = run_level_answers(_report(compare_load(C4, a, b, {})), "tpot_s", max_error_rate=0.05)
     assert answers[0] == ("faster", "spec at concurrency 4")
-    assert answers[1][0] == "errors" and "spec at concurrency 4 lost 25%" in answers[1][1]
+    assert answers[1] == (
+        "errors",
+        ReportWarning(WarningKind.RUN_LOST_REQUESTS, fields={"side": "spec", "at": "concurrency 4", "lost": 0.25}),
+    )
     assert len(answers) == 2  # the baseline lost nothing
     # under a looser gate the lost requests pass; a figure the files do not hold (TTFT) has no verdict
     assert run_level_answers(_report(compare_load(C4, a, b, {})), "ttft_s", max_error_rate=0.5) == (

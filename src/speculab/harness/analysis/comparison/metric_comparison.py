@@ -12,6 +12,7 @@ from typing import Any
 import scipy
 
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide, to_decide
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.stats import POWER, Interval
 
 N_RESAMPLES = 2000  # bootstrap resamples per interval, paired or unpaired
@@ -54,7 +55,8 @@ class MetricComparison:
     verdict: Direction
     min_detectable_change: float
     lower_is_better: bool
-    note: str = ""
+    # why there is no verdict, or what to read it with (a record the report words; None: nothing to say)
+    note: ReportWarning | None = None
     # Bootstrap replicates of the geometric-mean ratio (candidate/baseline), kept for the crossover interval;
     # not part of to_dict() (thousands of numbers), nor of equality.
     replicates: tuple[float, ...] = field(default=(), repr=False, compare=False)
@@ -129,7 +131,7 @@ class MetricComparison:
             "speedup": self.speedup,
             "speedup_low": lo,
             "speedup_high": hi,
-            "note": self.note,
+            "note": self.note.to_dict() if self.note is not None else None,
             "samples": list(self.samples),
         }
 

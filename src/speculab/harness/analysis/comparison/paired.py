@@ -35,7 +35,8 @@ from speculab.harness.analysis.comparison.metric_comparison import (
     direction,
     min_detectable_change,
 )
-from speculab.harness.analysis.groups import MIN_PAIRS, groups_needed
+from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import CONFIDENCE, Interval, bca_mean_bounds, resample_stat, t_interval
 from speculab.harness.stats.ranks import EXACT_SIGNED_RANK_MAX_N, hodges_lehmann_batch, signed_rank_p
 
@@ -203,7 +204,7 @@ def compare_paired(
     med = bootstrap_median_ratio(units, rng, n_resamples, confidence).interval
     hl = hodges_lehmann_ratio(units, confidence)
     p = signed_rank_p(units.log_ratios()) if units.n >= 2 else float("nan")
-    note = ""
+    note = None
     launches = launch_ratio(launch_effects, confidence) if len(launch_effects) >= MIN_LAUNCHES else None
     basis = launches if launches is not None else hl
     if units.n < MIN_PAIRS:
@@ -211,11 +212,8 @@ def compare_paired(
     else:
         verdict = direction(basis, lower_is_better)
         if launches is None and geo.excludes(1.0) != hl.excludes(1.0):
-            which = "excludes" if geo.excludes(1.0) else "includes"
-            note = (
-                f"the geometric-mean interval {which} 1 but the signed-rank interval (the verdict's) does not: "
-                "borderline, or a few outlying pairs"
-            )
+            # borderline, or a few outlying pairs: the reader is told the two intervals part
+            note = ReportWarning(WarningKind.METRIC_INTERVALS_DISAGREE, fields={"excludes": geo.excludes(1.0)})
     decision, needed = against_margin(basis, margin, lower_is_better, confidence, verdict)
     return MetricComparison(
         metric=metric,
@@ -241,12 +239,12 @@ def compare_paired(
     )
 
 
-def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> str:
+def _too_few(pairs: PairedRatios, units: PairedRatios, group_size: int) -> ReportWarning:
+    """Why there is no verdict: too few pairs, or too few groups of prompts sent together (the fix: more prompts)."""
     if units is pairs:
-        return f"only {pairs.n} usable pairs; need at least {MIN_PAIRS}"
-    return f"only {units.n} groups of {group_size} prompts sent together ({pairs.n} pairs); " + groups_needed(
-        group_size
-    )
+        return ReportWarning(WarningKind.METRIC_FEW_PAIRS, fields={"pairs": pairs.n, "needed": MIN_PAIRS})
+    fields = {"groups": units.n, "group_size": group_size, "pairs": pairs.n, "needed": MIN_PAIRS}
+    return ReportWarning(WarningKind.METRIC_FEW_GROUPS, fields=fields)
 
 
 def launch_effect(

@@ -19,6 +19,7 @@ from speculab.harness.analysis.comparison.metric_comparison import (
     min_detectable_change,
 )
 from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import CONFIDENCE, Interval, resample_stat
 from speculab.harness.stats.ranks import hodges_lehmann_shift, rank_sum_critical_k, rank_sum_method, rank_sum_p
 
@@ -83,14 +84,11 @@ def compare_unpaired(
     geo = Interval(math.exp(mean_diff), math.exp(glo), math.exp(ghi), confidence, "bootstrap-percentile-2sample", n)
     med = Interval(math.exp(med_diff), math.exp(mlo), math.exp(mhi), confidence, "bootstrap-percentile-2sample", n)
     p = rank_sum_p(x, y) if x.size and y.size else nan
-    note = ""
+    note = None
     if min(x.size, y.size) < MIN_PAIRS or rank_sum_critical_k(x.size, y.size, confidence) < 1:
         verdict = Direction.INSUFFICIENT
-        unit = f"groups of {group_size} requests" if group_size > 1 else "requests"
-        note = (
-            f"only {x.size} candidate and {y.size} baseline {unit}; need at least {MIN_PAIRS} of each: send at "
-            f"least {MIN_PAIRS * max(1, group_size)} requests in each run"
-        )
+        fields = {"candidate": int(x.size), "baseline": int(y.size), "group_size": group_size, "needed": MIN_PAIRS}
+        note = ReportWarning(WarningKind.METRIC_FEW_SAMPLES, fields=fields)
     else:
         verdict = direction(hl, lower_is_better)
     decision, needed = against_margin(hl, margin, lower_is_better, confidence, verdict)
