@@ -81,7 +81,6 @@ def test_test_files_have_unique_basenames():
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
-    "commands/init/starter.py",  # the starter experiment's notes to its reader
     "commands/run/looks.py",  # adaptive repeats: why a look did not stop
     "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
     "commands/run/preflight.py",  # preflight's findings, printed before the run
@@ -95,10 +94,7 @@ SENTENCES_LEFT = {
     "harness/imports/sglang_bench.py",
     "harness/imports/vllm_bench.py",
     "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
-    "harness/servers/adapters/speculab.py",  # the speculab engine's acceptance note
     "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
-    "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
-    "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
     "harness/verdict/correctness.py",  # the correctness verdict and its failure lines
     "harness/verdict/run_level.py",  # the run-level comparison's lines
     "harness/workload/checks.py",  # a check's failure reason
@@ -106,8 +102,11 @@ SENTENCES_LEFT = {
     "harness/workload/files/trace.py",  # a trace file's note
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
-# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.
-FILE_TEXT = {"commands/run/recommended.py"}
+# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying;
+# the speculab engine's load-dependent form says its own there (`_by_load`: adaptive k, drafts off above a batch);
+# the starter experiment `speculab init` writes is a file a person reads and edits, its comments its text (a method's
+# reason in them is the report's words, handed in by the CLI).
+FILE_TEXT = {"commands/run/recommended.py", "harness/servers/adapters/speculab.py", "commands/init/starter.py"}
 
 # Where a stored sentence goes: a note or record built from it, a list it is appended to (any list: `out` of the
 # verdict's `missing` lines too), a name or keyword that says what it is, or what a function of that name returns.

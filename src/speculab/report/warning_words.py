@@ -13,6 +13,7 @@ from typing import Any
 
 from speculab.harness.results.warnings import FindingKind, WarningKind
 from speculab.harness.verdict.model import TPOT
+from speculab.report.console.method_words import METHOD_WORDS
 
 Fields = Mapping[str, Any]
 
@@ -164,7 +165,13 @@ def _unpaired_repeats(f: Fields) -> str:
     )
 
 
+# --- the methods table's reasons (report/console/method_words.py) ----------------------------------------------------
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    # the methods table's reasons
+    **METHOD_WORDS,
+    # --- (end of the block) ---
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (
         f"compare: two separate `speculab bench` runs, A then B; {_NOT_INTERLEAVED}"
     ),

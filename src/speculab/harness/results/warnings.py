@@ -115,6 +115,39 @@ class WarningKind(str, Enum):
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
+    # --- the methods table's reasons (their words: report/console/method_words.py, merged into warning_words) ---
+    # Why a method can or cannot run here (`speculab methods`' MethodRow.why; init's commented entries): `name` is a
+    # checkpoint directory's, `head` a head kind (eagle3 | eagle | medusa | mlp_speculator | dflash | dspark),
+    # `engine_name` the engine's own name for itself (an adapter's HeadsFromTarget.name)
+    METHOD_FROM_PROMPT = "method_from_prompt"  # gpu (a GPU implementation)
+    METHOD_NEEDS_DRAFT = "method_needs_draft"  # no --draft given
+    METHOD_DRAFT_IS_HEAD = "method_draft_is_head"  # name, head: a head given as --draft
+    METHOD_DRAFT_NEEDS_TARGET = "method_draft_needs_target"  # no --model to compare the draft's vocabulary with
+    # name (the draft's), engine, accepts (the engine's own rule for a prefix vocabulary; None: it needs equal ones),
+    # vocab {kind (identical | prefix | mapping | different | unknown), target_tokens, draft_tokens, shared, same_id}
+    METHOD_DRAFT_VOCAB = "method_draft_vocab"
+    METHOD_NEEDS_HEAD = "method_needs_head"  # head: no --head given
+    METHOD_NOT_A_HEAD = "method_not_a_head"  # name, architecture
+    METHOD_OTHER_HEAD = "method_other_head"  # name, head (the kind it is)
+    METHOD_HEAD_NEEDS_TARGET = "method_head_needs_target"  # no --model to match the head against
+    METHOD_HEAD_OTHER_BASE = "method_head_other_base"  # name, base_model, target
+    METHOD_HEAD_MISMATCH = "method_head_mismatch"  # name, key (hidden_size | vocab_size), head_value, target_value
+    METHOD_HEAD_MATCHES = "method_head_matches"  # name, hidden_size, base_model (None), heads, heads_key (None)
+    METHOD_DSPARK_IN_TARGET = "method_dspark_in_target"  # name (the target's)
+    METHOD_HEADS_NO_BASE = "method_heads_no_base"  # name, engine_name
+    # name, head, base_model, k_flag, heads, heads_key (None: unsaid), plain (the baseline's plain flags)
+    METHOD_HEADS_IN_TARGET = "method_heads_in_target"
+    METHOD_HEAD_SERVED_ONLY = "method_head_served_only"  # engine_name, head, name, model_flag
+    METHOD_HEAD_NOT_SHIPPED = "method_head_not_shipped"  # engine_name, head, key (what the checkpoint would say)
+    METHOD_NGRAM_BESIDE_HEADS = "method_ngram_beside_heads"  # name, head, engine_name, k_flag, gpu
+    METHOD_MTP_NEEDS_TARGET = "method_mtp_needs_target"  # no --model to read MTP layers from
+    METHOD_NO_MTP = "method_no_mtp"  # name
+    METHOD_MTP_OTHER_FAMILY = "method_mtp_other_family"  # family, model_type
+    METHOD_MTP = "method_mtp"  # name, layers, key, model_type
+    METHOD_CUSTOM_CLASS = "method_custom_class"  # a proposer class of the user's own
+    METHOD_EXTRACTS_STATES = "method_extracts_states"  # extract_hidden_states drafts nothing
+    METHOD_NEEDS_UNKNOWN = "method_needs_unknown"  # method, engine
+    METHOD_UNAVAILABLE = "method_unavailable"  # method, why (the engine reader's words: this install cannot start it)
     NOTE = "note"  # words a note or an older file wrote: text
 
 
