@@ -93,8 +93,6 @@ SENTENCES_LEFT = {
     "harness/imports/llmperf_responses.py",
     "harness/imports/sglang_bench.py",
     "harness/imports/vllm_bench.py",
-    "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
-    "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
     "harness/verdict/correctness.py",  # the correctness verdict and its failure lines
     "harness/verdict/run_level.py",  # the run-level comparison's lines
     "harness/workload/checks.py",  # a check's failure reason

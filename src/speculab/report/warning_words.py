@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from speculab.harness.results.warnings import FindingKind, WarningKind
+from speculab.harness.results.warnings import FindingKind, ReportWarning, WarningKind
 from speculab.harness.verdict.model import TPOT
 from speculab.report.console.method_words import METHOD_WORDS
 
@@ -165,11 +165,57 @@ def _unpaired_repeats(f: Fields) -> str:
     )
 
 
-# --- the methods table's reasons (report/console/method_words.py) ----------------------------------------------------
+# --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons --------
+
+
+def _said(d: Fields | str) -> str:
+    """A record kept inside another's fields (its `to_dict`), or the sentence an older file kept there, in words."""
+    w = ReportWarning.from_dict(d)
+    return str(w.fields["text"]) if w.kind == WarningKind.NOTE else WORDS[w.kind](w.fields)
+
+
+def _gone_evidence(f: Fields) -> str:
+    """What showed the server gone, as the client saw it (servers.liveness.GoneEvidence); an older file's sentence."""
+    if "evidence" in f:
+        return str(f["evidence"])
+    return (
+        f"{f['failures']} requests in a row could not connect ({f['detail']}), nor could {f['probes']} probes of "
+        f"/v1/models over {f['probe_s']:.1f} s"
+    )
+
+
+def _counter_went_backwards(f: Fields) -> str:
+    moved = f" ({f['before']:g} -> {f['after']:g})" if f.get("before") is not None else ""
+    return f"{f['counter']} went backwards{moved}: the server restarted between scrapes"
+
+
+_METRICS_UNREAD = {
+    "absent": "no Prometheus /metrics at the endpoint",
+    "disabled": "metrics scraping disabled",
+    "after": "/metrics could not be read after the run",
+}
 
 
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
-    # the methods table's reasons
+    # why acceptance is unknown, a look's open comparisons, the plan's warnings (the methods table's: METHOD_WORDS)
+    WarningKind.NO_DRAFTED_TOKENS: lambda f: f"{f['source']} shows no drafted tokens",
+    WarningKind.NO_SPEC_METRICS: lambda f: (
+        f"the server exposes no speculative-decoding metrics ({', '.join(f['prefixes'][:-1])} or {f['prefixes'][-1]})"
+    ),
+    WarningKind.COUNTER_WENT_BACKWARDS: _counter_went_backwards,
+    WarningKind.COUNTERS_INCONSISTENT: lambda f: (
+        f"{f['accepted']} grew more than {f['drafted']} ({f['accepted_delta']:g} > {f['drafted_delta']:g}): the "
+        "counters are inconsistent"
+    ),
+    WarningKind.COUNTERS_DID_NOT_MOVE: lambda f: (
+        f"{f['engine']}:spec_decode counters did not move: no speculative steps during the window"
+    ),
+    WarningKind.GAUGES_OUT_OF_RANGE: lambda f: (
+        f"{f['length_gauge']} / {f['rate_gauge']} are out of range (length {f['length']:g}, rates {f['rates']}): not "
+        "trusted"
+    ),
+    WarningKind.GAUGE_NO_STEPS: lambda f: f"{f['length_gauge']} is {f['length']:g}: no speculative steps reported",
+    WarningKind.METRICS_UNREAD: lambda f: _METRICS_UNREAD[f["how"]],
     **METHOD_WORDS,
     # --- (end of the block) ---
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (
@@ -202,7 +248,7 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     ),
     WarningKind.BENCH_INTERRUPTED: lambda f: "run interrupted: the summary covers only the requests that ran",
     WarningKind.SERVER_GONE: lambda f: (
-        f"the server stopped answering mid-run, and the run stopped there: {f['evidence']}"
+        f"the server stopped answering mid-run, and the run stopped there: {_gone_evidence(f)}"
     ),
     WarningKind.OFFERED_LOAD_NOT_ACHIEVED: lambda f: (
         f"offered load not achieved: {_rate(f['achieved_rps'])} req/s sent vs {_rate(f['scheduled_rps'])} scheduled "
@@ -264,7 +310,7 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"sent {f['achieved_rps']:.3g} req/s "
         + (f"(requested {f['value']:g})" if f["kind"] == "rate" else f"(the trace at ×{f['value']:g})")
     ),
-    WarningKind.ACCEPTANCE_UNKNOWN: lambda f: f"acceptance unknown: {f['why']}",
+    WarningKind.ACCEPTANCE_UNKNOWN: lambda f: f"acceptance unknown: {_said(f['why'])}",
     WarningKind.SEARCH_NO_VERDICT: lambda f: (
         "the search stopped: no probe had a verdict (see each load's gate); its answer is undetermined"
     ),

@@ -62,7 +62,9 @@ class WarningKind(str, Enum):
     BASELINE_SELF_DIFFERS = "baseline_self_differs"  # the baseline disagreed with itself at temperature 0: rate
     # speculab bench (its summary.json `warnings`), each about the whole run
     BENCH_INTERRUPTED = "bench_interrupted"  # the summary covers only the requests that ran
-    SERVER_GONE = "server_gone"  # the server stopped answering and the run stopped there: evidence (the client's)
+    # the server stopped answering and the run stopped there: failures, detail, probes, probe_s (what the client saw,
+    # servers.liveness.GoneEvidence; a file written before: evidence, in words)
+    SERVER_GONE = "server_gone"
     OFFERED_LOAD_NOT_ACHIEVED = "offered_load_not_achieved"  # achieved_rps < 95% of scheduled_rps; requested_rps
     SCHEDULE_OFF_RATE = "schedule_off_rate"  # a seeded schedule of `requests` came out at scheduled_rps, not requested
     CLIENT_QUEUE_TIME = "client_queue_time"  # p99_s of scheduled -> sent
@@ -115,7 +117,18 @@ class WarningKind(str, Enum):
     UNPAIRED_REPEATS = "unpaired_repeats"  # same_prompts: each side's runs at a load sent the same prompts
     RUNS_LEFT_OUT = "runs_left_out"  # at (the load), a, b (runs each side holds there), compared (the first n of each)
     SAMPLING_NOT_RECORDED = "sampling_not_recorded"  # tools (their names, "A and B")
-    # --- the methods table's reasons (their words: report/console/method_words.py, merged into warning_words) ---
+    # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
+    # words: report/warning_words.py's block of the same name; the methods' in report/console/method_words.py) ---
+    # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B
+    # repeat's ACCEPTANCE_UNKNOWN `why`, bench summary.json's server.spec_decode_note
+    NO_DRAFTED_TOKENS = "no_drafted_tokens"  # source (the acceptance source whose counts show no drafted token)
+    NO_SPEC_METRICS = "no_spec_metrics"  # prefixes (the engines' metric prefixes looked for, none exposed)
+    COUNTER_WENT_BACKWARDS = "counter_went_backwards"  # counter, before, after (None: a per-position counter)
+    COUNTERS_INCONSISTENT = "counters_inconsistent"  # accepted, drafted (the counters), accepted_delta, drafted_delta
+    COUNTERS_DID_NOT_MOVE = "counters_did_not_move"  # engine (whose spec_decode counters saw no speculative step)
+    GAUGES_OUT_OF_RANGE = "gauges_out_of_range"  # length_gauge, rate_gauge, length (mean over ranks), rates
+    GAUGE_NO_STEPS = "gauge_no_steps"  # length_gauge, length
+    METRICS_UNREAD = "metrics_unread"  # bench: how (absent: no /metrics | disabled | after: unread after the run)
     # Why a method can or cannot run here (`speculab methods`' MethodRow.why; init's commented entries): `name` is a
     # checkpoint directory's, `head` a head kind (eagle3 | eagle | medusa | mlp_speculator | dflash | dspark),
     # `engine_name` the engine's own name for itself (an adapter's HeadsFromTarget.name)
