@@ -81,7 +81,6 @@ def test_test_files_have_unique_basenames():
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
-    "commands/run/looks.py",  # adaptive repeats: why a look did not stop
     "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
     "commands/run/preflight.py",  # preflight's findings, printed before the run
     "commands/run/probing/budget.py",  # the search budget's notes

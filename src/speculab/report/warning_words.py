@@ -196,6 +196,13 @@ _METRICS_UNREAD = {
 }
 
 
+def _look_open(f: Fields) -> str:
+    return (
+        f"{f['candidate']} at {f['at']} ({f['decision']}: {f['speedup']:.3g}× [{f['low']:.3g}–{f['high']:.3g}] against "
+        f"the ±{f['margin']:.0%} margin)"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     # why acceptance is unknown, a look's open comparisons, the plan's warnings (the methods table's: METHOD_WORDS)
     WarningKind.NO_DRAFTED_TOKENS: lambda f: f"{f['source']} shows no drafted tokens",
@@ -216,6 +223,10 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     ),
     WarningKind.GAUGE_NO_STEPS: lambda f: f"{f['length_gauge']} is {f['length']:g}: no speculative steps reported",
     WarningKind.METRICS_UNREAD: lambda f: _METRICS_UNREAD[f["how"]],
+    WarningKind.LOOK_OPEN: _look_open,
+    WarningKind.LOOK_STILL_OPEN: lambda f: (
+        f"after repeat {f['repeat']}: still open: {', '.join(_said(o) for o in f['open'])}"
+    ),
     **METHOD_WORDS,
     # --- (end of the block) ---
     WarningKind.COMPARE_BENCH_RUNS: lambda f: (

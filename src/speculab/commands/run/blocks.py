@@ -49,8 +49,9 @@ from speculab.harness.workload.conversation import conversations, sent_as
 
 
 class Reporter(Protocol):
-    def phase(self, text: str) -> None:
-        """A step of the lifecycle: launching, ready, stopping, ..."""
+    def phase(self, text: str | ReportWarning) -> None:
+        """A step of the lifecycle: launching, ready, stopping, ...; or a record the reporter words (a look's
+        comparisons still open)."""
 
     def warn(self, warning: ReportWarning) -> None:
         """A warning the reader should see as it happens (also kept in the run's notes); the report words it."""
@@ -65,7 +66,7 @@ class Reporter(Protocol):
 
 
 class Silent:
-    def phase(self, text: str) -> None:
+    def phase(self, text: str | ReportWarning) -> None:
         pass
 
     def warn(self, warning: ReportWarning) -> None:

@@ -129,6 +129,10 @@ class WarningKind(str, Enum):
     GAUGES_OUT_OF_RANGE = "gauges_out_of_range"  # length_gauge, rate_gauge, length (mean over ranks), rates
     GAUGE_NO_STEPS = "gauge_no_steps"  # length_gauge, length
     METRICS_UNREAD = "metrics_unread"  # bench: how (absent: no /metrics | disabled | after: unread after the run)
+    # A look of adaptive repeats (commands.run.looks): a TPOT comparison still open (inputs.json's looks[].undecided):
+    # candidate, at (the load), decision, speedup, low, high (its interval), margin
+    LOOK_OPEN = "look_open"
+    LOOK_STILL_OPEN = "look_still_open"  # repeat, open (the first LOOK_OPEN records): the line said after a look
     # Why a method can or cannot run here (`speculab methods`' MethodRow.why; init's commented entries): `name` is a
     # checkpoint directory's, `head` a head kind (eagle3 | eagle | medusa | mlp_speculator | dflash | dspark),
     # `engine_name` the engine's own name for itself (an adapter's HeadsFromTarget.name)
