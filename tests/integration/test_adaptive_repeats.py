@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.fakes.words import words
+from tests.fakes.words import screen_lines, words
 
 from speculab.commands.run import looks as run_looks
 from speculab.commands.run.plan import describe_plan, plan_experiment
@@ -61,7 +61,7 @@ def test_looks_from_min_stop_when_decided_or_at_max(
     monkeypatch.setattr(run_looks, "take_look", scripted)  # the lifecycle asks the verdict's looks module
     with mock_server_in_thread(FAST) as a, mock_server_in_thread(FAST) as b:
         plan = plan_experiment(parse_experiment(experiment(a, b, "{min: 2, max: 4, until: decided, mdc: 0.03}")))
-        assert "2 to 4 repeats, until every verdict is decided" in "\n".join(describe_plan(plan))
+        assert "2 to 4 repeats, until every verdict is decided" in "\n".join(screen_lines(describe_plan(plan)))
         out = tmp_path / "run"
         asyncio.run(run_plan(plan, out))
     inputs = load_inputs(out)

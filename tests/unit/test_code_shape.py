@@ -81,9 +81,15 @@ def test_test_files_have_unique_basenames():
 SENTENCES_LEFT = {
     "commands/compare/pairing.py",  # why two runs cannot be paired (`_why_unpaired`: the problems, in words)
     "commands/compare/run_level.py",  # the run-level comparison's notes (RunLevelReport.notes are strings)
-    "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
-    "commands/run/preflight.py",  # preflight's findings, printed before the run
-    "commands/run/probing/budget.py",  # the search budget's notes
+    # the single-change check's note (ChangeCheck.note: "not speculation: ...; run anyway because of
+    # --allow-extra-diff"), a string inputs.json, summary.json's change_note, change_unverified and compare's pairing
+    # keep; the plan's warnings (RunPlan.notes, describe_plan's) are records
+    "commands/run/plan.py",
+    # Not stored: the run's size, said before it starts through RunScreen.line as its plan's description and the dry
+    # run's estimate are (`size_lines`' and `search_size_lines`' "launches: ..." lines, found by their append); no
+    # warning, note or reason is left in them (the search's warning is a record)
+    "commands/run/preflight.py",
+    "commands/run/probing/budget.py",
     "harness/analysis/comparison/paired.py",  # Ratio.note: why a paired comparison has no verdict
     "harness/analysis/comparison/unpaired.py",  # Ratio.note of an unpaired comparison
     "harness/analysis/metrics.py",  # error_gate: the error gate's line (the command's exit message, and a gate)

@@ -1,7 +1,9 @@
 """The sentences of the warnings every command gives besides the A/B verdict's: a bench run's (its numbers, the
 client's health, the request options a server refused, fitting), the client workers', diagnose's, one per kind, made
-from the record's fields when rendering. `phrases.warning_text` is the one entry point; the verdict's kinds are worded
-there. Diagnose's findings are worded here too (`finding_words`), from their kind and numbers the same way.
+from the record's fields when rendering; and the reasons and plan warnings said with them (why acceptance is unknown,
+a look's open comparisons, the plan's warnings; the methods table's, from console/method_words).
+`phrases.warning_text` is the one entry point; the verdict's kinds are worded there. Diagnose's findings are worded
+here too (`finding_words`), from their kind and numbers the same way.
 """
 
 from __future__ import annotations
@@ -203,6 +205,36 @@ def _look_open(f: Fields) -> str:
     )
 
 
+# Said as lines of the plan before the run, after its description: "warning: ..." as they always were
+_UNCHECKED_BECAUSE = {
+    "two_url": lambda f: "in two-URL mode speculab launches no candidate",
+    "whole_command": lambda f: "candidate.command is given whole",
+    "no_command": lambda f: "no launch command",
+    "not_askable": lambda f: f"speculab cannot ask engine {f['engine']} what it accepts",
+    "unreadable": lambda f: f"{f.get('problem') or 'the engine could not be read'}; the engine will say at launch",
+    "options_unreadable": lambda f: (
+        f"{f['engine']}{' ' + f['release'] if f.get('release') else ''}'s speculation options could not be read"
+    ),
+}
+
+
+def _methods_unchecked(f: Fields) -> str:
+    parts = [f"speculation method {', '.join(f['methods'])}"] if f.get("methods") else []
+    if f.get("options_of"):
+        parts.append(f"speculation.options of {', '.join(f['options_of'])}")
+    what = " and ".join(parts) + (" are" if len(parts) > 1 else " is")
+    return f"warning: {what} unchecked: {_UNCHECKED_BECAUSE[f['why']](f)}"
+
+
+def _few_groups(f: Fields) -> str:
+    conversations = "" if f["what"] == "prompts" else " (num_prompts counts their requests)"
+    return (
+        f"warning: at {f['at']} the {f['n']} {f['what']} make {f['groups']} groups of {f['size']} sent together; for a "
+        f"verdict they need at least {f['min_groups']} groups: use at least {f['min_groups'] * f['size']} {f['what']} "
+        f"at this load{conversations}"
+    )
+
+
 WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     # why acceptance is unknown, a look's open comparisons, the plan's warnings (the methods table's: METHOD_WORDS)
     WarningKind.NO_DRAFTED_TOKENS: lambda f: f"{f['source']} shows no drafted tokens",
@@ -226,6 +258,12 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.LOOK_OPEN: _look_open,
     WarningKind.LOOK_STILL_OPEN: lambda f: (
         f"after repeat {f['repeat']}: still open: {', '.join(_said(o) for o in f['open'])}"
+    ),
+    WarningKind.METHODS_UNCHECKED: _methods_unchecked,
+    WarningKind.FEW_GROUPS: _few_groups,
+    WarningKind.SEARCH_FEW_PROMPTS: lambda f: (
+        f"warning: a probe at {f['high']:g} needs {f['needed']} prompts for its groups and the workload has "
+        f"{f['have']}: raise workload.num_prompts (or lower loads.search.high)"
     ),
     **METHOD_WORDS,
     # --- (end of the block) ---

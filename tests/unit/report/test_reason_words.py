@@ -1,6 +1,6 @@
-"""Why acceptance is unknown and the server-gone evidence, worded by the report from their records (#48 item 3):
-each says the sentence the harness wrote when they were strings, and a record an older file kept as its sentence (a
-note) says that sentence."""
+"""Why acceptance is unknown, the server-gone evidence and the plan's warnings, worded by the report from their records
+(#48 item 3): each says the sentence the harness or the command wrote when they were strings, and a record an older
+file kept as its sentence (a note) says that sentence."""
 
 from __future__ import annotations
 
@@ -50,3 +50,29 @@ def test_the_server_gone_evidence_from_its_numbers_or_an_older_files_sentence():
     said = f"the server stopped answering mid-run, and the run stopped there: {seen}"
     assert warning_text(ReportWarning(K.SERVER_GONE, fields=fields)) == said
     assert warning_text(ReportWarning(K.SERVER_GONE, fields={"evidence": seen})) == said  # bench summary.json /2
+
+
+UNCHECKED = {
+    "two_url": "in two-URL mode speculab launches no candidate",
+    "whole_command": "candidate.command is given whole",
+    "no_command": "no launch command",
+    "not_askable": "speculab cannot ask engine other what it accepts",
+    "unreadable": "vllm could not be read; the engine will say at launch",
+}
+
+
+def test_the_plans_warnings_say_what_went_unchecked_and_why():
+    what = {"methods": ["suffix"], "options_of": ["ngram k=2"], "engine": "other", "problem": "vllm could not be read"}
+    for why, said in UNCHECKED.items():
+        w = ReportWarning(K.METHODS_UNCHECKED, fields={**what, "why": why})
+        assert warning_text(w) == f"warning: speculation method suffix and speculation.options of ngram k=2 are " \
+            f"unchecked: {said}"  # fmt: skip
+    gone = {**what, "methods": [], "engine": "sglang", "release": "0.5.2", "why": "options_unreadable"}
+    assert warning_text(ReportWarning(K.METHODS_UNCHECKED, fields=gone)) == (
+        "warning: speculation.options of ngram k=2 is unchecked: sglang 0.5.2's speculation options could not be read"
+    )
+    few = {"at": "concurrency 4", "n": 10, "what": "conversations", "groups": 3, "size": 4, "min_groups": 6}
+    assert warning_text(ReportWarning(K.FEW_GROUPS, fields=few)) == (
+        "warning: at concurrency 4 the 10 conversations make 3 groups of 4 sent together; for a verdict they need at "
+        "least 6 groups: use at least 24 conversations at this load (num_prompts counts their requests)"
+    )

@@ -133,6 +133,12 @@ class WarningKind(str, Enum):
     # candidate, at (the load), decision, speedup, low, high (its interval), margin
     LOOK_OPEN = "look_open"
     LOOK_STILL_OPEN = "look_still_open"  # repeat, open (the first LOOK_OPEN records): the line said after a look
+    # The plan's warnings, said before the run (RunPlan.notes, describe_plan, the search's size)
+    # methods (speculation.method names), options_of (entries' labels), why (two_url | whole_command | no_command |
+    # not_askable | unreadable | options_unreadable), engine, release ("" unknown), problem (the engine's reader's)
+    METHODS_UNCHECKED = "methods_unchecked"
+    FEW_GROUPS = "few_groups"  # at, n, what (prompts | conversations), groups, size (sent together), min_groups
+    SEARCH_FEW_PROMPTS = "search_few_prompts"  # high (the search's highest load), needed, have (prompts)
     # Why a method can or cannot run here (`speculab methods`' MethodRow.why; init's commented entries): `name` is a
     # checkpoint directory's, `head` a head kind (eagle3 | eagle | medusa | mlp_speculator | dflash | dspark),
     # `engine_name` the engine's own name for itself (an adapter's HeadsFromTarget.name)
