@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 
 from fakes.cli_runner import one_line_error, run_main
+from fakes.words import words
 from integration.mock_process import mock_child, mock_process
 from speculab.harness.servers.process import free_port
 
@@ -230,9 +231,12 @@ def test_a_server_killed_mid_run_stops_the_bench_with_exit_3_and_keeps_what_was_
     c = s["counts"]
     assert s["interrupted"] is True and c["ok"] >= 10
     assert c["errors_by_category"].get("connect", 0) >= 3 and c["error"] <= 3 + 2 * concurrency  # not 390 failures
-    # a record with the client's evidence (summary.json /2); the console words it
-    gone = [w for w in s["warnings"] if w["kind"] == "server_gone"]
-    assert len(gone) == 1 and gone[0]["fields"]["evidence"]
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["interrupted"] is True and "could not connect" in manifest["server_gone"]
+    # a record with the client's evidence (summary.json /2): its numbers; the console words it as the error said it
+    (gone,) = [w for w in s["warnings"] if w["kind"] == "server_gone"]
+    assert gone["fields"]["failures"] >= 3 and gone["fields"]["probes"] == 3
+    said = words([gone])[0].removeprefix("the server stopped answering mid-run, and the run stopped there: ")
+    assert f"({said}); what was measured" in line
+    manifest = json.loads((out / "manifest.json").read_text())  # the same record (manifest /2)
+    assert manifest["interrupted"] is True and manifest["server_gone"] == gone
+    assert manifest["schema"] == "speculab.bench.manifest/2"
     assert "results in" in stdout  # the summary was printed before the error

@@ -26,6 +26,7 @@ from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import EndpointError
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.stats.sequential import look_alphas
 from speculab.mock.requests import MockConfig
@@ -249,9 +250,10 @@ def test_adaptive_repeats_keep_the_looks_they_took(tmp_path: Path, monkeypatch: 
     taken again on other data), the next looks follow, and every look keeps its alpha from the spending function."""
     asked: list[float] = []
 
-    def never_decided(out: Path, alpha: float) -> tuple[bool, list[str]]:
+    def never_decided(out: Path, alpha: float) -> tuple[bool, list[ReportWarning]]:
         asked.append(alpha)
-        return False, ["ngram-k2 at concurrency 1"]
+        still = {"candidate": "ngram-k2", "at": "concurrency 1", "decision": "inconclusive", "speedup": 1.0}
+        return False, [ReportWarning(WarningKind.LOOK_OPEN, fields={**still, "low": 0.9, "high": 1.1, "margin": 0.03})]
 
     monkeypatch.setattr(run_looks, "take_look", never_decided)
     stop = asyncio.Event()

@@ -80,16 +80,15 @@ def test_test_files_have_unique_basenames():
 # fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes, a
 # metric's note and the correctness verdict are records already.
 SENTENCES_LEFT = {
-    "commands/init/starter.py",  # the starter experiment's notes to its reader
-    "commands/run/looks.py",  # adaptive repeats: why a look did not stop
-    "commands/run/plan.py",  # the plan's warnings, printed before the run (plan.notes)
-    "commands/run/preflight.py",  # preflight's findings, printed before the run
-    "commands/run/probing/budget.py",  # the search budget's notes
-    "harness/servers/acceptance.py",  # why acceptance is unknown (bench's server.spec_decode_note, acceptance_unknown)
-    "harness/servers/adapters/speculab.py",  # the speculab engine's acceptance note
-    "harness/servers/liveness.py",  # the server-gone evidence (server_gone's `evidence` field)
-    "harness/servers/methods/table.py",  # why a method is not offered (speculab methods)
-    "harness/servers/methods/vocab.py",  # why a draft model's vocabulary does not fit
+    # the single-change check's note (ChangeCheck.note: "not speculation: ...; run anyway because of
+    # --allow-extra-diff"), a string inputs.json, summary.json's change_note, change_unverified and compare's pairing
+    # keep; the plan's warnings (RunPlan.notes, describe_plan's) are records
+    "commands/run/plan.py",
+    # Not stored: the run's size, said before it starts through RunScreen.line as its plan's description and the dry
+    # run's estimate are (`size_lines`' and `search_size_lines`' "launches: ..." lines, found by their append); no
+    # warning, note or reason is left in them (the search's warning is a record)
+    "commands/run/preflight.py",
+    "commands/run/probing/budget.py",
     # not a note but a clause of the workload's source line (`Workload.source`: `?turns=1`'s turns left out, a trace's
     # lines sorted), which bench's manifest.json, the A/B's setup and --resume's plan identity keep as text and compare
     # checks for equal prompts: a record there changes the source line itself, and what older runs are checked against
@@ -97,8 +96,11 @@ SENTENCES_LEFT = {
     "harness/workload/files/trace.py",
 }
 # Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
-# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying.
-FILE_TEXT = {"commands/run/recommended.py"}
+# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying;
+# the speculab engine's load-dependent form says its own there (`_by_load`: adaptive k, drafts off above a batch);
+# the starter experiment `speculab init` writes is a file a person reads and edits, its comments its text (a method's
+# reason in them is the report's words, handed in by the CLI).
+FILE_TEXT = {"commands/run/recommended.py", "harness/servers/adapters/speculab.py", "commands/init/starter.py"}
 
 # Where a stored sentence goes: a note or record built from it, a list it is appended to (any list: `out` of the
 # verdict's `missing` lines too), a name or keyword that says what it is, or what a function of that name returns.

@@ -213,9 +213,10 @@ def init_command(
 ) -> None:
     """Detect the engine behind URL and write a commented starter experiment file with the methods that can run."""
     from speculab.commands.init.starter import StarterPaths, write_starter
+    from speculab.report.phrases import reason_text
 
     paths = StarterPaths(model, draft, head)
-    look, size = write_starter(url, output, force=force, target_s=minutes * 60, paths=paths)
+    look, size = write_starter(url, output, reason_text, force=force, target_s=minutes * 60, paths=paths)
     console = Console(stderr=True)
     console.print(f"engine: [bold]{look.engine}[/]; wrote {output}", highlight=False)
     if size.estimate_s is not None:

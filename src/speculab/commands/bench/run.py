@@ -39,7 +39,7 @@ from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
-from speculab.harness.servers.liveness import EndpointWatch, set_when
+from speculab.harness.servers.liveness import EndpointWatch, GoneEvidence, set_when
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_warning
 
@@ -183,7 +183,7 @@ async def _measure(
     m, rejected = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
     hints = [*([fitted] if (fitted := fit_warning(fit)) else []), *rejected, *worker_warnings(phase.workers)]
     if gone is not None:
-        hints.insert(0, ReportWarning(WarningKind.SERVER_GONE, fields={"evidence": gone}))
+        hints.insert(0, gone.warning())
     finished_at = utc_now()
     summary = build_summary(
         m,
@@ -211,7 +211,7 @@ async def _measure(
     run_dir.write_summary(summary)
     manifest["finished_at"] = finished_at
     manifest["interrupted"] = outcome.interrupted
-    manifest["server_gone"] = gone
+    manifest["server_gone"] = gone.warning().to_dict() if gone is not None else None  # a record (manifest /2)
     run_dir.write_json(MANIFEST, manifest)
     return _bench_result(summary, run_dir.path, outcome.interrupted, gone, ep.base_url, phase.workers)
 
@@ -220,7 +220,7 @@ def _bench_result(
     summary: dict[str, Any],
     path: Path,
     interrupted: bool,
-    gone: str | None,
+    gone: GoneEvidence | None,
     url: str,
     workers: Sequence[dict[str, Any]],
 ) -> BenchResult:
@@ -230,7 +230,9 @@ def _bench_result(
         summary,
         path,
         interrupted,
-        None if gone is None else f"endpoint {url} stopped answering mid-run ({gone}); what was measured is in {path}",
+        None
+        if gone is None
+        else f"endpoint {url} stopped answering mid-run ({gone.said()}); what was measured is in {path}",
         None if lost is None else f"{lost}; what was measured is in {path}",
     )
 
@@ -296,7 +298,7 @@ class _Watched:
 
         return send
 
-    async def gone(self, user_stop: asyncio.Event | None) -> str | None:
+    async def gone(self, user_stop: asyncio.Event | None) -> GoneEvidence | None:
         """What showed the server gone (a check the last requests started concludes first); None when it is there,
         or when the user stopped the run (then it is an interruption, whatever the server did)."""
         if user_stop is not None and user_stop.is_set():
@@ -392,12 +394,13 @@ async def _load_in_workers(
 
 def _spec_decode(
     scrape: bool, before: MetricsSnapshot | None, after: MetricsSnapshot | None
-) -> tuple[dict[str, Any] | None, str | None]:
-    """summary.json's `server.spec_decode` from the two scrapes (None where nothing was reported), and why not."""
+) -> tuple[dict[str, Any] | None, ReportWarning | None]:
+    """summary.json's `server.spec_decode` from the two scrapes (None where nothing was reported), and why not (a
+    record the report words)."""
     if before is None:
-        return None, "no Prometheus /metrics at the endpoint" if scrape else "metrics scraping disabled"
+        return None, ReportWarning(WarningKind.METRICS_UNREAD, fields={"how": "absent" if scrape else "disabled"})
     if after is None:
-        return None, "/metrics could not be read after the run"
+        return None, ReportWarning(WarningKind.METRICS_UNREAD, fields={"how": "after"})
     # No engine is named here: the `other` adapter reads whichever vLLM-, speculab- or SGLang-style metrics exist.
     acc, note = acceptance_with_reason(adapter_for("other"), before, after)
     return (acc.to_spec_decode_dict() if acc is not None and acc.active else None), note

@@ -74,7 +74,7 @@ def build_summary(
     stall: StallConfig,
     warmup_requests: int,
     spec_decode: dict[str, Any] | None,
-    spec_decode_note: str | None,
+    spec_decode_note: ReportWarning | None,
     metrics_scraped: bool,
     interrupted: bool,
     hints: Sequence[ReportWarning] = (),
@@ -104,7 +104,8 @@ def build_summary(
         "slo": d["slo"],
         "server": {
             "spec_decode": spec_decode,
-            "spec_decode_note": spec_decode_note,
+            # why spec_decode is null: a record the report words (/2 before it: the sentence, read back as a note)
+            "spec_decode_note": spec_decode_note.to_dict() if spec_decode_note is not None else None,
             "metrics_scraped": metrics_scraped,
         },
         # the client process over the measured phase: CPU share of one core, event-loop lag (load.client_health)

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from speculab.errors import UserError
 from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.servers.adapters import adapter_for, askable_engines
 from speculab.harness.servers.look import ServerLook, look_at_server
+
+if TYPE_CHECKING:
+    from speculab.harness.servers.methods.table import MethodsTable
 
 
 def _q(s: str) -> str:
@@ -69,6 +74,17 @@ def starter_size(look: ServerLook, spec: str = "builtin:mixed") -> StarterSize:
 
 
 _K_GRID = (2, 4)  # every applicable method at these k, each its own candidate
+# A methods-table reason in words: the report's (`speculab.report.phrases.reason_text`), handed in by the CLI, since a
+# command never imports the report; the starter's comments say what `speculab methods` says.
+Words = Callable[[ReportWarning], str]
+
+
+@dataclass(frozen=True, slots=True)
+class StarterMethods:
+    """`speculab methods`' table for the server and the words of its rows' reasons."""
+
+    table: MethodsTable
+    words: Words
 
 
 def _entry(method: str, k: int, engine: str, model: str | None) -> str:
@@ -86,10 +102,10 @@ def _model_for(row: Any, given: Any) -> str | None:
     return {"--draft": "/path/to/draft", "--head": "/path/to/head"}.get(row.path_flag)
 
 
-def speculation_from_methods(table: Any) -> str | None:
+def speculation_from_methods(table: Any, words: Words) -> str | None:
     """The starter's `speculation:` list from `speculab methods`' table (harness.servers.methods): every method that
-    can run here at the k grid, the ones that cannot commented with why (a path not given names its flag); None
-    when nothing can run (the engine's default list is written then)."""
+    can run here at the k grid, the ones that cannot commented with why (a path not given names its flag; `words`
+    says a row's reason); None when nothing can run (the engine's default list is written then)."""
     engine, live, off = table.declared.engine, [], []
     for r in table.rows:
         if r.experiment_method is None:
@@ -98,7 +114,7 @@ def speculation_from_methods(table: Any) -> str | None:
         if r.available == "yes":
             live += [f"  - {_entry(r.experiment_method, k, engine, model)}" for k in _K_GRID]
             continue
-        why = f"{r.available}: {r.why}".replace("\n", " ").replace("\r", " ")  # a comment is one line
+        why = f"{r.available}: {words(r.why)}".replace("\n", " ").replace("\r", " ")  # a comment is one line
         off.append(f"  # - {_entry(r.experiment_method, 4, engine, model)}   # {why}")
     more = [r.method for r in table.rows if r.experiment_method is None and r.available == "yes"]
     if more:  # the engine's own methods an experiment does not take yet: their flags are in `speculab methods`
@@ -106,9 +122,9 @@ def speculation_from_methods(table: Any) -> str | None:
     return "\n".join([*live, *off]) if live else None
 
 
-def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any = None) -> str:
+def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: StarterMethods | None = None) -> str:
     """A commented experiment file for this server that `load_experiment` accepts as written; `methods`: the table
-    of `speculab methods` for it (None: the engine's default list)."""
+    of `speculab methods` for it, with the words of its reasons (None: the engine's default list)."""
     size = size or StarterSize()
     model_ids = [str(m.get("id")) for m in look.models if m.get("id")]
     model_id = model_ids[0] if model_ids else "MODEL"
@@ -166,7 +182,8 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
             f"  # url: {look.url}",
             "speculation:                       # the candidates; the report names the best at each load",
             *_methods_head(methods),
-            (methods is not None and speculation_from_methods(methods)) or adapter.starter_grid.rstrip("\n"),
+            (methods is not None and speculation_from_methods(methods.table, methods.words))
+            or adapter.starter_grid.rstrip("\n"),
             "# candidate: {url: http://host:port}   # only with baseline.url (two-URL mode)",
         ]
     else:
@@ -185,11 +202,11 @@ def starter_yaml(look: ServerLook, size: StarterSize | None = None, methods: Any
     return "\n".join([*head, *body]) + "\n"
 
 
-def _methods_head(methods: Any) -> list[str]:
+def _methods_head(methods: StarterMethods | None) -> list[str]:
     """Where the list below came from, when it came from `speculab methods`."""
-    if methods is None or speculation_from_methods(methods) is None:
+    if methods is None or speculation_from_methods(methods.table, methods.words) is None:
         return []
-    d = methods.declared
+    d = methods.table.declared
     note = adapter_for(d.engine).starter_note  # SGLang's: its n-gram needs CUDA
     head = f"  # what can run here, from `speculab methods` (methods from {d.source}; docs/methods.md)"
     return [head, *([f"  # {note}"] if note else [])]
@@ -252,29 +269,35 @@ class StarterPaths:
     head: str | None = None
 
 
-def starter_methods(look: ServerLook, paths: StarterPaths) -> Any:
-    """`speculab methods`' table for this server (what its engine declares, checked against the paths), or None for
-    an engine speculab knows no methods of."""
+def starter_methods(look: ServerLook, paths: StarterPaths, words: Words) -> StarterMethods | None:
+    """`speculab methods`' table for this server (what its engine declares, checked against the paths) with the
+    words of its reasons, or None for an engine speculab knows no methods of."""
     from speculab.harness.servers.methods.here import given_from_paths, local_model, methods_here
 
     if look.engine not in askable_engines():
         return None
     given = given_from_paths(paths.model or local_model(look.models), paths.draft, paths.head)
-    return methods_here(look.engine, given, server_version=look.version, from_server=True)
+    return StarterMethods(methods_here(look.engine, given, server_version=look.version, from_server=True), words)
 
 
 def write_starter(
-    url: str, output: Path, *, force: bool = False, target_s: float | None = TARGET_S, paths: StarterPaths | None = None
+    url: str,
+    output: Path,
+    words: Words,
+    *,
+    force: bool = False,
+    target_s: float | None = TARGET_S,
+    paths: StarterPaths | None = None,
 ) -> tuple[ServerLook, StarterSize]:
-    """`speculab init`: look at the server, list what can run on it (`speculab methods`), size the starter to its
-    context and (timing a few probe requests on it) to about `target_s` (None: not timed), check that it loads as
-    written, write it."""
+    """`speculab init`: look at the server, list what can run on it (`speculab methods`; `words` says why a method
+    cannot, in its comment), size the starter to its context and (timing a few probe requests on it) to about
+    `target_s` (None: not timed), check that it loads as written, write it."""
     from speculab.config import parse_experiment
 
     if output.exists() and not force:
         raise UserError(f"{output} exists; pass --force to overwrite it or --output another file")
     look = asyncio.run(look_at_server(url))
-    methods = starter_methods(look, paths or StarterPaths())
+    methods = starter_methods(look, paths or StarterPaths(), words)
     size = starter_size(look)
     exp = parse_experiment(starter_yaml(look, size, methods), str(output))  # the starter must load as written
     if target_s is not None:

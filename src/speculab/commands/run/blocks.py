@@ -49,8 +49,9 @@ from speculab.harness.workload.conversation import conversations, sent_as
 
 
 class Reporter(Protocol):
-    def phase(self, text: str) -> None:
-        """A step of the lifecycle: launching, ready, stopping, ..."""
+    def phase(self, text: str | ReportWarning) -> None:
+        """A step of the lifecycle: launching, ready, stopping, ...; or a record the reporter words (a look's
+        comparisons still open)."""
 
     def warn(self, warning: ReportWarning) -> None:
         """A warning the reader should see as it happens (also kept in the run's notes); the report words it."""
@@ -65,7 +66,7 @@ class Reporter(Protocol):
 
 
 class Silent:
-    def phase(self, text: str) -> None:
+    def phase(self, text: str | ReportWarning) -> None:
         pass
 
     def warn(self, warning: ReportWarning) -> None:
@@ -477,7 +478,7 @@ def _repeat_notes(
     records: Sequence[RequestRecord],
     before: MetricsSnapshot | None,
     after: MetricsSnapshot | None,
-    acceptance_unknown: str | None,
+    acceptance_unknown: ReportWarning | None,
 ) -> list[ReportWarning]:
     notes: list[ReportWarning] = []
     if before is None or after is None:
@@ -487,8 +488,8 @@ def _repeat_notes(
         if achieved is not None:
             sent = {"achieved_rps": achieved, "kind": "rate" if level.kind == "rate" else "trace", "value": level.value}
             notes.append(ReportWarning(WarningKind.SENT_RATE, fields=sent))
-    if acceptance_unknown:  # e.g. a counter that went backwards: the server restarted mid-level
-        notes.append(ReportWarning(WarningKind.ACCEPTANCE_UNKNOWN, fields={"why": acceptance_unknown}))
+    if acceptance_unknown is not None:  # e.g. a counter that went backwards: the server restarted mid-level
+        notes.append(ReportWarning(WarningKind.ACCEPTANCE_UNKNOWN, fields={"why": acceptance_unknown.to_dict()}))
     return notes
 
 
@@ -499,5 +500,6 @@ def _gone_error(
     if server is not None:
         return server.died_error(f"{when}; {saved}")
     role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"
-    evidence = watch.evidence if watch is not None else "it stopped answering"
+    seen = watch.evidence if watch is not None else None
+    evidence = seen.said() if seen is not None else "it stopped answering"
     return EndpointError(f"{role} endpoint {arm.info.url} stopped answering {when} ({evidence}); {saved}")

@@ -191,7 +191,9 @@ class Lifecycle:
             return bool(taken.get("decided")) and repeat < seq["max"]
         self.write_inputs()
         done, undecided = run_looks.take_look(self.out, alpha)  # the verdict's comparisons, this alpha
-        looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": undecided}]
+        # `undecided`: the open comparisons as records (an older inputs.json kept their sentences)
+        still = [u.to_dict() for u in undecided]
+        looks = [*seq.get("looks", ()), {"repeat": repeat, "alpha": alpha, "decided": done, "undecided": still}]
         stop = done and repeat < seq["max"]
         self.setup = replace(
             self.setup, sequential={**seq, "looks": looks}, repeats=repeat if stop else self.setup.repeats
@@ -202,6 +204,8 @@ class Lifecycle:
             )
             self.reporter.phase(f"every verdict decided after repeat {repeat}: stopping (at most {seq['max']})")
         elif repeat < seq["max"]:
-            self.reporter.phase(f"after repeat {repeat}: still open: {', '.join(undecided[:3])}")
+            self.reporter.phase(
+                ReportWarning(WarningKind.LOOK_STILL_OPEN, fields={"repeat": repeat, "open": still[:3]})
+            )
         self.write_inputs()
         return stop

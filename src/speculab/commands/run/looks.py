@@ -12,6 +12,7 @@ from pathlib import Path
 
 from speculab.harness.analysis.figures import HEADLINE
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats.sequential import decided
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions
@@ -19,9 +20,10 @@ from speculab.harness.verdict.model import ReportOptions
 LOOK_RESAMPLES = 200  # the verdict follows the analytic signed-rank interval; bootstraps are only for reading
 
 
-def take_look(out: Path, alpha: float) -> tuple[bool, list[str]]:
-    """(every verdict decided?, the comparisons still open: "ngram-k4 at concurrency 8 (inconclusive: 1.02× [0.99–1.05]
-    against the ±3% margin)")."""
+def take_look(out: Path, alpha: float) -> tuple[bool, list[ReportWarning]]:
+    """(every verdict decided?, the comparisons still open: records of their TPOT decision, speedup and interval
+    against the margin, worded by the report: "ngram-k4 at concurrency 8 (inconclusive: 1.02× [0.99–1.05] against
+    the ±3% margin)")."""
     report = build_report(load_inputs(out), ReportOptions(n_resamples=LOOK_RESAMPLES, confidence=1 - alpha))
     open_ = []
     for lv in report.levels:
@@ -30,8 +32,7 @@ def take_look(out: Path, alpha: float) -> tuple[bool, list[str]]:
             if tp is None:
                 continue
             if not decided(tp.decision, c.gate):
-                open_.append(
-                    f"{c.candidate} at {lv.label} ({tp.decision}: {tp.speedup:.3g}× [{tp.speedup_low:.3g}–"
-                    f"{tp.speedup_high:.3g}] against the ±{tp.margin:.0%} margin)"
-                )
+                fields = {"candidate": c.candidate, "at": lv.label, "decision": tp.decision, "speedup": tp.speedup}
+                fields |= {"low": tp.speedup_low, "high": tp.speedup_high, "margin": tp.margin}
+                open_.append(ReportWarning(WarningKind.LOOK_OPEN, fields=fields))
     return not open_, open_

@@ -15,10 +15,11 @@ from typing import Any
 
 from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
-from speculab.harness.analysis.groups import MIN_PAIRS, group_size, groups_needed
+from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.client.endpoint import RequestSampling
 from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup, candidate_name
 from speculab.harness.records import RequestSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
@@ -64,7 +65,8 @@ class RunPlan:
     num_prompts: int | None = None
     fit_policy: str = DEFAULT_FIT
     max_model_len: int | None = None
-    notes: tuple[str, ...] = ()  # warnings for the terminal before the run (a method the engine could not check)
+    # warnings for the terminal before the run (a method the engine could not check): records the CLI words
+    notes: tuple[ReportWarning, ...] = ()
     cache_reset: str = "between-blocks"  # `cache: {reset: between-blocks | never}` (servers.cache_reset)
 
     def __post_init__(self) -> None:
@@ -289,14 +291,14 @@ def plan_experiment(
     )
 
 
-def _check_methods(exp: Experiment) -> tuple[str, ...]:
+def _check_methods(exp: Experiment) -> tuple[ReportWarning, ...]:
     """`speculation.method` names outside speculab's five and every entry's `options`, against the launched engine's
     own lists (docs/methods.md)."""
     from speculab.harness.servers.methods.here import check_methods
 
     la, specs = exp.baseline.launch, list(exp.speculations)
     whole = exp.candidate is not None and exp.candidate.command is not None
-    why = "in two-URL mode speculab launches no candidate" if la is None else "candidate.command is given whole"
+    why = "two_url" if la is None else "whole_command"  # why there is no command to ask, when there is none
     try:
         return check_methods(la.engine if la else "other", la.command if la and not whole else None, specs, why)
     except UserError as e:
@@ -508,10 +510,10 @@ def sampling_extras(top_k: int | None, min_tokens: int | None) -> dict[str, Any]
     return out
 
 
-def describe_plan(plan: RunPlan) -> list[str]:
-    """A few lines for the terminal before the run starts."""
+def describe_plan(plan: RunPlan) -> list[str | ReportWarning]:
+    """A few lines for the terminal before the run starts, then its warnings (records the CLI words)."""
     s = plan.setup
-    lines = [
+    lines: list[str | ReportWarning] = [
         f"workload {s.workload_name}: {len(s.items)} prompts; temperature {s.temperature:g}, max_tokens {s.max_tokens}",
         "loads: "
         + (", ".join(lv.label for lv in s.levels) or "placed by the search")
@@ -525,7 +527,7 @@ def describe_plan(plan: RunPlan) -> list[str]:
         + ", ".join(a.info.label for a in plan.arms)
         + (" (two-URL mode: blocks of requests interleaved)" if s.two_url_mode else " (launched one at a time)"),
     ]
-    lines += [f"warning: {note}" for note in plan.notes]
+    lines += plan.notes
     # At concurrency c the verdict's units are groups of c prompts sent together (analysis.groups): say before the
     # run, not after it, when a level cannot reach a verdict however large the effect.
     # a conversation's turns are one unit of the send order (docs/statistics.md)
@@ -535,8 +537,6 @@ def describe_plan(plan: RunPlan) -> list[str]:
         c = group_size(lv.kind, lv.value)  # an open loop's in-flight count is known only once it ran
         groups = -(-n // c)  # as analysis.groups.concurrent_groups cuts them: the last group may be partial
         if c > 1 and groups < MIN_PAIRS:
-            lines.append(
-                f"warning: at {lv.label} the {n} {what} make {groups} groups of {c} sent together; for a verdict "
-                "they " + groups_needed(c, what) + ("" if what == "prompts" else " (num_prompts counts their requests)")
-            )
+            few = {"at": lv.label, "n": n, "what": what, "groups": groups, "size": c, "min_groups": MIN_PAIRS}
+            lines.append(ReportWarning(WarningKind.FEW_GROUPS, fields=few))
     return lines

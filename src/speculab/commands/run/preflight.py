@@ -155,14 +155,15 @@ def _max_repeats(plan: RunPlan) -> int:
     return int(seq["max"]) if seq is not None else plan.setup.repeats
 
 
-def size_lines(plan: RunPlan) -> list[str]:
-    """The run's size from its design alone, for the terminal before it starts (dry run and real run alike)."""
+def size_lines(plan: RunPlan) -> list[str | ReportWarning]:
+    """The run's size from its design alone, for the terminal before it starts (dry run and real run alike); a
+    search's may end in a warning (a record the CLI words)."""
     if plan.setup.search is not None:
         return search_size_lines(plan)
     n, arms, loads, repeats = requests_per_arm(plan), len(plan.arms), len(plan.setup.levels), _max_repeats(plan)
     upto = "up to " if plan.setup.sequential is not None else ""
     total = n * arms * loads * repeats
-    lines = [
+    lines: list[str | ReportWarning] = [
         f"requests: {n} per arm and load; {arms} arms x {loads} loads x {upto}{repeats} repeats = {upto}{total}"
         + (f" (+ {plan.warmup_requests} warmup per launch)" if plan.launch_mode and plan.warmup_requests else "")
     ]

@@ -20,7 +20,9 @@ from speculab.harness.results.requests_file import RequestsFile, write_error
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
 
-MANIFEST_SCHEMA = "speculab.bench.manifest/1"
+# /2: `server_gone` is a record (kind server_gone, the client's evidence as fields; the report words it), where /1
+# wrote the sentence (`ReportWarning.from_dict` reads either)
+MANIFEST_SCHEMA = "speculab.bench.manifest/2"
 MANIFEST, REQUESTS, SUMMARY = "manifest.json", "requests.jsonl", SUMMARY_FILE
 
 

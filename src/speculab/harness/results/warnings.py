@@ -87,7 +87,9 @@ class WarningKind(str, Enum):
     BASELINE_SELF_DIFFERS = "baseline_self_differs"  # the baseline disagreed with itself at temperature 0: rate
     # speculab bench (its summary.json `warnings`), each about the whole run
     BENCH_INTERRUPTED = "bench_interrupted"  # the summary covers only the requests that ran
-    SERVER_GONE = "server_gone"  # the server stopped answering and the run stopped there: evidence (the client's)
+    # the server stopped answering and the run stopped there: failures, detail, probes, probe_s (what the client saw,
+    # servers.liveness.GoneEvidence; a file written before: evidence, in words)
+    SERVER_GONE = "server_gone"
     OFFERED_LOAD_NOT_ACHIEVED = "offered_load_not_achieved"  # achieved_rps < 95% of scheduled_rps; requested_rps
     SCHEDULE_OFF_RATE = "schedule_off_rate"  # a seeded schedule of `requests` came out at scheduled_rps, not requested
     CLIENT_QUEUE_TIME = "client_queue_time"  # p99_s of scheduled -> sent
@@ -176,6 +178,60 @@ class WarningKind(str, Enum):
     # (None: not named), per_request (it keeps per-request data too; the other side does not)
     RUN_LEVEL_SIDE = "run_level_side"
     RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
+    # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
+    # words: report/warning_words.py's block of the same name; the methods' in report/console/method_words.py) ---
+    # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B
+    # repeat's ACCEPTANCE_UNKNOWN `why`, bench summary.json's server.spec_decode_note
+    NO_DRAFTED_TOKENS = "no_drafted_tokens"  # source (the acceptance source whose counts show no drafted token)
+    NO_SPEC_METRICS = "no_spec_metrics"  # prefixes (the engines' metric prefixes looked for, none exposed)
+    COUNTER_WENT_BACKWARDS = "counter_went_backwards"  # counter, before, after (None: a per-position counter)
+    COUNTERS_INCONSISTENT = "counters_inconsistent"  # accepted, drafted (the counters), accepted_delta, drafted_delta
+    COUNTERS_DID_NOT_MOVE = "counters_did_not_move"  # engine (whose spec_decode counters saw no speculative step)
+    GAUGES_OUT_OF_RANGE = "gauges_out_of_range"  # length_gauge, rate_gauge, length (mean over ranks), rates
+    GAUGE_NO_STEPS = "gauge_no_steps"  # length_gauge, length
+    METRICS_UNREAD = "metrics_unread"  # bench: how (absent: no /metrics | disabled | after: unread after the run)
+    # A look of adaptive repeats (commands.run.looks): a TPOT comparison still open (inputs.json's looks[].undecided):
+    # candidate, at (the load), decision, speedup, low, high (its interval), margin
+    LOOK_OPEN = "look_open"
+    LOOK_STILL_OPEN = "look_still_open"  # repeat, open (the first LOOK_OPEN records): the line said after a look
+    # The plan's warnings, said before the run (RunPlan.notes, describe_plan, the search's size)
+    # methods (speculation.method names), options_of (entries' labels), why (two_url | whole_command | no_command |
+    # not_askable | unreadable | options_unreadable), engine, release ("" unknown), problem (the engine's reader's)
+    METHODS_UNCHECKED = "methods_unchecked"
+    FEW_GROUPS = "few_groups"  # at, n, what (prompts | conversations), groups, size (sent together), min_groups
+    SEARCH_FEW_PROMPTS = "search_few_prompts"  # high (the search's highest load), needed, have (prompts)
+    # Why a method can or cannot run here (`speculab methods`' MethodRow.why; init's commented entries): `name` is a
+    # checkpoint directory's, `head` a head kind (eagle3 | eagle | medusa | mlp_speculator | dflash | dspark),
+    # `engine_name` the engine's own name for itself (an adapter's HeadsFromTarget.name)
+    METHOD_FROM_PROMPT = "method_from_prompt"  # gpu (a GPU implementation)
+    METHOD_NEEDS_DRAFT = "method_needs_draft"  # no --draft given
+    METHOD_DRAFT_IS_HEAD = "method_draft_is_head"  # name, head: a head given as --draft
+    METHOD_DRAFT_NEEDS_TARGET = "method_draft_needs_target"  # no --model to compare the draft's vocabulary with
+    # name (the draft's), engine, accepts (the engine's own rule for a prefix vocabulary; None: it needs equal ones),
+    # vocab {kind (identical | prefix | mapping | different | unknown), target_tokens, draft_tokens, shared, same_id}
+    METHOD_DRAFT_VOCAB = "method_draft_vocab"
+    METHOD_NEEDS_HEAD = "method_needs_head"  # head: no --head given
+    METHOD_NOT_A_HEAD = "method_not_a_head"  # name, architecture
+    METHOD_OTHER_HEAD = "method_other_head"  # name, head (the kind it is)
+    METHOD_HEAD_NEEDS_TARGET = "method_head_needs_target"  # no --model to match the head against
+    METHOD_HEAD_OTHER_BASE = "method_head_other_base"  # name, base_model, target
+    METHOD_HEAD_MISMATCH = "method_head_mismatch"  # name, key (hidden_size | vocab_size), head_value, target_value
+    METHOD_HEAD_MATCHES = "method_head_matches"  # name, hidden_size, base_model (None), heads, heads_key (None)
+    METHOD_DSPARK_IN_TARGET = "method_dspark_in_target"  # name (the target's)
+    METHOD_HEADS_NO_BASE = "method_heads_no_base"  # name, engine_name
+    # name, head, base_model, k_flag, heads, heads_key (None: unsaid), plain (the baseline's plain flags)
+    METHOD_HEADS_IN_TARGET = "method_heads_in_target"
+    METHOD_HEAD_SERVED_ONLY = "method_head_served_only"  # engine_name, head, name, model_flag
+    METHOD_HEAD_NOT_SHIPPED = "method_head_not_shipped"  # engine_name, head, key (what the checkpoint would say)
+    METHOD_NGRAM_BESIDE_HEADS = "method_ngram_beside_heads"  # name, head, engine_name, k_flag, gpu
+    METHOD_MTP_NEEDS_TARGET = "method_mtp_needs_target"  # no --model to read MTP layers from
+    METHOD_NO_MTP = "method_no_mtp"  # name
+    METHOD_MTP_OTHER_FAMILY = "method_mtp_other_family"  # family, model_type
+    METHOD_MTP = "method_mtp"  # name, layers, key, model_type
+    METHOD_CUSTOM_CLASS = "method_custom_class"  # a proposer class of the user's own
+    METHOD_EXTRACTS_STATES = "method_extracts_states"  # extract_hidden_states drafts nothing
+    METHOD_NEEDS_UNKNOWN = "method_needs_unknown"  # method, engine
+    METHOD_UNAVAILABLE = "method_unavailable"  # method, why (the engine reader's words: this install cannot start it)
     NOTE = "note"  # words a note or an older file wrote: text
 
 

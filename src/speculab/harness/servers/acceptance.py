@@ -20,6 +20,7 @@ from typing import Any
 
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
 from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
 from speculab.harness.servers.scrape import MetricsSnapshot
@@ -97,12 +98,12 @@ def acceptance_with_reason(
     after: MetricsSnapshot | None,
     records: Sequence[RequestRecord] = (),
     k: int | None = None,
-) -> tuple[AcceptanceSummary | None, str | None]:
-    """(summary, why it is missing or inactive). Sources in order: the adapter's counters or gauges; its responses
-    (the adapter's `window_acceptance`, e.g. llama.cpp's timings when its /metrics is off; or, for an engine that
-    reports acceptance only in its responses, their counts summed); then the fallback engines' counters or gauges if
-    the server happens to expose them (e.g. an `other` engine built on vLLM). A counter that went backwards (the
-    server restarted between the scrapes) gives None: no delta can be trusted."""
+) -> tuple[AcceptanceSummary | None, ReportWarning | None]:
+    """(summary, why it is missing or inactive: a record the report words). Sources in order: the adapter's
+    counters or gauges; its responses (the adapter's `window_acceptance`, e.g. llama.cpp's timings when its /metrics
+    is off; or, for an engine that reports acceptance only in its responses, their counts summed); then the fallback
+    engines' counters or gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A
+    counter that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted."""
     have = before is not None and after is not None
     if have:
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]
@@ -113,18 +114,23 @@ def acceptance_with_reason(
     if found is None and adapter.acceptance.kind == "per_response":  # whole counts in each response
         found = from_responses([r.speculation for r in measured if r.speculation])
     if found is not None:
-        return found, None if found.active else f"{found.source} shows no drafted tokens"
+        return found, None if found.active else _why(WarningKind.NO_DRAFTED_TOKENS, source=found.source)
     for kind in FALLBACK_ENGINES if have else ():
         found, why = _adapter_source(kind, adapter_for(kind).acceptance, before, after)  # type: ignore[arg-type]
         if found is not None or why is not None:
             return found, why
     prefixes = [p for p in (adapter_for(kind).metric_prefix for kind in FALLBACK_ENGINES) if p]
-    return None, f"the server exposes no speculative-decoding metrics ({', '.join(prefixes[:-1])} or {prefixes[-1]})"
+    return None, _why(WarningKind.NO_SPEC_METRICS, prefixes=prefixes)
+
+
+def _why(kind: WarningKind, **fields: Any) -> ReportWarning:
+    """Why acceptance is unknown or inactive, as a record: the counters or gauges it rests on, and their values."""
+    return ReportWarning(kind, fields=fields)
 
 
 def _adapter_source(
     kind: str, acc: AcceptanceMetrics, before: MetricsSnapshot, after: MetricsSnapshot
-) -> tuple[AcceptanceSummary | None, str | None]:
+) -> tuple[AcceptanceSummary | None, ReportWarning | None]:
     """The counters or gauges `acc` names; (None, None) when the server exposes none of them."""
     if acc.kind == "counters":
         return _counter_acceptance(kind, acc, before, after)
@@ -135,7 +141,7 @@ def _adapter_source(
 
 def _counter_acceptance(
     kind: str, metrics: AcceptanceMetrics, before: MetricsSnapshot, after: MetricsSnapshot
-) -> tuple[AcceptanceSummary | None, str | None]:
+) -> tuple[AcceptanceSummary | None, ReportWarning | None]:
     """(None, None) when these counters are not exposed; (None, why) on a reset; else the summary (inactive when
     the counters did not move, with the reason)."""
     names = [metrics.drafts, metrics.draft_tokens, metrics.accepted_tokens]
@@ -145,15 +151,13 @@ def _counter_acceptance(
     for n in names:
         # A counter absent before the window but present after it started at zero (lazily registered metrics).
         a, b = after.total(n) or 0.0, before.total(n) or 0.0  # type: ignore[arg-type]
-        if a < b:
-            return None, f"{n} went backwards ({b:g} -> {a:g}): the server restarted between scrapes"
+        if a < b:  # the server restarted between the scrapes
+            return None, _why(WarningKind.COUNTER_WENT_BACKWARDS, counter=n, before=b, after=a)
         deltas[n] = a - b  # type: ignore[index]
     accepted, drafted = deltas[metrics.accepted_tokens], deltas[metrics.draft_tokens]  # type: ignore[index]
     if accepted > drafted:  # a buggy exporter, or counters that reset at different times: nothing here holds
-        return None, (
-            f"{metrics.accepted_tokens} grew more than {metrics.draft_tokens} ({accepted:g} > {drafted:g}): "
-            "the counters are inconsistent"
-        )
+        names = {"accepted": metrics.accepted_tokens, "drafted": metrics.draft_tokens}
+        return None, _why(WarningKind.COUNTERS_INCONSISTENT, **names, accepted_delta=accepted, drafted_delta=drafted)
     per_pos: dict[int, float] = {}
     if metrics.accepted_per_position:
         pa = after.by_label(metrics.accepted_per_position, "position")
@@ -163,24 +167,24 @@ def _counter_acceptance(
                 continue
             d = v - pb.get(pos, 0.0)
             if d < 0:
-                why = f"{metrics.accepted_per_position} went backwards: the server restarted between scrapes"
-                return None, why
+                backwards = {"counter": metrics.accepted_per_position, "before": None, "after": None}
+                return None, _why(WarningKind.COUNTER_WENT_BACKWARDS, **backwards)
             per_pos[int(pos)] = d
     found = from_counters(kind, metrics, deltas, per_pos)
-    why = None if found.active else f"{kind}:spec_decode counters did not move: no speculative steps during the window"
-    return found, why
+    return found, None if found.active else _why(WarningKind.COUNTERS_DID_NOT_MOVE, engine=kind)
 
 
 def _gauge_acceptance(
     kind: str, length_name: str, rate_name: str, after: MetricsSnapshot
-) -> tuple[AcceptanceSummary | None, str | None]:
+) -> tuple[AcceptanceSummary | None, ReportWarning | None]:
     """Gauges for the latest batch, one per rank (SGLang's): averaged over ranks, read after the window."""
     lengths = [s.value for s in after.select(length_name)] if length_name else []
     if not lengths:
         return None, None
     rates = [s.value for s in after.select(rate_name)] if rate_name else []
     length = sum(lengths) / len(lengths)
+    gauges = {"length_gauge": length_name, "length": length}
     if not all(0 <= r <= 1 for r in rates) or length < 0:  # a rate is a fraction; a length counts tokens
-        return None, f"{length_name} / {rate_name} are out of range (length {length:g}, rates {rates}): not trusted"
+        return None, _why(WarningKind.GAUGES_OUT_OF_RANGE, **gauges, rate_gauge=rate_name, rates=rates)
     found = from_gauges(kind, length, sum(rates) / len(rates) if rates else None)
-    return found, None if found.active else f"{length_name} is {length:g}: no speculative steps reported"
+    return found, None if found.active else _why(WarningKind.GAUGE_NO_STEPS, **gauges)

@@ -19,12 +19,14 @@ import contextlib
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 
 import aiohttp
 
 from speculab.harness.client.body import MAX_PROBE_BYTES, read_body
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.records import ErrorCategory, RequestRecord
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
 
 def _detail(message: str) -> str:
@@ -32,6 +34,29 @@ def _detail(message: str) -> str:
     not known"), without the host and port the caller names anyway."""
     m = re.search(r"\[([^\]]+)\]\s*$", message)
     return (m.group(1) if m else message.removeprefix("cannot connect: "))[:120]
+
+
+@dataclass(frozen=True, slots=True)
+class GoneEvidence:
+    """What showed a server gone: `failures` requests in a row could not connect (`detail`: the operating system's
+    reason for the first), nor could `probes` probes of /v1/models over `probe_s` seconds."""
+
+    failures: int
+    detail: str
+    probes: int
+    probe_s: float
+
+    def warning(self) -> ReportWarning:
+        """The record a run's summary and manifest keep (the report words it)."""
+        return ReportWarning(WarningKind.SERVER_GONE, fields=asdict(self))
+
+    def said(self) -> str:
+        """The evidence in the one-line error a command exits with (said, not kept: the record's sentence, the same
+        words, is the report's: warning_words' SERVER_GONE)."""
+        return (
+            f"{self.failures} requests in a row could not connect ({self.detail}), nor could {self.probes} probes of "
+            f"/v1/models over {self.probe_s:.1f} s"
+        )
 
 
 class EndpointWatch:
@@ -55,7 +80,7 @@ class EndpointWatch:
         self.connect_failures = 0  # requests in a row that could not connect
         self.first_failure = ""  # the first of them: its error message
         self.gone = asyncio.Event()
-        self.evidence = ""  # set with `gone`: what was seen, for the one-line error
+        self.evidence: GoneEvidence | None = None  # set with `gone`: what was seen
         self._open = asyncio.Event()  # set: requests may be sent
         self._open.set()
         self._check: asyncio.Task[None] | None = None
@@ -107,10 +132,8 @@ class EndpointWatch:
                 if await self._answers():
                     self.connect_failures = 0
                     return
-            self.evidence = (
-                f"{self.connect_failures} requests in a row could not connect ({_detail(self.first_failure)}), "
-                f"nor could {self.probes} probes of /v1/models over {self.clock() - t0:.1f} s"
-            )
+            failures, detail = self.connect_failures, _detail(self.first_failure)
+            self.evidence = GoneEvidence(failures, detail, self.probes, self.clock() - t0)
             self.gone.set()
         finally:
             self._check = None

@@ -17,7 +17,7 @@ from rich.text import Text
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import E2E, ITL, TPOT, TTFT
 from speculab.report.formatting import MISSING, ms, num
-from speculab.report.phrases import warning_text
+from speculab.report.phrases import reason_text, warning_text
 
 # (label, distribution): the figures by their rows, beside distributions that are no figure (gaps, queue time)
 _LATENCY_ROWS = (
@@ -108,8 +108,10 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     server = summary.get("server") or {}
     sd = server.get("spec_decode")
     if not sd and server.get("spec_decode_note"):
-        # why there is no acceptance (no counters, counters that did not move, a server restart): say it
-        parts.append(Text(f"speculation {MISSING}  ({server['spec_decode_note']})", style="dim"))
+        # why there is no acceptance (no counters, counters that did not move, a server restart): a record (an older
+        # summary.json's sentence reads back as a note)
+        why = reason_text(ReportWarning.from_dict(server["spec_decode_note"]))
+        parts.append(Text(f"speculation {MISSING}  ({why})", style="dim"))
     if sd:
         pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
         parts.append(

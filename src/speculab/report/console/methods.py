@@ -14,19 +14,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from speculab.report.phrases import reason_text
+
 _STYLE = {"yes": "green", "no": "red", "unknown": "yellow"}
 
 
 def _fold(rows: Sequence[Any]) -> list[tuple[str, str, str, str]]:
-    """(method, available, why, flags) cells; the family-specific MTP rows that say no become one row."""
+    """(method, available, why, flags) cells, each reason in words; the family-specific MTP rows that say no become
+    one row."""
     out, folded = [], [r for r in rows if r.for_family is not None and r.available == "no"]
     for r in rows:
         if r in folded:
             continue
-        out.append((r.method, r.available, r.why, shlex.join(r.flags)))
+        out.append((r.method, r.available, reason_text(r.why), shlex.join(r.flags)))
     if folded:
         names = ", ".join(r.method for r in folded[:4]) + (", ..." if len(folded) > 4 else "")
-        whys = {r.why for r in folded}
+        whys = {reason_text(r.why) for r in folded}
         why = whys.pop() if len(whys) == 1 else "for other model families than the target's"
         out.append((f"{len(folded)} family MTP methods ({names})", "no", why, ""))
     return out

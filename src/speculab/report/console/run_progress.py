@@ -22,8 +22,9 @@ class RunProgress:
         self._key: tuple[str, int] | None = None  # (level, repeat) of the bar shown
         self._done = 0  # requests of the level finished before the current block
 
-    def phase(self, text: str) -> None:
-        self.console.print(f"[dim]-[/] {escape(text)}", highlight=False)
+    def phase(self, text: str | ReportWarning) -> None:
+        said = text if isinstance(text, str) else warning_text(text)
+        self.console.print(f"[dim]-[/] {escape(said)}", highlight=False)
 
     def warn(self, warning: ReportWarning) -> None:
         self.phase(warning_text(warning))

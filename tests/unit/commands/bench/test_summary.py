@@ -7,6 +7,7 @@ from speculab.commands.bench.summary import build_summary
 from speculab.harness.analysis.metrics import StallConfig, aggregate
 from speculab.harness.records import RequestRecord
 from speculab.harness.results.strict_json import json_safe
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.report.console.bench import bench_renderable
 
 
@@ -18,7 +19,7 @@ def test_summary_is_strict_json_even_when_empty():
         stall=StallConfig(),
         warmup_requests=0,
         spec_decode=None,
-        spec_decode_note="no metrics",
+        spec_decode_note=ReportWarning(WarningKind.METRICS_UNREAD, fields={"how": "disabled"}),
         metrics_scraped=False,
         interrupted=True,
     )
@@ -27,6 +28,9 @@ def test_summary_is_strict_json_even_when_empty():
     assert back["counts"]["sent"] == 0 and back["metrics"]["ttft_s"]["p50"] is None
     assert back["schema"] == "speculab.bench.summary/2"
     assert back["warnings"] == [{"kind": "bench_interrupted", "subject": "", "load": "", "fields": {}}]
+    # why there is no acceptance: a record too (the report words it: "metrics scraping disabled")
+    unread = {"kind": "metrics_unread", "subject": "", "load": "", "fields": {"how": "disabled"}}
+    assert back["server"]["spec_decode_note"] == unread
     bench_renderable(json_safe(s))  # renders without numbers
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from speculab.commands.init.starter import StarterPaths, starter_methods, starter_yaml
 from speculab.config import parse_experiment
 from speculab.harness.servers.look import ServerLook
+from speculab.report.phrases import reason_text
 
 FIXTURES = Path(__file__).parents[2] / "harness" / "servers" / "methods" / "fixtures"
 SPECULAB_VERSION = {"name": "speculab", "version": "1", "speculative_methods": ["ngram", "draft_model", "eagle"]}
@@ -20,7 +21,7 @@ def _look(engine: str) -> ServerLook:
 
 def _speculations(engine: str, paths: StarterPaths) -> tuple[str, list[tuple]]:
     look = _look(engine)
-    text = starter_yaml(look, None, starter_methods(look, paths))
+    text = starter_yaml(look, None, starter_methods(look, paths, reason_text))  # the words the CLI hands in
     exp = parse_experiment(text, "starter.yaml")
     return text, [(s.method, s.num_speculative_tokens, s.model) for s in exp.speculations]
 
@@ -41,6 +42,9 @@ def test_a_matching_draft_is_written_and_a_head_for_another_base_is_commented_wi
     draft = str((FIXTURES / "qwen2.5-0.5b-draft").resolve())
     assert specs == [("ngram", 2, None), ("ngram", 4, None), ("draft_model", 2, draft), ("draft_model", 4, draft)]
     assert "# - {method: eagle," in text and "is an EAGLE-3 head; use its method (eagle3)" in text
+    # the commented entry says the report's words for the row's reason, on one line
+    eagle = next(line for line in text.splitlines() if line.startswith("  # - {method: eagle,"))
+    assert eagle.endswith("   # no: eagle3-llama3.1-8b is an EAGLE-3 head; use its method (eagle3)")
 
 
 def test_a_deepseek_target_gets_mtp_on_vllm():

@@ -7,10 +7,12 @@ import itertools
 import json
 
 import pytest
+from tests.fakes.words import screen_lines
 
 from speculab.commands.run.plan import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.process import ServerCommand
 
@@ -183,12 +185,17 @@ def test_the_plan_warns_when_a_concurrency_has_too_few_prompts_for_a_verdict() -
         .replace("num_prompts: 6", "num_prompts: 16")
         .replace("operating: {rate: 2.5, arrival: constant, max_concurrency: 8}", "operating: {concurrency: 4}")
     )
-    lines = describe_plan(plan_experiment(parse_experiment(y)))
+    plan = plan_experiment(parse_experiment(y))
+    few = [line for line in describe_plan(plan) if not isinstance(line, str)]  # a record, worded by the CLI
+    assert [(w.kind, w.fields["groups"], w.fields["size"]) for w in few] == [(WarningKind.FEW_GROUPS, 4, 4)]
+    lines = screen_lines(describe_plan(plan))
     assert "warning: at concurrency 4 the 16 prompts make 4 groups of 4 sent together; for a verdict they need at " \
         "least 6 groups: use at least 24 prompts at this load" in lines  # fmt: skip
     assert not any("concurrency 1 the" in line for line in lines)  # one at a time: every prompt is a unit
     ok = y.replace("num_prompts: 16", "num_prompts: 24")
-    assert not any(line.startswith("warning") for line in describe_plan(plan_experiment(parse_experiment(ok))))
+    assert not any(
+        line.startswith("warning") for line in screen_lines(describe_plan(plan_experiment(parse_experiment(ok))))
+    )
 
 
 # --- several candidates: a list of speculation blocks -----------------------------------------------------------

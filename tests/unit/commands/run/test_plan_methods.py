@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.words import screen_lines
 
 from speculab.commands.run.plan import describe_plan, plan_experiment
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.adapters import adapter_for, parse_command
+from speculab.report.phrases import warning_text
 
 VLLM_SOURCE = """from typing import Literal
 SpeculativeMethod = Literal["ngram", "draft_model", "suffix", "mtp"]
@@ -83,8 +86,15 @@ def test_a_method_the_engine_does_not_declare_is_refused_naming_the_accepted_one
 def test_an_engine_that_cannot_be_read_is_warned_as_unchecked(tmp_path):
     command = [str(tmp_path / "no-such-llama-server"), "-m", "t.gguf", "--port", "8000"]
     plan = plan_experiment(parse_experiment(exp_yaml("ngram-map-k", "llamacpp", command)))
-    assert plan.notes and "ngram-map-k is unchecked" in plan.notes[0]
-    assert any(line.startswith("warning: speculation method ngram-map-k is unchecked") for line in describe_plan(plan))
+    (note,) = plan.notes  # a record: what went unchecked and why
+    assert (note.kind, note.fields["methods"], note.fields["why"]) == (
+        WarningKind.METHODS_UNCHECKED,
+        ["ngram-map-k"],
+        "unreadable",
+    )
+    said = "warning: speculation method ngram-map-k is unchecked: "
+    assert any(line.startswith(said) for line in screen_lines(describe_plan(plan)))
+    assert screen_lines(describe_plan(plan))[-1].endswith("; the engine will say at launch")
     assert parse_command(plan.arms[1].launch.command).flags["--spec-type"] == ("ngram-map-k",)
 
 
@@ -117,7 +127,10 @@ candidate: {url: "http://b:2"}
 speculation: {method: suffix, num_speculative_tokens: 3}
 """
     plan = plan_experiment(parse_experiment(y))
-    assert plan.notes == ("speculation method suffix is unchecked: in two-URL mode speculab launches no candidate",)
+    (note,) = plan.notes
+    assert (note.fields["methods"], note.fields["options_of"], note.fields["why"]) == (["suffix"], [], "two_url")
+    said = "warning: speculation method suffix is unchecked: in two-URL mode speculab launches no candidate"
+    assert warning_text(note) == said and said in screen_lines(describe_plan(plan))
 
 
 def test_local_model_needs_a_config_json(tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.fakes.words import screen_lines
+
 from speculab.commands.run.plan import describe_plan, plan_experiment
 from speculab.commands.run.preflight import Timing, estimate_s, size_lines
 from speculab.commands.run.probing.budget import worst_case_levels
@@ -12,6 +14,7 @@ from speculab.commands.run.probing.rounds import probe_level
 from speculab.config import parse_experiment
 from speculab.harness.design import LevelSpec
 from speculab.harness.records import RequestSpec
+from speculab.harness.results.warnings import WarningKind
 
 EXPERIMENT = """
 workload: {spec: "synthetic:input=10,output=17", num_prompts: 400}
@@ -89,5 +92,10 @@ def test_the_budget_is_the_costliest_search():
     assert lines[1].startswith(f"requests: at most {6 + 42 + 288 + 7 * 288} per arm")
     assert lines[2] == "launches: at most 32 (2 arms x 2 repeats x up to 8 rounds, one server at a time)"
     small = _plan(EXPERIMENT.replace("num_prompts: 400", "num_prompts: 100"))
-    assert size_lines(small)[-1].startswith("warning: a probe at 48 needs 288 prompts for its groups and the workload")
+    (few,) = [line for line in size_lines(small) if not isinstance(line, str)]  # a record the CLI words
+    assert (few.kind, few.fields) == (WarningKind.SEARCH_FEW_PROMPTS, {"high": 48.0, "needed": 288, "have": 100})
+    assert screen_lines(size_lines(small))[-1] == (
+        "warning: a probe at 48 needs 288 prompts for its groups and the workload has 100: raise workload.num_prompts "
+        "(or lower loads.search.high)"
+    )
     assert estimate_s(plan, Timing(e2e_s=0.1, batch=16, batch_e2e_s=0.2)) > 0

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.acceptance import acceptance_between, acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, parse_metrics
+from speculab.report.phrases import reason_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OTHER = adapter_for("other")  # what `speculab bench` passes: no engine named
@@ -84,9 +86,9 @@ def _read(name: str) -> str:
 
 
 def spec_decode(before: MetricsSnapshot, after: MetricsSnapshot) -> tuple[AcceptanceSummary | None, str | None]:
-    """What `speculab bench` reports: an active summary, or None with the reason."""
+    """What `speculab bench` reports: an active summary, or None with the reason (a record, in the report's words)."""
     acc, why = acceptance_with_reason(OTHER, before, after)
-    return (acc if acc is not None and acc.active else None), why
+    return (acc if acc is not None and acc.active else None), (reason_text(why) if why is not None else None)
 
 
 def spec_decode_stats(before: MetricsSnapshot, after: MetricsSnapshot) -> AcceptanceSummary | None:
@@ -123,12 +125,15 @@ def test_counter_reset_gives_none_with_reason():
     stats, reason = spec_decode(before, after)
     assert stats is None and "restarted" in reason
     assert spec_decode_stats(before, after) is None
+    _, why = acceptance_with_reason(OTHER, before, after)  # the record: which counter, and its two readings
+    assert why is not None and why.kind == WarningKind.COUNTER_WENT_BACKWARDS
+    assert why.fields["counter"].startswith("vllm:spec_decode_") and why.fields["before"] > why.fields["after"]
 
 
 def test_no_movement_and_no_counters_give_reasons():
     snap = _load("vllm_spec_before.prom")
     stats, reason = spec_decode(snap, snap)
-    assert stats is None and "no speculative steps" in reason
+    assert stats is None and reason == "vllm:spec_decode counters did not move: no speculative steps during the window"
     plain = parse_metrics("# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total 5\n")
     stats, reason = spec_decode(plain, plain)
     assert reason == "the server exposes no speculative-decoding metrics (vllm:, speculab:, llamacpp: or sglang:)"

@@ -9,6 +9,7 @@ from speculab.harness.servers.liveness import EndpointWatch
 from speculab.harness.servers.process import free_port
 from speculab.mock.requests import MockConfig
 from speculab.mock.server import running_mock_server
+from speculab.report.phrases import warning_text
 
 
 def rec(category: ErrorCategory | None) -> RequestRecord:
@@ -43,8 +44,13 @@ def test_refused_connections_and_silent_probes_mean_gone() -> None:
             assert await _pending(w.admit())  # the third: requests are held while the probes ask
             await w.settle()
             assert w.gone.is_set()
-            assert "3 requests in a row could not connect (connect: refused), nor could 3 probes of /v1/models" in (
-                w.evidence
+            seen = w.evidence  # what showed it gone, as numbers: the report words the record, the error says it
+            assert seen is not None and (seen.failures, seen.detail, seen.probes) == (3, "connect: refused", 3)
+            assert seen.said().startswith(
+                "3 requests in a row could not connect (connect: refused), nor could 3 probes of /v1/models over "
+            )
+            assert warning_text(seen.warning()) == (
+                f"the server stopped answering mid-run, and the run stopped there: {seen.said()}"
             )
             assert await _pending(w.admit())  # gone: a request waits until the level's stop cancels it
 

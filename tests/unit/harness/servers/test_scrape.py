@@ -157,6 +157,7 @@ def test_samples_that_are_not_finite_numbers_are_left_out():
 def test_counters_that_accept_more_than_they_draft_give_no_acceptance():
     from speculab.harness.servers.acceptance import acceptance_with_reason
     from speculab.harness.servers.adapters import adapter_for
+    from speculab.report.phrases import reason_text
 
     def snap(drafts, tokens, accepted):
         return parse_metrics(
@@ -165,6 +166,10 @@ def test_counters_that_accept_more_than_they_draft_give_no_acceptance():
         )
 
     acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 50))
-    assert acc is None and "inconsistent" in why
+    assert acc is None and why is not None and why.fields["accepted_delta"] == 50 and why.fields["drafted_delta"] == 20
+    assert reason_text(why) == (
+        "vllm:spec_decode_num_accepted_tokens_total grew more than vllm:spec_decode_num_draft_tokens_total (50 > 20): "
+        "the counters are inconsistent"
+    )
     acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 10))
     assert acc is not None and acc.acceptance_rate == 0.5

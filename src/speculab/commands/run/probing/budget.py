@@ -10,6 +10,7 @@ from typing import Any
 from speculab.commands.run.plan import RunPlan
 from speculab.commands.run.probing.rounds import probe_level, search_spec
 from speculab.harness.design import LevelSpec
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.policy import first_round, search_budget
 
 
@@ -30,8 +31,9 @@ def worst_case_rounds(design: Mapping[str, Any]) -> int:
     return 1 + spec.max_probes - len(first_round(spec))
 
 
-def search_size_lines(plan: RunPlan) -> list[str]:
-    """The search's budget: probes, requests per arm at most, launches at most."""
+def search_size_lines(plan: RunPlan) -> list[str | ReportWarning]:
+    """The search's budget: probes, requests per arm at most, launches at most; a warning (a record the CLI words)
+    when the workload is too small for its largest probe."""
     design = plan.setup.search
     assert design is not None
     spec = search_spec(design)
@@ -40,7 +42,7 @@ def search_size_lines(plan: RunPlan) -> list[str]:
     levels = worst_case_levels(design)
     sent = sum(len(lv.items_of(items)) for lv in levels)
     first = ", ".join(f"{x:g}" for x in first_round(spec))
-    lines = [
+    lines: list[str | ReportWarning] = [
         f"search: {spec.kind} {spec.low:g} to {spec.high:g}, at most {budget.probes} probes (first round {first}; "
         f"then one a round until the crossover's interval is at most {spec.tolerance:g} wide)",
         f"requests: at most {sent} per arm over the search and repeat ({design['groups']} groups of the requests in "
@@ -48,7 +50,7 @@ def search_size_lines(plan: RunPlan) -> list[str]:
         f"most {sent * arms * repeats}",
     ]
     if not budget.group_size_known:
-        lines[-1] += " (a rate's requests in flight are measured: its first round sends the whole workload)"
+        lines[-1] = f"{lines[-1]} (a rate's requests in flight are measured: its first round sends the whole workload)"
     if plan.launch_mode:
         rounds = worst_case_rounds(design)
         lines.append(
@@ -56,8 +58,6 @@ def search_size_lines(plan: RunPlan) -> list[str]:
             "one server at a time)"
         )
     if budget.group_size_known and budget.largest_probe_prompts > len(items):
-        lines.append(
-            f"warning: a probe at {spec.high:g} needs {budget.largest_probe_prompts} prompts for its groups and the "
-            f"workload has {len(items)}: raise workload.num_prompts (or lower loads.search.high)"
-        )
+        few = {"high": spec.high, "needed": budget.largest_probe_prompts, "have": len(items)}
+        lines.append(ReportWarning(WarningKind.SEARCH_FEW_PROMPTS, fields=few))
     return lines

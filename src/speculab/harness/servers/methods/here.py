@@ -15,6 +15,7 @@ from typing import Any
 from speculab.config.experiment import KNOWN_METHODS, SpeculationConfig
 from speculab.demo_models import SHIPPED_MODELS
 from speculab.errors import UserError, did_you_mean
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import (
     adapter_for,
     askable_engines,
@@ -84,13 +85,17 @@ def methods_here(
 
 
 def check_methods(
-    engine: str, command: Sequence[str] | None, specs: Sequence[SpeculationConfig], unchecked: str = "no launch command"
-) -> tuple[str, ...]:
+    engine: str,
+    command: Sequence[str] | None,
+    specs: Sequence[SpeculationConfig],
+    unchecked: str = "no_command",
+) -> tuple[ReportWarning, ...]:
     """At plan time, before anything is launched: every `speculation.method` outside speculab's five must be one the
     engine's release declares, and every key or flag a speculation entry adds (its `options`, and what its method
     and k become) one that release's speculation config takes. Refused in one line naming the accepted ones (or the
-    nearest) when the engine could be read; a warning (returned) that it is unchecked when it could not (`unchecked`:
-    why, when there is no `command`). Nothing is asked when every entry is one of the five without options."""
+    nearest) when the engine could be read; a warning (returned: a `methods_unchecked` record the report words) that
+    it is unchecked when it could not (`unchecked`: why, when there is no `command`: two_url | whole_command |
+    no_command). Nothing is asked when every entry is one of the five without options."""
     extra = list(dict.fromkeys(s.method for s in specs if s.method not in KNOWN_METHODS))
     # SGLang renamed its n-gram window flags away in 0.5.23: an entry that sets them is checked as options are
     lookup_checked = engine in engine_kinds() and adapter_for(engine).lookup_keys_checked
@@ -101,16 +106,14 @@ def check_methods(
     ]
     if not extra and not with_options:
         return ()
-    what = _what(extra, with_options)
+    what = {"methods": extra, "options_of": [s.label for s in with_options], "engine": engine}
     if command is None:
-        return (f"{what} unchecked: {unchecked}",)
+        return (_unchecked(what, unchecked),)
     if engine not in askable_engines():
-        return (f"{what} unchecked: speculab cannot ask engine {engine} what it accepts",)
+        return (_unchecked(what, "not_askable"),)
     declared = declared_by_command(engine, command)
     if declared.fallback:
-        return (
-            f"{what} unchecked: {declared.problem or 'the engine could not be read'}; the engine will say at launch",
-        )
+        return (_unchecked(what, "unreadable", problem=declared.problem),)
     release = f" {declared.release}" if declared.release else ""
     bad = [m for m in extra if m not in declared.methods]
     if bad:
@@ -124,17 +127,16 @@ def check_methods(
     if not declared.option_keys:  # the methods are known, the config's keys or flags not (an unknown layout)
         if not with_options:
             return ()
-        return (f"{_what([], with_options)} unchecked: {engine}{release}'s speculation options could not be read",)
+        options = {**what, "methods": [], "release": declared.release or ""}
+        return (_unchecked(options, "options_unreadable"),)
     for spec in specs:
         _check_keys(engine, f"{engine}{release}", declared, spec)
     return ()
 
 
-def _what(methods: Sequence[str], with_options: Sequence[SpeculationConfig]) -> str:
-    parts = [f"speculation method {', '.join(methods)}"] if methods else []
-    if with_options:
-        parts.append(f"speculation.options of {', '.join(s.label for s in with_options)}")
-    return " and ".join(parts) + (" are" if len(parts) > 1 else " is")
+def _unchecked(what: dict[str, Any], why: str, **more: Any) -> ReportWarning:
+    """The plan's warning that methods or options went unchecked, and why (the report words it)."""
+    return ReportWarning(WarningKind.METHODS_UNCHECKED, fields={**what, "why": why, **more})
 
 
 def added_keys(engine: str, speculation: SpeculationConfig) -> tuple[str, ...]:

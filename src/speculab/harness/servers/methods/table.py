@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from speculab.config import SpeculationConfig
 from speculab.errors import UserError
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import EngineAdapter, Served, adapter_for, plain_base
 from speculab.harness.servers.adapters.base import HeadsFromTarget
 from speculab.harness.servers.methods.checkpoint import CheckpointFacts, same_model
@@ -22,15 +24,9 @@ from speculab.harness.servers.methods.vocab import VocabMatch
 TABLE_K = 4  # the k shown in the flags column; an experiment's grid sets its own
 PATH = "PATH"  # stands for a path the user has not given
 _TODAYS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
-# what each head kind is called in a sentence, most specific name first (needs_of matches them in this order)
-_HEADS = {
-    "eagle3": "an EAGLE-3",
-    "eagle": "an EAGLE",
-    "medusa": "a Medusa",
-    "mlp_speculator": "an MLP-speculator",
-    "dflash": "a DFlash",
-    "dspark": "a DSpark",
-}
+# the head kinds, most specific name first (needs_of matches them in this order; report/console/method_words names them)
+_HEADS = ("eagle3", "eagle", "medusa", "mlp_speculator", "dflash", "dspark")
+Kind = WarningKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +43,7 @@ class Given:
 class MethodRow:
     method: str  # the engine's own name
     available: str  # yes | no | unknown
-    why: str  # one line
+    why: ReportWarning  # a METHOD_* record: the facts it rests on; the report words it in one line
     flags: tuple[str, ...]  # what the candidate command adds to the baseline's
     needs: str  # prompt | draft | eagle | eagle3 | medusa | mlp_speculator | dflash | dspark | mtp | custom_class |
     # extract_hidden_states | unknown
@@ -103,82 +99,85 @@ def _flags(engine: str, name: str, needs: str, model: str | None, k: int = TABLE
         return ()
 
 
-def _draft(engine: str, g: Given) -> tuple[str, str]:
-    prefix_ok = adapter_for(engine).draft_vocab_prefix
+def _why(kind: WarningKind, **fields: Any) -> ReportWarning:
+    """A row's reason as a record: its kind and the checkpoints' facts it names (the report words it)."""
+    return ReportWarning(kind, fields=fields)
+
+
+def _draft(engine: str, g: Given) -> tuple[str, ReportWarning]:
     if g.draft is None:
-        return "no", "needs a draft model with the target's tokenizer: pass --draft PATH"
+        return "no", _why(Kind.METHOD_NEEDS_DRAFT)
     if g.draft.head_kind is not None:
-        return "no", f"{g.draft.name} is {_HEADS[g.draft.head_kind]} head, not a draft model: pass it as --head"
+        return "no", _why(Kind.METHOD_DRAFT_IS_HEAD, name=g.draft.name, head=g.draft.head_kind)
     if g.target is None or g.vocab is None:
-        return "unknown", "pass --model too: the draft's vocabulary is compared with the target's"
+        return "unknown", _why(Kind.METHOD_DRAFT_NEEDS_TARGET)
     v = g.vocab
-    if v.kind == "identical":
-        return "yes", f"{g.draft.name}: identical vocabulary ({v.draft_tokens} tokens)"
-    if v.kind == "prefix":
-        if prefix_ok is not None:
-            return "yes", f"{v.why} ({prefix_ok})"
-        return "unknown", f"{v.why}; an engine that needs equal vocabularies refuses it"
-    if v.kind == "mapping":
-        return "no", f"{v.why}, which {engine} does not apply"
-    return ("no" if v.kind == "different" else "unknown"), v.why
+    accepts = adapter_for(engine).draft_vocab_prefix  # the engine's own rule for a vocabulary that extends the other
+    why = _why(Kind.METHOD_DRAFT_VOCAB, name=g.draft.name, engine=engine, accepts=accepts, vocab=v.to_fields())
+    if v.kind == "identical" or (v.kind == "prefix" and accepts is not None):
+        return "yes", why
+    if v.kind in ("prefix", "unknown"):
+        return "unknown", why
+    return "no", why  # mapping (no engine here translates ids), different
 
 
-def _head(needs: str, g: Given) -> tuple[str, str]:
+def _head(needs: str, g: Given) -> tuple[str, ReportWarning]:
     h, t = g.head, g.target
     if h is None:
-        return "no", f"needs {_HEADS[needs]} head trained for the target: pass --head PATH"
+        return "no", _why(Kind.METHOD_NEEDS_HEAD, head=needs)
     if h.head_kind is None:
-        return "unknown", f"{h.name} does not say it is a head (architecture {h.architecture}); cannot check it"
+        return "unknown", _why(Kind.METHOD_NOT_A_HEAD, name=h.name, architecture=h.architecture)
     if h.head_kind != needs:
-        return "no", f"{h.name} is {_HEADS[h.head_kind]} head; use its method ({h.head_kind})"
+        return "no", _why(Kind.METHOD_OTHER_HEAD, name=h.name, head=h.head_kind)
     if t is None:
-        return "unknown", "pass --model too: the head's base model and hidden size are matched against the target"
+        return "unknown", _why(Kind.METHOD_HEAD_NEEDS_TARGET)
     if h.base_model and not same_model(h.base_model, t):
-        return "no", f"{h.name} was trained for {h.base_model}, the target is {t.name_or_path or t.name}"
+        return "no", _why(
+            Kind.METHOD_HEAD_OTHER_BASE, name=h.name, base_model=h.base_model, target=t.name_or_path or t.name
+        )
     if h.hidden_size and t.hidden_size and h.hidden_size != t.hidden_size:
-        return "no", f"{h.name} has hidden_size {h.hidden_size}, the target {t.hidden_size}: trained for another model"
+        size = {"key": "hidden_size", "head_value": h.hidden_size, "target_value": t.hidden_size}
+        return "no", _why(Kind.METHOD_HEAD_MISMATCH, name=h.name, **size)
     if h.vocab_size and t.vocab_size and h.vocab_size != t.vocab_size and not h.draft_vocab_size:
-        return "no", f"{h.name} has vocab_size {h.vocab_size}, the target {t.vocab_size}: trained for another model"
-    base = f"base model {h.base_model}" if h.base_model else "no base model named"
-    most = f"; drafts at most {h.heads} ({h.heads_key})" if h.heads else ""
-    return "yes", f"{h.name} matches the target (hidden_size {h.hidden_size}, {base}){most}"
+        size = {"key": "vocab_size", "head_value": h.vocab_size, "target_value": t.vocab_size}
+        return "no", _why(Kind.METHOD_HEAD_MISMATCH, name=h.name, **size)
+    matches = {"name": h.name, "hidden_size": h.hidden_size, "base_model": h.base_model}
+    return "yes", _why(Kind.METHOD_HEAD_MATCHES, **matches, heads=h.heads, heads_key=h.heads_key)
 
 
-def _dspark(g: Given) -> tuple[str, str]:
+def _dspark(g: Given) -> tuple[str, ReportWarning]:
     """DSpark: a separate draft (--head), or stages the target's own weights ship (vLLM then drafts with the target)."""
     if g.head is None and g.target is not None and g.target.dspark_stages:
-        return "yes", f"{g.target.name}'s weights ship DSpark stages (markov_head, confidence_head)"
+        return "yes", _why(Kind.METHOD_DSPARK_IN_TARGET, name=g.target.name)
     return _head("dspark", g)
 
 
-def _head_in_target(adapter: EngineAdapter, kind: str, g: Given) -> tuple[str, str]:
+def _head_in_target(adapter: EngineAdapter, kind: str, g: Given) -> tuple[str, ReportWarning]:
     """An engine that loads heads only from the checkpoint it serves (`heads_from_target`: TGI's Medusa heads or MLP
     speculator), whose config.json names the base model it loads under them; its k may not exceed the heads it ships."""
     rule, t, h = adapter.heads_from_target, g.target, g.head
     assert rule is not None
     if t is not None and t.head_kind == kind:
         if not t.base_model:
-            return "no", f"{t.name} names no base_model_name_or_path, the model {rule.name} loads under its heads"
-        most = f"{rule.k_flag} at most {t.heads} ({t.heads_key})" if t.heads else f"{rule.k_flag} N"
+            return "no", _why(Kind.METHOD_HEADS_NO_BASE, name=t.name, engine_name=rule.name)
         plain = " ".join(plain_base(adapter))
-        return "yes", f"{t.name} ships {_HEADS[kind]} head for {t.base_model}: {most}; the baseline needs {plain}"
+        shipped = {"name": t.name, "head": kind, "base_model": t.base_model, "k_flag": rule.k_flag}
+        return "yes", _why(Kind.METHOD_HEADS_IN_TARGET, **shipped, heads=t.heads, heads_key=t.heads_key, plain=plain)
     if h is not None and h.head_kind == kind:
-        where = f"serve {h.name} as {rule.model_flag}"
-        return "no", f"{rule.name} loads {_HEADS[kind]} head only from the served checkpoint: {where}"
+        served = {"engine_name": rule.name, "head": kind, "name": h.name, "model_flag": rule.model_flag}
+        return "no", _why(Kind.METHOD_HEAD_SERVED_ONLY, **served)
     key = "medusa_num_heads" if kind == "medusa" else "model_type mlp_speculator"  # what the checkpoint says
-    return (
-        "no",
-        f"{rule.name} runs {_HEADS[kind]} head only when the served checkpoint ships it ({key}): pass it as --model",
-    )
+    return "no", _why(Kind.METHOD_HEAD_NOT_SHIPPED, engine_name=rule.name, head=kind, key=key)
 
 
-def _ngram_beside_heads(g: Given, rule: HeadsFromTarget) -> tuple[str, str]:
-    """n-gram on an engine whose one speculation flag runs a served checkpoint's heads instead, where it ships any."""
+def _prompt(g: Given, rule: HeadsFromTarget | None, gpu: bool) -> tuple[str, ReportWarning]:
+    """n-gram and its kin draft from the prompt; but not on an engine whose one speculation flag runs a served
+    checkpoint's heads instead, where it ships any. `gpu`: the same lookup run on the accelerator (vLLM's ngram_gpu)."""
     t = g.target
-    if t is not None and t.head_kind in rule.methods:
-        why = f"{t.name} ships {_HEADS[t.head_kind]} head, which {rule.name}'s {rule.k_flag} uses instead"
-        return "no", f"{why}: serve its base model for n-gram"
-    return "yes", _PROMPT_WHY
+    if rule is not None and t is not None and t.head_kind in rule.methods:
+        beside = {"name": t.name, "head": t.head_kind, "engine_name": rule.name, "k_flag": rule.k_flag}
+        return "no", _why(Kind.METHOD_NGRAM_BESIDE_HEADS, **beside, gpu=gpu)
+    return "yes", _why(Kind.METHOD_FROM_PROMPT, gpu=gpu)
 
 
 def _family(name: str) -> str | None:
@@ -188,19 +187,16 @@ def _family(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _mtp(name: str, g: Given) -> tuple[str, str]:
+def _mtp(name: str, g: Given) -> tuple[str, ReportWarning]:
     t = g.target
     if t is None:
-        return "unknown", "pass --model: MTP layers are read from the target's config.json"
+        return "unknown", _why(Kind.METHOD_MTP_NEEDS_TARGET)
     if not t.mtp_layers:
-        return "no", f"{t.name}'s config.json declares no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)"
+        return "no", _why(Kind.METHOD_NO_MTP, name=t.name)
     family = _family(name)
     if family and not (t.model_type or "").lower().startswith(family):
-        return "no", f"for {family} models; the target is {t.model_type}"
-    return "yes", f"{t.name}: {t.mtp_layers} MTP layer(s) ({t.mtp_key}, {t.model_type})"
-
-
-_PROMPT_WHY = "drafts from the prompt and the output so far: needs no other model"
+        return "no", _why(Kind.METHOD_MTP_OTHER_FAMILY, family=family, model_type=t.model_type)
+    return "yes", _why(Kind.METHOD_MTP, name=t.name, layers=t.mtp_layers, key=t.mtp_key, model_type=t.model_type)
 
 
 def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> MethodRow:
@@ -210,9 +206,7 @@ def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> Me
     from_target = rule is not None
     heads = rule.methods if rule is not None else frozenset()
     if needs == "prompt":
-        available, why = _ngram_beside_heads(g, rule) if rule is not None else ("yes", _PROMPT_WHY)
-        if "gpu" in name.lower():  # vLLM's ngram_gpu: the same lookup, run on the accelerator
-            why += " (a GPU implementation)"
+        available, why = _prompt(g, rule, "gpu" in name.lower())
     elif needs == "draft":
         available, why = _draft(engine, g)
     elif from_target and needs in heads:
@@ -223,17 +217,14 @@ def _row(engine: str, name: str, g: Given, unavailable: str | None = None) -> Me
         available, why = _head(needs, g)
     elif needs == "mtp":
         available, why = _mtp(name, g)
-    elif needs == "custom_class":
-        available, why = (
-            "unknown",
-            "a proposer class of your own (model: package.module.Class); no file says what it needs",
-        )
+    elif needs == "custom_class":  # a proposer class of the user's own: no file says what it needs
+        available, why = "unknown", _why(Kind.METHOD_CUSTOM_CLASS)
     elif needs == "extract_hidden_states":
-        available, why = "no", "extracts the target's hidden states (to train a head); it drafts nothing"
+        available, why = "no", _why(Kind.METHOD_EXTRACTS_STATES)
     else:
-        available, why = "unknown", f"speculab does not know what {name} needs; see {engine}'s documentation"
+        available, why = "unknown", _why(Kind.METHOD_NEEDS_UNKNOWN, method=name, engine=engine)
     if unavailable is not None and available != "no":  # the release declares it; this install cannot start it
-        available, why = "no", f"{name} {unavailable}"
+        available, why = "no", _why(Kind.METHOD_UNAVAILABLE, method=name, why=unavailable)
     model = g.draft.path if needs == "draft" and g.draft else g.head.path if needs in _HEADS and g.head else None
     path_flag = {"draft": "--draft"}.get(needs, ("--model" if from_target else "--head") if needs in _HEADS else None)
     if from_target and needs in _HEADS:

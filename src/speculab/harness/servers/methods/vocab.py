@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from speculab.errors import UserError
 from speculab.harness.servers.methods.checkpoint import read_json_file
@@ -21,12 +22,23 @@ MAX_TOKENIZER_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class VocabMatch:
+    """The draft's vocabulary against the target's, in numbers (report/console/method_words.vocab_words says it)."""
+
     kind: str  # identical | prefix | mapping | different | unknown
-    target_tokens: int | None
+    target_tokens: int | None  # None: that side has no tokenizer file read here
     draft_tokens: int | None
     shared: int | None  # draft tokens (by text) the target also has
     same_id: int | None  # of those, how many under the same id
-    why: str  # one line for the table
+
+    def to_fields(self) -> dict[str, Any]:
+        """The numbers a methods-table reason carries (`METHOD_DRAFT_VOCAB`'s `vocab`)."""
+        return {
+            "kind": self.kind,
+            "target_tokens": self.target_tokens,
+            "draft_tokens": self.draft_tokens,
+            "shared": self.shared,
+            "same_id": self.same_id,
+        }
 
 
 def read_vocab(path: Path) -> dict[str, int] | None:
@@ -62,26 +74,18 @@ def _tokenizer_json_vocab(data: object, f: Path) -> dict[str, int]:
 def compare_vocab(target: dict[str, int] | None, draft: dict[str, int] | None) -> VocabMatch:
     """How the draft's vocabulary relates to the target's (pure)."""
     if target is None or draft is None:
-        side = "the target" if target is None else "the draft"
-        return VocabMatch("unknown", _n(target), _n(draft), None, None,
-                          f"{side} has no tokenizer.json or vocab.json to compare")  # fmt: skip
+        return VocabMatch("unknown", _n(target), _n(draft), None, None)
     if target == draft:
-        return VocabMatch("identical", len(target), len(draft), len(draft), len(draft), "identical vocabulary")
+        return VocabMatch("identical", len(target), len(draft), len(draft), len(draft))
     shared = [t for t in draft if t in target]
     same_id = sum(1 for t in shared if target[t] == draft[t])
     nt, nd = len(target), len(draft)
     small, large = (draft, target) if nd <= nt else (target, draft)
     if all(large.get(t) == i for t, i in small.items()) and len(large) - len(small) <= PREFIX_MAX_EXTRA:
-        who = "target" if nt > nd else "draft"
-        why = f"same ids; the {who} adds {abs(nt - nd)} token(s) at the end ({nd} vs {nt})"
-        return VocabMatch("prefix", nt, nd, len(shared), same_id, why)
+        return VocabMatch("prefix", nt, nd, len(shared), same_id)
     if nd and len(shared) / nd >= MAPPING_MIN_SHARED:
-        why = (f"{len(shared)} of the draft's {nd} tokens are the target's, {len(shared) - same_id} under other ids: "
-               "needs an id mapping")  # fmt: skip
-        return VocabMatch("mapping", nt, nd, len(shared), same_id, why)
-    pct = 100 * len(shared) / nd if nd else 0.0
-    why = f"another vocabulary: {pct:.0f}% of the draft's {nd} tokens are in the target's {nt}"
-    return VocabMatch("different", nt, nd, len(shared), same_id, why)
+        return VocabMatch("mapping", nt, nd, len(shared), same_id)
+    return VocabMatch("different", nt, nd, len(shared), same_id)
 
 
 def _n(v: dict[str, int] | None) -> int | None:

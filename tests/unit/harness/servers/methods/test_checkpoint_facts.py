@@ -12,6 +12,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.servers.methods.checkpoint import read_checkpoint, same_model
 from speculab.harness.servers.methods.vocab import compare_vocab, read_vocab, vocab_match
+from speculab.report.console.method_words import vocab_words
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QWEN, QWEN_DRAFT, LLAMA_DRAFT = (
@@ -107,20 +108,25 @@ def test_a_draft_with_the_targets_tokenizer_is_identical_though_its_embeddings_a
 
 def test_a_draft_with_another_vocabulary_is_different():
     m = vocab_match(QWEN, LLAMA_DRAFT)
-    assert m.kind == "different" and "another vocabulary" in m.why
+    assert m.kind == "different" and m.shared is not None and m.draft_tokens is not None
+    assert m.shared / m.draft_tokens < 0.9  # below the share an id mapping needs
+    assert vocab_words(m.to_fields()).startswith("another vocabulary: ")  # the report's words
 
 
 def test_same_tokens_under_other_ids_need_a_mapping():
     target = {f"t{i}": i for i in range(100)}
     draft = {f"t{i}": 99 - i for i in range(100)}
     m = compare_vocab(target, draft)
-    assert m.kind == "mapping" and m.shared == 100 and "mapping" in m.why
+    assert m.kind == "mapping" and m.shared == 100 and m.same_id == 0
+    said = "100 of the draft's 100 tokens are the target's, 100 under other ids: needs an id mapping"
+    assert vocab_words(m.to_fields()) == said
 
 
 def test_a_target_that_adds_a_few_tokens_at_the_end_is_a_prefix_match():
     draft = {f"t{i}": i for i in range(100)}
     m = compare_vocab(draft | {"<extra>": 100, "<more>": 101}, draft)
-    assert m.kind == "prefix" and "the target adds 2" in m.why
+    assert (m.kind, m.target_tokens, m.draft_tokens) == ("prefix", 102, 100)
+    assert vocab_words(m.to_fields()) == "same ids; the target adds 2 token(s) at the end (100 vs 102)"
     far = compare_vocab(draft | {f"x{i}": 100 + i for i in range(200)}, draft)
     assert far.kind != "prefix"  # past llama.cpp's 128-token allowance
 

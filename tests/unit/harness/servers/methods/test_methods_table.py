@@ -8,8 +8,9 @@ from pathlib import Path
 
 from speculab.harness.servers.methods.checkpoint import read_checkpoint
 from speculab.harness.servers.methods.declared import DeclaredMethods, fallback
-from speculab.harness.servers.methods.table import Given, methods_table, needs_of
+from speculab.harness.servers.methods.table import Given, MethodRow, methods_table, needs_of
 from speculab.harness.servers.methods.vocab import vocab_match
+from speculab.report.phrases import reason_text
 
 FIXTURES = (Path(__file__).parent / "fixtures").resolve()  # read_checkpoint resolves the paths it is given
 QWEN, QWEN_DRAFT, LLAMA_DRAFT = (
@@ -18,6 +19,11 @@ QWEN, QWEN_DRAFT, LLAMA_DRAFT = (
     FIXTURES / "llama-3.2-1b-draft",
 )
 DEEPSEEK, EAGLE3, MEDUSA = FIXTURES / "deepseek-v3-mtp", FIXTURES / "eagle3-llama3.1-8b", FIXTURES / "medusa-qwen2.5-7b"
+
+
+def said(row: MethodRow) -> str:
+    """A row's reason as `speculab methods` prints it: the report's words for its record."""
+    return reason_text(row.why)
 
 
 def _given(target: Path | None = None, draft: Path | None = None, head: Path | None = None) -> Given:
@@ -41,29 +47,29 @@ def test_needs_from_method_names_in_each_engines_spelling():
 
 def test_mtp_is_yes_for_a_deepseek_v3_config_and_no_for_qwen():
     deepseek = _rows("vllm", _given(DEEPSEEK))
-    assert deepseek["mtp"].available == "yes" and "num_nextn_predict_layers" in deepseek["mtp"].why
+    assert deepseek["mtp"].available == "yes" and "num_nextn_predict_layers" in said(deepseek["mtp"])
     assert deepseek["deepseek_mtp"].available == "yes"
     other_family = deepseek["qwen3_next_mtp"]
-    assert other_family.available == "no" and "for qwen3_next models" in other_family.why
+    assert other_family.available == "no" and "for qwen3_next models" in said(other_family)
     qwen = _rows("vllm", _given(QWEN))["mtp"]
-    assert qwen.available == "no" and "declares no MTP layers" in qwen.why
+    assert qwen.available == "no" and "declares no MTP layers" in said(qwen)
     assert qwen.flags == ("--speculative-config", '{"method":"mtp","num_speculative_tokens":4}')
     assert _rows("vllm", _given())["mtp"].available == "unknown"  # no --model: nothing to read
 
 
 def test_a_draft_with_the_targets_tokenizer_is_yes_and_one_with_another_vocabulary_no():
     same = _rows("vllm", _given(QWEN, QWEN_DRAFT))["draft_model"]
-    assert same.available == "yes" and "identical vocabulary" in same.why
+    assert same.available == "yes" and "identical vocabulary" in said(same)
     assert json.loads(same.flags[1])["model"] == str(QWEN_DRAFT) and same.path_flag is None
     other = _rows("llamacpp", _given(QWEN, LLAMA_DRAFT))["draft-simple"]
-    assert other.available == "no" and "another vocabulary" in other.why
+    assert other.available == "no" and "another vocabulary" in said(other)
     assert other.flags == ("--spec-type", "draft-simple", "--spec-draft-model", str(LLAMA_DRAFT), "--spec-draft-n-max",
                            "4")  # fmt: skip
 
 
 def test_a_method_that_needs_a_path_not_given_says_which_flag():
     r = _rows("vllm", _given(QWEN))
-    assert r["draft_model"].available == "no" and "--draft PATH" in r["draft_model"].why
+    assert r["draft_model"].available == "no" and "--draft PATH" in said(r["draft_model"])
     assert r["draft_model"].path_flag == "--draft" and r["eagle3"].path_flag == "--head"
     assert json.loads(r["eagle3"].flags[1])["model"] == "PATH"
     assert r["ngram"].path_flag is None and r["ngram"].available == "yes"
@@ -72,8 +78,8 @@ def test_a_method_that_needs_a_path_not_given_says_which_flag():
 def test_an_eagle_head_for_another_base_model_is_no_naming_both():
     r = _rows("vllm", _given(QWEN, head=EAGLE3))
     assert r["eagle3"].available == "no"
-    assert "meta-llama/Llama-3.1-8B-Instruct" in r["eagle3"].why and "Qwen/Qwen2.5-7B-Instruct" in r["eagle3"].why
-    assert r["eagle"].available == "no" and "EAGLE-3 head" in r["eagle"].why  # the wrong method for this head
+    assert "meta-llama/Llama-3.1-8B-Instruct" in said(r["eagle3"]) and "Qwen/Qwen2.5-7B-Instruct" in said(r["eagle3"])
+    assert r["eagle"].available == "no" and "EAGLE-3 head" in said(r["eagle"])  # the wrong method for this head
 
 
 def test_a_head_of_another_hidden_size_is_no_even_without_a_base_model_field(tmp_path):
@@ -81,17 +87,17 @@ def test_a_head_of_another_hidden_size_is_no_even_without_a_base_model_field(tmp
         json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096})
     )
     r = _rows("sglang", _given(QWEN, head=tmp_path))["EAGLE3"]
-    assert r.available == "no" and "hidden_size 4096, the target 3584" in r.why
+    assert r.available == "no" and "hidden_size 4096, the target 3584" in said(r)
 
 
 def test_medusa_heads_for_this_target_are_yes():
     r = _rows("vllm", _given(QWEN, head=MEDUSA))["medusa"]
-    assert r.available == "yes" and "Qwen/Qwen2.5-7B-Instruct" in r.why
+    assert r.available == "yes" and "Qwen/Qwen2.5-7B-Instruct" in said(r)
 
 
 def test_a_head_given_as_draft_is_refused_with_the_fix():
     r = _rows("vllm", _given(QWEN, draft=EAGLE3))["draft_model"]
-    assert r.available == "no" and "pass it as --head" in r.why
+    assert r.available == "no" and "pass it as --head" in said(r)
 
 
 def test_flags_come_from_the_adapters_with_k_for_every_method():
@@ -115,9 +121,9 @@ def test_flags_come_from_the_adapters_with_k_for_every_method():
 
 def test_an_unknown_method_is_unknown_never_guessed():
     r = _rows("sglang", _given(QWEN), ("UNO",))["UNO"]
-    assert r.available == "unknown" and "does not know what UNO needs" in r.why
+    assert r.available == "unknown" and "does not know what UNO needs" in said(r)
     r = _rows("vllm", _given(QWEN), ("custom_class",))["custom_class"]
-    assert r.available == "unknown" and "a proposer class of your own" in r.why  # no file can say
+    assert r.available == "unknown" and "a proposer class of your own" in said(r)  # no file can say
 
 
 def test_family_specific_mtp_rows_carry_their_family():
@@ -151,17 +157,17 @@ def test_an_mlp_speculator_is_matched_by_its_emb_dim_and_vocabulary(tmp_path):
         "n_predict",
     )
     yes = _rows("vllm", _given(_checkpoint(tmp_path / "llama3", LLAMA3_8B), head=MLP))["mlp_speculator"]
-    assert yes.available == "yes" and "drafts at most 4 (n_predict)" in yes.why
+    assert yes.available == "yes" and "drafts at most 4 (n_predict)" in said(yes)
     assert json.loads(yes.flags[1]) == {"method": "mlp_speculator", "num_speculative_tokens": 4, "model": str(MLP)}
     no = _rows("vllm", _given(QWEN, head=MLP))["mlp_speculator"]
-    assert no.available == "no" and "hidden_size 4096, the target 3584" in no.why
+    assert no.available == "no" and "hidden_size 4096, the target 3584" in said(no)
 
 
 def test_a_dflash_draft_is_told_from_its_architecture_and_matched_against_the_target():
     assert read_checkpoint(DFLASH).head_kind == "dflash"
     r = _rows("vllm", _given(QWEN, head=DFLASH))
-    assert r["dflash"].available == "no" and "hidden_size 4096, the target 3584" in r["dflash"].why
-    assert r["eagle3"].available == "no" and "a DFlash head; use its method (dflash)" in r["eagle3"].why
+    assert r["dflash"].available == "no" and "hidden_size 4096, the target 3584" in said(r["dflash"])
+    assert r["eagle3"].available == "no" and "a DFlash head; use its method (dflash)" in said(r["eagle3"])
     sg = _rows("sglang", _given(QWEN, head=DFLASH), ("DFLASH",))["DFLASH"]  # k drafts: a verify block of k + 1
     assert sg.flags == ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", str(DFLASH),
                         "--speculative-num-draft-tokens", "5")  # fmt: skip
@@ -172,36 +178,36 @@ def test_dspark_stages_in_the_targets_own_weights_are_yes(tmp_path):
     stages = ("model.embed_tokens.weight", "mtp.0.markov_head.weight", "mtp.0.confidence_head.weight")
     v41 = _checkpoint(tmp_path / "dsv41", cfg, stages)
     r = _rows("vllm", _given(v41))["dspark"]
-    assert r.available == "yes" and "ship DSpark stages" in r.why
+    assert r.available == "yes" and "ship DSpark stages" in said(r)
     r = _rows("vllm", _given(QWEN))["dspark"]
-    assert r.available == "no" and "DSpark head trained for the target: pass --head PATH" in r.why
+    assert r.available == "no" and "DSpark head trained for the target: pass --head PATH" in said(r)
 
 
 def test_extract_hidden_states_drafts_nothing():
     r = _rows("vllm", _given(QWEN))["extract_hidden_states"]
-    assert r.available == "no" and "drafts nothing" in r.why
+    assert r.available == "no" and "drafts nothing" in said(r)
 
 
 def test_tgi_medusa_is_yes_only_for_a_served_checkpoint_that_ships_the_heads():
     served = _rows("tgi", _given(MEDUSA))
-    assert served["medusa"].available == "yes" and "--speculate at most 4 (medusa_num_heads)" in served["medusa"].why
-    assert "Qwen/Qwen2.5-7B-Instruct" in served["medusa"].why and served["medusa"].flags == ("--speculate", "4")
-    assert served["ngram"].available == "no" and "ships a Medusa head" in served["ngram"].why
+    assert served["medusa"].available == "yes" and "--speculate at most 4 (medusa_num_heads)" in said(served["medusa"])
+    assert "Qwen/Qwen2.5-7B-Instruct" in said(served["medusa"]) and served["medusa"].flags == ("--speculate", "4")
+    assert served["ngram"].available == "no" and "ships a Medusa head" in said(served["ngram"])
     beside = _rows("tgi", _given(QWEN, head=MEDUSA))
-    assert beside["medusa"].available == "no" and "serve medusa-qwen2.5-7b as --model-id" in beside["medusa"].why
+    assert beside["medusa"].available == "no" and "serve medusa-qwen2.5-7b as --model-id" in said(beside["medusa"])
     plain = _rows("tgi", _given(QWEN))
     assert plain["ngram"].available == "yes" and plain["ngram"].flags == ("--speculate", "4")
-    assert plain["medusa"].available == "no" and "(medusa_num_heads): pass it as --model" in plain["medusa"].why
+    assert plain["medusa"].available == "no" and "(medusa_num_heads): pass it as --model" in said(plain["medusa"])
     assert plain["medusa"].path_flag == "--model" and plain["mlp_speculator"].available == "no"
 
 
 def test_tgi_mlp_speculator_needs_the_base_model_it_loads(tmp_path):
     cfg = json.loads((MLP / "config.json").read_text())
     no_base = _rows("tgi", _given(_checkpoint(tmp_path / "a", cfg)))["mlp_speculator"]
-    assert no_base.available == "no" and "names no base_model_name_or_path" in no_base.why
+    assert no_base.available == "no" and "names no base_model_name_or_path" in said(no_base)
     cfg["base_model_name_or_path"] = "meta-llama/Meta-Llama-3-8B-Instruct"
     ok = _rows("tgi", _given(_checkpoint(tmp_path / "b", cfg)))["mlp_speculator"]
-    assert ok.available == "yes" and "--speculate at most 4 (n_predict)" in ok.why
+    assert ok.available == "yes" and "--speculate at most 4 (n_predict)" in said(ok)
 
 
 def test_tgi_flags_never_ask_for_more_tokens_than_the_checkpoint_has_heads(tmp_path):
