@@ -22,7 +22,7 @@ from speculab.harness.results.requests_file import read_records
 from speculab.harness.results.warnings import ReportWarning
 from speculab.report.html.diagnosis import write_diagnosis_page
 from speculab.report.phrases import warning_text
-from speculab.report.warning_words import disaggregation_text, finding_words, queueing_note
+from speculab.report.words import disaggregation_text, finding_words, queueing_note
 
 FAST = dict(sweep_points=5, sweep_repeats=2, prefix_tokens=200, prefix_repeats=2, warm_probes=3, probe_seed=7)
 

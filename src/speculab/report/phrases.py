@@ -36,7 +36,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.recommendation import guardrail_lines as guardrail_lines
 from speculab.report.recommendation import recommendation_lines as recommendation_lines
-from speculab.report.warning_words import VERDICT_WORDS, WORDS
+from speculab.report.words import VERDICT_WORDS, WORDS
 
 # ---------------------------------------------------------------------------------------------------------------
 # The verdict line.

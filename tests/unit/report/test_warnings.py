@@ -11,7 +11,7 @@ from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.report.phrases import _WARNING_TEXT, warning_lines, warning_text
 from speculab.report.summary import summary_dict
-from speculab.report.warning_words import FINDING_WORDS
+from speculab.report.words import FINDING_WORDS
 
 FAST = ReportOptions(n_resamples=200)
 

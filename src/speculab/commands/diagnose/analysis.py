@@ -54,7 +54,7 @@ from speculab.harness.stats import CONFIDENCE
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A cause and what it costs; its title, whom it affects, its evidence and the next step are worded by the report
-    from `fields` (`report.warning_words.finding_words`), as a warning's sentence is from its record's."""
+    from `fields` (`report.words.finding_words`), as a warning's sentence is from its record's."""
 
     cause: FindingKind
     explained_s: float  # seconds this cause adds to a request it affects

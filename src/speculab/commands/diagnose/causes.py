@@ -213,7 +213,7 @@ class PrefixCaching:
     expected_saving_s: float | None  # what a full cache hit on the prefix would save: slope x prefix tokens
     server_cache_hit_tokens: float | None  # prefix-cache hit counter delta over the phase, when exposed
     # why the saving was not timed against a full hit: "not_run" (the probes did not run or succeed), "too_cheap" (the
-    # prefix's prefill costs too little to tell); None: it was. The report says it (warning_words.prefix_note).
+    # prefix's prefill costs too little to tell); None: it was. The report says it (report/words/findings).
     undetermined: str | None
 
 
@@ -341,7 +341,7 @@ class Queueing:
     prefill_bound_s: float | None = None
     within_prefill: bool | None = None
     # why queueing was not measured: "no_load" (no --concurrency N) or "incomplete" (the workload did not complete at
-    # both points); None: it was. The report words it (warning_words.queueing_note).
+    # both points); None: it was. The report words it (report/words/findings.queueing_note).
     unmeasured: str | None = None
 
 

@@ -179,7 +179,7 @@ class WarningKind(str, Enum):
     RUN_LEVEL_SIDE = "run_level_side"
     RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
     # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
-    # words: report/warning_words.py's block of the same name; the methods' in report/console/method_words.py) ---
+    # words: report/words/: reasons.py, methods.py) ---
     # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B
     # repeat's ACCEPTANCE_UNKNOWN `why`, bench summary.json's server.spec_decode_note
     NO_DRAFTED_TOKENS = "no_drafted_tokens"  # source (the acceptance source whose counts show no drafted token)
@@ -269,7 +269,7 @@ class ReportWarning:
 class FindingKind(str, Enum):
     """What `speculab diagnose` found to cost latency, a closed set like `WarningKind`: a finding is this kind, the
     seconds it explains and the numbers its title, evidence and next step are made from when rendering
-    (`speculab.report.warning_words.finding_words`)."""
+    (`speculab.report.words.finding_words`)."""
 
     DECODE = "decode"  # generation after the first token: at, e2e_s, decode_s, decode_share, tpot_s, output_tokens
     PREFILL = "prefill"  # long prompts: the fit (overhead_s, s_per_token, tokens_per_s, r2), prompt_tokens,

@@ -52,7 +52,7 @@ class GoneEvidence:
 
     def said(self) -> str:
         """The evidence in the one-line error a command exits with (said, not kept: the record's sentence, the same
-        words, is the report's: warning_words' SERVER_GONE)."""
+        words, is the report's: report/words/runs' SERVER_GONE)."""
         return (
             f"{self.failures} requests in a row could not connect ({self.detail}), nor could {self.probes} probes of "
             f"/v1/models over {self.probe_s:.1f} s"

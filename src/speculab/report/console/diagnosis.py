@@ -13,7 +13,7 @@ from rich.table import Table
 
 from speculab.report.formatting import pct, seconds
 from speculab.report.html.diagnosis import diagnosis_warnings, headline_rows
-from speculab.report.warning_words import disaggregation_text, finding_words
+from speculab.report.words import disaggregation_text, finding_words
 
 
 def print_diagnosis(console: Console, doc: dict[str, Any], run_dir: Path | None) -> None:

@@ -2,7 +2,7 @@
 label -> text cards, other scalar keys as rows) and `render_diagnosis_page` (DIR/diagnosis.html, self-contained).
 Input is diagnosis.json as written by `speculab diagnose`; all arithmetic was done there, this only formats.
 Every string is escaped (jinja2 autoescape): server error messages end up in warnings. The findings', warnings' and
-queueing check's sentences come from `warning_words` / `phrases` (a /1 file's saved sentences render as they were).
+queueing check's sentences come from `words` / `phrases` (a /1 file's saved sentences render as they were).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import TPOT
 from speculab.report.formatting import ci_suffix, ms_per_token, pct, seconds, tok_rate
 from speculab.report.phrases import warning_text
-from speculab.report.warning_words import disaggregation_text, finding_words, queueing_note
+from speculab.report.words import disaggregation_text, finding_words, queueing_note
 
 
 def headline_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, Reque
 from speculab.harness.results.warnings import WarningKind
 from speculab.harness.stats import LinearFit, fit_line, welch_diff
 from speculab.report.phrases import warning_text
-from speculab.report.warning_words import disaggregation_text, finding_words
+from speculab.report.words import disaggregation_text, finding_words
 
 
 def rec(

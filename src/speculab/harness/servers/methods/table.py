@@ -24,7 +24,7 @@ from speculab.harness.servers.methods.vocab import VocabMatch
 TABLE_K = 4  # the k shown in the flags column; an experiment's grid sets its own
 PATH = "PATH"  # stands for a path the user has not given
 _TODAYS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
-# the head kinds, most specific name first (needs_of matches them in this order; report/console/method_words names them)
+# the head kinds, most specific name first (needs_of matches them in this order; report/words/methods names them)
 _HEADS = ("eagle3", "eagle", "medusa", "mlp_speculator", "dflash", "dspark")
 Kind = WarningKind
 

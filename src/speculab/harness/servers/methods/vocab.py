@@ -22,7 +22,7 @@ MAX_TOKENIZER_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class VocabMatch:
-    """The draft's vocabulary against the target's, in numbers (report/console/method_words.vocab_words says it)."""
+    """The draft's vocabulary against the target's, in numbers (report/words/methods.vocab_words says it)."""
 
     kind: str  # identical | prefix | mapping | different | unknown
     target_tokens: int | None  # None: that side has no tokenizer file read here

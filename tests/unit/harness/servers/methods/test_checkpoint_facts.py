@@ -12,7 +12,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.servers.methods.checkpoint import read_checkpoint, same_model
 from speculab.harness.servers.methods.vocab import compare_vocab, read_vocab, vocab_match
-from speculab.report.console.method_words import vocab_words
+from speculab.report.words import vocab_words
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QWEN, QWEN_DRAFT, LLAMA_DRAFT = (

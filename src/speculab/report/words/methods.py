@@ -1,7 +1,7 @@
 """The sentences of `speculab methods`' reasons: why a method can run here or cannot (`MethodRow.why`, a record of a
 METHOD_* kind), and how a draft's vocabulary relates to the target's, made from the checkpoints' facts when rendering.
 `phrases.reason_text` says them (the terminal's methods table, and init's commented entries through the CLI);
-`warning_words.WORDS` registers them with every other kind's.
+`words.WORDS` registers them with every other kind's.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from rich.console import Console
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.methods.declared import DeclaredMethods
 from speculab.harness.servers.methods.table import Given, MethodRow, MethodsTable
-from speculab.report.console.method_words import METHOD_WORDS, vocab_words
 from speculab.report.console.methods import print_methods
 from speculab.report.phrases import reason_text
+from speculab.report.words import METHOD_WORDS, vocab_words
 
 K = WarningKind
 VOCAB = {"kind": "prefix", "target_tokens": 102, "draft_tokens": 100, "shared": 100, "same_id": 100}

@@ -1,0 +1,123 @@
+"""The verdict's records that are not warnings, in words: why one metric's comparison has no verdict, or what to read it
+with (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check
+(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line and a run-level comparison's notes in `GATE_WORDS`
+(merged into `words.WORDS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from speculab.harness.results.warnings import WarningKind
+
+Fields = Mapping[str, Any]
+
+
+def _run_level_side(f: Fields) -> str:
+    """'plain.json: 4 run(s) summarised by vllm bench serve 0.6.3, model m' (the side, A or B, is its subject)."""
+    tool = f["tool"]
+    version = f"{tool} {f['version']}" if f.get("version") else f"{tool}, its version not stated in the file"
+    version = f"{tool} ({f['layout']})" if not f.get("version") and f.get("layout") else version
+    model = f", model {f['model']}" if f.get("model") else ""
+    detail = " (it keeps per-request data too; the other side does not)" if f.get("per_request") else ""
+    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
+
+
+def _error_gate(f: Fields) -> str:
+    cats = ", ".join(f"{k} {v}" for k, v in f["by_category"].items())
+    return (
+        f"{f['failed']} of {f['counted']} requests failed ({f['error_rate']:.1%}: {cats}), more than --max-error-rate "
+        f"{f['max_error_rate']:.0%} allows"
+    )
+
+
+GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.ERROR_GATE: _error_gate,
+    WarningKind.RUN_LOST_REQUESTS: lambda f: f"{f['side']} at {f['at']} lost {f['lost']:.0%} of a run's requests",
+    WarningKind.RUN_LEVEL_UNIT: lambda f: (
+        "the unit is the run: the files keep no per-request data, so each side's figures are its tool's own "
+        "aggregates, one value per run"
+    ),
+    WarningKind.RUN_LEVEL_FIGURES: lambda f: (
+        "each figure is its tool's own: vLLM's and SGLang's ITL are the gaps between streamed chunks (a chunk may "
+        "carry several tokens, so speculation lengthens them), GuideLLM's is (last token - first token) / "
+        "(output tokens - 1)"
+    ),
+    WarningKind.RUN_LEVEL_SIDE: _run_level_side,
+    WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
+        f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "
+        "runs a side)"
+    ),
+}
+
+
+def _few_groups_text(f: Fields) -> str:
+    need = f["needed"]
+    return (
+        f"only {f['groups']} groups of {f['group_size']} prompts sent together ({f['pairs']} pairs); need at least "
+        f"{need} groups: use at least {need * f['group_size']} prompts at this load"
+    )
+
+
+def _few_samples_text(f: Fields) -> str:
+    size, need = f["group_size"], f["needed"]
+    unit = f"groups of {size} requests" if size > 1 else "requests"
+    return (
+        f"only {f['candidate']} candidate and {f['baseline']} baseline {unit}; need at least {need} of each: send at "
+        f"least {need * max(1, size)} requests in each run"
+    )
+
+
+def _not_compared_text(f: Fields) -> str:
+    p = f.get("length_p")
+    lengths = f"paired length test p = {p:.2g}" if p is not None else "too few for a length test"
+    return f"not compared (temperature above 0 or not recorded, and no checks; output lengths alike: {lengths})"
+
+
+def _correctness_worse_text(f: Fields) -> str:
+    return (
+        f"pass rate lower by more than the {f['margin'] * 100:g}-point margin ({f['estimate'] * 100:+.1f} points, "
+        f"at most {f['high'] * 100:+.1f} at {f['confidence']:.0%} one-sided)"
+    )
+
+
+def _check_failed_text(f: Fields) -> str:
+    name = f" ({f['prompt_id']})" if f.get("prompt_id") else ""
+    why = f": {f['reason']}" if f.get("reason") else ""
+    return f"item {f['item']}{name}: check '{f['check']}' failed{why}"
+
+
+VERDICT_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
+    WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
+    WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,
+    WarningKind.METRIC_INTERVALS_DISAGREE: lambda f: (
+        f"the geometric-mean interval {'excludes' if f['excludes'] else 'includes'} 1 but the signed-rank interval "
+        "(the verdict's) does not: borderline, or a few outlying pairs"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_LOWER: lambda f: (
+        f"pass rate lower ({f['candidate_rate']:.0%} vs {f['baseline_rate']:.0%}, McNemar p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES: lambda f: (
+        f"SUSPICIOUS: {f['count']} confident divergence(s) at temperature 0 (of {f['of']} prompts)"
+    ),
+    WarningKind.CORRECTNESS_LENGTHS_DIFFER: lambda f: (
+        f"outputs {'longer' if f['longer'] else 'shorter'} (paired length test p = {f['p_value']:.2g})"
+    ),
+    WarningKind.CORRECTNESS_CHECKS_HIGHER: lambda f: f"pass rate higher (McNemar p = {f['p_value']:.2g})",
+    WarningKind.CORRECTNESS_IDENTICAL: lambda f: f"identical outputs for all {f['of']} prompts",
+    WarningKind.CORRECTNESS_UNCLASSIFIED: lambda f: (
+        f"{f['differ']} of {f['of']} outputs differ at temperature 0 ({f['unclassified']} unclassified: no logprobs)"
+    ),
+    WarningKind.CORRECTNESS_NEAR_TIES: lambda f: (
+        f"no difference ({f['differ']} of {f['of']} outputs differ, all at near-ties)"
+    ),
+    WarningKind.CORRECTNESS_NOT_COMPARED: _not_compared_text,
+    WarningKind.CORRECTNESS_NO_DIFFERENCE: lambda f: "no difference",
+    WarningKind.CORRECTNESS_WORSE: _correctness_worse_text,
+    WarningKind.CORRECTNESS_NOT_JUDGED: lambda f: (
+        f"not judged: {f['failed']} of {f['sent']} prompts have no successful output in both arms (above the "
+        f"{f['max_error_rate']:.0%} error gate)"
+    ),
+    WarningKind.CHECK_FAILED: _check_failed_text,
+}
