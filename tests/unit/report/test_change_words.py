@@ -20,8 +20,8 @@ from speculab.commands.run.lifecycle import RunRecord
 from speculab.commands.run.plan import derive_candidate, enforce_single_change, plan_experiment
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
-from speculab.harness.design import ArmInfo, ChangeCheck, LevelSpec
-from speculab.harness.results.ab_run import ABRun
+from speculab.harness.design import ArmInfo, LevelSpec
+from speculab.harness.results.ab_run import ABRun, ChangeCheck
 from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.process import ServerCommand
@@ -68,8 +68,7 @@ def _run_said(base: dict, cand: dict) -> ChangeCheck:
 
 def _compared(base: dict, cand: dict) -> ChangeCheck:
     """compare's change of two separate runs: checked from what both servers said, else why not."""
-    change = _served_change(SimpleNamespace(info=base), SimpleNamespace(info=cand))  # type: ignore[arg-type]
-    return replace(change, candidate=NAME) if isinstance(change, ChangeCheck) else ChangeCheck(NAME, (), None, change)
+    return replace(_served_change(SimpleNamespace(info=base), SimpleNamespace(info=cand)), candidate=NAME)  # type: ignore[arg-type]
 
 
 EXTRA = (*VLLM, "--max-model-len", "4096", "--speculative-config", '{"method":"ngram"}')
@@ -166,3 +165,29 @@ def test_each_change_says_what_it_said(case: str, now: dict[str, Any]) -> None:
 
 def test_a_refused_change_says_what_it_said(now: dict[str, Any]) -> None:
     assert now["refusals"] == json.loads(FIXTURE.read_text(encoding="utf-8"))["refusals"]
+
+
+def _saved_as_sentence(record: Any, sentence: str) -> Any:
+    """Where a file keeps the note (a record, or null for none), the sentence a file before #48 item 3 kept."""
+    return sentence if isinstance(record, dict) or record is None else record
+
+
+@pytest.mark.parametrize("case", sorted(json.loads(FIXTURE.read_text(encoding="utf-8"))["changes"]))
+def test_files_that_kept_the_note_as_its_sentence_say_what_they_said(case: str) -> None:
+    """inputs.json and summary.json written before the note was a record kept its sentence ("" for none): read back,
+    they render the words the records do."""
+    before = json.loads(FIXTURE.read_text(encoding="utf-8"))["changes"][case]
+    sentence = before["summary"]
+    change = _changes()[case]
+    inputs = make_inputs(n_prompts=6, repeats=1, levels=(LevelSpec("concurrency", 1, ("low",)),))
+    d = replace(inputs, changes=(change,) if change is not None else ()).setup_dict()
+    for c in d["changes"]:
+        c["note"] = sentence
+    report = build_report(ABRun.from_setup_dict(json.loads(json.dumps(d)), inputs.runs))
+    assert _report_words(report) == {k: before[k] for k in ("warnings", "html", "summary")}
+    s = summary_dict(report)
+    s["candidates"][0]["change_note"] = sentence
+    for w in s["warnings"]:
+        if w["kind"] == WarningKind.CHANGE_UNVERIFIED.value:
+            w["fields"]["note"] = _saved_as_sentence(w["fields"]["note"], sentence)
+    assert _report_words(Report.from_json(json.dumps(s))) == before["read_back"]
