@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speculab.harness.design import ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.design import ArmInfo, LevelSpec, Setup
 from speculab.harness.records import (
     AcceptanceSummary,
     ChunkEvent,
@@ -30,7 +30,7 @@ from speculab.harness.records import (
     RequestSpec,
     TokenCountSource,
 )
-from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.results.ab_run import ABRun, ChangeCheck, RepeatRun
 
 WORDS = [
     "the",

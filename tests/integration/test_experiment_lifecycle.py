@@ -24,6 +24,7 @@ from speculab.harness.servers.process import free_port, port_in_use
 from speculab.harness.verdict.build import build_report
 from speculab.mock.script import MockConfig
 from speculab.mock.server import mock_server_in_thread
+from speculab.report.phrases import reason_text
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -133,7 +134,8 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
         asyncio.run(run_plan(plan, tmp_path / "run"))
     inputs = load_inputs(tmp_path / "run")
     assert inputs.setup.two_url_mode
-    assert inputs.changes[0].verified is None and "two-URL" in inputs.changes[0].note
+    change = inputs.changes[0]  # its note as the report words it (a record now)
+    assert change.verified is None and change.note is not None and "two-URL" in reason_text(change.note)
     for arm in inputs.arms:
         assert arm.server_info["version"]["server"] == "speculab-mock"
         assert arm.server_info["detected_engine"] in ("vllm", "other")

@@ -78,12 +78,8 @@ def test_test_files_have_unique_basenames():
 # Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
 # (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
 # fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes, a
-# metric's note and the correctness verdict are records already.
+# metric's note, the correctness verdict, the plan's warnings and the single-change check's note are records already.
 SENTENCES_LEFT = {
-    # the single-change check's note (ChangeCheck.note: "not speculation: ...; run anyway because of
-    # --allow-extra-diff"), a string inputs.json, summary.json's change_note, change_unverified and compare's pairing
-    # keep; the plan's warnings (RunPlan.notes, describe_plan's) are records
-    "commands/run/plan.py",
     # Not stored: the run's size, said before it starts through RunScreen.line as its plan's description and the dry
     # run's estimate are (`size_lines`' and `search_size_lines`' "launches: ..." lines, found by their append); no
     # warning, note or reason is left in them (the search's warning is a record)

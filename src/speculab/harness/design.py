@@ -152,20 +152,6 @@ class ArmInfo:
         )
 
 
-# A single change checked from what both servers said they run (speculab serve's /version), not from commands.
-SAID_NOTE = "from what both servers said they run (/version server_args), not from their commands"
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeCheck:
-    """The single-change rule for one candidate: the command difference and whether it is speculation only."""
-
-    candidate: str  # ArmInfo.name
-    diff_lines: tuple[str, ...]  # CommandDiff.lines()
-    verified: bool | None  # True: only speculation differs; False: more differs; None: could not be verified
-    note: str = ""  # e.g. "two-URL mode: commands unknown", "allowed by --allow-extra-diff"
-
-
 @dataclass(frozen=True, slots=True)
 class Setup:
     """What was asked: workload, sampling, loads, SLOs, arms, commands. Same for every arm but the speculation."""

@@ -418,15 +418,18 @@ def _load_not_achieved_text(f: Mapping[str, Any]) -> str:
     return f"{f['side']}: {got} (gate {f['min_fraction']:.0%}); raise max_concurrency or use a faster client machine"
 
 
+def _unverified_because(f: Mapping[str, Any]) -> str:
+    """The check's note as its record (an older file: its sentence; none kept: commands unknown)."""
+    return reason_text(ReportWarning.from_dict(f["note"])) if f.get("note") else "commands unknown"
+
+
 _WARNING_TEXT: dict[WarningKind, Callable[[Mapping[str, Any]], str]] = {
     WarningKind.INTERRUPTED: lambda f: "the run was interrupted: the report covers only what finished (see 'missing')",
     WarningKind.NOT_SINGLE_CHANGE: lambda f: (
         f"the commands differ in more than speculation ({'; '.join(f['diff_lines'])}): a difference may not be "
         "speculation's doing"
     ),
-    WarningKind.CHANGE_UNVERIFIED: lambda f: (
-        f"the single change could not be verified ({f.get('note') or 'commands unknown'})"
-    ),
+    WarningKind.CHANGE_UNVERIFIED: lambda f: f"the single change could not be verified ({_unverified_because(f)})",
     WarningKind.NO_VERDICT: lambda f: f"no verdict — {reason_text(ReportWarning.from_dict(f['reason']))}",
     WarningKind.GATE_NO_RUNS: lambda f: f"no {f['side']} runs at {f['at']}",
     WarningKind.GATE_ERROR_RATE: lambda f: (
@@ -529,6 +532,11 @@ def gated_verdict(comp: LevelComparison) -> str:
 def note_text(r: Ratio) -> str:
     """Why one metric's comparison has no verdict, or what to read it with; "" when there is nothing to say."""
     return reason_text(r.note) if r.note is not None else ""
+
+
+def change_note_text(note: ReportWarning | None) -> str:
+    """What to read a single-change check's verdict with (`ChangeCheck.note`, `CandidateReport.change_note`); ""."""
+    return reason_text(note) if note is not None else ""
 
 
 def left_out_text(w: ReportWarning) -> str:

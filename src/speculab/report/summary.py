@@ -5,7 +5,8 @@ has always found, `candidates[].verdict_line`, is made here when the file is wri
 file keeps its keys while the model stores no prose. Each warning is written as its record (`kind`, `subject`,
 `load`, `fields`) with its sentence, `text`, beside it for people reading the file, and so is each record of what
 is missing, each gate's reason (`gate_reason`), each metric's `note`, the correctness verdict and its failed checks,
-and each load a crossover left out (schema /2; /1 saved sentences).
+each load a crossover left out and each candidate's single-change note (`change_note`) (schema /2; /1 and an early
+/2 saved sentences).
 `Report.from_json` reads the file back (the extra keys are ignored).
 """
 
@@ -30,6 +31,8 @@ def _add_reason_texts(report: Report, d: dict[str, Any]) -> None:
                 cd["gate_reason"] = {**cd["gate_reason"], "text": reason_text(comp.gate_reason)}
         _add_note_texts(lv, lvd)
     for c, cd in zip(report.candidates, d["candidates"], strict=True):
+        if c.change_note is not None:
+            cd["change_note"] = {**cd["change_note"], "text": reason_text(c.change_note)}
         for w, wd in zip(c.what_if, cd["what_if"], strict=True):
             wd["notes"] = [{**nd, "text": warning_text(n)} for n, nd in zip(w.notes, wd["notes"], strict=True)]
         if c.crossover is not None:

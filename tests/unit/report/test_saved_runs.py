@@ -82,8 +82,9 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
     reasons = [p for p in changed if p.endswith(".gate_reason")]
     assert all(_at(old, p) == "" and _at(new, p) is None for p in reasons), reasons
     changed = [p for p in changed if p not in reasons and p != ".schema"]
-    # and so is a metric's note (null where there is none; the old file: ""), its sentence beside it
-    notes = [p for p in changed if p.endswith(".note")]
+    # and so is a metric's note and a candidate's single-change note (null where there is none; the old file: ""),
+    # its sentence beside it
+    notes = [p for p in changed if p.endswith((".note", ".change_note"))]
     assert all(_at(new, p) == ({**_at(new, p), "text": _at(old, p)} if _at(old, p) else None) for p in notes), notes
     changed = [p for p in changed if p not in notes]
     # and so are the correctness verdict and each failed check, their sentences beside them
@@ -125,6 +126,8 @@ def test_a_run_saved_before_the_verdict_moved_rerenders_to_the_same_summary(tmp_
                 side["failures"] = [x["fields"]["text"] for x in side["failures"]]
         for w in k["what_if"]:  # the old file's notes read back as notes of those words
             w["notes"] = [x["fields"]["text"] for x in w["notes"]]
+        # the single-change note: a sentence read as a note, "" as none (null)
+        k["change_note"] = k["change_note"]["fields"]["text"] if k["change_note"] else ""
     assert not _missing_or_changed(old_model, kept), _missing_or_changed(old_model, kept)[:10]
     assert again.margin == {} and report.margin["tpot_s"] == 0.03  # an old summary says nothing of a margin
     tp = again.levels[0].comparisons[0].metric("tpot_s")

@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.commands.compare.arms import arm_names, same_model
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, SAID_NOTE, ArmInfo, ChangeCheck, Setup
+from speculab.harness.design import BASELINE, ArmInfo, Setup
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import (
     SPECULAB,
@@ -34,7 +34,7 @@ from speculab.harness.imports.registry import (
     runs_named,
 )
 from speculab.harness.records import RequestSpec
-from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.results.ab_run import SAID_NOTE, ABRun, ChangeCheck, RepeatRun, not_checked
 from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.servers.adapters import said, said_change
@@ -139,12 +139,12 @@ def _bench_arm(r: ImportedRun) -> dict[str, Any]:
     return {"url": url, "engine": info["detected_engine"], "server_info": info, **spec}
 
 
-def _served_change(a: ImportedRun, b: ImportedRun) -> str | ChangeCheck:
+def _served_change(a: ImportedRun, b: ImportedRun) -> ChangeCheck:
     """The single change, checked from what both servers said they run where both said it (speculab serve); else
     why it cannot be verified."""
     checked = said_change(a.info, b.info)
     if checked is None:
-        return "compare: two separate bench runs; speculab could not verify what differs between them"
+        return ChangeCheck(CANDIDATE, (), None, not_checked("separate_bench_runs"))
     diff, single = checked
     return ChangeCheck(CANDIDATE, tuple(diff.lines()), single, SAID_NOTE)
 
@@ -168,12 +168,12 @@ def _ab_run(
     arm: Callable[[ImportedRun], dict[str, Any]],
     run_notes: Callable[[ImportedRun], tuple[str | ReportWarning, ...]],
     notes: Sequence[str | ReportWarning],
-    change: str | ChangeCheck,
+    change: ChangeCheck,
     **setup: Any,
 ) -> ABRun:
     """The saved A/B run of two separate runs: A's and B's runs in pairs, one pair per load and run (the run is the
     repeat), sent A, B, A, B, ... What the caller knows of them beyond the runs themselves: the arms'
-    `names`, each arm's server (`arm`), each run's notes, the A/B's notes, why the change cannot be verified, and
+    `names`, each arm's server (`arm`), each run's notes, the A/B's notes, the single-change check (`change`), and
     the setup's workload and sampling (`setup`: Setup's fields)."""
     a, b = pairs[0]
     runs = tuple(
@@ -206,7 +206,7 @@ def _ab_run(
             ArmInfo(name, f"{tag}: {label}", **arm(r))
             for name, tag, label, r in ((BASELINE, "A", names[0], a), (CANDIDATE, "B", names[1], b))
         ),
-        changes=(change if isinstance(change, ChangeCheck) else ChangeCheck(CANDIDATE, (), None, change),),
+        changes=(change,),
         runs=runs,
         notes=tuple(distinct(_as_notes(notes))),
     )
@@ -439,7 +439,7 @@ def _imported_inputs(
         arm=_file_arm,
         run_notes=lambda r: r.notes,
         notes=notes,
-        change="compare: two separate runs; speculab could not verify what differs",
+        change=ChangeCheck(CANDIDATE, (), None, not_checked("separate_runs")),
         workload_name=next((f"{r.name}'s workload" for r in (a, b) if r.items), f"not in the {names} files"),
         workload_source=f"the prompts of {arms[0]} and {arms[1]}, {how}",
         api="completions",

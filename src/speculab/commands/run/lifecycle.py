@@ -25,10 +25,10 @@ from speculab.commands.run.plan import ArmPlan, RunPlan
 from speculab.commands.run.resume import Block, Resumed, plan_identity
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.probe import ServerInfo
-from speculab.harness.design import SAID_NOTE, ArmInfo, ChangeCheck, Setup
+from speculab.harness.design import ArmInfo, Setup
 from speculab.harness.records import ColdStartTimes
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, write_setup
-from speculab.harness.results.ab_run import ABRun
+from speculab.harness.results.ab_run import SAID_NOTE, ABRun, ChangeCheck
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.results.warnings import ReportWarning, WarningKind

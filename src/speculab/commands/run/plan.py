@@ -17,8 +17,9 @@ from speculab.config import CostConfig, Experiment, LoadLevel, SpeculationConfig
 from speculab.errors import UserError
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.client.endpoint import RequestSampling
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup, candidate_name
+from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup, candidate_name
 from speculab.harness.records import RequestSpec
+from speculab.harness.results.ab_run import ChangeCheck, not_checked
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
@@ -140,8 +141,7 @@ def derive_candidate(
     env_diff = _env_lines(baseline.env, cand.env)
     lines = tuple([*diff.lines(), *env_diff] if diff.differences else env_diff or diff.lines())
     if adapter.kind == "other":
-        note = "engine `other`: speculab does not know its speculation flags; check the difference yourself"
-        return cand, ChangeCheck(name, lines, None, note)
+        return cand, ChangeCheck(name, lines, None, not_checked("engine_other"))
     verified = is_single_change(diff, adapter) and not env_diff
     if verified:
         return cand, ChangeCheck(name, lines, True)
@@ -150,8 +150,11 @@ def derive_candidate(
         for d in diff.differences
         if not is_speculation_flag(d.flag, adapter.speculation_flags, adapter.speculation_prefixes)
     ]
-    note = "; ".join([*extra, *env_diff]) or "the commands are identical"
-    return cand, ChangeCheck(name, lines, False, f"not speculation: {note}")
+    # what differs beyond speculation, as data ([]: the commands are identical); the report words the note
+    differs = ReportWarning(
+        WarningKind.CHANGE_NOT_SPECULATION, fields={"differs": [*extra, *env_diff], "allowed": False}
+    )
+    return cand, ChangeCheck(name, lines, False, differs)
 
 
 def write_candidate_files(files: Mapping[str, str]) -> None:
@@ -176,12 +179,15 @@ def enforce_single_change(change: ChangeCheck, allow_extra_diff: bool) -> Change
                 f"candidate {change.candidate}: its command is identical to the baseline's, so speculation would not "
                 "be switched on; check the speculation block (or pass --allow-extra-diff for an A-vs-A run)"
             )
-        extra = change.note.removeprefix("not speculation: ")
+        differs = change.note.fields["differs"] if change.note is not None else []
+        extra = "; ".join(differs) or "the commands are identical"
         raise UserError(
             f"candidate {change.candidate} differs from the baseline in more than speculation ({extra}); make the "
             "commands differ only in speculation, or pass --allow-extra-diff to run anyway"
         )
-    return replace(change, note=f"{change.note}; run anyway because of --allow-extra-diff")
+    # the record says the run went ahead, and why: the report adds it to the note's words
+    assert change.note is not None
+    return replace(change, note=replace(change.note, fields={**change.note.fields, "allowed": True}))
 
 
 def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[LoadLevel, ...]]:
@@ -325,13 +331,7 @@ def _two_url_arms(exp: Experiment, key: str | None) -> tuple[tuple[ArmPlan, ...]
     assert exp.baseline.url is not None and c is not None and c.url is not None
     base = ArmPlan(replace(base_info, url=exp.baseline.url), None, exp.baseline.model, key)
     cand = ArmPlan(replace(cand_info, url=c.url), None, c.model or exp.baseline.model, key, k)
-    change = ChangeCheck(
-        cand_info.name,
-        (),
-        None,
-        "two-URL mode: both servers were already running, so speculab could not verify that speculation is the "
-        "only difference; what each server reports about itself is recorded with the arms",
-    )
+    change = ChangeCheck(cand_info.name, (), None, not_checked("two_url"))
     return (base, cand), (change,)
 
 

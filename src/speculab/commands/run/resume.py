@@ -24,7 +24,7 @@ from speculab.commands.run.probing.resumed import complete, resume_line, searche
 from speculab.errors import UserError
 from speculab.harness.design import ArmInfo, Setup
 from speculab.harness.results.ab_dir import LAUNCHES_FILE, REQUESTS_FILE, read_setup
-from speculab.harness.results.ab_run import ABRun
+from speculab.harness.results.ab_run import ABRun, ChangeCheck
 from speculab.harness.results.blocks import BlockState, block_state, set_aside
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import json_safe
@@ -40,13 +40,16 @@ def _sha(obj: Any) -> str:
     return hashlib.sha256(json.dumps(json_safe(obj), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def plan_identity(plan: RunPlan) -> dict[str, Any]:
+def plan_identity(plan: RunPlan, sentences: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What `--resume` checks: a SHA-256 of every part of the plan that shapes the measurement (the prompts as
     loaded, sampling, loads, repeats, the arms with their commands and environment, everything else in the setup),
     one per part so a refusal can say which changed. Times, versions and API keys are left out; secret flag
-    values are hashed as the `***` inputs.json shows."""
+    values are hashed as the `***` inputs.json shows. `sentences`: each candidate's change note as a run recorded
+    before #48 item 3 hashed it, in words ("" none), standing in for the record (`_sentences_saved`)."""
     blank = replace(plan.setup, started_utc="", finished_utc="", versions={})
     saved = ABRun(setup=blank, arms=tuple(a.info for a in plan.arms), changes=plan.changes).setup_dict()
+    if sentences is not None:
+        saved["changes"] = [{**c, "note": sentences.get(c["candidate"], "")} for c in saved["changes"]]
     sd = dict(saved["setup"])
     # what the report decides on shapes no measurement: a run saved before these keys, or resumed with another
     # `decide_on:`, measures the same
@@ -87,18 +90,33 @@ def plan_identity(plan: RunPlan) -> dict[str, Any]:
     return {"sha256": _sha(hashes), "parts": hashes, "experiment": plan.source}
 
 
-def check_same_plan(root: Path, recorded: Mapping[str, Any] | None, plan: RunPlan) -> None:
-    """Refuse, in one line naming what changed, to resume DIR with another plan than the one it ran."""
+def _sentences_saved(changes: Sequence[ChangeCheck]) -> dict[str, str] | None:
+    """The change notes of a run recorded before #48 item 3, as its plan identity hashed them: their sentences, by
+    candidate ("" none); None for a run that kept them as records. A note is derived from the arms' commands, which
+    the identity hashes too, so the saved sentence standing in for today's record hides no change of plan."""
+    if not changes or any(c.note is not None and c.note.kind != WarningKind.NOTE for c in changes):
+        return None
+    return {c.candidate: str(c.note.fields.get("text", "")) if c.note is not None else "" for c in changes}
+
+
+def check_same_plan(
+    root: Path, recorded: Mapping[str, Any] | None, plan: RunPlan, changes: Sequence[ChangeCheck] = ()
+) -> None:
+    """Refuse, in one line naming what changed, to resume DIR with another plan than the one it ran (`changes`: the
+    single-change checks DIR recorded, for a run recorded when their notes were sentences)."""
     if not recorded or not recorded.get("sha256"):
         raise UserError(
             f"--resume {root}: its inputs.json records no plan to check against (written before `--resume` "
             "existed); start a new run with --output"
         )
-    now = plan_identity(plan)
-    if recorded["sha256"] == now["sha256"]:
+    sentences = _sentences_saved(changes)
+    identities = [plan_identity(plan), *([plan_identity(plan, sentences)] if sentences is not None else [])]
+    if any(recorded["sha256"] == now["sha256"] for now in identities):
         return
     before = recorded.get("parts") or {}
-    changed = [name for name, h in now["parts"].items() if before.get(name) != h] or ["the plan"]
+    # the parts that differ, by the identity that differs least (a run of either form names only what changed)
+    changed = min(([n for n, h in now["parts"].items() if before.get(n) != h] for now in identities), key=len)
+    changed = changed or ["the plan"]
     ran = recorded.get("experiment") or "the file it ran"
     raise UserError(
         f"--resume {root}: the experiment is not the one this run started with ({', '.join(changed)} changed); "
@@ -165,7 +183,7 @@ def prepare_resume(plan: RunPlan, root: Path) -> Resumed:
     """Check DIR ran this plan, set its interrupted blocks aside, and say what is left (hold `blocks.held_by_one_run`
     first: nothing may be writing DIR)."""
     prior = read_setup(root)
-    check_same_plan(root, prior.plan, plan)
+    check_same_plan(root, prior.plan, plan, prior.changes)
     plan = searched_plan(plan, prior.setup)  # a search: the levels it had placed (`probing.resumed`)
     units = block_units(plan, prior.setup.repeats)  # adaptive repeats that stopped early: that look stands
     states = {b: block_state(root, *b) for unit in units for b in unit}

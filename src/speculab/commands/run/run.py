@@ -30,11 +30,11 @@ from speculab.errors import EndpointError
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import make_session
-from speculab.harness.design import ChangeCheck
 from speculab.harness.gates.asked import parse_fail_on, report_options
 from speculab.harness.gates.check import check_report
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir, read_setup
+from speculab.harness.results.ab_run import ChangeCheck
 from speculab.harness.results.blocks import held_by_one_run
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict.model import Report, ReportOptions

@@ -1,4 +1,5 @@
-"""An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), and the whole run (`ABRun`).
+"""An A/B run as it is saved: each repeat of an arm at a load (`RepeatRun`), each candidate's single-change check
+(`ChangeCheck`), and the whole run (`ABRun`).
 
 The lifecycle (`speculab.commands.run`) produces these while it runs; `ab_dir` lays them out on disk and
 reads them back; the verdict (`speculab.harness.verdict`) is built from them. Nothing here is derived: only what was
@@ -12,14 +13,57 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from speculab.harness.design import BASELINE, ArmInfo, ChangeCheck, LevelSpec, Setup
+from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup
 from speculab.harness.records import AcceptanceSummary, CacheResetOutcome, MemorySample, RequestRecord, RequestSpec
 from speculab.harness.results.strict_json import json_safe
-from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 
-# /2: `notes` (here and in each repeat's run.json) are warning records, not sentences; /1 still reads, each a note
+# /2: `notes` (here and in each repeat's run.json) and each change's `note` are warning records, not sentences; /1
+# (and a /2 file from before the change's note was one) still reads, each sentence a note
 INPUTS_SCHEMA = "speculab.report.inputs/2"
 INPUTS_SCHEMA_V1 = "speculab.report.inputs/1"
+
+# The single-change check lives here, not in `harness.design`, because its note is a record (`warnings`) and this
+# package already stands on `design`.
+# A single change checked from what both servers said they run (speculab serve's /version), not from commands.
+SAID_NOTE = ReportWarning(WarningKind.CHANGE_SAID)
+
+
+def not_checked(why: str) -> ReportWarning:
+    """Why a single change could not be checked (CHANGE_NOT_CHECKED's `why`: engine_other | two_url |
+    separate_bench_runs | separate_runs | not_recorded)."""
+    return ReportWarning(WarningKind.CHANGE_NOT_CHECKED, fields={"why": why})
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeCheck:
+    """The single-change rule for one candidate: the command difference and whether it is speculation only."""
+
+    candidate: str  # ArmInfo.name
+    diff_lines: tuple[str, ...]  # CommandDiff.lines()
+    verified: bool | None  # True: only speculation differs; False: more differs; None: could not be verified
+    # what to read the verdict with, a CHANGE_* record (the report words it; None: nothing): what differs beyond
+    # speculation, why it could not be checked, or that the servers' own words checked it
+    note: ReportWarning | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """inputs.json's `changes[]` entry (the note as its record; null: none)."""
+        note = self.note.to_dict() if self.note is not None else None
+        return {
+            "candidate": self.candidate,
+            "diff_lines": list(self.diff_lines),
+            "verified": self.verified,
+            "note": note,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChangeCheck:
+        """An entry as `to_dict` wrote it; a file before #48 item 3 kept the note as its sentence ("" for none), read
+        back as a `note` record that says the same words."""
+        note = d.get("note")
+        return cls(
+            d["candidate"], tuple(d["diff_lines"]), d["verified"], ReportWarning.from_dict(note) if note else None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +191,7 @@ class ABRun:
                 "schema": INPUTS_SCHEMA,
                 "setup": sd,
                 "arms": [a.to_dict() for a in self.arms],
-                "changes": [asdict(c) for c in self.changes],
+                "changes": [c.to_dict() for c in self.changes],
                 "interrupted": self.interrupted,
                 "notes": [n.to_dict() for n in self.notes],
                 "diagnosis": dict(self.diagnosis) if self.diagnosis is not None else None,
@@ -169,9 +213,8 @@ class ABRun:
             setup=setup,
             arms=tuple(ArmInfo.from_dict(a) for a in d["arms"]),
             changes=tuple(
-                ChangeCheck(c["candidate"], tuple(c["diff_lines"]), c["verified"], c.get("note", ""))
-                for c in d.get("changes", ())
-            ),
+                ChangeCheck.from_dict(c) for c in d.get("changes", ())
+            ),  # /1 and early /2: notes as sentences
             runs=tuple(runs),
             interrupted=bool(d.get("interrupted", False)),
             notes=tuple(ReportWarning.from_dict(n) for n in d.get("notes", ())),  # /1: sentences, kept as notes

@@ -22,7 +22,7 @@ class WarningKind(str, Enum):
 
     INTERRUPTED = "interrupted"  # the run stopped early
     NOT_SINGLE_CHANGE = "not_single_change"  # the arms' commands differ in more than speculation: diff_lines
-    CHANGE_UNVERIFIED = "change_unverified"  # the single change could not be verified: note
+    CHANGE_UNVERIFIED = "change_unverified"  # the single change could not be verified: note (a CHANGE_* record)
     NO_VERDICT = "no_verdict"  # a gate withheld the verdict: reason (a GATE_* record; subject: whom it withheld)
     # Why a gate withheld a load's verdict (`LevelComparison.gate_reason`, NO_VERDICT's `reason`, a crossover's loads
     # left out), about one side: `side` is "baseline" or the candidate's label
@@ -232,6 +232,15 @@ class WarningKind(str, Enum):
     METHOD_EXTRACTS_STATES = "method_extracts_states"  # extract_hidden_states drafts nothing
     METHOD_NEEDS_UNKNOWN = "method_needs_unknown"  # method, engine
     METHOD_UNAVAILABLE = "method_unavailable"  # method, why (the engine reader's words: this install cannot start it)
+    # The single-change check's note (`ChangeCheck.note`, `CandidateReport.change_note`, CHANGE_UNVERIFIED's `note`)
+    # differs (what differs beyond speculation, each as the command diff or the environment says it; []: the commands
+    # are identical), allowed (run anyway because of --allow-extra-diff)
+    CHANGE_NOT_SPECULATION = "change_not_speculation"
+    # why the change could not be checked: engine_other (its speculation flags unknown) | two_url (both servers already
+    # running) | separate_bench_runs | separate_runs (compare of two bench runs / of other tools' runs, neither server
+    # said what it runs) | not_recorded (the inputs hold no comparison for the candidate)
+    CHANGE_NOT_CHECKED = "change_not_checked"
+    CHANGE_SAID = "change_said"  # checked from what both servers said they run (/version server_args), not commands
     NOTE = "note"  # words a note or an older file wrote: text
 
 

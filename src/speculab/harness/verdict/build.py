@@ -36,7 +36,7 @@ from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
 from speculab.harness.analysis.figures import COMPARED_METRICS, HEADLINE
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE, error_gate
 from speculab.harness.design import ArmInfo
-from speculab.harness.results.ab_run import ABRun
+from speculab.harness.results.ab_run import ABRun, not_checked
 from speculab.harness.results.warnings import ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.verdict.across_loads import (
@@ -144,7 +144,8 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
         if c.single_change is False:
             w.append(ReportWarning(Kind.NOT_SINGLE_CHANGE, c.label, fields={"diff_lines": list(c.diff_lines)}))
         elif c.single_change is None:
-            w.append(ReportWarning(Kind.CHANGE_UNVERIFIED, c.label, fields={"note": c.change_note}))
+            note = c.change_note.to_dict() if c.change_note is not None else None
+            w.append(ReportWarning(Kind.CHANGE_UNVERIFIED, c.label, fields={"note": note}))
     for lv in levels:
         # one warning per reason and load, naming every candidate it withheld: a baseline at fault gates them all
         gated: dict[tuple[Any, ...], tuple[ReportWarning, list[str]]] = {}
@@ -351,7 +352,7 @@ def _candidates(
                 correctness=corr,
                 single_change=ch.verified if ch else None,
                 diff_lines=ch.diff_lines if ch else (),
-                change_note=ch.note if ch else "no command comparison recorded",
+                change_note=ch.note if ch else not_checked("not_recorded"),
             )
         )
     return cands

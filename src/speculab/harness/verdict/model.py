@@ -406,7 +406,9 @@ class CandidateReport:
     correctness: CorrectnessComparison | None
     single_change: bool | None
     diff_lines: tuple[str, ...]
-    change_note: str
+    # the check's note (`ChangeCheck.note`, a CHANGE_* record; not_recorded where the inputs hold no check); a file
+    # before #48 item 3 kept its sentence ("" for none), read back as a `note`
+    change_note: ReportWarning | None
 
 
 @dataclass(frozen=True, slots=True)

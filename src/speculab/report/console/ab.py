@@ -23,6 +23,7 @@ from speculab.report.formatting import MISSING, interval, margin_pct, num, speed
 from speculab.report.phrases import (
     best_lines,
     cache_reset_phrase,
+    change_note_text,
     decision_of,
     guardrail_lines,
     launch_phrase,
@@ -324,5 +325,5 @@ def print_change(console: Console, change: Any) -> None:
     console.print(f"[bold]{escape(change.candidate)}[/] vs baseline: {status}")
     for line in change.diff_lines:
         console.print(f"    {escape(line)}", highlight=False)
-    if change.note:
-        console.print(f"    [dim]{escape(change.note)}[/]", highlight=False)
+    if change.note is not None:
+        console.print(f"    [dim]{escape(change_note_text(change.note))}[/]", highlight=False)

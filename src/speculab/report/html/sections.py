@@ -40,6 +40,7 @@ from speculab.report.formatting import (
 from speculab.report.phrases import (
     NOT_IN_FILE,
     cache_reset_phrase,
+    change_note_text,
     checks_phrase,
     decision_of,
     decision_phrase,
@@ -503,7 +504,7 @@ def setup_rows(report: Report) -> dict[str, Any]:
             ],
             "bad": c.single_change is not True,
             "lines": list(c.diff_lines),
-            "note": c.change_note,
+            "note": change_note_text(c.change_note),
         }
         for c in report.candidates
     ]

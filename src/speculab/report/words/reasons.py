@@ -1,6 +1,7 @@
 """The reasons and warnings said with a run, one per kind: why acceptance is unknown (bench's
 `server.spec_decode_note`, a repeat's `acceptance_unknown`), what showed a server gone, a look's comparisons still
-open, the plan's warnings said before the run. A record kept inside another's fields is said with `said`."""
+open, the plan's warnings said before the run, the single-change check's note. A record kept inside another's fields
+is said with `said`."""
 
 from __future__ import annotations
 
@@ -77,6 +78,24 @@ def _few_groups(f: Fields) -> str:
     )
 
 
+# Why the single change could not be checked (CHANGE_NOT_CHECKED's `why`)
+_NOT_CHECKED_BECAUSE = {
+    "engine_other": "engine `other`: speculab does not know its speculation flags; check the difference yourself",
+    "two_url": (
+        "two-URL mode: both servers were already running, so speculab could not verify that speculation is the only "
+        "difference; what each server reports about itself is recorded with the arms"
+    ),
+    "separate_bench_runs": "compare: two separate bench runs; speculab could not verify what differs between them",
+    "separate_runs": "compare: two separate runs; speculab could not verify what differs",
+    "not_recorded": "no command comparison recorded",
+}
+
+
+def _not_speculation(f: Fields) -> str:
+    allowed = "; run anyway because of --allow-extra-diff" if f.get("allowed") else ""
+    return f"not speculation: {'; '.join(f['differs']) or 'the commands are identical'}{allowed}"
+
+
 REASON_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     # why acceptance is unknown, a look's open comparisons, the plan's warnings (the methods table's: METHOD_WORDS)
     WarningKind.NO_DRAFTED_TOKENS: lambda f: f"{f['source']} shows no drafted tokens",
@@ -106,5 +125,11 @@ REASON_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.SEARCH_FEW_PROMPTS: lambda f: (
         f"warning: a probe at {f['high']:g} needs {f['needed']} prompts for its groups and the workload has "
         f"{f['have']}: raise workload.num_prompts (or lower loads.search.high)"
+    ),
+    # the single-change check's note, said after its verdict (before the run, in report.html, in change_unverified)
+    WarningKind.CHANGE_NOT_SPECULATION: _not_speculation,
+    WarningKind.CHANGE_NOT_CHECKED: lambda f: _NOT_CHECKED_BECAUSE[f["why"]],
+    WarningKind.CHANGE_SAID: lambda f: (
+        "from what both servers said they run (/version server_args), not from their commands"
     ),
 }

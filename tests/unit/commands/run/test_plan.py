@@ -12,6 +12,7 @@ from tests.fakes.words import screen_lines
 from speculab.commands.run.plan import derive_candidate, enforce_single_change, plan_experiment, sampling_extras
 from speculab.config import SpeculationConfig, parse_experiment
 from speculab.errors import UserError
+from speculab.harness.results.ab_run import not_checked
 from speculab.harness.results.warnings import WarningKind
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.process import ServerCommand
@@ -75,7 +76,9 @@ def test_extra_difference_is_refused_unless_allowed() -> None:
         plan_experiment(parse_experiment(y), on_change=seen.append)
     assert seen and seen[0].verified is False  # the difference was shown before the refusal
     plan = plan_experiment(parse_experiment(y), allow_extra_diff=True)
-    assert plan.changes[0].verified is False and "--allow-extra-diff" in plan.changes[0].note
+    note = plan.changes[0].note  # what differs beyond speculation, and that --allow-extra-diff let it run
+    assert plan.changes[0].verified is False and note is not None and note.kind == WarningKind.CHANGE_NOT_SPECULATION
+    assert note.fields == {"differs": ["+ --max-model-len 4096"], "allowed": True}
     # the file's own allow_extra_diff key works too
     assert plan_experiment(
         parse_experiment(exp_yaml(candidate="candidate: " + json.dumps(cand), extra="allow_extra_diff: true"))
@@ -109,7 +112,7 @@ def test_other_engine_cannot_be_verified_but_runs() -> None:
         candidate='candidate: {command: [srv, --port, "8000", --spec]}',
     )
     plan = plan_experiment(parse_experiment(y))
-    assert plan.changes[0].verified is None and "check the difference yourself" in plan.changes[0].note
+    assert plan.changes[0].verified is None and plan.changes[0].note == not_checked("engine_other")
 
 
 @pytest.mark.parametrize("engine", ["speculab", "sglang", "llamacpp", "tgi"])

@@ -20,8 +20,9 @@ from speculab.commands.run.resume import (
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 from speculab.harness.results.ab_dir import repeat_dir, write_setup
-from speculab.harness.results.ab_run import ABRun
+from speculab.harness.results.ab_run import ABRun, ChangeCheck
 from speculab.harness.results.blocks import BlockState
+from speculab.harness.results.warnings import WarningKind
 from speculab.report.phrases import warning_text
 
 MOCK = ["python", "-m", "speculab", "mock-server", "--port", "8000"]
@@ -81,6 +82,27 @@ def test_a_changed_experiment_is_refused_in_one_line_naming_what_changed(
     msg = str(e.value)
     assert "\n" not in msg and f"({part} changed)" in msg and "start a new run with --output" in msg
     check_same_plan(tmp_path, recorded, plan_of(launch_yaml()))  # unchanged: accepted
+
+
+def test_a_run_recorded_when_change_notes_were_sentences_still_resumes(tmp_path: Path) -> None:
+    """Before #48 item 3 the identity hashed each change note as its sentence ("" none); inputs.json kept that sentence,
+    read back as a `note` record: the check hashes it in its place, so such a run resumes, and a changed plan is still
+    refused."""
+    plan = plan_of(launch_yaml())
+    assert plan.changes and plan.changes[0].note is not None  # engine other: the change could not be checked
+    said = warning_text(plan.changes[0].note)  # the words the note had when the run was recorded
+    old = [ChangeCheck.from_dict({**c.to_dict(), "note": said}) for c in plan.changes]
+    assert old[0].note is not None and old[0].note.kind == WarningKind.NOTE
+    recorded = plan_identity(plan, {c.candidate: said for c in plan.changes})  # as the code of that time hashed it
+    assert recorded["sha256"] != plan_identity(plan)["sha256"]
+    with pytest.raises(UserError, match=r"\(arms changed\)"):
+        check_same_plan(tmp_path, recorded, plan)  # without the saved sentences: the note's form differs
+    check_same_plan(tmp_path, recorded, plan, old)
+    with pytest.raises(UserError, match=r"\(workload changed\)"):
+        check_same_plan(tmp_path, recorded, plan_of(launch_yaml(prompts=8)), old)
+    # a run that kept records: nothing stands in, its identity must match as it is
+    with pytest.raises(UserError):
+        check_same_plan(tmp_path, recorded, plan, plan.changes)
 
 
 def test_a_run_without_a_recorded_plan_cannot_be_resumed(tmp_path: Path) -> None:

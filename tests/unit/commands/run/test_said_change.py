@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from speculab.commands.run.lifecycle import RunRecord
-from speculab.harness.design import SAID_NOTE, ArmInfo, ChangeCheck
+from speculab.harness.design import ArmInfo
+from speculab.harness.results.ab_run import SAID_NOTE, ChangeCheck, not_checked
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
 ARGS = {"model": "demo", "max_num_seqs": 8, "max_model_len": 512}
@@ -23,7 +24,7 @@ def _checked(base_info: dict, cand_info: dict) -> ChangeCheck:
     base = ArmInfo("baseline", "plain", server_info=base_info)
     cand = ArmInfo("ngram-k4", "ngram k=4", method="ngram", num_speculative_tokens=4, server_info=cand_info)
     record = RunRecord(setup=None, arms=(base, cand))  # type: ignore[arg-type]  # the check reads only the arms
-    unverified = ChangeCheck("ngram-k4", (), None, "two-URL mode: commands unknown")
+    unverified = ChangeCheck("ngram-k4", (), None, not_checked("two_url"))
     return record.said_change(unverified, base)
 
 
@@ -45,4 +46,4 @@ def test_a_server_that_says_nothing_leaves_the_change_unverified() -> None:
         (_info(None), {"version": "0.1", "detected_engine": "x"}),
     ):
         check = _checked(base, cand)
-        assert check.verified is None and check.note == "two-URL mode: commands unknown"
+        assert check.verified is None and check.note == not_checked("two_url")

@@ -217,7 +217,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
     the single change is unverified and that speculation could not be confirmed (hinting when chunks look plain)."""
     from dataclasses import replace
 
-    from speculab.harness.design import ChangeCheck
+    from speculab.harness.results.ab_run import ChangeCheck, not_checked
 
     silent = ArmEffect(tpot_factor={"c1": 0.9, "c4": 0.9, "c16": 0.9})  # no counters, one token per chunk
     inputs = make_inputs(n_prompts=20, repeats=1, candidates={"ngram-k4": silent})
@@ -226,7 +226,7 @@ def test_two_url_mode_unverified_change_and_unknown_acceptance():
         inputs,
         arms=arms,
         setup=replace(inputs.setup, two_url_mode=True),
-        changes=(ChangeCheck("ngram-k4", (), None, "two-URL mode: commands unknown"),),
+        changes=(ChangeCheck("ngram-k4", (), None, not_checked("two_url")),),
     )
     r = build_report(inputs, FAST)
     assert r.level("c1").comparison("ngram-k4").gate == "ok"
