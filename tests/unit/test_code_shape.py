@@ -75,27 +75,17 @@ def test_test_files_have_unique_basenames():
     assert not twice, f"test files sharing a basename: {twice}"
 
 
-# Modules below the report that still store a sentence built from numbers as a note, a reason, a verdict or a warning
-# (#48 item 3, not yet records), as `stored_sentences` finds them; the list may only shrink: a new one anywhere else
-# fails. Warnings, gate reasons, diagnose's findings, compare's, the what-if model's and the file readers' notes, a
-# metric's note, the correctness verdict, the plan's warnings and the single-change check's note are records already.
-SENTENCES_LEFT = {
-    # Not stored: the run's size, said before it starts through RunScreen.line as its plan's description and the dry
-    # run's estimate are (`size_lines`' and `search_size_lines`' "launches: ..." lines, found by their append); no
-    # warning, note or reason is left in them (the search's warning is a record)
-    "commands/run/preflight.py",
-    "commands/run/probing/budget.py",
-    # not a note but a clause of the workload's source line (`Workload.source`: `?turns=1`'s turns left out, a trace's
-    # lines sorted), which bench's manifest.json, the A/B's setup and --resume's plan identity keep as text and compare
-    # checks for equal prompts: a record there changes the source line itself, and what older runs are checked against
-    "harness/workload/files/questions.py",
-    "harness/workload/files/trace.py",
-}
-# Modules whose notes are the text of a file they write, not a warning: recommended-flags.txt's comment lines (what
-# TensorRT-LLM's options file must hold) are shipped as text, beside recommended.yaml, and read by a person deploying;
-# the speculab engine's load-dependent form says its own there (`_by_load`: adaptive k, drafts off above a batch);
-# the starter experiment `speculab init` writes is a file a person reads and edits, its comments its text (a method's
-# reason in them is the report's words, handed in by the CLI).
+# Below the report no sentence built from numbers is kept as a note, a reason, a verdict or a warning (#48 item 3):
+# those are records with a kind, worded in `report/words/` and `report/phrases.py`. The guard finds a kept sentence by
+# where it goes (`stored_sentences`); the modules below are what it finds that is not a note, each for its reason.
+# Lines said once, before the run, not kept anywhere: the run's size, said through RunScreen.line as the plan's
+# description and the dry run's estimate are (`size_lines`' and `search_size_lines`' "requests: ..." and "launches:
+# ..." lines, found by their append); their warning, when there is one, is a record.
+SAID_BEFORE_THE_RUN = {"commands/run/preflight.py", "commands/run/probing/budget.py"}
+# A clause of the workload's source line (`Workload.source`: `?turns=1`'s turns left out, a trace's lines sorted), the
+# workload's identity: bench's manifest.json, the A/B's setup and --resume's plan identity keep it as text and compare
+# checks it for equal prompts, so a record there would change what older runs are checked against.
+SOURCE_LINE = {"harness/workload/files/questions.py", "harness/workload/files/trace.py"}
 FILE_TEXT = {"commands/run/recommended.py", "harness/servers/adapters/speculab.py", "commands/init/starter.py"}
 
 # Where a stored sentence goes: a note or record built from it, a list it is appended to (any list: `out` of the
@@ -197,7 +187,7 @@ def test_no_warning_or_note_is_a_sentence_below_the_report():
     for f in [*(SRC / "harness").rglob("*.py"), *(SRC / "commands").rglob("*.py")]:
         if kept := stored_sentences(ast.parse(f.read_text(encoding="utf-8"))):
             found[f.relative_to(SRC).as_posix()] = kept
-    allowed = SENTENCES_LEFT | FILE_TEXT
+    allowed = SAID_BEFORE_THE_RUN | SOURCE_LINE | FILE_TEXT
     new = {k: v for k, v in found.items() if k not in allowed}
     assert not new, f"sentences stored below the report: {new}"
-    assert not SENTENCES_LEFT - set(found), f"no sentence left there (shrink the list): {SENTENCES_LEFT - set(found)}"
+    assert not allowed - set(found), f"nothing found there any more (shrink the list): {allowed - set(found)}"
