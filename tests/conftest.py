@@ -82,14 +82,20 @@ LONGEST_FILES = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, then the other files holding `slow` tests, then the rest (a stable sort): the two
-    workers take whole files in this order, and a file of minutes started last would leave one worker idle while the
-    other finishes it."""
+    """The longest files first, then the other files holding `slow` tests, then the rest, and the files holding
+    `serial` tests last (a stable sort): the two workers take whole files in this order, and a file of minutes started
+    last would leave one worker idle while the other finishes it. A `serial` test waits for the test the other worker
+    is in to end: among the first files that was a test of a minute or two, with this worker idle (after #48 the
+    serial searches and recommend_demo were started among the longest); at the end it is a unit test of seconds."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    serial_files = {item.path for item in items if item.get_closest_marker("serial")}
 
     def rank(item: pytest.Item) -> tuple[int, int]:
+        longest = LONGEST_FILES.index(item.path.name) if item.path.name in LONGEST_FILES else len(LONGEST_FILES)
+        if item.path in serial_files:
+            return (3, longest)
         if item.path.name in LONGEST_FILES:
-            return (0, LONGEST_FILES.index(item.path.name))
+            return (0, longest)
         return (1 if item.path in slow_files else 2, 0)
 
     items.sort(key=rank)
