@@ -2,11 +2,11 @@
 
 Engine fixtures skip cleanly where torch (the [engine] extra) is not installed.
 
-The suite runs on two workers (pyproject's addopts: `-n 2`): most integration tests wait on servers, sleeps and
-sockets, so two of them side by side finish in about the time of one. Tests marked `serial` (millisecond timing
+The suite runs on three workers on two cores (pyproject's addopts: `-n 3`): most integration tests wait on servers,
+Ray, sleeps and sockets, so the third fills the time the other two wait. Tests marked `serial` (millisecond timing
 assertions, tests that measure the machine before they assert) must not share it: each test takes a lock around its
 whole run (setup, call, teardown) — shared for ordinary tests, exclusive for `serial` ones — so a `serial` test runs
-while the other worker waits, and then the other worker goes on. A turnstile in front of the lock gives a waiting
+while the other workers wait, and then they go on. A turnstile in front of the lock gives a waiting
 `serial` test priority over the next ordinary test (flock alone would let the other worker take its shared lock
 again and again). Without xdist (`-n 0`, `-p no:xdist`) there is nothing to share and no lock.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-# One torch (OpenMP) thread in the suite and in every server it starts: two workers share two cores, and an engine's
+# One torch (OpenMP) thread in the suite and in every server it starts: three workers share two cores, and an engine's
 # intra-op threads only spin against the other worker's processes (the demo models are tiny; the engine unit tests
 # measured 20x slower with 2, tests/unit/engine/speculative/conftest.py). A server's own `--threads` still wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -83,7 +83,7 @@ LONGEST_FILES = (
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest files first, then the other files holding `slow` tests, then the rest, and the files holding
-    `serial` tests last (a stable sort): the two workers take whole files in this order, and a file of minutes started
+    `serial` tests last (a stable sort): the workers take whole files in this order, and a file of minutes started
     last would leave one worker idle while the other finishes it. A `serial` test waits for the test the other worker
     is in to end: among the first files that was a test of a minute or two, with this worker idle (after #48 the
     serial searches and recommend_demo were started among the longest); at the end it is a unit test of seconds."""

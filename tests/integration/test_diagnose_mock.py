@@ -48,6 +48,12 @@ def within(x: float, truth: float, rel: float = 0.10) -> bool:
     return abs(x - truth) <= rel * truth
 
 
+# The tests that hold a measured time to the mock's script within 10% run alone (`serial`): with three workers on two
+# cores a mock sharing its core fell 40% behind its 8 ms gaps once (bench/README.md, issue 48)
+timed = pytest.mark.serial
+
+
+@timed
 async def test_quantities_recovered_within_10_percent(tmp_path: Path) -> None:
     script = dict(ttft_s=0.01, gap_s=0.008, output_tokens=16, prefill_s_per_token=0.0004, cold_start_s=0.3,
                   max_model_len=1024)  # fmt: skip
@@ -96,6 +102,7 @@ async def test_decode_dominated() -> None:
     assert "cold_start" not in [f.cause for f in d.findings] and "queueing" not in [f.cause for f in d.findings]
 
 
+@timed
 async def test_prefill_dominated() -> None:
     with mock_process(ttft_s=0.01, gap_s=0.004, output_tokens=4, prefill_s_per_token=0.0005, max_model_len=1024) as url:
         res = await diagnose(url, workload="synthetic:input=600,output=4", max_tokens=4, max_prompt_tokens=700)
@@ -108,6 +115,7 @@ async def test_prefill_dominated() -> None:
     assert "--concurrency" in queueing_note(dataclasses.asdict(d.queueing))
 
 
+@timed
 async def test_cold_start_dominated() -> None:
     with mock_process(ttft_s=0.01, gap_s=0.004, output_tokens=16, cold_start_s=0.8, max_model_len=1024) as url:
         res = await diagnose(url, concurrency=2)
@@ -157,6 +165,7 @@ async def test_prefix_caching_detected_and_saving_measured() -> None:
     assert pc.server_cache_hit_tokens is not None and pc.server_cache_hit_tokens >= 300
 
 
+@timed
 async def test_idle_period_probe_measures_the_cold_start_after_idle() -> None:
     script = dict(ttft_s=0.01, gap_s=0.004, output_tokens=8, cold_start_s=0.25, idle_reset_s=0.3, max_model_len=512)
     with mock_process(**script) as url:
