@@ -65,19 +65,23 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
 
 
-# The files that take a minute or more on the 2-core machine, longest first (bench/suite_durations.py measures them;
-# bench/README.md has the figures): started first, so neither worker is left finishing one alone at the end.
+# The files that take a minute or more on the 2-core machine (bench/suite_durations.py measures them; bench/README.md
+# has the figures), started first so that no worker is left finishing one alone at the end, in an order that keeps the
+# CPU-bound ones apart: xdist gives the three workers the 1st, 2nd and 3rd files, then the next file to a worker with
+# fewer than three tests left, so the README block (one test) and the vLLM A/B (CPU-bound) go to one worker, one after
+# the other, while the others wait on namespaces, Ray and servers (two_hosts, a_vs_a, ray_workers: a fifth of their
+# wall is CPU). Started together they took 145 s and 104 s instead of 107 s and 79 s.
 LONGEST_FILES = (
-    "test_readme_examples.py",
-    "test_vllm_ab.py",
-    "test_two_hosts.py",
-    "test_search_resume.py",
-    "test_resume.py",
-    "test_a_vs_a.py",
-    "test_recommend_demo.py",
-    "test_ray_workers.py",
+    "test_readme_examples.py",  # CPU-bound (the demo engine)
+    "test_two_hosts.py",  # waits
+    "test_a_vs_a.py",  # waits
+    "test_vllm_ab.py",  # half CPU
+    "test_ray_workers.py",  # waits
+    "test_resume.py",  # CPU-bound
     "test_recommended_launch.py",
     "test_experiment_lifecycle.py",
+    "test_search_resume.py",  # serial: among the serial files, last
+    "test_recommend_demo.py",  # serial
 )
 
 
