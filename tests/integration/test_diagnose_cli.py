@@ -116,6 +116,9 @@ def test_ctrl_c_keeps_what_ran_and_exits_130(tmp_path):
     assert json.loads((out / "manifest.json").read_text())["interrupted"] is True
 
 
+# alone on the machine (`serial`): it holds the mock's scripted 300 ms cold start within 10%; beside two other workers
+# it measured 343 ms once (issue 48)
+@pytest.mark.serial
 def test_launch_cmd_times_start_up_and_first_token_then_stops_the_server(capsys, tmp_path):
     from speculab.harness.servers.process import port_in_use
 
