@@ -101,14 +101,14 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
 
     resp: web.StreamResponse | None = None
     stream = bool(body.get("stream"))
-    if stream:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        if job.chat:  # OpenAI sends the role delta at once, before any text: it must not count as the first token
-            await resp.write(
-                chunk_event(job, [choice(job, None, None, None)], job.usage(0) if job.continuous_usage else None)
-            )
     try:
+        if stream:  # a client gone before its headers are written is one that hung up too (below), not an error
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+            await resp.prepare(request)
+            if job.chat:  # OpenAI sends the role delta at once, before any text: it must not count as the first token
+                await resp.write(
+                    chunk_event(job, [choice(job, None, None, None)], job.usage(0) if job.continuous_usage else None)
+                )
         async with state.admission(t_arrival) as t_admit:
             m = state.metrics
             m.queue.observe(t_admit - t_arrival)
