@@ -106,9 +106,13 @@ class StepLoop:
         self.recent_batches: deque[int] = deque(maxlen=1024)  # the last steps' batches, oldest first (tests)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def join(self, member: Member, ready_at: float) -> None:
         """`member` is ready (prefill done, or back from a stall) at `ready_at`: it joins the next step to start."""
+        if self._closed:  # the server is stopping: nothing more is stepped
+            member.inbox.put_nowait(None)
+            return
         member.active, member.ready_at = True, ready_at
         self.joining.append(member)
         self._wake.set()
@@ -125,8 +129,12 @@ class StepLoop:
 
     def close(self) -> None:
         """The server is stopping: end the loop and tell every member (their handlers drop their streams)."""
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
+        self._release()
+
+    def _release(self) -> None:
         for m in (*self.members, *self.joining):
             m.active = False
             m.inbox.put_nowait(None)
@@ -134,6 +142,13 @@ class StepLoop:
         self.joining.clear()
 
     async def _run(self) -> None:
+        try:
+            await self._step_on()
+        finally:  # cancelled, or a fault of the loop itself: no handler is left waiting for a step that never comes
+            self._closed = True
+            self._release()
+
+    async def _step_on(self) -> None:
         end = float("-inf")  # the last step's end
         while True:
             while not self.members and not self.joining:

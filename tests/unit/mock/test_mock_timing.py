@@ -143,3 +143,18 @@ def test_the_per_stream_schedule_reads_the_running_count_for_each_gap() -> None:
     assert [(c.tokens, c.step_tokens) for c in chunks] == [(2, 2), (1, 1), (2, 2)]
     assert [c.due for c in chunks] == pytest.approx([1.0, 1.04, 2.0])
     assert PacedChunks(cfg, 0.0, 5, lambda: 1).fault_token(0.99) == 3  # chunks 2, 1, 2: the third starts at token 3
+
+
+def test_a_loop_that_fails_leaves_no_request_waiting_for_a_step() -> None:
+    def broken() -> int:
+        raise RuntimeError("the running count is broken")
+
+    async def scenario(loop: StepLoop, clock: ScriptedClock):
+        a = Member(5)
+        loop.join(a, 0.0)
+        first = await a.inbox.get()
+        late = Member(5)
+        loop.join(late, 1.0)  # after the loop ended: told at once, never stepped
+        return first, late.inbox.get_nowait()
+
+    assert _run(ALWAYS, scenario, running=broken) == (None, None)
