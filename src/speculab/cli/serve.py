@@ -126,7 +126,27 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         "--per-request-spec-decode-metrics",
         help="Each response carries vLLM's per-request metrics.speculative_decoding (vLLM's flag of that name).",
     ),
-    speculative_config: str = typer.Option(None, help="vLLM's flag, read for its k: the mock poses as vLLM."),
+    speculative_config: str = typer.Option(
+        None, help="vLLM's flag, read for its k and its synthetic (forced) acceptance: the mock poses as vLLM."
+    ),
+    step_batched: bool = typer.Option(
+        False,
+        "--step-batched",
+        help="One engine loop batches every request in flight in steps (a scripted engine with a known truth).",
+    ),
+    step_ms: float = typer.Option(20.0, help="--step-batched: every step's fixed cost."),
+    step_ms_per_request: float = typer.Option(0.0, help="--step-batched: a step's cost per request in the batch."),
+    verify_ms_per_request_token: float = typer.Option(
+        0.0, help="--step-batched: a speculative step's cost per request x draft position."
+    ),
+    draft_ms_per_token: float = typer.Option(0.0, help="--step-batched: a speculative step's cost per draft position."),
+    acceptance_rates: str = typer.Option(
+        None, help="--step-batched: the content's conditional acceptance per draft position, like 0.8,0.7,0.6."
+    ),
+    forced_acceptance_rates: str = typer.Option(
+        None,
+        help="--step-batched: forced unconditional acceptance per position (vLLM's synthetic rates), like 0.8,0.6.",
+    ),
     dev_mode: bool = typer.Option(
         False, "--dev-mode", envvar="VLLM_SERVER_DEV_MODE", help="Serve POST /reset_prefix_cache (vLLM's dev mode)."
     ),
@@ -179,6 +199,13 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         num_speculative_tokens=num_speculative_tokens,
         per_request_spec_decode_metrics=per_request_spec_decode_metrics,
         speculative_config=speculative_config,
+        step_batched=step_batched,
+        step_ms=step_ms,
+        step_ms_per_request=step_ms_per_request,
+        verify_ms_per_request_token=verify_ms_per_request_token,
+        draft_ms_per_token=draft_ms_per_token,
+        acceptance_rates=acceptance_rates,
+        forced_acceptance_rates=forced_acceptance_rates,
         dev_mode=dev_mode,
         prefix_cache=prefix_cache,
         prefix_cache_max_blocks=prefix_cache_max_blocks,

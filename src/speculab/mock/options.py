@@ -31,6 +31,13 @@ class MockFlags:
     num_speculative_tokens: int | None = None
     per_request_spec_decode_metrics: bool = False
     speculative_config: str | None = None
+    step_batched: bool = False
+    step_ms: float = 20.0
+    step_ms_per_request: float = 0.0
+    verify_ms_per_request_token: float = 0.0
+    draft_ms_per_token: float = 0.0
+    acceptance_rates: str | None = None
+    forced_acceptance_rates: str | None = None
     dev_mode: bool = False
     prefix_cache: bool = False
     prefix_cache_max_blocks: int = 65536
@@ -54,9 +61,19 @@ class MockFlags:
 def mock_config_from_flags(f: MockFlags) -> MockConfig:
     """The CLI's flags (their parameter names) -> the mock's script; a bad value is one UserError line."""
     pattern = parse_chunk_pattern(f.tokens_per_chunk)
-    k = f.num_speculative_tokens  # default: the largest chunk carries k drafted tokens and the bonus one
-    if k is None and f.speculative_config:
-        k = _k_of(f.speculative_config)
+    k, synthetic = _speculative_config_of(f.speculative_config) if f.speculative_config else (None, None)
+    if f.num_speculative_tokens is not None:
+        k = f.num_speculative_tokens
+    forced = _rates(f.forced_acceptance_rates, "--forced-acceptance-rates")
+    if synthetic is not None:
+        if forced is not None:
+            raise UserError(
+                "forced acceptance is given twice (--forced-acceptance-rates and the --speculative-config's "
+                "synthetic rates): keep one"
+            )
+        forced = synthetic
+    if k is None:  # default: the forced rates' positions, else the largest chunk's k drafted tokens and bonus one
+        k = len(forced) if forced is not None else max(pattern) - 1
     try:
         return MockConfig(
             ttft_s=f.ttft_ms / 1e3,
@@ -73,7 +90,7 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             idle_reset_s=f.idle_reset_s,
             max_concurrency=f.max_concurrency,
             decode_slowdown_per_request=f.decode_slowdown,
-            num_speculative_tokens=max(pattern) - 1 if k is None else k,
+            num_speculative_tokens=k,
             per_request_spec_metrics=f.per_request_spec_decode_metrics,
             prefix_cache=f.prefix_cache,
             prefix_cache_max_blocks=f.prefix_cache_max_blocks,
@@ -91,18 +108,54 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             spin_s=f.spin_ms / 1e3,
             api_key=f.api_key,
             request_receive_timeout_s=f.request_receive_timeout,
+            step_batched=f.step_batched,
+            step_s=f.step_ms / 1e3,
+            step_s_per_request=f.step_ms_per_request / 1e3,
+            verify_s_per_request_token=f.verify_ms_per_request_token / 1e3,
+            draft_s_per_token=f.draft_ms_per_token / 1e3,
+            acceptance_rates=_rates(f.acceptance_rates, "--acceptance-rates") or (),
+            forced_acceptance_rates=forced,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None
 
 
-def _k_of(text: str) -> int:
-    """vLLM's `--speculative-config JSON`, taken for its k: the mock then poses as vLLM in a launch experiment
-    (`engine: vllm` derives the candidate's command by adding the flag to the baseline's)."""
+def _rates(text: str | None, flag: str) -> tuple[float, ...] | None:
+    """`0.8,0.6,0.4` -> per-position rates; None when the flag is not given."""
+    if text is None:
+        return None
     try:
-        k = json.loads(text).get("num_speculative_tokens")
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"{flag} takes one rate per draft position, like 0.8,0.6,0.4; got {text!r}") from None
+
+
+def _speculative_config_of(text: str) -> tuple[int, tuple[float, ...] | None]:
+    """vLLM's `--speculative-config JSON`, taken for its k and its forced acceptance (`rejection_sample_method:
+    synthetic` with `synthetic_acceptance_rates` or `synthetic_acceptance_length`, vLLM's rule for the latter): the
+    mock then poses as vLLM in a launch experiment (`engine: vllm` derives the candidate's command, and a forced
+    probe's, by adding the flag to the baseline's)."""
+    try:
+        config = json.loads(text)
+        k = config.get("num_speculative_tokens")
     except (ValueError, AttributeError):
         k = None
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
         raise UserError(f"--speculative-config must be JSON with num_speculative_tokens (an integer); got {text!r}")
-    return k
+    if config.get("rejection_sample_method") != "synthetic":
+        return k, None
+    rates, length = config.get("synthetic_acceptance_rates"), config.get("synthetic_acceptance_length")
+    if (rates is None) == (length is None):
+        raise UserError(
+            "--speculative-config with rejection_sample_method 'synthetic' needs exactly one of "
+            "synthetic_acceptance_rates or synthetic_acceptance_length"
+        )
+    if rates is not None:
+        if not isinstance(rates, list) or not all(isinstance(r, (int, float)) for r in rates):
+            raise UserError(f"synthetic_acceptance_rates must be a list of numbers; got {rates!r}")
+        return k, tuple(float(r) for r in rates)
+    if not isinstance(length, (int, float)) or not 1 <= length <= k + 1:
+        raise UserError(f"synthetic_acceptance_length must be a number in [1, {k + 1}]; got {length!r}")
+    # vLLM's minimum-variance schedule: whole accepted drafts first, the fraction on the next position
+    full = int(length - 1)
+    return k, tuple(([1.0] * full + [length - 1 - full] + [0.0] * k)[:k])

@@ -24,15 +24,35 @@ counters' mean acceptance length equals the mean of `tokens_per_chunk` (over who
 cut short by max_tokens is still counted with its full acceptance, as vLLM counts it before truncation.
 Simplification: the first chunk also counts as a verification step (a real engine's first token comes from
 prefill alone).
+
+The step-batched mode (`step_batched`, issue 49: a scripted engine whose speedup at every load and K is known) replaces
+the per-stream decode rule with one engine loop per server (`speculab.mock.steps`). Every request in the batch advances
+each step, one chunk per request per step, and all of a step's chunks are due at its end:
+- a plain step (k = 0) costs `step_s` + `step_s_per_request` x batch and gives each request 1 token;
+- a speculative step costs that + `verify_s_per_request_token` x batch x k + `draft_s_per_token` x k, and gives
+  each request 1 + accepted tokens, accepted drawn position by position with the server's seeded RNG at the
+  conditional rates `acceptance_rates` (the content's), stopping at the first rejection; `forced_acceptance_rates`
+  (vLLM's `synthetic_acceptance_rates`: unconditional, non-increasing) replace them when set.
+- the batch is the requests running on the server when the step starts (`vllm:num_requests_running`: admitted and
+  not yet ended, those still in prefill included, as in an engine with chunked prefill). A request whose last chunk
+  the previous step gave still counts: its handler has not ended yet, and in a closed loop its successor arrives a
+  moment later. So a closed loop at concurrency c steps at batch c, which `mock.truth` assumes.
+- prefill keeps the per-stream rules up to the join: queueing, cold start, `ttft_s`, prefill cost, serial prefill and
+  jitter decide when a request is ready; it then joins the next step to start (at once when the loop is idle), and
+  that first step gives its first token alone (the prefill's token: no drafts, no verification step counted), so
+  TPOT spans whole decode steps. `gap_s` plays no part; `tokens_per_chunk` and `decode_slowdown_per_request` must
+  keep their defaults.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import random
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from speculab.errors import UserError
@@ -117,12 +137,25 @@ class MockConfig:
     request_receive_timeout_s: float = 30.0  # request line, headers and body must arrive within it (0: no limit)
     record_send_times: bool = False  # keep each chunk's write time (CLOCK_MONOTONIC) for GET /mock/send_times:
     # lets a benchmark separate the client's timing error from the server's own wake-up lateness
+    # the step-batched mode (module docstring): one engine loop batches every request in flight
+    step_batched: bool = False
+    step_s: float = 0.02  # a: every step's fixed cost
+    step_s_per_request: float = 0.0  # b: per request in the batch
+    verify_s_per_request_token: float = 0.0  # d: a speculative step's verification, per request x draft position
+    draft_s_per_token: float = 0.0  # g: a speculative step's proposing, per draft position (a draft model's passes)
+    acceptance_rates: tuple[float, ...] = ()  # the content's conditional rate at each draft position (>= k of them)
+    # vLLM's synthetic_acceptance_rates: unconditional per position (P(first j+1 drafts all accepted)),
+    # non-increasing, k or fewer (missing positions 0); they override acceptance_rates: a cost probe
+    forced_acceptance_rates: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):
             object.__setattr__(self, "models", (self.models,))
         if isinstance(self.tokens_per_chunk, list):
             object.__setattr__(self, "tokens_per_chunk", tuple(self.tokens_per_chunk))
+        for name in ("acceptance_rates", "forced_acceptance_rates"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         self._validate()
 
     def _validate(self) -> None:
@@ -166,6 +199,44 @@ class MockConfig:
             need(0 <= getattr(self, name) <= 1, f"{name} must be in [0, 1], got {getattr(self, name)}")
         total = sum(self.fault_rates.values())
         need(total <= 1 + 1e-9, f"fault rates must sum to <= 1 (one fault per request at most), got {total:g}")
+        self._validate_steps(need)
+
+    def _validate_steps(self, need: Callable[[bool, str], None]) -> None:
+        """The step-batched mode's keys: each wrong value is one line naming the key."""
+        costs = ("step_s", "step_s_per_request", "verify_s_per_request_token", "draft_s_per_token")
+        for name in costs:
+            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("acceptance_rates", "forced_acceptance_rates"):
+            rates = getattr(self, name) or ()
+            need(all(0 <= r <= 1 for r in rates), f"{name} must each be in [0, 1], got {list(rates)}")
+        if not self.step_batched:
+            step_keys = (*costs, "acceptance_rates", "forced_acceptance_rates")
+            changed = [n for n in step_keys if getattr(self, n) != _DEFAULTS[n]]
+            need(not changed, f"{', '.join(changed)}: step-batched settings; set step_batched (--step-batched) too")
+            return
+        need(self.step_s + self.step_s_per_request > 0, "step_s or step_s_per_request must be > 0 (a step takes time)")
+        need(self.chunk_pattern == (1,), "tokens_per_chunk must be 1 in the step-batched mode (acceptance sets it)")
+        need(
+            self.decode_slowdown_per_request == 0,
+            "decode_slowdown_per_request has no effect in the step-batched mode: use step_s_per_request",
+        )
+        k, forced = self.num_speculative_tokens, self.forced_acceptance_rates
+        if forced is not None:
+            need(k > 0, "forced_acceptance_rates needs num_speculative_tokens > 0")
+            need(
+                len(forced) <= k,
+                f"forced_acceptance_rates has {len(forced)} rates, more than num_speculative_tokens ({k}) drafts",
+            )
+            need(
+                all(b <= a for a, b in itertools.pairwise(forced)),
+                f"forced_acceptance_rates must be non-increasing (unconditional rates), got {list(forced)}",
+            )
+        else:
+            need(
+                len(self.acceptance_rates) >= k,
+                f"acceptance_rates has {len(self.acceptance_rates)} rates for num_speculative_tokens = {k}: give one "
+                "conditional rate per draft position",
+            )
 
     @property
     def chunk_pattern(self) -> tuple[int, ...]:
@@ -188,6 +259,45 @@ class MockConfig:
             Fault.ERROR_EVENT: self.fault_error_event_rate,
             Fault.STALL: self.fault_stall_rate,
         }
+
+
+_DEFAULTS = {f.name: f.default for f in fields(MockConfig)}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pure pieces: the step-batched mode's cost and acceptance rules
+
+
+def step_s(cfg: MockConfig, batch: int) -> float:
+    """One step's duration in seconds with `batch` requests in the batch (at least one): a + b x batch, plus
+    d x batch x k + g x k when the server speculates (k = num_speculative_tokens > 0)."""
+    b, k = max(batch, 1), cfg.num_speculative_tokens
+    t = cfg.step_s + cfg.step_s_per_request * b
+    if k > 0:
+        t += cfg.verify_s_per_request_token * b * k + cfg.draft_s_per_token * k
+    return t
+
+
+def conditional_acceptance(cfg: MockConfig) -> tuple[float, ...]:
+    """The conditional acceptance rate at each of the k draft positions. Forced rates are unconditional, so they are
+    turned into conditional ones as vLLM's synthetic sampler does (c_j = p_j / p_(j-1), 0 after a 0; positions
+    beyond the given ones 0); otherwise the content's `acceptance_rates`."""
+    k, forced = cfg.num_speculative_tokens, cfg.forced_acceptance_rates
+    if forced is None:
+        return tuple(cfg.acceptance_rates[:k])
+    p = (*forced, *(0.0,) * (k - len(forced)))
+    return tuple(pj / q if q > 0 else 0.0 for pj, q in zip(p, (1.0, *p[:-1]), strict=True))
+
+
+def draw_accepted(rates: tuple[float, ...], rng: random.Random) -> int:
+    """Draft tokens accepted in one verification step: drawn position by position at the conditional `rates`, up
+    to the first rejection (so the accepted ones are always the leading positions, as the counters assume)."""
+    accepted = 0
+    for rate in rates:
+        if rng.random() >= rate:
+            break
+        accepted += 1
+    return accepted
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -36,21 +36,15 @@ from speculab.mock.script import (
     token_logprobs,
 )
 from speculab.mock.state import MockState
+from speculab.mock.timing import BatchedChunks, PacedChunks, sleep_until_on_loop
 from speculab.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
 from speculab.serving.exhaustion import AcceptLoop, ConnectionCounters, bound_logs, raise_open_files_limit
-from speculab.serving.pacing import sleep_until
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Handlers
-
-
-async def _sleep_until(deadline: float, spin_s: float = 0.0) -> None:
-    """Sleep until `deadline` on the loop's clock; `spin_s` > 0 ends the sleep that early and yields to the loop for
-    the rest (serving.pacing: asyncio's sleeps overshoot by 1-2 ms, and other streams' writes still run meanwhile)."""
-    await sleep_until(deadline, asyncio.get_running_loop().time, spin_s)
 
 
 def _client_gone(request: web.Request) -> bool:
@@ -133,62 +127,79 @@ async def _generate(
     fault: Fault | None,
     fault_pos: float,
 ) -> web.StreamResponse:
-    """Produce the chunks on schedule; write them when streaming, else answer once at the end."""
-    cfg, m = state.cfg, state.metrics
-    loop = asyncio.get_running_loop()
+    """Produce the chunks on schedule (`deadline`: the request is ready, prefill done); write them when streaming,
+    else answer once at the end."""
+    cfg = state.cfg
     tokens = generate_tokens(job.prompt_text, job.seed, job.n_tokens)
     lps = token_logprobs(job.prompt_text, job.seed, tokens, job.logprobs_top) if job.logprobs_top is not None else None
-    steps = chunk_sizes(cfg.chunk_pattern, job.n_tokens)
-    pattern = cfg.chunk_pattern
-    # Mid-stream faults fire before chunk `fault_at`: after at least one chunk when there are two or more.
-    fault_at = 1 + int(fault_pos * (len(steps) - 1)) if len(steps) > 1 else 0
-    done, text_off = 0, 0
-    verified: list[int] = []  # each chunk's verification step: the tokens it yielded (per-request spec metrics)
     sends: list[float] | None = None
     if cfg.record_send_times and resp is not None:
         sends = []
         state.send_log.append(
             {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
         )
-    for i, n in enumerate(steps):
-        if state.shutdown.is_set():  # server stopping: end the stream abruptly, as a dying server would
+    chunks = state.chunk_source(deadline, job.n_tokens)
+    try:
+        return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, sends)
+    finally:
+        chunks.close()  # the step-batched mode: out of the batch, however the request ended
+
+
+async def _send_chunks(  # long: one loop over the chunks, the faults at their place in it
+    state: MockState,
+    request: web.Request,
+    job: Job,
+    resp: web.StreamResponse | None,
+    chunks: PacedChunks | BatchedChunks,
+    output: tuple[list[str], list[dict[str, Any]] | None],
+    t_arrival: float,
+    fault: Fault | None,
+    fault_pos: float,
+    sends: list[float] | None,
+) -> web.StreamResponse:
+    cfg, m = state.cfg, state.metrics
+    loop = asyncio.get_running_loop()
+    tokens, lps = output
+    # A mid-stream fault strikes before the first chunk at or past this token (after at least one chunk when the
+    # output has two or more).
+    fault_token = chunks.fault_token(fault_pos)
+    done, text_off, struck = 0, 0, False
+    verified: list[int] = []  # each chunk's verification step: the tokens it yielded (per-request spec metrics)
+    while done < job.n_tokens:
+        chunk = None if state.shutdown.is_set() else await chunks.next()
+        if chunk is None:  # server stopping: end the stream abruptly, as a dying server would
             _drop(request)
             return resp if resp is not None else web.Response(status=503)
-        if i == fault_at and fault is Fault.STALL:
+        here = fault is not None and not struck and done >= fault_token
+        struck |= here
+        if here and fault is Fault.STALL:
+            chunks.leave()
             await _stall(state, request, cfg.fault_stall_s)
-            deadline = max(deadline, loop.time())
-        last = i == len(steps) - 1
+            chunk = chunks.resume(chunk, loop.time())
+        n = chunk.tokens
         payload = b""
         if resp is not None:  # encoded before the deadline, so that at the deadline only the write is left
             text = "".join(tokens[done : done + n])
             lp_block = logprobs_block(job, lps[done : done + n], text_off) if lps is not None else None
             usage = job.usage(done + n) if job.continuous_usage else None
+            last = done + n >= job.n_tokens
             payload = chunk_event(job, [choice(job, text, job.finish_reason if last else None, lp_block)], usage)
             text_off += len(text)
-        await _sleep_until(deadline, cfg.spin_s)
-        if i == 0:
+        await sleep_until_on_loop(chunk.due, cfg.spin_s)
+        if done == 0:
             m.ttft.observe(loop.time() - t_arrival)
-        if i == fault_at and fault in (Fault.DROP, Fault.MALFORMED, Fault.ERROR_EVENT) and resp is None:
-            return _unary_fault(request, fault)
-        if resp is not None and i == fault_at:
-            if fault is Fault.DROP:
-                _drop(request)
-                return resp
-            if fault is Fault.ERROR_EVENT:
-                await resp.write(error_event("mock fault: generation failed mid-stream"))
-                await resp.write(b"data: [DONE]\n\n")
-                return resp
-            if fault is Fault.MALFORMED:
-                await resp.write(b'data: {"id": "' + job.rid.encode() + b'", "choices": [{"text": \n\n')
+        if here and fault is not Fault.STALL:
+            ended = await _mid_stream_fault(request, job, resp, fault)
+            if ended is not None:
+                return ended
         if resp is not None:
             await resp.write(payload)
             if sends is not None:
                 sends.append(loop.time())
-        m.chunks.chunk(n, pattern[i % len(pattern)])
-        verified.append(pattern[i % len(pattern)])
+        m.chunks.chunk(n, chunk.step_tokens)
+        if chunk.step_tokens is not None:
+            verified.append(chunk.step_tokens)
         done += n
-        running = max(state.running, 1)
-        deadline += cfg.gap_s * (1 + cfg.decode_slowdown_per_request * (running - 1))
     m.e2e.observe(loop.time() - t_arrival)
     m.success(job.finish_reason)
     k = cfg.num_speculative_tokens
@@ -201,6 +212,24 @@ async def _generate(
     await resp.write(b"data: [DONE]\n\n")
     await resp.write_eof()
     return resp
+
+
+async def _mid_stream_fault(
+    request: web.Request, job: Job, resp: web.StreamResponse | None, fault: Fault
+) -> web.StreamResponse | None:
+    """A drop, error event or malformed event at its chunk: the response when it ends the request, else None (a
+    malformed event is followed by the stream's own chunks)."""
+    if resp is None:
+        return _unary_fault(request, fault)
+    if fault is Fault.DROP:
+        _drop(request)
+        return resp
+    if fault is Fault.ERROR_EVENT:
+        await resp.write(error_event("mock fault: generation failed mid-stream"))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+    await resp.write(b'data: {"id": "' + job.rid.encode() + b'", "choices": [{"text": \n\n')
+    return None
 
 
 def _drop(request: web.Request) -> None:
@@ -305,6 +334,8 @@ def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> w
 
     async def _on_shutdown(_: web.Application) -> None:
         state.shutdown.set()
+        if state.steps is not None:
+            state.steps.close()
 
     app.on_shutdown.append(_on_shutdown)
     app.router.add_post("/v1/completions", _completions_handler)

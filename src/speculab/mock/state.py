@@ -1,5 +1,6 @@
 """The mock server's state: vLLM-named Prometheus metrics, admission (slots, waiting/running), cold start,
-serial prefill, the prefix cache and the seeded fault and jitter draws. `mock_server` holds the HTTP side."""
+serial prefill, the prefix cache, the seeded fault, jitter and acceptance draws, and the step-batched mode's engine
+loop. `mock_server` holds the HTTP side."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
 from speculab.mock.script import Fault, MockConfig, PrefixCache
+from speculab.mock.timing import BatchedChunks, PacedChunks, StepLoop, sleep_until_on_loop
 from speculab.serving.exhaustion import ConnectionCollector, ConnectionCounters
 
 # --------------------------------------------------------------------------------------------------------------
@@ -35,11 +37,12 @@ class ChunkCounters:
         self.accepted = 0
         self.accepted_pos = [0] * k
 
-    def chunk(self, n_tokens: int, step_tokens: int) -> None:
+    def chunk(self, n_tokens: int, step_tokens: int | None) -> None:
         """A chunk of n_tokens was emitted by one verification step that yielded step_tokens (accepted + 1 bonus,
-        accepted at positions 0..accepted-1; step_tokens > n_tokens when max_tokens cut the step short)."""
+        accepted at positions 0..accepted-1; step_tokens > n_tokens when max_tokens cut the step short); None: by no
+        verification step (the step-batched mode's first token, from prefill alone)."""
         self.generation_tokens += n_tokens
-        if self.k > 0:
+        if self.k > 0 and step_tokens is not None:
             accepted = step_tokens - 1
             self.drafts += 1
             self.draft_tokens += self.k
@@ -115,6 +118,7 @@ class MockState:
         self.metrics.registry.register(connections)
         self.fault_rng = random.Random(cfg.seed)
         self.jitter_rng = random.Random(cfg.seed + 1)  # separate: jitter settings leave the fault draws unchanged
+        self.acceptance_rng = random.Random(cfg.seed + 2)  # separate too: the step-batched mode's acceptance draws
         self.n_requests = 0
         self.slots = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         self.running = 0
@@ -126,6 +130,19 @@ class MockState:
         self.shutdown = asyncio.Event()
         self.cache_resets = 0  # POST /reset_prefix_cache answered (dev_mode)
         self.send_log: list[dict[str, Any]] = []  # cfg.record_send_times: one entry per streamed request
+        self.steps = (  # the step-batched mode's engine loop; None: each stream paces itself
+            StepLoop(cfg, self.acceptance_rng, lambda: self.running, self._wait_until) if cfg.step_batched else None
+        )
+
+    async def _wait_until(self, deadline: float) -> None:
+        await sleep_until_on_loop(deadline, self.cfg.spin_s)
+
+    def chunk_source(self, first_due: float, n_tokens: int) -> PacedChunks | BatchedChunks:
+        """Where a request's chunks come from once it is ready at `first_due` (prefill done): its own pace, or the
+        engine loop's steps."""
+        if self.steps is None:
+            return PacedChunks(self.cfg, first_due, n_tokens, lambda: self.running)
+        return BatchedChunks(self.steps, first_due, n_tokens, self._wait_until)
 
     def next_id(self) -> int:
         self.n_requests += 1

@@ -1,6 +1,10 @@
-"""The mock server's pure pieces: its config checks, output plan, chunking, text and prefix cache."""
+"""The mock server's pure pieces: its config checks, output plan, chunking, text, prefix cache, and the step-batched
+mode's cost and acceptance rules."""
 
 from __future__ import annotations
+
+import random
+import re
 
 import pytest
 
@@ -9,10 +13,13 @@ from speculab.mock.script import (
     MockConfig,
     PrefixCache,
     chunk_sizes,
+    conditional_acceptance,
     count_tokens,
+    draw_accepted,
     generate_tokens,
     plan_output,
     render_chat,
+    step_s,
 )
 
 
@@ -93,3 +100,78 @@ def test_prefix_cache_evicts_least_recently_used():
     cache.lookup_and_insert(["a", "b", "c"])
     cache.lookup_and_insert(["x", "y"])  # evicts the chain a, b
     assert cache.lookup_and_insert(["a", "b", "c", "d"]) == 0
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The step-batched mode's keys and rules (issue 49)
+
+STEP = {"step_batched": True}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"step_s_per_request": 0.001}, "step_s_per_request: step-batched settings; set step_batched"),
+        ({"forced_acceptance_rates": (0.5,)}, "forced_acceptance_rates: step-batched settings"),
+        ({**STEP, "step_s": -0.01}, "step_s must be >= 0"),
+        ({**STEP, "verify_s_per_request_token": -1}, "verify_s_per_request_token must be >= 0"),
+        ({**STEP, "step_s": 0.0}, "step_s or step_s_per_request must be > 0"),
+        ({**STEP, "acceptance_rates": (0.5, 1.5)}, "acceptance_rates must each be in [0, 1]"),
+        (
+            {**STEP, "num_speculative_tokens": 3, "acceptance_rates": (0.9, 0.8)},
+            "has 2 rates for num_speculative_tokens = 3",
+        ),
+        ({**STEP, "forced_acceptance_rates": (0.8,)}, "forced_acceptance_rates needs num_speculative_tokens > 0"),
+        (
+            {**STEP, "num_speculative_tokens": 1, "forced_acceptance_rates": (0.8, 0.6)},
+            "more than num_speculative_tokens (1)",
+        ),
+        ({**STEP, "num_speculative_tokens": 2, "forced_acceptance_rates": (0.6, 0.8)}, "must be non-increasing"),
+        ({**STEP, "tokens_per_chunk": 2, "num_speculative_tokens": 1}, "tokens_per_chunk must be 1"),
+        ({**STEP, "decode_slowdown_per_request": 0.1}, "use step_s_per_request"),
+    ],
+)
+def test_config_rejects_each_wrong_step_setting_in_one_line(kwargs, needle):
+    with pytest.raises(ValueError, match=re.escape(needle)) as e:
+        MockConfig(**kwargs)
+    assert "\n" not in str(e.value)
+
+
+def test_step_time_grows_with_batch_and_with_batch_times_k():
+    plain = MockConfig(**STEP, step_s=0.01, step_s_per_request=0.001, verify_s_per_request_token=0.0005,
+                       draft_s_per_token=0.002)  # fmt: skip
+    assert step_s(plain, 4) == pytest.approx(0.014)  # k = 0: a + b c only
+    assert step_s(plain, 0) == step_s(plain, 1)  # an empty batch is never stepped; a step holds one request at least
+    spec = MockConfig(**STEP, step_s=0.01, step_s_per_request=0.001, verify_s_per_request_token=0.0005,
+                      draft_s_per_token=0.002, num_speculative_tokens=3, acceptance_rates=(0.5,) * 3)  # fmt: skip
+    assert step_s(spec, 4) == pytest.approx(0.010 + 0.004 + 0.0005 * 4 * 3 + 0.002 * 3)
+
+
+def test_forced_rates_become_conditional_as_vllm_turns_them():
+    forced = MockConfig(**STEP, num_speculative_tokens=4, forced_acceptance_rates=(0.8, 0.6, 0.0))
+    assert conditional_acceptance(forced) == pytest.approx((0.8, 0.75, 0.0, 0.0))  # p_j / p_(j-1); missing: 0
+    content = MockConfig(**STEP, num_speculative_tokens=2, acceptance_rates=(0.9, 0.5, 0.1))
+    assert conditional_acceptance(content) == (0.9, 0.5)  # the first k of the content's rates
+
+
+class ScriptedRng:
+    """A random.Random stand-in that returns the given uniforms in order."""
+
+    def __init__(self, *values: float):
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0)
+
+
+def test_acceptance_is_drawn_position_by_position_up_to_the_first_rejection():
+    rates = (0.8, 0.5, 0.5)
+    assert draw_accepted(rates, ScriptedRng(0.1, 0.4, 0.2)) == 3  # type: ignore[arg-type]
+    rng = ScriptedRng(0.1, 0.6, 0.0)  # the second position is rejected: the third is never drawn
+    assert draw_accepted(rates, rng) == 1 and rng.values == [0.0]  # type: ignore[arg-type]
+    assert draw_accepted(rates, ScriptedRng(0.8)) == 0  # type: ignore[arg-type]  # u < rate accepts
+    # seeded draws follow the rates: P(at least j+1 accepted) = 0.8, 0.4, 0.2
+    rng2 = random.Random(7)
+    n, draws = 20000, [draw_accepted(rates, rng2) for _ in range(20000)]
+    at_least = [sum(d > j for d in draws) / n for j in range(3)]
+    assert at_least == pytest.approx([0.8, 0.4, 0.2], abs=0.015)
