@@ -122,6 +122,37 @@ def test_openai_client_streams_from_a_speculative_server(method):
 
 
 @pytest.mark.slow
+def test_forced_acceptance_says_so_in_every_response_and_in_metrics(tiny_checkpoint):
+    """`speculab serve --forced-acceptance-rates` as make_app builds it: each response's speculation stats say
+    `"forced": true`, /metrics has the gauge at 1 beside counters that count what was accepted, /version the rates."""
+    from speculab.engine.server.launch import ServeConfig, make_app
+
+    config = json.dumps({"method": "draft_model", "model": str(tiny_checkpoint), "num_speculative_tokens": 3})
+    cfg = ServeConfig(
+        str(tiny_checkpoint),
+        served_model_name="tiny",
+        speculative_config=config,
+        forced_acceptance_rates=(0.5, 0.25),
+        max_num_seqs=2,
+    )
+    app = make_app(cfg)
+    with serve_app(app) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        out = client.completions.create(model="tiny", prompt="The quick brown fox", max_tokens=24, temperature=0)
+        acc = out.usage.model_extra["speculab_spec_decode"]
+        # the draft is the target itself, so the target would accept every draft: only forcing keeps fewer
+        assert acc["forced"] is True and acc["drafts"] > 0 and acc["accepted_tokens"] < acc["draft_tokens"]
+        server = Server(url, app.state.engine.engine, app.state.engine)
+        status, body = server.get("/metrics")
+        assert status == 200
+        assert 'speculab:spec_decode_forced_acceptance{model_name="tiny"} 1.0' in body
+        per_pos = [ln for ln in body.splitlines() if ln.startswith("speculab:spec_decode_num_accepted_tokens_per_pos")]
+        assert any('position="2"' in ln and ln.endswith(" 0.0") for ln in per_pos)  # a missing position's rate is 0
+        status, body = server.get("/version")
+        assert json.loads(body)["server_args"]["forced_acceptance_rates"] == [0.5, 0.25]
+
+
+@pytest.mark.slow
 def test_serve_with_speculative_config_answers_openai_clients(tiny_checkpoint):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}

@@ -40,6 +40,12 @@ def serve(  # long: one line per flag (typer reads the signature), then the engi
         help='Speculative decoding, vLLM-style JSON: \'{"method":"ngram","num_speculative_tokens":4}\' or '
         '\'{"method":"draft_model","model":"DIR|demo-draft","num_speculative_tokens":4}\' (docs/speculative.md).',
     ),
+    forced_acceptance_rates: str | None = typer.Option(
+        None,
+        help="A cost probe, not a server to use: accept drafts by a seeded draw to these per-position unconditional "
+        "rates, e.g. 0.8,0.6,0.4 (vLLM's synthetic_acceptance_rates: non-increasing, at most k, missing positions 0) "
+        "instead of by the target. Output is then NOT the target's distribution (docs/speculative.md).",
+    ),
     max_request_bytes: int = typer.Option(
         4 * 1024 * 1024, help="Largest request body; larger ones get HTTP 413 before they are read."
     ),
@@ -60,10 +66,12 @@ def serve(  # long: one line per flag (typer reads the signature), then the engi
     try:
         from speculab.engine.server.launch import ServeConfig
         from speculab.engine.server.launch import serve as run_server
+        from speculab.engine.speculative.forced import parse_forced_rates
     except ImportError as e:
         raise UserError(
             f"speculab serve needs the engine extra ({e.name} is missing): pip install 'speculab[engine]'"
         ) from None
+    rates = None if forced_acceptance_rates is None else parse_forced_rates(forced_acceptance_rates)
     cfg = ServeConfig(
         model=model,
         host=host,
@@ -79,6 +87,7 @@ def serve(  # long: one line per flag (typer reads the signature), then the engi
         seed=seed,
         threads=threads,
         speculative_config=speculative_config,
+        forced_acceptance_rates=rates,
         max_request_bytes=max_request_bytes,
         max_header_bytes=max_header_bytes,
         max_prompt_tokens=max_prompt_tokens,
@@ -88,8 +97,10 @@ def serve(  # long: one line per flag (typer reads the signature), then the engi
 
     def ready(url: str, open_files: int | None) -> None:
         files = f"; open files limit {open_files}" if open_files is not None else ""
+        rates = cfg.forced_acceptance_rates
+        forced = "" if rates is None else f"; FORCED acceptance {','.join(f'{r:g}' for r in rates)}: a cost probe"
         err_console.print(
-            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r}{files})",
+            f"speculab engine ready: {url}/v1 (model {cfg.served_model_name or model!r}{files}{forced})",
             highlight=False,
             soft_wrap=True,
         )

@@ -105,15 +105,16 @@ class LaunchConfig:
 
     engine: str  # EngineKind
     command: tuple[str, ...]
-    port: int
+    port: int | None  # None (`port: auto`): speculab chooses a free one per launch, written as the command's --port
     env: Mapping[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 600.0
     host: str = "127.0.0.1"
     health_path: str | None = None  # None: the engine adapter's default
 
     @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+    def url(self) -> str | None:
+        """Where it listens; None with `port: auto` (known once speculab chose the port)."""
+        return None if self.port is None else f"http://{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,8 @@ class ArmConfig:
     api_key_env: str | None = None  # name of the environment variable holding the API key (never the key)
 
     @property
-    def base_url(self) -> str:
+    def base_url(self) -> str | None:
+        """The server's URL; None for a launch with `port: auto` (its port is chosen at launch)."""
         return self.url if self.url is not None else self.launch.url  # type: ignore[union-attr]
 
 

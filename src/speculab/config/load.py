@@ -259,7 +259,13 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
     if b.launch is not None:
         la = b.launch
         launch = LaunchConfig(
-            la.engine, tuple(la.command), la.port, dict(la.env), la.ready_timeout_s, la.host, la.health_path
+            la.engine,
+            tuple(la.command),
+            None if la.port == "auto" else la.port,
+            dict(la.env),
+            la.ready_timeout_s,
+            la.host,
+            la.health_path,
         )
     cand = None
     if m.candidate is not None:

@@ -68,11 +68,20 @@ class SpeculationSchema(_Model):
 class LaunchSchema(_Model):
     engine: EngineKind
     command: list[str] = Field(min_length=1)
-    port: int = Field(ge=1, le=65535)
+    # auto: speculab chooses a free port and writes it as the command's --port value (moved if another takes it)
+    port: int | Literal["auto"]
     env: dict[str, str] = Field(default_factory=dict)
     ready_timeout_s: float = Field(default=600.0, gt=0)
     host: str = "127.0.0.1"
     health_path: str | None = None
+
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, v: Any) -> Any:
+        """One message for both shapes (pydantic would report each branch of the union)."""
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65535):
+            return v
+        raise ValueError(f"must be a TCP port (1-65535) or auto, got {v!r}")
 
 
 class ArmSchema(_Model):

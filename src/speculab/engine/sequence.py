@@ -111,6 +111,7 @@ class SpecStats:
     num_drafts: int = 0
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
+    forced: bool = False  # the accept decisions were forced to given rates (speculative/forced.py): a cost probe
 
 
 @dataclass(frozen=True, slots=True)

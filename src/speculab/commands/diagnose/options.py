@@ -18,7 +18,7 @@ from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, pa
 from speculab.harness.results.run_dir import RunDir
 from speculab.harness.servers.adapters import adapter_for, response_reader
 from speculab.harness.servers.adapters.flags import redact_command
-from speculab.harness.servers.process import ServerCommand  # the lifecycle's launcher, as bench/experiment.py uses it
+from speculab.harness.servers.process import ServerCommand, chosen_port_command  # the lifecycle's launcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,9 @@ def _from_experiment(path: str, f: DiagnoseFlags) -> tuple[DiagnoseFlags, Server
     if b.launch is not None and f.launch_cmd is None:
         la = b.launch
         health = la.health_path or adapter_for(la.engine).health_path
-        launch = ServerCommand(la.command, la.port, dict(la.env), la.host, health, la.ready_timeout_s)
+        launch = ServerCommand(la.command, la.port or 0, dict(la.env), la.host, health, la.ready_timeout_s)
+        if la.port is None:  # `port: auto`
+            launch = chosen_port_command(launch)
     api_key = f.api_key
     if api_key is None and b.api_key_env:
         import os
@@ -96,7 +98,7 @@ def _from_experiment(path: str, f: DiagnoseFlags) -> tuple[DiagnoseFlags, Server
     w, s = exp.workload, exp.sampling
     f = replace(
         f,
-        url=b.base_url if f.url is None else f.url,
+        url=f.url if f.url is not None else launch.url if launch is not None else b.base_url,
         model=b.model if f.model is None and b.model else f.model,
         api_key=api_key,
         workload=f.workload or w.spec,

@@ -62,7 +62,7 @@ from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.run_dir import MANIFEST, RunDir, utc_now, versions
 from speculab.harness.servers.adapters import response_reader
 from speculab.harness.servers.adapters.flags import redact_command
-from speculab.harness.servers.process import ServerProcess
+from speculab.harness.servers.process import ServerProcess, launch_server
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import context_from_cards, fit_items
 from speculab.harness.workload.items import MAX_CONTEXT_TOKENS, approx_tokens, item_text
@@ -324,6 +324,10 @@ async def run_diagnosis(
         try:
             if cfg.launch is not None:
                 launched = await _launch(cfg, http, stop, clock)
+                if launched.process.cmd.port != cfg.launch.port:  # its chosen port was taken: it listens elsewhere
+                    moved = launched.process.cmd
+                    endpoint = dataclasses.replace(cfg.endpoint, base_url=moved.url)
+                    cfg = dataclasses.replace(cfg, launch=moved, endpoint=endpoint)
             info = await probe_endpoint(http, cfg.endpoint)
             model = choose_model(cfg.endpoint.model or None, info, cfg.endpoint.base_url)
             context = _context_length(cfg, info, model)
@@ -352,14 +356,10 @@ async def _launch(cfg: DiagnoseConfig, http: aiohttp.ClientSession, stop: asynci
     """Start the server with the lifecycle's launcher (own process group, log file) and wait until it is ready."""
     assert cfg.launch is not None
     log_dir = cfg.output_dir if cfg.output_dir is not None else Path(".")
-    # start() checks the port before it creates the log's directory: a refused launch leaves nothing behind
-    server = ServerProcess(cfg.launch, log_dir / "server.log", name="launched", clock=clock)
-    server.start()
-    try:
-        ready = await server.wait_ready(http, stop)
-    except BaseException:
-        await asyncio.to_thread(server.stop)
-        raise
+    # start() checks the port before it creates the log's directory: a refused launch leaves nothing behind; a port
+    # speculab chose (`port: auto`) that another process takes moves the server to another (launch_server)
+    launched = await launch_server(cfg.launch, log_dir / "server.log", http, stop, name="launched", clock=clock)
+    server, ready = launched.server, launched.ready_s
     if ready is None:  # stopped while waiting
         await asyncio.to_thread(server.stop)
         raise KeyboardInterrupt

@@ -110,7 +110,12 @@ def demo_plan(cfg: DemoConfig) -> RunPlan:
     """Plain vs n-gram vs draft (vs EAGLE) on the demo's engine; every candidate checked to differ only in
     speculation."""
     port = cfg.port or free_port()
-    base_cmd = ServerCommand(command=base_command(cfg, port), port=port, ready_timeout_s=cfg.ready_timeout_s)
+    base_cmd = ServerCommand(
+        command=base_command(cfg, port),
+        port=port,
+        ready_timeout_s=cfg.ready_timeout_s,
+        port_chosen=cfg.port is None,  # a port taken before the server binds it moves the server to another
+    )
     adapter = adapter_for(cfg.engine)
     base = ArmPlan(ArmInfo(BASELINE, "plain", base_cmd.url, cfg.engine, redact_command(base_cmd.command)), base_cmd)
     # the list form of `speculation:`, as `speculab run` builds it: one candidate per block, each checked

@@ -29,8 +29,9 @@ from speculab.config import LoadLevel
 from speculab.harness.design import LevelSpec
 from speculab.harness.records import ColdStartTimes, RequestSpec
 from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.adapters.flags import redact_command
-from speculab.harness.servers.process import ServerProcess
+from speculab.harness.servers.process import Launched, ServerProcess, launch_server
 from speculab.harness.servers.scrape import scrape_metrics
 from speculab.harness.workload.conversation import conversations
 
@@ -75,10 +76,11 @@ class LaunchMode:
             return True
         server: ServerProcess | None = None
         try:
-            server, ready_s = await launch(life, arm, repeat)
-            if ready_s is None:
+            launched, arm = await launch(life, arm, repeat)  # `arm` at the port it listens on
+            server = launched.server
+            if launched.ready_s is None:
                 return False  # stopped while waiting
-            model = await self.cold_start(life, arm, repeat, server, ready_s)
+            model = await self.cold_start(life, arm, repeat, launched)
             for li in range(len(levels)):
                 if li not in todo:
                     life.blocks.skip()  # finished before the resume: it keeps its place in the order
@@ -99,29 +101,40 @@ class LaunchMode:
                     life.note(ReportWarning(WarningKind.SERVER_EXITED, fields=exited))
         return True
 
-    async def cold_start(
-        self, life: Lifecycle, arm: ArmPlan, repeat: int, server: ServerProcess, ready_s: float
-    ) -> str:
+    async def cold_start(self, life: Lifecycle, arm: ArmPlan, repeat: int, launched: Launched) -> str:
         """The server is up: what it serves and says, the workload fitted (first server only), the first token;
         the served model."""
+        server, ready_s = launched.server, launched.ready_s
+        assert ready_s is not None
         model, info, names = await life.probe(arm)
         fit_after_launch(life, info.model_cards, model)  # the first server up says its context
         first = await first_token(life, arm, model, server)
-        life.launched({"arm": arm.info.name, "repeat": repeat, "ready_s": ready_s, "first_token_s": first})
+        entry = {"arm": arm.info.name, "repeat": repeat, "ready_s": ready_s, "first_token_s": first}
+        moved = {"port": server.cmd.port, "ports_taken": list(launched.ports_taken)} if launched.ports_taken else {}
+        life.launched({**entry, **moved})
         life.note_server(arm, info, names, ColdStartTimes(ready_s, first))
         first_txt = f", first token {first:.1f} s" if first is not None else ""
         life.reporter.phase(f"{arm.info.label}: ready in {ready_s:.1f} s{first_txt}")
         return model
 
 
-async def launch(life: Lifecycle, arm: ArmPlan, repeat: int) -> tuple[ServerProcess, float | None]:
+async def launch(life: Lifecycle, arm: ArmPlan, repeat: int) -> tuple[Launched, ArmPlan]:
+    """Start the arm's server and wait until it is ready; the arm as launched: a port speculab chose that another
+    process took moves it to another (`launch_server`), noted, and the arm's URL follows it."""
     assert arm.launch is not None
     log = life.out / LOGS_DIR / f"{arm.info.name}-r{repeat}.log"
-    server = ServerProcess(arm.launch, log, name=arm.info.name, clock=life.clock)
     life.reporter.phase(f"{arm.info.label}: starting {' '.join(redact_command(arm.launch.command))}")
-    server.start()
-    ready_s = await server.wait_ready(life.session, life.stop)
-    return server, ready_s
+    signs = adapter_for(arm.info.engine).port_taken_signs if arm.info.engine else ()
+    launched = await launch_server(
+        arm.launch, log, life.session, life.stop, name=arm.info.name, clock=life.clock, signs=signs
+    )
+    cmd = launched.server.cmd
+    if not launched.ports_taken:
+        return launched, arm
+    taken = {"arm": arm.info.name, "repeat": repeat, "ports_taken": list(launched.ports_taken), "port": cmd.port}
+    life.note(ReportWarning(WarningKind.PORT_TAKEN, fields=taken))
+    life.reporter.phase(f"{arm.info.label}: its port was taken; relaunched at {cmd.url}")
+    return launched, replace(arm, info=replace(arm.info, url=cmd.url, command=redact_command(cmd.command)), launch=cmd)
 
 
 async def first_token(life: Lifecycle, arm: ArmPlan, model: str, server: ServerProcess) -> float | None:

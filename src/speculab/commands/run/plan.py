@@ -24,7 +24,7 @@ from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
-from speculab.harness.servers.process import ServerCommand
+from speculab.harness.servers.process import ServerCommand, chosen_port_command, with_port
 from speculab.harness.stats import ALPHA
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.fit import DEFAULT_FIT, pool_size, take
@@ -129,6 +129,8 @@ def derive_candidate(
     (engine `other`, whose speculation flags speculab does not know)."""
     refuse_if_speculating(adapter, baseline.command)
     cmd = tuple(command) if command is not None else tuple(adapter.candidate_command(baseline.command, speculation))
+    if baseline.port_chosen and port is None:  # on the port speculab chose for the baseline, given command or derived
+        cmd = with_port(replace(baseline, command=cmd), baseline.port).command
     if command is None:  # the files the derived command names (TensorRT-LLM's options file), before any launch
         write_candidate_files(adapter.candidate_files(baseline.command, speculation))
     cand = replace(
@@ -136,6 +138,7 @@ def derive_candidate(
         command=cmd,
         env=dict(env) if env is not None else dict(baseline.env),
         port=port if port is not None else baseline.port,
+        port_chosen=baseline.port_chosen and port is None,  # a candidate's own port is the user's
     )
     diff = diff_for(adapter, baseline.command, cmd)
     env_diff = _env_lines(baseline.env, cand.env)
@@ -348,8 +351,11 @@ def _launch_arms(
     # single-change check compares the environments too; a value the user set stays theirs
     reset_env = adapter.cache_reset.env if adapter.cache_reset and exp.cache_reset == "between-blocks" else {}
     base_cmd = ServerCommand(
-        la.command, la.port, {**reset_env, **la.env}, la.host, la.health_path or adapter.health_path, la.ready_timeout_s
-    )
+        la.command, la.port or 0, {**reset_env, **la.env}, la.host, la.health_path or adapter.health_path,
+        la.ready_timeout_s,
+    )  # fmt: skip
+    if la.port is None:  # `port: auto`
+        base_cmd = chosen_port_command(base_cmd)
     base = ArmPlan(
         replace(base_info, url=base_cmd.url, engine=la.engine, command=redact_command(base_cmd.command)),
         base_cmd,

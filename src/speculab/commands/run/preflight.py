@@ -43,7 +43,7 @@ from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.servers.adapters import adapter_for, engine_kinds, response_reader
-from speculab.harness.servers.process import ServerProcess
+from speculab.harness.servers.process import launch_server
 from speculab.harness.workload.conversation import conversations
 from speculab.harness.workload.fit import Fit, context_from_cards, fit_items, fit_warning
 
@@ -282,14 +282,15 @@ async def dry_run(plan: RunPlan, *, clock: Clock = time.perf_counter) -> DryRun:
         if info is not None or base.launch is None:
             return await _probe(session, ep, info, plan, None, clock)
         with tempfile.TemporaryDirectory(prefix="speculab-dry-run-") as tmp:
-            server = ServerProcess(base.launch, Path(tmp) / "server.log", name="dry-run", clock=clock)
-            server.start()
+            signs = adapter_for(base.info.engine).port_taken_signs
+            log = Path(tmp) / "server.log"
+            launched = await launch_server(base.launch, log, session, name="dry-run", clock=clock, signs=signs)
             try:
-                ready_s = await server.wait_ready(session, asyncio.Event())
+                ep = dataclasses.replace(ep, base_url=launched.server.cmd.url)  # moved, if its chosen port was taken
                 info = await _reachable(session, ep)
-                return await _probe(session, ep, info, plan, ready_s, clock)
+                return await _probe(session, ep, info, plan, launched.ready_s, clock)
             finally:
-                await asyncio.to_thread(server.stop)
+                await asyncio.to_thread(launched.server.stop)
 
 
 async def _reachable(session: aiohttp.ClientSession, ep: EndpointConfig) -> ServerInfo | None:

@@ -24,6 +24,8 @@ from speculab.engine.model import ModelConfig
 from speculab.engine.server.app import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_REQUEST_BYTES, AppConfig, create_app
 from speculab.engine.server.connection import DEFAULT_REQUEST_RECEIVE_TIMEOUT_S, uvicorn_config
 from speculab.engine.speculative.config import build_speculator, parse_spec_config
+from speculab.engine.speculative.forced import FLAG as FORCED_FLAG
+from speculab.engine.speculative.forced import ForcedAcceptance, check_forced_rates
 from speculab.engine.speculative.metrics import SpecDecodeCollector
 from speculab.engine.speculative.speculator import Speculator
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
@@ -53,6 +55,8 @@ class ServeConfig:
     served_model_name: str | None = None  # default: the name given on the command line
     seed: int = 0
     speculative_config: str | None = None  # --speculative-config JSON (docs/speculative.md)
+    # --forced-acceptance-rates: per-position unconditional rates the accept decisions are drawn to (a cost probe)
+    forced_acceptance_rates: tuple[float, ...] | None = None
     threads: int | None = None  # torch CPU threads (intra-op); None: torch's default (one per physical core)
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # 413 past it, before the body is read
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES  # 431 past it
@@ -87,6 +91,14 @@ class ServeConfig:
             spec = parse_spec_config(self.speculative_config)
             if spec.model is not None:
                 resolve_model_path(spec.model)
+        if self.forced_acceptance_rates is not None:
+            if self.speculative_config is None:
+                raise UserError(
+                    f"{FORCED_FLAG} forces which drafts are accepted, so it needs --speculative-config (e.g. "
+                    '\'{"method":"ngram","num_speculative_tokens":4}\')'
+                )
+            k = parse_spec_config(self.speculative_config).num_speculative_tokens
+            check_forced_rates(self.forced_acceptance_rates, k)
 
 
 def default_token_budget(device: torch.device) -> int:
@@ -149,6 +161,9 @@ def build_engine(cfg: ServeConfig, speculator: SpeculationHook | None = None) ->
             target_dir=path,
             num_slots=ecfg.max_num_seqs,
             max_len=ecfg.max_model_len,
+            forced=None
+            if cfg.forced_acceptance_rates is None
+            else ForcedAcceptance(cfg.forced_acceptance_rates, seed=cfg.seed),
         )
     engine = Engine(
         model,
@@ -192,7 +207,9 @@ def make_app(
     """The app for `cfg`; `counters` (the connection layer's) join /metrics."""
     engine, tok, name = build_engine(cfg, speculator)
     spec = engine.engine.speculator
-    collectors: list[Any] = [SpecDecodeCollector(spec.counters, name)] if isinstance(spec, Speculator) else []
+    collectors: list[Any] = []
+    if isinstance(spec, Speculator):
+        collectors.append(SpecDecodeCollector(spec.counters, name, forced=spec.forced is not None))
     if counters is not None:
         collectors.append(ConnectionCollector(counters, name))
     app_cfg = AppConfig(

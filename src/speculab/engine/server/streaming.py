@@ -27,13 +27,14 @@ def default_usage_extra(out: SequenceOutput) -> dict[str, Any] | None:
     """Per-request speculation counters in usage (extension field, docs/speculative.md), when speculation ran."""
     if out.spec is None:
         return None
-    return {
-        "speculab_spec_decode": {
-            "drafts": out.spec.num_drafts,
-            "draft_tokens": out.spec.num_draft_tokens,
-            "accepted_tokens": out.spec.num_accepted_tokens,
-        }
+    stats: dict[str, Any] = {
+        "drafts": out.spec.num_drafts,
+        "draft_tokens": out.spec.num_draft_tokens,
+        "accepted_tokens": out.spec.num_accepted_tokens,
     }
+    if out.spec.forced:  # accepted by a draw to given rates, not by the target (--forced-acceptance-rates)
+        stats["forced"] = True
+    return {"speculab_spec_decode": stats}
 
 
 @dataclass

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import torch
 
     from speculab.engine.model import CausalLM, ModelConfig
+    from speculab.engine.speculative.forced import ForcedAcceptance
     from speculab.engine.speculative.proposers.proposer import Proposer
     from speculab.engine.speculative.speculator import Speculator
 
@@ -190,9 +191,16 @@ def build_proposer(
 
 
 def build_speculator(
-    config: SpecConfig, *, target: CausalLM, target_dir: Path, num_slots: int, max_len: int
+    config: SpecConfig,
+    *,
+    target: CausalLM,
+    target_dir: Path,
+    num_slots: int,
+    max_len: int,
+    forced: ForcedAcceptance | None = None,
 ) -> Speculator:
-    """The engine's speculation hook for a config: its proposer, and the skip / adaptive-k settings."""
+    """The engine's speculation hook for a config: its proposer, the skip / adaptive-k settings, and forced
+    acceptance when asked (a cost probe: speculative/forced.py)."""
     from speculab.engine.speculative.adaptive import AdaptivePolicy
     from speculab.engine.speculative.speculator import Speculator
 
@@ -208,4 +216,4 @@ def build_speculator(
         target=target,
     )
     adaptive = AdaptivePolicy(config.num_speculative_tokens) if config.adaptive else None
-    return Speculator(proposer, disable_by_batch_size=config.disable_by_batch_size, adaptive=adaptive)
+    return Speculator(proposer, disable_by_batch_size=config.disable_by_batch_size, adaptive=adaptive, forced=forced)

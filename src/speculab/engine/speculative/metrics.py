@@ -4,14 +4,15 @@ Read from the speculator's totals at scrape time (the engine thread owns them; r
 A draft is one verification step of one request that proposed at least one token. Beyond vLLM's set, two
 counters show speculation adapting to load: decode steps by the number of speculative tokens chosen for them
 (`k="0"` = speculation skipped), and skipped steps by reason (`batch_size`: disable_by_batch_size; `adaptive`:
-the adaptive policy chose k = 0).
+the adaptive policy chose k = 0). The gauge `spec_decode_forced_acceptance` says whether the counters count forced
+accept decisions (1: `--forced-acceptance-rates`, a cost probe; 0: the target's exact verification).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from speculab.engine.speculative.speculator import SpecCounters
@@ -22,9 +23,10 @@ PREFIX = "speculab:"
 class SpecDecodeCollector(Collector):
     """`speculab:spec_decode_*_total`, labelled with the served model name like the engine's other metrics."""
 
-    def __init__(self, counters: SpecCounters, model_name: str):
+    def __init__(self, counters: SpecCounters, model_name: str, *, forced: bool = False):
         self.counters = counters
         self.model_name = model_name
+        self.forced = forced  # the speculator's accept decisions are forced (speculative/forced.py)
 
     def collect(self) -> Iterator[Metric]:
         c, name = self.counters, self.model_name
@@ -63,3 +65,11 @@ class SpecDecodeCollector(Collector):
         skipped.add_metric([name, "batch_size"], c.skipped_by_batch_size)
         skipped.add_metric([name, "adaptive"], c.skipped_by_adaptive)
         yield skipped
+        forced = GaugeMetricFamily(
+            PREFIX + "spec_decode_forced_acceptance",
+            "1: drafts are accepted by a seeded draw to --forced-acceptance-rates (a cost probe, output not the "
+            "target's distribution); 0: by exact verification.",
+            labels=["model_name"],
+        )
+        forced.add_metric([name], 1.0 if self.forced else 0.0)
+        yield forced

@@ -10,7 +10,9 @@ How many tokens a step drafts: num_speculative_tokens, unless the step has more 
 `disable_by_batch_size` (vLLM's option: then it drafts none), or an `AdaptivePolicy` chooses k in 0..K from
 recent acceptance and measured costs (speculative/adaptive.py). A step in which no row drafts samples exactly as plain
 decoding does (the same `request_probs`, `sample` and generators), without the verifier's machinery; its time
-still teaches the policy what a plain step costs. The policy times the proposer (propose) and the target's forward plus
+still teaches the policy what a plain step costs. With `forced` (forced.py: a cost probe, not the target's
+distribution) a step proposes and scores as always, but which drafts are kept is drawn to the given rates; the
+counters count what was kept, as always. The policy times the proposer (propose) and the target's forward plus
 verification (from propose's return to verify's end) with an injected clock.
 """
 
@@ -25,6 +27,7 @@ import torch
 from speculab.engine.sampling import ban_tokens, request_probs, sample
 from speculab.engine.sequence import Sequence
 from speculab.engine.speculative.adaptive import CATCH_UP_WIDTH, AdaptivePolicy, calibration_rows
+from speculab.engine.speculative.forced import ForcedAcceptance, forced_accepts, verify_forced
 from speculab.engine.speculative.proposers.proposer import Proposal, Proposer
 from speculab.engine.speculative.verify import draw_uniforms, verify
 
@@ -62,6 +65,7 @@ class Speculator:
         disable_by_batch_size: int | None = None,
         adaptive: AdaptivePolicy | None = None,
         clock: Callable[[], float] = time.perf_counter,  # the policy's; time.thread_time gives CPU cost on a CPU
+        forced: ForcedAcceptance | None = None,  # accept drafts to these rates instead of exactly (a cost probe)
     ):
         self.proposer = proposer
         self.num_speculative_tokens = k = proposer.num_speculative_tokens
@@ -69,6 +73,13 @@ class Speculator:
         self.adaptive = adaptive
         self.clock = clock
         self.counters = SpecCounters(accepted_per_pos=[0] * k, steps_by_k=[0] * (k + 1))
+        self.forced = forced
+        # the forced accept tests' own stream: a request's generator keeps the draws exact verification takes from it
+        self._forced_generator: torch.Generator | None = None
+        self._forced_conditional: torch.Tensor | None = None  # [k] c_j, float64
+        if forced is not None:
+            self._forced_generator = torch.Generator().manual_seed(forced.seed)
+            self._forced_conditional = torch.tensor(forced.conditional(k), dtype=torch.float64)
         self._pending: _Pending | None = None
         self._backlog_tokens = 0  # what the proposer had to catch up over when this step's k was chosen
 
@@ -140,12 +151,22 @@ class Speculator:
             p = request_probs(flat, flat_seqs, out_index).view(b, width, v)
         q = None if proposal.probs is None else proposal.probs[:, :k].to(dev)
         uniforms = draw_uniforms([s.generator or generator for s in seqs], lens.tolist(), greedy, width, dev)
-        result = verify(draft_tokens, lens, p, q, torch.tensor(greedy), uniforms)
+        if self.forced is None:
+            result = verify(draft_tokens, lens, p, q, torch.tensor(greedy), uniforms)
+        else:
+            result = verify_forced(draft_tokens, lens, p, torch.tensor(greedy), self._forced_count(lens, k), uniforms)
         emitted = result.emitted()
         accepted = result.num_accepted.tolist()
         self._count(seqs, lens.tolist(), accepted)
         self._observe(pending, b * width, accepted, lens.tolist())  # rows are padded to the longest draft
         return emitted
+
+    def _forced_count(self, lens: torch.Tensor, k: int) -> torch.Tensor:
+        """Drafts each row keeps under forced acceptance [B]: k accept tests per row from the forced stream (a row
+        with fewer drafts still takes k, so the stream does not depend on what the proposer found)."""
+        assert self._forced_generator is not None and self._forced_conditional is not None
+        u = torch.rand(len(lens), k, generator=self._forced_generator, dtype=torch.float64)
+        return forced_accepts(lens, self._forced_conditional[:k], u)
 
     def _plain(self, seqs: list[Sequence], logits: torch.Tensor, generator: torch.Generator) -> list[list[int]]:
         """A step without drafts emits what plain decoding would, the same way (logits [B, V] at the last token)."""
@@ -181,6 +202,7 @@ class Speculator:
             s.spec.num_drafts += 1
             s.spec.num_draft_tokens += n
             s.spec.num_accepted_tokens += a
+            s.spec.forced = self.forced is not None
             c.num_drafts += 1
             c.num_draft_tokens += n
             c.num_accepted_tokens += a

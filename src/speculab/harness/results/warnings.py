@@ -114,6 +114,9 @@ class WarningKind(str, Enum):
     RUN_INTERRUPTED = "run_interrupted"  # the report covers the part that ran
     SERVER_EXITED = "server_exited"  # arm, repeat, code: a launched server's exit code after stopping
     COLD_START_NO_TOKEN = "cold_start_no_token"  # arm, why (the probe's error message, or none streamed)
+    # another process took the port speculab chose for a launch before the server bound it: it was relaunched on
+    # another; arm, repeat, ports_taken (each port it moved off, in order), port (where it listens)
+    PORT_TAKEN = "port_taken"
     ONE_URL = "one_url"  # baseline and candidate are one server: its counters count both arms
     ADAPTIVE_STOP = "adaptive_stop"  # repeat, max, alpha: every verdict decided before the last repeat
     NO_METRICS_READ = "no_metrics_read"  # no /metrics around this level: no server-side counters

@@ -4,6 +4,12 @@ ends every process it started (SIGTERM to the group, then SIGKILL).
 Engines fork workers (vLLM's engine core, tokenizer pools), so signals go to the whole process group, which
 `start_new_session=True` makes the server's own: a Ctrl-C in the terminal reaches speculab only, and speculab
 decides when the server stops.
+
+A port can be taken between the moment speculab chooses it and the moment the server binds it (free_port releases
+the port it found; a Ray cluster or any client's connect may grab it in between). `launch_server` moves a server
+whose port speculab chose (`ServerCommand.port_chosen`) to another free port and relaunches it, a bounded number of
+times, when the port is taken before the launch or when the server dies saying it could not bind; a port the user
+pinned is one line naming the fix.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -39,11 +45,52 @@ class ServerCommand:
     host: str = "127.0.0.1"
     health_path: str = "/health"
     ready_timeout_s: float = 600.0
+    # speculab chose the port (no one pinned it): it may move the server to another when that one is taken
+    port_chosen: bool = False
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+
+PORT_FLAG = "--port"  # how every engine speculab launches takes its port (vLLM, SGLang, llama.cpp, TGI, speculab)
+PORT_TRIES = 3  # relaunches on another port before the launch fails: each try is a new free port
+# What a server's log says when another process holds its port: the OS's EADDRINUSE as Python prints it (uvicorn's
+# "[Errno 98] error while attempting to bind on address (...): address already in use" in vLLM, SGLang and
+# speculab's engine; vLLM's own socket's "OSError: [Errno 98] Address already in use"; the mock's "cannot listen on
+# ...(Address already in use)"), as Rust prints it (TGI: "Address already in use (os error 98)"), and by name. An
+# engine's own words beyond these are its adapter's `port_taken_signs` (llama.cpp: "couldn't bind HTTP server socket").
+PORT_TAKEN_SIGNS = ("address already in use", "eaddrinuse", "errno 98", "os error 98")
+
+
+def with_port(cmd: ServerCommand, port: int) -> ServerCommand:
+    """The same command listening on `port`: the value of its --port flag (`--port N` or `--port=N`) and its URL; a
+    UserError when the command names no --port (speculab cannot tell it where to listen)."""
+    args, found = list(cmd.command), False
+    for i, a in enumerate(args):
+        if a == PORT_FLAG and i + 1 < len(args):
+            args[i + 1], found = str(port), True
+        elif a.startswith(PORT_FLAG + "="):
+            args[i], found = f"{PORT_FLAG}={port}", True
+    if not found:
+        raise UserError(
+            f"cannot choose a port for {' '.join(redact_command(cmd.command))[:200]}: the command takes no "
+            f"{PORT_FLAG}; add {PORT_FLAG} to it, or pin the port it listens on"
+        )
+    return replace(cmd, command=tuple(args), port=port)
+
+
+def chosen_port_command(cmd: ServerCommand) -> ServerCommand:
+    """`cmd` on a free port speculab chose (an experiment's `port: auto`), written as its --port value; it may be
+    moved again if another process takes that port first."""
+    return with_port(replace(cmd, port_chosen=True), free_port(cmd.host))
+
+
+def port_taken(log_text: str, signs: Sequence[str] = ()) -> bool:
+    """True when a server's log says it could not bind its port (PORT_TAKEN_SIGNS, and the engine's own `signs`)."""
+    text = log_text.lower()
+    return any(sign.lower() in text for sign in (*PORT_TAKEN_SIGNS, *signs))
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -70,6 +117,7 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_s: float | None = None
         self._log: IO[bytes] | None = None
+        self._log_from = 0  # where this launch's lines begin in the log (a relaunch appends to the same file)
 
     def start(self) -> ServerProcess:
         if port_in_use(self.cmd.host, self.cmd.port):
@@ -79,6 +127,7 @@ class ServerProcess:
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
+        self._log_from = self._log.tell()
         self._log.write(f"$ {' '.join(redact_command(self.cmd.command))}\n".encode())
         self._log.flush()
         env = {**os.environ, **self.cmd.env}
@@ -113,6 +162,16 @@ class ServerProcess:
         except OSError:
             return ""
         return "\n".join(lines[-n:])
+
+    def port_taken(self, signs: Sequence[str] = ()) -> bool:
+        """This launch's log (its last 64 KB) says the server could not bind its port (`port_taken`)."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(max(self._log_from, f.seek(0, os.SEEK_END) - 65536))
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return False
+        return port_taken(text, signs)
 
     def _died(self, when: str = "before it was ready") -> EndpointError:
         code = self.returncode()
@@ -226,3 +285,60 @@ class ServerProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A started server, when it was ready, and the ports other processes took before it could bind them."""
+
+    server: ServerProcess  # server.cmd: the command as it was last launched (on its final port)
+    ready_s: float | None  # process start -> health 200 (of the launch that stayed up); None: stopped while waiting
+    ports_taken: tuple[int, ...] = ()  # each port it was moved off, in order (empty: it started where it was told)
+
+
+async def launch_server(
+    cmd: ServerCommand,
+    log_path: Path,
+    session: aiohttp.ClientSession,
+    stop: asyncio.Event | None = None,
+    *,
+    name: str = "server",
+    clock: Clock = time.perf_counter,
+    signs: Sequence[str] = (),  # the engine's own words for a port it could not bind (its adapter's)
+    tries: int = PORT_TRIES,
+) -> Launched:
+    """Start the server and wait until it is ready; a chosen port that is taken (before the launch, or by the time
+    the server binds it: it dies and its log says so) moves it to another free port, at most `tries` times. A
+    server that fails otherwise is stopped and its error raised."""
+    taken: list[int] = []
+    while True:
+        if cmd.port_chosen and port_in_use(cmd.host, cmd.port) and len(taken) < tries:
+            taken.append(cmd.port)
+            cmd = with_port(cmd, free_port(cmd.host))
+            continue
+        server = ServerProcess(cmd, log_path, name=name, clock=clock).start()
+        try:
+            ready_s = await server.wait_ready(session, stop)
+        except EndpointError:
+            died = server.returncode() is not None  # else it never answered in time
+            await asyncio.to_thread(server.stop)
+            if not died or not server.port_taken(signs):
+                raise  # it did not die of its port (a timeout, a crash)
+            if not cmd.port_chosen:
+                raise UserError(
+                    f"{name}: port {cmd.port} on {cmd.host} was taken by another process before the server could "
+                    f"bind it (log: {log_path}); stop whatever holds it, or choose another port"
+                ) from None
+            if len(taken) >= tries:
+                raise EndpointError(
+                    f"{name}: {len(taken) + 1} free ports in a row were taken before the server could bind them "
+                    f"({', '.join(map(str, [*taken, cmd.port]))}; log: {log_path}); something on this host takes "
+                    "ports as fast as they free up: stop it, or pin a port outside its range"
+                ) from None
+            taken.append(cmd.port)
+            cmd = with_port(cmd, free_port(cmd.host))
+            continue
+        except BaseException:
+            await asyncio.to_thread(server.stop)  # interrupted while waiting: no server left behind
+            raise
+        return Launched(server, ready_s, tuple(taken))

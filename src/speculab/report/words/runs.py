@@ -249,6 +249,10 @@ RUN_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.RUN_INTERRUPTED: lambda f: "the run was interrupted: the report covers the part that ran",
     WarningKind.SERVER_EXITED: lambda f: f"{f['arm']} r{f['repeat']}: server exited with code {f['code']}",
     WarningKind.COLD_START_NO_TOKEN: lambda f: f"{f['arm']}: cold-start probe gave no first token ({f['why']})",
+    WarningKind.PORT_TAKEN: lambda f: (
+        f"{f['arm']} r{f['repeat']}: another process took port {', '.join(map(str, f['ports_taken']))} before the "
+        f"server could bind it; relaunched on port {f['port']}"
+    ),
     WarningKind.ONE_URL: lambda f: (
         "baseline and candidate are one URL (one server): its /metrics counters, and so acceptance, count both "
         "arms' requests"

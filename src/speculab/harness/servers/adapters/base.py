@@ -186,6 +186,9 @@ class EngineAdapter:
     kind: str
     executable: str  # what launches it when no command is given
     health_path: str = "/health"
+    # its own words in its log for a port it could not bind, beyond the OS's (servers.process.PORT_TAKEN_SIGNS): a
+    # launch on a port speculab chose then moves to another
+    port_taken_signs: tuple[str, ...] = ()
     metric_prefix: str | None = None  # its Prometheus names' prefix, the surest sign of it behind a URL (detect.py)
     acceptance: AcceptanceMetrics = NO_ACCEPTANCE
     # its /metrics has vLLM's latency histograms and prompt counters under its prefix (time_to_first_token_seconds,

@@ -239,6 +239,8 @@ def _window_acceptance(records: Sequence[RequestRecord], k: int | None) -> Accep
 ADAPTER = EngineAdapter(
     kind=KIND,
     executable="llama-server",
+    # tools/server/server.cpp: "couldn't bind HTTP server socket, hostname: H, port: P" (no errno said)
+    port_taken_signs=("couldn't bind http server socket",),
     metric_prefix="llamacpp:",
     acceptance=counters(KIND, draft_tokens="timings.draft_n", accepted_tokens="timings.draft_n_accepted"),
     # prompt tokens reused from a slot's cache / processed (excluding the reused): counters with --metrics
