@@ -1,7 +1,7 @@
 """The verdict's records that are not warnings, in words: why one metric's comparison has no verdict, or what to read it
 with (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check
-(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line and a run-level comparison's notes in `GATE_WORDS`
-(merged into `words.WORDS`)."""
+(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line, a run-level comparison's notes and candidates of
+different K compared by acceptance rate in `GATE_WORDS` (merged into `words.WORDS`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,21 @@ def _error_gate(f: Fields) -> str:
     )
 
 
+def _rate_across_k(f: Fields) -> str:
+    def one(c: Fields) -> str:
+        rate = f"{c['rate']:.0%}" if isinstance(c.get("rate"), int | float) else "not reported"
+        length = f"{c['length']:.2f}" if isinstance(c.get("length"), int | float) else "not reported"
+        return f"{c['label']} (k={c['k']}): rate {rate}, length {length}"
+
+    return (
+        "the candidates draft different K, and an acceptance rate falls with K by construction (a longer draft's "
+        "later positions are accepted less often): compare them by acceptance length (tokens per step) or by the "
+        "conditional rate at each position, never by rate — " + "; ".join(one(c) for c in f["candidates"])
+    )
+
+
 GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.ACCEPTANCE_RATE_ACROSS_K: _rate_across_k,
     WarningKind.ERROR_GATE: _error_gate,
     WarningKind.RUN_LOST_REQUESTS: lambda f: f"{f['side']} at {f['at']} lost {f['lost']:.0%} of a run's requests",
     WarningKind.RUN_LEVEL_UNIT: lambda f: (
