@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from speculab.commands.predict.from_report import predict_from_report
 from speculab.commands.predict.probes import ProbePlan, plan_probes, probe_experiment
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
@@ -23,8 +24,8 @@ from speculab.harness.gates.asked import report_options
 from speculab.harness.results.ab_dir import check_ab_output_dir, load_inputs
 from speculab.harness.results.strict_json import dumps
 from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.search.predict import Prediction
 from speculab.harness.verdict.build import build_report
-from speculab.harness.verdict.prediction import Prediction, predict_from_report
 
 PREDICTION_FILE = "prediction.json"
 PROBES_DIR = "probes"

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import scipy
 
 from speculab.harness.analysis.acceptance import PositionAcceptance
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.stats import CONFIDENCE
 
 FEATURES = ("fixed_s", "per_request_s", "per_draft_s", "per_draft_per_request_s")
@@ -314,3 +316,77 @@ def k_schedule(predictions: Sequence[KPrediction]) -> tuple[KBand, ...]:
         else:
             bands.append(KBand(b, b, k))
     return tuple(bands)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The prediction of a probe run, as prediction.json holds it.
+# ---------------------------------------------------------------------------------------------------------------
+
+PREDICTION_SCHEMA = "speculab.prediction/1"
+# proposers whose i-th proposal does not depend on how many are asked for (a chain), so that the conditional rates
+# measured at K give the acceptance at every k < K: prompt lookup, a greedy draft model, EAGLE's and MTP's chains
+CHAIN_METHODS = frozenset({"ngram", "draft_model", "eagle", "eagle3", "mtp"})
+
+
+@dataclass(frozen=True, slots=True)
+class CandidatePrediction:
+    name: str
+    label: str
+    method: str | None
+    measured_k: int
+    chain: bool  # the method is a chain proposer: the k < K predictions hold (else they are not made)
+    acceptance: PositionAcceptance
+    fit: StepFit
+    per_k: tuple[KPrediction, ...]
+    schedule: tuple[KBand, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    low: float
+    high: float
+    candidates: tuple[CandidatePrediction, ...]
+    skipped: tuple[ReportWarning, ...]  # candidates with no prediction, and why
+    requests_sent: int
+    sweep_requests: int
+    probe_wall_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """prediction.json: `candidates[]` one per candidate and k (name, k, crossover, curve), `k_schedule` per
+        candidate, `requests_sent` beside what a fixed K x load sweep would send, and per candidate its acceptance
+        and cost fit."""
+        rows, fits, schedule = [], [], []
+        for c in self.candidates:
+            for p in c.per_k:
+                rows.append(
+                    {
+                        "name": c.name,
+                        "label": c.label,
+                        "method": c.method,
+                        "k": p.k,
+                        "measured_k": c.measured_k,
+                        "tokens_per_step": p.tokens_per_step,
+                        "crossover": asdict(p.crossover),
+                        "curve": [asdict(pt) for pt in p.curve],
+                    }
+                )
+            fits.append(
+                {
+                    "name": c.name,
+                    "chain_proposer": c.chain,
+                    "acceptance": asdict(c.acceptance),
+                    "cost_fit": asdict(c.fit),
+                }
+            )
+            schedule.extend({"name": c.name, "low": b.low, "high": b.high, "k": b.k} for b in c.schedule)
+        return {
+            "schema": PREDICTION_SCHEMA,
+            "loads": {"kind": "concurrency", "low": self.low, "high": self.high},
+            "candidates": rows,
+            "k_schedule": schedule,
+            "models": fits,
+            "skipped": [w.to_dict() for w in self.skipped],
+            "requests_sent": self.requests_sent,
+            "sweep_requests": self.sweep_requests,
+            "probe_wall_s": self.probe_wall_s,
+        }

@@ -34,6 +34,9 @@ from speculab.harness.results.codec import from_data
 from speculab.harness.results.strict_json import dumps, json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
+from speculab.harness.search.predict import Crossover as Crossover
+from speculab.harness.search.predict import KPrediction as KPrediction
+from speculab.harness.search.predict import Prediction as Prediction
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
 from speculab.harness.verdict.choices import BASELINE_CHOICE as BASELINE_CHOICE

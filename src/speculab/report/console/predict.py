@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from speculab.harness.search.predict import Crossover, KPrediction
-from speculab.harness.verdict.prediction import Prediction
+from speculab.harness.verdict.model import Crossover, KPrediction, Prediction
 from speculab.report.formatting import MISSING
 from speculab.report.phrases import positions_phrase, warning_text
 

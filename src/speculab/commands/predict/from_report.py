@@ -1,6 +1,7 @@
-"""From a probe run's report to the prediction (`speculab predict`, docs/predict.md): each candidate's acceptance per
-position at the lowest load, the step time of every arm at every probe load, the cost model fitted on the baseline's
-and the candidate's probes, and the predicted speedup for every k up to the candidate's K across the load range.
+"""From a probe run's report to the prediction (docs/predict.md): each candidate's acceptance per position at the
+lowest load, the step time of every arm at every probe load, the cost model fitted on the baseline's and the
+candidate's probes, and the predicted speedup for every k up to the candidate's K across the load range
+(`harness.search.predict`).
 
 A step time is the arm's median TPOT at the load times the tokens one of its steps yields: 1 for plain decoding, the
 acceptance length its counters measured at that load for a candidate (the mean tokens per verification step), so
@@ -11,17 +12,14 @@ closed loop (the requests actually in flight while sending), not the asked one.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
-from speculab.harness.analysis.acceptance import PositionAcceptance
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.predict import (
-    KBand,
-    KPrediction,
-    StepFit,
+    CHAIN_METHODS,
+    CandidatePrediction,
+    Prediction,
     StepProbe,
     fit_step_cost,
     k_schedule,
@@ -29,75 +27,6 @@ from speculab.harness.search.predict import (
     predict,
 )
 from speculab.harness.verdict.model import ArmLevel, Report
-
-PREDICTION_SCHEMA = "speculab.prediction/1"
-# proposers whose i-th proposal does not depend on how many are asked for (a chain), so that the conditional rates
-# measured at K give the acceptance at every k < K: prompt lookup, a greedy draft model, EAGLE's and MTP's chains
-CHAIN_METHODS = frozenset({"ngram", "draft_model", "eagle", "eagle3", "mtp"})
-
-
-@dataclass(frozen=True, slots=True)
-class CandidatePrediction:
-    name: str
-    label: str
-    method: str | None
-    measured_k: int
-    chain: bool  # the method is a chain proposer: the k < K predictions hold (else they are not made)
-    acceptance: PositionAcceptance
-    fit: StepFit
-    per_k: tuple[KPrediction, ...]
-    schedule: tuple[KBand, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    low: float
-    high: float
-    candidates: tuple[CandidatePrediction, ...]
-    skipped: tuple[ReportWarning, ...]  # candidates with no prediction, and why
-    requests_sent: int
-    sweep_requests: int
-    probe_wall_s: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """prediction.json: `candidates[]` one per candidate and k (name, k, crossover, curve), `k_schedule` per
-        candidate, `requests_sent` beside what a fixed K x load sweep would send, and per candidate its acceptance
-        and cost fit."""
-        rows, fits, schedule = [], [], []
-        for c in self.candidates:
-            for p in c.per_k:
-                rows.append(
-                    {
-                        "name": c.name,
-                        "label": c.label,
-                        "method": c.method,
-                        "k": p.k,
-                        "measured_k": c.measured_k,
-                        "tokens_per_step": p.tokens_per_step,
-                        "crossover": asdict(p.crossover),
-                        "curve": [asdict(pt) for pt in p.curve],
-                    }
-                )
-            fits.append(
-                {
-                    "name": c.name,
-                    "chain_proposer": c.chain,
-                    "acceptance": asdict(c.acceptance),
-                    "cost_fit": asdict(c.fit),
-                }
-            )
-            schedule.extend({"name": c.name, "low": b.low, "high": b.high, "k": b.k} for b in c.schedule)
-        return {
-            "schema": PREDICTION_SCHEMA,
-            "loads": {"kind": "concurrency", "low": self.low, "high": self.high},
-            "candidates": rows,
-            "k_schedule": schedule,
-            "models": fits,
-            "skipped": [w.to_dict() for w in self.skipped],
-            "requests_sent": self.requests_sent,
-            "sweep_requests": self.sweep_requests,
-            "probe_wall_s": self.probe_wall_s,
-        }
 
 
 def step_probe(a: ArmLevel, k: int, batch_asked: float) -> StepProbe | None:
