@@ -1,5 +1,5 @@
 """The layering docs/architecture.md promises, read from the source: no import cycle between packages; the floors
-cli -> commands -> harness and cli -> report -> harness.verdict; no command imports another (init -> run aside) or
+cli -> commands -> harness and cli -> report -> harness.verdict; no command imports another (init -> run and predict -> run aside) or
 the report; the harness holds no command and no server and never imports the report, torch or the engine; the two
 servers (engine, mock) stand on the serving base and the wire format, never on the harness."""
 
@@ -92,14 +92,18 @@ def test_the_harness_holds_no_command_and_no_server():
     """The stages only: a command package or a server filed among them is the flat hall this layout ended."""
     stages = {p.name for p in (SRC / "harness").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     commands = {p.name for p in (SRC / "commands").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    assert commands == {"bench", "run", "compare", "init", "diagnose", "methods"}
+    assert commands == {"bench", "run", "compare", "init", "diagnose", "methods", "predict"}
     assert not stages & (commands | {"measure", "mock", "engine", "serving"}), sorted(stages)
 
 
 def test_commands_stand_on_the_harness_and_never_on_the_report_or_each_other():
     """cli -> commands -> harness: a command never renders (the CLI hands its result to the report) and never imports
-    another command; `init` plans a run as `run` would (the one exception)."""
-    allowed = {("speculab.commands.init", "speculab.commands.run")}
+    another command; `init` plans a run as `run` would, and `predict` runs its probes as `run` does (the two
+    exceptions: both hand a plan to run's machinery)."""
+    allowed = {
+        ("speculab.commands.init", "speculab.commands.run"),
+        ("speculab.commands.predict", "speculab.commands.run"),
+    }
     seen_commands = set()
     for module, targets in _imports().items():
         if not module.startswith("speculab.commands."):
@@ -112,7 +116,7 @@ def test_commands_stand_on_the_harness_and_never_on_the_report_or_each_other():
             )
             if t.startswith("speculab.commands.") and _package(t) != own:
                 assert (own, _package(t)) in allowed, f"{module} imports {t}: commands never import each other"
-    assert len(seen_commands) == 6  # the test reads the packages it guards
+    assert len(seen_commands) == 7  # the test reads the packages it guards
 
 
 def test_only_the_cli_and_the_library_face_use_the_commands():

@@ -1,5 +1,6 @@
-"""`speculab run | compare | init | methods | demo | report`: their flags, each handed as one record to its command
-(speculab.commands.run, compare, init, methods), and the screen that shows and writes their reports."""
+"""`speculab run | predict | compare | init | methods | demo | report`: their flags, each handed as one record to its
+command (speculab.commands.run, predict, compare, init, methods), and the screen that shows and writes their
+reports."""
 
 from __future__ import annotations
 
@@ -91,6 +92,11 @@ class _Screen:
             self.console.print(f"to ship: {ship_at}  ·  re-verify: speculab run {again}", highlight=False)
         return report
 
+    def prediction(self, prediction: Any, path: Path) -> None:
+        from speculab.report.console.predict import print_prediction
+
+        print_prediction(Console(soft_wrap=True), prediction, path)
+
     def run_level(self, report: Any, out: Path | None) -> None:
         from speculab.report.console.run_level import print_run_level
 
@@ -132,6 +138,31 @@ def run_command(
         fail_on=fail_on,
     )
     _exit_if_interrupted(run(flags, _Screen()))
+
+
+@app.command("predict")
+def predict_command(
+    experiment: Path = typer.Argument(..., help="experiment file (YAML), the one `speculab run` takes"),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        help="directory for prediction.json and the probes' run (default speculab-runs/NAME-predict-TIME)",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="print the probes and what they cost against a full K x load sweep; run nothing"
+    ),
+    allow_extra_diff: bool = typer.Option(
+        False, "--allow-extra-diff", help="run even if the candidate differs from the baseline in more than speculation"
+    ),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the draws behind the prediction's bands"),
+) -> None:
+    """Predict the speedup at every load and K from a few probes: acceptance on your prompts, cost at a few loads."""
+    from speculab.commands.predict.predict import PredictFlags
+    from speculab.commands.predict.predict import predict_command as predict
+
+    flags = PredictFlags(experiment, output, dry_run, allow_extra_diff, max_model_len, seed)
+    predict(flags, _Screen())
 
 
 @app.command("compare")

@@ -21,6 +21,7 @@ from speculab.harness.verdict.model import (
     Direction,
     Interval,
     LevelComparison,
+    PositionAcceptance,
     Ratio,
     Report,
     ReportWarning,
@@ -28,6 +29,7 @@ from speculab.harness.verdict.model import (
 )
 from speculab.report.formatting import (
     fine_speedup,
+    interval,
     margin_pct,
     relative_change,
     signed_bytes,
@@ -318,6 +320,22 @@ _CACHE_RESETS = (
     ("unavailable", "no cache reset (the engine has no endpoint)"),
     ("off", "no cache reset (cache: {reset: never})"),
 )
+
+
+def positions_phrase(p: PositionAcceptance) -> str:
+    """The canon per draft position in words: 'conditional acceptance by position 0.82 [0.78–0.86], 0.64 [...];
+    acceptance length at k=1..3: 1.82, 2.34, 2.67 (intervals over 24 prompts)'."""
+    rates = ", ".join(interval(r.conditional, ".2f", floor=0.0, ceiling=1.0) for r in p.positions)
+    ks = ", ".join(f"{x:.2f}" for x in p.length_by_k)
+    over = (
+        f"intervals over {p.prompts} prompts"
+        if p.interval_over == "prompts"
+        else "intervals over steps from the counters, which treat steps as independent (no per-request counts)"
+    )
+    return (
+        f"conditional acceptance by position {rates}; acceptance length at k=1..{p.k_measured}: {ks} ({over}; "
+        "the conditional rates do not depend on K for a chain proposer)"
+    )
 
 
 def cache_reset_phrase(counts: Mapping[str, int]) -> str:

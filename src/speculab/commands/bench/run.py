@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import aiohttp
 
 from speculab.commands.bench.summary import build_summary
 from speculab.config import SloTargets
+from speculab.harness.analysis.acceptance import positions_from_counts
 from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig
 from speculab.harness.analysis.rejections import OptionRejections
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, check_items
@@ -36,6 +37,7 @@ from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.requests_file import iter_records
 from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS, RunDir, utc_now, versions
+from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
@@ -403,7 +405,16 @@ def _spec_decode(
         return None, ReportWarning(WarningKind.METRICS_UNREAD, fields={"how": "after"})
     # No engine is named here: the `other` adapter reads whichever vLLM-, speculab- or SGLang-style metrics exist.
     acc, note = acceptance_with_reason(adapter_for("other"), before, after)
-    return (acc.to_spec_decode_dict() if acc is not None and acc.active else None), note
+    if acc is None or not acc.active:
+        return None, note
+    out = acc.to_spec_decode_dict()
+    # the canon per draft position (docs/metrics.md): conditional rates with intervals (over steps: counters are
+    # all a bench run reads) and the acceptance length at every k up to the measured one
+    drafts = float(acc.drafts or 0)
+    by_position = positions_from_counts(drafts, [p * drafts for p in acc.per_position], acc.source)
+    out["conditional_per_position"] = [r.conditional.estimate for r in by_position.positions] if by_position else []
+    out["by_position"] = json_safe(asdict(by_position)) if by_position is not None else None
+    return out, note
 
 
 def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[ReportWarning]]:

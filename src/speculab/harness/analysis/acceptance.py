@@ -66,6 +66,8 @@ class RequestAcceptance:
     length: float | None  # see length_kind
     length_kind: str
     source: str
+    # steps that accepted draft position j (0-based), where the engine reports it per request; None where not
+    accepted_per_position: tuple[int, ...] | None = None
 
 
 def request_acceptance(rec: RequestRecord) -> RequestAcceptance | None:
@@ -83,8 +85,19 @@ def request_acceptance(rec: RequestRecord) -> RequestAcceptance | None:
     else:
         kind = LENGTH_TOKENS_PER_STEP
         length = tokens_per_step(rec.completion_tokens or 0, acc) if (drafted or 0) > 0 else None
+    per_pos = spec.get("accepted_per_position")
+    positions = tuple(int(p) for p in per_pos) if isinstance(per_pos, list | tuple) else None
     return RequestAcceptance(
-        rec.index, drafts, drafted, acc, rec.completion_tokens, rate, length, kind, str(spec.get("source", ""))
+        rec.index,
+        drafts,
+        drafted,
+        acc,
+        rec.completion_tokens,
+        rate,
+        length,
+        kind,
+        str(spec.get("source", "")),
+        positions,
     )
 
 
@@ -130,6 +143,114 @@ def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcc
         length_request_weighted=stats.t_interval(lengths) if lengths else None,
         length_kind=kind,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per draft position: the conditional rates (the canon's K-invariant part) and the acceptance length at every k.
+# ---------------------------------------------------------------------------------------------------------------
+
+INTERVAL_OVER_PROMPTS = "prompts"  # per-request counts, clustered by prompt: repeats of one prompt are one unit
+INTERVAL_OVER_TOKENS = "tokens"  # server counters only: a binomial interval, treating each step as independent
+
+
+@dataclass(frozen=True, slots=True)
+class PositionRate:
+    """Draft position j (0-based, vLLM's `position` label) over a window.
+
+    A chain proposer's position j is only judged when positions 0..j-1 were all accepted (the first rejection
+    ends the step), so the rate that does not depend on K is the conditional one: accepted at j / accepted at
+    j-1 (drafts at j = 0). A step that proposed fewer than j+1 tokens (n-gram lookup with a short match) counts as
+    not accepting j: no engine reports proposals per position, so the rate is of the proposer as it ran."""
+
+    position: int
+    reached: float  # steps that accepted every position before j (for j = 0: the steps, drafts)
+    accepted: float  # of which accepted position j too
+    conditional: stats.Interval  # accepted / reached: P(accept j | accepted 0..j-1), with its interval
+    unconditional: float  # accepted / drafts: P(the first j+1 drafts all accepted), vLLM's per-position rate
+
+
+@dataclass(frozen=True, slots=True)
+class PositionAcceptance:
+    """Acceptance per draft position over one arm's window, and the acceptance length it implies at every k up to
+    the measured one: length(k) = 1 + sum_{j<k} unconditional_j, exact for a chain proposer whose i-th proposal
+    does not depend on k (n-gram lookup, a greedy draft model, EAGLE's chain); not for tree proposers or a proposer
+    that drafts differently when asked for more."""
+
+    source: str
+    drafts: float  # verification steps in the window
+    positions: tuple[PositionRate, ...]
+    interval_over: str  # INTERVAL_OVER_PROMPTS or INTERVAL_OVER_TOKENS: what the intervals treat as independent
+    prompts: int  # prompts the interval is over (0 for counters)
+    length_by_k: tuple[float, ...]  # acceptance length (bonus token included) at k = 1 .. len(positions)
+
+    @property
+    def k_measured(self) -> int:
+        return len(self.positions)
+
+
+def _length_by_k(unconditional: Sequence[float]) -> tuple[float, ...]:
+    out, total = [], 1.0
+    for p in unconditional:
+        total += p
+        out.append(total)
+    return tuple(out)
+
+
+def positions_from_counts(
+    drafts: float, accepted_per_position: Sequence[float], source: str
+) -> PositionAcceptance | None:
+    """From counters diffed over a window (vLLM's, speculab's, llama.cpp's `..._accepted_tokens_per_pos_total`):
+    Wilson intervals over steps, which treat each step as independent (no per-request counts to do better); None
+    without steps or positions. A count above the one before it (scrapes of several engine processes a step apart)
+    is capped at it, so no conditional rate exceeds 1."""
+    if drafts <= 0 or not accepted_per_position:
+        return None
+    rows, reached = [], float(drafts)
+    for j, a in enumerate(accepted_per_position):
+        acc = max(0.0, min(float(a), reached))
+        # Wilson bounds need whole counts (a sum over repeats of gauges can be fractional): the bounds from the
+        # rounded counts, the estimate the exact ratio
+        n, k = round(reached), min(round(acc), round(reached))
+        ci = stats.wilson_interval(k, n)
+        if reached > 0:
+            ci = stats.Interval(acc / reached, ci.low, ci.high, ci.confidence, ci.method, ci.n)
+        rows.append(PositionRate(j, reached, acc, ci, acc / drafts))
+        reached = acc
+    uncond = [r.unconditional for r in rows]
+    return PositionAcceptance(source, float(drafts), tuple(rows), INTERVAL_OVER_TOKENS, 0, _length_by_k(uncond))
+
+
+def positions_from_requests(per_request: Sequence[RequestAcceptance]) -> PositionAcceptance | None:
+    """From each response's own per-position counts (`accepted_per_position` and its steps), summed per prompt
+    (repeats of one prompt are one cluster) with a clustered ratio interval at each position; None unless every
+    request that drafted carries both (a position's rate needs every request's count of it)."""
+    drafting = [a for a in per_request if a.drafts]
+    if not drafting or any(a.accepted_per_position is None for a in drafting):
+        return None
+    k = max(len(a.accepted_per_position or ()) for a in drafting)
+    if k == 0:
+        return None
+    # per prompt: steps, and the steps that accepted each position (a shorter histogram: none accepted beyond it)
+    by_prompt: dict[int, list[float]] = {}
+    for a in drafting:
+        counts = list(a.accepted_per_position or ()) + [0] * (k - len(a.accepted_per_position or ()))
+        row = by_prompt.setdefault(a.index, [0.0] * (k + 1))
+        row[0] += float(a.drafts or 0)
+        for j, c in enumerate(counts):
+            row[j + 1] += float(c)
+    prompts = list(by_prompt.values())
+    drafts = sum(p[0] for p in prompts)
+    rows = []
+    for j in range(k):
+        reached = [p[j] for p in prompts]
+        accepted = [min(p[j + 1], p[j]) for p in prompts]
+        ci = stats.cluster_ratio_interval(accepted, reached)
+        if math.isfinite(ci.low):  # a rate's interval stays within [0, 1]; NaN (one prompt) stays NaN
+            ci = stats.Interval(ci.estimate, max(0.0, ci.low), min(1.0, ci.high), ci.confidence, ci.method, ci.n)
+        rows.append(PositionRate(j, sum(reached), sum(accepted), ci, sum(accepted) / drafts))
+    source = f"{drafting[0].source} (per response, by prompt)"
+    uncond = [r.unconditional for r in rows]
+    return PositionAcceptance(source, drafts, tuple(rows), INTERVAL_OVER_PROMPTS, len(prompts), _length_by_k(uncond))
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,16 @@ class WarningKind(str, Enum):
     # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
     EFFECT_NOT_MEDIANS = "effect_not_medians"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
+    # candidates drafting different K shown side by side with an acceptance rate, which falls with K by construction
+    # (vllm#39359): candidates [{label, k, rate, length, conditional}] at the low load; compare length or conditional
+    ACCEPTANCE_RATE_ACROSS_K = "acceptance_rate_across_k"
+    # `speculab predict` could not predict a candidate: no acceptance per position at the lowest load (k: its K, None
+    # where unknown), or fewer than two usable cost probes of the baseline or of it (baseline, candidate: counts)
+    PREDICT_NO_POSITIONS = "predict_no_positions"
+    PREDICT_FEW_PROBES = "predict_few_probes"
+    # what `speculab predict` will probe: loads (concurrencies), low/high (the range predicted), prompts, requests,
+    # beside a fixed sweep of every k in 1..K at sweep_loads: sweep_requests
+    PREDICT_PLAN = "predict_plan"
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
     STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches

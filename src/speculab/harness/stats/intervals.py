@@ -117,6 +117,32 @@ def wilson_interval(successes: int, n: int, confidence: float = CONFIDENCE) -> I
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, "wilson", n)
 
 
+def cluster_ratio_interval(
+    numerators: Sequence[float], denominators: Sequence[float], confidence: float = CONFIDENCE
+) -> Interval:
+    """sum(numerators) / sum(denominators) over clusters (one pair per cluster, e.g. one prompt's accepted and
+    attempted drafts), with a Student-t interval from the linearised (delta-method) variance of a ratio estimator:
+    var = n / (n - 1) * sum((a_i - R d_i)^2) / (sum d)^2, n - 1 degrees of freedom.
+
+    Why clusters: tokens of one request are not independent draws (a repetitive answer accepts run after run), so a
+    binomial interval over tokens is far too narrow; the clusters are the independent units. Clusters with a zero
+    denominator carry no information and are left out of n. NaN bounds below 2 clusters."""
+    pairs = [(float(a), float(d)) for a, d in zip(numerators, denominators, strict=True) if d > 0]
+    nan = float("nan")
+    method = "ratio-t (clusters)"
+    if not pairs:
+        return Interval(nan, nan, nan, confidence, method, 0)
+    a = np.asarray([p[0] for p in pairs])
+    d = np.asarray([p[1] for p in pairs])
+    ratio = float(a.sum() / d.sum())
+    n = a.size
+    if n < 2:
+        return Interval(ratio, nan, nan, confidence, method, n)
+    var = n / (n - 1) * float(((a - ratio * d) ** 2).sum()) / float(d.sum()) ** 2
+    half = float(scipy.special.stdtrit(n - 1, 0.5 + confidence / 2)) * math.sqrt(var)
+    return Interval(ratio, ratio - half, ratio + half, confidence, method, n)
+
+
 @dataclass(frozen=True, slots=True)
 class LinearFit:
     """TTFT = overhead_s + s_per_token x prompt_tokens, ordinary least squares with Student-t intervals."""

@@ -39,7 +39,7 @@ from speculab.harness.design import ArmInfo, LevelSpec
 from speculab.harness.records import AcceptanceSummary, RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
-from speculab.harness.verdict.per_request import prefix_cache_view, request_acceptance_view
+from speculab.harness.verdict.per_request import acceptance_positions, prefix_cache_view, request_acceptance_view
 
 # ---------------------------------------------------------------------------------------------------------------
 # Per arm and load.
@@ -233,6 +233,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         attainment = costlib.slo_attainment(
             [(m.ttft_s, m.tpot_s, m.e2e_s) if m.ok else (None, None, None) for m in per], slo
         )
+    counted = combine_acceptance([r.acceptance for r in runs if r.acceptance is not None])
     return ArmLevel(
         arm=arm.name,
         repeats=len(by_repeat),
@@ -263,13 +264,14 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
             (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),
         token_count_sources=dict(pooled.token_count_sources),
-        acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
+        acceptance=counted,
         memory=_memory(runs),
         series=_series(per, runs, opts),
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),
         prefix_cache=prefix_cache_view(runs, arm.engine),
         energy=energy_view(powered, inputs.setup.usd_per_kwh),
         cache_resets=dict(Counter(r.outcome for run in runs for r in run.cache_resets)),
+        acceptance_positions=acceptance_positions(runs, counted),
     )
 
 

@@ -177,6 +177,7 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
         for a in lv.arms:
             w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
     w.extend(_effect_not_medians(levels, labels))
+    w.extend(_rate_across_k(inputs, cands))
     command = repeats_command(inputs)
     w.extend(_near_margin(levels, labels, command))
     if inputs.setup.repeats < MIN_LAUNCHES:
@@ -214,6 +215,29 @@ def _arm_warnings(a: ArmLevel, lv: LevelReport, label: str) -> list[ReportWarnin
             )
         )
     return out
+
+
+def _rate_across_k(inputs: ABRun, cands: Sequence[CandidateReport]) -> list[ReportWarning]:
+    """Candidates of different K side by side, each with an acceptance rate: the rate (accepted / drafted tokens)
+    falls with K by construction (a longer draft's later positions are accepted less often), so ranking K by it
+    picks too short a K (vllm#39359). One warning for the run, naming each candidate's K, rate and length at the
+    low load, and its first conditional rates where known; the report points to length and the conditional rates."""
+    ks = {a.name: a.num_speculative_tokens for a in inputs.arms}
+    rated = [
+        c for c in cands if c.acceptance is not None and c.acceptance.acceptance_rate is not None and ks.get(c.name)
+    ]
+    if len({ks[c.name] for c in rated}) < 2:
+        return []
+    fields = [
+        {
+            "label": c.label,
+            "k": ks[c.name],
+            "rate": c.acceptance.acceptance_rate if c.acceptance else None,
+            "length": c.acceptance.acceptance_length if c.acceptance else None,
+        }
+        for c in sorted(rated, key=lambda c: ks[c.name] or 0)
+    ]
+    return [ReportWarning(Kind.ACCEPTANCE_RATE_ACROSS_K, fields={"candidates": fields})]
 
 
 def near_margin(low: float, high: float, margin: float) -> bool:
@@ -335,7 +359,8 @@ def _candidates(
     for cand in inputs.candidates:
         low = next((lv for lv in levels if "low" in lv.roles and lv.arm(cand.name)), None)
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
-        acc = low.arm(cand.name).acceptance if low is not None else None  # type: ignore[union-attr]
+        low_arm = low.arm(cand.name) if low is not None else None
+        acc = low_arm.acceptance if low_arm is not None else None
         # with a search its fit is the crossover (`search_view`): one answer, not a second interpolated between its
         # probes, which sit around the crossing on purpose and would make that interval look narrower than it is
         cross = crossover_view(cand, levels, inputs, opts) if inputs.setup.search is None else None
@@ -346,6 +371,7 @@ def _candidates(
                 name=cand.name,
                 label=cand.label,
                 acceptance=acc,
+                acceptance_positions=low_arm.acceptance_positions if low_arm is not None else None,
                 crossover=cross,
                 what_if=what_if_views(cand, levels, warnings),
                 plan=capacity_view(cand, base, levels, inputs),

@@ -12,6 +12,7 @@ from typing import Any
 
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
+from speculab.harness.analysis.acceptance import PositionAcceptance as PositionAcceptance
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.comparison.margin import Decision as Decision
@@ -33,6 +34,9 @@ from speculab.harness.results.codec import from_data
 from speculab.harness.results.strict_json import dumps, json_safe
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
+from speculab.harness.search.predict import Crossover as Crossover
+from speculab.harness.search.predict import KPrediction as KPrediction
+from speculab.harness.search.predict import Prediction as Prediction
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
 from speculab.harness.verdict.choices import BASELINE_CHOICE as BASELINE_CHOICE
@@ -196,6 +200,11 @@ class ArmLevel:
     # duration); () for speculab's own runs
     not_in_file: tuple[str, ...] = ()
     energy: EnergyView | None = None  # from NVML power samples (analysis.energy); None: no NVML device
+    # acceptance per draft position: the conditional rates (K-invariant for a chain proposer) with intervals, and the
+    # acceptance length at every k up to the measured one; from the responses' own per-position counts where every
+    # drafting response carries them (intervals over prompts), else from the counters (intervals over steps);
+    # None where neither reports positions (analysis.acceptance, docs/metrics.md "The acceptance canon")
+    acceptance_positions: PositionAcceptance | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +418,9 @@ class CandidateReport:
     # the check's note (`ChangeCheck.note`, a CHANGE_* record; not_recorded where the inputs hold no check); a file
     # before #48 item 3 kept its sentence ("" for none), read back as a `note`
     change_note: ReportWarning | None
+    # at the same low load as `acceptance`: the conditional rate per draft position and the length at each k
+    # (ArmLevel.acceptance_positions); None where the engine reports no positions
+    acceptance_positions: PositionAcceptance | None = None
 
 
 @dataclass(frozen=True, slots=True)

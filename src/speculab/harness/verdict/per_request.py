@@ -14,14 +14,17 @@ from collections.abc import Mapping, Sequence
 
 from speculab.harness.analysis.acceptance import (
     AcceptanceSpeedup,
+    PositionAcceptance,
     RequestAcceptance,
     acceptance_speedup,
     per_prompt_length,
+    positions_from_counts,
+    positions_from_requests,
     request_acceptance,
     weighted_acceptance,
 )
 from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_rates
-from speculab.harness.records import RequestRecord, RequestSpec
+from speculab.harness.records import AcceptanceSummary, RequestRecord, RequestSpec
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.servers.prefix_cache import prefix_cache_delta
 from speculab.harness.verdict.model import ArmLevel, PrefixCacheView, PromptSpread, RequestAcceptanceView
@@ -55,6 +58,19 @@ def request_acceptance_view(runs: Sequence[RepeatRun], items: Sequence[RequestSp
             if w is not None:
                 by_cat[cat] = w
     return RequestAcceptanceView(per[0].source, sum(1 for r in records if r.ok), overall, by_cat)
+
+
+def acceptance_positions(runs: Sequence[RepeatRun], counted: AcceptanceSummary | None) -> PositionAcceptance | None:
+    """One arm's acceptance per draft position at one load: from its responses' per-position counts where every
+    drafting response carries them (the interval is then over prompts), else from its counters summed over repeats
+    (`counted`, the arm's combined acceptance; its interval is over steps); None where neither has positions."""
+    from_requests = positions_from_requests(_per_request(runs))
+    if from_requests is not None:
+        return from_requests
+    if counted is None or not counted.active or not counted.per_position or not counted.drafts:
+        return None
+    drafts = float(counted.drafts)
+    return positions_from_counts(drafts, [p * drafts for p in counted.per_position], counted.source)
 
 
 def prefix_cache_view(runs: Sequence[RepeatRun], engine: str) -> PrefixCacheView | None:

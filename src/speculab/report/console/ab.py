@@ -29,6 +29,7 @@ from speculab.report.phrases import (
     launch_phrase,
     note_text,
     pairs_phrase,
+    positions_phrase,
     recommendation_lines,
     samples_phrase,
     verdict_line,
@@ -303,6 +304,10 @@ def per_request_lines(report: Any, level: Any) -> list[str]:
             f"  {arm.label} per request: {what} {num(w.length_token_weighted)} token-weighted, {rw_txt} "
             f"request-weighted ({w.drafting_requests} requests)"
         )
+    for arm in report.arms:  # the canon per draft position (docs/metrics.md), where the engine reports positions
+        a = level.arm(arm.name)
+        if a is not None and a.acceptance_positions is not None:
+            lines.append(f"  {escape(arm.label)} {escape(positions_phrase(a.acceptance_positions))}")
     rates = [(arm.label, level.arm(arm.name).prefix_cache) for arm in report.arms if level.arm(arm.name)]
     rates = [(label, pc) for label, pc in rates if pc is not None and pc.hit_rate is not None]
     if rates:

@@ -114,11 +114,14 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
         parts.append(Text(f"speculation {MISSING}  ({why})", style="dim"))
     if sd:
         pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
+        # a summary before the canon has no conditional rates: nothing is shown for them
+        cond = " ".join(num(c, ".2f") for c in sd.get("conditional_per_position") or [])
         parts.append(
             Text(
                 f"speculation acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
                 f"  mean acceptance length {num(sd.get('acceptance_length'), '.3f')}"
                 + (f"  per position {pos}" if pos else "")
+                + (f"  conditional per position {cond}" if cond else "")
                 + f"  ({sd.get('source', '')})"
             )
         )

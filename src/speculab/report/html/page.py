@@ -47,6 +47,7 @@ from speculab.report.phrases import (
     best_lines,
     guardrail_lines,
     left_out_text,
+    positions_phrase,
     recommendation_lines,
     verdict_line,
     warning_lines,
@@ -313,6 +314,7 @@ def _acceptance_view(c: CandidateReport) -> dict[str, str]:
             "text": "the engine reported no acceptance (speculation unconfirmed)",
             "source": "",
             "positions": "",
+            "canon": "",
         }
     text = (
         f"{num(a.acceptance_length)} tokens per verification step (bonus token included), acceptance rate "
@@ -325,6 +327,7 @@ def _acceptance_view(c: CandidateReport) -> dict[str, str]:
         "text": text,
         "source": a.source + (" (approximate)" if a.approximate else ""),
         "positions": ", ".join(f"{p:.2f}" for p in a.per_position) or "–",
+        "canon": positions_phrase(c.acceptance_positions) if c.acceptance_positions is not None else "",
     }
 
 

@@ -1,7 +1,7 @@
 """The verdict's records that are not warnings, in words: why one metric's comparison has no verdict, or what to read it
 with (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check
-(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line and a run-level comparison's notes in `GATE_WORDS`
-(merged into `words.WORDS`)."""
+(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line, a run-level comparison's notes and candidates of
+different K compared by acceptance rate in `GATE_WORDS` (merged into `words.WORDS`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,37 @@ def _error_gate(f: Fields) -> str:
     )
 
 
+def _rate_across_k(f: Fields) -> str:
+    def one(c: Fields) -> str:
+        rate = f"{c['rate']:.0%}" if isinstance(c.get("rate"), int | float) else "not reported"
+        length = f"{c['length']:.2f}" if isinstance(c.get("length"), int | float) else "not reported"
+        return f"{c['label']} (k={c['k']}): rate {rate}, length {length}"
+
+    return (
+        "the candidates draft different K, and an acceptance rate falls with K by construction (a longer draft's "
+        "later positions are accepted less often): compare them by acceptance length (tokens per step) or by the "
+        "conditional rate at each position, never by rate — " + "; ".join(one(c) for c in f["candidates"])
+    )
+
+
 GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.ACCEPTANCE_RATE_ACROSS_K: _rate_across_k,
+    WarningKind.PREDICT_NO_POSITIONS: lambda f: (
+        "no prediction: the engine reported no acceptance per draft position at the lowest load"
+        + ("" if f.get("k") else ", and the candidate's K is not known")
+        + " (the prediction needs per-position counters, e.g. vLLM's spec_decode_num_accepted_tokens_per_pos)"
+    ),
+    WarningKind.PREDICT_PLAN: lambda f: (
+        f"probes: the baseline and each candidate at concurrency {', '.join(str(c) for c in f['loads'])}, "
+        f"{f['prompts']} prompts each: {f['requests']:,} requests, to predict over concurrency {f['low']:g}-"
+        f"{f['high']:g}; a fixed sweep of every k up to each candidate's K at concurrency "
+        f"{', '.join(str(c) for c in f['sweep_loads'])} would send {f['sweep_requests']:,} "
+        f"(the probes send {f['requests'] / max(f['sweep_requests'], 1):.0%} of that)"
+    ),
+    WarningKind.PREDICT_FEW_PROBES: lambda f: (
+        f"no prediction: {f['baseline']} usable baseline and {f['candidate']} candidate probes (a TPOT and, for the "
+        "candidate, an acceptance length at a load); the cost model needs two of each"
+    ),
     WarningKind.ERROR_GATE: _error_gate,
     WarningKind.RUN_LOST_REQUESTS: lambda f: f"{f['side']} at {f['at']} lost {f['lost']:.0%} of a run's requests",
     WarningKind.RUN_LEVEL_UNIT: lambda f: (

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.crossover import CrossoverStatus, LoadSpeedup, crossover, first_crossings
@@ -117,3 +118,17 @@ def test_crossover_from_bootstrap_replicates_of_synthetic_sweep():
     # Without replicates the endpoint method still brackets the truth (it is wider: pointwise bands).
     bare = crossover([LoadSpeedup(p.load, p.speedup, p.low, p.high) for p in points], log_load=True)
     assert bare.method == "interval-endpoints" and bare.low <= true_cross <= bare.high
+
+
+def test_cluster_ratio_interval_is_the_ratio_of_sums_with_a_delta_method_t_interval():
+    from speculab.harness.stats import cluster_ratio_interval
+
+    iv = cluster_ratio_interval([8, 6, 9, 3], [10, 10, 10, 5])
+    assert iv.estimate == pytest.approx(26 / 35) and iv.n == 4 and iv.method == "ratio-t (clusters)"
+    r = 26 / 35
+    resid = [8 - r * 10, 6 - r * 10, 9 - r * 10, 3 - r * 5]
+    se = math.sqrt(4 / 3 * sum(x * x for x in resid)) / 35
+    assert iv.high - iv.estimate == pytest.approx(scipy.stats.t.ppf(0.975, 3) * se)
+    one = cluster_ratio_interval([3, 5], [0, 10])  # a cluster with nothing attempted carries nothing
+    assert one.n == 1 and one.estimate == 0.5 and math.isnan(one.low)
+    assert math.isnan(cluster_ratio_interval([], []).estimate)

@@ -16,9 +16,11 @@ from speculab.harness.analysis.acceptance import (
 )
 from speculab.harness.design import LevelSpec
 from speculab.harness.records import RequestRecord
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
-from speculab.report.phrases import verdict_line, warning_lines
+from speculab.report.console.ab import per_request_lines
+from speculab.report.phrases import verdict_line, warning_lines, warning_text
 
 FAST = ReportOptions(n_resamples=400)
 LEVELS = (LevelSpec("concurrency", 1, ("low",)), LevelSpec("concurrency", 4, ("operating",)))
@@ -99,3 +101,36 @@ def test_a_small_hit_rate_difference_is_noise():
     assert not any("prefix-cache" in w for w in warning_lines(r.warnings)) and "prefix-cache" not in verdict_line(
         r, r.candidates[0]
     )
+
+
+def test_each_arm_and_candidate_carries_the_conditional_rates_per_position(report: Report):
+    # the fake's responses carry no per-position counts, its counters do: the canon comes from the counters
+    a = report.level("c1").arm("ngram-k4")
+    pa = a.acceptance_positions
+    assert pa is not None and pa.interval_over == "tokens" and pa.k_measured == 4
+    uncond = [r.unconditional for r in pa.positions]
+    assert uncond == pytest.approx(list(a.acceptance.per_position))
+    for j in range(1, 4):  # conditional = unconditional_j / unconditional_(j-1)
+        assert pa.positions[j].conditional.estimate == pytest.approx(uncond[j] / uncond[j - 1])
+    assert pa.length_by_k[-1] == pytest.approx(a.acceptance.acceptance_length, rel=1e-6)
+    assert report.level("c1").arm("baseline").acceptance_positions is None
+    assert report.candidates[0].acceptance_positions == pa  # the candidate's, at its low load
+    lines = "\n".join(per_request_lines(report, report.level("c1")))
+    assert "conditional acceptance by position" in lines and "acceptance length at k=1..4" in lines
+
+
+def test_candidates_of_different_k_compared_by_rate_get_a_warning_and_same_k_do_not():
+    arms = {
+        "ngram-k2": ArmEffect(acceptance_length=1.7, k=2, tokens_per_chunk=2),
+        "ngram-k8": ArmEffect(acceptance_length=3.1, k=8, tokens_per_chunk=3),
+    }
+    r = build_report(make_inputs(n_prompts=12, repeats=1, levels=LEVELS, candidates=arms), FAST)
+    found = [w for w in r.warnings if w.kind == WarningKind.ACCEPTANCE_RATE_ACROSS_K]
+    assert len(found) == 1
+    assert [c["k"] for c in found[0].fields["candidates"]] == [2, 8]
+    text = warning_text(found[0])
+    assert "compare them by acceptance length" in text and "(k=2): rate" in text and "(k=8): rate" in text
+    same = {"a": ArmEffect(acceptance_length=1.7, k=4, tokens_per_chunk=2),
+            "b": ArmEffect(acceptance_length=2.1, k=4, tokens_per_chunk=2)}  # fmt: skip
+    r2 = build_report(make_inputs(n_prompts=12, repeats=1, levels=LEVELS, candidates=same), FAST)
+    assert not any(w.kind == WarningKind.ACCEPTANCE_RATE_ACROSS_K for w in r2.warnings)

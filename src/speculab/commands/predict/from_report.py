@@ -1,0 +1,89 @@
+"""From a probe run's report to the prediction (docs/predict.md): each candidate's acceptance per position at the
+lowest load, the step time of every arm at every probe load, the cost model fitted on the baseline's and the
+candidate's probes, and the predicted speedup for every k up to the candidate's K across the load range
+(`harness.search.predict`).
+
+A step time is the arm's median TPOT at the load times the tokens one of its steps yields: 1 for plain decoding, the
+acceptance length its counters measured at that load for a candidate (the mean tokens per verification step), so
+the cost is measured under the acceptance the content gave there. The batch is the achieved concurrency of the
+closed loop (the requests actually in flight while sending), not the asked one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.search.predict import (
+    CHAIN_METHODS,
+    CandidatePrediction,
+    Prediction,
+    StepProbe,
+    fit_step_cost,
+    k_schedule,
+    load_grid,
+    predict,
+)
+from speculab.harness.verdict.model import ArmLevel, Report
+
+
+def step_probe(a: ArmLevel, k: int, batch_asked: float) -> StepProbe | None:
+    """One arm at one load as a cost probe; None where its TPOT or (for a candidate) its tokens per step is unknown."""
+    tpot = a.distributions["tpot_s"].p50 if "tpot_s" in a.distributions else math.nan
+    if not math.isfinite(tpot) or tpot <= 0:
+        return None
+    if k == 0:
+        per_step = 1.0
+    else:
+        length = a.acceptance.acceptance_length if a.acceptance is not None and a.acceptance.active else None
+        if length is None or not math.isfinite(length):
+            return None
+        per_step = float(length)
+    batch = a.achieved_concurrency if a.achieved_concurrency and a.achieved_concurrency > 0 else batch_asked
+    return StepProbe(k, float(batch), tpot * per_step, per_step, False, a.ok)
+
+
+def predict_from_report(
+    report: Report,
+    low: float,
+    high: float,
+    rng: np.random.Generator,
+    *,
+    requests_sent: int,
+    sweep_requests: int,
+    probe_wall_s: float | None = None,
+) -> Prediction:
+    """Every candidate of a probe run, predicted over `low`..`high`; a candidate without positions at the lowest
+    load, or with fewer than two usable probes, is skipped with its reason."""
+    levels = sorted(report.levels, key=lambda lv: lv.value)
+    arms = {a.name: a for a in report.arms}
+    base_probes = [p for lv in levels if (a := lv.arm("baseline")) and (p := step_probe(a, 0, lv.value))]
+    out, skipped = [], []
+    loads = load_grid(low, high)
+    for c in report.candidates:
+        view = arms.get(c.name)
+        k = view.num_speculative_tokens if view is not None else None
+        lowest = levels[0].arm(c.name) if levels else None
+        acc = lowest.acceptance_positions if lowest is not None else None
+        if acc is None or not k:
+            skipped.append(ReportWarning(WarningKind.PREDICT_NO_POSITIONS, c.label, fields={"k": k}))
+            continue
+        cand = [p for lv in levels if (a := lv.arm(c.name)) and (p := step_probe(a, acc.k_measured, lv.value))]
+        probes = base_probes + cand
+        if len(cand) < 2 or len(base_probes) < 2:
+            fields = {"baseline": len(base_probes), "candidate": len(cand)}
+            skipped.append(ReportWarning(WarningKind.PREDICT_FEW_PROBES, c.label, fields=fields))
+            continue
+        fit = fit_step_cost(probes)
+        chain = (view.method or "") in CHAIN_METHODS if view is not None else False
+        ks = range(1, acc.k_measured + 1) if chain else [acc.k_measured]
+        per_k = predict(acc, fit, loads, ks, rng)
+        out.append(
+            CandidatePrediction(
+                c.name, c.label, view.method if view else None, acc.k_measured, chain, acc, fit, per_k,
+                k_schedule(per_k),
+            )
+        )  # fmt: skip
+    return Prediction(low, high, tuple(out), tuple(skipped), requests_sent, sweep_requests, probe_wall_s)
