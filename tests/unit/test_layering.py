@@ -1,7 +1,7 @@
 """The layering docs/architecture.md promises, read from the source: no import cycle between packages; the floors
-cli -> commands -> harness and cli -> report -> harness.verdict; no command imports another (init -> run and predict -> run aside) or
-the report; the harness holds no command and no server and never imports the report, torch or the engine; the two
-servers (engine, mock) stand on the serving base and the wire format, never on the harness."""
+cli -> commands -> harness and cli -> report -> harness.verdict; no command imports another (init -> run and
+predict -> run aside) or the report; the harness holds no command and no server and never imports the report, torch or
+the engine; the two servers (engine, mock) stand on the serving base and the wire format, never on the harness."""
 
 from __future__ import annotations
 

@@ -26,12 +26,12 @@ from speculab.harness.search.predict import (
     load_grid,
     predict,
 )
-from speculab.harness.verdict.model import ArmLevel, Report
+from speculab.harness.verdict.model import TPOT, ArmLevel, Report
 
 
 def step_probe(a: ArmLevel, k: int, batch_asked: float) -> StepProbe | None:
     """One arm at one load as a cost probe; None where its TPOT or (for a candidate) its tokens per step is unknown."""
-    tpot = a.distributions["tpot_s"].p50 if "tpot_s" in a.distributions else math.nan
+    tpot = a.distributions[TPOT.name].p50 if TPOT.name in a.distributions else math.nan
     if not math.isfinite(tpot) or tpot <= 0:
         return None
     if k == 0:
