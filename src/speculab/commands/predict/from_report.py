@@ -62,6 +62,11 @@ def predict_from_report(
     base_probes = [p for lv in levels if (a := lv.arm("baseline")) and (p := step_probe(a, 0, lv.value))]
     out, skipped = [], []
     loads = load_grid(low, high)
+    # the workload's typical output length (the baseline's median at the lowest load): a step cut at the end of a
+    # short answer yields fewer tokens, and the TPOT the verdict compares carries that
+    base_low = levels[0].arm("baseline") if levels else None
+    lengths = base_low.distributions.get("output_tokens") if base_low is not None else None
+    output_tokens = round(lengths.p50) if lengths is not None and math.isfinite(lengths.p50) else None
     for c in report.candidates:
         view = arms.get(c.name)
         k = view.num_speculative_tokens if view is not None else None
@@ -79,11 +84,11 @@ def predict_from_report(
         fit = fit_step_cost(probes)
         chain = (view.method or "") in CHAIN_METHODS if view is not None else False
         ks = range(1, acc.k_measured + 1) if chain else [acc.k_measured]
-        per_k = predict(acc, fit, loads, ks, rng)
+        per_k = predict(acc, fit, loads, ks, rng, output_tokens=output_tokens)
         out.append(
             CandidatePrediction(
                 c.name, c.label, view.method if view else None, acc.k_measured, chain, acc, fit, per_k,
                 k_schedule(per_k),
             )
         )  # fmt: skip
-    return Prediction(low, high, tuple(out), tuple(skipped), requests_sent, sweep_requests, probe_wall_s)
+    return Prediction(low, high, tuple(out), tuple(skipped), requests_sent, sweep_requests, probe_wall_s, output_tokens)

@@ -148,6 +148,43 @@ def tokens_per_step(conditional: Sequence[float], k: int) -> float:
     return total
 
 
+def _accepted_probabilities(cond: np.ndarray, k: int) -> np.ndarray:
+    """[draws, k + 1]: P(a step accepts exactly a drafts), a = 0..k, from conditional rates [draws, >= k]."""
+    reach = np.concatenate([np.ones((cond.shape[0], 1)), np.cumprod(cond[:, :k], axis=1)], axis=1)  # P(A >= a)
+    probs = reach.copy()
+    probs[:, :k] -= reach[:, 1:]
+    return probs
+
+
+def _expected_steps(probs: np.ndarray, tokens: int) -> np.ndarray:
+    """[draws]: the expected steps to emit `tokens` tokens when a step emits 1 + accepted of them, the last step cut
+    to fit (a renewal count: e(m) = 1 + sum_a P(a) e(m - 1 - a), e(<= 0) = 0)."""
+    draws, width = probs.shape
+    e = np.zeros((draws, tokens + 1))
+    for m in range(1, tokens + 1):
+        back = np.maximum(m - 1 - np.arange(width), 0)
+        e[:, m] = 1.0 + (probs * e[:, back]).sum(axis=1)
+    return e[:, tokens]
+
+
+MAX_RENEWAL_TOKENS = 4096  # longer outputs: the end effect is below 0.1 %, the plain per-step rate is used
+
+
+def effective_tokens_per_step(conditional: np.ndarray, k: int, output_tokens: int | None) -> np.ndarray:
+    """[draws]: the tokens per step a request of `output_tokens` tokens sees on average, (n - 1) / E[steps for n - 1],
+    the first token being the prefill's. Shorter than L(k) because the last step is cut to what is left to emit
+    (engines stop at max_tokens or EOS mid-step); the TPOT of such a request is step x E[steps] / (n - 1), so the
+    speedup the verdict measures follows this number, not L(k). None (or a long output): L(k) itself."""
+    cond = np.atleast_2d(conditional)
+    if k == 0:
+        return np.ones(cond.shape[0])
+    long_run = 1.0 + np.cumprod(cond[:, :k], axis=1).sum(axis=1)
+    if output_tokens is None or output_tokens < 2 or output_tokens - 1 > MAX_RENEWAL_TOKENS:
+        return long_run
+    m = output_tokens - 1
+    return m / _expected_steps(_accepted_probabilities(cond, k), m)
+
+
 @dataclass(frozen=True, slots=True)
 class Band:
     estimate: float
@@ -176,7 +213,7 @@ class Crossover:
 @dataclass(frozen=True, slots=True)
 class KPrediction:
     k: int
-    tokens_per_step: float  # L(k) from the measured conditional rates
+    tokens_per_step: float  # tokens per step at this k for the workload's output length (L(k) without one)
     curve: tuple[CurvePoint, ...]
     crossover: Crossover
 
@@ -221,10 +258,6 @@ def _draw_coefficients(fit: StepFit, draws: int, rng: np.random.Generator) -> np
     return rng.multivariate_normal(mean, cov, size=draws, method="eigh")
 
 
-def _tokens_per_step_draws(cond: np.ndarray, k: int) -> np.ndarray:
-    return 1.0 + np.cumprod(cond[:, :k], axis=1).sum(axis=1) if k else np.ones(cond.shape[0])
-
-
 def _crossing(loads: Sequence[float], speedup: np.ndarray) -> float | None:
     """The first load where `speedup` (over `loads`) falls from above 1 to 1 or below, interpolated on log load;
     None where it never does (or starts at or below 1: -inf sentinel handled by the caller)."""
@@ -244,8 +277,11 @@ def predict(
     rng: np.random.Generator,
     draws: int = N_DRAWS,
     confidence: float = CONFIDENCE,
+    output_tokens: int | None = None,
 ) -> tuple[KPrediction, ...]:
-    """For each k (at most the measured K): the speedup at each load with its band, and the crossover."""
+    """For each k (at most the measured K): the speedup at each load with its band, and the crossover. With
+    `output_tokens` (the workload's typical output length) the tokens per step are those a request of that length
+    sees (`effective_tokens_per_step`), else L(k)."""
     too_long = [k for k in ks if k > acc.k_measured or k < 1]
     if too_long:
         raise ValueError(f"k {too_long} outside 1..{acc.k_measured}: acceptance beyond the measured K is not known")
@@ -255,8 +291,8 @@ def predict(
     q = ((1 - confidence) / 2, 1 - (1 - confidence) / 2)
     out = []
     for k in ks:
-        length = tokens_per_step(cond_point, k)
-        lengths = _tokens_per_step_draws(cond, k)
+        length = float(effective_tokens_per_step(np.asarray([cond_point]), k, output_tokens)[0])
+        lengths = effective_tokens_per_step(cond, k, output_tokens)
         point, per_draw = [], []
         for b in loads:
             x0, xk = np.asarray(_features(b, 0)), np.asarray(_features(b, k))
@@ -350,6 +386,7 @@ class Prediction:
     requests_sent: int
     sweep_requests: int
     probe_wall_s: float | None
+    output_tokens: int | None = None  # the output length the tokens per step were computed for (None: long outputs)
 
     def to_dict(self) -> dict[str, Any]:
         """prediction.json: `candidates[]` one per candidate and k (name, k, crossover, curve), `k_schedule` per
@@ -389,4 +426,5 @@ class Prediction:
             "requests_sent": self.requests_sent,
             "sweep_requests": self.sweep_requests,
             "probe_wall_s": self.probe_wall_s,
+            "output_tokens": self.output_tokens,
         }

@@ -101,3 +101,27 @@ def test_a_candidate_that_pays_everywhere_has_no_crossing_and_says_above_the_ran
     fit = fit_step_cost(probes(rng))
     (k1,) = predict(acc, fit, load_grid(1, 4), [1], np.random.default_rng(0))
     assert k1.crossover.estimate is None and k1.crossover.above_range and k1.crossover.high is None
+
+
+def test_a_short_answer_sees_fewer_tokens_per_step_than_the_long_run_length():
+    from speculab.harness.search.predict import effective_tokens_per_step
+
+    rates = np.asarray([COND])
+    # by simulation: requests of 33 tokens (32 after the prefill's), each step 1 + accepted, the last one cut
+    rng = np.random.default_rng(11)
+    steps = []
+    for _ in range(20000):
+        left, n = 32, 0
+        while left > 0:
+            a = 0
+            while a < 4 and rng.random() < COND[a]:
+                a += 1
+            left -= min(1 + a, left)
+            n += 1
+        steps.append(n)
+    simulated = 32 / np.mean(steps)
+    got = effective_tokens_per_step(rates, 4, 33)[0]
+    assert got == pytest.approx(simulated, rel=0.01)
+    assert got < tokens_per_step(COND, 4)  # the cut last step
+    assert effective_tokens_per_step(rates, 4, None)[0] == pytest.approx(tokens_per_step(COND, 4))
+    assert effective_tokens_per_step(rates, 0, 33)[0] == 1.0
