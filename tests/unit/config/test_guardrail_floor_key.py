@@ -9,6 +9,7 @@ import pytest
 from speculab.config import parse_experiment
 from speculab.config.experiment import guardrail_floors, parse_floor
 from speculab.errors import UserError
+from speculab.harness.gates.asked import parse_guardrail_floor
 
 MINIMAL = """
 workload: builtin:open
@@ -40,6 +41,7 @@ def test_the_key_in_the_file_and_the_flag():
     e = parse_experiment(MINIMAL + "guardrail_floor: {ttft: 50ms, e2e: 0}\n")
     assert e.guardrail_floor == {"ttft_s": 0.05, "e2e_s": 0.0}
     assert guardrail_floors("ttft=20ms, e2e=0.1s") == {"ttft_s": 0.02, "e2e_s": 0.1}
+    assert parse_guardrail_floor(None) is None and parse_guardrail_floor("0") == dict.fromkeys(TIME, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +59,8 @@ def test_mistakes_are_one_line(line, expected):
     with pytest.raises(UserError) as e:
         parse_experiment(MINIMAL + line, "experiment.yaml")
     assert "\n" not in str(e.value) and expected in str(e.value) and "guardrail_floor" in str(e.value), str(e.value)
+
+
+def test_the_flags_mistake_names_the_flag():
+    with pytest.raises(UserError, match=r"^--guardrail-floor: floor 'ttft,e2e=20ms': give metric=duration pairs"):
+        parse_guardrail_floor("ttft,e2e=20ms")
