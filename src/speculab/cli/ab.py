@@ -29,6 +29,15 @@ def _margin() -> Any:
     return typer.Option(None, "--margin", help="smallest change that matters, e.g. 3% (default: the run's, else 3%)")
 
 
+def _guardrail_floor() -> Any:
+    return typer.Option(
+        None,
+        "--guardrail-floor",
+        help="a time guardrail's loss that holds a candidate back only above this, per request: 20ms, or "
+        "ttft=20ms,e2e=50ms; 0 for the margin alone (default: the run's, else TTFT and E2E 20ms)",
+    )
+
+
 def _fail_on() -> Any:
     return typer.Option(
         None,
@@ -204,6 +213,7 @@ def compare_command(
     max_error_rate: float = _max_error_rate(),
     margin: str | None = _margin(),
     decide_on: str | None = _decide_on(),
+    guardrail_floor: str | None = _guardrail_floor(),
     fail_on: str | None = _fail_on(),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
@@ -228,6 +238,7 @@ def compare_command(
         margin=margin,
         decide_on=decide_on,
         fail_on=fail_on,
+        guardrail_floor=guardrail_floor,
     )
     compare(flags, _Screen())
 
@@ -315,6 +326,7 @@ def report_command(
     allow_python_checks: bool = typer.Option(False, "--allow-python-checks", help=_ALLOW_PYTHON_HELP),
     margin: str | None = _margin(),
     decide_on: str | None = _decide_on(),
+    guardrail_floor: str | None = _guardrail_floor(),
     fail_on: str | None = _fail_on(),
 ) -> None:
     """Re-render report.html and summary.json from the inputs saved in DIR, and print the verdict."""
@@ -329,5 +341,6 @@ def report_command(
         margin=margin,
         decide_on=decide_on,
         fail_on=fail_on,
+        guardrail_floor=guardrail_floor,
     )
     report(flags, _Screen())

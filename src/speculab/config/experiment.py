@@ -344,6 +344,52 @@ def guardrail_names(values: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+# `guardrail_floor:` (and `--guardrail-floor`): a time guardrail's absolute floor, per request. A guardrail holds a
+# candidate back when it is worse beyond max(its margin, its floor): a loss a user would notice, not only one the
+# statistics can detect. The keys are the time metrics' `margin:` keys; the defaults are the figures table's
+# (`harness.analysis.figures.DEFAULT_FLOORS_S`: 20 ms for TTFT and E2E, none per token).
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0}
+MAX_FLOOR_S = 60.0  # past a minute a floor is a typo (20 for 20ms), not a tolerance
+
+
+def parse_floor(value: float | int | str) -> float:
+    """A floor in seconds: "20ms", "0.02s", or a number of seconds below 1 (0.02); 0 <= floor <= 60 s. ValueError
+    names the accepted forms."""
+    text = str(value).strip().lower().replace(" ", "")
+    unit = next((u for u in ("ms", "s") if text.endswith(u)), "")
+    try:
+        f = float(text[: len(text) - len(unit)]) * _DURATION_UNITS.get(unit, 1.0)
+    except ValueError:
+        f = float("nan")
+    if not unit and f >= 1:  # `ttft: 20` means 20 ms far more often than 20 s: a unit says which
+        raise ValueError(f"floor {value!r}: give a unit, e.g. {f:g}ms or {f:g}s")
+    if not 0 <= f <= MAX_FLOOR_S:  # NaN fails too
+        raise ValueError(f"floor {value!r}: give a duration, e.g. 20ms or 0.02s (0 for the margin alone)")
+    return f
+
+
+def guardrail_floors(value: float | int | str | Mapping[str, float | int | str] | None) -> dict[str, float]:
+    """`guardrail_floor:` (or `--guardrail-floor`) -> {metric: seconds}; {} for None (the defaults). One duration
+    sets every time metric; a mapping (or "ttft=20ms,e2e=50ms") sets some. ValueError for an unknown key."""
+    if value is None:
+        return {}
+    if isinstance(value, str) and "=" in value:
+        pairs = [p.split("=", 1) for p in value.split(",") if p.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise ValueError(f"floor {value!r}: give metric=duration pairs, e.g. ttft=20ms,e2e=50ms")
+        value = {k.strip(): v for k, v in pairs}
+    if not isinstance(value, Mapping):
+        return dict.fromkeys(TIME_MARGINS, parse_floor(value))
+    out = {}
+    for key, v in value.items():
+        if key not in DECIDE_ON_KEYS:  # the time metrics' keys
+            raise ValueError(
+                f"unknown metric {key!r}{did_you_mean(key, DECIDE_ON_KEYS)} (floor keys: {', '.join(DECIDE_ON_KEYS)})"
+            )
+        out[DECIDE_ON_KEYS[key]] = parse_floor(v)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Experiment:
     workload: WorkloadConfig
@@ -367,6 +413,8 @@ class Experiment:
     margin: Mapping[str, float] = field(default_factory=dict)
     decide_on: str = DEFAULT_DECIDE_ON  # the metric a candidate must be faster on (`decide_on:`)
     guardrails: tuple[str, ...] | None = None  # `guardrails:`; None: DEFAULT_GUARDRAILS
+    # a time guardrail's absolute floor per metric, seconds (`guardrail_floor:`): {} = the figures table's defaults
+    guardrail_floor: Mapping[str, float] = field(default_factory=dict)
     cache_reset: str = "between-blocks"  # `cache: {reset: between-blocks | never}`: before every block or not at all
 
     @property

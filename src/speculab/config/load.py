@@ -33,6 +33,7 @@ from speculab.config.experiment import (
     SpeculationConfig,
     WorkloadConfig,
     decide_on_metric,
+    guardrail_floors,
     guardrail_names,
     margins,
 )
@@ -314,5 +315,6 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         margin=margins(m.margin),
         decide_on=decide_on_metric(m.decide_on) if m.decide_on is not None else DEFAULT_DECIDE_ON,
         guardrails=guardrail_names(m.guardrails) if m.guardrails is not None else None,
+        guardrail_floor=guardrail_floors(m.guardrail_floor),
         cache_reset=m.cache.reset,
     )

@@ -19,6 +19,7 @@ from speculab.config.experiment import (
     SEARCH_MAX_PROBES,
     EngineKind,
     decide_on_metric,
+    guardrail_floors,
     guardrail_names,
     margins,
 )
@@ -310,6 +311,16 @@ class ExperimentSchema(_Model):
     def _guardrails(cls, v: list[str] | None) -> list[str] | None:
         if v is not None:
             guardrail_names(v)
+        return v
+
+    # a time guardrail's absolute floor: "20ms" for every time metric, or {ttft: 20ms, e2e: 50ms}
+    # (docs/recommendation.md)
+    guardrail_floor: float | str | dict[str, float | str] | None = None
+
+    @field_validator("guardrail_floor")
+    @classmethod
+    def _guardrail_floor(cls, v: float | str | dict[str, float | str] | None) -> Any:
+        guardrail_floors(v)  # ValueError: the key path is `guardrail_floor`
         return v
 
     @model_validator(mode="after")

@@ -200,6 +200,9 @@ class Setup:
     # `compare --decide-on` does
     decide_on: str | None = None
     guardrails: tuple[str, ...] | None = None
+    # the experiment's `guardrail_floor:` per time metric, seconds ({} = the defaults); ReportOptions overrides, as
+    # `compare --guardrail-floor` does
+    guardrail_floor: Mapping[str, float] = field(default_factory=dict)
     started_utc: str = ""
     finished_utc: str = ""
     versions: Mapping[str, Any] = field(default_factory=dict)

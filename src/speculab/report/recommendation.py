@@ -8,9 +8,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from speculab.harness.verdict.choices import DISAGREE
+from speculab.harness.verdict.choices import DISAGREE, TOLERATED
 from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
-from speculab.report.formatting import fine_speedup, margin_pct, speedup, speedup_range
+from speculab.report.formatting import fine_speedup, margin_pct, seconds, speedup, speedup_range
+from speculab.report.words.verdict import guardrail_breach_text
 
 # ---------------------------------------------------------------------------------------------------------------
 # The recommendation (harness.verdict.recommendation): what to ship at each load band.
@@ -32,8 +33,11 @@ def _load_text(axis: str, v: float) -> str:
 
 def guardrail_phrase(g: Any) -> str:
     """One guardrail's answer with its numbers: 'TTFT 0.54× (slower) [0.38–0.91]', 'E2E not worse (1.20×
-    [1.05–1.31])', 'error rate +4.0 points (p = 0.01)', 'correctness not measured'."""
+    [1.05–1.31])', 'error rate +4.0 points (p = 0.01)', 'correctness not measured', 'TTFT tolerated: 0.93× slower
+    [0.93–0.94], +4.1 ms a request (within the 20.0 ms floor)'."""
     name = GUARDRAIL_LABELS.get(g.name, g.name)
+    if g.answer == TOLERATED and getattr(g, "breach", None) is not None:
+        return f"{name} {TOLERATED}: {guardrail_breach_text(g.breach.fields).removeprefix(name + ' ')}"
     if g.answer == "not measured" or not math.isfinite(g.estimate):
         return f"{name} {g.answer}"
     if g.name == "error_rate":
@@ -140,17 +144,40 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
     if rec.form == "undecided":
         undecided = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
         ship = [c for c in rec.loads if c.answer == "ship"]
+        shown = _tolerated_suffix(rec, loads)
         if ship and rec.winner:
             where = ", ".join(c.label for c in ship)
-            return f"ship {labels.get(rec.winner, rec.winner)} at {where} only; undecided at {undecided} (see below)"
+            who = labels.get(rec.winner, rec.winner)
+            return f"ship {who} at {where} only; undecided at {undecided} (see below){shown}"
         if ship:
-            return f"ship each decided band's configuration; undecided at {undecided} (see below)"
+            return f"ship each decided band's configuration; undecided at {undecided} (see below){shown}"
         return f"undecided at {undecided}: no candidate is shown to pay there yet (see below)"
     blocked = [a for a in rec.answers if a.answer == "plain" and a.why == "guardrail" and math.isfinite(a.speedup)]
     if rec.form == "plain" and blocked:
         a = max(blocked, key=lambda x: x.speedup)
         who = f"{labels.get(a.candidate, a.candidate)} at {loads.get(a.level, a.level)}"
         return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
+    return _ship_headline(report, labels, search) + _tolerated_suffix(rec, loads)
+
+
+def _tolerated_suffix(rec: Any, loads: Mapping[str, str]) -> str:
+    """The guardrail breaches not held against what ships, said in the headline beside it (a breach is always shown):
+    '; not held against it: TTFT 0.93× slower [0.93–0.94], +4.1 ms a request (within the 20.0 ms floor) at
+    concurrency 1'."""
+    chosen = {c.level: c.choice for c in rec.loads}
+    shown = [
+        f"{guardrail_breach_text(g.breach.fields)} at {loads.get(a.level, a.level)}"
+        for a in getattr(rec, "answers", ())
+        if a.answer == "ship" and chosen.get(a.level) == a.candidate
+        for g in a.guardrails
+        if g.answer == TOLERATED and getattr(g, "breach", None) is not None
+    ]
+    return f"; not held against it: {'; '.join(shown)}" if shown else ""
+
+
+def _ship_headline(report: Any, labels: Mapping[str, str], search: Any) -> str:
+    """The headline of a recommendation that ships (single, off-above, per-load) or keeps plain for want of speed."""
+    rec = report.recommendation
     first = next((b for b in rec.bands if b.choice == rec.winner), None)
     edge = "?"
     if rec.form == "off-above" and search is not None and first is not None and first.upper_edge is not None:
@@ -265,7 +292,24 @@ def recommendation_lines(report: Any, run_dir: str = "DIR") -> list[str]:
         f"  rule: ships where {METRIC_LABELS.get(rec.decide_on, rec.decide_on)} is faster beyond the "
         f"{margin_pct(rec.margin)} margin and no guardrail ({guards}) is worse beyond its own; else plain, or undecided"
     )
+    out.extend(_floors_lines(rec))
     return out
+
+
+def _floors_lines(rec: Any) -> list[str]:
+    """Under the rule, what else a time guardrail's breach must be to count: '  floors: a time guardrail counts only
+    where a request also loses more than TTFT 20.0 ms, E2E 20.0 ms; TTFT only where the candidate misses its SLO
+    (500.0 ms)'; none when no guardrail has either (or in a summary written before floors)."""
+    guards = getattr(rec, "guardrails", ())
+    slo = {g: v for g, v in getattr(rec, "slo_limits", {}).items() if g in guards}
+    floors = {g: v for g, v in getattr(rec, "floors", {}).items() if g in guards and v > 0 and g not in slo}
+    parts = []
+    if floors:
+        said = ", ".join(f"{GUARDRAIL_LABELS.get(g, g)} {seconds(v)}" for g, v in floors.items())
+        parts.append(f"a time guardrail counts only where a request also loses more than {said}")
+    for g, v in slo.items():
+        parts.append(f"{GUARDRAIL_LABELS.get(g, g)} only where the candidate misses its SLO ({seconds(v)})")
+    return [f"  floors: {'; '.join(parts)}"] if parts else []
 
 
 def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:

@@ -67,6 +67,17 @@ def _add_correctness_texts(k: CorrectnessComparison, kd: dict[str, Any]) -> None
             kd[key]["failures"] = [{**fd, "text": reason_text(f)} for f, fd in said]
 
 
+def _add_breach_texts(report: Report, d: dict[str, Any]) -> None:
+    """Beside each guardrail breach the recommendation did not hold against a candidate, its `text`."""
+    rec = report.recommendation
+    if rec is None:
+        return
+    for a, ad in zip(rec.answers, d["recommendation"]["answers"], strict=True):
+        for g, gd in zip(a.guardrails, ad["guardrails"], strict=True):
+            if g.breach is not None:
+                gd["breach"] = {**gd["breach"], "text": warning_text(g.breach)}
+
+
 def summary_dict(report: Report) -> dict[str, Any]:
     """The report as plain JSON data, `verdict_line` placed after each candidate's label (where it always was)."""
     d = report.to_dict()
@@ -81,6 +92,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
     d["candidates"] = cands
     d["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(report.warnings, d["warnings"], strict=True)]
     _add_reason_texts(report, d)
+    _add_breach_texts(report, d)
     for c, cd in zip(report.candidates, cands, strict=True):
         if c.correctness is not None:
             _add_correctness_texts(c.correctness, cd["correctness"])

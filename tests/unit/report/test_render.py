@@ -81,7 +81,8 @@ def test_console_verdict_first_then_tables_then_warnings(evil_report: Report):
     lines = [ln for ln in text.splitlines() if ln.strip()]
     # the recommendation block right after the heading (what to ship), then the verdict (its evidence)
     assert lines[1].startswith("recommendation: ship ngram k=4")
-    rule = next(i for i, ln in enumerate(lines) if ln.startswith("  rule: "))
+    rule = next(i for i, ln in enumerate(lines) if ln.startswith("  rule: ")) + 1
+    assert lines[rule].startswith("  floors: ")  # what a time guardrail's breach must also be to count
     # with SLOs set, each arm's highest load within them first, one line per arm (report.slo_capacity)
     assert lines[rule + 1].startswith("highest load within the SLO (")
     assert [ln.split(":")[0] for ln in lines[rule + 2 : rule + 4]] == ["  plain", "  ngram k=4"]

@@ -49,6 +49,7 @@ class CompareFlags:
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     margin: str | None = None
     decide_on: str | None = None
+    guardrail_floor: str | None = None  # `--guardrail-floor`: a time guardrail's absolute floor
     fail_on: str | None = None
 
 
@@ -81,6 +82,7 @@ def compare_command(flags: CompareFlags, screen: CompareScreen) -> Path:
         max_error_rate=flags.max_error_rate,
         margin=flags.margin,
         decide_on=flags.decide_on,
+        guardrail_floor=flags.guardrail_floor,
     )
     check_report(screen.report(out, options), options, out, asked)
     return out
@@ -126,6 +128,7 @@ class ReportFlags:
     allow_python_checks: bool = False
     margin: str | None = None
     decide_on: str | None = None
+    guardrail_floor: str | None = None
     fail_on: str | None = None
 
 
@@ -138,7 +141,11 @@ def report_command(flags: ReportFlags, screen: CompareScreen) -> Path:
     if (written := _report_run_level(flags, gate, screen)) is not None:
         return written
     options = report_options(
-        allow_python_checks=flags.allow_python_checks, seed=flags.seed, margin=flags.margin, decide_on=flags.decide_on
+        allow_python_checks=flags.allow_python_checks,
+        seed=flags.seed,
+        margin=flags.margin,
+        decide_on=flags.decide_on,
+        guardrail_floor=flags.guardrail_floor,
     )
     out = flags.output or flags.directory
     report = screen.report(flags.directory, options, output=flags.output)

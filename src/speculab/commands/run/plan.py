@@ -482,6 +482,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         margin=dict(exp.margin),
         decide_on=exp.decide_on,
         guardrails=exp.guardrails,
+        guardrail_floor=dict(exp.guardrail_floor),
         search=_search_design(exp),
     )
 

@@ -38,6 +38,9 @@ class Figure:
     extract: Callable[[Any], float | None] | None = None
     margin_key: str | None = None  # its key under `margin:` (and `--margin`); None: not compared per prompt
     default_margin: float = DEFAULT_MARGIN  # relative, when neither the run nor the options give one
+    # a guardrail's absolute floor (seconds, `guardrail_floor:`) when neither the run nor the options give one: a loss
+    # on this figure smaller than this, per request, is shown but never holds a candidate back (docs/recommendation.md)
+    default_floor_s: float = 0.0
     aggregates: tuple[str, ...] = ()  # what summary-only files state of it (MEDIAN, P99, RUN_VALUE): `RunFigure`s
     # its place among a run-level comparison's figures: the tools' own order (vLLM's `--percentile-metrics`
     # ttft,tpot,itl,e2el, then the rates), which that comparison's summary.json and terminal keep; the verdict's
@@ -92,11 +95,23 @@ _LATENCY = (MEDIAN, P99)
 
 # TPOT is the headline (speculation's promise is fewer seconds per output token); ITL is each request's mean
 # per-token gap after the first token. The rates are a run's own: summary-only files state them, no request has one.
+#
+# The guardrails' floors: a wait a user sees once per request (the first token, the whole answer) holds a candidate
+# back only when it grows by more than 20 ms: about one frame of a 60 Hz screen (16.7 ms), a fifth of the 0.1 s
+# within which a response still feels instant (Nielsen, "Usability Engineering", 1993): a change a user finds by
+# measuring, not by waiting. It is above the few milliseconds a draft's first step or a proposer's setup adds to the
+# first token (issue 50: 4 ms more held back a candidate 2.34x faster end to end). The relative margin still applies
+# above it: the bar is max(margin, floor). A per-token figure has no floor: its loss is paid once per token, so no
+# amount is small in itself (1 ms a token is a second over a 1,000-token answer); its sum is E2E, which has one. A
+# user with a stricter need sets `guardrail_floor:` (0 for the margin alone) or an SLO (`slos:`).
+FLOOR_PER_REQUEST_S = 0.020
 TPOT = Figure(
     "tpot_s", "TPOT", "s", True, lambda m: m.tpot_s, "tpot", aggregates=_LATENCY, summary_order=2, headline=True
 )
-E2E = Figure("e2e_s", "E2E", "s", True, lambda m: m.e2e_s, "e2e", aggregates=_LATENCY, summary_order=4)
-TTFT = Figure("ttft_s", "TTFT", "s", True, lambda m: m.ttft_s, "ttft", aggregates=_LATENCY, summary_order=1)
+E2E = Figure("e2e_s", "E2E", "s", True, lambda m: m.e2e_s, "e2e", aggregates=_LATENCY, summary_order=4,
+             default_floor_s=FLOOR_PER_REQUEST_S)  # fmt: skip
+TTFT = Figure("ttft_s", "TTFT", "s", True, lambda m: m.ttft_s, "ttft", aggregates=_LATENCY, summary_order=1,
+              default_floor_s=FLOOR_PER_REQUEST_S)  # fmt: skip
 ITL = Figure("itl_s", "ITL", "s", True, _mean_itl_s, "itl", aggregates=_LATENCY, summary_order=3)
 OUTPUT_TOK_S = Figure("output_tok_s", "output tok/s", "tok/s", False, aggregates=(RUN_VALUE,), summary_order=5)
 REQUEST_RPS = Figure("request_rps", "requests/s", "req/s", False, aggregates=(RUN_VALUE,), summary_order=6)
@@ -109,6 +124,9 @@ HEADLINE = next(f for f in FIGURES if f.headline)
 
 # The metrics an A/B verdict compares per prompt: the rows a request has a value of.
 COMPARED_METRICS = tuple(f for f in FIGURES if f.extract is not None)
+
+# Each compared metric's default guardrail floor, seconds (0: its margin alone).
+DEFAULT_FLOORS_S = {c.name: c.default_floor_s for c in COMPARED_METRICS}
 
 # The run-level comparison's figures (summary-only files), in its order; the summary readers read exactly these.
 RUN_FIGURES = tuple(r for f in sorted(FIGURES, key=lambda f: f.summary_order) for r in f.run_figures)

@@ -1,10 +1,10 @@
-"""What the user asked of a verdict, from their flags: the report's options (`--margin`, `--decide-on`, the error
-rate, the python checks, the seed) and `--fail-on`'s answers; each mistake one line naming the flag, before anything
-runs (a misspelt answer must not let a CI gate pass)."""
+"""What the user asked of a verdict, from their flags: the report's options (`--margin`, `--decide-on`,
+`--guardrail-floor`, the error rate, the python checks, the seed) and `--fail-on`'s answers; each mistake one line
+naming the flag, before anything runs (a misspelt answer must not let a CI gate pass)."""
 
 from __future__ import annotations
 
-from speculab.config.experiment import decide_on_metric, margins
+from speculab.config.experiment import decide_on_metric, guardrail_floors, margins
 from speculab.errors import UserError, did_you_mean
 from speculab.harness.verdict.build import FAIL_ON_ANSWERS
 from speculab.harness.verdict.correctness import CorrectnessOptions
@@ -17,6 +17,15 @@ def parse_margin(text: str | None) -> dict[str, float] | None:
         return margins(text) if text is not None else None
     except ValueError as e:
         raise UserError(f"--margin: {e}") from None
+
+
+def parse_guardrail_floor(text: str | None) -> dict[str, float] | None:
+    """`--guardrail-floor 20ms` (every time metric) or `ttft=20ms,e2e=50ms` -> the floors, seconds; None: not given
+    (the run's own, else the defaults)."""
+    try:
+        return guardrail_floors(text) if text is not None else None
+    except ValueError as e:
+        raise UserError(f"--guardrail-floor: {e}") from None
 
 
 def parse_decide_on(text: str | None) -> str | None:
@@ -34,6 +43,7 @@ def report_options(
     seed: int = 0,
     margin: str | None = None,
     decide_on: str | None = None,
+    guardrail_floor: str | None = None,
 ) -> ReportOptions:
     """The verdict's options from the flags; an unset error rate keeps the report's default."""
     correctness = CorrectnessOptions(allow_python_checks=allow_python_checks)
@@ -43,6 +53,7 @@ def report_options(
         correctness=correctness,
         margin=parse_margin(margin),
         decide_on=parse_decide_on(decide_on),
+        guardrail_floor=parse_guardrail_floor(guardrail_floor),
         **rate,
     )
 

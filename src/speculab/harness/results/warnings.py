@@ -58,6 +58,11 @@ class WarningKind(str, Enum):
     # the TPOT speedup (the per-prompt effect) and the ratio of the arms' p50 TPOTs differ by more than the margin,
     # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
     EFFECT_NOT_MEDIANS = "effect_not_medians"
+    # a time guardrail worse (or leaning worse) beyond its margin that does not hold the candidate back: its loss is
+    # within the floor, or the candidate is within its SLO (verdict.recommendation; subject: the candidate, at its
+    # load). metric, answer (worse | leans worse), speedup, low, high, margin, loss_s (None: unknown), and floor_s, or
+    # slo_limit_s, within_slo and target (the SLO's share)
+    GUARDRAIL_TOLERATED = "guardrail_tolerated"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
     # candidates drafting different K shown side by side with an acceptance rate, which falls with K by construction
     # (vllm#39359): candidates [{label, k, rate, length, conditional}] at the low load; compare length or conditional

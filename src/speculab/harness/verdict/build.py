@@ -33,7 +33,7 @@ import numpy as np
 from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
 from speculab.harness import stats
 from speculab.harness.analysis.comparison.paired import MIN_LAUNCHES
-from speculab.harness.analysis.figures import COMPARED_METRICS, HEADLINE
+from speculab.harness.analysis.figures import COMPARED_METRICS, DEFAULT_FLOORS_S, HEADLINE
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE, error_gate
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun, not_checked
@@ -47,7 +47,7 @@ from speculab.harness.verdict.across_loads import (
     slo_capacity_view,
     what_if_views,
 )
-from speculab.harness.verdict.arm_level import arm_level
+from speculab.harness.verdict.arm_level import arm_level, slo_targets
 from speculab.harness.verdict.comparison import compare_level, margin_of
 from speculab.harness.verdict.correctness import compare_correctness
 from speculab.harness.verdict.model import (
@@ -337,15 +337,19 @@ def run_confidence(inputs: ABRun) -> float:
     return stats.CONFIDENCE
 
 
-def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float]) -> ReportOptions:
-    """Every paired metric's margin and the correctness margin, explicit: the defaults, then the run's own `margin:`,
-    then the options' (`compare --margin`, `report --margin`)."""
+def resolve_margins(opts: ReportOptions, run_margin: Mapping[str, float],
+                    run_floor: Mapping[str, float] | None = None) -> ReportOptions:  # fmt: skip
+    """Every paired metric's margin and the correctness margin, and every time guardrail's floor, explicit: the
+    defaults, then the run's own `margin:` and `guardrail_floor:`, then the options' (`compare --margin`,
+    `report --guardrail-floor`)."""
     given = {**run_margin, **(opts.margin or {})}
     time = {c.name: float(given.get(c.name, c.default_margin)) for c in COMPARED_METRICS}
     corr = opts.correctness
     if "correctness" in given:
         corr = replace(corr, margin=float(given["correctness"]))
-    return replace(opts, margin=time, correctness=corr)
+    floors = {**(run_floor or {}), **(opts.guardrail_floor or {})}
+    floor = {c.name: float(floors.get(c.name, c.default_floor_s)) for c in COMPARED_METRICS}
+    return replace(opts, margin=time, correctness=corr, guardrail_floor=floor)
 
 
 def _candidates(
@@ -389,7 +393,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     opts = options or ReportOptions()
     if opts.confidence is None:
         opts = replace(opts, confidence=run_confidence(inputs))
-    opts = resolve_margins(opts, inputs.setup.margin)
+    opts = resolve_margins(opts, inputs.setup.margin, inputs.setup.guardrail_floor)
     crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []
@@ -423,6 +427,8 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     arm_views = tuple(_arm_view(a) for a in inputs.arms)
     search = search_view(inputs, levels, opts)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
+    rec = _with_cost(searched(_recommend(inputs, levels, cands, arm_views, opts, crit), search, arm_views), levels,
+                     inputs)  # fmt: skip
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
@@ -430,14 +436,12 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
-        warnings=tuple(distinct(_warnings(inputs, levels, cands) + warnings)),
+        warnings=tuple(distinct(_warnings(inputs, levels, cands) + warnings + tolerated(rec))),
         missing=tuple(missing),
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
         k_choices=k_choices(inputs, levels, cands),
-        recommendation=_with_cost(
-            searched(_recommend(inputs, levels, cands, arm_views, opts, crit), search, arm_views), levels, inputs
-        ),
+        recommendation=rec,
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
             "max_error_rate": opts.max_error_rate,
@@ -449,6 +453,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             "allow_python_checks": opts.correctness.allow_python_checks,
             "decide_on": crit.decide_on,
             "guardrails": list(crit.guardrails),
+            "guardrail_floor": dict(crit.floors),
         },
         search=search,
         slo_capacity=slo_capacity_view(inputs, levels, opts),
@@ -457,11 +462,20 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
 
 def criteria(opts: ReportOptions, inputs: ABRun) -> Criteria:
     """The deciding metric and the guardrails: the options' (`--decide-on`), else the run's own (`decide_on:`,
-    `guardrails:`), else the defaults; the deciding metric is never its own guardrail."""
+    `guardrails:`), else the defaults; the deciding metric is never its own guardrail. The time guardrails' floors are
+    the options' as `resolve_margins` made them (else the figures table's), and the SLO the run's own (`slos:`)."""
     decide = opts.decide_on or inputs.setup.decide_on or DEFAULT_DECIDE_ON
     given = opts.guardrails if opts.guardrails is not None else inputs.setup.guardrails
     guards = tuple(g for g in (DEFAULT_GUARDRAILS if given is None else given) if g != decide)
-    return Criteria(decide, guards, opts.confidence or stats.CONFIDENCE)
+    floors = dict(opts.guardrail_floor) if opts.guardrail_floor is not None else dict(DEFAULT_FLOORS_S)
+    return Criteria(decide, guards, opts.confidence or stats.CONFIDENCE, floors, slo_targets(inputs))
+
+
+def tolerated(rec: RecommendationView | None) -> list[ReportWarning]:
+    """Every guardrail breach the floor or the SLO did not hold against a candidate, for the report's warnings: a
+    breach is always shown, wherever warnings are (the terminal, report.html, summary.json)."""
+    answers = rec.answers if rec is not None else ()
+    return [g.breach for a in answers for g in a.guardrails if g.breach is not None]
 
 
 def progress(inputs: ABRun) -> tuple[ArmProgress, ...]:

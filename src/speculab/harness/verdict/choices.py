@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from speculab.harness.results.warnings import ReportWarning
+
 # The three answers at a load (CandidateAnswer.answer, LoadChoice.answer): the evidence says ship the candidate, the
 # evidence says it does not pay (keep plain), or the data cannot say (undecided: inconclusive, too few pairs, gated,
 # missing, not finished). Undecided is never folded into plain.
@@ -16,8 +18,11 @@ SHIP, PLAIN, UNDECIDED = "ship", "plain", "undecided"
 UNDECIDED_CHOICE = "undecided"
 
 # A guardrail's answer (GuardrailAnswer.answer): "worse" keeps plain; "leans worse" (its interval straddles the
-# margin and its estimate lies beyond it on the worse side) holds the load undecided; the others let it ship
+# margin and its estimate lies beyond it on the worse side) holds the load undecided; the others let it ship.
+# "tolerated": a time metric worse (or leaning worse) beyond its margin by a loss within its floor, or with the
+# candidate within its SLO: shown with its record (`GuardrailAnswer.breach`), never held against the candidate
 NOT_WORSE, WORSE, LEANS_WORSE, UNCLEAR, NOT_MEASURED = "not worse", "worse", "leans worse", "unclear", "not measured"
+TOLERATED = "tolerated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,19 +30,29 @@ class GuardrailAnswer:
     """One guardrail of one candidate at one load, against the baseline.
 
     Time metrics (ttft_s, e2e_s, ...): `estimate`..`high` is the speedup (> 1 = better) and its interval, `margin`
-    relative. error_rate: the candidate's error rate minus the baseline's (a fraction; `low` = `high` = `estimate`),
-    `p_value` the two-proportion test's. correctness: the checks' pass-rate difference candidate - baseline and its
-    interval, `margin` in pass-rate points. NaN where there is nothing to show."""
+    relative, `loss_s` what the slowdown costs a request (the baseline's median times it), `floor_s` or `slo_limit_s`
+    what a breach of the margin was judged against. error_rate: the candidate's error rate minus the baseline's (a
+    fraction; `low` = `high` = `estimate`), `p_value` the two-proportion test's. correctness: the checks' pass-rate
+    difference candidate - baseline and its interval, `margin` in pass-rate points. NaN where there is nothing to
+    show."""
 
     name: str  # "ttft_s" | "e2e_s" | "tpot_s" | "itl_s" | "error_rate" | "correctness"
-    answer: str  # NOT_WORSE | WORSE | LEANS_WORSE | UNCLEAR | NOT_MEASURED
+    answer: str  # NOT_WORSE | WORSE | LEANS_WORSE | TOLERATED | UNCLEAR | NOT_MEASURED
     estimate: float
     low: float
     high: float
     margin: float
     p_value: float | None = None  # error_rate only
-    # undecided: ~how many times today's units would likely decide it (Ratio.to_decide); None when unknown
+    # undecided: ~how many times today's units would likely decide it against its bar (the margin's, or the floor's
+    # where that is higher); None when unknown
     to_decide: float | None = None
+    # time metrics: seconds a request loses, the baseline's median x (1 / speedup - 1) (< 0: gains); None: unknown (no
+    # baseline median here, or a summary written before floors)
+    loss_s: float | None = None
+    floor_s: float | None = None  # the floor a breach of the margin was judged against; None: not judged by one
+    slo_limit_s: float | None = None  # the SLO limit it was judged against instead; None: not judged by one
+    # TOLERATED: the breach as a record (kind GUARDRAIL_TOLERATED), shown with the recommendation; None otherwise
+    breach: ReportWarning | None = None
 
 
 @dataclass(frozen=True, slots=True)

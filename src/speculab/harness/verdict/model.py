@@ -91,6 +91,9 @@ class ReportOptions:
     # config.experiment's defaults
     decide_on: str | None = None
     guardrails: tuple[str, ...] | None = None
+    # a time guardrail's absolute floor per metric, seconds (`compare --guardrail-floor`); missing metrics: the run's
+    # own `guardrail_floor:`, else the figures table's defaults; None: the run's own
+    guardrail_floor: Mapping[str, float] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -535,6 +538,10 @@ class RecommendationView:
     guardrails: tuple[str, ...] = ()  # the guardrails every candidate was held to
     answers: tuple[CandidateAnswer, ...] = ()  # every candidate at every load on the axis, by load
     progress: tuple[ArmProgress, ...] = ()  # every arm at every planned load (what finished), in plan order
+    # each time guardrail's absolute floor, seconds (0: its margin alone); {} in a summary written before floors
+    floors: Mapping[str, float] = field(default_factory=dict)
+    # the SLO's limits on the guardrails, seconds, which a breach is judged against instead of the floor; {}: no SLO
+    slo_limits: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

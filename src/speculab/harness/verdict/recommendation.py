@@ -2,7 +2,10 @@
 
 Each candidate gets one of three answers at each measured load (`CandidateAnswer`): *ship* when it is faster than
 the baseline on the deciding metric (TPOT unless `decide_on:` says otherwise) beyond the margin and no guardrail
-(TTFT, E2E, error rate and correctness unless `guardrails:` says otherwise) is worse beyond its margin; *plain* when
+(TTFT, E2E, error rate and correctness unless `guardrails:` says otherwise) is worse beyond its margin and, for a time
+metric, beyond its absolute floor (`guardrail_floor:`; with an SLO limit on the metric, the SLO instead): a loss a
+user would notice, not one only the statistics detect. A breach the floor or the SLO tolerates is shown (`TOLERATED`,
+its record `GUARDRAIL_TOLERATED`) and never holds the candidate back; *plain* when
 the evidence says it does not pay (equivalent or slower on the deciding metric, or a guardrail worse); *undecided*
 otherwise (inconclusive, too few pairs, gated, missing, not finished, or a guardrail whose estimate leans worse
 beyond its margin while its interval cannot tell). The load's choice is the shipping candidate with the largest
@@ -27,11 +30,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS
-from speculab.harness.analysis.figures import HEADLINE, TPOT
+from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS, SloTargets
+from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.comparison.margin import decide, to_decide
+from speculab.harness.analysis.figures import DEFAULT_FLOORS_S, HEADLINE, TPOT
 from speculab.harness.analysis.groups import MIN_PAIRS
+from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.stats.proportions import two_proportion_p
 from speculab.harness.verdict.choices import (
@@ -41,6 +47,7 @@ from speculab.harness.verdict.choices import (
     NOT_WORSE,
     PLAIN,
     SHIP,
+    TOLERATED,
     UNCLEAR,
     UNDECIDED,
     WORSE,
@@ -71,12 +78,16 @@ NAN = math.nan
 @dataclass(frozen=True, slots=True)
 class Criteria:
     """What a candidate must show to be recommended: faster on `decide_on` beyond its margin, no guardrail worse
-    beyond its margin (each time metric's own margin, carried by its `Ratio`; correctness: the checks'
-    non-inferiority margin; error rate: more failures than the baseline beyond chance at `confidence`)."""
+    beyond its margin (each time metric's own margin, carried by its `Ratio`, and its absolute floor in `floors`, or
+    the SLO's limit on it; correctness: the checks' non-inferiority margin; error rate: more failures than the
+    baseline beyond chance at `confidence`)."""
 
     decide_on: str = DEFAULT_DECIDE_ON
     guardrails: tuple[str, ...] = DEFAULT_GUARDRAILS
     confidence: float = CONFIDENCE
+    # each time metric's absolute floor, seconds per request (0 or absent: its margin alone)
+    floors: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FLOORS_S))
+    slo: SloTargets | None = None  # the run's SLO (`slos:`); None without one
 
 
 def _axis(levels: Sequence[LevelReport]) -> str:
@@ -92,23 +103,100 @@ def _axis(levels: Sequence[LevelReport]) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def time_guardrail(name: str, r: Ratio | None) -> GuardrailAnswer:
-    """A time metric held to its margin: not worse when its interval's slow end lies within the margin (or it is
-    faster or equivalent), worse when the whole interval lies beyond it (decision "slower"), leans worse when only
-    the estimate does."""
+def held_to(r: Ratio, margin: float) -> str:
+    """A time metric's answer against a relative margin: not worse when its interval's slow end lies within the
+    margin (or it is faster or equivalent), worse when the whole interval lies beyond it (decision "slower"), leans
+    worse when only the estimate does, else unclear."""
+    bound = 1.0 / (1.0 + margin)
+    decision = (r.decision or r.verdict) if margin == r.margin else decide(r.speedup_low, r.speedup_high, margin).value
+    if decision in ("faster", "equivalent") or (math.isfinite(r.speedup_low) and r.speedup_low >= bound):
+        return NOT_WORSE
+    if decision == "slower":
+        return WORSE
+    if math.isfinite(r.speedup) and r.speedup < bound:
+        return LEANS_WORSE
+    return UNCLEAR
+
+
+@dataclass(frozen=True, slots=True)
+class Practical:
+    """What a time guardrail's loss is judged against besides its margin, at one load: the baseline's median
+    (`typical_s`, what turns the speedup into seconds), the floor, and the SLO's limit on the metric with the share of
+    the candidate's requests within it. Whom and where, for the record of a tolerated breach."""
+
+    typical_s: float = math.nan  # the baseline's p50 of the metric here; NaN: unknown (no floor can apply)
+    floor_s: float = 0.0
+    slo_limit_s: float | None = None  # the SLO's limit on this metric; None: none set
+    within_slo: float | None = None  # the candidate's share of requests (failures count as outside) within it
+    slo_target: float = 0.0  # the share the SLO asks for (`slos: {attainment}`)
+    subject: str = ""
+    load: str = ""
+
+
+def time_guardrail(name: str, r: Ratio | None, practical: Practical | None = None,
+                   confidence: float = CONFIDENCE) -> GuardrailAnswer:  # fmt: skip
+    """A time metric held to its margin (`held_to`), and a breach of it held to what a user would notice: with an SLO
+    limit on the metric, a candidate within its SLO (at least its target share of requests within the limit) is not
+    held back, one outside it is; without one, a loss (the baseline's median times the slowdown) within the floor is
+    not: the bar is max(margin, floor / the baseline's median). A breach not held against the candidate is TOLERATED,
+    with its record; without the baseline's median (a level with no baseline arm) the margin alone decides."""
     if r is None:
         return GuardrailAnswer(name, NOT_MEASURED, NAN, NAN, NAN, NAN)
-    bound = 1.0 / (1.0 + r.margin)
-    decision = r.decision or r.verdict
-    if decision in ("faster", "equivalent") or (math.isfinite(r.speedup_low) and r.speedup_low >= bound):
-        answer = NOT_WORSE
-    elif decision == "slower":
-        answer = WORSE
-    elif math.isfinite(r.speedup) and r.speedup < bound:
-        answer = LEANS_WORSE
-    else:
-        answer = UNCLEAR
-    return GuardrailAnswer(name, answer, r.speedup, r.speedup_low, r.speedup_high, r.margin, None, r.to_decide)
+    p = practical or Practical()
+    loss = p.typical_s * (1.0 / r.speedup - 1.0) if r.speedup > 0 and math.isfinite(p.typical_s) else NAN
+    out = GuardrailAnswer(name, held_to(r, r.margin), r.speedup, r.speedup_low, r.speedup_high, r.margin, None,
+                          r.to_decide, loss_s=loss if math.isfinite(loss) else None)  # fmt: skip
+    if out.answer not in (WORSE, LEANS_WORSE):
+        return out
+    if p.slo_limit_s is not None and p.within_slo is not None:
+        if p.within_slo < p.slo_target:
+            return replace(out, slo_limit_s=p.slo_limit_s)
+        return _tolerated(out, p, {"slo_limit_s": p.slo_limit_s, "within_slo": p.within_slo, "target": p.slo_target})
+    if not (p.floor_s > 0 and math.isfinite(p.typical_s) and p.typical_s > 0):
+        return out
+    bar = max(r.margin, p.floor_s / p.typical_s)
+    practical_answer = held_to(r, bar)
+    if practical_answer in (NOT_WORSE, UNCLEAR):
+        return _tolerated(replace(out, floor_s=p.floor_s), p, {"floor_s": p.floor_s})
+    more = to_decide(r.speedup, r.speedup_low, r.speedup_high, bar, confidence)
+    again = more if practical_answer == LEANS_WORSE and math.isfinite(more) else out.to_decide
+    return replace(out, answer=practical_answer, floor_s=p.floor_s, to_decide=again)
+
+
+def _tolerated(g: GuardrailAnswer, p: Practical, against: Mapping[str, float]) -> GuardrailAnswer:
+    """A breach of the margin that the floor or the SLO tolerates: answer TOLERATED, and its record (shown in the
+    recommendation and among the report's warnings): the metric, the relative answer it had (worse or leans worse),
+    the speedup and its interval, the margin, the loss in seconds (None: unknown), and what tolerated it."""
+    numbers = {"speedup": g.estimate, "low": g.low, "high": g.high, "margin": g.margin, "loss_s": g.loss_s, **against}
+    # None, not NaN, where a number is unknown (an interval too few pairs give none): the record reads back from
+    # summary.json as it was written
+    fields = {"metric": g.name, "answer": g.answer,
+              **{k: v if v is not None and math.isfinite(v) else None for k, v in numbers.items()}}  # fmt: skip
+    breach = ReportWarning(WarningKind.GUARDRAIL_TOLERATED, p.subject, p.load, fields)
+    return replace(g, answer=TOLERATED, breach=breach, slo_limit_s=against.get("slo_limit_s"))
+
+
+def practical_at(lv: LevelReport, candidate: str, metric: str, crit: Criteria, subject: str) -> Practical:
+    """What one candidate's loss on one time metric at one load is judged against besides its margin."""
+    base, cand = lv.arm(BASELINE_CHOICE), lv.arm(candidate)
+    dist = base.distributions.get(metric) if base is not None else None
+    typical = dist.p50 if dist is not None and dist.n else NAN
+    limit = crit.slo.limits.get(metric) if crit.slo is not None else None
+    within = within_limit(cand, metric, limit) if limit is not None else None
+    target = crit.slo.attainment if crit.slo is not None else 0.0
+    return Practical(typical, float(crit.floors.get(metric, 0.0)), limit, within, target, subject, lv.label)
+
+
+def within_limit(arm: ArmLevel | None, metric: str, limit: float) -> float | None:
+    """The share of an arm's requests at one load whose `metric` is within `limit` (failed ones are not: the SLO's
+    own rule, `analysis.cost.slo_attainment`, on this one limit); None where the arm kept no values of it."""
+    values = getattr(arm.series, metric, ()) if arm is not None else ()
+    if arm is None or not values or not arm.sent:
+        return None
+    one = SloTargets(**{metric: limit})
+    # one limit set: the other two places of each (ttft, tpot, e2e) row are not read
+    rows = [(v, v, v) for v in values] + [(None, None, None)] * max(0, arm.sent - len(values))
+    return costlib.slo_attainment(rows, one)
 
 
 def error_guardrail(base: ArmLevel | None, cand: ArmLevel | None, confidence: float) -> GuardrailAnswer:
@@ -140,6 +228,7 @@ def guardrails_at(lv: LevelReport, candidate: str, report: CandidateReport | Non
                   ) -> tuple[GuardrailAnswer, ...]:  # fmt: skip
     """Every guardrail of one candidate at one load, in the order asked (the deciding metric is not its own)."""
     comp = lv.comparison(candidate)
+    label = report.label if report is not None else candidate
     out = []
     for g in crit.guardrails:
         if g == crit.decide_on:
@@ -149,7 +238,8 @@ def guardrails_at(lv: LevelReport, candidate: str, report: CandidateReport | Non
         elif g == "correctness":
             out.append(correctness_guardrail(report.correctness if report is not None else None))
         else:
-            out.append(time_guardrail(g, comp.metric(g) if comp is not None and comp.gate == "ok" else None))
+            r = comp.metric(g) if comp is not None and comp.gate == "ok" else None
+            out.append(time_guardrail(g, r, practical_at(lv, candidate, g, crit, label), crit.confidence))
     return tuple(out)
 
 
@@ -194,8 +284,9 @@ def candidate_answer(lv: LevelReport, candidate: str, report: CandidateReport | 
     more, unit = None, ""
     if answer[0] == UNDECIDED and answer[1] == "guardrail":
         leaning = [g for g in guards if g.answer == LEANS_WORSE]
-        ratios = [comp.metric(g.name) for g in leaning] if comp is not None else []
-        asks = [needed(x) for x in ratios if x is not None]
+        # each against its own bar: the margin's, or the floor's where that is higher (`GuardrailAnswer.to_decide`)
+        ratios = [(comp.metric(g.name), g.to_decide) for g in leaning] if comp is not None else []
+        asks = [needed(replace(x, to_decide=t)) for x, t in ratios if x is not None]
         more, unit = max(asks, key=lambda a: a[0] or 0) if asks else (None, "")
     elif answer[0] == UNDECIDED and gate == "ok":
         more, unit = needed(r)
@@ -305,10 +396,14 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
     form, winner = _form(bands, choices, incomplete)
     off_above = bands[0].upper_edge if form == "off-above" else None
     pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
+    guards = tuple(g for g in crit.guardrails if g != crit.decide_on)
+    limits = crit.slo.limits if crit.slo is not None else {}
     return RecommendationView(axis, margin, tuple(choices), tuple(bands), form, winner, off_above, pareto=pareto,
-                              decide_on=crit.decide_on,
-                              guardrails=tuple(g for g in crit.guardrails if g != crit.decide_on),
-                              answers=tuple(a for row in answers for a in row), progress=tuple(progress))  # fmt: skip
+                              decide_on=crit.decide_on, guardrails=guards,
+                              answers=tuple(a for row in answers for a in row), progress=tuple(progress),
+                              floors={g: float(crit.floors[g]) for g in guards if g in crit.floors},
+                              slo_limits={g: v for g, v in limits.items() if g in guards and v is not None}
+                              )  # fmt: skip
 
 
 def _bands(choices: Sequence[LoadChoice], views: Mapping[str, ArmView], reports: Mapping[str, CandidateReport]

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from speculab.harness.results.warnings import WarningKind
+from speculab.harness.verdict.model import METRIC_LABELS
+from speculab.report.formatting import fine_speedup, margin_pct, seconds, speedup_range
 
 Fields = Mapping[str, Any]
 
@@ -117,7 +119,35 @@ def _check_failed_text(f: Fields) -> str:
     return f"item {f['item']}{name}: check '{f['check']}' failed{why}"
 
 
+def guardrail_breach_text(f: Fields) -> str:
+    """A tolerated breach in brief, for the recommendation's headline: 'TTFT 0.93× slower [0.93–0.94], +4.1 ms a
+    request (within the 20.0 ms floor)'."""
+    what = METRIC_LABELS.get(f["metric"], f["metric"])
+    slower = "slower" if f["answer"] == "worse" else "leaning slower"
+    loss = f.get("loss_s")
+    by = f", {'+' if loss >= 0 else ''}{seconds(loss)} a request" if loss is not None else ""
+    return f"{what} {fine_speedup(f['speedup'])} {slower} {speedup_range(f['low'], f['high'])}{by} ({_held(f)})"
+
+
+def _held(f: Fields) -> str:
+    """What tolerated a breach: the floor, or the SLO the candidate stays within."""
+    if f.get("slo_limit_s") is not None:
+        what = METRIC_LABELS.get(f["metric"], f["metric"])
+        return (
+            f"{f['within_slo']:.0%} of its requests within the SLO's {seconds(f['slo_limit_s'])} on {what}, "
+            f"{f['target']:.0%} asked"
+        )
+    return f"within the {seconds(f['floor_s'])} floor"
+
+
+def guardrail_tolerated_text(f: Fields) -> str:
+    """A breach of a time guardrail's margin that does not hold the candidate back: 'TTFT 0.93× slower [0.93–0.94],
+    +4.1 ms a request (within the 20.0 ms floor): beyond the ±3% margin, not held against it'."""
+    return f"{guardrail_breach_text(f)}: beyond the {margin_pct(f['margin'])} margin, not held against it"
+
+
 VERDICT_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
+    WarningKind.GUARDRAIL_TOLERATED: guardrail_tolerated_text,
     WarningKind.METRIC_FEW_PAIRS: lambda f: f"only {f['pairs']} usable pairs; need at least {f['needed']}",
     WarningKind.METRIC_FEW_GROUPS: _few_groups_text,
     WarningKind.METRIC_FEW_SAMPLES: _few_samples_text,

@@ -67,6 +67,8 @@ def test_terminal_opens_with_the_best_per_load_and_the_load_by_candidate_table()
     # the recommendation opens the report (tests/unit/harness/verdict/test_recommendation.py); the best per load next
     assert lines[1].startswith("recommendation: ship ngram k=4")
     lines = lines[lines.index(next(ln for ln in lines if ln.startswith("  rule: "))) :]
+    assert lines[1].startswith("  floors: ")  # what a time guardrail's breach must also be to count
+    lines = lines[1:]
     assert lines[1].startswith("highest load within the SLO")  # then one line per arm (report.slo_capacity)
     lines = [lines[0], *lines[2 + len(report.arms) :]]
     assert lines[1].startswith("at concurrency 1 (the low and sweep load): ngram k=4, TPOT 2.")

@@ -142,7 +142,8 @@ def test_first_report_lines_name_the_band_edge_and_the_rule() -> None:
     assert lines[0] == "recommendation: ship ngram k=4, turned off above concurrency ~9"
     assert "band ends near concurrency 9 [6–14] (crossover of ng4)" in lines[1]
     assert lines[2].startswith("  concurrency 16: baseline (slower)")
-    assert "±3% margin" in lines[-1]
+    assert "±3% margin" in lines[-2] and lines[-2].startswith("  rule: ")
+    assert lines[-1].startswith("  floors: ")  # the guardrails' floors under the rule
     assert recommendation_lines(type("Old", (), {"recommendation": None, "arms": ARMS})()) == []
 
 
