@@ -203,10 +203,7 @@ class ArmLevel:
     # duration); () for speculab's own runs
     not_in_file: tuple[str, ...] = ()
     energy: EnergyView | None = None  # from NVML power samples (analysis.energy); None: no NVML device
-    # acceptance per draft position: the conditional rates (K-invariant for a chain proposer) with intervals, and the
-    # acceptance length at every k up to the measured one; from the responses' own per-position counts where every
-    # drafting response carries them (intervals over prompts), else from the counters (intervals over steps);
-    # None where neither reports positions (analysis.acceptance, docs/metrics.md "The acceptance canon")
+    # the canon per draft position (verdict.per_request.acceptance_positions, docs/metrics.md); None: no positions
     acceptance_positions: PositionAcceptance | None = None
 
 
@@ -421,9 +418,7 @@ class CandidateReport:
     # the check's note (`ChangeCheck.note`, a CHANGE_* record; not_recorded where the inputs hold no check); a file
     # before #48 item 3 kept its sentence ("" for none), read back as a `note`
     change_note: ReportWarning | None
-    # at the same low load as `acceptance`: the conditional rate per draft position and the length at each k
-    # (ArmLevel.acceptance_positions); None where the engine reports no positions
-    acceptance_positions: PositionAcceptance | None = None
+    acceptance_positions: PositionAcceptance | None = None  # ArmLevel.acceptance_positions at the same low load
 
 
 @dataclass(frozen=True, slots=True)
