@@ -90,6 +90,9 @@ def test_openai_client_streams_from_a_speculative_server(method):
         assert usage.completion_tokens == 40
         acc = usage.model_extra["speculab_spec_decode"]
         assert acc["drafts"] > 0 and 0 < acc["accepted_tokens"] <= acc["draft_tokens"]
+        per_pos = acc["accepted_per_position"]  # steps that accepted position j: non-increasing, summing to accepted
+        assert sum(per_pos) == acc["accepted_tokens"] and per_pos == sorted(per_pos, reverse=True)
+        assert per_pos[0] <= acc["drafts"]
         assert any(len(c.choices[0].text) > 1 for c in chunks if c.choices)  # one step, several tokens
 
         chat = client.chat.completions.create(

@@ -63,11 +63,16 @@ class _SeqState:
     seq: Sequence
     num_cached: int
     rng: torch.Tensor | None
-    spec: tuple[int, int, int]
+    spec: tuple[int, int, int, tuple[int, ...]]
 
     @classmethod
     def of(cls, s: Sequence) -> _SeqState:
-        spec = (s.spec.num_drafts, s.spec.num_draft_tokens, s.spec.num_accepted_tokens)
+        spec = (
+            s.spec.num_drafts,
+            s.spec.num_draft_tokens,
+            s.spec.num_accepted_tokens,
+            tuple(s.spec.accepted_per_position),
+        )
         return cls(s, s.num_cached, s.generator.get_state() if s.generator is not None else None, spec)
 
     def restore(self) -> None:
@@ -75,7 +80,8 @@ class _SeqState:
         s.num_cached = self.num_cached
         if self.rng is not None and s.generator is not None:
             s.generator.set_state(self.rng)
-        s.spec.num_drafts, s.spec.num_draft_tokens, s.spec.num_accepted_tokens = self.spec
+        s.spec.num_drafts, s.spec.num_draft_tokens, s.spec.num_accepted_tokens, per_pos = self.spec
+        s.spec.accepted_per_position = list(per_pos)
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,8 @@ class SpecStats:
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
     forced: bool = False  # the accept decisions were forced to given rates (speculative/forced.py): a cost probe
+    # steps that accepted draft position j (0-based), as the engine-wide `accepted_per_pos` counter, per request
+    accepted_per_position: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

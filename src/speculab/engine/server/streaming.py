@@ -31,6 +31,8 @@ def default_usage_extra(out: SequenceOutput) -> dict[str, Any] | None:
         "drafts": out.spec.num_drafts,
         "draft_tokens": out.spec.num_draft_tokens,
         "accepted_tokens": out.spec.num_accepted_tokens,
+        # steps that accepted position j, j = 0.. the last accepted (vLLM's per-position counter, per request)
+        "accepted_per_position": list(out.spec.accepted_per_position),
     }
     if out.spec.forced:  # accepted by a draw to given rates, not by the target (--forced-acceptance-rates)
         stats["forced"] = True

@@ -208,6 +208,11 @@ class Speculator:
             c.num_accepted_tokens += a
             for pos in range(a):
                 c.accepted_per_pos[pos] += 1
+            # this request's own per-position counts: acceptance intervals over prompts, not over steps
+            per_pos = s.spec.accepted_per_position
+            per_pos.extend([0] * (a - len(per_pos)))
+            for pos in range(a):
+                per_pos[pos] += 1
 
     def release(self, seq: Sequence) -> None:
         self.proposer.release(seq.request_id)

@@ -110,6 +110,10 @@ def test_counters_per_position_counters_and_request_stats_agree_with_the_rates()
     assert sum(s.spec.num_accepted_tokens for s in seqs) == c.num_accepted_tokens
     assert sum(s.spec.num_drafts for s in seqs) == c.num_drafts
     assert all(s.spec.forced for s in seqs)
+    # each request's own per-position counts sum, position by position, to the engine's counter
+    by_pos = [sum(s.spec.accepted_per_position[j] if j < len(s.spec.accepted_per_position) else 0 for s in seqs)
+              for j in range(len(c.accepted_per_pos))]  # fmt: skip
+    assert by_pos == list(c.accepted_per_pos)
     runs = {seed: Speculator(RandomProposer(), forced=ForcedAcceptance(RATES, seed=seed)) for seed in (1, 2)}
     for run in runs.values():
         _steps(run, 500)

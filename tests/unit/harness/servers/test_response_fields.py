@@ -92,3 +92,14 @@ def test_an_engine_reads_nothing_from_a_response_without_its_fields(kind):
     plain = EngineFields({"prompt_tokens": 3, "completion_tokens": 2}, {}, {})
     assert adapter_for(kind).read_response(plain) is None
     assert response_reader(kind)(plain) == ResponseReading()
+
+
+def test_the_reference_engines_per_position_counts_are_read_and_a_malformed_list_is_not():
+    ours = {"drafts": 10, "draft_tokens": 40, "accepted_tokens": 12, "accepted_per_position": [7, 4, 1]}
+    got = response_reader("speculab")(EngineFields({"speculab_spec_decode": ours}, {})).speculation
+    assert got["accepted_per_position"] == [7, 4, 1]
+    bad = ours | {"accepted_per_position": [7, "x", 1]}
+    assert (
+        "accepted_per_position"
+        not in response_reader("speculab")(EngineFields({"speculab_spec_decode": bad}, {})).speculation
+    )

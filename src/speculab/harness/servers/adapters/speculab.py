@@ -51,7 +51,10 @@ def _read_response(said: EngineFields) -> ResponseReading | None:
     ours = object_at(said.usage or {}, "speculab_spec_decode")
     if ours is None:
         return None
-    counts = {key: as_count(ours.get(key)) for key in ("drafts", "draft_tokens", "accepted_tokens")}
+    counts: dict[str, object] = {key: as_count(ours.get(key)) for key in ("drafts", "draft_tokens", "accepted_tokens")}
+    per_pos = ours.get("accepted_per_position")
+    if isinstance(per_pos, list) and all(as_count(p) is not None for p in per_pos):
+        counts["accepted_per_position"] = [as_count(p) for p in per_pos]  # a position's count, for intervals
     return ResponseReading({**counts, "source": SOURCE})
 
 
