@@ -1,6 +1,6 @@
 """Issue 49's done-means on the mock's step-batched engine, whose truth is known (`speculab.mock.truth`): a plain step
 costs a + b·batch, a speculative one grows with batch × K, acceptance is drawn position by position. From `speculab
-predict`'s probes (plain and K = 4 at concurrency 1, 6 and 32) the prediction must place the crossover of K = 4
+predict`'s probes (plain and K = 4 at concurrency 1, 6 and 32, 48 prompts each) the prediction must place the crossover of K = 4
 within ±25 % of the truth, the speedup at one stream within ±15 %, the best k at the lowest and the highest load as
 the truth's, and send at most a quarter of what a fixed K × load sweep would."""
 
@@ -46,7 +46,7 @@ def test_the_prediction_on_a_batched_engine_meets_the_issue_tolerances(tmp_path:
     exp = tmp_path / "exp.yaml"
     exp.write_text(
         f"""
-workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 64, warmup_requests: 1}}
+workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 48, warmup_requests: 1}}
 sampling: {{max_tokens: {TOKENS}}}
 loads: {{search: {{kind: concurrency, low: 1, high: 32, tolerance: 4}}}}
 baseline:
@@ -57,7 +57,7 @@ candidate: {{command: {cand}}}
         encoding="utf-8",
     )
     out = Path(os.environ.get("SPECULAB_KEEP_PREDICT", tmp_path / "p"))  # to look at the probes afterwards
-    code, _, err = run_main(capsys, "predict", str(exp), "--output", str(out))
+    code, stdout, err = run_main(capsys, "predict", str(exp), "--output", str(out))
     assert code == 0, err
     pred = json.loads((out / "prediction.json").read_text(encoding="utf-8"))
     by_k = {c["k"]: c for c in pred["candidates"]}
@@ -71,3 +71,9 @@ candidate: {{command: {cand}}}
     assert pred["requests_sent"] <= pred["sweep_requests"] / 4, (pred["requests_sent"], pred["sweep_requests"])
     model = pred["models"][0]
     assert model["acceptance"]["interval_over"] == "prompts"  # per-request histograms: intervals over prompts
+    # what prediction.json promises (docs/predict.md), the probes' own run beside it, and the terminal's view
+    assert pred["schema"] == "speculab.prediction/1" and pred["loads"] == {"kind": "concurrency", "low": 1, "high": 32}
+    assert set(by_k[4]) >= {"name", "k", "crossover", "curve"} and x["low"] < x["estimate"] < x["high"]
+    assert pred["output_tokens"] == TOKENS and pred["requests_sent"] == 2 * 3 * 48
+    assert (out / "probes" / "summary.json").is_file() and (out / "probes" / "report.html").is_file()
+    assert "prediction over concurrency 1–32" in stdout and "best k by load" in stdout

@@ -3,24 +3,27 @@ lowest load, the step time of every arm at every probe load, the cost model fitt
 candidate's probes, and the predicted speedup for every k up to the candidate's K across the load range
 (`harness.search.predict`).
 
-A step time is the arm's median TPOT at the load times the tokens one of its steps yields: 1 for plain decoding, the
+A step time is the arm's mean TPOT at the load times the tokens one of its steps yields: 1 for plain decoding, the
 acceptance length its counters measured at that load for a candidate (the mean tokens per verification step), so
-the cost is measured under the acceptance the content gave there. The batch is the achieved concurrency of the
-closed loop (the requests actually in flight while sending), not the asked one.
+the cost is measured under the acceptance the content gave there. The batch is the requests in flight while each
+request decoded, the mean over requests (`search.predict.experienced_batch`), not the asked concurrency.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
+from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.predict import (
     CHAIN_METHODS,
     CandidatePrediction,
     Prediction,
     StepProbe,
+    experienced_batch,
     fit_step_cost,
     k_schedule,
     load_grid,
@@ -29,9 +32,24 @@ from speculab.harness.search.predict import (
 from speculab.harness.verdict.model import TPOT, ArmLevel, Report
 
 
-def step_probe(a: ArmLevel, k: int, batch_asked: float) -> StepProbe | None:
-    """One arm at one load as a cost probe; None where its TPOT or (for a candidate) its tokens per step is unknown."""
-    tpot = a.distributions[TPOT.name].p50 if TPOT.name in a.distributions else math.nan
+def decode_batch(runs: Sequence[RepeatRun]) -> float | None:
+    """The batch the arm's requests decoded in at a load (`experienced_batch` over its repeats' measured requests)."""
+    values = []
+    for run in runs:
+        spans = [(r.sent_s, r.end_s) for r in run.records]
+        decoding = [(r.chunks[0].t_s, r.end_s) for r in run.records if r.ok and not r.warmup and r.chunks]
+        b = experienced_batch(decoding, spans)
+        if b is not None:
+            values.append(b)
+    return float(np.mean(values)) if values else None
+
+
+def step_probe(a: ArmLevel, k: int, batch: float | None) -> StepProbe | None:
+    """One arm at one load as a cost probe; None where its TPOT, its batch or (for a candidate) its tokens per step is
+    unknown."""
+    # the mean, not the median: a request's TPOT is step x its steps / (n - 1), and its steps vary with its draws
+    # (right-skewed), so the mean TPOT x the mean tokens per step is the step time, where the median would be low
+    tpot = a.distributions[TPOT.name].mean if TPOT.name in a.distributions else math.nan
     if not math.isfinite(tpot) or tpot <= 0:
         return None
     if k == 0:
@@ -41,12 +59,14 @@ def step_probe(a: ArmLevel, k: int, batch_asked: float) -> StepProbe | None:
         if length is None or not math.isfinite(length):
             return None
         per_step = float(length)
-    batch = a.achieved_concurrency if a.achieved_concurrency and a.achieved_concurrency > 0 else batch_asked
+    if batch is None or not batch > 0:
+        return None
     return StepProbe(k, float(batch), tpot * per_step, per_step, False, a.ok)
 
 
 def predict_from_report(
     report: Report,
+    inputs: ABRun,
     low: float,
     high: float,
     rng: np.random.Generator,
@@ -59,7 +79,12 @@ def predict_from_report(
     load, or with fewer than two usable probes, is skipped with its reason."""
     levels = sorted(report.levels, key=lambda lv: lv.value)
     arms = {a.name: a for a in report.arms}
-    base_probes = [p for lv in levels if (a := lv.arm("baseline")) and (p := step_probe(a, 0, lv.value))]
+
+    def probe(name: str, key: str, k: int) -> StepProbe | None:
+        a = next(lv for lv in levels if lv.key == key).arm(name)
+        return step_probe(a, k, decode_batch(inputs.runs_for(name, key))) if a is not None else None
+
+    base_probes = [p for lv in levels if (p := probe("baseline", lv.key, 0))]
     out, skipped = [], []
     loads = load_grid(low, high)
     # the workload's typical output length (the baseline's median at the lowest load): a step cut at the end of a
@@ -75,7 +100,7 @@ def predict_from_report(
         if acc is None or not k:
             skipped.append(ReportWarning(WarningKind.PREDICT_NO_POSITIONS, c.label, fields={"k": k}))
             continue
-        cand = [p for lv in levels if (a := lv.arm(c.name)) and (p := step_probe(a, acc.k_measured, lv.value))]
+        cand = [p for lv in levels if (p := probe(c.name, lv.key, acc.k_measured))]
         probes = base_probes + cand
         if len(cand) < 2 or len(base_probes) < 2:
             fields = {"baseline": len(base_probes), "candidate": len(cand)}

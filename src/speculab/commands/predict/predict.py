@@ -89,9 +89,10 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | 
     wall = time.perf_counter() - started
     if outcome.interrupted:
         return None
-    report = build_report(load_inputs(probes_out))
+    inputs = load_inputs(probes_out)
     prediction = predict_from_report(
-        report,
+        build_report(inputs),
+        inputs,
         probes.low,
         probes.high,
         np.random.default_rng(flags.seed),

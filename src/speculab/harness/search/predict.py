@@ -61,6 +61,25 @@ class StepProbe:
             raise ValueError(f"a step probe needs k >= 0, a positive batch and step time: {self}")
 
 
+def experienced_batch(
+    decoding: Sequence[tuple[float, float]], in_flight: Sequence[tuple[float, float]]
+) -> float | None:
+    """The mean over requests of the requests in flight while each decoded: for each `decoding` span (its first token
+    to its end), the time-average count of `in_flight` spans (sent to end, every request of the window, itself
+    included) overlapping it. Why not the closed loop's concurrency: a short probe drains at its end, where its last
+    requests decode in a smaller batch. The mean, because the mean TPOT it is paired with is linear in it (the cost
+    model is linear in the batch). None without a span of positive length."""
+    starts = np.asarray([a for a, _ in in_flight], dtype=float)
+    ends = np.asarray([b for _, b in in_flight], dtype=float)
+    out = []
+    for lo, hi in decoding:
+        if not hi > lo:
+            continue
+        overlap = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0.0, None)
+        out.append(float(overlap.sum()) / (hi - lo))
+    return float(np.mean(out)) if out else None
+
+
 @dataclass(frozen=True, slots=True)
 class Coefficient:
     name: str  # one of FEATURES
