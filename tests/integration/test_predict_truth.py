@@ -1,8 +1,9 @@
 """Issue 49's done-means on the mock's step-batched engine, whose truth is known (`speculab.mock.truth`): a plain step
 costs a + b·batch, a speculative one grows with batch × K, acceptance is drawn position by position. From `speculab
-predict`'s probes (plain and K = 4 at concurrency 1, 6 and 32, 48 prompts each) the prediction must place the crossover of K = 4
-within ±25 % of the truth, the speedup at one stream within ±15 %, the best k at the lowest and the highest load as
-the truth's, and send at most a quarter of what a fixed K × load sweep would."""
+predict`'s probes (plain and K = 4 at concurrency 1, 6 and 32, 48 prompts each) the prediction must place the
+crossover of K = 4 within ±25 % of the truth, the speedup at one stream within ±15 %, the best k at the lowest and the
+highest load as the truth's, and send at most a quarter of what a fixed K × load sweep would. (The crossover is
+sensitive: near it the two arms' costs grow at close slopes, so a few % on the verify cost moves it by a fifth.)"""
 
 from __future__ import annotations
 
