@@ -55,6 +55,7 @@ def plan_identity(plan: RunPlan, sentences: Mapping[str, str] | None = None) -> 
     # `decide_on:`, measures the same
     sd.pop("decide_on", None)
     sd.pop("guardrails", None)
+    sd.pop("synthesised_prompts", None)  # read from the workload, which its own part holds (a run before it resumes)
 
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
         return {k: sd.pop(k) for k in keys}
