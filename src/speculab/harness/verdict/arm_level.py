@@ -36,7 +36,7 @@ from speculab.harness.analysis.windows import (
     send_span_s,
 )
 from speculab.harness.design import ArmInfo, LevelSpec
-from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.records import FORCED, AcceptanceSummary, RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
 from speculab.harness.verdict.per_request import prefix_cache_view, request_acceptance_view
@@ -53,10 +53,13 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
     inactive = sum(1 for s in summaries if not s.active)
     active = [s for s in summaries if s.active]
     src = summaries[0].source
+    # one forced repeat makes the whole forced: its numbers are in the sum, and they are no measurement
+    forced = {"provenance": FORCED, "forced_by": tuple(dict.fromkeys(b for s in summaries for b in s.forced_by))}
+    made = forced if any(s.forced for s in summaries) else {}
     if not active:
         first = summaries[0]
         return AcceptanceView(src, False, first.drafts, first.draft_tokens, first.accepted_tokens,
-                              repeats=len(summaries), inactive_repeats=inactive)  # fmt: skip
+                              repeats=len(summaries), inactive_repeats=inactive, **made)  # fmt: skip
     if all(s.drafts and s.accepted_tokens is not None for s in active):
         drafts = sum(float(s.drafts or 0) for s in active)
         accepted = sum(float(s.accepted_tokens or 0) for s in active)
@@ -78,8 +81,9 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
             acceptance_length(accepted, drafts),
             per_pos,
             any(s.approximate for s in active),
-            len(summaries),
-            inactive,
+            repeats=len(summaries),
+            inactive_repeats=inactive,
+            **made,
         )
     lengths = [s.acceptance_length for s in active if s.acceptance_length is not None]
     rates = [s.acceptance_rate for s in active if s.acceptance_rate is not None]
@@ -91,6 +95,7 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
         approximate=True,
         repeats=len(summaries),
         inactive_repeats=inactive,
+        **made,
     )
 
 

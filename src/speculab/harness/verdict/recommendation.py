@@ -38,6 +38,7 @@ from speculab.harness.verdict.choices import (
     DISAGREE,
     LEANS_WORSE,
     NOT_MEASURED,
+    NOT_USERS,
     NOT_WORSE,
     PLAIN,
     SHIP,
@@ -221,7 +222,28 @@ def _answer(candidate: str, level: str, gate: str, decision: str, guards: Sequen
 
 # the why a load's choice shows, when its candidates' answers differ: the first that any of them has
 _PLAIN_WHY = ("guardrail", "equivalent", "slower")
-_UNDECIDED_WHY = ("not finished", "inconclusive", "not enough paired data", "guardrail")
+_UNDECIDED_WHY = ("not finished", NOT_USERS, "inconclusive", "not enough paired data", "guardrail")
+
+# guardrails whose worse answer no acceptance could undo: the first token comes before any draft is verified, and
+# failures and failed checks are the candidate's whatever it accepts
+_ACCEPTANCE_FREE = ("ttft_s", "error_rate", "correctness")
+
+
+def not_users_answer(a: CandidateAnswer) -> CandidateAnswer:
+    """A candidate whose acceptance is not the user's traffic's (synthetic prompts, ignore_eos, forced, outputs too
+    short for its k) is neither shipped nor kept plain on the speed it showed: that speed follows an acceptance the
+    user's traffic would not give, so it is undecided, its speed kept for the reader, and more of the same data is
+    not what would decide it. Plain stands where a guardrail no acceptance could undo is worse (TTFT, errors,
+    correctness); an answer a gate withheld, or the run did not finish, stays as it is."""
+    if a.answer == UNDECIDED and a.why not in _MORE_DATA:
+        return a
+    if a.answer == PLAIN and any(g.answer == WORSE and g.name in _ACCEPTANCE_FREE for g in a.guardrails):
+        return a
+    return replace(a, answer=UNDECIDED, why=NOT_USERS, needed=None, needed_unit="")
+
+
+# the undecided answers that more data of the same kind would decide (`needed`)
+_MORE_DATA = ("inconclusive", "not enough paired data", "guardrail")
 
 
 def _load_choice(lv: LevelReport, answers: Sequence[CandidateAnswer]) -> LoadChoice:
@@ -285,10 +307,12 @@ def _fewer_bands(choices: list[LoadChoice], levels: Sequence[LevelReport]) -> li
 
 def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateReport], arms: Sequence[ArmView],
               margin: float, criteria: Criteria | None = None, progress: Sequence[ArmProgress] = (),
-              incomplete: bool = False) -> RecommendationView | None:  # fmt: skip
+              incomplete: bool = False,
+              not_users: frozenset[str] = frozenset()) -> RecommendationView | None:  # fmt: skip
     """Each candidate's answer at each load, bands of one choice along the load axis, their edges, and the form to
     ship; None without loads. `progress`: how far each arm got (launch and two-URL runs; () for compare, whose
-    absent loads are the "missing" gate); `incomplete`: the run did not finish (form "incomplete")."""
+    absent loads are the "missing" gate); `incomplete`: the run did not finish (form "incomplete"); `not_users`: the
+    candidates whose acceptance is not the user's traffic's (`not_users_answer`)."""
     if not levels or not candidates:
         return None
     crit = criteria or Criteria()
@@ -297,6 +321,7 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
     reports = {c.name: c for c in candidates}
     unfinished = frozenset((p.arm, p.level) for p in progress if p.state != "finished")
     answers = [[candidate_answer(lv, c.name, c, crit, unfinished) for c in candidates] for lv in on_axis]
+    answers = [[not_users_answer(a) if a.candidate in not_users else a for a in row] for row in answers]
     per_load, loads = _one_per_load([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
     choices = _fewer_bands(per_load, loads)
     views = {a.name: a for a in arms}
