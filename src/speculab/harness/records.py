@@ -279,7 +279,8 @@ class AcceptanceSummary:
     per_position: tuple[float, ...] = ()
     approximate: bool = False  # gauges or a k assumption were involved
     provenance: str = MEASURED  # MEASURED | FORCED; a file written before it: measured
-    # FORCED: what the engine said of it, in its own words (its gauge, its responses' field); () otherwise
+    # FORCED: what said so, in the engine's own words (its gauge, its responses' field; in the verdict's view of an
+    # arm, also what it was started with); () otherwise
     forced_by: tuple[str, ...] = ()
 
     @property

@@ -46,16 +46,20 @@ from speculab.harness.verdict.per_request import prefix_cache_view, request_acce
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView | None:
-    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged."""
+def combine_acceptance(
+    summaries: Sequence[AcceptanceSummary], launched_forced: Sequence[str] = ()
+) -> AcceptanceView | None:
+    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged. Forced where
+    any repeat's is (its numbers are in the sum, and they are no measurement) or the arm was started forcing it
+    (`launched_forced`: ArmInfo.forced_acceptance, whatever the engine said while it ran)."""
     if not summaries:
         return None
     inactive = sum(1 for s in summaries if not s.active)
     active = [s for s in summaries if s.active]
     src = summaries[0].source
-    # one forced repeat makes the whole forced: its numbers are in the sum, and they are no measurement
-    forced = {"provenance": FORCED, "forced_by": tuple(dict.fromkeys(b for s in summaries for b in s.forced_by))}
-    made = forced if any(s.forced for s in summaries) else {}
+    said = tuple(dict.fromkeys([*launched_forced, *(b for s in summaries for b in s.forced_by)]))
+    forced = launched_forced or any(s.forced for s in summaries)
+    made: dict[str, Any] = {"provenance": FORCED, "forced_by": said} if forced else {}
     if not active:
         first = summaries[0]
         return AcceptanceView(src, False, first.drafts, first.draft_tokens, first.accepted_tokens,
@@ -268,7 +272,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
             (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),
         token_count_sources=dict(pooled.token_count_sources),
-        acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None]),
+        acceptance=combine_acceptance([r.acceptance for r in runs if r.acceptance is not None], arm.forced_acceptance),
         memory=_memory(runs),
         series=_series(per, runs, opts),
         request_acceptance=request_acceptance_view(runs, inputs.setup.items),

@@ -202,9 +202,10 @@ def acceptance_validity(inputs: ABRun) -> list[ReportWarning]:
     out += [n for n in inputs.notes if n.kind in ACCEPTANCE_VALIDITY]
     for cand in inputs.candidates:
         runs = [r for r in inputs.runs if r.arm == cand.name]
-        # what the engine said while measured; a summary forced without saying by what (a read file's): its source
-        said = [r.acceptance.forced_by or (r.acceptance.source,) for r in runs if r.acceptance and r.acceptance.forced]
-        out.append(validity.forced(cand.forced_acceptance, list(dict.fromkeys(b for x in said for b in x))))
+        # what the engine said while measured; forced with nothing said and no launch that forced it: its source
+        forced = [r.acceptance for r in runs if r.acceptance is not None and r.acceptance.forced]
+        said = [b for a in forced for b in a.forced_by or (() if cand.forced_acceptance else (a.source,))]
+        out.append(validity.forced(cand.forced_acceptance, list(dict.fromkeys(said))))
         k = cand.num_speculative_tokens or max(
             (len(r.acceptance.per_position) for r in runs if r.acceptance), default=0
         )

@@ -20,6 +20,7 @@ from speculab.harness.verdict.model import Report, WarningKind
 from speculab.harness.verdict.recommendation import not_users_answer
 from speculab.report.console.ab import ab_renderable
 from speculab.report.html.page import view
+from speculab.report.phrases import verdict_line
 from speculab.report.summary import summary_dict
 
 HEADLINE = "acceptance measured on synthetic prompts: not your traffic's"
@@ -95,15 +96,23 @@ def test_forced_acceptance_is_never_reported_as_measured() -> None:
     assert all(lv.arm(cand.name).acceptance.provenance == FORCED for lv in report.levels)  # type: ignore[union-attr]
     lines = _lines(report)
     assert lines[1].startswith(f"{cand.label}: acceptance forced, not measured"), lines[:3]
-    assert any("forced" in ln and "2.90" in ln for ln in lines)  # the acceptance column says forced
+    assert any("2.90 forced" in ln for ln in lines)  # the acceptance column says forced
+    assert "acceptance length 2.90 (forced, not measured: " in verdict_line(report, report.candidates[0])
+    rows = [row for lv in view(report)["levels"] for row in lv["arms"] if row["arm"] == cand.label]
+    assert len(rows) == 3 and all("forced, not measured" in row["acceptance"] for row in rows)
     html = view(report)["acceptance"][0]
     assert html["text"].startswith("forced, not measured") and "(forced)" in html["source"]
     assert summary_dict(report)["candidates"][0]["acceptance"]["provenance"] == FORCED
     assert report.recommendation is not None and report.recommendation.form == "undecided"
-    # its launch config alone is enough: a forced launch whose engine said nothing is still not measured
+    # its launch config alone is enough: a forced launch whose engine said nothing is still never shown as measured
     alone = build_report(replace(run, arms=(run.arms[0], cand)), DECIDED)
-    assert [x.kind for x in alone.acceptance_validity] == [WarningKind.ACCEPTANCE_FORCED]
-    assert alone.candidates[0].acceptance is not None and alone.candidates[0].acceptance.provenance == MEASURED
+    (w,) = alone.acceptance_validity
+    assert w.kind is WarningKind.ACCEPTANCE_FORCED and w.fields["reported"] == []
+    acc = alone.candidates[0].acceptance
+    assert acc is not None and acc.provenance == FORCED and acc.forced_by == ("--forced-acceptance-rates 0.9,0.8",)
+    assert any("2.90 forced" in ln for ln in _lines(alone))
+    # the same arm started as usual: measured
+    assert build_report(run, DECIDED).candidates[0].acceptance.provenance == MEASURED  # type: ignore[union-attr]
 
 
 def test_outputs_too_short_for_k_are_said_and_choose_no_k() -> None:
