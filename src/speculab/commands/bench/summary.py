@@ -73,8 +73,8 @@ def validity_warnings(
 ) -> list[ReportWarning]:
     """Why this run's acceptance is not the user's traffic's (`workload.validity`'s rules), said first: the prompts
     speculab synthesised (the manifest's workload), ignore_eos, forced acceptance (what the server said it runs,
-    `said`, and what the engine reported with its acceptance) and outputs too short for the k its per-position
-    acceptance shows (k unknown without it: no rule)."""
+    `said`, and what the engine reported with its acceptance) and outputs too short for its acceptance length and
+    the k its per-position rates show (k unknown without them: no rule)."""
     spec = str(workload.get("spec") or "")
     synthesised = validity.synthesised_prompts(spec, workload.get("synthesised"), int(workload.get("n_items") or 0))
     kind = "synthetic" if spec.startswith(validity.SYNTHETIC_SOURCE) else "trace"
@@ -85,7 +85,7 @@ def validity_warnings(
         validity.synthetic_prompts(synthesised, workload.get("n_items"), kind),
         validity.ignored_eos(ignore_eos),
         validity.forced(said, reported),
-        validity.short_outputs(k, outputs),
+        validity.short_outputs(k, outputs, sd.get("acceptance_length")),
     )
     return [w for w in found if w is not None]
 

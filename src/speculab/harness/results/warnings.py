@@ -95,8 +95,9 @@ class WarningKind(str, Enum):
     # acceptance drawn to set rates, not verified: seen_in ["launch" | "server" | "metrics" | "responses"], evidence
     # (what said so, in the engine's own words: a flag, an environment variable, a gauge)
     ACCEPTANCE_FORCED = "acceptance_forced"
-    # outputs capped too short to see k's last positions: k, median_output_tokens, needed (SHORT_OUTPUT_STEPS x
-    # (k + 1)), capped (share stopped by the length limit; None: no finish reason known), requests
+    # outputs capped too short to measure acceptance: k, tokens_per_step (the acceptance length, or k + 1), measured
+    # (it is the acceptance length), median_output_tokens, needed (SHORT_OUTPUT_STEPS x tokens_per_step), capped
+    # (share stopped by the length limit; None: no finish reason known), requests
     ACCEPTANCE_SHORT_OUTPUTS = "acceptance_short_outputs"
     # speculab bench (its summary.json `warnings`), each about the whole run
     BENCH_INTERRUPTED = "bench_interrupted"  # the summary covers only the requests that ran

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -210,7 +211,9 @@ def acceptance_validity(inputs: ABRun) -> list[ReportWarning]:
             (len(r.acceptance.per_position) for r in runs if r.acceptance), default=0
         )
         ok = [x for r in runs for x in r.records if x.ok and not x.warmup]
-        out.append(validity.short_outputs(k, [(x.completion_tokens, x.finish_reason) for x in ok]))
+        lengths = [r.acceptance.acceptance_length for r in runs if r.acceptance and r.acceptance.active]
+        length = statistics.fmean(x for x in lengths if x is not None) if any(lengths) else None
+        out.append(validity.short_outputs(k, [(x.completion_tokens, x.finish_reason) for x in ok], length))
         out[-2:] = [replace(w, subject=cand.label) for w in out[-2:] if w is not None]
     return distinct(w for w in out if w is not None)
 

@@ -9,9 +9,10 @@ user's when the content is not theirs or the engine did not measure it:
 - `ignore_eos`: outputs run past where the model would stop, into text no user receives;
 - forced acceptance: the engine accepts drafts by a draw to set rates instead of verifying them (vLLM's synthetic
   rejection sampler, SGLang's SGLANG_SIMULATE_ACC_LEN, speculab's --forced-acceptance-rates): a cost probe;
-- outputs capped too short: a request of n output tokens holds at most n / (k + 1) steps at full acceptance, and the
-  last, cut by the limit, drafts fewer than k. Below `SHORT_OUTPUT_STEPS` whole steps the last positions are seen
-  in too few steps to say anything: the rule is a median output under SHORT_OUTPUT_STEPS x (k + 1) tokens, where at
+- outputs capped too short: a request of n output tokens holds about n / L verification steps, L the tokens each
+  step gives (the acceptance length measured; k + 1, full acceptance, where none was), and its last step is cut by
+  the limit, which ends it whatever that step would have accepted. Below `SHORT_OUTPUT_STEPS` steps a request is
+  mostly its first steps and its cut one: the rule is a median output under SHORT_OUTPUT_STEPS x L tokens, where at
   least half the outputs were stopped by the length limit (outputs that end on their own this short are the
   traffic's own length, and its acceptance is theirs).
 
@@ -22,12 +23,13 @@ to read (`servers.adapters.forced_by_launch`); here it is evidence, already in t
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 
-# whole steps of k drafted tokens and the bonus token a median output must hold for k's last positions to be seen
+# verification steps a median output must hold for its acceptance to be more than its first steps and its cut one
 SHORT_OUTPUT_STEPS = 4
 SYNTHETIC_SOURCE = "synthetic:"  # how a synthetic workload's source line begins (workload.synthetic)
 
@@ -68,18 +70,33 @@ def forced(configured: Sequence[str], reported: Sequence[str], subject: str = ""
 
 
 def short_outputs(
-    k: int | None, outputs: Sequence[tuple[int | None, str | None]], subject: str = ""
+    k: int | None,
+    outputs: Sequence[tuple[int | None, str | None]],
+    acceptance_length: float | None = None,
+    subject: str = "",
 ) -> ReportWarning | None:
-    """Outputs capped too short for k's last positions (the module's rule): `outputs` are the successful requests'
-    (output tokens, finish reason), either None where unknown. None when k or every length is unknown."""
+    """Outputs capped too short to measure acceptance (the module's rule): `outputs` are the successful requests'
+    (output tokens, finish reason), either None where unknown; `acceptance_length` the tokens per step measured
+    (None: unknown, k + 1 is taken). None when k or every length is unknown."""
     lengths = [n for n, _ in outputs if n is not None]
     if not k or k < 1 or not lengths:
         return None
-    needed = SHORT_OUTPUT_STEPS * (k + 1)
+    # a length outside 1..k + 1 is no step's: full acceptance then
+    measured = acceptance_length if acceptance_length is not None and 1 < acceptance_length <= k + 1 else None
+    per_step = float(measured if measured is not None else k + 1)
+    needed = math.ceil(SHORT_OUTPUT_STEPS * per_step)
     median = statistics.median(lengths)
     reasons = [why for _, why in outputs if why is not None]
     capped = sum(1 for why in reasons if why == "length") / len(reasons) if reasons else None
     if median >= needed or (capped is not None and capped < 0.5):
         return None
-    fields = {"k": k, "median_output_tokens": median, "needed": needed, "capped": capped, "requests": len(lengths)}
+    fields = {
+        "k": k,
+        "tokens_per_step": per_step,
+        "measured": measured is not None,  # per_step is the acceptance length measured, not k + 1
+        "median_output_tokens": median,
+        "needed": needed,
+        "capped": capped,
+        "requests": len(lengths),
+    }
     return ReportWarning(WarningKind.ACCEPTANCE_SHORT_OUTPUTS, subject, fields=fields)

@@ -51,11 +51,13 @@ def _forced(f: Fields) -> str:
 
 def _short(f: Fields) -> str:
     capped = f"; {f['capped']:.0%} stopped by the length limit" if f.get("capped") is not None else ""
-    steps = f"{f['needed'] // (f['k'] + 1)} steps of k + 1 tokens"
+    steps = round(f["needed"] / f["tokens_per_step"])
+    size = "the acceptance length measured" if f.get("measured") else "k + 1, as at full acceptance"
+    per = f"{steps} steps of {f['tokens_per_step']:.2g} tokens, {size}"
     return (
         f"acceptance measured on outputs too short for k={f['k']}: a median of {f['median_output_tokens']:g} output "
-        f"tokens, under {f['needed']} ({steps}){capped}, so its last draft positions are barely seen; raise "
-        "max_tokens before choosing k"
+        f"tokens, under {f['needed']} ({per}){capped}: each request is little more than its first steps and the one "
+        "the limit cut; raise max_tokens before choosing k"
     )
 
 

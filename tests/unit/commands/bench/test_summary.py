@@ -61,8 +61,9 @@ def test_acceptance_not_the_users_is_the_first_warning_and_the_first_line():
     from speculab.commands.bench.summary import validity_warnings
 
     workload = {"spec": "synthetic:input=20,output=8", "n_items": 10, "synthesised": 10}
-    spec = {"acceptance_rate": 0.5, "per_position": [0.6, 0.4], "provenance": "forced", "forced_by": ["g = 1"]}
-    found = validity_warnings(workload, True, spec, ["--forced-acceptance-rates 0.6,0.4"], [(8, "length")] * 5)
+    spec = {"acceptance_rate": 0.5, "acceptance_length": 2.0, "per_position": [0.6, 0.4], "provenance": "forced",
+            "forced_by": ["g = 1"]}  # fmt: skip
+    found = validity_warnings(workload, True, spec, ["--forced-acceptance-rates 0.6,0.4"], [(6, "length")] * 5)
     kinds = [w.kind.value for w in found]
     assert kinds == [
         "acceptance_synthetic_prompts",
@@ -71,7 +72,8 @@ def test_acceptance_not_the_users_is_the_first_warning_and_the_first_line():
         "acceptance_short_outputs",
     ]
     assert found[2].fields == {"configured": ["--forced-acceptance-rates 0.6,0.4"], "reported": ["g = 1"]}
-    assert found[3].fields["k"] == 2 and found[3].fields["needed"] == 12  # k from the per-position rates
+    # k from the per-position rates; 4 steps of the acceptance length measured, 2 tokens each
+    assert found[3].fields["k"] == 2 and found[3].fields["needed"] == 8
     s = build_summary(
         aggregate([]),
         run={"workload": "synthetic"},

@@ -116,14 +116,17 @@ def test_forced_acceptance_is_never_reported_as_measured() -> None:
 
 
 def test_outputs_too_short_for_k_are_said_and_choose_no_k() -> None:
-    # the fake's outputs are 48-95 tokens: at k = 31, four steps need 128
-    run = make_inputs(n_prompts=96, repeats=2, candidates={"ngram-k31": ArmEffect(tokens_per_chunk=3, k=31,
-                      acceptance_length=2.9, tpot_factor={"c1": 1 / 1.8, "c4": 1 / 1.3, "c16": 1 / 0.9})})  # fmt: skip
-    report = build_report(run, DECIDED)
+    # the fake's outputs are 48-95 tokens, cut by the limit; at k = 31 with 24 tokens a step, four steps need 96
+    effect = ArmEffect(tokens_per_chunk=3, k=31, acceptance_length=24.0,
+                       tpot_factor={"c1": 1 / 1.8, "c4": 1 / 1.3, "c16": 1 / 0.9})  # fmt: skip
+    report = build_report(make_inputs(n_prompts=96, repeats=2, candidates={"ngram-k31": effect}), DECIDED)
     (w,) = report.acceptance_validity
     assert w.kind is WarningKind.ACCEPTANCE_SHORT_OUTPUTS and w.subject == "ngram k=31"
-    assert w.fields["k"] == 31 and w.fields["needed"] == 128 and w.fields["capped"] == 1.0
+    assert w.fields["k"] == 31 and w.fields["needed"] == 96 and w.fields["measured"] and w.fields["capped"] == 1.0
     assert report.recommendation is not None and report.recommendation.form == "undecided"
+    # the same outputs at the fake's usual 2.9 tokens a step hold far more than four steps: nothing said
+    usual = replace(effect, acceptance_length=2.9)
+    assert build_report(make_inputs(n_prompts=96, repeats=2, candidates={"ngram-k31": usual})).acceptance_validity == ()
 
 
 def test_only_what_no_acceptance_could_undo_keeps_plain_or_a_gates_answer() -> None:

@@ -47,12 +47,20 @@ def test_forced_acceptance_keeps_where_it_was_seen_in_the_engines_words() -> Non
 
 
 def test_short_outputs_need_the_median_under_four_steps_and_the_limit_to_have_stopped_them() -> None:
-    # k = 4: 4 x (4 + 1) = 20 tokens; a median of 12, every output cut by the limit
+    # k = 4 at full acceptance (no acceptance length known): 4 steps x (4 + 1) tokens = 20; a median of 12, every
+    # output cut by the limit
     w = validity.short_outputs(4, [(12, "length")] * 9)
     assert w is not None and w.kind is WarningKind.ACCEPTANCE_SHORT_OUTPUTS
-    assert w.fields == {"k": 4, "median_output_tokens": 12, "needed": 20, "capped": 1.0, "requests": 9}
+    assert w.fields == {"k": 4, "tokens_per_step": 5.0, "measured": False, "median_output_tokens": 12,
+                        "needed": 20, "capped": 1.0, "requests": 9}  # fmt: skip
     assert validity.short_outputs(4, [(20, "length")] * 9) is None  # four whole steps: enough
     assert validity.short_outputs(1, [(12, "length")] * 9) is None  # k = 1 needs 8
+    # the steps the engine measured: 2.5 tokens each, so 12 tokens hold about 5 of them (needs 10): enough
+    assert validity.short_outputs(4, [(12, "length")] * 9, 2.5) is None
+    measured = validity.short_outputs(4, [(12, "length")] * 9, 3.5)  # 14 needed
+    assert measured is not None and measured.fields["measured"] and measured.fields["needed"] == 14
+    # a length no step can give (below 1, or above k + 1) is not taken: k + 1 then
+    assert validity.short_outputs(4, [(12, "length")] * 9, 9.0).fields["needed"] == 20  # type: ignore[union-attr]
     # short because the answers end there on their own: that is the traffic's length, and its acceptance
     assert validity.short_outputs(4, [(12, "stop")] * 9) is None
     # no finish reason known (a file that keeps none): the lengths alone decide, and `capped` says it is unknown
