@@ -7,7 +7,8 @@ the evidence says it does not pay (equivalent or slower on the deciding metric, 
 otherwise (inconclusive, too few pairs, gated, missing, not finished, or a guardrail whose estimate leans worse
 beyond its margin while its interval cannot tell). The load's choice is the shipping candidate with the largest
 speedup; plain only when every candidate is shown not to pay; else undecided: an undecided load is never folded into
-plain, nor into an "off above" edge. Where a load's best is tied with the candidate chosen at the load below, that
+plain, nor into an "off above" edge. A candidate whose acceptance is not the user's traffic's (synthetic prompts,
+ignore_eos, forced, outputs too short: `not_users_answer`) is undecided on the speed it showed. Where a load's best is tied with the candidate chosen at the load below, that
 one is kept (one configuration over both is simpler, and the data does not prefer the other).
 
 Neighbouring loads with the same choice form a band. Where a band with a candidate meets a plain band above it, the
