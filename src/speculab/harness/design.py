@@ -123,6 +123,10 @@ class ArmInfo:
     # What the server says about itself (/version, /v1/models, detected engine): recorded in two-URL mode,
     # where the single change cannot be verified from commands.
     server_info: Mapping[str, Any] = field(default_factory=dict)
+    # What forces this arm's acceptance (drafts accepted by a draw, not verified), in its engine's words: from the
+    # command and environment it was launched with, or what its server said it runs (`adapters.forced_by_launch`,
+    # `forced_by_server`); () : nothing said so. Its acceptance is then never reported as measured.
+    forced_acceptance: tuple[str, ...] = ()
 
     @property
     def is_baseline(self) -> bool:
@@ -131,6 +135,10 @@ class ArmInfo:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["server_info"] = dict(self.server_info)
+        if not self.forced_acceptance:  # an arm nothing forces keeps its shape (and `--resume`'s plan identity)
+            del d["forced_acceptance"]
+        else:
+            d["forced_acceptance"] = list(self.forced_acceptance)
         return d
 
     @classmethod
@@ -149,6 +157,7 @@ class ArmInfo:
             gpus=int(d.get("gpus", 1)),
             cold_start=ColdStartTimes(**cs) if cs else None,
             server_info=dict(d.get("server_info") or {}),
+            forced_acceptance=tuple(d.get("forced_acceptance") or ()),
         )
 
 
@@ -213,6 +222,9 @@ class Setup:
     # goes, `rounds` (each round's loads, in the order measured), `candidate` (the one followed) and `stop` (why it
     # ended); None without a search (commands.run.probing)
     search: Mapping[str, Any] | None = None
+    # how many of the workload's prompts speculab synthesised (`Workload.synthesised`); None: not recorded (a run
+    # before it: a `synthetic:` source still says so)
+    synthesised_prompts: int | None = None
 
 
 def candidate_name(method: str, k: int) -> str:

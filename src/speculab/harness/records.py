@@ -261,6 +261,12 @@ class MemorySample:
     gpu_power_w: float | None = None  # NVML board power, summed over the visible GPUs (watts); None: no NVML device
 
 
+# Where an acceptance's numbers come from (`AcceptanceSummary.provenance`): the engine verified the drafts against the
+# target, on the content sent ("measured"), or it accepted them by a draw to set rates (vLLM's synthetic rejection
+# sampler, SGLang's SGLANG_SIMULATE_ACC_LEN, speculab's --forced-acceptance-rates): a cost probe, never the content's
+MEASURED, FORCED = "measured", "forced"
+
+
 @dataclass(frozen=True, slots=True)
 class AcceptanceSummary:
     source: str  # e.g. "vllm:spec_decode_* counters (server-wide delta)"; reports print it beside the numbers
@@ -272,11 +278,20 @@ class AcceptanceSummary:
     acceptance_length: float | None = None
     per_position: tuple[float, ...] = ()
     approximate: bool = False  # gauges or a k assumption were involved
+    provenance: str = MEASURED  # MEASURED | FORCED; a file written before it: measured
+    # FORCED: what said so, in the engine's own words (its gauge, its responses' field; in the verdict's view of an
+    # arm, also what it was started with); () otherwise
+    forced_by: tuple[str, ...] = ()
+
+    @property
+    def forced(self) -> bool:
+        return self.provenance == FORCED
 
     def to_dict(self) -> dict[str, Any]:
         """The A/B run.json form (`from_dict` reads it back)."""
         d = asdict(self)
         d["per_position"] = list(self.per_position)
+        d["forced_by"] = list(self.forced_by)
         return d
 
     @classmethod
@@ -291,6 +306,8 @@ class AcceptanceSummary:
             acceptance_length=d.get("acceptance_length"),
             per_position=tuple(d.get("per_position") or ()),
             approximate=bool(d.get("approximate", False)),
+            provenance=str(d.get("provenance") or MEASURED),
+            forced_by=tuple(d.get("forced_by") or ()),
         )
 
     def to_spec_decode_dict(self) -> dict[str, Any]:
@@ -303,6 +320,8 @@ class AcceptanceSummary:
             "num_draft_tokens": _count(self.draft_tokens),
             "num_accepted_tokens": _count(self.accepted_tokens),
             "source": self.source,
+            "provenance": self.provenance,
+            "forced_by": list(self.forced_by),
         }
 
     @classmethod
@@ -323,6 +342,8 @@ class AcceptanceSummary:
             acceptance_length=d.get("acceptance_length"),
             per_position=tuple(d.get("per_position") or ()),
             approximate=drafts is None,
+            provenance=str(d.get("provenance") or MEASURED),
+            forced_by=tuple(d.get("forced_by") or ()),
         )
 
 

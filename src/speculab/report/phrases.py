@@ -10,6 +10,7 @@ from typing import Any
 
 from speculab.harness.verdict.model import (
     E2E,
+    FORCED,
     HEADLINE,
     MIN_LAUNCHES,
     NO_VERDICT,
@@ -167,7 +168,9 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
             parts.append(f"crossover: {crossover.status}")
     if acc is not None:
         if acc.active and acc.acceptance_length is not None:
-            parts.append(f"acceptance length {acc.acceptance_length:.2f} ({acc.source})")
+            # a draw's acceptance (forced) is never said as a measured one
+            forced = "forced, not measured: " if acc.provenance == FORCED else ""
+            parts.append(f"acceptance length {acc.acceptance_length:.2f} ({forced}{acc.source})")
         elif not acc.active:
             parts.append(f"no drafts ({acc.source})")
     else:

@@ -8,9 +8,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from speculab.harness.verdict.choices import DISAGREE, TOLERATED
+from speculab.harness.verdict.choices import DISAGREE, NOT_USERS, TOLERATED
 from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
 from speculab.report.formatting import fine_speedup, margin_pct, seconds, speedup, speedup_range
+from speculab.report.words import NOT_USERS_ANSWER
 from speculab.report.words.verdict import guardrail_breach_text
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -88,6 +89,8 @@ def answer_phrase(report: Any, a: Any) -> str:
         return f"{what}: not enough paired data{_needed_phrase(a)}"
     if a.why == "not finished":
         return "not finished"
+    if a.why == NOT_USERS:  # the speed it showed, and why it decides nothing
+        return f"{what} {est} measured, but {NOT_USERS_ANSWER}"
     return f"no verdict ({a.why})"
 
 
@@ -143,6 +146,11 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
         return "undecided: the search did not place the crossover (see its line below)"
     if rec.form == "undecided":
         undecided = ", ".join(c.label for c in rec.loads if c.answer == "undecided")
+        if all(c.decision == NOT_USERS for c in rec.loads if c.answer == "undecided"):
+            return (
+                f"undecided at {undecided}: acceptance here is not your traffic's, so no speed measured on it "
+                "chooses speculation or k (see the first lines)"
+            )
         ship = [c for c in rec.loads if c.answer == "ship"]
         shown = _tolerated_suffix(rec, loads)
         if ship and rec.winner:

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from speculab.commands.bench.summary import build_summary
+from speculab.commands.bench.summary import build_summary, validity_warnings
 from speculab.config import SloTargets
 from speculab.harness.analysis.acceptance import positions_from_counts
 from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig
@@ -40,7 +40,7 @@ from speculab.harness.results.run_dir import MANIFEST, MANIFEST_SCHEMA, REQUESTS
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
-from speculab.harness.servers.adapters import adapter_for, detect_engine, response_reader
+from speculab.harness.servers.adapters import adapter_for, detect_engine, forced_by_server, response_reader
 from speculab.harness.servers.liveness import EndpointWatch, GoneEvidence, set_when
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 from speculab.harness.workload.fit import Fit, FitConfig, context_from_cards, fit_items, fit_warning
@@ -183,6 +183,11 @@ async def _measure(
 
     # off the event loop: a long run's file takes seconds to read, and a second Ctrl-C must still stop at once
     m, rejected = await asyncio.to_thread(summarize_records, run_dir.path / REQUESTS, cfg.stall, cfg.slo)
+    outputs = (
+        await asyncio.to_thread(_outputs, run_dir.path / REQUESTS) if (spec_decode or {}).get("per_position") else []
+    )
+    said = forced_by_server({"version": info.version, "detected_engine": engine})
+    validity = validity_warnings(cfg.workload, cfg.sampling.ignore_eos, spec_decode, said, outputs)
     hints = [*([fitted] if (fitted := fit_warning(fit)) else []), *rejected, *worker_warnings(phase.workers)]
     if gone is not None:
         hints.insert(0, gone.warning())
@@ -209,6 +214,7 @@ async def _measure(
         hints=hints,
         skipped_turns=outcome.skipped,
         client=phase.health,
+        validity=validity,
     )
     run_dir.write_summary(summary)
     manifest["finished_at"] = finished_at
@@ -415,6 +421,11 @@ def _spec_decode(
     out["conditional_per_position"] = [r.conditional.estimate for r in by_position.positions] if by_position else []
     out["by_position"] = json_safe(asdict(by_position)) if by_position is not None else None
     return out, note
+
+
+def _outputs(path: Path) -> list[tuple[int | None, str | None]]:
+    """Each measured successful request's (output tokens, finish reason), for the short-outputs rule."""
+    return [(r.completion_tokens, r.finish_reason) for r in iter_records(path) if r.ok and not r.warmup]
 
 
 def summarize_records(path: Path, stall: StallConfig, slo: SloTargets) -> tuple[RunMetrics, list[ReportWarning]]:

@@ -9,13 +9,15 @@ server.spec_decode.{acceptance_rate,acceptance_length} when the server has those
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from speculab.harness.analysis.metrics import RunMetrics, StallConfig
 from speculab.harness.load.client_health import ClientHealth
+from speculab.harness.records import FORCED
 from speculab.harness.results.warnings import ReportWarning, WarningKind
+from speculab.harness.workload import validity
 
 # /2: `warnings` are records (kind, subject, load, fields), not sentences (docs/results.md)
 SUMMARY_SCHEMA = "speculab.bench.summary/2"
@@ -62,6 +64,32 @@ def build_warnings(m: RunMetrics, *, requested_rate_rps: float | None, interrupt
     return w
 
 
+def validity_warnings(
+    workload: Mapping[str, Any],
+    ignore_eos: bool,
+    spec_decode: Mapping[str, Any] | None,
+    said: Sequence[str],
+    outputs: Sequence[tuple[int | None, str | None]],
+) -> list[ReportWarning]:
+    """Why this run's acceptance is not the user's traffic's (`workload.validity`'s rules), said first: the prompts
+    speculab synthesised (the manifest's workload), ignore_eos, forced acceptance (what the server said it runs,
+    `said`, and what the engine reported with its acceptance) and outputs too short for its acceptance length and
+    the k its per-position rates show (k unknown without them: no rule)."""
+    spec = str(workload.get("spec") or "")
+    synthesised = validity.synthesised_prompts(spec, workload.get("synthesised"), int(workload.get("n_items") or 0))
+    kind = "synthetic" if spec.startswith(validity.SYNTHETIC_SOURCE) else "trace"
+    sd = spec_decode or {}
+    reported = list(sd.get("forced_by") or ([sd.get("source")] if sd.get("provenance") == FORCED else []))
+    k = len(sd.get("per_position") or ())
+    found = (
+        validity.synthetic_prompts(synthesised, workload.get("n_items"), kind),
+        validity.ignored_eos(ignore_eos),
+        validity.forced(said, reported),
+        validity.short_outputs(k, outputs, sd.get("acceptance_length")),
+    )
+    return [w for w in found if w is not None]
+
+
 def _warning(kind: WarningKind, **fields: Any) -> ReportWarning:
     return ReportWarning(kind, fields=fields)
 
@@ -80,6 +108,7 @@ def build_summary(
     hints: Sequence[ReportWarning] = (),
     skipped_turns: int = 0,
     client: ClientHealth | None = None,
+    validity: Sequence[ReportWarning] = (),
 ) -> dict[str, Any]:
     d = m.to_dict()
     requested = load.get("rate_rps")
@@ -114,6 +143,7 @@ def build_summary(
         "warnings": [
             w.to_dict()
             for w in (
+                *validity,  # why acceptance is not the user's traffic's: first (`validity_warnings`)
                 *build_warnings(m, requested_rate_rps=requested, interrupted=interrupted),
                 *(_client_warnings(client, m, load) if client is not None else ()),
                 *hints,

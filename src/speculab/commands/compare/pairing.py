@@ -111,6 +111,7 @@ def inputs_from_bench_dirs(
         change=_served_change(a, b),
         workload_name=(ma.get("workload") or {}).get("name") or "",
         workload_source=(ma.get("workload") or {}).get("source") or "",
+        synthesised_prompts=(ma.get("workload") or {}).get("synthesised"),  # a manifest before it: None
         api=(ma.get("endpoint") or {}).get("api", "completions"),
         items=a.items,
         temperature=float(sampling.get("temperature") or 0.0),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ from speculab.harness.load.client_health import ClientHealth, HealthProbe, combi
 from speculab.harness.load.coordinator import run_workers, worker_notes
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.worker_plan import plan_workers
-from speculab.harness.records import CacheResetOutcome, RequestRecord, RequestSpec
+from speculab.harness.records import FORCED, CacheResetOutcome, RequestRecord, RequestSpec
 from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.results.requests_file import RequestsFile, read_records
@@ -453,6 +453,8 @@ def _repeat_run(
     windows, the client's health, and notes for the reader."""
     before, records = seen.before, seen.sink.records
     acceptance, why = acceptance_with_reason(adapter_for(engine), before, after, records, arm.k)
+    if acceptance is not None and arm.info.forced_acceptance:  # started forcing it: no measurement, said or not
+        acceptance = replace(acceptance, provenance=FORCED)
     scopes = {scope for _, scope in seen.memory if scope}
     notes = _repeat_notes(level, seen, records, before, after, why if acceptance is None else None)
     return RepeatRun(

@@ -32,7 +32,7 @@ from speculab.harness.results.ab_run import SAID_NOTE, ABRun, ChangeCheck
 from speculab.harness.results.run_dir import utc_now, versions
 from speculab.harness.results.strict_json import write_json_atomic
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.servers.adapters import detect_engine, said_change
+from speculab.harness.servers.adapters import detect_engine, forced_by_server, said_change
 from speculab.harness.stats.sequential import look_alphas
 
 
@@ -75,11 +75,14 @@ class RunRecord:
         detected = detect_engine(version, {"data": list(info.model_cards)}, metric_names)
         server_info = {"version": info.version, "models": list(info.model_cards), "detected_engine": detected}
         cur = self.arm(arm.info.name)
+        kept = cur.server_info or server_info
         now = replace(
             cur,
-            server_info=cur.server_info or server_info,
+            server_info=kept,
             cold_start=cur.cold_start or cold,
             engine=cur.engine if cur.engine != "other" or arm.launch is not None else detected,
+            # what the server says it runs may force acceptance where its command did not say so (a URL arm)
+            forced_acceptance=tuple(dict.fromkeys((*cur.forced_acceptance, *forced_by_server(kept)))),
         )
         return replace(self, arms=tuple(now if a.name == cur.name else a for a in self.arms))
 

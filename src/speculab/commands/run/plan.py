@@ -21,7 +21,7 @@ from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup, candida
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ChangeCheck, not_checked
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
+from speculab.harness.servers.adapters import adapter_for, diff_for, forced_by_launch, is_single_change
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand, chosen_port_command, with_port
@@ -401,9 +401,12 @@ def candidate_arms(
         cmd, change = derive_candidate(adapter, base_cmd, sp, name=info.name, command=command, env=env, port=port)
         if on_change is not None:
             on_change(change)
+        forced = launch_forced(cmd)
         arms.append(
             ArmPlan(
-                replace(info, url=cmd.url, engine=engine, command=redact_command(cmd.command)),
+                replace(
+                    info, url=cmd.url, engine=engine, command=redact_command(cmd.command), forced_acceptance=forced
+                ),
                 cmd,
                 model,
                 key,
@@ -412,6 +415,12 @@ def candidate_arms(
         )
         changes.append(change)
     return arms, changes
+
+
+def launch_forced(cmd: ServerCommand) -> tuple[str, ...]:
+    """What forces acceptance in a launched arm's command and the environment its server gets (this process's, with
+    the arm's own on top, as `servers.process` starts it)."""
+    return forced_by_launch(cmd.command, {**os.environ, **cmd.env})
 
 
 def candidate_infos(
@@ -446,6 +455,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         name=exp.name or Path(exp.source).stem,
         workload_name=wl.name,
         workload_source=wl.source,
+        synthesised_prompts=wl.synthesised,
         api=exp.workload.api,
         items=wl.items,
         temperature=s.temperature,

@@ -20,6 +20,7 @@ from speculab.harness.records import (
     TokenCountSource,
 )
 from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.workload import validity
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,3 +129,17 @@ def closed_loop_sends(durations: Sequence[float], streams: int | None) -> list[f
         out.append(t)
         heapq.heappush(ends, t + d)
     return out
+
+
+def validity_notes(
+    dataset: Any, ignore_eos: Any, synthetic: Iterable[str], prompts: int | None
+) -> tuple[ReportWarning, ...]:
+    """What a file says of its run that makes its acceptance not the user's traffic's (`workload.validity`): a
+    `dataset` the tool makes up (`synthetic`: the tool's names for such datasets), `ignore_eos` set. A file that says
+    neither gets no record: what it does not state is not guessed."""
+    name = str(dataset) if isinstance(dataset, str) else ""
+    found = (
+        validity.synthetic_prompts(prompts or 1, prompts, name) if name in set(synthetic) else None,
+        validity.ignored_eos(ignore_eos is True, "ignore_eos"),
+    )
+    return tuple(w for w in found if w is not None)

@@ -22,7 +22,7 @@ from typing import Any
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj, stated_positive
-from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record, validity_notes
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -35,6 +35,9 @@ SEVERAL = "SGLang run(s)"  # the lines of a file bench_serving appended to, one 
 HOW = "SGLang: the same --dataset-path and --seed (its datasets are shuffled with the seed)"
 _FIX = "write it with `python -m sglang.bench_serving ... --output-file F --output-details`"
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+# bench_serving's datasets of made-up prompts (sglang/bench_serving.py --dataset-name): acceptance on them is not
+# the user's traffic's (harness.workload.validity)
+RANDOM_DATASETS = frozenset({"random", "random-ids", "random-image", "generated-shared-prefix"})
 SAID = ("backend", "dataset_name", "tag")  # what a line says of its run, kept in the run's info and noted
 NATIVE = ("sglang", "sglang-native")  # the backends whose `itls` are a chunk's gap split over its tokens
 NOTE = (
@@ -212,6 +215,7 @@ def _read_run(ff: FileFields, d: dict[str, Any], i: int) -> ImportedRun:
     info = {"tool": TOOL, "file": str(path), "version": None, "run": i}
     info |= {k: d[k] for k in SAID if d.get(k) is not None}
     notes = (_read_note(path, info, i), _throughput_note(window), *((at_once,) if at_once else ()))
+    notes += validity_notes(d.get("dataset_name"), d.get("ignore_eos"), RANDOM_DATASETS, len(records))
     return ImportedRun(
         path=path,
         tool=TOOL,

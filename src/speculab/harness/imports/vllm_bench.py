@@ -18,7 +18,7 @@ from typing import Any
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
-from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record, validity_notes
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -40,6 +40,9 @@ _FIX = "write it with `vllm bench serve --save-result --save-detailed`"
 NAME = "vLLM"  # as compare names the files: "the vLLM files do not record sampling"
 # how to send the same prompts in the same order (compare's refusal of runs it cannot pair)
 HOW = "vLLM: a fixed --seed, or --disable-shuffle with a custom dataset"
+# `vllm bench serve --dataset-name` values whose prompts are made up (vllm/benchmarks/datasets.py): acceptance on
+# them is not the user's traffic's (harness.workload.validity); with `random` vLLM also sets ignore_eos itself
+RANDOM_DATASETS = frozenset({"random", "random-mm", "random-rerank", "prefix_repetition", "burstgpt"})
 NOTE = (
     "vLLM bench serve files: their `itls` are the gaps between streamed chunks (a chunk may carry several tokens), "
     "read as chunk gaps; per-token ITL and tokens per chunk are unknown; TPOT is speculab's (E2E - TTFT) / "
@@ -235,6 +238,9 @@ def read(path: Path, keep: Mapping[str, str] | None = None) -> ImportedRun:
     level, at_once = _level(ff, d, n)
     info = _info(path, d) | {name: d[k] for k, name in (keep or {}).items() if k in d}
     notes = (_read_note(path, d, lists, info), *((at_once,) if at_once else ()), *_layout_notes(path, lists))
+    # vLLM writes neither its dataset nor ignore_eos unless given as --metadata (dataset_name=random ignore_eos=true)
+    ignored = d.get("ignore_eos") in (True, "true", "True", "1")
+    notes += validity_notes(d.get("dataset_name"), ignored or None, RANDOM_DATASETS, n)
     return ImportedRun(
         path=path,
         tool=TOOL,

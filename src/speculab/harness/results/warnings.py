@@ -100,6 +100,20 @@ class WarningKind(str, Enum):
     PYTHON_CHECKS_RAN = "python_checks_ran"  # count, flag
     UNCLASSIFIED_DIVERGENCES = "unclassified_divergences"  # outputs differ at temperature 0, no logprobs: count
     BASELINE_SELF_DIFFERS = "baseline_self_differs"  # the baseline disagreed with itself at temperature 0: rate
+    # Acceptance that cannot be the user's traffic's (workload.validity; `ACCEPTANCE_VALIDITY`): said first, in the
+    # A/B report's headline, bench's and a read file's warnings; a candidate they are about (subject: its label; "":
+    # every candidate) is never chosen by the recommendation. Stable names: scripts read them.
+    # prompts synthesised, of (the run's prompts; None: unknown), source ("synthetic" | "trace" | a read file's
+    # dataset name, e.g. vLLM bench's "random")
+    ACCEPTANCE_SYNTHETIC_PROMPTS = "acceptance_synthetic_prompts"
+    ACCEPTANCE_IGNORE_EOS = "acceptance_ignore_eos"  # outputs ran past the model's own end: source ("run" | a file's)
+    # acceptance drawn to set rates, not verified: seen_in ["launch" | "server" | "metrics" | "responses"], evidence
+    # (what said so, in the engine's own words: a flag, an environment variable, a gauge)
+    ACCEPTANCE_FORCED = "acceptance_forced"
+    # outputs capped too short to measure acceptance: k, tokens_per_step (the acceptance length, or k + 1), measured
+    # (it is the acceptance length), median_output_tokens, needed (SHORT_OUTPUT_STEPS x tokens_per_step), capped
+    # (share stopped by the length limit; None: no finish reason known), requests
+    ACCEPTANCE_SHORT_OUTPUTS = "acceptance_short_outputs"
     # speculab bench (its summary.json `warnings`), each about the whole run
     BENCH_INTERRUPTED = "bench_interrupted"  # the summary covers only the requests that ran
     # the server stopped answering and the run stopped there: failures, detail, probes, probe_s (what the client saw,
@@ -303,6 +317,18 @@ class FindingKind(str, Enum):
     # prefill_s (of such a prompt), prefix_caching (True | False | None: the next step depends on it)
     QUEUEING = "queueing"  # load adds TTFT: the queueing check's numbers (`queueing` in diagnosis.json)
     COLD_START = "cold_start"  # the cold-start check's numbers (`cold_start` in diagnosis.json)
+
+
+# The kinds that say acceptance cannot be the user's: the report says them first, and the recommendation chooses no
+# candidate they are about
+ACCEPTANCE_VALIDITY = frozenset(
+    {
+        WarningKind.ACCEPTANCE_SYNTHETIC_PROMPTS,
+        WarningKind.ACCEPTANCE_IGNORE_EOS,
+        WarningKind.ACCEPTANCE_FORCED,
+        WarningKind.ACCEPTANCE_SHORT_OUTPUTS,
+    }
+)
 
 
 def distinct(warnings: Iterable[ReportWarning]) -> list[ReportWarning]:

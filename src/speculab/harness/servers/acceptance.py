@@ -16,10 +16,11 @@ Counters are server-wide: traffic from anyone else during the window counts too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from speculab.harness.analysis.acceptance import acceptance_length, acceptance_rate
-from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.records import FORCED, AcceptanceSummary, RequestRecord
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
 from speculab.harness.servers.adapters.base import AcceptanceMetrics, EngineAdapter
@@ -103,7 +104,46 @@ def acceptance_with_reason(
     counters or gauges; its responses (the adapter's `window_acceptance`, e.g. llama.cpp's timings when its /metrics
     is off; or, for an engine that reports acceptance only in its responses, their counts summed); then the fallback
     engines' counters or gauges if the server happens to expose them (e.g. an `other` engine built on vLLM). A
-    counter that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted."""
+    counter that went backwards (the server restarted between the scrapes) gives None: no delta can be trusted.
+    Where the engine says it forced acceptance (its gauge, or a response's speculation), the summary's provenance is
+    "forced" (`forced_evidence`): the numbers are a draw's, never the content's."""
+    found, why = _acceptance(adapter, before, after, records, k)
+    said = forced_evidence(adapter, after, records)
+    if found is not None and said:
+        found = replace(found, provenance=FORCED, forced_by=said)
+    return found, why
+
+
+def forced_evidence(
+    adapter: EngineAdapter, after: MetricsSnapshot | None, records: Sequence[RequestRecord] = ()
+) -> tuple[str, ...]:
+    """What the engine said of forcing acceptance over the window: its forced gauge at 1 (the adapter's, or a
+    fallback engine's, whose names any server may expose) after the window, and the responses whose speculation says
+    `forced`; () when nothing says so."""
+    said: list[str] = []
+    kinds = (adapter.kind, *(k for k in FALLBACK_ENGINES if k != adapter.kind))
+    gauges = dict.fromkeys(g for g in (adapter_for(k).forced_gauge for k in kinds) if g)
+    for gauge in gauges if after is not None else ():
+        values = [s.value for s in after.select(gauge)]  # type: ignore[union-attr]
+        if any(v >= 0.5 for v in values):  # 1: forced (0: not); a rank of several that forces makes the whole
+            said.append(f"{gauge} = {max(values):g}")
+    if any(not r.warmup and r.speculation and r.speculation.get("forced") is True for r in records):
+        said.append(RESPONSES_FORCED)
+    return tuple(said)
+
+
+# the evidence a response gives (`RequestRecord.speculation`'s "forced"), as `forced_by` keeps it
+RESPONSES_FORCED = '"forced": true in its responses'
+
+
+def _acceptance(
+    adapter: EngineAdapter,
+    before: MetricsSnapshot | None,
+    after: MetricsSnapshot | None,
+    records: Sequence[RequestRecord],
+    k: int | None,
+) -> tuple[AcceptanceSummary | None, ReportWarning | None]:
+    """`acceptance_with_reason` before what the engine says of forcing it."""
     have = before is not None and after is not None
     if have:
         found, why = _adapter_source(adapter.kind, adapter.acceptance, before, after)  # type: ignore[arg-type]

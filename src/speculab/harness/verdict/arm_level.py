@@ -36,7 +36,7 @@ from speculab.harness.analysis.windows import (
     send_span_s,
 )
 from speculab.harness.design import ArmInfo, LevelSpec
-from speculab.harness.records import AcceptanceSummary, RequestRecord
+from speculab.harness.records import FORCED, AcceptanceSummary, RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
 from speculab.harness.verdict.per_request import acceptance_positions, prefix_cache_view, request_acceptance_view
@@ -46,17 +46,24 @@ from speculab.harness.verdict.per_request import acceptance_positions, prefix_ca
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView | None:
-    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged."""
+def combine_acceptance(
+    summaries: Sequence[AcceptanceSummary], launched_forced: Sequence[str] = ()
+) -> AcceptanceView | None:
+    """Counter-style summaries (drafts and accepted known) are summed over repeats; others averaged. Forced where
+    any repeat's is (its numbers are in the sum, and they are no measurement) or the arm was started forcing it
+    (`launched_forced`: ArmInfo.forced_acceptance, whatever the engine said while it ran)."""
     if not summaries:
         return None
     inactive = sum(1 for s in summaries if not s.active)
     active = [s for s in summaries if s.active]
     src = summaries[0].source
+    said = tuple(dict.fromkeys([*launched_forced, *(b for s in summaries for b in s.forced_by)]))
+    forced = launched_forced or any(s.forced for s in summaries)
+    made: dict[str, Any] = {"provenance": FORCED, "forced_by": said} if forced else {}
     if not active:
         first = summaries[0]
         return AcceptanceView(src, False, first.drafts, first.draft_tokens, first.accepted_tokens,
-                              repeats=len(summaries), inactive_repeats=inactive)  # fmt: skip
+                              repeats=len(summaries), inactive_repeats=inactive, **made)  # fmt: skip
     if all(s.drafts and s.accepted_tokens is not None for s in active):
         drafts = sum(float(s.drafts or 0) for s in active)
         accepted = sum(float(s.accepted_tokens or 0) for s in active)
@@ -78,8 +85,9 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
             acceptance_length(accepted, drafts),
             per_pos,
             any(s.approximate for s in active),
-            len(summaries),
-            inactive,
+            repeats=len(summaries),
+            inactive_repeats=inactive,
+            **made,
         )
     lengths = [s.acceptance_length for s in active if s.acceptance_length is not None]
     rates = [s.acceptance_rate for s in active if s.acceptance_rate is not None]
@@ -91,6 +99,7 @@ def combine_acceptance(summaries: Sequence[AcceptanceSummary]) -> AcceptanceView
         approximate=True,
         repeats=len(summaries),
         inactive_repeats=inactive,
+        **made,
     )
 
 
@@ -233,7 +242,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         attainment = costlib.slo_attainment(
             [(m.ttft_s, m.tpot_s, m.e2e_s) if m.ok else (None, None, None) for m in per], slo
         )
-    counted = combine_acceptance([r.acceptance for r in runs if r.acceptance is not None])
+    counted = combine_acceptance([r.acceptance for r in runs if r.acceptance is not None], arm.forced_acceptance)
     return ArmLevel(
         arm=arm.name,
         repeats=len(by_repeat),

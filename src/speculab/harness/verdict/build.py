@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -37,7 +38,7 @@ from speculab.harness.analysis.figures import COMPARED_METRICS, DEFAULT_FLOORS_S
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE, error_gate
 from speculab.harness.design import ArmInfo
 from speculab.harness.results.ab_run import ABRun, not_checked
-from speculab.harness.results.warnings import ReportWarning, distinct
+from speculab.harness.results.warnings import ACCEPTANCE_VALIDITY, ReportWarning, distinct
 from speculab.harness.results.warnings import WarningKind as Kind
 from speculab.harness.verdict.across_loads import (
     capacity_view,
@@ -59,6 +60,7 @@ from speculab.harness.verdict.model import (
     ArmProgress,
     ArmView,
     CandidateReport,
+    KChoice,
     LevelReport,
     RecommendationCost,
     RecommendationView,
@@ -68,6 +70,7 @@ from speculab.harness.verdict.model import (
 )
 from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
+from speculab.harness.workload import validity
 
 # ---------------------------------------------------------------------------------------------------------------
 # build_report
@@ -188,6 +191,32 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
             w.extend(replace(x, subject=c.label) for x in c.correctness.warnings)
     w.extend(inputs.notes)
     return distinct(w)
+
+
+def acceptance_validity(inputs: ABRun) -> list[ReportWarning]:
+    """Why acceptance in this run cannot be the user's traffic's (`workload.validity`'s rules): synthetic prompts and
+    ignore_eos for every candidate; forced acceptance and outputs too short for its k for each; and what a read
+    file said of its dataset or settings (compare's notes of those kinds)."""
+    s = inputs.setup
+    synthesised = validity.synthesised_prompts(s.workload_source, s.synthesised_prompts, len(s.items))
+    kind = "synthetic" if s.workload_source.startswith(validity.SYNTHETIC_SOURCE) else "trace"
+    out = [validity.synthetic_prompts(synthesised, len(s.items), kind), validity.ignored_eos(s.ignore_eos)]
+    out += [n for n in inputs.notes if n.kind in ACCEPTANCE_VALIDITY]
+    for cand in inputs.candidates:
+        runs = [r for r in inputs.runs if r.arm == cand.name]
+        # what the engine said while measured; forced with nothing said and no launch that forced it: its source
+        forced = [r.acceptance for r in runs if r.acceptance is not None and r.acceptance.forced]
+        said = [b for a in forced for b in a.forced_by or (() if cand.forced_acceptance else (a.source,))]
+        out.append(validity.forced(cand.forced_acceptance, list(dict.fromkeys(said))))
+        k = cand.num_speculative_tokens or max(
+            (len(r.acceptance.per_position) for r in runs if r.acceptance), default=0
+        )
+        ok = [x for r in runs for x in r.records if x.ok and not x.warmup]
+        lengths = [r.acceptance.acceptance_length for r in runs if r.acceptance and r.acceptance.active]
+        length = statistics.fmean(x for x in lengths if x is not None) if any(lengths) else None
+        out.append(validity.short_outputs(k, [(x.completion_tokens, x.finish_reason) for x in ok], length))
+        out[-2:] = [replace(w, subject=cand.label) for w in out[-2:] if w is not None]
+    return distinct(w for w in out if w is not None)
 
 
 def _arm_warnings(a: ArmLevel, lv: LevelReport, label: str) -> list[ReportWarning]:
@@ -421,14 +450,15 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             )
         )
 
-    warnings: list[ReportWarning] = []
+    warnings: list[ReportWarning] = acceptance_validity(inputs)  # said first: what the headline must say
     cands = _candidates(inputs, levels, opts, warnings)
     missing = _missing(inputs)
     arm_views = tuple(_arm_view(a) for a in inputs.arms)
     search = search_view(inputs, levels, opts)
+    not_users = not_users_acceptance(inputs, warnings)
     title = inputs.setup.name or f"{', '.join(c.label for c in inputs.candidates)} vs {base.label}"
-    rec = _with_cost(searched(_recommend(inputs, levels, cands, arm_views, opts, crit), search, arm_views), levels,
-                     inputs)  # fmt: skip
+    rec = _with_cost(searched(_recommend(inputs, levels, cands, arm_views, opts, crit, not_users), search,
+                              arm_views), levels, inputs)  # fmt: skip
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
@@ -436,11 +466,11 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
-        warnings=tuple(distinct(_warnings(inputs, levels, cands) + warnings + tolerated(rec))),
+        warnings=tuple(distinct(warnings + _warnings(inputs, levels, cands) + tolerated(rec))),
         missing=tuple(missing),
         interrupted=inputs.interrupted or any(r.interrupted for r in inputs.runs),
         diagnosis=dict(inputs.diagnosis) if inputs.diagnosis is not None else None,
-        k_choices=k_choices(inputs, levels, cands),
+        k_choices=unchosen(k_choices(inputs, levels, cands), not_users),
         recommendation=rec,
         margin={**(opts.margin or {}), "correctness": opts.correctness.margin},
         options={
@@ -496,11 +526,29 @@ def progress(inputs: ABRun) -> tuple[ArmProgress, ...]:
 
 
 def _recommend(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[CandidateReport],
-               arms: Sequence[ArmView], opts: ReportOptions, crit: Criteria) -> RecommendationView | None:  # fmt: skip
-    """The recommendation, with how far the run got: an interrupted or partial run gets no ship/plain answer."""
+               arms: Sequence[ArmView], opts: ReportOptions, crit: Criteria,
+               not_users: frozenset[str] = frozenset()) -> RecommendationView | None:  # fmt: skip
+    """The recommendation, with how far the run got: an interrupted or partial run gets no ship/plain answer; a
+    candidate whose acceptance is not the user's gets none either (`not_users`)."""
     done = progress(inputs)
     incomplete = inputs.interrupted or any(p.state != "finished" for p in done)
-    return recommend(levels, cands, arms, margin_of(opts, crit.decide_on), crit, done, incomplete)
+    return recommend(levels, cands, arms, margin_of(opts, crit.decide_on), crit, done, incomplete, not_users)
+
+
+def unchosen(choices: Sequence[KChoice], not_users: frozenset[str]) -> tuple[KChoice, ...]:
+    """The k choices, none made where it rests on a candidate whose acceptance is not the user's (its prediction's
+    source, or a k it measured): their speeds stay, the choice goes."""
+
+    def rests(kc: KChoice) -> bool:
+        return bool({kc.source, *(m.candidate for m in kc.measured)} & not_users)
+
+    return tuple(replace(kc, measured_best_k=None, not_users=True) if rests(kc) else kc for kc in choices)
+
+
+def not_users_acceptance(inputs: ABRun, warnings: Sequence[ReportWarning]) -> frozenset[str]:
+    """The candidates (names) an acceptance-validity record is about: its subject, or every one ("")."""
+    about = {w.subject for w in warnings if w.kind in ACCEPTANCE_VALIDITY}
+    return frozenset(c.name for c in inputs.candidates if "" in about or c.label in about)
 
 
 def _with_cost(rec: RecommendationView | None, levels: Sequence[LevelReport], inputs: ABRun

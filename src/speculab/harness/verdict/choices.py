@@ -64,7 +64,8 @@ class CandidateAnswer:
     answer: str  # SHIP | PLAIN | UNDECIDED
     # the deciding metric's decision (faster | equivalent | slower | inconclusive | not enough paired data), the
     # gate that withheld it (errors | not active | load not achieved | missing), "guardrail" (a guardrail is worse or
-    # leans worse) or "not finished" (the run stopped before this arm finished here)
+    # leans worse), "not finished" (the run stopped before this arm finished here) or NOT_USERS (its acceptance is
+    # not the user's traffic's: its speed decides nothing)
     why: str
     speedup: float  # the deciding metric's speedup and interval (NaN without one)
     speedup_low: float
@@ -93,6 +94,10 @@ BASELINE_CHOICE = "baseline"
 # why a load measured more than once is undecided when its measurements' answers differ (recommendation._one_per_load)
 DISAGREE = "its measurements disagree"
 
+# why a candidate whose acceptance cannot be the user's (an ACCEPTANCE_VALIDITY record is about it) is undecided
+# where its speed alone would have shipped it or kept plain (recommendation.not_users_answer)
+NOT_USERS = "acceptance not the user's"
+
 
 @dataclass(frozen=True, slots=True)
 class LoadChoice:
@@ -105,7 +110,8 @@ class LoadChoice:
     value: float
     choice: str  # a candidate's name, BASELINE_CHOICE or UNDECIDED_CHOICE
     # "faster" for a candidate; otherwise the why of the candidates' answers (CandidateAnswer.why): plain: equivalent
-    # | slower | guardrail; undecided: inconclusive | not enough paired data | a gate | guardrail | not finished
+    # | slower | guardrail; undecided: inconclusive | not enough paired data | a gate | guardrail | not finished |
+    # NOT_USERS (acceptance not the user's)
     decision: str
     speedup: float  # the chosen candidate's speedup on the deciding metric (NaN for plain and undecided)
     speedup_low: float

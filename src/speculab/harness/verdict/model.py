@@ -29,9 +29,11 @@ from speculab.harness.analysis.figures import TPOT as TPOT
 from speculab.harness.analysis.figures import TTFT as TTFT
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.analysis.prefix_cache import HitRateChange
+from speculab.harness.records import FORCED as FORCED
 from speculab.harness.records import AcceptanceSummary
 from speculab.harness.results.codec import from_data
 from speculab.harness.results.strict_json import dumps, json_safe
+from speculab.harness.results.warnings import ACCEPTANCE_VALIDITY
 from speculab.harness.results.warnings import ReportWarning as ReportWarning
 from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.search.predict import Crossover as Crossover
@@ -493,6 +495,9 @@ class KChoice:
     predicted_best_speedup: float
     measured: tuple[KMeasured, ...]  # every k of this method that ran here, by k
     measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
+    # an acceptance-validity record is about one of these candidates: no k is chosen from them (measured_best_k None;
+    # the prediction's best k is not the user's either)
+    not_users: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,6 +583,12 @@ class Report:
     search: SearchView | None = None
     # with SLOs set: each arm's highest load within its SLO, from every load measured on the axis (None without SLOs)
     slo_capacity: Mapping[str, SloCapacity] | None = None
+
+    @property
+    def acceptance_validity(self) -> tuple[ReportWarning, ...]:
+        """Why acceptance in this run is not the user's traffic's (`warnings` of the ACCEPTANCE_VALIDITY kinds, said
+        first): the headline says them before anything else."""
+        return tuple(w for w in self.warnings if w.kind in ACCEPTANCE_VALIDITY)
 
     def level(self, key: str) -> LevelReport | None:
         return next((lv for lv in self.levels if lv.key == key), None)

@@ -10,7 +10,8 @@ the evidence says it does not pay (equivalent or slower on the deciding metric, 
 otherwise (inconclusive, too few pairs, gated, missing, not finished, or a guardrail whose estimate leans worse
 beyond its margin while its interval cannot tell). The load's choice is the shipping candidate with the largest
 speedup; plain only when every candidate is shown not to pay; else undecided: an undecided load is never folded into
-plain, nor into an "off above" edge. Where a load's best is tied with the candidate chosen at the load below, that
+plain, nor into an "off above" edge. A candidate whose acceptance is not the user's traffic's (synthetic prompts,
+ignore_eos, forced, outputs too short: `not_users_answer`) is undecided on the speed it showed. Where a load's best is tied with the candidate chosen at the load below, that
 one is kept (one configuration over both is simpler, and the data does not prefer the other).
 
 Neighbouring loads with the same choice form a band. Where a band with a candidate meets a plain band above it, the
@@ -44,6 +45,7 @@ from speculab.harness.verdict.choices import (
     DISAGREE,
     LEANS_WORSE,
     NOT_MEASURED,
+    NOT_USERS,
     NOT_WORSE,
     PLAIN,
     SHIP,
@@ -312,7 +314,28 @@ def _answer(candidate: str, level: str, gate: str, decision: str, guards: Sequen
 
 # the why a load's choice shows, when its candidates' answers differ: the first that any of them has
 _PLAIN_WHY = ("guardrail", "equivalent", "slower")
-_UNDECIDED_WHY = ("not finished", "inconclusive", "not enough paired data", "guardrail")
+_UNDECIDED_WHY = ("not finished", NOT_USERS, "inconclusive", "not enough paired data", "guardrail")
+
+# guardrails whose worse answer no acceptance could undo: the first token comes before any draft is verified, and
+# failures and failed checks are the candidate's whatever it accepts
+_ACCEPTANCE_FREE = ("ttft_s", "error_rate", "correctness")
+
+
+def not_users_answer(a: CandidateAnswer) -> CandidateAnswer:
+    """A candidate whose acceptance is not the user's traffic's (synthetic prompts, ignore_eos, forced, outputs too
+    short for its k) is neither shipped nor kept plain on the speed it showed: that speed follows an acceptance the
+    user's traffic would not give, so it is undecided, its speed kept for the reader, and more of the same data is
+    not what would decide it. Plain stands where a guardrail no acceptance could undo is worse (TTFT, errors,
+    correctness); an answer a gate withheld, or the run did not finish, stays as it is."""
+    if a.answer == UNDECIDED and a.why not in _MORE_DATA:
+        return a
+    if a.answer == PLAIN and any(g.answer == WORSE and g.name in _ACCEPTANCE_FREE for g in a.guardrails):
+        return a
+    return replace(a, answer=UNDECIDED, why=NOT_USERS, needed=None, needed_unit="")
+
+
+# the undecided answers that more data of the same kind would decide (`needed`)
+_MORE_DATA = ("inconclusive", "not enough paired data", "guardrail")
 
 
 def _load_choice(lv: LevelReport, answers: Sequence[CandidateAnswer]) -> LoadChoice:
@@ -376,10 +399,12 @@ def _fewer_bands(choices: list[LoadChoice], levels: Sequence[LevelReport]) -> li
 
 def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateReport], arms: Sequence[ArmView],
               margin: float, criteria: Criteria | None = None, progress: Sequence[ArmProgress] = (),
-              incomplete: bool = False) -> RecommendationView | None:  # fmt: skip
+              incomplete: bool = False,
+              not_users: frozenset[str] = frozenset()) -> RecommendationView | None:  # fmt: skip
     """Each candidate's answer at each load, bands of one choice along the load axis, their edges, and the form to
     ship; None without loads. `progress`: how far each arm got (launch and two-URL runs; () for compare, whose
-    absent loads are the "missing" gate); `incomplete`: the run did not finish (form "incomplete")."""
+    absent loads are the "missing" gate); `incomplete`: the run did not finish (form "incomplete"); `not_users`: the
+    candidates whose acceptance is not the user's traffic's (`not_users_answer`)."""
     if not levels or not candidates:
         return None
     crit = criteria or Criteria()
@@ -388,6 +413,7 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
     reports = {c.name: c for c in candidates}
     unfinished = frozenset((p.arm, p.level) for p in progress if p.state != "finished")
     answers = [[candidate_answer(lv, c.name, c, crit, unfinished) for c in candidates] for lv in on_axis]
+    answers = [[not_users_answer(a) if a.candidate in not_users else a for a in row] for row in answers]
     per_load, loads = _one_per_load([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
     choices = _fewer_bands(per_load, loads)
     views = {a.name: a for a in arms}

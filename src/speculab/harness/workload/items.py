@@ -37,6 +37,9 @@ class Workload:
     name: str  # short label for reports, e.g. "code-edit", "synthetic", "my_prompts"
     source: str  # human description: file path + sha256, or built-in set + version
     items: tuple[RequestSpec, ...]
+    # how many of the items' prompts speculab synthesised (random words: `synthetic:`, a trace's `input_length`
+    # lines): acceptance measured on them is not the user's traffic's (workload.validity)
+    synthesised: int = 0
 
     def __len__(self) -> int:
         return len(self.items)
@@ -55,6 +58,7 @@ class SourceItem:
     expected_output_tokens: int | None = None
     later_turns: tuple[str, ...] = ()  # a conversation's user messages after the first, one per turn
     arrival_s: float | None = None  # a trace's request: seconds after the trace's first request
+    synthesised: bool = False  # speculab wrote its prompt (random words), not the user
 
 
 # Longer than any served model's context (10M tokens): a prompt length past it, from a trace or a server, is a

@@ -68,7 +68,9 @@ def load_workload(spec: str, *, seed: int, num_prompts: int | None = None, api: 
             f"unknown workload {spec!r}; use builtin:NAME (`speculab workload` lists them), a .jsonl file, jsonl:PATH, "
             "sharegpt:PATH, specbench:PATH, mtbench:PATH, speedbench:PATH, trace:PATH or synthetic:input=N,output=N"
         )
-    return Workload(name=name, source=source, items=finalize(items, seed, num_prompts, api))
+    specs = finalize(items, seed, num_prompts, api)
+    synthesised = {i.prompt_id for i in items if i.synthesised}
+    return Workload(name, source, specs, sum(1 for s in specs if s.prompt_id in synthesised))
 
 
 def _trace_overview(arrivals: list[float]) -> dict[str, Any] | None:

@@ -191,6 +191,7 @@ def load_synthetic(arg: str, seed: int, num_prompts: int | None) -> tuple[str, l
                 max_tokens=out,
                 category="synthetic",
                 expected_output_tokens=out,
+                synthesised=True,
             )
         )
     return f"synthetic:{arg} (seed {seed}, {n} prompts, lengths in approximate tokens)", items

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speculab.harness.results.summary_file import SUMMARY_FILE
-from speculab.harness.verdict.model import E2E, HEADLINE, METRIC_LABELS, TPOT, TTFT
+from speculab.harness.verdict.model import E2E, FORCED, HEADLINE, METRIC_LABELS, TPOT, TTFT
 from speculab.report.console.bench import ms_cell
 from speculab.report.console.fit import FittedTable
 from speculab.report.energy import energy_lines, energy_measured
@@ -37,6 +37,7 @@ from speculab.report.phrases import (
     warning_text,
 )
 from speculab.report.slo_capacity import slo_capacity_lines
+from speculab.report.words import NOT_USERS_K
 
 # The four answers (and the older verdicts of summaries before margins) in a table cell
 STYLES = {"faster": "green", "slower": "red", "inconclusive": "yellow"}
@@ -120,7 +121,12 @@ def _verdict_cells(comp: Any) -> tuple[str, str]:
 
 def _acceptance_cell(a: Any) -> str:
     acc = a.acceptance
-    return MISSING if acc is None else (num(acc.acceptance_length) if acc.active else "[yellow]no drafts[/]")
+    if acc is None:
+        return MISSING
+    if not acc.active:
+        return "[yellow]no drafts[/]"
+    # a draw's acceptance, never shown as a measured one
+    return f"[yellow]{num(acc.acceptance_length)} forced[/]" if acc.provenance == FORCED else num(acc.acceptance_length)
 
 
 def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
@@ -134,6 +140,9 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
             + f" · temperature {temp} · {s.repeats} repeat{'s' if s.repeats != 1 else ''}"
         )
     ]
+    # why acceptance is not the user's traffic's, before anything that rests on it
+    said_first = report.acceptance_validity
+    parts.extend(Text(line, style="bold yellow") for line in warning_lines(said_first))
     rec = recommendation_lines(report, str(out_dir) if out_dir is not None else "DIR")  # what to ship, first
     parts.extend(Text(line, style="bold" if i == 0 else "") for i, line in enumerate(rec))
     parts.extend(Text(line) for line in slo_capacity_lines(report))  # each arm's SLO edge
@@ -161,7 +170,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
         parts.extend(Text(line) for line in energy_lines(report))
     if report.warnings or report.missing:
         parts.append(Text(""))
-    for w in warning_lines(report.warnings):
+    for w in warning_lines([w for w in report.warnings if w not in said_first]):
         parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(w)}"))
     for m in report.missing:
         parts.append(Text.from_markup(f"[yellow]missing:[/] {escape(warning_text(m))}"))
@@ -214,6 +223,9 @@ def k_choice_lines(report: Any) -> list[str]:
             for m in kc.measured
         )
         best = f"; best measured k={kc.measured_best_k}" if kc.measured_best_k is not None else ""
+        if kc.not_users:  # the speeds measured stand; no k is chosen from an acceptance not the user's
+            out.append(f"k for {kc.method} at {kc.level_label}: measured {measured}; no k chosen: {NOT_USERS_K}")
+            continue
         out.append(
             f"k for {kc.method} at {kc.level_label}: predicted best k={kc.predicted_best_k} "
             f"({kc.predicted_best_speedup:.2f}×, from {labels.get(kc.source, kc.source)}'s acceptance); "

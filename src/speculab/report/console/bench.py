@@ -14,10 +14,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from speculab.harness.results.warnings import ReportWarning
+from speculab.harness.records import FORCED
+from speculab.harness.results.warnings import ACCEPTANCE_VALIDITY, ReportWarning
 from speculab.harness.verdict.model import E2E, ITL, TPOT, TTFT
 from speculab.report.formatting import MISSING, ms, num
-from speculab.report.phrases import reason_text, warning_text
+from speculab.report.phrases import reason_text, warning_lines, warning_text
 
 # (label, distribution): the figures by their rows, beside distributions that are no figure (gaps, queue time)
 _LATENCY_ROWS = (
@@ -69,6 +70,10 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
     run = summary.get("run", {})
     head = f"{escape(str(run.get('model', '')))} · {run.get('api', '')} · workload {escape(str(run.get('workload')))}"
     parts.append(Text.from_markup(f"[bold]speculab bench[/] {head}"))
+    # why its acceptance is not the user's traffic's, before any number that rests on it
+    records = [ReportWarning.from_dict(w) for w in summary.get("warnings", [])]
+    first = [w for w in records if w.kind in ACCEPTANCE_VALIDITY]
+    parts.extend(Text(line, style="bold yellow") for line in warning_lines(first))
     parts.append(bench_table(summary))
     parts.extend(_count_lines(c))
     sources = ", ".join(f"{k} {v}" for k, v in summary.get("tokens", {}).get("count_sources", {}).items())
@@ -116,9 +121,10 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
         pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
         # a summary before the canon has no conditional rates: nothing is shown for them
         cond = " ".join(num(c, ".2f") for c in sd.get("conditional_per_position") or [])
+        forced = " (forced, not measured)" if sd.get("provenance") == FORCED else ""
         parts.append(
             Text(
-                f"speculation acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
+                f"speculation{forced} acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
                 f"  mean acceptance length {num(sd.get('acceptance_length'), '.3f')}"
                 + (f"  per position {pos}" if pos else "")
                 + (f"  conditional per position {cond}" if cond else "")
@@ -134,8 +140,8 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
             )
         )
     # records with a kind (/2), or the sentences a /1 summary saved, each kept as a note
-    for w in summary.get("warnings", []):
-        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(warning_text(ReportWarning.from_dict(w)))}"))
+    for w in (w for w in records if w not in first):
+        parts.append(Text.from_markup(f"[yellow]warning:[/] {escape(warning_text(w))}"))
     if run_dir is not None:
         parts.append(Text(f"results in {run_dir}"))
     return Group(*parts)

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from speculab.harness.results.atomic_file import write_atomic
 from speculab.harness.verdict.model import (
     E2E,
+    FORCED,
     METRIC_LABELS,
     TPOT,
     TTFT,
@@ -56,6 +57,7 @@ from speculab.report.phrases import (
 from speculab.report.recommendation import search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 from speculab.report.slo_capacity import slo_capacity_rows, slo_text
+from speculab.report.words import NOT_USERS_K
 
 REPORT_FILE = "report.html"
 # the plots across loads, as the template names them
@@ -268,7 +270,9 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "best_lines": best_lines(report) if len(report.candidates) > 1 else [],
         "ranking": _ranking_view(report),
         "k_choices": _k_choice_views(report),
-        "warnings": warning_lines(report.warnings),
+        # why acceptance is not the user's traffic's: said first, above the recommendation, and not again below
+        "validity": warning_lines(report.acceptance_validity),
+        "warnings": warning_lines([w for w in report.warnings if w not in report.acceptance_validity]),
         "missing": [warning_text(m) for m in report.missing],
         "interrupted": report.interrupted,
         "setup": setup_rows(report),
@@ -322,10 +326,14 @@ def _acceptance_view(c: CandidateReport) -> dict[str, str]:
         if a.active
         else "no drafts: speculation was not active"
     )
+    if a.provenance == FORCED:  # a draw's numbers, never reported as measured
+        text = f"forced, not measured: {text}"
     return {
         "label": c.label,
         "text": text,
-        "source": a.source + (" (approximate)" if a.approximate else ""),
+        "source": a.source
+        + (" (approximate)" if a.approximate else "")
+        + (" (forced)" if a.provenance == FORCED else ""),
         "positions": ", ".join(f"{p:.2f}" for p in a.per_position) or "–",
         "canon": positions_phrase(c.acceptance_positions) if c.acceptance_positions is not None else "",
     }
@@ -350,7 +358,10 @@ def _k_choice_views(report: Report) -> list[dict[str, Any]]:
         {
             "method": kc.method,
             "level": kc.level_label,
-            "predicted": f"{kc.predicted_best_k} ({kc.predicted_best_speedup:.2f}×)",
+            # no k chosen from an acceptance not the user's: the prediction rests on it too
+            "predicted": f"none: {NOT_USERS_K}"
+            if kc.not_users
+            else f"{kc.predicted_best_k} ({kc.predicted_best_speedup:.2f}×)",
             "source": labels.get(kc.source, kc.source),
             "measured_best": kc.measured_best_k,
             "rows": [

@@ -11,6 +11,7 @@ from typing import Any
 
 from speculab.harness.verdict.model import (
     E2E,
+    FORCED,
     ITL,
     METRIC_LABELS,
     TPOT,
@@ -101,6 +102,7 @@ def arm_rows(report: Report, lv: LevelReport) -> list[dict[str, str]]:
                     if acc is None
                     else (
                         f"{num(acc.acceptance_length)} tokens/step, rate {num(acc.acceptance_rate, '.1%')}"
+                        + (" (forced, not measured)" if acc.provenance == FORCED else "")
                         if acc.active
                         else "no drafts"
                     )

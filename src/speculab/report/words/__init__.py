@@ -10,7 +10,8 @@ warnings are worded there, every other family here:
 - `methods`: why a method can run here or cannot (`speculab methods`, init's commented entries), a draft's vocabulary;
 - `verdict`: a metric's note, the correctness verdict, a failed check (`VERDICT_WORDS`), the error gate's line and a
   run-level comparison's notes;
-- `findings`: diagnose's findings (`finding_words`), its queueing check and disaggregation suggestion.
+- `findings`: diagnose's findings (`finding_words`), its queueing check and disaggregation suggestion;
+- `validity`: why acceptance is not the user's traffic's (synthetic prompts, ignore_eos, forced, short outputs).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from speculab.report.words.findings import (
 from speculab.report.words.methods import METHOD_WORDS, vocab_words
 from speculab.report.words.reasons import REASON_WORDS, Fields
 from speculab.report.words.runs import RUN_WORDS
+from speculab.report.words.validity import NOT_USERS_ANSWER, NOT_USERS_K, VALIDITY_WORDS
 from speculab.report.words.verdict import GATE_WORDS, VERDICT_WORDS
 
 # Every warning kind besides the verdict's own (report.phrases), one sentence each; the families share no kind
@@ -38,11 +40,14 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     **REASON_WORDS,
     **METHOD_WORDS,
     **GATE_WORDS,
+    **VALIDITY_WORDS,
 }
 
 __all__ = [
     "FINDING_WORDS",
     "METHOD_WORDS",
+    "NOT_USERS_ANSWER",
+    "NOT_USERS_K",
     "VERDICT_WORDS",
     "WORDS",
     "FindingWords",

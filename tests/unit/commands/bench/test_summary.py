@@ -53,3 +53,47 @@ def test_hints_name_the_flag_for_rejected_options():
     assert fields([]) == []
     missing = RequestRecord(0, 0.0, 0.0, 0.1, error=ErrorInfo(ErrorCategory.HTTP, "HTTP 404: Not Found", 404))
     assert fields([missing, missing]) == [("endpoint_not_served", {"count": 2})]
+
+
+def test_acceptance_not_the_users_is_the_first_warning_and_the_first_line():
+    from rich.console import Console
+
+    from speculab.commands.bench.summary import validity_warnings
+
+    workload = {"spec": "synthetic:input=20,output=8", "n_items": 10, "synthesised": 10}
+    spec = {"acceptance_rate": 0.5, "acceptance_length": 2.0, "per_position": [0.6, 0.4], "provenance": "forced",
+            "forced_by": ["g = 1"]}  # fmt: skip
+    found = validity_warnings(workload, True, spec, ["--forced-acceptance-rates 0.6,0.4"], [(6, "length")] * 5)
+    kinds = [w.kind.value for w in found]
+    assert kinds == [
+        "acceptance_synthetic_prompts",
+        "acceptance_ignore_eos",
+        "acceptance_forced",
+        "acceptance_short_outputs",
+    ]
+    assert found[2].fields == {"configured": ["--forced-acceptance-rates 0.6,0.4"], "reported": ["g = 1"]}
+    # k from the per-position rates; 4 steps of the acceptance length measured, 2 tokens each
+    assert found[3].fields["k"] == 2 and found[3].fields["needed"] == 8
+    s = build_summary(
+        aggregate([]),
+        run={"workload": "synthetic"},
+        load={},
+        stall=StallConfig(),
+        warmup_requests=0,
+        spec_decode=spec,
+        spec_decode_note=None,
+        metrics_scraped=True,
+        interrupted=True,
+        validity=found,
+    )
+    assert [w["kind"] for w in s["warnings"][:4]] == kinds and s["warnings"][4]["kind"] == "bench_interrupted"
+    console = Console(width=1000, record=True)
+    console.print(bench_renderable(json_safe(s)))
+    lines = [ln for ln in console.export_text().splitlines() if ln.strip()]
+    assert lines[1].startswith("acceptance measured on synthetic prompts: not your traffic's"), lines[:3]
+    assert sum("not your traffic's" in ln for ln in lines) == 3  # synthetic, ignore_eos, forced: once each
+    assert any(ln.startswith("speculation (forced, not measured) acceptance rate") for ln in lines)
+    # the user's prompts, without ignore_eos, measured, long enough: nothing
+    mine = {"spec": "builtin:mixed", "n_items": 10, "synthesised": 0}
+    assert validity_warnings(mine, False, {"per_position": [0.6, 0.4]}, [], [(64, "length")] * 5) == []
+    assert validity_warnings({"spec": "synthetic:input=2,output=2", "n_items": 3}, False, None, [], []) != []  # older

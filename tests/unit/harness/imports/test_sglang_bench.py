@@ -118,3 +118,10 @@ def test_a_bad_file_is_one_line(tmp_path: Path, text: str, says: str) -> None:
         sglang_bench.read(f)
     assert str(e.value).startswith(f"{f}: read as an SGLang bench_serving result: ") and says in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_line_on_a_random_dataset_says_acceptance_is_not_the_users(tmp_path: Path) -> None:
+    run = sglang_bench.read(_write(tmp_path, _line(dataset_name="random")))
+    (note,) = [n for n in run.notes if n.kind.value == "acceptance_synthetic_prompts"]
+    assert note.fields == {"prompts": 3, "of": 3, "source": "random"}
+    assert not [n for n in sglang_bench.read(_write(tmp_path, _line())).notes if n.kind.value.startswith("acc")]

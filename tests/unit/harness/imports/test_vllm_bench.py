@@ -146,3 +146,18 @@ def test_a_file_that_is_not_a_json_object_is_one_line(tmp_path: Path, text: str,
         vllm_bench.read(f)
     with pytest.raises(UserError, match=r": no such file$"):
         vllm_bench.read(tmp_path / "gone.json")
+
+
+def test_a_file_that_names_a_random_dataset_or_ignore_eos_says_acceptance_is_not_the_users(tmp_path: Path) -> None:
+    # vLLM writes these only as --metadata (dataset_name=random ignore_eos=true): strings, as --metadata keeps them
+    run = vllm_bench.read(_file(tmp_path, dataset_name="random", ignore_eos="true"))
+    kinds = {n.kind.value: n.fields for n in run.notes if n.kind.value.startswith("acceptance_")}
+    assert kinds == {
+        "acceptance_synthetic_prompts": {"prompts": 40, "of": 40, "source": "random"},
+        "acceptance_ignore_eos": {"source": "ignore_eos"},
+    }
+    assert "not your traffic's (the file's dataset is `random`" in " ".join(words(run.notes))
+    # a dataset of real prompts, or a file that names none (vLLM's default): nothing said, nothing guessed
+    for changes in ({"dataset_name": "sharegpt"}, {}):
+        run = vllm_bench.read(_file(tmp_path, **changes))
+        assert not [n for n in run.notes if n.kind.value.startswith("acceptance_")]

@@ -11,7 +11,8 @@ Flag names and sources: docs/engines.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,23 @@ def said(server_info: Mapping[str, Any]) -> Served | None:
 def said_change(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple[CommandDiff, bool] | None:
     """The single-change rule over what two recorded servers said they run (`base.said_change`); None: unverifiable."""
     return _said_change(baseline, candidate, _recorded_adapter)
+
+
+def forced_by_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """What in a launch command and its environment forces acceptance, in each engine's words (() : nothing). Every
+    adapter reads it: a forcing knob means one thing wherever it appears, and a server of kind `other` (the mock, a
+    wrapper script) may be any engine."""
+    return tuple(dict.fromkeys(w for a in _ADAPTERS.values() for w in a.forced_launch(command, env)))
+
+
+def forced_by_server(server_info: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a recorded server said it runs (`said`: its arguments, its speculative config) that forces acceptance
+    (() : nothing, or it said nothing usable)."""
+    s = _said(server_info, _recorded_adapter)
+    if s is None:
+        return ()
+    config = ("--speculative-config", json.dumps(dict(s.speculation))) if s.speculation else ()
+    return forced_by_launch((*s.command, *config), {})
 
 
 def _recorded_adapter(kind: str) -> EngineAdapter:
@@ -155,6 +173,8 @@ __all__ = [
     "detect_engine",
     "diff_for",
     "engine_kinds",
+    "forced_by_launch",
+    "forced_by_server",
     "is_single_change",
     "parse_command",
     "plain_base",

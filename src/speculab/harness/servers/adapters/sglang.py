@@ -173,6 +173,21 @@ def _first(fields: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     return next((as_count(fields[k]) for k in keys if as_count(fields.get(k)) is not None), None)
 
 
+SIMULATE_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
+
+
+def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """`SGLANG_SIMULATE_ACC_LEN` set to a positive acceptance length, in the environment or as an `env NAME=VALUE`
+    word of the command: SGLang then accepts drafts to that mean length, whatever the content (0 or below: off)."""
+    words = dict(w.split("=", 1) for w in command if "=" in w and not w.startswith("-"))
+    value = env.get(SIMULATE_ACC_LEN, words.get(SIMULATE_ACC_LEN))
+    try:
+        forced = value is not None and float(value) > 0
+    except ValueError:
+        forced = False  # SGLang refuses a value that is not a number: no run, nothing forced
+    return (f"{SIMULATE_ACC_LEN}={value}",) if forced else ()
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     metric_prefix="sglang:",
@@ -214,5 +229,6 @@ ADAPTER = EngineAdapter(
     known_methods=_KNOWN,
     candidate=_candidate,
     launch=_launch,
+    forced_launch=_forced_launch,
     read_response=_read_response,
 )

@@ -5,11 +5,13 @@ accepted_tokens}."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from speculab.config import SpeculationConfig
 from speculab.harness.records import ResponseReading
 from speculab.harness.servers.adapters.base import ByLoad, CacheReset, EngineAdapter, PythonRelease, object_at
+from speculab.harness.servers.adapters.flags import parse_command
 from speculab.harness.servers.adapters.vllm import DRAFT_LINE, NGRAM_GRID, counters, json_candidate, max_model_len
 from speculab.protocol.chunks import EngineFields, as_count
 
@@ -47,7 +49,8 @@ SOURCE = "speculab usage.speculab_spec_decode"
 
 
 def _read_response(said: EngineFields) -> ResponseReading | None:
-    """Its usage's `speculab_spec_decode`, in the record's own shape (the engine was written to it)."""
+    """Its usage's `speculab_spec_decode`, in the record's own shape (the engine was written to it), with
+    `"forced": true` where the engine accepted the drafts by a draw (`--forced-acceptance-rates`)."""
     ours = object_at(said.usage or {}, "speculab_spec_decode")
     if ours is None:
         return None
@@ -55,7 +58,20 @@ def _read_response(said: EngineFields) -> ResponseReading | None:
     per_pos = ours.get("accepted_per_position")
     if isinstance(per_pos, list) and all(as_count(p) is not None for p in per_pos):
         counts["accepted_per_position"] = [as_count(p) for p in per_pos]  # a position's count, for intervals
-    return ResponseReading({**counts, "source": SOURCE})
+    forced = {"forced": True} if ours.get("forced") is True else {}
+    return ResponseReading({**counts, "source": SOURCE, **forced})
+
+
+FORCED_FLAG = "--forced-acceptance-rates"
+
+
+def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """`--forced-acceptance-rates R1,R2,...`, of `speculab serve` and of `speculab mock-server` alike: drafts
+    accepted by a seeded draw to those rates, not by rejection sampling (a cost probe)."""
+    rates = parse_command(command).flags.get(FORCED_FLAG)
+    if not rates:
+        return ()
+    return (f"{FORCED_FLAG} {rates[-1]}" if rates[-1] is not None else FORCED_FLAG,)
 
 
 ADAPTER = EngineAdapter(
@@ -87,4 +103,6 @@ ADAPTER = EngineAdapter(
     launch=_launch,
     load_form=_by_load,
     read_response=_read_response,
+    forced_launch=_forced_launch,
+    forced_gauge="speculab:spec_decode_forced_acceptance",  # 1 while --forced-acceptance-rates is set
 )

@@ -9,7 +9,8 @@ See docs/engines.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,7 @@ from speculab.harness.servers.adapters.base import (
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
+    json_flag,
     object_at,
 )
 from speculab.protocol.chunks import EngineFields, as_count
@@ -82,6 +84,21 @@ def _read_response(said: EngineFields) -> ResponseReading | None:
         counts = (sd.get("num_spec_steps"), sd.get("num_draft_tokens"), sd.get("num_accepted_draft_tokens"))
         spec = counts_with_histogram(counts, sd.get("acceptance_histogram"), SOURCE)
     return ResponseReading(spec, {"metrics": dict(metrics)})
+
+
+def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """`--speculative-config` with `"rejection_sample_method": "synthetic"` (vllm/config/speculative.py): drafts are
+    accepted at `synthetic_acceptance_rates` (or to a `synthetic_acceptance_length`), whatever the content."""
+    config: dict[str, Any] = {}
+    for flag in ("--speculative-config", "--speculative_config"):  # vLLM reads either spelling
+        config |= json_flag(command, flag)
+    if config.get("rejection_sample_method") != "synthetic":
+        return ()
+    said = ["--speculative-config rejection_sample_method=synthetic"]
+    for key in ("synthetic_acceptance_rates", "synthetic_acceptance_length"):
+        if config.get(key) is not None:
+            said.append(f"{key}={json.dumps(config[key])}")
+    return (", ".join(said),)
 
 
 def release_tuple(text: str) -> tuple[int, ...]:
@@ -194,4 +211,5 @@ ADAPTER = EngineAdapter(
     launch=_launch,
     load_form=_by_load,
     read_response=_read_response,
+    forced_launch=_forced_launch,
 )

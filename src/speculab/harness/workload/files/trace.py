@@ -88,6 +88,7 @@ def load_trace(arg: str, seed: int) -> tuple[str, list[SourceItem]]:
                 category=r.get("category"),
                 expected_output_tokens=r.get("output_length"),
                 arrival_s=(r["timestamp"] - t0) * scale,
+                synthesised=r.get("input_length") is not None,
             )
         )
     span = items[-1].arrival_s or 0.0
