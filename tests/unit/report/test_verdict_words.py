@@ -23,11 +23,12 @@ from speculab.harness.analysis.comparison.paired import compare_paired
 from speculab.harness.analysis.comparison.unpaired import compare_unpaired
 from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.design import LevelSpec
+from speculab.harness.gates.answers import headline_answers, report_error_gate
 from speculab.harness.gates.check import check_error_gate, check_fail_on
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict import correctness
-from speculab.harness.verdict.build import build_report, headline_answers, report_error_gate
+from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.correctness import CorrectnessOptions
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.harness.verdict.run_level import RunLevelReport, run_level_answers, run_level_from_json

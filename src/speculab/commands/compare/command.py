@@ -13,11 +13,11 @@ from speculab.commands.compare.pairing import inputs_from_results
 from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level, summaries_of
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
+from speculab.harness.gates.answers import headline_answers
 from speculab.harness.gates.asked import parse_fail_on, parse_margin, report_options
 from speculab.harness.gates.check import RunLevelGate, check_fail_on, check_report
 from speculab.harness.imports.registry import result_path
 from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
-from speculab.harness.verdict.build import headline_answers
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.harness.verdict.run_level import RunLevelReport, redecide
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from speculab.config.experiment import decide_on_metric, guardrail_floors, margins
 from speculab.errors import UserError, did_you_mean
-from speculab.harness.verdict.build import FAIL_ON_ANSWERS
+from speculab.harness.gates.answers import FAIL_ON_ANSWERS
 from speculab.harness.verdict.correctness import CorrectnessOptions
 from speculab.harness.verdict.model import ReportOptions
 

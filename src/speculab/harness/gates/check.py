@@ -9,9 +9,9 @@ from pathlib import Path
 
 from speculab.config.experiment import DEFAULT_DECIDE_ON
 from speculab.errors import AnswerMatched, ErrorRateExceeded, UserError
+from speculab.harness.gates.answers import headline_answers, report_error_gate
 from speculab.harness.gates.asked import parse_decide_on
 from speculab.harness.results.warnings import ReportWarning
-from speculab.harness.verdict.build import headline_answers, report_error_gate
 from speculab.harness.verdict.model import Answer, Report, ReportOptions
 from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, RunLevelReport, run_level_answers
 

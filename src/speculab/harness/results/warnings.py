@@ -29,9 +29,7 @@ class WarningKind(str, Enum):
     GATE_NO_RUNS = "gate_no_runs"  # side, at (the load's label)
     GATE_ERROR_RATE = "gate_error_rate"  # side, error_rate, failed, counted, max_error_rate, first (first error; "")
     GATE_NO_DRAFTS = "gate_no_drafts"  # drafts (None: no count reported), source (the acceptance source)
-    # side, open_loop, kind (rate | trace | concurrency), value (requested), achieved (req/s sent, or requests in
-    # flight), fraction (of the requested), min_fraction (the gate)
-    GATE_LOAD_NOT_ACHIEVED = "gate_load_not_achieved"
+    GATE_LOAD_NOT_ACHIEVED = "gate_load_not_achieved"  # side, open_loop, kind, value, achieved, fraction, min_fraction
     GATE_CLIENT_BEHIND = "gate_client_behind"  # side, cpu_share, loop_lag_p99_s
     TOO_FEW_PAIRS = "too_few_pairs"  # a load left out of the crossover: not enough paired TPOT data
     # What an A/B run lacks (`Report.missing`): an arm (subject) at a load
@@ -42,9 +40,7 @@ class WarningKind(str, Enum):
     METRIC_FEW_PAIRS = "metric_few_pairs"  # pairs (usable in both arms), needed (MIN_PAIRS)
     METRIC_FEW_GROUPS = "metric_few_groups"  # groups (of group_size prompts sent together), group_size, pairs, needed
     METRIC_FEW_SAMPLES = "metric_few_samples"  # unpaired: candidate, baseline (their units), group_size, needed
-    # the geometric mean's interval decides otherwise than the signed-rank one (the verdict's): excludes (whether
-    # the geometric mean's excludes 1)
-    METRIC_INTERVALS_DISAGREE = "metric_intervals_disagree"
+    METRIC_INTERVALS_DISAGREE = "metric_intervals_disagree"  # the geometric mean's interval decides otherwise: excludes
     PREFIX_CACHE_MOVED = "prefix_cache_moved"  # hit rates differ beyond noise: rates, p_value, requests per arm
     ONE_TOKEN_PER_CHUNK = "one_token_per_chunk"  # per-chunk token counts unknown
     NO_ACCEPTANCE = "no_acceptance"  # the engine reported none: tokens_per_chunk when it streamed like the baseline
@@ -55,24 +51,17 @@ class WarningKind(str, Enum):
     NEAR_MARGIN = "near_margin"  # a TPOT interval ends near a margin bound, launch effect unmeasured: where
     FEW_REPEATS = "few_repeats"  # below `needed` repeats throughput and cost have no interval: repeats, needed
     ONE_REPEAT = "one_repeat"  # throughput and cost have no interval (a summary.json before few_repeats)
-    # the TPOT speedup (the per-prompt effect) and the ratio of the arms' p50 TPOTs differ by more than the margin,
-    # once for the run: where [{subject, load, speedup, medians_speedup, pairs, faster, slower, quartiles, split}]
-    EFFECT_NOT_MEDIANS = "effect_not_medians"
+    EFFECT_NOT_MEDIANS = "effect_not_medians"  # the per-prompt effect and the p50s' ratio differ: where (docs/results)
     # a time guardrail worse (or leaning worse) beyond its margin that does not hold the candidate back: its loss is
     # within the floor, or the candidate is within its SLO (verdict.recommendation; subject: the candidate, at its
     # load). metric, answer (worse | leans worse), speedup, low, high, margin, loss_s (None: unknown), and floor_s, or
     # slo_limit_s, within_slo and target (the SLO's share)
     GUARDRAIL_TOLERATED = "guardrail_tolerated"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
-    # candidates drafting different K shown side by side with an acceptance rate, which falls with K by construction
-    # (vllm#39359): candidates [{label, k, rate, length, conditional}] at the low load; compare length or conditional
-    ACCEPTANCE_RATE_ACROSS_K = "acceptance_rate_across_k"
-    # `speculab predict` could not predict a candidate: no acceptance per position at the lowest load (k: its K, None
-    # where unknown), or fewer than two usable cost probes of the baseline or of it (baseline, candidate: counts)
+    ACCEPTANCE_RATE_ACROSS_K = "acceptance_rate_across_k"  # candidates of different K by rate: candidates[]
+    # `speculab predict` (fields: docs/predict.md): no positions at the lowest load, too few cost probes, its plan
     PREDICT_NO_POSITIONS = "predict_no_positions"
     PREDICT_FEW_PROBES = "predict_few_probes"
-    # what `speculab predict` will probe: loads (concurrencies), low/high (the range predicted), prompts, requests,
-    # beside a fixed sweep of every k in 1..K at sweep_loads: sweep_requests
     PREDICT_PLAN = "predict_plan"
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0

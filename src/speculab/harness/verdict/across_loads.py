@@ -16,7 +16,7 @@ from speculab.harness.analysis import whatif as whatiflib
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN
 from speculab.harness.analysis.comparison.paired import grouped_ratios, paired_ratios
 from speculab.harness.analysis.crossover import LoadSpeedup, crossover
-from speculab.harness.analysis.figures import HEADLINE, compared_metric
+from speculab.harness.analysis.figures import HEADLINE, TPOT, compared_metric
 from speculab.harness.analysis.groups import MIN_PAIRS, group_size
 from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.design import ArmInfo, LevelSpec
@@ -26,9 +26,11 @@ from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, UN
 from speculab.harness.search.goodput import fit_slo_capacity, unit_attainment
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
+from speculab.harness.verdict.choices import ParetoPoint
 from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
 from speculab.harness.verdict.model import (
     AcceptanceView,
+    ArmView,
     CandidateReport,
     CrossoverView,
     KChoice,
@@ -47,7 +49,7 @@ from speculab.harness.verdict.model import (
 )
 
 # ---------------------------------------------------------------------------------------------------------------
-# Across loads: crossover, what-if, capacity.
+# Across loads: crossover, what-if, capacity, the Pareto points.
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -450,3 +452,32 @@ def _slo_units(
             met = m.ok and costlib.request_meets_slo(m.ttft_s, m.tpot_s, m.e2e_s, slo)
             outcomes.append(((groups or {}).get(r.index, -1 - r.index), met))
     return unit_attainment(outcomes)
+
+
+def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms: Mapping[str, ArmView]
+                  ) -> tuple[ParetoPoint, ...]:  # fmt: skip
+    """Every arm at every load: per-user tokens/s (1 / median TPOT) against output tokens/s per GPU, the frontier
+    marked, and the point the recommendation ships at each load. Reads the arms' own distributions and throughput
+    intervals; nothing new is estimated."""
+    raw = []
+    for lv in levels:
+        for a in lv.arms:
+            view = arms.get(a.arm)
+            gpus = max(1, view.gpus if view is not None else 1)
+            tpot = a.distributions.get(TPOT.name)
+            per_user = 1.0 / tpot.p50 if tpot is not None and tpot.n and tpot.p50 > 0 else math.nan
+            iv = a.output_tok_s
+            raw.append((lv, a.arm, view.label if view else a.arm, per_user, iv, gpus))
+    finite = [(u, iv.estimate / g) for _, _, _, u, iv, g in raw if math.isfinite(u) and math.isfinite(iv.estimate)]
+
+    def dominated(u: float, y: float) -> bool:
+        return any(u2 >= u and y2 >= y and (u2 > u or y2 > y) for u2, y2 in finite)
+
+    out = []
+    for lv, arm, label, u, iv, g in raw:
+        y = iv.estimate / g
+        ok = math.isfinite(u) and math.isfinite(y)
+        out.append(ParetoPoint(arm, label, lv.key, lv.label, lv.value, u, y, iv.low / g, iv.high / g, g,
+                               on_frontier=ok and not dominated(u, y),
+                               recommended=chosen.get(lv.key) == arm))  # fmt: skip
+    return tuple(out)

@@ -1,5 +1,6 @@
 """The recommendation's records (harness.verdict.recommendation): each candidate's answer at each load with its
-guardrails, each load's choice, the bands along the load axis, the Pareto points, how far each arm got. Plain frozen
+guardrails, each load's choice, the bands along the load axis, the Pareto points, how far each arm got, and k chosen
+from data (`KChoice`, `KMeasured`). Plain frozen
 dataclasses of numbers and decisions; `model` names them too, so a renderer needs nothing below it."""
 
 from __future__ import annotations
@@ -231,3 +232,32 @@ class SloCapacity:
     highest: float | None
     confidence: float
     method: str
+
+
+@dataclass(frozen=True, slots=True)
+class KMeasured:
+    """One k of a method that the experiment ran: its measured TPOT speedup, and what the what-if predicted."""
+
+    k: int
+    candidate: str
+    speedup: float  # measured, Hodges-Lehmann, over the baseline
+    speedup_low: float
+    speedup_high: float
+    predicted: float | None  # the what-if's speedup at this k (from `KChoice.source`'s acceptance and step cost)
+
+
+@dataclass(frozen=True, slots=True)
+class KChoice:
+    """k from data, for one method at one load: the what-if's best k next to the k values that were measured."""
+
+    method: str
+    level: str
+    level_label: str
+    source: str  # the candidate whose acceptance profile and step cost the prediction uses (the largest k measured)
+    predicted_best_k: int
+    predicted_best_speedup: float
+    measured: tuple[KMeasured, ...]  # every k of this method that ran here, by k
+    measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
+    # an acceptance-validity record is about one of these candidates: no k is chosen from them (measured_best_k None;
+    # the prediction's best k is not the user's either)
+    not_users: bool = False

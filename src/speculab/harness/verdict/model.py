@@ -46,6 +46,8 @@ from speculab.harness.verdict.choices import UNDECIDED_CHOICE as UNDECIDED_CHOIC
 from speculab.harness.verdict.choices import ArmProgress as ArmProgress
 from speculab.harness.verdict.choices import CandidateAnswer as CandidateAnswer
 from speculab.harness.verdict.choices import GuardrailAnswer as GuardrailAnswer
+from speculab.harness.verdict.choices import KChoice as KChoice
+from speculab.harness.verdict.choices import KMeasured as KMeasured
 from speculab.harness.verdict.choices import LoadChoice as LoadChoice
 from speculab.harness.verdict.choices import ParetoPoint as ParetoPoint
 from speculab.harness.verdict.choices import RecommendationBand as RecommendationBand
@@ -469,35 +471,6 @@ class SetupView:
     paired: bool = True
     separate_runs: bool = False  # `compare` of two separate runs: the arms were not interleaved
     prompts_candidate: int | None = None  # unpaired: the candidate's own count (`prompts` is then the baseline's)
-
-
-@dataclass(frozen=True, slots=True)
-class KMeasured:
-    """One k of a method that the experiment ran: its measured TPOT speedup, and what the what-if predicted."""
-
-    k: int
-    candidate: str
-    speedup: float  # measured, Hodges-Lehmann, over the baseline
-    speedup_low: float
-    speedup_high: float
-    predicted: float | None  # the what-if's speedup at this k (from `KChoice.source`'s acceptance and step cost)
-
-
-@dataclass(frozen=True, slots=True)
-class KChoice:
-    """k from data, for one method at one load: the what-if's best k next to the k values that were measured."""
-
-    method: str
-    level: str
-    level_label: str
-    source: str  # the candidate whose acceptance profile and step cost the prediction uses (the largest k measured)
-    predicted_best_k: int
-    predicted_best_speedup: float
-    measured: tuple[KMeasured, ...]  # every k of this method that ran here, by k
-    measured_best_k: int | None  # the measured k with the largest speedup, if any was faster beyond the margin
-    # an acceptance-validity record is about one of these candidates: no k is chosen from them (measured_best_k None;
-    # the prediction's best k is not the user's either)
-    not_users: bool = False
 
 
 @dataclass(frozen=True, slots=True)

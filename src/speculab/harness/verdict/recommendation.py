@@ -5,14 +5,14 @@ the baseline on the deciding metric (TPOT unless `decide_on:` says otherwise) be
 (TTFT, E2E, error rate and correctness unless `guardrails:` says otherwise) is worse beyond its margin and, for a time
 metric, beyond its absolute floor (`guardrail_floor:`; with an SLO limit on the metric, the SLO instead): a loss a
 user would notice, not one only the statistics detect. A breach the floor or the SLO tolerates is shown (`TOLERATED`,
-its record `GUARDRAIL_TOLERATED`) and never holds the candidate back; *plain* when
-the evidence says it does not pay (equivalent or slower on the deciding metric, or a guardrail worse); *undecided*
-otherwise (inconclusive, too few pairs, gated, missing, not finished, or a guardrail whose estimate leans worse
-beyond its margin while its interval cannot tell). The load's choice is the shipping candidate with the largest
-speedup; plain only when every candidate is shown not to pay; else undecided: an undecided load is never folded into
-plain, nor into an "off above" edge. A candidate whose acceptance is not the user's traffic's (synthetic prompts,
-ignore_eos, forced, outputs too short: `not_users_answer`) is undecided on the speed it showed. Where a load's best is tied with the candidate chosen at the load below, that
-one is kept (one configuration over both is simpler, and the data does not prefer the other).
+its record `GUARDRAIL_TOLERATED`) and never holds the candidate back; *plain* when the evidence says it does not pay
+(equivalent or slower on the deciding metric, or a guardrail worse); *undecided* otherwise (inconclusive, too few
+pairs, gated, missing, not finished, or a guardrail whose estimate leans worse beyond its margin while its interval
+cannot tell). The load's choice is the shipping candidate with the largest speedup; plain only when every candidate
+is shown not to pay; else undecided: an undecided load is never folded into plain, nor into an "off above" edge. A
+candidate whose acceptance is not the user's traffic's (synthetic prompts, ignore_eos, forced, outputs too short:
+`not_users_answer`) is undecided on the speed it showed. Where a load's best is tied with the candidate chosen at the
+load below, that one is kept (one configuration over both is simpler, and the data does not prefer the other).
 
 Neighbouring loads with the same choice form a band. Where a band with a candidate meets a plain band above it, the
 edge is that candidate's crossover (`CandidateReport.crossover`, TPOT, with its interval) when it crosses between
@@ -36,11 +36,12 @@ from dataclasses import dataclass, field, replace
 from speculab.config.experiment import DEFAULT_DECIDE_ON, DEFAULT_GUARDRAILS, SloTargets
 from speculab.harness.analysis import cost as costlib
 from speculab.harness.analysis.comparison.margin import decide, to_decide
-from speculab.harness.analysis.figures import DEFAULT_FLOORS_S, HEADLINE, TPOT
+from speculab.harness.analysis.figures import DEFAULT_FLOORS_S, HEADLINE
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import CONFIDENCE
 from speculab.harness.stats.proportions import two_proportion_p
+from speculab.harness.verdict.across_loads import pareto_points
 from speculab.harness.verdict.choices import (
     DISAGREE,
     LEANS_WORSE,
@@ -67,7 +68,6 @@ from speculab.harness.verdict.model import (
     CorrectnessComparison,
     LevelReport,
     LoadChoice,
-    ParetoPoint,
     Ratio,
     RecommendationBand,
     RecommendationView,
@@ -486,35 +486,6 @@ def _form(bands: Sequence[RecommendationBand], choices: Sequence[LoadChoice], in
     # one candidate but plain at the low loads (it pays only under load) or in between: no engine form switches
     # speculation on above a load, so ship it where it pays and say where it does not
     return "per-load", chosen[0]
-
-
-def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms: Mapping[str, ArmView]
-                  ) -> tuple[ParetoPoint, ...]:  # fmt: skip
-    """Every arm at every load: per-user tokens/s (1 / median TPOT) against output tokens/s per GPU, the frontier
-    marked, and the point the recommendation ships at each load. Reads the arms' own distributions and throughput
-    intervals; nothing new is estimated."""
-    raw = []
-    for lv in levels:
-        for a in lv.arms:
-            view = arms.get(a.arm)
-            gpus = max(1, view.gpus if view is not None else 1)
-            tpot = a.distributions.get(TPOT.name)
-            per_user = 1.0 / tpot.p50 if tpot is not None and tpot.n and tpot.p50 > 0 else math.nan
-            iv = a.output_tok_s
-            raw.append((lv, a.arm, view.label if view else a.arm, per_user, iv, gpus))
-    finite = [(u, iv.estimate / g) for _, _, _, u, iv, g in raw if math.isfinite(u) and math.isfinite(iv.estimate)]
-
-    def dominated(u: float, y: float) -> bool:
-        return any(u2 >= u and y2 >= y and (u2 > u or y2 > y) for u2, y2 in finite)
-
-    out = []
-    for lv, arm, label, u, iv, g in raw:
-        y = iv.estimate / g
-        ok = math.isfinite(u) and math.isfinite(y)
-        out.append(ParetoPoint(arm, label, lv.key, lv.label, lv.value, u, y, iv.low / g, iv.high / g, g,
-                               on_frontier=ok and not dominated(u, y),
-                               recommended=chosen.get(lv.key) == arm))  # fmt: skip
-    return tuple(out)
 
 
 def _edge(below: LoadChoice, above: LoadChoice, reports: dict[str, CandidateReport]

@@ -215,11 +215,11 @@ RUN_LEVEL_UNANSWERABLE = ("worse",)
 
 
 def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[Answer, ...]:
-    """The headline answers of a run-level comparison as (answer, where), as `build.headline_answers` gives them for
-    an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or without the
-    figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its requests
-    (where: a RUN_LOST_REQUESTS record; runs whose files do not count their requests cannot be gated and give no
-    answer)."""
+    """The headline answers of a run-level comparison as (answer, where), as `gates.answers.headline_answers` gives
+    them for an A/B run: the deciding metric's median figure at each load ("no-verdict" without an interval or
+    without the figure in the files), and "errors" where a run on either side lost more than `max_error_rate` of its
+    requests (where: a RUN_LOST_REQUESTS record; runs whose files do not count their requests cannot be gated and
+    give no answer)."""
     median = run_figure_of(decide_on, MEDIAN)
     out: list[Answer] = []
     for x in report.loads:

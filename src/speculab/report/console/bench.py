@@ -63,6 +63,21 @@ def _count_lines(c: dict[str, Any]) -> list[Text]:
     return lines
 
 
+def _speculation(sd: dict[str, Any]) -> Text:
+    """`server.spec_decode` in one line: rate, length, per position (unconditional, then conditional), source."""
+    pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
+    # a summary before the canon has no conditional rates: nothing is shown for them
+    cond = " ".join(num(c, ".2f") for c in sd.get("conditional_per_position") or [])
+    forced = " (forced, not measured)" if sd.get("provenance") == FORCED else ""
+    return Text(
+        f"speculation{forced} acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
+        f"  mean acceptance length {num(sd.get('acceptance_length'), '.3f')}"
+        + (f"  per position {pos}" if pos else "")
+        + (f"  conditional per position {cond}" if cond else "")
+        + f"  ({sd.get('source', '')})"
+    )
+
+
 def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Group:
     c, th, m = summary["counts"], summary["throughput"], summary["metrics"]
     tpc = m.get("tokens_per_chunk") or {}
@@ -118,19 +133,7 @@ def bench_renderable(summary: dict[str, Any], run_dir: Path | None = None) -> Gr
         why = reason_text(ReportWarning.from_dict(server["spec_decode_note"]))
         parts.append(Text(f"speculation {MISSING}  ({why})", style="dim"))
     if sd:
-        pos = " ".join(f"{p:.2f}" for p in sd.get("per_position") or [])
-        # a summary before the canon has no conditional rates: nothing is shown for them
-        cond = " ".join(num(c, ".2f") for c in sd.get("conditional_per_position") or [])
-        forced = " (forced, not measured)" if sd.get("provenance") == FORCED else ""
-        parts.append(
-            Text(
-                f"speculation{forced} acceptance rate {num(sd.get('acceptance_rate'), '.3f')}"
-                f"  mean acceptance length {num(sd.get('acceptance_length'), '.3f')}"
-                + (f"  per position {pos}" if pos else "")
-                + (f"  conditional per position {cond}" if cond else "")
-                + f"  ({sd.get('source', '')})"
-            )
-        )
+        parts.append(_speculation(sd))
     st = summary.get("stalls", {})
     if st.get("requests_with_stalls"):
         parts.append(

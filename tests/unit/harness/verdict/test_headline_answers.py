@@ -8,7 +8,8 @@ from dataclasses import replace
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
 
 from speculab.harness.design import LevelSpec
-from speculab.harness.verdict.build import FAIL_ON_ANSWERS, build_report, headline_answers
+from speculab.harness.gates.answers import FAIL_ON_ANSWERS, headline_answers
+from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import ReportOptions, ReportWarning
 from speculab.report.phrases import warning_text
 
