@@ -1,5 +1,6 @@
 """The shape docs/architecture.md promises, read from the source: no folder of more than 12 modules, no module over
-600 lines, no function over 80 lines unless its `def` line says why (`# long: REASON`)."""
+600 lines, no function over 80 lines unless its `def` line says why (`# long: REASON`), no class over 250 lines but a
+registry of names (an enum of one constant per line)."""
 
 from __future__ import annotations
 
@@ -43,11 +44,20 @@ def test_no_function_is_over_80_lines_without_a_reason():
 MAX_CLASS_LINES, MAX_FMT_SKIPS = 250, 70
 
 
+def _names_only(node: ast.ClassDef) -> bool:
+    """A registry of names (an enum whose body is its docstring and one constant per line, `WarningKind`): it grows by
+    a line per kind the project learns, and holds no behaviour to split into a record, a runner and strategies."""
+    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) else node.body
+    return all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) for b in body)
+
+
 def test_no_class_is_over_250_lines():
     big = []
     for p in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and (n := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES:  # type: ignore[operator]
+            if not isinstance(node, ast.ClassDef) or _names_only(node):
+                continue
+            if (n := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES:  # type: ignore[operator]
                 big.append(f"{p.relative_to(SRC)}:{node.lineno} {node.name} ({n} lines)")
     assert not big, "classes over 250 lines (split them: a record, a runner, strategies): " + "; ".join(big)
 
@@ -191,3 +201,9 @@ def test_no_warning_or_note_is_a_sentence_below_the_report():
     new = {k: v for k, v in found.items() if k not in allowed}
     assert not new, f"sentences stored below the report: {new}"
     assert not allowed - set(found), f"nothing found there any more (shrink the list): {allowed - set(found)}"
+
+
+def test_only_a_registry_of_names_may_grow_past_the_class_limit():
+    names = ast.parse("class K:\n    '''doc'''\n    A = 'a'\n    B = 'b'\n").body[0]
+    behaviour = ast.parse("class C:\n    A = 'a'\n    def f(self):\n        return 1\n").body[0]
+    assert _names_only(names) and not _names_only(behaviour)  # type: ignore[arg-type]
