@@ -1,9 +1,10 @@
 """Issue 49's done-means on the mock's step-batched engine, whose truth is known (`speculab.mock.truth`): a plain step
 costs a + b·batch, a speculative one grows with batch × K, acceptance is drawn position by position. From `speculab
-predict`'s probes (plain and K = 4 at concurrency 1, 6 and 32, 48 prompts each) the prediction must place the
-crossover of K = 4 within ±25 % of the truth, the speedup at one stream within ±15 %, the best k at the lowest and the
-highest load as the truth's, and send at most a quarter of what a fixed K × load sweep would. (The crossover is
-sensitive: near it the two arms' costs grow at close slopes, so a few % on the verify cost moves it by a fifth.)"""
+predict`'s probes (plain and K = 4 at concurrency 1, then 6 and 32 at forced acceptance, 48 prompts each) the
+prediction must place the crossover of K = 4 within ±25 % of the truth, the speedup at one stream within ±15 %, the
+best k at the lowest and the highest load as the truth's, and send at most a quarter of what a fixed K × load sweep
+would. (The crossover is sensitive: near it the two arms' costs grow at close slopes, so a few % on the verify cost
+moves it by a fifth.)"""
 
 from __future__ import annotations
 
@@ -43,17 +44,17 @@ def test_the_prediction_on_a_batched_engine_meets_the_issue_tolerances(tmp_path:
     best = {c: true_best_k(ENGINE, c) for c in (1, 32)}
     assert 1 < truth_x < 32 and best == {1: 3, 32: 1}  # the truth lies inside the range, and the best k moves
     port = free_port()
-    cand = mock(port, "--num-speculative-tokens", "4", "--per-request-spec-decode-metrics")
     exp = tmp_path / "exp.yaml"
+    # the mock poses as vLLM: the candidate is derived by its speculative config, and the cost phase forces its
+    # acceptance with vLLM's synthetic sampler (the mock honours it as vLLM does)
     exp.write_text(
         f"""
 workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 48, warmup_requests: 1}}
 sampling: {{max_tokens: {TOKENS}}}
 loads: {{search: {{kind: concurrency, low: 1, high: 32, tolerance: 4}}}}
 baseline:
-  launch: {{engine: other, command: {mock(port)}, port: {port}, env: {{PYTHONPATH: "{SRC}"}}}}
-speculation: {{method: ngram, num_speculative_tokens: 4}}
-candidate: {{command: {cand}}}
+  launch: {{engine: vllm, command: {mock(port)}, port: {port}, env: {{PYTHONPATH: "{SRC}"}}}}
+speculation: {{method: ngram, num_speculative_tokens: 4, engine_args: ["--per-request-spec-decode-metrics"]}}
 """,
         encoding="utf-8",
     )
@@ -76,5 +77,11 @@ candidate: {{command: {cand}}}
     assert pred["schema"] == "speculab.prediction/1" and pred["loads"] == {"kind": "concurrency", "low": 1, "high": 32}
     assert set(by_k[4]) >= {"name", "k", "crossover", "curve"} and x["low"] < x["estimate"] < x["high"]
     assert pred["output_tokens"] == TOKENS and pred["requests_sent"] == 2 * 3 * 48
-    assert (out / "probes" / "summary.json").is_file() and (out / "probes" / "report.html").is_file()
+    for phase in ("acceptance", "cost"):
+        assert (out / "probes" / phase / "summary.json").is_file() and (
+            out / "probes" / phase / "report.html"
+        ).is_file()
+    # acceptance measured on the prompts at concurrency 1; the cost at 6 and 32 forced to those rates
+    forced = sorted((p["k"], p["batch"] > 1.5, p["forced"]) for p in model["cost_fit"]["probes"])
+    assert forced == [(0, False, False), (0, True, False), (0, True, False), (4, False, False)] + [(4, True, True)] * 2
     assert "prediction over concurrency 1–32" in stdout and "best k by load" in stdout

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from speculab.harness.search.predict import (
     load_grid,
     predict,
 )
-from speculab.harness.verdict.model import TPOT, ArmLevel, Report
+from speculab.harness.verdict.model import TPOT, ArmLevel, LevelReport, Report
 
 
 def decode_batch(runs: Sequence[RepeatRun]) -> float | None:
@@ -65,8 +66,7 @@ def step_probe(a: ArmLevel, k: int, batch: float | None) -> StepProbe | None:
 
 
 def predict_from_report(
-    report: Report,
-    inputs: ABRun,
+    parts: Sequence[tuple[Report, ABRun]],
     low: float,
     high: float,
     rng: np.random.Generator,
@@ -75,32 +75,40 @@ def predict_from_report(
     sweep_requests: int,
     probe_wall_s: float | None = None,
 ) -> Prediction:
-    """Every candidate of a probe run, predicted over `low`..`high`; a candidate without positions at the lowest
-    load, or with fewer than two usable probes, is skipped with its reason."""
-    levels = sorted(report.levels, key=lambda lv: lv.value)
-    arms = {a.name: a for a in report.arms}
+    """Every candidate of the probe runs (`parts`: each run's report and inputs; the first holds the lowest load,
+    where acceptance is read), predicted over `low`..`high`; a candidate without positions at the lowest load, or
+    with fewer than two usable probes, is skipped with its reason."""
+    found = [(lv, inputs) for report, inputs in parts for lv in report.levels]
+    found.sort(key=lambda x: x[0].value)
+    first = parts[0][0]
+    arms = {a.name: a for a in first.arms}
 
-    def probe(name: str, key: str, k: int) -> StepProbe | None:
-        a = next(lv for lv in levels if lv.key == key).arm(name)
-        return step_probe(a, k, decode_batch(inputs.runs_for(name, key))) if a is not None else None
+    def probe(name: str, lv: LevelReport, inputs: ABRun, k: int) -> StepProbe | None:
+        a = lv.arm(name)
+        if a is None:
+            return None
+        p = step_probe(a, k, decode_batch(inputs.runs_for(name, lv.key)))
+        forced = a.acceptance is not None and a.acceptance.forced
+        return replace(p, forced=forced) if p is not None else None
 
-    base_probes = [p for lv in levels if (p := probe("baseline", lv.key, 0))]
+    base_probes = [p for lv, inputs in found if (p := probe("baseline", lv, inputs, 0))]
     out, skipped = [], []
     loads = load_grid(low, high)
+    lowest_level = found[0][0] if found else None
     # the workload's typical output length (the baseline's median at the lowest load): a step cut at the end of a
     # short answer yields fewer tokens, and the TPOT the verdict compares carries that
-    base_low = levels[0].arm("baseline") if levels else None
+    base_low = lowest_level.arm("baseline") if lowest_level is not None else None
     lengths = base_low.distributions.get("output_tokens") if base_low is not None else None
     output_tokens = round(lengths.p50) if lengths is not None and math.isfinite(lengths.p50) else None
-    for c in report.candidates:
+    for c in first.candidates:
         view = arms.get(c.name)
         k = view.num_speculative_tokens if view is not None else None
-        lowest = levels[0].arm(c.name) if levels else None
+        lowest = lowest_level.arm(c.name) if lowest_level is not None else None
         acc = lowest.acceptance_positions if lowest is not None else None
         if acc is None or not k:
             skipped.append(ReportWarning(WarningKind.PREDICT_NO_POSITIONS, c.label, fields={"k": k}))
             continue
-        cand = [p for lv in levels if (p := probe(c.name, lv.key, acc.k_measured))]
+        cand = [p for lv, inputs in found if (p := probe(c.name, lv, inputs, acc.k_measured))]
         probes = base_probes + cand
         if len(cand) < 2 or len(base_probes) < 2:
             fields = {"baseline": len(base_probes), "candidate": len(cand)}

@@ -15,20 +15,22 @@ from typing import Protocol
 import numpy as np
 
 from speculab.commands.predict.from_report import predict_from_report
-from speculab.commands.predict.probes import ProbePlan, plan_probes, probe_experiment
-from speculab.commands.run.plan import plan_experiment
+from speculab.commands.predict.probes import ProbePlan, acceptance_experiment, cost_experiment, plan_probes
+from speculab.commands.run.plan import RunPlan, plan_experiment
 from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
 from speculab.commands.run.run import RunScreen, default_run_dir, run_and_report
-from speculab.config import load_experiment
+from speculab.config import Experiment, load_experiment
 from speculab.harness.gates.asked import report_options
 from speculab.harness.results.ab_dir import check_ab_output_dir, load_inputs
 from speculab.harness.results.strict_json import dumps
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.predict import Prediction
 from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report
 
 PREDICTION_FILE = "prediction.json"
 PROBES_DIR = "probes"
+ACCEPTANCE_DIR, COST_DIR = "acceptance", "cost"  # the two phases' A/B runs, under PROBES_DIR
 
 
 class PredictScreen(RunScreen, Protocol):
@@ -60,45 +62,63 @@ def _plan_lines(probes: ProbePlan) -> list[str | ReportWarning]:
                 "requests": probes.requests,
                 "sweep_loads": list(probes.sweep_loads),
                 "sweep_requests": probes.sweep_requests,
+                "forced": list(probes.forced),
             },
         )
     ]
 
 
+def _measured_rates(report: Report) -> dict[str, tuple[float, ...]]:
+    """Each candidate's unconditional acceptance per position at the acceptance phase's load, by name: the rates its
+    cost probes are forced to."""
+    lv = min(report.levels, key=lambda x: x.value) if report.levels else None
+    out = {}
+    for c in report.candidates:
+        a = lv.arm(c.name) if lv is not None else None
+        if a is not None and a.acceptance_positions is not None:
+            out[c.name] = tuple(r.unconditional for r in a.acceptance_positions.positions)
+    return out
+
+
 def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | None:
-    """Plan the probes, run them, predict; None for --dry-run."""
+    """Plan the probes, run them (acceptance, then cost at the rates measured), predict; None for --dry-run."""
     exp = load_experiment(flags.experiment)
     out = flags.output or default_run_dir(f"{flags.experiment.stem}-predict")
-    probes_out = out / PROBES_DIR
-    plan = plan_experiment(
-        probe_experiment(exp),
-        allow_extra_diff=flags.allow_extra_diff,
-        on_change=screen.change,
-        max_model_len=flags.max_model_len,
-    )
+
+    def planned(e: Experiment) -> RunPlan:
+        on_change = screen.change if e is first else None
+        return plan_experiment(
+            e, allow_extra_diff=flags.allow_extra_diff, on_change=on_change, max_model_len=flags.max_model_len
+        )
+
+    first = acceptance_experiment(exp)
+    plan = planned(first)
     probes = plan_probes(exp, len(plan.setup.items))
     for line in _plan_lines(probes):
         screen.line(line)
-    if flags.dry_run:
+    if flags.dry_run:  # the cost phase's size is the acceptance phase's at two loads: the plan line says both
         for line in dry_run_lines(dry_run_interruptible(plan)):
             screen.line(line)
         return None
-    check_ab_output_dir(probes_out)
+    parts = []
     started = time.perf_counter()
-    outcome = run_and_report(plan, probes_out, screen, report_options(allow_python_checks=False))
-    wall = time.perf_counter() - started
-    if outcome.interrupted:
-        return None
-    inputs = load_inputs(probes_out)
+    for phase, make in ((ACCEPTANCE_DIR, lambda _: first), (COST_DIR, lambda r: cost_experiment(exp, r))):
+        phase_out = out / PROBES_DIR / phase
+        check_ab_output_dir(phase_out)
+        rates = _measured_rates(parts[0][0]) if parts else {}
+        outcome = run_and_report(planned(make(rates)), phase_out, screen, report_options(allow_python_checks=False))
+        if outcome.interrupted:
+            return None
+        inputs = load_inputs(phase_out)
+        parts.append((build_report(inputs), inputs))
     prediction = predict_from_report(
-        build_report(inputs),
-        inputs,
+        parts,
         probes.low,
         probes.high,
         np.random.default_rng(flags.seed),
         requests_sent=probes.requests,
         sweep_requests=probes.sweep_requests,
-        probe_wall_s=wall,
+        probe_wall_s=time.perf_counter() - started,
     )
     path = out / PREDICTION_FILE
     path.write_text(dumps(prediction.to_dict(), indent=1) + "\n", encoding="utf-8")

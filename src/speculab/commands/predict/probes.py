@@ -1,20 +1,28 @@
-"""The probe experiment `speculab predict` runs, derived from the user's: the same workload, sampling, baseline and
-candidates, one repeat, at three concurrencies across the load range (its low end, the geometric middle, the high
-end); and what a fixed K x load sweep of the same candidates would send instead, for comparison.
+"""The probe experiments `speculab predict` runs, derived from the user's: the same workload, sampling, baseline and
+candidates, one repeat, in two phases, and what a fixed K x load sweep of the same candidates would send instead.
+
+- **acceptance**: the baseline and every candidate at the range's low end, on every prompt: acceptance on the user's
+  own content, and the first cost probe of each arm;
+- **cost**: the baseline and every candidate at the geometric middle and the high end of the range, each candidate
+  with its engine's forced acceptance set to the unconditional rates it measured in the first phase (vLLM's
+  `rejection_sample_method: synthetic`, the reference engine's `--forced-acceptance-rates`), so that its step cost
+  is measured at the user's acceptance whatever the content does at load. An engine without such a knob (or a
+  candidate given as an explicit command or a URL) runs at real acceptance there.
 
 Why three loads: the cost model (`harness.search.predict`) has four coefficients, fixed and per-request, each for
 plain and per drafted token; the plain arm and each candidate at three batches give six step times per candidate,
-two degrees of freedom for the residuals. The lowest load is also where acceptance is measured, on every prompt (the
-user's content, not a sample of it); every probe sends the workload's prompts once."""
+two degrees of freedom for the residuals."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from speculab.config import Experiment
+from speculab.config import Experiment, SpeculationConfig
 from speculab.config.experiment import LoadLevel, LoadsConfig
 from speculab.errors import UserError
+from speculab.harness.servers.adapters import adapter_for
 
 PROBE_LOADS = 3
 SWEEP_REPEATS = 1  # the sweep it is compared against runs as many repeats as the probes: one
@@ -31,6 +39,7 @@ class ProbePlan:
     requests: int  # what the probes send (warmups excluded)
     sweep_loads: tuple[int, ...]  # a fixed sweep over the same range: the powers of two between its ends
     sweep_requests: int  # a fixed K x load sweep of the same candidates: every k in 1..K of each at each load
+    forced: tuple[str, ...] = ()  # the candidates (names) whose cost probes run at forced acceptance
 
 
 def load_range(exp: Experiment) -> tuple[float, float]:
@@ -79,11 +88,43 @@ def plan_probes(exp: Experiment, prompts: int) -> ProbePlan:
     requests = arms * len(loads) * prompts
     sweep = sweep_loads(low, high)
     ks = sum(sp.num_speculative_tokens for sp in exp.speculations)
-    return ProbePlan(low, high, loads, prompts, requests, sweep, (1 + ks) * len(sweep) * prompts * SWEEP_REPEATS)
+    forced = tuple(candidate_name(sp) for sp in exp.speculations if _forcing(exp) is not None)
+    sweep_requests = (1 + ks) * len(sweep) * prompts * SWEEP_REPEATS
+    return ProbePlan(low, high, loads, prompts, requests, sweep, sweep_requests, forced)
 
 
-def probe_experiment(exp: Experiment) -> Experiment:
-    """The user's experiment with the probes' loads as its levels, one repeat and no search."""
-    levels = tuple(LoadLevel(concurrency=c) for c in probe_loads(*load_range(exp)))
-    loads = LoadsConfig(operating=levels[len(levels) // 2], low=levels[0], sweep=levels)
-    return replace(exp, loads=loads, repeats=1, adaptive=None, name=f"{exp.name or 'experiment'} (predict probes)")
+def candidate_name(sp: SpeculationConfig) -> str:
+    """The candidate's name in the probe runs, as `run` names it."""
+    return sp.name or f"{sp.method}-k{sp.num_speculative_tokens}"
+
+
+def _forcing(exp: Experiment) -> Callable[[SpeculationConfig, tuple[float, ...]], SpeculationConfig] | None:
+    """The engine's forced-acceptance knob, where the candidates are derived from the launched baseline by their
+    speculation config (an explicit candidate command or a URL keeps its own flags: no knob)."""
+    launch = exp.baseline.launch
+    if launch is None or exp.candidate is not None:
+        return None
+    return adapter_for(launch.engine).force_acceptance
+
+
+def _levels(exp: Experiment, loads: Sequence[int], phase: str) -> Experiment:
+    levels = tuple(LoadLevel(concurrency=c) for c in loads)
+    config = LoadsConfig(operating=levels[len(levels) // 2], low=levels[0], sweep=levels)
+    name = f"{exp.name or 'experiment'} (predict: {phase} probes)"
+    return replace(exp, loads=config, repeats=1, adaptive=None, name=name)
+
+
+def acceptance_experiment(exp: Experiment) -> Experiment:
+    """The first phase: every arm at the range's low end, every prompt."""
+    return _levels(exp, probe_loads(*load_range(exp))[:1], "acceptance")
+
+
+def cost_experiment(exp: Experiment, rates: Mapping[str, tuple[float, ...]]) -> Experiment:
+    """The second phase: every arm at the range's middle and high end; each candidate with `rates` (its measured
+    unconditional rates per position, by name) forced where its engine has the knob."""
+    force = _forcing(exp)
+    specs = tuple(
+        force(sp, rates[candidate_name(sp)]) if force is not None and candidate_name(sp) in rates else sp
+        for sp in exp.speculations
+    )
+    return _levels(replace(exp, speculations=specs), probe_loads(*load_range(exp))[1:], "cost")

@@ -18,14 +18,15 @@ SHOWN_LOADS = 5  # columns: the curve's loads are a fine grid; the table shows t
 
 
 def crossover_text(x: Crossover, low: float, high: float) -> str:
-    """'crosses at 11.8 [9.4–14.9]', or 'faster throughout (beyond 64)'; an interval end beyond the range says so."""
+    """'crosses at 11.8 [9.4–14.9]', or 'beyond 64 [40–>64]' (faster throughout the range), or 'below 1 [...]';
+    an interval end beyond the range says so."""
     lo = f"{x.low:.3g}" if x.low is not None else f"<{low:g}"
     hi = f"{x.high:.3g}" if x.high is not None else f">{high:g}"
     if x.estimate is not None:
         return f"crosses at {x.estimate:.3g} [{lo}–{hi}]"
     if x.above_range:
-        return f"faster throughout the range (crossing beyond {high:g}; interval [{lo}–{hi}])"
-    return f"not faster at the lowest load ({low:g}; interval [{lo}–{hi}])"
+        return f"beyond {high:g} [{lo}–{hi}]"
+    return f"below {low:g} [{lo}–{hi}]"
 
 
 def _cells(p: KPrediction, picks: list[int]) -> list[str]:

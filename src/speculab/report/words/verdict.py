@@ -55,7 +55,9 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     ),
     WarningKind.PREDICT_PLAN: lambda f: (
         f"probes: the baseline and each candidate at concurrency {', '.join(str(c) for c in f['loads'])}, "
-        f"{f['prompts']} prompts each: {f['requests']:,} requests, to predict over concurrency {f['low']:g}-"
+        f"{f['prompts']} prompts each (acceptance at the first, cost at the others"
+        + (f", {', '.join(f['forced'])} at forced acceptance set to what it measured)" if f.get("forced") else ")")
+        + f": {f['requests']:,} requests, to predict over concurrency {f['low']:g}-"
         f"{f['high']:g}; a fixed sweep of every k up to each candidate's K at concurrency "
         f"{', '.join(str(c) for c in f['sweep_loads'])} would send {f['sweep_requests']:,} "
         f"(the probes send {f['requests'] / max(f['sweep_requests'], 1):.0%} of that)"

@@ -250,6 +250,10 @@ class EngineAdapter:
     # speculation (`read_response`).
     forced_launch: Callable[[Sequence[str], Mapping[str, str]], tuple[str, ...]] = no_forced_launch
     forced_gauge: str | None = None
+    # and the knob itself: the speculation with the engine's forced acceptance set to these unconditional
+    # per-position rates (vLLM's `synthetic_acceptance_rates` semantics; `speculab predict`'s cost probes); None:
+    # the engine has no knob speculab can set through a speculation config (its cost is probed at real acceptance)
+    force_acceptance: Callable[[SpeculationConfig, tuple[float, ...]], SpeculationConfig] | None = None
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed; a baseline that already

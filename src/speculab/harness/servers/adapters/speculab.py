@@ -74,6 +74,11 @@ def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str,
     return (f"{FORCED_FLAG} {rates[-1]}" if rates[-1] is not None else FORCED_FLAG,)
 
 
+def _force_acceptance(spec: SpeculationConfig, rates: tuple[float, ...]) -> SpeculationConfig:
+    """The reference engine's `--forced-acceptance-rates`, appended to the candidate's flags."""
+    return replace(spec, engine_args=(*spec.engine_args, FORCED_FLAG, ",".join(f"{r:.6g}" for r in rates)))
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     executable=sys.executable,
@@ -104,5 +109,6 @@ ADAPTER = EngineAdapter(
     load_form=_by_load,
     read_response=_read_response,
     forced_launch=_forced_launch,
+    force_acceptance=_force_acceptance,
     forced_gauge="speculab:spec_decode_forced_acceptance",  # 1 while --forced-acceptance-rates is set
 )

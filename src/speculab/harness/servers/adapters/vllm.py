@@ -166,6 +166,15 @@ def _by_load(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None
     return sp, "batch-size schedule", ()
 
 
+def _force_acceptance(spec: SpeculationConfig, rates: tuple[float, ...]) -> SpeculationConfig:
+    """vLLM's synthetic rejection sampler in the speculative config: one unconditional rate per position of K (the
+    rates given, then 0: vLLM takes exactly K, non-increasing)."""
+    k = spec.num_speculative_tokens
+    padded = [float(r) for r in rates[:k]] + [0.0] * max(0, k - len(rates))
+    forced = {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": padded}
+    return replace(spec, options={**spec.options, **forced})
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     executable="vllm",
@@ -212,4 +221,5 @@ ADAPTER = EngineAdapter(
     load_form=_by_load,
     read_response=_read_response,
     forced_launch=_forced_launch,
+    force_acceptance=_force_acceptance,
 )
