@@ -242,6 +242,13 @@ def math_items_out() -> list[dict]:
     return items
 
 
+def long_items() -> list[dict]:
+    """Prompts that ask for long answers, each with the max_tokens its answer is expected to reach (long.json)."""
+    return [
+        {"category": "long", "prompt": p["prompt"], "max_tokens": p["max_tokens"]} for p in read_part("long")["prompts"]
+    ]
+
+
 CHAT_CONVERSATIONS = 6  # per kind: code, document, writing
 
 
@@ -281,6 +288,7 @@ SETS = {
     "qa": qa_items,
     "math": math_items_out,
     "chat": chat_items,
+    "long": long_items,
 }
 
 

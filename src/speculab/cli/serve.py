@@ -188,6 +188,12 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
         "of the script instead of 1-2 ms late, at the cost of CPU; 2.5 covers asyncio's overshoot.",
     ),
+    loop_after_tokens: int | None = typer.Option(
+        None,
+        help="Degenerate: after N output tokens fall into a loop, the next --loop-period tokens repeated to the end, "
+        "at any temperature (a candidate the degeneration check must flag).",
+    ),
+    loop_period: int = typer.Option(8, help="--loop-after-tokens: the loop's period in tokens."),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
     from speculab.mock.options import MockFlags, mock_config_from_flags
@@ -235,6 +241,8 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         api_key=api_key,
         request_receive_timeout=request_receive_timeout,
         spin_ms=spin_ms,
+        loop_after_tokens=loop_after_tokens,
+        loop_period=loop_period,
     )
     _serve_mock(mock_config_from_flags(flags), host, port)
 

@@ -4,8 +4,11 @@ What a "token" is here: one word of a fixed 64-word vocabulary followed by one s
 token count is its number of whitespace-separated words (`len(text.split())`); a chat prompt is rendered as one
 "role: content" line per message first, so each message adds one token for its role. Prompts given as token
 ids count one token per id. Generated text is a pure function of the prompt and the request's `seed`
-(temperature and the server's configuration play no part), so two mock servers with different timing or
-speculation settings return identical text - as exact speculative decoding would.
+(temperature and the server's timing and speculation settings play no part), so two mock servers with different timing
+or speculation settings return identical text - as exact speculative decoding would. One setting scripts text that is
+not: `loop_after_tokens` N (with `loop_period` P) makes every output longer than N fall into a loop there, the P tokens
+after its first N repeated to its end, at any temperature (a speculative arm that degenerates where the baseline does
+not: the degeneration check's case). Up to token N + P the text is the same as without it.
 
 The timing script, per request (all on the event loop's monotonic clock):
 - queueing: with `max_concurrency`, requests beyond it wait for a slot; the wait shows up in TTFT.
@@ -147,6 +150,10 @@ class MockConfig:
     # vLLM's synthetic_acceptance_rates: unconditional per position (P(first j+1 drafts all accepted)),
     # non-increasing, k or fewer (missing positions 0); they override acceptance_rates: a cost probe
     forced_acceptance_rates: tuple[float, ...] | None = None
+    # degeneration (module docstring): after this many output tokens, the next loop_period tokens again and again;
+    # None: no loop
+    loop_after_tokens: int | None = None
+    loop_period: int = 8  # the period-8 loop a speculative arm fell into on long prompts (issue 50)
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):
@@ -200,6 +207,15 @@ class MockConfig:
         total = sum(self.fault_rates.values())
         need(total <= 1 + 1e-9, f"fault rates must sum to <= 1 (one fault per request at most), got {total:g}")
         self._validate_steps(need)
+        need(self.loop_period >= 1, f"loop_period must be >= 1, got {self.loop_period}")
+        if self.loop_after_tokens is None:
+            # a period given alone would be silently ignored
+            need(
+                self.loop_period == _DEFAULTS["loop_period"],
+                "loop_period: set loop_after_tokens (--loop-after-tokens) too",
+            )
+        else:
+            need(self.loop_after_tokens >= 0, f"loop_after_tokens must be >= 0, got {self.loop_after_tokens}")
 
     def _validate_steps(self, need: Callable[[bool, str], None]) -> None:
         """The step-batched mode's keys: each wrong value is one line naming the key."""
@@ -355,6 +371,16 @@ def generate_tokens(prompt_text: str, seed: int | None, n: int) -> list[str]:
     """The n output tokens ("word ") for this prompt and seed: deterministic, independent of timing settings."""
     rng = random.Random(_text_seed(prompt_text, seed))
     return [VOCAB[rng.randrange(len(VOCAB))] + " " for _ in range(n)]
+
+
+def scripted_tokens(cfg: MockConfig, prompt_text: str, seed: int | None, n: int) -> list[str]:
+    """The n output tokens this server gives: `generate_tokens`', or with `loop_after_tokens` N the first N of them,
+    then the P (`loop_period`) after them repeated to the end."""
+    after, period = cfg.loop_after_tokens, cfg.loop_period
+    if after is None or n <= after:
+        return generate_tokens(prompt_text, seed, n)
+    fresh = generate_tokens(prompt_text, seed, min(n, after + period))
+    return fresh[:after] + [fresh[after + (i - after) % period] for i in range(after, n)]
 
 
 def token_logprobs(prompt_text: str, seed: int | None, tokens: list[str], top: int) -> list[dict[str, Any]]:

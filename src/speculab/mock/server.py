@@ -33,6 +33,7 @@ from speculab.mock.script import (
     generate_tokens,
     plan_output,
     render_chat,
+    scripted_tokens,
     token_logprobs,
 )
 from speculab.mock.state import MockState
@@ -130,7 +131,7 @@ async def _generate(
     """Produce the chunks on schedule (`deadline`: the request is ready, prefill done); write them when streaming,
     else answer once at the end."""
     cfg = state.cfg
-    tokens = generate_tokens(job.prompt_text, job.seed, job.n_tokens)
+    tokens = scripted_tokens(cfg, job.prompt_text, job.seed, job.n_tokens)
     lps = token_logprobs(job.prompt_text, job.seed, tokens, job.logprobs_top) if job.logprobs_top is not None else None
     sends: list[float] | None = None
     if cfg.record_send_times and resp is not None:

@@ -187,6 +187,8 @@ def verdict_line(report: Report, cand: CandidateReport) -> str:
         parts.append(f"correctness: {reason_text(correctness.verdict)}")
         if checks := checks_phrase(correctness, {a.name: a.label for a in report.arms}):
             parts.append(checks)
+        if (dg := correctness.degeneration) is not None and dg.n_prompts and dg.verdict != correctness.verdict:
+            parts.append(f"degeneration: {reason_text(dg.verdict)}")  # an output looped, in either arm
     moved = next(
         (
             (lv, c.prefix_cache)

@@ -58,9 +58,12 @@ def _add_note_texts(lv: LevelReport, lvd: dict[str, Any]) -> None:
 
 
 def _add_correctness_texts(k: CorrectnessComparison, kd: dict[str, Any]) -> None:
-    """Beside the correctness verdict, each of its warnings and each arm's failed checks: its `text`."""
+    """Beside the correctness verdict, each of its warnings, each arm's failed checks and the degeneration verdict: its
+    `text`."""
     kd["verdict"] = {**kd["verdict"], "text": reason_text(k.verdict)}
     kd["warnings"] = [{**wd, "text": warning_text(w)} for w, wd in zip(k.warnings, kd["warnings"], strict=True)]
+    if k.degeneration is not None:
+        kd["degeneration"]["verdict"] = {**kd["degeneration"]["verdict"], "text": reason_text(k.degeneration.verdict)}
     for side, key in ((k.baseline_checks, "baseline_checks"), (k.candidate_checks, "candidate_checks")):
         if side is not None:
             said = zip(side.failures, kd[key]["failures"], strict=True)

@@ -67,3 +67,11 @@ def test_each_bad_step_flag_is_one_line_naming_the_fix(flags: dict[str, object],
     with pytest.raises(UserError) as e:
         mock_config_from_flags(MockFlags(**{**STEPS, **flags}))  # type: ignore[arg-type]
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_loop_flags_script_a_degenerating_candidate() -> None:
+    cfg = mock_config_from_flags(MockFlags(loop_after_tokens=32, loop_period=4))
+    assert (cfg.loop_after_tokens, cfg.loop_period) == (32, 4)
+    assert mock_config_from_flags(MockFlags()).loop_after_tokens is None
+    with pytest.raises(UserError, match=r"^invalid mock-server settings: loop_period: set loop_after_tokens"):
+        mock_config_from_flags(MockFlags(loop_period=4))

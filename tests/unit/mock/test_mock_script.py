@@ -19,6 +19,7 @@ from speculab.mock.script import (
     generate_tokens,
     plan_output,
     render_chat,
+    scripted_tokens,
     step_s,
 )
 
@@ -175,3 +176,33 @@ def test_acceptance_is_drawn_position_by_position_up_to_the_first_rejection():
     n, draws = 20000, [draw_accepted(rates, rng2) for _ in range(20000)]
     at_least = [sum(d > j for d in draws) / n for j in range(3)]
     assert at_least == pytest.approx([0.8, 0.4, 0.2], abs=0.015)
+
+
+def test_a_looping_script_repeats_its_period_after_n_tokens_and_agrees_with_the_plain_one_before():
+    """`loop_after_tokens` (issue 50): the candidate's text is the baseline's up to token N + P, then the P tokens after
+    the first N again and again; deterministic per prompt and seed, so a baseline mock's outputs stay clean."""
+    plain, looping = MockConfig(), MockConfig(loop_after_tokens=32, loop_period=8)
+    base = scripted_tokens(plain, "some prompt", 7, 128)
+    assert base == generate_tokens("some prompt", 7, 128)
+    out = scripted_tokens(looping, "some prompt", 7, 128)
+    assert out[:40] == base[:40] and out[40:] != base[40:]
+    assert all(out[i] == out[i - 8] for i in range(40, 128))
+    assert len(set(out[32:40])) > 1  # a period of 8, not of 1
+    assert out == scripted_tokens(looping, "some prompt", 7, 128)
+    assert scripted_tokens(looping, "some prompt", 7, 30) == base[:30]  # shorter than N: no loop
+    assert scripted_tokens(looping, "some prompt", 7, 36) == base[:36]  # inside the first cycle: still the same
+    first = generate_tokens("p", None, 1)
+    assert scripted_tokens(MockConfig(loop_after_tokens=0, loop_period=1), "p", None, 5) == first * 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"loop_period": 4}, "loop_period: set loop_after_tokens (--loop-after-tokens) too"),
+        ({"loop_after_tokens": -1}, "loop_after_tokens must be >= 0"),
+        ({"loop_after_tokens": 8, "loop_period": 0}, "loop_period must be >= 1"),
+    ],
+)
+def test_bad_loop_settings_name_the_key(kwargs, needle):
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        MockConfig(**kwargs)

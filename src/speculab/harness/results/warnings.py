@@ -82,6 +82,11 @@ class WarningKind(str, Enum):
     CORRECTNESS_WORSE = "correctness_worse"
     # above the error gate: failed (prompts without a successful output in both arms), sent, max_error_rate
     CORRECTNESS_NOT_JUDGED = "correctness_not_judged"
+    # Degeneration (`DegenerationComparison.verdict`; the correctness verdict too when worse): candidate, baseline
+    # (outputs that loop or repeat), of (prompts judged), candidate_only, baseline_only (McNemar's discordant pairs),
+    # estimate, low, high (the paired difference of the rates), confidence, p_value (McNemar)
+    DEGENERATION_WORSE = "degeneration_worse"  # the candidate degenerates where the baseline does not, beyond noise
+    DEGENERATION_NOT_WORSE = "degeneration_not_worse"
     CHECK_FAILED = "check_failed"  # a failed check (`ArmChecks.failures`): item, prompt_id ("": none), check, reason
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count

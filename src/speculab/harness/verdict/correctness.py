@@ -5,7 +5,8 @@ in both arms, lowest repeat (its *reference* output). At temperature 0 speculati
 all (exact rejection sampling), so a divergence is either a numerics artefact (the target's top two tokens nearly
 tied, where batching or kernel differences flip the argmax) or a real problem. We classify with the target's own
 logprobs at the first diverging token when they were recorded. At temperature > 0 strings differ by design; only
-distributions (check pass rates, output lengths) are compared, and differing strings are never a failure.
+distributions (check pass rates, output lengths) are compared, and differing strings are never a failure. At any
+temperature each output is measured for loops and repeated text (`analysis.degeneration`), paired per prompt.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from typing import Any
 
 from scipy import stats as scipy_stats
 
+from speculab.harness.analysis.degeneration.paired import (
+    DegenerationComparison,
+    compare_degeneration,
+    degeneration_pair,
+)
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import (
@@ -114,9 +120,13 @@ class CorrectnessComparison:
     # the non-inferiority test's width says (18 of 18 failing in both is no "inconclusive difference").
     checks_fail_both: int = 0
     # The headline's correctness answer (`--fail-on worse`): the checks' pass rate lower (non-inferiority or
-    # McNemar) or a confident divergence at temperature 0, where speculation must not change the text; False when
-    # not judged (above the error gate)
+    # McNemar), a confident divergence at temperature 0, where speculation must not change the text, or degeneration
+    # where the baseline has none (`degeneration.worse`); False when not judged (above the error gate)
     worse: bool = False
+    # Loops and repeated text per prompt, baseline against candidate, at any temperature (`degeneration_of`); when the
+    # candidate degenerates where the baseline does not beyond noise, `worse` and the verdict say so. None: no output
+    # long enough to judge
+    degeneration: DegenerationComparison | None = None
 
 
 def _sent_indices(runs: Sequence[Any]) -> set[int]:
@@ -245,9 +255,9 @@ def _length(r: RequestRecord, unit: str) -> float:
 def compare_correctness(
     inputs: Any, candidate: str, opts: CorrectnessOptions, max_error_rate: float = 1.0
 ) -> CorrectnessComparison | None:
-    """Checks, McNemar, output equivalence and length distributions for one candidate vs the baseline. Judged only
-    when at most `max_error_rate` of the prompts sent to both arms lack a successful output in one of them (the
-    report's error gate): a candidate that failed most requests is not "correct" on the few that came back."""
+    """Checks, McNemar, output equivalence, degeneration and length distributions for one candidate vs the baseline.
+    Judged only when at most `max_error_rate` of the prompts sent to both arms lack a successful output in one of them
+    (the report's error gate): a candidate that failed most requests is not "correct" on the few that came back."""
     if not inputs.setup.paired:
         return None  # the arms answered different prompts: no output has a partner to compare with
     refs = _references(inputs, candidate)
@@ -264,6 +274,7 @@ def compare_correctness(
     bchecks, cchecks, mc, diff, fail_both = _checks(refs, items, candidate, opts, warnings)
     inferiority = non_inferiority(diff, opts.margin)
     unit, bl, cl, length_p = _lengths(refs)
+    degeneration = _degeneration(refs, items, opts.alpha)
     n_conf, n_tie, n_unc = (sum(1 for d in divs if d.kind == k) for k in ("confident", "near-tie", "unclassified"))
     n_differ = len(same_context) - len(identical)
     verdict = _verdict(temp0, n_conf, n_tie, n_unc, n_differ, len(same_context), mc, bchecks, cchecks, length_p,
@@ -273,6 +284,10 @@ def compare_correctness(
         verdict = ReportWarning(WarningKind.CORRECTNESS_WORSE, fields=fields)
     worse = inferiority == "worse" or (temp0 and n_conf > 0)
     worse = worse or (mc is not None and mc.p_value < opts.alpha and mc.b > mc.c)
+    if degeneration is not None and degeneration.worse:
+        worse = True
+        if verdict.kind not in _WORSE_THAN_DEGENERATION:
+            verdict = degeneration.verdict
     if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
         worse = False
         fields = {"failed": refs.n_failed, "sent": len(refs.sent), "max_error_rate": max_error_rate}
@@ -308,7 +323,28 @@ def compare_correctness(
         non_inferiority_margin=opts.margin,
         non_inferiority=inferiority,
         checks_fail_both=fail_both,
+        degeneration=degeneration,
     )
+
+
+# the verdicts the correctness verdict keeps before degeneration: a lower pass rate says what went wrong in the
+# user's own terms, a confident divergence at temperature 0 where it began
+_WORSE_THAN_DEGENERATION = {
+    WarningKind.CORRECTNESS_CHECKS_LOWER,
+    WarningKind.CORRECTNESS_WORSE,
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
+}
+
+
+def _degeneration(refs: _References, items: Mapping[int, RequestSpec], alpha: float) -> DegenerationComparison | None:
+    """Each prompt's reference outputs measured for loops and repeated text (in the engine's tokens where both arms
+    recorded logprobs), and the paired comparison."""
+    pairs = {}
+    for i in refs.common:
+        b, c = refs.base[i], refs.cand[i]
+        pairs[i] = degeneration_pair(b.output_text, _tokens(b), c.output_text, _tokens(c))
+    ids = {i: items[i].prompt_id or "" for i in refs.common if i in items}
+    return compare_degeneration(pairs, ids, alpha)
 
 
 def non_inferiority(diff: Interval | None, margin: float) -> str:

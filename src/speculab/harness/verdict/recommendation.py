@@ -213,7 +213,11 @@ def error_guardrail(base: ArmLevel | None, cand: ArmLevel | None, confidence: fl
 
 
 def correctness_guardrail(c: CorrectnessComparison | None) -> GuardrailAnswer:
-    """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks."""
+    """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks.
+    Worse, whatever the checks say, where the candidate's outputs loop and the baseline's do not (`degeneration`): its
+    numbers are the correctness verdict's, so the answer carries none."""
+    if c is not None and c.degeneration is not None and c.degeneration.worse:
+        return GuardrailAnswer("correctness", WORSE, NAN, NAN, NAN, NAN)
     d = c.pass_rate_difference if c is not None else None
     if c is None or d is None or not c.non_inferiority:
         return GuardrailAnswer("correctness", NOT_MEASURED, NAN, NAN, NAN, NAN)

@@ -22,7 +22,9 @@ _DATA_PACKAGE = "speculab.harness.workload.data"
 @dataclass(frozen=True, slots=True)
 class BuiltinSet:
     name: str  # use as `builtin:NAME`
-    kind: str  # "grounded" (the answer reuses the prompt), "open" (open-ended), "conversation" (multi-turn), "mix"
+    # "grounded" (the answer reuses the prompt), "open" (open-ended), "long" (long answers, in no mix), "conversation"
+    # (multi-turn), "mix"
+    kind: str
     count: int  # items in the set
     description: str
 
@@ -41,6 +43,10 @@ _BUILTIN: dict[str, tuple[str, str]] = {  # name -> (kind, description); order i
     "chat": (
         "conversation",
         "multi-turn: code revised turn by turn, a document summarised then questioned, a text rewritten shorter",
+    ),
+    "long": (
+        "long",
+        "long answers (512-768 max_tokens): stories, essays, tutorials with code, plans, lists; where loops show",
     ),
 }
 _MIXES: dict[str, tuple[str, str]] = {

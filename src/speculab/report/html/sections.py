@@ -286,13 +286,48 @@ CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 
 
 # the correctness verdicts shown as bad: the checks' pass rate lower, a confident divergence at temperature 0, outputs
-# longer or shorter
+# longer or shorter, outputs degenerating where the baseline's do not
 _BAD_CORRECTNESS = {
     WarningKind.CORRECTNESS_CHECKS_LOWER,
     WarningKind.CORRECTNESS_WORSE,
     WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
     WarningKind.CORRECTNESS_LENGTHS_DIFFER,
+    WarningKind.DEGENERATION_WORSE,
 }
+
+
+def _degeneration_said(g: Any, n: int) -> str:
+    """One output's degeneration in brief: 'loop of period 8 × 8.0, 67% of the output; 55% of its 8-grams repeated',
+    'clean'."""
+    if not g.degenerate:
+        return "clean"
+    loop = f"loop of period {g.period} × {g.repeats:.1f}, {g.strength:.0%} of the output" if g.period else "no loop"
+    return f"{loop}; {g.repeated_ngrams:.0%} of its {n}-grams repeated"
+
+
+def degeneration_row(d: Any) -> dict[str, Any] | None:
+    """The degeneration check on the correctness card: its verdict, each arm's rate, the prompts that degenerated
+    (item, each arm's period, strength and repeated n-grams, the loop's text); None when nothing was long enough."""
+    if d is None:
+        return None
+    unit = {"token": "in tokens", "approx": "in words and punctuation: no logprobs"}.get(d.unit, "in mixed units")
+    rates = f"baseline {interval(d.baseline_rate, '.1%')}, candidate {interval(d.candidate_rate, '.1%')}"
+    return {
+        "verdict": reason_text(d.verdict),
+        "bad": d.worse,
+        "rates": f"{rates} of {d.n_compared} outputs degenerate ({unit})",
+        "prompts": [
+            {
+                "where": f"item {p.index}" + (f" ({p.prompt_id})" if p.prompt_id else ""),
+                "baseline": _degeneration_said(p.baseline, d.rules.ngram),
+                "candidate": _degeneration_said(p.candidate, d.rules.ngram),
+                "cycle": p.candidate.cycle or p.baseline.cycle,
+                "candidate_only": p.candidate.degenerate and not p.baseline.degenerate,
+            }
+            for p in d.prompts
+        ],
+        "more": d.n_prompts - len(d.prompts),
+    }
 
 
 def _correctness_bad(k: CorrectnessComparison) -> bool:
@@ -354,6 +389,7 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     for d in k.divergences
                 ],
                 "checks": checks,
+                "degeneration": degeneration_row(k.degeneration),
                 "mcnemar": (
                     f"b = {k.mcnemar_b} (baseline passed, candidate failed), c = {k.mcnemar_c}; "
                     f"p = {pvalue(k.mcnemar_p)} ({k.mcnemar_method})"

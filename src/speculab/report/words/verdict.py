@@ -1,7 +1,8 @@
 """The verdict's records that are not warnings, in words: why one metric's comparison has no verdict, or what to read it
-with (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`) and each failed check
-(`ArmChecks.failures`) in `VERDICT_WORDS`; the error gate's line, a run-level comparison's notes and candidates of
-different K compared by acceptance rate in `GATE_WORDS` (merged into `words.WORDS`)."""
+with (`Ratio.note`), the correctness verdict (`CorrectnessComparison.verdict`), each failed check (`ArmChecks.failures`)
+and the degeneration check's verdict (`DegenerationComparison.verdict`) in `VERDICT_WORDS`; the error gate's line, a
+run-level comparison's notes and candidates of different K compared by acceptance rate in `GATE_WORDS` (merged into
+`words.WORDS`)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,28 @@ def _correctness_worse_text(f: Fields) -> str:
     )
 
 
+def _degeneration_counts(f: Fields) -> str:
+    """'10 of 24 outputs loop or repeat themselves against 0 of 24 (+41.7 points [+20.1, +60.3] at 95%, McNemar
+    p = 0.002)'."""
+    points = f"{f['estimate'] * 100:+.1f} points [{f['low'] * 100:+.1f}, {f['high'] * 100:+.1f}]".replace("-", "−")
+    return (
+        f"{f['candidate']} of {f['of']} outputs loop or repeat themselves against {f['baseline']} of {f['of']} "
+        f"({points} at {f['confidence']:.0%}, McNemar p = {f['p_value']:.2g})"
+    )
+
+
+def _degeneration_worse_text(f: Fields) -> str:
+    return f"DEGENERATES where the baseline does not: {_degeneration_counts(f)}"
+
+
+def _degeneration_not_worse_text(f: Fields) -> str:
+    if not f["candidate"] and not f["baseline"]:
+        return f"no output loops or repeats itself in either arm ({f['of']} prompts)"
+    if f["candidate_only"] > f["baseline_only"]:
+        return f"degenerates more often, not beyond noise: {_degeneration_counts(f)}"
+    return f"degenerates no more often than the baseline: {_degeneration_counts(f)}"
+
+
 def _check_failed_text(f: Fields) -> str:
     name = f" ({f['prompt_id']})" if f.get("prompt_id") else ""
     why = f": {f['reason']}" if f.get("reason") else ""
@@ -182,4 +205,6 @@ VERDICT_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"{f['max_error_rate']:.0%} error gate)"
     ),
     WarningKind.CHECK_FAILED: _check_failed_text,
+    WarningKind.DEGENERATION_WORSE: _degeneration_worse_text,
+    WarningKind.DEGENERATION_NOT_WORSE: _degeneration_not_worse_text,
 }

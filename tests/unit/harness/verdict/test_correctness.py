@@ -232,3 +232,48 @@ def test_a_truncated_failure_list_says_how_many_more():
     shown = failure_lines(side.failures, side.n_failures)
     assert shown[:10] == [reason_text(f) for f in side.failures] and shown[10:] == ["and 8 more"]
     assert failure_lines(side.failures[:3], 3) == shown[:3]  # nothing more: nothing said
+
+
+def _looping_candidate(inputs, after: int = 8, period: int = 8):
+    """The candidate's outputs fall into a loop after `after` words: the `period` words after them, to the end."""
+    runs = []
+    for run in inputs.runs:
+        if run.arm == "ngram-k4":
+            recs = []
+            for r in run.records:
+                w = r.output_text.split()
+                looped = w[:after] + [w[after + (i - after) % period] for i in range(after, len(w))]
+                recs.append(replace(r, output_text=" ".join(looped)))
+            run = replace(run, records=tuple(recs))
+        runs.append(run)
+    return inputs.with_runs(runs)
+
+
+@pytest.mark.parametrize("temperature", [0.7, 0.0])
+def test_a_candidate_that_loops_is_worse_at_any_temperature(temperature):
+    """Issue 50: a speculative arm that falls into a period-8 loop; the candidate degenerates where the baseline does
+    not, with an interval, and `worse` (what --fail-on worse reads) says so."""
+    inputs = make_inputs(n_prompts=16, repeats=1, temperature=temperature)
+    r = compare_correctness(_looping_candidate(inputs), "ngram-k4", OPTS)
+    dg = r.degeneration
+    assert dg is not None and dg.worse and dg.candidate_only == 16 and dg.baseline_only == 0
+    assert dg.difference.low > 0.5 and dg.prompts[0].candidate.period == 8
+    assert r.worse and r.verdict == dg.verdict and _said(r).startswith("DEGENERATES where the baseline does not")
+    clean = compare_correctness(inputs, "ngram-k4", OPTS)  # A vs A
+    assert not clean.degeneration.worse and clean.degeneration.n_prompts == 0 and not clean.worse
+
+
+def test_lower_checks_stay_the_verdict_beside_degeneration():
+    inputs = _looping_candidate(make_inputs(n_prompts=60, repeats=1), after=4, period=2)
+    r = compare_correctness(inputs, "ngram-k4", OPTS)  # the loop also drops the word the checks look for
+    assert r.degeneration.worse and r.worse
+    assert r.verdict.kind in {WarningKind.CORRECTNESS_CHECKS_LOWER, WarningKind.CORRECTNESS_WORSE}
+
+
+def test_a_looping_candidate_breaches_the_correctness_guardrail_whatever_its_checks():
+    from speculab.harness.verdict.recommendation import correctness_guardrail
+
+    inputs = make_inputs(n_prompts=16, repeats=1, temperature=0.7)
+    looping = compare_correctness(_looping_candidate(inputs), "ngram-k4", OPTS)
+    assert correctness_guardrail(looping).answer == "worse"  # its checks alone leave it inconclusive or not worse
+    assert correctness_guardrail(replace(looping, degeneration=None)).answer != "worse"

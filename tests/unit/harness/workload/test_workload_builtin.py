@@ -28,11 +28,11 @@ def passed(item, text: str) -> bool:
 
 def test_list_builtin_names_kinds_and_counts():
     info = {b.name: b for b in list_builtin()}
-    assert set(SETS) == {"code-edit", "extraction", "summarize", "rag-qa", "writing", "qa", "math"}
+    assert set(SETS) == {"code-edit", "extraction", "summarize", "rag-qa", "writing", "qa", "math", "long"}
     assert {n for n in SETS if info[n].kind == "grounded"} == GROUNDED
     assert {n for n in SETS if info[n].kind == "open"} == {"writing", "qa", "math"}
     assert info["grounded"].count == sum(info[n].count for n in GROUNDED)
-    assert info["mixed"].count == sum(info[n].count for n in SETS)
+    assert info["mixed"].count == sum(info[n].count for n in SETS if info[n].kind in ("grounded", "open"))
     assert all(b.description for b in info.values())
     assert info["chat"].kind == "conversation" and info["chat"].count == 18
 
@@ -156,3 +156,11 @@ def test_qa_and_writing_checks():
     email = items("writing")["writing-001"]
     assert passed(email, "Dear Ms Patel, the heating has been broken for six days now...")
     assert not passed(email, "Dear Ms Patel, the heating is broken.")
+
+
+def test_the_long_set_asks_for_long_answers_and_joins_no_mix():
+    info = {b.name: b for b in list_builtin()}
+    assert info["long"].kind == "long" and 20 <= info["long"].count <= 40
+    assert all(i.max_tokens >= 512 for i in items("long").values())  # where loops show (the degeneration check)
+    mixes = [i.prompt for m in ("grounded", "open", "mixed") for i in load_workload(f"builtin:{m}", seed=0).items]
+    assert not {i.prompt for i in items("long").values()} & set(mixes)
