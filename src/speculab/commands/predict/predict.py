@@ -8,23 +8,31 @@ does) beside what a fixed K x load sweep of the same candidates would send, and 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from speculab.commands.predict.from_report import predict_from_report
-from speculab.commands.predict.probes import ProbePlan, acceptance_experiment, cost_experiment, plan_probes
+from speculab.commands.predict.probes import (
+    ProbePlan,
+    acceptance_experiment,
+    candidate_name,
+    cost_experiment,
+    plan_probes,
+)
+from speculab.commands.predict.schedule import engine_schedule
 from speculab.commands.run.plan import RunPlan, plan_experiment
 from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
+from speculab.commands.run.recommended import engine_release
 from speculab.commands.run.run import RunScreen, default_run_dir, run_and_report
 from speculab.config import Experiment, load_experiment
 from speculab.harness.gates.asked import report_options
 from speculab.harness.results.ab_dir import check_ab_output_dir, load_inputs
 from speculab.harness.results.strict_json import dumps
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.search.predict import Prediction
+from speculab.harness.search.predict import EngineForm, Prediction
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report
 
@@ -80,6 +88,20 @@ def _measured_rates(report: Report) -> dict[str, tuple[float, ...]]:
     return out
 
 
+def _spelt(prediction: Prediction, exp: Experiment, report: Report) -> Prediction:
+    """Each candidate's k schedule in its engine's words (launch mode; a URL arm has no command to add flags to)."""
+    if exp.baseline.launch is None:
+        return prediction
+    engine, version = engine_release(report)
+    specs = {candidate_name(sp): sp for sp in exp.speculations}
+    cands = []
+    for c in prediction.candidates:
+        said = engine_schedule(specs[c.name], c.schedule, engine, version) if c.name in specs else None
+        form = EngineForm(said.form, said.flags) if said is not None else None
+        cands.append(replace(c, engine_form=form))
+    return replace(prediction, candidates=tuple(cands))
+
+
 def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | None:
     """Plan the probes, run them (acceptance, then cost at the rates measured), predict; None for --dry-run."""
     exp = load_experiment(flags.experiment)
@@ -120,6 +142,7 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | 
         sweep_requests=probes.sweep_requests,
         probe_wall_s=time.perf_counter() - started,
     )
+    prediction = _spelt(prediction, exp, parts[0][0])
     path = out / PREDICTION_FILE
     path.write_text(dumps(prediction.to_dict(), indent=1) + "\n", encoding="utf-8")
     screen.prediction(prediction, path)

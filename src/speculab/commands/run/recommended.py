@@ -80,10 +80,10 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
         return _undecided(rec, specs, chosen, engine)
     first = specs[chosen[0][1].choice]
     if rec.form == "single":
-        return _spelt(first, engine, "single", ())
+        return spelt(first, engine, "single", ())
     if rec.axis != "concurrency":
         note = f"the choice changes with the request rate, which no engine keys on: {first.label} is the lowest band's"
-        return _spelt(first, engine, "lowest band", (note,))
+        return spelt(first, engine, "lowest band", (note,))
     runs = _schedule(rec, specs)
     top = max(sp.num_speculative_tokens for sp in (specs[b.choice] for _, b in chosen))
     same = (
@@ -91,12 +91,12 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
     )
     asked = ByLoad(rec.form, first, _edge(rec, 0), top, same, runs, version)
     # the engine's own load-dependent form, if it has one for this
-    spelt = adapter_for(engine).by_load(asked) if engine in engine_kinds() else None
-    if spelt is not None:
-        sp, form, notes = spelt
-        return _spelt(sp, engine, form, notes)
+    said = adapter_for(engine).by_load(asked) if engine in engine_kinds() else None
+    if said is not None:
+        sp, form, notes = said
+        return spelt(sp, engine, form, notes)
     why = f"{engine} {version or '(release unknown)'} has no load-dependent form here"
-    return _spelt(first, engine, "lowest band", (f"{why}: {first.label} pays up to about {_edge(rec, 0)}",))
+    return spelt(first, engine, "lowest band", (f"{why}: {first.label} pays up to about {_edge(rec, 0)}",))
 
 
 def _undecided(rec: RecommendationView, specs: Mapping[str, SpeculationConfig],
@@ -110,7 +110,7 @@ def _undecided(rec: RecommendationView, specs: Mapping[str, SpeculationConfig],
         return Recommended(None, (), "none", (f"{note}; no candidate is shown to pay where decided",))
     first = specs[chosen[0][1].choice]
     where = ", ".join(c.label for c in rec.loads if c.choice == chosen[0][1].choice)
-    return _spelt(first, engine, "decided loads only", (f"{first.label} is shown to pay at {where}", note))
+    return spelt(first, engine, "decided loads only", (f"{first.label} is shown to pay at {where}", note))
 
 
 def _schedule(rec: RecommendationView, specs: Mapping[str, SpeculationConfig]) -> list[list[int]]:
@@ -131,7 +131,7 @@ def _schedule(rec: RecommendationView, specs: Mapping[str, SpeculationConfig]) -
     return out
 
 
-def _spelt(sp: SpeculationConfig, engine: str, form: str, notes: tuple[str, ...]) -> Recommended:
+def spelt(sp: SpeculationConfig, engine: str, form: str, notes: tuple[str, ...]) -> Recommended:
     """The flags the engine's adapter adds for this speculation (the same derivation `speculab run` launches)."""
     base = ["<baseline command>"]
     try:

@@ -384,6 +384,15 @@ CHAIN_METHODS = frozenset({"ngram", "draft_model", "eagle", "eagle3", "mtp"})
 
 
 @dataclass(frozen=True, slots=True)
+class EngineForm:
+    """The candidate's predicted k schedule as the engine takes it: the form ("single", "per-load", "batch-size
+    schedule", "lowest band", "plain", ...) and the flags it adds to the baseline command."""
+
+    form: str
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CandidatePrediction:
     name: str
     label: str
@@ -394,6 +403,7 @@ class CandidatePrediction:
     fit: StepFit
     per_k: tuple[KPrediction, ...]
     schedule: tuple[KBand, ...]
+    engine_form: EngineForm | None = None  # None: not spelt (no launched engine to spell it for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,6 +440,7 @@ class Prediction:
                 {
                     "name": c.name,
                     "chain_proposer": c.chain,
+                    "engine_form": asdict(c.engine_form) if c.engine_form is not None else None,
                     "acceptance": asdict(c.acceptance),
                     "cost_fit": asdict(c.fit),
                 }

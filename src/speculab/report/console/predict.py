@@ -60,6 +60,9 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
         parts.append(t)
         bands = ", ".join(f"{b.low:.3g}–{b.high:.3g}: " + (f"k={b.k}" if b.k else "plain decoding") for b in c.schedule)
         parts.append(Text(f"  best k by load: {bands}"))
+        if c.engine_form is not None and c.engine_form.flags:
+            flags = " ".join(c.engine_form.flags)
+            parts.append(Text(f"  in the engine's words ({c.engine_form.form}): {flags}"))
         parts.append(Text(f"  acceptance at the lowest load: {positions_phrase(c.acceptance)}"))
         if not c.chain:
             parts.append(
