@@ -130,6 +130,12 @@ def run_command(
     dry_run: bool = typer.Option(False, "--dry-run", help=_DRY_RUN_HELP),
     max_error_rate: float = _max_error_rate(),
     fail_on: str | None = _fail_on(),
+    prediction: Path | None = typer.Option(
+        None,
+        "--prediction",
+        help="start from `speculab predict`'s prediction.json: a search probes the predicted crossover first; fixed "
+        "loads show the predicted band beside each verdict and say where a measurement fell outside it",
+    ),
 ) -> None:
     """A/B test: the baseline vs the same server with speculation, same prompts and load; report with intervals."""
     from speculab.commands.run.run import RunFlags
@@ -145,6 +151,7 @@ def run_command(
         dry_run=dry_run,
         max_error_rate=max_error_rate,
         fail_on=fail_on,
+        prediction=prediction,
     )
     _exit_if_interrupted(run(flags, _Screen()))
 

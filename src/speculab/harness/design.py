@@ -225,6 +225,9 @@ class Setup:
     # how many of the workload's prompts speculab synthesised (`Workload.synthesised`); None: not recorded (a run
     # before it: a `synthetic:` source still says so)
     synthesised_prompts: int | None = None
+    # `run --prediction`: {file, candidates: {name: {k, tokens_per_step, crossover, curve: [[load, estimate, low,
+    # high], ...]}}} (commands.run.predicted); None: the run started from no prediction
+    predicted: Mapping[str, Any] | None = None
 
 
 def candidate_name(method: str, k: int) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from speculab.harness.verdict.choices import DISAGREE, NOT_USERS, TOLERATED
-from speculab.harness.verdict.model import METRIC_LABELS, UNDECIDED_CHOICE
+from speculab.harness.verdict.model import METRIC_LABELS, TPOT, UNDECIDED_CHOICE
 from speculab.report.formatting import fine_speedup, margin_pct, seconds, speedup, speedup_range
 from speculab.report.words import NOT_USERS_ANSWER
 from speculab.report.words.verdict import guardrail_breach_text
@@ -92,6 +92,27 @@ def answer_phrase(report: Any, a: Any) -> str:
     if a.why == NOT_USERS:  # the speed it showed, and why it decides nothing
         return f"{what} {est} measured, but {NOT_USERS_ANSWER}"
     return f"no verdict ({a.why})"
+
+
+def predicted_lines(report: Any, level: Any) -> list[str]:
+    """Under a load's table, in a run started from a prediction (`run --prediction`): each candidate's predicted
+    TPOT speedup there beside the measured one, and whether the measurement fell inside the band."""
+    labels = {a.name: a.label for a in report.arms}
+    out = []
+    for comp in level.comparisons:
+        band, r = comp.predicted, comp.metric(TPOT.name)
+        if band is None:
+            continue
+        who = labels.get(comp.candidate, comp.candidate)
+        said = f"  {who} predicted {band.estimate:.2f}× {speedup_range(band.low, band.high)}"
+        if r is None or not (math.isfinite(r.speedup_low) and math.isfinite(r.speedup_high)):
+            out.append(f"{said} (`speculab predict`); measured: no interval to hold it against")
+            continue
+        inside = r.speedup_low <= band.high and band.low <= r.speedup_high
+        where = "overlaps the band" if inside else "outside the band (see the warnings for what likely broke)"
+        measured = f"{r.speedup:.2f}× {speedup_range(r.speedup_low, r.speedup_high)}"
+        out.append(f"{said} (`speculab predict`), measured {measured}: {where}")
+    return out
 
 
 def guardrail_lines(report: Any, level: Any) -> list[str]:

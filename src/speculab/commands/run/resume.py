@@ -56,6 +56,7 @@ def plan_identity(plan: RunPlan, sentences: Mapping[str, str] | None = None) -> 
     sd.pop("decide_on", None)
     sd.pop("guardrails", None)
     sd.pop("guardrail_floor", None)
+    sd.pop("predicted", None)  # what the run is held against, not what it measures
     sd.pop("synthesised_prompts", None)  # read from the workload, which its own part holds (a run before it resumes)
 
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part

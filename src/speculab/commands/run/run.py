@@ -22,6 +22,7 @@ from speculab.commands.run.demo import EMBEDDED, DemoConfig, demo_plan
 from speculab.commands.run.lifecycle import Lifecycle
 from speculab.commands.run.modes import mode_for
 from speculab.commands.run.plan import RunPlan, describe_plan, plan_experiment
+from speculab.commands.run.predicted import with_prediction
 from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines, fit_when_known, size_lines
 from speculab.commands.run.recommended import shipped_config
 from speculab.commands.run.resume import prepare_resume, resume_paths
@@ -144,6 +145,7 @@ class RunFlags:
     dry_run: bool = False
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     fail_on: str | None = None
+    prediction: Path | None = None  # `speculab predict`'s prediction.json to start from (commands.run.predicted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,8 @@ def run_command(flags: RunFlags, screen: RunScreen) -> RunOutcome | None:
     plan = plan_experiment(
         exp, allow_extra_diff=flags.allow_extra_diff, on_change=screen.change, max_model_len=flags.max_model_len
     )
+    if flags.prediction is not None:
+        plan = with_prediction(plan, flags.prediction)
     if flags.dry_run:  # only probe requests are sent (docs/experiment.md, "Before a run")
         for line in dry_run_lines(dry_run_interruptible(plan)):
             screen.line(line)

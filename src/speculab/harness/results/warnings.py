@@ -63,6 +63,7 @@ class WarningKind(str, Enum):
     PREDICT_NO_POSITIONS = "predict_no_positions"
     PREDICT_FEW_PROBES = "predict_few_probes"
     PREDICT_PLAN = "predict_plan"
+    PREDICTION_MISSED = "prediction_missed"  # measured outside the predicted band: predicted, measured, causes
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0
     STEP_COST_FITTED = "step_cost_fitted"  # fitted to the observed speedup: the prediction at the observed k matches

@@ -50,6 +50,9 @@ class SearchSpec:
     high: float
     tolerance: float  # stop when the interval is at most this wide (loads)
     max_probes: int  # budget: distinct probe measurements (a load measured again counts again)
+    # loads a prediction places in the first round in place of the geometric middle (`run --prediction`: the
+    # predicted crossover's interval); () for none
+    seeded: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -87,9 +90,12 @@ def _on_grid(spec: SearchSpec, x: float) -> float:
 
 def first_round(spec: SearchSpec) -> tuple[float, ...]:
     """Both ends and the geometric middle, without repeats: (1, 7, 48) for 1-48. Geometric, because the range is
-    often wide (1-256) and the effect tends to move by the doubling of the batch rather than by the stream."""
-    mid = _on_grid(spec, math.sqrt(spec.low * spec.high))
-    return tuple(dict.fromkeys((float(spec.low), mid, float(spec.high))))
+    often wide (1-256) and the effect tends to move by the doubling of the batch rather than by the stream. With a
+    prediction (`seeded`), its loads inside the range instead of the middle: the first round then brackets the
+    predicted crossover at once, and the ends still say which side of it each end is."""
+    inside = [_on_grid(spec, x) for x in spec.seeded if spec.low < x < spec.high]
+    middle = sorted(inside) if inside else [_on_grid(spec, math.sqrt(spec.low * spec.high))]
+    return tuple(dict.fromkeys((float(spec.low), *middle, float(spec.high))))
 
 
 def _first_round_missing(spec: SearchSpec, probes: Sequence[Probe]) -> tuple[float, ...]:

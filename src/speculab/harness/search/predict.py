@@ -29,6 +29,7 @@ Pure: the caller passes the probes, the acceptance and the RNG.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -458,3 +459,16 @@ class Prediction:
             "probe_wall_s": self.probe_wall_s,
             "output_tokens": self.output_tokens,
         }
+
+
+def band_at(curve: Sequence[tuple[float, float, float, float]], load: float) -> Band | None:
+    """A predicted curve's band at `load`, (load, estimate, low, high) rows interpolated on log load (the grid is
+    geometric); None outside the curve's loads (no extrapolation: the model was fitted inside them)."""
+    rows = sorted(curve)
+    if not rows or not rows[0][0] <= load <= rows[-1][0]:
+        return None
+    for (x0, *a), (x1, *b) in itertools.pairwise(rows):
+        if x0 <= load <= x1:
+            t = 0.0 if x1 == x0 else (math.log(load) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return Band(*(u + (v - u) * t for u, v in zip(a, b, strict=True)))
+    return Band(*rows[-1][1:])

@@ -24,7 +24,8 @@ from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.fit import FASTER_THROUGHOUT, SLOWER_THROUGHOUT, UNDETERMINED, Probe, fit_crossover
 from speculab.harness.search.goodput import fit_slo_capacity, unit_attainment
-from speculab.harness.stats import CONFIDENCE
+from speculab.harness.search.predict import band_at
+from speculab.harness.stats import CONFIDENCE, Interval
 from speculab.harness.verdict.arm_level import arm_price, slo_targets
 from speculab.harness.verdict.choices import ParetoPoint
 from speculab.harness.verdict.comparison import arm_values, judge, level_group_size, prompt_groups
@@ -481,3 +482,63 @@ def pareto_points(levels: Sequence[LevelReport], chosen: Mapping[str, str], arms
                                on_frontier=ok and not dominated(u, y),
                                recommended=chosen.get(lv.key) == arm))  # fmt: skip
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A run started from a prediction (`run --prediction`, docs/predict.md): the band beside each verdict, and where a
+# measurement fell outside it, what likely broke.
+# ---------------------------------------------------------------------------------------------------------------
+
+ACCEPTANCE_MOVED = 0.10  # a tokens-per-step change from the prediction's beyond this share: acceptance moved
+BATCH_BELOW = 0.8  # requests in flight below this share of the concurrency asked: the decode batch was smaller
+
+
+def predicted_band(inputs: ABRun, candidate: str, lv: LevelSpec) -> Interval | None:
+    """The predicted TPOT speedup of `candidate` at a concurrency level (None: no prediction for it, or a load
+    outside the predicted range, or not a concurrency)."""
+    rows = (inputs.setup.predicted or {}).get("candidates") or {}
+    row = rows.get(candidate)
+    if row is None or lv.kind != "concurrency":
+        return None
+    band = band_at([tuple(p) for p in row["curve"]], lv.value)
+    return None if band is None else Interval(band.estimate, band.low, band.high, CONFIDENCE, "predicted", 0)
+
+
+def prediction_checks(inputs: ABRun, levels: Sequence[LevelReport]) -> list[ReportWarning]:
+    """Each comparison whose measured TPOT speedup interval lies wholly outside its predicted band, with what likely
+    broke: acceptance at this load unlike the low load's (adaptive proposers, content that changes with load), fewer
+    requests in flight than asked (prefill steps, a client behind: the decode batch was smaller), and always the cost
+    model itself (its residuals are in prediction.json)."""
+    rows = (inputs.setup.predicted or {}).get("candidates") or {}
+    labels = {a.name: a.label for a in inputs.arms}
+    out = []
+    for lv in levels:
+        for comp in lv.comparisons:
+            r = comp.metric(TPOT.name)
+            band = comp.predicted
+            if band is None or r is None or not (math.isfinite(r.speedup_low) and math.isfinite(r.speedup_high)):
+                continue
+            if r.speedup_low <= band.high and band.low <= r.speedup_high:
+                continue
+            causes = []
+            arm = lv.arm(comp.candidate)
+            said = rows.get(comp.candidate, {}).get("tokens_per_step")
+            acc = arm.acceptance if arm is not None else None
+            length = acc.acceptance_length if acc is not None and acc.active else None
+            if said and length is not None and abs(length / said - 1) > ACCEPTANCE_MOVED:
+                causes.append({"cause": "acceptance_at_load", "predicted": said, "measured": length})
+            batch = arm.achieved_concurrency if arm is not None else None
+            if batch is not None and batch < BATCH_BELOW * lv.value:
+                causes.append({"cause": "batch_below_concurrency", "in_flight": batch, "asked": lv.value})
+            causes.append({"cause": "cost_model"})
+            fields = {
+                "predicted": [band.estimate, band.low, band.high],
+                "measured": [r.speedup, r.speedup_low, r.speedup_high],
+                "causes": causes,
+            }
+            out.append(
+                ReportWarning(
+                    WarningKind.PREDICTION_MISSED, labels.get(comp.candidate, comp.candidate), lv.label, fields
+                )
+            )
+    return out

@@ -43,6 +43,8 @@ from speculab.harness.verdict.across_loads import (
     capacity_view,
     crossover_view,
     k_choices,
+    predicted_band,
+    prediction_checks,
     search_view,
     slo_capacity_view,
     what_if_views,
@@ -179,6 +181,7 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
             w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
     w.extend(_effect_not_medians(levels, labels))
     w.extend(_rate_across_k(inputs, cands))
+    w.extend(prediction_checks(inputs, levels))
     command = repeats_command(inputs)
     w.extend(_near_margin(levels, labels, command))
     if inputs.setup.repeats < MIN_LAUNCHES:
@@ -438,7 +441,8 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         comps = []
         for j, cand in enumerate(inputs.candidates):
             rng = np.random.default_rng([opts.seed, i, j])
-            comps.append(compare_level(lv, cand, base, arms, inputs, rng, opts))
+            comp = compare_level(lv, cand, base, arms, inputs, rng, opts)
+            comps.append(replace(comp, predicted=predicted_band(inputs, cand.name, lv)))
         best, ranking, tied = rank_level(lv, comps, arms, inputs, np.random.default_rng([opts.seed, i, 99]),
                                          opts.n_resamples, opts.confidence, margin_of(opts, crit.decide_on),
                                          crit.decide_on)  # fmt: skip

@@ -300,6 +300,7 @@ class LevelComparison:
     # TPOT prompt by prompt beside the ratio of the arms' p50s (paired comparisons with a verdict; None otherwise)
     prompt_spread: PromptSpread | None = None
     energy_ratio: Interval | None = None  # J per output token candidate/baseline, paired by repeat (power samples)
+    predicted: Interval | None = None  # `run --prediction`: the TPOT speedup predicted here (docs/predict.md)
 
     def metric(self, name: str) -> Ratio | None:
         return next((m for m in self.metrics if m.metric == name), None)

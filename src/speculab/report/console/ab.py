@@ -36,6 +36,7 @@ from speculab.report.phrases import (
     warning_lines,
     warning_text,
 )
+from speculab.report.recommendation import predicted_lines
 from speculab.report.slo_capacity import slo_capacity_lines
 from speculab.report.words import NOT_USERS_K
 
@@ -162,6 +163,7 @@ def ab_renderable(report: Any, out_dir: Path | None = None) -> Group:
             parts.append(Text.from_markup(f"  [yellow]failed requests:[/] {'; '.join(failed)}"))
         parts.extend(Text.from_markup(line) for line in unit_lines(report, lv))
         parts.extend(Text(line) for line in guardrail_lines(report, lv))
+        parts.extend(Text(line) for line in predicted_lines(report, lv))
         parts.extend(Text(line) for line in per_request_lines(report, lv))
     if report.k_choices:
         parts.append(Text(""))

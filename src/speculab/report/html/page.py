@@ -54,7 +54,7 @@ from speculab.report.phrases import (
     warning_lines,
     warning_text,
 )
-from speculab.report.recommendation import search_line
+from speculab.report.recommendation import predicted_lines, search_line
 from speculab.report.shipped import RECOMMENDED_FLAGS
 from speculab.report.slo_capacity import slo_capacity_rows, slo_text
 from speculab.report.words import NOT_USERS_K
@@ -305,7 +305,7 @@ def _level_view(report: Report, lv: LevelReport) -> dict[str, Any]:
         "roles": ", ".join(lv.roles),
         "arms": arm_rows(report, lv),
         "comparisons": comparison_rows(report, lv),
-        "guardrails": [ln.strip() for ln in guardrail_lines(report, lv)],
+        "guardrails": [ln.strip() for ln in (*guardrail_lines(report, lv), *predicted_lines(report, lv))],
         "plots": {k: Markup(lp.get(k, "")) for k in ("cdf", "hist", "memory", "acceptance_speedup")},
     }
 

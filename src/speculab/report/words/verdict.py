@@ -47,6 +47,28 @@ def _rate_across_k(f: Fields) -> str:
     )
 
 
+_CAUSES = {
+    "acceptance_at_load": lambda c: (
+        f"acceptance moved: {c['measured']:.2f} tokens per step here against {c['predicted']:.2f} predicted from the "
+        "low load (an adaptive proposer, or content that drafts differently under load)"
+    ),
+    "batch_below_concurrency": lambda c: (
+        f"the decode batch was smaller than asked: {c['in_flight']:.1f} requests in flight of {c['asked']:g} (prefill "
+        "steps between decode steps, or a client behind)"
+    ),
+    "cost_model": lambda c: "the cost model itself (its residuals: prediction.json models[].cost_fit)",
+}
+
+
+def _prediction_missed(f: Fields) -> str:
+    p, m = f["predicted"], f["measured"]
+    likely = "; ".join(_CAUSES[c["cause"]](c) for c in f["causes"] if c.get("cause") in _CAUSES)
+    return (
+        f"measured TPOT speedup {m[0]:.2f}× [{m[1]:.2f}–{m[2]:.2f}] outside the predicted {p[0]:.2f}× "
+        f"[{p[1]:.2f}–{p[2]:.2f}]; what likely broke: {likely}"
+    )
+
+
 GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.ACCEPTANCE_RATE_ACROSS_K: _rate_across_k,
     WarningKind.PREDICT_NO_POSITIONS: lambda f: (
@@ -54,6 +76,7 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         + ("" if f.get("k") else ", and the candidate's K is not known")
         + " (the prediction needs per-position counters, e.g. vLLM's spec_decode_num_accepted_tokens_per_pos)"
     ),
+    WarningKind.PREDICTION_MISSED: _prediction_missed,
     WarningKind.PREDICT_PLAN: lambda f: (
         f"probes: the baseline and each candidate at concurrency {', '.join(str(c) for c in f['loads'])}, "
         f"{f['prompts']} prompts each (acceptance at the first, cost at the others"

@@ -24,6 +24,7 @@ from speculab.harness.search import (
     search_budget,
     stop_reason,
 )
+from speculab.harness.search.policy import first_round
 
 SPEC = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=10)
 
@@ -197,3 +198,10 @@ def test_slower_below_and_faster_above_each_decided_stops_the_search_as_rising()
     assert fit.status == RISES and stop_reason(spec, probes, fit) == STOP_RISES and next_loads(spec, probes, fit) == ()
     # undecided at the low end (the recorded first round): not yet a rise
     assert fit_crossover([*probes[1:], Probe(1, DEMO_C1)], np.random.default_rng(0)).status != RISES
+
+
+def test_a_prediction_seeds_the_first_round_with_its_interval_in_place_of_the_middle() -> None:
+    spec = SearchSpec("concurrency", 1, 64, 4, 8, seeded=(14.6, 22.3))
+    assert first_round(spec) == (1.0, 15.0, 22.0, 64.0)
+    outside = SearchSpec("concurrency", 1, 64, 4, 8, seeded=(0.5, 80.0))  # beyond the range: the middle as without
+    assert first_round(outside) == first_round(SearchSpec("concurrency", 1, 64, 4, 8))

@@ -35,7 +35,8 @@ class Inner(Protocol):
 
 def search_spec(design: Mapping[str, Any]) -> SearchSpec:
     """inputs.json's search design -> the policy's spec."""
-    return SearchSpec(design["kind"], design["low"], design["high"], design["tolerance"], design["max_probes"])
+    seeded = tuple(float(x) for x in design.get("seeded") or ())  # `run --prediction`: the predicted interval
+    return SearchSpec(design["kind"], design["low"], design["high"], design["tolerance"], design["max_probes"], seeded)
 
 
 def probe_level(
