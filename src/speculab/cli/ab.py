@@ -102,9 +102,13 @@ class _Screen:
         return report
 
     def prediction(self, prediction: Any, path: Path) -> None:
+        """The prediction shown, and its page (report.html) written beside prediction.json."""
         from speculab.report.console.predict import print_prediction
+        from speculab.report.html.prediction import write_prediction_html
 
+        page = write_prediction_html(path.parent, prediction)
         print_prediction(Console(soft_wrap=True), prediction, path)
+        self.console.print(f"report: {page}", highlight=False)
 
     def run_level(self, report: Any, out: Path | None) -> None:
         from speculab.report.console.run_level import print_run_level

@@ -349,12 +349,11 @@ def _crossover(loads: Sequence[float], point: np.ndarray, draws: np.ndarray, q: 
     arr = np.asarray(xs)
     # an order statistic, not an interpolation: the censored draws are infinities
     lo, hi = (float(v) for v in np.quantile(arr, q, method="inverted_cdf")) if arr.size else (math.nan, math.nan)
-    return Crossover(
-        est,
-        None if not math.isfinite(lo) else lo,
-        None if not math.isfinite(hi) else hi,
-        above_range=est is None and bool(point[-1] > 1.0),
-    )
+    # an end at -inf reaches below the range (None); at +inf beyond it: a low end there is the range's top (the
+    # crossing lies above it in nearly every draw), a high end None
+    low = None if lo == -math.inf or math.isnan(lo) else (float(loads[-1]) if lo == math.inf else lo)
+    high = None if not math.isfinite(hi) else hi
+    return Crossover(est, low, high, above_range=est is None and bool(point[-1] > 1.0))
 
 
 def k_schedule(predictions: Sequence[KPrediction]) -> tuple[KBand, ...]:

@@ -387,7 +387,7 @@ def _diagnosis_view(d: Any) -> dict[str, Any]:
     return {"findings": findings, "rows": rows}
 
 
-_ENV = jinja2.Environment(
+TEMPLATES = jinja2.Environment(
     loader=jinja2.FunctionLoader(
         lambda name: resources.files("speculab.report.html").joinpath("templates", name).read_text()
     ),
@@ -399,7 +399,7 @@ _ENV = jinja2.Environment(
 
 
 def render_html(report: Report, shipped: str | None = None, run_dir: Path | None = None) -> str:
-    return _ENV.get_template("report.html.j2").render(v=view(report, shipped, run_dir))
+    return TEMPLATES.get_template("report.html.j2").render(v=view(report, shipped, run_dir))
 
 
 def write_html(out_dir: Path, report: Report, run_dir: Path | None = None) -> Path:

@@ -160,6 +160,31 @@ def speedup_vs_load(
     return to_svg(fig)
 
 
+def predicted_speedup(
+    curves: Mapping[int, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]],
+    crossovers: Mapping[int, float | None],
+    *,
+    xlabel: str,
+) -> str:
+    """`speculab predict`: the predicted TPOT speedup against load for each k (a line on a fine grid with its band),
+    the 1× line and each k's predicted crossover; the load on a log scale (the grid is geometric)."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.1))
+    for i, (k, (xs, est, lo, hi)) in enumerate(sorted(curves.items())):
+        c = color(i + 1)
+        ax.plot(xs, est, color=c, label=f"k={k}", lw=1.4)
+        ax.fill_between(xs, lo, hi, color=c, alpha=0.15)
+        x = crossovers.get(k)
+        if x is not None:
+            ax.axvline(x, color=c, ls="--", lw=1)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("predicted TPOT speedup (×)")
+    _legend(ax, fontsize=8, frameon=False)
+    fig.tight_layout()
+    return to_svg(fig)
+
+
 def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> str:
     """P(first j+1 drafted tokens accepted) by draft position, one bar group per candidate."""
     fig, ax = plt.subplots(figsize=(4.6, 2.7))
