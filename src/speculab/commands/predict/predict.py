@@ -28,8 +28,10 @@ from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines
 from speculab.commands.run.recommended import engine_release
 from speculab.commands.run.run import RunScreen, default_run_dir, run_and_report
 from speculab.config import Experiment, load_experiment
+from speculab.errors import EndpointError, ErrorRateExceeded
 from speculab.harness.gates.asked import report_options
 from speculab.harness.results.ab_dir import check_ab_output_dir, load_inputs
+from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.strict_json import dumps
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.predict import EngineForm, Prediction
@@ -122,17 +124,33 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | 
         for line in dry_run_lines(dry_run_interruptible(plan)):
             screen.line(line)
         return None
-    parts = []
     started = time.perf_counter()
-    for phase, make in ((ACCEPTANCE_DIR, lambda _: first), (COST_DIR, lambda r: cost_experiment(exp, r))):
+
+    def probe(phase: str, e: Experiment) -> tuple[Report, ABRun] | None:
         phase_out = out / PROBES_DIR / phase
         check_ab_output_dir(phase_out)
-        rates = _measured_rates(parts[0][0]) if parts else {}
-        outcome = run_and_report(planned(make(rates)), phase_out, screen, report_options(allow_python_checks=False))
-        if outcome.interrupted:
+        if run_and_report(planned(e), phase_out, screen, report_options(allow_python_checks=False)).interrupted:
             return None
         inputs = load_inputs(phase_out)
-        parts.append((build_report(inputs), inputs))
+        return build_report(inputs), inputs
+
+    accepted = probe(ACCEPTANCE_DIR, first)
+    if accepted is None:
+        return None
+    rates = _measured_rates(accepted[0])
+    forced = cost_experiment(exp, rates)
+    try:
+        cost = probe(COST_DIR, forced)
+    except (EndpointError, ErrorRateExceeded) as e:
+        if forced.speculations == cost_experiment(exp, {}).speculations:
+            raise  # nothing was forced: the failure is the engine's own, as in any run
+        # the engine has the knob but this build refused it (vLLM 0.32's CPU build: "Synthetic acceptance not
+        # supported with CPU sampling", its engine dies): the cost probed again at real acceptance, and said so
+        screen.line(ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": str(e).splitlines()[0][:300]}))
+        cost = probe(COST_DIR + "-unforced", cost_experiment(exp, {}))
+    if cost is None:
+        return None
+    parts = [accepted, cost]
     prediction = predict_from_report(
         parts,
         probes.low,

@@ -63,6 +63,7 @@ class WarningKind(str, Enum):
     PREDICT_NO_POSITIONS = "predict_no_positions"
     PREDICT_FEW_PROBES = "predict_few_probes"
     PREDICT_PLAN = "predict_plan"
+    PREDICT_FORCING_REFUSED = "predict_forcing_refused"  # the engine refused forced acceptance: error (its first line)
     PREDICTION_MISSED = "prediction_missed"  # measured outside the predicted band: predicted, measured, causes
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0

@@ -77,6 +77,11 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         + " (the prediction needs per-position counters, e.g. vLLM's spec_decode_num_accepted_tokens_per_pos)"
     ),
     WarningKind.PREDICTION_MISSED: _prediction_missed,
+    WarningKind.PREDICT_FORCING_REFUSED: lambda f: (
+        "the cost probes at forced acceptance failed, so they run again at real acceptance (the engine has the knob, "
+        f"this build refused it; vLLM's CPU build does: 'Synthetic acceptance not supported with CPU sampling'): "
+        f"{f['error']}"
+    ),
     WarningKind.PREDICT_PLAN: lambda f: (
         f"probes: the baseline and each candidate at concurrency {', '.join(str(c) for c in f['loads'])}, "
         f"{f['prompts']} prompts each (acceptance at the first, cost at the others"
