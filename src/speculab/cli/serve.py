@@ -188,6 +188,11 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         help="Spin (yielding) this long before each chunk instead of sleeping: writes land within ~0.05 ms "
         "of the script instead of 1-2 ms late, at the cost of CPU; 2.5 covers asyncio's overshoot.",
     ),
+    stream_drop_last_tokens: int = typer.Option(
+        0,
+        help="A scripted streaming defect: a streamed response leaves out its last N tokens' text (unary ones keep "
+        "them).",
+    ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
     from speculab.mock.options import MockFlags, mock_config_from_flags
@@ -235,6 +240,7 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         api_key=api_key,
         request_receive_timeout=request_receive_timeout,
         spin_ms=spin_ms,
+        stream_drop_last_tokens=stream_drop_last_tokens,
     )
     _serve_mock(mock_config_from_flags(flags), host, port)
 

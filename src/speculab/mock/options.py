@@ -56,6 +56,7 @@ class MockFlags:
     api_key: str | None = None
     request_receive_timeout: float = 30.0
     spin_ms: float = 0.0
+    stream_drop_last_tokens: int = 0
 
 
 def mock_config_from_flags(f: MockFlags) -> MockConfig:
@@ -115,6 +116,7 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             draft_s_per_token=f.draft_ms_per_token / 1e3,
             acceptance_rates=_rates(f.acceptance_rates, "--acceptance-rates") or (),
             forced_acceptance_rates=forced,
+            stream_drop_last_tokens=f.stream_drop_last_tokens,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

@@ -147,6 +147,9 @@ class MockConfig:
     # vLLM's synthetic_acceptance_rates: unconditional per position (P(first j+1 drafts all accepted)),
     # non-increasing, k or fewer (missing positions 0); they override acceptance_rates: a cost probe
     forced_acceptance_rates: tuple[float, ...] | None = None
+    # a scripted streaming-path defect (vllm#30204): a streamed response leaves out its last N tokens' text (its
+    # usage still counts them); the same request unary gets every token
+    stream_drop_last_tokens: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):
@@ -186,6 +189,7 @@ class MockConfig:
         need(self.idle_reset_s is None or self.idle_reset_s > 0, "idle_reset_s must be > 0 (or None)")
         need(self.max_concurrency is None or self.max_concurrency >= 1, "max_concurrency must be >= 1 (or None)")
         need(self.num_speculative_tokens >= 0, "num_speculative_tokens must be >= 0")
+        need(self.stream_drop_last_tokens >= 0, "stream_drop_last_tokens must be >= 0")
         if self.num_speculative_tokens > 0:
             need(
                 max(self.chunk_pattern) <= self.num_speculative_tokens + 1,
@@ -355,6 +359,13 @@ def generate_tokens(prompt_text: str, seed: int | None, n: int) -> list[str]:
     """The n output tokens ("word ") for this prompt and seed: deterministic, independent of timing settings."""
     rng = random.Random(_text_seed(prompt_text, seed))
     return [VOCAB[rng.randrange(len(VOCAB))] + " " for _ in range(n)]
+
+
+def streamed_tokens(tokens: list[str], drop_last: int) -> list[str]:
+    """The tokens' text as a stream sends it: the last `drop_last` left empty (a scripted streaming-path defect; the
+    chunks still come, as many and when they would)."""
+    keep = max(len(tokens) - drop_last, 0)
+    return tokens[:keep] + [""] * (len(tokens) - keep)
 
 
 def token_logprobs(prompt_text: str, seed: int | None, tokens: list[str], top: int) -> list[dict[str, Any]]:

@@ -67,3 +67,9 @@ def test_each_bad_step_flag_is_one_line_naming_the_fix(flags: dict[str, object],
     with pytest.raises(UserError) as e:
         mock_config_from_flags(MockFlags(**{**STEPS, **flags}))  # type: ignore[arg-type]
     assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_streaming_defect_is_a_flag_and_a_negative_count_one_line() -> None:
+    assert mock_config_from_flags(MockFlags(stream_drop_last_tokens=2)).stream_drop_last_tokens == 2
+    with pytest.raises(UserError, match="stream_drop_last_tokens must be >= 0"):
+        mock_config_from_flags(MockFlags(stream_drop_last_tokens=-1))

@@ -20,6 +20,7 @@ from speculab.mock.script import (
     plan_output,
     render_chat,
     step_s,
+    streamed_tokens,
 )
 
 
@@ -175,3 +176,12 @@ def test_acceptance_is_drawn_position_by_position_up_to_the_first_rejection():
     n, draws = 20000, [draw_accepted(rates, rng2) for _ in range(20000)]
     at_least = [sum(d > j for d in draws) / n for j in range(3)]
     assert at_least == pytest.approx([0.8, 0.4, 0.2], abs=0.015)
+
+
+def test_a_stream_that_drops_its_last_tokens_keeps_its_chunks_and_blanks_their_text():
+    tokens = ["a ", "b ", "c ", "d "]
+    assert streamed_tokens(tokens, 0) == tokens
+    assert streamed_tokens(tokens, 2) == ["a ", "b ", "", ""]
+    assert streamed_tokens(tokens, 9) == ["", "", "", ""]  # more than it has: nothing streamed
+    with pytest.raises(ValueError, match="stream_drop_last_tokens"):
+        MockConfig(stream_drop_last_tokens=-1)
