@@ -22,7 +22,9 @@ _DATA_PACKAGE = "speculab.harness.workload.data"
 @dataclass(frozen=True, slots=True)
 class BuiltinSet:
     name: str  # use as `builtin:NAME`
-    kind: str  # "grounded" (the answer reuses the prompt), "open" (open-ended), "conversation" (multi-turn), "mix"
+    # "grounded" (the answer reuses the prompt), "open" (open-ended), "conversation" (multi-turn), "structured" (a
+    # response_format with each item), "mix"
+    kind: str
     count: int  # items in the set
     description: str
 
@@ -41,6 +43,10 @@ _BUILTIN: dict[str, tuple[str, str]] = {  # name -> (kind, description); order i
     "chat": (
         "conversation",
         "multi-turn: code revised turn by turn, a document summarised then questioned, a text rewritten shorter",
+    ),
+    "json": (
+        "structured",
+        "structured outputs: fields extracted from a given record, asked for with a response_format JSON schema",
     ),
 }
 _MIXES: dict[str, tuple[str, str]] = {
