@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from speculab.harness.records import ColdStartTimes, RequestSpec
 
 BASELINE = "baseline"
@@ -123,6 +125,10 @@ class ArmInfo:
     # What the server says about itself (/version, /v1/models, detected engine): recorded in two-URL mode,
     # where the single change cannot be verified from commands.
     server_info: Mapping[str, Any] = field(default_factory=dict)
+    # What makes this arm's acceptance lossy by design (typical or relaxed acceptance), in its engine's words, from the
+    # command it was launched with (`adapters.lossy_by_launch`); () : nothing said so. Its outputs are then judged by
+    # checks, never by equality with the baseline's (verdict.correctness).
+    lossy_acceptance: tuple[str, ...] = ()
 
     @property
     def is_baseline(self) -> bool:
@@ -131,6 +137,10 @@ class ArmInfo:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["server_info"] = dict(self.server_info)
+        if not self.lossy_acceptance:  # an exact arm keeps its shape (and `--resume`'s plan identity)
+            del d["lossy_acceptance"]
+        else:
+            d["lossy_acceptance"] = list(self.lossy_acceptance)
         return d
 
     @classmethod
@@ -149,6 +159,7 @@ class ArmInfo:
             gpus=int(d.get("gpus", 1)),
             cold_start=ColdStartTimes(**cs) if cs else None,
             server_info=dict(d.get("server_info") or {}),
+            lossy_acceptance=tuple(d.get("lossy_acceptance") or ()),
         )
 
 
@@ -213,6 +224,24 @@ class Setup:
     # goes, `rounds` (each round's loads, in the order measured), `candidate` (the one followed) and `stop` (why it
     # ended); None without a search (commands.run.probing)
     search: Mapping[str, Any] | None = None
+    # the stream against unary check (`checks: {stream_unary: N}`): prompts each arm also sends unary after its measured
+    # load (`stream_unary_sample`), at temperature 0 only; 0: none (and runs before it)
+    stream_unary: int = 0
+
+
+STREAM_UNARY_STREAM = 50  # the sample's own RNG stream beside the run's seed (issue 50)
+
+
+def stream_unary_sample(setup: Setup) -> tuple[RequestSpec, ...]:
+    """The prompts each arm also sends unary: `setup.stream_unary` of the single-turn items its first load sends (a
+    conversation's later turn depends on the arm's own earlier answers), drawn with the run's seed, in workload order;
+    none above temperature 0, where a stream and a unary answer may differ by design."""
+    if setup.stream_unary <= 0 or setup.temperature != 0 or not setup.levels:
+        return ()
+    eligible = [it for it in setup.levels[0].items_of(setup.items) if it.turn is None]
+    n = min(setup.stream_unary, len(eligible))
+    rng = np.random.default_rng(np.random.SeedSequence([setup.seed, STREAM_UNARY_STREAM]))
+    return tuple(eligible[i] for i in sorted(rng.choice(len(eligible), size=n, replace=False)))
 
 
 def candidate_name(method: str, k: int) -> str:

@@ -21,7 +21,7 @@ from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup, candida
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ChangeCheck, not_checked
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change
+from speculab.harness.servers.adapters import adapter_for, diff_for, is_single_change, lossy_by_launch
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand, chosen_port_command, with_port
@@ -401,9 +401,10 @@ def candidate_arms(
         cmd, change = derive_candidate(adapter, base_cmd, sp, name=info.name, command=command, env=env, port=port)
         if on_change is not None:
             on_change(change)
+        lossy = lossy_by_launch(cmd.command)  # after its files are written: TensorRT-LLM's options file says it
         arms.append(
             ArmPlan(
-                replace(info, url=cmd.url, engine=engine, command=redact_command(cmd.command)),
+                replace(info, url=cmd.url, engine=engine, command=redact_command(cmd.command), lossy_acceptance=lossy),
                 cmd,
                 model,
                 key,
@@ -478,6 +479,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         target_rate_rps=cost.target_rate_rps if cost else None,
         usd_per_kwh=cost.usd_per_kwh if cost else None,
         checks_enabled=exp.checks,
+        stream_unary=exp.stream_unary,
         two_url_mode=exp.two_url_mode,
         margin=dict(exp.margin),
         decide_on=exp.decide_on,

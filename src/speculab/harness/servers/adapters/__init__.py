@@ -11,7 +11,7 @@ Flag names and sources: docs/engines.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,12 @@ def said(server_info: Mapping[str, Any]) -> Served | None:
 def said_change(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> tuple[CommandDiff, bool] | None:
     """The single-change rule over what two recorded servers said they run (`base.said_change`); None: unverifiable."""
     return _said_change(baseline, candidate, _recorded_adapter)
+
+
+def lossy_by_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """What in a launch command makes acceptance lossy, in each engine's words (() : nothing). Every adapter reads it:
+    a knob means one thing wherever it appears, and a server of kind `other` may be any engine."""
+    return tuple(dict.fromkeys(w for a in _ADAPTERS.values() for w in a.lossy_launch(command)))
 
 
 def _recorded_adapter(kind: str) -> EngineAdapter:
@@ -156,6 +162,7 @@ __all__ = [
     "diff_for",
     "engine_kinds",
     "is_single_change",
+    "lossy_by_launch",
     "parse_command",
     "plain_base",
     "response_reader",

@@ -163,6 +163,11 @@ def no_window_acceptance(records: Sequence[RequestRecord], k: int | None) -> Acc
     return None
 
 
+def no_lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """An engine with no lossy acceptance mode speculab knows of."""
+    return ()
+
+
 # "Not this engine": what a record says about what an engine lacks. A shared read-only mapping, so that a default
 # cannot be changed through one record and seen in another (a dataclass takes it only through a factory).
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -239,6 +244,11 @@ class EngineAdapter:
     # a window's acceptance from what its records kept, for an engine whose per-response counts cannot simply be
     # summed (llama.cpp's timings: tokens, no steps); None: nothing of the engine's in them
     window_acceptance: Callable[[Sequence[RequestRecord], int | None], AcceptanceSummary | None] = no_window_acceptance
+    # A lossy acceptance mode (drafts accepted that the target would not always have chosen: typical acceptance,
+    # relaxed acceptance, a probability threshold): what in a launch command turns it on, in the engine's own words
+    # (() : nothing). Such a candidate's outputs are not expected to equal the baseline's: it is judged by its checks
+    # only (verdict.correctness).
+    lossy_launch: Callable[[Sequence[str]], tuple[str, ...]] = no_lossy_launch
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed; a baseline that already
@@ -292,6 +302,28 @@ def _finite_number(v: Any) -> bool:
     if isinstance(v, int):
         return abs(v) <= 2**53
     return isinstance(v, float) and math.isfinite(v) and abs(v) <= 1e15
+
+
+def json_flag(command: Sequence[str], flag: str) -> dict[str, Any]:
+    """The keys a JSON-valued flag sets, merged in order: `FLAG JSON`, `FLAG=JSON`, and vLLM's dotted form
+    `FLAG.key VALUE` (`FLAG.key=VALUE`); a value that is not a JSON object is no keys (the engine refuses it)."""
+    out: dict[str, Any] = {}
+    for i, word in enumerate(command):
+        name, eq, value = word.partition("=")
+        if not eq:
+            value = command[i + 1] if i + 1 < len(command) else ""
+        if name == flag:
+            try:
+                given = json.loads(value)
+            except ValueError:
+                continue
+            out.update(given if isinstance(given, dict) else {})
+        elif name.startswith(flag + "."):
+            try:
+                out[name[len(flag) + 1 :]] = json.loads(value)
+            except ValueError:
+                out[name[len(flag) + 1 :]] = value
+    return out
 
 
 def object_at(fields: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:

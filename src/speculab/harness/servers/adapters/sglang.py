@@ -33,6 +33,7 @@ from speculab.harness.servers.adapters.base import (
     object_at,
     unsupported,
 )
+from speculab.harness.servers.adapters.flags import parse_command
 from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import NGRAM_GRID
 from speculab.protocol.chunks import EngineFields, as_count
@@ -173,6 +174,27 @@ def _first(fields: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     return next((as_count(fields[k]) for k in keys if as_count(fields.get(k)) is not None), None)
 
 
+# SGLang's acceptance thresholds (server_args): 1.0, the default, is exact rejection sampling; below it a draft is
+# accepted when the target's probability of it exceeds `single`, or with probability min(1, p / `acc`)
+ACCEPT_THRESHOLDS = ("--speculative-accept-threshold-single", "--speculative-accept-threshold-acc")
+
+
+def _lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """An acceptance threshold below 1 (`--speculative-accept-threshold-single` or `-acc`): drafts accepted that the
+    target would not always have sampled."""
+    said = []
+    for flag, values in parse_command(command).flags.items():
+        if flag.replace("_", "-") not in ACCEPT_THRESHOLDS:
+            continue
+        for v in values:
+            try:
+                lossy = v is not None and float(v) < 1
+            except ValueError:
+                lossy = False  # SGLang refuses a value that is not a number: no run
+            said += [f"{flag} {v}"] if lossy else []
+    return tuple(said)
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     metric_prefix="sglang:",
@@ -215,4 +237,5 @@ ADAPTER = EngineAdapter(
     candidate=_candidate,
     launch=_launch,
     read_response=_read_response,
+    lossy_launch=_lossy_launch,
 )

@@ -23,8 +23,10 @@ from speculab.harness.servers.adapters.base import (
     KnownMethods,
     PrefixCacheMetrics,
     PythonRelease,
+    json_flag,
     object_at,
 )
+from speculab.harness.servers.adapters.flags import parse_command
 from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "vllm"
@@ -82,6 +84,24 @@ def _read_response(said: EngineFields) -> ResponseReading | None:
         counts = (sd.get("num_spec_steps"), sd.get("num_draft_tokens"), sd.get("num_accepted_draft_tokens"))
         spec = counts_with_histogram(counts, sd.get("acceptance_histogram"), SOURCE)
     return ResponseReading(spec, {"metrics": dict(metrics)})
+
+
+TYPICAL = "typical_acceptance_sampler"
+
+
+def _lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """Typical acceptance (vLLM before V1): `--speculative-config` with `"acceptance_method":
+    "typical_acceptance_sampler"`, or the older `--spec-decoding-acceptance-method typical_acceptance_sampler`: a draft
+    is accepted when the target finds it probable enough (a posterior threshold), not by rejection sampling, so the
+    outputs are not the plain ones."""
+    config: dict[str, Any] = {}
+    for flag in ("--speculative-config", "--speculative_config"):  # vLLM reads either spelling
+        config |= json_flag(command, flag)
+    said = [f"--speculative-config acceptance_method={TYPICAL}"] if config.get("acceptance_method") == TYPICAL else []
+    flags = parse_command(command).flags
+    for flag in ("--spec-decoding-acceptance-method", "--spec_decoding_acceptance_method"):
+        said += [f"{flag} {TYPICAL}" for v in flags.get(flag, ()) if v == TYPICAL]
+    return tuple(said)
 
 
 def release_tuple(text: str) -> tuple[int, ...]:
@@ -194,4 +214,5 @@ ADAPTER = EngineAdapter(
     launch=_launch,
     load_form=_by_load,
     read_response=_read_response,
+    lossy_launch=_lossy_launch,
 )
