@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from speculab.harness.verdict.model import (
@@ -286,6 +287,8 @@ CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 # the correctness verdicts shown as bad: the checks' pass rate lower, a confident divergence at temperature 0, outputs
 # longer or shorter
 _BAD_CORRECTNESS = {
+    WarningKind.STREAMING_DEFECT,
+    WarningKind.STRUCTURED_OUTPUT,  # the verdict only where lower
     WarningKind.CORRECTNESS_CHECKS_LOWER,
     WarningKind.CORRECTNESS_WORSE,
     WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
@@ -359,9 +362,33 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     else "–"
                 ),
                 "non_inferiority": checks_phrase(k, arm_labels(report)),
+                "beyond": beyond_rows(k, arm_labels(report)),
                 "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
                 f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
                 f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",
+            }
+        )
+    return out
+
+
+_BEYOND = {"stream_unary": "stream against unary", "structured_output": "structured outputs"}
+
+
+def beyond_rows(k: CorrectnessComparison, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The checks beyond equality: each one's finding, each arm's pass rate, and its failures."""
+    out = []
+    for check in (k.stream_unary, k.structured_output):
+        if check is None:
+            continue
+        arms = [a for a in (check.baseline, check.candidate) if a is not None]
+        out.append(
+            {
+                "name": _BEYOND[check.check],
+                "finding": reason_text(check.finding),
+                "rates": [f"{labels.get(a.arm, a.arm)}: {a.passed} of {a.checked}" for a in arms],
+                "failures": [
+                    (labels.get(a.arm, a.arm), failure_lines(a.failures, a.n_failures)) for a in arms if a.failures
+                ],
             }
         )
     return out

@@ -10,6 +10,7 @@ warnings are worded there, every other family here:
 - `methods`: why a method can run here or cannot (`speculab methods`, init's commented entries), a draft's vocabulary;
 - `verdict`: a metric's note, the correctness verdict, a failed check (`VERDICT_WORDS`), the error gate's line and a
   run-level comparison's notes;
+- `paired_checks`: correctness beyond equality (stream against unary, structured outputs, a lossy candidate);
 - `findings`: diagnose's findings (`finding_words`), its queueing check and disaggregation suggestion.
 """
 
@@ -27,6 +28,7 @@ from speculab.report.words.findings import (
     queueing_note,
 )
 from speculab.report.words.methods import METHOD_WORDS, vocab_words
+from speculab.report.words.paired_checks import PAIRED_CHECK_WORDS
 from speculab.report.words.reasons import REASON_WORDS, Fields
 from speculab.report.words.runs import RUN_WORDS
 from speculab.report.words.verdict import GATE_WORDS, VERDICT_WORDS
@@ -38,6 +40,7 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     **REASON_WORDS,
     **METHOD_WORDS,
     **GATE_WORDS,
+    **PAIRED_CHECK_WORDS,
 }
 
 __all__ = [
