@@ -211,7 +211,11 @@ def error_guardrail(base: ArmLevel | None, cand: ArmLevel | None, confidence: fl
 
 
 def correctness_guardrail(c: CorrectnessComparison | None) -> GuardrailAnswer:
-    """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks."""
+    """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks.
+    Worse, whatever the checks say, where a check beyond equality makes the candidate worse (a streaming-path defect,
+    structured outputs less often valid): no number to show but the verdict's."""
+    if c is not None and c.worse and any(k is not None and k.worse for k in (c.stream_unary, c.structured_output)):
+        return GuardrailAnswer("correctness", WORSE, NAN, NAN, NAN, NAN)
     d = c.pass_rate_difference if c is not None else None
     if c is None or d is None or not c.non_inferiority:
         return GuardrailAnswer("correctness", NOT_MEASURED, NAN, NAN, NAN, NAN)

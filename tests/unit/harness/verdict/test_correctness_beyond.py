@@ -11,6 +11,7 @@ from tests.fakes.ab_inputs import ArmEffect, make_inputs
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.results.warnings import WarningKind
 from speculab.harness.verdict.correctness import CorrectnessOptions, compare_correctness
+from speculab.harness.verdict.recommendation import correctness_guardrail
 from speculab.report.phrases import reason_text, warning_text
 
 OPTS = CorrectnessOptions()
@@ -43,6 +44,7 @@ def test_a_candidate_that_drops_its_last_tokens_only_when_streaming_is_a_streami
     defects = [w for w in r.warnings if w.kind is WarningKind.STREAMING_DEFECT]
     assert [w.fields["side"] for w in defects] == ["candidate"]  # the baseline's streams are whole
     assert "item 0 (p0)" in warning_text(replace(defects[0], subject="ngram k=4"))
+    assert correctness_guardrail(r).answer == "worse"  # a defect of its streams holds a faster candidate back
 
 
 def test_a_baseline_streaming_alike_and_a_candidate_alike_say_so():
