@@ -13,6 +13,10 @@ sent) and `evaluate` runs them on an output. Checks are pure: same output, same 
 Every spec may also carry `name` (shown in reports; defaults to the type) and `negate: true` (pass when the
 check would fail, e.g. "must not contain").
 
+An item's `response_format` (structured outputs) is checked here too, where it loads (`parse_response_format`), and an
+output against it (`structured_output`: the whole output one JSON value valid against the schema); its validity is
+compared per arm by the verdict, apart from the checks (`harness.analysis.paired_checks`).
+
 A `python` check runs code named by a workload file, which may come from anyone: loading a workload never imports
 anything (the spec's form is checked, nothing more), and `evaluate` runs python checks only when the caller passes
 `allow_python=True` (the user's `--allow-python-checks` or the experiment's `python_checks: true`, for that command).
