@@ -1,15 +1,24 @@
 """Stream against unary through `speculab run` (issue 50 item 3.2's done-means): two launched mock servers, the
 candidate scripted to drop its last 2 tokens only when streaming (vllm#30204). The candidate is named as a
-streaming-path defect, distinct from outputs that differ; the plain arm is not."""
+streaming-path defect, distinct from outputs that differ; the plain arm is not. And in two-URL mode, both arms
+streaming whole, and above temperature 0."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 
 from fakes.cli_runner import run_main
+from speculab.commands.run.plan import plan_experiment
+from speculab.commands.run.run import run_plan
+from speculab.config import parse_experiment
+from speculab.harness.results.ab_dir import load_inputs, unary_file
 from speculab.harness.servers.process import free_port
+from speculab.harness.verdict.build import build_report
+from speculab.mock.script import MockConfig
+from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -55,3 +64,31 @@ candidate: {{command: {mock(port, "--tokens-per-chunk", "2", "--stream-drop-last
     assert "correctness: streaming-path defect" in stdout, stdout
     # faster, but a defect of its streams holds it back: correctness is a guardrail
     assert {a["answer"] for a in summary["recommendation"]["answers"]} == {"plain"}
+
+
+def test_two_url_mode_sends_each_arm_its_sample_after_the_first_load_and_a_sound_candidate_streams_alike(tmp_path):
+    """The same check when both servers are already running: each arm's sample once, after the first load; two mocks
+    that stream whole are alike, and above temperature 0 nothing is sent and the report says it was not judged."""
+    fast = MockConfig(ttft_s=0.001, gap_s=0.001, output_tokens=6)
+    with mock_server_in_thread(fast) as a, mock_server_in_thread(fast) as b:
+        for temperature in (0.0, 0.7):
+            y = f"""
+workload: {{spec: "synthetic:input=10,output=6", num_prompts: 8}}
+sampling: {{max_tokens: 6, temperature: {temperature}}}
+loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 2}}}}
+checks: {{stream_unary: 3}}
+baseline: {{url: "{a}"}}
+candidate: {{url: "{b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 2}}
+"""
+            out = tmp_path / f"t{temperature}"
+            asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
+            inputs = load_inputs(out)
+            check = build_report(inputs).candidates[0].correctness.stream_unary
+            if temperature == 0:
+                assert {arm: len(recs) for arm, recs in inputs.unary.items()} == {"baseline": 3, "ngram-k2": 3}
+                assert check.finding.kind.value == "stream_unary_alike" and not check.worse
+            else:
+                assert (
+                    not unary_file(out, "baseline").exists() and check.finding.kind.value == "stream_unary_not_judged"
+                )
