@@ -139,6 +139,43 @@ def extraction_items() -> list[dict]:
     return items
 
 
+JSON_RECORDS = 24  # builtin:json: the first records, each asked for through a response_format's JSON schema
+JSON_INSTRUCTION = (
+    "Extract the fields {keys} from the text below. Reply with one JSON object and nothing else. Dates are "
+    "YYYY-MM-DD; numbers are plain JSON numbers."
+)
+
+
+def json_items() -> list[dict]:
+    """Structured outputs: each record's fields asked for with `response_format` (a JSON schema of the fields' shapes,
+    no other keys; its validity is judged per arm), and a check of the values (the extraction set's `const`s)."""
+    items = []
+    for rec in RECORDS[:JSON_RECORDS]:
+        keys = list(rec["fields"])
+        shape = {}
+        for k, schema in rec["fields"].items():
+            n = rec.get("list_len", {}).get(k)
+            shape[k] = {**schema, **({"minItems": n, "maxItems": n} if n is not None else {})}
+        schema = {"type": "object", "properties": shape, "required": keys, "additionalProperties": False}
+        values = {k: {"const": v} for k, v in rec["expect"].items()}
+        items.append(
+            {
+                "category": "json",
+                "prompt": f"{JSON_INSTRUCTION.format(keys=', '.join(keys))}\n\nText:\n{rec['doc']}",
+                "max_tokens": 60 + 28 * len(keys),
+                "response_format": {"type": "json_schema", "json_schema": {"name": "record", "schema": schema}},
+                "checks": [
+                    {
+                        "type": "json_schema",
+                        "name": "values",
+                        "schema": {"required": list(values), "properties": values},
+                    }
+                ],
+            }
+        )
+    return items
+
+
 SUMMARIZE_TASKS = [
     ("Summarize the following passage in three bullet points.", 180),
     ("Write a one-paragraph summary of this text in under 80 words.", 150),
@@ -289,6 +326,7 @@ SETS = {
     "math": math_items_out,
     "chat": chat_items,
     "long": long_items,
+    "json": json_items,
 }
 
 

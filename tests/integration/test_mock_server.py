@@ -63,6 +63,18 @@ async def test_per_request_spec_decode_metrics_as_vllm_writes_them(session):
     assert all("metrics" not in ev for _, ev in plain.text_chunks())  # no usage chunk asked: nowhere to put it
 
 
+async def test_a_stream_drops_its_last_tokens_and_a_unary_answer_does_not(session):
+    """vllm#30204 scripted: the streamed text lacks its last 2 tokens while its usage counts them; unary is whole."""
+    cfg = MockConfig(**FAST, tokens_per_chunk=2, output_tokens=7, stream_drop_last_tokens=2)
+    async with running_mock_server(cfg) as url:
+        streamed = await post(session, url + "/v1/completions", {"prompt": "p", **STREAM_USAGE})
+        unary = await post(session, url + "/v1/completions", {"prompt": "p"})
+    text = "".join(ev["choices"][0]["text"] for _, ev in streamed.text_chunks())
+    whole = unary.body["choices"][0]["text"]
+    assert count_tokens(whole) == 7 and count_tokens(text) == 5 and whole.startswith(text)
+    assert streamed.events[-2][1]["usage"]["completion_tokens"] == 7
+
+
 async def test_chat_stream_role_first_then_content_with_logprobs(session):
     cfg = MockConfig(**FAST, tokens_per_chunk=2, output_tokens=6)
     body = {"messages": [{"role": "user", "content": "hi"}], "stream": True, "logprobs": True, "top_logprobs": 3}

@@ -30,6 +30,14 @@ def test_summarizes_a_workload_and_shows_items(capsys):
     assert "parse_duration" in out
 
 
+def test_a_structured_set_says_how_many_requests_send_a_response_format(capsys):
+    code, out, _ = run_cli(["workload", "builtin:json", "--api", "chat"], capsys)
+    assert code == 0 and "builtin:json" in run_cli(["workload"], capsys)[1]
+    assert "response_format on 24 requests (json_schema 24)" in out
+    _, plain, _ = run_cli(["workload", "builtin:qa", "--num-prompts", "2"], capsys)
+    assert "response_format" not in plain
+
+
 def test_bad_workload_is_one_line_and_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "ok"}\n{"prompt": "x", "max_tokens": -1}\n')

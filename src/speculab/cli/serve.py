@@ -194,6 +194,11 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         "at any temperature (a candidate the degeneration check must flag).",
     ),
     loop_period: int = typer.Option(8, help="--loop-after-tokens: the loop's period in tokens."),
+    stream_drop_last_tokens: int = typer.Option(
+        0,
+        help="A scripted streaming defect: a streamed response leaves out its last N tokens' text (unary ones keep "
+        "them).",
+    ),
 ) -> None:
     """Serve a scripted OpenAI-compatible endpoint: known TTFT, gaps, tokens per chunk, counters and faults."""
     from speculab.mock.options import MockFlags, mock_config_from_flags
@@ -243,6 +248,7 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         spin_ms=spin_ms,
         loop_after_tokens=loop_after_tokens,
         loop_period=loop_period,
+        stream_drop_last_tokens=stream_drop_last_tokens,
     )
     _serve_mock(mock_config_from_flags(flags), host, port)
 

@@ -390,6 +390,13 @@ def guardrail_floors(value: float | int | str | Mapping[str, float | int | str] 
     return out
 
 
+# `checks: {stream_unary: N}`: prompts of the workload also sent unary (not streamed) in each arm after its measured
+# load, at temperature 0, whose text the stream against unary check compares with the same prompt's streamed text
+# (harness.verdict.correctness); 0 sends none. The default with `checks: true`.
+STREAM_UNARY_PROMPTS = 8
+MAX_STREAM_UNARY_PROMPTS = 256
+
+
 @dataclass(frozen=True, slots=True)
 class Experiment:
     workload: WorkloadConfig
@@ -403,6 +410,7 @@ class Experiment:
     adaptive: AdaptiveRepeats | None = None
     checks: bool = True
     python_checks: bool = False  # run the workload's `python` checks (they import and run the code they name)
+    stream_unary: int = STREAM_UNARY_PROMPTS  # `checks: {stream_unary: N}`; 0 with `checks: false`
     cost: CostConfig | None = None
     candidate: CandidateConfig | None = None
     allow_extra_diff: bool = False

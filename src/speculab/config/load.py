@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from speculab.config.experiment import (
     DEFAULT_DECIDE_ON,
+    STREAM_UNARY_PROMPTS,
     AdaptiveRepeats,
     ArmConfig,
     ArmPrice,
@@ -37,7 +38,7 @@ from speculab.config.experiment import (
     guardrail_names,
     margins,
 )
-from speculab.config.schema import ExperimentSchema, LoadSchema, LoadsSchema, WorkloadSchema
+from speculab.config.schema import ChecksSchema, ExperimentSchema, LoadSchema, LoadsSchema, WorkloadSchema
 from speculab.errors import UserError, did_you_mean, user_text
 
 
@@ -187,16 +188,17 @@ def _message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
     return err["msg"][:1].lower() + err["msg"][1:]
 
 
-_WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type", "int_type", "int_parsing")
+_WRONG_SHAPE = ("list_type", "model_type", "model_attributes_type", "dict_type", "int_type", "int_parsing", "bool_type")
 _BRANCH_NAMES = (
     "function-after[",
     "list[",
     "SpeculationSchema",
     "AdaptiveRepeatsSchema",
     "WorkersSchema",
+    "ChecksSchema",
     "constrained-int",
 )
-_UNIONS = ("speculation", "repeats", "workers")  # keys that take either of two shapes
+_UNIONS = ("speculation", "repeats", "workers", "checks")  # keys that take either of two shapes
 
 
 def _first_error(e: ValidationError, source: str) -> str:
@@ -207,7 +209,7 @@ def _first_error(e: ValidationError, source: str) -> str:
     # `speculation` is one block or a list of them: drop the branch the input was not (a mapping is no list, and a
     # list is no mapping), and the branch names pydantic puts in the path
     # list is no mapping), and the branch names pydantic puts in the path. `repeats` (a number or {min, max, until})
-    # and a load's `workers` (a number or {n, ray}) are the same.
+    # and a load's `workers` (a number or {n, ray}) are the same, and so is `checks` (true/false or {stream_unary}).
     def union(loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
         i = next((i for i, p in enumerate(loc) if p in _UNIONS), None)
         return None if i is None else loc[: i + 1]
@@ -222,7 +224,7 @@ def _first_error(e: ValidationError, source: str) -> str:
         loc = tuple(
             p
             for p in x["loc"]
-            if p not in ("WorkloadSchema", "int") and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
+            if p not in ("WorkloadSchema", "int", "bool") and not (isinstance(p, str) and p.startswith(_BRANCH_NAMES))
         )
         cleaned.append((loc, _message(x, loc)))
     # a misspelt required key is also reported missing: the unknown key's did-you-mean already names it
@@ -250,6 +252,13 @@ def _loads(m: LoadsSchema) -> LoadsConfig:
     search = SearchConfig.with_defaults(s.kind, s.low, s.high, s.tolerance, max_probes=s.max_probes, groups=s.groups)
     lowest = LoadLevel(concurrency=int(s.low)) if s.kind == "concurrency" else LoadLevel(rate_rps=s.low)
     return LoadsConfig(lowest, lowest, (), search)
+
+
+def _stream_unary(checks: bool | ChecksSchema) -> int:
+    """`checks:` -> the prompts sent unary per arm: the default with `true`, none with `false`, else as given."""
+    if isinstance(checks, bool):
+        return STREAM_UNARY_PROMPTS if checks else 0
+    return checks.stream_unary
 
 
 def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
@@ -292,8 +301,9 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         adaptive=None
         if isinstance(m.repeats, int)
         else AdaptiveRepeats(m.repeats.min, m.repeats.max, m.repeats.until, m.repeats.mdc, m.repeats.spending),
-        checks=m.checks,
+        checks=m.checks is not False,
         python_checks=m.python_checks,
+        stream_unary=_stream_unary(m.checks),
         cost=cost,
         baseline=ArmConfig(b.url, launch, b.model, b.api_key_env),
         speculations=tuple(

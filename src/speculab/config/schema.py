@@ -14,9 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from speculab.config.experiment import (
     DEFAULT_MAX_TOKENS,
     KNOWN_METHODS,
+    MAX_STREAM_UNARY_PROMPTS,
     NEEDS_MODEL,
     SEARCH_GROUPS,
     SEARCH_MAX_PROBES,
+    STREAM_UNARY_PROMPTS,
     EngineKind,
     decide_on_metric,
     guardrail_floors,
@@ -272,6 +274,12 @@ class CacheSchema(_Model):
     reset: Literal["between-blocks", "never"] = "between-blocks"
 
 
+class ChecksSchema(_Model):
+    # correctness beyond the workload's own checks (docs/metrics.md): prompts also sent unary in each arm, whose text
+    # is compared with the same prompt streamed (at temperature 0); 0 sends none
+    stream_unary: int = Field(default=STREAM_UNARY_PROMPTS, ge=0, le=MAX_STREAM_UNARY_PROMPTS)
+
+
 class ExperimentSchema(_Model):
     name: str | None = None
     workload: WorkloadSchema | str
@@ -279,7 +287,7 @@ class ExperimentSchema(_Model):
     loads: LoadsSchema
     slos: SlosSchema = SlosSchema()
     repeats: int | AdaptiveRepeatsSchema = Field(default=1)
-    checks: bool = True
+    checks: bool | ChecksSchema = True  # true | false | {stream_unary: N} (checks on, N prompts sent unary)
     python_checks: bool = False  # run `python` checks (code the workload names): an explicit opt-in
     cost: CostSchema | None = None
     baseline: ArmSchema

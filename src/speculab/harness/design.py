@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from speculab.harness.records import ColdStartTimes, RequestSpec
 
 BASELINE = "baseline"
@@ -127,6 +129,10 @@ class ArmInfo:
     # command and environment it was launched with, or what its server said it runs (`adapters.forced_by_launch`,
     # `forced_by_server`); () : nothing said so. Its acceptance is then never reported as measured.
     forced_acceptance: tuple[str, ...] = ()
+    # What makes this arm's acceptance lossy by design (typical or relaxed acceptance), in its engine's words, from the
+    # command it was launched with (`adapters.lossy_by_launch`); () : nothing said so. Its outputs are then judged by
+    # checks, never by equality with the baseline's (verdict.correctness).
+    lossy_acceptance: tuple[str, ...] = ()
 
     @property
     def is_baseline(self) -> bool:
@@ -139,6 +145,10 @@ class ArmInfo:
             del d["forced_acceptance"]
         else:
             d["forced_acceptance"] = list(self.forced_acceptance)
+        if not self.lossy_acceptance:  # an exact arm keeps its shape (and `--resume`'s plan identity)
+            del d["lossy_acceptance"]
+        else:
+            d["lossy_acceptance"] = list(self.lossy_acceptance)
         return d
 
     @classmethod
@@ -158,6 +168,7 @@ class ArmInfo:
             cold_start=ColdStartTimes(**cs) if cs else None,
             server_info=dict(d.get("server_info") or {}),
             forced_acceptance=tuple(d.get("forced_acceptance") or ()),
+            lossy_acceptance=tuple(d.get("lossy_acceptance") or ()),
         )
 
 
@@ -226,8 +237,26 @@ class Setup:
     # before it: a `synthetic:` source still says so)
     synthesised_prompts: int | None = None
     # `run --prediction`: {file, candidates: {name: {k, tokens_per_step, crossover, curve: [[load, estimate, low,
-    # high], ...]}}} (commands.run.predicted); None: the run started from no prediction
+    # high], ...]}}} (commands.run.probing.predicted); None: the run started from no prediction
     predicted: Mapping[str, Any] | None = None
+    # the stream against unary check (`checks: {stream_unary: N}`): prompts each arm also sends unary after its measured
+    # load (`stream_unary_sample`), at temperature 0 only; 0: none (and runs before it)
+    stream_unary: int = 0
+
+
+STREAM_UNARY_STREAM = 50  # the sample's own RNG stream beside the run's seed (issue 50)
+
+
+def stream_unary_sample(setup: Setup) -> tuple[RequestSpec, ...]:
+    """The prompts each arm also sends unary: `setup.stream_unary` of the single-turn items its first load sends (a
+    conversation's later turn depends on the arm's own earlier answers), drawn with the run's seed, in workload order;
+    none above temperature 0, where a stream and a unary answer may differ by design."""
+    if setup.stream_unary <= 0 or setup.temperature != 0 or not setup.levels:
+        return ()
+    eligible = [it for it in setup.levels[0].items_of(setup.items) if it.turn is None]
+    n = min(setup.stream_unary, len(eligible))
+    rng = np.random.default_rng(np.random.SeedSequence([setup.seed, STREAM_UNARY_STREAM]))
+    return tuple(eligible[i] for i in sorted(rng.choice(len(eligible), size=n, replace=False)))
 
 
 def candidate_name(method: str, k: int) -> str:

@@ -72,6 +72,10 @@ class RequestSpec:
     # Traces (workload.files.trace): when this request arrived in the trace, seconds after its first request; the load
     # runner replays the arrivals (LoadConfig.trace_speed). None for every other workload.
     arrival_s: float | None = None
+    # Structured outputs: OpenAI's `response_format` the request sends ({"type": "json_schema", "json_schema": {...}}
+    # or {"type": "json_object"}), whose validity the verdict judges per arm (workload.checks.structured_output);
+    # None: the item asks for none
+    response_format: Mapping[str, Any] | None = None
 
     def context_sha256(self) -> str:
         """sha256 of what this request sends (its prompt, or its messages as canonical JSON): for a conversation's
@@ -88,6 +92,10 @@ class RequestSpec:
             del d["conversation_id"], d["turn"]
         if self.arrival_s is None:
             del d["arrival_s"]
+        if self.response_format is None:  # items without one keep their shape (and `--resume`'s plan identity)
+            del d["response_format"]
+        else:
+            d["response_format"] = dict(self.response_format)
         return d
 
     @classmethod
@@ -106,6 +114,7 @@ class RequestSpec:
             conversation_id=d.get("conversation_id"),
             turn=d.get("turn"),
             arrival_s=d.get("arrival_s"),
+            response_format=d.get("response_format"),
         )
 
 

@@ -58,6 +58,7 @@ class MockFlags:
     spin_ms: float = 0.0
     loop_after_tokens: int | None = None
     loop_period: int = 8
+    stream_drop_last_tokens: int = 0
 
 
 def mock_config_from_flags(f: MockFlags) -> MockConfig:
@@ -119,6 +120,7 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             forced_acceptance_rates=forced,
             loop_after_tokens=f.loop_after_tokens,
             loop_period=f.loop_period,
+            stream_drop_last_tokens=f.stream_drop_last_tokens,
         )
     except ValueError as e:
         raise UserError(f"invalid mock-server settings: {e}") from None

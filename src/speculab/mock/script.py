@@ -154,6 +154,9 @@ class MockConfig:
     # None: no loop
     loop_after_tokens: int | None = None
     loop_period: int = 8  # the period-8 loop a speculative arm fell into on long prompts (issue 50)
+    # a scripted streaming-path defect (vllm#30204): a streamed response leaves out its last N tokens' text (its
+    # usage still counts them); the same request unary gets every token
+    stream_drop_last_tokens: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.models, str):
@@ -193,6 +196,7 @@ class MockConfig:
         need(self.idle_reset_s is None or self.idle_reset_s > 0, "idle_reset_s must be > 0 (or None)")
         need(self.max_concurrency is None or self.max_concurrency >= 1, "max_concurrency must be >= 1 (or None)")
         need(self.num_speculative_tokens >= 0, "num_speculative_tokens must be >= 0")
+        need(self.stream_drop_last_tokens >= 0, "stream_drop_last_tokens must be >= 0")
         if self.num_speculative_tokens > 0:
             need(
                 max(self.chunk_pattern) <= self.num_speculative_tokens + 1,
@@ -381,6 +385,13 @@ def scripted_tokens(cfg: MockConfig, prompt_text: str, seed: int | None, n: int)
         return generate_tokens(prompt_text, seed, n)
     fresh = generate_tokens(prompt_text, seed, min(n, after + period))
     return fresh[:after] + [fresh[after + (i - after) % period] for i in range(after, n)]
+
+
+def streamed_tokens(tokens: list[str], drop_last: int) -> list[str]:
+    """The tokens' text as a stream sends it: the last `drop_last` left empty (a scripted streaming-path defect; the
+    chunks still come, as many and when they would)."""
+    keep = max(len(tokens) - drop_last, 0)
+    return tokens[:keep] + [""] * (len(tokens) - keep)
 
 
 def token_logprobs(prompt_text: str, seed: int | None, tokens: list[str], top: int) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from speculab.mock.script import (
     plan_output,
     render_chat,
     scripted_tokens,
+    streamed_tokens,
     token_logprobs,
 )
 from speculab.mock.state import MockState
@@ -161,6 +162,7 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
     cfg, m = state.cfg, state.metrics
     loop = asyncio.get_running_loop()
     tokens, lps = output
+    streamed = streamed_tokens(tokens, cfg.stream_drop_last_tokens)  # what a stream's chunks carry
     # A mid-stream fault strikes before the first chunk at or past this token (after at least one chunk when the
     # output has two or more).
     fault_token = chunks.fault_token(fault_pos)
@@ -180,7 +182,7 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
         n = chunk.tokens
         payload = b""
         if resp is not None:  # encoded before the deadline, so that at the deadline only the write is left
-            text = "".join(tokens[done : done + n])
+            text = "".join(streamed[done : done + n])
             lp_block = logprobs_block(job, lps[done : done + n], text_off) if lps is not None else None
             usage = job.usage(done + n) if job.continuous_usage else None
             last = done + n >= job.n_tokens

@@ -68,6 +68,13 @@ def _add_correctness_texts(k: CorrectnessComparison, kd: dict[str, Any]) -> None
         if side is not None:
             said = zip(side.failures, kd[key]["failures"], strict=True)
             kd[key]["failures"] = [{**fd, "text": reason_text(f)} for f, fd in said]
+    for check, key in ((k.stream_unary, "stream_unary"), (k.structured_output, "structured_output")):
+        if check is not None:  # beyond equality: its finding, and each arm's failures, with their sentences
+            kd[key]["finding"] = {**kd[key]["finding"], "text": reason_text(check.finding)}
+            for arm, side in ((check.baseline, "baseline"), (check.candidate, "candidate")):
+                if arm is not None:
+                    said = zip(arm.failures, kd[key][side]["failures"], strict=True)
+                    kd[key][side]["failures"] = [{**fd, "text": reason_text(f)} for f, fd in said]
 
 
 def _add_breach_texts(report: Report, d: dict[str, Any]) -> None:

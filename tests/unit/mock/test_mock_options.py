@@ -75,3 +75,9 @@ def test_loop_flags_script_a_degenerating_candidate() -> None:
     assert mock_config_from_flags(MockFlags()).loop_after_tokens is None
     with pytest.raises(UserError, match=r"^invalid mock-server settings: loop_period: set loop_after_tokens"):
         mock_config_from_flags(MockFlags(loop_period=4))
+
+
+def test_a_streaming_defect_is_a_flag_and_a_negative_count_one_line() -> None:
+    assert mock_config_from_flags(MockFlags(stream_drop_last_tokens=2)).stream_drop_last_tokens == 2
+    with pytest.raises(UserError, match="stream_drop_last_tokens must be >= 0"):
+        mock_config_from_flags(MockFlags(stream_drop_last_tokens=-1))

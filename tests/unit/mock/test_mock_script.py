@@ -21,6 +21,7 @@ from speculab.mock.script import (
     render_chat,
     scripted_tokens,
     step_s,
+    streamed_tokens,
 )
 
 
@@ -206,3 +207,12 @@ def test_a_looping_script_repeats_its_period_after_n_tokens_and_agrees_with_the_
 def test_bad_loop_settings_name_the_key(kwargs, needle):
     with pytest.raises(ValueError, match=re.escape(needle)):
         MockConfig(**kwargs)
+
+
+def test_a_stream_that_drops_its_last_tokens_keeps_its_chunks_and_blanks_their_text():
+    tokens = ["a ", "b ", "c ", "d "]
+    assert streamed_tokens(tokens, 0) == tokens
+    assert streamed_tokens(tokens, 2) == ["a ", "b ", "", ""]
+    assert streamed_tokens(tokens, 9) == ["", "", "", ""]  # more than it has: nothing streamed
+    with pytest.raises(ValueError, match="stream_drop_last_tokens"):
+        MockConfig(stream_drop_last_tokens=-1)

@@ -58,5 +58,5 @@ def engine_schedule(sp: SpeculationConfig, bands: Sequence[KBand], engine: str, 
     if said is not None:
         form_sp, form, notes = said
         return spelt(form_sp, engine, form, notes)
-    why = f"{engine} {version or '(release unknown)'} has no load-dependent form here"
-    return spelt(first, engine, "lowest band", (f"{why}: k={first_k} up to a batch of about {schedule[0][1]}",))
+    # no load-dependent form for this engine or release: the lowest band's k (`k_schedule` says where it ends)
+    return spelt(first, engine, "lowest band", ())

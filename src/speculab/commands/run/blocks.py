@@ -25,16 +25,16 @@ from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import RequestFunc, request_func
-from speculab.harness.design import LevelSpec
+from speculab.harness.design import LevelSpec, stream_unary_sample
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
 from speculab.harness.load.coordinator import run_workers, worker_notes
 from speculab.harness.load.runner import LoadConfig, LoadOutcome, Progress, run_load
 from speculab.harness.load.worker_plan import plan_workers
 from speculab.harness.records import FORCED, CacheResetOutcome, RequestRecord, RequestSpec
-from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, write_run_meta
+from speculab.harness.results.ab_dir import REQUESTS_FILE, repeat_dir, unary_file, write_run_meta
 from speculab.harness.results.ab_run import RepeatRun
-from speculab.harness.results.requests_file import RequestsFile, read_records
+from speculab.harness.results.requests_file import RequestsFile, read_records, write_records
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, response_reader
@@ -437,6 +437,28 @@ class BlockRunner:
         if not interrupted:
             self.finished_runs += 1
         return run
+
+
+async def send_unary(runner: BlockRunner, arm: ArmPlan, model: str) -> None:
+    """The stream against unary sample (`design.stream_unary_sample`), once per arm after its measured load: the same
+    prompts sent unary at the run's sampling, as many at once as its first load has in flight, into
+    runs/<arm>/unary.jsonl whole (never among its measured records). Stopped part way, nothing is written: a resumed
+    run sends it again."""
+    path = unary_file(runner.out, arm.info.name)
+    sample = stream_unary_sample(runner.plan.setup)
+    if not sample or path.is_file() or runner.stop.is_set():
+        return
+    runner.reporter.phase(f"{arm.info.label}: {len(sample)} prompts sent unary too (stream against unary)")
+    unary = request_func(replace(runner.endpoint(arm, model), stream=False), runner.plan.sampling, clock=runner.clock)
+    gate = asyncio.Semaphore(runner.plan.loads[0].concurrency or len(sample))
+
+    async def one(spec: RequestSpec) -> RequestRecord:
+        async with gate:
+            return await unary(runner.session, spec, scheduled_s=runner.clock())
+
+    records = await asyncio.gather(*(one(spec) for spec in sample))
+    if not runner.stop.is_set():
+        write_records(path, records)
 
 
 def _repeat_run(

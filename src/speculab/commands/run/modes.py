@@ -20,7 +20,7 @@ import signal
 from dataclasses import replace
 from typing import Protocol
 
-from speculab.commands.run.blocks import Observed
+from speculab.commands.run.blocks import Observed, send_unary
 from speculab.commands.run.lifecycle import Lifecycle
 from speculab.commands.run.plan import ArmPlan, RunPlan, arm_order
 from speculab.commands.run.preflight import fit_after_launch
@@ -92,6 +92,7 @@ class LaunchMode:
                 if run.interrupted or life.stop.is_set():
                     life.interrupt()
                     return False
+            await send_unary(life.blocks, arm, model)  # once per arm, after its measured load
         finally:
             if server is not None:
                 life.reporter.phase(f"{arm.info.label}: stopping the server")
@@ -176,6 +177,8 @@ class TwoUrlMode:
                 if interrupted or life.stop.is_set():
                     life.interrupt()
                     return
+                for a in arms:  # once per arm, after the first load it measured (the sample's prompts streamed)
+                    await send_unary(life.blocks, a, self.models[a.info.name])
             if life.enough(repeat):  # adaptive repeats: every verdict decided
                 return
 

@@ -21,7 +21,7 @@ from speculab.harness.design import BASELINE, ArmInfo, LevelSpec, Setup, candida
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.ab_run import ChangeCheck, not_checked
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.servers.adapters import adapter_for, diff_for, forced_by_launch, is_single_change
+from speculab.harness.servers.adapters import adapter_for, diff_for, forced_by_launch, is_single_change, lossy_by_launch
 from speculab.harness.servers.adapters.base import EngineAdapter, refuse_if_speculating
 from speculab.harness.servers.adapters.flags import is_speculation_flag, redact_command
 from speculab.harness.servers.process import ServerCommand, chosen_port_command, with_port
@@ -402,10 +402,12 @@ def candidate_arms(
         if on_change is not None:
             on_change(change)
         forced = launch_forced(cmd)
+        lossy = lossy_by_launch(cmd.command)  # after its files are written: TensorRT-LLM's options file says it
+        shown = redact_command(cmd.command)
         arms.append(
             ArmPlan(
                 replace(
-                    info, url=cmd.url, engine=engine, command=redact_command(cmd.command), forced_acceptance=forced
+                    info, url=cmd.url, engine=engine, command=shown, forced_acceptance=forced, lossy_acceptance=lossy
                 ),
                 cmd,
                 model,
@@ -488,6 +490,7 @@ def _setup(exp: Experiment, wl: Workload, levels: tuple[LevelSpec, ...]) -> Setu
         target_rate_rps=cost.target_rate_rps if cost else None,
         usd_per_kwh=cost.usd_per_kwh if cost else None,
         checks_enabled=exp.checks,
+        stream_unary=exp.stream_unary,
         two_url_mode=exp.two_url_mode,
         margin=dict(exp.margin),
         decide_on=exp.decide_on,

@@ -38,7 +38,7 @@ from speculab.errors import EndpointError
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
 from speculab.harness.client.request import make_session, request_func
-from speculab.harness.design import LevelSpec
+from speculab.harness.design import LevelSpec, stream_unary_sample
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.warnings import ReportWarning
@@ -163,9 +163,11 @@ def size_lines(plan: RunPlan) -> list[str | ReportWarning]:
     n, arms, loads, repeats = requests_per_arm(plan), len(plan.arms), len(plan.setup.levels), _max_repeats(plan)
     upto = "up to " if plan.setup.sequential is not None else ""
     total = n * arms * loads * repeats
+    extra = [f"{plan.warmup_requests} warmup per launch"] if plan.launch_mode and plan.warmup_requests else []
+    extra += [f"{u} unary per arm"] if (u := len(stream_unary_sample(plan.setup))) else []  # stream against unary
     lines: list[str | ReportWarning] = [
         f"requests: {n} per arm and load; {arms} arms x {loads} loads x {upto}{repeats} repeats = {upto}{total}"
-        + (f" (+ {plan.warmup_requests} warmup per launch)" if plan.launch_mode and plan.warmup_requests else "")
+        + (f" (+ {', '.join(extra)})" if extra else "")
     ]
     if plan.launch_mode:
         lines.append(f"launches: {launches(plan)} ({arms} arms x {upto}{repeats} repeats, one server at a time)")
@@ -184,16 +186,18 @@ def level_s(level: LevelSpec, n: int, timing: Timing, items: Sequence[RequestSpe
 
 
 def estimate_s(plan: RunPlan, timing: Timing) -> float:
-    """The whole run's seconds (pure): levels per arm and repeat, warmup and the first-token probe per launch,
-    start-up and stop per launch, and the report at the end."""
+    """The whole run's seconds (pure): levels per arm and repeat, each arm's unary sample, warmup and the first-token
+    probe per launch, start-up and stop per launch, and the report at the end."""
     items = plan.setup.items
     # a search: its costliest case, every probe a level, each round a launch of every arm (probing.budget)
     levels = worst_case_levels(plan.setup.search) if plan.setup.search is not None else plan.setup.levels
     per_repeat = sum(level_s(lv, len(lv.items_of(items)), timing, items) for lv in levels)
     runs = len(plan.arms) * _max_repeats(plan)
     total = runs * per_repeat + REPORT_S
+    first_c = levels[0].value if levels[0].kind == "concurrency" else 1.0
+    # the stream against unary sample: once per arm, as many at once as the first load has in flight
+    total += len(plan.arms) * len(stream_unary_sample(plan.setup)) * timing.e2e_at(first_c) / first_c
     if plan.launch_mode:
-        first_c = levels[0].value if levels[0].kind == "concurrency" else 1.0
         warmup = plan.warmup_requests * timing.e2e_at(first_c) / first_c
         rounds = worst_case_rounds(plan.setup.search) if plan.setup.search is not None else 1
         total += launches(plan) * rounds * ((timing.launch_s or 0.0) + warmup + timing.e2e_s + STOP_S)

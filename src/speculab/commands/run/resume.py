@@ -58,6 +58,9 @@ def plan_identity(plan: RunPlan, sentences: Mapping[str, str] | None = None) -> 
     sd.pop("guardrail_floor", None)
     sd.pop("predicted", None)  # what the run is held against, not what it measures
     sd.pop("synthesised_prompts", None)  # read from the workload, which its own part holds (a run before it resumes)
+    # the stream against unary sample is sent beside the measured load, never inside it: a run saved before the key
+    # still resumes, and a resumed run sends each arm's sample where DIR lacks it
+    sd.pop("stream_unary", None)
 
     def take(*keys: str) -> dict[str, Any]:  # each key goes to exactly one part; what is left is the last part
         return {k: sd.pop(k) for k in keys}

@@ -22,8 +22,8 @@ from speculab.commands.run.demo import EMBEDDED, DemoConfig, demo_plan
 from speculab.commands.run.lifecycle import Lifecycle
 from speculab.commands.run.modes import mode_for
 from speculab.commands.run.plan import RunPlan, describe_plan, plan_experiment
-from speculab.commands.run.predicted import with_prediction
 from speculab.commands.run.preflight import dry_run_interruptible, dry_run_lines, fit_when_known, size_lines
+from speculab.commands.run.probing.predicted import with_prediction
 from speculab.commands.run.recommended import shipped_config
 from speculab.commands.run.resume import prepare_resume, resume_paths
 from speculab.config import load_experiment
@@ -145,7 +145,7 @@ class RunFlags:
     dry_run: bool = False
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     fail_on: str | None = None
-    prediction: Path | None = None  # `speculab predict`'s prediction.json to start from (commands.run.predicted)
+    prediction: Path | None = None  # `speculab predict`'s prediction.json to start from (run.probing.predicted)
 
 
 @dataclass(frozen=True, slots=True)

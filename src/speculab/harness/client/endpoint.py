@@ -158,6 +158,8 @@ def build_payload(ep: EndpointConfig, sp: RequestSampling, spec: RequestSpec) ->
         body["seed"] = seed
     if sp.ignore_eos:
         body["ignore_eos"] = True
+    if spec.response_format is not None:
+        body["response_format"] = dict(spec.response_format)
     if ep.stream and ep.include_usage:
         opts: dict[str, Any] = {"include_usage": True}
         if ep.continuous_usage_stats:

@@ -5,6 +5,8 @@ On disk (docs/results.md):
     DIR/inputs.json                                  ABRun minus the per-repeat runs (schema INPUTS_SCHEMA)
     DIR/runs/<arm>/<level>/r<repeat>/requests.jsonl  RequestRecords, appended as each request finishes
     DIR/runs/<arm>/<level>/r<repeat>/run.json        RepeatRun minus records, written when the repeat ends
+    DIR/runs/<arm>/unary.jsonl                       the stream against unary sample: the same prompts sent unary
+                                                     after the arm's measured load (written whole, once per arm)
 
 `<arm>` is ArmInfo.name, `<level>` LevelSpec.key ("c1", "c16", "r8", "r0.5"), `<repeat>` 1-based. A repeat
 with requests.jsonl but no run.json is a run that was interrupted: its records count, its counters do not.
@@ -13,9 +15,11 @@ with requests.jsonl but no run.json is a run that was interrupted: its records c
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from speculab.errors import UserError
+from speculab.harness.records import RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.output_dir import check_output_dir
 from speculab.harness.results.requests_file import read_records, write_records
@@ -26,6 +30,7 @@ INPUTS_FILE = "inputs.json"
 RUNS_DIR = "runs"
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
+UNARY_FILE = "unary.jsonl"  # an arm's stream against unary sample, never mixed with its measured records
 LAUNCHES_FILE = "launches.json"  # launch mode: every launch's cold start, in order (ArmInfo keeps the first one)
 
 
@@ -37,6 +42,11 @@ def check_ab_output_dir(path: Path) -> None:
 def repeat_dir(root: Path, arm: str, level: str, repeat: int) -> Path:
     """DIR/runs/<arm>/<level>/r<repeat>: where one repeat's requests.jsonl and run.json live."""
     return root / RUNS_DIR / arm / level / f"r{repeat}"
+
+
+def unary_file(root: Path, arm: str) -> Path:
+    """DIR/runs/<arm>/unary.jsonl: the arm's stream against unary sample (present once it was sent whole)."""
+    return root / RUNS_DIR / arm / UNARY_FILE
 
 
 def write_setup(root: Path, inputs: ABRun) -> None:
@@ -59,20 +69,27 @@ def save_inputs(root: Path, inputs: ABRun) -> None:
         write_records(repeat_dir(root, run.arm, run.level, run.repeat) / REQUESTS_FILE, run.records)
         if not run.interrupted:
             write_run_meta(root, run)
+    for arm, records in inputs.unary.items():
+        write_records(unary_file(root, arm), records)
 
 
 def load_inputs(root: Path) -> ABRun:
     """Read DIR back: inputs.json, then every runs/<arm>/<level>/r<n>/ found (partial repeats included)."""
     inputs = read_setup(root)
     runs: list[RepeatRun] = []
+    unary: dict[str, tuple[RequestRecord, ...]] = {}
     base = root / RUNS_DIR
     for arm in inputs.arms:
         for level_dir in sorted((base / arm.name).glob("*")) if (base / arm.name).is_dir() else ():
+            if not level_dir.is_dir():
+                continue  # the arm's unary.jsonl
             for rdir in sorted(level_dir.glob("r*")):
                 if not rdir.is_dir() or not rdir.name[1:].isdigit():
                     continue  # r<n>.interrupted-<k>: a block set aside by a resumed run (results.blocks)
                 runs.append(_read_repeat(rdir, arm.name, level_dir.name, int(rdir.name[1:])))
-    return inputs.with_runs(runs)
+        if unary_file(root, arm.name).is_file():
+            unary[arm.name] = tuple(read_records(unary_file(root, arm.name)))
+    return replace(inputs.with_runs(runs), unary=unary)
 
 
 def read_setup(root: Path) -> ABRun:

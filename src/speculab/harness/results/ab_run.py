@@ -157,6 +157,9 @@ class ABRun:
     # what was planned, as `speculab run --resume` checks it: {"sha256", "parts": {part: sha256}, "experiment"}
     # (experiment.resume.plan_identity); None for runs written before it existed, and for compare
     plan: Mapping[str, Any] | None = None
+    # each arm's stream against unary sample (runs/<arm>/unary.jsonl): prompts it also answered unary after its
+    # measured load, never among its measured records; {} where none was sent (and in inputs.json, which omits it)
+    unary: Mapping[str, tuple[RequestRecord, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [a.name for a in self.arms]

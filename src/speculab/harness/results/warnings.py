@@ -91,6 +91,13 @@ class WarningKind(str, Enum):
     DEGENERATION_NOT_WORSE = "degeneration_not_worse"
     CHECK_FAILED = "check_failed"  # a failed check (`ArmChecks.failures`): item, prompt_id ("": none), check, reason
     CHECK_ERROR = "check_error"  # an item's check could not run: item, error
+    STREAM_DIFFERS = "stream_differs"  # item, prompt_id, position, kind (dropped|duplicated|replaced), *_tokens
+    STREAMING_DEFECT = "streaming_defect"  # side (baseline | candidate), count, of, first (its STREAM_DIFFERS fields)
+    STREAM_UNARY_ALIKE = "stream_unary_alike"  # of: every sampled prompt streamed as unary in both arms
+    STREAM_UNARY_NOT_JUDGED = "stream_unary_not_judged"  # temperature (above 0: a stream may differ by design)
+    STRUCTURED_INVALID = "structured_invalid"  # output invalid against its response_format: item, prompt_id, reason
+    STRUCTURED_OUTPUT = "structured_output"  # candidate_rate, baseline_rate, of, p_value (McNemar), lower (at alpha)
+    LOSSY_ACCEPTANCE = "lossy_acceptance"  # by (the engine's words), checked (the checks found no difference)
     CONTEXT_DIFFERS = "context_differs"  # conversation turns not compared for identical output: count
     PYTHON_CHECKS_SKIPPED = "python_checks_skipped"  # count, flag (the opt-in)
     PYTHON_CHECKS_RAN = "python_checks_ran"  # count, flag

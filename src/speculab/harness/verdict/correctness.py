@@ -7,6 +7,10 @@ tied, where batching or kernel differences flip the argmax) or a real problem. W
 logprobs at the first diverging token when they were recorded. At temperature > 0 strings differ by design; only
 distributions (check pass rates, output lengths) are compared, and differing strings are never a failure. At any
 temperature each output is measured for loops and repeated text (`analysis.degeneration`), paired per prompt.
+
+Beyond equality (issue 50; `PairedCheck`, paired per prompt as the checks are): stream against unary (a difference at
+temperature 0 is a streaming-path defect of that arm, not "outputs differ"), and structured outputs' validity. A
+candidate whose acceptance is lossy by design is judged by its checks only.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from speculab.harness.analysis.degeneration.paired import (
     compare_degeneration,
     degeneration_pair,
 )
+from speculab.harness.analysis.paired_checks.paired import MAX_FAILURES_SHOWN, ArmChecks, PairedCheck, arm_checks
+from speculab.harness.analysis.paired_checks.stream import stream_defects, stream_results, stream_unary
+from speculab.harness.analysis.paired_checks.structured import structured_outputs, structured_results
+from speculab.harness.design import BASELINE
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import (
@@ -40,7 +48,6 @@ from speculab.harness.workload.checks import PYTHON_OPT_IN, CheckSpecError, eval
 EXCERPT_BEFORE = 60
 EXCERPT_AFTER = 80
 MAX_DIVERGENCES_SHOWN = 20
-MAX_FAILURES_SHOWN = 10
 
 
 # The checks' non-inferiority margin, in pass-rate points (0.05 = 5 points): the candidate is "not worse" when the
@@ -57,16 +64,6 @@ class CorrectnessOptions:
     # Run `python` checks (code a workload file names): only when the user opted in for this command, never
     # because a results directory says so (--allow-python-checks; `python_checks: true` for `speculab run`).
     allow_python_checks: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ArmChecks:
-    arm: str
-    checked: int  # prompts with checks and a successful reference output
-    passed: int
-    pass_rate: Interval  # Wilson
-    failures: tuple[ReportWarning, ...]  # the first MAX_FAILURES_SHOWN failed checks (CHECK_FAILED records)
-    n_failures: int = 0  # every failed check (0 in a summary before it was counted): the list says how many more
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +124,11 @@ class CorrectnessComparison:
     # candidate degenerates where the baseline does not beyond noise, `worse` and the verdict say so. None: no output
     # long enough to judge
     degeneration: DegenerationComparison | None = None
+    # beyond equality (issue 50); None where not run (no unary sample sent, no item with a response_format)
+    stream_unary: PairedCheck | None = None
+    structured_output: PairedCheck | None = None
+    # what makes the candidate's acceptance lossy (`ArmInfo.lossy_acceptance`): no divergence is held against it
+    lossy_acceptance: tuple[str, ...] = ()
 
 
 def _sent_indices(runs: Sequence[Any]) -> set[int]:
@@ -239,15 +241,6 @@ def _check_pass(
     return out, fails, n_failed, not_run
 
 
-def _arm_checks(
-    arm: str, passes: Mapping[int, bool], fails: Sequence[ReportWarning], n_failed: int
-) -> ArmChecks | None:
-    if not passes:
-        return None
-    n, k = len(passes), sum(passes.values())
-    return ArmChecks(arm, n, k, wilson_interval(k, n), tuple(fails), n_failed)
-
-
 def _length(r: RequestRecord, unit: str) -> float:
     return float(r.completion_tokens) if unit == "tokens" else float(len(r.output_text))
 
@@ -282,17 +275,21 @@ def compare_correctness(
     if inferiority == "worse" and diff is not None:
         fields = {"margin": opts.margin, "estimate": diff.estimate, "high": diff.high, "confidence": 1 - opts.alpha}
         verdict = ReportWarning(WarningKind.CORRECTNESS_WORSE, fields=fields)
-    worse = inferiority == "worse" or (temp0 and n_conf > 0)
+    lossy = next((a.lossy_acceptance for a in inputs.arms if a.name == candidate), ())
+    worse = inferiority == "worse" or (temp0 and n_conf > 0 and not lossy)  # lossy: divergence expected
     worse = worse or (mc is not None and mc.p_value < opts.alpha and mc.b > mc.c)
-    if degeneration is not None and degeneration.worse:
-        worse = True
-        if verdict.kind not in _WORSE_THAN_DEGENERATION:
-            verdict = degeneration.verdict
+    verdict, worse = _with_degeneration(verdict, worse, degeneration)
+    stream, structured = _stream_unary(inputs, candidate, items), _structured(refs, items, candidate, opts.alpha)
+    verdict, worse = _beyond_equality(verdict, worse, (stream, structured), lossy)
     if refs.sent and refs.n_failed / len(refs.sent) > max_error_rate:
         worse = False
         fields = {"failed": refs.n_failed, "sent": len(refs.sent), "max_error_rate": max_error_rate}
         verdict = ReportWarning(WarningKind.CORRECTNESS_NOT_JUDGED, fields=fields)
-    _temperature0_warnings(temp0, divs, n_unc, self_rate, warnings)
+    if lossy:  # what equality would say does not apply: the lossy mode is the note
+        warnings.append(ReportWarning(WarningKind.LOSSY_ACCEPTANCE, fields={"by": list(lossy), "checked": bool(mc)}))
+    else:
+        _temperature0_warnings(temp0, divs, n_unc, self_rate, warnings)
+    warnings += stream_defects(stream)
     return CorrectnessComparison(
         candidate=candidate,
         temperature=setup.temperature,
@@ -324,7 +321,19 @@ def compare_correctness(
         non_inferiority=inferiority,
         checks_fail_both=fail_both,
         degeneration=degeneration,
+        stream_unary=stream,
+        structured_output=structured,
+        lossy_acceptance=tuple(lossy),
     )
+
+
+def _with_degeneration(verdict: ReportWarning, worse: bool, degeneration: DegenerationComparison | None
+                       ) -> tuple[ReportWarning, bool]:  # fmt: skip
+    """A candidate that loops where the baseline does not is worse; the verdict says so unless it already names a
+    worse finding (`_WORSE_THAN_DEGENERATION`)."""
+    if degeneration is None or not degeneration.worse:
+        return verdict, worse
+    return (verdict if verdict.kind in _WORSE_THAN_DEGENERATION else degeneration.verdict), True
 
 
 # the verdicts the correctness verdict keeps before degeneration: a lower pass rate says what went wrong in the
@@ -447,8 +456,8 @@ def _checks(
     diff = paired_difference(cp, bp, 1 - 2 * opts.alpha) if bp and cp else None
     fail_both = sum(1 for i in bp.keys() & cp.keys() if not bp[i] and not cp[i])
     return (
-        _arm_checks("baseline", bp, bfails, b_failed),
-        _arm_checks(candidate, cp, cfails, c_failed),
+        arm_checks("baseline", bp, bfails, b_failed),
+        arm_checks(candidate, cp, cfails, c_failed),
         mc,
         diff,
         fail_both,
@@ -527,3 +536,56 @@ def _verdict(
         # outputs were not compared, so nothing says they agree (two target models' outputs read "no difference")
         return ReportWarning(WarningKind.CORRECTNESS_NOT_COMPARED, fields={"length_p": length_p})
     return ReportWarning(WarningKind.CORRECTNESS_NO_DIFFERENCE)
+
+
+# --- beyond equality (issue 50 item 3) ------------------------------------------------------------------------------
+
+_EQUALITY_VERDICTS = {  # what only says how the outputs compare with the baseline's: nothing, for a lossy candidate
+    WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
+    WarningKind.CORRECTNESS_UNCLASSIFIED,
+    WarningKind.CORRECTNESS_NEAR_TIES,
+    WarningKind.CORRECTNESS_IDENTICAL,
+    WarningKind.CORRECTNESS_NOT_COMPARED,
+    WarningKind.CORRECTNESS_NO_DIFFERENCE,
+}
+
+
+def _beyond_equality(
+    verdict: ReportWarning, worse: bool, beyond: tuple[PairedCheck | None, ...], lossy: tuple[str, ...]
+) -> tuple[ReportWarning, bool]:
+    """The verdict and the headline's answer with the checks beyond equality: a stream defect first (a fault of the
+    serving path, not a matter of degree), then equality's and the checks' worst, then structured outputs less often
+    valid; for a lossy candidate, equality's verdicts give way to the lossy mode's record."""
+    found = next((c for c in beyond if c is not None and c.worse), None)
+    if found is not None and (found.check == "stream_unary" or not worse):
+        return found.finding, True
+    if not worse and lossy and verdict.kind in _EQUALITY_VERDICTS:
+        checked = verdict.kind is WarningKind.CORRECTNESS_NO_DIFFERENCE
+        return ReportWarning(WarningKind.LOSSY_ACCEPTANCE, fields={"by": list(lossy), "checked": checked}), False
+    return verdict, worse
+
+
+def _stream_unary(inputs: Any, candidate: str, items: Mapping[int, RequestSpec]) -> PairedCheck | None:
+    """Stream against unary in both arms at temperature 0 (above it a stream may differ by design: not judged, and no
+    sample is sent), each prompt's streamed text the first load's, lowest repeat; None where no arm sent a sample
+    (older runs, `stream_unary: 0`)."""
+    setup, sent = inputs.setup, inputs.unary.get(BASELINE) or inputs.unary.get(candidate)
+    if setup.temperature != 0 and (sent or setup.stream_unary):
+        why = ReportWarning(WarningKind.STREAM_UNARY_NOT_JUDGED, fields={"temperature": setup.temperature})
+        return PairedCheck("stream_unary", None, None, why)
+    if not sent:
+        return None
+    judged = []
+    for arm in (BASELINE, candidate):
+        streamed = _reference_records([inputs.runs_for(arm, lv.key) for lv in setup.levels])
+        pairs = [(u, s) for u in inputs.unary.get(arm, ()) if (s := streamed.get(u.index)) and s.stream and u.ok]
+        judged.append(stream_results((items[u.index], s.output_text, u.output_text) for u, s in pairs))
+    return stream_unary((BASELINE, candidate), judged)
+
+
+def _structured(
+    refs: _References, items: Mapping[int, RequestSpec], candidate: str, alpha: float
+) -> PairedCheck | None:
+    """Each arm's reference outputs against their items' `response_format`, paired per prompt."""
+    outputs = [[(items[i], r[i].output_text) for i in refs.common if i in items] for r in (refs.base, refs.cand)]
+    return structured_outputs((BASELINE, candidate), [structured_results(o) for o in outputs], alpha)

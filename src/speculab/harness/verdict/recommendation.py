@@ -214,9 +214,12 @@ def error_guardrail(base: ArmLevel | None, cand: ArmLevel | None, confidence: fl
 
 def correctness_guardrail(c: CorrectnessComparison | None) -> GuardrailAnswer:
     """The checks' pass rate held to its non-inferiority margin (verdict.correctness); not measured without checks.
-    Worse, whatever the checks say, where the candidate's outputs loop and the baseline's do not (`degeneration`): its
+    Worse, whatever the checks say, where the candidate's outputs loop and the baseline's do not (`degeneration`), or
+    where a check beyond equality makes it worse (a streaming-path defect, structured outputs less often valid): their
     numbers are the correctness verdict's, so the answer carries none."""
-    if c is not None and c.degeneration is not None and c.degeneration.worse:
+    loops = c is not None and c.degeneration is not None and c.degeneration.worse
+    beyond = c is not None and c.worse and any(k is not None and k.worse for k in (c.stream_unary, c.structured_output))
+    if loops or beyond:
         return GuardrailAnswer("correctness", WORSE, NAN, NAN, NAN, NAN)
     d = c.pass_rate_difference if c is not None else None
     if c is None or d is None or not c.non_inferiority:

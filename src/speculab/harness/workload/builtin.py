@@ -23,7 +23,7 @@ _DATA_PACKAGE = "speculab.harness.workload.data"
 class BuiltinSet:
     name: str  # use as `builtin:NAME`
     # "grounded" (the answer reuses the prompt), "open" (open-ended), "long" (long answers, in no mix), "conversation"
-    # (multi-turn), "mix"
+    # (multi-turn), "structured" (a response_format with each item), "mix"
     kind: str
     count: int  # items in the set
     description: str
@@ -47,6 +47,10 @@ _BUILTIN: dict[str, tuple[str, str]] = {  # name -> (kind, description); order i
     "long": (
         "long",
         "long answers (512-768 max_tokens): stories, essays, tutorials with code, plans, lists; where loops show",
+    ),
+    "json": (
+        "structured",
+        "structured outputs: fields extracted from a given record, asked for with a response_format JSON schema",
     ),
 }
 _MIXES: dict[str, tuple[str, str]] = {

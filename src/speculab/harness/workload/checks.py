@@ -13,6 +13,10 @@ sent) and `evaluate` runs them on an output. Checks are pure: same output, same 
 Every spec may also carry `name` (shown in reports; defaults to the type) and `negate: true` (pass when the
 check would fail, e.g. "must not contain").
 
+An item's `response_format` (structured outputs) is checked here too, where it loads (`parse_response_format`), and an
+output against it (`structured_output`: the whole output one JSON value valid against the schema); its validity is
+compared per arm by the verdict, apart from the checks (`harness.analysis.paired_checks`).
+
 A `python` check runs code named by a workload file, which may come from anyone: loading a workload never imports
 anything (the spec's form is checked, nothing more), and `evaluate` runs python checks only when the caller passes
 `allow_python=True` (the user's `--allow-python-checks` or the experiment's `python_checks: true`, for that command).
@@ -269,6 +273,51 @@ _RUNNERS: dict[str, Callable[[Check, str, Any], tuple[bool, str]]] = {
     "json_schema": _run_json_schema,
     "python": _run_python,
 }
+
+# --- structured outputs: an item's `response_format`, as the request sends it -----------------------------------
+# OpenAI's two JSON forms: {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} and
+# {"type": "json_object"}; "text" asks for nothing to check.
+RESPONSE_FORMAT_TYPES = ("json_schema", "json_object", "text")
+
+
+def parse_response_format(value: Any) -> dict[str, Any]:
+    """A workload item's `response_format`, checked where it is loaded (its schema a valid JSON Schema); CheckSpecError
+    names the key and the fix."""
+    if not isinstance(value, Mapping) or value.get("type") not in RESPONSE_FORMAT_TYPES:
+        kinds = ", ".join(RESPONSE_FORMAT_TYPES)
+        raise CheckSpecError(
+            f"'response_format' must be an object whose 'type' is one of {kinds}, e.g. "
+            '{"type": "json_schema", "json_schema": {"name": "answer", "schema": {...}}}'
+        )
+    if value["type"] == "json_schema":
+        inner = value.get("json_schema")
+        if not isinstance(inner, Mapping) or "schema" not in inner:
+            raise CheckSpecError("'response_format' of type json_schema needs 'json_schema': {name, schema}")
+        _compile_schema({"type": "json_schema", "schema": inner["schema"]})  # its message names the schema
+    return dict(value)
+
+
+def structured_output(text: str, response_format: Mapping[str, Any]) -> CheckResult | None:
+    """Does the whole output (whitespace around it aside) satisfy the item's `response_format`: one JSON value, an
+    object for json_object, valid against the schema for json_schema. Stricter than the `json_schema` check, which
+    finds JSON anywhere in a text: an engine that honours the format sends nothing else. None: nothing to check."""
+    kind = response_format.get("type")
+    if kind not in ("json_schema", "json_object"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:  # JSONDecodeError, and numbers of more digits than Python converts
+        return CheckResult("response_format", False, f"not JSON: {_clip(str(e))}")
+    if kind == "json_object":
+        ok = isinstance(value, dict)
+        return CheckResult("response_format", ok, "" if ok else f"a JSON {type(value).__name__}, not an object")
+    validator = _compile_schema({"type": "json_schema", "schema": response_format["json_schema"]["schema"]})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return CheckResult("response_format", True)
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return CheckResult("response_format", False, f"JSON at {where}: {_clip(error.message)}")
+
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 

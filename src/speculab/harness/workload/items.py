@@ -59,6 +59,7 @@ class SourceItem:
     later_turns: tuple[str, ...] = ()  # a conversation's user messages after the first, one per turn
     arrival_s: float | None = None  # a trace's request: seconds after the trace's first request
     synthesised: bool = False  # speculab wrote its prompt (random words), not the user
+    response_format: dict[str, Any] | None = None  # structured outputs: OpenAI's response_format, sent as given
 
 
 # Longer than any served model's context (10M tokens): a prompt length past it, from a trace or a server, is a
@@ -92,7 +93,12 @@ def finalize(items: list[SourceItem], seed: int, num_prompts: int | None, api: s
 
 
 def _turn_specs(src: SourceItem, api: str, cycle: int) -> list[RequestSpec]:
-    common = {"max_tokens": src.max_tokens, "category": src.category, "prompt_id": src.prompt_id}
+    common = {
+        "max_tokens": src.max_tokens,
+        "category": src.category,
+        "prompt_id": src.prompt_id,
+        "response_format": src.response_format,
+    }
     if not src.later_turns:
         prompt, messages = _render(src, api)
         return [

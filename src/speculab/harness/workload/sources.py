@@ -107,6 +107,8 @@ def workload_overview(workload: Workload, show: int = 0) -> dict[str, Any]:
         "items_with_max_tokens": len(with_max),
         "max_tokens": describe(with_max).to_dict(),
         "items_with_checks": sum(1 for i in items if i.checks),
+        # structured outputs: requests sending a response_format, by its type (json_schema, json_object)
+        "response_formats": dict(Counter(i.response_format.get("type") for i in items if i.response_format)),
         # a trace's arrivals: how long it lasts and its mean rate (None for workloads without arrival times)
         "trace": _trace_overview([i.arrival_s for i in items if i.arrival_s is not None]),
         "check_types": dict(check_types),

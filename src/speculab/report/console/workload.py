@@ -60,6 +60,9 @@ def print_workload(console: Console, o: Mapping[str, Any]) -> None:
         )
     checks = ", ".join(f"{k} {v}" for k, v in o["check_types"].items()) or "none"
     console.print(f"checks on {o['items_with_checks']} requests ({checks})", markup=False)
+    if formats := o.get("response_formats"):  # a summary of an older speculab has no such key
+        said = ", ".join(f"{k} {v}" for k, v in formats.items())
+        console.print(f"response_format on {sum(formats.values())} requests ({said})", markup=False)
     for item in o.get("preview", ()):
         text = item["text"]
         clipped = text if len(text) <= 300 else text[:297] + "..."

@@ -38,6 +38,7 @@ from speculab.report.formatting import (
     speedup_range,
     usd,
 )
+from speculab.report.html.beyond import beyond_rows
 from speculab.report.phrases import (
     NOT_IN_FILE,
     cache_reset_phrase,
@@ -288,6 +289,8 @@ CLASSES = {"faster": "good", "slower": "bad", "inconclusive": "gated"}
 # the correctness verdicts shown as bad: the checks' pass rate lower, a confident divergence at temperature 0, outputs
 # longer or shorter, outputs degenerating where the baseline's do not
 _BAD_CORRECTNESS = {
+    WarningKind.STREAMING_DEFECT,
+    WarningKind.STRUCTURED_OUTPUT,  # the verdict only where lower
     WarningKind.CORRECTNESS_CHECKS_LOWER,
     WarningKind.CORRECTNESS_WORSE,
     WarningKind.CORRECTNESS_CONFIDENT_DIVERGENCES,
@@ -397,6 +400,7 @@ def correctness_rows(report: Report) -> list[dict[str, Any]]:
                     else "–"
                 ),
                 "non_inferiority": checks_phrase(k, arm_labels(report)),
+                "beyond": beyond_rows(k, arm_labels(report)),
                 "lengths": f"median {num(k.length_baseline.p50, ',.0f')} vs {num(k.length_candidate.p50, ',.0f')} "
                 f"{k.length_unit}; mean {num(k.length_baseline.mean, ',.1f')} vs "
                 f"{num(k.length_candidate.mean, ',.1f')}; paired Wilcoxon p = {pvalue(k.length_wilcoxon_p)}",

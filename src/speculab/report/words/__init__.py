@@ -12,6 +12,8 @@ warnings are worded there, every other family here:
   run-level comparison's notes;
 - `findings`: diagnose's findings (`finding_words`), its queueing check and disaggregation suggestion;
 - `validity`: why acceptance is not the user's traffic's (synthetic prompts, ignore_eos, forced, short outputs).
+- `paired_checks`: correctness beyond equality (stream against unary, structured outputs, a lossy candidate);
+- `findings`: diagnose's findings (`finding_words`), its queueing check and disaggregation suggestion.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from speculab.report.words.findings import (
     queueing_note,
 )
 from speculab.report.words.methods import METHOD_WORDS, vocab_words
+from speculab.report.words.paired_checks import PAIRED_CHECK_WORDS
 from speculab.report.words.reasons import REASON_WORDS, Fields
 from speculab.report.words.runs import RUN_WORDS
 from speculab.report.words.validity import NOT_USERS_ANSWER, NOT_USERS_K, VALIDITY_WORDS
@@ -41,6 +44,7 @@ WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     **METHOD_WORDS,
     **GATE_WORDS,
     **VALIDITY_WORDS,
+    **PAIRED_CHECK_WORDS,
 }
 
 __all__ = [

@@ -29,11 +29,13 @@ def _plan(text: str = EXPERIMENT):
 def test_size_lines_count_requests_and_launches() -> None:
     lines = size_lines(_plan())
     assert lines == [
-        "requests: 24 per arm and load; 3 arms x 2 loads x 2 repeats = 288 (+ 4 warmup per launch)",
+        "requests: 24 per arm and load; 3 arms x 2 loads x 2 repeats = 288 (+ 4 warmup per launch, 8 unary per arm)",
         "launches: 6 (3 arms x 2 repeats, one server at a time)",
     ]
     adaptive = _plan(EXPERIMENT.replace("repeats: 2", "repeats: {min: 1, max: 4, until: decided}"))
     assert "up to 4 repeats = up to 576" in size_lines(adaptive)[0]
+    unchecked = _plan(EXPERIMENT + "checks: false\n")
+    assert size_lines(unchecked)[0].endswith("= 288 (+ 4 warmup per launch)")  # no unary sample: nothing to add
 
 
 def test_e2e_between_and_beyond_the_probes() -> None:
@@ -48,7 +50,8 @@ def test_estimate_adds_levels_launches_warmup_and_the_report() -> None:
     t = Timing(e2e_s=1.0, batch=4, batch_e2e_s=2.0, launch_s=10.0, probes=8)
     per_repeat = (24 * 1.0 + 0.5) + (24 * 2.0 / 4 + 1.0)  # c=1: N x e2e (+ half a request); c=4: N x e2e / 4 (+ half)
     per_launch = 10.0 + 4 * 1.0 + 1.0 + STOP_S  # start-up, warmup at the first level's concurrency, first token, stop
-    assert estimate_s(plan, t) == pytest.approx(6 * per_repeat + 6 * per_launch + REPORT_S)
+    unary = 3 * 8 * 1.0  # each arm's 8 prompts sent unary, at the first level's concurrency (1)
+    assert estimate_s(plan, t) == pytest.approx(6 * per_repeat + 6 * per_launch + unary + REPORT_S)
     assert estimate_line(plan, t).startswith("estimated duration: ~")
     assert "unknown (nothing answers" in estimate_line(plan, None, "nothing answers at http://x")
 

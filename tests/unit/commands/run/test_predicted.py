@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from speculab.commands.run.plan import plan_experiment
-from speculab.commands.run.predicted import with_prediction
+from speculab.commands.run.probing.predicted import with_prediction
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 

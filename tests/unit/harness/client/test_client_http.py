@@ -120,6 +120,11 @@ def test_payload_rules():
     b = build_payload(ep, RequestSampling(max_tokens=5, seed=None), RequestSpec(0, prompt="x", seed=42, max_tokens=9))
     assert b["seed"] == 42 and b["max_tokens"] == 9 and b["logprobs"] is True and b["top_logprobs"] == 2
     assert b["ignore_eos"] is True
+    assert "response_format" not in b
+    fmt = {"type": "json_object"}
+    assert (
+        build_payload(ep, RequestSampling(), RequestSpec(0, prompt="x", response_format=fmt))["response_format"] == fmt
+    )
     forced = RequestSampling(max_tokens=5, max_tokens_overrides_items=True)
     assert build_payload(ep, forced, RequestSpec(0, prompt="x", max_tokens=9))["max_tokens"] == 5
     assert "key" not in repr(EndpointConfig("http://h", "m", api_key="sk-secret")).replace("api_key", "")

@@ -15,6 +15,8 @@ from speculab.harness.workload.checks import (
     first_json_value,
     parse_check,
     parse_checks,
+    parse_response_format,
+    structured_output,
 )
 
 
@@ -189,3 +191,36 @@ def test_with_the_opt_in_only_plain_functions_outside_the_standard_library_run(t
     r = run({"type": "python", "function": "surely_not_a_module_xyz:f"}, "out", allow_python=True)
     assert not r.passed and "cannot import module" in r.reason
     sys.modules.pop(mod, None)
+
+
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "r",
+        "schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "passed", "reason"),
+    [
+        (' {"n": 3}\n', SCHEMA_FORMAT, True, ""),
+        ('{"n": "3"}', SCHEMA_FORMAT, False, "JSON at n: '3' is not of type 'integer'"),
+        ('Sure! {"n": 3}', SCHEMA_FORMAT, False, "not JSON"),  # a format honoured sends nothing else
+        ('```json\n{"n": 3}\n```', SCHEMA_FORMAT, False, "not JSON"),
+        ('{"n": 3', SCHEMA_FORMAT, False, "not JSON"),  # cut short: the stream's last tokens missing
+        ("[1]", {"type": "json_object"}, False, "a JSON list, not an object"),
+        ('{"a": 1}', {"type": "json_object"}, True, ""),
+    ],
+)
+def test_structured_output_is_the_whole_output_valid_against_its_format(text, fmt, passed, reason):
+    result = structured_output(text, fmt)
+    assert result is not None and result.passed is passed and result.reason.startswith(reason)
+
+
+def test_a_text_format_asks_for_nothing_and_a_bad_format_is_named_at_load_time():
+    assert structured_output("anything", {"type": "text"}) is None
+    assert parse_response_format(SCHEMA_FORMAT) == SCHEMA_FORMAT
+    with pytest.raises(CheckSpecError, match="not a valid JSON Schema"):
+        parse_response_format({"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}})

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from speculab.harness.workload.builtin import list_builtin
-from speculab.harness.workload.checks import evaluate, parse_checks
+from speculab.harness.workload.checks import evaluate, parse_checks, structured_output
 from speculab.harness.workload.sources import load_workload
 
 ROOT = Path(__file__).resolve().parents[4]
-SETS = [b.name for b in list_builtin() if b.kind not in ("mix", "conversation")]  # single-turn sets
+# the single-turn sets of plain prompts (json, structured outputs, is small: below)
+SETS = [b.name for b in list_builtin() if b.kind not in ("mix", "conversation", "structured")]
 GROUNDED = {"code-edit", "extraction", "summarize", "rag-qa"}
 
 
@@ -35,6 +36,24 @@ def test_list_builtin_names_kinds_and_counts():
     assert info["mixed"].count == sum(info[n].count for n in SETS if info[n].kind in ("grounded", "open"))
     assert all(b.description for b in info.values())
     assert info["chat"].kind == "conversation" and info["chat"].count == 18
+    assert info["json"].kind == "structured" and info["json"].count == 24
+
+
+def test_the_json_set_asks_for_a_schema_and_checks_the_values():
+    """Structured outputs (#50 item 4): each item's response_format is a JSON schema of its fields' shapes, which a
+    right answer meets and a prose answer does not; its check judges the values."""
+    w = load_workload("builtin:json", seed=0)
+    assert 16 <= len(w) <= 24 and len({i.prompt for i in w.items}) == len(w)
+    first = w.items[0]
+    assert first.response_format["type"] == "json_schema" and first.checks
+    right = '{"invoice_number": "BP-20931", "vendor": "Brisby Print & Design", "total": 1284.5, "currency": "EUR", '
+    right += '"due_date": "2024-11-13"}'
+    assert structured_output(right, first.response_format).passed and passed(first, right)
+    assert not structured_output(f"Here it is: {right}", first.response_format).passed  # valid only as JSON alone
+    assert not structured_output(right.replace("}", ', "note": 1}'), first.response_format).passed  # no other key
+    assert not passed(first, right.replace("1284.5", "1284"))  # the value check
+    for item in w.items:
+        assert item.response_format["json_schema"]["schema"]["additionalProperties"] is False
 
 
 def test_the_chat_set_is_conversations_whose_later_turns_build_on_the_answer():

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from speculab.errors import UserError
-from speculab.harness.workload.checks import evaluate
+from speculab.harness.records import RequestSpec
+from speculab.harness.workload.checks import evaluate, structured_output
 from speculab.harness.workload.items import Workload, approx_tokens, render_messages, request_seed
 from speculab.harness.workload.sources import load_workload, workload_overview
 from speculab.harness.workload.synthetic import parse_synthetic
@@ -43,6 +44,15 @@ def test_jsonl_items_keep_order_fields_and_ids(tmp_path):
     assert b.checks == ({"type": "contains", "value": "4"},) and b.prompt_id == "line3"
     assert c.prompt_id == "line4"
     assert load_workload(f"jsonl:{path}", seed=1) == w
+
+
+def test_an_items_response_format_is_kept_for_every_turn_and_in_inputs_json(tmp_path):
+    fmt = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object", "required": ["n"]}}}
+    path = write_jsonl(tmp_path / "s.jsonl", [{"prompt": "a", "response_format": fmt}, {"turns": ["b", "c"]}])
+    a, b, c = load_workload(path, seed=0, api="chat").items
+    assert a.response_format == fmt and b.response_format is None and c.response_format is None
+    assert RequestSpec.from_dict(a.to_dict()) == a
+    assert "response_format" not in b.to_dict()  # an item without one keeps its shape (and --resume's plan identity)
 
 
 def test_chat_api_wraps_prompts_and_keeps_messages(tmp_path):
@@ -78,6 +88,13 @@ def test_render_messages_text_parts():
         ('{"prompt": "a", "checks": [{"type": "regex", "pattern": "("}]}', "checks[0]: regex check 'pattern'"),
         ('{"prompt": "a", "checks": {"type": "exact"}}', "'checks' must be a list"),
         ('{"prompt": "a", "category": 3}', "'category' must be a non-empty string"),
+        ('{"prompt": "a", "response_format": {"type": "xml"}}', "'response_format' must be an object whose 'type'"),
+        ('{"prompt": "a", "response_format": {"type": "json_schema"}}', "needs 'json_schema': {name, schema}"),
+        (
+            '{"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": 3}}}}',
+            "is not a valid JSON Schema",
+        ),
+        ('{"prompt": "a", "respons_format": {}}', "did you mean 'response_format'?"),
     ],
 )
 def test_jsonl_errors_name_file_line_and_reason(tmp_path, line, reason):
@@ -388,6 +405,10 @@ def test_the_examples_in_docs_work(tmp_path):
     )
     assert evaluate([regex], "Answer: $1,284.50")[0].passed and not evaluate([regex], "Answer: 1284.55")[0].passed
     assert evaluate([negated], "def new_name(x):")[0].passed
+    (structured,) = [ln for ln in doc.splitlines() if ln.startswith('{"id": "order-1"')]
+    fmt = load_workload(write_jsonl(tmp_path / "s.jsonl", [structured]), seed=0).items[0].response_format
+    assert structured_output('{"order_id": "A-55", "items": 3}', fmt).passed
+    assert not structured_output('{"order_id": "A-55"}', fmt).passed
     for spec in re.findall(r"^synthetic:input=\d\S*", doc, re.M):
         assert len(load_workload(spec, seed=0, num_prompts=3)) == 3
 

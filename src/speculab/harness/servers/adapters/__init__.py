@@ -83,6 +83,12 @@ def forced_by_server(server_info: Mapping[str, Any]) -> tuple[str, ...]:
     return forced_by_launch((*s.command, *config), {})
 
 
+def lossy_by_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """What in a launch command makes acceptance lossy, in each engine's words (() : nothing). Every adapter reads it:
+    a knob means one thing wherever it appears, and a server of kind `other` may be any engine."""
+    return tuple(dict.fromkeys(w for a in _ADAPTERS.values() for w in a.lossy_launch(command)))
+
+
 def _recorded_adapter(kind: str) -> EngineAdapter:
     return _ADAPTERS.get(kind, _ADAPTERS["other"])
 
@@ -176,6 +182,7 @@ __all__ = [
     "forced_by_launch",
     "forced_by_server",
     "is_single_change",
+    "lossy_by_launch",
     "parse_command",
     "plain_base",
     "response_reader",

@@ -168,6 +168,11 @@ def no_forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[st
     return ()
 
 
+def no_lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """An engine with no lossy acceptance mode speculab knows of."""
+    return ()
+
+
 # "Not this engine": what a record says about what an engine lacks. A shared read-only mapping, so that a default
 # cannot be changed through one record and seen in another (a dataclass takes it only through a factory).
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -254,6 +259,11 @@ class EngineAdapter:
     # per-position rates (vLLM's `synthetic_acceptance_rates` semantics; `speculab predict`'s cost probes); None:
     # the engine has no knob speculab can set through a speculation config (its cost is probed at real acceptance)
     force_acceptance: Callable[[SpeculationConfig, tuple[float, ...]], SpeculationConfig] | None = None
+    # A lossy acceptance mode (drafts accepted that the target would not always have chosen: typical acceptance,
+    # relaxed acceptance, a probability threshold): what in a launch command turns it on, in the engine's own words
+    # (() : nothing). Such a candidate's outputs are not expected to equal the baseline's: it is judged by its checks
+    # only (verdict.correctness).
+    lossy_launch: Callable[[Sequence[str]], tuple[str, ...]] = no_lossy_launch
 
     def candidate_command(self, baseline_cmd: Sequence[str], speculation: SpeculationConfig) -> list[str]:
         """The baseline command with speculation switched on and nothing else changed; a baseline that already

@@ -33,6 +33,7 @@ from speculab.harness.servers.adapters.base import (
     object_at,
     unsupported,
 )
+from speculab.harness.servers.adapters.flags import parse_command
 from speculab.harness.servers.adapters.options import flatten, option_flags
 from speculab.harness.servers.adapters.vllm import NGRAM_GRID
 from speculab.protocol.chunks import EngineFields, as_count
@@ -188,6 +189,27 @@ def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str,
     return (f"{SIMULATE_ACC_LEN}={value}",) if forced else ()
 
 
+# SGLang's acceptance thresholds (server_args): 1.0, the default, is exact rejection sampling; below it a draft is
+# accepted when the target's probability of it exceeds `single`, or with probability min(1, p / `acc`)
+ACCEPT_THRESHOLDS = ("--speculative-accept-threshold-single", "--speculative-accept-threshold-acc")
+
+
+def _lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """An acceptance threshold below 1 (`--speculative-accept-threshold-single` or `-acc`): drafts accepted that the
+    target would not always have sampled."""
+    said = []
+    for flag, values in parse_command(command).flags.items():
+        if flag.replace("_", "-") not in ACCEPT_THRESHOLDS:
+            continue
+        for v in values:
+            try:
+                lossy = v is not None and float(v) < 1
+            except ValueError:
+                lossy = False  # SGLang refuses a value that is not a number: no run
+            said += [f"{flag} {v}"] if lossy else []
+    return tuple(said)
+
+
 ADAPTER = EngineAdapter(
     kind=KIND,
     metric_prefix="sglang:",
@@ -231,4 +253,5 @@ ADAPTER = EngineAdapter(
     launch=_launch,
     forced_launch=_forced_launch,
     read_response=_read_response,
+    lossy_launch=_lossy_launch,
 )

@@ -148,6 +148,26 @@ def _read_response(said: EngineFields) -> ResponseReading | None:
     return ResponseReading(spec, {"choice": kept})
 
 
+RELAXED = "use_relaxed_acceptance_for_thinking"
+
+
+def _lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """MTP's relaxed acceptance for thinking (`speculative_config.use_relaxed_acceptance_for_thinking: true` in the
+    options file the command names): inside a thinking span a draft is accepted when it is among the target's
+    `relaxed_topk` tokens within `relaxed_delta` of the best, not only the target's own token. A file that cannot be
+    read says nothing (the engine would not start on it)."""
+    paths = [p for p in parse_command(command).flags.get(OPTIONS_FLAG, ()) if p]
+    for path in paths:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        spec = data.get("speculative_config") if isinstance(data, dict) else None
+        if isinstance(spec, dict) and spec.get(RELAXED) is True:
+            return (f"speculative_config.{RELAXED}: true",)
+    return ()
+
+
 def _launch(model: str, port: int, context: int | None) -> list[str] | None:
     ctx = ["--max_seq_len", str(context)] if context is not None else []
     return ["trtllm-serve", model, "--host", "127.0.0.1", "--port", str(port), *ctx]
@@ -181,4 +201,5 @@ ADAPTER = EngineAdapter(
     candidate_files=_files,
     launch=_launch,
     read_response=_read_response,
+    lossy_launch=_lossy_launch,
 )

@@ -27,6 +27,7 @@ from speculab.harness.servers.adapters.base import (
     json_flag,
     object_at,
 )
+from speculab.harness.servers.adapters.flags import parse_command
 from speculab.protocol.chunks import EngineFields, as_count
 
 KIND = "vllm"
@@ -99,6 +100,24 @@ def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str,
         if config.get(key) is not None:
             said.append(f"{key}={json.dumps(config[key])}")
     return (", ".join(said),)
+
+
+TYPICAL = "typical_acceptance_sampler"
+
+
+def _lossy_launch(command: Sequence[str]) -> tuple[str, ...]:
+    """Typical acceptance (vLLM before V1): `--speculative-config` with `"acceptance_method":
+    "typical_acceptance_sampler"`, or the older `--spec-decoding-acceptance-method typical_acceptance_sampler`: a draft
+    is accepted when the target finds it probable enough (a posterior threshold), not by rejection sampling, so the
+    outputs are not the plain ones."""
+    config: dict[str, Any] = {}
+    for flag in ("--speculative-config", "--speculative_config"):  # vLLM reads either spelling
+        config |= json_flag(command, flag)
+    said = [f"--speculative-config acceptance_method={TYPICAL}"] if config.get("acceptance_method") == TYPICAL else []
+    flags = parse_command(command).flags
+    for flag in ("--spec-decoding-acceptance-method", "--spec_decoding_acceptance_method"):
+        said += [f"{flag} {TYPICAL}" for v in flags.get(flag, ()) if v == TYPICAL]
+    return tuple(said)
 
 
 def release_tuple(text: str) -> tuple[int, ...]:
@@ -222,4 +241,5 @@ ADAPTER = EngineAdapter(
     read_response=_read_response,
     forced_launch=_forced_launch,
     force_acceptance=_force_acceptance,
+    lossy_launch=_lossy_launch,
 )

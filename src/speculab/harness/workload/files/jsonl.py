@@ -1,5 +1,6 @@
 """JSONL workloads: one JSON object per line with `prompt`, `messages` or `turns` (a conversation: its user
-messages, one per turn, with an optional `system` prompt), and optional max_tokens, category, checks, id.
+messages, one per turn, with an optional `system` prompt), and optional max_tokens, category, checks, id and
+response_format (structured outputs: OpenAI's, sent with the request and its validity judged per arm).
 
 Every malformed line raises `UserError` naming the file, the line and the fix before any request is sent.
 docs/workloads.md documents the format.
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from speculab.errors import UserError, user_text
-from speculab.harness.workload.checks import CheckSpecError, parse_checks
+from speculab.harness.workload.checks import CheckSpecError, parse_checks, parse_response_format
 from speculab.harness.workload.items import SourceItem, read_workload_file
 
 T = TypeVar("T")
@@ -29,6 +30,7 @@ _JSONL_KEYS = (
     "category",
     "checks",
     "expected_output_tokens",
+    "response_format",
 )
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -114,6 +116,12 @@ def _item_from_obj(obj: Any, default_id: str) -> SourceItem:
         except CheckSpecError as e:
             raise ValueError(str(e)) from None
         checks = tuple(obj["checks"])
+    response_format = None
+    if "response_format" in obj:
+        try:
+            response_format = parse_response_format(obj["response_format"])
+        except CheckSpecError as e:
+            raise ValueError(str(e)) from None
     category = obj.get("category")
     if category is not None and (not isinstance(category, str) or not category):
         raise ValueError("'category' must be a non-empty string")
@@ -129,6 +137,7 @@ def _item_from_obj(obj: Any, default_id: str) -> SourceItem:
         checks=checks,
         expected_output_tokens=_positive_int(obj, "expected_output_tokens"),
         later_turns=later,
+        response_format=response_format,
     )
 
 
