@@ -77,3 +77,12 @@ candidate: {command: [serve, --port, "8000", --speculative-config, "{}"]}
 def test_a_range_the_model_cannot_take_is_a_user_error():
     with pytest.raises(UserError, match="needs concurrency loads"):
         plan_probes(experiment("vllm", "{low: {rate: 1}, operating: {rate: 4}}"), 24)
+
+
+def test_a_forced_candidate_is_still_a_single_change_from_the_baseline():
+    from speculab.commands.run.plan import plan_experiment
+
+    for engine in ("speculab", "vllm"):
+        exp = experiment(engine, "{low: {concurrency: 1}, operating: {concurrency: 8}}")
+        plan = plan_experiment(cost_experiment(exp, {"ngram-k4": (0.8, 0.5, 0.3, 0.1)}))
+        assert all(c.verified for c in plan.changes), (engine, plan.changes)

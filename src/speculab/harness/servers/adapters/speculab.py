@@ -92,7 +92,7 @@ ADAPTER = EngineAdapter(
     ),
     cache_reset=CacheReset(("/reset_prefix_cache",)),
     kv_usage_gauges=("speculab:kv_cache_usage_perc",),
-    speculation_flags=frozenset({"--speculative-config"}),
+    speculation_flags=frozenset({"--speculative-config", FORCED_FLAG}),  # forcing: a cost probe's speculation
     context_flags=("--max-model-len",),
     starter_grid=(
         f"{NGRAM_GRID}{DRAFT_LINE}"
