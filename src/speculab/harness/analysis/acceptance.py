@@ -253,6 +253,34 @@ def positions_from_requests(per_request: Sequence[RequestAcceptance]) -> Positio
     return PositionAcceptance(source, drafts, tuple(rows), INTERVAL_OVER_PROMPTS, len(prompts), _length_by_k(uncond))
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Per-request outliers: acceptance near zero or near full, which can track garbled or looping output (vllm#44487).
+# ---------------------------------------------------------------------------------------------------------------
+
+OUTLIER_LOW, OUTLIER_HIGH = 0.05, 0.95  # a request's acceptance rate at or beyond these
+OUTLIER_MIN_DRAFTED = 16  # drafted tokens a rate needs to mean anything (a request that drafted 2 is 0, 0.5 or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceOutlier:
+    """One request whose acceptance rate is near zero or near full, with what its output's checks said."""
+
+    index: int
+    prompt_id: str
+    side: str  # "low" (rate <= OUTLIER_LOW) | "high" (>= OUTLIER_HIGH)
+    rate: float
+    draft_tokens: int
+    checks: str  # "passed" | "failed" | "none" (the item has no check that ran)
+    degenerate: bool | None  # its output loops or repeats itself (analysis.degeneration); None: too short to judge
+
+
+def outlier_side(a: RequestAcceptance) -> str | None:
+    """ "low", "high", or None: a request's acceptance rate near zero, near full, or neither (or too few drafts)."""
+    if a.rate is None or (a.draft_tokens or 0) < OUTLIER_MIN_DRAFTED:
+        return None
+    return "low" if a.rate <= OUTLIER_LOW else "high" if a.rate >= OUTLIER_HIGH else None
+
+
 @dataclass(frozen=True, slots=True)
 class AcceptanceSpeedup:
     """Per prompt: the candidate's acceptance length against its TPOT speedup (baseline TPOT / candidate TPOT, the

@@ -59,6 +59,7 @@ class WarningKind(str, Enum):
     GUARDRAIL_TOLERATED = "guardrail_tolerated"
     WHAT_IF_SKIPPED = "what_if_skipped"  # the what-if model refused the acceptance: error
     ACCEPTANCE_RATE_ACROSS_K = "acceptance_rate_across_k"  # candidates of different K by rate: candidates[]
+    ACCEPTANCE_OUTLIERS = "acceptance_outliers"  # per-request rates near 0 or 1: outliers[] with their checks
     # `speculab predict` (fields: docs/predict.md): no positions at the lowest load, too few cost probes, its plan
     PREDICT_NO_POSITIONS = "predict_no_positions"
     PREDICT_FEW_PROBES = "predict_few_probes"

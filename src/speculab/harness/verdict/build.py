@@ -26,7 +26,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,7 @@ from speculab.harness.verdict.model import (
     ReportOptions,
     SetupView,
 )
+from speculab.harness.verdict.per_request import acceptance_outliers
 from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 from speculab.harness.workload import validity
@@ -181,6 +182,13 @@ def _warnings(inputs: ABRun, levels: Sequence[LevelReport], cands: Sequence[Cand
             w.extend(_arm_warnings(a, lv, labels.get(a.arm, a.arm)))
     w.extend(_effect_not_medians(levels, labels))
     w.extend(_rate_across_k(inputs, cands))
+    w.extend(
+        ReportWarning(
+            Kind.ACCEPTANCE_OUTLIERS, c.label, fields={"outliers": [asdict(o) for o in c.acceptance_outliers]}
+        )
+        for c in cands
+        if c.acceptance_outliers
+    )
     w.extend(prediction_checks(inputs, levels))
     command = repeats_command(inputs)
     w.extend(_near_margin(levels, labels, command))
@@ -406,6 +414,11 @@ def _candidates(
                 label=cand.label,
                 acceptance=acc,
                 acceptance_positions=low_arm.acceptance_positions if low_arm is not None else None,
+                acceptance_outliers=acceptance_outliers(
+                    inputs.runs_for(cand.name, low.key) if low is not None else (),
+                    inputs.setup.items,
+                    opts.correctness.allow_python_checks,
+                ),
                 crossover=cross,
                 what_if=what_if_views(cand, levels, warnings),
                 plan=capacity_view(cand, base, levels, inputs),

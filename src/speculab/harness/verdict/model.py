@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculab.harness.analysis import cost as costlib
+from speculab.harness.analysis.acceptance import AcceptanceOutlier as AcceptanceOutlier
 from speculab.harness.analysis.acceptance import AcceptanceSpeedup
 from speculab.harness.analysis.acceptance import PositionAcceptance as PositionAcceptance
 from speculab.harness.analysis.acceptance import WeightedAcceptance as WeightedAcceptance
@@ -424,6 +425,7 @@ class CandidateReport:
     # before #48 item 3 kept its sentence ("" for none), read back as a `note`
     change_note: ReportWarning | None
     acceptance_positions: PositionAcceptance | None = None  # ArmLevel.acceptance_positions at the same low load
+    acceptance_outliers: tuple[AcceptanceOutlier, ...] = ()  # per-request rates near 0 or 1 there, with their checks
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,21 +13,25 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from speculab.harness.analysis.acceptance import (
+    AcceptanceOutlier,
     AcceptanceSpeedup,
     PositionAcceptance,
     RequestAcceptance,
     acceptance_speedup,
+    outlier_side,
     per_prompt_length,
     positions_from_counts,
     positions_from_requests,
     request_acceptance,
     weighted_acceptance,
 )
+from speculab.harness.analysis.degeneration.loops import degeneration_of
 from speculab.harness.analysis.prefix_cache import HitRateChange, compare_hit_rates
 from speculab.harness.records import AcceptanceSummary, RequestRecord, RequestSpec
 from speculab.harness.results.ab_run import RepeatRun
 from speculab.harness.servers.prefix_cache import prefix_cache_delta
 from speculab.harness.verdict.model import ArmLevel, PrefixCacheView, PromptSpread, RequestAcceptanceView
+from speculab.harness.workload.checks import evaluate
 
 
 def _measured(runs: Sequence[RepeatRun]) -> list[RequestRecord]:
@@ -71,6 +75,34 @@ def acceptance_positions(runs: Sequence[RepeatRun], counted: AcceptanceSummary |
         return None
     drafts = float(counted.drafts)
     return positions_from_counts(drafts, [p * drafts for p in counted.per_position], counted.source)
+
+
+MAX_OUTLIERS = 20  # listed per candidate: the report names them, it is not a dump
+
+
+def acceptance_outliers(
+    runs: Sequence[RepeatRun], items: Sequence[RequestSpec], allow_python: bool
+) -> tuple[AcceptanceOutlier, ...]:
+    """The candidate's requests at one load whose own acceptance rate is near zero or near full, each with what its
+    output's checks said and whether it loops: such acceptance can track garbled or looping output (vllm#44487).
+    Low ones first, then high, each by index; at most MAX_OUTLIERS."""
+    by_index = {it.index: it for it in items}
+    records = {r.index: r for r in _measured(runs) if r.ok}
+    out = []
+    for a in _per_request(runs):
+        side, rec = outlier_side(a), records.get(a.index)
+        if side is None or rec is None:
+            continue
+        item = by_index.get(a.index)
+        ran = [r for r in evaluate(item.checks, rec.output_text, item, allow_python=allow_python) if r.ran] if (
+            item is not None and item.checks) else []  # fmt: skip
+        checks = "none" if not ran else "passed" if all(r.passed for r in ran) else "failed"
+        loops = degeneration_of(rec.output_text)
+        prompt_id = item.prompt_id if item is not None and item.prompt_id else ""
+        out.append(AcceptanceOutlier(a.index, prompt_id, side, float(a.rate or 0.0), int(a.draft_tokens or 0), checks,
+                                     loops.degenerate if loops.judged else None))  # fmt: skip
+    out.sort(key=lambda o: (o.side != "low", o.index))
+    return tuple(out[:MAX_OUTLIERS])
 
 
 def prefix_cache_view(runs: Sequence[RepeatRun], engine: str) -> PrefixCacheView | None:

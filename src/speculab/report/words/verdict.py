@@ -34,6 +34,27 @@ def _error_gate(f: Fields) -> str:
     )
 
 
+def _outliers(f: Fields) -> str:
+    """'3 requests accepted nearly every draft (>= 95 %): prompt 4 (checks failed, loops), ...; 1 nearly none ...'."""
+
+    def one(o: Fields) -> str:
+        said = {"passed": "checks passed", "failed": "checks failed", "none": "no checks"}[o["checks"]]
+        loops = {True: ", loops", False: "", None: ", too short to judge loops"}[o["degenerate"]]
+        return (
+            f"{o['prompt_id'] or 'prompt ' + str(o['index'])} ({o['rate']:.0%} of {o['draft_tokens']}: {said}{loops})"
+        )
+
+    parts = []
+    for side, what in (("low", "nearly no draft (at most 5 %)"), ("high", "nearly every draft (at least 95 %)")):
+        these = [o for o in f["outliers"] if o["side"] == side]
+        if these:
+            parts.append(f"{len(these)} request(s) accepted {what}: " + ", ".join(one(o) for o in these))
+    return (
+        "; ".join(parts) + " — acceptance that far from the rest can track garbled or looping output: read those "
+        "outputs (report.html lists the checks that failed)"
+    )
+
+
 def _rate_across_k(f: Fields) -> str:
     def one(c: Fields) -> str:
         rate = f"{c['rate']:.0%}" if isinstance(c.get("rate"), int | float) else "not reported"
@@ -71,6 +92,7 @@ def _prediction_missed(f: Fields) -> str:
 
 GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
     WarningKind.ACCEPTANCE_RATE_ACROSS_K: _rate_across_k,
+    WarningKind.ACCEPTANCE_OUTLIERS: _outliers,
     WarningKind.PREDICT_NO_POSITIONS: lambda f: (
         "no prediction: the engine reported no acceptance per draft position at the lowest load"
         + ("" if f.get("k") else ", and the candidate's K is not known")

@@ -4,6 +4,7 @@ hit-rate check, on synthetic inputs whose effects are known."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from tests.fakes.ab_inputs import ArmEffect, make_inputs
@@ -134,3 +135,31 @@ def test_candidates_of_different_k_compared_by_rate_get_a_warning_and_same_k_do_
             "b": ArmEffect(acceptance_length=2.1, k=4, tokens_per_chunk=2)}  # fmt: skip
     r2 = build_report(make_inputs(n_prompts=12, repeats=1, levels=LEVELS, candidates=same), FAST)
     assert not any(w.kind == WarningKind.ACCEPTANCE_RATE_ACROSS_K for w in r2.warnings)
+
+
+def test_requests_accepting_nearly_nothing_or_nearly_everything_are_listed_with_their_checks_and_loops():
+    from speculab.harness.verdict.per_request import acceptance_outliers
+
+    cand = ArmEffect(acceptance_length=2.6, tokens_per_chunk=3, per_request_spread=0.1)
+    inputs = make_inputs(n_prompts=12, repeats=1, levels=LEVELS, candidates={"ngram-k4": cand})
+    (run,) = inputs.runs_for("ngram-k4", "c1")
+    loop = "the same words again " * 40  # a looping output
+
+    def spec(accepted: int, drafted: int) -> dict:
+        return {"drafts": drafted // 4, "draft_tokens": drafted, "accepted_tokens": accepted, "source": "x"}
+
+    measured = [r for r in run.records if not r.warmup]
+    changed = {measured[0].index: replace(measured[0], speculation=spec(1, 60)),
+               measured[1].index: replace(measured[1], speculation=spec(59, 60), output_text=loop),
+               measured[2].index: replace(measured[2], speculation=spec(2, 4))}  # too few drafts to judge  # fmt: skip
+    run = replace(run, records=tuple(changed.get(r.index, r) if not r.warmup else r for r in run.records))
+    found = acceptance_outliers([run], inputs.setup.items, allow_python=False)
+    assert [(o.index, o.side) for o in found] == [(measured[0].index, "low"), (measured[1].index, "high")]
+    assert found[1].degenerate is True and found[0].rate == pytest.approx(1 / 60)
+    assert all(o.checks in ("passed", "failed", "none") for o in found)
+    # and the report lists them as a warning on the candidate, worded with what their checks said
+    r = build_report(replace(inputs, runs=tuple(run if x is inputs.runs_for("ngram-k4", "c1")[0] else x
+                                                for x in inputs.runs)), FAST)  # fmt: skip
+    (w,) = [w for w in r.warnings if w.kind == WarningKind.ACCEPTANCE_OUTLIERS]
+    text = warning_text(w)
+    assert "1 request(s) accepted nearly no draft" in text and "loops" in text
