@@ -113,6 +113,10 @@ class WeightedAcceptance:
     length_token_weighted: float | None  # 1 + sum accepted / sum drafts (or sum (n-1) / sum steps)
     length_request_weighted: stats.Interval | None
     length_kind: str
+    # the token-weighted figures with an interval over prompts (a ratio of sums, requests of one prompt pooled:
+    # `stats.cluster_ratio_interval`); None where a prompt's counts are not all known
+    rate_token_weighted_interval: stats.Interval | None = None
+    length_token_weighted_interval: stats.Interval | None = None
 
 
 def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcceptance | None:
@@ -134,6 +138,7 @@ def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcc
         length_tw = tokens_per_step(n + 1, sum(a.accepted_tokens for a in counted))
     rates = [a.rate for a in same if a.rate is not None]
     lengths = [a.length for a in same if a.length is not None]
+    rate_iv, length_iv = _pooled_intervals(same, kind)
     return WeightedAcceptance(
         requests=len(same),
         drafting_requests=len(drafting),
@@ -142,7 +147,35 @@ def weighted_acceptance(per_request: Sequence[RequestAcceptance]) -> WeightedAcc
         length_token_weighted=length_tw,
         length_request_weighted=stats.t_interval(lengths) if lengths else None,
         length_kind=kind,
+        rate_token_weighted_interval=rate_iv,
+        length_token_weighted_interval=length_iv,
     )
+
+
+def _pooled_intervals(
+    per_request: Sequence[RequestAcceptance], kind: str
+) -> tuple[stats.Interval | None, stats.Interval | None]:
+    """The token-weighted rate (accepted / drafted) and length (1 + accepted / steps) with intervals over prompts:
+    each prompt's counts summed over its requests, a clustered ratio of sums. The length's only where steps are
+    reported (LENGTH_PER_STEP)."""
+    by: dict[int, list[float]] = {}
+    for a in per_request:
+        if a.draft_tokens is None:
+            continue
+        row = by.setdefault(a.index, [0.0, 0.0, 0.0])
+        row[0] += a.accepted_tokens
+        row[1] += a.draft_tokens
+        row[2] += a.drafts or 0
+    if not by:
+        return None, None
+    acc, drafted, steps = ([r[i] for r in by.values()] for i in range(3))
+    rate = stats.cluster_ratio_interval(acc, drafted)
+    if kind != LENGTH_PER_STEP or not any(steps):
+        return rate, None
+    per_step = stats.cluster_ratio_interval(acc, steps)  # accepted per step; the length adds the target's token
+    length = stats.Interval(1 + per_step.estimate, 1 + per_step.low, 1 + per_step.high, per_step.confidence,
+                            per_step.method, per_step.n)  # fmt: skip
+    return rate, length
 
 
 # ---------------------------------------------------------------------------------------------------------------

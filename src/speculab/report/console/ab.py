@@ -314,8 +314,10 @@ def per_request_lines(report: Any, level: Any) -> list[str]:
         rw = w.length_request_weighted
         rw_txt = interval(rw, ".2f", floor=1.0) if rw is not None else MISSING  # a length is >= 1
         what = "acc.len" if w.length_kind.startswith("acceptance length") else "tokens/step"
+        tw = w.length_token_weighted_interval
+        tw_txt = interval(tw, ".2f", floor=1.0) if tw is not None else num(w.length_token_weighted)
         lines.append(
-            f"  {arm.label} per request: {what} {num(w.length_token_weighted)} token-weighted, {rw_txt} "
+            f"  {arm.label} per request: {what} {tw_txt} token-weighted, {rw_txt} "
             f"request-weighted ({w.drafting_requests} requests)"
         )
     for arm in report.arms:  # the canon per draft position (docs/metrics.md), where the engine reports positions

@@ -128,9 +128,13 @@ def _weighted_cells(w: WeightedAcceptance) -> dict[str, str]:
     rw_rate, rw_len = w.rate_request_weighted, w.length_request_weighted
     return {
         "requests": f"{w.drafting_requests} of {w.requests}",
-        "rate_tw": num(w.rate_token_weighted, ".1%"),
+        "rate_tw": interval(w.rate_token_weighted_interval, ".1%", floor=0.0, ceiling=1.0)
+        if w.rate_token_weighted_interval is not None
+        else num(w.rate_token_weighted, ".1%"),
         "rate_rw": interval(rw_rate, ".1%", floor=0.0, ceiling=1.0) if rw_rate is not None else MISSING,
-        "len_tw": num(w.length_token_weighted),
+        "len_tw": interval(w.length_token_weighted_interval, ".2f", floor=1.0)
+        if w.length_token_weighted_interval is not None
+        else num(w.length_token_weighted),
         "len_rw": interval(rw_len, ".2f", floor=1.0) if rw_len is not None else MISSING,  # a length is >= 1
     }
 

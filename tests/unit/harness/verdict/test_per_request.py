@@ -43,6 +43,10 @@ def test_long_requests_weigh_more_in_the_token_weighted_figure():
     assert w.rate_request_weighted.estimate == pytest.approx((0.75 + 3 * 2 / 32) / 4)
     assert w.length_token_weighted == pytest.approx(1 + 306 / 124)
     assert w.length_request_weighted.estimate == pytest.approx((4.0 + 3 * 1.25) / 4)
+    # the token-weighted figures carry an interval over prompts too (a ratio of sums, clustered by prompt)
+    assert w.rate_token_weighted_interval.estimate == pytest.approx(w.rate_token_weighted)
+    assert w.length_token_weighted_interval.estimate == pytest.approx(w.length_token_weighted)
+    assert w.rate_token_weighted_interval.n == 4 and w.rate_token_weighted_interval.low < w.rate_token_weighted
 
 
 def test_llamacpp_tokens_per_step_and_nothing_invented():
