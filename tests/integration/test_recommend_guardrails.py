@@ -26,10 +26,11 @@ def mock(port: int, ttft_ms: int, tokens_per_chunk: int) -> str:
 
 def experiment(port: int, base_ttft_ms: int = 100, cand_ttft_ms: int = 300) -> str:
     # plain: TTFT 100 ms, then 31 gaps of 8 ms (TPOT 8 ms, E2E ~0.35 s); the candidate: TTFT 300 ms, then two tokens
-    # per chunk (TPOT ~3.9 ms: 2x faster per token) but E2E ~0.42 s (slower)
+    # per chunk (TPOT ~3.9 ms: 2x faster per token) but E2E ~0.42 s (slower). Real prompts (the mock ignores them): on
+    # `synthetic:` prompts acceptance is not the user's and no candidate would be chosen (issue 50 item 1)
     return f"""
 name: guardrail
-workload: {{spec: "synthetic:input=20,output=32", num_prompts: 12, warmup_requests: 1}}
+workload: {{spec: builtin:grounded, num_prompts: 12, warmup_requests: 1}}
 sampling: {{max_tokens: 32}}
 loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
 baseline:

@@ -1,6 +1,6 @@
 """Issue 50 item 1's done-means end to end in launch mode: a run on `synthetic:` prompts says first, in its headline,
 that acceptance is not the user's traffic's, and a candidate launched with forced acceptance (vLLM's synthetic
-rejection sampler in its --speculative-config, which the scripted mock reads for its k and otherwise ignores) is
+rejection sampler in its --speculative-config, which the scripted mock's step-batched mode honours) is
 reported as forced, never as measured; the recommendation chooses nothing on either."""
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ FORCED = {"method": "ngram", "num_speculative_tokens": 1, "rejection_sample_meth
           "synthetic_acceptance_rates": [1.0]}  # fmt: skip
 
 
-def mock(port: int, tokens_per_chunk: int, *extra: str) -> str:
-    """The mock server as a launched engine: 5 ms between chunks, 16-token answers."""
+def mock(port: int, *extra: str) -> str:
+    """The mock server as a launched engine: batched steps of 5 ms, 16-token answers (the step-batched mode is the
+    one that honours vLLM's synthetic sampler: forced acceptance at its rates)."""
     args = [sys.executable, "-m", "speculab", "mock-server", "--port", str(port), "--ttft-ms", "5"]
-    args += ["--gap-ms", "5", "--tokens-per-chunk", str(tokens_per_chunk), "--output-tokens", "16", *extra]
+    args += ["--step-batched", "--step-ms", "5", "--output-tokens", "16", *extra]
     return json.dumps(args)
 
 
 def experiment(port: int) -> str:
-    candidate = mock(port, 2, "--speculative-config", json.dumps(FORCED))
+    candidate = mock(port, "--speculative-config", json.dumps(FORCED))
     return f"""
 name: validity
 workload: {{spec: "synthetic:input=10,output=16", num_prompts: 6, warmup_requests: 1}}
@@ -35,7 +36,7 @@ sampling: {{max_tokens: 16}}
 loads: {{low: {{concurrency: 1}}, operating: {{concurrency: 1}}}}
 repeats: 1
 baseline:
-  launch: {{engine: other, command: {mock(port, 1)}, port: {port}, env: {{PYTHONPATH: "{SRC}"}}}}
+  launch: {{engine: other, command: {mock(port)}, port: {port}, env: {{PYTHONPATH: "{SRC}"}}}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}
 candidate: {{command: {candidate}}}
 """

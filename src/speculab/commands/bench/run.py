@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -418,7 +419,9 @@ def _spec_decode(
     # all a bench run reads) and the acceptance length at every k up to the measured one
     drafts = float(acc.drafts or 0)
     by_position = positions_from_counts(drafts, [p * drafts for p in acc.per_position], acc.source)
-    out["conditional_per_position"] = [r.conditional.estimate for r in by_position.positions] if by_position else []
+    # a position no step reached has no rate: null, as the file keeps it (NaN is not JSON)
+    rates = [r.conditional.estimate for r in by_position.positions] if by_position else []
+    out["conditional_per_position"] = [x if math.isfinite(x) else None for x in rates]
     out["by_position"] = json_safe(asdict(by_position)) if by_position is not None else None
     return out, note
 
