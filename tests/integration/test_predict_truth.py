@@ -1,6 +1,6 @@
 """Issue 49's done-means on the mock's step-batched engine, whose truth is known (`speculab.mock.truth`): a plain step
 costs a + b·batch, a speculative one grows with batch × K, acceptance is drawn position by position. From `speculab
-predict`'s probes (plain and K = 4 at concurrency 1, then 6 and 32 at forced acceptance, 48 prompts each) the
+predict`'s probes (plain and K = 4 at concurrency 1, then 6 and 32 at forced acceptance, 32 prompts each) the
 prediction must place the crossover of K = 4 within ±25 % of the truth, the speedup at one stream within ±15 %, the
 best k at the lowest and the highest load as the truth's, and send at most a quarter of what a fixed K × load sweep
 would. (The crossover is sensitive: near it the two arms' costs grow at close slopes, so a few % on the verify cost
@@ -49,7 +49,7 @@ def test_the_prediction_on_a_batched_engine_meets_the_issue_tolerances(tmp_path:
     # acceptance with vLLM's synthetic sampler (the mock honours it as vLLM does)
     exp.write_text(
         f"""
-workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 48, warmup_requests: 1}}
+workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 32, warmup_requests: 1}}
 sampling: {{max_tokens: {TOKENS}}}
 loads: {{search: {{kind: concurrency, low: 1, high: 32, tolerance: 4}}}}
 baseline:
@@ -76,7 +76,7 @@ speculation: {{method: ngram, num_speculative_tokens: 4, engine_args: ["--per-re
     # what prediction.json promises (docs/predict.md), the probes' own run beside it, and the terminal's view
     assert pred["schema"] == "speculab.prediction/1" and pred["loads"] == {"kind": "concurrency", "low": 1, "high": 32}
     assert set(by_k[4]) >= {"name", "k", "crossover", "curve"} and x["low"] < x["estimate"] < x["high"]
-    assert pred["output_tokens"] == TOKENS and pred["requests_sent"] == 2 * 3 * 48
+    assert pred["output_tokens"] == TOKENS and pred["requests_sent"] == 2 * 3 * 32
     for phase in ("acceptance", "cost"):
         assert (out / "probes" / phase / "summary.json").is_file() and (
             out / "probes" / phase / "report.html"
