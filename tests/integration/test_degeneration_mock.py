@@ -6,6 +6,7 @@ an interval, in the terminal, report.html and summary.json. The same server with
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -63,7 +64,10 @@ def test_a_candidate_that_falls_into_a_loop_is_flagged_worse_with_an_interval(tm
     assert "outputs that loop or repeat themselves" in html and "loop of period 8" in html
     # twice as fast per token, but looping: not recommended, the correctness guardrail says why
     assert summary["recommendation"]["form"] == "plain", summary["recommendation"]
-    assert "TPOT 2.0" in stdout and "but correctness worse: not recommended" in stdout, stdout
+    # about 2x (the mock's script: two tokens a chunk at the same gap; 1.99x on a busy VM)
+    assert re.search(r"TPOT (1\.9\d|2\.0\d)× faster", stdout) and "but correctness worse: not recommended" in stdout, (
+        stdout
+    )
 
 
 @pytest.mark.slow
