@@ -23,7 +23,7 @@ import aiohttp
 
 from speculab.commands.bench.summary import build_summary, validity_warnings
 from speculab.config import SloTargets
-from speculab.harness.analysis.acceptance import positions_from_counts
+from speculab.harness.analysis.acceptance import positions_from_summary
 from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallConfig
 from speculab.harness.analysis.rejections import OptionRejections
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, check_items
@@ -417,8 +417,7 @@ def _spec_decode(
     out = acc.to_spec_decode_dict()
     # the canon per draft position (docs/metrics.md): conditional rates with intervals (over steps: counters are
     # all a bench run reads) and the acceptance length at every k up to the measured one
-    drafts = float(acc.drafts or 0)
-    by_position = positions_from_counts(drafts, [p * drafts for p in acc.per_position], acc.source)
+    by_position = positions_from_summary(acc)
     # a position no step reached has no rate: null, as the file keeps it (NaN is not JSON)
     rates = [r.conditional.estimate for r in by_position.positions] if by_position else []
     out["conditional_per_position"] = [x if math.isfinite(x) else None for x in rates]

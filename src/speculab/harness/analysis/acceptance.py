@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import scipy
 
 from speculab.harness import stats
-from speculab.harness.records import RequestRecord
+from speculab.harness.records import AcceptanceSummary, RequestRecord
 
 
 def acceptance_rate(accepted: float, draft_tokens: float | None) -> float | None:
@@ -251,6 +251,15 @@ def positions_from_counts(
         reached = acc
     uncond = [r.unconditional for r in rows]
     return PositionAcceptance(source, float(drafts), tuple(rows), INTERVAL_OVER_TOKENS, 0, _length_by_k(uncond))
+
+
+def positions_from_summary(s: AcceptanceSummary) -> PositionAcceptance | None:
+    """From an acceptance summary's counters (its per-position rates are accepted at j / drafts): the one conversion
+    bench and the verdict both use; None when speculation was not active or no position or step was counted."""
+    if not s.active or not s.per_position or not s.drafts:
+        return None
+    drafts = float(s.drafts)
+    return positions_from_counts(drafts, [p * drafts for p in s.per_position], s.source)
 
 
 def positions_from_requests(per_request: Sequence[RequestAcceptance]) -> PositionAcceptance | None:

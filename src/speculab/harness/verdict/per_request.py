@@ -20,8 +20,8 @@ from speculab.harness.analysis.acceptance import (
     acceptance_speedup,
     outlier_side,
     per_prompt_length,
-    positions_from_counts,
     positions_from_requests,
+    positions_from_summary,
     request_acceptance,
     weighted_acceptance,
 )
@@ -71,10 +71,7 @@ def acceptance_positions(runs: Sequence[RepeatRun], counted: AcceptanceSummary |
     from_requests = positions_from_requests(_per_request(runs))
     if from_requests is not None:
         return from_requests
-    if counted is None or not counted.active or not counted.per_position or not counted.drafts:
-        return None
-    drafts = float(counted.drafts)
-    return positions_from_counts(drafts, [p * drafts for p in counted.per_position], counted.source)
+    return positions_from_summary(counted) if counted is not None else None
 
 
 MAX_OUTLIERS = 20  # listed per candidate: the report names them, it is not a dump
