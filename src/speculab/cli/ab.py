@@ -182,7 +182,7 @@ def predict_command(
     from speculab.commands.predict.predict import predict_command as predict
 
     flags = PredictFlags(experiment, output, dry_run, allow_extra_diff, max_model_len, seed)
-    predict(flags, _Screen())
+    _exit_if_interrupted(predict(flags, _Screen()))
 
 
 @app.command("compare")

@@ -104,7 +104,16 @@ def _spelt(prediction: Prediction, exp: Experiment, report: Report) -> Predictio
     return replace(prediction, candidates=tuple(cands))
 
 
-def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | None:
+@dataclass(frozen=True, slots=True)
+class PredictOutcome:
+    """What predict made: its prediction, or None where a probe run was interrupted (Ctrl-C: what it measured is on
+    disk under OUT/probes, and the CLI exits 130 as `run` does)."""
+
+    prediction: Prediction | None
+    interrupted: bool = False
+
+
+def predict_command(flags: PredictFlags, screen: PredictScreen) -> PredictOutcome | None:
     """Plan the probes, run them (acceptance, then cost at the rates measured), predict; None for --dry-run."""
     exp = load_experiment(flags.experiment)
     out = flags.output or default_run_dir(f"{flags.experiment.stem}-predict")
@@ -136,20 +145,20 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | 
 
     accepted = probe(ACCEPTANCE_DIR, first)
     if accepted is None:
-        return None
+        return PredictOutcome(None, interrupted=True)
     rates = _measured_rates(accepted[0])
     forced = cost_experiment(exp, rates)
     try:
         cost = probe(COST_DIR, forced)
     except (EndpointError, ErrorRateExceeded) as e:
-        if forced.speculations == cost_experiment(exp, {}).speculations:
+        if forced.speculations == exp.speculations:
             raise  # nothing was forced: the failure is the engine's own, as in any run
         # the engine has the knob but this build refused it (vLLM 0.32's CPU build: "Synthetic acceptance not
         # supported with CPU sampling", its engine dies): the cost probed again at real acceptance, and said so
         screen.line(ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": str(e).splitlines()[0][:300]}))
-        cost = probe(COST_DIR + "-unforced", cost_experiment(exp, {}))
+        cost = probe(COST_DIR + "-unforced", cost_experiment(exp, {}))  # {}: no rates, nothing forced
     if cost is None:
-        return None
+        return PredictOutcome(None, interrupted=True)
     parts = [accepted, cost]
     prediction = predict_from_report(
         parts,
@@ -164,4 +173,4 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> Prediction | 
     path = out / PREDICTION_FILE
     path.write_text(dumps(prediction.to_dict(), indent=1) + "\n", encoding="utf-8")
     screen.prediction(prediction, path)
-    return prediction
+    return PredictOutcome(prediction)

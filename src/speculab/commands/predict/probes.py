@@ -88,7 +88,7 @@ def plan_probes(exp: Experiment, prompts: int) -> ProbePlan:
     requests = arms * len(loads) * prompts
     sweep = sweep_loads(low, high)
     ks = sum(sp.num_speculative_tokens for sp in exp.speculations)
-    forced = tuple(candidate_name(sp) for sp in exp.speculations if _forcing(exp) is not None)
+    forced = tuple(candidate_name(sp) for sp in exp.speculations) if _forcing(exp) is not None else ()
     sweep_requests = (1 + ks) * len(sweep) * prompts * SWEEP_REPEATS
     return ProbePlan(low, high, loads, prompts, requests, sweep, sweep_requests, forced)
 
