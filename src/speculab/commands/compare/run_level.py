@@ -11,6 +11,7 @@ from pathlib import Path
 
 from speculab.commands.compare.arms import same_model
 from speculab.errors import UserError
+from speculab.harness.imports.registry import claimed, unclaimed
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
@@ -39,6 +40,8 @@ def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tu
         return None
     if sa is None or sb is None:
         given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
+        if other.is_file() and not claimed(other):  # no tool's file: which tool's it is closest to, and what it lacks
+            raise unclaimed(other)
         raise UserError(
             f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
             f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"

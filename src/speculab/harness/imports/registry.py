@@ -28,6 +28,8 @@ from speculab.harness.imports import (
     vllm_sweep,
 )
 from speculab.harness.imports.imported import ImportedRun
+from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
+from speculab.harness.imports.marks import closest
 from speculab.harness.imports.summaries import guidellm, sglang, vllm
 from speculab.harness.imports.summaries.summary import RunSummary
 
@@ -146,8 +148,31 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         raise UserError(f"{path}: no such file or directory; {_GIVE}")
     if found := next((r.FORMAT for r in _FILES if r.detect(path)), None):
         return found
+    raise unclaimed(path)
+
+
+def claimed(path: Path) -> bool:
+    """Whether a reader claims `path` (a directory's or a file's, by its tool's marks)."""
+    return any(r.detect(path) for r in (*_DIRECTORIES, *_FILES))
+
+
+def unclaimed(path: Path) -> UserError:
+    """The one line refusing a file no reader claims: the tool whose marks it has the most of (`imports.marks`) and
+    what it lacks of them, or what to give instead where that tool's file is one speculab does not read."""
     others = "|".join(f for f in FORMATS if f != SPECULAB)
-    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {others} reads it as one)")
+    give = f"{_GIVE} (--format {others} reads it as one)"
+    marks = [m for r in _FILES if (m := getattr(r, "MARKS", None)) is not None]
+    near = closest(path, (*marks, *OTHER_MARKS))
+    if near is None:
+        return UserError(f"{path}: not a result speculab reads; {give}")
+    m, have, lacks = near
+    keys = ", ".join(f"`{k}`" for k in have)
+    if m.instead:
+        return UserError(f"{path}: {m.tool} ({keys}), which speculab does not read: give {m.instead}")
+    if not lacks:  # every mark of a tool speculab does not read yet
+        return UserError(f"{path}: a {m.tool} file ({keys}), which speculab does not read yet; {give}")
+    missing = ", ".join(f"`{k}`" for k in lacks)
+    return UserError(f"{path}: not a result speculab reads: closest is {m.tool} ({keys}), but no {missing}; {give}")
 
 
 def result_path(path: Path, fmt: str | None = None) -> Path:
