@@ -16,9 +16,14 @@ VLLM = HERE / "vllm"
 
 
 def _metric(out: Path, name: str, load: int = 0) -> dict:
+    """One figure at one load as summary.json states it (the A/B grammar): B against A from `comparisons`, each
+    side's run values (`a`, `b`) and typical value from its `levels[].arms[].figures`."""
     s = json.loads((out / "summary.json").read_text())
-    assert s["schema"] == "speculab.report.run-level/2" and s["unit"] == "run"
-    return next(m for m in s["loads"][load]["metrics"] if m["name"] == name)
+    assert s["schema"] == "speculab.report.run-level/3" and s["unit"] == "run"
+    level = s["levels"][load]
+    m = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == name)
+    fa, fb = (arm["figures"][name] for arm in level["arms"])
+    return m | {"a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
 
 
 def test_two_single_summaries_are_side_by_side_and_exit_0(capsys, tmp_path: Path) -> None:
@@ -122,7 +127,7 @@ def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_p
     assert code == 2 and "gpt-oss-20b" in one_line_error(err) and "speculab-mock" in err
     out = tmp_path / "y"
     code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
-    notes = json.loads((out / "summary.json").read_text())["notes"]  # records; the model check's words as a note
+    notes = json.loads((out / "summary.json").read_text())["warnings"]  # records; the model check's words as a note
     assert code == 0 and any("different target models" in n["fields"].get("text", "") for n in notes)
 
 
@@ -173,3 +178,23 @@ def test_fail_on_gates_a_run_level_comparison(capsys, tmp_path: Path) -> None:
     assert code == 2 and "correctness cannot be checked" in one_line_error(err), err
     code, _, err = run_main(capsys, "compare", *single, "--output", str(tmp_path / "d"), "--decide-on", "tpott")
     assert code == 2 and "--decide-on" in one_line_error(err) and not (tmp_path / "d").exists(), err
+
+
+def test_a_run_whose_requests_all_failed_fails_the_error_gate_with_exit_4(capsys, tmp_path: Path) -> None:
+    """Issue 51: a vLLM-layout file with 0 of 640 requests completed exited 0 ("requests failed 640" its only sign);
+    the error gate reads each run's own counts, after summary.json is written; `--max-error-rate` takes a percent."""
+    d = json.loads((VLLM / "candidate" / "r1.json").read_text())
+    zeros = {k: 0.0 for k in d if k.endswith("_ms") or k.endswith("_throughput")}
+    dead = tmp_path / "dead.json"
+    dead.write_text(json.dumps(d | zeros | {"num_prompts": 640, "completed": 0, "failed": 640}))
+    out = tmp_path / "cmp"
+    code, stdout, err = run_main(capsys, "compare", str(VLLM / "baseline" / "r1.json"), str(dead), "--output", str(out))
+    line = one_line_error(err)
+    assert code == 4 and "640 of 640 requests failed (100.0%)" in line and "more than --max-error-rate 2%" in line
+    assert "dead.json at concurrency 4" in line and (out / "summary.json").is_file()
+    assert "the error gate (--max-error-rate 2%) reads each run's own counts" in stdout
+    args = ("compare", str(VLLM / "baseline" / "r1.json"), str(dead), "--max-error-rate")
+    assert run_main(capsys, *args, "100%", "--output", str(tmp_path / "all"))[0] == 0
+    assert run_main(capsys, *args, "1.0", "--output", str(tmp_path / "one"))[0] == 0
+    code, _, err = run_main(capsys, *args, "50", "--output", str(tmp_path / "bad"))
+    assert code == 2 and "did you mean 50%?" in err and not (tmp_path / "bad").exists()
