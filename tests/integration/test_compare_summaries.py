@@ -198,3 +198,32 @@ def test_a_run_whose_requests_all_failed_fails_the_error_gate_with_exit_4(capsys
     assert run_main(capsys, *args, "1.0", "--output", str(tmp_path / "one"))[0] == 0
     code, _, err = run_main(capsys, *args, "50", "--output", str(tmp_path / "bad"))
     assert code == 2 and "did you mean 50%?" in err and not (tmp_path / "bad").exists()
+
+
+def test_a_sweep_combinations_own_summary_json_is_its_runs(capsys, tmp_path: Path) -> None:
+    """Issue 51: the summary.json `vllm bench sweep serve` writes beside a combination's run=N.json (those results
+    again, as one list) is read alone, each entry a run (what users keep)."""
+    sides = []
+    for name in ("plain", "spec"):
+        combo = HERE / "sweep" / f"SERVE--{name}-BENCH--c4"
+        runs = [json.loads((combo / f"run={n}.json").read_text()) | {"run_number": n} for n in range(3)]
+        kept = tmp_path / combo.name
+        kept.mkdir()
+        (kept / "summary.json").write_text(json.dumps(runs, indent=4))
+        sides.append(str(kept / "summary.json"))
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(capsys, "compare", *sides, "--output", str(out))
+    assert code == 0, stdout
+    tpot = _metric(out, "tpot_median_s")
+    assert len(tpot["a"]) == 3 and tpot["decision"] == "faster" and "vllm bench sweep serve" in stdout
+
+
+def test_a_vllm_file_keeping_lens_but_no_ttfts_compares_at_the_run_level(capsys, tmp_path: Path) -> None:
+    lens = {"input_lens": [22] * 20, "output_lens": [16] * 20, "errors": [""] * 20}
+    a, b = (tmp_path / "a.json", tmp_path / "b.json")
+    for src, dst in ((VLLM / "baseline" / "r1.json", a), (VLLM / "candidate" / "r1.json", b)):
+        dst.write_text(json.dumps(json.loads(src.read_text()) | lens))
+    code, stdout, err = run_main(capsys, "compare", str(a), str(b), "--output", str(tmp_path / "cmp"))
+    assert code == 0, err
+    assert "the unit is the run" in stdout and "--save-detailed" not in stdout + err
+    assert _metric(tmp_path / "cmp", "tpot_median_s")["point"] < 0.75

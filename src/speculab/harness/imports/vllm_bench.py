@@ -61,12 +61,21 @@ MARKS = Marks(TOOL, ("date", "backend|endpoint_type", "num_prompts", "completed"
 def detect(path: Path) -> bool:
     """Whether `path` is a vLLM bench serve result: a JSON object opening with vLLM's marks (`MARKS`) in its first
     8 KiB (a file cut short is still detected, so that reading it names what is wrong)."""
+    head = _head(path)
+    return head.startswith("{") and has_marks(head)
+
+
+def _head(path: Path) -> str:
     try:
         with path.open("rb") as f:
-            head = f.read(8192).decode("utf-8", "replace").lstrip()
+            return f.read(8192).decode("utf-8", "replace").lstrip()
     except OSError:
-        return False
-    return head.startswith("{") and all(any(f'"{k}"' in head for k in alts.split("|")) for alts in MARKS.keys)
+        return ""
+
+
+def has_marks(head: str) -> bool:
+    """Whether the start of a file names every one of vLLM's marks (`MARKS`)."""
+    return all(any(f'"{k}"' in head for k in alts.split("|")) for alts in MARKS.keys)
 
 
 def _load(ff: FileFields) -> dict[str, Any]:
