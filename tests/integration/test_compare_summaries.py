@@ -227,3 +227,26 @@ def test_a_vllm_file_keeping_lens_but_no_ttfts_compares_at_the_run_level(capsys,
     assert code == 0, err
     assert "the unit is the run" in stdout and "--save-detailed" not in stdout + err
     assert _metric(tmp_path / "cmp", "tpot_median_s")["point"] < 0.75
+
+
+def test_llmperf_summaries_alone_compare_at_the_run_level(capsys, tmp_path: Path) -> None:
+    """Issue 51: LLMPerf's *_summary.json kept without its responses is read at the run level (its quantiles and its
+    own throughput); TPOT and ITL are not in it (LLMPerf's inter-token figure counts the first token)."""
+    llmperf = HERE.parent / "llmperf"
+    sides = []
+    for name in ("baseline", "candidate"):
+        (src,) = (llmperf / name).glob("*_summary.json")
+        (tmp_path / name).mkdir()
+        sides.append(tmp_path / name / src.name)
+        sides[-1].write_text(src.read_text())
+    out = tmp_path / "cmp"
+    code, stdout, err = run_main(capsys, "compare", *map(str, sides), "--output", str(out))
+    assert code == 0, err
+    raw = json.loads(sides[0].read_text())
+    assert _metric(out, "e2e_median_s")["a"] == [pytest.approx(raw["results_end_to_end_latency_s_quantiles_p50"])]
+    assert _metric(out, "output_tok_s")["a"] == [pytest.approx(raw["results_mean_output_throughput_token_per_s"])]
+    assert _metric(out, "tpot_median_s")["a"] == [] and "llmperf" in stdout
+    # beside its responses, a summary is the responses' run: give them (read per request)
+    with_responses = [str(next((llmperf / n).glob("*_summary.json"))) for n in ("baseline", "candidate")]
+    code, _, err = run_main(capsys, "compare", *with_responses, "--output", str(tmp_path / "x"))
+    assert code == 2 and "give LLMPerf's *_individual_responses.json beside it" in one_line_error(err)

@@ -20,6 +20,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.imports.marks import Marks
 from speculab.harness.records import ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -30,6 +31,8 @@ NAME = "LLMPerf"
 READ_AS = "an LLMPerf individual_responses file"
 HOW = "LLMPerf: the same --mean/--stddev-input-tokens and --mean/--stddev-output-tokens, at --num-concurrent-requests 1"
 SUFFIX = "_individual_responses.json"
+# LLMPerf's summary (`*_summary.json`, read alone by `summaries.llmperf`): its load and its results' counts
+SUMMARY_MARKS = Marks("llmperf", ("num_concurrent_requests", "results_num_completed_requests"))
 NOTE = (
     "LLMPerf files: TTFT is `ttft_s`, E2E `end_to_end_latency_s` (to the end of the stream: read as the last token), "
     "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "
@@ -70,7 +73,7 @@ def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]]:
     return sf, sf.mapping(sf.json(sf.text()), "")
 
 
-def _level(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
+def offered_load(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
     """The summary's `num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
     n = sf.positive(s.get("num_concurrent_requests"), "num_concurrent_requests")
     if n != int(n):
@@ -145,7 +148,7 @@ def read(path: Path) -> ImportedRun:
     ff = FileFields(path, READ_AS)
     responses = _responses(ff)
     sf, s = _summary(ff)
-    level = _level(sf, s)
+    level = offered_load(sf, s)
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)

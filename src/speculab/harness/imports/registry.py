@@ -30,7 +30,7 @@ from speculab.harness.imports import (
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
 from speculab.harness.imports.marks import closest
-from speculab.harness.imports.summaries import guidellm, sglang, vllm
+from speculab.harness.imports.summaries import guidellm, llmperf, sglang, vllm
 from speculab.harness.imports.summaries.summary import RunSummary
 
 
@@ -90,7 +90,7 @@ VLLM_SWEEP = Format(vllm_sweep, vllm, vllm_sweep.run_files, by_load=True)
 GUIDELLM = Format(guidellm_benchmarks, guidellm)
 AIPERF = Format(aiperf_profile)
 SGLANG = Format(sglang_bench, sglang)
-LLMPERF = Format(llmperf_responses)
+LLMPERF = Format(llmperf_responses, llmperf)
 # in the order users were promised their --format names
 TABLE: tuple[Format, ...] = (SPECULAB_BENCH, VLLM, VLLM_SWEEP, GUIDELLM, AIPERF, SGLANG, LLMPERF)
 
