@@ -46,8 +46,9 @@ NOTE = (
 
 
 def detect(path: Path) -> bool:
-    """Whether `path` looks like an LLMPerf individual responses file: named `*_individual_responses.json`, or a
-    JSON list whose first entry names `ttft_s` or `end_to_end_latency_s`."""
+    """Whether `path` is an LLMPerf individual responses file: named `*_individual_responses.json` (LLMPerf's own
+    name for it), or a JSON list whose first entry names LLMPerf's `ttft_s` and `end_to_end_latency_s` (both: a list
+    of TTFTs alone is anyone's)."""
     if path.name.endswith(SUFFIX):
         return True
     try:
@@ -55,7 +56,7 @@ def detect(path: Path) -> bool:
             head = f.read(2048).decode("utf-8", "replace").lstrip()
     except OSError:
         return False
-    return head.startswith("[") and ('"ttft_s"' in head or '"end_to_end_latency_s"' in head)
+    return head.startswith("[") and '"ttft_s"' in head and '"end_to_end_latency_s"' in head
 
 
 def summary_path(path: Path) -> Path:
