@@ -192,6 +192,8 @@ def result_path(path: Path, fmt: str | None = None) -> Path:
         raise UserError(f"{path} holds {len(found)} results ({listed}{more}): give one of them")
     if fmt is not None or speculab_bench.is_ab_run(path):
         return path  # the reader's own words: --format's "a directory", an A/B run's "re-render it"
+    if (known := _recognised_in(path)) is not None:  # a tool's file speculab does not read (its aggregates alone)
+        raise unclaimed(known)
     raise UserError(
         f"{path}: no result speculab reads in it (no manifest.json of a `speculab bench` run, no result file of a "
         f"known tool in it or one directory down); {_GIVE}"
@@ -217,6 +219,15 @@ def _results_in(d: Path, files: tuple[Reader, ...], dirs: tuple[Reader, ...]) ->
         else:
             found += _result_files([sub], files)
     return sorted(found)
+
+
+def _recognised_in(d: Path) -> Path | None:
+    """The first result file in `d` (or one directory down) that no reader claims but whose tool's marks it has."""
+    subs = _listed(d)
+    files = [*subs, *(f for sub in subs if sub.is_dir() for f in _listed(sub))]
+    marks = [m for r in _FILES if (m := getattr(r, "MARKS", None)) is not None]
+    named = (f for f in files if f.suffix in _RESULT_SUFFIXES and f.is_file())
+    return next((f for f in named if closest(f, (*marks, *OTHER_MARKS)) is not None), None)
 
 
 def _listed(d: Path) -> list[Path]:

@@ -11,7 +11,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.imports import vllm_bench
 from speculab.harness.imports.marks import OTHERS, Marks, closest
-from speculab.harness.imports.registry import result_format, summary_reader
+from speculab.harness.imports.registry import result_format, result_path, summary_reader
 from speculab.harness.imports.summaries import vllm
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "imports"
@@ -73,3 +73,13 @@ def test_closest_needs_two_marks_and_prefers_the_larger_share(tmp_path: Path) ->
     assert closest(path, (one, two)) is None
     path.write_text("not json")
     assert closest(path, (one, two)) is None
+
+
+def test_a_directory_of_aggregates_alone_names_the_per_request_file(tmp_path: Path) -> None:
+    art = tmp_path / "artifacts" / "plain"
+    art.mkdir(parents=True)
+    (art / "profile_export_aiperf.json").write_text(
+        (FIXTURES / "aiperf" / "baseline" / "profile_export_aiperf.json").read_text()
+    )
+    with pytest.raises(UserError, match=r"profile_export_aiperf.json: AIPerf's aggregates.*profile_export.jsonl"):
+        result_path(tmp_path / "artifacts")
