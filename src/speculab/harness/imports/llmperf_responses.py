@@ -31,8 +31,13 @@ NAME = "LLMPerf"
 READ_AS = "an LLMPerf individual_responses file"
 HOW = "LLMPerf: the same --mean/--stddev-input-tokens and --mean/--stddev-output-tokens, at --num-concurrent-requests 1"
 SUFFIX = "_individual_responses.json"
-# LLMPerf's summary (`*_summary.json`, read alone by `summaries.llmperf`): its load and its results' counts
-SUMMARY_MARKS = Marks("llmperf", ("num_concurrent_requests", "results_num_completed_requests"))
+# LLMPerf's summary (`*_summary.json`, read alone at the run level by `summaries.llmperf`): its load and its results'
+# counts; beside its responses it is theirs (a refusal names them)
+SUMMARY_MARKS = Marks(
+    "LLMPerf's summary, *_summary.json",
+    ("num_concurrent_requests", "results_num_completed_requests"),
+    "LLMPerf's *_individual_responses.json beside it",
+)
 NOTE = (
     "LLMPerf files: TTFT is `ttft_s`, E2E `end_to_end_latency_s` (to the end of the stream: read as the last token), "
     "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "

@@ -2,8 +2,9 @@
 tool whose marks it has the most of and the marks it lacks (`closest`), so that the refusal names them. Readers claim
 files by their own `detect`; this only words a file that none claimed. Knows nothing of how any file is read.
 
-A tool's marks live with its reader (`MARKS`, where it has them); `OTHERS` holds those of files speculab recognises
-but does not read: another tool's aggregates beside the per-request file that is read, and tools not read yet."""
+A tool's marks live with its reader (`vllm_bench.MARKS`, `llmperf_responses.SUMMARY_MARKS`); `OTHERS` holds those of
+files speculab recognises but does not read: another tool's aggregates beside the per-request file that is read, and
+tools not read yet. The registry lists which are asked (`registry.unclaimed`)."""
 
 from __future__ import annotations
 
@@ -44,11 +45,6 @@ OTHERS: tuple[Marks, ...] = (
         "GenAI-Perf's aggregates, profile_export_genai_perf.json",
         ("input_config", "request_throughput", "request_latency|time_to_first_token"),
         "GenAI-Perf's per-request export beside it, profile_export.json (perf_analyzer's, every request's timestamps)",
-    ),
-    Marks(
-        "LLMPerf's summary, *_summary.json",
-        ("num_concurrent_requests", "results_num_completed_requests"),
-        "LLMPerf's *_individual_responses.json beside it",
     ),
     Marks("draftbench", ("timestamp", "hardware", "settings", "results")),
 )

@@ -29,7 +29,7 @@ from speculab.harness.imports import (
 )
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
-from speculab.harness.imports.marks import closest
+from speculab.harness.imports.marks import Marks, closest
 from speculab.harness.imports.summaries import guidellm, llmperf, sglang, vllm
 from speculab.harness.imports.summaries.summary import RunSummary
 
@@ -108,6 +108,9 @@ _DIRECTORIES: tuple[Reader, ...] = tuple(f.reader for f in _DIRECTORY_FORMATS)
 _FILES: tuple[Reader, ...] = tuple(f.reader for f in _FILE_FORMATS)
 SUMMARY_READERS: tuple[SummaryReader, ...] = tuple(f.summaries for f in _FILE_FORMATS if f.summaries is not None)
 _PICKS: tuple[Picks, ...] = (guidellm_benchmarks, sglang_bench)
+# the marks a refusal names the closest tool by (`unclaimed`): the readers' that keep theirs beside `detect`, then the
+# files recognised and not read (`marks.OTHERS`)
+_MARKS: tuple[Marks, ...] = (vllm_bench.MARKS, llmperf_responses.SUMMARY_MARKS, *OTHER_MARKS)
 _GIVE = (
     "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
     "serve` directory, a GuideLLM benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving "
@@ -161,8 +164,7 @@ def unclaimed(path: Path) -> UserError:
     what it lacks of them, or what to give instead where that tool's file is one speculab does not read."""
     others = "|".join(f for f in FORMATS if f != SPECULAB)
     give = f"{_GIVE} (--format {others} reads it as one)"
-    marks = [m for r in _FILES if (m := getattr(r, "MARKS", None)) is not None]
-    near = closest(path, (*marks, *OTHER_MARKS))
+    near = closest(path, _MARKS)
     if near is None:
         return UserError(f"{path}: not a result speculab reads; {give}")
     m, have, lacks = near
@@ -225,9 +227,8 @@ def _recognised_in(d: Path) -> Path | None:
     """The first result file in `d` (or one directory down) that no reader claims but whose tool's marks it has."""
     subs = _listed(d)
     files = [*subs, *(f for sub in subs if sub.is_dir() for f in _listed(sub))]
-    marks = [m for r in _FILES if (m := getattr(r, "MARKS", None)) is not None]
     named = (f for f in files if f.suffix in _RESULT_SUFFIXES and f.is_file())
-    return next((f for f in named if closest(f, (*marks, *OTHER_MARKS)) is not None), None)
+    return next((f for f in named if closest(f, _MARKS) is not None), None)
 
 
 def _listed(d: Path) -> list[Path]:

@@ -10,7 +10,7 @@ import pytest
 
 from speculab.errors import UserError
 from speculab.harness.imports import vllm_bench
-from speculab.harness.imports.marks import OTHERS, Marks, closest
+from speculab.harness.imports.marks import Marks, closest
 from speculab.harness.imports.registry import result_format, result_path, summary_reader
 from speculab.harness.imports.summaries import vllm
 
@@ -59,8 +59,9 @@ def test_aggregates_alone_name_the_per_request_file_beside_them(tmp_path: Path) 
     aiperf = FIXTURES / "aiperf" / "baseline" / "profile_export_aiperf.json"
     with pytest.raises(UserError, match=r"AIPerf's aggregates.*give AIPerf's per-request records beside it"):
         result_format(aiperf)
-    llmperf = next((FIXTURES / "llmperf" / "baseline").glob("*_summary.json"))
-    assert closest(llmperf, OTHERS) is not None and closest(llmperf, OTHERS)[0].tool.startswith("LLMPerf")
+    llmperf = next((FIXTURES / "llmperf" / "baseline").glob("*_summary.json"))  # read per request: its responses
+    with pytest.raises(UserError, match=r"LLMPerf's summary.*give LLMPerf's \*_individual_responses.json beside it"):
+        result_format(llmperf)
 
 
 def test_closest_needs_two_marks_and_prefers_the_larger_share(tmp_path: Path) -> None:
