@@ -245,7 +245,7 @@ def run_level_from_json(text: str) -> RunLevelReport:
 
 def _from_levels(d: Mapping[str, Any]) -> RunLevelReport:
     """A /3 summary (the A/B grammar) read back."""
-    (a, b) = d["arms"]
+    a, b = d["arms"]
     return RunLevelReport(
         a_name=a["name"],
         b_name=b["name"],
@@ -267,8 +267,9 @@ def _level_from(d: Mapping[str, Any]) -> RunLevelLoad:
     metrics = []
     for m in comparison["metrics"]:
         fa, fb = a["figures"][m["metric"]], b["figures"][m["metric"]]
-        old = {"name": m["metric"], "a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
-        metrics.append(_metric_from(m | old))
+        # the record's fields as /2 kept them together: the comparison's, and each arm's values of the figure
+        sides = {"a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
+        metrics.append(_metric_from(m | sides | {"name": m["metric"]}))
     counts = {f"{k}_{side}": tuple(arm[k]) for side, arm in (("a", a), ("b", b)) for k in ("completed", "failed")}
     return RunLevelLoad(level, a["runs"], b["runs"], **counts, metrics=tuple(metrics))
 
