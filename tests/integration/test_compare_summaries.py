@@ -250,3 +250,21 @@ def test_llmperf_summaries_alone_compare_at_the_run_level(capsys, tmp_path: Path
     with_responses = [str(next((llmperf / n).glob("*_summary.json"))) for n in ("baseline", "candidate")]
     code, _, err = run_main(capsys, "compare", *with_responses, "--output", str(tmp_path / "x"))
     assert code == 2 and "give LLMPerf's *_individual_responses.json beside it" in one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"), [("draftbench.json", "draftbench"), ("profile_export_genai_perf.json", "GenAI-Perf")]
+)
+def test_another_tools_json_is_never_a_vllm_summary(capsys, tmp_path: Path, name: str, tool: str) -> None:
+    """Issue 51: draftbench's and GenAI-Perf's JSON (a `backend` in each) were read as vLLM summaries with every figure
+    "not in the file", exit 0. Against a vLLM summary, or each other, they are refused in one line naming their tool
+    (until a reader of that tool, registered, claims them: then never as vLLM's)."""
+    other = HERE.parent / "recognition" / name
+    for n, (a, b) in enumerate(((VLLM / "baseline" / "r1.json", other), (other, other))):
+        out = tmp_path / f"x{n}"
+        code, _, err = run_main(capsys, "compare", str(a), str(b), "--output", str(out))
+        if code == 0:  # its own reader claims it
+            arms = json.loads((out / "summary.json").read_text())["arms"]
+            assert arms[-1].get("tool") != "vllm bench serve", arms
+        else:
+            assert code == 2 and tool in one_line_error(err), err
