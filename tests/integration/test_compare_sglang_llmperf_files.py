@@ -152,10 +152,10 @@ def test_every_tools_fixture_is_detected_as_its_own() -> None:
     for fmt, paths in files.items():
         assert [result_format(p) for p in paths] == [fmt] * len(paths), fmt
     readers = (vllm_bench, guidellm_benchmarks, aiperf_profile, sglang_bench, llmperf_responses)
-    # vLLM's detection is the loosest (a JSON object naming `backend`): GuideLLM's and SGLang's are asked first
-    also = {"guidellm": {"vllm"}, "sglang": {"vllm"}}
+    # each reader claims its own tool's files only (issue 51: vLLM's claimed any JSON object naming `backend`,
+    # GuideLLM's and SGLang's among them)
     for fmt, paths in files.items():
-        assert {m.FORMAT for m in readers if m.detect(paths[0])} == {fmt} | also.get(fmt, set()), fmt
+        assert {m.FORMAT for m in readers if m.detect(paths[0])} == {fmt}, fmt
 
 
 def test_an_llmperf_run_of_four_requests_at_a_time_is_compared_unpaired(tmp_path: Path, capsys) -> None:

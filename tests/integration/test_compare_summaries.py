@@ -16,9 +16,14 @@ VLLM = HERE / "vllm"
 
 
 def _metric(out: Path, name: str, load: int = 0) -> dict:
+    """One figure at one load as summary.json states it (the A/B grammar): B against A from `comparisons`, each
+    side's run values (`a`, `b`) and typical value from its `levels[].arms[].figures`."""
     s = json.loads((out / "summary.json").read_text())
-    assert s["schema"] == "speculab.report.run-level/2" and s["unit"] == "run"
-    return next(m for m in s["loads"][load]["metrics"] if m["name"] == name)
+    assert s["schema"] == "speculab.report.run-level/3" and s["unit"] == "run"
+    level = s["levels"][load]
+    m = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == name)
+    fa, fb = (arm["figures"][name] for arm in level["arms"])
+    return m | {"a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
 
 
 def test_two_single_summaries_are_side_by_side_and_exit_0(capsys, tmp_path: Path) -> None:
@@ -122,7 +127,7 @@ def test_summaries_of_two_target_models_are_refused_unless_allowed(capsys, tmp_p
     assert code == 2 and "gpt-oss-20b" in one_line_error(err) and "speculab-mock" in err
     out = tmp_path / "y"
     code, _, _ = run_main(capsys, "compare", base, str(other), "--output", str(out), "--allow-different-models")
-    notes = json.loads((out / "summary.json").read_text())["notes"]  # records; the model check's words as a note
+    notes = json.loads((out / "summary.json").read_text())["warnings"]  # records; the model check's words as a note
     assert code == 0 and any("different target models" in n["fields"].get("text", "") for n in notes)
 
 
@@ -173,3 +178,93 @@ def test_fail_on_gates_a_run_level_comparison(capsys, tmp_path: Path) -> None:
     assert code == 2 and "correctness cannot be checked" in one_line_error(err), err
     code, _, err = run_main(capsys, "compare", *single, "--output", str(tmp_path / "d"), "--decide-on", "tpott")
     assert code == 2 and "--decide-on" in one_line_error(err) and not (tmp_path / "d").exists(), err
+
+
+def test_a_run_whose_requests_all_failed_fails_the_error_gate_with_exit_4(capsys, tmp_path: Path) -> None:
+    """Issue 51: a vLLM-layout file with 0 of 640 requests completed exited 0 ("requests failed 640" its only sign);
+    the error gate reads each run's own counts, after summary.json is written; `--max-error-rate` takes a percent."""
+    d = json.loads((VLLM / "candidate" / "r1.json").read_text())
+    zeros = {k: 0.0 for k in d if k.endswith("_ms") or k.endswith("_throughput")}
+    dead = tmp_path / "dead.json"
+    dead.write_text(json.dumps(d | zeros | {"num_prompts": 640, "completed": 0, "failed": 640}))
+    out = tmp_path / "cmp"
+    code, stdout, err = run_main(capsys, "compare", str(VLLM / "baseline" / "r1.json"), str(dead), "--output", str(out))
+    line = one_line_error(err)
+    assert code == 4 and "640 of 640 requests failed (100.0%)" in line and "more than --max-error-rate 2%" in line
+    assert "dead.json at concurrency 4" in line and (out / "summary.json").is_file()
+    assert "the error gate (--max-error-rate 2%) reads each run's own counts" in stdout
+    args = ("compare", str(VLLM / "baseline" / "r1.json"), str(dead), "--max-error-rate")
+    assert run_main(capsys, *args, "100%", "--output", str(tmp_path / "all"))[0] == 0
+    assert run_main(capsys, *args, "1.0", "--output", str(tmp_path / "one"))[0] == 0
+    code, _, err = run_main(capsys, *args, "50", "--output", str(tmp_path / "bad"))
+    assert code == 2 and "did you mean 50%?" in err and not (tmp_path / "bad").exists()
+
+
+def test_a_sweep_combinations_own_summary_json_is_its_runs(capsys, tmp_path: Path) -> None:
+    """Issue 51: the summary.json `vllm bench sweep serve` writes beside a combination's run=N.json (those results
+    again, as one list) is read alone, each entry a run (what users keep)."""
+    sides = []
+    for name in ("plain", "spec"):
+        combo = HERE / "sweep" / f"SERVE--{name}-BENCH--c4"
+        runs = [json.loads((combo / f"run={n}.json").read_text()) | {"run_number": n} for n in range(3)]
+        kept = tmp_path / combo.name
+        kept.mkdir()
+        (kept / "summary.json").write_text(json.dumps(runs, indent=4))
+        sides.append(str(kept / "summary.json"))
+    out = tmp_path / "cmp"
+    code, stdout, _ = run_main(capsys, "compare", *sides, "--output", str(out))
+    assert code == 0, stdout
+    tpot = _metric(out, "tpot_median_s")
+    assert len(tpot["a"]) == 3 and tpot["decision"] == "faster" and "vllm bench sweep serve" in stdout
+
+
+def test_a_vllm_file_keeping_lens_but_no_ttfts_compares_at_the_run_level(capsys, tmp_path: Path) -> None:
+    lens = {"input_lens": [22] * 20, "output_lens": [16] * 20, "errors": [""] * 20}
+    a, b = (tmp_path / "a.json", tmp_path / "b.json")
+    for src, dst in ((VLLM / "baseline" / "r1.json", a), (VLLM / "candidate" / "r1.json", b)):
+        dst.write_text(json.dumps(json.loads(src.read_text()) | lens))
+    code, stdout, err = run_main(capsys, "compare", str(a), str(b), "--output", str(tmp_path / "cmp"))
+    assert code == 0, err
+    assert "the unit is the run" in stdout and "--save-detailed" not in stdout + err
+    assert _metric(tmp_path / "cmp", "tpot_median_s")["point"] < 0.75
+
+
+def test_llmperf_summaries_alone_compare_at_the_run_level(capsys, tmp_path: Path) -> None:
+    """Issue 51: LLMPerf's *_summary.json kept without its responses is read at the run level (its quantiles and its
+    own throughput); TPOT and ITL are not in it (LLMPerf's inter-token figure counts the first token)."""
+    llmperf = HERE.parent / "llmperf"
+    sides = []
+    for name in ("baseline", "candidate"):
+        (src,) = (llmperf / name).glob("*_summary.json")
+        (tmp_path / name).mkdir()
+        sides.append(tmp_path / name / src.name)
+        sides[-1].write_text(src.read_text())
+    out = tmp_path / "cmp"
+    code, stdout, err = run_main(capsys, "compare", *map(str, sides), "--output", str(out))
+    assert code == 0, err
+    raw = json.loads(sides[0].read_text())
+    assert _metric(out, "e2e_median_s")["a"] == [pytest.approx(raw["results_end_to_end_latency_s_quantiles_p50"])]
+    assert _metric(out, "output_tok_s")["a"] == [pytest.approx(raw["results_mean_output_throughput_token_per_s"])]
+    assert _metric(out, "tpot_median_s")["a"] == [] and "llmperf" in stdout
+    # beside its responses, a summary is the responses' run: give them (read per request)
+    with_responses = [str(next((llmperf / n).glob("*_summary.json"))) for n in ("baseline", "candidate")]
+    code, _, err = run_main(capsys, "compare", *with_responses, "--output", str(tmp_path / "x"))
+    assert code == 2 and "give LLMPerf's *_individual_responses.json beside it" in one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"), [("draftbench.json", "draftbench"), ("profile_export_genai_perf.json", "GenAI-Perf")]
+)
+def test_another_tools_json_is_never_a_vllm_summary(capsys, tmp_path: Path, name: str, tool: str) -> None:
+    """Issue 51: draftbench's and GenAI-Perf's JSON (a `backend` in each) were read as vLLM summaries with every figure
+    "not in the file", exit 0. Against a vLLM summary, or each other, they are refused in one line naming their tool
+    (until a reader of that tool, registered, claims them: then never as vLLM's)."""
+    other = HERE.parent / "recognition" / name
+    for n, (a, b) in enumerate(((VLLM / "baseline" / "r1.json", other), (other, other))):
+        out = tmp_path / f"x{n}"
+        code, _, err = run_main(capsys, "compare", str(a), str(b), "--output", str(out))
+        if code == 0:  # its own reader claims it
+            arms = json.loads((out / "summary.json").read_text())["arms"]
+            assert arms[-1].get("tool") != "vllm bench serve", arms
+        else:
+            assert code == 2 and tool in one_line_error(err), err

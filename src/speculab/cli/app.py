@@ -33,14 +33,27 @@ def version() -> None:
 
 _FIT_HELP = "Prompts that cannot fit the context with max_tokens: skip (leave out) | cap (lower max_tokens) | refuse"
 _MAX_ERROR_HELP = (
-    "Fail (exit 4) when more than this share of requests failed, after writing results; cancelled ones do not count"
+    "Fail (exit 4) when more than this share of requests failed, after writing results, e.g. 5% or 0.05 (default 2%); "
+    "cancelled ones do not count"
 )
+
+
+def _error_rate(text: str) -> float:
+    """`--max-error-rate` parsed as `--margin` is (`50%` or `0.5`); a bad value is click's one line, in our words."""
+    from speculab.config.experiment import parse_error_rate
+
+    try:
+        return parse_error_rate(text)
+    except ValueError as e:  # typer would prefix a ValueError's words with "Value error, "
+        raise typer.BadParameter(str(e)) from None
 
 
 def _max_error_rate() -> Any:
     from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 
-    return typer.Option(DEFAULT_MAX_ERROR_RATE, "--max-error-rate", min=0.0, max=1.0, help=_MAX_ERROR_HELP)
+    return typer.Option(
+        DEFAULT_MAX_ERROR_RATE, "--max-error-rate", parser=_error_rate, metavar="SHARE", help=_MAX_ERROR_HELP
+    )
 
 
 @app.callback()

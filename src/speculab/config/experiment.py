@@ -283,17 +283,24 @@ MARGIN_KEYS = {"tpot": "tpot_s", "e2e": "e2e_s", "ttft": "ttft_s", "itl": "itl_s
 TIME_MARGINS = tuple(metric for metric in MARGIN_KEYS.values() if metric != "correctness")
 
 
-def parse_margin(value: float | int | str) -> float:
-    """A margin as a fraction: 0.03, or "3%" (3 percent); 0 <= margin < 1. ValueError names the accepted forms."""
+def parse_margin(value: float | int | str, *, what: str = "margin", up_to_one: bool = False) -> float:
+    """A margin as a fraction: 0.03, or "3%" (3 percent); 0 <= margin < 1 (<= 1 with `up_to_one`: a share such as
+    --max-error-rate, whose 100% lets every request fail). ValueError names `what` and the accepted forms."""
     text = str(value).strip()
     try:
         m = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         m = float("nan")
-    if not 0 <= m < 1:  # NaN fails too
-        hint = f" (did you mean {m:g}%?)" if 1 <= m < 100 and not text.endswith("%") else ""
-        raise ValueError(f"margin {value!r}: give a fraction below 1 or a percentage, e.g. 0.03 or 3%{hint}")
+    if not (0 <= m <= 1 if up_to_one else 0 <= m < 1):  # NaN fails too
+        hint = f" (did you mean {m:g}%?)" if 1 <= m <= 100 and not text.endswith("%") else ""
+        most = "at most 1" if up_to_one else "below 1"
+        raise ValueError(f"{what} {value!r}: give a fraction {most} or a percentage, e.g. 0.03 or 3%{hint}")
     return m
+
+
+def parse_error_rate(value: float | int | str) -> float:
+    """`--max-error-rate` as `--margin` takes it: 0.05 or "5%" (0 to 100%). ValueError names the accepted forms."""
+    return parse_margin(value, what="max error rate", up_to_one=True)
 
 
 def margins(value: float | int | str | Mapping[str, float | int | str] | None) -> dict[str, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from speculab.config import parse_experiment
-from speculab.config.experiment import margins, parse_margin
+from speculab.config.experiment import margins, parse_error_rate, parse_margin
 from speculab.errors import UserError
 
 MINIMAL = """
@@ -27,6 +27,18 @@ def test_parse_margin(text, value):
 def test_parse_margin_refuses(bad):
     with pytest.raises(ValueError, match=r"give a fraction below 1 or a percentage, e\.g\. 0\.03 or 3%"):
         parse_margin(bad)
+
+
+@pytest.mark.parametrize(("text", "value"), [("50%", 0.5), ("0.5", 0.5), ("100%", 1.0), (1, 1.0), ("0", 0.0)])
+def test_max_error_rate_takes_a_percent_as_margin_does_and_a_share_of_one(text, value):
+    assert parse_error_rate(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("bad", "hint"), [("50", " (did you mean 50%?)"), ("101%", ""), ("x", ""), (-0.1, "")])
+def test_max_error_rate_refuses_what_is_no_share(bad, hint):
+    with pytest.raises(ValueError) as e:
+        parse_error_rate(bad)
+    assert str(e.value) == f"max error rate {bad!r}: give a fraction at most 1 or a percentage, e.g. 0.03 or 3%{hint}"
 
 
 def test_the_key_in_the_file():

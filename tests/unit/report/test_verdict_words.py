@@ -26,6 +26,7 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.gates.answers import headline_answers, report_error_gate
 from speculab.harness.gates.check import check_error_gate, check_fail_on
 from speculab.harness.imports.summaries.summary import Aggregates, RunSummary
+from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.verdict import correctness
 from speculab.harness.verdict.build import build_report
@@ -195,12 +196,16 @@ def _console(report: RunLevelReport) -> str:
 
 
 def test_a_run_level_summary_1_reads_back_and_prints_the_notes_it_saved(tmp_path: Path) -> None:
-    """run-level summary.json /1 saved its notes as sentences: read back they are notes, printed as the /2 records are;
-    `speculab report` finds such a directory as it finds a /2 one."""
-    written = save(tmp_path, _run_level())
+    """run-level summary.json /1 saved its notes as sentences: read back they are notes, printed as the records are;
+    `speculab report` finds such a directory as it finds a /3 one. A /2 file (the `loads[]` layout, before the A/B
+    grammar) reads back as the comparison it saved."""
+    report = _run_level()
+    written = save(tmp_path, report)
     new = json.loads(written.read_text(encoding="utf-8"))
-    assert new["schema"] == "speculab.report.run-level/2"
-    old = new | {"schema": "speculab.report.run-level/1", "notes": SAID_BEFORE["run_level.notes"]}
+    assert new["schema"] == "speculab.report.run-level/3"
+    two = {"schema": "speculab.report.run-level/2", **json_safe(report)}  # what /2 wrote: the record's own fields
+    assert run_level_from_json(json.dumps(two)) == report == run_level_from_json(json.dumps(new))
+    old = two | {"schema": "speculab.report.run-level/1", "notes": SAID_BEFORE["run_level.notes"]}
     written.write_text(json.dumps(old), encoding="utf-8")
     back = saved_run_level(tmp_path)
     assert back is not None and {n.kind for n in back.notes} == {WarningKind.NOTE}

@@ -110,6 +110,7 @@ def _compare_run_level(
         parse_margin(flags.margin) or {},
         names=arms,
         allow_different_models=flags.allow_different_models,
+        max_error_rate=flags.max_error_rate,
     )
     out = flags.output or output_dir(arms)
     save(out, report)
@@ -137,7 +138,7 @@ def report_command(flags: ReportFlags, screen: CompareScreen) -> Path:
     comparison decided again against --margin and written back (or to --output); then the gates. Returns where the
     report is."""
     asked = parse_fail_on(flags.fail_on)
-    gate = RunLevelGate(asked, flags.decide_on, DEFAULT_MAX_ERROR_RATE)
+    gate = RunLevelGate(asked, flags.decide_on, DEFAULT_MAX_ERROR_RATE, error_gate=False)
     if (written := _report_run_level(flags, gate, screen)) is not None:
         return written
     options = report_options(

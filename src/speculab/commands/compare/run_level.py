@@ -11,6 +11,7 @@ from pathlib import Path
 
 from speculab.commands.compare.arms import same_model
 from speculab.errors import UserError
+from speculab.harness.imports.registry import claimed, unclaimed
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
@@ -39,6 +40,8 @@ def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tu
         return None
     if sa is None or sb is None:
         given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
+        if other.is_file() and not claimed(other):  # no tool's file: which tool's it is closest to, and what it lacks
+            raise unclaimed(other)
         raise UserError(
             f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
             f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
@@ -80,9 +83,11 @@ def compare_summaries(
     *,
     names: tuple[str, str] | None = None,
     allow_different_models: bool = False,
+    max_error_rate: float | None = None,
 ) -> RunLevelReport:
     """A's and B's runs compared load by load (the same loads on both sides, else refused; two target models
-    refused unless `allow_different_models`); `names`: the arms' (default: each side's file or folder name)."""
+    refused unless `allow_different_models`); `names`: the arms' (default: each side's file or folder name);
+    `max_error_rate`: the error gate the command applies to each run's counts, said in a note (None: none)."""
     models = ((r.model or "" for r in side) for side in runs)
     model_note = same_model(path_a, path_b, *models, allow_different_models)
     la, lb = (_by_load(r) for r in runs)
@@ -99,6 +104,11 @@ def compare_summaries(
         _side_note("B", runs[1]),
     ]
     notes += [ReportWarning.from_text(model_note)] if model_note else []  # the model check's own words (arms.py)
+    if max_error_rate is not None:
+        every = [r for side in runs for r in side]
+        counted = sum(1 for r in every if r.completed is not None and r.failed is not None)
+        gate = {"max_error_rate": max_error_rate, "runs": len(every), "counted": counted}
+        notes.append(ReportWarning(Kind.RUN_LEVEL_ERROR_GATE, fields=gate))
     notes += [
         ReportWarning(
             Kind.RUN_LEVEL_NO_INTERVAL, load=x.level.label, fields={"a": x.runs_a, "b": x.runs_b, "needed": MIN_RUNS}

@@ -13,7 +13,12 @@ from speculab.harness.gates.answers import headline_answers, report_error_gate
 from speculab.harness.gates.asked import parse_decide_on
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import Answer, Report, ReportOptions
-from speculab.harness.verdict.run_level import RUN_LEVEL_UNANSWERABLE, RunLevelReport, run_level_answers
+from speculab.harness.verdict.run_level import (
+    RUN_LEVEL_UNANSWERABLE,
+    RunLevelReport,
+    run_level_answers,
+    run_level_error_gate,
+)
 
 
 def check_error_gate(why: ReportWarning | None, where: Path | None) -> None:
@@ -46,17 +51,22 @@ class RunLevelGate:
     asked: tuple[str, ...]
     decide_on: str | None
     max_error_rate: float
+    # whether the error gate exits 4 (`compare`, as an A/B run's; `speculab report` of a saved comparison re-renders
+    # it, and its --fail-on errors answers with the default rate, as for an A/B run)
+    error_gate: bool = True
 
     def __post_init__(self) -> None:  # a misspelt --decide-on is one line before anything is written
         parse_decide_on(self.decide_on)
 
     def check(self, report: RunLevelReport, out: Path) -> None:
-        if not self.asked:
-            return
-        if cannot := [a for a in self.asked if a in RUN_LEVEL_UNANSWERABLE]:
-            raise UserError(
-                f"--fail-on {','.join(cannot)}: summary-only files hold no outputs, so correctness cannot be checked "
-                "run by run; leave it out, or compare files with per-request outputs"
-            )
-        deciding = parse_decide_on(self.decide_on) or DEFAULT_DECIDE_ON
-        check_fail_on(run_level_answers(report, deciding, self.max_error_rate), self.asked, out)
+        """`--fail-on` first (exit 5), then the error gate on each run's own counts (exit 4), as `check_report`."""
+        if self.asked:
+            if cannot := [a for a in self.asked if a in RUN_LEVEL_UNANSWERABLE]:
+                raise UserError(
+                    f"--fail-on {','.join(cannot)}: summary-only files hold no outputs, so correctness cannot be "
+                    "checked run by run; leave it out, or compare files with per-request outputs"
+                )
+            deciding = parse_decide_on(self.decide_on) or DEFAULT_DECIDE_ON
+            check_fail_on(run_level_answers(report, deciding, self.max_error_rate), self.asked, out)
+        if self.error_gate:
+            check_error_gate(run_level_error_gate(report, self.max_error_rate), out)

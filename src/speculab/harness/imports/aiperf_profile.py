@@ -149,8 +149,9 @@ def _record(ff: FileFields, raw: Mapping[str, Any], index: int) -> RequestRecord
     end_ns = meta.get("request_end_ns")
     end = ff.number(end_ns, "metadata.request_end_ns", at) * 1e-9 if end_ns is not None else None
     prompt_tokens = _tokens(ff, metrics, "input_sequence_length", at)
-    if aiperf_early.cancelled(raw) and not raw.get("error"):
-        cut = ErrorInfo(ErrorCategory.CANCELLED, "AIPerf: cancelled (was_cancelled)")
+    if aiperf_early.cancelled(raw):  # AIPerf's own cancelling, not the server's failure: not counted as one
+        said = str(obj(raw.get("error")).get("message") or "was_cancelled")[:300]
+        cut = ErrorInfo(ErrorCategory.CANCELLED, f"AIPerf: cancelled ({said})")
         return file_record(index, sent, prompt_tokens, end if end is not None else sent, error=cut)
     if raw.get("error"):
         return file_record(index, sent, prompt_tokens, end if end is not None else sent, error=_error(raw["error"]))
@@ -211,11 +212,14 @@ def _summary(path: Path) -> dict[str, Any]:
 
 
 def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
-    """The profiling phase's load from the summary's `input_config.phases`: a concurrency, or a request rate."""
+    """The profiling phase's load from the summary's `input_config.phases` (a concurrency, or a request rate), or,
+    in releases before phases (0.8 and earlier), from `input_config.loadgen`."""
     phases = obj(summary.get("input_config")).get("phases")
     if not summary:
         ff.fail(f"no {SIBLING} beside it (AIPerf writes the load there: --concurrency or --request-rate)")
     sf = FileFields(ff.path.with_name(SIBLING), f"AIPerf's {SIBLING}")  # its surprises name it, not the export
+    if phases is None and "loadgen" in obj(summary.get("input_config")):
+        return _loadgen(sf, obj(obj(summary.get("input_config")).get("loadgen")))
     listed = phases if isinstance(phases, list) else []
     at = next((j for j, p in enumerate(listed) if isinstance(p, dict) and p.get("kind") == "profiling"), None)
     if at is None:
@@ -229,6 +233,25 @@ def _level(ff: FileFields, summary: Mapping[str, Any]) -> LevelSpec:
         return LevelSpec("rate", rate, ("operating",), kind, cap)
     if kind != "concurrency" or cap is None:
         sf.fail(f"`input_config.phases[{at}].type` is {kind!r}, neither a concurrency nor a request rate; not read yet")
+    return LevelSpec("concurrency", cap, ("low", "operating"))
+
+
+# `input_config.loadgen.request_rate_mode` (AIPerf's RequestRateMode) -> the arrival of a rate load; its
+# "concurrency_burst" sends as fast as `concurrency` allows (a concurrency load)
+_RATE_MODES = {"poisson": "poisson", "constant": "constant"}
+
+
+def _loadgen(sf: FileFields, lg: Mapping[str, Any]) -> LevelSpec:
+    """The load of a release that kept it in `input_config.loadgen` (0.8 and earlier): `request_rate` with its
+    `request_rate_mode` (and `concurrency` as its cap), else `concurrency`."""
+    cap = lg.get("concurrency")
+    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+    mode = str(lg.get("request_rate_mode") or "poisson").lower()
+    if lg.get("request_rate") is not None and mode in _RATE_MODES:
+        rate = sf.positive(lg.get("request_rate"), "input_config.loadgen.request_rate")
+        return LevelSpec("rate", rate, ("operating",), _RATE_MODES[mode], cap)
+    if cap is None:
+        sf.fail(f"`input_config.loadgen.concurrency` is {lg.get('concurrency')!r}, and no request rate: no load")
     return LevelSpec("concurrency", cap, ("low", "operating"))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
+from speculab.harness.imports.marks import Marks
 from speculab.harness.records import ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -30,6 +31,13 @@ NAME = "LLMPerf"
 READ_AS = "an LLMPerf individual_responses file"
 HOW = "LLMPerf: the same --mean/--stddev-input-tokens and --mean/--stddev-output-tokens, at --num-concurrent-requests 1"
 SUFFIX = "_individual_responses.json"
+# LLMPerf's summary (`*_summary.json`, read alone at the run level by `summaries.llmperf`): its load and its results'
+# counts; beside its responses it is theirs (a refusal names them)
+SUMMARY_MARKS = Marks(
+    "LLMPerf's summary, *_summary.json",
+    ("num_concurrent_requests", "results_num_completed_requests"),
+    "LLMPerf's *_individual_responses.json beside it",
+)
 NOTE = (
     "LLMPerf files: TTFT is `ttft_s`, E2E `end_to_end_latency_s` (to the end of the stream: read as the last token), "
     "output tokens `number_output_tokens` (LLMPerf's tokenizer count of the text, not the server's usage); TPOT is "
@@ -43,8 +51,9 @@ NOTE = (
 
 
 def detect(path: Path) -> bool:
-    """Whether `path` looks like an LLMPerf individual responses file: named `*_individual_responses.json`, or a
-    JSON list whose first entry names `ttft_s` or `end_to_end_latency_s`."""
+    """Whether `path` is an LLMPerf individual responses file: named `*_individual_responses.json` (LLMPerf's own
+    name for it), or a JSON list whose first entry names LLMPerf's `ttft_s` and `end_to_end_latency_s` (both: a list
+    of TTFTs alone is anyone's)."""
     if path.name.endswith(SUFFIX):
         return True
     try:
@@ -52,7 +61,7 @@ def detect(path: Path) -> bool:
             head = f.read(2048).decode("utf-8", "replace").lstrip()
     except OSError:
         return False
-    return head.startswith("[") and ('"ttft_s"' in head or '"end_to_end_latency_s"' in head)
+    return head.startswith("[") and '"ttft_s"' in head and '"end_to_end_latency_s"' in head
 
 
 def summary_path(path: Path) -> Path:
@@ -70,7 +79,7 @@ def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]]:
     return sf, sf.mapping(sf.json(sf.text()), "")
 
 
-def _level(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
+def offered_load(sf: FileFields, s: Mapping[str, Any]) -> LevelSpec:
     """The summary's `num_concurrent_requests`: LLMPerf's closed loop of that many streams."""
     n = sf.positive(s.get("num_concurrent_requests"), "num_concurrent_requests")
     if n != int(n):
@@ -145,7 +154,7 @@ def read(path: Path) -> ImportedRun:
     ff = FileFields(path, READ_AS)
     responses = _responses(ff)
     sf, s = _summary(ff)
-    level = _level(sf, s)
+    level = offered_load(sf, s)
     e2e = [r.get("end_to_end_latency_s") for r in responses]
     durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)

@@ -28,7 +28,9 @@ from speculab.harness.imports import (
     vllm_sweep,
 )
 from speculab.harness.imports.imported import ImportedRun
-from speculab.harness.imports.summaries import guidellm, sglang, vllm
+from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
+from speculab.harness.imports.marks import Marks, closest
+from speculab.harness.imports.summaries import guidellm, llmperf, sglang, vllm
 from speculab.harness.imports.summaries.summary import RunSummary
 
 
@@ -88,7 +90,7 @@ VLLM_SWEEP = Format(vllm_sweep, vllm, vllm_sweep.run_files, by_load=True)
 GUIDELLM = Format(guidellm_benchmarks, guidellm)
 AIPERF = Format(aiperf_profile)
 SGLANG = Format(sglang_bench, sglang)
-LLMPERF = Format(llmperf_responses)
+LLMPERF = Format(llmperf_responses, llmperf)
 # in the order users were promised their --format names
 TABLE: tuple[Format, ...] = (SPECULAB_BENCH, VLLM, VLLM_SWEEP, GUIDELLM, AIPERF, SGLANG, LLMPERF)
 
@@ -106,6 +108,9 @@ _DIRECTORIES: tuple[Reader, ...] = tuple(f.reader for f in _DIRECTORY_FORMATS)
 _FILES: tuple[Reader, ...] = tuple(f.reader for f in _FILE_FORMATS)
 SUMMARY_READERS: tuple[SummaryReader, ...] = tuple(f.summaries for f in _FILE_FORMATS if f.summaries is not None)
 _PICKS: tuple[Picks, ...] = (guidellm_benchmarks, sglang_bench)
+# the marks a refusal names the closest tool by (`unclaimed`): the readers' that keep theirs beside `detect`, then the
+# files recognised and not read (`marks.OTHERS`)
+_MARKS: tuple[Marks, ...] = (vllm_bench.MARKS, llmperf_responses.SUMMARY_MARKS, *OTHER_MARKS)
 _GIVE = (
     "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
     "serve` directory, a GuideLLM benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving "
@@ -146,8 +151,30 @@ def result_format(path: Path, fmt: str | None = None) -> str:
         raise UserError(f"{path}: no such file or directory; {_GIVE}")
     if found := next((r.FORMAT for r in _FILES if r.detect(path)), None):
         return found
+    raise unclaimed(path)
+
+
+def claimed(path: Path) -> bool:
+    """Whether a reader claims `path` (a directory's or a file's, by its tool's marks)."""
+    return any(r.detect(path) for r in (*_DIRECTORIES, *_FILES))
+
+
+def unclaimed(path: Path) -> UserError:
+    """The one line refusing a file no reader claims: the tool whose marks it has the most of (`imports.marks`) and
+    what it lacks of them, or what to give instead where that tool's file is one speculab does not read."""
     others = "|".join(f for f in FORMATS if f != SPECULAB)
-    raise UserError(f"{path}: not a result speculab reads; {_GIVE} (--format {others} reads it as one)")
+    give = f"{_GIVE} (--format {others} reads it as one)"
+    near = closest(path, _MARKS)
+    if near is None:
+        return UserError(f"{path}: not a result speculab reads; {give}")
+    m, have, lacks = near
+    keys = ", ".join(f"`{k}`" for k in have)
+    if m.instead:
+        return UserError(f"{path}: {m.tool} ({keys}), which speculab does not read: give {m.instead}")
+    if not lacks:  # every mark of a tool speculab does not read yet
+        return UserError(f"{path}: a {m.tool} file ({keys}), which speculab does not read yet; {give}")
+    missing = ", ".join(f"`{k}`" for k in lacks)
+    return UserError(f"{path}: not a result speculab reads: closest is {m.tool} ({keys}), but no {missing}; {give}")
 
 
 def result_path(path: Path, fmt: str | None = None) -> Path:
@@ -167,6 +194,8 @@ def result_path(path: Path, fmt: str | None = None) -> Path:
         raise UserError(f"{path} holds {len(found)} results ({listed}{more}): give one of them")
     if fmt is not None or speculab_bench.is_ab_run(path):
         return path  # the reader's own words: --format's "a directory", an A/B run's "re-render it"
+    if (known := _recognised_in(path)) is not None:  # a tool's file speculab does not read (its aggregates alone)
+        raise unclaimed(known)
     raise UserError(
         f"{path}: no result speculab reads in it (no manifest.json of a `speculab bench` run, no result file of a "
         f"known tool in it or one directory down); {_GIVE}"
@@ -192,6 +221,14 @@ def _results_in(d: Path, files: tuple[Reader, ...], dirs: tuple[Reader, ...]) ->
         else:
             found += _result_files([sub], files)
     return sorted(found)
+
+
+def _recognised_in(d: Path) -> Path | None:
+    """The first result file in `d` (or one directory down) that no reader claims but whose tool's marks it has."""
+    subs = _listed(d)
+    files = [*subs, *(f for sub in subs if sub.is_dir() for f in _listed(sub))]
+    named = (f for f in files if f.suffix in _RESULT_SUFFIXES and f.is_file())
+    return next((f for f in named if closest(f, _MARKS) is not None), None)
 
 
 def _listed(d: Path) -> list[Path]:

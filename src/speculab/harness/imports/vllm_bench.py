@@ -19,6 +19,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record, validity_notes
+from speculab.harness.imports.marks import Marks
 from speculab.harness.records import AcceptanceSummary, ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -50,15 +51,31 @@ NOTE = (
 )
 
 
+# vLLM's own marks (vllm/benchmarks/serve.py; benchmark_serving.py before it): every release's result opens with
+# `date` and `backend` (`endpoint_type` beside it since 0.10), then `num_prompts`, then its counts from `completed` on
+# (before the per-request lists, so a file cut short still has them). Other tools write a `backend` too (GuideLLM,
+# draftbench, GenAI-Perf's `input_config`): a `backend` alone is no vLLM file
+MARKS = Marks(TOOL, ("date", "backend|endpoint_type", "num_prompts", "completed"))
+
+
 def detect(path: Path) -> bool:
-    """Whether `path` looks like a vLLM bench serve result: a JSON object opening with vLLM's setup keys (a file cut
-    short is still detected, so that reading it names what is wrong)."""
+    """Whether `path` is a vLLM bench serve result: a JSON object opening with vLLM's marks (`MARKS`) in its first
+    8 KiB (a file cut short is still detected, so that reading it names what is wrong)."""
+    head = _head(path)
+    return head.startswith("{") and has_marks(head)
+
+
+def _head(path: Path) -> str:
     try:
         with path.open("rb") as f:
-            head = f.read(4096).decode("utf-8", "replace").lstrip()
+            return f.read(8192).decode("utf-8", "replace").lstrip()
     except OSError:
-        return False
-    return head.startswith("{") and any(f'"{k}"' in head for k in ("backend", "endpoint_type", "tokenizer_id"))
+        return ""
+
+
+def has_marks(head: str) -> bool:
+    """Whether the start of a file names every one of vLLM's marks (`MARKS`)."""
+    return all(any(f'"{k}"' in head for k in alts.split("|")) for alts in MARKS.keys)
 
 
 def _load(ff: FileFields) -> dict[str, Any]:

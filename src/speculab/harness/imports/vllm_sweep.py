@@ -31,6 +31,7 @@ NAME = vllm_bench.NAME
 HOW = vllm_bench.HOW
 NOTE = vllm_bench.NOTE
 _RUN = re.compile(r"run=(\d+)\.json")
+SUMMARY = "summary.json"  # a combination's runs again, as one list
 _SERVE, _BENCH = "SERVE--", "-BENCH--"
 
 
@@ -49,10 +50,12 @@ def _setting(combo: Path) -> str:
 
 
 def _combos(path: Path) -> list[tuple[Path, list[tuple[int, Path]]]]:
-    """The combination directories `path` names (see the module docstring), each with its run files; [] when it
-    names none."""
+    """The combination directories `path` names (see the module docstring; a combination's own summary.json names
+    it too), each with its run files; [] when it names none."""
     if runs := _runs(path):
         return [(path, runs)]
+    if path.name == SUMMARY and (runs := _runs(path.parent)):
+        return [(path.parent, runs)]
     if path.is_dir():
         dirs = list(path.iterdir())
     elif path.name.startswith(_SERVE) and path.parent.is_dir():
@@ -61,6 +64,19 @@ def _combos(path: Path) -> list[tuple[Path, list[tuple[int, Path]]]]:
     else:
         return []
     return [(d, runs) for d in sorted(dirs) if (runs := _runs(d))]
+
+
+def combination_summary(path: Path) -> bool:
+    """Whether `path` is a combination's own summary.json: a JSON list of its runs' `bench serve` results (read
+    where its run=N.json files are gone: users keep the one file)."""
+    if path.name != SUMMARY or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(8192).decode("utf-8", "replace").lstrip()
+    except OSError:
+        return False
+    return head.startswith("[") and head[1:].lstrip().startswith("{") and vllm_bench.has_marks(head)
 
 
 def run_number(path: Path) -> int | None:

@@ -214,6 +214,9 @@ class WarningKind(str, Enum):
     # (None: not named), per_request (it keeps per-request data too; the other side does not)
     RUN_LEVEL_SIDE = "run_level_side"
     RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
+    # the error gate applied to each run's own counts: max_error_rate, runs (every run, both sides), counted (those
+    # whose files state completed and failed requests; the rest cannot fail it)
+    RUN_LEVEL_ERROR_GATE = "run_level_error_gate"
     # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
     # words: report/words/: reasons.py, methods.py) ---
     # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B

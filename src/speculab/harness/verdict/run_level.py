@@ -13,6 +13,7 @@ from typing import Any
 
 from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision, decide
 from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, run_figure, run_figure_of
+from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.strict_json import json_safe
@@ -21,10 +22,12 @@ from speculab.harness.stats import Interval
 from speculab.harness.stats.intervals import CONFIDENCE, welch_diff
 from speculab.harness.verdict.model import Answer
 
-# /2: the notes are records (kind and numbers; #48 item 3), worded by the report; a /1 file's sentences read back as
-# notes and say the same
-RUN_LEVEL_SCHEMA = "speculab.report.run-level/2"
-READABLE_RUN_LEVEL_SCHEMAS = ("speculab.report.run-level/1", RUN_LEVEL_SCHEMA)
+# /3: the A/B summary's grammar (#51 item 6): `arms`, `levels[].arms` (each arm's runs, counts and figures) and
+# `levels[].comparisons` (B against A), the notes as `warnings`; /2 wrote `loads[].metrics` and `notes` (records;
+# #48 item 3), /1 the notes as sentences: both read back and say the same
+RUN_LEVEL_SCHEMA = "speculab.report.run-level/3"
+_LOADS_LAYOUT = ("speculab.report.run-level/1", "speculab.report.run-level/2")
+READABLE_RUN_LEVEL_SCHEMAS = (*_LOADS_LAYOUT, RUN_LEVEL_SCHEMA)
 # runs a side for an interval: with 2, Welch's t has about 1 degree of freedom (an interval x12.7 wide)
 MIN_RUNS = 3
 
@@ -83,8 +86,64 @@ class RunLevelReport:
     unit: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
-        """summary.json of a run-level comparison as plain JSON data (written by `commands.compare.run_level.save`)."""
-        return {"schema": RUN_LEVEL_SCHEMA, **json_safe(self)}
+        """summary.json of a run-level comparison as plain JSON data (written by `commands.compare.run_level.save`),
+        in the A/B summary's grammar (docs/results.md): `arms` (A the baseline, B the candidate, with the tool that
+        summarised each), `levels[]` with `arms[]` (each arm's runs: the counts and figures its files state) and
+        `comparisons[]` (B against A, figure by figure), `warnings` (the notes, records); the fields only requests
+        give (distributions, pairs, per-prompt views) are absent."""
+        arms = (
+            (self.a_name, "baseline", self.a_tool, self.a_version),
+            (self.b_name, "candidate", self.b_tool, self.b_version),
+        )
+        return {
+            "schema": RUN_LEVEL_SCHEMA,
+            "title": f"{self.a_name} vs {self.b_name}",
+            "unit": self.unit,
+            "confidence": self.confidence,
+            "arms": [{"name": n, "label": n, "role": role, "tool": tool, "version": v} for n, role, tool, v in arms],
+            "levels": [self._level_dict(x) for x in self.loads],
+            "warnings": json_safe(self.notes),
+        }
+
+    def _level_dict(self, x: RunLevelLoad) -> dict[str, Any]:
+        lv = x.level
+        spec = {"kind": lv.kind, "value": lv.value, "roles": list(lv.roles), "arrival": lv.arrival}
+        spec |= {"max_concurrency": lv.max_concurrency}
+        sides = (
+            (self.a_name, x.runs_a, x.completed_a, x.failed_a, 0),
+            (self.b_name, x.runs_b, x.completed_b, x.failed_b, 1),
+        )
+        metrics = [
+            {"metric": m.name, "label": m.label, "unit": m.unit, "lower_is_better": m.lower_is_better}
+            | {"margin": m.margin, "point": m.point, "ratio": json_safe(m.ratio), "decision": json_safe(m.decision)}
+            for m in x.metrics
+        ]
+        return {
+            "key": lv.key,
+            "label": lv.label,
+            **spec,
+            "arms": [_arm_dict(name, runs, done, failed, x.metrics, i) for name, runs, done, failed, i in sides],
+            "comparisons": [{"candidate": self.b_name, "baseline": self.a_name, "metrics": metrics}],
+        }
+
+
+def _arm_dict(
+    name: str, runs: int, done: Sequence[int | None], failed: Sequence[int | None], metrics: Sequence[RunMetric], i: int
+) -> dict[str, Any]:
+    """One arm at one load: its runs, the counts each file states (None: not stated), their error rate (over the runs
+    that state both; None where none does) and each figure's run values and typical value (`value`: their geometric
+    mean; [] and None where the files do not hold it)."""
+    stated = [(c, f) for c, f in zip(done, failed, strict=True) if c is not None and f is not None]
+    counted = sum(c + f for c, f in stated)
+    figures = {m.name: {"runs": list(m.b if i else m.a), "value": m.b_value if i else m.a_value} for m in metrics}
+    return {
+        "arm": name,
+        "runs": runs,
+        "completed": list(done),
+        "failed": list(failed),
+        "error_rate": sum(f for _, f in stated) / counted if counted else None,
+        "figures": json_safe(figures),
+    }
 
 
 def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
@@ -166,11 +225,14 @@ def redecide(report: RunLevelReport, margins: Mapping[str, float]) -> RunLevelRe
 
 
 def run_level_from_json(text: str) -> RunLevelReport:
-    """A run-level summary.json (`RUN_LEVEL_SCHEMA`) read back; ValueError when it is not one."""
+    """A run-level summary.json (`RUN_LEVEL_SCHEMA`, or the `loads[]` layout of /1 and /2) read back; ValueError when
+    it is not one."""
     d = json.loads(text)
     if not isinstance(d, dict) or d.get("schema") not in READABLE_RUN_LEVEL_SCHEMAS:
         raise ValueError(f"not a {RUN_LEVEL_SCHEMA} summary")
     try:
+        if d["schema"] == RUN_LEVEL_SCHEMA:
+            return _from_levels(d)
         return RunLevelReport(
             **{k: d[k] for k in ("a_name", "b_name", "a_tool", "b_tool", "a_version", "b_version", "confidence")},
             loads=tuple(_load_from(x) for x in d["loads"]),
@@ -179,6 +241,37 @@ def run_level_from_json(text: str) -> RunLevelReport:
         )
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"a {RUN_LEVEL_SCHEMA} summary with a missing or malformed field ({e})") from None
+
+
+def _from_levels(d: Mapping[str, Any]) -> RunLevelReport:
+    """A /3 summary (the A/B grammar) read back."""
+    a, b = d["arms"]
+    return RunLevelReport(
+        a_name=a["name"],
+        b_name=b["name"],
+        a_tool=a["tool"],
+        b_tool=b["tool"],
+        a_version=a.get("version"),
+        b_version=b.get("version"),
+        confidence=d["confidence"],
+        loads=tuple(_level_from(x) for x in d["levels"]),
+        notes=tuple(ReportWarning.from_dict(n) for n in d["warnings"]),
+        unit=d.get("unit", "run"),
+    )
+
+
+def _level_from(d: Mapping[str, Any]) -> RunLevelLoad:
+    level = LevelSpec(d["kind"], d["value"], tuple(d.get("roles") or ()), d.get("arrival"), d.get("max_concurrency"))
+    a, b = d["arms"]
+    (comparison,) = d["comparisons"]
+    metrics = []
+    for m in comparison["metrics"]:
+        fa, fb = a["figures"][m["metric"]], b["figures"][m["metric"]]
+        # the record's fields as /2 kept them together: the comparison's, and each arm's values of the figure
+        sides = {"a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
+        metrics.append(_metric_from(m | sides | {"name": m["metric"]}))
+    counts = {f"{k}_{side}": tuple(arm[k]) for side, arm in (("a", a), ("b", b)) for k in ("completed", "failed")}
+    return RunLevelLoad(level, a["runs"], b["runs"], **counts, metrics=tuple(metrics))
 
 
 def _load_from(d: Mapping[str, Any]) -> RunLevelLoad:
@@ -212,6 +305,24 @@ def _metric_from(d: Mapping[str, Any]) -> RunMetric:
 
 # --fail-on answers a run-level comparison can give: no outputs are in summary files, so "worse" (correctness) cannot
 RUN_LEVEL_UNANSWERABLE = ("worse",)
+
+
+def run_level_error_gate(report: RunLevelReport, max_error_rate: float) -> ReportWarning | None:
+    """The first run (A's then B's, load by load) whose file's own counts (failed of completed + failed) fail the
+    error gate, as the gate's record about that side and load (the command exits 4 with it); None when every run that
+    states its counts passes (a file that states no failed count cannot fail it: SGLang's)."""
+    for x in report.loads:
+        for side, done, failed in (
+            (report.a_name, x.completed_a, x.failed_a),
+            (report.b_name, x.completed_b, x.failed_b),
+        ):
+            for c, f in zip(done, failed, strict=True):
+                if c is None or f is None:
+                    continue
+                why = error_gate(f, c + f, {}, max_error_rate)
+                if why is not None:
+                    return replace(why, subject=side, load=x.level.label)
+    return None
 
 
 def run_level_answers(report: RunLevelReport, decide_on: str, max_error_rate: float) -> tuple[Answer, ...]:

@@ -27,9 +27,10 @@ def _run_level_side(f: Fields) -> str:
 
 
 def _error_gate(f: Fields) -> str:
-    cats = ", ".join(f"{k} {v}" for k, v in f["by_category"].items())
+    # a summary file counts its failed requests without their categories (a run-level comparison's gate)
+    cats = "".join(f", {k} {v}" if i else f": {k} {v}" for i, (k, v) in enumerate(f["by_category"].items()))
     return (
-        f"{f['failed']} of {f['counted']} requests failed ({f['error_rate']:.1%}: {cats}), more than --max-error-rate "
+        f"{f['failed']} of {f['counted']} requests failed ({f['error_rate']:.1%}{cats}), more than --max-error-rate "
         f"{f['max_error_rate']:.0%} allows"
     )
 
@@ -129,6 +130,11 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         "(output tokens - 1)"
     ),
     WarningKind.RUN_LEVEL_SIDE: _run_level_side,
+    WarningKind.RUN_LEVEL_ERROR_GATE: lambda f: (
+        f"the error gate (--max-error-rate {f['max_error_rate']:.0%}) reads each run's own counts of completed and "
+        f"failed requests: {f['counted']} of {f['runs']} run(s) state them"
+        + ("; a file that states no failed count (SGLang's) cannot fail it" if f["counted"] < f["runs"] else "")
+    ),
     WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
         f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "
         "runs a side)"

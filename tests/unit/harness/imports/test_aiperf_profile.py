@@ -113,3 +113,37 @@ def test_a_cut_line_or_missing_field_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"line 1: no `metrics.request_latency`"):
         aiperf_profile.read(_write(tmp_path, [rec]))
     assert aiperf_profile.detect(f) and not aiperf_profile.detect(tmp_path / "none")
+
+
+def _write_loadgen(tmp_path: Path, rows: list[dict], loadgen: dict) -> Path:
+    """An AIPerf 0.8-style run: the load in `input_config.loadgen` (no `phases`), as AIPerf's LoadGeneratorConfig
+    serialises it (`concurrency`, `request_rate`, `request_rate_mode`, `request_count`, ...)."""
+    tmp_path.mkdir()
+    f = _write(tmp_path, rows, phases=None)
+    summary = {"aiperf_version": "0.8.0", "input_config": {"loadgen": {"request_count": 10} | loadgen}}
+    (f.parent / aiperf_profile.SIBLING).write_text(json.dumps(summary))
+    return f
+
+
+def test_a_release_that_kept_the_load_in_loadgen_is_read(tmp_path: Path) -> None:
+    """Issue 51: AIPerf 0.8's load is `input_config.loadgen.concurrency`; the reader wanted `phases` and blamed the
+    side file."""
+    lg = {"concurrency": 4, "request_rate": None, "request_rate_mode": "concurrency_burst"}
+    level = aiperf_profile.read(_write_loadgen(tmp_path / "c", [_rec(0, 0)], lg)).level
+    assert (level.kind, level.value) == ("concurrency", 4)
+    lg = {"concurrency": None, "request_rate": 2.5, "request_rate_mode": "constant"}
+    level = aiperf_profile.read(_write_loadgen(tmp_path / "r", [_rec(0, 0)], lg)).level
+    assert (level.kind, level.value, level.arrival, level.max_concurrency) == ("rate", 2.5, "constant", None)
+    with pytest.raises(UserError, match=r"`input_config.loadgen.concurrency` is None, and no request rate"):
+        aiperf_profile.read(_write_loadgen(tmp_path / "n", [_rec(0, 0)], {"concurrency": None}))
+
+
+def test_a_request_aiperf_cancelled_is_cancelled_not_failed(tmp_path: Path) -> None:
+    """Issue 51: AIPerf 0.1.x keeps a request it cancelled (--request-cancellation-rate) as an error record with no
+    metrics: cancelled, so the error gate does not count it."""
+    cut = _rec(1, 5, **{"error": {"code": 499, "type": "RequestCancellationError", "message": "Request was cancelled "
+               "after 0.010 seconds"}})  # fmt: skip
+    cut["metrics"] = {}
+    run = aiperf_profile.read(_write(tmp_path, [_rec(0, 0), cut]))
+    assert run.records[1].error is not None and run.records[1].error.category is ErrorCategory.CANCELLED
+    assert "cancelled after 0.010 seconds" in run.records[1].error.message and run.records[0].error is None

@@ -36,10 +36,10 @@ def test_one_entry_per_format_finds_both_its_readers() -> None:
     by_name = {f.name: f for f in TABLE}
     assert tuple(by_name) == FORMATS
     with_summaries = {n for n, f in by_name.items() if f.summaries is not None}
-    assert with_summaries == {"vllm", "vllm-sweep", "guidellm", "sglang"}
+    assert with_summaries == {"vllm", "vllm-sweep", "guidellm", "sglang", "llmperf"}
     for n in with_summaries - {"vllm-sweep"}:  # a sweep's run files are vLLM bench serve results
         assert by_name[n].summaries.TOOL == by_name[n].reader.TOOL
-    assert [r.TOOL for r in SUMMARY_READERS] == [READERS[n].TOOL for n in ("guidellm", "sglang", "vllm")]
+    assert [r.TOOL for r in SUMMARY_READERS] == [READERS[n].TOOL for n in ("guidellm", "sglang", "llmperf", "vllm")]
     summaries = FIXTURES / "summaries"
     assert summary_reader(summaries / "vllm" / "baseline" / "r1.json") is by_name["vllm"].summaries
     assert summary_reader(summaries / "sglang" / "baseline.jsonl") is by_name["sglang"].summaries

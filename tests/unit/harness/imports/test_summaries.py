@@ -150,3 +150,12 @@ def test_a_detailed_file_missing_a_list_is_not_a_summary(tmp_path: Path) -> None
     only_latencies = VLLM_KEYS | {"latencies": [0.5], "queue_times": [0.0]}  # vLLM 0.32 without --save-detailed
     (run,) = read_side(_write(tmp_path / "b.json", only_latencies)) or ()
     assert not run.per_request
+
+
+def test_a_file_keeping_token_counts_but_no_timings_is_read_at_the_run_level(tmp_path: Path) -> None:
+    """Issue 51: `input_lens`/`output_lens` and the aggregates but no `ttfts` were told to use --save-detailed while a
+    plainer summary of the same tool was read: such a file is a summary, its layout named."""
+    lens = VLLM_KEYS | {"input_lens": [22, 30], "output_lens": [16, 16], "errors": ["", ""]}
+    (run,) = read_side(_write(tmp_path / "a.json", lens)) or ()
+    assert not run.per_request and run.info["layout"].startswith("per-request token counts")
+    assert run.aggregates.get("tpot_median_s") == pytest.approx(0.030)

@@ -22,9 +22,12 @@ def test_a_summary_is_strict_json_laid_out_as_its_kind_asks(tmp_path: Path) -> N
 
 
 def test_the_file_is_named_in_one_place() -> None:
-    """A second "summary.json" in the code is a second idea of where a result's summary lives (docstrings aside)."""
+    """A second "summary.json" in the code is a second idea of where a result's summary lives (docstrings aside;
+    harness/imports names other tools' files, and vLLM's `bench sweep serve` writes a summary.json of its own)."""
     found = []
     for f in SRC.rglob("*.py"):
+        if f.is_relative_to(SRC / "harness" / "imports"):
+            continue
         tree = ast.parse(f.read_text(encoding="utf-8"))
         docs = {
             id(n.body[0].value)

@@ -121,10 +121,22 @@ def test_the_report_is_strict_json(tmp_path: Path):
     load = compare_load(C4, [_run(0.030)], [_run(0.020)], {})
     r = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (load,), (ReportWarning(WarningKind.RUN_LEVEL_UNIT),))
     d = json.loads(write_summary_file(tmp_path, r.to_dict(), indent=1).read_text(encoding="utf-8"))
-    assert d["schema"] == RUN_LEVEL_SCHEMA == "speculab.report.run-level/2"
-    assert d["notes"] == [{"kind": "run_level_unit", "subject": "", "load": "", "fields": {}}]  # records, no words
-    assert d["unit"] == "run" and d["loads"][0]["metrics"][0]["a"] == []
-    assert not any(isinstance(v, float) and math.isnan(v) for v in d["loads"][0]["metrics"][2]["a"])
+    assert d["schema"] == RUN_LEVEL_SCHEMA == "speculab.report.run-level/3"
+    assert d["warnings"] == [{"kind": "run_level_unit", "subject": "", "load": "", "fields": {}}]  # records, no words
+    # the A/B summary's grammar: arms, levels[].arms (each arm's own), levels[].comparisons (B against A)
+    assert [a["role"] for a in d["arms"]] == ["baseline", "candidate"] and d["unit"] == "run"
+    level = d["levels"][0]
+    assert level["key"] == "c4" and level["label"] == "concurrency 4" and level["kind"] == "concurrency"
+    a, b = level["arms"]
+    assert a["arm"] == "a" and a["runs"] == 1 and a["completed"] == [20] and a["failed"] == [0]
+    assert a["error_rate"] == 0.0 and a["figures"]["ttft_median_s"] == {"runs": [], "value": None}
+    assert b["figures"]["tpot_median_s"] == {"runs": [0.02], "value": pytest.approx(0.02)}
+    (c,) = level["comparisons"]
+    assert c["candidate"] == "b" and c["baseline"] == "a"
+    tpot = next(m for m in c["metrics"] if m["metric"] == "tpot_median_s")
+    assert tpot["point"] == pytest.approx(2 / 3) and tpot["ratio"] is None and tpot["decision"] is None
+    assert "distributions" not in a and "n_pairs" not in tpot  # per-request fields absent
+    assert not any(isinstance(v, float) and math.isnan(v) for v in b["figures"]["tpot_median_s"]["runs"])
 
 
 def test_the_saved_report_reads_back_and_is_re_decided_against_a_new_margin(tmp_path: Path):
@@ -169,3 +181,19 @@ def test_run_level_answers_are_the_deciding_median_and_each_runs_lost_requests()
     )
     one = compare_load(C4, a[:1], b[:1], {})  # one run a side: no interval
     assert run_level_answers(_report(one), "tpot_s", 0.05)[0][0] == "no-verdict"
+
+
+def test_the_error_gate_reads_each_runs_own_counts():
+    """Issue 51: a run whose file says every request failed fails the gate (the command exits 4 with this record); a
+    run whose file states no failed count (SGLang's) cannot fail it."""
+    from speculab.harness.verdict.run_level import run_level_error_gate
+
+    a = [_run(0.030)]
+    dead = RunSummary(Path("dead.json"), "vllm bench serve", C4, Aggregates({}), completed=0, failed=640)
+    why = run_level_error_gate(_report(compare_load(C4, a, [dead], {})), 0.02)
+    assert why is not None and why.kind is WarningKind.ERROR_GATE
+    assert (why.subject, why.load) == ("spec", "concurrency 4")
+    assert why.fields == {"failed": 640, "counted": 640, "error_rate": 1.0, "by_category": {}, "max_error_rate": 0.02}
+    assert run_level_error_gate(_report(compare_load(C4, a, [dead], {})), 1.0) is None
+    unstated = RunSummary(Path("s.jsonl"), "sglang bench_serving", C4, Aggregates({}), completed=0, failed=None)
+    assert run_level_error_gate(_report(compare_load(C4, a, [unstated], {})), 0.02) is None

@@ -29,7 +29,15 @@ def upgrade_record(rec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(rec) | {"metadata": meta}
 
 
+# the error AIPerf records for a request it cancelled itself (its worker, `--request-cancellation-rate`: code 499,
+# "Client Closed Request"): 0.1.x files keep such a record with this error and no metrics
+CANCELLATION = "RequestCancellationError"
+
+
 def cancelled(rec: Mapping[str, Any]) -> bool:
-    """Whether AIPerf cancelled the request (at the benchmark's end, or a first request cut off)."""
-    meta = rec.get("metadata")
-    return isinstance(meta, dict) and meta.get("was_cancelled") is True
+    """Whether AIPerf cancelled the request (at the benchmark's end, a first request cut off, or by
+    `--request-cancellation-rate`): `was_cancelled`, or its cancellation error."""
+    meta, error = rec.get("metadata"), rec.get("error")
+    return (isinstance(meta, dict) and meta.get("was_cancelled") is True) or (
+        isinstance(error, dict) and error.get("type") == CANCELLATION
+    )

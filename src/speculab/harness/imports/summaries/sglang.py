@@ -17,7 +17,14 @@ from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
+from speculab.harness.imports.summaries.summary import (
+    LENS_ONLY,
+    RunSummary,
+    count,
+    keeps_requests,
+    lens_only,
+    ms_aggregates,
+)
 
 TOOL = sglang_bench.TOOL
 # 0.4.0 (December 2024) wrote a shorter line: no `tag`, medians of TTFT, ITL and E2E, output tok/s, no p99s
@@ -71,7 +78,8 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 run=run,
                 info={"line": at}
                 | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
-                | ({"layout": LATE_2024} if "tag" not in d and "p99_ttft_ms" not in d else {}),
+                | ({"layout": LATE_2024} if "tag" not in d and "p99_ttft_ms" not in d else {})
+                | ({"layout": LENS_ONLY} if lens_only(d) else {}),
             )
         )
     return tuple(out)

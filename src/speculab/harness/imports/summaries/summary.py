@@ -71,10 +71,15 @@ def count(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-# the per-request lists of vLLM's and SGLang's files (SGLang took vLLM's layout): a file holding any is a per-request
-# file (read, or refused naming what it lacks, by harness.imports' readers), not a summary. vLLM 0.32 keeps
-# `latencies` and `queue_times` lists without --save-detailed, which alone pair nothing: not among them
-REQUEST_LISTS = ("start_times", "ttfts", "itls", "input_lens", "output_lens", "generated_texts", "errors")
+# the per-request timing lists of vLLM's and SGLang's files (SGLang took vLLM's layout): a file holding any is a
+# per-request file (read, or refused naming what it lacks, by harness.imports' readers), not a summary. vLLM 0.32
+# keeps `latencies` and `queue_times` lists without --save-detailed, which alone pair nothing: not among them; nor are
+# `input_lens`, `output_lens`, `generated_texts` and `errors`, which hold no time: a file that keeps them and no
+# `ttfts` or `itls` is read at the run level, as a summary of the same tool is (issue 51: it was told to use
+# --save-detailed while the plainer summary was read)
+REQUEST_LISTS = ("start_times", "ttfts", "itls")
+# what such a file keeps besides its aggregates (its side's note names the layout)
+LENS_ONLY = "per-request token counts (`input_lens`, `output_lens`) without timings: read at the run level"
 
 
 def ms_aggregates(d: Mapping[str, Any], latencies: tuple[tuple[Figure, str], ...]) -> Aggregates:
@@ -93,5 +98,10 @@ def ms_aggregates(d: Mapping[str, Any], latencies: tuple[tuple[Figure, str], ...
 
 
 def keeps_requests(d: Mapping[str, Any]) -> bool:
-    """Whether a vLLM or SGLang result holds per-request lists (`REQUEST_LISTS`)."""
+    """Whether a vLLM or SGLang result holds per-request timing lists (`REQUEST_LISTS`)."""
     return any(isinstance(d.get(k), list) and d.get(k) for k in REQUEST_LISTS)
+
+
+def lens_only(d: Mapping[str, Any]) -> bool:
+    """Whether a vLLM or SGLang result keeps per-request token counts but no timing (`LENS_ONLY`)."""
+    return not keeps_requests(d) and any(isinstance(d.get(k), list) and d.get(k) for k in ("input_lens", "output_lens"))

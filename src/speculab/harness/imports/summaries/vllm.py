@@ -17,7 +17,14 @@ from typing import Any
 from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.imports import vllm_bench, vllm_sweep
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
+from speculab.harness.imports.summaries.summary import (
+    LENS_ONLY,
+    RunSummary,
+    count,
+    keeps_requests,
+    lens_only,
+    ms_aggregates,
+)
 
 TOOL = vllm_bench.TOOL
 # the four latencies' figures and vLLM's names of them
@@ -25,8 +32,9 @@ _LATENCIES = ((TTFT, "ttft"), (TPOT, "tpot"), (ITL, "itl"), (E2E, "e2el"))
 
 
 def detect(path: Path) -> bool:
-    """A vLLM result file (its setup keys near the start), per-request data or not."""
-    return path.is_file() and vllm_bench.detect(path)
+    """A vLLM result file (its marks near the start), per-request data or not, or a sweep combination's own
+    summary.json (its runs' results as one list)."""
+    return path.is_file() and (vllm_bench.detect(path) or vllm_sweep.combination_summary(path))
 
 
 def _failed(d: dict[str, Any]) -> int | None:
@@ -37,32 +45,45 @@ def _failed(d: dict[str, Any]) -> int | None:
 
 
 def read(path: Path) -> tuple[RunSummary, ...]:
-    """The file's one run (a sweep's run=N.json is run N + 1 at its load)."""
+    """The file's one run (a sweep's run=N.json is run N + 1 at its load), or a combination's summary.json's runs
+    (each its `run_number` + 1)."""
     ff = FileFields(path, vllm_bench.READ_AS)
     d = ff.json(ff.text())
+    if isinstance(d, list) and vllm_sweep.combination_summary(path):
+        runs = [ff.mapping(r, f"[{i}]") for i, r in enumerate(d)]
+        if not runs:
+            ff.fail("it is an empty list (no run)")
+        # each its sweep's own run number, else its place in the list
+        numbers = [k if (k := count(r.get("run_number"))) is not None else i for i, r in enumerate(runs)]
+        return tuple(_run(ff, r, k, vllm_sweep.TOOL) for r, k in zip(runs, numbers, strict=True))
     if not isinstance(d, dict):
         ff.fail("not a JSON object")
+    n = vllm_sweep.run_number(path)
+    return (_run(ff, d, n, vllm_bench.TOOL if n is None else vllm_sweep.TOOL),)
+
+
+def _run(ff: FileFields, d: dict[str, Any], n: int | None, tool: str) -> RunSummary:
+    """One run's result: run `n` + 1 of a sweep's combination (None: a file of one run)."""
+    path = ff.path
     completed = count(d.get("completed"))
     failed = _failed(d)
-    n = count(d.get("num_prompts")) or (completed or 0) + (failed or 0) or 1
-    level, _ = vllm_bench.offered_load(ff, d, n)
-    n = vllm_sweep.run_number(path)
+    asked = count(d.get("num_prompts")) or (completed or 0) + (failed or 0) or 1
+    level, _ = vllm_bench.offered_load(ff, d, asked)
     version = d.get("vllm_version") or d.get("version")
-    # a sweep's run files are all run=N.json: the side is named by the combination's directory
+    # a sweep's run files are all run=N.json (and summary.json): the side is named by the combination's directory
     label = f"{path.parent.name}/{path.name}" if n is not None else ""
-    return (
-        RunSummary(
-            path=path,
-            tool=vllm_bench.TOOL if n is None else vllm_sweep.TOOL,
-            level=level,
-            aggregates=ms_aggregates(d, _LATENCIES),
-            completed=completed,
-            failed=failed,
-            per_request=keeps_requests(d),
-            version=str(version) if version else None,
-            model=str(d["model_id"]) if d.get("model_id") else None,
-            label=label,
-            run=n + 1 if n is not None else 1,
-            info={k: d[k] for k in ("date", "backend", "label") if d.get(k) is not None},
-        ),
+    return RunSummary(
+        path=path,
+        tool=tool,
+        level=level,
+        aggregates=ms_aggregates(d, _LATENCIES),
+        completed=completed,
+        failed=failed,
+        per_request=keeps_requests(d),
+        version=str(version) if version else None,
+        model=str(d["model_id"]) if d.get("model_id") else None,
+        label=label,
+        run=n + 1 if n is not None else 1,
+        info={k: d[k] for k in ("date", "backend", "label") if d.get(k) is not None}
+        | ({"layout": LENS_ONLY} if lens_only(d) else {}),
     )
