@@ -81,8 +81,9 @@ def _responses(ff: FileFields, r: Mapping[str, Any], at: str, openai: bool, base
     named (None), or {"error": ...} where the server sent an error event."""
     times = r.get("response_timestamps")
     outputs = r.get("response_outputs") or []
-    if not isinstance(times, list) or not isinstance(outputs, list):
-        ff.fail(f"`{at}.response_timestamps` / `response_outputs` are not lists")
+    for name, v in (("response_timestamps", times), ("response_outputs", outputs)):
+        if not isinstance(v, list):
+            ff.fail(f"no `{at}.{name}`" if v is None else f"`{at}.{name}` is not a list")
     out = []
     pending = ""  # a splintered SSE event: perf_analyzer received it in parts
     for j, t in enumerate(times):
@@ -164,6 +165,7 @@ def _run(ff: FileFields, d: Mapping[str, Any], e: Mapping[str, Any], i: int) -> 
     listed = e.get("requests")
     if not isinstance(listed, list) or not listed:
         ff.fail(f"`experiments[{i}].requests` holds no requests")
+    level = _level(ff, e, i)
     reqs = [
         ff.mapping(r, f"experiments[{i}].requests[{j}]") | {"_at": f"experiments[{i}].requests[{j}]"}
         for j, r in enumerate(listed)
@@ -175,7 +177,6 @@ def _run(ff: FileFields, d: Mapping[str, Any], e: Mapping[str, Any], i: int) -> 
     base = reqs[0]["timestamp"]
     records = tuple(_record(ff, r, k, openai, base) for k, r in enumerate(reqs))
     specs = [request_spec(k, obj(r.get("request_inputs")).get("payload")) for k, r in enumerate(reqs)]
-    level = _level(ff, e, i)
     version = d.get("version") if isinstance(d.get("version"), str) else None
     info = {"tool": TOOL, "file": str(path), "version": version, "experiment": i}
     said = [["service kind", d.get("service_kind")], ["endpoint", d.get("endpoint")]]
