@@ -23,7 +23,7 @@ from typing import Any
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
 from speculab.harness.imports.imported import ImportedRun, file_record
-from speculab.harness.imports.per_request.request_body import chunk_text, request_spec, usage_tokens
+from speculab.harness.imports.per_request.request_body import chunk_text, first_choice, request_spec, usage_tokens
 from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.results.warnings import WarningKind as Kind
@@ -38,8 +38,9 @@ HOW = (
 )
 NOTE = (
     "GenAI-Perf files: every response's own timestamp is a chunk (chunk gaps and stalls are the chunks'), text from "
-    "each SSE event; output tokens from the stream's usage where the server sent it, else unknown (GenAI-Perf "
-    "counts them with its tokenizer, not kept), and TPOT with them; per-chunk token counts are unknown; the "
+    "each SSE event; output tokens from the stream's usage where the server sent it, else the payload's max_tokens "
+    "where the stream ended for its length, else unknown (GenAI-Perf counts them with its tokenizer, not kept), and "
+    "TPOT with them; per-chunk token counts are unknown; the "
     "sampling parameters are each request's payload's, not compared; GenAI-Perf's aggregates are not read"
 )
 _NS = 1e-9
@@ -134,10 +135,24 @@ def _record(ff: FileFields, r: Mapping[str, Any], index: int, openai: bool, base
         responses[-1][0],
         chunk_times=[t for t, _ in chunks],
         output_text="".join(text for _, text in chunks),
-        completion_tokens=usage_tokens(usage, "completion_tokens"),
+        completion_tokens=_output_tokens(r, usage, openai),
     )
     # the chunks' own texts (file_record keeps times only): what each chunk carried, its tokens unknown
     return replace(record, chunks=tuple(ChunkEvent(t, text, None) for t, text in chunks))
+
+
+def _output_tokens(r: Mapping[str, Any], usage: Any, openai: bool) -> int | None:
+    """The request's output tokens: the stream's usage; else, where the stream ended for its length
+    (`finish_reason: length`), the `max_tokens` its payload asked (an OpenAI server stops there, and only there, for
+    that reason); else unknown (GenAI-Perf counts them with its tokenizer, which the file does not keep)."""
+    if (stated := usage_tokens(usage, "completion_tokens")) is not None or not openai:
+        return stated
+    raw = "".join(str(obj(o).get("response") or "") for o in r.get("response_outputs") or [])
+    ends = [obj(first_choice(e)).get("finish_reason") for e in _events(raw)[0]]
+    if next((x for x in reversed(ends) if x), None) != "length":
+        return None
+    spec = request_spec(0, obj(r.get("request_inputs")).get("payload"))
+    return spec.max_tokens if spec is not None else None
 
 
 def _level(ff: FileFields, e: Mapping[str, Any], i: int) -> LevelSpec:

@@ -28,10 +28,15 @@ def request_spec(index: int, body: Any) -> RequestSpec | None:
     return None
 
 
+def first_choice(data: Any) -> dict[str, Any]:
+    """`choices[0]` of a streamed OpenAI chunk ({} where it has none)."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    return choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+
+
 def chunk_text(data: Any) -> str:
     """The generated text one streamed OpenAI chunk carries (`choices[0].text` or `.delta.content`); "" where none."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    first = first_choice(data)
     delta = first.get("delta") if isinstance(first.get("delta"), dict) else {}
     text = first.get("text") or delta.get("content")
     return text if isinstance(text, str) else ""

@@ -59,7 +59,8 @@ def test_the_fixtures_keep_every_chunk_at_its_own_time() -> None:
     assert gaps_a == pytest.approx([0.030] * 15, abs=1e-6) and rb.chunks[1].t_s - rb.chunks[0].t_s == pytest.approx(
         0.042857, abs=1e-6
     )
-    assert [c.text for c in rb.chunks[:2]] == [" tok tok", " tok tok"] and ra.completion_tokens == 16
+    assert [c.text for c in rb.chunks[:2]] == [" tok tok", " tok tok"]
+    assert ra.completion_tokens == 16 and ra.prompt_tokens is None  # no usage: max_tokens, ended for its length
     assert request_metrics(ra).tpot_s == pytest.approx(0.030, abs=1e-6)
     assert request_metrics(rb).tpot_s == pytest.approx(0.020, abs=1e-4)
     assert a.items[3].messages == ({"role": "user", "content": genai_perf_prompt(3)},) and a.items[3].max_tokens == 16
@@ -87,6 +88,17 @@ def test_a_splintered_event_is_one_chunk_when_its_rest_arrives(tmp_path: Path) -
     rec = run.records[0]
     assert [c.text for c in rec.chunks] == ["a", "b"] and rec.completion_tokens is None
     assert rec.chunks[1].t_s == pytest.approx(0.035)  # when its rest arrived
+
+
+@pytest.mark.parametrize(("finish", "tokens"), [("length", 8), ("stop", None), (None, None)])
+def test_without_usage_the_output_is_max_tokens_only_where_it_ended_for_its_length(
+    tmp_path: Path, finish: str | None, tokens: int | None
+) -> None:
+    r = _req(0, ["a", "b"], usage=None)
+    last = {"choices": [{"index": 0, "delta": {"content": "b"}, "finish_reason": finish}]}
+    r["response_outputs"][-1] = _sse(last)
+    (run,) = genai_perf.read_all(_write(tmp_path, [r]))
+    assert run.records[0].completion_tokens == tokens  # the payload's max_tokens is 8
 
 
 def test_a_request_without_responses_or_with_an_error_event_failed(tmp_path: Path) -> None:
