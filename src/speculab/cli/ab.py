@@ -194,8 +194,7 @@ def compare_command(
         None,
         "--format",
         help="speculab | vllm | vllm-sweep | guidellm | aiperf | sglang | llmperf | inference-perf | genai-perf: read "
-        "both as this (default: detected; a directory of vLLM run=N.json files is vllm-sweep, one of inference-perf's "
-        "per_request_lifecycle_metrics.json inference-perf, any other speculab's)",
+        "both as this (default: detected, docs/imports.md)",
     ),
     benchmark: int | None = typer.Option(
         None,
