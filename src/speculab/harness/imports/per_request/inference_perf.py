@@ -15,6 +15,7 @@ report directory and a stage report with the per-request report beside it (that 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from itertools import groupby
@@ -48,17 +49,19 @@ NOTE = (
 def _head(path: Path) -> str:
     try:
         with path.open("rb") as f:
-            return f.read(16384).decode("utf-8", "replace")
+            return f.read(512).decode("utf-8", "replace")
     except OSError:
         return ""
 
 
+# the per-request report's own marks: a JSON list whose first entry opens with `start_time` then `end_time` (its
+# `request`, the whole body sent, may push `info` far down the file)
+_OPENING = re.compile(r'\[\s*\{\s*"start_time"\s*:\s*[-+\d.eE]+\s*,\s*"end_time"\s*:')
+
+
 def _is_per_request(path: Path) -> bool:
-    """The per-request report's own marks: a JSON list of entries with `start_time`, `end_time` and `info`."""
-    if not path.is_file():
-        return False
-    head = _head(path).lstrip()
-    return head.startswith("[") and all(f'"{k}"' in head for k in ("start_time", "end_time", "info"))
+    """inference-perf's per-request report, by its opening (`_OPENING`)."""
+    return path.is_file() and _OPENING.match(_head(path).lstrip()) is not None
 
 
 def _report_of(path: Path) -> Path | None:

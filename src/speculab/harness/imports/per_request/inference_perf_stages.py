@@ -52,13 +52,14 @@ def stage_files(d: Path) -> list[Path]:
 
 
 def _is_report(path: Path) -> bool:
-    """A lifecycle report's own marks: `load_summary`, `successes` and `failures` in one JSON object."""
+    """A lifecycle report's own marks: a JSON object whose start holds `load_summary` and `successes` (its
+    `failures` come after every statistic of the successes, past what is read here)."""
     try:
         with path.open("rb") as f:
             head = f.read(16384).decode("utf-8", "replace")
     except OSError:
         return False
-    return head.lstrip().startswith("{") and all(f'"{k}"' in head for k in ("load_summary", "successes", "failures"))
+    return head.lstrip().startswith("{") and all(f'"{k}"' in head for k in ("load_summary", "successes"))
 
 
 def detect(path: Path) -> bool:
@@ -94,7 +95,10 @@ def stage_level(ff: FileFields, load: Mapping[str, Any], cfg: Mapping[str, Any],
         return LevelSpec("concurrency", cap, ("low", "operating"))
     rate = load.get("requested_rate", said.get("rate"))
     if rate is None:
-        ff.fail(f"no `load_summary.requested_rate` (the stage's load), and no {CONFIG} beside it naming stage {stage}")
+        ff.fail(
+            f"no `load_summary.requested_rate` or `concurrency` (the stage's load), nor a rate or concurrency_level "
+            f"for stage {stage} in a {CONFIG} beside it"
+        )
     arrival = kind if kind in ("constant", "poisson") else None
     return LevelSpec("rate", ff.positive(rate, "load_summary.requested_rate"), ("operating",), arrival)
 

@@ -134,7 +134,7 @@ def test_an_early_stage_report_keeps_no_tpot_and_takes_its_load_from_the_config(
     assert s.level.key == "r4" and s.aggregates.get("tpot_median_s") is None and s.info["layout"]
     assert s.aggregates.get("ttft_median_s") == pytest.approx(0.021) and s.aggregates.get("ttft_p99_s") is None
     (d / "config.yaml").unlink()
-    with pytest.raises(UserError, match=r"no `load_summary\.requested_rate`"):
+    with pytest.raises(UserError, match=r"no `load_summary\.requested_rate` or `concurrency`"):
         read_side(d)
 
 
@@ -145,3 +145,12 @@ def test_the_run_summary_is_read_only_without_stage_reports(tmp_path: Path) -> N
     _one_stage(d, 1)
     (s,) = read_side(d / "summary_lifecycle_metrics.json") or ()
     assert s.level.key == "r8" and s.completed == 36
+
+
+def test_a_long_prompt_does_not_hide_the_reports_marks(tmp_path: Path) -> None:
+    entry = {"start_time": 1.0, "end_time": 2.0, "request": json.dumps({"prompt": "x " * 50_000}), "info": {}}
+    f = tmp_path / PER_REQUEST
+    f.write_text(json.dumps([entry | {"error": None}], indent=2))
+    assert inference_perf.detect(f) and inference_perf.detect(tmp_path)
+    f.write_text(json.dumps([{"end_time": 2.0, "start_time": 1.0}]))  # another tool's list of the same words
+    assert not inference_perf.detect(f)
