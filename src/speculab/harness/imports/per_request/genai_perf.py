@@ -22,7 +22,7 @@ from typing import Any
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
-from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.imports.imported import ImportedRun, file_record, validity_notes
 from speculab.harness.imports.per_request.request_body import chunk_text, first_choice, request_spec, usage_tokens
 from speculab.harness.records import ChunkEvent, ErrorInfo, RequestRecord
 from speculab.harness.results.warnings import ReportWarning
@@ -206,11 +206,19 @@ def _run(ff: FileFields, d: Mapping[str, Any], e: Mapping[str, Any], i: int) -> 
         records=records,
         items=tuple(s for s in specs if s is not None) if all(s is not None for s in specs) else (),
         info=info | {"endpoint": d.get("endpoint")},
-        notes=(ReportWarning(Kind.FILE_READ, fields=read),),
+        notes=(ReportWarning(Kind.FILE_READ, fields=read), *_validity(reqs)),
         started_utc=datetime.fromtimestamp(base * _NS, timezone.utc).isoformat(timespec="seconds"),
         label=_label(path),
         model=model,
     )
+
+
+def _validity(reqs: list[dict[str, Any]]) -> tuple[ReportWarning, ...]:
+    """`ignore_eos` in every payload (`--extra-inputs ignore_eos:true`): acceptance not the user's traffic's. The
+    export does not say whether the prompts were synthetic (GenAI-Perf's default), so that is not guessed."""
+    bodies = [obj(json.loads(p)) for p in _payloads(reqs)]
+    ignore = bool(bodies) and len(bodies) == len(reqs) and all(b.get("ignore_eos") is True for b in bodies)
+    return validity_notes(None, ignore, (), len(reqs))
 
 
 def _payloads(reqs: list[dict[str, Any]]) -> list[str]:

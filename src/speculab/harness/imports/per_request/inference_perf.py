@@ -24,7 +24,7 @@ from typing import Any
 
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, obj
-from speculab.harness.imports.imported import ImportedRun, file_record
+from speculab.harness.imports.imported import ImportedRun, file_record, validity_notes
 from speculab.harness.imports.per_request import inference_perf_stages as stages
 from speculab.harness.imports.per_request.request_body import chunk_text, request_spec, usage_tokens
 from speculab.harness.imports.summaries.summary import count
@@ -195,10 +195,24 @@ def _run(ff: FileFields, entries: list[dict[str, Any]], stage: int, level: Level
         records=records,
         items=tuple(s for s in specs if s is not None) if all(s is not None for s in specs) else (),
         info=info,
-        notes=(ReportWarning(Kind.FILE_READ, fields=read),),
+        notes=(ReportWarning(Kind.FILE_READ, fields=read), *_validity(cfg, entries)),
         label=label,
         model=model,
     )
+
+
+# inference-perf's data generators that make prompts up (its `data.type`): acceptance on them is not the user's
+SYNTHETIC_DATA = ("mock", "random", "synthetic", "shared_prefix")
+
+
+def _validity(cfg: Mapping[str, Any], entries: list[dict[str, Any]]) -> tuple[ReportWarning, ...]:
+    """What the config says that makes acceptance not the user's traffic's: made-up prompts, `ignore_eos` (the
+    config's `server.ignore_eos`, else every request body's)."""
+    ignore = obj(cfg.get("server")).get("ignore_eos")
+    if ignore is None:
+        bodies = [obj(json.loads(e["request"])) for e in entries if _json(e)]
+        ignore = bool(bodies) and all(b.get("ignore_eos") is True for b in bodies)
+    return validity_notes(obj(cfg.get("data")).get("type"), ignore, SYNTHETIC_DATA, len(entries))
 
 
 def _json(e: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from speculab.harness.analysis.metrics import request_metrics
 from speculab.harness.imports import registry
 from speculab.harness.imports.per_request import genai_perf
 from speculab.harness.records import ErrorCategory
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FIX = Path(__file__).resolve().parents[4] / "fixtures" / "imports"
 GP = FIX / "genai-perf"
@@ -155,3 +156,13 @@ def test_it_is_claimed_by_its_own_marks_and_claims_no_other_tools_file(tmp_path:
     aggregate = tmp_path / "profile_export_genai_perf.json"  # GenAI-Perf's own aggregates: not the export
     aggregate.write_text(json.dumps({"request_latency": {"unit": "ms", "avg": 1.0}, "input_config": {}}))
     assert not genai_perf.detect(aggregate)
+
+
+def test_ignore_eos_in_every_payload_is_said_to_make_acceptance_not_the_users(tmp_path: Path) -> None:
+    reqs = [_req(0, ["a"]), _req(5, ["b"])]
+    (plain,) = genai_perf.read_all(_write(tmp_path, reqs))
+    for r in reqs:
+        r["request_inputs"]["payload"] = json.dumps(json.loads(r["request_inputs"]["payload"]) | {"ignore_eos": True})
+    (ignored,) = genai_perf.read_all(_write(tmp_path, reqs))
+    kinds = [[n.kind for n in run.notes if not isinstance(n, str)] for run in (plain, ignored)]
+    assert Kind.ACCEPTANCE_IGNORE_EOS not in kinds[0] and Kind.ACCEPTANCE_IGNORE_EOS in kinds[1]

@@ -17,6 +17,7 @@ from speculab.harness.imports import registry
 from speculab.harness.imports.per_request import inference_perf, inference_perf_stages
 from speculab.harness.imports.summaries.read import read_side
 from speculab.harness.records import ErrorCategory
+from speculab.harness.results.warnings import WarningKind as Kind
 
 FIX = Path(__file__).resolve().parents[4] / "fixtures" / "imports"
 IP = FIX / "inference-perf"
@@ -154,3 +155,9 @@ def test_a_long_prompt_does_not_hide_the_reports_marks(tmp_path: Path) -> None:
     assert inference_perf.detect(f) and inference_perf.detect(tmp_path)
     f.write_text(json.dumps([{"end_time": 2.0, "start_time": 1.0}]))  # another tool's list of the same words
     assert not inference_perf.detect(f)
+
+
+def test_made_up_prompts_are_said_to_make_acceptance_not_the_users() -> None:
+    run = inference_perf.read_all(IP / "baseline")[0]  # the config's data.type: mock
+    kinds = [n.kind for n in run.notes if not isinstance(n, str)]
+    assert Kind.ACCEPTANCE_SYNTHETIC_PROMPTS in kinds and Kind.ACCEPTANCE_IGNORE_EOS not in kinds
