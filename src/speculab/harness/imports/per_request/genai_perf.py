@@ -207,10 +207,16 @@ def _run(ff: FileFields, d: Mapping[str, Any], e: Mapping[str, Any], i: int) -> 
         items=tuple(s for s in specs if s is not None) if all(s is not None for s in specs) else (),
         info=info | {"endpoint": d.get("endpoint")},
         notes=(ReportWarning(Kind.FILE_READ, fields=read), *_validity(reqs)),
-        started_utc=datetime.fromtimestamp(base * _NS, timezone.utc).isoformat(timespec="seconds"),
+        started_utc=_date(base),
         label=_label(path),
         model=model,
     )
+
+
+def _date(ns: int) -> str:
+    """The first send's date (perf_analyzer's timestamps are the system clock's, since the epoch); "" where the
+    number is no such date (a clock since boot)."""
+    return datetime.fromtimestamp(ns * _NS, timezone.utc).isoformat(timespec="seconds") if ns > 10**18 else ""
 
 
 def _validity(reqs: list[dict[str, Any]]) -> tuple[ReportWarning, ...]:
