@@ -3,9 +3,10 @@
 
 Per request inference-perf writes `start_time` and `end_time` (seconds, its client's perf_counter), `request` (the
 body sent, JSON text: the prompt or messages and `max_tokens`), `response`, `info` and `error` (`error_type`,
-`error_msg`). Of `info`: `input_tokens`; `response_metrics` (0.5 and later): `chunk_times` (one per chunk that
-carried text), `response_chunks` (those chunks, 1:1), `output_tokens` (its tokenizer's count) and `server_usage`
-(the server's `usage`); the layouts before keep `output_tokens` and `output_token_times` in `info` itself. The
+`error_msg`). Of `info`: `input_tokens`; `response_metrics` (0.6 and later; `response_info` in 0.5): `chunk_times`
+(one per chunk that carried text), `response_chunks` (those chunks, 1:1), `output_tokens` (its tokenizer's count)
+and `server_usage` (the server's `usage`); the layouts before keep `output_tokens` and `output_token_times` (a time
+per message received, not only those carrying text: read as the first and last token alone) in `info` itself. The
 entries do not say their stage: the stages ran one after another, so the requests, in the order sent, are cut by
 the counts of the stage reports beside the file (`stage_N_lifecycle_metrics.json`, which also give each stage's
 load); a file without them is read as one stage where its `config.yaml` names one. The reader also claims the
@@ -39,10 +40,10 @@ READ_AS = "an inference-perf per-request lifecycle report"
 HOW = "inference-perf: the same data (a fixed dataset, or the same seed), with the same load stages"
 NOTE = (
     "inference-perf files: each chunk that carried text is a chunk at its `chunk_times` time (the layouts before "
-    "0.5: its `output_token_times`), with its text where `response_chunks` are kept; output tokens from the "
-    "server's usage where kept, else inference-perf's tokenizer count; per-chunk token counts are unknown; each "
-    "stage is a load, its requests cut from the file by the stage reports' counts; the sampling parameters are each "
-    "request's body's, not compared; inference-perf's aggregates are not read"
+    "0.5 keep a time per message received: the first and last alone), with its text where `response_chunks` are "
+    "kept; output tokens from the server's usage where kept, else inference-perf's tokenizer count; per-chunk token "
+    "counts are unknown; each stage is a load, its requests cut from the file by the stage reports' counts; the "
+    "sampling parameters are each request's body's, not compared; inference-perf's aggregates are not read"
 )
 
 
@@ -80,25 +81,39 @@ def detect(path: Path) -> bool:
     return _report_of(path) is not None
 
 
-def _times(ff: FileFields, e: Mapping[str, Any], at: str) -> tuple[list[float], list[str]]:
-    """The times of the chunks that carried text, and their texts where kept (else [])."""
+def _response(info: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """What the entry keeps of its response, and its path: `info.response_metrics` (0.6 and later),
+    `info.response_info` (0.5); ({}, "info") in the layouts before, which keep it in `info` itself."""
+    for key in ("response_metrics", "response_info"):
+        if isinstance(info.get(key), dict):
+            return info[key], f"info.{key}"
+    return {}, "info"
+
+
+def _times(ff: FileFields, e: Mapping[str, Any], at: str) -> tuple[list[float], list[str], bool]:
+    """The times of the chunks that carried text, their texts where kept (else []), and whether those are every
+    chunk (False: the layouts before 0.5 kept a time per SSE message received, [DONE] and role chunks among them,
+    and up to 0.2 per line, blank ones too: only the first and the last are read)."""
     info = obj(e.get("info"))
-    rm = obj(info.get("response_metrics"))
-    raw = rm.get("chunk_times", rm.get("output_token_times", info.get("output_token_times"))) or []
+    rm, where = _response(info)
+    key = "chunk_times" if "chunk_times" in rm else "output_token_times"
+    raw = (rm if rm else info).get(key) or []
     if not isinstance(raw, list):
-        ff.fail(f"`{at}.info.response_metrics.chunk_times` is not a list")
-    times = [ff.number(t, f"{at}.info.response_metrics.chunk_times[{j}]") for j, t in enumerate(raw)]
+        ff.fail(f"`{at}.{where}.{key}` is not a list")
+    times = [ff.number(t, f"{at}.{where}.{key}[{j}]") for j, t in enumerate(raw)]
+    if not rm:
+        return times[:1] + times[1:][-1:], [], False
     chunks = rm.get("response_chunks")
-    if isinstance(chunks, list) and len(chunks) == len(times) and "chunk_times" in rm:
+    if isinstance(chunks, list) and len(chunks) == len(times) and key == "chunk_times":
         texts = []
         for c in chunks:
             try:
                 texts.append(chunk_text(json.loads(c)) if isinstance(c, str) else chunk_text(c))
             except ValueError:
                 texts.append("")
-        return times, texts
+        return times, texts, True
     # output_token_times of a tokenizer-corrected run repeat a chunk's time once per token: one chunk each
-    return [t for t, _ in groupby(times)], []
+    return [t for t, _ in groupby(times)], [], True
 
 
 def _error(err: Mapping[str, Any]) -> ErrorInfo:
@@ -116,19 +131,21 @@ def _record(ff: FileFields, e: Mapping[str, Any], index: int) -> RequestRecord:
     sent = ff.number(e.get("start_time"), f"{at}.start_time")
     end = ff.number(e.get("end_time"), f"{at}.end_time")
     info = obj(e.get("info"))
-    rm = obj(info.get("response_metrics"))
+    rm, where = _response(info)
     usage = rm.get("server_usage")
     stated_in = info.get("input_tokens", obj(obj(info.get("request_metrics")).get("text")).get("input_tokens"))
     prompt_tokens = usage_tokens(usage, "prompt_tokens")
     prompt_tokens = prompt_tokens if prompt_tokens is not None else ff.count(stated_in, f"{at}.info.input_tokens")
     if isinstance(e.get("error"), dict):
         return file_record(index, sent, prompt_tokens, end, error=_error(e["error"]))
-    times, texts = _times(ff, e, at)
+    times, texts, every = _times(ff, e, at)
     out = usage_tokens(usage, "completion_tokens")
-    stated_out = rm.get("output_tokens", info.get("output_tokens"))
-    out = out if out is not None else ff.count(stated_out, f"{at}.info.response_metrics.output_tokens")
+    stated_out = (rm if rm else info).get("output_tokens")
+    out = out if out is not None else ff.count(stated_out, f"{at}.{where}.output_tokens")
     text = "".join(texts) or (e["response"] if isinstance(e.get("response"), str) else "")
-    record = file_record(index, sent, prompt_tokens, end, chunk_times=times, output_text=text, completion_tokens=out)
+    record = file_record(
+        index, sent, prompt_tokens, end, chunk_times=times, output_text=text, completion_tokens=out, all_chunks=every
+    )
     if texts:  # each chunk's own text (file_record keeps times only); its tokens unknown
         record = replace(record, chunks=tuple(ChunkEvent(t, x, None) for t, x in zip(times, texts, strict=True)))
     return record

@@ -107,8 +107,17 @@ def test_an_earlier_layout_keeps_its_times_in_info(tmp_path: Path) -> None:
     ]  # fmt: skip
     (d / PER_REQUEST).write_text(json.dumps(early, indent=2))
     rec = inference_perf.read_all(d)[0].records[0]
-    assert [round(c.t_s, 3) for c in rec.chunks] == [10.1, 10.2, 10.4]  # one time a token: a chunk's repeated
+    # a time per SSE message or line, not only those carrying text: the first and the last alone
+    assert [round(c.t_s, 3) for c in rec.chunks] == [10.1, 10.4] and not rec.all_chunks
     assert rec.completion_tokens == 4 and rec.prompt_tokens == 3
+    for e in early:  # 0.5: the response under `info.response_info`, its chunk_times the text-carrying chunks'
+        times = e["info"].pop("output_token_times")
+        e["info"]["response_info"] = {"chunk_times": times, "output_token_times": times, "output_tokens": 4}
+        e["info"].pop("output_tokens")
+    (d / PER_REQUEST).write_text(json.dumps(early, indent=2))
+    rec = inference_perf.read_all(d)[0].records[0]
+    assert [round(c.t_s, 3) for c in rec.chunks] == [10.1, 10.2, 10.4] and rec.all_chunks  # a time twice: one chunk
+    assert rec.completion_tokens == 4
 
 
 def test_stage_reports_are_the_tools_aggregates_at_each_stages_load(tmp_path: Path) -> None:
