@@ -124,6 +124,12 @@ def read(path: Path) -> tuple[RunSummary, ...]:
     successes = ff.mapping(d.get("successes"), "successes")
     stage = stage_of(path) or 0
     cfg = config(path.parent)
+    listed = obj(cfg.get("load")).get("stages")
+    if stage_of(path) is None and isinstance(listed, list) and len(listed) > 1:
+        ff.fail(
+            f"the summary of {len(listed)} stages together, at no one load; give the stage_N_lifecycle_metrics.json "
+            "inference-perf wrote beside it (each stage is a load)"
+        )
     level = stage_level(ff, ff.mapping(d.get("load_summary"), "load_summary"), cfg, stage)
     model = obj(cfg.get("server")).get("model_name")
     late = "token_count_mismatches" in successes

@@ -152,6 +152,8 @@ def test_the_run_summary_is_read_only_without_stage_reports(tmp_path: Path) -> N
     d = _copy(tmp_path, "summary_lifecycle_metrics.json", "config.yaml")
     assert inference_perf_stages.detect(d / "summary_lifecycle_metrics.json")
     assert not inference_perf_stages.detect(IP / "baseline" / "summary_lifecycle_metrics.json")
+    with pytest.raises(UserError, match="the summary of 2 stages together, at no one load"):
+        read_side(d / "summary_lifecycle_metrics.json")
     _one_stage(d, 1)
     (s,) = read_side(d / "summary_lifecycle_metrics.json") or ()
     assert s.level.key == "r8" and s.completed == 36
