@@ -193,8 +193,8 @@ def compare_command(
     fmt: str | None = typer.Option(
         None,
         "--format",
-        help="speculab | vllm | vllm-sweep | guidellm | aiperf | sglang | llmperf: read both as this (default: "
-        "detected; a directory of vLLM run=N.json files is vllm-sweep, any other speculab's)",
+        help="speculab | vllm | vllm-sweep | guidellm | aiperf | sglang | llmperf | inference-perf | genai-perf: read "
+        "both as this (default: detected, docs/imports.md)",
     ),
     benchmark: int | None = typer.Option(
         None,

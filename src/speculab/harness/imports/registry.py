@@ -30,6 +30,7 @@ from speculab.harness.imports import (
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
 from speculab.harness.imports.marks import Marks, closest
+from speculab.harness.imports.per_request import genai_perf, inference_perf, inference_perf_stages
 from speculab.harness.imports.summaries import guidellm, llmperf, sglang, vllm
 from speculab.harness.imports.summaries.summary import RunSummary
 
@@ -91,19 +92,35 @@ GUIDELLM = Format(guidellm_benchmarks, guidellm)
 AIPERF = Format(aiperf_profile)
 SGLANG = Format(sglang_bench, sglang)
 LLMPERF = Format(llmperf_responses, llmperf)
+# each stage a load, and stages at one load across two runs matched by it (a stage at a load twice: its repeats)
+INFERENCE_PERF = Format(inference_perf, inference_perf_stages, by_load=True)
+GENAI_PERF = Format(genai_perf, by_load=True)  # each experiment a load (perf_analyzer's --concurrency-range)
 # in the order users were promised their --format names
-TABLE: tuple[Format, ...] = (SPECULAB_BENCH, VLLM, VLLM_SWEEP, GUIDELLM, AIPERF, SGLANG, LLMPERF)
+TABLE: tuple[Format, ...] = (
+    SPECULAB_BENCH,
+    VLLM,
+    VLLM_SWEEP,
+    GUIDELLM,
+    AIPERF,
+    SGLANG,
+    LLMPERF,
+    INFERENCE_PERF,
+    GENAI_PERF,
+)
 
 SPECULAB = SPECULAB_BENCH.name
 READERS: dict[str, Reader] = {f.name: f.reader for f in TABLE}
 FORMATS = tuple(READERS)
 # the formats of directories, asked first and in this order: a vLLM sweep's is a directory of run files (or of such
-# directories), or a prefix of their names; any other directory is a speculab bench run's
-_DIRECTORY_FORMATS = (VLLM_SWEEP, SPECULAB_BENCH)
+# directories), or a prefix of their names; an inference-perf report directory holds its per-request report (whose
+# reader also claims that file, and a stage report beside it: each names the same stages); any other directory is a
+# speculab bench run's
+_DIRECTORY_FORMATS = (VLLM_SWEEP, INFERENCE_PERF, SPECULAB_BENCH)
 # the formats of files, the most specific first: a GuideLLM file also names a `backend` near its start, as vLLM's
 # does; an SGLang line opens with its `tag` (before `backend`); an LLMPerf file is a list named
-# *_individual_responses.json. The summary readers are asked in the same order, for the same reasons
-_FILE_FORMATS = (GUIDELLM, AIPERF, SGLANG, LLMPERF, VLLM)
+# *_individual_responses.json; a GenAI-Perf export opens with `experiments`. The summary readers are asked in the
+# same order, for the same reasons (inference-perf's stage reports among them)
+_FILE_FORMATS = (GUIDELLM, AIPERF, SGLANG, LLMPERF, GENAI_PERF, INFERENCE_PERF, VLLM)
 _DIRECTORIES: tuple[Reader, ...] = tuple(f.reader for f in _DIRECTORY_FORMATS)
 _FILES: tuple[Reader, ...] = tuple(f.reader for f in _FILE_FORMATS)
 SUMMARY_READERS: tuple[SummaryReader, ...] = tuple(f.summaries for f in _FILE_FORMATS if f.summaries is not None)
@@ -114,7 +131,8 @@ _MARKS: tuple[Marks, ...] = (vllm_bench.MARKS, llmperf_responses.SUMMARY_MARKS, 
 _GIVE = (
     "give a `speculab bench` output directory, a vLLM `bench serve --save-result --save-detailed` file or `bench sweep "
     "serve` directory, a GuideLLM benchmarks.json, an AIPerf profile_export.jsonl, an SGLang bench_serving "
-    "--output-details JSONL or an LLMPerf *_individual_responses.json"
+    "--output-details JSONL, an LLMPerf *_individual_responses.json, an inference-perf report directory (its "
+    "per_request_lifecycle_metrics.json or stage_N_lifecycle_metrics.json) or a GenAI-Perf profile_export.json"
 )
 
 

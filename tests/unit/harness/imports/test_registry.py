@@ -24,7 +24,8 @@ FIXTURES = Path(__file__).parents[3] / "fixtures" / "imports"
 
 
 def test_every_reader_has_the_face_and_the_format_names_users_were_promised() -> None:
-    assert FORMATS == ("speculab", "vllm", "vllm-sweep", "guidellm", "aiperf", "sglang", "llmperf")
+    assert FORMATS[:7] == ("speculab", "vllm", "vllm-sweep", "guidellm", "aiperf", "sglang", "llmperf")
+    assert {"inference-perf", "genai-perf"} <= set(FORMATS[7:])
     for name, reader in READERS.items():
         assert name == reader.FORMAT and reader.TOOL and reader.NAME
         assert callable(reader.detect) and callable(reader.read_all)
@@ -36,10 +37,13 @@ def test_one_entry_per_format_finds_both_its_readers() -> None:
     by_name = {f.name: f for f in TABLE}
     assert tuple(by_name) == FORMATS
     with_summaries = {n for n, f in by_name.items() if f.summaries is not None}
-    assert with_summaries == {"vllm", "vllm-sweep", "guidellm", "sglang", "llmperf"}
+    assert {"vllm", "vllm-sweep", "guidellm", "sglang", "llmperf", "inference-perf"} <= with_summaries
     for n in with_summaries - {"vllm-sweep"}:  # a sweep's run files are vLLM bench serve results
         assert by_name[n].summaries.TOOL == by_name[n].reader.TOOL
-    assert [r.TOOL for r in SUMMARY_READERS] == [READERS[n].TOOL for n in ("guidellm", "sglang", "llmperf", "vllm")]
+    in_order = ("guidellm", "sglang", "llmperf", "inference-perf", "vllm")
+    assert [r.TOOL for r in SUMMARY_READERS if r.TOOL in {READERS[n].TOOL for n in in_order}] == [
+        READERS[n].TOOL for n in in_order
+    ]
     summaries = FIXTURES / "summaries"
     assert summary_reader(summaries / "vllm" / "baseline" / "r1.json") is by_name["vllm"].summaries
     assert summary_reader(summaries / "sglang" / "baseline.jsonl") is by_name["sglang"].summaries
