@@ -12,6 +12,7 @@ from pathlib import Path
 from speculab.commands.compare.arms import same_model
 from speculab.errors import UserError
 from speculab.harness.imports.summaries.read import read_side
+from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, RowSelector, pick_rows
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
 from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
@@ -31,11 +32,19 @@ def _summary_only(runs: Sequence[RunSummary] | None) -> bool:
     return runs is not None and not all(r.per_request for r in runs)
 
 
-def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
-    """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request);
-    None: compare them per request, as ever (`compare.pairing`)."""
+def summaries_of(
+    path_a: Path, path_b: Path, rows: tuple[RowSelector | None, RowSelector | None] = (None, None)
+) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
+    """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request), each
+    side's the rows `rows` picks of it (--a-row, --b-row); None: compare them per request, as ever
+    (`compare.pairing`)."""
     sa, sb = (read_side(p) for p in (path_a, path_b))
     if not (_summary_only(sa) or _summary_only(sb)):
+        if rows != (None, None):
+            raise UserError(
+                f"{A_ROW} / {B_ROW} pick rows of a summary file of several configurations (draftbench, SpecForge, "
+                f"an InferenceX collection); {path_a} and {path_b} keep per-request data: leave them out"
+            )
         return None
     if sa is None or sb is None:
         given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
@@ -43,7 +52,7 @@ def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tu
             f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
             f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
         )
-    return sa, sb
+    return pick_rows(sa, rows[0], path_a, A_ROW), pick_rows(sb, rows[1], path_b, B_ROW)
 
 
 def _by_load(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:
@@ -57,8 +66,22 @@ def _loads(runs: Mapping[str, list[RunSummary]]) -> str:
     return ", ".join(v[0].level.label for v in runs.values())
 
 
-def _side_note(side: str, runs: Sequence[RunSummary]) -> ReportWarning:
-    """What one side is: its file, how many runs, which tool (and version) summarised them, its model."""
+def _stated(runs: Sequence[RunSummary]) -> list[dict[str, object]]:
+    """The acceptance the side's files state, each with its run's load (the tool's own figure, unit and key)."""
+    return [a.to_dict() | {"load": r.level.label} for r in runs for a in r.acceptance]
+
+
+def _differing(runs: tuple[Sequence[RunSummary], Sequence[RunSummary]]) -> set[str]:
+    """The configuration fields in which A's rows differ from B's (what tells the arms apart: `spec_decoding`,
+    `draft`), where both are rows of files of several configurations."""
+    a, b = (dict(side[0].row.configuration) if side[0].row is not None else {} for side in runs)
+    return {k for k in a.keys() & b.keys() if a[k] != b[k]}
+
+
+def _side_note(side: str, runs: Sequence[RunSummary], differ: set[str]) -> ReportWarning:
+    """What one side is: its file, how many runs, which tool (and version) summarised them, its model, the rows of
+    its file it is (with the fields in `differ`, those that tell it from the other side) and the acceptance the
+    file states."""
     r = runs[0]
     fields = {
         "name": r.name,
@@ -68,6 +91,10 @@ def _side_note(side: str, runs: Sequence[RunSummary]) -> ReportWarning:
         "layout": r.info.get("layout") or None,
         "model": r.model or None,
         "per_request": all(x.per_request for x in runs),
+        "rows": [x.row.index for x in runs if x.row is not None] or None,
+        "configuration": [[k, v] for k, v in r.row.configuration if k in differ] if r.row is not None else None,
+        "acceptance": _stated(runs) or None,
+        "measured_load": r.info.get("measured_load") or None,
     }
     return ReportWarning(Kind.RUN_LEVEL_SIDE, side, fields=fields)
 
@@ -95,8 +122,8 @@ def compare_summaries(
     notes = [
         ReportWarning(Kind.RUN_LEVEL_UNIT),
         ReportWarning(Kind.RUN_LEVEL_FIGURES),
-        _side_note("A", runs[0]),
-        _side_note("B", runs[1]),
+        _side_note("A", runs[0], _differing(runs)),
+        _side_note("B", runs[1], _differing(runs)),
     ]
     notes += [ReportWarning.from_text(model_note)] if model_note else []  # the model check's own words (arms.py)
     notes += [

@@ -23,7 +23,47 @@ def _run_level_side(f: Fields) -> str:
     version = f"{tool} ({f['layout']})" if not f.get("version") and f.get("layout") else version
     model = f", model {f['model']}" if f.get("model") else ""
     detail = " (it keeps per-request data too; the other side does not)" if f.get("per_request") else ""
-    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
+    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}" + "".join(
+        part for part in (_side_rows(f), _side_acceptance(f), _side_load(f)) if part
+    )
+
+
+# how each tool weighs the acceptance it states (summaries.summary's weightings), in words
+_WEIGHTING = {
+    "per_request_mean": "the mean of each request's own",
+    "pooled": "pooled over the run's steps",
+    "last_request": "the last request's alone",
+}
+
+
+def _side_rows(f: Fields) -> str:
+    """'; row(s) 2, 14 of its file: target 14B Q8_0, draft 0.5B Q8_0'."""
+    if not f.get("rows"):
+        return ""
+    config = ", ".join(f"{k} {v}" for k, v in f.get("configuration") or ())
+    return f"; row(s) {', '.join(str(i) for i in f['rows'])} of its file" + (f": {config}" if config else "")
+
+
+def _side_acceptance(f: Fields) -> str:
+    """'; acceptance as its file states it: length 2.83 tokens per step at concurrency 32 (the mean of each
+    request's own, trtllm-bench's decoding_stats.acceptance_length_percentiles.average)'."""
+
+    def one(a: Fields) -> str:
+        value = f"{a['value']:.2f} tokens per step" if a["kind"] == "length" else f"{a['value']:.1%}"
+        weighting = _WEIGHTING.get(a["weighting"], a["weighting"])
+        return f"{a['kind']} {value} at {a['load']} ({weighting}, the file's `{a['source']}`)"
+
+    stated = f.get("acceptance") or ()
+    return f"; acceptance as its file states it: {'; '.join(one(a) for a in stated)}" if stated else ""
+
+
+def _side_load(f: Fields) -> str:
+    if not f.get("measured_load"):
+        return ""
+    return (
+        f"; its load is the measured average concurrency (`{f['measured_load']}`, rounded): the file keeps no asked "
+        "load"
+    )
 
 
 def _error_gate(f: Fields) -> str:

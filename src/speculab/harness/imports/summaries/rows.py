@@ -74,8 +74,9 @@ def _picked(runs: Sequence[RunSummary], selector: RowSelector, path: Path, flag:
         values = _values(found_rows, key)
         found_rows = [r for r in found_rows if r.row is not None and r.row.fields.get(key, "").lower() == value.lower()]
         if not found_rows:
+            rest = " with the rest of it" if len(selector.match) > 1 else ""
             raise UserError(
-                f"{flag} {selector.text}: no row of {path} has {key}={value} (beside the rest asked); its {key}: "
+                f"{flag} {selector.text}: no row of {path} has {key}={value}{rest}; its {key}: "
                 f"{', '.join(values[:_LISTED])}{' ...' if len(values) > _LISTED else ''}"
             )
     return tuple(found_rows)
@@ -96,6 +97,8 @@ def _one_configuration(runs: Sequence[RunSummary], path: Path, flag: str, select
     listed = "; ".join(f"{k}: {', '.join(_values(runs, k)[:_LISTED])}" for k in differ)
     asked = f"the rows {flag} {selector.text} picks" if selector is not None else f"{path}'s rows"
     example = f"{differ[0]}={_values(runs, differ[0])[0]}" if differ else "1"
+    example = f"{selector.text},{example}" if selector is not None and selector.match and differ else example
+    example = f"'{example}'" if " " in example else example
     raise UserError(
         f"{asked} are of {len(configs)} configurations ({listed}): an arm is one; pick each arm's rows with "
         f"{A_ROW} / {B_ROW} (a row's number, or FIELD=VALUE[,FIELD=VALUE]), e.g. {A_ROW} {example}"
