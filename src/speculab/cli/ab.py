@@ -190,8 +190,7 @@ def compare_command(
     a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a result file"),
     b: Path | None = typer.Argument(
         None,
-        help="the candidate: a `speculab bench` output directory or a result file (left out: A again, split into both "
-        "arms by --a-row and --b-row)",
+        help="the candidate, as A (left out: A, split into the arms by --a-row and --b-row)",
     ),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     fmt: str | None = typer.Option(
@@ -233,8 +232,7 @@ def compare_command(
     a_row: str | None = typer.Option(
         None,
         "--a-row",
-        help="A's rows of a summary file of several configurations (draftbench, SpecForge, an InferenceX "
-        "collection): a row's number (1 is the first) or FIELD=VALUE[,FIELD=VALUE], e.g. draft=none",
+        help="A's rows of a file of several configurations: a row's number or FIELD=VALUE[,...], e.g. draft=none",
     ),
     b_row: str | None = typer.Option(None, "--b-row", help="B's rows, as --a-row; e.g. spec_decoding=mtp"),
 ) -> None:

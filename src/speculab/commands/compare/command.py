@@ -39,7 +39,7 @@ class CompareFlags:
     """`speculab compare`'s flags as the CLI parsed them (nothing checked yet)."""
 
     a: Path
-    b: Path | None  # None: A again, where --a-row / --b-row split one file into both arms
+    b: Path | None = None  # None: A again, where --a-row / --b-row split one file into both arms
     output: Path | None = None
     fmt: str | None = None
     benchmark: int | None = None

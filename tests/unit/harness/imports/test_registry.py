@@ -39,7 +39,9 @@ def test_one_entry_per_format_finds_both_its_readers() -> None:
     assert with_summaries == {"vllm", "vllm-sweep", "guidellm", "sglang"}
     for n in with_summaries - {"vllm-sweep"}:  # a sweep's run files are vLLM bench serve results
         assert by_name[n].summaries.TOOL == by_name[n].reader.TOOL
-    assert [r.TOOL for r in SUMMARY_READERS] == [READERS[n].TOOL for n in ("guidellm", "sglang", "vllm")]
+    # the suites' aggregate readers (no per-request reader) first: a draftbench file names a `backend` as vLLM's does
+    aggregates = ["InferenceX", "draftbench", "SpecForge bench_model_speedup", "trtllm-bench"]
+    assert [r.TOOL for r in SUMMARY_READERS] == aggregates + [READERS[n].TOOL for n in ("guidellm", "sglang", "vllm")]
     summaries = FIXTURES / "summaries"
     assert summary_reader(summaries / "vllm" / "baseline" / "r1.json") is by_name["vllm"].summaries
     assert summary_reader(summaries / "sglang" / "baseline.jsonl") is by_name["sglang"].summaries
