@@ -150,3 +150,22 @@ def test_a_detailed_file_missing_a_list_is_not_a_summary(tmp_path: Path) -> None
     only_latencies = VLLM_KEYS | {"latencies": [0.5], "queue_times": [0.0]}  # vLLM 0.32 without --save-detailed
     (run,) = read_side(_write(tmp_path / "b.json", only_latencies)) or ()
     assert not run.per_request
+
+
+def test_the_acceptance_vllm_and_sglang_summaries_state_is_the_arm_s_as_stated(tmp_path: Path) -> None:
+    """#51 item 5: vLLM's `spec_decode_*` (its rate in %) and SGLang's `accept_length`, pooled as the tools define
+    them; a file without speculation (SGLang's `null`) states none."""
+    spec = VLLM_KEYS | {"spec_decode_acceptance_length": 2.5, "spec_decode_acceptance_rate": 37.5}
+    (run,) = read_side(_write(tmp_path / "a.json", spec)) or ()
+    assert [(a.kind, a.value, a.weighting, a.source) for a in run.acceptance] == [
+        ("length", 2.5, "pooled", "spec_decode_acceptance_length"),
+        ("rate", pytest.approx(0.375), "pooled", "spec_decode_acceptance_rate"),
+    ]
+    (plain,) = read_side(_write(tmp_path / "b.json", VLLM_KEYS)) or ()
+    assert plain.acceptance == ()
+    line = {"tag": None, "backend": "sglang", "request_rate": "inf", "max_concurrency": 4, "completed": 20}
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line | {"accept_length": v}) + "\n" for v in (3.1, None)))
+    with_spec, without = read_side(path) or ()
+    assert [(a.kind, a.value, a.source) for a in with_spec.acceptance] == [("length", 3.1, "accept_length")]
+    assert without.acceptance == ()

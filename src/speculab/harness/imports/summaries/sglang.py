@@ -3,8 +3,9 @@
 line is named as that layout), one JSON line per run, appended.
 
 Read: `median_*_ms` and `p99_*_ms` of `ttft`, `tpot`, `itl` and `e2e_latency`, `output_throughput` and
-`request_throughput` (over SGLang's own measured window), `completed`. SGLang writes no count of failed requests
-(failures: not in the file). Several lines at one load are that load's runs.
+`request_throughput` (over SGLang's own measured window), `completed`, and `accept_length` (the server's
+`avg_spec_accept_length`, pooled over its verify steps) as the arm's stated acceptance. SGLang writes no count of
+failed requests (failures: not in the file). Several lines at one load are that load's runs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
-from speculab.harness.imports.summaries.summary import RunSummary, count, keeps_requests, ms_aggregates
+from speculab.harness.imports.summaries.summary import (
+    LENGTH,
+    POOLED,
+    RunSummary,
+    count,
+    keeps_requests,
+    ms_aggregates,
+    stated,
+)
 
 TOOL = sglang_bench.TOOL
 # 0.4.0 (December 2024) wrote a shorter line: no `tag`, medians of TTFT, ITL and E2E, output tok/s, no p99s
@@ -72,6 +81,8 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 info={"line": at}
                 | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
                 | ({"layout": LATE_2024} if "tag" not in d and "p99_ttft_ms" not in d else {}),
+                # the server's avg_spec_accept_length (/server_info), pooled over its verify steps
+                acceptance=stated(LENGTH, d.get("accept_length"), POOLED, "accept_length"),
             )
         )
     return tuple(out)

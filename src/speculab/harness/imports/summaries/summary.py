@@ -107,6 +107,14 @@ class RunSummary:
         return self.label or self.path.name
 
 
+def stated(kind: str, v: Any, weighting: str, source: str, scale: float = 1.0) -> tuple[StatedAcceptance, ...]:
+    """The acceptance a file states at key `source` (`scale`: to a fraction, e.g. 1e-2 for vLLM's percent), or ()
+    where it holds none (absent, not a number, or not above 0: a run without speculation)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        return ()
+    return (StatedAcceptance(kind, float(v) * scale, weighting, source),)
+
+
 def row_value(v: Any) -> str:
     """A row's field as a selector matches it: a string, null as "none", 4.0 as "4"."""
     if v is None:
