@@ -10,7 +10,13 @@ from typing import Protocol
 
 from speculab.commands.compare.arms import arm_names, output_dir, parse_names, row_arm_names
 from speculab.commands.compare.pairing import inputs_from_results
-from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level, summaries_of
+from speculab.commands.compare.run_level import (
+    compare_summaries,
+    rows_at_shared_loads,
+    save,
+    saved_run_level,
+    summaries_of,
+)
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.gates.answers import headline_answers
@@ -19,6 +25,7 @@ from speculab.harness.gates.check import RunLevelGate, check_fail_on, check_repo
 from speculab.harness.imports.registry import result_path
 from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, parse_row
 from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.harness.verdict.run_level import RunLevelReport, redecide
 
@@ -124,6 +131,9 @@ def _compare_run_level(
             "pick or pair; leave them out"
         )
     arms = names or row_arm_names(flags.a, flags.b, flags.a_row, flags.b_row)
+    unmatched: tuple[ReportWarning, ...] = ()
+    if rows != (None, None):  # one file's rows: a load only one arm has is left out, and said
+        runs, unmatched = rows_at_shared_loads(runs)
     report = compare_summaries(
         flags.a,
         flags.b,
@@ -132,6 +142,7 @@ def _compare_run_level(
         names=arms,
         allow_different_models=flags.allow_different_models,
     )
+    report = replace(report, notes=report.notes + unmatched)
     out = flags.output or output_dir(arms)
     save(out, report)
     screen.run_level(report, out)

@@ -12,7 +12,7 @@ from pathlib import Path
 from speculab.commands.compare.arms import same_model
 from speculab.errors import UserError
 from speculab.harness.imports.summaries.read import read_side
-from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, RowSelector, pick_rows
+from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, RowSelector, pick_rows, shared_loads
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
 from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
@@ -53,6 +53,20 @@ def summaries_of(
             f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
         )
     return pick_rows(sa, rows[0], path_a, A_ROW), pick_rows(sb, rows[1], path_b, B_ROW)
+
+
+def rows_at_shared_loads(
+    runs: tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]],
+) -> tuple[tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]], tuple[ReportWarning, ...]]:
+    """Arms picked by --a-row / --b-row kept to the loads both have, with a note for each arm that lost some (its
+    rows at a load the other arm has none at, left out: not a comparison)."""
+    a, b, lost_a, lost_b = shared_loads(*runs)
+    notes = tuple(
+        ReportWarning(Kind.RUN_LEVEL_ROWS_UNMATCHED, side, fields={"loads": list(lost)})
+        for side, lost in (("A", lost_a), ("B", lost_b))
+        if lost
+    )
+    return (a, b), notes
 
 
 def _by_load(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:

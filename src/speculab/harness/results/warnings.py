@@ -218,6 +218,9 @@ class WarningKind(str, Enum):
     # file's key its load was measured from, the file keeping no asked load; None)
     RUN_LEVEL_SIDE = "run_level_side"
     RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
+    # one arm picked by --a-row / --b-row (subject "A" or "B") had rows at loads the other has none at: loads (their
+    # labels), left out
+    RUN_LEVEL_ROWS_UNMATCHED = "run_level_rows_unmatched"
     # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
     # words: report/words/: reasons.py, methods.py) ---
     # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B

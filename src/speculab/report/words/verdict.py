@@ -169,6 +169,9 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         "(output tokens - 1)"
     ),
     WarningKind.RUN_LEVEL_SIDE: _run_level_side,
+    WarningKind.RUN_LEVEL_ROWS_UNMATCHED: lambda f: (
+        f"its rows at {', '.join(f['loads'])} have none of the other arm's at that load to compare with: left out"
+    ),
     WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
         f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "
         "runs a side)"

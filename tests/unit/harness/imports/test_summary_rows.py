@@ -9,7 +9,7 @@ import pytest
 
 from speculab.errors import UserError
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.summaries.rows import A_ROW, RowSelector, parse_row, pick_rows
+from speculab.harness.imports.summaries.rows import A_ROW, RowSelector, parse_row, pick_rows, shared_loads
 from speculab.harness.imports.summaries.summary import Aggregates, Row, RunSummary
 
 PATH = Path("results.json")
@@ -70,3 +70,13 @@ def test_a_file_of_one_configuration_has_no_rows_to_pick() -> None:
     assert pick_rows((one,), None, PATH, A_ROW) == (one,)
     with pytest.raises(UserError, match=r"holds one configuration .*leave --a-row out"):
         pick_rows((one,), parse_row("1", A_ROW), PATH, A_ROW)
+
+
+def test_two_arms_keep_the_loads_both_have_and_say_which_they_lost() -> None:
+    a = (_run(1, "none", conc=1), _run(2, "none", conc=4))
+    b = (_run(3, "3B", conc=4), _run(4, "3B", conc=8))
+    kept_a, kept_b, lost_a, lost_b = shared_loads(a, b)
+    assert [r.row.index for r in kept_a + kept_b if r.row] == [2, 3]
+    assert (lost_a, lost_b) == (("concurrency 1",), ("concurrency 8",))
+    apart = (_run(5, "3B", conc=2),)
+    assert shared_loads(a, apart) == (a, apart, (), ())  # nothing shared: the same-load check refuses them

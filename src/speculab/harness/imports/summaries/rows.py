@@ -103,3 +103,20 @@ def _one_configuration(runs: Sequence[RunSummary], path: Path, flag: str, select
         f"{asked} are of {len(configs)} configurations ({listed}): an arm is one; pick each arm's rows with "
         f"{A_ROW} / {B_ROW} (a row's number, or FIELD=VALUE[,FIELD=VALUE]), e.g. {A_ROW} {example}"
     )
+
+
+def shared_loads(
+    a: Sequence[RunSummary], b: Sequence[RunSummary]
+) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...], tuple[str, ...], tuple[str, ...]]:
+    """Two arms picked from files of several configurations, each kept to the loads both have (a collection's
+    baseline rows are often at more concurrencies than its speculative ones), with the loads each lost by label;
+    unchanged where they share none (the same-load check refuses them)."""
+    keys = {r.level.key for r in a} & {r.level.key for r in b}
+    if not keys:
+        return tuple(a), tuple(b), (), ()
+
+    def lost(runs: Sequence[RunSummary]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.level.label for r in runs if r.level.key not in keys))
+
+    kept_a, kept_b = (tuple(r for r in runs if r.level.key in keys) for runs in (a, b))
+    return kept_a, kept_b, lost(a), lost(b)
