@@ -105,7 +105,7 @@ def _side_note(side: str, runs: Sequence[RunSummary], differ: set[str]) -> Repor
         "layout": r.info.get("layout") or None,
         "model": r.model or None,
         "per_request": all(x.per_request for x in runs),
-        "rows": [x.row.index for x in runs if x.row is not None] or None,
+        "rows": sorted({x.row.index for x in runs if x.row is not None}) or None,
         "configuration": [[k, v] for k, v in r.row.configuration if k in differ] if r.row is not None else None,
         "acceptance": _stated(runs) or None,
         "measured_load": r.info.get("measured_load") or None,

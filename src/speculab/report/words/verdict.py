@@ -37,11 +37,11 @@ _WEIGHTING = {
 
 
 def _side_rows(f: Fields) -> str:
-    """'; row(s) 2, 14 of its file: target 14B Q8_0, draft 0.5B Q8_0'."""
+    """'; row(s) 26: draft 0.5B Q8_0' (the rows' numbers in their files, the fields that tell the arms apart)."""
     if not f.get("rows"):
         return ""
     config = ", ".join(f"{k} {v}" for k, v in f.get("configuration") or ())
-    return f"; row(s) {', '.join(str(i) for i in f['rows'])} of its file" + (f": {config}" if config else "")
+    return f"; row(s) {', '.join(str(i) for i in f['rows'])}" + (f": {config}" if config else "")
 
 
 def _side_acceptance(f: Fields) -> str:

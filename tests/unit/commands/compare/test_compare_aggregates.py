@@ -90,3 +90,12 @@ def test_a_file_of_several_configurations_unsplit_is_one_line_naming_the_flags(c
 def test_one_file_without_both_rows_is_one_line(capsys) -> None:
     code, _, err = run_main(capsys, "compare", str(FIXTURES / "specforge" / "bench_model_speedup.jsonl"))
     assert code == 2 and "with both --a-row and --b-row" in one_line_error(err)
+
+
+def test_a_directory_of_inferencex_aggregates_is_split_by_their_fields_never_pooled(capsys, tmp_path: Path) -> None:
+    """InferenceX leaves one agg_*.json per run in a directory: baseline and MTP side by side are two arms."""
+    here = FIXTURES / "inferencex" / "single-node"
+    code, _, err = run_main(capsys, "compare", str(here), str(here))
+    assert code == 2 and "of 2 configurations (spec_decoding: " in one_line_error(err)
+    stdout = _compare(capsys, tmp_path, str(here), "--a-row", "spec_decoding=none", "--b-row", "spec_decoding=mtp")
+    assert _ratio(stdout, "TPOT median") < 1 and "spec_decoding mtp" in _side(stdout, "B")

@@ -95,7 +95,9 @@ def _run(ff: FileFields, d: dict[str, Any], index: int | None) -> RunSummary:
         failed=None,
         model=str(d["model"]) if d.get("model") else None,
         info={"layout": layout(d)} | {k: d[k] for k in ("hw", "framework", "spec_decoding", "mtp") if k in d},
-        row=Row(index, fields, config) if index is not None else None,
+        # a lone aggregate is a row too (its file's first): a directory of them, baseline and MTP runs side by side
+        # as InferenceX leaves them, is split into arms by their fields, never read as one arm's repeats
+        row=Row(index or 1, fields, config),
     )
 
 

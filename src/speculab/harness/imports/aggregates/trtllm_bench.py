@@ -28,9 +28,11 @@ from speculab.harness.imports.summaries.summary import (
     PER_REQUEST_MEAN,
     RATE,
     Aggregates,
+    Row,
     RunSummary,
     StatedAcceptance,
     count,
+    row_value,
     seconds,
 )
 
@@ -45,6 +47,11 @@ _PERCENTILES = ((E2E, "performance", "request_latency_percentiles_ms"),
 _THEIRS = {MEDIAN: "p50", P99: "p99"}
 # where the load was read from, the report keeping no asked one (the side's note words it)
 MEASURED_LOAD = "request_info.avg_num_concurrent_requests"
+# what tells one run's setup from another's (a row's fields, so that a directory of reports of several setups is split
+# by --a-row / --b-row, never read as one arm's repeats): the engine's, the world's and the speculation's mode
+_CONFIG = (("engine", "model"), ("engine", "backend"), ("decoding_stats", "mode"), ("world_info", "tp_size"),
+           ("world_info", "pp_size"), ("world_info", "ep_size"), ("world_info", "max_batch_size"),
+           ("world_info", "max_num_tokens"))  # fmt: skip
 # the acceptance the report states with speculation, by its kind
 _ACCEPTANCE = ((LENGTH, "acceptance_length_percentiles"), (RATE, "draft_acceptance_rate_percentiles"))
 
@@ -80,6 +87,12 @@ def _acceptance(ff: FileFields, d: dict[str, Any]) -> tuple[StatedAcceptance, ..
     return tuple(out)
 
 
+def _row(d: dict[str, Any]) -> Row:
+    """The report's setup as a row, each field by its own name (`mode`: none without speculation)."""
+    fields = {key: row_value(obj(d.get(section)).get(key)) for section, key in _CONFIG}
+    return Row(1, fields, tuple(fields))
+
+
 def read(path: Path) -> tuple[RunSummary, ...]:
     """The report's one run."""
     ff = FileFields(path, READ_AS)
@@ -100,5 +113,6 @@ def read(path: Path) -> tuple[RunSummary, ...]:
             model=str(engine["model"]) if engine.get("model") else None,
             info={"measured_load": MEASURED_LOAD, "backend": engine.get("backend"), "decoding_mode": mode},
             acceptance=_acceptance(ff, d),
+            row=_row(d),
         ),
     )

@@ -39,7 +39,9 @@ def test_each_layout_is_read_as_the_vllm_result_it_was_made_from(folder: str, la
     assert run.aggregates.get("output_tok_s") == pytest.approx(made_from["output_throughput"])
     # what InferenceX does not keep stays absent, never filled in
     assert run.aggregates.get("request_rps") is None and run.completed is None and run.failed is None
-    assert run.acceptance == () and run.row is None
+    assert run.acceptance == ()
+    # a lone aggregate is its file's row 1: a directory of them is split by their fields, never one arm's repeats
+    assert run.row is not None and run.row.index == 1 and run.row.fields["conc"] == "4"
 
 
 def test_a_collection_is_one_row_per_aggregate_with_its_load_apart_from_its_configuration() -> None:

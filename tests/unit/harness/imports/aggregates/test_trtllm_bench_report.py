@@ -41,6 +41,14 @@ def test_a_report_without_speculation_states_no_acceptance() -> None:
     assert run.acceptance == () and run.aggregates.get("tpot_median_s") == pytest.approx(0.0079)
 
 
+def test_a_report_s_setup_is_its_row_so_a_directory_of_setups_is_split_not_pooled(tmp_path: Path) -> None:
+    (base,) = trtllm_bench.read(HERE / "baseline.json")
+    (spec,) = trtllm_bench.read(HERE / "eagle3.json")
+    assert base.row is not None and spec.row is not None
+    assert (base.row.fields["mode"], spec.row.fields["mode"]) == ("none", "Eagle")
+    assert base.row.fields["tp_size"] == "1" and base.row.fields["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
 def test_a_report_without_streaming_has_no_ttft_or_tpot(tmp_path: Path) -> None:
     d = json.loads((HERE / "baseline.json").read_text())
     del d["streaming_metrics"]
