@@ -50,7 +50,8 @@ def summaries_of(
         given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
         raise UserError(
             f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
-            f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
+            f"bench serve, SGLang bench_serving or GuideLLM, or a suite's aggregate (InferenceX, draftbench, "
+            f"SpecForge, trtllm-bench); {other} is not one: give such a file for both sides"
         )
     return pick_rows(sa, rows[0], path_a, A_ROW), pick_rows(sb, rows[1], path_b, B_ROW)
 
