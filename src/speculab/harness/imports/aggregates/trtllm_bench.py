@@ -7,7 +7,8 @@ token) / (output tokens - 1)), `performance.system_output_throughput_tok_s` and 
 its own window, first send to last completion), `request_info.num_requests`, `engine.version` and `engine.model`;
 and with speculation, `decoding_stats`: `acceptance_length_percentiles.average` and
 `draft_acceptance_rate_percentiles.average`, both means of each request's own figure (output tokens per decoding
-iteration; accepted / (max draft length × iterations)). trtllm-bench's p50 is its own (the value at
+iteration; accepted / (max draft length × iterations)), or the early-2025 releases' `acceptance_percentiles.average`
+(each request's generated tokens per iteration, a length). trtllm-bench's p50 is its own (the value at
 int(0.5 n) of the sorted requests), read as the median.
 
 The report keeps no asked load (`--concurrency`): the load is the measured average concurrency
@@ -52,8 +53,14 @@ MEASURED_LOAD = "request_info.avg_num_concurrent_requests"
 _CONFIG = (("engine", "model"), ("engine", "backend"), ("decoding_stats", "mode"), ("world_info", "tp_size"),
            ("world_info", "pp_size"), ("world_info", "ep_size"), ("world_info", "max_batch_size"),
            ("world_info", "max_num_tokens"))  # fmt: skip
-# the acceptance the report states with speculation, by its kind
-_ACCEPTANCE = ((LENGTH, "acceptance_length_percentiles"), (RATE, "draft_acceptance_rate_percentiles"))
+# the acceptance the report states with speculation, by its kind; the releases of early 2025 wrote one
+# `acceptance_percentiles` instead, each request's generated tokens (the first aside) per decoding iteration: a
+# length, though their console called it a rate
+_ACCEPTANCE = (
+    (LENGTH, "acceptance_length_percentiles"),
+    (RATE, "draft_acceptance_rate_percentiles"),
+    (LENGTH, "acceptance_percentiles"),
+)
 
 
 def detect(path: Path) -> bool:

@@ -65,3 +65,16 @@ def test_a_report_without_request_info_is_one_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(d))
     with pytest.raises(UserError, match=r"read as a trtllm-bench report \(--report_json\): no `request_info`"):
         trtllm_bench.read(path)
+
+
+def test_an_early_2025_report_s_acceptance_percentiles_are_a_length(tmp_path: Path) -> None:
+    """Before acceptance_length_percentiles, trtllm-bench wrote `acceptance_percentiles`: each request's generated
+    tokens per decoding iteration (its console called it a rate; it is a length)."""
+    d = json.loads((HERE / "eagle3.json").read_text())
+    d["decoding_stats"] = {"mode": "Eagle", "acceptance_percentiles": {"p50": 2.1, "p99": 2.9, "average": 2.2}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(d))
+    (run,) = trtllm_bench.read(path)
+    assert [(a.kind, a.value, a.source) for a in run.acceptance] == [
+        (LENGTH, 2.2, "decoding_stats.acceptance_percentiles.average")
+    ]
