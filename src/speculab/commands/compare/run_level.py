@@ -89,8 +89,18 @@ def _stated(runs: Sequence[RunSummary]) -> list[dict[str, object]]:
 def _differing(runs: tuple[Sequence[RunSummary], Sequence[RunSummary]]) -> set[str]:
     """The configuration fields in which A's rows differ from B's (what tells the arms apart: `spec_decoding`,
     `draft`), where both are rows of files of several configurations."""
-    a, b = (dict(side[0].row.configuration) if side[0].row is not None else {} for side in runs)
-    return {k for k in a.keys() & b.keys() if a[k] != b[k]}
+    if runs[0][0].row is None or runs[1][0].row is None:
+        return set()
+    a, b = (dict(side[0].row.configuration) for side in runs)
+    return {k for k in a.keys() | b.keys() if a.get(k, "none") != b.get(k, "none")}  # a field one lacks: none
+
+
+def _told_apart(r: RunSummary, differ: set[str]) -> list[list[str]] | None:
+    """The row's fields in `differ`, its own in its file's order first, as [[field, value]]; None for no row."""
+    if r.row is None:
+        return None
+    ordered = [k for k in r.row.config if k in differ] + sorted(differ - set(r.row.config))
+    return [[k, r.row.fields.get(k, "none")] for k in ordered]
 
 
 def _side_note(side: str, runs: Sequence[RunSummary], differ: set[str]) -> ReportWarning:
@@ -107,7 +117,7 @@ def _side_note(side: str, runs: Sequence[RunSummary], differ: set[str]) -> Repor
         "model": r.model or None,
         "per_request": all(x.per_request for x in runs),
         "rows": sorted({x.row.index for x in runs if x.row is not None}) or None,
-        "configuration": [[k, v] for k, v in r.row.configuration if k in differ] if r.row is not None else None,
+        "configuration": _told_apart(r, differ),
         "acceptance": _stated(runs) or None,
         "measured_load": r.info.get("measured_load") or None,
     }

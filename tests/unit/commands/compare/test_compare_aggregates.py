@@ -99,3 +99,11 @@ def test_a_directory_of_inferencex_aggregates_is_split_by_their_fields_never_poo
     assert code == 2 and "of 2 configurations (spec_decoding: " in one_line_error(err)
     stdout = _compare(capsys, tmp_path, str(here), "--a-row", "spec_decoding=none", "--b-row", "spec_decoding=mtp")
     assert _ratio(stdout, "TPOT median") < 1 and "spec_decoding mtp" in _side(stdout, "B")
+
+
+def test_inferencemax_s_first_layout_splits_on_mtp_absent_on_the_baseline(capsys, tmp_path: Path) -> None:
+    """The 2025 layout marks MTP runs with `mtp` and writes nothing on the baseline: a field a row lacks is none."""
+    here = FIXTURES / "inferencex" / "inferencemax-2025"
+    stdout = _compare(capsys, tmp_path, str(here), "--a-row", "mtp=none", "--b-row", "mtp=on")
+    assert _ratio(stdout, "TPOT median") < 1
+    assert _side(stdout, "A").endswith("row(s) 1: mtp none") and _side(stdout, "B").endswith("row(s) 1: mtp on")

@@ -4,9 +4,9 @@ runs are of several configurations unpicked is refused, since averaging a baseli
 pairing them as repeats, would be an answer to no question.
 
 A selector is a row's number as the refusal lists them (1-based, in file order), or `FIELD=VALUE[,FIELD=VALUE...]`
-matched against each row's own fields by the file's names (case aside; a null is `none`): `--a-row 1`,
-`--b-row draft=0.5B Q8_0`, `--a-row spec_decoding=none,tp=8`. Rows at several loads that match are the arm's
-loads, compared load by load."""
+matched against each row's own fields by the file's names (case aside; a null, or a field the row lacks, is `none`):
+`--a-row 1`, `--b-row draft=0.5B Q8_0`, `--a-row spec_decoding=none,tp=8`. Rows at several loads that match are the
+arm's loads, compared load by load."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _picked(runs: Sequence[RunSummary], selector: RowSelector, path: Path, flag:
         if key not in known:
             raise UserError(f"{flag} {selector.text}: {path}'s rows have no field {key!r}; theirs: {', '.join(known)}")
         values = _values(found_rows, key)
-        found_rows = [r for r in found_rows if r.row is not None and r.row.fields.get(key, "").lower() == value.lower()]
+        found_rows = [r for r in found_rows if _value(r, key).lower() == value.lower()]
         if not found_rows:
             rest = " with the rest of it" if len(selector.match) > 1 else ""
             raise UserError(
@@ -82,9 +82,14 @@ def _picked(runs: Sequence[RunSummary], selector: RowSelector, path: Path, flag:
     return tuple(found_rows)
 
 
+def _value(run: RunSummary, key: str) -> str:
+    """A run's row's field `key` ("none" where the row lacks it, "" where the run is no row)."""
+    return run.row.fields.get(key, "none") if run.row is not None else ""
+
+
 def _values(runs: Sequence[RunSummary], key: str) -> list[str]:
     """The values of field `key` among `runs`' rows, in file order, each once."""
-    return list(dict.fromkeys(r.row.fields.get(key, "none") for r in runs if r.row is not None))
+    return list(dict.fromkeys(_value(r, key) for r in runs if r.row is not None))
 
 
 def _one_configuration(runs: Sequence[RunSummary], path: Path, flag: str, selector: RowSelector | None) -> None:
@@ -92,7 +97,7 @@ def _one_configuration(runs: Sequence[RunSummary], path: Path, flag: str, select
     configs = list(dict.fromkeys(r.row.configuration for r in runs if r.row is not None))
     if len(configs) < 2:
         return
-    keys = [k for k, _ in configs[0]]
+    keys = list(dict.fromkeys(k for c in configs for k, _ in c))  # a row without a field has it as none
     differ = [k for k in keys if len(_values(runs, k)) > 1]
     listed = "; ".join(f"{k}: {', '.join(_values(runs, k)[:_LISTED])}" for k in differ)
     asked = f"the rows {flag} {selector.text} picks" if selector is not None else f"{path}'s rows"
