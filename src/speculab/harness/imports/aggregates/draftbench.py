@@ -47,7 +47,7 @@ def _run(ff: FileFields, d: dict[str, Any], row: dict[str, Any], index: int) -> 
     at = f"results[{index - 1}]."
     tps = seconds(row.get("median_tps"), 1.0)
     rate = row.get("acceptance_rate")
-    stated = ()
+    stated: tuple[StatedAcceptance, ...] = ()
     if row.get("draft") is not None and rate is not None:
         value = ff.number(rate, f"{at}acceptance_rate")
         stated = (StatedAcceptance(RATE, value, LAST_REQUEST, "acceptance_rate"),)

@@ -62,11 +62,15 @@ def _gpus(d: dict[str, Any]) -> float | None:
     """The GPUs process_result.py divided the run's output throughput by (None where the file says too little)."""
     if layout(d) == MULTI_NODE:
         decode, prefill = (d.get(k) for k in ("num_decode_gpu", "num_prefill_gpu"))
-        if isinstance(decode, int) and decode > 0:
+        if _gpu_count(decode) and decode > 0:
             return decode
-        return decode + prefill if isinstance(decode, int) and isinstance(prefill, int) else None
+        return decode + prefill if _gpu_count(decode) and _gpu_count(prefill) else None
     sizes = [d.get(k, 1) for k in ("tp", "pp", "pcp_size")]
-    return math.prod(sizes) if all(isinstance(s, int) and s > 0 for s in sizes) else None
+    return math.prod(sizes) if all(_gpu_count(s) and s > 0 for s in sizes) else None
+
+
+def _gpu_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _aggregates(d: dict[str, Any]) -> Aggregates:

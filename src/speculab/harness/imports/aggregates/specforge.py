@@ -45,7 +45,7 @@ def _run(ff: FileFields, d: dict[str, Any], at: int, index: int) -> RunSummary:
     where = f"line {at}: "
     batch = ff.positive(d.get(LOAD_FIELD), LOAD_FIELD, where)
     steps = ff.number(d.get("steps"), "steps", where)
-    stated = ()
+    stated: tuple[StatedAcceptance, ...] = ()
     if steps > 0 and d.get("acc_length") is not None:
         length = ff.number(d.get("acc_length"), "acc_length", where)
         stated = (StatedAcceptance(LENGTH, length, POOLED, "acc_length"),)
