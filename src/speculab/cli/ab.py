@@ -188,7 +188,10 @@ def predict_command(
 @app.command("compare")
 def compare_command(
     a: Path = typer.Argument(..., help="the baseline: a `speculab bench` output directory or a result file"),
-    b: Path = typer.Argument(..., help="the candidate: a `speculab bench` output directory or a result file"),
+    b: Path | None = typer.Argument(
+        None,
+        help="the candidate, as A (left out: A, split into the arms by --a-row and --b-row)",
+    ),
     output: Path | None = typer.Option(None, "--output", help="report directory (default: compare-A-vs-B)"),
     fmt: str | None = typer.Option(
         None,
@@ -226,6 +229,12 @@ def compare_command(
     decide_on: str | None = _decide_on(),
     guardrail_floor: str | None = _guardrail_floor(),
     fail_on: str | None = _fail_on(),
+    a_row: str | None = typer.Option(
+        None,
+        "--a-row",
+        help="A's rows of a file of several configurations: a row's number or FIELD=VALUE[,...], e.g. draft=none",
+    ),
+    b_row: str | None = typer.Option(None, "--b-row", help="B's rows, as --a-row; e.g. spec_decoding=mtp"),
 ) -> None:
     """Pair two results per prompt (A = baseline, B = candidate) and write the A/B report: `speculab bench` output
     directories, vLLM `bench serve --save-result --save-detailed` files or `bench sweep serve` settings, GuideLLM
@@ -250,6 +259,8 @@ def compare_command(
         decide_on=decide_on,
         fail_on=fail_on,
         guardrail_floor=guardrail_floor,
+        a_row=a_row,
+        b_row=b_row,
     )
     compare(flags, _Screen())
 

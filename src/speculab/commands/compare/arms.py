@@ -50,6 +50,14 @@ def arm_names(path_a: Path, path_b: Path, names: tuple[str, str] | None = None) 
     return names or distinguishing(path_a.absolute(), path_b.absolute())
 
 
+def row_arm_names(path_a: Path, path_b: Path, a_row: str | None, b_row: str | None) -> tuple[str, str]:
+    """The arms' names where --a-row / --b-row may pick rows: each path's distinguishing part (one file split into
+    both arms: its name), then `@` and its rows' selector, e.g. `agg_demo.json@spec_decoding=none`."""
+    same = path_a.absolute() == path_b.absolute() and a_row != b_row
+    a, b = (path_a.name, path_b.name) if same else arm_names(path_a, path_b)
+    return (f"{a}@{a_row}" if a_row else a, f"{b}@{b_row}" if b_row else b)
+
+
 def _model_key(model: str) -> str:
     """A model as two files may both name it: its last path part, case aside (`Qwen/Qwen3-4B` is `/models/qwen3-4b`:
     a served name and a local path of one checkpoint)."""

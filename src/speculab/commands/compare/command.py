@@ -4,20 +4,28 @@ run by run; and `speculab report`, which renders or decides a saved run or compa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from speculab.commands.compare.arms import arm_names, output_dir, parse_names
+from speculab.commands.compare.arms import arm_names, output_dir, parse_names, row_arm_names
 from speculab.commands.compare.pairing import inputs_from_results
-from speculab.commands.compare.run_level import compare_summaries, save, saved_run_level, summaries_of
+from speculab.commands.compare.run_level import (
+    compare_summaries,
+    rows_at_shared_loads,
+    save,
+    saved_run_level,
+    summaries_of,
+)
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import DEFAULT_MAX_ERROR_RATE
 from speculab.harness.gates.answers import headline_answers
 from speculab.harness.gates.asked import parse_fail_on, parse_margin, report_options
 from speculab.harness.gates.check import RunLevelGate, check_fail_on, check_report
 from speculab.harness.imports.registry import result_path
+from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, parse_row
 from speculab.harness.results.ab_dir import check_ab_output_dir, save_inputs
+from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.verdict.model import Report, ReportOptions
 from speculab.harness.verdict.run_level import RunLevelReport, redecide
 
@@ -38,7 +46,7 @@ class CompareFlags:
     """`speculab compare`'s flags as the CLI parsed them (nothing checked yet)."""
 
     a: Path
-    b: Path
+    b: Path | None = None  # None: A again, where --a-row / --b-row split one file into both arms
     output: Path | None = None
     fmt: str | None = None
     benchmark: int | None = None
@@ -51,6 +59,20 @@ class CompareFlags:
     decide_on: str | None = None
     guardrail_floor: str | None = None  # `--guardrail-floor`: a time guardrail's absolute floor
     fail_on: str | None = None
+    a_row: str | None = None  # `--a-row`: A's rows of a file of several configurations (summaries.rows)
+    b_row: str | None = None
+
+
+def _both(flags: CompareFlags) -> Path:
+    """B's path: as given, or A's where the rows flags split one file (`compare FILE --a-row X --b-row Y`)."""
+    if flags.b is not None:
+        return flags.b
+    if flags.a_row is None or flags.b_row is None:
+        raise UserError(
+            f"give two results, A (baseline) then B (candidate), or one file of several configurations with both "
+            f"{A_ROW} and {B_ROW} (e.g. {A_ROW} draft=none {B_ROW} 2)"
+        )
+    return flags.a
 
 
 def compare_command(flags: CompareFlags, screen: CompareScreen) -> Path:
@@ -59,10 +81,14 @@ def compare_command(flags: CompareFlags, screen: CompareScreen) -> Path:
     asked = parse_fail_on(flags.fail_on)
     given = parse_names(flags.names) if flags.names is not None else None
     gate = RunLevelGate(asked, flags.decide_on, flags.max_error_rate)
+    flags = replace(flags, b=_both(flags))
     # summary-only files (no request on a side): the run is the unit; asked before a tool's directory is narrowed to
     # its one result, since a directory of summaries is a side's several runs
     if flags.fmt is None and (out := _compare_run_level(flags, given, gate, screen)) is not None:
         return out
+    if flags.a_row is not None or flags.b_row is not None:
+        raise UserError(f"{A_ROW} / {B_ROW} pick rows of summary files read at the run level; leave out --format")
+    assert flags.b is not None  # given, or A's (_both)
     a, b = result_path(flags.a, flags.fmt), result_path(flags.b, flags.fmt)  # a tool's directory: its one result
     arms = arm_names(a, b, given)
     inputs = inputs_from_results(
@@ -94,7 +120,9 @@ def _compare_run_level(
     """`compare` of summary-only files (no per-request data on a side): compared at the run level and written to
     OUTPUT/summary.json (default: compare-A-vs-B, as the arms are named); None where both keep per-request data
     (the per-prompt A/B). --benchmark and --unpaired choose among requests: refused here."""
-    runs = summaries_of(flags.a, flags.b)
+    assert flags.b is not None  # given, or A's (_both)
+    rows = tuple(parse_row(t, f) if t is not None else None for t, f in ((flags.a_row, A_ROW), (flags.b_row, B_ROW)))
+    runs = summaries_of(flags.a, flags.b, (rows[0], rows[1]))
     if runs is None:
         return None
     if flags.benchmark is not None or flags.unpaired:
@@ -102,7 +130,10 @@ def _compare_run_level(
             "--benchmark / --unpaired: summary-only files are compared run by run at every load, with no requests to "
             "pick or pair; leave them out"
         )
-    arms = arm_names(flags.a, flags.b, names)
+    arms = names or row_arm_names(flags.a, flags.b, flags.a_row, flags.b_row)
+    unmatched: tuple[ReportWarning, ...] = ()
+    if rows != (None, None):  # one file's rows: a load only one arm has is left out, and said
+        runs, unmatched = rows_at_shared_loads(runs)
     report = compare_summaries(
         flags.a,
         flags.b,
@@ -112,6 +143,7 @@ def _compare_run_level(
         allow_different_models=flags.allow_different_models,
         max_error_rate=flags.max_error_rate,
     )
+    report = replace(report, notes=report.notes + unmatched)
     out = flags.output or output_dir(arms)
     save(out, report)
     screen.run_level(report, out)

@@ -13,6 +13,7 @@ from speculab.commands.compare.arms import same_model
 from speculab.errors import UserError
 from speculab.harness.imports.registry import claimed, unclaimed
 from speculab.harness.imports.summaries.read import read_side
+from speculab.harness.imports.summaries.rows import A_ROW, B_ROW, RowSelector, pick_rows, shared_loads
 from speculab.harness.imports.summaries.summary import RunSummary
 from speculab.harness.results.ab_dir import INPUTS_FILE, check_ab_output_dir
 from speculab.harness.results.summary_file import SUMMARY_FILE, write_summary_file
@@ -32,11 +33,19 @@ def _summary_only(runs: Sequence[RunSummary] | None) -> bool:
     return runs is not None and not all(r.per_request for r in runs)
 
 
-def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
-    """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request);
-    None: compare them per request, as ever (`compare.pairing`)."""
+def summaries_of(
+    path_a: Path, path_b: Path, rows: tuple[RowSelector | None, RowSelector | None] = (None, None)
+) -> tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]] | None:
+    """Both sides' runs as summaries when the comparison's unit must be the run (either side keeps no request), each
+    side's the rows `rows` picks of it (--a-row, --b-row); None: compare them per request, as ever
+    (`compare.pairing`)."""
     sa, sb = (read_side(p) for p in (path_a, path_b))
     if not (_summary_only(sa) or _summary_only(sb)):
+        if rows != (None, None):
+            raise UserError(
+                f"{A_ROW} / {B_ROW} pick rows of a summary file of several configurations (draftbench, SpecForge, "
+                f"an InferenceX collection); {path_a} and {path_b} keep per-request data: leave them out"
+            )
         return None
     if sa is None or sb is None:
         given, other = (path_a, path_b) if sa is not None else (path_b, path_a)
@@ -44,9 +53,24 @@ def summaries_of(path_a: Path, path_b: Path) -> tuple[tuple[RunSummary, ...], tu
             raise unclaimed(other)
         raise UserError(
             f"{given} keeps no per-request data, so it is compared at the run level, with another summary of vLLM "
-            f"bench serve, SGLang bench_serving or GuideLLM; {other} is not one: give such a file for both sides"
+            f"bench serve, SGLang bench_serving or GuideLLM, or a suite's aggregate (InferenceX, draftbench, "
+            f"SpecForge, trtllm-bench); {other} is not one: give such a file for both sides"
         )
-    return sa, sb
+    return pick_rows(sa, rows[0], path_a, A_ROW), pick_rows(sb, rows[1], path_b, B_ROW)
+
+
+def rows_at_shared_loads(
+    runs: tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]],
+) -> tuple[tuple[tuple[RunSummary, ...], tuple[RunSummary, ...]], tuple[ReportWarning, ...]]:
+    """Arms picked by --a-row / --b-row kept to the loads both have, with a note for each arm that lost some (its
+    rows at a load the other arm has none at, left out: not a comparison)."""
+    a, b, lost_a, lost_b = shared_loads(*runs)
+    notes = tuple(
+        ReportWarning(Kind.RUN_LEVEL_ROWS_UNMATCHED, side, fields={"loads": list(lost)})
+        for side, lost in (("A", lost_a), ("B", lost_b))
+        if lost
+    )
+    return (a, b), notes
 
 
 def _by_load(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:
@@ -60,8 +84,32 @@ def _loads(runs: Mapping[str, list[RunSummary]]) -> str:
     return ", ".join(v[0].level.label for v in runs.values())
 
 
-def _side_note(side: str, runs: Sequence[RunSummary]) -> ReportWarning:
-    """What one side is: its file, how many runs, which tool (and version) summarised them, its model."""
+def _stated(runs: Sequence[RunSummary]) -> list[dict[str, object]]:
+    """The acceptance the side's files state, each with its run's load (the tool's own figure, unit and key)."""
+    return [a.to_dict() | {"load": r.level.label} for r in runs for a in r.acceptance]
+
+
+def _differing(runs: tuple[Sequence[RunSummary], Sequence[RunSummary]]) -> set[str]:
+    """The configuration fields in which A's rows differ from B's (what tells the arms apart: `spec_decoding`,
+    `draft`), where both are rows of files of several configurations."""
+    if runs[0][0].row is None or runs[1][0].row is None:
+        return set()
+    a, b = (dict(side[0].row.configuration) for side in runs)
+    return {k for k in a.keys() | b.keys() if a.get(k, "none") != b.get(k, "none")}  # a field one lacks: none
+
+
+def _told_apart(r: RunSummary, differ: set[str]) -> list[list[str]] | None:
+    """The row's fields in `differ`, its own in its file's order first, as [[field, value]]; None for no row."""
+    if r.row is None:
+        return None
+    ordered = [k for k in r.row.config if k in differ] + sorted(differ - set(r.row.config))
+    return [[k, r.row.fields.get(k, "none")] for k in ordered]
+
+
+def _side_note(side: str, runs: Sequence[RunSummary], differ: set[str]) -> ReportWarning:
+    """What one side is: its file, how many runs, which tool (and version) summarised them, its model, the rows of
+    its file it is (with the fields in `differ`, those that tell it from the other side) and the acceptance the
+    file states."""
     r = runs[0]
     fields = {
         "name": r.name,
@@ -71,6 +119,10 @@ def _side_note(side: str, runs: Sequence[RunSummary]) -> ReportWarning:
         "layout": r.info.get("layout") or None,
         "model": r.model or None,
         "per_request": all(x.per_request for x in runs),
+        "rows": sorted({x.row.index for x in runs if x.row is not None}) or None,
+        "configuration": _told_apart(r, differ),
+        "acceptance": _stated(runs) or None,
+        "measured_load": r.info.get("measured_load") or None,
     }
     return ReportWarning(Kind.RUN_LEVEL_SIDE, side, fields=fields)
 
@@ -100,8 +152,8 @@ def compare_summaries(
     notes = [
         ReportWarning(Kind.RUN_LEVEL_UNIT),
         ReportWarning(Kind.RUN_LEVEL_FIGURES),
-        _side_note("A", runs[0]),
-        _side_note("B", runs[1]),
+        _side_note("A", runs[0], _differing(runs)),
+        _side_note("B", runs[1], _differing(runs)),
     ]
     notes += [ReportWarning.from_text(model_note)] if model_note else []  # the model check's own words (arms.py)
     if max_error_rate is not None:

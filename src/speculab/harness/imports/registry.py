@@ -27,6 +27,7 @@ from speculab.harness.imports import (
     vllm_bench,
     vllm_sweep,
 )
+from speculab.harness.imports.aggregates import draftbench, inferencex, specforge, trtllm_bench
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.marks import OTHERS as OTHER_MARKS
 from speculab.harness.imports.marks import Marks, closest
@@ -123,7 +124,13 @@ _DIRECTORY_FORMATS = (VLLM_SWEEP, INFERENCE_PERF, SPECULAB_BENCH)
 _FILE_FORMATS = (GUIDELLM, AIPERF, SGLANG, LLMPERF, GENAI_PERF, INFERENCE_PERF, VLLM)
 _DIRECTORIES: tuple[Reader, ...] = tuple(f.reader for f in _DIRECTORY_FORMATS)
 _FILES: tuple[Reader, ...] = tuple(f.reader for f in _FILE_FORMATS)
-SUMMARY_READERS: tuple[SummaryReader, ...] = tuple(f.summaries for f in _FILE_FORMATS if f.summaries is not None)
+# the readers of suites' aggregate files, which keep no request (no per-request reader): asked before the tools'
+# summary readers, since a draftbench file names a `backend` near its start as vLLM's does, and an InferenceX
+# aggregate is made from a vLLM result
+_AGGREGATES: tuple[SummaryReader, ...] = (inferencex, draftbench, specforge, trtllm_bench)
+SUMMARY_READERS: tuple[SummaryReader, ...] = _AGGREGATES + tuple(
+    f.summaries for f in _FILE_FORMATS if f.summaries is not None
+)
 _PICKS: tuple[Picks, ...] = (guidellm_benchmarks, sglang_bench)
 # the marks a refusal names the closest tool by (`unclaimed`): the readers' that keep theirs beside `detect`, then the
 # files recognised and not read (`marks.OTHERS`)

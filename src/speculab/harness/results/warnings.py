@@ -211,12 +211,19 @@ class WarningKind(str, Enum):
     RUN_LEVEL_UNIT = "run_level_unit"  # the unit is the run: each side's figures are its tool's own aggregates
     RUN_LEVEL_FIGURES = "run_level_figures"  # each figure is its tool's own (how vLLM, SGLang and GuideLLM define ITL)
     # one side (subject "A" or "B"): name, runs, tool, version (None: not stated), layout (a directory's, None), model
-    # (None: not named), per_request (it keeps per-request data too; the other side does not)
+    # (None: not named), per_request (it keeps per-request data too; the other side does not), rows (the numbers of
+    # its file's rows it is, None: the file is one configuration), configuration ([[field, value]] of those rows
+    # where they differ from the other side's),
+    # acceptance ([{kind, value, weighting, source, load}]: what its file states, None: nothing), measured_load (the
+    # file's key its load was measured from, the file keeping no asked load; None)
     RUN_LEVEL_SIDE = "run_level_side"
     RUN_LEVEL_NO_INTERVAL = "run_level_no_interval"  # at `load`: a, b (runs a side), needed (runs a side for one)
     # the error gate applied to each run's own counts: max_error_rate, runs (every run, both sides), counted (those
     # whose files state completed and failed requests; the rest cannot fail it)
     RUN_LEVEL_ERROR_GATE = "run_level_error_gate"
+    # one arm picked by --a-row / --b-row (subject "A" or "B") had rows at loads the other has none at: loads (their
+    # labels), left out
+    RUN_LEVEL_ROWS_UNMATCHED = "run_level_rows_unmatched"
     # --- why acceptance is unknown, a look's open comparisons, the plan's warnings, the methods table's reasons (their
     # words: report/words/: reasons.py, methods.py) ---
     # Why a window's acceptance is unknown or shows no speculation (servers.acceptance.acceptance_with_reason): an A/B

@@ -23,7 +23,47 @@ def _run_level_side(f: Fields) -> str:
     version = f"{tool} ({f['layout']})" if not f.get("version") and f.get("layout") else version
     model = f", model {f['model']}" if f.get("model") else ""
     detail = " (it keeps per-request data too; the other side does not)" if f.get("per_request") else ""
-    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}"
+    return f"{f['name']}: {f['runs']} run(s) summarised by {version}{model}{detail}" + "".join(
+        part for part in (_side_rows(f), _side_acceptance(f), _side_load(f)) if part
+    )
+
+
+# how each tool weighs the acceptance it states (summaries.summary's weightings), in words
+_WEIGHTING = {
+    "per_request_mean": "the mean of each request's own",
+    "pooled": "pooled over the run's steps",
+    "last_request": "the last request's alone",
+}
+
+
+def _side_rows(f: Fields) -> str:
+    """'; row(s) 26: draft 0.5B Q8_0' (the rows' numbers in their files, the fields that tell the arms apart)."""
+    if not f.get("rows"):
+        return ""
+    config = ", ".join(f"{k} {v}" for k, v in f.get("configuration") or ())
+    return f"; row(s) {', '.join(str(i) for i in f['rows'])}" + (f": {config}" if config else "")
+
+
+def _side_acceptance(f: Fields) -> str:
+    """'; acceptance as its file states it: length 2.83 tokens per step at concurrency 32 (the mean of each
+    request's own, trtllm-bench's decoding_stats.acceptance_length_percentiles.average)'."""
+
+    def one(a: Fields) -> str:
+        value = f"{a['value']:.2f} tokens per step" if a["kind"] == "length" else f"{a['value']:.1%}"
+        weighting = _WEIGHTING.get(a["weighting"], a["weighting"])
+        return f"{a['kind']} {value} at {a['load']} ({weighting}, the file's `{a['source']}`)"
+
+    stated = f.get("acceptance") or ()
+    return f"; acceptance as its file states it: {'; '.join(one(a) for a in stated)}" if stated else ""
+
+
+def _side_load(f: Fields) -> str:
+    if not f.get("measured_load"):
+        return ""
+    return (
+        f"; its load is the measured average concurrency (`{f['measured_load']}`, rounded): the file keeps no asked "
+        "load"
+    )
 
 
 def _error_gate(f: Fields) -> str:
@@ -134,6 +174,9 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"the error gate (--max-error-rate {f['max_error_rate']:.0%}) reads each run's own counts of completed and "
         f"failed requests: {f['counted']} of {f['runs']} run(s) state them"
         + ("; a file that states no failed count (SGLang's) cannot fail it" if f["counted"] < f["runs"] else "")
+    ),
+    WarningKind.RUN_LEVEL_ROWS_UNMATCHED: lambda f: (
+        f"its rows at {', '.join(f['loads'])} have none of the other arm's at that load to compare with: left out"
     ),
     WarningKind.RUN_LEVEL_NO_INTERVAL: lambda f: (
         f"{f['a']} run(s) vs {f['b']}: no per-request data: no interval, no verdict (an interval needs {f['needed']} "

@@ -40,10 +40,10 @@ def test_one_entry_per_format_finds_both_its_readers() -> None:
     assert {"vllm", "vllm-sweep", "guidellm", "sglang", "llmperf", "inference-perf"} <= with_summaries
     for n in with_summaries - {"vllm-sweep"}:  # a sweep's run files are vLLM bench serve results
         assert by_name[n].summaries.TOOL == by_name[n].reader.TOOL
+    # the suites' aggregate readers (no per-request reader) first: a draftbench file names a `backend` as vLLM's does
+    aggregates = ["InferenceX", "draftbench", "SpecForge bench_model_speedup", "trtllm-bench"]
     in_order = ("guidellm", "sglang", "llmperf", "inference-perf", "vllm")
-    assert [r.TOOL for r in SUMMARY_READERS if r.TOOL in {READERS[n].TOOL for n in in_order}] == [
-        READERS[n].TOOL for n in in_order
-    ]
+    assert [r.TOOL for r in SUMMARY_READERS] == aggregates + [READERS[n].TOOL for n in in_order]
     summaries = FIXTURES / "summaries"
     assert summary_reader(summaries / "vllm" / "baseline" / "r1.json") is by_name["vllm"].summaries
     assert summary_reader(summaries / "sglang" / "baseline.jsonl") is by_name["sglang"].summaries

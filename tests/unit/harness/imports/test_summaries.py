@@ -159,3 +159,22 @@ def test_a_file_keeping_token_counts_but_no_timings_is_read_at_the_run_level(tmp
     (run,) = read_side(_write(tmp_path / "a.json", lens)) or ()
     assert not run.per_request and run.info["layout"].startswith("per-request token counts")
     assert run.aggregates.get("tpot_median_s") == pytest.approx(0.030)
+
+
+def test_the_acceptance_vllm_and_sglang_summaries_state_is_the_arm_s_as_stated(tmp_path: Path) -> None:
+    """#51 item 5: vLLM's `spec_decode_*` (its rate in %) and SGLang's `accept_length`, pooled as the tools define
+    them; a file without speculation (SGLang's `null`) states none."""
+    spec = VLLM_KEYS | {"spec_decode_acceptance_length": 2.5, "spec_decode_acceptance_rate": 37.5}
+    (run,) = read_side(_write(tmp_path / "a.json", spec)) or ()
+    assert [(a.kind, a.value, a.weighting, a.source) for a in run.acceptance] == [
+        ("length", 2.5, "pooled", "spec_decode_acceptance_length"),
+        ("rate", pytest.approx(0.375), "pooled", "spec_decode_acceptance_rate"),
+    ]
+    (plain,) = read_side(_write(tmp_path / "b.json", VLLM_KEYS)) or ()
+    assert plain.acceptance == ()
+    line = {"tag": None, "backend": "sglang", "request_rate": "inf", "max_concurrency": 4, "completed": 20}
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line | {"accept_length": v}) + "\n" for v in (3.1, None)))
+    with_spec, without = read_side(path) or ()
+    assert [(a.kind, a.value, a.source) for a in with_spec.acceptance] == [("length", 3.1, "accept_length")]
+    assert without.acceptance == ()

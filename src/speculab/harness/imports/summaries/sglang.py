@@ -3,8 +3,9 @@
 line is named as that layout), one JSON line per run, appended.
 
 Read: `median_*_ms` and `p99_*_ms` of `ttft`, `tpot`, `itl` and `e2e_latency`, `output_throughput` and
-`request_throughput` (over SGLang's own measured window), `completed`. SGLang writes no count of failed requests
-(failures: not in the file). Several lines at one load are that load's runs.
+`request_throughput` (over SGLang's own measured window), `completed`, and `accept_length` (the server's
+`avg_spec_accept_length`, pooled over its verify steps) as the arm's stated acceptance. SGLang writes no count of
+failed requests (failures: not in the file). Several lines at one load are that load's runs.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from speculab.harness.design import LevelSpec
 from speculab.harness.imports import sglang_bench
 from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.summaries.summary import (
+    LENGTH,
     LENS_ONLY,
+    POOLED,
     RunSummary,
     count,
     keeps_requests,
     lens_only,
     ms_aggregates,
+    stated,
 )
 
 TOOL = sglang_bench.TOOL
@@ -80,6 +84,8 @@ def read(path: Path) -> tuple[RunSummary, ...]:
                 | {k: d[k] for k in ("backend", "dataset_name", "tag") if d.get(k) is not None}
                 | ({"layout": LATE_2024} if "tag" not in d and "p99_ttft_ms" not in d else {})
                 | ({"layout": LENS_ONLY} if lens_only(d) else {}),
+                # the server's avg_spec_accept_length (/server_info), pooled over its verify steps
+                acceptance=stated(LENGTH, d.get("accept_length"), POOLED, "accept_length"),
             )
         )
     return tuple(out)

@@ -34,6 +34,51 @@ class Aggregates:
         return self.values.get(name)
 
 
+# how a tool weighs the acceptance it states (`StatedAcceptance.weighting`), as that tool defines it: the mean of each
+# request's own figure, one figure pooled over every step or draft of the run (or of the server's life), or the one
+# figure of the last request the tool saw
+PER_REQUEST_MEAN, POOLED, LAST_REQUEST = "per_request_mean", "pooled", "last_request"
+# what the acceptance is: a rate (accepted draft tokens / drafted, 0..1) or a length (tokens per verify step, >= 1)
+RATE, LENGTH = "rate", "length"
+
+
+@dataclass(frozen=True, slots=True)
+class StatedAcceptance:
+    """An acceptance figure a result file states, as its tool computed it (never recomputed here): what it is
+    (`RATE` or `LENGTH`), its value, how the tool weighs it, and where in the file it is (`source`, the file's own
+    key path, e.g. `decoding_stats.acceptance_length_percentiles.average`)."""
+
+    kind: str
+    value: float
+    weighting: str
+    source: str
+
+    def __post_init__(self) -> None:
+        # a reader's slip here would be worded wrongly in every report: refuse it where it is made
+        if self.kind not in (RATE, LENGTH) or self.weighting not in (PER_REQUEST_MEAN, POOLED, LAST_REQUEST):
+            raise ValueError(f"not an acceptance kind and weighting: {self.kind!r}, {self.weighting!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "weighting": self.weighting, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """Where a run is in a file that holds several configurations (a baseline row and speculative rows, one per
+    load or dataset): its 1-based place among the file's rows, and its own fields by the file's names (strings, a
+    missing value "none"), of which `config` names those that tell one configuration from another (the load's
+    field, e.g. InferenceX's `conc`, is among `fields` but not `config`: rows at several loads are one arm)."""
+
+    index: int
+    fields: Mapping[str, str]
+    config: tuple[str, ...]
+
+    @property
+    def configuration(self) -> tuple[tuple[str, str], ...]:
+        """The row's configuration: its `config` fields, in order."""
+        return tuple((k, self.fields.get(k, "none")) for k in self.config)
+
+
 @dataclass(frozen=True, slots=True)
 class RunSummary:
     """One run at one load: its tool's aggregates and counts, and where they came from."""
@@ -51,10 +96,32 @@ class RunSummary:
     label: str = ""  # how the report names the side (the file's name, a sweep's setting)
     run: int = 1  # which run at its load (a sweep's run=N.json: N + 1; a file's several lines at one load)
     info: Mapping[str, Any] = field(default_factory=dict)
+    # the acceptance the file states for this run (a rate, a length or both; none for a baseline or a file that
+    # states none): shown per arm, compared by nothing
+    acceptance: tuple[StatedAcceptance, ...] = ()
+    # its row, where the file holds several configurations (split into arms by --a-row / --b-row: summaries.rows)
+    row: Row | None = None
 
     @property
     def name(self) -> str:
         return self.label or self.path.name
+
+
+def stated(kind: str, v: Any, weighting: str, source: str, scale: float = 1.0) -> tuple[StatedAcceptance, ...]:
+    """The acceptance a file states at key `source` (`scale`: to a fraction, e.g. 1e-2 for vLLM's percent), or ()
+    where it holds none (absent, not a number, or not above 0: a run without speculation)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        return ()
+    return (StatedAcceptance(kind, float(v) * scale, weighting, source),)
+
+
+def row_value(v: Any) -> str:
+    """A row's field as a selector matches it: a string, null as "none", 4.0 as "4"."""
+    if v is None:
+        return "none"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def seconds(v: Any, scale: float = 1e-3) -> float | None:

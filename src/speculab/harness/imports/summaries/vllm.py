@@ -6,7 +6,8 @@ Read: `median_*_ms` and `p99_*_ms` of `ttft`, `tpot`, `itl` and `e2el` (vLLM wri
 `--metric-percentiles` asks for, 99 by default, of the metrics `--percentile-metrics` names, `ttft,tpot,itl` by
 default: E2E is then not in the file), `output_throughput` and `request_throughput` (over vLLM's own measured
 window, first send to last completion), `completed`, and `failed` (else `num_prompts - completed`: vLLM counts a
-request that did not succeed as not completed).
+request that did not succeed as not completed); with speculation, `spec_decode_acceptance_length` and
+`spec_decode_acceptance_rate` as the file states them (pooled: the server's counters diffed around the run).
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from speculab.harness.analysis.figures import E2E, ITL, TPOT, TTFT
 from speculab.harness.imports import vllm_bench, vllm_sweep
 from speculab.harness.imports.fields import FileFields
 from speculab.harness.imports.summaries.summary import (
+    LENGTH,
     LENS_ONLY,
+    POOLED,
+    RATE,
     RunSummary,
+    StatedAcceptance,
     count,
     keeps_requests,
     lens_only,
     ms_aggregates,
+    stated,
 )
 
 TOOL = vllm_bench.TOOL
@@ -42,6 +48,13 @@ def _failed(d: dict[str, Any]) -> int | None:
         return failed
     asked, done = count(d.get("num_prompts")), count(d.get("completed"))
     return asked - done if asked is not None and done is not None and asked >= done else None
+
+
+def _acceptance(d: dict[str, Any]) -> tuple[StatedAcceptance, ...]:
+    """`spec_decode_acceptance_length` and `spec_decode_acceptance_rate` (in %): vLLM's client diffed the server's
+    spec-decode counters around the run, so both are pooled over every draft the server made in it."""
+    length = stated(LENGTH, d.get("spec_decode_acceptance_length"), POOLED, "spec_decode_acceptance_length")
+    return length + stated(RATE, d.get("spec_decode_acceptance_rate"), POOLED, "spec_decode_acceptance_rate", 1e-2)
 
 
 def read(path: Path) -> tuple[RunSummary, ...]:
@@ -86,4 +99,5 @@ def _run(ff: FileFields, d: dict[str, Any], n: int | None, tool: str) -> RunSumm
         run=n + 1 if n is not None else 1,
         info={k: d[k] for k in ("date", "backend", "label") if d.get(k) is not None}
         | ({"layout": LENS_ONLY} if lens_only(d) else {}),
+        acceptance=_acceptance(d),
     )
