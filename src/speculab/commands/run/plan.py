@@ -513,6 +513,8 @@ def _search_design(exp: Experiment) -> dict[str, Any] | None:
         "tolerance": s.tolerance,
         "max_probes": s.max_probes,
         "groups": s.groups,
+        # only when set: a search recorded before the key resumes with the same plan identity (the default applies)
+        **({"max_groups": s.max_groups} if s.max_groups is not None else {}),
         "metric": exp.decide_on,
         "rounds": [],
         "candidate": None,
