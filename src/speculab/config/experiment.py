@@ -74,6 +74,9 @@ class SpeculationConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # more keys for the --speculative-config JSON
     engine_args: tuple[str, ...] = ()  # raw flags appended to the candidate command for any engine
     name: str | None = None  # the candidate's name in reports and directories; default "<method>-k<k>"
+    # environment the candidate's server gets on top of the baseline's, for an engine knob that is no flag (SGLang's
+    # forced acceptance, `SGLANG_SIMULATE_ACC_LEN`, set by `speculab predict`'s cost probes); no YAML key
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def speculative_config_json(self) -> str:
         """The --speculative-config value for speculab and vLLM (method first, then k, then the rest)."""
@@ -96,6 +99,9 @@ class SpeculationConfig:
         d = asdict(self)
         d["options"] = dict(self.options)
         d["engine_args"] = list(self.engine_args)
+        d["env"] = dict(self.env)
+        if not self.env:  # a speculation without one keeps its shape (the recommended experiment file)
+            del d["env"]
         return d
 
 
