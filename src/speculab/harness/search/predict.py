@@ -416,6 +416,9 @@ class Prediction:
     sweep_requests: int
     probe_wall_s: float | None
     output_tokens: int | None = None  # the output length the tokens per step were computed for (None: long outputs)
+    # what happened to the probes that the prediction should be read with (the engine refused forced acceptance:
+    # its cost was probed at real acceptance, `predict_forcing_refused`)
+    warnings: tuple[ReportWarning, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """prediction.json: `candidates[]` one per candidate and k (name, k, crossover, curve), `k_schedule` per
@@ -453,6 +456,7 @@ class Prediction:
             "k_schedule": schedule,
             "models": fits,
             "skipped": [w.to_dict() for w in self.skipped],
+            "warnings": [w.to_dict() for w in self.warnings],
             "requests_sent": self.requests_sent,
             "sweep_requests": self.sweep_requests,
             "probe_wall_s": self.probe_wall_s,

@@ -81,7 +81,7 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
                 style="dim",
             )
         )
-    for w in pred.skipped:
+    for w in (*pred.warnings, *pred.skipped):
         parts.append(Text(f"warning: {warning_text(w)}", style="yellow"))
     share = pred.requests_sent / pred.sweep_requests if pred.sweep_requests else float("nan")
     wall = f", {pred.probe_wall_s:.0f} s" if pred.probe_wall_s is not None else ""

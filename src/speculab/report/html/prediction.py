@@ -79,7 +79,7 @@ def prediction_view(pred: Prediction) -> dict[str, Any]:
         "low": f"{pred.low:g}",
         "high": f"{pred.high:g}",
         "candidates": [_candidate(c, pred.low, pred.high) for c in pred.candidates],
-        "skipped": [warning_text(w) for w in pred.skipped],
+        "skipped": [warning_text(w) for w in (*pred.warnings, *pred.skipped)],  # each a warning line
         "requests": f"{pred.requests_sent:,}",
         "sweep": f"{pred.sweep_requests:,}",
         "share": f"{share:.0%}",
