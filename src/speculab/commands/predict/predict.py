@@ -58,6 +58,7 @@ class PredictFlags:
     allow_extra_diff: bool = False
     max_model_len: int | None = None
     seed: int = 0  # the draws behind the bands
+    check_k: bool = False  # `--check-k`: each candidate's cost also at a second k, to check the cost's linearity in k
 
 
 def _plan_lines(probes: ProbePlan) -> list[str | ReportWarning]:
@@ -73,6 +74,7 @@ def _plan_lines(probes: ProbePlan) -> list[str | ReportWarning]:
                 "sweep_loads": list(probes.sweep_loads),
                 "sweep_requests": probes.sweep_requests,
                 "forced": list(probes.forced),
+                "checked": [{"name": name, "k": k} for name, k in probes.checked],
             },
         )
     ]
@@ -142,7 +144,7 @@ def predict_command(
 
     first = acceptance_experiment(exp)
     plan = planned(first)
-    probes = plan_probes(exp, len(plan.setup.items))
+    probes = plan_probes(exp, len(plan.setup.items), flags.check_k)
     for line in _plan_lines(probes):
         screen.line(line)
     if flags.dry_run:  # the cost phase's size is the acceptance phase's at two loads: the plan line says both
@@ -161,19 +163,19 @@ def predict_command(
     if accepted is None:
         return PredictOutcome(None, interrupted=True)
     rates = _measured_rates(accepted[0])
-    forced = cost_experiment(exp, rates)
+    forced, unforced = cost_experiment(exp, rates, flags.check_k), cost_experiment(exp, {}, flags.check_k)
     said: list[ReportWarning] = []  # what prediction.json records beside its candidates
     try:
         cost = probe(COST_DIR, forced)
     except (EndpointError, ErrorRateExceeded) as e:
-        if forced.speculations == exp.speculations:
+        if forced.speculations == unforced.speculations:
             raise  # nothing was forced: the failure is the engine's own, as in any run
         # the engine has the knob but this build refused it (vLLM 0.32's CPU build: "Synthetic acceptance not
         # supported with CPU sampling", its engine dies): the cost probed again at real acceptance, and said so
         refused = ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": str(e).splitlines()[0][:300]})
         screen.line(refused)
         said.append(refused)
-        cost = probe(COST_DIR + "-unforced", cost_experiment(exp, {}))  # {}: no rates, nothing forced
+        cost = probe(COST_DIR + "-unforced", unforced)
     if cost is None:
         return PredictOutcome(None, interrupted=True)
     parts = [accepted, cost]
@@ -186,7 +188,8 @@ def predict_command(
         sweep_requests=probes.sweep_requests,
         probe_wall_s=time.perf_counter() - started,
     )
-    prediction = replace(_spelt(prediction, exp, parts[0][0]), warnings=tuple(said))
+    prediction = _spelt(prediction, exp, parts[0][0])
+    prediction = replace(prediction, warnings=(*said, *prediction.warnings))
     path = out / PREDICTION_FILE
     path.write_text(dumps(prediction.to_dict(), indent=1) + "\n", encoding="utf-8")
     screen.prediction(prediction, path)

@@ -44,12 +44,28 @@ class RefusingEngine:
 
 
 def fake_run(plan: RunPlan) -> ABRun:
-    """The plan's levels run on the fake engine, each arm recorded as started (forcing acceptance or not)."""
+    """The plan's levels run on the fake engine, each arm recorded as started (forcing acceptance or not); with
+    `--check-k`, the candidate at k = 2 too (`ngram-k4-at-k2`)."""
     speedup = {"c1": 1 / 1.6, "c3": 1 / 1.3, "c8": 1 / 0.95}
     candidate = ArmEffect(tpot_factor=speedup, tokens_per_chunk=3, acceptance_length=2.6, k=4)
     run = make_inputs(n_prompts=24, repeats=1, levels=plan.setup.levels, candidates={"ngram-k4": candidate})
+    if any(a.info.name == "ngram-k4-at-k2" for a in plan.arms):
+        half = ArmEffect(tpot_factor={k: 1.2 * v for k, v in speedup.items()}, acceptance_length=2.0, k=2)
+        two = make_inputs(n_prompts=24, repeats=1, levels=plan.setup.levels, candidates={"ngram-k2": half})
+        arm = replace(two.arms[1], name="ngram-k4-at-k2")
+        runs = tuple(replace(r, arm="ngram-k4-at-k2") for r in two.runs if r.arm == "ngram-k2")
+        run = replace(run, arms=(*run.arms, arm), runs=(*run.runs, *runs))
     started = {a.info.name: a.info.forced_acceptance for a in plan.arms}
     return replace(run, arms=tuple(replace(a, forced_acceptance=started[a.name]) for a in run.arms))
+
+
+class TakingEngine(RefusingEngine):
+    """The same engine, taking the knob."""
+
+    def __call__(self, plan: RunPlan, out: Path, screen) -> ABRun:
+        self.ran.append((out.name, tuple(a.info.name for a in plan.arms if a.info.forced_acceptance)))
+        out.mkdir(parents=True)
+        return fake_run(plan)
 
 
 class Screen:
@@ -90,18 +106,34 @@ def test_a_refused_knob_probes_the_cost_unforced_and_still_writes_the_prediction
 def test_an_engine_that_takes_the_knob_records_no_warning(tmp_path: Path) -> None:
     """The same engine without the refusal: the forced cost phase is the cost, and prediction.json says nothing."""
 
-    class Taking(RefusingEngine):
-        def __call__(self, plan: RunPlan, out: Path, screen) -> ABRun:
-            self.ran.append((out.name, tuple(a.info.name for a in plan.arms if a.info.forced_acceptance)))
-            out.mkdir(parents=True)
-            return fake_run(plan)
-
     exp = tmp_path / "exp.yaml"
     exp.write_text(EXPERIMENT, encoding="utf-8")
-    engine = Taking()
+    engine = TakingEngine()
     predict_command(PredictFlags(exp, tmp_path / "p"), Screen(), runner=engine)
     assert engine.ran == [("acceptance", ()), ("cost", ("ngram-k4",))]
     saved = json.loads((tmp_path / "p" / "prediction.json").read_text(encoding="utf-8"))
     assert saved["warnings"] == []
     forced = [p["forced"] for p in saved["models"][0]["cost_fit"]["probes"]]
     assert any(forced) and not all(forced)  # the cost phase's forced, the acceptance phase's not
+
+
+def test_check_k_holds_the_cost_fit_against_the_candidate_at_a_second_k(tmp_path: Path) -> None:
+    """`predict --check-k`: the cost phase runs ngram k=4 at k=2 too, forced to its first two rates; those probes
+    are held out of the fit and prediction.json `models[].width_check` holds them against it."""
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(EXPERIMENT, encoding="utf-8")
+    engine = TakingEngine()
+    predict_command(PredictFlags(exp, tmp_path / "p", check_k=True), Screen(), runner=engine)
+    assert engine.ran == [("acceptance", ()), ("cost", ("ngram-k4", "ngram-k4-at-k2"))]
+    (model,) = json.loads((tmp_path / "p" / "prediction.json").read_text(encoding="utf-8"))["models"]
+    check = model["width_check"]
+    # one probe at each of the cost phase's loads (3 and 8 streams), at the batch the requests saw there
+    assert (
+        check["k"] == 2
+        and len(check["probes"]) == 2
+        and 2 < check["probes"][0]["batch"] <= 3 < 6 < check["probes"][1]["batch"] <= 8
+    )
+    assert all(p["low_s"] <= p["predicted_s"] <= p["high_s"] for p in check["probes"])
+    assert isinstance(check["linear"], bool)
+    assert all(p["k"] in (0, 4) for p in model["cost_fit"]["probes"])  # held out of the fit

@@ -121,3 +121,20 @@ speculation: [{method: ngram, num_speculative_tokens: 4}, {method: ngram, num_sp
     assert k4.info.forced_acceptance == ("SGLANG_SIMULATE_ACC_LEN=2.7",)
     k4_change = next(c for c in plan.changes if c.candidate == k4.info.name)
     assert "env SGLANG_SIMULATE_ACC_LEN: (absent) -> 2.7" in k4_change.diff_lines and k4_change.verified
+
+
+def test_check_k_adds_each_candidate_at_half_its_k_forced_to_its_first_rates():
+    """`predict --check-k`: the cost phase also runs each candidate of K >= 2 at its second k, ceil(K / 2), named
+    for it and forced to the first of the rates it measured; the acceptance phase and a K = 1 candidate are as
+    without it, and the plan counts the extra requests."""
+    exp = experiment("vllm")  # ngram K = 4 and K = 2
+    cost = cost_experiment(exp, {"ngram-k4": (0.8, 0.5, 0.3, 0.1)}, check_k=True)
+    names = [sp.name or f"{sp.method}-k{sp.num_speculative_tokens}" for sp in cost.speculations]
+    assert names == ["ngram-k4", "ngram-k4-at-k2", "ngram-k2", "ngram-k2-at-k1"]
+    at2 = cost.speculations[1]
+    assert at2.num_speculative_tokens == 2 and at2.options["synthetic_acceptance_rates"] == [0.8, 0.5]
+    assert "rejection_sample_method" not in cost.speculations[3].options  # no rates measured for ngram-k2
+    assert cost_experiment(exp, {}, check_k=False).speculations == exp.speculations
+    plan = plan_probes(exp, prompts=24, check_k=True)
+    assert plan.checked == (("ngram-k4", 2), ("ngram-k2", 1))
+    assert plan.requests == plan_probes(exp, prompts=24).requests + 2 * 2 * 24  # two more arms at the two cost loads
