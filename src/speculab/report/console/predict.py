@@ -82,7 +82,7 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
             )
         )
         if c.width_check is not None:
-            parts.append(Text(f"  {_width_phrase(c.width_check)}", style="dim" if c.width_check.linear else "yellow"))
+            parts.append(Text(f"  {width_phrase(c.width_check)}", style="dim" if c.width_check.linear else "yellow"))
     for w in (*pred.warnings, *pred.skipped):
         parts.append(Text(f"warning: {warning_text(w)}", style="yellow"))
     share = pred.requests_sent / pred.sweep_requests if pred.sweep_requests else float("nan")
@@ -98,7 +98,7 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
     return Group(*parts)
 
 
-def _width_phrase(w: WidthCheck) -> str:
+def width_phrase(w: WidthCheck) -> str:
     """`--check-k`: the held-out probes at the second k against the fit."""
     each = "; ".join(
         f"at batch {p.batch:.3g} {p.measured_s * 1e3:.3g} ms, fitted {p.predicted_s * 1e3:.3g} ms"
