@@ -1,7 +1,8 @@
 """The load search simulated: how often its interval holds the true crossover, and what the search costs (issue 39).
 
 Each search is the real policy and fit (`harness.search.run_search`) against a scripted truth: a probe at
-concurrency c returns MIN_PAIRS units (the verdict's groups, what `probe_prompts` sends), each the true log effect
+concurrency c returns the units the policy sizes it at (`probe_groups`: `--groups`, default MIN_PAIRS, the verdict's
+groups; a load measured again up to `--max-groups`, default the same: every probe one size), each the true log effect
 mu(c) plus noise of sd sigma(c). Truths, as log(baseline TPOT / candidate TPOT) at c streams:
 
 * done-means: the mock pair of docs/mock-server.md "A known crossover" (one token a chunk against two, the
@@ -91,8 +92,8 @@ def noise_sd(noise: str, c: float) -> float:
 def one_search(truth: Truth, noise: str, spec: SearchSpec, seed: int, replicates: int, log_load: bool = False) -> dict:
     rng = np.random.default_rng(seed)
 
-    def measure(c: float) -> Probe:
-        z = rng.standard_t(3, MIN_PAIRS) / math.sqrt(3) if noise == "demo-t3" else rng.standard_normal(MIN_PAIRS)
+    def measure(c: float, groups: int) -> Probe:
+        z = rng.standard_t(3, groups) / math.sqrt(3) if noise == "demo-t3" else rng.standard_normal(groups)
         return Probe(c, tuple(truth.log_effect(c) + noise_sd(noise, c) * z))
 
     out = run_search(spec, measure, rng, replicates=replicates, log_load=log_load)
@@ -107,7 +108,7 @@ def one_search(truth: Truth, noise: str, spec: SearchSpec, seed: int, replicates
         "interpolated_covered": bool(i_lo <= truth.crossover <= i_hi),
         "width": hi - lo,
         "probes": len(out.probes),
-        "prompts": sum(probe_prompts(spec.kind, p.load) for p in out.probes),
+        "prompts": sum(probe_prompts(spec.kind, p.load, len(p.effects)) for p in out.probes),
         "reason": out.reason,
         "status": f.status,
     }
@@ -187,6 +188,8 @@ def main() -> None:
     ap.add_argument("--high", type=float, default=48)
     ap.add_argument("--tolerance", type=float, default=12)
     ap.add_argument("--max-probes", type=int, default=10)
+    ap.add_argument("--groups", type=int, default=MIN_PAIRS, help="groups a load's first probe sends")
+    ap.add_argument("--max-groups", type=int, help="the most a load measured again sends (default: --groups)")
     ap.add_argument("--noise", default="mock,demo,demo-t3")
     ap.add_argument("--log-load", action="store_true", help="interpolate the estimate in log load (as the run does)")
     ap.add_argument("--interval", choices=("brackets", "interpolated"), default="brackets")
@@ -197,11 +200,12 @@ def main() -> None:
     LOG_LOAD[0] = a.log_load
     if a.interval == "interpolated":  # a comparison only: the search as it would run with the other interval
         search_fit._interval = interpolated_interval  # type: ignore[assignment]
-    spec = SearchSpec("concurrency", a.low, a.high, a.tolerance, a.max_probes)
+    spec = SearchSpec("concurrency", a.low, a.high, a.tolerance, a.max_probes, (), a.groups, a.max_groups)
     t0, results = time.time(), []
     print(
         f"concurrency {a.low:g}-{a.high:g}, tolerance {a.tolerance:g}, max {a.max_probes} probes; {runs} searches "
-        f"a row, {reps} bootstrap replicates, seed {a.seed}, {a.interval} interval"
+        f"a row, {reps} bootstrap replicates, seed {a.seed}, {a.interval} interval, {spec.groups} groups a probe "
+        f"(up to {spec.cap} measuring a load again)"
         f"{', estimate in log load' if a.log_load else ''}"
     )
     print("| " + " | ".join(COLUMNS) + " |")
@@ -235,7 +239,8 @@ def main() -> None:
                         "high": a.high,
                         "tolerance": a.tolerance,
                         "max_probes": a.max_probes,
-                        "groups_per_probe": MIN_PAIRS,
+                        "groups_per_probe": spec.groups,
+                        "max_groups_per_probe": spec.cap,
                         "noise_mock_sd": MOCK_SD,
                         "noise_demo_sd": DEMO_SD,
                         "interval": a.interval,

@@ -37,7 +37,7 @@ def done_means_yaml(url_a: str, url_b: str) -> str:
     return f"""
 workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 288, warmup_requests: 2}}
 sampling: {{max_tokens: {TOKENS}, seed: 0}}
-loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}}}
+loads: {{search: {{kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6, max_groups: 6}}}}
 baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}
@@ -90,7 +90,7 @@ def small_search_yaml(url_a: str, url_b: str) -> str:
     return f"""
 workload: {{spec: "synthetic:input=10,output=5", num_prompts: 100, warmup_requests: 1}}
 sampling: {{max_tokens: 5}}
-loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, max_probes: 5, groups: 6}}}}
+loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, max_probes: 5, groups: 6, max_groups: 6}}}}
 baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}

@@ -30,7 +30,7 @@ def test_a_launch_mode_search_launches_each_round_and_answers(tmp_path: Path, ca
         f"""
 workload: {{spec: "synthetic:input=10,output=9", num_prompts: 60, warmup_requests: 1}}
 sampling: {{max_tokens: 9}}
-loads: {{search: {{kind: concurrency, low: 1, high: 8, tolerance: 3, max_probes: 6, groups: 6}}}}
+loads: {{search: {{kind: concurrency, low: 1, high: 8, tolerance: 3, max_probes: 6, groups: 6, max_groups: 6}}}}
 baseline:
   launch: {{engine: other, command: {mock(port)}, port: {port}, env: {{PYTHONPATH: "{SRC}"}}}}
 speculation: {{method: ngram, num_speculative_tokens: 1}}

@@ -48,7 +48,7 @@ def test_each_arm_gets_its_highest_load_within_the_slo_from_the_search_probes(tm
         y = f"""
 workload: {{spec: "synthetic:input=10,output={TOKENS}", num_prompts: 96, warmup_requests: 1}}
 sampling: {{max_tokens: {TOKENS}, seed: 0}}
-loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, max_probes: 6, groups: 6}}}}
+loads: {{search: {{kind: concurrency, low: 1, high: 16, tolerance: 2, max_probes: 6, groups: 6, max_groups: 6}}}}
 slos: {{tpot_s: {LIMIT_S}, attainment: 0.9}}
 baseline: {{url: "{url_a}"}}
 candidate: {{url: "{url_b}"}}

@@ -176,12 +176,18 @@ def predict_command(
     ),
     max_model_len: int | None = typer.Option(None, "--max-model-len", min=2, help="Context length (default: detected)"),
     seed: int = typer.Option(0, "--seed", help="seed of the draws behind the prediction's bands"),
+    check_k: bool = typer.Option(
+        False,
+        "--check-k",
+        help="probe each candidate's cost at a second k too (half its K), held out of the fit: checks that the step "
+        "cost is linear in k",
+    ),
 ) -> None:
     """Predict the speedup at every load and K from a few probes: acceptance on your prompts, cost at a few loads."""
     from speculab.commands.predict.predict import PredictFlags
     from speculab.commands.predict.predict import predict_command as predict
 
-    flags = PredictFlags(experiment, output, dry_run, allow_extra_diff, max_model_len, seed)
+    flags = PredictFlags(experiment, output, dry_run, allow_extra_diff, max_model_len, seed, check_k)
     _exit_if_interrupted(predict(flags, _Screen()))
 
 

@@ -74,6 +74,9 @@ class SpeculationConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # more keys for the --speculative-config JSON
     engine_args: tuple[str, ...] = ()  # raw flags appended to the candidate command for any engine
     name: str | None = None  # the candidate's name in reports and directories; default "<method>-k<k>"
+    # environment the candidate's server gets on top of the baseline's, for an engine knob that is no flag (SGLang's
+    # forced acceptance, `SGLANG_SIMULATE_ACC_LEN`, set by `speculab predict`'s cost probes); no YAML key
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def speculative_config_json(self) -> str:
         """The --speculative-config value for speculab and vLLM (method first, then k, then the rest)."""
@@ -96,6 +99,9 @@ class SpeculationConfig:
         d = asdict(self)
         d["options"] = dict(self.options)
         d["engine_args"] = list(self.engine_args)
+        d["env"] = dict(self.env)
+        if not self.env:  # a speculation without one keeps its shape (the recommended experiment file)
+            del d["env"]
         return d
 
 
@@ -210,12 +216,15 @@ class LoadLevel:
 # interval from resting on the minimum)
 SEARCH_MAX_PROBES = 10
 SEARCH_GROUPS = 8
+# the most groups one probe sends where a load measured again asks for more to decide its sign (issue 49; a load's
+# first probe sends `groups`): three times the default, so a probe at the top of a search's range stays affordable
+SEARCH_MAX_GROUPS = 24
 
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    """`loads: {search: {kind, low, high, tolerance, max_probes, groups}}`: load levels placed adaptively between
-    `low` and `high` to bracket where the best candidate's effect on the deciding metric changes sign, until the
+    """`loads: {search: {kind, low, high, tolerance, max_probes, groups, max_groups}}`: load levels placed adaptively
+    between `low` and `high` to bracket where the best candidate's effect on the deciding metric changes sign, until the
     crossover's interval is narrower than `tolerance` (same unit as the loads) or `max_probes` levels ran."""
 
     kind: str  # concurrency | rate
@@ -224,6 +233,8 @@ class SearchConfig:
     tolerance: float
     max_probes: int = SEARCH_MAX_PROBES
     groups: int = SEARCH_GROUPS  # groups of prompts sent together that each probe sends
+    # the most a probe sends when its load's spread asks for more; None: SEARCH_MAX_GROUPS (or `groups` if more)
+    max_groups: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("concurrency", "rate") or not 0 < self.low < self.high or self.tolerance <= 0:
@@ -231,7 +242,7 @@ class SearchConfig:
 
     @classmethod
     def with_defaults(
-        cls, kind: str, low: float, high: float, tolerance: float | None = None, **rest: int
+        cls, kind: str, low: float, high: float, tolerance: float | None = None, **rest: int | None
     ) -> SearchConfig:
         """The default tolerance is a quarter of the range (two halvings past the first bracket)."""
         return cls(kind, low, high, tolerance if tolerance is not None else (high - low) / 4, **rest)

@@ -249,7 +249,9 @@ def _loads(m: LoadsSchema) -> LoadsConfig:
         assert m.operating is not None  # LoadsSchema: one of the two
         return LoadsConfig(_load(m.operating), _load(m.low), tuple(_load(x) for x in m.sweep))
     s = m.search
-    search = SearchConfig.with_defaults(s.kind, s.low, s.high, s.tolerance, max_probes=s.max_probes, groups=s.groups)
+    search = SearchConfig.with_defaults(
+        s.kind, s.low, s.high, s.tolerance, max_probes=s.max_probes, groups=s.groups, max_groups=s.max_groups
+    )
     lowest = LoadLevel(concurrency=int(s.low)) if s.kind == "concurrency" else LoadLevel(rate_rps=s.low)
     return LoadsConfig(lowest, lowest, (), search)
 

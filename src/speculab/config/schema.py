@@ -199,11 +199,14 @@ class SearchSchema(_Model):
     tolerance: float | None = Field(default=None, gt=0)  # None: a quarter of high - low
     max_probes: int = Field(default=SEARCH_MAX_PROBES, ge=2, le=100)
     groups: int = Field(default=SEARCH_GROUPS, ge=6, le=1000)  # a verdict needs 6 groups of prompts sent together
+    max_groups: int | None = Field(default=None, ge=6, le=10000)  # None: SEARCH_MAX_GROUPS (docs/experiment.md)
 
     @model_validator(mode="after")
     def _range(self) -> SearchSchema:
         if self.low >= self.high:
             raise ValueError(f"low ({self.low:g}) must be < high ({self.high:g})")
+        if self.max_groups is not None and self.max_groups < self.groups:
+            raise ValueError(f"max_groups ({self.max_groups}) must be at least groups ({self.groups})")
         if self.kind == "concurrency" and not (float(self.low).is_integer() and float(self.high).is_integer()):
             raise ValueError(
                 f"a concurrency search needs whole numbers for low and high (got {self.low:g}, {self.high:g})"

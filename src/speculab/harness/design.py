@@ -34,6 +34,10 @@ class LevelSpec:
     prompts: int | None = None
     # a search's probe measured again at a load it measured before: 2, 3, ... (its own directory, the next prompts)
     attempt: int = 1
+    # where in the items a probe measured again starts: after the prompts its earlier attempts sent, which a probe
+    # sized from its load's spread (harness.search.policy.probe_groups) makes differ from `prompts` x (attempt - 1);
+    # None: that product (every attempt the same size)
+    start: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
@@ -68,7 +72,7 @@ class LevelSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self) | {"key": self.key, "label": self.label}
-        for k, default in (("prompts", None), ("attempt", 1)):
+        for k, default in (("prompts", None), ("attempt", 1), ("start", None)):
             if d[k] == default:  # as before the keys existed: a fixed level's plan identity (`--resume`) is unchanged
                 del d[k]
         return d
@@ -83,6 +87,7 @@ class LevelSpec:
             d.get("max_concurrency"),
             d.get("prompts"),
             int(d.get("attempt", 1)),
+            d.get("start"),
         )
 
     def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
@@ -92,7 +97,7 @@ class LevelSpec:
         them, so its units are new prompts; else the first again."""
         if self.prompts is None or self.prompts >= len(items):
             return items
-        start = self.prompts * (self.attempt - 1)
+        start = self.prompts * (self.attempt - 1) if self.start is None else self.start
         start = start if start + self.prompts <= len(items) else 0
         return items[_whole(items, start) : _whole(items, start + self.prompts)]
 

@@ -19,15 +19,17 @@ def _loads(loads: str, extra: str = ""):
 
 
 def test_a_search_with_every_key():
-    e = _loads("{search: {kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6}}")
-    assert e.loads.search == SearchConfig("concurrency", 1, 48, 12, 10, 6)
+    e = _loads(
+        "{search: {kind: concurrency, low: 1, high: 48, tolerance: 12, max_probes: 10, groups: 6, max_groups: 20}}"
+    )
+    assert e.loads.search == SearchConfig("concurrency", 1, 48, 12, 10, 6, 20)
     assert e.loads.all_levels() == ()  # placed as the search goes
     assert e.loads.operating.concurrency == 1  # its low end, for diagnose
 
 
 def test_defaults_a_quarter_of_the_range_ten_probes_eight_groups():
     s = _loads("{search: {kind: rate, low: 1, high: 9}}").loads.search
-    assert s is not None and (s.tolerance, s.max_probes, s.groups) == (2.0, 10, 8)
+    assert s is not None and (s.tolerance, s.max_probes, s.groups, s.max_groups) == (2.0, 10, 8, None)
     assert _loads("{search: {kind: rate, low: 1, high: 9}}").loads.operating.rate_rps == 1
 
 
@@ -42,6 +44,10 @@ def test_defaults_a_quarter_of_the_range_ten_probes_eight_groups():
         ("{search: {kind: concurrency, low: 1, high: 4, max_probes: 1}}", "loads.search.max_probes: must be >= 2"),
         ("{search: {kind: concurrency, low: 1, high: 4, groups: 5}}", "loads.search.groups: must be >= 6"),
         ("{search: {kind: concurrency, low: 1, high: 4, tolerence: 1}}", "did you mean `tolerance`"),
+        (
+            "{search: {kind: concurrency, low: 1, high: 4, groups: 8, max_groups: 7}}",
+            "loads.search: max_groups (7) must be at least groups (8)",
+        ),
         (
             "{search: {kind: concurrency, low: 1, high: 4}, sweep: []}",
             "loads: search places its own loads: remove sweep",

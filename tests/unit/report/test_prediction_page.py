@@ -42,3 +42,22 @@ def test_the_page_shows_every_k_its_crossover_the_bands_the_flags_and_the_fit(tm
     assert "288 requests, 41 s" in page and "would send 2,880" in page and "(10%)" in page
     assert 'href="probes/acceptance/report.html"' in page and 'href="probes/cost/report.html"' in page
     assert page.count("forced") >= 2 and "per_draft_per_request_s" in page and "outputs of 33 tokens" in page
+
+
+def test_the_page_says_the_width_check_and_links_the_unforced_cost_after_a_refusal(tmp_path: Path):
+    """`--check-k`'s held-out probes under the fit, and after the engine refused forced acceptance the cost link
+    goes to the run the prediction stands on (probes/cost-unforced)."""
+    from dataclasses import replace
+
+    from speculab.harness.results.warnings import ReportWarning, WarningKind
+    from speculab.harness.search.predict import width_check
+
+    pred = prediction()
+    (cand,) = pred.candidates
+    held = [StepProbe(2, b, cand.fit.step_s(b, 2) * 1.5, 1.8, True, 48) for b in (6, 32)]  # far above the line
+    refused = ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": "Synthetic acceptance not supported"})
+    pred = replace(pred, candidates=(replace(cand, width_check=width_check(cand.fit, held)),), warnings=(refused,))
+    page = write_prediction_html(tmp_path, pred).read_text(encoding="utf-8")
+    assert "cost at k=2, not fitted on:" in page and "NOT linear in k" in page
+    assert 'href="probes/cost-unforced/report.html"' in page and 'href="probes/cost/report.html"' not in page
+    assert "Synthetic acceptance not supported" in page  # the refusal, worded as a warning

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from speculab.commands.predict.probes import check_name
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.predict import (
@@ -29,6 +30,7 @@ from speculab.harness.search.predict import (
     k_schedule,
     load_grid,
     predict,
+    width_check,
 )
 from speculab.harness.verdict.model import TPOT, ArmLevel, LevelReport, Report
 
@@ -92,7 +94,7 @@ def predict_from_report(
         return replace(p, forced=forced) if p is not None else None
 
     base_probes = [p for lv, inputs in found if (p := probe("baseline", lv, inputs, 0))]
-    out, skipped = [], []
+    out, skipped, noted = [], [], []  # noted: what the predictions made are to be read with
     loads = load_grid(low, high)
     lowest_level = found[0][0] if found else None
     # the workload's typical output length (the baseline's median at the lowest load): a step cut at the end of a
@@ -118,10 +120,21 @@ def predict_from_report(
         chain = (view.method or "") in CHAIN_METHODS if view is not None else False
         ks = range(1, acc.k_measured + 1) if chain else [acc.k_measured]
         per_k = predict(acc, fit, loads, ks, rng, output_tokens=output_tokens)
+        # `--check-k`: the candidate at its second k, held out of the fit and held against it
+        k2 = (k + 1) // 2 if k >= 2 else None
+        held = [p for lv, inputs in found if (p := probe(check_name(c.name, k2), lv, inputs, k2))] if k2 else []
+        checked = width_check(fit, held)
+        if checked is not None and checked.linear is False:
+            worst = max(checked.probes, key=lambda p: abs(p.residual_s))
+            fields = {"k": checked.k, "batch": worst.batch, "measured_s": worst.measured_s,
+                      "predicted_s": worst.predicted_s, "low_s": worst.low_s, "high_s": worst.high_s}  # fmt: skip
+            noted.append(ReportWarning(WarningKind.PREDICT_COST_NOT_LINEAR_IN_K, c.label, fields=fields))
         out.append(
             CandidatePrediction(
                 c.name, c.label, view.method if view else None, acc.k_measured, chain, acc, fit, per_k,
-                k_schedule(per_k),
+                k_schedule(per_k), width_check=checked,
             )
         )  # fmt: skip
-    return Prediction(low, high, tuple(out), tuple(skipped), requests_sent, sweep_requests, probe_wall_s, output_tokens)
+    return Prediction(
+        low, high, tuple(out), tuple(skipped), requests_sent, sweep_requests, probe_wall_s, output_tokens, tuple(noted)
+    )

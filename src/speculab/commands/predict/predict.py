@@ -58,6 +58,7 @@ class PredictFlags:
     allow_extra_diff: bool = False
     max_model_len: int | None = None
     seed: int = 0  # the draws behind the bands
+    check_k: bool = False  # `--check-k`: each candidate's cost also at a second k, to check the cost's linearity in k
 
 
 def _plan_lines(probes: ProbePlan) -> list[str | ReportWarning]:
@@ -73,6 +74,7 @@ def _plan_lines(probes: ProbePlan) -> list[str | ReportWarning]:
                 "sweep_loads": list(probes.sweep_loads),
                 "sweep_requests": probes.sweep_requests,
                 "forced": list(probes.forced),
+                "checked": [{"name": name, "k": k} for name, k in probes.checked],
             },
         )
     ]
@@ -104,6 +106,19 @@ def _spelt(prediction: Prediction, exp: Experiment, report: Report) -> Predictio
     return replace(prediction, candidates=tuple(cands))
 
 
+class ProbeRunner(Protocol):
+    """Runs one phase's probes: the A/B run's inputs as saved, or None when it was interrupted."""
+
+    def __call__(self, plan: RunPlan, out: Path, screen: RunScreen) -> ABRun | None: ...
+
+
+def run_probe(plan: RunPlan, out: Path, screen: RunScreen) -> ABRun | None:
+    """A phase's probes with `run`'s machinery (its own summary.json and report.html under `out`)."""
+    if run_and_report(plan, out, screen, report_options(allow_python_checks=False)).interrupted:
+        return None
+    return load_inputs(out)
+
+
 @dataclass(frozen=True, slots=True)
 class PredictOutcome:
     """What predict made: its prediction, or None where a probe run was interrupted (Ctrl-C: what it measured is on
@@ -113,8 +128,11 @@ class PredictOutcome:
     interrupted: bool = False
 
 
-def predict_command(flags: PredictFlags, screen: PredictScreen) -> PredictOutcome | None:
-    """Plan the probes, run them (acceptance, then cost at the rates measured), predict; None for --dry-run."""
+def predict_command(
+    flags: PredictFlags, screen: PredictScreen, runner: ProbeRunner = run_probe
+) -> PredictOutcome | None:
+    """Plan the probes, run them (acceptance, then cost at the rates measured), predict; None for --dry-run.
+    `runner`: the probes' A/B runs (tests pass a fake engine's)."""
     exp = load_experiment(flags.experiment)
     out = flags.output or default_run_dir(f"{flags.experiment.stem}-predict")
 
@@ -126,7 +144,7 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> PredictOutcom
 
     first = acceptance_experiment(exp)
     plan = planned(first)
-    probes = plan_probes(exp, len(plan.setup.items))
+    probes = plan_probes(exp, len(plan.setup.items), flags.check_k)
     for line in _plan_lines(probes):
         screen.line(line)
     if flags.dry_run:  # the cost phase's size is the acceptance phase's at two loads: the plan line says both
@@ -138,25 +156,26 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> PredictOutcom
     def probe(phase: str, e: Experiment) -> tuple[Report, ABRun] | None:
         phase_out = out / PROBES_DIR / phase
         check_ab_output_dir(phase_out)
-        if run_and_report(planned(e), phase_out, screen, report_options(allow_python_checks=False)).interrupted:
-            return None
-        inputs = load_inputs(phase_out)
-        return build_report(inputs), inputs
+        inputs = runner(planned(e), phase_out, screen)
+        return (build_report(inputs), inputs) if inputs is not None else None
 
     accepted = probe(ACCEPTANCE_DIR, first)
     if accepted is None:
         return PredictOutcome(None, interrupted=True)
     rates = _measured_rates(accepted[0])
-    forced = cost_experiment(exp, rates)
+    forced, unforced = cost_experiment(exp, rates, flags.check_k), cost_experiment(exp, {}, flags.check_k)
+    said: list[ReportWarning] = []  # what prediction.json records beside its candidates
     try:
         cost = probe(COST_DIR, forced)
     except (EndpointError, ErrorRateExceeded) as e:
-        if forced.speculations == exp.speculations:
+        if forced.speculations == unforced.speculations:
             raise  # nothing was forced: the failure is the engine's own, as in any run
         # the engine has the knob but this build refused it (vLLM 0.32's CPU build: "Synthetic acceptance not
         # supported with CPU sampling", its engine dies): the cost probed again at real acceptance, and said so
-        screen.line(ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": str(e).splitlines()[0][:300]}))
-        cost = probe(COST_DIR + "-unforced", cost_experiment(exp, {}))  # {}: no rates, nothing forced
+        refused = ReportWarning(WarningKind.PREDICT_FORCING_REFUSED, fields={"error": str(e).splitlines()[0][:300]})
+        screen.line(refused)
+        said.append(refused)
+        cost = probe(COST_DIR + "-unforced", unforced)
     if cost is None:
         return PredictOutcome(None, interrupted=True)
     parts = [accepted, cost]
@@ -170,6 +189,7 @@ def predict_command(flags: PredictFlags, screen: PredictScreen) -> PredictOutcom
         probe_wall_s=time.perf_counter() - started,
     )
     prediction = _spelt(prediction, exp, parts[0][0])
+    prediction = replace(prediction, warnings=(*said, *prediction.warnings))
     path = out / PREDICTION_FILE
     path.write_text(dumps(prediction.to_dict(), indent=1) + "\n", encoding="utf-8")
     screen.prediction(prediction, path)

@@ -9,6 +9,10 @@ candidates, one repeat, in two phases, and what a fixed K x load sweep of the sa
   is measured at the user's acceptance whatever the content does at load. An engine without such a knob (or a
   candidate given as an explicit command or a URL) runs at real acceptance there.
 
+With `--check-k`, the cost phase also runs each candidate of K >= 2 at a second k, half its K rounded up (named
+`NAME-at-kK'`, forced to the first K' rates where the engine has the knob): probes the cost model is not fitted on,
+held against it to check that the cost is linear in k (`harness.search.predict.width_check`).
+
 Why three loads: the cost model (`harness.search.predict`) has four coefficients, fixed and per-request, each for
 plain and per drafted token; the plain arm and each candidate at three batches give six step times per candidate,
 two degrees of freedom for the residuals."""
@@ -40,6 +44,7 @@ class ProbePlan:
     sweep_loads: tuple[int, ...]  # a fixed sweep over the same range: the powers of two between its ends
     sweep_requests: int  # a fixed K x load sweep of the same candidates: every k in 1..K of each at each load
     forced: tuple[str, ...] = ()  # the candidates (names) whose cost probes run at forced acceptance
+    checked: tuple[tuple[str, int], ...] = ()  # `--check-k`: (candidate, the second k its cost is probed at)
 
 
 def load_range(exp: Experiment) -> tuple[float, float]:
@@ -80,22 +85,42 @@ def sweep_loads(low: float, high: float) -> tuple[int, ...]:
     return tuple(sorted({lo, *inner, hi}))
 
 
-def plan_probes(exp: Experiment, prompts: int) -> ProbePlan:
-    """The probes for `exp`, whose workload has `prompts` prompts."""
+def plan_probes(exp: Experiment, prompts: int, check_k: bool = False) -> ProbePlan:
+    """The probes for `exp`, whose workload has `prompts` prompts (`check_k`: and each candidate's at a second k)."""
     low, high = load_range(exp)
     loads = probe_loads(low, high)
     arms = 1 + len(exp.speculations)
-    requests = arms * len(loads) * prompts
+    checked = tuple((candidate_name(sp), k) for sp in exp.speculations if (k := second_k(sp)) and check_k)
+    requests = arms * len(loads) * prompts + len(checked) * (len(loads) - 1) * prompts
     sweep = sweep_loads(low, high)
     ks = sum(sp.num_speculative_tokens for sp in exp.speculations)
     forced = tuple(candidate_name(sp) for sp in exp.speculations) if _forcing(exp) is not None else ()
     sweep_requests = (1 + ks) * len(sweep) * prompts * SWEEP_REPEATS
-    return ProbePlan(low, high, loads, prompts, requests, sweep, sweep_requests, forced)
+    return ProbePlan(low, high, loads, prompts, requests, sweep, sweep_requests, forced, checked)
 
 
 def candidate_name(sp: SpeculationConfig) -> str:
     """The candidate's name in the probe runs, as `run` names it."""
     return sp.name or f"{sp.method}-k{sp.num_speculative_tokens}"
+
+
+def second_k(sp: SpeculationConfig) -> int | None:
+    """The second k a candidate's cost is probed at (`--check-k`): half its K, rounded up; None below K = 2."""
+    k = sp.num_speculative_tokens
+    return (k + 1) // 2 if k >= 2 else None
+
+
+def check_name(name: str, k: int) -> str:
+    """The arm that probes candidate `name`'s cost at a second k: `ngram-k4-at-k2`."""
+    return f"{name}-at-k{k}"
+
+
+def _at_second_k(sp: SpeculationConfig) -> SpeculationConfig | None:
+    """The candidate at its second k, named for it (a user's own candidate at that k keeps its name)."""
+    k = second_k(sp)
+    if k is None:
+        return None
+    return replace(sp, num_speculative_tokens=k, name=check_name(candidate_name(sp), k))
 
 
 def _forcing(exp: Experiment) -> Callable[[SpeculationConfig, tuple[float, ...]], SpeculationConfig] | None:
@@ -119,12 +144,18 @@ def acceptance_experiment(exp: Experiment) -> Experiment:
     return _levels(exp, probe_loads(*load_range(exp))[:1], "acceptance")
 
 
-def cost_experiment(exp: Experiment, rates: Mapping[str, tuple[float, ...]]) -> Experiment:
+def cost_experiment(exp: Experiment, rates: Mapping[str, tuple[float, ...]], check_k: bool = False) -> Experiment:
     """The second phase: every arm at the range's middle and high end; each candidate with `rates` (its measured
-    unconditional rates per position, by name) forced where its engine has the knob."""
+    unconditional rates per position, by name) forced where its engine has the knob; with `check_k`, each candidate
+    also at its second k, forced to the first of those rates (a chain proposer's first k proposals are its first k
+    at K)."""
     force = _forcing(exp)
-    specs = tuple(
-        force(sp, rates[candidate_name(sp)]) if force is not None and candidate_name(sp) in rates else sp
-        for sp in exp.speculations
-    )
-    return _levels(replace(exp, speculations=specs), probe_loads(*load_range(exp))[1:], "cost")
+    specs: list[SpeculationConfig] = []
+    for sp in exp.speculations:
+        name = candidate_name(sp)
+        specs.append(force(sp, rates[name]) if force is not None and name in rates else sp)
+        check = _at_second_k(sp) if check_k else None
+        if check is not None:
+            k = check.num_speculative_tokens
+            specs.append(force(check, rates[name][:k]) if force is not None and name in rates else check)
+    return _levels(replace(exp, speculations=tuple(specs)), probe_loads(*load_range(exp))[1:], "cost")

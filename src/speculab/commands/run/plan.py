@@ -136,13 +136,16 @@ def derive_candidate(
     cand = replace(
         baseline,
         command=cmd,
-        env=dict(env) if env is not None else dict(baseline.env),
+        # the speculation's own environment on top (an engine knob that is no flag: SGLang's forced acceptance)
+        env={**(dict(env) if env is not None else dict(baseline.env)), **speculation.env},
         port=port if port is not None else baseline.port,
         port_chosen=baseline.port_chosen and port is None,  # a candidate's own port is the user's
     )
     diff = diff_for(adapter, baseline.command, cmd)
-    env_diff = _env_lines(baseline.env, cand.env)
-    lines = tuple([*diff.lines(), *env_diff] if diff.differences else env_diff or diff.lines())
+    shown_env = _env_lines(baseline.env, cand.env)
+    # what differs beyond speculation: the variables the speculation sets are part of its change, as its flags are
+    env_diff = _env_lines({**baseline.env, **speculation.env}, cand.env)
+    lines = tuple([*diff.lines(), *shown_env] if diff.differences else shown_env or diff.lines())
     if adapter.kind == "other":
         return cand, ChangeCheck(name, lines, None, not_checked("engine_other"))
     verified = is_single_change(diff, adapter) and not env_diff
@@ -513,6 +516,8 @@ def _search_design(exp: Experiment) -> dict[str, Any] | None:
         "tolerance": s.tolerance,
         "max_probes": s.max_probes,
         "groups": s.groups,
+        # only when set: a search recorded before the key resumes with the same plan identity (the default applies)
+        **({"max_groups": s.max_groups} if s.max_groups is not None else {}),
         "metric": exp.decide_on,
         "rounds": [],
         "candidate": None,

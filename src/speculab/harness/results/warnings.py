@@ -65,6 +65,9 @@ class WarningKind(str, Enum):
     PREDICT_FEW_PROBES = "predict_few_probes"
     PREDICT_PLAN = "predict_plan"
     PREDICT_FORCING_REFUSED = "predict_forcing_refused"  # the engine refused forced acceptance: error (its first line)
+    # `predict --check-k`: a probe at the second k outside the cost fit's prediction interval: k, batch, measured_s,
+    # predicted_s, low_s, high_s (the probe furthest from the line)
+    PREDICT_COST_NOT_LINEAR_IN_K = "predict_cost_not_linear_in_k"
     PREDICTION_MISSED = "prediction_missed"  # measured outside the predicted band: predicted, measured, causes
     # the what-if model's notes on its step cost (WhatIf.notes)
     STEP_COST_CLIPPED = "step_cost_clipped"  # step_cost (the fitted, negative value), clipped to 0

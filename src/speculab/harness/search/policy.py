@@ -6,6 +6,11 @@ the fitted crossing (the interval can be no narrower than them, docs/statistics.
 them; else it measures again the probe whose sign is still open and whose decision would shrink the interval most,
 expected. It stops when the interval is at most the tolerance wide, when the fit says faster (or slower) throughout
 with the interval wholly past that end, or when the probe budget is spent.
+
+A probe sends what deciding needs (`probe_groups`): a load measured for the first time sends the groups its verdict
+needs (nothing yet says how noisy it is there); a load measured again sends what its own units' spread says would
+likely decide its sign, up to a cap, so that a noisy low load is not measured again and again at the verdict's
+minimum (issue 49: the recorded demo search measured concurrency 1 five times at 6 prompts and ended undetermined).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from speculab.harness.search.fit import (
     fit_crossover,
     pooled_probes,
 )
-from speculab.harness.stats import CONFIDENCE
+from speculab.harness.stats import CONFIDENCE, POWER
 
 KINDS = ("concurrency", "rate")
 
@@ -53,6 +58,10 @@ class SearchSpec:
     # loads a prediction places in the first round in place of the geometric middle (`run --prediction`: the
     # predicted crossover's interval); () for none
     seeded: tuple[float, ...] = ()
+    groups: int = MIN_PAIRS  # groups of prompts sent together that a first probe at a load sends
+    # the most groups one probe sends when a load's own spread asks for more (`probe_groups`); None: `groups`, every
+    # probe the same size
+    max_groups: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -68,6 +77,15 @@ class SearchSpec:
             raise ValueError(f"search tolerance must be above 0, got {self.tolerance}")
         if self.max_probes < len(first_round(self)):
             raise ValueError(f"max_probes must be at least {len(first_round(self))}, got {self.max_probes}")
+        if self.groups < MIN_PAIRS:
+            raise ValueError(f"a probe sends at least {MIN_PAIRS} groups (a verdict needs them), got {self.groups}")
+        if self.max_groups is not None and self.max_groups < self.groups:
+            raise ValueError(f"max_groups must be at least groups ({self.groups}), got {self.max_groups}")
+
+    @property
+    def cap(self) -> int:
+        """The most groups one probe sends."""
+        return self.groups if self.max_groups is None else self.max_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +96,7 @@ class SearchBudget:
 
     probes: int
     prompts_per_arm: int
-    largest_probe_prompts: int  # one probe at the highest load
+    largest_probe_prompts: int  # a load's first probe at the highest load
     group_size_known: bool
 
 
@@ -112,13 +130,46 @@ def probe_prompts(kind: str, load: float, groups: int = MIN_PAIRS, in_flight: fl
     return groups * group_size(kind, load, (in_flight,))
 
 
-def search_budget(spec: SearchSpec, groups: int = MIN_PAIRS) -> SearchBudget:
-    """The worst case: the first round, then every further probe at the highest load (a search that cannot decide
-    the top end measures it again and again)."""
+def units_to_decide(units: np.ndarray, confidence: float = CONFIDENCE, power: float = POWER) -> float:
+    """About how many units at one load would likely decide its sign on their own (`decided_sign`: Student's t
+    interval of their mean clear of 0), their mean and spread taken as the truth: the n at which t(n - 1) + z(power)
+    standard errors fit in |mean| (the sample-size rule of a one-sample t test, solved by a few fixed-point steps
+    from the normal one). At least MIN_PAIRS; inf where the mean is 0 or the units are too few to have a spread."""
+    n0 = units.size
+    if n0 < 2 or float(units.mean()) == 0:
+        return math.inf
+    ratio = float(units.std(ddof=1)) / abs(float(units.mean()))  # the spread in units of the effect
+    if not ratio > 0:
+        return float(MIN_PAIRS)  # no spread: the verdict's minimum decides it
+    z_p = float(scipy.special.ndtri(power))
+    n = ((float(scipy.special.ndtri(0.5 + confidence / 2)) + z_p) * ratio) ** 2
+    for _ in range(4):  # t's quantile at the n found, then n again: converges in two or three steps
+        n = ((float(scipy.special.stdtrit(max(n, MIN_PAIRS) - 1, 0.5 + confidence / 2)) + z_p) * ratio) ** 2
+    return max(float(MIN_PAIRS), n)
+
+
+def probe_groups(spec: SearchSpec, probes: Sequence[Probe], load: float, confidence: float = CONFIDENCE) -> int:
+    """Groups a probe at `load` sends: `spec.groups` at a load not measured yet (nothing says yet how noisy it is
+    there; the first round's spread elsewhere does not carry: on the demo engine the per-unit spread at one stream is
+    2.5 times that at four); at a load measured before, what its units so far say would likely decide its sign
+    (`units_to_decide`) less the units it has, between `spec.groups` and `spec.cap`. Measured again means it was
+    left open (`_remeasure`), so sizing it from its own spread is what lets the next measurement close it."""
+    have = np.array([e for p in probes if float(p.load) == float(load) for e in p.effects if math.isfinite(e)])
+    if have.size < 2 or spec.cap == spec.groups:
+        return spec.groups
+    more = units_to_decide(have, confidence) - have.size
+    return int(min(spec.cap, max(spec.groups, math.ceil(more)))) if math.isfinite(more) else spec.cap
+
+
+def search_budget(spec: SearchSpec) -> SearchBudget:
+    """The worst case: the first round, then every further probe at the highest load, each at the cap (a search that
+    cannot decide the top end measures it again and again, each time as large as its spread asks)."""
     first = first_round(spec)
-    top = probe_prompts(spec.kind, spec.high, groups)
-    prompts = sum(probe_prompts(spec.kind, x, groups) for x in first) + (spec.max_probes - len(first)) * top
-    return SearchBudget(spec.max_probes, prompts, top, spec.kind == "concurrency")
+    top = probe_prompts(spec.kind, spec.high, spec.cap)
+    prompts = sum(probe_prompts(spec.kind, x, spec.groups) for x in first) + (spec.max_probes - len(first)) * top
+    # what the workload must hold: a first probe at the top (a larger one measuring it again sends what there is)
+    largest = probe_prompts(spec.kind, spec.high, spec.groups)
+    return SearchBudget(spec.max_probes, prompts, largest, spec.kind == "concurrency")
 
 
 def stop_reason(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit | None) -> str | None:
@@ -155,19 +206,21 @@ class SearchOutcome:
 
 def run_search(
     spec: SearchSpec,
-    measure: Callable[[float], Probe],
+    measure: Callable[[float, int], Probe],
     rng: np.random.Generator,
     *,
     confidence: float = CONFIDENCE,
     replicates: int = 1000,
     log_load: bool = False,
 ) -> SearchOutcome:
-    """The whole search with a blocking `measure(load) -> Probe`: probe, refit, until `stop_reason` says why not.
-    The simulation (bench/search_coverage.py) and the tests drive it with scripted truths."""
+    """The whole search with a blocking `measure(load, groups) -> Probe` (`groups`: what `probe_groups` sizes the
+    probe at): probe, refit, until `stop_reason` says why not. The simulation (bench/search_coverage.py) and the tests
+    drive it with scripted truths."""
     probes: list[Probe] = []
     fit: CrossoverFit | None = None
     while loads := next_loads(spec, probes, fit):
-        probes.extend(measure(x) for x in loads)
+        sized = [(x, probe_groups(spec, probes, x, confidence)) for x in loads]  # each from the probes before it
+        probes.extend(measure(x, g) for x, g in sized)
         fit = fit_crossover(probes, rng, confidence=confidence, replicates=replicates, log_load=log_load)
     assert fit is not None  # the first round always probes
     return SearchOutcome(tuple(probes), fit, stop_reason(spec, probes, fit) or STOP_BUDGET)
@@ -219,13 +272,12 @@ def _remeasure(spec: SearchSpec, probes: Sequence[Probe], fit: CrossoverFit) -> 
     open_ = undecided or open_
     if not open_:  # the interval is two neighbouring probes: measure again the one nearer its middle
         open_ = {int(np.argmin(np.abs(loads - (lo + hi) / 2)))}
-    more = int(np.median([len(p.effects) for p in probes]))
     q = 0.5 + fit.confidence / 2
 
     def expected_gain(i: int) -> float:
         u, x = units[i], loads[i]
         gain = x - lo if u.mean() > 0 else hi - x
-        n = u.size + more
+        n = u.size + probe_groups(spec, probes, float(x), fit.confidence)  # what measuring it again would send
         if u.size < 2 or not u.std(ddof=1) > 0:
             return gain
         z = abs(u.mean()) / (u.std(ddof=1) / math.sqrt(n))

@@ -159,6 +159,63 @@ def fit_step_cost(probes: Sequence[StepProbe], confidence: float = CONFIDENCE) -
     )
 
 
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """One probe the fit was not made on, against the fit: its measured step time and the fit's at its batch and k,
+    with the fit's prediction interval there (NaN bounds without residual degrees of freedom)."""
+
+    batch: float
+    measured_s: float
+    predicted_s: float
+    low_s: float
+    high_s: float
+
+    @property
+    def residual_s(self) -> float:
+        return self.measured_s - self.predicted_s
+
+    @property
+    def inside(self) -> bool | None:
+        """Inside the prediction interval; None without one."""
+        if not (math.isfinite(self.low_s) and math.isfinite(self.high_s)):
+            return None
+        return self.low_s <= self.measured_s <= self.high_s
+
+
+@dataclass(frozen=True, slots=True)
+class WidthCheck:
+    """The cost model's linearity in k, checked: probes of the candidate at a second k (`speculab predict --check-k`)
+    that the fit was not made on. The model is linear in k (a verify slot per drafted position); a k's step time
+    outside the prediction interval says it is not (a verify kernel whose cost jumps at a width, a proposer whose
+    cost is not per token), and so the predictions at the k between those measured rest on an untested line."""
+
+    k: int
+    probes: tuple[HeldOut, ...]
+
+    @property
+    def linear(self) -> bool | None:
+        """Every held-out probe inside its interval; None where none has an interval."""
+        said = [p.inside for p in self.probes if p.inside is not None]
+        return all(said) if said else None
+
+
+def width_check(fit: StepFit, held_out: Sequence[StepProbe], confidence: float = CONFIDENCE) -> WidthCheck | None:
+    """Probes at one k the fit was not made on, against it: each probe's step time beside the fit's at its batch and
+    k, with the fit's prediction interval (the line's uncertainty there and one probe's scatter: t sqrt(x'Cx + s^2)).
+    None without probes."""
+    if not held_out:
+        return None
+    t = float(scipy.special.stdtrit(fit.dof, 0.5 + confidence / 2)) if fit.dof > 0 else math.nan
+    cov = np.asarray(fit.covariance)
+    out = []
+    for p in held_out:
+        x = np.asarray(_features(p.batch, p.k))
+        half = t * math.sqrt(float(x @ cov @ x) + fit.residual_sd_s**2) if fit.dof > 0 else math.nan
+        pred = fit.step_s(p.batch, p.k)
+        out.append(HeldOut(p.batch, p.step_s, pred, pred - half, pred + half))
+    return WidthCheck(held_out[0].k, tuple(out))
+
+
 def tokens_per_step(conditional: Sequence[float], k: int) -> float:
     """L(k) = 1 + sum_{j<k} prod_{i<=j} c_i: the tokens a step yields with k drafts, the target's own included."""
     total, reach = 1.0, 1.0
@@ -404,6 +461,7 @@ class CandidatePrediction:
     per_k: tuple[KPrediction, ...]
     schedule: tuple[KBand, ...]
     engine_form: EngineForm | None = None  # None: not spelt (no launched engine to spell it for)
+    width_check: WidthCheck | None = None  # probes at a second k, held out of the fit (`--check-k`); None: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,6 +474,9 @@ class Prediction:
     sweep_requests: int
     probe_wall_s: float | None
     output_tokens: int | None = None  # the output length the tokens per step were computed for (None: long outputs)
+    # what happened to the probes that the prediction should be read with (the engine refused forced acceptance:
+    # its cost was probed at real acceptance, `predict_forcing_refused`)
+    warnings: tuple[ReportWarning, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """prediction.json: `candidates[]` one per candidate and k (name, k, crossover, curve), `k_schedule` per
@@ -443,6 +504,7 @@ class Prediction:
                     "engine_form": asdict(c.engine_form) if c.engine_form is not None else None,
                     "acceptance": asdict(c.acceptance),
                     "cost_fit": asdict(c.fit),
+                    "width_check": _width_dict(c.width_check),
                 }
             )
             schedule.extend({"name": c.name, "low": b.low, "high": b.high, "k": b.k} for b in c.schedule)
@@ -453,11 +515,20 @@ class Prediction:
             "k_schedule": schedule,
             "models": fits,
             "skipped": [w.to_dict() for w in self.skipped],
+            "warnings": [w.to_dict() for w in self.warnings],
             "requests_sent": self.requests_sent,
             "sweep_requests": self.sweep_requests,
             "probe_wall_s": self.probe_wall_s,
             "output_tokens": self.output_tokens,
         }
+
+
+def _width_dict(w: WidthCheck | None) -> dict[str, Any] | None:
+    """prediction.json `models[].width_check`: the second k, `linear`, and each held-out probe with its residual."""
+    if w is None:
+        return None
+    rows = [asdict(p) | {"residual_s": p.residual_s, "inside": p.inside} for p in w.probes]
+    return {"k": w.k, "linear": w.linear, "probes": rows}
 
 
 def band_at(curve: Sequence[tuple[float, float, float, float]], load: float) -> Band | None:

@@ -40,6 +40,7 @@ from speculab.harness.results.warnings import WarningKind as WarningKind
 from speculab.harness.search.predict import Crossover as Crossover
 from speculab.harness.search.predict import KPrediction as KPrediction
 from speculab.harness.search.predict import Prediction as Prediction
+from speculab.harness.search.predict import WidthCheck as WidthCheck
 from speculab.harness.stats import Distribution as Distribution
 from speculab.harness.stats import Interval as Interval
 from speculab.harness.verdict.choices import BASELINE_CHOICE as BASELINE_CHOICE

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from speculab.harness.verdict.model import Crossover, KPrediction, Prediction
+from speculab.harness.verdict.model import Crossover, KPrediction, Prediction, WidthCheck
 from speculab.report.formatting import MISSING
 from speculab.report.phrases import positions_phrase, warning_text
 
@@ -81,7 +81,9 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
                 style="dim",
             )
         )
-    for w in pred.skipped:
+        if c.width_check is not None:
+            parts.append(Text(f"  {width_phrase(c.width_check)}", style="dim" if c.width_check.linear else "yellow"))
+    for w in (*pred.warnings, *pred.skipped):
         parts.append(Text(f"warning: {warning_text(w)}", style="yellow"))
     share = pred.requests_sent / pred.sweep_requests if pred.sweep_requests else float("nan")
     wall = f", {pred.probe_wall_s:.0f} s" if pred.probe_wall_s is not None else ""
@@ -94,6 +96,17 @@ def prediction_renderable(pred: Prediction, path: Path | None = None) -> Group:
     if path is not None:
         parts.append(Text(f"prediction: {path}"))
     return Group(*parts)
+
+
+def width_phrase(w: WidthCheck) -> str:
+    """`--check-k`: the held-out probes at the second k against the fit."""
+    each = "; ".join(
+        f"at batch {p.batch:.3g} {p.measured_s * 1e3:.3g} ms, fitted {p.predicted_s * 1e3:.3g} ms"
+        + (f" [{p.low_s * 1e3:.3g}–{p.high_s * 1e3:.3g}]" if p.inside is not None else "")
+        for p in w.probes
+    )
+    verdict = {True: "linear in k", False: "NOT linear in k", None: "no interval to check it against"}[w.linear]
+    return f"cost at k={w.k}, not fitted on: {each}: {verdict}"
 
 
 def print_prediction(console: Console, pred: Prediction, path: Path | None = None) -> None:

@@ -11,8 +11,9 @@ from typing import Any
 from markupsafe import Markup
 
 from speculab.harness.results.atomic_file import write_atomic
+from speculab.harness.results.warnings import WarningKind
 from speculab.harness.verdict.model import Prediction
-from speculab.report.console.predict import crossover_text
+from speculab.report.console.predict import crossover_text, width_phrase
 from speculab.report.html import plots
 from speculab.report.html.page import TEMPLATES
 from speculab.report.phrases import positions_phrase, warning_text
@@ -58,6 +59,7 @@ def _candidate(c: Any, low: float, high: float) -> dict[str, Any]:
         "chain": c.chain,
         "measured_k": c.measured_k,
         "acceptance": positions_phrase(c.acceptance),
+        "width": width_phrase(c.width_check) if c.width_check is not None else "",  # `--check-k`
         "coefficients": [
             {
                 "name": x.name,
@@ -79,12 +81,16 @@ def prediction_view(pred: Prediction) -> dict[str, Any]:
         "low": f"{pred.low:g}",
         "high": f"{pred.high:g}",
         "candidates": [_candidate(c, pred.low, pred.high) for c in pred.candidates],
-        "skipped": [warning_text(w) for w in pred.skipped],
+        "skipped": [warning_text(w) for w in (*pred.warnings, *pred.skipped)],  # each a warning line
         "requests": f"{pred.requests_sent:,}",
         "sweep": f"{pred.sweep_requests:,}",
         "share": f"{share:.0%}",
         "wall": f"{pred.probe_wall_s:.0f} s" if pred.probe_wall_s is not None else "not recorded",
         "output_tokens": pred.output_tokens,
+        # the engine refused forced acceptance: the cost the prediction stands on was probed again, unforced
+        "cost_dir": "cost-unforced"
+        if any(w.kind is WarningKind.PREDICT_FORCING_REFUSED for w in pred.warnings)
+        else "cost",
     }
 
 

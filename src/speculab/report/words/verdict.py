@@ -149,10 +149,17 @@ GATE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"probes: the baseline and each candidate at concurrency {', '.join(str(c) for c in f['loads'])}, "
         f"{f['prompts']} prompts each (acceptance at the first, cost at the others"
         + (f", {', '.join(f['forced'])} at forced acceptance set to what it measured)" if f.get("forced") else ")")
+        + "".join(f"; {c['name']} also at k={c['k']}, to check the cost's linearity in k" for c in f.get("checked", ()))
         + f": {f['requests']:,} requests, to predict over concurrency {f['low']:g}-"
         f"{f['high']:g}; a fixed sweep of every k up to each candidate's K at concurrency "
         f"{', '.join(str(c) for c in f['sweep_loads'])} would send {f['sweep_requests']:,} "
         f"(the probes send {f['requests'] / max(f['sweep_requests'], 1):.0%} of that)"
+    ),
+    WarningKind.PREDICT_COST_NOT_LINEAR_IN_K: lambda f: (
+        f"the step cost is not linear in k: at k={f['k']} and batch {f['batch']:.3g} a step took "
+        f"{f['measured_s'] * 1e3:.3g} ms against the fit's {f['predicted_s'] * 1e3:.3g} ms "
+        f"[{f['low_s'] * 1e3:.3g}–{f['high_s'] * 1e3:.3g}] (a probe the fit was not made on): the predictions at the k "
+        "between those measured rest on a line the engine does not follow"
     ),
     WarningKind.PREDICT_FEW_PROBES: lambda f: (
         f"no prediction: {f['baseline']} usable baseline and {f['candidate']} candidate probes (a TPOT and, for the "

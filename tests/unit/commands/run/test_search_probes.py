@@ -88,8 +88,13 @@ def test_the_budget_is_the_costliest_search():
     assert [lv.key for lv in levels][2:5] == ["c48", "c48-2", "c48-3"]
     lines = size_lines(plan)
     assert lines[0].startswith("search: concurrency 1 to 48, at most 10 probes (first round 1, 7, 48;")
-    # 6, 42 and 288 prompts in the first round (6 groups at 1, 7, 48), then 7 more probes at 48
-    assert lines[1].startswith(f"requests: at most {6 + 42 + 288 + 7 * 288} per arm")
+    # 6, 42 and 288 prompts in the first round (6 groups at 1, 7, 48), then 7 more probes at 48, each as large as
+    # measuring a load again may grow (24 groups: 1152 prompts), which the 400 of the workload cap
+    assert lines[1].startswith(f"requests: at most {6 + 42 + 288 + 7 * 400} per arm")
+    assert "(6 groups of the requests in flight per probe, up to 24 measuring a load again; 288 at 48)" in lines[1]
+    fixed = size_lines(_plan(EXPERIMENT.replace("groups: 6}", "groups: 6, max_groups: 6}")))
+    assert fixed[1].startswith(f"requests: at most {6 + 42 + 288 + 7 * 288} per arm over the search and repeat (6 "
+                               "groups of the requests in flight per probe; 288 at 48)")  # fmt: skip
     assert lines[2] == "launches: at most 32 (2 arms x 2 repeats x up to 8 rounds, one server at a time)"
     small = _plan(EXPERIMENT.replace("num_prompts: 400", "num_prompts: 100"))
     (few,) = [line for line in size_lines(small) if not isinstance(line, str)]  # a record the CLI words
@@ -99,3 +104,19 @@ def test_the_budget_is_the_costliest_search():
         "(or lower loads.search.high)"
     )
     assert estimate_s(plan, Timing(e2e_s=0.1, batch=16, batch_e2e_s=0.2)) > 0
+
+
+def test_a_load_measured_again_larger_sends_the_prompts_after_those_sent_before():
+    """Issue 49: a probe measured again is sized from its load's spread (`probe_groups`), so it need not be the
+    first one's size; it starts where the earlier attempts stopped, and the record round-trips."""
+    design = _plan().setup.search
+    items = tuple(RequestSpec(index=i, prompt=f"p{i}") for i in range(60))
+    first, _ = probe_level(design, 1, ())
+    again, _ = probe_level(design, 1, (first,), groups=20)
+    assert (first.prompts, again.prompts, again.start, again.attempt) == (6, 20, 6, 2)
+    assert [it.index for it in again.items_of(items)] == list(range(6, 26))
+    third, _ = probe_level(design, 1, (first, again), groups=20)
+    assert third.start == 26 and [it.index for it in third.items_of(items)] == list(range(26, 46))
+    assert LevelSpec.from_dict(again.to_dict()) == again
+    same, _ = probe_level(design, 1, (first,))
+    assert same.start is None and "start" not in same.to_dict()  # equal sizes are recorded as before

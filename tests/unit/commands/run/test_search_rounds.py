@@ -182,3 +182,15 @@ def test_a_resumed_search_interrupted_again_counts_only_the_rounds_before_it():
         n.startswith("the search was interrupted after 3 probe(s), in round 2") for n in map(warning_text, life.notes)
     )
     assert life.setup.search["stop"] is None and len(life.setup.search["rounds"]) == 2
+
+
+def test_a_load_measured_again_is_sized_from_its_own_spread():
+    """Issue 49: faster at 1 and 7 on their own units, at 48 open with a spread twice its mean: the search measures
+    48 again, and that probe sends what 48's spread says would decide it (more than the first's 6 groups, at most
+    the default cap of 24), on the prompts after those the first probe sent."""
+    life, inner = _life(), Inner()
+    effects = {1.0: (0.7,) * 6, 7.0: (0.4,) * 6, 48.0: (0.5, -0.1, 0.3, -0.2, 0.4, 0.0)}
+    asyncio.run(Judged(inner, effects).run(life))
+    assert inner.ran[:2] == [["c1", "c7", "c48"], ["c48-2"]]
+    again = life.setup.levels[3]
+    assert 6 * 48 < again.prompts <= 24 * 48 and again.prompts % 48 == 0 and again.start == 6 * 48

@@ -17,6 +17,7 @@ from speculab.harness.search.predict import (
     load_grid,
     predict,
     tokens_per_step,
+    width_check,
 )
 
 A, S, D, G = 0.010, 0.0004, 0.0012, 0.0008  # seconds: fixed, per request, per draft, per draft per request
@@ -125,3 +126,28 @@ def test_a_short_answer_sees_fewer_tokens_per_step_than_the_long_run_length():
     assert got < tokens_per_step(COND, 4)  # the cut last step
     assert effective_tokens_per_step(rates, 4, None)[0] == pytest.approx(tokens_per_step(COND, 4))
     assert effective_tokens_per_step(rates, 0, 33)[0] == 1.0
+
+
+def _at(ks: tuple[int, ...], rng: np.random.Generator, cost=step, noise: float = 0.02) -> list[StepProbe]:
+    """Probes at concurrency 1, 6 and 32 (predict's three loads) for each k in `ks`."""
+    return [StepProbe(k, b, cost(b, k) * math.exp(noise * rng.standard_normal()), 1.0, k > 0, 24)
+            for b in (1, 6, 32) for k in ks]  # fmt: skip
+
+
+def test_a_second_k_on_the_line_passes_the_width_check_and_one_off_it_does_not():
+    """`predict --check-k`: the fit made on k = 0 and K = 4, held against probes at k = 2 it was not made on."""
+    rng = np.random.default_rng(3)
+    fit = fit_step_cost(_at((0, 4), rng))
+    on_line = width_check(fit, _at((2,), rng))
+    assert on_line is not None and on_line.k == 2 and len(on_line.probes) == 3
+    assert on_line.linear is True and all(p.low_s < p.predicted_s < p.high_s for p in on_line.probes)
+
+    def jumps(b: float, k: int) -> float:  # a verify kernel whose cost at k = 2 is that of k = 4
+        return step(b, 4 if k == 2 else k)
+
+    off = width_check(fit, _at((2,), rng, jumps))
+    assert off is not None and off.linear is False
+    assert all(p.residual_s > 0 for p in off.probes)
+    assert width_check(fit, []) is None
+    exact = fit_step_cost(_at((0, 4), rng)[:4])  # as many probes as terms: no interval, nothing to say
+    assert exact.dof == 0 and width_check(exact, _at((2,), rng)).linear is None

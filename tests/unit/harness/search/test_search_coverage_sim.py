@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 
-from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.search import Probe, SearchSpec, run_search
 from speculab.mock.script import MockConfig
 from speculab.mock.truth import true_crossover, true_tpot_speedup
@@ -39,8 +38,8 @@ def searches(n: int, sd, seed: int):
     for i in range(n):
         rng = np.random.default_rng(seed + i)
 
-        def measure(c: float, rng=rng) -> Probe:
-            return Probe(c, tuple(log_effect(c) + sd(c) * rng.standard_normal(MIN_PAIRS)))
+        def measure(c: float, groups: int, rng=rng) -> Probe:
+            return Probe(c, tuple(log_effect(c) + sd(c) * rng.standard_normal(groups)))
 
         yield run_search(SPEC, measure, rng, replicates=300)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,13 +25,14 @@ from speculab.harness.search import (
     search_budget,
     stop_reason,
 )
-from speculab.harness.search.policy import first_round
+from speculab.harness.search.fit import decided_sign
+from speculab.harness.search.policy import first_round, probe_groups, units_to_decide
 
 SPEC = SearchSpec("concurrency", 1, 48, tolerance=12, max_probes=10)
 
 
 def exact_truth(log_effect, n: int = 6):
-    return lambda c: Probe(c, (log_effect(c),) * n)
+    return lambda c, groups: Probe(c, (log_effect(c),) * n)
 
 
 def done_means(c: float) -> float:
@@ -77,7 +79,7 @@ def test_the_budget_stops_a_search_that_cannot_narrow() -> None:
     rng = np.random.default_rng(1)
     spec = SearchSpec("concurrency", 1, 48, tolerance=1.5, max_probes=6)
 
-    def noisy(c: float) -> Probe:
+    def noisy(c: float, groups: int) -> Probe:
         return Probe(c, tuple(done_means(c) + 0.5 * rng.standard_normal(6)))
 
     out = run_search(spec, noisy, np.random.default_rng(2))
@@ -124,6 +126,8 @@ def test_rate_loads_stay_in_range_and_need_not_be_whole() -> None:
         ({"low": 1.5}, "whole numbers"),
         ({"tolerance": 0.5}, "tolerance must be at least 1 stream"),
         ({"max_probes": 2}, "max_probes must be at least 3"),
+        ({"groups": 5}, "at least 6 groups"),
+        ({"groups": 8, "max_groups": 7}, "max_groups must be at least groups"),
     ],
 )
 def test_a_spec_that_cannot_search_says_why(kwargs: dict, fix: str) -> None:
@@ -148,7 +152,7 @@ def test_search_budget_is_the_worst_case() -> None:
     assert not search_budget(SearchSpec("rate", 1, 8, 1, 5)).group_size_known
     # no search spends more than its budget says
     rng = np.random.default_rng(3)
-    out = run_search(SPEC, lambda c: Probe(c, tuple(done_means(c) + 0.3 * rng.standard_normal(6))), rng)
+    out = run_search(SPEC, lambda c, g: Probe(c, tuple(done_means(c) + 0.3 * rng.standard_normal(g))), rng)
     assert sum(probe_prompts("concurrency", p.load) for p in out.probes) <= b.prompts_per_arm
 
 
@@ -161,7 +165,7 @@ def test_any_search_stays_in_range_on_the_grid_and_within_budget() -> None:
         spec = SearchSpec(kind, low, high, tolerance=float(rng.uniform(1, 10)), max_probes=int(rng.integers(3, 12)))
         cross, sd = rng.uniform(low - 5, high + 5), rng.choice([0.0, 0.05, 0.4])
 
-        def measure(x: float, cross=cross, sd=sd) -> Probe:
+        def measure(x: float, groups: int, cross=cross, sd=sd) -> Probe:
             return Probe(x, tuple(0.05 * (cross - x) + sd * rng.standard_normal(6)))
 
         out = run_search(spec, measure, np.random.default_rng(i), replicates=200)
@@ -205,3 +209,51 @@ def test_a_prediction_seeds_the_first_round_with_its_interval_in_place_of_the_mi
     assert first_round(spec) == (1.0, 15.0, 22.0, 64.0)
     outside = SearchSpec("concurrency", 1, 64, 4, 8, seeded=(0.5, 80.0))  # beyond the range: the middle as without
     assert first_round(outside) == first_round(SearchSpec("concurrency", 1, 64, 4, 8))
+
+
+# Issue 49: a probe sends what deciding needs. A load measured again is sized from its own units' spread.
+SIZED = SearchSpec("concurrency", 1, 12, tolerance=4, max_probes=8, groups=6, max_groups=24)
+
+
+def test_units_to_decide_is_where_a_t_interval_of_that_many_units_clears_zero() -> None:
+    n = units_to_decide(np.array(DEMO_C1))
+    assert 6 < n < 100  # the recorded verdict at concurrency 1 said "about 34 prompts in all would likely decide it"
+    # units with the same mean and spread, that many of them: decided; the verdict's six of them: not
+
+    def alike(k: int) -> np.ndarray:  # k units with DEMO_C1's mean and spread exactly
+        z = np.linspace(-1, 1, k)
+        return np.mean(DEMO_C1) + np.std(DEMO_C1, ddof=1) * (z - z.mean()) / z.std(ddof=1)
+
+    assert decided_sign(alike(math.ceil(n))) == -1 and decided_sign(alike(6)) == 0
+    assert units_to_decide(np.array(DEMO_C12)) == MIN_PAIRS  # decided already on its own six
+    assert units_to_decide(np.array([0.1, -0.1])) == math.inf and units_to_decide(np.array([0.3])) == math.inf
+
+
+def test_a_load_measured_again_sends_what_its_spread_asks_up_to_the_cap() -> None:
+    probes = [Probe(1, DEMO_C1), Probe(3, DEMO_C3), Probe(12, DEMO_C12)]
+    assert probe_groups(SIZED, probes, 5) == 6  # not measured yet: the verdict's groups
+    asked = math.ceil(units_to_decide(np.array(DEMO_C1))) - len(DEMO_C1)
+    assert probe_groups(SIZED, probes, 1) == min(24, asked) > 6
+    assert probe_groups(SIZED, probes, 12) == 6  # decided: the floor
+    assert probe_groups(SIZED, [*probes, Probe(3, (0.1, -0.1) * 3)], 3) == 24  # a mean on 0: the cap
+    assert probe_groups(replace(SIZED, max_groups=None), probes, 1) == 6  # no cap set: every probe one size
+    # the budget's worst case: the first round at 6 groups, every later probe at the top at the cap
+    assert search_budget(SIZED).prompts_per_arm == 6 * (1 + 3 + 12) + 5 * 24 * 12
+
+
+def test_sizing_from_the_spread_decides_a_noisy_low_end_the_fixed_size_leaves_open() -> None:
+    """The recorded demo search's shape: faster at 12 on its own units, at 1 stream a spread 2.5 times the effect,
+    five probes. At six units a probe the low end stays open in many searches; sized from its spread, in few."""
+    spec = replace(SIZED, max_probes=5)
+
+    def open_low_end(spec: SearchSpec, seed: int) -> bool:
+        rng = np.random.default_rng(seed)
+
+        def measure(c: float, groups: int) -> Probe:
+            return Probe(c, tuple(0.2 + (0.5 if c < 2 else 0.1) * rng.standard_normal(groups)))
+
+        return run_search(spec, measure, rng, replicates=200, log_load=True).fit.status != STOP_FASTER
+
+    # seeded: 9 of 30 open at a fixed six groups, 2 sized (up to 24)
+    assert sum(open_low_end(replace(spec, max_groups=None), s) for s in range(30)) >= 7
+    assert sum(open_low_end(spec, s) for s in range(30)) <= 3

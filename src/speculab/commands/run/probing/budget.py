@@ -11,17 +11,19 @@ from speculab.commands.run.plan import RunPlan
 from speculab.commands.run.probing.rounds import probe_level, search_spec
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.warnings import ReportWarning, WarningKind
-from speculab.harness.search.policy import first_round, search_budget
+from speculab.harness.search.policy import SearchSpec, first_round, search_budget
 
 
 def worst_case_levels(design: Mapping[str, Any]) -> tuple[LevelSpec, ...]:
-    """The probes of the costliest search the design allows: the first round, then the rest at the highest load."""
+    """The probes of the costliest search the design allows: the first round, then the rest at the highest load, each
+    as large as a load measured again may be (`max_groups`)."""
     spec = search_spec(design)
     first = first_round(spec)
-    loads = (*first, *[spec.high] * (spec.max_probes - len(first)))
     out: list[LevelSpec] = []
-    for load in loads:
+    for load in first:
         out.append(probe_level(design, load, out)[0])
+    for _ in range(spec.max_probes - len(first)):
+        out.append(probe_level(design, spec.high, out, groups=spec.cap)[0])
     return tuple(out)
 
 
@@ -37,7 +39,7 @@ def search_size_lines(plan: RunPlan) -> list[str | ReportWarning]:
     design = plan.setup.search
     assert design is not None
     spec = search_spec(design)
-    budget = search_budget(spec, int(design["groups"]))
+    budget = search_budget(spec)
     arms, repeats, items = len(plan.arms), plan.setup.repeats, plan.setup.items
     levels = worst_case_levels(design)
     sent = sum(len(lv.items_of(items)) for lv in levels)
@@ -45,9 +47,9 @@ def search_size_lines(plan: RunPlan) -> list[str | ReportWarning]:
     lines: list[str | ReportWarning] = [
         f"search: {spec.kind} {spec.low:g} to {spec.high:g}, at most {budget.probes} probes (first round {first}; "
         f"then one a round until the crossover's interval is at most {spec.tolerance:g} wide)",
-        f"requests: at most {sent} per arm over the search and repeat ({design['groups']} groups of the requests in "
-        f"flight per probe; {budget.largest_probe_prompts} at {spec.high:g}); {arms} arms x {repeats} repeats = at "
-        f"most {sent * arms * repeats}",
+        f"requests: at most {sent} per arm over the search and repeat ({spec.groups} groups of the requests in "
+        f"flight per probe{_up_to(spec)}; {budget.largest_probe_prompts} at {spec.high:g}); {arms} arms x {repeats} "
+        f"repeats = at most {sent * arms * repeats}",
     ]
     if not budget.group_size_known:
         lines[-1] = f"{lines[-1]} (a rate's requests in flight are measured: its first round sends the whole workload)"
@@ -61,3 +63,8 @@ def search_size_lines(plan: RunPlan) -> list[str | ReportWarning]:
         few = {"high": spec.high, "needed": budget.largest_probe_prompts, "have": len(items)}
         lines.append(ReportWarning(WarningKind.SEARCH_FEW_PROMPTS, fields=few))
     return lines
+
+
+def _up_to(spec: SearchSpec) -> str:
+    """`, up to 24 measuring a load again` where a probe may grow (`probe_groups`)."""
+    return f", up to {spec.cap} measuring a load again" if spec.cap > spec.groups else ""

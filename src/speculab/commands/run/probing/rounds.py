@@ -1,10 +1,11 @@
 """`SearchMode`: the search's rounds over the run's own mode (launch or two-URL).
 
 Each round adds its loads to the plan as levels (role "search", each sending the prompts a verdict needs at that load:
-`probe_prompts`), runs them with the run's mode while every level measured before counts as done, then asks the
-verdict for the effect at every probe so far and the fit (`search_view`, the same numbers summary.json `search` holds),
-and the policy where to probe next or why to stop. inputs.json records each round's loads, the candidate followed and
-the stop, as they happen, so an interrupted search leaves a readable partial run (`speculab report DIR`).
+`probe_prompts`; a load measured again, what its own spread says would decide it: `probe_groups`), runs them with the
+run's mode while every level measured before counts as done, then asks the verdict for the effect at every probe so
+far and the fit (`search_view`, the same numbers summary.json `search` holds), and the policy where to probe next or
+why to stop. inputs.json records each round's loads, the candidate followed and the stop, as they happen, so an
+interrupted search leaves a readable partial run (`speculab report DIR`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from speculab.commands.run.lifecycle import Lifecycle
 from speculab.commands.run.looks import LOOK_RESAMPLES
 from speculab.commands.run.probing.resumed import complete, last_round, load_of, probes_before_last, searched_plan
 from speculab.config import LoadLevel
+from speculab.config.experiment import SEARCH_MAX_GROUPS
 from speculab.harness.design import LevelSpec
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.search.fit import CrossoverFit, Probe
-from speculab.harness.search.policy import SearchSpec, next_loads, probe_prompts, stop_reason
+from speculab.harness.search.policy import SearchSpec, next_loads, probe_groups, probe_prompts, stop_reason
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions, SearchView
 
@@ -36,25 +38,39 @@ class Inner(Protocol):
 def search_spec(design: Mapping[str, Any]) -> SearchSpec:
     """inputs.json's search design -> the policy's spec."""
     seeded = tuple(float(x) for x in design.get("seeded") or ())  # `run --prediction`: the predicted interval
-    return SearchSpec(design["kind"], design["low"], design["high"], design["tolerance"], design["max_probes"], seeded)
+    groups = int(design["groups"])
+    # `max_groups` absent: the default cap (a search recorded before the key had none, and resumes with it)
+    cap = max(groups, int(design.get("max_groups") or SEARCH_MAX_GROUPS))
+    kind, low, high, tolerance, max_probes = (design[k] for k in ("kind", "low", "high", "tolerance", "max_probes"))
+    return SearchSpec(kind, low, high, tolerance, max_probes, seeded, groups, cap)
 
 
 def probe_level(
-    design: Mapping[str, Any], load: float, before: Sequence[LevelSpec], in_flight: float | None = None
+    design: Mapping[str, Any],
+    load: float,
+    before: Sequence[LevelSpec],
+    in_flight: float | None = None,
+    groups: int | None = None,
 ) -> tuple[LevelSpec, LoadLevel]:
     """One probe as a level: a whole concurrency (a closed loop's workers) or a Poisson rate, sending the prompts its
-    verdict needs (`probe_prompts`: `groups` groups of the requests in flight). A rate's requests in flight are known
-    only once measured (`in_flight`, from the nearest probe); before that it sends the whole workload, as a fixed
-    level does. A load measured before is measured again as its next `attempt`."""
-    kind, groups = design["kind"], int(design["groups"])
+    verdict needs (`probe_prompts`: `groups` groups of the requests in flight; None: the design's, a first
+    measurement's). A rate's requests in flight are known only once measured (`in_flight`, from the nearest probe);
+    before that it sends the whole workload, as a fixed level does. A load measured before is measured again as its
+    next `attempt`, on the prompts after those its earlier attempts sent."""
+    kind, groups = design["kind"], int(design["groups"]) if groups is None else groups
     # a whole number of streams; a rate to 3 significant digits (a level's key and label, `r89.4`, not `r89.3576`)
     value = float(max(1, round(load))) if kind == "concurrency" else float(f"{load:.3g}")
-    attempt = 1 + sum(1 for lv in before if lv.kind == kind and lv.value == value)
+    earlier = [lv for lv in before if lv.kind == kind and lv.value == value]
+    attempt = 1 + len(earlier)
     if kind == "concurrency":
-        spec = LevelSpec(kind, value, (ROLE,), prompts=probe_prompts(kind, value, groups), attempt=attempt)
+        n: int | None = probe_prompts(kind, value, groups)
     else:
         n = probe_prompts(kind, value, groups, in_flight) if in_flight is not None else None
-        spec = LevelSpec(kind, value, (ROLE,), "poisson", prompts=n, attempt=attempt)
+    sent = [lv.prompts for lv in earlier]
+    # set only where the sizes differ, so that a search of equal probes records its levels as before
+    start = sum(sent) if n is not None and None not in sent and sum(sent) != n * len(sent) else None  # type: ignore[arg-type]
+    arrival = None if kind == "concurrency" else "poisson"
+    spec = LevelSpec(kind, value, (ROLE,), arrival, prompts=n, attempt=attempt, start=start)
     return spec, load_of(spec)
 
 
@@ -145,8 +161,10 @@ class SearchMode:
         }
         specs: list[LevelSpec] = []
         new: list[LoadLevel] = []
+        policy, probes = search_spec(design), probes_of(report.search) if report and report.search else ()
         for load in loads:
-            spec, lv = probe_level(design, load, (*life.setup.levels, *specs), _in_flight(report, load))
+            groups = probe_groups(policy, probes, load)  # a load measured again: sized from its own spread
+            spec, lv = probe_level(design, load, (*life.setup.levels, *specs), _in_flight(report, load), groups)
             specs.append(spec)
             new.append(lv)
         rounds = [*design["rounds"], [s.value for s in specs]]

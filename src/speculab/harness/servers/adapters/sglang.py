@@ -17,6 +17,7 @@ and per response (`read_response`):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from speculab.config import KNOWN_METHODS, SpeculationConfig
@@ -175,6 +176,7 @@ def _first(fields: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
 
 
 SIMULATE_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
+SIMULATE_ACC_METHOD = "SGLANG_SIMULATE_ACC_METHOD"
 
 
 def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
@@ -187,6 +189,24 @@ def _forced_launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[str,
     except ValueError:
         forced = False  # SGLang refuses a value that is not a number: no run, nothing forced
     return (f"{SIMULATE_ACC_LEN}={value}",) if forced else ()
+
+
+def _force_acceptance(spec: SpeculationConfig, rates: tuple[float, ...]) -> SpeculationConfig:
+    """SGLang's simulated acceptance, in the candidate server's environment (SGLang has no flag for it).
+
+    `SGLANG_SIMULATE_ACC_LEN` is an acceptance length counted with the bonus token: each verify step commits that
+    many tokens, `num_correct_drafts = length - 1` accepted drafts, clamped to [1, steps + 1] (1.0: the bonus token
+    only; 0 or below: off) (sglang/srt/speculative/eagle_utils.py `generate_simulated_accept_index`,
+    `_sample_simulated_acc_len`; environ.py). The canon's length for k from the unconditional per-position rates is
+    the same quantity, 1 + p_0 + ... + p_(k-1) (docs/predict.md), so that is what is set, for the candidate's K. SGLang
+    draws one length per step for the whole batch, not a draft per position per request: the mean matches, the
+    per-position shape does not, which a cost probe does not need (its step time depends on the tokens verified and
+    committed). `SGLANG_SIMULATE_ACC_METHOD=match-expected` makes that mean the length asked: the older default,
+    `multinomial`, rounds a normal draw around it, clamped, whose mean drifts from it near the ends."""
+    k = spec.num_speculative_tokens
+    length = 1.0 + sum(float(r) for r in rates[:k])
+    forced = {SIMULATE_ACC_LEN: f"{length:.6g}", SIMULATE_ACC_METHOD: "match-expected"}
+    return replace(spec, env={**spec.env, **forced})
 
 
 # SGLang's acceptance thresholds (server_args): 1.0, the default, is exact rejection sampling; below it a draft is
@@ -252,6 +272,7 @@ ADAPTER = EngineAdapter(
     candidate=_candidate,
     launch=_launch,
     forced_launch=_forced_launch,
+    force_acceptance=_force_acceptance,
     read_response=_read_response,
     lossy_launch=_lossy_launch,
 )
