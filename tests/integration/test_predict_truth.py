@@ -37,7 +37,7 @@ def mock(port: int, *extra: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # the mock's scripted step times are the truth the prediction is held to
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_the_prediction_on_a_batched_engine_meets_the_issue_tolerances(tmp_path: Path, capsys) -> None:
     truth_x = true_crossover_of_k(ENGINE, 4)
     truth_at1 = true_tpot_s(with_k(ENGINE, 0), 1) / true_tpot_s(with_k(ENGINE, 4), 1)

@@ -45,7 +45,7 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
 
 
 @pytest.mark.slow
-@pytest.mark.serial
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_a_search_brackets_the_known_crossover_within_tolerance_and_budget(tmp_path: Path) -> None:
     truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
     assert truth == pytest.approx(24.0)
@@ -98,7 +98,7 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
 
 
 @pytest.mark.slow
-@pytest.mark.serial
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_an_interrupted_search_leaves_a_partial_run_that_says_so_then_resumes_to_its_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
     stop = asyncio.Event()

@@ -22,7 +22,7 @@ def mock(port: int, *extra: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # the mock's scripted timing is the truth the search brackets
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_a_launch_mode_search_launches_each_round_and_answers(tmp_path: Path, capsys) -> None:
     port = free_port()
     exp = tmp_path / "exp.yaml"

@@ -61,7 +61,7 @@ def _kill_then_resume(trial: int, moment: int, exp: Path, out: Path, truth: floa
 
 
 @pytest.mark.slow
-@pytest.mark.serial
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_kill_9_at_random_moments_through_a_search_then_resume_finds_the_known_crossover(tmp_path: Path) -> None:
     truth = true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC))
     rng = random.Random(39)

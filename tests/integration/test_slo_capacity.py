@@ -38,7 +38,7 @@ def _edge(cfg: MockConfig, limit_s: float) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.serial
+@pytest.mark.paced  # the mock's scripted times, held loosely: beside paced tests, not ordinary ones
 def test_each_arm_gets_its_highest_load_within_the_slo_from_the_search_probes(tmp_path: Path) -> None:
     truth = _edge(MockConfig(**SPEC), LIMIT_S)
     assert truth == pytest.approx(4.5)
