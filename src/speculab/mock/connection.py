@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,9 @@ class DeadlineHandler(RequestHandler):
         self.deadline = ReceiveDeadline(self, loop, guard.timeout_s, guard.receiving)
         self._heads_before = 0  # request heads parsed on this connection when the deadline was armed
         self._payload: Any = None  # the newest request's body stream (aiohttp's StreamReader)
+        # the truth log's `received_ns` (mock.truth_log): the socket read that completed the request `received_body`
+        self.received_ns: int | None = None
+        self.received_body: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -55,6 +59,7 @@ class DeadlineHandler(RequestHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        t_ns = time.time_ns()  # on entry: the bytes were there before this connection's own parsing
         if data and not self.deadline.armed:  # aiohttp calls this with b"" to re-parse what it buffered
             self._arm()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
@@ -62,6 +67,8 @@ class DeadlineHandler(RequestHandler):
             self._payload = self._messages[-1][1]  # the newest request's body; aiohttp's task has not taken it yet
         if self._request_count > self._heads_before and (self._payload is None or self._payload.is_eof()):
             self.deadline.disarm()  # head and body are in
+            if self._payload is not None and self._payload is not self.received_body:
+                self.received_ns, self.received_body = t_ns, self._payload
 
     def _arm(self) -> None:
         self._heads_before, self._payload = self._request_count, None
@@ -105,3 +112,12 @@ class GuardedRunner(web.AppRunner):
 
     async def _make_server(self) -> Any:
         return _GuardedServer(await super()._make_server(), self.guard)
+
+
+def received_ns(request: web.BaseRequest) -> int | None:
+    """When the socket read that completed `request` (head and body) happened, CLOCK_REALTIME ns; None when the
+    connection is not a `DeadlineHandler`'s or a later request on it was read since (pipelining)."""
+    proto = request.protocol
+    if isinstance(proto, DeadlineHandler) and proto.received_body is request.content:
+        return proto.received_ns
+    return None

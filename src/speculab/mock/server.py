@@ -14,6 +14,7 @@ import gc
 import json
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -22,7 +23,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from speculab import __version__
-from speculab.mock.connection import ConnectionGuard, GuardedRunner
+from speculab.mock.connection import ConnectionGuard, GuardedRunner, received_ns
 from speculab.mock.requests import Job, RequestError, error_response, parse_job
 from speculab.mock.script import (
     VOCAB,
@@ -39,10 +40,13 @@ from speculab.mock.script import (
 )
 from speculab.mock.state import MockState
 from speculab.mock.timing import BatchedChunks, PacedChunks, sleep_until_on_loop
+from speculab.mock.truth_log import TruthEntry
 from speculab.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
 from speculab.serving.exhaustion import AcceptLoop, ConnectionCounters, bound_logs, raise_open_files_limit
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
+# per request (aiohttp's request mapping): when its handler began, for the truth log
+HANDLER_NS_KEY = web.RequestKey("speculab_mock_handler_ns", int)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -71,6 +75,8 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
     cfg = state.cfg
     loop = asyncio.get_running_loop()
     t_arrival = loop.time()
+    if state.truth is not None:
+        request[HANDLER_NS_KEY] = time.time_ns()
     # Let requests that arrived in the same burst stamp their arrival before this one does its set-up work:
     # otherwise the 64th of 64 simultaneous requests would start its TTFT clock 63 set-ups late.
     await asyncio.sleep(0)
@@ -134,17 +140,30 @@ async def _generate(
     cfg = state.cfg
     tokens = scripted_tokens(cfg, job.prompt_text, job.seed, job.n_tokens)
     lps = token_logprobs(job.prompt_text, job.seed, tokens, job.logprobs_top) if job.logprobs_top is not None else None
-    sends: list[float] | None = None
+    stamps: list[Callable[[], None]] = []  # what to note after each chunk's write
     if cfg.record_send_times and resp is not None:
-        sends = []
+        sends: list[float] = []
         state.send_log.append(
             {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
         )
+        clock = asyncio.get_running_loop().time
+        stamps.append(lambda: sends.append(clock()))
+    truth = None
+    if state.truth is not None and resp is not None:
+        handler_ns = request.get(HANDLER_NS_KEY) or time.time_ns()
+        received = received_ns(request)
+        entry = TruthEntry(
+            job.rid, job.prompt_text, request.headers.get("X-Request-Id"), received or handler_ns, handler_ns
+        )
+        truth = state.truth.begin(entry)
+        stamps.append(lambda: entry.chunks_ns.append(time.time_ns()))
     chunks = state.chunk_source(deadline, job.n_tokens)
     try:
-        return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, sends)
+        return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, stamps)
     finally:
         chunks.close()  # the step-batched mode: out of the batch, however the request ended
+        if truth is not None and state.truth is not None:
+            state.truth.end(truth)
 
 
 async def _send_chunks(  # long: one loop over the chunks, the faults at their place in it
@@ -157,7 +176,7 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
     t_arrival: float,
     fault: Fault | None,
     fault_pos: float,
-    sends: list[float] | None,
+    stamps: list[Callable[[], None]],
 ) -> web.StreamResponse:
     cfg, m = state.cfg, state.metrics
     loop = asyncio.get_running_loop()
@@ -197,8 +216,8 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
                 return ended
         if resp is not None:
             await resp.write(payload)
-            if sends is not None:
-                sends.append(loop.time())
+            for stamp in stamps:
+                stamp()
         m.chunks.chunk(n, chunk.step_tokens)
         if chunk.step_tokens is not None:
             verified.append(chunk.step_tokens)
@@ -334,6 +353,12 @@ def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> w
     app = web.Application(middlewares=[_json_errors], client_max_size=64 * 1024 * 1024)
     state = MockState(cfg, counters or ConnectionCounters())
     app[STATE_KEY] = state
+
+    async def _on_cleanup(_: web.Application) -> None:
+        if state.truth is not None:
+            state.truth.close()
+
+    app.on_cleanup.append(_on_cleanup)
 
     async def _on_shutdown(_: web.Application) -> None:
         state.shutdown.set()
