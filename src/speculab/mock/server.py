@@ -43,6 +43,7 @@ from speculab.mock.timing import BatchedChunks, PacedChunks, sleep_until_on_loop
 from speculab.mock.truth_log import TruthEntry
 from speculab.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
 from speculab.serving.exhaustion import AcceptLoop, ConnectionCounters, bound_logs, raise_open_files_limit
+from speculab.serving.receive_stamps import ReceiveStamps, receive_stamps_of
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
 # per request (aiohttp's request mapping): when its handler began, for the truth log
@@ -140,23 +141,26 @@ async def _generate(
     cfg = state.cfg
     tokens = scripted_tokens(cfg, job.prompt_text, job.seed, job.n_tokens)
     lps = token_logprobs(job.prompt_text, job.seed, tokens, job.logprobs_top) if job.logprobs_top is not None else None
-    stamps: list[Callable[[], None]] = []  # what to note after each chunk's write
+    # what to note as each chunk's write begins, and once it returned
+    stamps: tuple[list[Callable[[], None]], list[Callable[[], None]]] = ([], [])
     if cfg.record_send_times and resp is not None:
         sends: list[float] = []
         state.send_log.append(
             {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
         )
         clock = asyncio.get_running_loop().time
-        stamps.append(lambda: sends.append(clock()))
+        stamps[1].append(lambda: sends.append(clock()))
     truth = None
     if state.truth is not None and resp is not None:
         handler_ns = request.get(HANDLER_NS_KEY) or time.time_ns()
-        received = received_ns(request)
+        received, by = received_ns(request) or (handler_ns, "handler")
         entry = TruthEntry(
-            job.rid, job.prompt_text, request.headers.get("X-Request-Id"), received or handler_ns, handler_ns
+            job.rid, job.prompt_text, request.headers.get("X-Request-Id"), received, handler_ns, received_by=by
         )
         truth = state.truth.begin(entry)
-        stamps.append(lambda: entry.chunks_ns.append(time.time_ns()))
+        # as the write begins: the send system call inside it may already hand the bytes to a client, which may
+        # read them before this process, on a busy machine, gets the CPU back to note a time after it
+        stamps[0].append(lambda: entry.chunks_ns.append(time.time_ns()))
     chunks = state.chunk_source(deadline, job.n_tokens)
     try:
         return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, stamps)
@@ -176,7 +180,7 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
     t_arrival: float,
     fault: Fault | None,
     fault_pos: float,
-    stamps: list[Callable[[], None]],
+    stamps: tuple[list[Callable[[], None]], list[Callable[[], None]]],
 ) -> web.StreamResponse:
     cfg, m = state.cfg, state.metrics
     loop = asyncio.get_running_loop()
@@ -215,8 +219,10 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
             if ended is not None:
                 return ended
         if resp is not None:
+            for stamp in stamps[0]:
+                stamp()
             await resp.write(payload)
-            for stamp in stamps:
+            for stamp in stamps[1]:
                 stamp()
         m.chunks.chunk(n, chunk.step_tokens)
         if chunk.step_tokens is not None:
@@ -384,8 +390,10 @@ def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> w
 @contextlib.asynccontextmanager
 async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """Serve `cfg` on the current loop; yields the base URL ("http://127.0.0.1:PORT", no /v1)."""
-    guard = ConnectionGuard(cfg.request_receive_timeout_s)
     loop = asyncio.get_running_loop()
+    # the truth log's arrival times: the kernel's, where the loop's selector reads them (the CLI's)
+    stamps = receive_stamps_of(loop) if cfg.truth_log else None
+    guard = ConnectionGuard(cfg.request_receive_timeout_s, receive_stamps=stamps)
     if isinstance(loop, AcceptLoop):  # the CLI's: its accept failures count here, and shed this server's slow clients
         loop.counters, loop.on_exhausted = guard.counters, guard.receiving.shed
         bound_logs(guard.counters)  # this process is the server's: rate-limit what clients can make it log
@@ -404,7 +412,11 @@ async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: in
 
 
 async def serve_mock(
-    cfg: MockConfig, host: str, port: int, on_ready: Callable[[str], None], stop: asyncio.Event | None = None
+    cfg: MockConfig,
+    host: str,
+    port: int,
+    on_ready: Callable[[str], None],
+    stop: asyncio.Event | None = None,
 ) -> None:
     """Serve until `stop` is set or the task is cancelled (Ctrl-C); SIGTERM stops it cleanly too.
     Waits `cfg.startup_s` before listening, as a server loading its model would."""
@@ -434,8 +446,16 @@ def run_mock_server(cfg: MockConfig, host: str, port: int, on_ready: Callable[[s
     descriptors. Python 3.10 has no loop factory for asyncio's runner: there accept failures are asyncio's."""
     open_files = raise_open_files_limit()
     main = serve_mock(cfg, host, port, lambda url: on_ready(url, open_files))
+
+    def accept_loop() -> AcceptLoop:
+        # with a truth log, a request's arrival is the kernel's receive stamp, which the loop's selector reads
+        stamps = ReceiveStamps() if cfg.truth_log else None
+        loop = AcceptLoop(ConnectionCounters(), selector=stamps)
+        loop.receive_stamps = stamps  # type: ignore[attr-defined]  # serving.receive_stamps.receive_stamps_of
+        return loop
+
     if sys.version_info >= (3, 11):
-        with asyncio.Runner(loop_factory=lambda: AcceptLoop(ConnectionCounters())) as runner:
+        with asyncio.Runner(loop_factory=accept_loop) as runner:
             runner.run(main)
     else:  # pragma: no cover
         asyncio.run(main)

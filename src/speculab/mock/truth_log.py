@@ -7,10 +7,14 @@ client's "received" stamp. The script says when the mock *meant* to write; this 
 
 The file is JSON lines. The first line is a header (`schema`, `clock`); then one line per streamed request, written
 when the request ends (so memory holds only the requests in flight), with:
-- `received_ns`: the socket read that completed the request's head and body, stamped on entry to the connection's
-  `data_received` (mock.connection): when the request was all there, before the server parsed or queued it;
+- `received_ns`: when the bytes that completed the request's head and body reached the server: the kernel's receive
+  stamp of them under `speculab mock-server` (serving.receive_stamps), before the server polled, parsed or queued
+  them; elsewhere (a mock in a test's loop, a system without the stamps) the entry to the connection's
+  `data_received` (mock.connection); `received_by` says which ("kernel", "data_received", or "handler" where the
+  connection is not the mock's own);
 - `handler_ns`: when its handler began (`received_ns` + the server's own queueing of a burst);
-- `chunks_ns`: the time after each chunk's write returned (the bytes are in the kernel's socket buffer);
+- `chunks_ns`: when each text chunk's write began (the write hands the bytes to the kernel; a time taken after it
+  returned can be later than the client's read of them on a busy machine);
 - `prompt`, `request_id` (an `X-Request-Id` header, if the client sent one) and `id` (the mock's response id), to
   join a line with the client's record of the same request.
 Times are integers of nanoseconds on CLOCK_REALTIME (`time.time_ns`), which any process on the same machine reads
@@ -41,6 +45,7 @@ class TruthEntry:
     received_ns: int
     handler_ns: int
     chunks_ns: list[int] = field(default_factory=list)
+    received_by: str = "handler"  # whose time `received_ns` is: "kernel", "data_received" or "handler"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +53,7 @@ class TruthEntry:
             "request_id": self.request_id,
             "prompt": self.prompt,
             "received_ns": self.received_ns,
+            "received_by": self.received_by,
             "handler_ns": self.handler_ns,
             "chunks_ns": self.chunks_ns,
         }

@@ -29,7 +29,7 @@ def test_header_then_one_line_per_request_flushed_when_none_is_in_flight():
     assert json.loads(out.getvalue()) == {"schema": TRUTH_LOG_SCHEMA, "clock": "CLOCK_REALTIME", "unit": "ns"}
     flushed = out.flushes
     a = log.begin(TruthEntry("cmpl-1", "first", None, received_ns=10, handler_ns=12))
-    b = log.begin(TruthEntry("cmpl-2", "second", "req-7", received_ns=11, handler_ns=15))
+    b = log.begin(TruthEntry("cmpl-2", "second", "req-7", received_ns=11, handler_ns=15, received_by="kernel"))
     a.chunks_ns += [20, 30]
     log.end(a)
     assert out.flushes == flushed  # b is still in flight: no write system call mid-burst
@@ -45,6 +45,7 @@ def test_header_then_one_line_per_request_flushed_when_none_is_in_flight():
             "received_ns": 10,
             "handler_ns": 12,
             "chunks_ns": [20, 30],
+            "received_by": "handler",
         },
         {
             "id": "cmpl-2",
@@ -53,6 +54,7 @@ def test_header_then_one_line_per_request_flushed_when_none_is_in_flight():
             "received_ns": 11,
             "handler_ns": 15,
             "chunks_ns": [25],
+            "received_by": "kernel",
         },
     ]
 
