@@ -400,8 +400,11 @@ async def run_load(
                 now = clock()
                 return LoadOutcome(now, now, True, 0, n_warm)
 
-        if open_connections is not None and (n_open := connections_needed(load, len(items))):
-            await open_connections(n_open)
+        n_open = connections_needed(load, len(items)) if open_connections is not None else 0
+        # a server slow to accept: Ctrl-C still stops the run
+        if open_connections is not None and n_open and await _stopped_first(open_connections(n_open), stop):
+            now = clock()
+            return LoadOutcome(now, now, True, 0, n_warm)
         if on_measure_start is not None:
             await on_measure_start()
         _freeze_what_lives()  # the connections warmup opened, the scrape: long-lived from here on
@@ -426,6 +429,26 @@ async def run_load(
         return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm, run.skipped)
     finally:
         gc.unfreeze()  # see _freeze_what_lives
+
+
+async def _stopped_first(work: Awaitable[object], stop: asyncio.Event | None) -> bool:
+    """Await `work`, unless `stop` is set first (then `work` is cancelled): True when stopped."""
+    task = asyncio.ensure_future(work)
+    if stop is None:
+        await task
+        return False
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.done() and not task.cancelled():
+        task.result()  # a failure of `work` goes up
+        return False
+    return True
 
 
 def connections_needed(load: LoadConfig, n_items: int) -> int:
