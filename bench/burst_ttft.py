@@ -1,29 +1,31 @@
 """How far is the client's TTFT from the server's own when every stream starts at once (issue 53)?
 
-The mock server runs in a child process with `--truth-log` (speculab.mock.truth_log): per streamed request it logs
-when the socket read that completed the request happened (`received_ns`) and when each chunk's write returned, on
-CLOCK_REALTIME. The client runs in another child process, a closed loop of N streams with no ramp (every stream's first
-request leaves at once: a burst), on a fresh session (no connection open before the clock starts, as in a fresh
-`speculab bench`), timing with `time.time` (CLOCK_REALTIME too) so that its stamps and the server's compare directly.
-Per request, joined on the prompt:
+The mock server runs in a child process with `--truth-log` (speculab.mock.truth_log): per streamed request, when the
+request's bytes reached it (`received_ns`: the kernel's receive stamp) and when each chunk's write began, on
+CLOCK_REALTIME. The client runs in another child process: a closed loop of N streams with no ramp (every stream's first
+request leaves at once: a burst) on a fresh session, as `speculab bench` runs it (`run_load`, its event loop, and the
+first wave's connections opened before the clock starts where the tree does so), timing with `time.time`
+(CLOCK_REALTIME too) so that its stamps and the server's compare directly. Per request, joined on its unique prompt:
 
     TTFT error     = client TTFT - server TTFT
                    = (first chunk seen - sent) - (first chunk written - received)
-                   = send -> arrival  (received - sent: what the client's "sent" stamp misses of its own sending,
-                                       connection set-up, loopback)
+                   = send -> arrival  (received - sent: what the client's "sent" stamp misses of its own sending:
+                                       connection set-up, its own queue, loopback)
                    + write -> receive (first chunk seen - first chunk written: loopback and the client's read delay)
 
 `handler_lag` (the server's handler start - received) is the server's own queueing of a burst: inside the server's
-TTFT, not the client's error.
+TTFT, not the client's error. `client_queue` is the client's scheduled -> sent.
 
-Arms: `speculab` (this tree's src/) and, with `--baseline REF`, `speculab@REF` (REF's src/, extracted with git archive),
-each in its own child process, so a change to the client is measured before and after by the same script. Every
-repeat runs every (streams, arm) once, interleaved, against the one mock.
+Arms: `speculab` (this tree's src/); with `--baseline REF`, `speculab@REF` (REF's src/, extracted with git archive),
+so a change to the client is measured before and after by the same script; with `--peers`, vLLM's `bench serve`
+(`$VLLM_PY`, default the venv under ~/.cache/speculab). Each in its own child process; every repeat runs every
+(streams, arm) once, interleaved (the order alternating), against the one mock. `--breakdown` adds aiohttp trace hooks
+to the speculab arms to say where a request's time goes (they cost the client time).
 
 Usage (from the repository root):
     python bench/burst_ttft.py                                    # 1, 64, 256 streams, 3 repeats
     python bench/burst_ttft.py --quick                            # 1 and 64 streams, 1 repeat
-    python bench/burst_ttft.py --baseline main --json bench/results/burst_ttft.json
+    python bench/burst_ttft.py --baseline main --peers --json bench/results/burst_ttft.json
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ def client_child(args: argparse.Namespace) -> None:
     if args.breakdown:
         request = _traced(request, marks, clock)
 
+    seen: dict[str, int] = {}
+
     async def main() -> None:
+        stamps = getattr(asyncio.get_running_loop(), "receive_stamps", None)
         async with make_session(clock=clock) as session:
             if args.breakdown:
                 session._trace_configs.append(_trace_config(marks, clock))  # bench only: aiohttp keeps it private
@@ -86,6 +91,8 @@ def client_child(args: argparse.Namespace) -> None:
 
                 kw["open_connections"] = functools.partial(open_connections, session, ep.url)
             await run_load(items, request, session, load, on_record=records.append, clock=clock, **kw)
+        if stamps is not None:  # socket reads the kernel's stamps timed, of all
+            seen.update(kernel_stamped_reads=stamps.stamped, reads=stamps.asked)
 
     try:  # the loop `speculab bench` runs on (load.interrupt), where this tree has it
         from speculab.serving.receive_stamps import run_stamping
@@ -100,7 +107,7 @@ def client_child(args: argparse.Namespace) -> None:
         rec = {"prompt": p, "index": r.index, "scheduled_s": r.scheduled_s, "sent_s": r.sent_s, "first_s": first}
         print(json.dumps(rec | {"ok": r.ok, "marks": marks.get(p, {})}))
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    print(json.dumps({"cpu_s": cpu, "maxrss_mb": cpu1.ru_maxrss / 1024}))
+    print(json.dumps({"cpu_s": cpu, "maxrss_mb": cpu1.ru_maxrss / 1024} | seen))
 
 
 def _traced(request: Any, marks: dict[str, dict[str, float]], clock: Any) -> Any:
@@ -257,6 +264,10 @@ def errors_of(records: list[dict], truth: dict[str, dict], streams: int) -> dict
                 "ttft_error": client_ttft - server_ttft,
                 "send_to_arrival": received - r["sent_s"],
                 "write_to_receive": r["first_s"] - write,
+                # the server's first write, begun to returned: time the server lost the CPU in it shows here
+                "server_write_span": (t["chunks_done_ns"][0] - t["chunks_ns"][0]) / 1e9
+                if t.get("chunks_done_ns")
+                else 0.0,
                 "handler_lag": handler - received,
                 "client_queue": r["sent_s"] - r["scheduled_s"],
                 "received_by": t.get("received_by", "handler"),
@@ -278,7 +289,7 @@ def pct(values: list[float]) -> dict[str, float | None]:
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
 
 
-KEYS = ("ttft_error", "send_to_arrival", "write_to_receive", "handler_lag", "client_queue")
+KEYS = ("ttft_error", "send_to_arrival", "write_to_receive", "server_write_span", "handler_lag", "client_queue")
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:
@@ -389,6 +400,7 @@ def main() -> None:
             s, f = summarize(rows), summarize(first)
             per_rep = [summarize(e["rows"])["ttft_error"] for e in results[arm][n]]
             cpu = [h["cpu_s"] for h in health[arm][n]]
+            stamped = [(h["kernel_stamped_reads"], h["reads"]) for h in health[arm][n] if "reads" in h]
             steps = sorted({k for r in rows for k in r if k.endswith("_from_task")})
             s |= {k: pct([r[k] for r in rows if k in r]) for k in steps}
             by = {k: sum(r["received_by"] == k for r in rows) for k in {r["received_by"] for r in rows}}
@@ -398,6 +410,7 @@ def main() -> None:
                 "first_wave": f,
                 "per_repeat_ttft_error": per_rep,
                 "client_cpu_s": cpu,
+                "client_reads_kernel_stamped": stamped,
                 "client_maxrss_mb": [h["maxrss_mb"] for h in health[arm][n]],
                 "missing": sum(e["missing"] for e in results[arm][n]),
             }

@@ -398,6 +398,7 @@ async def test_truth_log_has_each_stream_received_before_its_handler_and_writes(
     assert first["prompt"] == "timed prompt" and first["request_id"] is None and len(first["chunks_ns"]) == 3
     assert second["prompt"] == "second" and second["request_id"] == "r-2"
     for line in (first, second):  # on CLOCK_REALTIME, in the order things happened
-        times = [line["received_ns"], line["handler_ns"], *line["chunks_ns"]]
+        writes = [t for pair in zip(line["chunks_ns"], line["chunks_done_ns"], strict=True) for t in pair]
+        times = [line["received_ns"], line["handler_ns"], *writes]
         assert t0 <= times[0] and times == sorted(times) and times[-1] <= t1
         assert line["received_ns"] != line["handler_ns"]  # the connection's own stamp, not the handler's fallback

@@ -161,6 +161,7 @@ async def _generate(
         # as the write begins: the send system call inside it may already hand the bytes to a client, which may
         # read them before this process, on a busy machine, gets the CPU back to note a time after it
         stamps[0].append(lambda: entry.chunks_ns.append(time.time_ns()))
+        stamps[1].append(lambda: entry.chunks_done_ns.append(time.time_ns()))
     chunks = state.chunk_source(deadline, job.n_tokens)
     try:
         return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, stamps)

@@ -13,8 +13,9 @@ when the request ends (so memory holds only the requests in flight), with:
   `data_received` (mock.connection); `received_by` says which ("kernel", "data_received", or "handler" where the
   connection is not the mock's own);
 - `handler_ns`: when its handler began (`received_ns` + the server's own queueing of a burst);
-- `chunks_ns`: when each text chunk's write began (the write hands the bytes to the kernel; a time taken after it
-  returned can be later than the client's read of them on a busy machine);
+- `chunks_ns`: when each text chunk's write began, `chunks_done_ns` when it returned: the bytes went to the kernel
+  between the two (on a busy machine the server can lose the CPU on either side of the send, and a client may read
+  the bytes before the write returns);
 - `prompt`, `request_id` (an `X-Request-Id` header, if the client sent one) and `id` (the mock's response id), to
   join a line with the client's record of the same request.
 Times are integers of nanoseconds on CLOCK_REALTIME (`time.time_ns`), which any process on the same machine reads
@@ -45,6 +46,7 @@ class TruthEntry:
     received_ns: int
     handler_ns: int
     chunks_ns: list[int] = field(default_factory=list)
+    chunks_done_ns: list[int] = field(default_factory=list)
     received_by: str = "handler"  # whose time `received_ns` is: "kernel", "data_received" or "handler"
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,6 +58,7 @@ class TruthEntry:
             "received_by": self.received_by,
             "handler_ns": self.handler_ns,
             "chunks_ns": self.chunks_ns,
+            "chunks_done_ns": self.chunks_done_ns,
         }
 
 

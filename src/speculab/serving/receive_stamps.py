@@ -51,6 +51,7 @@ class ReceiveStamps(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
         self._cmsg = socket.CMSG_SPACE(_TIMESPEC.size) if sys.platform == "linux" else 0
         # Linux turns receive stamping on for the whole host a little after the first socket asks: asked now, it is
         # on before the first connection's bytes arrive (held until close)
+        self.asked = self.stamped = 0  # arrival_ns/age_s calls, and those a kernel stamp answered (bench/README.md)
         self._keep_on = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with contextlib.suppress(OSError):
             self._keep_on.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -101,12 +102,15 @@ class ReceiveStamps(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
 
     def arrival_ns(self, fd: int) -> int | None:
         """When the bytes `fd`'s transport reads in this loop turn arrived (CLOCK_REALTIME ns); None: no stamp."""
-        return self.arrived_ns.get(fd)
+        t = self.arrived_ns.get(fd)
+        self.asked += 1
+        self.stamped += t is not None
+        return t
 
     def age_s(self, fd: int) -> float:
         """How long ago, in seconds, the bytes `fd`'s transport reads in this loop turn arrived; 0.0 without a stamp
         (then "now" is the best the caller has)."""
-        t = self.arrived_ns.get(fd)
+        t = self.arrival_ns(fd)
         return 0.0 if t is None else max(0.0, (self.clock_ns() - t) / 1e9)
 
     def close(self) -> None:

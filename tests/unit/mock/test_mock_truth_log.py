@@ -45,6 +45,7 @@ def test_header_then_one_line_per_request_flushed_when_none_is_in_flight():
             "received_ns": 10,
             "handler_ns": 12,
             "chunks_ns": [20, 30],
+            "chunks_done_ns": [],
             "received_by": "handler",
         },
         {
@@ -54,6 +55,7 @@ def test_header_then_one_line_per_request_flushed_when_none_is_in_flight():
             "received_ns": 11,
             "handler_ns": 15,
             "chunks_ns": [25],
+            "chunks_done_ns": [],
             "received_by": "kernel",
         },
     ]

@@ -66,7 +66,7 @@ class StampingResponseHandler(ResponseHandler):
 
     def data_received(self, data: bytes) -> None:
         t = self.clock()
-        if self._arrivals is not None:  # the kernel's stamp: before this loop turn's reads of other sockets
+        if self._arrivals is not None and data:  # the kernel's stamp: before this turn's reads of other sockets
             t -= self._arrivals.age_s(self._fd)
         before = getattr(self, "_payload", None)
         super().data_received(data)
