@@ -66,3 +66,13 @@ def test_loop_lag_floor_runs_and_writes_its_rounds(tmp_path: Path):
     subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": "src"}, timeout=60)
     d = json.loads(out.read_text())
     assert set(d["series"]) == {"busy=0", "busy=1"} and all(len(v) == 1 for v in d["series"].values())
+
+
+def test_burst_ttft_joins_every_request_with_the_truth_log(tmp_path: Path):
+    """A smoke run of bench/burst_ttft.py (figures: bench/README.md): one burst of 2 streams, every request found
+    in the mock's truth log; no timing is asserted."""
+    out = tmp_path / "burst.json"
+    cmd = [sys.executable, "bench/burst_ttft.py", "--streams", "2", "--repeats", "1", "--json", str(out)]
+    subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": "src"}, timeout=120)
+    level = json.loads(out.read_text())["levels"]["2"]["speculab"]
+    assert level["all"]["n"] == 2 and level["missing"] == 0

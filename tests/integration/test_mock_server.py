@@ -376,3 +376,29 @@ async def test_ttft_jitter_spreads_first_chunks(session):
     ttfts = sorted(r.ttft_s for r in results)
     assert ttfts[0] >= 0.05
     assert ttfts[-1] - ttfts[0] >= 0.05  # 8 uniform draws over 200 ms: spread out (P(range < 50 ms) < 1e-3)
+
+
+async def test_truth_log_has_each_stream_received_before_its_handler_and_writes(session, tmp_path):
+    import time
+
+    from speculab.mock.truth_log import read_truth_log
+
+    path = tmp_path / "truth.jsonl"
+    cfg = MockConfig(ttft_s=0.0, gap_s=0.005, tokens_per_chunk=2, output_tokens=6, truth_log=str(path))
+    async with running_mock_server(cfg) as url:
+        t0 = time.time_ns()
+        await post(session, url + "/v1/completions", {"prompt": "timed prompt", "stream": True})
+        await post(session, url + "/v1/completions", {"prompt": "not streamed", "stream": False})
+        headers = {"X-Request-Id": "r-2", "Content-Type": "application/json"}
+        body = json.dumps({"prompt": "second", "stream": True})
+        async with session.post(url + "/v1/completions", data=body, headers=headers) as resp:
+            await resp.read()
+        t1 = time.time_ns()
+        first, second = read_truth_log(path)  # flushed between requests, the server still running
+    assert first["prompt"] == "timed prompt" and first["request_id"] is None and len(first["chunks_ns"]) == 3
+    assert second["prompt"] == "second" and second["request_id"] == "r-2"
+    for line in (first, second):  # on CLOCK_REALTIME, in the order things happened
+        writes = [t for pair in zip(line["chunks_ns"], line["chunks_done_ns"], strict=True) for t in pair]
+        times = [line["received_ns"], line["handler_ns"], *writes]
+        assert t0 <= times[0] and times == sorted(times) and times[-1] <= t1
+        assert line["received_ns"] != line["handler_ns"]  # the connection's own stamp, not the handler's fallback

@@ -177,6 +177,12 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
     record_send_times: bool = typer.Option(
         False, "--record-send-times", help="Keep chunk write times for GET /mock/send_times (client benchmarks)."
     ),
+    truth_log: str | None = typer.Option(
+        None,
+        "--truth-log",
+        help="Write what was done with each streamed request to this file (JSON lines, CLOCK_REALTIME ns): when it "
+        "was received, each chunk's write (client timing benchmarks).",
+    ),
     api_key: str | None = typer.Option(None, "--api-key", help="Require 'Authorization: Bearer KEY' on /v1/*."),
     request_receive_timeout: float = typer.Option(
         30.0,
@@ -243,6 +249,7 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         fault_stall_s=fault_stall_s,
         seed=seed,
         record_send_times=record_send_times,
+        truth_log=truth_log,
         api_key=api_key,
         request_receive_timeout=request_receive_timeout,
         spin_ms=spin_ms,

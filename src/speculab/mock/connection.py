@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from speculab.protocol.openai import error_body
 from speculab.serving.exhaustion import ConnectionCounters, ReceiveDeadline, ReceivingConnections
+from speculab.serving.receive_stamps import ReceiveStamps
 
 
 @dataclass(slots=True)
@@ -33,6 +35,9 @@ class ConnectionGuard:
 
     timeout_s: float  # 0: no deadline
     counters: ConnectionCounters = field(default_factory=ConnectionCounters)
+    # the truth log's `received_ns` (mock.truth_log): the kernel's receive stamps, where the loop polls with them
+    # (the CLI's, with a truth log); None: the time `data_received` is called
+    receive_stamps: ReceiveStamps | None = None
     receiving: ReceivingConnections = field(default_factory=ReceivingConnections)
 
 
@@ -45,16 +50,30 @@ class DeadlineHandler(RequestHandler):
         self.deadline = ReceiveDeadline(self, loop, guard.timeout_s, guard.receiving)
         self._heads_before = 0  # request heads parsed on this connection when the deadline was armed
         self._payload: Any = None  # the newest request's body stream (aiohttp's StreamReader)
+        # the truth log's `received_ns` (mock.truth_log): the socket read that completed the request `received_body`
+        self.received_ns: int | None = None
+        self.received_by = ""
+        self.received_body: Any = None
+        self._fd = -1  # the socket's descriptor (the receive stamps' key)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        self._fd = sock.fileno() if sock is not None else -1
+        if self.guard.receive_stamps is not None and sock is not None:
+            self.guard.receive_stamps.watch(sock)
         self._arm()  # a connection that never sends a byte is held no longer than one that sends slowly
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self.guard.receive_stamps is not None:
+            self.guard.receive_stamps.unwatch(self._fd)  # the descriptor's number goes to the next connection
         self.deadline.disarm()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        stamps = self.guard.receive_stamps  # before this connection's own parsing
+        kernel_ns = stamps.arrival_ns(self._fd) if stamps is not None else None
+        t_ns, by = (time.time_ns(), "data_received") if kernel_ns is None else (kernel_ns, "kernel")
         if data and not self.deadline.armed:  # aiohttp calls this with b"" to re-parse what it buffered
             self._arm()  # the first byte of the next request on a kept-alive connection
         super().data_received(data)
@@ -62,6 +81,8 @@ class DeadlineHandler(RequestHandler):
             self._payload = self._messages[-1][1]  # the newest request's body; aiohttp's task has not taken it yet
         if self._request_count > self._heads_before and (self._payload is None or self._payload.is_eof()):
             self.deadline.disarm()  # head and body are in
+            if self._payload is not None and self._payload is not self.received_body:
+                self.received_ns, self.received_by, self.received_body = t_ns, by, self._payload
 
     def _arm(self) -> None:
         self._heads_before, self._payload = self._request_count, None
@@ -105,3 +126,13 @@ class GuardedRunner(web.AppRunner):
 
     async def _make_server(self) -> Any:
         return _GuardedServer(await super()._make_server(), self.guard)
+
+
+def received_ns(request: web.BaseRequest) -> tuple[int, str] | None:
+    """When the bytes that completed `request` (head and body) arrived, CLOCK_REALTIME ns, and whose time it is
+    (mock.truth_log); None when the connection is not a `DeadlineHandler`'s or a later request on it was read
+    since (pipelining)."""
+    proto = request.protocol
+    if isinstance(proto, DeadlineHandler) and proto.received_body is request.content and proto.received_ns:
+        return proto.received_ns, proto.received_by
+    return None

@@ -53,6 +53,7 @@ class MockFlags:
     fault_stall_s: float = 3600.0
     seed: int = 0
     record_send_times: bool = False
+    truth_log: str | None = None
     api_key: str | None = None
     request_receive_timeout: float = 30.0
     spin_ms: float = 0.0
@@ -108,6 +109,7 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             fault_stall_s=f.fault_stall_s,
             seed=f.seed,
             record_send_times=f.record_send_times,
+            truth_log=f.truth_log,
             spin_s=f.spin_ms / 1e3,
             api_key=f.api_key,
             request_receive_timeout_s=f.request_receive_timeout,

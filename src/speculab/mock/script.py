@@ -140,6 +140,7 @@ class MockConfig:
     request_receive_timeout_s: float = 30.0  # request line, headers and body must arrive within it (0: no limit)
     record_send_times: bool = False  # keep each chunk's write time (CLOCK_MONOTONIC) for GET /mock/send_times:
     # lets a benchmark separate the client's timing error from the server's own wake-up lateness
+    truth_log: str | None = None  # a path: write what was done with each streamed request there (mock.truth_log)
     # the step-batched mode (module docstring): one engine loop batches every request in flight
     step_batched: bool = False
     step_s: float = 0.02  # a: every step's fixed cost

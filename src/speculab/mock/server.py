@@ -14,6 +14,7 @@ import gc
 import json
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -22,7 +23,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from speculab import __version__
-from speculab.mock.connection import ConnectionGuard, GuardedRunner
+from speculab.mock.connection import ConnectionGuard, GuardedRunner, received_ns
 from speculab.mock.requests import Job, RequestError, error_response, parse_job
 from speculab.mock.script import (
     VOCAB,
@@ -39,10 +40,14 @@ from speculab.mock.script import (
 )
 from speculab.mock.state import MockState
 from speculab.mock.timing import BatchedChunks, PacedChunks, sleep_until_on_loop
+from speculab.mock.truth_log import TruthEntry
 from speculab.mock.wire import choice, chunk_event, error_event, full_body, logprobs_block, spec_decode_metrics
 from speculab.serving.exhaustion import AcceptLoop, ConnectionCounters, bound_logs, raise_open_files_limit
+from speculab.serving.receive_stamps import ReceiveStamps, receive_stamps_of
 
 STATE_KEY = web.AppKey("speculab_mock_state", MockState)
+# per request (aiohttp's request mapping): when its handler began, for the truth log
+HANDLER_NS_KEY = web.RequestKey("speculab_mock_handler_ns", int)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -71,6 +76,8 @@ async def _completions(request: web.Request, chat: bool) -> web.StreamResponse:
     cfg = state.cfg
     loop = asyncio.get_running_loop()
     t_arrival = loop.time()
+    if state.truth is not None:
+        request[HANDLER_NS_KEY] = time.time_ns()
     # Let requests that arrived in the same burst stamp their arrival before this one does its set-up work:
     # otherwise the 64th of 64 simultaneous requests would start its TTFT clock 63 set-ups late.
     await asyncio.sleep(0)
@@ -134,17 +141,34 @@ async def _generate(
     cfg = state.cfg
     tokens = scripted_tokens(cfg, job.prompt_text, job.seed, job.n_tokens)
     lps = token_logprobs(job.prompt_text, job.seed, tokens, job.logprobs_top) if job.logprobs_top is not None else None
-    sends: list[float] | None = None
+    # what to note as each chunk's write begins, and once it returned
+    stamps: tuple[list[Callable[[], None]], list[Callable[[], None]]] = ([], [])
     if cfg.record_send_times and resp is not None:
-        sends = []
+        sends: list[float] = []
         state.send_log.append(
             {"prompt": job.prompt_text, "arrival_s": t_arrival, "first_deadline_s": deadline, "chunks_s": sends}
         )
+        clock = asyncio.get_running_loop().time
+        stamps[1].append(lambda: sends.append(clock()))
+    truth = None
+    if state.truth is not None and resp is not None:
+        handler_ns = request.get(HANDLER_NS_KEY) or time.time_ns()
+        received, by = received_ns(request) or (handler_ns, "handler")
+        entry = TruthEntry(
+            job.rid, job.prompt_text, request.headers.get("X-Request-Id"), received, handler_ns, received_by=by
+        )
+        truth = state.truth.begin(entry)
+        # as the write begins: the send system call inside it may already hand the bytes to a client, which may
+        # read them before this process, on a busy machine, gets the CPU back to note a time after it
+        stamps[0].append(lambda: entry.chunks_ns.append(time.time_ns()))
+        stamps[1].append(lambda: entry.chunks_done_ns.append(time.time_ns()))
     chunks = state.chunk_source(deadline, job.n_tokens)
     try:
-        return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, sends)
+        return await _send_chunks(state, request, job, resp, chunks, (tokens, lps), t_arrival, fault, fault_pos, stamps)
     finally:
         chunks.close()  # the step-batched mode: out of the batch, however the request ended
+        if truth is not None and state.truth is not None:
+            state.truth.end(truth)
 
 
 async def _send_chunks(  # long: one loop over the chunks, the faults at their place in it
@@ -157,7 +181,7 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
     t_arrival: float,
     fault: Fault | None,
     fault_pos: float,
-    sends: list[float] | None,
+    stamps: tuple[list[Callable[[], None]], list[Callable[[], None]]],
 ) -> web.StreamResponse:
     cfg, m = state.cfg, state.metrics
     loop = asyncio.get_running_loop()
@@ -196,9 +220,11 @@ async def _send_chunks(  # long: one loop over the chunks, the faults at their p
             if ended is not None:
                 return ended
         if resp is not None:
+            for stamp in stamps[0]:
+                stamp()
             await resp.write(payload)
-            if sends is not None:
-                sends.append(loop.time())
+            for stamp in stamps[1]:
+                stamp()
         m.chunks.chunk(n, chunk.step_tokens)
         if chunk.step_tokens is not None:
             verified.append(chunk.step_tokens)
@@ -335,6 +361,12 @@ def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> w
     state = MockState(cfg, counters or ConnectionCounters())
     app[STATE_KEY] = state
 
+    async def _on_cleanup(_: web.Application) -> None:
+        if state.truth is not None:
+            state.truth.close()
+
+    app.on_cleanup.append(_on_cleanup)
+
     async def _on_shutdown(_: web.Application) -> None:
         state.shutdown.set()
         if state.steps is not None:
@@ -359,8 +391,10 @@ def create_app(cfg: MockConfig, counters: ConnectionCounters | None = None) -> w
 @contextlib.asynccontextmanager
 async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """Serve `cfg` on the current loop; yields the base URL ("http://127.0.0.1:PORT", no /v1)."""
-    guard = ConnectionGuard(cfg.request_receive_timeout_s)
     loop = asyncio.get_running_loop()
+    # the truth log's arrival times: the kernel's, where the loop's selector reads them (the CLI's)
+    stamps = receive_stamps_of(loop) if cfg.truth_log else None
+    guard = ConnectionGuard(cfg.request_receive_timeout_s, receive_stamps=stamps)
     if isinstance(loop, AcceptLoop):  # the CLI's: its accept failures count here, and shed this server's slow clients
         loop.counters, loop.on_exhausted = guard.counters, guard.receiving.shed
         bound_logs(guard.counters)  # this process is the server's: rate-limit what clients can make it log
@@ -379,7 +413,11 @@ async def running_mock_server(cfg: MockConfig, host: str = "127.0.0.1", port: in
 
 
 async def serve_mock(
-    cfg: MockConfig, host: str, port: int, on_ready: Callable[[str], None], stop: asyncio.Event | None = None
+    cfg: MockConfig,
+    host: str,
+    port: int,
+    on_ready: Callable[[str], None],
+    stop: asyncio.Event | None = None,
 ) -> None:
     """Serve until `stop` is set or the task is cancelled (Ctrl-C); SIGTERM stops it cleanly too.
     Waits `cfg.startup_s` before listening, as a server loading its model would."""
@@ -409,8 +447,16 @@ def run_mock_server(cfg: MockConfig, host: str, port: int, on_ready: Callable[[s
     descriptors. Python 3.10 has no loop factory for asyncio's runner: there accept failures are asyncio's."""
     open_files = raise_open_files_limit()
     main = serve_mock(cfg, host, port, lambda url: on_ready(url, open_files))
+
+    def accept_loop() -> AcceptLoop:
+        # with a truth log, a request's arrival is the kernel's receive stamp, which the loop's selector reads
+        stamps = ReceiveStamps() if cfg.truth_log else None
+        loop = AcceptLoop(ConnectionCounters(), selector=stamps)
+        loop.receive_stamps = stamps  # type: ignore[attr-defined]  # serving.receive_stamps.receive_stamps_of
+        return loop
+
     if sys.version_info >= (3, 11):
-        with asyncio.Runner(loop_factory=lambda: AcceptLoop(ConnectionCounters())) as runner:
+        with asyncio.Runner(loop_factory=accept_loop) as runner:
             runner.run(main)
     else:  # pragma: no cover
         asyncio.run(main)

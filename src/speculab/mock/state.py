@@ -13,8 +13,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from speculab.errors import UserError
 from speculab.mock.script import Fault, MockConfig, PrefixCache
 from speculab.mock.timing import BatchedChunks, PacedChunks, StepLoop, sleep_until_on_loop
+from speculab.mock.truth_log import TruthLog
 from speculab.serving.exhaustion import ConnectionCollector, ConnectionCounters
 
 # --------------------------------------------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class MockState:
         self.shutdown = asyncio.Event()
         self.cache_resets = 0  # POST /reset_prefix_cache answered (dev_mode)
         self.send_log: list[dict[str, Any]] = []  # cfg.record_send_times: one entry per streamed request
+        self.truth = _open_truth_log(cfg.truth_log) if cfg.truth_log else None  # closed at the app's cleanup
         self.steps = (  # the step-batched mode's engine loop; None: each stream paces itself
             StepLoop(cfg, self.acceptance_rng, lambda: self.running, self._wait_until) if cfg.step_batched else None
         )
@@ -218,3 +221,12 @@ class MockState:
         m.cache_queries.inc(len(prompt_words))
         m.cache_hits.inc(cached)
         return cached
+
+
+def _open_truth_log(path: str) -> TruthLog:
+    try:
+        return TruthLog.open(path)
+    except OSError as e:
+        raise UserError(
+            f"cannot write the truth log {path!r} ({e.strerror}): give --truth-log a writable path"
+        ) from None

@@ -23,6 +23,7 @@ import asyncio
 import errno
 import itertools
 import logging
+import selectors
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -166,8 +167,9 @@ class AcceptLoop(asyncio.SelectorEventLoop):
         counters: ConnectionCounters,
         on_exhausted: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        selector: selectors.BaseSelector | None = None,  # asyncio's own default when None
     ):
-        super().__init__()
+        super().__init__(selector)
         self.counters, self.on_exhausted, self._clock = counters, on_exhausted, clock
         self._unreported, self._reported_at = 0, -float("inf")
 

@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ from speculab.harness.analysis.metrics import RunAccumulator, RunMetrics, StallC
 from speculab.harness.analysis.rejections import OptionRejections
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, check_items
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import RequestFunc, make_session, request_func
-from speculab.harness.client.socket_times import chunk_time_source
+from speculab.harness.client.request import RequestFunc, make_session, open_connections, request_func
+from speculab.harness.client.socket_times import chunk_time_source, send_time_source
 from speculab.harness.load.client_health import ClientHealth, HealthProbe
 from speculab.harness.load.coordinator import lost_workers, run_workers, worker_warnings
 from speculab.harness.load.interrupt import run_interruptible
@@ -264,6 +265,7 @@ def _manifest(
         "server": {**info.to_dict(), "detected_engine": engine},
         "clock": getattr(clock, "__name__", str(clock)),
         "chunk_times": chunk_time_source(session, clock),
+        "send_times": send_time_source(session, clock),
         "started_at": utc_now(),
         "finished_at": None,
     }
@@ -361,6 +363,7 @@ async def _load_here(
         stop=watched.stop,
         clock=clock,
         on_measure_start=measure_start,
+        open_connections=partial(open_connections, session, ep.url),
     )
     health = await probe.stop()
     return _LoadPhase(outcome, health, before[0])

@@ -24,6 +24,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ from speculab.harness.analysis.rejections import request_option_warnings
 from speculab.harness.analysis.windows import achieved_concurrency
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, check_items
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import make_session, request_func
+from speculab.harness.client.request import make_session, open_connections, request_func
 from speculab.harness.load.coordinator import run_workers
 from speculab.harness.load.interrupt import run_interruptible
 from speculab.harness.load.runner import LoadConfig, run_load
@@ -193,7 +194,17 @@ class _Session:
             )
             self.workers += [{"phase": name, **w} for w in done.workers]
         else:
-            await run_load(list(specs), request, self.http, load, on_record=on_record, stop=self.stop, clock=self.clock)
+            warm = partial(open_connections, self.http, self.ep.url)
+            await run_load(
+                list(specs),
+                request,
+                self.http,
+                load,
+                on_record=on_record,
+                stop=self.stop,
+                clock=self.clock,
+                open_connections=warm,
+            )
         after = await self._scrape() if before is not None else None
         sp_phase = server_phase(before, after)
         if sp_phase is not None:

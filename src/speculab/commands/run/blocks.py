@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,7 +25,7 @@ from speculab.errors import EndpointError
 from speculab.harness.analysis.windows import Window, by_window, send_rate_rps
 from speculab.harness.client.endpoint import Clock, EndpointConfig
 from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoint
-from speculab.harness.client.request import RequestFunc, request_func
+from speculab.harness.client.request import RequestFunc, open_connections, request_func
 from speculab.harness.design import LevelSpec, stream_unary_sample
 from speculab.harness.load.arrivals import ArrivalConfig
 from speculab.harness.load.client_health import ClientHealth, HealthProbe, combined_health
@@ -411,6 +412,7 @@ class BlockRunner:
                     stop=level_stop,
                     clock=self.clock,
                     on_measure_start=measure_start,
+                    open_connections=partial(open_connections, self.session, self.endpoint(b.arm, b.model).url),
                 )
             if watch is not None and not self.stop.is_set():
                 await watch.settle()  # a check the block's last requests started: is the server there?

@@ -3,7 +3,8 @@
 Kinds: `/v1/completions` and `/v1/chat/completions`, each streamed (SSE) or not. Every function returns a
 `RequestRecord` and never raises for server or network trouble: failures become `ErrorInfo` with a category,
 so a run always satisfies sent == ok + error. Times come from an injected clock (`time.perf_counter` by
-default) at the socket read (`socket_times`). Streamed bytes go through `stream.StreamState`, the clock-free
+default) at the socket: a request is sent when the write that puts it on its connection begins, a chunk arrives
+with the socket read that delivered it (`socket_times`). Streamed bytes go through `stream.StreamState`, the clock-free
 state machine that says which chunks count and how tokens are counted.
 """
 
@@ -18,6 +19,7 @@ from typing import Protocol
 
 import aiohttp
 from aiohttp.http_exceptions import ContentEncodingError
+from yarl import URL
 
 from speculab.harness.client.body import (
     MAX_BODY_BYTES,
@@ -28,7 +30,7 @@ from speculab.harness.client.body import (
 )
 from speculab.harness.client.endpoint import Clock, EndpointConfig, RequestSampling, TokenCounter, build_payload
 from speculab.harness.client.response import build_record, finish_error
-from speculab.harness.client.socket_times import ReadTimes, stamping_session
+from speculab.harness.client.socket_times import ReadTimes, sent_time, stamping_session
 from speculab.harness.client.stream import StreamState
 from speculab.harness.records import (
     ErrorCategory,
@@ -115,10 +117,11 @@ class StreamingRequest(_Request):
         err: ErrorInfo | None = None
         got_response = False
         end_s: float | None = None
-        sent_s = clock()
+        sent_s = clock()  # until the response says which write sent it (a request that got none keeps this)
         try:
             async with session.post(ep.url, data=body, headers=headers, timeout=_timeout(ep)) as resp:
                 got_response = True
+                sent_s = sent_time(resp, clock, sent_s)
                 if resp.status != 200:
                     err = await _http_error(resp)
                 elif resp.content_type == "application/json" or resp.content_type in NOT_A_STREAM:
@@ -160,6 +163,7 @@ class UnaryRequest(_Request):
         try:
             async with session.post(ep.url, data=body, headers=headers, timeout=_timeout(ep)) as resp:
                 got_response = True
+                sent_s = sent_time(resp, self.clock, sent_s)
                 if resp.status != 200:
                     err = await _http_error(resp)
                 else:
@@ -210,3 +214,23 @@ def make_session(*, limit: int = 0, clock: Clock = time.perf_counter) -> aiohttp
         # keep-alive connections are reused; responses are read incrementally by us
         auto_decompress=True,
     )
+
+
+async def open_connections(session: aiohttp.ClientSession, url: str, n: int, *, timeout_s: float = 30.0) -> int:
+    """Have `session` hold at least `n` open connections to `url`'s server, idle in its pool, before a load's clock
+    starts: a burst of n requests then takes one each instead of setting n up at once, which on a small machine
+    delays the burst's sends by tens of ms (bench/README.md, "burst_ttft"), and every request's TTFT with them.
+    Connections already idle count; nothing is sent on them. Returns how many are open; a server that refuses some
+    is not an error here (the requests will say so)."""
+    if n < 1:
+        return 0
+    connector = session.connector
+    if connector is None:
+        return 0
+    req = aiohttp.ClientRequest("GET", URL(url), loop=asyncio.get_running_loop())
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    got = await asyncio.gather(*(connector.connect(req, [], timeout) for _ in range(n)), return_exceptions=True)
+    opened = [c for c in got if isinstance(c, aiohttp.connector.Connection)]
+    for c in opened:
+        c.release()  # back to the pool, kept alive
+    return len(opened)

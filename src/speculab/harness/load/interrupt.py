@@ -16,12 +16,15 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from speculab.serving.receive_stamps import run_stamping
+
 T = TypeVar("T")
 _SIGNAL_ERRORS = (NotImplementedError, RuntimeError, ValueError)  # no loop signal support (Windows, a thread)
 
 
 def run_interruptible(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:
-    """`asyncio.run(main(stop))` with `stop` set by the first Ctrl-C or SIGTERM (see the module doc)."""
+    """`asyncio.run(main(stop))` with `stop` set by the first Ctrl-C or SIGTERM (see the module doc), on a loop that
+    reads the kernel's receive stamps (serving.receive_stamps)."""
 
     async def runner() -> T:
         stop = asyncio.Event()
@@ -42,4 +45,4 @@ def run_interruptible(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:
                 with contextlib.suppress(*_SIGNAL_ERRORS):
                     loop.remove_signal_handler(sig)
 
-    return asyncio.run(runner())
+    return run_stamping(runner())  # chunks timed at the kernel's receive (serving.receive_stamps)

@@ -377,9 +377,12 @@ async def run_load(
     stop: asyncio.Event | None = None,
     clock: Clock = time.perf_counter,
     on_measure_start: Callable[[], Awaitable[None]] | None = None,
+    open_connections: Callable[[int], Awaitable[object]] | None = None,
 ) -> LoadOutcome:
     """Offer `load` with the workload `items`; every finished request goes to `on_record` at once.
-    `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape)."""
+    `on_measure_start` runs after warmup, before the first measured request (e.g. a metrics scrape).
+    `open_connections(n)` (client.request.open_connections on the run's session and URL) runs before it: the
+    connections the measured phase's first requests will take, opened before its clock starts."""
     # worker k of N starts k x (ramp / N) in; warmup's fewer workers keep the same spacing (a short ramp)
     ramp_step = load.ramp_up_s / load.concurrency if load.ramp_up_s and load.concurrency else 0.0
     try:
@@ -397,6 +400,11 @@ async def run_load(
                 now = clock()
                 return LoadOutcome(now, now, True, 0, n_warm)
 
+        n_open = connections_needed(load, len(items)) if open_connections is not None else 0
+        # a server slow to accept: Ctrl-C still stops the run
+        if open_connections is not None and n_open and await _stopped_first(open_connections(n_open), stop):
+            now = clock()
+            return LoadOutcome(now, now, True, 0, n_warm)
         if on_measure_start is not None:
             await on_measure_start()
         _freeze_what_lives()  # the connections warmup opened, the scrape: long-lived from here on
@@ -421,6 +429,36 @@ async def run_load(
         return LoadOutcome(run.t0, ended, stopped, run.finished, n_warm, run.skipped)
     finally:
         gc.unfreeze()  # see _freeze_what_lives
+
+
+async def _stopped_first(work: Awaitable[object], stop: asyncio.Event | None) -> bool:
+    """Await `work`, unless `stop` is set first (then `work` is cancelled): True when stopped."""
+    task = asyncio.ensure_future(work)
+    if stop is None:
+        await task
+        return False
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.done() and not task.cancelled():
+        task.result()  # a failure of `work` goes up
+        return False
+    return True
+
+
+def connections_needed(load: LoadConfig, n_items: int) -> int:
+    """How many requests can be in flight at the measured phase's start: its first wave, whose connections are
+    better opened before the clock starts (a closed loop's workers all send at once without a ramp). An open loop
+    without a cap has no bound: its requests come one by one, and 0 opens none."""
+    if load.concurrency is None:
+        return 0
+    n = load.num_prompts if load.num_prompts is not None else (None if load.duration_s is not None else n_items)
+    return load.concurrency if n is None else min(load.concurrency, n)
 
 
 def _freeze_what_lives() -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import queue
 import time
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -18,6 +19,7 @@ from speculab.harness.load.worker_plan import WorkerPlan, repeat_of
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import sent_as
 from speculab.serving.pacing import SEND_SPIN_S, sleep_until
+from speculab.serving.receive_stamps import run_stamping
 
 
 def worker_main(
@@ -30,7 +32,8 @@ def worker_main(
     stop: Any,
 ) -> None:
     """Entry point of a spawned worker: run its share, sending ("rec", dict) per record, ("ready",), ("done", ...)."""
-    asyncio.run(_worker(plan, endpoint, sampling, tokenizer, out, go, stop))
+    # the loop reads the kernel's receive stamps, as the coordinator's own (load.interrupt) does
+    run_stamping(_worker(plan, endpoint, sampling, tokenizer, out, go, stop))
 
 
 async def _worker(
@@ -42,7 +45,7 @@ async def _worker(
     go: Any,
     stop_event: Any,
 ) -> None:
-    from speculab.harness.client.request import make_session, request_func
+    from speculab.harness.client.request import make_session, open_connections, request_func
 
     ep = EndpointConfig(**{**endpoint, "extra_body": MappingProxyType(dict(endpoint.get("extra_body") or {}))})
     count_tokens = None
@@ -80,6 +83,7 @@ async def _worker(
                 stop=stop,
                 on_record=lambda r: out.put(("rec", r.to_dict())),
                 on_measure_start=measure_start,
+                open_connections=partial(open_connections, session, ep.url),
             )
     finally:
         watcher.cancel()

@@ -19,7 +19,7 @@ from fakes.scripted_openai import (
 )
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling, build_payload
-from speculab.harness.client.request import make_session, request_func
+from speculab.harness.client.request import make_session, open_connections, request_func
 from speculab.harness.records import ErrorCategory, RequestSpec, TokenCountSource
 from speculab.harness.servers.process import free_port
 
@@ -143,3 +143,35 @@ def test_payload_rules():
     # an endpoint URL pasted as --url: say which part to drop instead of probing http://h/v1/completions/v1/models
     with pytest.raises(UserError, match=r"drop '/v1/chat/completions' \(e\.g\. --url http://h:1;"):
         EndpointConfig("http://h:1/v1/chat/completions/", "m")
+
+
+async def test_open_connections_fills_the_pool_so_a_burst_sets_none_up():
+    import asyncio
+
+    import aiohttp
+
+    made = []
+
+    async def on_create(_session, _ctx, _params):
+        made.append(1)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(on_create)
+    trace.freeze()
+    async with serve(FakeServer(lambda body: simple_stream(2, 1, 0.0, 0.0))) as url, make_session() as session:
+        session._trace_configs.append(trace)  # aiohttp keeps it private; the test only counts connections made
+        ep = EndpointConfig(url, "fake-model")
+        assert await open_connections(session, ep.url, 6) == 6
+        assert await open_connections(session, ep.url, 6) == 6  # the idle ones count: none more opened
+        request = request_func(ep, RequestSampling(max_tokens=2))
+        recs = await asyncio.gather(
+            *(request(session, RequestSpec(index=i, prompt="p"), scheduled_s=0.0) for i in range(6))
+        )
+        assert all(r.ok for r in recs)
+        assert made == []  # the burst took the pool's connections
+        assert await open_connections(session, ep.url, 0) == 0
+
+
+async def test_open_connections_to_nothing_opens_none_and_raises_nothing():
+    async with make_session() as session:
+        assert await open_connections(session, f"http://127.0.0.1:{free_port()}/v1/completions", 3) == 0

@@ -1,10 +1,21 @@
-"""Chunk times from the socket read: the splitting rule, and the hook's presence in this aiohttp version."""
+"""Chunk times from the socket read, send times from the socket write: the splitting rule, the hooks' presence in
+this aiohttp version, and the kernel's stamps against the mock's truth."""
 
 import asyncio
 import collections
+import sys
+import time
+
+import pytest
 
 from speculab.harness.client.request import make_session
-from speculab.harness.client.socket_times import ReadTimes, StampingResponseHandler, read_stamping_active
+from speculab.harness.client.socket_times import (
+    ReadTimes,
+    StampingResponseHandler,
+    chunk_time_source,
+    read_stamping_active,
+    sent_time,
+)
 
 
 def times(stamps, pieces, now=99.0):
@@ -71,8 +82,6 @@ async def test_each_socket_read_is_stamped_with_the_body_bytes_it_completed():
 async def test_a_body_that_arrived_whole_before_reading_keeps_its_socket_read_time():
     """aiohttp releases the connection once the whole body is in: the stamps must still be found (the response's
     own protocol), or a short stream read late would be timed by the read loop."""
-    import time
-
     from fakes.scripted_openai import FakeServer, Write, serve
 
     body = b'data: {"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
@@ -89,3 +98,81 @@ async def test_a_body_that_arrived_whole_before_reading_keeps_its_socket_read_ti
         parts = reads.split(piece, time.perf_counter())
         assert b"".join(p for p, _ in parts) == body
         assert all(time.perf_counter() - t >= 0.04 for _, t in parts)  # the read's time, not now
+
+
+class WritableTransport(FakeTransport):
+    def __init__(self):
+        super().__init__()
+        self.written = []
+
+    def write(self, data):
+        self.written.append(bytes(data))
+
+    def writelines(self, chunks):
+        self.written.append(b"".join(chunks))
+
+
+async def test_each_write_to_the_socket_is_stamped_as_it_begins():
+    now = [1.0]
+    h = StampingResponseHandler(loop=asyncio.get_running_loop(), clock=lambda: now[0])
+    transport = WritableTransport()
+    h.connection_made(transport)
+    assert h.written_s is None
+    now[0] = 2.0
+    transport.write(b"POST / HTTP/1.1\r\n\r\n")
+    assert h.written_s == 2.0 and transport.written == [b"POST / HTTP/1.1\r\n\r\n"]  # still written
+    now[0] = 3.0
+    transport.writelines([b"a", b"b"])
+    assert h.written_s == 3.0 and transport.written[-1] == b"ab"
+
+
+class FakeResponse:
+    def __init__(self, protocol):
+        self._protocol, self.connection = protocol, None
+
+
+async def test_sent_time_is_the_latest_write_unless_it_cannot_be_this_requests():
+    clock = time.perf_counter
+    h = StampingResponseHandler(loop=asyncio.get_running_loop(), clock=clock)
+    h.written_s = 5.0
+    assert sent_time(FakeResponse(h), clock, 3.0) == 5.0  # written after the request function began
+    assert sent_time(FakeResponse(h), clock, 6.0) == 6.0  # a write older than the request: another request's
+    assert sent_time(FakeResponse(h), time.monotonic, 3.0) == 3.0  # stamped on another clock
+    assert sent_time(FakeResponse(object()), clock, 3.0) == 3.0  # a connection that stamps nothing
+    h.written_s = None
+    assert sent_time(FakeResponse(h), clock, 3.0) == 3.0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the kernel's receive stamps are Linux's")
+def test_the_clients_ttft_lies_within_the_servers_truth_at_the_socket(tmp_path):
+    """On a loop that reads the kernel's receive stamps, against the mock's truth log (same loop, CLOCK_REALTIME):
+    the request went out no later than it arrived, and the first chunk came in no earlier than it was written. Order,
+    not time: the kernel stamps each side's bytes between the sender's clock reading and the reader's."""
+    from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
+    from speculab.harness.client.request import request_func
+    from speculab.harness.records import RequestSpec
+    from speculab.mock.script import MockConfig
+    from speculab.mock.server import running_mock_server
+    from speculab.mock.truth_log import read_truth_log
+    from speculab.serving.receive_stamps import run_stamping
+
+    path = tmp_path / "truth.jsonl"
+    cfg = MockConfig(ttft_s=0.01, gap_s=0.005, output_tokens=3, truth_log=str(path))
+    clock = time.time
+
+    async def main():
+        async with running_mock_server(cfg) as url, make_session(clock=clock) as session:
+            ep = EndpointConfig(base_url=url, model="speculab-mock")
+            request = request_func(ep, RequestSampling(max_tokens=3), clock=clock)
+            recs = [await request(session, RequestSpec(index=i, prompt=f"p{i}"), scheduled_s=clock()) for i in (0, 1)]
+            return recs, chunk_time_source(session, clock)
+
+    records, source = run_stamping(main())
+    assert source == "kernel_receive"
+    truth = {line["prompt"]: line for line in read_truth_log(path)}
+    slack_ns = 1_000  # time.time()'s float: a quarter of a microsecond at today's epoch
+    for r in records:
+        line = truth[f"p{r.index}"]
+        assert r.ok and line["received_by"] == "kernel"
+        assert int(r.sent_s * 1e9) <= line["received_ns"] + slack_ns
+        assert line["chunks_ns"][0] <= int(r.chunks[0].t_s * 1e9) + slack_ns

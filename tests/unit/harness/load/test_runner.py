@@ -8,7 +8,7 @@ import pytest
 from speculab.errors import UserError
 from speculab.harness.analysis.metrics import aggregate
 from speculab.harness.load.arrivals import ArrivalConfig
-from speculab.harness.load.runner import LoadConfig, plan, run_load
+from speculab.harness.load.runner import LoadConfig, connections_needed, plan, run_load
 from speculab.harness.records import ChunkEvent, ErrorCategory, ErrorInfo, RequestRecord, RequestSpec
 
 ITEMS = tuple(RequestSpec(index=i, prompt=f"p{i}", seed=100 + i) for i in range(10))
@@ -387,3 +387,35 @@ def test_trace_speed_is_checked():
     with pytest.raises(UserError, match="a trace sets its own arrival times: drop --rate"):
         LoadConfig(arrival=ArrivalConfig(rate_rps=2.0), trace_speed=1.0)
     assert LoadConfig(concurrency=None, trace_speed=1.5).to_manifest()["mode"] == "trace"
+
+
+def test_connections_needed_is_the_first_waves_size():
+    assert connections_needed(LoadConfig(concurrency=64, num_prompts=200), 10) == 64
+    assert connections_needed(LoadConfig(concurrency=64, num_prompts=8), 10) == 8  # never more than requests
+    assert connections_needed(LoadConfig(concurrency=64), 10) == 10  # the workload once
+    assert connections_needed(LoadConfig(concurrency=64, duration_s=5.0), 10) == 64  # cycled for a while
+    assert connections_needed(LoadConfig(concurrency=4, arrival=ArrivalConfig(rate_rps=5.0)), 10) == 4  # the cap
+    assert connections_needed(LoadConfig(concurrency=None, arrival=ArrivalConfig(rate_rps=5.0)), 10) == 0
+
+
+async def test_connections_are_opened_after_warmup_and_before_the_measured_clock_starts():
+    events = []
+
+    async def open_connections(n):
+        events.append(("open", n, len(fake.seen)))
+
+    async def measure_start():
+        events.append(("measure", len(fake.seen)))
+
+    fake = FakeRequest(latency_s=0.001)
+    load = LoadConfig(concurrency=4, num_prompts=6, warmup=2)
+    await run_load(
+        ITEMS,
+        fake,
+        None,
+        load,
+        on_record=lambda r: None,
+        on_measure_start=measure_start,
+        open_connections=open_connections,
+    )
+    assert events == [("open", 4, 2), ("measure", 2)]  # once, after the 2 warmups, before any measured request
