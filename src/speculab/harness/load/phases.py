@@ -1,0 +1,85 @@
+"""A phased load's schedule, pure: where each phase lies in time, which prompts each phase sends, when an open
+loop's requests go (docs/experiment.md, "Phased loads").
+
+Pairing across arms: each phase sends its own stream of the workload's prompts from the first, numbered
+`phase_index(phase, k)` for its k-th request, so both arms send the same prompts in the same order in every phase
+whatever each reached in the phase before (a faster arm sends more in a phase; the next phase starts both afresh).
+A request belongs to the phase (and the transition window) its send time falls in; closed-loop workers only start a
+phase's request while that phase lasts, so the index and the send time agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from speculab.config.experiment import LoadPhase
+from speculab.errors import UserError
+from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
+from speculab.harness.records import RequestSpec
+
+# a phase's k-th request is numbered phase x PHASE_STRIDE + k: a phase sends fewer than this many requests
+PHASE_STRIDE = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseWindow:
+    """One phase placed in time: seconds from the start of the measured block."""
+
+    number: int  # 1-based, in schedule order
+    phase: LoadPhase
+    start_s: float
+    end_s: float
+
+
+def windows(phases: Sequence[LoadPhase]) -> tuple[PhaseWindow, ...]:
+    """The phases one after another from 0."""
+    out, t = [], 0.0
+    for i, p in enumerate(phases, start=1):
+        out.append(PhaseWindow(i, p, t, t + p.duration_s))
+        t += p.duration_s
+    return tuple(out)
+
+
+def phase_at(placed: Sequence[PhaseWindow], t_s: float) -> int | None:
+    """The 0-based position of the phase running `t_s` seconds in; None before 0 or once the schedule is over."""
+    for i, w in enumerate(placed):
+        if w.start_s <= t_s < w.end_s:
+            return i
+    return None
+
+
+def phase_index(position: int, k: int) -> int:
+    """The record index of phase `position`'s (0-based) k-th request."""
+    if k >= PHASE_STRIDE:
+        raise UserError(f"a phase sent {PHASE_STRIDE} requests; use shorter phases")
+    return position * PHASE_STRIDE + k
+
+
+def phase_prompts(items: Sequence[RequestSpec], position: int) -> Iterator[RequestSpec]:
+    """Phase `position`'s endless stream: the workload's prompts in order, cycled, numbered by `phase_index`."""
+    if not items:
+        raise UserError("the workload has no items")
+    for k, spec in enumerate(itertools.cycle(items)):
+        yield dataclasses.replace(spec, index=phase_index(position, k))
+
+
+def open_schedule(
+    placed: Sequence[PhaseWindow], items: Sequence[RequestSpec], arrival: str, burstiness: float, seed: int
+) -> list[tuple[float, RequestSpec]]:
+    """Rate phases: (send offset, request) over the whole schedule, each phase's arrivals drawn from its own start at
+    its own rate with an RNG seeded by (seed, phase), so both arms get the same schedule."""
+    out: list[tuple[float, RequestSpec]] = []
+    for pos, w in enumerate(placed):
+        assert w.phase.rate_rps is not None
+        cfg = ArrivalConfig(w.phase.rate_rps, arrival, burstiness)  # type: ignore[arg-type]
+        rng = np.random.default_rng([seed, pos])
+        for offset, spec in zip(send_offsets(cfg, rng), phase_prompts(items, pos), strict=False):
+            if w.start_s + offset >= w.end_s:
+                break
+            out.append((w.start_s + offset, spec))
+    return out
