@@ -100,7 +100,14 @@ def block_seed(seed: int, block: int) -> int:
 
 
 def load_config(lv: LoadLevel, n: int, warmup: int, seed: int, block: int = 0) -> LoadConfig:
-    """Level `lv`'s load over `n` items (after `warmup` requests), for the level's block number `block`."""
+    """Level `lv`'s load over `n` items (after `warmup` requests), for the level's block number `block`. A phased
+    load runs for its schedule's length, whatever `n` (each phase cycles the items)."""
+    if lv.phases:
+        arrival = None if lv.rate_rps is None else ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
+        cap = lv.concurrency if lv.rate_rps is None else lv.max_concurrency
+        return LoadConfig(
+            concurrency=cap, arrival=arrival, warmup=warmup, seed=seed, phases=lv.phases, duration_s=lv.duration_s
+        )
     if lv.concurrency is not None:
         return LoadConfig(concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=seed, ramp_up_s=lv.ramp_up_s)
     if lv.trace_speed is not None:
