@@ -106,7 +106,13 @@ def load_config(lv: LoadLevel, n: int, warmup: int, seed: int, block: int = 0) -
         arrival = None if lv.rate_rps is None else ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
         cap = lv.concurrency if lv.rate_rps is None else lv.max_concurrency
         return LoadConfig(
-            concurrency=cap, arrival=arrival, warmup=warmup, seed=seed, phases=lv.phases, duration_s=lv.duration_s
+            concurrency=cap,
+            arrival=arrival,
+            warmup=warmup,
+            seed=seed,
+            phases=lv.phases,
+            duration_s=lv.duration_s,
+            transition_s=lv.transition_s,
         )
     if lv.concurrency is not None:
         return LoadConfig(concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=seed, ramp_up_s=lv.ramp_up_s)
@@ -406,9 +412,13 @@ class BlockRunner:
                 outcome, block_workers = done.outcome, done.workers
                 seen.workers.extend(block_workers)
             else:
+                # a schedule's requests are its phases' own, numbered by phase (load.phases): sent as the runner
+                # made them; any other block's positions stand for its items
                 outcome = await run_load(
                     b.items,
-                    _BlockRequest(
+                    b.request
+                    if lv.phases
+                    else _BlockRequest(
                         b.request, b.items, self.plan.setup.items, watch.admit if watch is not None else None
                     ),
                     self.session,

@@ -39,7 +39,7 @@ from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
 from speculab.config.experiment import LoadPhase
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
-from speculab.harness.load.phases import PhaseWindow, open_schedule, phase_at, phase_prompts, windows
+from speculab.harness.load.phases import PhaseWindow, open_schedule, phase_at, phase_prompts, segments
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import continue_turn, conversations
 from speculab.serving.pacing import SEND_SPIN_S, sleep_until
@@ -66,6 +66,7 @@ class LoadConfig:
     # hold concurrencies (workers above the phase's concurrency wait), open loop when rates (`arrival` then gives
     # the arrival kind and burstiness, its rate the peak's). Each phase sends its own prompts (`phases.phase_prompts`)
     phases: tuple[LoadPhase, ...] = ()
+    transition_s: float = 0.0  # phased: each change's first seconds send their own prompts (phases.segments)
     # open loop: wake this long before each send time and yield until it (serving.pacing: sends land within ~0.05 ms
     # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly
     send_spin_s: float = SEND_SPIN_S
@@ -293,7 +294,7 @@ async def _closed_loop(
 
 
 async def _phased_closed(run: _Run, items: Sequence[RequestSpec], placed: Sequence[PhaseWindow]) -> None:
-    """Closed-loop phases: as many workers as the peak's concurrency; worker k sends (the running phase's next
+    """Closed-loop phases: as many workers as the peak's concurrency; worker k sends (the running segment's next
     prompt, when its previous request finished) only in phases of concurrency above k, and waits out the others.
     A request in flight when its phase ends finishes: a load drops as fast as the requests in flight end."""
     streams = [phase_prompts(items, i) for i in range(len(placed))]
@@ -322,7 +323,7 @@ async def _phased_closed(run: _Run, items: Sequence[RequestSpec], placed: Sequen
 
 def _phased_load(run: _Run, items: Sequence[RequestSpec], load: LoadConfig) -> Coroutine[Any, Any, None]:
     """The driver of a phased load: closed-loop phases, or rate phases on their drawn schedule."""
-    placed = windows(load.phases)
+    placed = segments(load.phases, load.transition_s)
     if load.phases[0].concurrency is not None:
         return _phased_closed(run, items, placed)
     kind, shape = ("poisson", 1.0) if load.arrival is None else (load.arrival.kind, load.arrival.burstiness)

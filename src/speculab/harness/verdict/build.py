@@ -70,6 +70,7 @@ from speculab.harness.verdict.model import (
 )
 from speculab.harness.verdict.per_request import acceptance_outliers
 from speculab.harness.verdict.ranking import rank_level
+from speculab.harness.verdict.phases import phase_views, phased_inputs, phased_level, timeline, with_window_load
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 from speculab.harness.workload import validity
 
@@ -437,13 +438,19 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     if opts.confidence is None:
         opts = replace(opts, confidence=run_confidence(inputs))
     opts = resolve_margins(opts, inputs.setup.margin, inputs.setup.guardrail_floor)
+    # a phased load is judged window by window (verdict.phases): its windows are the levels from here on
+    schedule, whole = phased_level(inputs), inputs
+    inputs = phased_inputs(inputs) or inputs
     crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []
-    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
+    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order. A
+    # schedule's windows are shown in time order.
     order = sorted(
         range(len(inputs.setup.levels)), key=lambda j: (inputs.setup.levels[j].kind, inputs.setup.levels[j].value)
     )
+    if schedule is not None:
+        order = list(range(len(inputs.setup.levels)))
     for i in order:
         lv = inputs.setup.levels[i]
         arms = {}
@@ -451,6 +458,8 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
             runs = inputs.runs_for(arm.name, lv.key)
             if runs:
                 arms[arm.name] = arm_level(arm, lv, runs, inputs, opts)
+                if schedule is not None:
+                    arms[arm.name] = with_window_load(arms[arm.name], whole.runs_for(arm.name, schedule.key), lv)
         comps = []
         for j, cand in enumerate(inputs.candidates):
             rng = np.random.default_rng([opts.seed, i, j])
@@ -502,6 +511,8 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         },
         search=search,
         slo_capacity=slo_capacity_view(inputs, levels, opts),
+        phases=phase_views(schedule, inputs, levels, rec) if schedule is not None else (),
+        timeline=timeline(whole, schedule) if schedule is not None else (),
     )
 
 

@@ -534,6 +534,59 @@ class ShippedConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PhaseArm:
+    """One arm in one window of a phased load: its tail (p99, seconds; None where no request gave one) and stalls."""
+
+    arm: str
+    sent: int
+    error: int
+    ttft_p99_s: float | None
+    tpot_p99_s: float | None
+    e2e_p99_s: float | None
+    stalled_requests: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseWindowView:
+    """One window of a phased load (a phase's steady part, or the transition into it), judged as a load level is:
+    `key` is its level in `Report.levels`; the comparisons and the recommendation's answers there, each arm's tail."""
+
+    key: str
+    label: str
+    start_s: float  # seconds into the schedule
+    end_s: float
+    comparisons: tuple[LevelComparison, ...]
+    answers: tuple[CandidateAnswer, ...]  # every candidate's ship / plain / undecided here
+    arms: tuple[PhaseArm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseView:
+    """One phase of a phased load (`loads: {phases: [...]}`): its load and place in the schedule, its steady window,
+    and the transition window that opens it (None for the first phase, or one whose load did not change)."""
+
+    number: int  # 1-based
+    kind: str  # concurrency | rate
+    value: float
+    label: str
+    start_s: float
+    end_s: float
+    steady: PhaseWindowView | None
+    transition: PhaseWindowView | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """One request of a phased load's first repeat, at its send time into the schedule: the chart's material."""
+
+    arm: str
+    t_s: float
+    tpot_s: float | None
+    e2e_s: float | None
+    acceptance: float | None = None  # accepted / drafted tokens of its response, where the engine reports it
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     schema: str
     title: str
@@ -559,6 +612,10 @@ class Report:
     search: SearchView | None = None
     # with SLOs set: each arm's highest load within its SLO, from every load measured on the axis (None without SLOs)
     slo_capacity: Mapping[str, SloCapacity] | None = None
+    # a phased load (`loads: {phases: [...]}`): each phase with its windows' answers (its windows are `levels`), and
+    # each arm's requests over the schedule's time; () otherwise
+    phases: tuple[PhaseView, ...] = ()
+    timeline: tuple[TimelinePoint, ...] = ()
 
     @property
     def acceptance_validity(self) -> tuple[ReportWarning, ...]:
