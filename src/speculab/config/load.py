@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from speculab.config.experiment import (
     DEFAULT_DECIDE_ON,
+    MAX_PHASES,
     STREAM_UNARY_PROMPTS,
     AdaptiveRepeats,
     ArmConfig,
@@ -26,7 +27,6 @@ from speculab.config.experiment import (
     CostConfig,
     Experiment,
     LaunchConfig,
-    MAX_PHASES,
     LoadLevel,
     LoadPhase,
     LoadsConfig,

@@ -73,7 +73,8 @@ def segments(phases: Sequence[LoadPhase], transition_s: float) -> tuple[PhaseWin
 
 
 def phase_at(placed: Sequence[PhaseWindow], t_s: float) -> int | None:
-    """The 0-based position of the phase (or segment) running `t_s` seconds in; None before 0 or once the schedule is over."""
+    """The 0-based position of the phase (or segment) running `t_s` seconds in; None before 0 and once the
+    schedule is over."""
     for i, w in enumerate(placed):
         if w.start_s <= t_s < w.end_s:
             return i

@@ -34,10 +34,10 @@ from typing import Any
 import aiohttp
 import numpy as np
 
+from speculab.config.experiment import LoadPhase
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
-from speculab.config.experiment import LoadPhase
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
 from speculab.harness.load.phases import PhaseWindow, open_schedule, phase_at, phase_prompts, segments
 from speculab.harness.records import RequestRecord, RequestSpec
@@ -329,7 +329,9 @@ def _phased_load(run: _Run, items: Sequence[RequestSpec], load: LoadConfig) -> C
     kind, shape = ("poisson", 1.0) if load.arrival is None else (load.arrival.kind, load.arrival.burstiness)
     sends = open_schedule(placed, items, kind, shape, load.seed)
     offsets = {spec.index: t for t, spec in sends}
-    return _open_loop(run, iter([spec for _, spec in sends]), lambda spec: offsets[spec.index], load.concurrency, load.send_spin_s)
+    return _open_loop(
+        run, iter([spec for _, spec in sends]), lambda spec: offsets[spec.index], load.concurrency, load.send_spin_s
+    )
 
 
 def arrival_offsets(arrival: ArrivalConfig, rng: np.random.Generator) -> Callable[[RequestSpec], float]:

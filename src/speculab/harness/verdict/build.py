@@ -69,8 +69,8 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.per_request import acceptance_outliers
-from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.phases import phase_views, phased_inputs, phased_level, timeline, with_window_load
+from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 from speculab.harness.workload import validity
 

@@ -4,10 +4,11 @@ is a comparison unit as a load level is (the same verdict, gates, guardrails and
 The windows of a schedule (docs/experiment.md, "Phased loads") are `load.phases.segments`: phase 1 whole; each
 later phase whose load differs from the one before opens with a transition window, its first `transition_s`
 seconds ("t<n>"), where an engine that adapts its speculation to the load has not caught up yet; the rest of it is
-the phase's steady window ("p<n>"). A phase whose load did not change has no transition. `phased_inputs` turns a run with a phased level into one whose
-levels are these windows (each a `LevelSpec` with its `window`), each repeat's records cut by send time; the verdict
-is then built from that as from any run. The phases' own view (`phase_views`: load, windows, answers, p99 and stalls
-per window, latency over time) is read from the levels and the recommendation that verdict made.
+the phase's steady window ("p<n>"). A phase whose load did not change has no transition. `phased_inputs` turns a
+run with a phased level into one whose levels are these windows (each a `LevelSpec` with its `window`), each
+repeat's records cut by send time; the verdict is then built from that as from any run. The phases' own view
+(`phase_views`: load, windows, answers, p99 and stalls per window; `timeline`: latency over time) is read from the
+levels and the recommendation that verdict made.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from speculab.harness.analysis.windows import mean_in_flight
 from speculab.harness.design import LevelSpec
 from speculab.harness.load.phases import PHASE_STRIDE, segments, windows
 from speculab.harness.records import RequestSpec
-from speculab.harness.stats import Distribution
 from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.stats import Distribution
 from speculab.harness.verdict.model import (
     ArmLevel,
     LevelReport,
