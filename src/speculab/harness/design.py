@@ -80,6 +80,11 @@ class LevelSpec:
         return f"{self.value:g} req/s{again}"
 
     @property
+    def shown_at(self) -> float:
+        """Where the report shows this load along its axis: its value, or a schedule window's start (time order)."""
+        return self.window_s[0] if self.window_s is not None else self.value
+
+    @property
     def open_loop(self) -> bool:
         """Sent on a schedule (a rate, or a trace's arrivals), not by a fixed number of workers."""
         return self.kind in ("rate", "trace")

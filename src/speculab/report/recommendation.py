@@ -182,11 +182,29 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
             return f"ship each decided band's configuration; undecided at {undecided} (see below){shown}"
         return f"undecided at {undecided}: no candidate is shown to pay there yet (see below)"
     blocked = [a for a in rec.answers if a.answer == "plain" and a.why == "guardrail" and math.isfinite(a.speedup)]
+    if rec.form == "per-phase":
+        return _per_phase_headline(report, labels)
     if rec.form == "plain" and blocked:
         a = max(blocked, key=lambda x: x.speedup)
         who = f"{labels.get(a.candidate, a.candidate)} at {loads.get(a.level, a.level)}"
         return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
     return _ship_headline(report, labels, search) + _tolerated_suffix(rec, loads)
+
+
+def _per_phase_headline(report: Any, labels: Mapping[str, str]) -> str:
+    """A phased load whose windows chose differently: where each candidate ships, and the windows that keep plain
+    with why (a transition where a guardrail broke, a phase where it does not pay), each named."""
+    rec = report.recommendation
+    ship = [c for c in rec.loads if c.answer == "ship"]
+    who = ", ".join(dict.fromkeys(labels.get(c.choice, c.choice) for c in ship))
+    where = ", ".join(c.label for c in ship)
+    plain = []
+    for c in rec.loads:
+        if c.answer != "plain":
+            continue
+        why = [a for a in rec.answers if a.level == c.level and a.answer == "plain"]
+        plain.append(f"{c.label} ({answer_phrase(report, why[0])})" if why else c.label)
+    return f"the choice depends on the phase: {who} pays at {where}; keep plain at {'; '.join(plain)}"
 
 
 def _tolerated_suffix(rec: Any, loads: Mapping[str, str]) -> str:

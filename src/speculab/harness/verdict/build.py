@@ -69,7 +69,8 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.per_request import acceptance_outliers
-from speculab.harness.verdict.phases import phase_views, phased_inputs, phased_level, timeline, with_window_load
+from speculab.harness.verdict.phases.views import phase_views, timeline
+from speculab.harness.verdict.phases.windows import phased_inputs, phased_level, with_window_load
 from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 from speculab.harness.workload import validity
@@ -444,22 +445,17 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []
-    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order. A
-    # schedule's windows are shown in time order.
-    order = sorted(
-        range(len(inputs.setup.levels)), key=lambda j: (inputs.setup.levels[j].kind, inputs.setup.levels[j].value)
-    )
-    if schedule is not None:
-        order = list(range(len(inputs.setup.levels)))
+    # Shown by axis and load (c1, c2, c4, then rates), not in run order, a schedule's windows in time order (their
+    # spans); the RNG seed follows the planned order.
+    specs = inputs.setup.levels
+    order = sorted(range(len(specs)), key=lambda j: (specs[j].kind, specs[j].shown_at))
     for i in order:
         lv = inputs.setup.levels[i]
         arms = {}
         for arm in inputs.arms:
             runs = inputs.runs_for(arm.name, lv.key)
             if runs:
-                arms[arm.name] = arm_level(arm, lv, runs, inputs, opts)
-                if schedule is not None:
-                    arms[arm.name] = with_window_load(arms[arm.name], whole.runs_for(arm.name, schedule.key), lv)
+                arms[arm.name] = with_window_load(arm_level(arm, lv, runs, inputs, opts), whole, lv)
         comps = []
         for j, cand in enumerate(inputs.candidates):
             rng = np.random.default_rng([opts.seed, i, j])

@@ -58,6 +58,11 @@ from speculab.harness.verdict.choices import SearchView as SearchView
 from speculab.harness.verdict.choices import SloCapacity as SloCapacity
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
+from speculab.harness.verdict.phases.records import PhaseArm as PhaseArm
+from speculab.harness.verdict.phases.records import PhaseMetric as PhaseMetric
+from speculab.harness.verdict.phases.records import PhaseView as PhaseView
+from speculab.harness.verdict.phases.records import PhaseWindowView as PhaseWindowView
+from speculab.harness.verdict.phases.records import TimelinePoint as TimelinePoint
 
 # /2: a gate's reason, what is missing and a crossover's loads left out are records (kind and numbers), and a gated
 # load's verdict is NO_VERDICT; the report words them. A /1 file's sentences read back as notes and say the same.
@@ -501,7 +506,8 @@ class RecommendationView:
     margin: float  # the deciding metric's margin the choices were decided against (relative)
     loads: tuple[LoadChoice, ...]  # by load
     bands: tuple[RecommendationBand, ...]  # by load
-    # "plain" | "single" | "off-above" | "per-load" when every load is decided; "undecided" when some load is not;
+    # "plain" | "single" | "off-above" | "per-load" when every load is decided ("per-phase" for a phased load's
+    # windows, where the choice differs between phases or at a transition); "undecided" when some load is not;
     # "incomplete" when the run did not finish (no ship or keep-plain answer at all: `progress` says how far it got)
     form: str
     winner: str | None  # the one candidate shipped (single, off-above; undecided: the one shipped where decided)
@@ -531,59 +537,6 @@ class ShippedConfig:
     flags: tuple[str, ...]  # what to add to the baseline command (secret values as ***); () for plain
     flags_file: str  # recommended-flags.txt
     experiment_file: str  # recommended.yaml: the run's experiment file with just the recommendation
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseArm:
-    """One arm in one window of a phased load: its tail (p99, seconds; None where no request gave one) and stalls."""
-
-    arm: str
-    sent: int
-    error: int
-    ttft_p99_s: float | None
-    tpot_p99_s: float | None
-    e2e_p99_s: float | None
-    stalled_requests: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseWindowView:
-    """One window of a phased load (a phase's steady part, or the transition into it), judged as a load level is:
-    `key` is its level in `Report.levels`; the comparisons and the recommendation's answers there, each arm's tail."""
-
-    key: str
-    label: str
-    start_s: float  # seconds into the schedule
-    end_s: float
-    comparisons: tuple[LevelComparison, ...]
-    answers: tuple[CandidateAnswer, ...]  # every candidate's ship / plain / undecided here
-    arms: tuple[PhaseArm, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseView:
-    """One phase of a phased load (`loads: {phases: [...]}`): its load and place in the schedule, its steady window,
-    and the transition window that opens it (None for the first phase, or one whose load did not change)."""
-
-    number: int  # 1-based
-    kind: str  # concurrency | rate
-    value: float
-    label: str
-    start_s: float
-    end_s: float
-    steady: PhaseWindowView | None
-    transition: PhaseWindowView | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TimelinePoint:
-    """One request of a phased load's first repeat, at its send time into the schedule: the chart's material."""
-
-    arm: str
-    t_s: float
-    tpot_s: float | None
-    e2e_s: float | None
-    acceptance: float | None = None  # accepted / drafted tokens of its response, where the engine reports it
 
 
 @dataclass(frozen=True, slots=True)

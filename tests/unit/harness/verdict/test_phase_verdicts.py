@@ -1,0 +1,150 @@
+"""A phased load judged window by window (issue 52): records cut by send time into each phase's steady window and
+the transition that opens it, each window a comparison unit of the one verdict, summary.json's `phases`."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+from tests.fakes.ab_inputs import ArmEffect, make_inputs, make_run
+
+from speculab.config.experiment import LoadPhase
+from speculab.harness.design import LevelSpec
+from speculab.harness.load.phases import PHASE_STRIDE
+from speculab.harness.records import RequestRecord
+from speculab.harness.results.ab_run import ABRun, RepeatRun
+from speculab.harness.verdict.build import build_report
+from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.phases.windows import phased_inputs, window_specs
+from speculab.report.recommendation import recommendation_lines
+
+FAST = ReportOptions(n_resamples=300)
+T0 = 1000.0  # the block's start on the records' clock
+SCHEDULE = LevelSpec(
+    "concurrency",
+    8,
+    ("operating",),
+    phases=(LoadPhase(1, None, 80.0), LoadPhase(8, None, 40.0), LoadPhase(1, None, 80.0)),
+    transition_s=20.0,
+)
+# prompts each window's fake closed loop is given: more than its time sends (~1.5 s requests); those it sends after the
+# window's end are dropped, as the runner never sends them
+GIVEN = 200
+# the candidate: twice as fast alone, 1.5x slower at concurrency 8, and its transitions as its phases
+CANDIDATE = ArmEffect(tpot_factor={"p1": 0.5, "t2": 1.5, "p2": 1.5, "t3": 0.5, "p3": 0.5}, tokens_per_chunk=2)
+# an adaptive one: twice as fast in every phase, its first tokens late while it re-plans at the switch (`phased`)
+ADAPTIVE = ArmEffect(tpot_factor=dict.fromkeys(("p1", "t2", "p2", "t3", "p3"), 0.5), tokens_per_chunk=2)
+
+
+def _shifted(rec: RequestRecord, d: float) -> RequestRecord:
+    chunks = tuple(dataclasses.replace(c, t_s=c.t_s + d) for c in rec.chunks)
+    return dataclasses.replace(rec, scheduled_s=rec.scheduled_s + d, sent_s=rec.sent_s + d, end_s=rec.end_s + d,
+                               chunks=chunks)  # fmt: skip
+
+
+def _late_first_token(rec: RequestRecord, d: float) -> RequestRecord:
+    """The same request with every chunk `d` later: its TTFT (and E2E) `d` longer, its TPOT the same."""
+    chunks = tuple(dataclasses.replace(c, t_s=c.t_s + d) for c in rec.chunks)
+    return dataclasses.replace(rec, end_s=rec.end_s + d, chunks=chunks)
+
+
+def phased(candidate: ArmEffect = CANDIDATE, stall_into_high_s: float = 0.0) -> ABRun:
+    return _phased("adaptive" if candidate is ADAPTIVE else "plain", stall_into_high_s)
+
+
+@functools.cache
+def _phased(which: str, stall_into_high_s: float) -> ABRun:
+    """Both arms through SCHEDULE, each window a fake closed loop from its start, its prompts numbered as the
+    runner numbers them (segment position x PHASE_STRIDE + k)."""
+    candidate = ADAPTIVE if which == "adaptive" else CANDIDATE
+    base = make_inputs(n_prompts=60, repeats=1, levels=(SCHEDULE,), candidates={"ngram-k4": candidate}, slo=False)
+    items = base.setup.items
+    runs = []
+    for arm, eff in (("baseline", ArmEffect()), ("ngram-k4", candidate)):
+        records: list[RequestRecord] = []
+        for pos, spec in enumerate(window_specs(SCHEDULE)):
+            assert spec.window_s is not None
+            sent = [dataclasses.replace(items[k % len(items)], index=pos * PHASE_STRIDE + k) for k in range(GIVEN)]
+            one = make_run(arm, spec, 1, sent, eff, seed=0)
+            start, end = spec.window_s
+            for r in one.records:
+                r = _shifted(r, T0 + start)
+                if r.sent_s >= T0 + end:
+                    continue
+                if arm == "ngram-k4" and spec.key == "t2":
+                    r = _late_first_token(r, stall_into_high_s)
+                records.append(r)
+        windows = ((T0, max(r.end_s for r in records)),)
+        runs.append(RepeatRun(arm, "phased", 1, tuple(records), windows_s=windows, order=len(runs)))
+    return dataclasses.replace(base, runs=tuple(runs))
+
+
+def test_windows_open_each_changed_phase_with_its_transition():
+    specs = window_specs(SCHEDULE)
+    assert [(s.key, s.value, s.window_s, s.roles) for s in specs] == [
+        ("p1", 1, (0.0, 80.0), ("phase",)),
+        ("t2", 8, (80.0, 100.0), ("transition",)),
+        ("p2", 8, (100.0, 120.0), ("phase",)),
+        ("t3", 1, (120.0, 140.0), ("transition",)),
+        ("p3", 1, (140.0, 200.0), ("phase",)),
+    ]
+    assert specs[1].label == "into phase 2, concurrency 8 (80–100 s)"
+    same = dataclasses.replace(SCHEDULE, phases=(LoadPhase(2, None, 5.0), LoadPhase(2, None, 5.0)))
+    assert [s.key for s in window_specs(same)] == ["p1", "p2"]  # no change, no transition
+
+
+def test_records_are_cut_by_send_time_and_keep_their_prompts():
+    cut = phased_inputs(phased())
+    assert cut is not None
+    assert [lv.key for lv in cut.setup.levels] == ["p1", "t2", "p2", "t3", "p3"]
+    whole = {r.index for r in phased().runs_for("baseline", "phased")[0].records}
+    for pos, spec in enumerate(cut.setup.levels):
+        (run,) = cut.runs_for("baseline", spec.key)
+        assert {r.index for r in run.records} == {i for i in whole if i // PHASE_STRIDE == pos}
+    # each window's items are the workload's, numbered as sent: checks and categories read them as any level's
+    first_of_p2 = next(it for it in cut.setup.items if it.index == 2 * PHASE_STRIDE)
+    assert first_of_p2.prompt == cut.setup.items[0].prompt
+
+
+def test_each_phase_gets_its_verdict_and_summary_json_holds_it():
+    report = build_report(phased(), FAST)
+    assert [lv.key for lv in report.levels] == ["p1", "t2", "p2", "t3", "p3"]  # in time order
+    assert [p.steady.metrics[0].decision for p in report.phases] == ["faster", "slower", "faster"]
+    high = report.phases[1]
+    assert (high.value, high.start_s, high.end_s) == (8, 80, 120) and high.transition is not None
+    r = high.steady.metrics[0]
+    assert r.speedup_high < 1 / 1.03 and r.speedup_low > 0.5  # with its interval
+    back = Report.from_json(report.to_json())
+    assert back.to_dict()["phases"] == report.to_dict()["phases"]  # summary.json reads back as written
+    assert {a.arm for a in back.phases[0].steady.arms} == {"baseline", "ngram-k4"}
+
+
+def test_a_candidate_faster_in_steady_phases_but_late_at_a_transition_keeps_plain_there():
+    report = build_report(phased(ADAPTIVE, stall_into_high_s=0.5), FAST)
+    into = report.phases[1].transition
+    assert into is not None
+    (answer,) = into.answers
+    assert (answer.answer, answer.why) == ("plain", "guardrail")
+    (low,) = report.phases[0].steady.answers
+    assert low.answer != "plain"
+    arms = {a.arm: a for a in into.arms}
+    assert arms["ngram-k4"].ttft_p99_s > arms["baseline"].ttft_p99_s + 0.4
+    # the recommendation reads it: the windows in time order, plain at the transition, named
+    rec = report.recommendation
+    assert rec is not None and rec.form == "per-phase"
+    assert [(c.level, c.answer) for c in rec.loads] == [
+        ("p1", "ship"),
+        ("t2", "plain"),
+        ("p2", "ship"),
+        ("t3", "ship"),
+        ("p3", "ship"),
+    ]
+    assert all(b.edge_between is None and b.upper_edge is None for b in rec.bands)  # no edge between times
+    (headline, *_) = recommendation_lines(report)
+    assert "keep plain at into phase 2, concurrency 8 (80–100 s) (TPOT 1.99× faster, but TTFT" in headline
+
+
+@pytest.mark.parametrize("key", ["phased"])
+def test_a_schedule_is_one_level_on_disk(key):
+    assert SCHEDULE.key == key and LevelSpec.from_dict(SCHEDULE.to_dict()) == SCHEDULE
