@@ -204,6 +204,14 @@ class _BlockRequest:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
+def _sent_as(b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | None) -> RequestFunc:
+    """What one block's requests send: a schedule's are its windows' own, numbered by window (load.phases), sent as
+    the runner made them; any other block's positions stand for its items (`_BlockRequest`)."""
+    if lv.phases:
+        return b.request
+    return _BlockRequest(b.request, b.items, items, watch.admit if watch is not None else None)
+
+
 class BlockRunner:
     """Offers the plan's load to one arm at a time, a level's blocks in turn, and writes each repeat's run.json.
 
@@ -336,6 +344,7 @@ class BlockRunner:
             t0_s=t0_s,
             clock=self.clock,
             api_key=arm.api_key,
+            counters=adapter_for(self.engine_of(arm.info.name)).acceptance,
         )
         probe = HealthProbe(clock=self.clock)
 
@@ -343,6 +352,8 @@ class BlockRunner:
             seen.resets.append(await self.resets.before(self.session, arm, b.number, self.plan.cache_reset))
             if b.scrape_before:
                 seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
+            if self.plan.loads[b.level_i].phases:  # a schedule's samples in seconds into it, as its requests are
+                sampler.t0_s = self.clock()
             sampler.start()
             probe.start()
 
@@ -412,15 +423,9 @@ class BlockRunner:
                 outcome, block_workers = done.outcome, done.workers
                 seen.workers.extend(block_workers)
             else:
-                # a schedule's requests are its phases' own, numbered by phase (load.phases): sent as the runner
-                # made them; any other block's positions stand for its items
                 outcome = await run_load(
                     b.items,
-                    b.request
-                    if lv.phases
-                    else _BlockRequest(
-                        b.request, b.items, self.plan.setup.items, watch.admit if watch is not None else None
-                    ),
+                    _sent_as(b, lv, self.plan.setup.items, watch),
                     self.session,
                     load,
                     on_record=on_record,

@@ -69,7 +69,7 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.per_request import acceptance_outliers
-from speculab.harness.verdict.phases.views import phase_views, timeline
+from speculab.harness.verdict.phases.views import phase_views, speculation_timeline, timeline
 from speculab.harness.verdict.phases.windows import phased_inputs, phased_level, with_window_load
 from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
@@ -509,6 +509,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         slo_capacity=slo_capacity_view(inputs, levels, opts),
         phases=phase_views(schedule, inputs, levels, rec) if schedule is not None else (),
         timeline=timeline(whole, schedule) if schedule is not None else (),
+        speculation_timeline=speculation_timeline(whole, schedule) if schedule is not None else (),
     )
 
 

@@ -58,6 +58,7 @@ from speculab.harness.verdict.choices import SearchView as SearchView
 from speculab.harness.verdict.choices import SloCapacity as SloCapacity
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
+from speculab.harness.verdict.phases.records import CounterPoint as CounterPoint
 from speculab.harness.verdict.phases.records import PhaseArm as PhaseArm
 from speculab.harness.verdict.phases.records import PhaseMetric as PhaseMetric
 from speculab.harness.verdict.phases.records import PhaseView as PhaseView
@@ -569,6 +570,7 @@ class Report:
     # each arm's requests over the schedule's time; () otherwise
     phases: tuple[PhaseView, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
+    speculation_timeline: tuple[CounterPoint, ...] = ()  # from the engine's counters, where it reports them
 
     @property
     def acceptance_validity(self) -> tuple[ReportWarning, ...]:

@@ -50,24 +50,33 @@ def _row(p: PhaseView, w: PhaseWindowView, labels: dict[str, str]) -> dict[str, 
 
 
 def _plot(report: Report, labels: dict[str, str]) -> str:
-    """TPOT over the schedule where the requests have one, else E2E; the load as a step per phase."""
+    """TPOT over the schedule where the requests have one, else E2E; acceptance and k from the engine's counters
+    where it counts them, else acceptance per response where responses carry it; the load as a step per phase."""
     tpot = [p for p in report.timeline if p.tpot_s is not None]
     metric, key = ("TPOT", "tpot_s") if tpot else ("E2E", "e2e_s")
     latency: dict[str, tuple[list[float], list[float]]] = {}
-    acceptance: dict[str, tuple[list[float], list[float]]] = {}
+    per_response: dict[str, tuple[list[float], list[float]]] = {}
     for p in report.timeline:
-        v = getattr(p, key)
         name = labels.get(p.arm, p.arm)
-        if v is not None:
-            latency.setdefault(name, ([], []))[0].append(p.t_s)
-            latency[name][1].append(v)
-        if p.acceptance is not None:
-            acceptance.setdefault(name, ([], []))[0].append(p.t_s)
-            acceptance[name][1].append(p.acceptance)
+        _add(latency, name, p.t_s, getattr(p, key))
+        _add(per_response, name, p.t_s, p.acceptance)
+    counted: dict[str, tuple[list[float], list[float]]] = {}
+    k_in_use: dict[str, tuple[list[float], list[float]]] = {}
+    for c in report.speculation_timeline:
+        name = labels.get(c.arm, c.arm)
+        _add(counted, name, c.t_s, c.acceptance)
+        _add(k_in_use, name, c.t_s, c.k)
     if not latency:
         return ""
     last = report.phases[-1]
     load = ([p.start_s for p in report.phases] + [last.end_s], [p.value for p in report.phases] + [last.value])
     spans = [(p.transition.start_s, p.transition.end_s) for p in report.phases if p.transition is not None]
     load_name = "concurrency" if report.phases[0].kind == "concurrency" else "req/s"
-    return phase_timeline(latency, acceptance, load, spans, metric=metric, load_name=load_name)
+    acceptance = counted or per_response
+    return phase_timeline(latency, acceptance, k_in_use, load, spans, metric=metric, load_name=load_name)
+
+
+def _add(series: dict[str, tuple[list[float], list[float]]], name: str, t: float, v: float | None) -> None:
+    if v is not None:
+        series.setdefault(name, ([], []))[0].append(t)
+        series[name][1].append(v)

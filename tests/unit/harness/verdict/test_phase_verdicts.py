@@ -11,8 +11,10 @@ from tests.fakes.phased_inputs import ADAPTIVE, SCHEDULE, phased
 from speculab.config.experiment import LoadPhase
 from speculab.harness.design import LevelSpec
 from speculab.harness.load.phases import PHASE_STRIDE
+from speculab.harness.records import MemorySample
 from speculab.harness.verdict.build import build_report
 from speculab.harness.verdict.model import Report, ReportOptions
+from speculab.harness.verdict.phases.views import speculation_timeline
 from speculab.harness.verdict.phases.windows import phased_inputs, window_specs
 
 FAST = ReportOptions(n_resamples=300)
@@ -84,3 +86,20 @@ def test_a_candidate_faster_in_steady_phases_but_late_at_a_transition_keeps_plai
 @pytest.mark.parametrize("key", ["phased"])
 def test_a_schedule_is_one_level_on_disk(key):
     assert SCHEDULE.key == key and LevelSpec.from_dict(SCHEDULE.to_dict()) == SCHEDULE
+
+
+def test_acceptance_and_k_in_use_over_time_come_from_the_counters_between_samples():
+    inputs = phased(ADAPTIVE)
+    counts = [(0.0, 0, 0, 0, 0), (10.0, 40, 30, 0, 10), (20.0, 40, 30, 10, 10), (30.0, 80, 50, 10, 20)]
+    memory = tuple(
+        MemorySample(t, spec_counters={"draft_tokens": d, "accepted_tokens": a, "k=0": k0, "k=4": k4})
+        for t, d, a, k0, k4 in counts
+    )
+    runs = tuple(dataclasses.replace(r, memory=memory) if r.arm == "ngram-k4" else r for r in inputs.runs)
+    got = speculation_timeline(dataclasses.replace(inputs, runs=runs), SCHEDULE)
+    # 30 of 40 at k 4; no drafts at all (k 0: speculation skipped); 20 of 40 at k 4
+    assert [(p.arm, p.t_s, p.acceptance, p.k) for p in got] == [
+        ("ngram-k4", 10.0, 0.75, 4.0),
+        ("ngram-k4", 20.0, None, 0.0),
+        ("ngram-k4", 30.0, 0.5, 4.0),
+    ]

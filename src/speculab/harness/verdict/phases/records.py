@@ -66,6 +66,18 @@ class PhaseView:
 
 
 @dataclass(frozen=True, slots=True)
+class CounterPoint:
+    """One arm's speculation between two /metrics samples of a phased load (its engine's counters diffed): the
+    acceptance (accepted / drafted tokens) and the mean k of its decode steps (k=0: speculation skipped); None
+    where the engine does not count it. `t_s`: the interval's end, seconds into the schedule."""
+
+    arm: str
+    t_s: float
+    acceptance: float | None
+    k: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class TimelinePoint:
     """One request of a phased load's first repeat, at its send time into the schedule: the chart's material."""
 

@@ -4,6 +4,7 @@ answers, each arm's tail (p99) and stalls; and each arm's requests over the sche
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,14 @@ from speculab.harness.load.phases import windows
 from speculab.harness.results.ab_run import ABRun
 from speculab.harness.stats import Distribution
 from speculab.harness.verdict.model import LevelReport, RecommendationView
-from speculab.harness.verdict.phases.records import PhaseArm, PhaseMetric, PhaseView, PhaseWindowView, TimelinePoint
+from speculab.harness.verdict.phases.records import (
+    CounterPoint,
+    PhaseArm,
+    PhaseMetric,
+    PhaseView,
+    PhaseWindowView,
+    TimelinePoint,
+)
 from speculab.harness.verdict.phases.windows import block_start_s
 
 MAX_TIMELINE_POINTS = 600  # per arm: the chart's points, thinned evenly in send order
@@ -100,6 +108,26 @@ def timeline(inputs: ABRun, level: LevelSpec) -> tuple[TimelinePoint, ...]:
         for t, r in points[::step]:
             m = request_metrics(r)
             out.append(TimelinePoint(arm.name, t, m.tpot_s, m.e2e_s, _acceptance(r.speculation)))
+    return tuple(out)
+
+
+def speculation_timeline(inputs: ABRun, level: LevelSpec) -> tuple[CounterPoint, ...]:
+    """Each arm's acceptance and k in use over the schedule (its first repeat), from its engine's counters diffed
+    between consecutive /metrics samples (`MemorySample.spec_counters`); an interval without drafts or steps has
+    none."""
+    out: list[CounterPoint] = []
+    for arm in inputs.arms:
+        run = next(iter(inputs.runs_for(arm.name, level.key)), None)
+        samples = [m for m in (run.memory if run is not None else ()) if m.spec_counters]
+        for a, b in itertools.pairwise(samples):
+            d = {k: b.spec_counters[k] - a.spec_counters.get(k, 0.0) for k in b.spec_counters}
+            drafted, accepted = d.get("draft_tokens"), d.get("accepted_tokens")
+            rate = accepted / drafted if drafted and accepted is not None and drafted > 0 else None
+            steps = {int(k[2:]): v for k, v in d.items() if k.startswith("k=") and k[2:].isdigit()}
+            total = sum(steps.values())
+            k = sum(k * v for k, v in steps.items()) / total if total > 0 else None
+            if rate is not None or k is not None:
+                out.append(CounterPoint(arm.name, b.t_s, rate, k))
     return tuple(out)
 
 
