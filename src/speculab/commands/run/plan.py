@@ -306,7 +306,8 @@ def plan_experiment(
 
 
 def _check_phased(exp: Experiment, wl: Workload) -> None:
-    """A phased load runs its schedule as one block per arm in launch mode, one client process, single turns."""
+    """A phased load runs its schedule as one block per arm in launch mode, single turns (one client process: its
+    schema has no `workers`)."""
     op = exp.loads.operating
     if not op.phases:
         return
@@ -316,8 +317,6 @@ def _check_phased(exp: Experiment, wl: Workload) -> None:
             f"{where}: a schedule runs each arm whole, one after the other, in launch mode; give baseline.launch "
             "(two-URL mode splits a load into blocks of prompts, which cuts a schedule apart)"
         )
-    if op.workers > 1 or op.ray is not None:
-        raise UserError(f"{where}: one client process drives a schedule; remove workers")
     if any(it.turn is not None and it.turn > 1 for it in wl.items):
         raise UserError(f"{where}: a schedule sends single requests; use a single-turn workload")
 

@@ -189,7 +189,8 @@ def schedule_lines(plan: RunPlan) -> list[str | ReportWarning]:
         f"{lv.transition_s:g} s judged as its own window"
     ]
     for w in windows(lv.phases):
-        lines.append(f"  phase {w.number}: {w.phase.label} for {w.phase.duration_s:g} s ({w.start_s:g}–{w.end_s:g} s)")
+        when = f"{w.phase.duration_s:.4g} s ({w.start_s:.4g}–{w.end_s:.4g} s)"
+        lines.append(f"  phase {w.number}: {w.phase.label} for {when}")
     if plan.launch_mode:
         lines.append(f"launches: {launches(plan)} ({arms} arms x {repeats} repeats, one server at a time)")
     return lines
