@@ -482,7 +482,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
-        setup=_setup_view(inputs),
+        setup=_setup_view(whole),  # the run as planned: a schedule's workload and its one load
         arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
