@@ -405,9 +405,10 @@ def _candidates(
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
         low_arm = low.arm(cand.name) if low is not None else None
         acc = low_arm.acceptance if low_arm is not None else None
-        # with a search its fit is the crossover (`search_view`): one answer, not a second interpolated between its
-        # probes, which sit around the crossing on purpose and would make that interval look narrower than it is
-        cross = crossover_view(cand, levels, inputs, opts) if inputs.setup.search is None else None
+        # with a search its fit is the crossover (`search_view`): not a second interpolated between its probes (placed
+        # around the crossing, they make its interval look narrower), nor between a schedule's windows (times)
+        fixed = inputs.setup.search is None and not any(lv.window for lv in inputs.setup.levels)
+        cross = crossover_view(cand, levels, inputs, opts) if fixed else None
         corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
         ch = changes.get(cand.name)
         cands.append(
@@ -440,8 +441,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         opts = replace(opts, confidence=run_confidence(inputs))
     opts = resolve_margins(opts, inputs.setup.margin, inputs.setup.guardrail_floor)
     # a phased load is judged window by window (verdict.phases): its windows are the levels from here on
-    schedule, whole = phased_level(inputs), inputs
-    inputs = phased_inputs(inputs) or inputs
+    schedule, whole, inputs = phased_level(inputs), inputs, phased_inputs(inputs) or inputs
     crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []

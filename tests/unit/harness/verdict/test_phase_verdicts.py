@@ -55,6 +55,7 @@ def test_each_phase_gets_its_verdict_and_summary_json_holds_it():
     assert (high.value, high.start_s, high.end_s) == (8, 80, 120) and high.transition is not None
     r = high.steady.metrics[0]
     assert r.speedup_high < 1 / 1.03 and r.speedup_low > 0.5  # with its interval
+    assert report.candidates[0].crossover is None  # no load interpolated between times
     back = Report.from_json(report.to_json())
     assert back.to_dict()["phases"] == report.to_dict()["phases"]  # summary.json reads back as written
     assert {a.arm for a in back.phases[0].steady.arms} == {"baseline", "ngram-k4"}
