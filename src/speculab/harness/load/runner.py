@@ -302,13 +302,14 @@ async def _phased_closed(run: _Run, items: Sequence[RequestSpec], placed: Sequen
 
     async def worker(k: int) -> None:
         while True:
-            i = phase_at(placed, run.clock() - run.t0)
+            now = run.clock()  # one reading: the segment chosen and the request's scheduled time agree exactly
+            i = phase_at(placed, now - run.t0)
             if i is None:
                 return
             if k >= (placed[i].phase.concurrency or 1):
                 await sleep_until(run.t0 + placed[i].end_s, run.clock, 0.0)
                 continue
-            job = run.start(next(streams[i]), run.clock(), False)
+            job = run.start(next(streams[i]), now, False)
             await asyncio.wait({job})  # as _closed_loop: a cancelled worker leaves its job to be cancelled apart
             run.raise_failure()
 

@@ -69,8 +69,8 @@ def block_start_s(run: RepeatRun) -> float | None:
 
 
 def phased_inputs(inputs: ABRun) -> ABRun | None:
-    """The run with its phased level cut into windows (None without one): each repeat's measured records by when they
-    were sent; the items those windows sent, as the phases numbered them (`load.phases.phase_index`), so pairs,
+    """The run with its phased level cut into windows (None without one): each repeat's measured records by when the
+    load sent them; the items those windows sent, as the phases numbered them (`load.phases.phase_index`), so pairs,
     groups, categories and checks read them as any level's."""
     level = phased_level(inputs)
     if level is None:
@@ -82,10 +82,13 @@ def phased_inputs(inputs: ABRun) -> ABRun | None:
             runs.append(run)
             continue
         t0 = block_start_s(run)
+        # by when the load sent it (`scheduled_s`: a closed loop's stream freed, an open loop's arrival), the time the
+        # runner chose its window's prompt by; a client that fell behind does not move it into the next window
+        at = [(r.scheduled_s - t0 if t0 is not None else -1.0, r) for r in run.records if not r.warmup]
         for spec in specs:
             assert spec.window_s is not None
             start, end = spec.window_s
-            kept = tuple(r for r in run.records if not r.warmup and t0 is not None and start <= r.sent_s - t0 < end)
+            kept = tuple(r for t, r in at if start <= t < end)
             span = ((t0 + start, t0 + end),) if t0 is not None else ()
             runs.append(dataclasses.replace(run, level=spec.key, records=kept, windows_s=span))
     sent = sorted({r.index for run in runs for r in run.records})
