@@ -112,10 +112,12 @@ class LevelSpec:
             d.get("max_concurrency"),
             d.get("prompts"),
             int(d.get("attempt", 1)),
-            tuple(LoadPhase(p["concurrency"], p["rate_rps"], float(p["duration_s"])) for p in d.get("phases", ())),
-            float(d.get("transition_s", 0.0)),
-            d.get("window", ""),
-            tuple(d["window_s"]) if d.get("window_s") is not None else None,  # type: ignore[arg-type]
+            phases=tuple(
+                LoadPhase(x["concurrency"], x["rate_rps"], float(x["duration_s"])) for x in d.get("phases", ())
+            ),
+            transition_s=float(d.get("transition_s", 0.0)),
+            window=d.get("window", ""),
+            window_s=tuple(d["window_s"]) if d.get("window_s") is not None else None,  # type: ignore[arg-type]
         )
 
     def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:
