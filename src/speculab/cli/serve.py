@@ -129,6 +129,10 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
     idle_reset_s: float = typer.Option(None, help="Idle seconds after which the server is cold again."),
     max_concurrency: int = typer.Option(None, help="Requests beyond this many queue server-side."),
     decode_slowdown: float = typer.Option(0.0, help="Gap grows by this fraction per extra running request."),
+    switch_above: int = typer.Option(
+        None, help="When the requests running rise above this, each running one stalls --switch-stall-ms once."
+    ),
+    switch_stall_ms: float = typer.Option(0.0, help="The stall at a switch (--switch-above)."),
     num_speculative_tokens: int = typer.Option(
         None, help="k of the vLLM spec-decode counters; default: largest chunk - 1 (0: no counters)."
     ),
@@ -224,6 +228,8 @@ def mock_server(  # long: one line per flag (typer reads the signature), then th
         idle_reset_s=idle_reset_s,
         max_concurrency=max_concurrency,
         decode_slowdown=decode_slowdown,
+        switch_above=switch_above,
+        switch_stall_ms=switch_stall_ms,
         num_speculative_tokens=num_speculative_tokens,
         per_request_spec_decode_metrics=per_request_spec_decode_metrics,
         speculative_config=speculative_config,

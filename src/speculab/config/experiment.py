@@ -177,6 +177,37 @@ class SamplingConfig:
         return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
 
 
+# `loads: {phases: [...], transition_s: S}`: the first seconds after a phase's load changes, judged as their own window
+# (where adaptive speculation fails: it has not yet followed the new load), docs/experiment.md "Phased loads"
+DEFAULT_TRANSITION_S = 5.0
+MAX_PHASES = 200  # a schedule longer than this is a mistake (a burst every 0.1 s for an hour), not a load
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPhase:
+    """One phase of a phased load: closed loop at `concurrency` or open loop at `rate_rps`, held for `duration_s`."""
+
+    concurrency: int | None
+    rate_rps: float | None
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        if (self.concurrency is None) == (self.rate_rps is None) or not self.duration_s > 0:
+            raise ValueError("a load phase needs one of concurrency or rate_rps, and duration_s > 0")
+
+    @property
+    def kind(self) -> str:
+        return "concurrency" if self.concurrency is not None else "rate"
+
+    @property
+    def value(self) -> float:
+        return float(self.concurrency if self.concurrency is not None else self.rate_rps)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        return f"concurrency {self.concurrency}" if self.concurrency is not None else f"{self.rate_rps:g} req/s"
+
+
 @dataclass(frozen=True, slots=True)
 class LoadLevel:
     """One offered load: closed loop at `concurrency`, open loop at `rate_rps`, or a trace workload replayed at its
@@ -191,6 +222,15 @@ class LoadLevel:
     trace_speed: float | None = None  # trace replay (workload trace:PATH): 1 = the recorded times, 2 = twice as fast
     workers: int = 1  # client processes sharing this load (harness.load.coordinator); the offered load is the same
     ray: str | None = None  # the workers as Ray actors on this cluster (harness.load.ray_pool); None: this machine
+    # A phased load (`loads: {phases: [...]}`): these phases one after another, in one block per arm and repeat;
+    # `concurrency` (or `rate_rps`) is then the schedule's peak, and `transition_s` the window after each change
+    phases: tuple[LoadPhase, ...] = ()
+    transition_s: float = DEFAULT_TRANSITION_S
+
+    @property
+    def duration_s(self) -> float:
+        """A phased load's length, seconds (0 for any other load: it runs until its prompts are sent)."""
+        return sum(p.duration_s for p in self.phases)
 
     @property
     def kind(self) -> str:
@@ -206,6 +246,10 @@ class LoadLevel:
 
     @property
     def label(self) -> str:
+        if self.phases:
+            values = [p.value for p in self.phases]
+            shape = " → ".join(f"{v:g}" for v in values) if len(values) <= 6 else f"{min(values):g}–{max(values):g}"
+            return f"{len(values)} phases, {self.kind} {shape} ({self.duration_s:g} s)"
         if self.trace_speed is not None:
             return f"trace ×{self.trace_speed:g}"
         return f"concurrency {self.concurrency}" if self.concurrency is not None else f"{self.rate_rps:g} req/s"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from speculab.config.experiment import (
     DEFAULT_DECIDE_ON,
+    MAX_PHASES,
     STREAM_UNARY_PROMPTS,
     AdaptiveRepeats,
     ArmConfig,
@@ -27,6 +28,7 @@ from speculab.config.experiment import (
     Experiment,
     LaunchConfig,
     LoadLevel,
+    LoadPhase,
     LoadsConfig,
     SamplingConfig,
     SearchConfig,
@@ -38,7 +40,14 @@ from speculab.config.experiment import (
     guardrail_names,
     margins,
 )
-from speculab.config.schema import ChecksSchema, ExperimentSchema, LoadSchema, LoadsSchema, WorkloadSchema
+from speculab.config.schema import (
+    ChecksSchema,
+    ExperimentSchema,
+    LoadSchema,
+    LoadsSchema,
+    PhaseSchema,
+    WorkloadSchema,
+)
 from speculab.errors import UserError, did_you_mean, user_text
 
 
@@ -244,7 +253,10 @@ def _load(m: LoadSchema) -> LoadLevel:
     )
 
 
-def _loads(m: LoadsSchema) -> LoadsConfig:
+def _loads(m: LoadsSchema, source: str = "") -> LoadsConfig:
+    if m.phases is not None:
+        phased = _phased(m, source)
+        return LoadsConfig(phased, phased, ())
     if m.search is None:
         assert m.operating is not None  # LoadsSchema: one of the two
         return LoadsConfig(_load(m.operating), _load(m.low), tuple(_load(x) for x in m.sweep))
@@ -254,6 +266,51 @@ def _loads(m: LoadsSchema) -> LoadsConfig:
     )
     lowest = LoadLevel(concurrency=int(s.low)) if s.kind == "concurrency" else LoadLevel(rate_rps=s.low)
     return LoadsConfig(lowest, lowest, (), search)
+
+
+def _phase(axis: str, value: float, duration_s: float) -> LoadPhase:
+    return LoadPhase(round(value), None, duration_s) if axis == "concurrency" else LoadPhase(None, value, duration_s)
+
+
+def expand_phase(m: PhaseSchema) -> list[LoadPhase]:
+    """One entry of `loads.phases` -> its phases: itself, or what its shorthand stands for (docs/experiment.md)."""
+    if m.concurrency is not None or m.rate is not None:
+        assert m.duration_s is not None  # PhaseSchema: a plain phase has one
+        return [LoadPhase(m.concurrency, m.rate, m.duration_s)]
+    if m.ramp is not None:
+        r = m.ramp
+        step_s = r.over / r.steps
+        return [_phase(r.axis, r.from_ + (r.to - r.from_) * i / (r.steps - 1), step_s) for i in range(r.steps)]
+    if m.burst is not None:
+        b = m.burst
+        quiet = [_phase(b.axis, b.base, b.every - b.for_)]
+        return quiet + [_phase(b.axis, b.peak, b.for_), *quiet] * b.times
+    z = m.zigzag
+    assert z is not None  # PhaseSchema: exactly one of the five
+    low = [_phase(z.axis, z.low, z.every)]
+    return low + [_phase(z.axis, z.high, z.every), *low] * z.times
+
+
+def _phased(m: LoadsSchema, source: str) -> LoadLevel:
+    """`loads: {phases: [...]}` -> one load that runs the schedule (its peak as its `concurrency` or `rate_rps`)."""
+    assert m.phases is not None
+    phases: list[LoadPhase] = []
+    for entry in m.phases:
+        phases.extend(expand_phase(entry))
+    where = f"{source}: loads.phases" if source else "loads.phases"
+    kinds = sorted({p.kind for p in phases})
+    if len(kinds) > 1:
+        raise UserError(f"{where}: mixes concurrency and rate phases; use one axis (a ramp or burst: its `axis`)")
+    if len(phases) > MAX_PHASES:
+        raise UserError(f"{where}: {len(phases)} phases, more than {MAX_PHASES}; use fewer or longer phases")
+    peak = max(p.value for p in phases)
+    closed = kinds[0] == "concurrency"
+    return LoadLevel(
+        concurrency=round(peak) if closed else None,
+        rate_rps=None if closed else peak,
+        phases=tuple(phases),
+        transition_s=m.transition_s,
+    )
 
 
 def _stream_unary(checks: bool | ChecksSchema) -> int:
@@ -297,7 +354,7 @@ def _to_experiment(m: ExperimentSchema, source: str) -> Experiment:
         sampling=SamplingConfig(
             s.temperature, s.top_p, s.top_k, s.seed, s.max_tokens, s.min_tokens, s.ignore_eos, s.logprobs
         ),
-        loads=_loads(m.loads),
+        loads=_loads(m.loads, source),
         slos=SloTargets(m.slos.ttft_s, m.slos.tpot_s, m.slos.e2e_s, m.slos.attainment),
         repeats=m.repeats if isinstance(m.repeats, int) else m.repeats.max,
         adaptive=None

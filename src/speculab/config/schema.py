@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from speculab.config.experiment import (
     DEFAULT_MAX_TOKENS,
+    DEFAULT_TRANSITION_S,
     KNOWN_METHODS,
+    MAX_PHASES,
     MAX_STREAM_UNARY_PROMPTS,
     NEEDS_MODEL,
     SEARCH_GROUPS,
@@ -219,23 +221,103 @@ class SearchSchema(_Model):
         return self
 
 
+_Axis = Literal["concurrency", "rate"]
+_Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+_Load = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class RampSchema(_Model):
+    """`{ramp: {from, to, over, steps, axis}}`: `steps` equal phases from `from` to `to` over `over` seconds."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    from_: _Load = Field(alias="from")
+    to: _Load
+    over: _Seconds
+    steps: int = Field(default=4, ge=2, le=MAX_PHASES)
+    axis: _Axis = "concurrency"
+
+
+class BurstSchema(_Model):
+    """`{burst: {base, peak, every, for, times, axis}}`: `base` for `every - for` seconds, then `peak` for `for`
+    seconds, `times` times over, then `base` again for `every - for` seconds."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    base: _Load
+    peak: _Load
+    every: _Seconds
+    for_: _Seconds = Field(alias="for")
+    times: int = Field(default=3, ge=1, le=MAX_PHASES // 2 - 1)
+    axis: _Axis = "concurrency"
+
+    @model_validator(mode="after")
+    def _inside(self) -> BurstSchema:
+        if self.for_ >= self.every:
+            raise ValueError(f"for ({self.for_:g} s) must be < every ({self.every:g} s): a burst is part of its period")
+        return self
+
+
+class ZigzagSchema(_Model):
+    """`{zigzag: {low, high, every, times, axis}}`: low, high, low, ... each held `every` seconds, `times` highs."""
+
+    low: _Load
+    high: _Load
+    every: _Seconds
+    times: int = Field(default=2, ge=1, le=MAX_PHASES // 2 - 1)
+    axis: _Axis = "concurrency"
+
+
+class PhaseSchema(_Model):
+    """One entry of `loads.phases`: `{concurrency: N | rate: R, duration_s: D}`, or a shorthand (ramp, burst,
+    zigzag) that stands for several phases."""
+
+    concurrency: int | None = Field(default=None, ge=1)
+    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    duration_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    ramp: RampSchema | None = None
+    burst: BurstSchema | None = None
+    zigzag: ZigzagSchema | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PhaseSchema:
+        given = [k for k in ("concurrency", "rate", "ramp", "burst", "zigzag") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of `concurrency` or `rate` (with `duration_s`), or a shorthand `ramp`, `burst` or "
+                f"`zigzag` (got {', '.join(given) or 'none'})"
+            )
+        plain = given[0] in ("concurrency", "rate")
+        if plain and self.duration_s is None:
+            raise ValueError(f"a {given[0]} phase needs duration_s: how long it is held, seconds")
+        if not plain and self.duration_s is not None:
+            raise ValueError(f"{given[0]} sets its own durations: remove duration_s")
+        return self
+
+
 class LoadsSchema(_Model):
-    operating: LoadSchema | None = None  # required unless `search` places the loads
+    operating: LoadSchema | None = None  # required unless `search` or `phases` places the loads
     low: LoadSchema = LoadSchema(concurrency=1)
     sweep: list[LoadSchema] = Field(default_factory=list)
     search: SearchSchema | None = None
+    phases: list[PhaseSchema] | None = Field(default=None, min_length=1)
+    transition_s: float = Field(default=DEFAULT_TRANSITION_S, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _search_or_levels(self) -> LoadsSchema:
-        if self.search is None and self.operating is None:
+        if self.search is None and self.operating is None and self.phases is None:
             raise ValueError(
-                "give `operating` (the load you serve at), or `search: {kind, low, high}` to find the crossover"
+                "give `operating` (the load you serve at), `search: {kind, low, high}` to find the crossover, or "
+                "`phases: [...]` for a load that changes"
             )
         fixed = [k for k in ("operating", "low", "sweep") if k in self.model_fields_set]
         if self.search is not None and fixed:
             raise ValueError(
                 f"search places its own loads: remove {', '.join(fixed)} (a search needs no fixed levels beside it)"
             )
+        if self.phases is not None and (fixed or self.search is not None):
+            others = ", ".join(fixed + (["search"] if self.search is not None else []))
+            raise ValueError(f"phases is the whole load schedule: remove {others} (or run them as another experiment)")
+        if self.phases is None and "transition_s" in self.model_fields_set:
+            raise ValueError("transition_s applies to `phases` only")
         return self
 
     @model_validator(mode="after")

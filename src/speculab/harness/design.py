@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from speculab.config.experiment import LoadPhase
 from speculab.harness.records import ColdStartTimes, RequestSpec
 
 BASELINE = "baseline"
@@ -38,6 +39,14 @@ class LevelSpec:
     # sized from its load's spread (harness.search.policy.probe_groups) makes differ from `prompts` x (attempt - 1);
     # None: that product (every attempt the same size)
     start: int | None = None
+    # A phased load (`loads: {phases: [...]}`): the schedule run as one block (kind its axis, value its peak), and the
+    # window after each change judged apart (`transition_s`); its directory is "phased"
+    phases: tuple[LoadPhase, ...] = ()
+    transition_s: float = 0.0
+    # One window of a phased load, as the verdict judges it (`verdict.phases`): "p<n>" (phase n past its
+    # transition) or "t<n>" (the first `transition_s` into phase n), and its (start, end) seconds into the schedule
+    window: str = ""
+    window_s: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
@@ -48,18 +57,36 @@ class LevelSpec:
 
     @property
     def key(self) -> str:
-        """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2."""
+        """Directory name: c<concurrency>, r<rate> or t<trace speed>, e.g. c16, r8, r0.5, t2; "phased" for a phased
+        load, and a phase's window its `window` (p1, t2, ...)."""
+        if self.phases:
+            return "phased"
+        if self.window:
+            return self.window
         key = {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
         return key if self.attempt == 1 else f"{key}-{self.attempt}"
 
     @property
     def label(self) -> str:
+        if self.phases:
+            values = " → ".join(f"{p.value:g}" for p in self.phases[:6]) + (" → …" if len(self.phases) > 6 else "")
+            return f"phased {self.kind} {values}"
+        if self.window and self.window_s is not None:
+            load = f"concurrency {self.value:g}" if self.kind == "concurrency" else f"{self.value:g} req/s"
+            start, end = self.window_s
+            into = "into " if self.window.startswith("t") else ""
+            return f"{into}phase {self.window[1:]}, {load} ({start:g}–{end:g} s)"
         again = "" if self.attempt == 1 else f" (probe {self.attempt})"
         if self.kind == "concurrency":
             return f"concurrency {self.value:g}{again}"
         if self.kind == "trace":
             return f"trace ×{self.value:g}{again}"
         return f"{self.value:g} req/s{again}"
+
+    @property
+    def shown_at(self) -> float:
+        """Where the report shows this load along its axis: its value, or a schedule window's start (time order)."""
+        return self.window_s[0] if self.window_s is not None else self.value
 
     @property
     def open_loop(self) -> bool:
@@ -72,7 +99,9 @@ class LevelSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self) | {"key": self.key, "label": self.label}
-        for k, default in (("prompts", None), ("attempt", 1), ("start", None)):
+        d["phases"] = [asdict(p) for p in self.phases]
+        for k, default in (("prompts", None), ("attempt", 1), ("start", None), ("phases", []), ("transition_s", 0.0),
+                           ("window", ""), ("window_s", None)):  # fmt: skip
             if d[k] == default:  # as before the keys existed: a fixed level's plan identity (`--resume`) is unchanged
                 del d[k]
         return d
@@ -87,7 +116,13 @@ class LevelSpec:
             d.get("max_concurrency"),
             d.get("prompts"),
             int(d.get("attempt", 1)),
-            d.get("start"),
+            start=d.get("start"),
+            phases=tuple(
+                LoadPhase(x["concurrency"], x["rate_rps"], float(x["duration_s"])) for x in d.get("phases", ())
+            ),
+            transition_s=float(d.get("transition_s", 0.0)),
+            window=d.get("window", ""),
+            window_s=tuple(d["window_s"]) if d.get("window_s") is not None else None,  # type: ignore[arg-type]
         )
 
     def items_of(self, items: tuple[RequestSpec, ...]) -> tuple[RequestSpec, ...]:

@@ -268,6 +268,9 @@ class MemorySample:
     rss_bytes: float | None = None  # resident set of the server process tree (CPU engines)
     kv_usage: float | None = None  # engine KV-cache usage gauge, fraction 0..1
     gpu_power_w: float | None = None  # NVML board power, summed over the visible GPUs (watts); None: no NVML device
+    # the engine's speculation counters at this moment, where its adapter names them (servers.memory.spec_counters):
+    # "draft_tokens", "accepted_tokens", and "k=<k>" (decode steps that speculated k tokens); {}: none read
+    spec_counters: Mapping[str, float] = field(default_factory=dict)
 
 
 # Where an acceptance's numbers come from (`AcceptanceSummary.provenance`): the engine verified the drafts against the

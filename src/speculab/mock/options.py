@@ -28,6 +28,8 @@ class MockFlags:
     idle_reset_s: float | None = None
     max_concurrency: int | None = None
     decode_slowdown: float = 0.0
+    switch_above: int | None = None
+    switch_stall_ms: float = 0.0
     num_speculative_tokens: int | None = None
     per_request_spec_decode_metrics: bool = False
     speculative_config: str | None = None
@@ -94,6 +96,8 @@ def mock_config_from_flags(f: MockFlags) -> MockConfig:
             idle_reset_s=f.idle_reset_s,
             max_concurrency=f.max_concurrency,
             decode_slowdown_per_request=f.decode_slowdown,
+            switch_above=f.switch_above,
+            switch_stall_s=f.switch_stall_ms / 1e3,
             num_speculative_tokens=k,
             per_request_spec_metrics=f.per_request_spec_decode_metrics,
             prefix_cache=f.prefix_cache,

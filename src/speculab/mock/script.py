@@ -114,6 +114,11 @@ class MockConfig:
     idle_reset_s: float | None = None  # idle time after which the server is cold again; None: only at start
     max_concurrency: int | None = None  # requests beyond it queue server-side (shows as TTFT); None: unlimited
     decode_slowdown_per_request: float = 0.0  # gap x (1 + this x (running - 1)): batching slows decode
+    # A switch at a load threshold (issue 52: an engine that re-plans its speculation when the batch grows, as
+    # vLLM's dynamic speculation does by batch size): when the requests running rise above `switch_above`, every
+    # request running then has its next chunk gap (after its first token) `switch_stall_s` longer, once. None: none
+    switch_above: int | None = None
+    switch_stall_s: float = 0.0
     num_speculative_tokens: int = 0  # k > 0 exposes vLLM spec-decode counters; chunks must be <= k + 1 tokens
     # k > 0: each response also carries vLLM's per-request `metrics.speculative_decoding` (its
     # --per-request-spec-decode-metrics summary), on the usage chunk when streaming, in the body otherwise
@@ -189,6 +194,9 @@ class MockConfig:
         for name in times:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.decode_slowdown_per_request >= 0, "decode_slowdown_per_request must be >= 0")
+        need(self.switch_above is None or self.switch_above >= 1, "switch_above must be >= 1 (or None)")
+        need(self.switch_stall_s >= 0, "switch_stall_s must be >= 0")
+        need(not (self.step_batched and self.switch_above is not None), "switch_above applies to the paced mode")
         need(len(self.chunk_pattern) > 0, "tokens_per_chunk pattern must not be empty")
         need(all(n >= 1 for n in self.chunk_pattern), f"tokens_per_chunk values must be >= 1: {self.tokens_per_chunk}")
         need(self.output_tokens >= 1, f"output_tokens must be >= 1, got {self.output_tokens}")

@@ -124,6 +124,7 @@ class MockState:
         self.n_requests = 0
         self.slots = asyncio.Semaphore(cfg.max_concurrency) if cfg.max_concurrency else None
         self.running = 0
+        self.switches = 0  # times the requests running rose above cfg.switch_above (PacedChunks stalls once each)
         self.waiting = 0
         self.warm_until: float | None = None  # None: never warmed
         self.last_done_t: float | None = None  # loop time the last request ended
@@ -144,7 +145,7 @@ class MockState:
         """Where a request's chunks come from once it is ready at `first_due` (prefill done): its own pace, or the
         engine loop's steps."""
         if self.steps is None:
-            return PacedChunks(self.cfg, first_due, n_tokens, lambda: self.running)
+            return PacedChunks(self.cfg, first_due, n_tokens, lambda: self.running, lambda: self.switches)
         return BatchedChunks(self.steps, first_due, n_tokens, self._wait_until)
 
     def next_id(self) -> int:
@@ -182,6 +183,8 @@ class MockState:
             m.waiting.set(self.waiting)
         self.running += 1
         m.running.set(self.running)
+        if self.cfg.switch_above is not None and self.running == self.cfg.switch_above + 1:
+            self.switches += 1
         try:
             yield t_admit
         finally:

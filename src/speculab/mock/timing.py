@@ -47,10 +47,19 @@ class PacedChunks:
     """The default script: chunk i+1 is due `gap_s` x (1 + `decode_slowdown_per_request` x (running - 1)) after chunk
     i, running read when chunk i has been written; sizes follow `tokens_per_chunk`."""
 
-    def __init__(self, cfg: MockConfig, first_due: float, n_tokens: int, running: Callable[[], int]):
-        self.cfg, self.running = cfg, running
+    def __init__(
+        self,
+        cfg: MockConfig,
+        first_due: float,
+        n_tokens: int,
+        running: Callable[[], int],
+        switches: Callable[[], int] = lambda: 0,
+    ):
+        self.cfg, self.running, self.switches = cfg, running, switches
         self.sizes = chunk_sizes(cfg.chunk_pattern, n_tokens)
         self.i, self.due = 0, first_due
+        # the switches seen so far: one after this stream began delays its next gap, once
+        self.seen = switches()
 
     def fault_token(self, pos: float) -> int:
         """The token offset of the chunk a mid-stream fault strikes before: a chunk after the first when there are
@@ -62,6 +71,10 @@ class PacedChunks:
         cfg = self.cfg
         if self.i > 0:
             self.due += cfg.gap_s * (1 + cfg.decode_slowdown_per_request * (max(self.running(), 1) - 1))
+        # the load crossed cfg.switch_above while this stream ran: its next gap (never its first token) waits once
+        if self.i > 0 and self.switches() != self.seen:
+            self.seen = self.switches()
+            self.due += cfg.switch_stall_s
         pattern = cfg.chunk_pattern
         chunk = Chunk(self.sizes[self.i], pattern[self.i % len(pattern)], self.due)
         self.i += 1

@@ -182,11 +182,29 @@ def _headline(report: Any, labels: Mapping[str, str]) -> str:
             return f"ship each decided band's configuration; undecided at {undecided} (see below){shown}"
         return f"undecided at {undecided}: no candidate is shown to pay there yet (see below)"
     blocked = [a for a in rec.answers if a.answer == "plain" and a.why == "guardrail" and math.isfinite(a.speedup)]
+    if rec.form == "per-phase":
+        return _per_phase_headline(report, labels)
     if rec.form == "plain" and blocked:
         a = max(blocked, key=lambda x: x.speedup)
         who = f"{labels.get(a.candidate, a.candidate)} at {loads.get(a.level, a.level)}"
         return f"keep plain decoding: {who}: {answer_phrase(report, a)}"
     return _ship_headline(report, labels, search) + _tolerated_suffix(rec, loads)
+
+
+def _per_phase_headline(report: Any, labels: Mapping[str, str]) -> str:
+    """A phased load whose windows chose differently: where each candidate ships, and the windows that keep plain
+    with why (a transition where a guardrail broke, a phase where it does not pay), each named."""
+    rec = report.recommendation
+    ship = [c for c in rec.loads if c.answer == "ship"]
+    who = ", ".join(dict.fromkeys(labels.get(c.choice, c.choice) for c in ship))
+    where = ", ".join(c.label for c in ship)
+    plain = []
+    for c in rec.loads:
+        if c.answer != "plain":
+            continue
+        why = [a for a in rec.answers if a.level == c.level and a.answer == "plain"]
+        plain.append(f"{c.label} ({answer_phrase(report, why[0])})" if why else c.label)
+    return f"the choice depends on the phase: {who} pays at {where}; keep plain at {'; '.join(plain)}"
 
 
 def _tolerated_suffix(rec: Any, loads: Mapping[str, str]) -> str:
@@ -344,23 +362,24 @@ def _floors_lines(rec: Any) -> list[str]:
 def _band_lines(report: Any, labels: Mapping[str, str]) -> list[str]:
     """One line per band: its loads, its choice with the speedup (or why plain, or what is undecided), its edge."""
     rec = report.recommendation
-    by_level = {c.value: c for c in rec.loads}
+    # the bands cut the loads' choices in order (a phased load's windows repeat a value: never look one up by it)
+    choices = iter(rec.loads)
     answers = getattr(rec, "answers", ())
     out = []
     for b in rec.bands:
+        mine = [c for c in (next(choices, None) for _ in b.loads) if c is not None]
         if b.choice == UNDECIDED_CHOICE:  # one line per load: each says what would decide it there
-            for v in b.loads:
-                here = [a for a in answers if a.level == by_level[v].level and a.answer != "ship"]
+            for c in mine:
+                here = [a for a in answers if a.level == c.level and a.answer != "ship"]
                 why = "; ".join(f"{labels.get(a.candidate, a.candidate)}: {answer_phrase(report, a)}" for a in here)
-                if by_level[v].decision == DISAGREE:  # measured more than once (a search): the answers differ
-                    n = sum(1 for lv in report.levels if lv.kind == rec.axis and lv.value == v)
+                if c.decision == DISAGREE:  # measured more than once (a search): the answers differ
+                    n = sum(1 for lv in report.levels if lv.kind == rec.axis and lv.value == c.value)
                     why = f"{DISAGREE}: {n} measurements at this load gave different answers"
-                out.append(f"  {by_level[v].label}: undecided ({why or by_level[v].decision})")
+                out.append(f"  {c.label}: undecided ({why or c.decision})")
             continue
         loads = ", ".join(b.load_labels)
         picks = []
-        for v in b.loads:
-            c = by_level[v]
+        for c in mine:
             if c.decision == "faster":
                 tied = f", tied with {', '.join(labels.get(t, t) for t in c.tied)}" if c.tied else ""
                 if c.kept_over:

@@ -158,3 +158,18 @@ def test_a_loop_that_fails_leaves_no_request_waiting_for_a_step() -> None:
         return first, late.inbox.get_nowait()
 
     assert _run(ALWAYS, scenario, running=broken) == (None, None)
+
+
+def test_a_switch_while_a_stream_runs_lengthens_its_next_gap_once_never_its_first_token() -> None:
+    switches = [0]
+    cfg = MockConfig(gap_s=0.02, output_tokens=5, switch_above=8, switch_stall_s=0.5)
+
+    async def main() -> list[float]:
+        late = PacedChunks(cfg, 1.0, 5, lambda: 9, lambda: switches[0])
+        switches[0] = 1  # the load crossed 8 before this stream's first token: its first chunk is on time
+        due = [(await late.next()).due]
+        due += [(await late.next()).due for _ in range(2)]  # the gap after it waits the switch's 0.5 s, once
+        after = PacedChunks(cfg, 1.0, 5, lambda: 9, lambda: switches[0])  # began after the switch: no wait
+        return [*due, (await after.next()).due, (await after.next()).due]
+
+    assert asyncio.run(main()) == pytest.approx([1.0, 1.52, 1.54, 1.0, 1.02])

@@ -101,7 +101,20 @@ def block_seed(seed: int, block: int) -> int:
 
 
 def load_config(lv: LoadLevel, n: int, warmup: int, seed: int, block: int = 0) -> LoadConfig:
-    """Level `lv`'s load over `n` items (after `warmup` requests), for the level's block number `block`."""
+    """Level `lv`'s load over `n` items (after `warmup` requests), for the level's block number `block`. A phased
+    load runs for its schedule's length, whatever `n` (each phase cycles the items)."""
+    if lv.phases:
+        arrival = None if lv.rate_rps is None else ArrivalConfig(lv.rate_rps, lv.arrival, lv.burstiness)  # type: ignore[arg-type]
+        cap = lv.concurrency if lv.rate_rps is None else lv.max_concurrency
+        return LoadConfig(
+            concurrency=cap,
+            arrival=arrival,
+            warmup=warmup,
+            seed=seed,
+            phases=lv.phases,
+            duration_s=lv.duration_s,
+            transition_s=lv.transition_s,
+        )
     if lv.concurrency is not None:
         return LoadConfig(concurrency=lv.concurrency, num_prompts=n, warmup=warmup, seed=seed, ramp_up_s=lv.ramp_up_s)
     if lv.trace_speed is not None:
@@ -190,6 +203,14 @@ class _BlockRequest:
         items = self.warmup_items if warmup else self.block
         item = sent_as(items[spec.index % len(items)], spec)
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
+
+
+def _sent_as(b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | None) -> RequestFunc:
+    """What one block's requests send: a schedule's are its windows' own, numbered by window (load.phases), sent as
+    the runner made them; any other block's positions stand for its items (`_BlockRequest`)."""
+    if lv.phases:
+        return b.request
+    return _BlockRequest(b.request, b.items, items, watch.admit if watch is not None else None)
 
 
 class BlockRunner:
@@ -324,6 +345,7 @@ class BlockRunner:
             t0_s=t0_s,
             clock=self.clock,
             api_key=arm.api_key,
+            counters=adapter_for(self.engine_of(arm.info.name)).acceptance,
         )
         probe = HealthProbe(clock=self.clock)
 
@@ -331,6 +353,8 @@ class BlockRunner:
             seen.resets.append(await self.resets.before(self.session, arm, b.number, self.plan.cache_reset))
             if b.scrape_before:
                 seen.before = await scrape_metrics(self.session, arm.info.url, api_key=arm.api_key)
+            if self.plan.loads[b.level_i].phases:  # a schedule's samples in seconds into it, as its requests are
+                sampler.t0_s = self.clock()
             sampler.start()
             probe.start()
 
@@ -402,9 +426,7 @@ class BlockRunner:
             else:
                 outcome = await run_load(
                     b.items,
-                    _BlockRequest(
-                        b.request, b.items, self.plan.setup.items, watch.admit if watch is not None else None
-                    ),
+                    _sent_as(b, lv, self.plan.setup.items, watch),
                     self.session,
                     load,
                     on_record=on_record,

@@ -200,6 +200,10 @@ def _levels_and_loads(exp: Experiment) -> tuple[tuple[LevelSpec, ...], tuple[Loa
     """Distinct levels in run order (low, operating, sweep), each with all its roles."""
     if exp.loads.search is not None:
         return (), ()  # a search places its levels as it goes (commands.run.probing)
+    op = exp.loads.operating
+    if op.phases:  # the whole schedule is one level, run as one block per arm and repeat
+        phased = LevelSpec(op.kind, op.value, ("operating",), phases=op.phases, transition_s=op.transition_s)
+        return (phased,), (op,)
     specs: dict[tuple[str, float], LevelSpec] = {}
     loads: dict[tuple[str, float], LoadLevel] = {}
     tagged = [(exp.loads.low, "low"), (exp.loads.operating, "operating"), *((lv, "sweep") for lv in exp.loads.sweep)]
@@ -256,6 +260,7 @@ def plan_experiment(
             f"{exp.source}: loads {', '.join(trace_levels)} replay a trace's arrival times, but the workload "
             f"{exp.workload.spec!r} has none; use workload.spec: trace:PATH, or give those loads a rate"
         )
+    _check_phased(exp, wl)
     for lv in loads:
         if lv.workers > 1 and lv.concurrency is not None and lv.concurrency < lv.workers:
             raise UserError(
@@ -301,6 +306,22 @@ def plan_experiment(
         notes=notes,
         cache_reset=exp.cache_reset,
     )
+
+
+def _check_phased(exp: Experiment, wl: Workload) -> None:
+    """A phased load runs its schedule as one block per arm in launch mode, single turns (one client process: its
+    schema has no `workers`)."""
+    op = exp.loads.operating
+    if not op.phases:
+        return
+    where = f"{exp.source}: loads.phases"
+    if exp.two_url_mode:
+        raise UserError(
+            f"{where}: a schedule runs each arm whole, one after the other, in launch mode; give baseline.launch "
+            "(two-URL mode splits a load into blocks of prompts, which cuts a schedule apart)"
+        )
+    if any(it.turn is not None and it.turn > 1 for it in wl.items):
+        raise UserError(f"{where}: a schedule sends single requests; use a single-turn workload")
 
 
 def _check_methods(exp: Experiment) -> tuple[ReportWarning, ...]:
@@ -559,6 +580,8 @@ def describe_plan(plan: RunPlan) -> list[str | ReportWarning]:
     n = sum(1 for _ in conversations(s.items))
     what = "prompts" if n == len(s.items) else "conversations"
     for lv in s.levels:
+        if lv.phases:
+            continue  # a schedule sends as many as its time allows
         c = group_size(lv.kind, lv.value)  # an open loop's in-flight count is known only once it ran
         groups = -(-n // c)  # as analysis.groups.concurrent_groups cuts them: the last group may be partial
         if c > 1 and groups < MIN_PAIRS:

@@ -40,6 +40,7 @@ from speculab.harness.client.probe import ServerInfo, choose_model, probe_endpoi
 from speculab.harness.client.request import make_session, request_func
 from speculab.harness.design import LevelSpec, stream_unary_sample
 from speculab.harness.load.interrupt import run_interruptible
+from speculab.harness.load.phases import windows
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.results.warnings import ReportWarning
 from speculab.harness.servers.adapters import adapter_for, engine_kinds, response_reader
@@ -160,6 +161,8 @@ def size_lines(plan: RunPlan) -> list[str | ReportWarning]:
     search's may end in a warning (a record the CLI words)."""
     if plan.setup.search is not None:
         return search_size_lines(plan)
+    if any(lv.phases for lv in plan.setup.levels):
+        return schedule_lines(plan)
     n, arms, loads, repeats = requests_per_arm(plan), len(plan.arms), len(plan.setup.levels), _max_repeats(plan)
     upto = "up to " if plan.setup.sequential is not None else ""
     total = n * arms * loads * repeats
@@ -174,8 +177,30 @@ def size_lines(plan: RunPlan) -> list[str | ReportWarning]:
     return lines
 
 
+def schedule_lines(plan: RunPlan) -> list[str | ReportWarning]:
+    """A phased load's size: its schedule, phase by phase, and its length (a schedule runs for its time, sending as
+    many requests as each arm finishes)."""
+    (lv,) = plan.setup.levels
+    arms, repeats = len(plan.arms), _max_repeats(plan)
+    total = sum(p.duration_s for p in lv.phases)
+    lines: list[str | ReportWarning] = [
+        f"schedule: {len(lv.phases)} phases, {total:g} s per arm and repeat; {arms} arms x {repeats} repeats = "
+        f"{total * arms * repeats:g} s of load (+ {plan.warmup_requests} warmup per launch); each change's first "
+        f"{lv.transition_s:g} s judged as its own window"
+    ]
+    for w in windows(lv.phases):
+        when = f"{w.phase.duration_s:.4g} s ({w.start_s:.4g}–{w.end_s:.4g} s)"
+        lines.append(f"  phase {w.number}: {w.phase.label} for {when}")
+    if plan.launch_mode:
+        lines.append(f"launches: {launches(plan)} ({arms} arms x {repeats} repeats, one server at a time)")
+    return lines
+
+
 def level_s(level: LevelSpec, n: int, timing: Timing, items: Sequence[RequestSpec]) -> float:
-    """Seconds one arm spends at one load: N requests at its concurrency, rate or trace speed."""
+    """Seconds one arm spends at one load: N requests at its concurrency, rate or trace speed; a phased load's
+    schedule length."""
+    if level.phases:
+        return sum(p.duration_s for p in level.phases) + timing.e2e_s
     if level.kind == "concurrency":
         # the last requests run with fewer in flight: half a request's time longer
         return n * timing.e2e_at(level.value) / level.value + timing.e2e_at(level.value) / 2

@@ -14,6 +14,9 @@ engine accepts one, keyed on the batch size (concurrency axis only: a request ra
   used only where the run's detected vLLM version is at least that one;
 - any other engine: the lowest band's candidate as is, and a note that above its band plain pays.
 
+A phased load whose windows chose differently ("per-phase": plain at a transition or in a phase) ships nothing: its
+windows are times, which no engine keys on, and traffic that changes as the schedule did passes through them.
+
 Where the edge is only bracketed (no crossover between the two loads), speculation is turned off above the highest
 load measured to pay: the safe side, since nothing measured shows it paying beyond.
 """
@@ -74,6 +77,10 @@ def recommend_config(rec: RecommendationView | None, exp: Experiment, engine: st
         return Recommended(None, (), "plain", ("no candidate pays at any measured load: keep the baseline command",))
     if rec.form == "incomplete":
         return Recommended(None, (), "none", ("the run did not finish: nothing is recommended until it does",))
+    if rec.form == "per-phase":  # a schedule's windows are times, not loads an engine can key on
+        plain = ", ".join(c.label for c in rec.loads if c.answer == "plain")
+        note = f"plain decoding is chosen at {plain}: traffic that changes as the schedule did passes through it"
+        return Recommended(None, (), "plain", (f"{note}; keep the baseline command",))
     specs = _specs(exp)
     chosen = [(i, b) for i, b in enumerate(rec.bands) if b.choice not in (BASELINE_CHOICE, UNDECIDED_CHOICE)]
     if rec.form == "undecided":

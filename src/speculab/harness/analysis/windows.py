@@ -85,6 +85,15 @@ def _in_flight(
             yield g, t1 - t0, sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in g)
 
 
+def mean_in_flight(records: Sequence[RequestRecord], window: Window) -> float:
+    """Requests in flight over `window`, time-weighted (Little's law), whenever each was sent: a window cut from a
+    longer closed loop holds requests sent before it too."""
+    t0, t1 = window
+    if t1 <= t0:
+        return 0.0
+    return sum(max(0.0, min(r.end_s, t1) - max(r.sent_s, t0)) for r in records) / (t1 - t0)
+
+
 def achieved_concurrency(records: Sequence[RequestRecord], windows: Sequence[Window] = ()) -> float | None:
     """Time-weighted mean of requests in flight over `full_loop_span` of each of the arm's blocks (one block in
     launch mode; in two-URL mode the other arm runs between them, and that time is not this arm's): Little's law,

@@ -27,16 +27,19 @@ import dataclasses
 import gc
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import numpy as np
 
+from speculab.config.experiment import LoadPhase
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import Clock
 from speculab.harness.client.request import RequestFunc
 from speculab.harness.load.arrivals import ArrivalConfig, send_offsets
+from speculab.harness.load.phases import PhaseWindow, open_schedule, phase_at, phase_prompts, segments
 from speculab.harness.records import RequestRecord, RequestSpec
 from speculab.harness.workload.conversation import continue_turn, conversations
 from speculab.serving.pacing import SEND_SPIN_S, sleep_until
@@ -59,6 +62,11 @@ class LoadConfig:
     # trace replay: offsets are (arrival - this) / speed; None: from the first arrival sent (a block, or a trace,
     # starts at its own first request). load.worker_plan hands each worker absolute offsets with origin 0.
     trace_origin_s: float | None = None
+    # A phased load (load.phases): these phases one after another, `duration_s` their total; closed loop when they
+    # hold concurrencies (workers above the phase's concurrency wait), open loop when rates (`arrival` then gives
+    # the arrival kind and burstiness, its rate the peak's). Each phase sends its own prompts (`phases.phase_prompts`)
+    phases: tuple[LoadPhase, ...] = ()
+    transition_s: float = 0.0  # phased: each change's first seconds send their own prompts (phases.segments)
     # open loop: wake this long before each send time and yield until it (serving.pacing: sends land within ~0.05 ms
     # instead of asyncio's 1-2 ms late), at the price of up to this much CPU per request; 0 sleeps plainly
     send_spin_s: float = SEND_SPIN_S
@@ -83,6 +91,11 @@ class LoadConfig:
                 raise UserError("a trace sets its own arrival times: drop --rate (use --trace-speed to scale them)")
             if self.ramp_up_s > 0:
                 raise UserError("--ramp-up staggers closed-loop workers; a trace sets its own arrival times")
+        if self.phases:
+            if self.duration_s is None or abs(self.duration_s - sum(p.duration_s for p in self.phases)) > 1e-9:
+                raise ValueError("a phased load's duration_s is its phases' total")
+            if self.trace_speed is not None or self.ramp_up_s > 0:
+                raise UserError("a phased load sets its own pacing: drop --trace-speed and --ramp-up")
         if self.ramp_up_s > 0 and self.arrival is not None:
             raise UserError(
                 "--ramp-up staggers closed-loop workers; with --rate the arrival process sets the pacing: drop "
@@ -91,6 +104,8 @@ class LoadConfig:
 
     @property
     def mode(self) -> str:
+        if self.phases:
+            return "phased"
         if self.trace_speed is not None:
             return "trace"
         return "closed" if self.arrival is None else "open"
@@ -108,6 +123,7 @@ class LoadConfig:
             "seed": self.seed,
             "ramp_up_s": self.ramp_up_s,
             "trace_speed": self.trace_speed,
+            **({"phases": [dataclasses.asdict(p) for p in self.phases]} if self.phases else {}),
         }
 
 
@@ -277,6 +293,48 @@ async def _closed_loop(
         await asyncio.gather(*workers, return_exceptions=True)
 
 
+async def _phased_closed(run: _Run, items: Sequence[RequestSpec], placed: Sequence[PhaseWindow]) -> None:
+    """Closed-loop phases: as many workers as the peak's concurrency; worker k sends (the running segment's next
+    prompt, when its previous request finished) only in phases of concurrency above k, and waits out the others.
+    A request in flight when its phase ends finishes: a load drops as fast as the requests in flight end."""
+    streams = [phase_prompts(items, i) for i in range(len(placed))]
+    peak = max(w.phase.concurrency or 1 for w in placed)
+
+    async def worker(k: int) -> None:
+        while True:
+            now = run.clock()  # one reading: the segment chosen and the request's scheduled time agree exactly
+            i = phase_at(placed, now - run.t0)
+            if i is None:
+                return
+            if k >= (placed[i].phase.concurrency or 1):
+                await sleep_until(run.t0 + placed[i].end_s, run.clock, 0.0)
+                continue
+            job = run.start(next(streams[i]), now, False)
+            await asyncio.wait({job})  # as _closed_loop: a cancelled worker leaves its job to be cancelled apart
+            run.raise_failure()
+
+    workers = [asyncio.create_task(worker(k)) for k in range(peak)]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+def _phased_load(run: _Run, items: Sequence[RequestSpec], load: LoadConfig) -> Coroutine[Any, Any, None]:
+    """The driver of a phased load: closed-loop phases, or rate phases on their drawn schedule."""
+    placed = segments(load.phases, load.transition_s)
+    if load.phases[0].concurrency is not None:
+        return _phased_closed(run, items, placed)
+    kind, shape = ("poisson", 1.0) if load.arrival is None else (load.arrival.kind, load.arrival.burstiness)
+    sends = open_schedule(placed, items, kind, shape, load.seed)
+    offsets = {spec.index: t for t, spec in sends}
+    return _open_loop(
+        run, iter([spec for _, spec in sends]), lambda spec: offsets[spec.index], load.concurrency, load.send_spin_s
+    )
+
+
 def arrival_offsets(arrival: ArrivalConfig, rng: np.random.Generator) -> Callable[[RequestSpec], float]:
     """Send offsets from the arrival process, one per call (per conversation), in order."""
     offsets = send_offsets(arrival, rng)
@@ -410,9 +468,13 @@ async def run_load(
         _freeze_what_lives()  # the connections warmup opened, the scrape: long-lived from here on
         endless = load.duration_s is not None and load.trace_speed is None  # a trace is replayed once
         total = load.num_prompts if load.num_prompts is not None else (None if endless else len(items))
+        if load.phases:
+            total = None  # as many as the schedule's time sends
         run = _Run(request, session, on_record, on_progress, clock, total, load.duration_s)
         specs = plan(items, load.num_prompts, endless)
-        if load.trace_speed is not None:
+        if load.phases:
+            coro = _phased_load(run, items, load)
+        elif load.trace_speed is not None:
             offsets = trace_offsets(load.trace_speed, load.trace_origin_s)
             coro = _open_loop(run, specs, offsets, load.concurrency, load.send_spin_s)
         elif load.arrival is None:

@@ -19,6 +19,7 @@ import aiohttp
 
 from speculab.harness.records import MemorySample
 from speculab.harness.servers.adapters import FALLBACK_ENGINES, adapter_for
+from speculab.harness.servers.adapters.base import AcceptanceMetrics
 from speculab.harness.servers.scrape import MetricsSnapshot, scrape_metrics
 
 # KV-cache usage gauges (fraction 0..1), first present wins, as their adapters name them: the engines whose metrics
@@ -97,6 +98,22 @@ class GpuMemory:
             self.nvml.nvmlShutdown()
 
 
+def spec_counters(snapshot: MetricsSnapshot | None, names: AcceptanceMetrics | None) -> dict[str, float]:
+    """The speculation counters an adapter names (`AcceptanceMetrics` of kind "counters"), as this scrape read them:
+    "draft_tokens", "accepted_tokens", and "k=<k>" per k of `steps_by_k`; {} without them. Diffed between samples,
+    they give acceptance and the k in use over time (a phased load's chart)."""
+    if snapshot is None or names is None or names.kind != "counters":
+        return {}
+    out = {}
+    for key, name in (("draft_tokens", names.draft_tokens), ("accepted_tokens", names.accepted_tokens)):
+        value = snapshot.total(name) if name else None
+        if value is not None:
+            out[key] = value
+    if names.steps_by_k:
+        out |= {f"k={k}": v for k, v in snapshot.by_label(names.steps_by_k, "k").items()}
+    return out
+
+
 class MemorySampler:
     """Samples memory every `interval_s` from `start()` until `stop()`; t_s is seconds since `t0_s`."""
 
@@ -113,9 +130,11 @@ class MemorySampler:
         clock: Callable[[], float] = time.perf_counter,
         scrape_kv: bool = True,
         api_key: str | None = None,
+        counters: AcceptanceMetrics | None = None,
     ):
         self.session, self.base_url, self.rss, self.pids, self.gpu = session, base_url, rss, pids, gpu
         self.api_key = api_key
+        self.counters = counters  # the engine's speculation counters, read with each scrape (`spec_counters`)
         self.interval_s, self.clock, self.scrape_kv = interval_s, clock, scrape_kv
         self.t0_s = clock() if t0_s is None else t0_s
         self.samples: list[MemorySample] = []
@@ -131,10 +150,11 @@ class MemorySampler:
             gpu_bytes, scope = self.gpu.read(self.pids() if self.pids else None)
             if scope and self.gpu_scope != "device":  # one device-wide reading makes the whole series device-wide
                 self.gpu_scope = scope
-        kv = None
+        kv, spec = None, {}
         if self.scrape_kv:
-            kv = kv_usage(await scrape_metrics(self.session, self.base_url, timeout_s=2.0, api_key=self.api_key))
-        s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv, power_w)
+            snap = await scrape_metrics(self.session, self.base_url, timeout_s=2.0, api_key=self.api_key)
+            kv, spec = kv_usage(snap), spec_counters(snap, self.counters)
+        s = MemorySample(t, gpu_bytes, self.rss() if self.rss else None, kv, power_w, spec)
         self.samples.append(s)
         return s
 

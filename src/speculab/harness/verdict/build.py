@@ -69,6 +69,8 @@ from speculab.harness.verdict.model import (
     SetupView,
 )
 from speculab.harness.verdict.per_request import acceptance_outliers
+from speculab.harness.verdict.phases.views import phase_views, speculation_timeline, timeline
+from speculab.harness.verdict.phases.windows import phased_inputs, phased_level, with_window_load
 from speculab.harness.verdict.ranking import rank_level
 from speculab.harness.verdict.recommendation import Criteria, recommend, searched
 from speculab.harness.workload import validity
@@ -403,9 +405,10 @@ def _candidates(
         low = low or next((lv for lv in levels if lv.arm(cand.name)), None)
         low_arm = low.arm(cand.name) if low is not None else None
         acc = low_arm.acceptance if low_arm is not None else None
-        # with a search its fit is the crossover (`search_view`): one answer, not a second interpolated between its
-        # probes, which sit around the crossing on purpose and would make that interval look narrower than it is
-        cross = crossover_view(cand, levels, inputs, opts) if inputs.setup.search is None else None
+        # with a search its fit is the crossover (`search_view`): not a second interpolated between its probes (placed
+        # around the crossing, they make its interval look narrower), nor between a schedule's windows (times)
+        fixed = inputs.setup.search is None and not any(lv.window for lv in inputs.setup.levels)
+        cross = crossover_view(cand, levels, inputs, opts) if fixed else None
         corr = compare_correctness(inputs, cand.name, opts.correctness, opts.max_error_rate)
         ch = changes.get(cand.name)
         cands.append(
@@ -437,20 +440,22 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     if opts.confidence is None:
         opts = replace(opts, confidence=run_confidence(inputs))
     opts = resolve_margins(opts, inputs.setup.margin, inputs.setup.guardrail_floor)
+    # a phased load is judged window by window (verdict.phases): its windows are the levels from here on
+    schedule, whole, inputs = phased_level(inputs), inputs, phased_inputs(inputs) or inputs
     crit = criteria(opts, inputs)
     base = inputs.baseline
     levels: list[LevelReport] = []
-    # Shown by axis and load (c1, c2, c4, then rates), not in run order; the RNG seed follows the planned order.
-    order = sorted(
-        range(len(inputs.setup.levels)), key=lambda j: (inputs.setup.levels[j].kind, inputs.setup.levels[j].value)
-    )
+    # Shown by axis and load (c1, c2, c4, then rates), not in run order, a schedule's windows in time order (their
+    # spans); the RNG seed follows the planned order.
+    specs = inputs.setup.levels
+    order = sorted(range(len(specs)), key=lambda j: (specs[j].kind, specs[j].shown_at))
     for i in order:
         lv = inputs.setup.levels[i]
         arms = {}
         for arm in inputs.arms:
             runs = inputs.runs_for(arm.name, lv.key)
             if runs:
-                arms[arm.name] = arm_level(arm, lv, runs, inputs, opts)
+                arms[arm.name] = with_window_load(arm_level(arm, lv, runs, inputs, opts), whole, lv)
         comps = []
         for j, cand in enumerate(inputs.candidates):
             rng = np.random.default_rng([opts.seed, i, j])
@@ -477,7 +482,7 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
     return Report(
         schema=REPORT_SCHEMA,
         title=title,
-        setup=_setup_view(inputs),
+        setup=_setup_view(whole),  # the run as planned: a schedule's workload and its one load
         arms=arm_views,
         levels=tuple(levels),
         candidates=tuple(cands),
@@ -502,6 +507,9 @@ def build_report(inputs: ABRun, options: ReportOptions | None = None) -> Report:
         },
         search=search,
         slo_capacity=slo_capacity_view(inputs, levels, opts),
+        phases=phase_views(schedule, inputs, levels, rec) if schedule is not None else (),
+        timeline=timeline(whole, schedule) if schedule is not None else (),
+        speculation_timeline=speculation_timeline(whole, schedule) if schedule is not None else (),
     )
 
 

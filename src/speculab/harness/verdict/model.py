@@ -59,6 +59,12 @@ from speculab.harness.verdict.choices import SearchView as SearchView
 from speculab.harness.verdict.choices import SloCapacity as SloCapacity
 from speculab.harness.verdict.correctness import CorrectnessComparison as CorrectnessComparison
 from speculab.harness.verdict.correctness import CorrectnessOptions
+from speculab.harness.verdict.phases.records import CounterPoint as CounterPoint
+from speculab.harness.verdict.phases.records import PhaseArm as PhaseArm
+from speculab.harness.verdict.phases.records import PhaseMetric as PhaseMetric
+from speculab.harness.verdict.phases.records import PhaseView as PhaseView
+from speculab.harness.verdict.phases.records import PhaseWindowView as PhaseWindowView
+from speculab.harness.verdict.phases.records import TimelinePoint as TimelinePoint
 
 # /2: a gate's reason, what is missing and a crossover's loads left out are records (kind and numbers), and a gated
 # load's verdict is NO_VERDICT; the report words them. A /1 file's sentences read back as notes and say the same.
@@ -502,7 +508,8 @@ class RecommendationView:
     margin: float  # the deciding metric's margin the choices were decided against (relative)
     loads: tuple[LoadChoice, ...]  # by load
     bands: tuple[RecommendationBand, ...]  # by load
-    # "plain" | "single" | "off-above" | "per-load" when every load is decided; "undecided" when some load is not;
+    # "plain" | "single" | "off-above" | "per-load" when every load is decided ("per-phase" for a phased load's
+    # windows, where the choice differs between phases or at a transition); "undecided" when some load is not;
     # "incomplete" when the run did not finish (no ship or keep-plain answer at all: `progress` says how far it got)
     form: str
     winner: str | None  # the one candidate shipped (single, off-above; undecided: the one shipped where decided)
@@ -560,6 +567,11 @@ class Report:
     search: SearchView | None = None
     # with SLOs set: each arm's highest load within its SLO, from every load measured on the axis (None without SLOs)
     slo_capacity: Mapping[str, SloCapacity] | None = None
+    # a phased load (`loads: {phases: [...]}`): each phase with its windows' answers (its windows are `levels`), and
+    # each arm's requests over the schedule's time; () otherwise
+    phases: tuple[PhaseView, ...] = ()
+    timeline: tuple[TimelinePoint, ...] = ()
+    speculation_timeline: tuple[CounterPoint, ...] = ()  # from the engine's counters, where it reports them
 
     @property
     def acceptance_validity(self) -> tuple[ReportWarning, ...]:

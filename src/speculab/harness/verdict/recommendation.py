@@ -21,7 +21,9 @@ is drawn next to an undecided band.
 
 The form says what to ship: "plain" (no candidate pays anywhere), "single" (one candidate pays at every measured
 load), "off-above" (one candidate pays at the low loads, plain above: the engine's disable-by-batch-size form),
-"per-load" (different candidates at different loads), "undecided" (some load is undecided: ship only where decided,
+"per-load" (different candidates at different loads; "per-phase" where they are a phased load's windows, in time
+order: a candidate that pays in its steady phases but breaks a guardrail at a transition is plain there, the window
+named), "undecided" (some load is undecided: ship only where decided,
 and say what would decide the rest) or "incomplete" (the run did not finish: no answer at all). Pure: reads the
 report's parts, computes nothing statistical of its own but the error-rate test.
 """
@@ -416,17 +418,22 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
         return None
     crit = criteria or Criteria()
     axis = _axis(levels)
-    on_axis = sorted((lv for lv in levels if lv.kind == axis), key=lambda lv: lv.value)
+    # a phased load's windows (verdict.phases) stay in time order, each its own answer: a phase is not a load to
+    # merge with another of the same value, nor a band with an edge between loads
+    phased = any(r in ("phase", "transition") for lv in levels for r in lv.roles)
+    on_axis = list(levels) if phased else sorted((lv for lv in levels if lv.kind == axis), key=lambda lv: lv.value)
     reports = {c.name: c for c in candidates}
     unfinished = frozenset((p.arm, p.level) for p in progress if p.state != "finished")
     answers = [[candidate_answer(lv, c.name, c, crit, unfinished) for c in candidates] for lv in on_axis]
     answers = [[not_users_answer(a) if a.candidate in not_users else a for a in row] for row in answers]
-    per_load, loads = _one_per_load([_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)], on_axis)
-    choices = _fewer_bands(per_load, loads)
+    per_load = [_load_choice(lv, a) for lv, a in zip(on_axis, answers, strict=True)]
+    choices = per_load if phased else _fewer_bands(*_one_per_load(per_load, on_axis))
     views = {a.name: a for a in arms}
     # the crossover is the headline's: an edge of the bands only when the headline decides
-    bands = _bands(choices, views, reports if crit.decide_on == HEADLINE.name else {})
+    bands = _bands(choices, views, reports if crit.decide_on == HEADLINE.name else {}, edges=not phased)
     form, winner = _form(bands, choices, incomplete)
+    if phased and form == "per-load":
+        form = "per-phase"
     off_above = bands[0].upper_edge if form == "off-above" else None
     pareto = pareto_points(on_axis, {c.level: c.choice for c in choices}, views)
     guards = tuple(g for g in crit.guardrails if g != crit.decide_on)
@@ -439,10 +446,11 @@ def recommend(levels: Sequence[LevelReport], candidates: Sequence[CandidateRepor
                               )  # fmt: skip
 
 
-def _bands(choices: Sequence[LoadChoice], views: Mapping[str, ArmView], reports: Mapping[str, CandidateReport]
-           ) -> list[RecommendationBand]:  # fmt: skip
+def _bands(choices: Sequence[LoadChoice], views: Mapping[str, ArmView], reports: Mapping[str, CandidateReport],
+           edges: bool = True) -> list[RecommendationBand]:  # fmt: skip
     """Neighbouring loads of one choice, each with its upper edge (none next to an undecided band). `reports`: the
-    candidates whose crossover may place an edge ({} when the deciding metric is not TPOT, the crossover's)."""
+    candidates whose crossover may place an edge ({} when the deciding metric is not TPOT, the crossover's).
+    Without `edges` (a phased load's windows, neighbours in time), no band has one."""
     groups: list[list[LoadChoice]] = []
     for ch in choices:
         if groups and groups[-1][-1].choice == ch.choice:
@@ -452,7 +460,7 @@ def _bands(choices: Sequence[LoadChoice], views: Mapping[str, ArmView], reports:
     bands = []
     for i, g in enumerate(groups):
         above = groups[i + 1] if i + 1 < len(groups) else None
-        edged = above is not None and UNDECIDED_CHOICE not in (g[-1].choice, above[0].choice)
+        edged = edges and above is not None and UNDECIDED_CHOICE not in (g[-1].choice, above[0].choice)
         edge = _edge(g[-1], above[0], reports) if edged and above else (None, None, None, None, None, "")
         arm = views.get(g[0].choice)
         plain = "plain (no speculation)" if g[0].choice == BASELINE_CHOICE else UNDECIDED_CHOICE

@@ -33,6 +33,7 @@ from speculab.report.formatting import (
 )
 from speculab.report.html import plots
 from speculab.report.html.diagnosis import finding_card
+from speculab.report.html.phases import phases_view
 from speculab.report.html.sections import (
     CLASSES,
     arm_labels,
@@ -282,6 +283,7 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
         "request_acceptance": request_acceptance_rows(report),
         "crossovers": [_crossover_view(c) for c in report.candidates if c.crossover is not None],
         "search_line": search_line(report.search, arm_labels(report)) if report.search is not None else "",
+        "phases": _phases(report),
         "slo_capacity": _slo_capacity_view(report),
         "correctness": correctness_rows(report),
         "what_if": what_if_rows(report),
@@ -296,6 +298,12 @@ def view(report: Report, shipped: str | None = None, run_dir: Path | None = None
             "seed": f"{report.options.get('seed', '')}",
         },
     }
+
+
+def _phases(report: Report) -> dict[str, Any] | None:
+    """The phased load's section (html.phases), its plot as trusted markup."""
+    v = phases_view(report)
+    return {**v, "plot": Markup(v["plot"])} if v is not None else None
 
 
 def _level_view(report: Report, lv: LevelReport) -> dict[str, Any]:

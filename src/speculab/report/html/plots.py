@@ -386,3 +386,43 @@ def search_effect(
     _legend(ax, fontsize=8, frameon=False)
     fig.tight_layout()
     return to_svg(fig)
+
+
+def phase_timeline(
+    latency: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    acceptance: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    k_in_use: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    load: tuple[Sequence[float], Sequence[float]],
+    transitions: Sequence[tuple[float, float]],
+    *,
+    metric: str,
+    load_name: str,
+) -> str:
+    """A phased load over its time axis: each arm's requests (`metric`, ms, at their send time) on top; beneath, where
+    the engine reports them, each arm's acceptance and the k its steps used (per response or per counter interval);
+    the offered load (a step per phase) at the bottom; the transition windows shaded in each."""
+    panels = [p for p in (("acceptance", acceptance), ("k in use", k_in_use)) if p[1]]
+    heights = [3.0] + [1.4] * len(panels) + [1.2]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(8.4, 1.1 * sum(heights)), sharex=True, height_ratios=heights)
+    top, bottom = axes[0], axes[-1]
+    order = list(latency)
+    for i, (arm, (t, v)) in enumerate(latency.items()):
+        top.scatter(t, [x * 1e3 for x in v], s=6, color=color(i), alpha=0.45, lw=0, label=arm)
+    top.set_ylabel(f"{metric} (ms)")
+    _legend(top, fontsize=8, frameon=False, markerscale=2)
+    for ax, (name, series) in zip(axes[1:-1], panels, strict=True):
+        for arm, (t, v) in series.items():
+            c = color(order.index(arm) if arm in order else len(order))
+            ax.plot(t, v, color=c, lw=1.0, marker="o", ms=2.5, alpha=0.8)
+        ax.set_ylabel(name)
+        if name == "acceptance":
+            ax.set_ylim(0, 1.05)
+    starts, values = load
+    bottom.step([*starts], [*values], where="post", color="#2e3440", lw=1.4)
+    bottom.set_ylabel(load_name)
+    bottom.set_xlabel("seconds into the schedule (send time)")
+    for ax in axes:
+        for a, b in transitions:
+            ax.axvspan(a, b, color="#ebcb8b", alpha=0.25, lw=0)
+    fig.tight_layout()
+    return to_svg(fig)

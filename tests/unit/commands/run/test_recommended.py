@@ -154,3 +154,17 @@ def test_an_unfinished_run_recommends_nothing() -> None:
     r = recommend_config(view, EXP, "speculab")
     assert r.speculation is None and r.flags == () and r.form == "none"
     assert "nothing is recommended yet" in recommended_yaml(SOURCE, r)
+
+
+def test_a_schedule_plain_at_a_transition_ships_nothing_and_names_it() -> None:
+    bands = (band("ngram-k2", (1,)), band(BASELINE_CHOICE, (16,)), band("ngram-k2", (16, 1)))
+    loads = (
+        LoadChoice("p1", "phase 1, concurrency 1 (0–30 s)", 1, "ngram-k2", "faster", 2, 1.9, 2.1, answer="ship"),
+        LoadChoice(
+            "t2", "into phase 2, concurrency 16 (30–35 s)", 16, BASELINE_CHOICE, "guardrail", 1, 1, 1, answer="plain"
+        ),
+    )
+    view = RecommendationView("concurrency", 0.03, loads, bands, "per-phase", "ngram-k2", None)
+    r = recommend_config(view, EXP, "speculab")
+    assert r.speculation is None and r.flags == () and r.form == "plain"
+    assert "plain decoding is chosen at into phase 2, concurrency 16 (30–35 s)" in r.notes[0]

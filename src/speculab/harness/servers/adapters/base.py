@@ -33,6 +33,9 @@ class AcceptanceMetrics:
     accepted_per_position: str | None = None  # counter with a `position` label
     accept_length_gauge: str | None = None
     accept_rate_gauge: str | None = None
+    # counter with a `k` label: decode steps by the number of speculative tokens the engine chose for them (an
+    # engine that adapts k, the reference engine's adaptive k); the k in use over a phased load (verdict.phases)
+    steps_by_k: str | None = None
     # meaning -> dotted path in the response: where its `read_response` finds each count (what docs/engines.md says)
     response_fields: Mapping[str, str] = field(default_factory=dict)
 

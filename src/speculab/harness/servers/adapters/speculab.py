@@ -84,11 +84,14 @@ ADAPTER = EngineAdapter(
     executable=sys.executable,
     metric_prefix="speculab:",
     latency_histograms=True,
-    acceptance=counters(
-        KIND,
-        drafts="usage.speculab_spec_decode.drafts",
-        draft_tokens="usage.speculab_spec_decode.draft_tokens",
-        accepted_tokens="usage.speculab_spec_decode.accepted_tokens",
+    acceptance=replace(
+        counters(
+            KIND,
+            drafts="usage.speculab_spec_decode.drafts",
+            draft_tokens="usage.speculab_spec_decode.draft_tokens",
+            accepted_tokens="usage.speculab_spec_decode.accepted_tokens",
+        ),
+        steps_by_k=f"{KIND}:spec_decode_num_steps_total",
     ),
     cache_reset=CacheReset(("/reset_prefix_cache",)),
     kv_usage_gauges=("speculab:kv_cache_usage_perc",),
