@@ -118,6 +118,7 @@ LAST_FILES = (
     "test_recommend_demo.py",  # serial
     "test_search_resume.py",  # paced
     "test_predict_truth.py",
+    "test_phased_load.py",
     "test_search_crossover.py",
     "test_slo_capacity.py",
     "test_search_launch.py",
