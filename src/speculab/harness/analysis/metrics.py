@@ -286,14 +286,17 @@ CHUNK_QUANTITIES = ("chunk_gap_s", "itl_s", "tokens_per_chunk", "stall_count", "
 def quantities_not_held(records: Iterable[RequestRecord]) -> tuple[str, ...]:
     """What the records' result file does not hold: `CHUNK_QUANTITIES` when no successful measured record holds its
     chunks (every one is first/last-only); per-token ITL alone where every one is read from a file, which keeps no
-    per-chunk token counts (vLLM's and AIPerf's chunk gaps are there, the tokens of each chunk are not); else ()
-    (a run with none successful says nothing of what its file holds)."""
+    per-chunk token counts (vLLM's and AIPerf's chunk gaps are there, the tokens of each chunk are not); and output
+    tok/s where no successful record's output length is known (no usage, no text: GenAI-Perf's files without usage);
+    else () (a run with none successful says nothing of what its file holds)."""
     ok = [r for r in records if r.ok and not r.warmup]
     if not ok:
         return ()
+    # every successful request's output length unknown: no token count to divide (tok/s, per-token ITL)
+    untokened = ("output_tok_s",) if all(output_tokens(r)[0] is None for r in ok) else ()
     if not any(r.all_chunks for r in ok):
-        return CHUNK_QUANTITIES
-    return ("itl_s",) if all(r.token_count_source is TokenCountSource.RESULT_FILE for r in ok) else ()
+        return CHUNK_QUANTITIES + untokened
+    return (("itl_s",) if all(r.token_count_source is TokenCountSource.RESULT_FILE for r in ok) else ()) + untokened
 
 
 class RunAccumulator:
@@ -373,6 +376,9 @@ class RunAccumulator:
         def rate(x: float) -> float:
             return x / dur if dur > 0 else float("nan")
 
+        # no successful request's output length known (a file that keeps neither usage nor text: GenAI-Perf's without
+        # usage): the tokens are not measured, not 0, so neither is tok/s
+        tokens_known = not self.ok or self._output_unknown < self.ok
         n_good_slo = self._good_slo if self.slo.any else None
         good_fraction = (n_good_slo / self.sent if self.sent else float("nan")) if n_good_slo is not None else None
         values = {name: np.frombuffer(a, dtype=np.float64) for name, a in self._values.items()}
@@ -387,8 +393,8 @@ class RunAccumulator:
             error_examples=dict(sorted(self._error_examples.items())),
             duration_s=dur,
             requests_per_s=rate(self.ok),
-            output_tok_s=rate(self._output_total),
-            total_tok_s=rate(self._output_total + self._prompt_total),
+            output_tok_s=rate(self._output_total) if tokens_known else float("nan"),
+            total_tok_s=rate(self._output_total + self._prompt_total) if tokens_known else float("nan"),
             goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
             goodput_fraction=good_fraction,
             achieved_rate_rps=_rate_rps(self.sent, self._first_sent_s, self._last_sent_s),

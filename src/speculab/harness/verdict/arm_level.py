@@ -268,7 +268,11 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
         slo_attainment=attainment,
         stalled_requests=pooled.stalled_requests,
-        not_in_file=quantities_not_held(records) + (() if all(map(throughput_known, runs)) else ("output_tok_s",)),
+        not_in_file=tuple(
+            dict.fromkeys(
+                quantities_not_held(records) + (() if all(map(throughput_known, runs)) else ("output_tok_s",))
+            )
+        ),
         repeat_tok_s=tuple(
             (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),

@@ -199,3 +199,19 @@ def test_cancelled_requests_are_in_no_count_and_no_latency():
     assert (m.sent, m.ok, m.error, m.cancelled) == (2, 1, 1, 1)
     assert m.errors_by_category == {"http": 1} and m.to_dict()["counts"]["cancelled"] == 1
     assert m.distributions["queue_s"].n == 2 and m.duration_s < 1.0  # the cut-off request's end is not the run's
+
+
+def test_throughput_of_requests_whose_output_length_is_unknown_is_not_measured_not_zero():
+    """A file that keeps neither usage nor per-chunk counts (GenAI-Perf's without usage): its tokens are unknown, so
+    tok/s is not measured (NaN, and named among what the file does not hold), where it read 0.0 tok/s."""
+    from speculab.harness.analysis.metrics import quantities_not_held
+
+    unknown = [rec(index=i, usage=None, src=TokenCountSource.ONE_PER_CHUNK) for i in range(3)]
+    m = aggregate(unknown)
+    assert m.ok == 3 and m.output_tokens_unknown == 3
+    assert math.isnan(m.output_tok_s) and math.isnan(m.total_tok_s)
+    assert "output_tok_s" in quantities_not_held(unknown)
+    # one known length among them: tok/s is measured over the known (the unknown count says how many are left out)
+    mixed = aggregate([*unknown, rec(index=3)])
+    assert mixed.output_tok_s > 0 and mixed.output_tokens_unknown == 3
+    assert "output_tok_s" not in quantities_not_held([*unknown, rec(index=3)])
