@@ -15,7 +15,7 @@ from speculab.harness.analysis.comparison.margin import DEFAULT_MARGIN, Decision
 from speculab.harness.analysis.figures import MEDIAN, RUN_FIGURES, RunFigure, run_figure, run_figure_of
 from speculab.harness.analysis.metrics import error_gate
 from speculab.harness.design import LevelSpec
-from speculab.harness.imports.summaries.summary import RunSummary
+from speculab.harness.imports.summaries.summary import RunSummary, StatedAcceptance
 from speculab.harness.results.strict_json import json_safe
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import Interval
@@ -64,6 +64,10 @@ class RunLevelLoad:
     failed_a: tuple[int | None, ...]
     failed_b: tuple[int | None, ...]
     metrics: tuple[RunMetric, ...]
+    # the acceptance each side's files state at this load, by run (1-based, in the side's order), as its tool
+    # computed it: shown on the arm (`levels[].arms[].acceptance`), compared by nothing; () where none states any
+    acceptance_a: tuple[tuple[int, StatedAcceptance], ...] = ()
+    acceptance_b: tuple[tuple[int, StatedAcceptance], ...] = ()
 
     @property
     def has_interval(self) -> bool:
@@ -110,8 +114,8 @@ class RunLevelReport:
         spec = {"kind": lv.kind, "value": lv.value, "roles": list(lv.roles), "arrival": lv.arrival}
         spec |= {"max_concurrency": lv.max_concurrency}
         sides = (
-            (self.a_name, x.runs_a, x.completed_a, x.failed_a, 0),
-            (self.b_name, x.runs_b, x.completed_b, x.failed_b, 1),
+            (self.a_name, x.runs_a, x.completed_a, x.failed_a, 0, x.acceptance_a),
+            (self.b_name, x.runs_b, x.completed_b, x.failed_b, 1, x.acceptance_b),
         )
         metrics = [
             {"metric": m.name, "label": m.label, "unit": m.unit, "lower_is_better": m.lower_is_better}
@@ -122,17 +126,26 @@ class RunLevelReport:
             "key": lv.key,
             "label": lv.label,
             **spec,
-            "arms": [_arm_dict(name, runs, done, failed, x.metrics, i) for name, runs, done, failed, i in sides],
+            "arms": [
+                _arm_dict(name, runs, done, failed, x.metrics, i, acc) for name, runs, done, failed, i, acc in sides
+            ],
             "comparisons": [{"candidate": self.b_name, "baseline": self.a_name, "metrics": metrics}],
         }
 
 
 def _arm_dict(
-    name: str, runs: int, done: Sequence[int | None], failed: Sequence[int | None], metrics: Sequence[RunMetric], i: int
+    name: str,
+    runs: int,
+    done: Sequence[int | None],
+    failed: Sequence[int | None],
+    metrics: Sequence[RunMetric],
+    i: int,
+    acceptance: Sequence[tuple[int, StatedAcceptance]] = (),
 ) -> dict[str, Any]:
     """One arm at one load: its runs, the counts each file states (None: not stated), their error rate (over the runs
-    that state both; None where none does) and each figure's run values and typical value (`value`: their geometric
-    mean; [] and None where the files do not hold it)."""
+    that state both; None where none does), each figure's run values and typical value (`value`: their geometric
+    mean; [] and None where the files do not hold it) and the acceptance its files state (`acceptance`, each with
+    its run; absent where none states any: a baseline's files, or a tool that keeps none)."""
     stated = [(c, f) for c, f in zip(done, failed, strict=True) if c is not None and f is not None]
     counted = sum(c + f for c, f in stated)
     figures = {m.name: {"runs": list(m.b if i else m.a), "value": m.b_value if i else m.a_value} for m in metrics}
@@ -143,7 +156,7 @@ def _arm_dict(
         "failed": list(failed),
         "error_rate": sum(f for _, f in stated) / counted if counted else None,
         "figures": json_safe(figures),
-    }
+    } | ({"acceptance": [a.to_dict() | {"run": run} for run, a in acceptance]} if acceptance else {})
 
 
 def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
@@ -207,6 +220,8 @@ def compare_load(
         failed_a=tuple(r.failed for r in a),
         failed_b=tuple(r.failed for r in b),
         metrics=tuple(_metric(fig, a, b, margins) for fig in RUN_FIGURES),
+        acceptance_a=tuple((i, x) for i, r in enumerate(a, 1) for x in r.acceptance),
+        acceptance_b=tuple((i, x) for i, r in enumerate(b, 1) for x in r.acceptance),
     )
 
 
@@ -271,7 +286,16 @@ def _level_from(d: Mapping[str, Any]) -> RunLevelLoad:
         sides = {"a": fa["runs"], "b": fb["runs"], "a_value": fa["value"], "b_value": fb["value"]}
         metrics.append(_metric_from(m | sides | {"name": m["metric"]}))
     counts = {f"{k}_{side}": tuple(arm[k]) for side, arm in (("a", a), ("b", b)) for k in ("completed", "failed")}
-    return RunLevelLoad(level, a["runs"], b["runs"], **counts, metrics=tuple(metrics))
+    stated = {f"acceptance_{side}": _acceptance_from(arm) for side, arm in (("a", a), ("b", b))}
+    return RunLevelLoad(level, a["runs"], b["runs"], **counts, metrics=tuple(metrics), **stated)
+
+
+def _acceptance_from(arm: Mapping[str, Any]) -> tuple[tuple[int, StatedAcceptance], ...]:
+    """An arm's `acceptance[]` read back (absent: none stated, as in files written before the key)."""
+    return tuple(
+        (x["run"], StatedAcceptance(x["kind"], x["value"], x["weighting"], x["source"]))
+        for x in arm.get("acceptance") or ()
+    )
 
 
 def _load_from(d: Mapping[str, Any]) -> RunLevelLoad:

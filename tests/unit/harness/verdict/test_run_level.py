@@ -4,6 +4,7 @@ runs' logs and a decision against the margin with three or more."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,27 @@ def test_the_error_gate_reads_each_runs_own_counts():
     assert run_level_error_gate(_report(compare_load(C4, a, [dead], {})), 1.0) is None
     unstated = RunSummary(Path("s.jsonl"), "sglang bench_serving", C4, Aggregates({}), completed=0, failed=None)
     assert run_level_error_gate(_report(compare_load(C4, a, [unstated], {})), 0.02) is None
+
+
+def test_the_acceptance_a_file_states_is_on_its_arm_and_reads_back(tmp_path: Path):
+    """#51: the acceptance a file states is on the arm in summary.json (`levels[].arms[].acceptance`, each with its
+    run), not only in the side's note; an arm whose files state none has no such key; `speculab report` reads it
+    back."""
+    from speculab.harness.imports.summaries.summary import LENGTH, PER_REQUEST_MEAN, POOLED, RATE, StatedAcceptance
+    from speculab.harness.results.summary_file import write_summary_file
+    from speculab.harness.verdict.run_level import run_level_from_json
+
+    length = StatedAcceptance(LENGTH, 2.83, PER_REQUEST_MEAN, "decoding_stats.acceptance_length_percentiles.average")
+    rate = StatedAcceptance(RATE, 0.687, POOLED, "spec_decode_acceptance_rate")
+    a = [_run(0.03)]
+    b = [replace(_run(0.02), acceptance=(length, rate))]
+    report = RunLevelReport("a", "b", "t", "t", None, None, 0.95, (compare_load(C4, a, b, {}),), ())
+    plain, spec = report.to_dict()["levels"][0]["arms"]
+    assert "acceptance" not in plain
+    assert spec["acceptance"] == [
+        {"kind": "length", "value": 2.83, "weighting": "per_request_mean", "run": 1}
+        | {"source": "decoding_stats.acceptance_length_percentiles.average"},
+        {"kind": "rate", "value": 0.687, "weighting": "pooled", "source": "spec_decode_acceptance_rate", "run": 1},
+    ]
+    back = run_level_from_json(write_summary_file(tmp_path, report.to_dict(), indent=1).read_text(encoding="utf-8"))
+    assert back == report and back.loads[0].acceptance_b == ((1, length), (1, rate))
