@@ -177,3 +177,35 @@ def test_an_llmperf_run_of_four_requests_at_a_time_is_compared_unpaired(tmp_path
     one = LP / "baseline" / LP_FILE
     code, _, err = run_main(capsys, "compare", str(one), str(cand), "--output", str(tmp_path / "x"))
     assert code == 2 and "different loads (concurrency 1 vs concurrency 4)" in one_line_error(err)
+
+
+def test_llmperf_responses_without_their_summaries_compare_with_load_and_throughput_not_in_the_files(
+    tmp_path: Path, capsys
+) -> None:
+    """#51: LLMPerf's responses files alone (no *_summary.json beside them) are read: per request as ever, the load
+    unknown (never assumed, so it pairs only with another unknown load), throughput absent, and the notes say both;
+    one alone against a file that states its load is refused in one line naming the summary to give it."""
+    alone = {}
+    for d in ("baseline", "candidate"):
+        (tmp_path / d).mkdir()
+        alone[d] = tmp_path / d / LP_FILE
+        alone[d].write_text((LP / d / LP_FILE).read_text())  # the responses only, not the summary
+    out = tmp_path / "ab"
+    code, _out, err = run_main(capsys, "compare", str(alone["baseline"]), str(alone["candidate"]), "--output", str(out))
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    level = summary["levels"][0]
+    assert (level["kind"], level["key"], level["label"]) == ("unknown", "unknown", "load not in the file")
+    tp = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
+    assert tp["unit"] == "unpaired" and tp["decision"] == "faster" and tp["speedup_low"] <= 1.5 <= tp["speedup_high"]
+    for arm in level["arms"]:
+        assert "output_tok_s" in arm["not_in_file"] and arm["achieved_concurrency"] is None, arm
+    said = [w["text"] for w in summary["warnings"]]
+    assert sum("the load is not in the file (LLMPerf writes it in its summary" in w for w in said) == 2, said
+    assert any("LLMPerf's measured time is in its summary" in w and "no throughput" in w for w in said), said
+    # against a file that states its load (concurrency 1): refused, naming the summary that states this one's
+    stated = LP / "candidate" / LP_FILE
+    code, _, err = run_main(capsys, "compare", str(alone["baseline"]), str(stated), "--output", str(tmp_path / "x"))
+    line = one_line_error(err)
+    assert code == 2 and "does not state its load" in line and "ran at concurrency 1" in line
+    assert f"give it LLMPerf's {LP_SUMMARY} beside it" in line and not (tmp_path / "x").exists()

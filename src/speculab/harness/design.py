@@ -18,6 +18,8 @@ from speculab.config.experiment import LoadPhase
 from speculab.harness.records import ColdStartTimes, RequestSpec
 
 BASELINE = "baseline"
+# `LevelSpec.kind` of a load a result file does not state (and its `key`)
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +27,11 @@ class LevelSpec:
     """One offered load. `roles` says why it was run: "low", "operating" and/or "sweep", or "search" (a probe placed
     by `loads: {search: ...}`)."""
 
-    kind: str  # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals)
-    value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times)
+    # "concurrency" (closed loop), "rate" (open loop, requests/s) or "trace" (a trace's own arrivals); or `UNKNOWN`:
+    # another tool's file that does not state its load (an LLMPerf responses file without its summary), never assumed
+    # to be any load: it compares only with another whose load is unknown too (`compare`'s pairing)
+    kind: str
+    value: float  # the concurrency, the rate_rps, or the trace speed (1 = the recorded times); 0 for `UNKNOWN`
     roles: tuple[str, ...] = ()
     arrival: str | None = None  # rate loads: poisson | constant | gamma
     max_concurrency: int | None = None  # rate and trace loads: client-side cap
@@ -50,6 +55,10 @@ class LevelSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))  # 16 and 16.0 are one level (and one JSON form)
+        if self.kind == UNKNOWN:
+            if self.value != 0:  # no number stands for a load nobody stated
+                raise ValueError(f"LevelSpec.value of an unknown load must be 0, got {self.value}")
+            return
         if self.kind not in ("concurrency", "rate", "trace"):
             raise ValueError(f"LevelSpec.kind must be 'concurrency', 'rate' or 'trace', got {self.kind!r}")
         if not self.value > 0:
@@ -63,6 +72,8 @@ class LevelSpec:
             return "phased"
         if self.window:
             return self.window
+        if self.kind == UNKNOWN:
+            return UNKNOWN
         key = {"concurrency": "c", "rate": "r", "trace": "t"}[self.kind] + f"{self.value:g}"
         return key if self.attempt == 1 else f"{key}-{self.attempt}"
 
@@ -77,6 +88,8 @@ class LevelSpec:
             into = "into " if self.window.startswith("t") else ""
             return f"{into}phase {self.window[1:]}, {load} ({start:g}–{end:g} s)"
         again = "" if self.attempt == 1 else f" (probe {self.attempt})"
+        if self.kind == UNKNOWN:
+            return "load not in the file"
         if self.kind == "concurrency":
             return f"concurrency {self.value:g}{again}"
         if self.kind == "trace":

@@ -21,7 +21,7 @@ from typing import Any
 
 from speculab.commands.compare.arms import arm_names, same_model
 from speculab.errors import UserError
-from speculab.harness.design import BASELINE, ArmInfo, Setup
+from speculab.harness.design import BASELINE, UNKNOWN, ArmInfo, Setup
 from speculab.harness.imports.imported import ImportedRun
 from speculab.harness.imports.registry import (
     SPECULAB,
@@ -325,7 +325,17 @@ def _why_unpaired(problem: str | None, asked: bool) -> Mapping[str, str | None] 
 
 
 def _same_load(path_a: Path, path_b: Path, a: ImportedRun, b: ImportedRun, where: str = "") -> None:
-    """Two runs at different loads answer different questions: refused, paired or not."""
+    """Two runs at different loads answer different questions: refused, paired or not; a load a file does not state
+    is none of them (never assumed), so it pairs only with another unknown load."""
+    if (a.level.kind == UNKNOWN) != (b.level.kind == UNKNOWN):
+        (path, run), (other, known) = (
+            ((path_a, a), (path_b, b)) if a.level.kind == UNKNOWN else ((path_b, b), (path_a, a))
+        )
+        raise UserError(
+            f"{path} does not state its load and {other} ran at {known.level.label}: an A/B compares one load; "
+            f"give it {run.load_from or 'the file that states its load'}, or compare it with a file that states no "
+            "load either"
+        )
     if a.level.key != b.level.key:
         raise UserError(
             f"{path_a} and {path_b} ran at different loads{where} ({a.level.label} vs {b.level.label}): an A/B "

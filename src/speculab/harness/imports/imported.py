@@ -80,6 +80,9 @@ class ImportedRun:
     # and with neither the run has no throughput (said in its notes)
     sends_rebuilt: bool = False
     duration_s: float | None = None
+    # where the file's tool states the load, for a run whose file does not (`level.kind` UNKNOWN): what a refusal to
+    # compare it with a stated load names as the fix ("": the file states its load)
+    load_from: str = ""
 
 
 def file_record(

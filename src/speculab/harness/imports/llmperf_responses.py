@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from speculab.harness.design import LevelSpec
+from speculab.harness.design import UNKNOWN, LevelSpec
 from speculab.harness.imports.fields import FileFields, error_category, stated_positive
 from speculab.harness.imports.imported import ImportedRun, closed_loop_sends, file_record
 from speculab.harness.imports.marks import Marks
@@ -70,11 +70,12 @@ def summary_path(path: Path) -> Path:
     return path.with_name(f"{stem}_summary.json")
 
 
-def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]]:
-    """The sibling summary, with its own fields (its surprises name it, not the responses file)."""
+def _summary(ff: FileFields) -> tuple[FileFields, dict[str, Any]] | None:
+    """The sibling summary, with its own fields (its surprises name it, not the responses file); None where there is
+    none beside it (the file is read without its load and throughput: #51)."""
     p = summary_path(ff.path)
     if not p.is_file():
-        ff.fail(f"no {p.name} beside it (LLMPerf writes the load there: --num-concurrent-requests)")
+        return None
     sf = FileFields(p, "an LLMPerf summary file")
     return sf, sf.mapping(sf.json(sf.text()), "")
 
@@ -149,16 +150,17 @@ def _responses(ff: FileFields) -> list[dict[str, Any]]:
 
 
 def read(path: Path) -> ImportedRun:
-    """Read an LLMPerf `*_individual_responses.json` with its `*_summary.json` beside it; a file it cannot read is
-    one line naming it, the format and the field."""
+    """Read an LLMPerf `*_individual_responses.json` with its `*_summary.json` beside it, or alone (its load unknown,
+    its throughput absent: `_alone`); a file it cannot read is one line naming it, the format and the field."""
     ff = FileFields(path, READ_AS)
     responses = _responses(ff)
-    sf, s = _summary(ff)
+    summary = _summary(ff)
+    if summary is None:
+        return _alone(ff, responses)
+    sf, s = summary
     level = offered_load(sf, s)
-    e2e = [r.get("end_to_end_latency_s") for r in responses]
-    durations = [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
     streams = int(level.value)
-    sends = closed_loop_sends(durations, streams)  # one stream: exact to the client's own gap between requests
+    sends = closed_loop_sends(_durations(responses), streams)  # one stream: exact to the client's own gap
     records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
     window = duration_s(s)
     version = s.get("version")
@@ -179,6 +181,37 @@ def read(path: Path) -> ImportedRun:
     )
 
 
+def _durations(responses: list[dict[str, Any]]) -> list[float]:
+    """Each request's E2E, 0 where the file holds none (a failed request's)."""
+    e2e = [r.get("end_to_end_latency_s") for r in responses]
+    return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 0.0 for x in e2e]
+
+
+def _alone(ff: FileFields, responses: list[dict[str, Any]]) -> ImportedRun:
+    """The responses file with no summary beside it (#51): each request as with one, but the load is not in the file
+    (LevelSpec kind UNKNOWN, never assumed: it compares only with another unknown load), nor is LLMPerf's measured
+    time (no throughput), nor its version or model. Its sends are rebuilt one after another (the only order the
+    file keeps, with no streams to spread them over), which stands for no load; and with the streams unknown its
+    order is not known to be its prompts', so it does not pair by position."""
+    path = ff.path
+    sends = closed_loop_sends(_durations(responses), 1)
+    records = tuple(_record(ff, r, i, sent) for i, (r, sent) in enumerate(zip(responses, sends, strict=True)))
+    info = {"tool": TOOL, "file": str(path), "version": None, "summary": None}
+    return ImportedRun(
+        path=path,
+        tool=TOOL,
+        level=LevelSpec(UNKNOWN, 0.0, ("low", "operating")),
+        records=records,
+        info=info,
+        notes=_alone_notes(path),
+        label=path.parent.name or path.name,
+        unpairable=_UNSTATED,
+        sends_rebuilt=True,
+        duration_s=None,
+        load_from=f"LLMPerf's {summary_path(path).name} beside it (its --num-concurrent-requests)",
+    )
+
+
 def read_all(path: Path) -> tuple[ImportedRun, ...]:
     """The file's one run."""
     return (read(path),)
@@ -188,6 +221,30 @@ _UNORDERED = (
     "an LLMPerf run at --num-concurrent-requests {n} lists its requests as they completed, with no prompt or index, "
     "so no position is a prompt"
 )
+
+
+_UNSTATED = (
+    "an LLMPerf responses file without its summary does not state --num-concurrent-requests, and with several at a "
+    "time it lists its requests as they completed, so no position is known to be a prompt"
+)
+
+
+def _alone_notes(path: Path) -> tuple[ReportWarning, ...]:
+    """What the file is, that its load is not in it, and that its throughput is not either."""
+    summary = summary_path(path).name
+    read = {"file": f"{path.parent.name}/{path.name}", "tool": FORMAT, "what": "an LLMPerf run"}
+    read |= {"named": "LLMPerf results version", "version": None}
+    read |= {"unstated": f"LLMPerf's version is in its summary, not beside it ({summary})", "unsaid": "no model named"}
+    read |= {"said": []}
+    sends = "its send times are rebuilt one request after another, in the order listed, standing for no load"
+    where = f"its summary, {summary} (--num-concurrent-requests)"
+    load = {"file": f"{path.parent.name}/{path.name}", "named": NAME, "where": where, "sends": sends}
+    lacks = f"LLMPerf's measured time is in its summary ({summary}), not beside it, and the file keeps no send times"
+    return (
+        ReportWarning(Kind.FILE_READ, fields=read),
+        ReportWarning(Kind.FILE_LOAD_UNSTATED, fields=load),
+        ReportWarning(Kind.FILE_NO_THROUGHPUT, fields={"tool": FORMAT, "lacks": lacks}),
+    )
 
 
 def _notes(path: Path, info: Mapping[str, Any], streams: int, window: float | None) -> tuple[ReportWarning, ...]:

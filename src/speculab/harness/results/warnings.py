@@ -202,6 +202,9 @@ class WarningKind(str, Enum):
     FILE_EARLY_LAYOUT = "file_early_layout"  # read as the later layout: file, tool, layout, renamed [[key, read as]]
     FILE_THROUGHPUT_WINDOW = "file_throughput_window"  # tok/s over the tool's own time: tool, named, window (the time)
     FILE_NO_THROUGHPUT = "file_no_throughput"  # no measured time, no send times: tool, lacks (what, in its nouns)
+    # the file does not state its load (`LevelSpec` kind unknown): file, named (the tool), where (what of the tool's
+    # states it, e.g. LLMPerf's summary), sends (how its send times were rebuilt without it)
+    FILE_LOAD_UNSTATED = "file_load_unstated"
     FILE_RUNS_FAILED = "file_runs_failed"  # a sweep's failed runs beside the compared: file, tool, failed (names)
     # The error gate (`--max-error-rate`, exit 4; an A/B run's `errors` answer for --fail-on): failed and counted
     # requests (those the user cancelled in neither), error_rate (failed / counted), by_category {category: count,

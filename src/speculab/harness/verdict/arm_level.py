@@ -35,7 +35,7 @@ from speculab.harness.analysis.windows import (
     send_rate_rps,
     send_span_s,
 )
-from speculab.harness.design import ArmInfo, LevelSpec
+from speculab.harness.design import UNKNOWN, ArmInfo, LevelSpec
 from speculab.harness.records import FORCED, AcceptanceSummary, RequestRecord
 from speculab.harness.results.ab_run import ABRun, RepeatRun
 from speculab.harness.verdict.model import AcceptanceView, ArmLevel, MemoryView, ReportOptions, Series
@@ -203,6 +203,12 @@ def arm_price(arm: ArmInfo) -> ArmPrice | None:
     return ArmPrice(arm.usd_per_hour, arm.gpus) if arm.usd_per_hour is not None else None
 
 
+def _load_runs(runs: Sequence[RepeatRun], level: LevelSpec) -> list[RepeatRun]:
+    """The repeats the achieved load is measured over: those that finished; none where the file states no load (a
+    `LevelSpec` kind UNKNOWN: its rebuilt sends stand for no load, so none was achieved either)."""
+    return [run for run in runs if not run.interrupted] if level.kind != UNKNOWN else []
+
+
 def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs: ABRun, opts: ReportOptions
               ) -> ArmLevel:  # fmt: skip
     """Pool an arm's repeats at one load: distributions over every request, throughput per repeat."""
@@ -215,8 +221,8 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
     # A repeat cut short (killed, Ctrl-C, a server that died) never recorded the requests it had in flight, so its
     # load looks short of the asked one: that says it was interrupted (reported as such), not that the client was
     # slow. Achieved load is measured over the repeats that finished.
-    whole = [run for run in runs if not run.interrupted]
-    rates = (repeat_send_rate_rps(run) for run in measured_runs if not run.interrupted)
+    whole = _load_runs(runs, level)
+    rates = (repeat_send_rate_rps(run) for run in _load_runs(measured_runs, level))
     achieved_rate = [x for x in rates if x is not None]
     conc = [c for c in (achieved_concurrency(run.records, run.windows_s) for run in whole) if c is not None]
     achieved_rate_rps = statistics.fmean(achieved_rate) if achieved_rate else None

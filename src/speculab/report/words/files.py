@@ -55,6 +55,10 @@ FILE_WORDS: dict[WarningKind, Callable[[Fields], str]] = {
         f"{f['named']}'s tok/s: over {f['window']}, not the rebuilt send times"
     ),
     WarningKind.FILE_NO_THROUGHPUT: lambda f: f"{f['lacks']}: no throughput, and no throughput comparison",
+    WarningKind.FILE_LOAD_UNSTATED: lambda f: (
+        f"{f['file']}: the load is not in the file ({f['named']} writes it in {f['where']}, not beside it): not "
+        f"assumed; compared only with another file whose load is not stated either; {f['sends']}"
+    ),
     WarningKind.FILE_RUNS_FAILED: lambda f: (
         f"{f['file']}: the sweep also wrote {', '.join(f['failed'])} (failed runs, not compared)"
     ),

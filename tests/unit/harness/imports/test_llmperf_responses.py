@@ -10,8 +10,10 @@ import pytest
 
 from fakes.words import words
 from speculab.errors import UserError
+from speculab.harness.design import UNKNOWN
 from speculab.harness.imports import llmperf_responses
 from speculab.harness.records import ErrorCategory
+from speculab.harness.results.warnings import WarningKind as Kind
 
 
 def _resp(i: int, **extra) -> dict:
@@ -67,10 +69,21 @@ def test_the_category_of_llmperfs_errors(tmp_path: Path, code, msg: str, categor
     assert r.error.message.startswith(f"LLMPerf: error_code {code}: ") and "\n" not in r.error.message
 
 
-def test_a_missing_summary_is_one_line(tmp_path: Path) -> None:
-    f = _write(tmp_path, [_resp(0)], concurrency=None)
-    with pytest.raises(UserError, match=r"read as an LLMPerf .*: no m_60_16_summary.json beside it .*num-concurrent"):
-        llmperf_responses.read(f)
+def test_without_its_summary_a_file_reads_with_its_load_unknown_and_no_throughput(tmp_path: Path) -> None:
+    """#51: a responses file alone is read, request by request as with its summary; its load is not in it (kind
+    unknown, never a concurrency), nor is LLMPerf's measured time (no throughput), and its notes say both."""
+    f = _write(tmp_path, [_resp(i) for i in range(3)], concurrency=None)
+    run = llmperf_responses.read(f)
+    assert (run.level.kind, run.level.key, run.level.label) == (UNKNOWN, "unknown", "load not in the file")
+    assert run.duration_s is None and run.sends_rebuilt and run.model == "" and run.info["version"] is None
+    assert run.input_lens == (40, 41, 42) and run.records[1].end_s - run.records[1].sent_s == pytest.approx(0.1)
+    assert "does not state --num-concurrent-requests" in run.unpairable  # its order may not be its prompts'
+    assert run.load_from == "LLMPerf's m_60_16_summary.json beside it (its --num-concurrent-requests)"
+    kinds = [n.kind for n in run.notes]
+    assert kinds == [Kind.FILE_READ, Kind.FILE_LOAD_UNSTATED, Kind.FILE_NO_THROUGHPUT]
+    said = words(run.notes)
+    assert "the load is not in the file (LLMPerf writes it in its summary, m_60_16_summary.json" in said[1]
+    assert said[2].startswith("LLMPerf's measured time is in its summary") and "no throughput" in said[2]
 
 
 def test_several_concurrent_requests_are_a_rebuilt_closed_loop_that_does_not_pair(tmp_path: Path) -> None:
