@@ -78,6 +78,13 @@ def test_trtllm_bench_reports_compare_with_the_speculative_one_s_acceptance(caps
     assert "length 2.83 tokens per step" in b and "rate 68.7%" in b
     assert "`decoding_stats.acceptance_length_percentiles.average`" in b and "mean of each request" in b
     assert "measured average concurrency" in b
+    # on the arm in summary.json too, not only in the side's note (#51); the baseline's files state none
+    (level,) = json.loads((tmp_path / "cmp" / "summary.json").read_text())["levels"]
+    base, spec = level["arms"]
+    assert "acceptance" not in base
+    length = {"kind": "length", "value": 2.83, "weighting": "per_request_mean", "run": 1}
+    assert spec["acceptance"][0] == length | {"source": "decoding_stats.acceptance_length_percentiles.average"}
+    assert [(x["kind"], round(x["value"], 3)) for x in spec["acceptance"]] == [("length", 2.83), ("rate", 0.687)]
 
 
 def test_a_file_of_several_configurations_unsplit_is_one_line_naming_the_flags(capsys) -> None:
