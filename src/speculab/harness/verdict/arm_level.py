@@ -116,6 +116,13 @@ def send_fraction(records: Sequence[RequestRecord], windows: Sequence[Window] = 
     return sched / sent if sched > 0 and sent > 0 else None  # same n - 1 intervals: the spans' inverse ratio
 
 
+def _not_in_file(records: Sequence[RequestRecord], runs: Sequence[RepeatRun]) -> tuple[str, ...]:
+    """What the arm's files do not hold: their records' (`quantities_not_held`), and tok/s where a repeat has no
+    window to divide by; each named once."""
+    untimed = () if all(map(throughput_known, runs)) else ("output_tok_s",)
+    return tuple(dict.fromkeys(quantities_not_held(records) + untimed))
+
+
 def throughput_known(run: RepeatRun) -> bool:
     """Whether the repeat has a measured window to divide by: its records' own, or its tool's stated duration."""
     return run.duration_s is not None or not run.sends_rebuilt
@@ -274,11 +281,7 @@ def arm_level(arm: ArmInfo, level: LevelSpec, runs: Sequence[RepeatRun], inputs:
         usd_per_mtok=costlib.cost_interval(tok_s, price) if price is not None and tok_s else None,
         slo_attainment=attainment,
         stalled_requests=pooled.stalled_requests,
-        not_in_file=tuple(
-            dict.fromkeys(
-                quantities_not_held(records) + (() if all(map(throughput_known, runs)) else ("output_tok_s",))
-            )
-        ),
+        not_in_file=_not_in_file(records, runs),
         repeat_tok_s=tuple(
             (run.repeat, run.order, m.output_tok_s) for run, m in zip(measured_runs, by_repeat, strict=True)
         ),
