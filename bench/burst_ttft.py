@@ -29,6 +29,7 @@ Usage (from the repository root):
     python bench/burst_ttft.py                                    # 1, 64, 256 streams, 3 repeats
     python bench/burst_ttft.py --quick                            # 1 and 64 streams, 1 repeat
     python bench/burst_ttft.py --baseline main --peers --json bench/results/burst_ttft.json
+The peers' installs, versions and joins: bench/README.md, "burst_ttft.py".
 """
 
 from __future__ import annotations
@@ -237,18 +238,26 @@ def peer_record(prompt: str, index: int, sent_s: float | None, ttft_s: float | N
             "first_s": sent_s + ttft_s if ok else None, "ok": ok, "marks": {}}  # fmt: skip
 
 
-def run_peer(name: str, cmd: list[str], stdin: str | None = None) -> dict:
-    """Runs a peer's command to its end; its CPU (every child and grandchild it waited for, its imports included)
-    and the peak RSS of its largest process."""
-    import resource
+# Runs argv[2:] and writes its children's rusage to argv[1]: this process's own RUSAGE_CHILDREN would keep the
+# largest RSS of every child the script ever ran (another peer's), so each peer's is read in a process of its own
+RUSAGE_WRAPPER = """
+import json, resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(json.dumps({"cpu_s": r.ru_utime + r.ru_stime, "maxrss_mb": r.ru_maxrss / 1024}))
+sys.exit(rc)
+"""
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=600)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{out.stdout[-1500:]}\n{out.stderr[-3000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"cpu_s": cpu, "maxrss_mb": after.ru_maxrss / 1024}
+
+def run_peer(name: str, cmd: list[str], stdin: str | None = None) -> dict:
+    """Runs a peer's command to its end; its CPU (every process of it that was waited for, its imports included)
+    and the peak RSS of its largest process."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as usage:
+        argv = [sys.executable, "-c", RUSAGE_WRAPPER, usage.name, *cmd]
+        out = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{out.stdout[-1500:]}\n{out.stderr[-3000:]}")
+        return json.loads(Path(usage.name).read_text())
 
 
 # --------------------------------------------------------------------------------------------------------------
