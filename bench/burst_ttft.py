@@ -230,12 +230,14 @@ def run_vllm(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Pat
     return records, health
 
 
-def peer_record(prompt: str, index: int, sent_s: float | None, ttft_s: float | None) -> dict:
-    """A peer's request in the client child's record shape: the peers keep no scheduled time (so no client queue)
-    and no per-step marks; `ttft_s` None: the request failed."""
+def peer_record(
+    prompt: str, index: int, sent_s: float | None, ttft_s: float | None, scheduled_s: float | None = None
+) -> dict:
+    """A peer's request in the client child's record shape, no per-step marks; `ttft_s` None: the request failed;
+    `scheduled_s` where the peer keeps when it meant to send (else its client queue reads 0: not known)."""
     ok = ttft_s is not None
-    return {"prompt": prompt, "index": index, "scheduled_s": sent_s, "sent_s": sent_s,
-            "first_s": sent_s + ttft_s if ok else None, "ok": ok, "marks": {}}  # fmt: skip
+    return {"prompt": prompt, "index": index, "scheduled_s": sent_s if scheduled_s is None else scheduled_s,
+            "sent_s": sent_s, "first_s": sent_s + ttft_s if ok else None, "ok": ok, "marks": {}}  # fmt: skip
 
 
 # Runs argv[2:] and writes its children's rusage to argv[1]: this process's own RUSAGE_CHILDREN would keep the
@@ -288,7 +290,8 @@ def aiperf_records(export_lines: list[str], inputs: dict) -> list[dict]:
     """AIPerf's per-request records (profile_export.jsonl), each put on its prompt by inputs.json. `request_start_ns`
     is time.time_ns() read beside the perf_counter_ns() its TTFT is measured from (aiperf's transport stamps both
     as it starts the request), so start + TTFT is the first token on CLOCK_REALTIME without anchoring a monotonic
-    clock. `session_num` (the credit's number) orders the requests: the first N are the burst."""
+    clock. `session_num` (the credit's number) orders the requests: the first N are the burst. Scheduled: when its
+    rate limiter issued the request's credit (`credit_issued_ns`, time.time_ns())."""
     prompt_of = {s["session_id"]: s["payloads"][0]["prompt"] for s in inputs["data"]}
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
     records = []
@@ -299,7 +302,9 @@ def aiperf_records(export_lines: list[str], inputs: dict) -> list[dict]:
         meta, ttft = d["metadata"], d["metrics"].get("time_to_first_token")
         ttft_s = ttft["value"] * scale[ttft["unit"]] if ttft and not d.get("error") else None
         prompt = prompt_of[meta["conversation_id"]]
-        records.append(peer_record(prompt, meta["session_num"], meta["request_start_ns"] / 1e9, ttft_s))
+        issued = meta.get("credit_issued_ns")
+        scheduled = issued / 1e9 if issued is not None else None
+        records.append(peer_record(prompt, meta["session_num"], meta["request_start_ns"] / 1e9, ttft_s, scheduled))
     return records
 
 
@@ -331,7 +336,8 @@ def guidellm_records(report: dict, prompts: list[str]) -> list[dict]:
     """GuideLLM's per-request stats (benchmarks.json: the one benchmark's requests, successful and not), each on its
     prompt (the body it sent, kept in `request_args`). Its `request_start` (taken as the request's headers start
     to be written) and `first_token_iteration` are time.time(): CLOCK_REALTIME already. A request's index is its
-    prompt's place in the data file, which it reads in order: the first N are the burst."""
+    prompt's place in the data file, which it reads in order: the first N are the burst. Scheduled: the time its
+    scheduler aimed to start the request at (`targeted_start`, time.time())."""
     (bench,) = report["benchmarks"]
     index = {p: i for i, p in enumerate(prompts)}
     records = []
@@ -341,7 +347,7 @@ def guidellm_records(report: dict, prompts: list[str]) -> list[dict]:
             t = r["info"]["timings"]
             start, first = t.get("request_start"), t.get("first_token_iteration")
             ttft_s = first - start if status == "successful" and start is not None and first is not None else None
-            records.append(peer_record(prompt, index[prompt], start, ttft_s))
+            records.append(peer_record(prompt, index[prompt], start, ttft_s, t.get("targeted_start")))
     return records
 
 
