@@ -18,7 +18,10 @@ TTFT, not the client's error. `client_queue` is the client's scheduled -> sent.
 
 Arms: `speculab` (this tree's src/); with `--baseline REF`, `speculab@REF` (REF's src/, extracted with git archive),
 so a change to the client is measured before and after by the same script; with `--peers`, vLLM's `bench serve`
-(`$VLLM_PY`, default the venv under ~/.cache/speculab). Each in its own child process; every repeat runs every
+(`$VLLM_PY`, default the venv under ~/.cache/speculab), AIPerf's `aiperf profile` (`$AIPERF_BIN`, default
+/opt/peers/aiperf/bin/aiperf) and GuideLLM's `guidellm run` (`$GUIDELLM_BIN`, default /opt/peers/guidellm/bin/guidellm),
+each with the same prompts, every stream at once, its own per-request output joined to the truth; a peer not installed
+is skipped with a note. Each in its own child process; every repeat runs every
 (streams, arm) once, interleaved (the order alternating), against the one mock. `--breakdown` adds aiohttp trace hooks
 to the speculab arms to say where a request's time goes (they cost the client time).
 
@@ -26,6 +29,7 @@ Usage (from the repository root):
     python bench/burst_ttft.py                                    # 1, 64, 256 streams, 3 repeats
     python bench/burst_ttft.py --quick                            # 1 and 64 streams, 1 repeat
     python bench/burst_ttft.py --baseline main --peers --json bench/results/burst_ttft.json
+The peers' installs, versions and joins: bench/README.md, "burst_ttft.py".
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ MOCK_FLAGS = ["--ttft-ms", "50", "--gap-ms", "20", "--output-tokens", "8", "--re
 PROMPT_WORDS = " ".join(f"w{i}" for i in range(40))  # ~ a short real prompt; every request's prompt is unique
 
 
+def prompts_of(tag: str, n: int) -> list[str]:
+    """A run's prompts, unique across the whole script run (the tag names the arm, level and repeat)."""
+    return [f"{tag} r{i} {PROMPT_WORDS}" for i in range(n)]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The client child: runs the speculab it finds on its PYTHONPATH, prints one JSON line per record
 
@@ -68,7 +77,7 @@ def client_child(args: argparse.Namespace) -> None:
     from speculab.harness.records import RequestSpec
 
     n = args.streams * args.prompts_per_stream
-    items = [RequestSpec(index=i, prompt=f"{args.tag} r{i} {PROMPT_WORDS}") for i in range(n)]
+    items = [RequestSpec(index=i, prompt=p) for i, p in enumerate(prompts_of(args.tag, n))]
     ep = EndpointConfig(base_url=args.url, model="speculab-mock", api="completions", stream=True)
     clock = time.time  # CLOCK_REALTIME, the truth log's clock
     request = request_func(ep, RequestSampling(max_tokens=8), clock=clock)
@@ -201,10 +210,8 @@ def run_vllm(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Pat
     """vLLM's client, every request at once (`--request-rate inf`, `--max-concurrency N`), the prompts in the file's
     order (`--disable-shuffle`): its per-request `start_times` (CLOCK_MONOTONIC) and `ttfts`, in that order, put on
     CLOCK_REALTIME by this process's reading of both clocks."""
-    import resource
-
     n = streams * prompts_per_stream
-    prompts = [f"{tag} r{i} {PROMPT_WORDS}" for i in range(n)]
+    prompts = prompts_of(tag, n)
     path = tmp / f"{tag}.jsonl"
     path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
     cmd = [str(VLLM_PY), "-", "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions"]
@@ -212,23 +219,136 @@ def run_vllm(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Pat
     cmd += ["--dataset-name", "custom", "--dataset-path", str(path), "--disable-shuffle", "--skip-chat-template"]
     cmd += ["--custom-output-len", "8", "--num-prompts", str(n), "--max-concurrency", str(streams), "--seed", "0"]
     cmd += ["--save-result", "--save-detailed", "--result-dir", str(tmp), "--result-filename", f"{tag}.json"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     offsets = [time.time() - time.perf_counter()]
-    out = subprocess.run(cmd, input=VLLM_MAIN, capture_output=True, text=True, timeout=600)
+    health = run_peer("vllm bench serve", cmd, stdin=VLLM_MAIN)
     offsets.append(time.time() - time.perf_counter())
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise SystemExit(f"vllm bench serve failed:\n{out.stderr[-3000:]}")
     d = json.loads((tmp / f"{tag}.json").read_text())
     offset = sum(offsets) / 2  # CLOCK_REALTIME - CLOCK_MONOTONIC over the run
     records = []
     for i, (start, ttft, err) in enumerate(zip(d["start_times"], d["ttfts"], d["errors"], strict=True)):
-        sent = start + offset
-        ok = not err and ttft > 0
-        records.append({"prompt": prompts[i], "index": i, "scheduled_s": sent, "sent_s": sent,
-                        "first_s": sent + ttft if ok else None, "ok": ok, "marks": {}})  # fmt: skip
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)  # its imports included
-    return records, {"cpu_s": cpu, "maxrss_mb": after.ru_maxrss / 1024}
+        records.append(peer_record(prompts[i], i, start + offset, ttft if not err and ttft > 0 else None))
+    return records, health
+
+
+def peer_record(
+    prompt: str, index: int, sent_s: float | None, ttft_s: float | None, scheduled_s: float | None = None
+) -> dict:
+    """A peer's request in the client child's record shape, no per-step marks; `ttft_s` None: the request failed;
+    `scheduled_s` where the peer keeps when it meant to send (else its client queue reads 0: not known)."""
+    ok = ttft_s is not None
+    return {"prompt": prompt, "index": index, "scheduled_s": sent_s if scheduled_s is None else scheduled_s,
+            "sent_s": sent_s, "first_s": sent_s + ttft_s if ok else None, "ok": ok, "marks": {}}  # fmt: skip
+
+
+# Runs argv[2:] and writes its children's rusage to argv[1]: this process's own RUSAGE_CHILDREN would keep the
+# largest RSS of every child the script ever ran (another peer's), so each peer's is read in a process of its own
+RUSAGE_WRAPPER = """
+import json, resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(json.dumps({"cpu_s": r.ru_utime + r.ru_stime, "maxrss_mb": r.ru_maxrss / 1024}))
+sys.exit(rc)
+"""
+
+
+def run_peer(name: str, cmd: list[str], stdin: str | None = None) -> dict:
+    """Runs a peer's command to its end; its CPU (every process of it that was waited for, its imports included)
+    and the peak RSS of its largest process."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as usage:
+        argv = [sys.executable, "-c", RUSAGE_WRAPPER, usage.name, *cmd]
+        out = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{out.stdout[-1500:]}\n{out.stderr[-3000:]}")
+        return json.loads(Path(usage.name).read_text())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A peer: AIPerf (`aiperf profile`), in its own venv ($AIPERF_BIN)
+
+AIPERF_BIN = Path(os.environ.get("AIPERF_BIN", "/opt/peers/aiperf/bin/aiperf"))
+
+
+def run_aiperf(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Path) -> tuple[list[dict], dict]:
+    """AIPerf's client, N sessions at once (`--concurrency N`, no `--concurrency-ramp-duration`), the same prompts as
+    a single-turn custom dataset taken in the file's order; each record of its profile_export.jsonl joined to its
+    prompt through inputs.json (the record's conversation_id is the session_id there)."""
+    n = streams * prompts_per_stream
+    data, art = tmp / f"{tag}.aiperf.jsonl", tmp / f"{tag}.aiperf"
+    data.write_text("".join(json.dumps({"text": p}) + "\n" for p in prompts_of(tag, n)))
+    cmd = [str(AIPERF_BIN), "profile", "--model", "speculab-mock", "--url", url, "--endpoint-type", "completions"]
+    cmd += ["--streaming", "--input-file", str(data), "--custom-dataset-type", "single_turn"]
+    cmd += ["--dataset-sampling-strategy", "sequential", "--random-seed", "0"]
+    cmd += ["--concurrency", str(streams), "--request-count", str(n)]
+    cmd += ["--tokenizer", str(ROOT / "src/speculab/engine/assets/demo/target"), "--ui-type", "none"]
+    cmd += ["--output-artifact-dir", str(art), "--export-level", "records"]
+    health = run_peer("aiperf profile", cmd)
+    lines = (art / "profile_export.jsonl").read_text().splitlines()
+    return aiperf_records(lines, json.loads((art / "inputs.json").read_text())), health
+
+
+def aiperf_records(export_lines: list[str], inputs: dict) -> list[dict]:
+    """AIPerf's per-request records (profile_export.jsonl), each put on its prompt by inputs.json. `request_start_ns`
+    is time.time_ns() read beside the perf_counter_ns() its TTFT is measured from (aiperf's transport stamps both
+    as it starts the request), so start + TTFT is the first token on CLOCK_REALTIME without anchoring a monotonic
+    clock. `session_num` (the credit's number) orders the requests: the first N are the burst. Scheduled: when its
+    rate limiter issued the request's credit (`credit_issued_ns`, time.time_ns())."""
+    prompt_of = {s["session_id"]: s["payloads"][0]["prompt"] for s in inputs["data"]}
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
+    records = []
+    for line in export_lines:
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        meta, ttft = d["metadata"], d["metrics"].get("time_to_first_token")
+        ttft_s = ttft["value"] * scale[ttft["unit"]] if ttft and not d.get("error") else None
+        prompt = prompt_of[meta["conversation_id"]]
+        issued = meta.get("credit_issued_ns")
+        scheduled = issued / 1e9 if issued is not None else None
+        records.append(peer_record(prompt, meta["session_num"], meta["request_start_ns"] / 1e9, ttft_s, scheduled))
+    return records
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A peer: GuideLLM (`guidellm run`), in its own venv ($GUIDELLM_BIN)
+
+GUIDELLM_BIN = Path(os.environ.get("GUIDELLM_BIN", "/opt/peers/guidellm/bin/guidellm"))
+
+
+def run_guidellm(url: str, streams: int, prompts_per_stream: int, tag: str, tmp: Path) -> tuple[list[dict], dict]:
+    """GuideLLM's client, N streams at once (`--profile kind=concurrent,streams=N`, its rampup_duration left at 0,
+    no warmup), `max_requests` the run's prompts, read from a JSONL data file; its benchmarks.json keeps every
+    request's body, so each is joined to the truth by its prompt."""
+    n = streams * prompts_per_stream
+    prompts = prompts_of(tag, n)
+    name = tag.replace(" ", "_")  # its flags are `key=value,...`: no spaces, no commas in the paths
+    data, report = tmp / f"{name}.guidellm.jsonl", tmp / f"{name}.guidellm.json"
+    data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
+    cmd = [str(GUIDELLM_BIN), "run", "--disable-console"]
+    cmd += ["--backend", f"kind=openai_http,target={url},model=speculab-mock,request_format=/v1/completions"]
+    cmd += ["--profile", f"kind=concurrent,streams={streams}", "--constraint", f"kind=max_requests,count={n}"]
+    cmd += ["--data", f"kind=json_file,path={data}", "--output", f"kind=json,path={report}"]
+    cmd += ["--tokenizer", f"kind=huggingface_auto,model={ROOT / 'src/speculab/engine/assets/demo/target'}"]
+    health = run_peer("guidellm run", cmd)
+    return guidellm_records(json.loads(report.read_text()), prompts), health
+
+
+def guidellm_records(report: dict, prompts: list[str]) -> list[dict]:
+    """GuideLLM's per-request stats (benchmarks.json: the one benchmark's requests, successful and not), each on its
+    prompt (the body it sent, kept in `request_args`). Its `request_start` (taken as the request's headers start
+    to be written) and `first_token_iteration` are time.time(): CLOCK_REALTIME already. A request's index is its
+    prompt's place in the data file, which it reads in order: the first N are the burst. Scheduled: the time its
+    scheduler aimed to start the request at (`targeted_start`, time.time())."""
+    (bench,) = report["benchmarks"]
+    index = {p: i for i, p in enumerate(prompts)}
+    records = []
+    for status in ("successful", "errored", "incomplete"):
+        for r in bench["requests"][status] or []:
+            prompt = json.loads(r["request_args"])["body"]["prompt"]
+            t = r["info"]["timings"]
+            start, first = t.get("request_start"), t.get("first_token_iteration")
+            ttft_s = first - start if status == "successful" and start is not None and first is not None else None
+            records.append(peer_record(prompt, index[prompt], start, ttft_s, t.get("targeted_start")))
+    return records
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -299,6 +419,14 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+# The peers `--peers` runs, by arm name: where each is installed, and how it runs one burst
+PEERS = {
+    "vllm bench serve": (VLLM_PY, run_vllm),
+    "aiperf profile": (AIPERF_BIN, run_aiperf),
+    "guidellm run": (GUIDELLM_BIN, run_guidellm),
+}
+
+
 def baseline_src(ref: str, into: Path) -> Path:
     """REF's src/ extracted into `into` (git archive: no checkout, no worktree)."""
     tar = into / "src.tar"
@@ -316,7 +444,10 @@ def main() -> None:
     ap.add_argument("--baseline", help="a git ref: also run the client of REF's src/ (before/after a change)")
     ap.add_argument("--quick", action="store_true", help="1 and 64 streams, 1 repeat")
     ap.add_argument(
-        "--peers", action="store_true", help=f"also vLLM's `bench serve` (its venv's python: {VLLM_PY}, or $VLLM_PY)"
+        "--peers",
+        action="store_true",
+        help=f"also vLLM's `bench serve` ({VLLM_PY}, or $VLLM_PY), AIPerf ({AIPERF_BIN}, or $AIPERF_BIN) and GuideLLM "
+        f"({GUIDELLM_BIN}, or $GUIDELLM_BIN); a peer not installed is skipped",
     )
     ap.add_argument(
         "--breakdown", action="store_true", help="also time aiohttp's steps per request (trace hooks: slows the client)"
@@ -340,7 +471,11 @@ def main() -> None:
         if args.baseline:
             arms[f"speculab@{args.baseline}"] = baseline_src(args.baseline, tmpd)
         if args.peers:
-            arms["vllm bench serve"] = "vllm"
+            for arm, (path, _run) in PEERS.items():
+                if path.exists():
+                    arms[arm] = arm
+                else:
+                    print(f"{arm}: skipped, {path} is absent (bench/README.md, burst_ttft.py: installing the peers)")
         truth_path = tmpd / "truth.jsonl"
         mock, url = start_mock([*MOCK_FLAGS, "--truth-log", str(truth_path)])
         load0 = os.getloadavg()
@@ -353,8 +488,8 @@ def main() -> None:
                     order = list(arms) if rep % 2 == 0 else list(reversed(arms))  # interleaved, alternating first
                     for arm in order:
                         tag = f"{arm}-n{n}-rep{rep}"
-                        if arms[arm] == "vllm":
-                            records, h = run_vllm(url, n, args.prompts_per_stream, tag, tmpd)
+                        if arm in PEERS:
+                            records, h = PEERS[arm][1](url, n, args.prompts_per_stream, tag, tmpd)
                         else:
                             src = Path(arms[arm])
                             records, h = run_client(src, url, n, args.prompts_per_stream, tag, args.breakdown)
