@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speculab.harness.verdict.model import METRIC_LABELS, PhaseView, PhaseWindowView, Report
+from speculab.harness.verdict.model import METRIC_LABELS, TPOT, PhaseView, PhaseWindowView, Report
 from speculab.report.formatting import ms, speedup, speedup_range
 from speculab.report.html.plots import phase_timeline
 from speculab.report.html.sections import arm_labels
@@ -53,7 +53,7 @@ def _plot(report: Report, labels: dict[str, str]) -> str:
     """TPOT over the schedule where the requests have one, else E2E; acceptance and k from the engine's counters
     where it counts them, else acceptance per response where responses carry it; the load as a step per phase."""
     tpot = [p for p in report.timeline if p.tpot_s is not None]
-    metric, key = ("TPOT", "tpot_s") if tpot else ("E2E", "e2e_s")
+    metric, key = ("TPOT", TPOT.name) if tpot else ("E2E", "e2e_s")
     latency: dict[str, tuple[list[float], list[float]]] = {}
     per_response: dict[str, tuple[list[float], list[float]]] = {}
     for p in report.timeline:

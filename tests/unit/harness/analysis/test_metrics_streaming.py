@@ -77,8 +77,13 @@ def reference_aggregate(
         error_examples=dict(sorted(examples.items())),
         duration_s=dur,
         requests_per_s=rate(len(good)),
-        output_tok_s=rate(out_total),
-        total_tok_s=rate(out_total + prompt_total),
+        # every successful request's output length unknown: tok/s not measured (NaN), not 0
+        output_tok_s=rate(out_total) if not good or any(m.output_tokens is not None for m in good) else float("nan"),
+        total_tok_s=(
+            rate(out_total + prompt_total)
+            if not good or any(m.output_tokens is not None for m in good)
+            else float("nan")
+        ),
         goodput_rps=rate(n_good_slo) if n_good_slo is not None else None,
         goodput_fraction=(n_good_slo / len(recs) if recs else float("nan")) if n_good_slo is not None else None,
         achieved_rate_rps=rate_rps([r.sent_s for r in recs]),
