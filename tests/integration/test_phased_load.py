@@ -81,3 +81,37 @@ candidate: {{command: {mock(port, *CAND)}}}
     assert into["ngram-k1"]["e2e_p99_s"] > 0.6 + into["baseline"]["e2e_p99_s"], into
     steady = {a["arm"]: a for a in phases[1]["steady"]["arms"]}
     assert steady["ngram-k1"]["stalled_requests"] == 0, steady
+
+
+@pytest.mark.slow
+def test_in_two_url_mode_each_arm_runs_the_schedule_whole(tmp_path: Path, capsys) -> None:
+    """Two servers already running (`baseline.url`, `candidate.url`): each arm runs the whole schedule in turn, and
+    every phase is judged; the candidate's 2 tokens a chunk at the same gaps come out faster in each."""
+    from mock_process import mock_process
+
+    with (
+        mock_process(ttft_s=0.002, gap_s=0.02, output_tokens=9) as a,
+        mock_process(ttft_s=0.002, gap_s=0.02, output_tokens=9, tokens_per_chunk=2) as b,
+    ):
+        exp = tmp_path / "exp.yaml"
+        exp.write_text(
+            f"""
+workload: {{spec: "synthetic:input=10,output=9", num_prompts: 12, warmup_requests: 1}}
+checks: false
+sampling: {{max_tokens: 9}}
+loads: {{transition_s: 0.5, phases: [{{concurrency: 1, duration_s: 2}}, {{concurrency: 4, duration_s: 2}}]}}
+baseline: {{url: "{a}"}}
+candidate: {{url: "{b}"}}
+speculation: {{method: ngram, num_speculative_tokens: 1}}
+""",
+            encoding="utf-8",
+        )
+        out = tmp_path / "run"
+        code, _, err = run_main(capsys, "run", str(exp), "--output", str(out))
+    assert code == 0, err
+    phases = json.loads((out / "summary.json").read_text(encoding="utf-8"))["phases"]
+    assert [(p["value"], p["start_s"], p["end_s"]) for p in phases] == [(1, 0, 2), (4, 2, 4)]
+    for p in phases:
+        tpot = next(m for m in p["steady"]["metrics"] if m["metric"] == "tpot_s")
+        assert tpot["decision"] == "faster", tpot
+    assert all((out / "runs" / arm / "phased").is_dir() for arm in ("baseline", "ngram-k1"))

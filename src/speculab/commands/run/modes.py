@@ -231,6 +231,8 @@ class TwoUrlMode:
 
 def blocks_for(life: Lifecycle, level_i: int) -> list[tuple[RequestSpec, ...]]:
     lv = life.plan.loads[level_i]
+    if lv.phases:  # a schedule is one block: each arm runs it whole, in turn (ABBA over repeats), as launch mode does
+        return [life.setup.levels[level_i].items_of(life.setup.items)]
     width = lv.concurrency or lv.max_concurrency or max(1, round(lv.rate_rps or _trace_rate(life, lv)))
     # Small blocks keep each prompt's two measurements close in time, so a burst of contention hits both
     # arms of a pair; at higher load a block must be long enough for the load to reach steady state.

@@ -309,17 +309,12 @@ def plan_experiment(
 
 
 def _check_phased(exp: Experiment, wl: Workload) -> None:
-    """A phased load runs its schedule as one block per arm in launch mode, single turns (one client process: its
-    schema has no `workers`)."""
+    """A phased load runs its schedule as one block per arm (launched per block in launch mode; in two-URL mode each
+    arm's server runs it whole in turn), single turns (one client process: its schema has no `workers`)."""
     op = exp.loads.operating
     if not op.phases:
         return
     where = f"{exp.source}: loads.phases"
-    if exp.two_url_mode:
-        raise UserError(
-            f"{where}: a schedule runs each arm whole, one after the other, in launch mode; give baseline.launch "
-            "(two-URL mode splits a load into blocks of prompts, which cuts a schedule apart)"
-        )
     if any(it.turn is not None and it.turn > 1 for it in wl.items):
         raise UserError(f"{where}: a schedule sends single requests; use a single-turn workload")
 

@@ -1,17 +1,15 @@
 """Planning a phased load (issue 52): one level run as one block per arm, its load the runner's schedule, and the
-dry run's schedule lines; two-URL mode and client workers refused with the fix. Nothing is started here."""
+dry run's schedule lines; one block per arm in two-URL mode too; client workers refused with the fix. Nothing is
+started here."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from speculab.commands.run.blocks import load_config
 from speculab.commands.run.plan import plan_experiment
 from speculab.commands.run.preflight import size_lines
 from speculab.config import LoadPhase, parse_experiment
-from speculab.errors import UserError
 
 VLLM = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"]
 PHASES = "{transition_s: 2, phases: [{concurrency: 1, duration_s: 10}, {zigzag: {low: 2, high: 16, every: 5}}]}"
@@ -55,10 +53,16 @@ def test_the_dry_run_prints_the_schedule_and_its_length():
     assert lines[-1].startswith("launches: 2")
 
 
-def test_two_url_mode_is_refused_in_one_line_naming_the_fix():
+def test_in_two_url_mode_the_schedule_is_one_block_each_arm_runs_whole():
+    """Two servers already running (no launch): each arm runs the whole schedule in turn, as in launch mode; the
+    schedule is never cut into blocks of prompts (which two-URL mode makes of a fixed load)."""
+    from types import SimpleNamespace
+
+    from speculab.commands.run.modes import blocks_for
+
     y = _yaml(arms='candidate: {url: "http://b:2"}')
     y = y.replace(f"  launch: {{engine: vllm, command: {json.dumps(VLLM)}, port: 8000}}", '  url: "http://a:1"')
-    with pytest.raises(UserError) as e:
-        plan_experiment(parse_experiment(y))
-    assert "loads.phases: a schedule runs each arm whole" in str(e.value) and "give baseline.launch" in str(e.value)
-    assert "\n" not in str(e.value)
+    plan = plan_experiment(parse_experiment(y))
+    assert plan.setup.two_url_mode and [lv.key for lv in plan.setup.levels] == ["phased"]
+    (block,) = blocks_for(SimpleNamespace(plan=plan, setup=plan.setup), 0)  # type: ignore[arg-type]
+    assert block == plan.setup.items
