@@ -17,6 +17,7 @@ from tests.fakes.words import words
 
 from integration.mock_process import mock_process
 from speculab.harness.results.ab_dir import load_inputs
+from speculab.harness.verdict.comparison import per_prompt
 
 pytest.importorskip("ray")
 
@@ -107,9 +108,15 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     level = next(lv for lv in summary["levels"] if lv["key"] == "c4")
-    tpot = next(m for m in level["comparisons"][0]["metrics"] if m["metric"] == "tpot_s")
-    assert tpot["n_pairs"] == 16
-    (run,) = load_inputs(tmp_path / "run").runs_for("baseline", "c4")
+    by_metric = {m["metric"]: m for m in level["comparisons"][0]["metrics"]}
+    assert by_metric["e2e_s"]["n_pairs"] == 16  # every prompt, sent by either worker, paired across the arms
+    # TPOT pairs the prompts whose streams both arms timed: a worker starved for the ~90 ms of a stream (three
+    # workers on two cores, beside the demo engine's tests) reads all its chunks at once and times no TPOT
+    inputs = load_inputs(tmp_path / "run")
+    timed = [per_prompt(inputs.runs_for(arm, "c4"), "tpot_s") for arm in ("baseline", "ngram-k2")]
+    both = {i for i in set(timed[0]) & set(timed[1]) if timed[0][i] > 0 and timed[1][i] > 0}
+    assert by_metric["tpot_s"]["n_pairs"] == len(both) >= 8, (by_metric["tpot_s"]["n_pairs"], len(both))
+    (run,) = inputs.runs_for("baseline", "c4")
     assert any("2 client worker processes as Ray actors on 1 node" in note for note in words(run.notes)), run.notes
 
 
