@@ -104,6 +104,9 @@ def predicted_lines(report: Any, level: Any) -> list[str]:
         if band is None:
             continue
         who = labels.get(comp.candidate, comp.candidate)
+        if not math.isfinite(band.estimate):
+            out.append(f"  {who}: no prediction at this load (the cost fit's step time is not above 0 here)")
+            continue
         said = f"  {who} predicted {band.estimate:.2f}× {speedup_range(band.low, band.high)}"
         if r is None or not (math.isfinite(r.speedup_low) and math.isfinite(r.speedup_high)):
             out.append(f"{said} (`speculab predict`); measured: no interval to hold it against")

@@ -375,15 +375,20 @@ def predict(
             x0, xk = np.asarray(_features(b, 0)), np.asarray(_features(b, k))
             plain, spec = coef @ x0, coef @ xk
             with np.errstate(divide="ignore", invalid="ignore"):
-                s = np.where(spec > 0, plain * lengths / spec, np.nan)
+                # a draw whose plain or speculative step takes no time (or less) is no engine: no speedup from it
+                s = np.where((spec > 0) & (plain > 0), plain * lengths / spec, np.nan)
             per_draw.append(s)
-            point.append(fit.step_s(b, 0) * length / fit.step_s(b, k))
+            steps = fit.step_s(b, 0), fit.step_s(b, k)
+            point.append(steps[0] * length / steps[1] if min(steps) > 0 else math.nan)
         draws_by_load = np.stack(per_draw, axis=1)  # [draws, loads]
         curve = []
         for i, b in enumerate(loads):
             col = draws_by_load[:, i]
             col = col[np.isfinite(col)]
-            lo, hi = (float(v) for v in np.quantile(col, q)) if col.size else (math.nan, math.nan)
+            # more of the draws than the band leaves out are no engine (a step time <= 0: a cost fit that its probes
+            # do not hold there, e.g. a negative coefficient): no band, rather than one drawn from the rest
+            enough = col.size >= confidence * draws_by_load.shape[0]
+            lo, hi = (float(v) for v in np.quantile(col, q)) if enough else (math.nan, math.nan)
             curve.append(CurvePoint(float(b), Band(float(point[i]), lo, hi)))
         out.append(KPrediction(k, length, tuple(curve), _crossover(loads, np.asarray(point), draws_by_load, q)))
     return tuple(out)
@@ -534,7 +539,8 @@ def _width_dict(w: WidthCheck | None) -> dict[str, Any] | None:
 def band_at(curve: Sequence[tuple[float, float, float, float]], load: float) -> Band | None:
     """A predicted curve's band at `load`, (load, estimate, low, high) rows interpolated on log load (the grid is
     geometric); None outside the curve's loads (no extrapolation: the model was fitted inside them)."""
-    rows = sorted(curve)
+    # a band not predicted at a load is NaN (null once saved as JSON: inputs.json keeps the curve)
+    rows = sorted((x, *(math.nan if v is None else v for v in rest)) for x, *rest in curve)
     if not rows or not rows[0][0] <= load <= rows[-1][0]:
         return None
     for (x0, *a), (x1, *b) in itertools.pairwise(rows):

@@ -33,6 +33,9 @@ def _cells(p: KPrediction, picks: list[int]) -> list[str]:
     out = []
     for i in picks:
         s = p.curve[i].speedup
+        if s.estimate != s.estimate:  # the cost fit's step time is <= 0 there: no engine, no prediction
+            out.append("—")
+            continue
         out.append(f"{s.estimate:.2f}× [{s.low:.2f}–{s.high:.2f}]" if s.low == s.low else f"{s.estimate:.2f}×")
     return out
 

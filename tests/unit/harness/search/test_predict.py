@@ -151,3 +151,20 @@ def test_a_second_k_on_the_line_passes_the_width_check_and_one_off_it_does_not()
     assert width_check(fit, []) is None
     exact = fit_step_cost(_at((0, 4), rng)[:4])  # as many probes as terms: no interval, nothing to say
     assert exact.dof == 0 and width_check(exact, _at((2,), rng)).linear is None
+
+
+def test_a_cost_fit_that_admits_no_engine_at_a_load_gives_no_speedup_there_never_a_negative_one():
+    """vLLM's CPU build on a tiny model (bench/predict_vllm_cpu.sh): six unforced probes, TPOT near 0 at 4 streams,
+    a fit with a negative coefficient whose step time falls below 0 inside the range. A draw or a point whose step
+    takes no time is no engine: where it is, the speedup is not predicted (NaN), never a negative ratio."""
+    rng = np.random.default_rng(3)
+    # plain steps steady; speculative ones falling fast with the batch (a fit line that crosses 0 near batch 4)
+    times = {(0, 1): 2.0e-3, (0, 2): 2.1e-3, (0, 4): 2.2e-3, (4, 1): 6.0e-3, (4, 2): 3.5e-3, (4, 4): 0.2e-3}
+    fit = fit_step_cost([StepProbe(k, b, t, 1.0, k > 0, 24) for (k, b), t in times.items()])
+    assert fit.step_s(8, 4) < 0  # the fit's line for k=4 is below 0 by batch 8
+    (k4,) = predict(measured_acceptance(rng), fit, (1.0, 2.0, 4.0, 8.0), [4], rng)
+    for point in k4.curve:
+        for v in (point.speedup.estimate, point.speedup.low, point.speedup.high):
+            assert math.isnan(v) or v > 0, k4.curve
+    at8 = k4.curve[-1].speedup
+    assert math.isnan(at8.estimate) and math.isnan(at8.low) and math.isnan(at8.high)
