@@ -9,7 +9,6 @@ as without a prediction. The prediction is held in inputs.json (`Setup.predicted
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,9 @@ def matched(data: dict[str, Any], plan: RunPlan) -> dict[str, dict[str, Any]]:
     for row in data.get("candidates") or ():
         name, k = row.get("name"), row.get("k")
         if name in ks and k == ks[name]:
+            # a band not predicted at a load is null here as in the file; `band_at`, its one reader, reads it as NaN
             curve = [
-                # a band not predicted there (null in the file: the cost fit's step time <= 0) reads as NaN
-                [p["load"], *(_num(p["speedup"][x]) for x in ("estimate", "low", "high"))]
-                for p in row["curve"]
+                [p["load"], p["speedup"]["estimate"], p["speedup"]["low"], p["speedup"]["high"]] for p in row["curve"]
             ]
             out[name] = {
                 "k": k,
@@ -81,7 +79,3 @@ def with_prediction(plan: RunPlan, path: Path) -> RunPlan:
         if ends:
             setup = replace(setup, search={**setup.search, "seeded": [min(ends), max(ends)]})
     return replace(plan, setup=setup)
-
-
-def _num(v: float | None) -> float:
-    return math.nan if v is None else float(v)
