@@ -44,16 +44,27 @@ def _cpu_s() -> float:
 def _hookwrapper(fn):
     import pytest
 
-    return pytest.hookimpl(hookwrapper=True)(fn)
+    # tryfirst: the outermost wrapper, so that a test's wall includes the time it waited for the machine
+    # (tests/conftest.py's lock, which it reports as the user property `machine_wait_s`); the summary takes it out
+    return pytest.hookimpl(hookwrapper=True, tryfirst=True)(fn)
 
 
 if ENV_OUT in os.environ:  # imported as the plugin
 
     @_hookwrapper
     def pytest_runtest_protocol(item, nextitem):
-        wall0, cpu0 = time.perf_counter(), _cpu_s()
+        started, wall0, cpu0 = time.time(), time.perf_counter(), _cpu_s()
         yield
-        row = {"test": item.nodeid, "wall_s": time.perf_counter() - wall0, "cpu_s": _cpu_s() - cpu0}
+        props = dict(item.user_properties)
+        row = {
+            "test": item.nodeid,
+            "wall_s": time.perf_counter() - wall0 - props.get("machine_wait_s", 0.0),
+            "cpu_s": _cpu_s() - cpu0,
+            "started": started,  # epoch seconds: with the worker, the run's timeline
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "kind": props.get("machine_kind", "ordinary"),
+            "wait_s": props.get("machine_wait_s", 0.0),
+        }
         with open(os.environ[ENV_OUT], "a", encoding="utf-8") as f:  # one short append per test: workers interleave
             f.write(json.dumps(row) + "\n")
 
@@ -81,12 +92,20 @@ def summarise(rows: list[dict], wall_s: float, top: int) -> dict:
         f[1] += r["cpu_s"]
         f[2] += 1
     by_wall = sorted(rows, key=lambda r: -r["wall_s"])
+    workers = {r.get("worker", "main") for r in rows}
+    held = {kind: round(sum(r["wall_s"] for r in rows if r.get("kind") == kind), 1) for kind in ("serial", "paced")}
     return {
         "tests": len(rows),
         "run_wall_s": round(wall_s, 1),
         "sum_test_wall_s": round(sum(r["wall_s"] for r in rows), 1),
         "sum_test_cpu_s": round(sum(r["cpu_s"] for r in rows), 1),
-        "slowest": [{k: (round(v, 2) if k != "test" else v) for k, v in r.items()} for r in by_wall[:top]],
+        # waiting for the machine (tests/conftest.py): a worker idle while a serial test, or the other kind, runs
+        "sum_wait_s": round(sum(r.get("wait_s", 0.0) for r in rows), 1),
+        "held_wall_s": held,  # the tests' own wall by how they hold the machine (serial: alone)
+        # the workers' time in no test at all (collection, start-up, a worker done before the others)
+        "workers": len(workers),
+        "worker_idle_s": round(len(workers) * wall_s - sum(r["wall_s"] + r.get("wait_s", 0.0) for r in rows), 1),
+        "slowest": [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in by_wall[:top]],
         "files": [
             {"file": name, "wall_s": round(w, 1), "cpu_s": round(c, 1), "tests": n}
             for name, (w, c, n) in sorted(files.items(), key=lambda kv: -kv[1][0])[:top]
@@ -131,7 +150,9 @@ def main() -> int:
     )
     print(
         f"{summary['tests']} tests in {summary['run_wall_s']:.0f} s wall; the tests' own wall "
-        f"{summary['sum_test_wall_s']:.0f} s, CPU {summary['sum_test_cpu_s']:.0f} s"
+        f"{summary['sum_test_wall_s']:.0f} s, CPU {summary['sum_test_cpu_s']:.0f} s; waiting for the machine "
+        f"{summary['sum_wait_s']:.0f} s; serial tests {summary['held_wall_s']['serial']:.0f} s, paced "
+        f"{summary['held_wall_s']['paced']:.0f} s; {summary['workers']} workers idle {summary['worker_idle_s']:.0f} s"
     )
     print("slowest tests (wall s, CPU s):")
     for r in summary["slowest"]:

@@ -13,6 +13,11 @@ ways around its whole run (setup, call, teardown):
 A turnstile in front of the locks gives the test that waits to change the kind of holder priority over the next
 test of the kind running now (flock alone would let the other workers take their shared lock again and again). Without
 xdist (`-n 0`, `-p no:xdist`) there is nothing to share and no lock.
+
+The files holding paced or serial tests run last (`pytest_collection_modifyitems`), and their held tests first wait
+until every test of the other files has started (`_held_phase`): otherwise a worker that reached a paced file early
+took turns with a worker still in a file of many short ordinary tests, each of which waited for a whole paced test of
+half a minute to end (bench/suite_durations.py measured 981 s of such waits in one 882 s run on four workers).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,10 +84,64 @@ def _machine(run_id: str, kind: str) -> Iterator[None]:
             fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
+# The three groups of files, in the order they run (`pytest_collection_modifyitems`): the files of ordinary tests only,
+# the files holding a serial test, the files holding a paced test. A file may not hold both.
+ORDINARY_FILES, SERIAL_FILES, PACED_FILES = 0, 1, 2
+GROUPS = pytest.StashKey[tuple[dict[Path, int], list[int]]]()
+HELD_PHASE_WAIT_S = 1800.0  # never wait for ever: a worker lost mid-file leaves its tests unstarted
+
+
+def _file_groups(items: list[pytest.Item]) -> dict[Path, int]:
+    """Each file's group; a file with both serial and paced tests is refused (its paced tests would wait for its
+    own serial ones to start: `_held_phase`)."""
+    serial = {it.path for it in items if it.get_closest_marker("serial")}
+    paced = {it.path for it in items if it.get_closest_marker("paced")}
+    both = sorted(p.name for p in serial & paced)
+    if both:
+        raise pytest.UsageError(f"{', '.join(both)}: a file holds serial and paced tests; move one kind to a file")
+    return {it.path: SERIAL_FILES if it.path in serial else PACED_FILES if it.path in paced else ORDINARY_FILES
+            for it in items}  # fmt: skip
+
+
+def _groups(session: pytest.Session) -> tuple[dict[Path, int], list[int]]:
+    """The session's file groups and how many tests each holds (once per worker)."""
+    if GROUPS not in session.stash:
+        groups = _file_groups(session.items)
+        totals = [0, 0, 0]
+        for it in session.items:
+            totals[groups[it.path]] += 1
+        session.stash[GROUPS] = (groups, totals)
+    return session.stash[GROUPS]
+
+
+def _held_phase(run_id: str, item: pytest.Item) -> None:
+    """Wait until every test of the groups before this test's file has started, then count this test in (a byte
+    appended to its group's file: an O_APPEND write of one byte is atomic). Every worker collects the same items, so
+    each computes the same totals, and a worker takes files in the groups' order, so what it waits for is never
+    queued behind it. Once a group has started whole, no test of it comes to take turns with the next group's: the
+    locks in `_machine` only let the last of them drain. Without this, a worker that reached a paced file early took
+    turns with a worker still in a file of many short tests, each of which waited for a whole paced test of half a
+    minute (bench/suite_durations.py measured 981 s of such waits in one 882 s run on four workers)."""
+    base = Path(tempfile.gettempdir()) / f"speculab-pytest-{run_id}"
+    groups, totals = _groups(item.session)
+    group = groups[item.path]
+    deadline = time.monotonic() + HELD_PHASE_WAIT_S
+    for before in range(group):
+        counted = Path(f"{base}.started{before}")
+        while time.monotonic() < deadline and not (counted.exists() and counted.stat().st_size >= totals[before]):
+            time.sleep(0.2)
+    with open(f"{base}.started{group}", "ab") as f:
+        f.write(b".")
+
+
 def _kind(item: pytest.Item) -> str:
+    """How the test holds the machine. An ordinary test in a held file runs in the held phase, beside paced tests
+    (the short ordinary tests kept next to the behaviour a serial or paced test times: bad flags, file layouts)."""
     if item.get_closest_marker("serial") is not None:
         return SERIAL
-    return PACED if item.get_closest_marker("paced") is not None else ORDINARY
+    if item.get_closest_marker("paced") is not None:
+        return PACED
+    return PACED if _groups(item.session)[0].get(item.path, ORDINARY_FILES) != ORDINARY_FILES else ORDINARY
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -90,7 +150,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if worker is None:
         yield
         return
-    with _machine(worker["testrunuid"], _kind(item)):
+    kind, asked = _kind(item), time.perf_counter()
+    _held_phase(worker["testrunuid"], item)
+    with _machine(worker["testrunuid"], kind):
+        # how long the test waited for the machine: bench/suite_durations.py takes it out of the test's own wall
+        item.user_properties += [("machine_kind", kind), ("machine_wait_s", time.perf_counter() - asked)]
         yield
 
 
@@ -110,10 +174,9 @@ LONGEST_FILES = (
     "test_recommended_launch.py",
     "test_experiment_lifecycle.py",
 )
-# The files of `serial` and `paced` tests, last, in this order: the serial minute first (the demo engine's
-# recommendation), then the paced ones together, longest first, so that the workers reach them at about the same time
-# and run them side by side (a paced test beside an ordinary one only takes turns with it); then the other files with
-# serial tests (seconds each).
+# The held files, last, in this order within their groups (`_held_phase`): the serial minute first (the demo engine's
+# recommendation; the other serial files hold seconds each, among short ordinary tests), then the paced files,
+# longest first, which the workers reach together and run side by side.
 LAST_FILES = (
     "test_recommend_demo.py",  # serial
     "test_search_resume.py",  # paced
@@ -126,18 +189,18 @@ LAST_FILES = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, then the other files holding `slow` tests, then the rest, and the files holding
-    `serial` or `paced` tests last (a stable sort): the workers take whole files in this order, and a file of minutes
-    started last would leave one worker idle while the other finishes it. A `serial` test waits for the test the other
-    workers are in to end: among the first files that was a test of a minute or two, with this worker idle (after #48
-    the serial searches and recommend_demo were started among the longest); at the end it is a unit test of seconds."""
+    """The longest files first, then the other files holding `slow` tests, then the rest, then the files holding
+    `serial` tests, and those holding `paced` tests last (a stable sort): the workers take whole files in this order,
+    and a file of minutes started last would leave one worker idle while the others finish it. Held tests wait for
+    the groups before theirs to start (`_held_phase`): among the first files, a serial test waited a minute or two for
+    the long tests beside it, with its worker idle; at the end, the groups run one after the other."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    held_files = {item.path for item in items if item.get_closest_marker("serial") or item.get_closest_marker("paced")}
+    groups = _file_groups(items)
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         name = item.path.name
-        if item.path in held_files:
-            return (3, LAST_FILES.index(name) if name in LAST_FILES else len(LAST_FILES))
+        if groups[item.path] != ORDINARY_FILES:
+            return (2 + groups[item.path], LAST_FILES.index(name) if name in LAST_FILES else len(LAST_FILES))
         if name in LONGEST_FILES:
             return (0, LONGEST_FILES.index(name))
         return (1 if item.path in slow_files else 2, 0)
