@@ -2,9 +2,10 @@
 
 Engine fixtures skip cleanly where torch (the [engine] extra) is not installed.
 
-The suite runs on three workers on two cores (pyproject's addopts: `-n 3`): most integration tests wait on servers,
-Ray, sleeps and sockets, so the third fills the time the other two wait. Each test holds the machine in one of three
-ways around its whole run (setup, call, teardown):
+The suite runs on four workers on two cores (pyproject's addopts: `-n 4`): most integration tests wait on servers,
+Ray, sleeps and sockets, so the third and fourth fill the time the other two wait (bench/README.md has the figures:
+the tests' own wall is about twice their CPU). Each test holds the machine in one of three ways around its whole run
+(setup, call, teardown):
 - ordinary tests share it with each other;
 - `paced` tests (a mock's scripted times held within a loose tolerance: a search's crossover, a prediction's band)
   share it with each other, never with an ordinary test: two or three of them, mostly waiting on the mock's script,
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-# One torch (OpenMP) thread in the suite and in every server it starts: three workers share two cores, and an engine's
+# One torch (OpenMP) thread in the suite and in every server it starts: four workers share two cores, and an engine's
 # intra-op threads only spin against the other worker's processes (the demo models are tiny; the engine unit tests
 # measured 20x slower with 2, tests/unit/engine/speculative/conftest.py). A server's own `--threads` still wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -159,11 +160,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 # The files that take a minute or more on the 2-core machine (bench/suite_durations.py measures them; bench/README.md
-# has the figures), started first so that no worker is left finishing one alone at the end, in an order that keeps the
-# CPU-bound ones apart: xdist gives the three workers the 1st, 2nd and 3rd files, then the next file to a worker with
-# fewer than three tests left, so the README block (one test) and the vLLM A/B (CPU-bound) go to one worker, one after
-# the other, while the others wait on namespaces, Ray and servers (two_hosts, a_vs_a, ray_workers: a fifth of their
-# wall is CPU). Started together they took 145 s and 104 s instead of 107 s and 79 s.
+# has the figures), started first so that no worker is left finishing one alone at the end. xdist gives the four
+# workers the first four files, then the next file to each worker with two tests or fewer left: the README block and
+# the vLLM A/B (CPU-bound, one test each) start together beside two files that wait on namespaces and mock servers
+# (two_hosts, a_vs_a: a fifth of their wall is CPU), and the machine's two cores are still not both busy then
+# (bench/README.md, "Under 12 minutes": about 1.5 cores in the first four minutes).
 LONGEST_FILES = (
     "test_readme_examples.py",  # CPU-bound (the demo engine)
     "test_two_hosts.py",  # waits
