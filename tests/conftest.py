@@ -128,8 +128,12 @@ def _held_phase(run_id: str, item: pytest.Item) -> None:
     group = groups[item.path]
     deadline = time.monotonic() + HELD_PHASE_WAIT_S
     for before in range(group):
-        counted = Path(f"{base}.started{before}")
-        while time.monotonic() < deadline and not (counted.exists() and counted.stat().st_size >= totals[before]):
+        counted = Path(f"{base}.started{before}")  # absent until the group's first test starts; none if it is empty
+        while (
+            totals[before]
+            and time.monotonic() < deadline
+            and not (counted.exists() and counted.stat().st_size >= totals[before])
+        ):
             time.sleep(0.2)
     with open(f"{base}.started{group}", "ab") as f:
         f.write(b".")

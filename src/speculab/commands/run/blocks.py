@@ -39,7 +39,7 @@ from speculab.harness.results.requests_file import RequestsFile, read_records, w
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.servers.acceptance import acceptance_with_reason
 from speculab.harness.servers.adapters import adapter_for, response_reader
-from speculab.harness.servers.liveness import EndpointWatch, set_when
+from speculab.harness.servers.liveness import EndpointWatch, ExitWatch, set_when
 from speculab.harness.servers.memory import GpuMemory, MemorySampler
 from speculab.harness.servers.process import ServerProcess
 from speculab.harness.servers.scrape import MetricsSnapshot, counter_deltas, scrape_metrics
@@ -205,7 +205,9 @@ class _BlockRequest:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
-def _sent_as(b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | None) -> RequestFunc:
+def _sent_as(
+    b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | ExitWatch | None
+) -> RequestFunc:
     """What one block's requests send: a schedule's are its windows' own, numbered by window (load.phases), sent as
     the runner made them; any other block's positions stand for its items (`_BlockRequest`)."""
     if lv.phases:
@@ -360,9 +362,10 @@ class BlockRunner:
 
         # A server that goes away mid-level would turn every remaining request into a connection error (a run of
         # failures that measures nothing): stop the level at once instead, and say so. A launched server's exit is
-        # seen by watching its process; a URL arm's server by what its requests see (servers.liveness).
-        watch = self.endpoint_watch(arm) if server is None else None
-        died = watch.gone if watch is not None else asyncio.Event()
+        # seen by watching its process (its requests held back while it is on its way out); a URL arm's server by what
+        # its requests see (servers.liveness).
+        watch = self.endpoint_watch(arm) if server is None else ExitWatch(server)
+        died = watch.gone
         outcome, block_workers = await self._offer_block(b, watch, died, seen, measure_start)
         if probe.started:
             health = await probe.stop()
@@ -386,7 +389,7 @@ class BlockRunner:
     async def _offer_block(
         self,
         b: _Block,
-        watch: EndpointWatch | None,
+        watch: EndpointWatch | ExitWatch | None,
         died: asyncio.Event,
         seen: Observed,
         measure_start: Callable[[], Awaitable[None]],
@@ -542,7 +545,7 @@ def _repeat_notes(
 
 
 def _gone_error(
-    out: Path, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | None, when: str
+    out: Path, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | ExitWatch | None, when: str
 ) -> EndpointError:
     saved = f"what finished is in {out}; once it is back, `speculab run --resume {out}` finishes the run"
     if server is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from speculab.harness.records import ErrorCategory, ErrorInfo, RequestRecord
-from speculab.harness.servers.liveness import EndpointWatch
+from speculab.harness.servers.liveness import EndpointWatch, ExitWatch
 from speculab.harness.servers.process import free_port
 from speculab.mock.requests import MockConfig
 from speculab.mock.server import running_mock_server
@@ -99,5 +99,36 @@ def test_anything_that_answered_restarts_the_count_but_a_cancelled_request_does_
             w.see(rec(CONNECT))
             assert w.connect_failures == 2 and not await _pending(w.admit())
             w.cancel()
+
+    asyncio.run(main())
+
+
+class _Server:
+    """ExitWatch's view of a launched server: whether its process is on its way out."""
+
+    def __init__(self, exiting: bool) -> None:
+        self.leaving = exiting
+
+    def exiting(self) -> bool:
+        return self.leaving
+
+
+def test_a_refused_request_from_an_exiting_server_holds_the_next_ones_until_its_exit_is_seen() -> None:
+    async def main() -> None:
+        alive = ExitWatch(_Server(False))
+        alive.see(rec(CONNECT))
+        assert not await _pending(alive.admit())  # refused by a live process: the load goes on as offered
+        leaving = ExitWatch(_Server(True))
+        leaving.see(rec(HTTP))
+        assert not await _pending(leaving.admit())  # an answer: nothing to hold
+        leaving.see(rec(CONNECT))
+        assert await _pending(leaving.admit())  # refused while exiting: held until the exit is seen
+        leaving.gone.set()  # ServerProcess.watch saw it exit
+        await leaving.settle()
+        assert await _pending(leaving.admit())  # gone: held until the level's stop cancels it
+        brief = ExitWatch(_Server(True), hold_s=0.01)  # an exit never seen: held no longer than hold_s
+        brief.see(rec(CONNECT))
+        await brief.settle()
+        assert not brief.gone.is_set() and not await _pending(brief.admit())
 
     asyncio.run(main())
