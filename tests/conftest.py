@@ -15,10 +15,9 @@ A turnstile in front of the locks gives the test that waits to change the kind o
 test of the kind running now (flock alone would let the other workers take their shared lock again and again). Without
 xdist (`-n 0`, `-p no:xdist`) there is nothing to share and no lock.
 
-The files holding paced or serial tests run last (`pytest_collection_modifyitems`), and their held tests first wait
-until every test of the other files has started (`_held_phase`): otherwise a worker that reached a paced file early
-took turns with a worker still in a file of many short ordinary tests, each of which waited for a whole paced test of
-half a minute to end (bench/suite_durations.py measured 981 s of such waits in one 882 s run on four workers).
+Files run in three groups (`pytest_collection_modifyitems`): those of ordinary tests only, then those holding a serial
+test, then those holding a paced test; a test waits until every test of the groups before its file's has started
+(`_held_phase`, which says why), and an ordinary test of a held file holds the machine as a paced one.
 """
 
 from __future__ import annotations

@@ -205,14 +205,12 @@ class _BlockRequest:
         return await self.inner(session, item, scheduled_s=scheduled_s, warmup=warmup)
 
 
-def _sent_as(
-    b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | ExitWatch | None
-) -> RequestFunc:
+def _sent_as(b: _Block, lv: LoadLevel, items: tuple[RequestSpec, ...], watch: EndpointWatch | ExitWatch) -> RequestFunc:
     """What one block's requests send: a schedule's are its windows' own, numbered by window (load.phases), sent as
     the runner made them; any other block's positions stand for its items (`_BlockRequest`)."""
     if lv.phases:
         return b.request
-    return _BlockRequest(b.request, b.items, items, watch.admit if watch is not None else None)
+    return _BlockRequest(b.request, b.items, items, watch.admit)
 
 
 class BlockRunner:
@@ -365,8 +363,7 @@ class BlockRunner:
         # seen by watching its process (its requests held back while it is on its way out); a URL arm's server by what
         # its requests see (servers.liveness).
         watch = self.endpoint_watch(arm) if server is None else ExitWatch(server)
-        died = watch.gone
-        outcome, block_workers = await self._offer_block(b, watch, died, seen, measure_start)
+        outcome, block_workers = await self._offer_block(b, watch, seen, measure_start)
         if probe.started:
             health = await probe.stop()
             # with workers the coordinator only waits: the workers' own health is what timed the requests
@@ -379,7 +376,7 @@ class BlockRunner:
         seen.memory.append((samples, sampler.gpu_scope))
         if outcome.measured:
             seen.windows.append((outcome.started_s, outcome.ended_s))
-        if died.is_set() and not self.stop.is_set():
+        if watch.gone.is_set() and not self.stop.is_set():
             # recorded like an interruption (the level's partial repeat is kept), raised once it is saved
             when = f"during level {self.plan.setup.levels[b.level_i].label}, repeat {repeat}"
             self.server_died = _gone_error(self.out, arm, server, watch, when)
@@ -389,22 +386,22 @@ class BlockRunner:
     async def _offer_block(
         self,
         b: _Block,
-        watch: EndpointWatch | ExitWatch | None,
-        died: asyncio.Event,
+        watch: EndpointWatch | ExitWatch,
         seen: Observed,
         measure_start: Callable[[], Awaitable[None]],
     ) -> tuple[LoadOutcome, tuple[dict[str, Any], ...]]:
         """The block's load, in this process or over client workers, stopped when the run stops or the server dies:
         (the load's outcome, the workers' reports)."""
         lv = self.plan.loads[b.level_i]
+        # the watch's `gone`: set by the server's process exiting (launch mode) or by what a URL arm's requests see
+        died = watch.gone
         tasks = [asyncio.create_task(b.server.watch(died))] if b.server is not None else []
         level_stop = asyncio.Event()
         tasks.append(asyncio.create_task(set_when(level_stop, self.stop, died)))
 
         def on_record(rec: RequestRecord) -> None:
             seen.sink.append(rec)
-            if watch is not None:
-                watch.see(rec)
+            watch.see(rec)
 
         block_workers: tuple[dict[str, Any], ...] = ()
         try:
@@ -439,13 +436,12 @@ class BlockRunner:
                     on_measure_start=measure_start,
                     open_connections=partial(open_connections, self.session, self.endpoint(b.arm, b.model).url),
                 )
-            if watch is not None and not self.stop.is_set():
+            if not self.stop.is_set():
                 await watch.settle()  # a check the block's last requests started: is the server there?
         finally:
             for t in tasks:
                 t.cancel()
-            if watch is not None:
-                watch.cancel()
+            watch.cancel()
         return outcome, block_workers
 
     def repeat_run(
@@ -545,12 +541,12 @@ def _repeat_notes(
 
 
 def _gone_error(
-    out: Path, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | ExitWatch | None, when: str
+    out: Path, arm: ArmPlan, server: ServerProcess | None, watch: EndpointWatch | ExitWatch, when: str
 ) -> EndpointError:
     saved = f"what finished is in {out}; once it is back, `speculab run --resume {out}` finishes the run"
     if server is not None:
         return server.died_error(f"{when}; {saved}")
     role = "baseline" if arm.info.is_baseline else f"candidate {arm.info.name}"
-    seen = watch.evidence if watch is not None else None
+    seen = watch.evidence
     evidence = seen.said() if seen is not None else "it stopped answering"
     return EndpointError(f"{role} endpoint {arm.info.url} stopped answering {when} ({evidence}); {saved}")
