@@ -87,6 +87,7 @@ def _machine(run_id: str, kind: str) -> Iterator[None]:
 # The three groups of files, in the order they run (`pytest_collection_modifyitems`): the files of ordinary tests only,
 # the files holding a serial test, the files holding a paced test. A file may not hold both.
 ORDINARY_FILES, SERIAL_FILES, PACED_FILES = 0, 1, 2
+FILE_GROUPS = pytest.StashKey[dict[Path, int]]()  # as the collection was ordered (before `-m`/`-k` deselect)
 GROUPS = pytest.StashKey[tuple[dict[Path, int], list[int]]]()
 HELD_PHASE_WAIT_S = 1800.0  # never wait for ever: a worker lost mid-file leaves its tests unstarted
 
@@ -104,9 +105,11 @@ def _file_groups(items: list[pytest.Item]) -> dict[Path, int]:
 
 
 def _groups(session: pytest.Session) -> tuple[dict[Path, int], list[int]]:
-    """The session's file groups and how many tests each holds (once per worker)."""
+    """The session's file groups and how many tests each holds (once per worker). The groups are the ones the
+    collection was ordered by: `-m "not slow"` can deselect a file's only paced test after the ordering, and a file
+    regrouped as ordinary then would be counted among tests that run before it, and waited for for ever."""
     if GROUPS not in session.stash:
-        groups = _file_groups(session.items)
+        groups = session.config.stash.get(FILE_GROUPS, None) or _file_groups(session.items)
         totals = [0, 0, 0]
         for it in session.items:
             totals[groups[it.path]] += 1
@@ -199,7 +202,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the groups before theirs to start (`_held_phase`): among the first files, a serial test waited a minute or two for
     the long tests beside it, with its worker idle; at the end, the groups run one after the other."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    groups = _file_groups(items)
+    groups = config.stash[FILE_GROUPS] = _file_groups(items)
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         name = item.path.name
