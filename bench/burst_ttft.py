@@ -102,6 +102,8 @@ def client_child(args: argparse.Namespace) -> None:
             await run_load(items, request, session, load, on_record=records.append, clock=clock, **kw)
         if stamps is not None:  # socket reads the kernel's stamps timed, of all
             seen.update(kernel_stamped_reads=stamps.stamped, reads=stamps.asked)
+            if hasattr(stamps, "split"):  # reads holding bytes that came after the poll (those keep the read's time)
+                seen.update(kernel_split_reads=stamps.split)
 
     try:  # the loop `speculab bench` runs on (load.interrupt), where this tree has it
         from speculab.serving.receive_stamps import run_stamping

@@ -72,7 +72,8 @@ class DeadlineHandler(RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         stamps = self.guard.receive_stamps  # before this connection's own parsing
-        kernel_ns = stamps.arrival_ns(self._fd) if stamps is not None else None
+        # None where bytes of this read came after the poll: then the request was whole only by now
+        kernel_ns = stamps.arrival_ns(self._fd, len(data)) if stamps is not None else None
         t_ns, by = (time.time_ns(), "data_received") if kernel_ns is None else (kernel_ns, "kernel")
         if data and not self.deadline.armed:  # aiohttp calls this with b"" to re-parse what it buffered
             self._arm()  # the first byte of the next request on a kept-alive connection

@@ -6,8 +6,12 @@ the k-1 before it were parsed, and after whatever the loop was busy with when th
 late by the loop's own queue, tens of ms on a small machine (bench/README.md, "burst_ttft"). Linux stamps every
 received packet (`SO_TIMESTAMPNS`, CLOCK_REALTIME) and hands the stamp to `recvmsg`. `ReceiveStamps`, the loop's
 selector, peeks (MSG_PEEK: the bytes stay for the transport's own read) each watched socket it finds readable and
-keeps the stamp of the latest packet pending, so that the `data_received` of the same loop turn can ask when the bytes
-it got were all there. Not every byte: the latest packet's time, never earlier than any byte's arrival.
+keeps the stamp of the latest packet pending with how many bytes were pending, so that the `data_received` of the same
+loop turn can ask when the bytes it got were all there. Not every byte: the latest packet's time, never earlier than
+any byte's arrival. The transport reads later in the turn than the poll, after the sockets before it were handled:
+bytes that came in between are in its read too, and the stamp is not theirs (a reply's head stamped 50 ms before the
+chunk that followed it, when the loop was that late). So a stamp covers the bytes the poll found, and what a read
+holds beyond them is the caller's to time (`covered`: its own clock, once they are in hand).
 
 Used by the mock's truth log (mock.truth_log: when a request reached the server) and by the client
 (client.socket_times: when a chunk reached the client). Where there is no stamp (not Linux, a C event loop, a socket
@@ -44,14 +48,16 @@ class ReceiveStamps(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
         super().__init__()
         self.clock_ns = clock_ns
         self.ready_ns = clock_ns()  # when the latest poll returned
-        self.arrived_ns: dict[int, int] = {}  # fd -> the kernel's stamp of its latest pending packet, this turn
+        # fd -> (the kernel's stamp of its latest pending packet, the bytes pending then not yet read), this turn
+        self.arrived: dict[int, tuple[int, int]] = {}
         # a second socket object on each watched descriptor, to peek with; detached (never closed) when unwatched
         self._peekers: dict[int, socket.socket] = {}
         self._buf = memoryview(bytearray(_PEEK_BYTES))
         self._cmsg = socket.CMSG_SPACE(_TIMESPEC.size) if sys.platform == "linux" else 0
         # Linux turns receive stamping on for the whole host a little after the first socket asks: asked now, it is
         # on before the first connection's bytes arrive (held until close)
-        self.asked = self.stamped = 0  # arrival_ns/age_s calls, and those a kernel stamp answered (bench/README.md)
+        # reads asked about, those a kernel stamp covered whole, and those it covered in part (bench/README.md)
+        self.asked = self.stamped = self.split = 0
         self._keep_on = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with contextlib.suppress(OSError):
             self._keep_on.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -78,40 +84,51 @@ class ReceiveStamps(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
         peeker = self._peekers.pop(fd, None)
         if peeker is not None:
             peeker.detach()  # the descriptor is the transport's: never closed here
-        self.arrived_ns.pop(fd, None)
+        self.arrived.pop(fd, None)
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         ready = super().select(timeout)
         self.ready_ns = self.clock_ns()
-        self.arrived_ns = {}
+        self.arrived = {}
         for key, events in ready:
             if events & selectors.EVENT_READ:
                 peeker = self._peekers.get(key.fd)
-                if peeker is not None and (t := self._peek(peeker)) is not None:
-                    self.arrived_ns[key.fd] = t
+                if peeker is not None and (found := self._peek(peeker)) is not None:
+                    self.arrived[key.fd] = found
         return ready
 
-    def _peek(self, peeker: socket.socket) -> int | None:
+    def _peek(self, peeker: socket.socket) -> tuple[int, int] | None:
         try:
             n, anc, _, _ = peeker.recvmsg_into([self._buf], self._cmsg, _PEEK_FLAGS)
         except OSError:
             return None
-        if n == 0:
-            return None
-        return stamp_of(anc)
+        t = stamp_of(anc) if n > 0 else None
+        return None if t is None else (t, n)
 
-    def arrival_ns(self, fd: int) -> int | None:
-        """When the bytes `fd`'s transport reads in this loop turn arrived (CLOCK_REALTIME ns); None: no stamp."""
-        t = self.arrived_ns.get(fd)
+    def covered(self, fd: int, nbytes: int) -> tuple[int, int | None]:
+        """Of the `nbytes` `fd`'s transport has just read, how many (from the first) the kernel's stamp of this loop
+        turn covers, and the stamp (CLOCK_REALTIME ns): those bytes were all there by then. The rest came after the
+        poll: (0, None) without a stamp. A read of nothing (aiohttp's re-parse) is covered by a stamp there is."""
+        found = self.arrived.get(fd)
         self.asked += 1
-        self.stamped += t is not None
-        return t
+        if found is None:
+            return 0, None
+        t, pending = found
+        n = min(nbytes, pending)
+        self.arrived[fd] = (t, pending - n)  # a second read this turn is not covered by bytes the first took
+        self.stamped += n == nbytes
+        self.split += 0 < n < nbytes
+        return (n, t) if n > 0 or nbytes == 0 else (0, None)
 
-    def age_s(self, fd: int) -> float:
-        """How long ago, in seconds, the bytes `fd`'s transport reads in this loop turn arrived; 0.0 without a stamp
-        (then "now" is the best the caller has)."""
-        t = self.arrival_ns(fd)
-        return 0.0 if t is None else max(0.0, (self.clock_ns() - t) / 1e9)
+    def arrival_ns(self, fd: int, nbytes: int) -> int | None:
+        """When the `nbytes` `fd`'s transport has just read had all arrived (CLOCK_REALTIME ns); None: no stamp, or
+        some of them came after the poll (then their time is the caller's own clock)."""
+        n, t = self.covered(fd, nbytes)
+        return t if n == nbytes else None
+
+    def age_s(self, t_ns: int) -> float:
+        """How long ago, in seconds, the stamp `t_ns` was (on this selector's clock)."""
+        return max(0.0, (self.clock_ns() - t_ns) / 1e9)
 
     def close(self) -> None:
         for fd in list(self._peekers):

@@ -46,16 +46,58 @@ def test_a_readable_socket_gets_the_kernel_stamp_of_its_bytes_for_one_poll_only(
         after = time.time_ns()
         while not stamps.select(1.0):
             pass
-        t = stamps.arrival_ns(conn.fileno())
-        assert t is not None and before <= t <= after  # stamped as it came in, before the poll returned
-        assert stamps.age_s(conn.fileno()) >= 0
         assert conn.recv(100) == b"hello"  # the peek left every byte for the reader
+        t = stamps.arrival_ns(conn.fileno(), 5)
+        assert t is not None and before <= t <= after  # stamped as it came in, before the poll returned
+        assert stamps.age_s(t) >= 0
         stamps.select(0)  # a later poll that finds nothing: no stale stamp
-        assert stamps.arrival_ns(conn.fileno()) is None and stamps.age_s(conn.fileno()) == 0.0
+        assert stamps.arrival_ns(conn.fileno(), 5) is None and stamps.covered(conn.fileno(), 5) == (0, None)
     finally:
         stamps.close()
     client.sendall(b"x")  # closing the selector detached its peekers: the descriptor is still the transport's
     assert conn.fileno() >= 0 and conn.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
+
+
+@linux
+def test_a_stamp_covers_the_bytes_its_poll_found_and_not_those_that_came_after(pair):
+    """The transport reads later in the loop turn than the poll: bytes that came in between are in its read, and the
+    poll's stamp (50 ms older here) is not theirs."""
+    client, conn = pair
+    stamps = ReceiveStamps()
+    try:
+        stamps.register(conn.fileno(), selectors.EVENT_READ)
+        assert stamps.watch(conn)
+        client.sendall(b"head")
+        while not stamps.select(1.0):
+            pass
+        time.sleep(0.05)
+        client.sendall(b"chunk")
+        deadline = time.monotonic() + 5
+        got = b""
+        while len(got) < 9 and time.monotonic() < deadline:  # the transport's read, late in the turn
+            try:
+                got += conn.recv(100)
+            except BlockingIOError:
+                time.sleep(0.001)
+        assert got == b"headchunk"
+        n, t = stamps.covered(conn.fileno(), len(got))
+        assert n == 4 and t is not None  # the poll's bytes only
+        assert stamps.arrival_ns(conn.fileno(), 0) == t  # a re-parse of nothing: still this turn's stamp
+        assert stamps.covered(conn.fileno(), 5) == (0, None)  # the poll's bytes were read already
+        assert (stamps.asked, stamps.stamped, stamps.split) == (3, 1, 1)
+    finally:
+        stamps.close()
+    stamps = ReceiveStamps()
+    try:  # the whole read inside what the poll found: the stamp is the read's
+        stamps.register(conn.fileno(), selectors.EVENT_READ)
+        assert stamps.watch(conn)
+        client.sendall(b"whole")
+        while not stamps.select(1.0):
+            pass
+        assert conn.recv(100) == b"whole"
+        assert stamps.arrival_ns(conn.fileno(), 5) is not None
+    finally:
+        stamps.close()
 
 
 @linux
@@ -69,7 +111,7 @@ def test_unwatched_sockets_are_not_peeked(pair):
         client.sendall(b"hello")
         while not stamps.select(1.0):
             pass
-        assert stamps.arrival_ns(conn.fileno()) is None
+        assert stamps.arrival_ns(conn.fileno(), 5) is None
         assert conn.recv(100) == b"hello"
     finally:
         stamps.close()

@@ -15,7 +15,8 @@ is stamped and arrival times fall back to the read loop's clock, which `read_sta
 On entry to `data_received` is still a loop turn late when a poll finds many sockets readable at once (a burst's
 first chunks: the k-th is parsed after the k-1 before it) or the loop was busy when the bytes came. Where the loop
 polls with `serving.receive_stamps.ReceiveStamps` (`run_stamping`, which the commands offering load use), the time
-is moved back to the kernel's receive stamp of the bytes read: when they reached this host.
+is moved back to the kernel's receive stamp of the bytes read: when they reached this host. Of the bytes the poll
+found, that is: bytes that came in between the poll and the read keep the read's time.
 
 The same connections stamp the other end of a TTFT: the start of each write to the socket (`sent_time`). A request
 function's own clock reading before `session.post` comes too early at a burst: between it and the write that puts
@@ -66,8 +67,19 @@ class StampingResponseHandler(ResponseHandler):
 
     def data_received(self, data: bytes) -> None:
         t = self.clock()
-        if self._arrivals is not None and data:  # the kernel's stamp: before this turn's reads of other sockets
-            t -= self._arrivals.age_s(self._fd)
+        if self._arrivals is None or not data:
+            self._received(data, t)
+            return
+        # the kernel's stamp (before this turn's reads of other sockets) covers the bytes its poll found; bytes that
+        # came after it are fed apart with this read's own time, as if a second read had brought them: aiohttp's
+        # parser takes bytes cut anywhere
+        n, stamp = self._arrivals.covered(self._fd, len(data))
+        if stamp is not None and n > 0:
+            self._received(data[:n], t - self._arrivals.age_s(stamp))
+        if n < len(data):
+            self._received(data[n:], t)
+
+    def _received(self, data: bytes, t: float) -> None:
         before = getattr(self, "_payload", None)
         super().data_received(data)
         # a read that starts a response (headers and first body bytes together) sets `_payload`; a closing or

@@ -79,6 +79,27 @@ async def test_each_socket_read_is_stamped_with_the_body_bytes_it_completed():
     assert rt.split(b"hello world", 9.0) == [(b"hello", 2.0), (b" world", 3.0)]
 
 
+async def test_bytes_that_came_after_the_poll_keep_the_reads_time_not_the_kernels_stamp():
+    """The loop polled (the head and "hello" pending, stamped 50 ms ago) and read later in the turn, when " world"
+    had come too: the stamp is the poll's bytes' only, or " world" would be timed 50 ms before it was there."""
+    from speculab.serving.receive_stamps import ReceiveStamps
+
+    head, first, late = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"5\r\nhello\r\n", b"6\r\n world\r\n"
+    stamps = ReceiveStamps(clock_ns=lambda: 10_000_000_000)
+    try:
+        h = StampingResponseHandler(loop=asyncio.get_running_loop(), clock=lambda: 10.0)
+        h.connection_made(FakeTransport())
+        h.set_response_params()
+        h._arrivals, h._fd = stamps, 7  # as connection_made sets them on a watched socket
+        stamps.arrived = {7: (9_950_000_000, len(head + first))}  # what the poll's peek found
+        h.data_received(head + first + late)
+        (_message, payload), _ = h._buffer[0]
+        assert list(h.stamps_for(payload)) == [(5, 9.95), (11, 10.0)]
+        assert (stamps.asked, stamps.stamped, stamps.split) == (1, 0, 1)
+    finally:
+        stamps.close()
+
+
 async def test_a_body_that_arrived_whole_before_reading_keeps_its_socket_read_time():
     """aiohttp releases the connection once the whole body is in: the stamps must still be found (the response's
     own protocol), or a short stream read late would be timed by the read loop."""
