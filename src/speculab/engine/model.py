@@ -123,9 +123,11 @@ class ModelConfig:
 
 
 def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
-    """Inverse frequencies [D/2], with Llama-3 frequency-dependent scaling when configured."""
+    """Inverse frequencies [D/2] on the CPU, with Llama-3 frequency-dependent scaling when configured."""
     d = cfg.head_dim
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    # on the CPU even where the model is built on the meta device (its own numbers, a few floats, moved with it):
+    # arange's meta kernel imports torch._dynamo, about a second of every server's start
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64, device="cpu") / d))
     rs = cfg.rope_scaling
     if rs is None:
         return inv_freq.float()
@@ -306,10 +308,20 @@ def run_layers(
     return x
 
 
+class Embedding(nn.Embedding):
+    """nn.Embedding that leaves a meta-device table uninitialised: the loader builds the model on the meta device and
+    assigns every tensor from the checkpoint, and `normal_`'s meta kernel imports torch._dynamo (about a second of
+    every server's start, for numbers nobody keeps)."""
+
+    def reset_parameters(self) -> None:
+        if not self.weight.is_meta:
+            super().reset_parameters()
+
+
 class DecoderModel(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.embed_tokens = Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
