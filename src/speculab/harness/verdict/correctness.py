@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as scipy_stats
-
 from speculab.harness.analysis.degeneration.paired import (
     DegenerationComparison,
     compare_degeneration,
@@ -475,6 +473,9 @@ def _lengths(refs: _References) -> tuple[str, list[float], list[float], float | 
     diffs = [c - b for b, c in zip(bl, cl, strict=True)]
     length_p = None
     if len(common) >= 6 and any(d != 0 for d in diffs):
+        # here, not at the top: scipy.stats takes ~0.5 s to import, and bench and diagnose import this module
+        from scipy import stats as scipy_stats
+
         length_p = float(scipy_stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
     elif len(common) >= 6:
         length_p = 1.0
