@@ -126,9 +126,10 @@ class ReceiveStamps(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
         n, t = self.covered(fd, nbytes)
         return t if n == nbytes else None
 
-    def age_s(self, t_ns: int) -> float:
-        """How long ago, in seconds, the stamp `t_ns` was (on this selector's clock)."""
-        return max(0.0, (self.clock_ns() - t_ns) / 1e9)
+    @staticmethod
+    def age_s(t_ns: int, now_ns: int) -> float:
+        """How long before `now_ns` (this selector's clock, read by the caller), in seconds, the stamp `t_ns` was."""
+        return max(0.0, (now_ns - t_ns) / 1e9)
 
     def close(self) -> None:
         for fd in list(self._peekers):

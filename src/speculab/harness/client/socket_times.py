@@ -66,16 +66,20 @@ class StampingResponseHandler(ResponseHandler):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        t = self.clock()
         if self._arrivals is None or not data:
-            self._received(data, t)
+            self._received(data, self.clock())
             return
         # the kernel's stamp (before this turn's reads of other sockets) covers the bytes its poll found; bytes that
         # came after it are fed apart with this read's own time, as if a second read had brought them: aiohttp's
         # parser takes bytes cut anywhere
         n, stamp = self._arrivals.covered(self._fd, len(data))
+        # the stamp's clock read before this one: a pause between the two readings (a busy machine takes the CPU
+        # away) makes the time later, never earlier than the bytes came (the other order put a first chunk 1.5 ms
+        # before the server wrote it)
+        now_ns = self._arrivals.clock_ns()
+        t = self.clock()
         if stamp is not None and n > 0:
-            self._received(data[:n], t - self._arrivals.age_s(stamp))
+            self._received(data[:n], t - self._arrivals.age_s(stamp, now_ns))
         if n < len(data):
             self._received(data[n:], t)
 
