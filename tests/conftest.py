@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -36,6 +37,17 @@ import pytest
 # intra-op threads only spin against the other worker's processes (the demo models are tiny; the engine unit tests
 # measured 20x slower with 2, tests/unit/engine/speculative/conftest.py). A server's own `--threads` still wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte code is written in a test run, whatever PYTHONDONTWRITEBYTECODE says (this project's machines set it).
+    Without it every pytest-xdist worker rewrote and compiled all 430 test modules again (collection: 23 s of CPU a
+    worker cold, 9 s with the cache), and every process a test starts (a few hundred `speculab` commands, servers
+    and mocks) compiled the speculab modules it imports from source again. Set here, in the first process, before
+    the workers start: they and every process under them inherit it. The files go to __pycache__ (.gitignore)."""
+    if getattr(config, "workerinput", None) is None:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="session")
