@@ -194,16 +194,20 @@ LONGEST_FILES = (
     "test_experiment_lifecycle.py",
 )
 # The held files, last, in this order within their groups (`_held_phase`): the serial minute first (the demo engine's
-# recommendation; the other serial files hold seconds each, among short ordinary tests), then the paced files,
-# longest first, which the workers reach together and run side by side.
+# recommendation; the other serial files hold seconds each), then the paced files, which the workers reach together
+# and run side by side. A worker that starts a file of one test takes the next file at once (xdist hands a worker
+# more when it has two tests or fewer left, and a worker holds its last test until it has a next one or none is
+# left): so each long one-test file comes before a short one, which its worker takes with it, and the two files of
+# several tests come last. In the order longest first, two workers took two long files each and one none: 84 s for
+# files that fit in about 60 (bench/suite_durations.py, 2026-12-06).
 LAST_FILES = (
     "test_recommend_demo.py",  # serial
-    "test_search_resume.py",  # paced
-    "test_predict_truth.py",
-    "test_phased_load.py",
-    "test_search_crossover.py",
-    "test_slo_capacity.py",
-    "test_search_launch.py",
+    "test_search_resume.py",  # paced, one test of ~40 s
+    "test_predict_truth.py",  # one test of ~40 s
+    "test_slo_capacity.py",  # one test of ~20 s
+    "test_search_launch.py",  # one test of ~20 s
+    "test_phased_load.py",  # three tests, ~40 s
+    "test_search_crossover.py",  # two tests, ~35 s
 )
 
 

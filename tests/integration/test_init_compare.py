@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from speculab.commands.bench.run import BenchConfig, run_bench
-from speculab.commands.compare.pairing import inputs_from_bench_dirs, inputs_from_results
+from speculab.commands.compare.pairing import inputs_from_bench_dirs
 from speculab.commands.init.starter import starter_yaml
 from speculab.config import load_experiment, parse_experiment
-from speculab.errors import EndpointError, UserError
+from speculab.errors import EndpointError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
 from speculab.harness.load.runner import LoadConfig
 from speculab.harness.servers.look import ServerLook, look_at_server
@@ -23,7 +23,6 @@ from speculab.harness.verdict.build import build_report
 from speculab.harness.workload.sources import load_workload
 from speculab.mock.script import MockConfig
 from speculab.mock.server import mock_server_in_thread
-from speculab.report.phrases import warning_text
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -87,42 +86,6 @@ def _bench(url: str, out: Path, concurrency: int = 2, prompts: int = 12) -> None
         workload={"spec": "synthetic:input=10,output=8", "name": wl.name, "source": wl.source, "n_items": prompts},
     )
     asyncio.run(run_bench(cfg, wl.items))
-
-
-@pytest.mark.serial  # every stream must arrive in several chunks (TPOT pairs): alone
-def test_compare_pairs_two_bench_runs(tmp_path: Path) -> None:
-    plain = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16)
-    spec = MockConfig(ttft_s=0.003, gap_s=0.003, output_tokens=16, tokens_per_chunk=4, num_speculative_tokens=3)
-    with mock_server_in_thread(plain) as a, mock_server_in_thread(spec) as b:
-        _bench(a, tmp_path / "a")
-        _bench(b, tmp_path / "b")
-        _bench(b, tmp_path / "b4", concurrency=4)
-        _bench(b, tmp_path / "b18", prompts=18)
-    inputs = inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b")
-    assert [a.name for a in inputs.arms] == ["baseline", "candidate"]
-    assert inputs.changes[0].verified is None and "not interleaved" in warning_text(inputs.notes[0])
-    assert len(inputs.setup.items) == 12 and inputs.setup.levels[0].key == "c2"
-    cand = inputs.runs_for("candidate", "c2")[0]
-    assert cand.acceptance is not None and cand.acceptance.acceptance_length == pytest.approx(4.0)
-    report = build_report(inputs)
-    assert report.level("c2").comparison("candidate").metric("tpot_s").verdict == "faster"
-    with pytest.raises(UserError, match=r"cannot be paired: load.concurrency: 2 vs 4"):
-        inputs_from_bench_dirs(tmp_path / "a", tmp_path / "b4")
-    # another number of prompts: refused as a pair, compared when asked to as two samples (the load still must match)
-    with pytest.raises(UserError, match=r"workload.n_items: 12 vs 18; .*with --unpaired\)"):
-        inputs_from_results(tmp_path / "a", tmp_path / "b18")
-    unpaired = inputs_from_results(tmp_path / "a", tmp_path / "b18", unpaired=True)
-    assert not unpaired.setup.paired and unpaired.setup.items == ()
-    tp = build_report(unpaired).level("c2").comparison("candidate").metric("tpot_s")
-    assert tp.unit == "unpaired" and tp.samples == (18, 12) and tp.verdict == "faster"
-    with pytest.raises(UserError, match=r"cannot be compared: load.concurrency: 2 vs 4"):
-        inputs_from_results(tmp_path / "a", tmp_path / "b4", unpaired=True)
-    with pytest.raises(UserError, match="give the output directory of a `speculab bench` run"):
-        inputs_from_bench_dirs(tmp_path / "a", tmp_path / "nope")
-    (tmp_path / "c").mkdir()
-    (tmp_path / "c" / "inputs.json").write_text(json.dumps({}))
-    with pytest.raises(UserError, match="speculab report"):
-        inputs_from_bench_dirs(tmp_path / "c", tmp_path / "a")
 
 
 def test_compare_exits_4_when_an_arm_failed_beyond_the_error_gate(tmp_path: Path, capsys) -> None:

@@ -3,7 +3,6 @@ level {trace_speed: S} in two-URL mode, and `speculab diagnose` with a trace as 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -14,15 +13,10 @@ from integration.mock_process import mock_process
 from speculab.commands.diagnose.config import DiagnoseConfig
 from speculab.commands.diagnose.run import run_diagnosis
 from speculab.commands.run.plan import plan_experiment
-from speculab.commands.run.run import run_plan
 from speculab.config import parse_experiment
 from speculab.errors import UserError
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
-from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.results.requests_file import read_records
-from speculab.harness.verdict.build import build_report
-from speculab.mock.requests import MockConfig
-from speculab.mock.server import mock_server_in_thread
 
 FAST = dict(ttft_s=0.003, gap_s=0.001, output_tokens=4)
 
@@ -62,32 +56,6 @@ def test_bench_replays_the_trace_at_its_times_scaled(capsys, tmp_path: Path) -> 
     assert s["load"]["mode"] == "trace" and s["load"]["trace_speed"] == 2.0
     assert s["load"]["scheduled_rate_rps"] > 0 and s["load"]["achieved_rate_rps"] > 0
     assert "trace replay ×2" in stdout
-
-
-@pytest.mark.serial  # the trace's send rate must be kept within 5%: alone
-def test_an_experiment_level_replays_the_trace_in_both_arms(tmp_path: Path) -> None:
-    write_trace(tmp_path / "trace.jsonl", n=48)
-    cfg = MockConfig(ttft_s=0.003, gap_s=0.001, output_tokens=5)
-    with mock_server_in_thread(cfg) as url_a, mock_server_in_thread(cfg) as url_b:
-        y = f"""
-workload: {{spec: "trace:{tmp_path / "trace.jsonl"}", warmup_requests: 2}}
-sampling: {{max_tokens: 5}}
-loads: {{operating: {{trace_speed: 1}}}}
-baseline: {{url: "{url_a}"}}
-candidate: {{url: "{url_b}"}}
-speculation: {{method: ngram, num_speculative_tokens: 2}}
-"""
-        out = tmp_path / "run"
-        asyncio.run(run_plan(plan_experiment(parse_experiment(y)), out))
-    inputs = load_inputs(out)
-    assert [lv.key for lv in inputs.setup.levels] == ["c1", "t1"]
-    report = build_report(inputs)
-    lv = report.level("t1")
-    assert lv.label == "trace ×1"
-    for arm in lv.arms:
-        assert arm.sent == 48 and arm.error == 0 and arm.load_fraction is not None
-    comp = lv.comparison("ngram-k2")
-    assert comp.gate == "ok", comp.gate_reason
 
 
 def test_a_trace_level_needs_a_trace_workload(tmp_path: Path) -> None:
