@@ -64,10 +64,11 @@ def test_a_candidate_that_falls_into_a_loop_is_flagged_worse_with_an_interval(tm
     assert "outputs that loop or repeat themselves" in html and "loop of period 8" in html
     # twice as fast per token, but looping: not recommended, the correctness guardrail says why
     assert summary["recommendation"]["form"] == "plain", summary["recommendation"]
-    # about 2x (the mock's script: two tokens a chunk at the same gap; 1.99x on a busy VM)
-    assert re.search(r"TPOT (1\.9\d|2\.0\d)× faster", stdout) and "but correctness worse: not recommended" in stdout, (
-        stdout
-    )
+    # about 2x (the mock's script: two tokens a chunk at the same 1 ms gap): 1.99x on a busy VM, 2.17x on one busier
+    # still (the baseline's 1 ms gaps stretched more than the candidate's: a clean-clone rehearsal, 2026-12-06); the
+    # words are what this test holds, the number only to the script's order
+    assert re.search(r"TPOT (1\.[89]\d|2\.[0-4]\d)× faster", stdout), stdout
+    assert "but correctness worse: not recommended" in stdout, stdout
 
 
 @pytest.mark.slow
