@@ -16,7 +16,7 @@ import torch
 from safetensors import safe_open
 
 from speculab.demo_models import SHIPPED_MODELS
-from speculab.engine.model import CausalLM, ModelConfig, rope_inv_freq
+from speculab.engine.model import CausalLM, ModelConfig, lay_out_for_cpu, rope_inv_freq
 from speculab.errors import UserError
 
 SINGLE_FILE = "model.safetensors"
@@ -187,4 +187,5 @@ def load_model(path: str | Path, *, dtype: torch.dtype | None = None, device: st
     leftover = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover:  # a bug in this loader, not a user mistake
         raise RuntimeError(f"parameters left unloaded: {leftover}")
+    lay_out_for_cpu(model)
     return model.eval().requires_grad_(False)

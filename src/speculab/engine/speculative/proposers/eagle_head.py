@@ -49,6 +49,7 @@ from speculab.engine.model import (
     KVCache,
     ModelConfig,
     UnsupportedModelError,
+    lay_out_for_cpu,
     rope_inv_freq,
     run_layers,
 )
@@ -232,4 +233,5 @@ def load_eagle_head(
         {k: v.to(device) if k == "d2t" else v.to(device, dtype) for k, v in found.items()}, strict=True, assign=True
     )
     head.inv_freq = rope_inv_freq(cfg).to(device)
+    lay_out_for_cpu(head)
     return head.eval().requires_grad_(False)
