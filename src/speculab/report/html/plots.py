@@ -14,16 +14,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: no display, deterministic output
-
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from speculab.report.names import shorten_apart
 
 COLORS = ("#4c566a", "#d08770", "#5e81ac", "#a3be8c", "#b48ead", "#ebcb8b", "#bf616a", "#88c0d0")
 
-plt.rcParams.update(
+matplotlib.rcParams.update(
     {
         "svg.fonttype": "none",  # keep text as text: smaller, selectable, uses the page's font
         "svg.hashsalt": "speculab",  # stable ids: the same report renders to the same bytes
@@ -53,11 +51,18 @@ def color(i: int) -> str:
     return COLORS[i % len(COLORS)]
 
 
-def to_svg(fig: plt.Figure) -> str:
-    """Render and close a figure; return a bare <svg> element."""
+def _subplots(*args: Any, figsize: tuple[float, float], **kw: Any) -> tuple[Figure, Any]:
+    """`plt.subplots` without pyplot: a figure on the Agg canvas that no figure manager keeps (nothing to close,
+    nothing global; pyplot's import and bookkeeping were a tenth of a report's plotting)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(*args, **kw)
+
+
+def to_svg(fig: Figure) -> str:
+    """Render a figure; return a bare <svg> element."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
@@ -72,7 +77,7 @@ def _finite(xs: Sequence[float | None]) -> list[float]:
 
 def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[tuple[str, str]]) -> str:
     """One panel per metric: the empirical CDF of each arm's per-request values (milliseconds)."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.6))
+    fig, axes = _subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.6))
     axes = list(axes) if len(metrics) > 1 else [axes]
     for ax, (key, label) in zip(axes, metrics, strict=True):
         spread = 1.0
@@ -105,7 +110,7 @@ def band_vs_load(
     log_x: bool,
 ) -> str:
     """A line per arm (estimate) with a shaded interval band (low, high) against load."""
-    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    fig, ax = _subplots(figsize=(4.6, 2.9))
     for i, (arm, (est, lo, hi)) in enumerate(arms.items()):
         pts = [
             (x, e, a, b) for x, e, a, b in zip(loads, est, lo, hi, strict=True) if e is not None and math.isfinite(e)
@@ -136,7 +141,7 @@ def speedup_vs_load(
     offset: int = 1,
 ) -> str:
     """TPOT speedup (baseline/candidate) per candidate with its interval band, the 1× line and the crossover."""
-    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    fig, ax = _subplots(figsize=(4.6, 2.9))
     all_x: set[float] = set()
     for i, (arm, (xs, est, lo, hi)) in enumerate(curves.items()):
         c = color(i + offset)
@@ -168,7 +173,7 @@ def predicted_speedup(
 ) -> str:
     """`speculab predict`: the predicted TPOT speedup against load for each k (a line on a fine grid with its band),
     the 1× line and each k's predicted crossover; the load on a log scale (the grid is geometric)."""
-    fig, ax = plt.subplots(figsize=(5.2, 3.1))
+    fig, ax = _subplots(figsize=(5.2, 3.1))
     for i, (k, (xs, est, lo, hi)) in enumerate(sorted(curves.items())):
         c = color(i + 1)
         ax.plot(xs, est, color=c, label=f"k={k}", lw=1.4)
@@ -187,7 +192,7 @@ def predicted_speedup(
 
 def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> str:
     """P(first j+1 drafted tokens accepted) by draft position, one bar group per candidate."""
-    fig, ax = plt.subplots(figsize=(4.6, 2.7))
+    fig, ax = _subplots(figsize=(4.6, 2.7))
     n = max(1, len(per_arm))
     width = 0.8 / n
     for i, (arm, rates) in enumerate(per_arm.items()):
@@ -207,7 +212,7 @@ def acceptance_vs_speedup(
 ) -> str:
     """One panel per candidate: each prompt's acceptance length (x) against its TPOT speedup (y, baseline ÷
     candidate), coloured by workload category, with the least-squares line (slope, intercept) and the 1× line."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
+    fig, axes = _subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), squeeze=False)
     cats = sorted({c for pts, _, _ in panels.values() for _, _, c in pts})
     for ax, (arm, (pts, slope, icpt)) in zip(axes[0], panels.items(), strict=True):
         for i, cat in enumerate(cats):
@@ -232,7 +237,7 @@ def histograms(
     tokens_per_chunk: Mapping[str, Mapping[str, int]],
 ) -> str:
     """Left: chunk-gap histogram (ms) per arm; right: tokens per chunk (share of chunks) per arm."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 2.7))
+    fig, (a1, a2) = _subplots(1, 2, figsize=(8.4, 2.7))
     allg = [g for v in gaps_ms.values() for g in _finite(v)]
     if allg:
         # every gap 0 (a server that sends its whole answer in one burst): a 1 ms range, not 40 empty bins of width 0
@@ -266,7 +271,7 @@ def memory_over_time(
     series: Mapping[str, tuple[Sequence[float], Sequence[float | None], Sequence[float | None]]], mem_label: str
 ) -> str:
     """Left: memory (GB) over the load level per arm; right: the engine's KV-cache usage gauge (%)."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.4, 2.7))
+    fig, (a1, a2) = _subplots(1, 2, figsize=(8.4, 2.7))
     for i, (arm, (t, mem, kv)) in enumerate(series.items()):
         pts = [(x, m / 1e9) for x, m in zip(t, mem, strict=True) if m is not None]
         if pts:
@@ -287,7 +292,7 @@ def memory_over_time(
 def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]]
               ) -> str:  # fmt: skip
     """$ per 1M output tokens per load level and arm, error bars from repeats."""
-    fig, ax = plt.subplots(figsize=(max(4.6, 1.2 * len(labels) + 2), 2.8))
+    fig, ax = _subplots(figsize=(max(4.6, 1.2 * len(labels) + 2), 2.8))
     n = max(1, len(arms))
     width = 0.8 / n
     for i, (arm, (est, lo, hi)) in enumerate(arms.items()):
@@ -314,7 +319,7 @@ def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bo
 
     arms: label -> [(per-user tok/s, tok/s per GPU, low, high, load, recommended, on frontier)], by load; the
     first arm (the baseline) has its loads labelled too."""
-    fig, ax = plt.subplots(figsize=(6.8, 3.4))
+    fig, ax = _subplots(figsize=(6.8, 3.4))
     frontier: list[tuple[float, float]] = []
     ringed = False
     top = 0.0
@@ -360,7 +365,7 @@ def search_effect(
     """A search's answer (`loads: {search: ...}`): each probe's measured speedup (exp of its effect) with its
     interval, the monotone fit through the probed loads, 1× and the crossover's estimate (dashed) and interval
     (shaded; to the plot's edge where it is open). points: (load, speedup, low, high, fitted speedup or None)."""
-    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    fig, ax = _subplots(figsize=(4.6, 2.9))
     c = color(1)
     measured = [p for p in points if math.isfinite(p[1])]
     if measured:
@@ -403,7 +408,7 @@ def phase_timeline(
     the offered load (a step per phase) at the bottom; the transition windows shaded in each."""
     panels = [p for p in (("acceptance", acceptance), ("k in use", k_in_use)) if p[1]]
     heights = [3.0] + [1.4] * len(panels) + [1.2]
-    fig, axes = plt.subplots(len(heights), 1, figsize=(8.4, 1.1 * sum(heights)), sharex=True, height_ratios=heights)
+    fig, axes = _subplots(len(heights), 1, figsize=(8.4, 1.1 * sum(heights)), sharex=True, height_ratios=heights)
     top, bottom = axes[0], axes[-1]
     order = list(latency)
     for i, (arm, (t, v)) in enumerate(latency.items()):
