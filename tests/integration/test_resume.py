@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import signal
@@ -65,12 +66,48 @@ def _lines(out: Path, *, aside: bool) -> int:
     return n
 
 
+class _RecordsOnDisk:
+    """`_lines(out, aside=True)`, counted as the files grow: each look reads only what was appended since the last.
+    Reading every file whole at every look (every 5 ms) took 5.8 ms a look once a search had written its 3,900 records
+    (test_search_resume.py), counting as they grow 0.43 ms: the test's own CPU beside the run it times (and the paced
+    tests beside it) went from 26 to 22 s alone on the machine."""
+
+    LIST_EVERY_S = 0.05  # the files are listed again this often (a glob of the tree took most of a look's time)
+
+    def __init__(self, out: Path) -> None:
+        self.out, self.read = out, {}  # requests.jsonl -> (bytes read, newlines in them)
+        self.files: list[Path] = []
+        self.listed = -math.inf
+
+    def count(self) -> int:
+        if time.monotonic() - self.listed >= self.LIST_EVERY_S:
+            self.files, self.listed = sorted((self.out / "runs").glob("*/*/r*/requests.jsonl")), time.monotonic()
+        total = 0
+        for f in self.files:
+            done, lines = self.read.get(f, (0, 0))
+            try:
+                size = f.stat().st_size
+                if size < done:  # a new file at a path set aside: from its start
+                    done, lines = 0, 0
+                if size != done:
+                    with open(f, "rb") as fh:
+                        fh.seek(done)
+                        new = fh.read()
+                    done, lines = done + len(new), lines + new.count(b"\n")
+            except FileNotFoundError:  # set aside since the last listing: counted under its new name at the next
+                continue
+            self.read[f] = (done, lines)
+            total += lines
+        return total
+
+
 def _kill_at(proc: subprocess.Popen[str], out: Path, records: int) -> int | None:
     """SIGKILL the run once its directory holds `records` records (a moment chosen by progress on disk, not by a
     sleep); the records on disk just before the kill, or None when the run ended first."""
     deadline = time.monotonic() + HANG_S
+    on_disk = _RecordsOnDisk(out)
     while proc.poll() is None and time.monotonic() < deadline:
-        if (out / "inputs.json").is_file() and (n := _lines(out, aside=True)) >= records:
+        if (out / "inputs.json").is_file() and (n := on_disk.count()) >= records:
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
             return n
