@@ -88,6 +88,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the suite's servers run with 1)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
+    if not 1 <= args.steps <= 100:  # positions 210-309 of the demo models' 512
+        ap.error(f"--steps must be 1-100, got {args.steps}")
+    if args.rounds < 1 or min(args.batch) < 1 or args.threads < 1:
+        ap.error("--rounds, --batch and --threads must be at least 1")
     torch.set_num_threads(args.threads)
     out: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or platform.platform()}",

@@ -75,7 +75,7 @@ class _RecordsOnDisk:
     LIST_EVERY_S = 0.05  # the files are listed again this often (a glob of the tree took most of a look's time)
 
     def __init__(self, out: Path) -> None:
-        self.out, self.read = out, {}  # requests.jsonl -> (bytes read, newlines in them)
+        self.out, self.read = out, {}  # requests.jsonl -> (its inode, bytes read, newlines in them)
         self.files: list[Path] = []
         self.listed = -math.inf
 
@@ -84,19 +84,19 @@ class _RecordsOnDisk:
             self.files, self.listed = sorted((self.out / "runs").glob("*/*/r*/requests.jsonl")), time.monotonic()
         total = 0
         for f in self.files:
-            done, lines = self.read.get(f, (0, 0))
             try:
-                size = f.stat().st_size
-                if size < done:  # a new file at a path set aside: from its start
-                    done, lines = 0, 0
-                if size != done:
+                st = f.stat()
+                inode, done, lines = self.read.get(f, (st.st_ino, 0, 0))
+                if inode != st.st_ino:  # a new file at a path whose block was set aside: read from its start
+                    inode, done, lines = st.st_ino, 0, 0
+                if st.st_size != done:
                     with open(f, "rb") as fh:
                         fh.seek(done)
                         new = fh.read()
                     done, lines = done + len(new), lines + new.count(b"\n")
             except FileNotFoundError:  # set aside since the last listing: counted under its new name at the next
                 continue
-            self.read[f] = (done, lines)
+            self.read[f] = (inode, done, lines)
             total += lines
         return total
 

@@ -149,10 +149,11 @@ def lay_out_for_cpu(module: nn.Module) -> None:
     place, when it lives on the CPU.
 
     `F.linear` multiplies by `weight.t()`, which is then a contiguous [in, out] matrix: MKL's plain GEMM instead of
-    its transposed-operand one. On the 2-core AMD EPYC VM a decode step of the demo model took 1.3-1.5x less time
-    (bench/README.md, "Column-major weights"); batch-4 logits were bit-identical and batch-1 ones within 6e-6 (a
-    different summation order in MKL's gemv). The tied embedding table is the LM head's weight: its row lookups read
-    strided rows, a few hundred per step at most. Accelerators are left alone (their GEMMs take either layout).
+    its transposed-operand one. On the 2-core AMD EPYC VM a decode step of the demo model took 1.07-1.5x less time
+    (bench/weight_layout.py; bench/README.md has the figures); batch-4 logits were bit-identical and batch-1 ones
+    within 6e-6 (a different summation order in MKL's gemv). The tied embedding table is the LM head's weight: its row
+    lookups read strided rows, a few hundred per step at most. Accelerators are left alone (their GEMMs take either
+    layout).
     """
     for sub in module.modules():
         if isinstance(sub, nn.Linear) and sub.weight.device.type == "cpu":

@@ -75,7 +75,7 @@ def test_tied_embeddings_share_one_tensor(tmp_path: Path):
 @torch.no_grad()
 def test_cpu_weights_are_laid_out_column_major_with_the_checkpoints_values(tmp_path: Path):
     """lay_out_for_cpu: each Linear weight keeps its [out, in] shape and values, strided column-major, so that
-    `F.linear` multiplies by a contiguous [in, out] matrix (bench/weight_layout.py: 1.2-1.5x quicker steps)."""
+    `F.linear` multiplies by a contiguous [in, out] matrix (bench/weight_layout.py: 1.07-1.5x quicker steps)."""
     ckpt = make_tiny_checkpoint(tmp_path, tie=True)
     state = load_file(ckpt / "model.safetensors")
     model = load_model(ckpt)
@@ -86,13 +86,13 @@ def test_cpu_weights_are_laid_out_column_major_with_the_checkpoints_values(tmp_p
         assert torch.equal(m.weight, stored.float())
     assert model.lm_head.weight is model.model.embed_tokens.weight  # still one tensor when tied
     # the same numbers as row-major weights, up to MKL's order of summation
-    ids = torch.randint(0, model.config.vocab_size, (2, 9), generator=torch.Generator().manual_seed(4))
+    ids = torch.randint(0, model.config.vocab_size, (1, 9), generator=torch.Generator().manual_seed(4))
     row = load_model(ckpt)
     for m in row.modules():
         if isinstance(m, torch.nn.Linear):
             m.weight.data = m.weight.data.contiguous()
     assert row.lm_head.weight.is_contiguous()
-    assert (_logits(model, ids[:1]) - _logits(row, ids[:1])).abs().max().item() <= 1e-5
+    assert (_logits(model, ids) - _logits(row, ids)).abs().max().item() <= 1e-5
 
 
 @torch.no_grad()

@@ -53,7 +53,7 @@ def color(i: int) -> str:
 
 def _subplots(*args: Any, figsize: tuple[float, float], **kw: Any) -> tuple[Figure, Any]:
     """`plt.subplots` without pyplot: a figure on the Agg canvas that no figure manager keeps (nothing to close,
-    nothing global; pyplot's import and bookkeeping were a tenth of a report's plotting)."""
+    nothing global, and no pyplot import: ~0.1 s of every process that renders a report)."""
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig, fig.subplots(*args, **kw)
