@@ -25,10 +25,12 @@ from speculab.report.render import render_run_dir
 
 # One token per chunk against two at the same gap: 2x faster per token at one stream. The candidate's gaps grow by
 # 1/23 per extra request in flight: its relative per-token time is (1 + (c - 1) / 23) / 2, which is 1 at c = 24.
-# 17 tokens (odd) make the 2x exact. Gaps of 20 ms keep 48 streams at ~2,400 chunks/s, which a busy 2-core machine
-# serves on time (the mock's timing is the truth here, so the test runs alone: `serial`).
+# 17 tokens (odd) make the 2x exact. Gaps of 30 ms keep 48 streams at ~1,600 chunks/s: at 20 ms (~2,400 chunks/s) the
+# client of a slower 2-core VM (AMD EPYC Zen 3, 2026-12-06) held only 93-95% of the baseline's 48 streams, below the
+# verdict's 95% load gate, and the search measured its top probe again until its budget ran out. The gap's length
+# does not move the crossover (`mock.truth`). The mock's timing is the truth here: `paced`.
 TOKENS = 17
-PLAIN = {"ttft_s": 0.002, "gap_s": 0.02, "tokens_per_chunk": 1, "output_tokens": TOKENS}
+PLAIN = {"ttft_s": 0.002, "gap_s": 0.03, "tokens_per_chunk": 1, "output_tokens": TOKENS}
 SPEC = PLAIN | {"tokens_per_chunk": 2, "decode_slowdown_per_request": 1 / 23, "num_speculative_tokens": 1}
 
 

@@ -109,3 +109,33 @@ def test_an_empty_group_is_not_waited_for_and_a_lost_worker_is_waited_for_only_s
     suite._held_phase("q", items[0])
     suite._held_phase("q", items[2])  # returns, one ordinary test short
     assert (run_dir / "speculab-pytest-q.started2").stat().st_size == 1
+
+
+def test_paced_tests_take_lanes_and_the_next_one_waits_for_a_lane_to_free(run_dir: Path) -> None:
+    """At most PACED_LANES paced tests run at once (three or four at once failed on a slower 2-core VM); a test in a
+    held file without the marker passes outside the lanes."""
+    release = threading.Event()
+    running = []
+
+    def paced(name: str) -> None:
+        with suite._machine("l", suite.PACED, lane=True):
+            running.append(name)
+            release.wait(10)
+
+    holders = [threading.Thread(target=paced, args=(f"p{i}",)) for i in range(suite.PACED_LANES)]
+    for t in holders:
+        t.start()
+    deadline = time.monotonic() + 5
+    while len(running) < suite.PACED_LANES and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(running) == suite.PACED_LANES
+    late = threading.Thread(target=paced, args=("late",))
+    late.start()
+    with suite._machine("l", suite.PACED):  # an ordinary test of a held file: no lane, no wait
+        pass
+    time.sleep(0.6)  # three polls of a lane
+    assert "late" not in running
+    release.set()
+    for t in [*holders, late]:
+        t.join(10)
+    assert running[-1] == "late"
