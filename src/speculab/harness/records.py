@@ -7,6 +7,7 @@ All times are seconds on one monotonic clock (`time.perf_counter` in production,
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -197,16 +198,35 @@ class RequestRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        # requests.jsonl's key for `speculation` is "spec", in its place, as since the first release
-        d = {("spec" if k == "speculation" else k): v for k, v in asdict(self).items()}
-        d["token_count_source"] = self.token_count_source.value
-        if self.error is not None:
-            d["error"]["category"] = self.error.category.value
-        if self.turn is None:  # single-turn records keep their shape
-            for key in ("conversation_id", "turn", "context_sha256"):
-                del d[key]
-        if self.all_chunks:  # records with every chunk keep their shape
-            del d["all_chunks"]
+        """requests.jsonl's line: the fields in their order, `speculation` under its key "spec", in its place, as
+        since the first release. Built field by field: `dataclasses.asdict` (a recursive deep copy of every chunk)
+        was most of the cost of writing a record, which the client pays between a request's end and the next send
+        (tests/unit/harness/test_records.py holds this to asdict's output)."""
+        error = self.error
+        d: dict[str, Any] = {
+            "index": self.index,
+            "scheduled_s": self.scheduled_s,
+            "sent_s": self.sent_s,
+            "end_s": self.end_s,
+            "chunks": tuple({"t_s": c.t_s, "text": c.text, "n_tokens": c.n_tokens} for c in self.chunks),
+            "output_text": self.output_text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "token_count_source": self.token_count_source.value,
+            "finish_reason": self.finish_reason,
+            "error": None
+            if error is None
+            else {"category": error.category.value, "message": error.message, "status": error.status},
+            "warmup": self.warmup,
+            "stream": self.stream,
+            "spec": copy.deepcopy(self.speculation),  # the engine's own values: the caller may not change the record's
+            "logprobs": copy.deepcopy(self.logprobs),
+            "extra": copy.deepcopy(self.extra),
+        }
+        if self.turn is not None:  # single-turn records keep their shape
+            d.update(conversation_id=self.conversation_id, turn=self.turn, context_sha256=self.context_sha256)
+        if not self.all_chunks:  # records with every chunk keep their shape
+            d["all_chunks"] = False
         return d
 
     @classmethod
