@@ -4,6 +4,7 @@ collection was ordered even after `-m` deselects, and a held test's wait for the
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
 import threading
 import time
@@ -139,3 +140,15 @@ def test_paced_tests_take_lanes_and_the_next_one_waits_for_a_lane_to_free(run_di
     for t in [*holders, late]:
         t.join(10)
     assert running[-1] == "late"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lowering a priority again needs root (CI runs as root)")
+def test_a_cpu_bound_file_runs_at_a_lower_priority_and_the_worker_gets_its_own_back() -> None:
+    items = [Item("tests/integration/test_readme_examples.py"), Item("a.py")]
+    Session(items, Config())
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    with suite._priority(items[0]):
+        assert os.getpriority(os.PRIO_PROCESS, 0) == suite.CPU_BOUND_NICE
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before
+    with suite._priority(items[1]):
+        assert os.getpriority(os.PRIO_PROCESS, 0) == before
