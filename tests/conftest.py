@@ -64,10 +64,10 @@ ORDINARY, PACED, SERIAL = "ordinary", "paced", "serial"
 
 
 # How many `paced` tests run at once. Three kept their mocks' pace on a 2-core VM whose client held 48 streams of
-# 20 ms chunks (2026-12-06, AMD EPYC with AVX-512); on a slower one (AMD EPYC Zen 3, AVX2: the demo engine 1.6-1.9x
-# slower, 2026-12-06 23:00 UTC) three or four at once failed four of their tests in three runs (a search's top probe
-# below the 95% load gate, a phased run's low phase likewise: the client's turns between requests stretched by the
-# CPU the others used) and two at a time passed (bench/README.md, "Paced lanes").
+# 20 ms chunks (2026-12-06, an AMD EPYC whose flags were not recorded); on a slower one (AMD EPYC Zen 3, AVX2: the
+# demo engine 1.6-1.9x slower, 2026-12-06 23:00 UTC) three or four at once failed four of their tests in three runs
+# (a search's top probe below the 95% load gate, a phased run's low phase likewise: the client's turns between
+# requests stretched by the CPU the others used) and two at a time passed (bench/README.md, "Paced lanes").
 PACED_LANES = 2
 
 
