@@ -221,9 +221,9 @@ CPU_BOUND_NICE = 10
 
 
 @contextlib.contextmanager
-def _priority(item: pytest.Item) -> Iterator[None]:
+def _priority(item: pytest.Item, kind: str) -> Iterator[None]:
     """`CPU_BOUND_NICE` for the test's run where its file is CPU-bound and this process may raise it back."""
-    if item.path.name not in CPU_BOUND_FILES or os.geteuid() != 0 or _kind(item) != ORDINARY:
+    if item.path.name not in CPU_BOUND_FILES or os.geteuid() != 0 or kind != ORDINARY:
         yield
         return
     before = os.getpriority(os.PRIO_PROCESS, 0)
@@ -242,7 +242,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     kind, asked = _kind(item), time.perf_counter()
     _held_phase(worker["testrunuid"], item)
-    with _machine(worker["testrunuid"], kind, lane=item.get_closest_marker("paced") is not None), _priority(item):
+    with _machine(worker["testrunuid"], kind, lane=item.get_closest_marker("paced") is not None), _priority(item, kind):
         # how long the test waited for the machine: bench/suite_durations.py takes it out of the test's own wall
         item.user_properties += [("machine_kind", kind), ("machine_wait_s", time.perf_counter() - asked)]
         yield

@@ -147,8 +147,8 @@ def test_a_cpu_bound_file_runs_at_a_lower_priority_and_the_worker_gets_its_own_b
     items = [Item("tests/integration/test_readme_examples.py"), Item("a.py")]
     Session(items, Config())
     before = os.getpriority(os.PRIO_PROCESS, 0)
-    with suite._priority(items[0]):
+    with suite._priority(items[0], suite.ORDINARY):
         assert os.getpriority(os.PRIO_PROCESS, 0) == suite.CPU_BOUND_NICE
     assert os.getpriority(os.PRIO_PROCESS, 0) == before
-    with suite._priority(items[1]):
+    with suite._priority(items[1], suite.ORDINARY):
         assert os.getpriority(os.PRIO_PROCESS, 0) == before
