@@ -9,11 +9,11 @@ its help. The speculab test serves the tiny random model in-process (needs torch
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from tests.fakes.cli_runner import run_main
+from tests.fakes.vllm_cpu import VENV
 
 from speculab.harness.servers.adapters import adapter_for
 from speculab.harness.servers.llamacpp_install import LlamacppInstall
@@ -25,7 +25,6 @@ def _wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # rich folds cells to the terminal's width: keep each reason on one line
 
 
-VENV = Path(os.environ.get("SPECULAB_VLLM_VENV", Path.home() / ".cache" / "speculab" / "vllm-venv"))
 FIXTURES = Path(__file__).parents[1] / "unit" / "harness" / "servers" / "methods" / "fixtures"
 
 

