@@ -20,8 +20,9 @@ def _commands() -> list[tuple[str, int]]:
     """Every command with the number of its parameters (options and arguments, --help included)."""
     import typer
 
-    from speculab.cli import app
+    from speculab.cli import app, load_commands
 
+    load_commands()
     group = typer.main.get_command(app)
     return [(name, len(cmd.params) + 1) for name, cmd in group.commands.items()]  # +1: --help
 

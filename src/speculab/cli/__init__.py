@@ -8,7 +8,9 @@ workload, diagnose), `serve` (serve, mock-server), `ab` (run, compare, init, met
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Sequence
 
 import typer
 from rich.markup import escape
@@ -23,8 +25,39 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click.exceptions import NoArgsIsHelpError, UsageError
 
 
+# The module that registers each command on `app` (cli/app.py), in the order `--help` lists them. A process imports
+# only the module of the command it runs: `speculab serve` and `mock-server` need none of what `bench` and `run`
+# import (the engines' adapters, pydantic's experiment schema, numpy, scipy).
+COMMAND_MODULES: dict[str, str] = {
+    "version": "app",
+    "bench": "measure",
+    "workload": "measure",
+    "diagnose": "measure",
+    "serve": "serve",
+    "mock-server": "serve",
+    "run": "ab",
+    "predict": "ab",
+    "compare": "ab",
+    "init": "ab",
+    "methods": "ab",
+    "demo": "ab",
+    "report": "ab",
+}
+
+
+def load_commands(argv: Sequence[str] = ()) -> None:
+    """Register the command `argv` names, or every command where it names none (`--help`, or a typo that click
+    answers with the commands it knows), listed in `COMMAND_MODULES`' order whatever was imported first."""
+    named = COMMAND_MODULES.get(argv[0]) if argv else None
+    for module in [named] if named else dict.fromkeys(COMMAND_MODULES.values()):
+        importlib.import_module(f"speculab.cli.{module}")
+    order = {name: i for i, name in enumerate(COMMAND_MODULES)}
+    app.registered_commands.sort(key=lambda c: order.get(c.name or typer.main.get_command_name(c.callback.__name__), 0))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors (bad flags) and UserError become one line and a non-zero exit, no traceback."""
+    load_commands(sys.argv[1:] if argv is None else argv)
     try:
         rc = app(args=argv, standalone_mode=False)
     except NoArgsIsHelpError as e:
@@ -51,12 +84,4 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-# the commands register themselves on `app` (cli/app.py) when imported, in the order `--help` lists them: measure
-# one endpoint, serve one, then the A/B
-# isort: off
-from speculab.cli import measure  # noqa: E402,F401
-from speculab.cli import serve  # noqa: E402,F401
-from speculab.cli import ab  # noqa: E402,F401
-# isort: on
-
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "load_commands", "main"]
