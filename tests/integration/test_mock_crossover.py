@@ -30,6 +30,10 @@ TOLERANCE = 0.10
 
 
 @pytest.mark.slow
+# the mock's scripted times (5 ms gaps), held to 10 %: beside paced tests, not ordinary ones. As an ordinary test it
+# failed twice on the 2-core Zen 3 VM beside CPU-bound tests (a speedup 12 % off, 2026-12-06; a TPOT pair dropped,
+# its chunks read at once, in a clean-clone rehearsal of 2026-12-07)
+@pytest.mark.paced
 def test_two_url_ab_of_scripted_mocks_measures_the_known_crossover(tmp_path: Path) -> None:
     truth = {c: true_tpot_speedup(MockConfig(**PLAIN), MockConfig(**SPEC), c) for c in LEVELS}
     assert true_crossover(MockConfig(**PLAIN), MockConfig(**SPEC)) == pytest.approx(5.0)
