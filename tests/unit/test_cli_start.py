@@ -13,14 +13,16 @@ import sys
 HEAVY = ("scipy.stats", "scipy.special", "scipy.optimize", "torch", "matplotlib", "jinja2", "aiohttp", "ray")
 
 
-def _heavy_after_importing(module: str) -> list[str]:
-    """The heavy modules loaded once `module` is imported, in a fresh interpreter."""
-    probe = (
-        f"import sys, {module}; "
-        f"print(' '.join(sorted(m for m in sys.modules if m in {HEAVY!r} or m.split('.')[0] in {HEAVY!r})))"
-    )
+def _modules_after(statement: str, selected: str) -> list[str]:
+    """The modules `m` loaded once `statement` ran in a fresh interpreter, those for which `selected` holds, sorted."""
+    probe = f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules if {selected})))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.split()
+
+
+def _heavy_after_importing(module: str) -> list[str]:
+    """The heavy modules loaded once `module` is imported, in a fresh interpreter."""
+    return _modules_after(f"import {module}", f"m in {HEAVY!r} or m.split('.')[0] in {HEAVY!r}")
 
 
 def test_the_cli_starts_without_the_heavy_libraries() -> None:
@@ -34,13 +36,11 @@ def test_the_probe_sees_a_heavy_import() -> None:
 
 def _loaded_after(argv: list[str]) -> list[str]:
     """The speculab.cli modules and the libraries below loaded once the CLI registered the command `argv` names."""
-    probe = (
-        f"import sys; from speculab.cli import load_commands; load_commands({argv!r}); "
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('speculab.cli.') or m in "
-        "('numpy', 'scipy', 'pydantic', 'speculab.harness.servers.adapters', 'speculab.config'))))"
+    below = ("numpy", "scipy", "pydantic", "speculab.harness.servers.adapters", "speculab.config")
+    return _modules_after(
+        f"from speculab.cli import load_commands; load_commands({argv!r})",
+        f"m.startswith('speculab.cli.') or m in {below!r}",
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    return done.stdout.split()
 
 
 def test_a_command_loads_only_the_module_that_registers_it() -> None:
