@@ -18,20 +18,24 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from tests import sharing
+
 _FORKSERVER = multiprocessing.get_context("forkserver")
 _FORKSERVER.set_forkserver_preload(["speculab.mock.script", "speculab.mock.server"])
 START_TIMEOUT_S = 60.0  # the first child also waits for the fork server to start and import the mock
 
 
-def _serve(cfg: dict[str, Any], ready: Connection, stop: Connection, niceness: int) -> None:
+def _serve(cfg: dict[str, Any], ready: Connection, stop: Connection, niceness: int, parent: int) -> None:
     """The child: serve `MockConfig(**cfg)` on 127.0.0.1:free-port, send the URL, serve until the parent hangs up."""
     from speculab.mock.script import MockConfig
     from speculab.mock.server import running_mock_server
 
-    # the parent's priority, as a child it started itself would have: the fork server keeps the one of the moment it
-    # started (tests/conftest.py runs CPU-bound files niced, and a mock forked at nice 10 would fall behind its script)
+    # the parent's priority and CPU cgroup, as a child it started itself would have: the fork server keeps the ones of
+    # the moment it started (a mock forked in the suite's idle background for a held test would fall behind its
+    # script: tests/sharing.py)
     with contextlib.suppress(PermissionError):
         os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    sharing.follow(parent)
 
     def wait_for_hang_up() -> None:
         with contextlib.suppress(EOFError):
@@ -58,7 +62,7 @@ def mock_child(**cfg: Any) -> Iterator[tuple[str, BaseProcess]]:
     ready_r, ready_w = _FORKSERVER.Pipe(duplex=False)
     stop_r, stop_w = _FORKSERVER.Pipe(duplex=False)
     niceness = os.getpriority(os.PRIO_PROCESS, 0)
-    child = _FORKSERVER.Process(target=_serve, args=(cfg, ready_w, stop_r, niceness), daemon=True)
+    child = _FORKSERVER.Process(target=_serve, args=(cfg, ready_w, stop_r, niceness, os.getpid()), daemon=True)
     child.start()
     ready_w.close()  # the child holds its own ends now: the parent's copies would keep the pipes open
     stop_r.close()

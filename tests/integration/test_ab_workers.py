@@ -35,6 +35,9 @@ speculation: {{method: ngram, num_speculative_tokens: 2}}
 
 
 @pytest.mark.slow
+# each arm's closed loop must hold 95 % of its load (the mocks' 80-340 ms requests): it missed in the suite's crowded
+# background beside five workers (tests/sharing.py, 2026-12-07), as beside CPU-bound tests before
+@pytest.mark.paced
 def test_two_workers_pair_per_prompt_exactly_as_one(tmp_path: Path) -> None:
     pairs = {}
     with mock_process(**SERVED) as a, mock_process(**SERVED) as b:

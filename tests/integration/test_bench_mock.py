@@ -12,7 +12,7 @@ from speculab.harness.load.runner import LoadConfig
 from speculab.harness.records import RequestSpec
 from speculab.harness.results.requests_file import read_records
 
-# millisecond timing assertions: alone on the machine (tests/conftest.py)
+# millisecond timing assertions: on the held lane, the rest of the suite in the idle background (tests/sharing.py)
 pytestmark = pytest.mark.serial
 
 # spin_s: the mock keeps its script to ~0.05 ms instead of waking 1-2 ms late (asyncio's sleep overshoot), so

@@ -7,6 +7,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from fakes.cli_runner import one_line_error, run_main
 from speculab.commands.bench.run import BenchConfig, run_bench
 from speculab.harness.client.endpoint import EndpointConfig, RequestSampling
@@ -33,6 +35,9 @@ def _tpot(out: Path) -> dict:
     return s["margin"], s["levels"][0]["comparisons"][0]["metrics"][0]
 
 
+# two in-process mocks 10 % apart per token, judged against a 3 % margin: inconclusive once in the suite's crowded
+# background (tests/sharing.py, 2026-12-07); on the held lane they keep their scripts
+@pytest.mark.paced
 def test_the_margin_decides_and_is_written_with_the_verdict(tmp_path: Path, capsys) -> None:
     # the candidate streams 10 % faster per token: faster beyond a 3 % margin, within a 50 % one
     with (

@@ -54,7 +54,10 @@ speculation: {{method: ngram, num_speculative_tokens: 1}}
         comparison = report.level(level).comparison("ngram-k1")
         assert comparison is not None, level
         tpot = comparison.metric("tpot_s")
-        assert tpot is not None and tpot.n_pairs == 27, (level, tpot)
+        # every prompt paired or counted out; a few pairs may drop where a request's chunks were read at once (its
+        # TPOT undefined): 3 of 27 at c3 once on the held lane beside the suite's background (2026-12-07), the
+        # speedup still within its tolerance. Pairing every prompt exactly is test_ab_workers'.
+        assert tpot is not None and tpot.n_pairs + tpot.n_dropped == 27 and tpot.n_pairs >= 24, (level, tpot)
         measured[c] = tpot.speedup
     for c, speedup in measured.items():
         assert speedup == pytest.approx(truth[c], rel=TOLERANCE), (measured, truth)

@@ -31,7 +31,7 @@ import pytest
 from fakes.quiet import OtherCpu, other_cpu_share, skip_if_busy, wakeup_lateness_s
 from fakes.raw_sse import post
 
-# millisecond timing assertions: alone on the machine (tests/conftest.py)
+# millisecond timing assertions: on the held lane, the rest of the suite in the idle background (tests/sharing.py)
 pytestmark = pytest.mark.serial
 
 SRC = Path(__file__).resolve().parents[2] / "src"

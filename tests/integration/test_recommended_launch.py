@@ -116,6 +116,7 @@ def test_speculab_serve_accepts_the_recommended_flags() -> None:
 
 @pytest.mark.vllm
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # vLLM on the CPU in the suite's background, as test_vllm_ab's
 def test_vllm_starts_with_the_recommended_batch_size_schedule(tmp_path: Path) -> None:
     from tests.fakes.tiny_checkpoint import make_tiny_checkpoint
 
