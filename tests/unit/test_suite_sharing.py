@@ -3,6 +3,7 @@ idle background cgroup, and the lock that stands in for it where no cgroup can b
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -64,7 +65,7 @@ def _drive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, int
     """Run a collection through the scheduler, ending tests in a random order across the workers; return the
     workers, the collection, and the most workers that held a held file's test at once."""
     monkeypatch.setenv(sharing.ENV_DIR, str(tmp_path))
-    (tmp_path / "held.json").write_text(f"{held!r}".replace("'", '"'))
+    (tmp_path / "held.json").write_text(json.dumps(held))
     collection = [f"{f}::t{i}" for f, n in files.items() for i in range(n)]
     sched = sharing.make_scheduler(Config(workers), None)
     nodes = [Node(f"gw{i}") for i in range(workers)]
