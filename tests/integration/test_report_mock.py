@@ -65,7 +65,9 @@ async def test_report_from_real_records(tmp_path: Path):
         runs=runs,
     )
     save_inputs(tmp_path / "ab", inputs)
-    report = build_report(load_inputs(tmp_path / "ab"), ReportOptions(n_resamples=500))
+    # The load gate's own tests hold it at 0.95; here a client starved for a few ms between 24 short requests (this
+    # file runs in the suite's idle background) read 1.90 of 2 streams in CI and withheld the verdict under test.
+    report = build_report(load_inputs(tmp_path / "ab"), ReportOptions(n_resamples=500, min_load_fraction=0.8))
 
     comp = report.level("c2").comparison("ngram-k3")
     tp = comp.metric("tpot_s")
