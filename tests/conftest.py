@@ -12,7 +12,6 @@ Without xdist (`-n 0`, `-p no:xdist`) there is nothing to share.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import sys
@@ -40,19 +39,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config, "workerinput", None) is None:
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
-    _rare_full_collections()
-
-
-def _rare_full_collections() -> None:
-    """A full (generation 2) collection in this process one tenth as often as Python's default. A pytest process holds
-    torch, scipy, matplotlib, the harness and every test module; each full collection scanned all of it, 0.2 s at a
-    time. The harness and report unit tests (1,532 in one process) spent 22 s of their 161 s of CPU collecting, 19 s
-    of it in 78 full collections; at one tenth, 10 s in 13 (145 s of CPU in all), the process peaking at 542 MB
-    against 432 (at one hundredth: 3 s, 1 GB; the 2-core VM, 2026-12-07). Only the pytest processes: every process a
-    test starts keeps Python's default (the mocks too: forked from a fork server of their own), so the harness and
-    the servers run as users run them; the tests that count memory collect for themselves (test_run_memory)."""
-    gen0, gen1, _ = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, 100)
 
 
 @pytest.fixture(scope="session")
