@@ -34,7 +34,7 @@ from speculab.mock.requests import MockConfig
 from speculab.mock.server import mock_server_in_thread
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-PROMPTS, REPEATS, LEVELS, ARMS = 12, 2, ("c1", "c2"), ("baseline", "ngram-k2")
+PROMPTS, REPEATS, LEVELS, ARMS = 8, 2, ("c1", "c2"), ("baseline", "ngram-k2")
 HANG_S = 120  # a guard against a hung run, not a timed assertion
 
 
