@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.fakes.lazy import needs
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+pytestmark = needs("torch", "transformers")
 ROOT = Path(__file__).resolve().parents[2]
 
 

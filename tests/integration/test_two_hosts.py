@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("ray")
+from tests.fakes.lazy import needs
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "two_hosts.sh"
 NAMESPACES = ("slth-a", "slth-b")
@@ -46,7 +45,7 @@ def _why_not() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, needs("ray")]
 _WHY = _why_not()
 needs_namespaces = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
+from tests.fakes.lazy import LazyModule, needs
 
-transformers = pytest.importorskip("transformers")
+transformers = LazyModule("transformers")
+pytestmark = needs("transformers")
 
 from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401, E402 (autouse fixture)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from tests.fakes.lazy import LazyModule, needs
 from tests.fakes.tiny_checkpoint import make_tiny_checkpoint
 
 from speculab.engine import loader
@@ -15,7 +16,8 @@ from speculab.engine.loader import ModelLoadError, load_model, parse_dtype, reso
 from speculab.engine.model import BatchInput, KVCache, ModelConfig, UnsupportedModelError
 from speculab.errors import UserError
 
-transformers = pytest.importorskip("transformers")
+transformers = LazyModule("transformers")
+pytestmark = needs("transformers")
 
 
 def _hf_model(arch: str, *, tie: bool = False):

@@ -2,8 +2,10 @@
 
 import pytest
 import torch
+from tests.fakes.lazy import LazyModule, needs
 
-transformers = pytest.importorskip("transformers")
+transformers = LazyModule("transformers")
+pytestmark = needs("transformers")
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, ModelConfig, consecutive_start  # noqa: E402
 
