@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.fakes.lazy import needs
 from tests.fakes.words import words
 
 from integration.mock_process import mock_process
 from speculab.harness.results.ab_dir import load_inputs
 from speculab.harness.verdict.comparison import per_prompt
 
-pytestmark = needs("ray")
+pytest.importorskip("ray")
 
 FAST = dict(ttft_s=0.005, gap_s=0.004, output_tokens=6)
 SRC = str(Path(__file__).parents[2] / "src")

@@ -8,14 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import openai
 import pytest
 from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
-from tests.fakes.lazy import LazyModule
 
 from speculab.cli import main
 from speculab.harness.servers.process import free_port
-
-openai = LazyModule("openai")  # the official client: imported by the tests that use it (fakes/lazy.py)
 
 SRC = str(Path(__file__).parents[2] / "src")
 

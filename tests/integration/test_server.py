@@ -8,12 +8,10 @@ import time
 import urllib.request
 from typing import Any
 
+import openai
 import pytest
 from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401 (autouse fixture)
-from tests.fakes.lazy import LazyModule
 from tests.integration.server_harness import running_server, wait_for
-
-openai = LazyModule("openai")  # the official client: imported by the tests that use it (fakes/lazy.py)
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.fakes.lazy import needs
 
-pytestmark = needs("torch", "transformers")
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[2]
 
 

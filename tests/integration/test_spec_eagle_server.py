@@ -14,17 +14,15 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 import torch
-from tests.fakes.lazy import LazyModule
 from tests.integration.server_harness import free_port
 
 from speculab.engine.engine import Engine, EngineConfig
 from speculab.engine.loader import SHIPPED_MODELS, load_model
 from speculab.engine.sequence import SamplingParams
 from speculab.engine.tokenizer import IncrementalDetokenizer, Tokenizer
-
-openai = LazyModule("openai")  # the official client: imported by the tests that use it (fakes/lazy.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ["import os\n\n\ndef main(argv):\n", "class Stack:\n    def __init__(self):\n", "for i in range(10):\n"]

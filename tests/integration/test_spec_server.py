@@ -13,9 +13,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from tests.fakes.engine_fakes import tiny_model
-from tests.fakes.lazy import LazyModule
 from tests.fakes.spec_models import truncated_copy
 from tests.integration.server_harness import CharDetok, CharTokenizer, Server, serve_app
 
@@ -29,8 +29,6 @@ from speculab.engine.speculative.proposers.draft_model import DraftModelProposer
 from speculab.engine.speculative.proposers.ngram import NgramProposer
 from speculab.engine.speculative.speculator import Speculator
 from speculab.harness.servers.process import free_port
-
-openai = LazyModule("openai")  # the official client: imported by the tests that use it (fakes/lazy.py)
 
 PROMPT = "one two three, one two three, one two three, one two"
 SLOTS, MAX_LEN = 4, 128

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakes.lazy import needs
+
+pytest.importorskip("ray")
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "two_hosts.sh"
 NAMESPACES = ("slth-a", "slth-b")
@@ -45,7 +46,7 @@ def _why_not() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.slow, needs("ray")]
+pytestmark = [pytest.mark.slow]
 _WHY = _why_not()
 needs_namespaces = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
-from tests.fakes.lazy import LazyModule, needs
 
-transformers = LazyModule("transformers")
-pytestmark = needs("transformers")
+transformers = pytest.importorskip("transformers")
 
 from tests.fakes.engine_fakes import one_torch_thread  # noqa: F401, E402 (autouse fixture)
 

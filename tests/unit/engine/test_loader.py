@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tests.fakes.lazy import LazyModule, needs
 from tests.fakes.tiny_checkpoint import make_tiny_checkpoint
 
 from speculab.engine import loader
@@ -16,8 +15,7 @@ from speculab.engine.loader import ModelLoadError, load_model, parse_dtype, reso
 from speculab.engine.model import BatchInput, KVCache, ModelConfig, UnsupportedModelError
 from speculab.errors import UserError
 
-transformers = LazyModule("transformers")
-pytestmark = needs("transformers")
+transformers = pytest.importorskip("transformers")
 
 
 def _hf_model(arch: str, *, tie: bool = False):

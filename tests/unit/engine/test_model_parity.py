@@ -2,10 +2,8 @@
 
 import pytest
 import torch
-from tests.fakes.lazy import LazyModule, needs
 
-transformers = LazyModule("transformers")
-pytestmark = needs("transformers")
+transformers = pytest.importorskip("transformers")
 
 from speculab.engine.model import BatchInput, CausalLM, KVCache, ModelConfig, consecutive_start  # noqa: E402
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.fakes.lazy import LazyModule, needs
 
-transformers = LazyModule("transformers")
-pytestmark = needs("transformers", "tokenizers", "safetensors")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
 sys.path.insert(0, str(SCRIPTS))

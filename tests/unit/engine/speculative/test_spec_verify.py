@@ -12,11 +12,9 @@ import itertools
 
 import pytest
 import torch
-from tests.fakes.lazy import LazyModule
+from scipy.stats import chisquare
 
 from speculab.engine.speculative.verify import draw_uniforms, verify
-
-scipy_stats = LazyModule("scipy.stats")  # imported by the tests that use it (fakes/lazy.py)
 
 V = 5  # vocabulary
 K = 3  # max drafts per step
@@ -109,7 +107,7 @@ def _chi2_pvalue(tokens: torch.Tensor, p_table: torch.Tensor) -> float:
     assert float(expected.min()) >= 5, "chi-square needs expected counts >= 5; choose another seed"
     codes = (tokens * torch.tensor([V ** (T - 1 - i) for i in range(T)])).sum(-1)
     observed = torch.bincount(codes, minlength=V**T).double()
-    return float(scipy_stats.chisquare(observed.numpy(), expected.numpy()).pvalue)
+    return float(chisquare(observed.numpy(), expected.numpy()).pvalue)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from tests.fakes.lazy import LazyModule
+from scipy import stats as scipy_stats
 
 from speculab.harness.analysis.comparison.metric_comparison import Direction, min_detectable_change
 from speculab.harness.analysis.comparison.paired import (
@@ -19,8 +19,6 @@ from speculab.harness.analysis.comparison.paired import (
 from speculab.harness.analysis.groups import MIN_PAIRS
 from speculab.harness.results.warnings import ReportWarning, WarningKind
 from speculab.harness.stats import describe
-
-scipy_stats = LazyModule("scipy.stats")  # imported by the tests that use it (fakes/lazy.py)
 
 
 def _arms(rng: np.random.Generator, n: int, effect: float = 1.0, prompt_sd: float = 0.5, noise_sd: float = 0.15):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from tests.fakes.lazy import LazyModule
+from scipy import stats as scipy_stats
 
 from speculab.harness.analysis.comparison.metric_comparison import Direction
 from speculab.harness.analysis.comparison.paired import compare_paired
@@ -21,8 +21,6 @@ from speculab.harness.stats.ranks import (
     signed_rank_critical_k,
     signed_rank_p,
 )
-
-scipy_stats = LazyModule("scipy.stats")  # imported by the tests that use it (fakes/lazy.py)
 
 
 def _log_noise(rng: np.random.Generator, model: str, shape: tuple[int, ...]) -> np.ndarray:
