@@ -70,6 +70,8 @@ async def test_queueing_dominated_and_no_disaggregation_for_slot_waits() -> None
     assert "capacity" in next_step(d.findings[0])
 
 
+@pytest.mark.paced  # queueing read against the mock's serial prefill: in the idle background, a starved client
+# read it otherwise once on the slow VM (2026-12-07)
 async def test_prefill_decode_interference_suggests_disaggregation_with_its_cost() -> None:
     # one prefill at a time: under load each request waits for the others' prefills, while decode stays steady
     script = dict(ttft_s=0.01, gap_s=0.004, output_tokens=4, prefill_s_per_token=0.0004, serial_prefill=True,
