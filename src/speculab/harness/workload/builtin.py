@@ -64,7 +64,11 @@ _MIXES: dict[str, tuple[str, str]] = {
 def list_builtin() -> tuple[BuiltinSet, ...]:
     """Every built-in workload (sets, then mixes) with its kind, item count and a one-line description."""
     sets = [BuiltinSet(n, kind, len(_builtin_items(n)), desc) for n, (kind, desc) in _BUILTIN.items()]
-    mixes = [BuiltinSet(n, kind, len(_mix_items(n)), desc) for n, (kind, desc) in _MIXES.items()]
+    # a mix interleaves its sets and drops nothing: its count is theirs, without building the interleaved list
+    mixes = [
+        BuiltinSet(n, kind, sum(len(_builtin_items(m)) for m in _mix_members(n)), desc)
+        for n, (kind, desc) in _MIXES.items()
+    ]
     return tuple(sets + mixes)
 
 
