@@ -49,7 +49,7 @@ PROMPTS = [
 ]
 
 
-def prompts_timed_in_both(inputs, level: str, cand: str) -> set[int]:
+def prompts_with_a_point(inputs, level: str, cand: str) -> set[int]:
     """The prompts a point of acceptance against speedup can stand for: timed in both arms (a TPOT above 0), and
     drafted on by the candidate (a prompt it drafted nothing on has no acceptance length: 0/0)."""
     from speculab.harness.verdict.comparison import per_prompt
@@ -153,10 +153,10 @@ speculation:
         for a in arms.values():  # vLLM's prefix cache is on by default: its counters give each arm a hit rate
             assert a["prefix_cache"] is not None and a["prefix_cache"]["source"].startswith("vllm counters")
         # each prompt's acceptance length against its TPOT speedup, for every prompt with a TPOT in both arms (on two
-        # busy cores vLLM often delivers this tiny model's tokens in one chunk: TPOT 0, no ratio)
+        # busy cores vLLM often delivers this tiny model's tokens in one chunk: TPOT 0, no ratio) that it drafted on
         rel = level["comparisons"][0]["acceptance_speedup"]
-        timed = prompts_timed_in_both(load_inputs(out), level["key"], "ngram-k4")
-        assert (len(rel["points"]) if rel else 0) == len(timed)
+        expected = prompts_with_a_point(load_inputs(out), level["key"], "ngram-k4")
+        assert (len(rel["points"]) if rel else 0) == len(expected)
 
     inputs = load_inputs(out)
     assert not inputs.interrupted and inputs.changes[0].verified is True
