@@ -7,11 +7,15 @@ matplotlib's SVG writer; labels here come from the report (arm labels, units), n
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import math
+import pickle
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -75,10 +79,43 @@ def to_svg(fig: Figure) -> str:
     return svg.replace("xlink:href", "href")
 
 
+F = TypeVar("F", bound=Callable[..., str])
+
+# Figures drawn in this process, by a digest of what they were drawn from: (function, arguments) -> SVG text.
+_DRAWN: OrderedDict[bytes, str] = OrderedDict()
+# enough for every figure of a few reports; an entry is the SVG text, tens to a few hundred KB
+_DRAWN_MAX = 48
+
+
+def drawn_once(fn: F) -> F:
+    """A figure is a pure function of its numbers (the rcParams above are fixed, the ids salted): the same numbers
+    drawn twice in one process are drawn once. Matplotlib takes 0.1-0.3 s of CPU a figure and a report draws a dozen;
+    a process that renders the same run again (a library caller re-rendering it against another margin, the test
+    suite, whose in-process renders repeated figures for 45 % of their drawing time, 2026-12-07) gets the same bytes
+    without drawing. Arguments pickle cannot take are drawn every time."""
+
+    @functools.wraps(fn)
+    def figure(*args: Any, **kwargs: Any) -> str:
+        try:
+            key = hashlib.sha256(pickle.dumps((fn.__qualname__, args, kwargs), protocol=5)).digest()
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return fn(*args, **kwargs)
+        if (svg := _DRAWN.get(key)) is None:
+            svg = _DRAWN[key] = fn(*args, **kwargs)
+            while len(_DRAWN) > _DRAWN_MAX:
+                _DRAWN.popitem(last=False)
+        else:
+            _DRAWN.move_to_end(key)
+        return svg
+
+    return figure  # type: ignore[return-value]
+
+
 def _finite(xs: Sequence[float | None]) -> list[float]:
     return [float(x) for x in xs if x is not None and math.isfinite(x)]
 
 
+@drawn_once
 def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[tuple[str, str]]) -> str:
     """One panel per metric: the empirical CDF of each arm's per-request values (milliseconds)."""
     fig, axes = _subplots(1, len(metrics), figsize=(3.6 * len(metrics), 2.6))
@@ -105,6 +142,7 @@ def cdf_panels(series: Mapping[str, Mapping[str, Sequence[float]]], metrics: Seq
     return to_svg(fig)
 
 
+@drawn_once
 def band_vs_load(
     loads: Sequence[float],
     arms: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
@@ -136,6 +174,7 @@ def band_vs_load(
     return to_svg(fig)
 
 
+@drawn_once
 def speedup_vs_load(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]],
     crossovers: Mapping[str, tuple[float | None, float | None, float | None]],
@@ -169,6 +208,7 @@ def speedup_vs_load(
     return to_svg(fig)
 
 
+@drawn_once
 def predicted_speedup(
     curves: Mapping[int, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]],
     crossovers: Mapping[int, float | None],
@@ -194,6 +234,7 @@ def predicted_speedup(
     return to_svg(fig)
 
 
+@drawn_once
 def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> str:
     """P(first j+1 drafted tokens accepted) by draft position, one bar group per candidate."""
     fig, ax = _subplots(figsize=(4.6, 2.7))
@@ -211,6 +252,7 @@ def acceptance_bars(per_arm: Mapping[str, Sequence[float]], offset: int = 1) -> 
     return to_svg(fig)
 
 
+@drawn_once
 def acceptance_vs_speedup(
     panels: Mapping[str, tuple[Sequence[tuple[float, float, str]], float, float]], xlabel: str
 ) -> str:
@@ -236,6 +278,7 @@ def acceptance_vs_speedup(
     return to_svg(fig)
 
 
+@drawn_once
 def histograms(
     gaps_ms: Mapping[str, Sequence[float]],
     tokens_per_chunk: Mapping[str, Mapping[str, int]],
@@ -271,6 +314,7 @@ def histograms(
     return to_svg(fig)
 
 
+@drawn_once
 def memory_over_time(
     series: Mapping[str, tuple[Sequence[float], Sequence[float | None], Sequence[float | None]]], mem_label: str
 ) -> str:
@@ -293,6 +337,7 @@ def memory_over_time(
     return to_svg(fig)
 
 
+@drawn_once
 def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]]
               ) -> str:  # fmt: skip
     """$ per 1M output tokens per load level and arm, error bars from repeats."""
@@ -316,6 +361,7 @@ def cost_bars(labels: Sequence[str], arms: Mapping[str, tuple[Sequence[float], S
     return to_svg(fig)
 
 
+@drawn_once
 def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bool, bool]]], *, load_name: str) -> str:
     """Throughput per GPU against per-user tokens/s, one line per arm through its loads, the throughput interval as a
     faint vertical bar (clipped to the plot: a 2-repeat t-interval is wide); the recommendation's point at each load
@@ -358,6 +404,7 @@ def pareto(arms: Mapping[str, Sequence[tuple[float, float, float, float, str, bo
     return to_svg(fig)
 
 
+@drawn_once
 def search_effect(
     points: Sequence[tuple[float, float, float, float, float | None]],
     crossover: tuple[float | None, float | None, float | None],
@@ -397,6 +444,7 @@ def search_effect(
     return to_svg(fig)
 
 
+@drawn_once
 def phase_timeline(
     latency: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     acceptance: Mapping[str, tuple[Sequence[float], Sequence[float]]],
