@@ -11,6 +11,8 @@ import sys
 # Loaded on first use only: scipy's submodules (the statistics, at analysis time), the engine, plotting, the report's
 # templates, the HTTP client, Ray.
 HEAVY = ("scipy.stats", "scipy.special", "scipy.optimize", "torch", "matplotlib", "jinja2", "aiohttp", "ray")
+# typer's rich help (markdown-it and rich's markdown with it): ~0.13 s of CPU, loaded when a help is rendered
+HELP = ("typer.rich_utils", "rich.markdown", "markdown_it")
 
 
 def _modules_after(statement: str, selected: str) -> list[str]:
@@ -27,6 +29,17 @@ def _heavy_after_importing(module: str) -> list[str]:
 
 def test_the_cli_starts_without_the_heavy_libraries() -> None:
     assert _heavy_after_importing("speculab.cli") == []
+
+
+def test_a_command_starts_without_the_help_renderer_and_help_loads_it() -> None:
+    selected = f"m in {HELP!r}"
+    assert _modules_after("from speculab.cli import load_commands; load_commands(['run', 'x.yaml'])", selected) == []
+    # the help goes to a buffer (the probe prints the modules on stdout); main exits 0 after it
+    helped = (
+        "import io; from speculab.cli import main; sys.stdout = io.StringIO(); "
+        "exec('try: main([\\'run\\', \\'--help\\'])\\nexcept SystemExit: pass'); sys.stdout = sys.__stdout__"
+    )
+    assert _modules_after(helped, selected) == sorted(HELP)
 
 
 def test_the_probe_sees_a_heavy_import() -> None:

@@ -1,4 +1,5 @@
-"""`--help` a person can read, for every command; imported by cli/__init__.py, which is all it takes.
+"""`--help` a person can read, for every command; imported by cli/app.py, which is all it takes (the hooks go in when
+the first help is rendered: a command that runs never imports typer's rich help).
 
 Two fixes to typer's rich help panel (0.20 and later):
 - no type beside a switch: typer printed an option's `display_type_rich` for every option, switches included, so
@@ -15,15 +16,18 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
-
 try:
-    import typer.rich_utils as _rich_utils
-    from typer.core import TyperArgument, TyperOption
+    from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 except ImportError:  # pragma: no cover - a typer without them renders help its own way
-    _rich_utils = TyperOption = TyperArgument = None  # type: ignore[assignment,misc]
+    TyperOption = TyperArgument = TyperCommand = TyperGroup = None  # type: ignore[assignment,misc]
+
+# typer's rich help and the rich pieces used here, imported when help is first rendered (`_install`): together
+# ~0.13 s of CPU (markdown-it and rich's markdown come with typer.rich_utils) that a command run never needs, paid by
+# every `speculab` process otherwise (the mock servers and engines a run launches among them)
+_rich_utils: Any = None
+Panel: Any = None
+Table: Any = None
+Text: Any = None
 
 # a switch and its negative on one line up to this width (`--stream/--no-stream`), else the negative goes under it
 SWITCH_LINE = 24
@@ -88,7 +92,7 @@ def _options_panel(*, name: str, params: list[Any], ctx: Any, markup_mode: Any, 
 
 def _typer_lays_out_options_as_expected() -> bool:
     """The hooks above rest on typer's rich help internals: install them only where those are the ones known."""
-    if _rich_utils is None or not hasattr(TyperOption, "display_type_rich"):
+    if TyperOption is None or not hasattr(TyperOption, "display_type_rich"):
         return False
     needed = ("_print_options_panel", "_get_parameter_help", "highlighter", "negative_highlighter", "types_highlighter")
     if not all(hasattr(_rich_utils, n) for n in needed):
@@ -97,7 +101,34 @@ def _typer_lays_out_options_as_expected() -> bool:
     return params == {"name", "params", "ctx", "markup_mode", "console"}
 
 
-if _typer_lays_out_options_as_expected():
-    _display_type = TyperOption.display_type_rich
-    TyperOption.display_type_rich = _no_type_for_switches  # type: ignore[method-assign]
-    _rich_utils._print_options_panel = _options_panel
+def _install() -> None:
+    """Import typer's rich help and put the hooks above in, once, before the first help is rendered."""
+    global _rich_utils, Panel, Table, Text, _display_type
+    if _rich_utils is not None:
+        return
+    import typer.rich_utils
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    _rich_utils = typer.rich_utils
+    if _typer_lays_out_options_as_expected():
+        _display_type = TyperOption.display_type_rich
+        TyperOption.display_type_rich = _no_type_for_switches  # type: ignore[method-assign]
+        _rich_utils._print_options_panel = _options_panel
+
+
+def _installed_first(cls: Any) -> None:
+    """Every help typer renders goes through its command's or group's `format_help`: the hooks go in there."""
+    format_help = cls.format_help
+
+    def installed_then_formatted(self: Any, ctx: Any, formatter: Any) -> None:
+        _install()
+        return format_help(self, ctx, formatter)
+
+    cls.format_help = installed_then_formatted
+
+
+if TyperCommand is not None:
+    _installed_first(TyperCommand)
+    _installed_first(TyperGroup)
