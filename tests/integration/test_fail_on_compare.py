@@ -26,8 +26,9 @@ def test_compare_fails_on_a_slower_candidate(tmp_path: Path, capsys) -> None:
         _bench(a, tmp_path / "a")
         _bench(b, tmp_path / "b")
     args = ("compare", str(tmp_path / "a"), str(tmp_path / "b"))
-    code, _, err = run_main(capsys, *args, "--output", str(tmp_path / "ab"), "--fail-on", "slower")
-    assert code == 5 and ": slower" in one_line_error(err), err
+    code, out, err = run_main(capsys, *args, "--output", str(tmp_path / "ab"), "--fail-on", "slower")
+    # exit 0 with nothing on stderr once in the suite (2026-12-07), not seen alone: what compare printed says why
+    assert code == 5 and ": slower" in one_line_error(err), f"exit {code}\n{out}\n{err}"
     assert (tmp_path / "ab" / "summary.json").is_file() and (tmp_path / "ab" / "report.html").is_file()
     code, _, err = run_main(capsys, *args, "--output", str(tmp_path / "ab2"), "--fail-on", "worse")
     assert code == 0, err
