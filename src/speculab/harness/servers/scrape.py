@@ -93,10 +93,30 @@ class MetricsSnapshot:
         return cls(t_s=d["t_s"], samples=samples, types=tuple(d.get("types", {}).items()))
 
 
-def parse_metrics(text: str, t_s: float = 0.0) -> MetricsSnapshot:
+def _only(text: str, families: Iterable[str]) -> str:
+    """The lines of an exposition that belong to `families` (a family's samples carry its name and a suffix:
+    `_total`, `_bucket`, `_sum`, `_count`, `_created`): the sample lines and their `# HELP` / `# TYPE` lines. Which
+    family a line belongs to is read from its first word, so no other line is parsed at all."""
+    prefixes = tuple({f.removesuffix("_total") for f in families if f})
+    kept = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            words = line.split(None, 3)
+            if len(words) > 2 and words[1] in ("HELP", "TYPE") and words[2].startswith(prefixes):
+                kept.append(line)
+        elif line.lstrip().startswith(prefixes):
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def parse_metrics(text: str, t_s: float = 0.0, only: Iterable[str] | None = None) -> MetricsSnapshot:
     """Parse Prometheus text exposition; raises ValueError when it is not that format. A sample whose value is not
     a finite number (NaN, +Inf, past 1e300) is left out: no delta or gauge can be taken from it, and a counter left
-    out reads as "not exposed" rather than as a number."""
+    out reads as "not exposed" rather than as a number. `only`: the families to keep (names, a `_total` optional),
+    for a caller that reads a few gauges each second: prometheus_client's parser is pure Python, and an engine's page
+    runs to hundreds of lines of histograms (a family whose name begins with one asked for is kept too)."""
+    if only is not None:
+        text = _only(text, only)
     samples: list[MetricSample] = []
     types: list[tuple[str, str]] = []
     try:
@@ -123,10 +143,11 @@ async def scrape_metrics(
     timeout_s: float = 5.0,
     clock: Callable[[], float] = time.perf_counter,
     api_key: str | None = None,
+    only: Iterable[str] | None = None,
 ) -> MetricsSnapshot | None:
     """GET /metrics and parse it; None when the server has no (parseable) /metrics or it did not answer in time.
     The endpoint's API key goes along when there is one: servers may keep /metrics behind it (speculab serve
-    --metrics-private)."""
+    --metrics-private). `only`: the families to keep (`parse_metrics`)."""
     url = metrics_url(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     try:
@@ -140,7 +161,7 @@ async def scrape_metrics(
         log.debug("no metrics at %s: %r", url, e)
         return None
     try:
-        return parse_metrics(text, t_s=t_s)
+        return parse_metrics(text, t_s=t_s, only=only)
     except ValueError as e:  # an HTML page or other non-Prometheus body at /metrics
         log.debug("metrics at %s are not Prometheus text: %s", url, e)
         return None

@@ -173,3 +173,21 @@ def test_counters_that_accept_more_than_they_draft_give_no_acceptance():
     )
     acc, why = acceptance_with_reason(adapter_for("vllm"), snap(0, 0, 0), snap(10, 20, 10))
     assert acc is not None and acc.acceptance_rate == 0.5
+
+
+@pytest.mark.parametrize("name", ["vllm_spec_before.prom", "vllm_spec_after.prom", "sglang_spec.prom"])
+def test_only_the_families_asked_for_are_parsed_and_they_are_parsed_whole(name: str):
+    text = (FIXTURES / name).read_text()
+    whole = parse_metrics(text)
+    families = [f for f, _ in whole.types]
+    assert len(families) >= 3
+    for family in families:
+        base = family.removesuffix("_total")
+        some = parse_metrics(text, only=[family])
+        assert some.samples == tuple(s for s in whole.samples if s.name.startswith(base)) != ()
+        assert some.types == tuple((f, t) for f, t in whole.types if f.startswith(base))
+    both = parse_metrics(text, only=[families[0], families[-1] + "_total"])
+    assert {s.name for s in both.samples} == {
+        s.name for s in whole.samples if s.name.startswith((families[0], families[-1]))
+    }
+    assert parse_metrics(text, only=["nothing:here"]).samples == ()
