@@ -90,9 +90,10 @@ _DRAWN_MAX = 48
 def drawn_once(fn: F) -> F:
     """A figure is a pure function of its numbers (the rcParams above are fixed, the ids salted): the same numbers
     drawn twice in one process are drawn once. Matplotlib takes 0.1-0.3 s of CPU a figure and a report draws a dozen;
-    a process that renders the same run again (a library caller re-rendering it against another margin, the test
-    suite, whose in-process renders repeated figures for 45 % of their drawing time, 2026-12-07) gets the same bytes
-    without drawing. Arguments pickle cannot take are drawn every time."""
+    a process that renders the same run again (a library caller re-rendering it against another margin; the report,
+    verdict and harness unit tests, whose repeated figures were 45 % of their drawing time, 2026-12-07) gets the same
+    bytes without drawing. Arguments pickle cannot take are drawn every time. speculab draws its figures on one
+    thread (no lock)."""
 
     @functools.wraps(fn)
     def figure(*args: Any, **kwargs: Any) -> str:
