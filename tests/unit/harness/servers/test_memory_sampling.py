@@ -10,9 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from speculab.harness.servers.memory import GpuMemory, kv_usage
+from speculab.harness.servers.adapters import adapter_for, engine_kinds
+from speculab.harness.servers.memory import KV_USAGE_GAUGES, GpuMemory, kv_usage, spec_counter_names, spec_counters
 from speculab.harness.servers.process import ServerCommand, ServerProcess, free_port
 from speculab.harness.servers.scrape import parse_metrics
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class FakeNvml:
@@ -100,3 +103,22 @@ def test_server_process_tree_rss_and_stop_kills_the_group(tmp_path: Path) -> Non
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert server.stop() == code_  # idempotent
     assert "started" in (tmp_path / "s.log").read_text()
+
+
+@pytest.mark.parametrize("kind", [k for k in engine_kinds() if adapter_for(k).acceptance.kind == "counters"])
+def test_what_the_sampler_keeps_of_a_page_reads_as_the_whole_page(kind: str) -> None:
+    """The sampler parses only the KV gauges and `spec_counter_names` from each scrape: what `kv_usage` and
+    `spec_counters` read from those lines must be what they read from the whole page (the list beside the reading)."""
+    acc = adapter_for(kind).acceptance
+    lines = [(FIXTURES / "vllm_spec_after.prom").read_text()]  # a page of other families around the ones read
+    for i, name in enumerate(n for n in (acc.draft_tokens, acc.accepted_tokens) if n):
+        lines.append(f'# TYPE {name.removesuffix("_total")} counter\n{name}{{engine="0"}} {100 + i}\n')
+    if acc.steps_by_k:
+        lines.append(f"# TYPE {acc.steps_by_k.removesuffix('_total')} counter\n")
+        lines += [f'{acc.steps_by_k}{{k="{k}"}} {10 * k}\n' for k in (2, 4)]
+    lines.append(f"# TYPE {KV_USAGE_GAUGES[-1]} gauge\n{KV_USAGE_GAUGES[-1]} 0.5\n")
+    page = "".join(lines)
+    whole, kept = parse_metrics(page), parse_metrics(page, only=(*KV_USAGE_GAUGES, *spec_counter_names(acc)))
+    assert spec_counters(kept, acc) == spec_counters(whole, acc) != {}
+    assert kv_usage(kept) == kv_usage(whole) is not None
+    assert len(kept.samples) < len(whole.samples)
