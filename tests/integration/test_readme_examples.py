@@ -2,9 +2,10 @@
 diagnose, init -> run --dry-run -> run, each exiting 0 against `speculab serve demo` (issue 24's "done means").
 
 Only the ports and the starter's size change (free ports instead of 8000/8001, which another process may hold;
-`--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 3` edited to 1 before the dry
-run, as its comments invite: the workflow is what is tested, and the suite's time is bounded; one repeat halves the
-run's launches and requests, and launch mode's ABBA over two repeats is test_experiment_lifecycle's), `speculab` is
+`--minutes 0.5`, init's smallest starter, instead of 3, and that starter's `repeats: 3` edited to 1 and its
+`max_tokens: 64` to 32 before the dry run, as its comments invite: the workflow is what is tested, and the suite's
+time is bounded; one repeat halves the run's launches and requests, and launch mode's ABBA over two repeats is
+test_experiment_lifecycle's; shorter answers halve the demo engine's decoding, most of the run's CPU), `speculab` is
 this checkout's (a shim on PATH, as are `python` for the starter's launch command). The commands run in a scratch
 directory that holds the clone's shipped files they name (`examples/`, linked), so every path is the README's and
 every file it reads is the one a clean clone has: each file path in the block must exist in the clone (the
@@ -67,10 +68,13 @@ def _clone_files(cwd: Path, lines: list[str]) -> None:
 
 
 def _one_repeat(starter: Path) -> list[tuple[str, str]]:
-    """The starter init wrote, edited to one repeat (its size, as `--minutes` is); the candidates it lists."""
+    """The starter init wrote, edited to one repeat and 32-token answers (its size, as `--minutes` is); the candidates
+    it lists."""
     text = starter.read_text(encoding="utf-8")
     assert re.search(r"^repeats: 3 ", text, re.M), "init's starter no longer has `repeats: 3`: update the edit"
-    starter.write_text(re.sub(r"^repeats: 3 ", "repeats: 1 ", text, flags=re.M), encoding="utf-8")
+    assert re.search(r"^  max_tokens: 64$", text, re.M), "init's starter no longer has `max_tokens: 64`: update the edit"
+    text = re.sub(r"^repeats: 3 ", "repeats: 1 ", text, flags=re.M)
+    starter.write_text(re.sub(r"^  max_tokens: 64$", "  max_tokens: 32", text, flags=re.M), encoding="utf-8")
     return re.findall(r"^  - \{method: (\w+), num_speculative_tokens: (\d+)", text, re.M)
 
 
