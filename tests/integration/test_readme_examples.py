@@ -72,7 +72,7 @@ def _one_repeat(starter: Path) -> list[tuple[str, str]]:
     it lists."""
     text = starter.read_text(encoding="utf-8")
     assert re.search(r"^repeats: 3 ", text, re.M), "init's starter no longer has `repeats: 3`: update the edit"
-    assert re.search(r"^  max_tokens: 64$", text, re.M), "init's starter no longer has `max_tokens: 64`: update the edit"
+    assert re.search(r"^  max_tokens: 64$", text, re.M), "init's starter's `max_tokens: 64` changed: update the edit"
     text = re.sub(r"^repeats: 3 ", "repeats: 1 ", text, flags=re.M)
     starter.write_text(re.sub(r"^  max_tokens: 64$", "  max_tokens: 32", text, flags=re.M), encoding="utf-8")
     return re.findall(r"^  - \{method: (\w+), num_speculative_tokens: (\d+)", text, re.M)

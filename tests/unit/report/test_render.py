@@ -189,6 +189,28 @@ def test_plots_with_nothing_labelled_print_no_warnings():
     assert "<svg" in svg and [str(w.message) for w in caught] == []
 
 
+def test_the_memory_figure_is_drawn_only_where_a_reading_exists():
+    """Samples with every reading missing (a URL whose process is out of sight, no KV gauge: the mock, two-URL runs)
+    draw no memory figure: it was two empty panels. One arm's RSS is enough for the figure."""
+    from speculab.harness.records import MemorySample
+
+    inputs = make_inputs(n_prompts=8, repeats=1)
+
+    def memory(rss: bool):
+        return inputs.with_runs(
+            [
+                replace(r, memory=tuple(MemorySample(m.t_s, rss_bytes=1e9 if rss else None) for m in r.memory))
+                for r in inputs.runs
+            ]
+        )
+
+    assert all(r.memory for r in inputs.runs)  # every run has its samples' times
+    blank = render_html(build_report(memory(rss=False), FAST))
+    read = render_html(build_report(memory(rss=True), FAST))
+    assert ", memory" not in blank and "KV cache usage" not in blank
+    assert read.count(", memory") == len(inputs.setup.levels) == read.count("RSS (GB)") > 0
+
+
 def test_recommendation_block_comes_first_with_the_pareto_picture_and_the_flags(tmp_path: Path):
     from speculab.report.html.page import write_html
     from speculab.report.phrases import recommendation_lines

@@ -111,7 +111,9 @@ def _level_plots(report: Report, lv: LevelReport) -> dict[str, str]:
         for a in lv.arms
         if a.series.memory_t_s
     }
-    if mem:
+    # drawn only where something was read: samples whose every reading is missing (a URL whose process the tool
+    # cannot see, an engine without a KV gauge: the mock, two-URL runs) drew two empty panels, 0.1-0.2 s of CPU each
+    if any(x is not None for _, m, kv in mem.values() for x in (*m, *kv)):
         out["memory"] = plots.memory_over_time(mem, mem_kind)
     panels, kinds = {}, set()
     for comp in lv.comparisons:
