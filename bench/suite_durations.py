@@ -1,6 +1,6 @@
 """Where the test suite's time goes: each test's wall and CPU seconds, per test and per file, and the whole run's.
 
-    python bench/suite_durations.py                       # the README's command (pyproject's -n 2), measured
+    python bench/suite_durations.py                       # the README's command (pyproject's -n 4), measured
     python bench/suite_durations.py --out d.json -- -n 0  # one process, for a before/after; pytest args after --
 
 Runs pytest in a subprocess with this file loaded as a plugin (`-p suite_durations`): around each test's whole
@@ -8,7 +8,10 @@ protocol (setup, call, teardown) it records the wall time and the CPU time of th
 it reaped (the servers a test launches and waits for), one JSON line per test. CPU time says what parallel workers
 can gain: a test whose CPU is a fraction of its wall waits (sleeps, sockets, a server starting) and overlaps well with
 another; the sum of CPU over the cores is a floor no worker count beats. The summary names the machine (CPU model,
-cores), the date and the load average before and after, because a 2-core VM's figures mean nothing without them.
+cores), the date, the load average before and after, and how fast the machine was just before and just after
+(`machine_speed`: the demo model's decode step, bench/weight_layout.py; `--no-speed` skips it), because a 2-core
+VM's figures mean nothing without them: the same VM has run the suite in 598 s and in 976 s hours apart, its decode
+step 4.1 ms and 6.7 ms at batch 1 (bench/README.md).
 """
 
 from __future__ import annotations
@@ -84,6 +87,26 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def machine_speed(steps: int = 30) -> dict[str, float] | None:
+    """How fast this machine is now: the demo model's decode step on one thread, column-major as the engine lays its
+    weights out, in ms at batch 1 and 4 (bench/weight_layout.py, one round, in a process of its own: ~5 s). The figure
+    bench/README.md compares the VM's moments by: 4.1 / 6.9 ms at the 2-core AMD EPYC VM's quick end, 6.7 / 12.9 ms at
+    its slow end (2026-12-07). None where it cannot run (no torch: the [engine] extra)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "speed.json"
+        cmd = [sys.executable, str(ROOT / "bench" / "weight_layout.py"), "--batch", "1", "4", "--rounds", "1"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+        done = subprocess.run([*cmd, "--steps", str(steps), "--json", str(out)], cwd=ROOT, env=env, capture_output=True)
+        if done.returncode != 0 or not out.is_file():
+            return None
+        results = json.loads(out.read_text(encoding="utf-8"))["results"]
+    return {f"batch_{r['batch']}_step_ms": r["step_ms"]["column-major"] for r in results}
+
+
+def _speed_text(speed: dict[str, float] | None) -> str:
+    return " / ".join(f"{v:.2f}" for v in speed.values()) + " ms" if speed else "not measured"
+
+
 def summarise(rows: list[dict], wall_s: float, top: int) -> dict:
     files: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0])
     for r in rows:
@@ -117,6 +140,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write the summary (and every test's row) as JSON here")
     p.add_argument("--top", type=int, default=25, help="how many tests and files to list (default 25)")
+    p.add_argument("--no-speed", action="store_true", help="skip the machine-speed probe before and after (~5 s each)")
     p.add_argument("pytest_args", nargs="*", help="arguments for pytest, after --")
     args = p.parse_args()
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as tmp:
@@ -126,6 +150,7 @@ def main() -> int:
         ENV_OUT: str(rows_path),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]),
     }
+    speed0 = None if args.no_speed else machine_speed()
     load0 = os.getloadavg()
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.perf_counter()
@@ -133,20 +158,25 @@ def main() -> int:
         [sys.executable, "-m", "pytest", "-q", "-p", "suite_durations", *args.pytest_args], cwd=ROOT, env=env
     )
     wall = time.perf_counter() - t0
+    load1 = os.getloadavg()
+    speed1 = None if args.no_speed else machine_speed()
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows_path.unlink()
     summary = {
         "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()},
         "started_utc": started.isoformat(timespec="seconds"),
         "load_average_before": [round(x, 2) for x in load0],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "load_average_after": [round(x, 2) for x in load1],
+        # the demo model's decode step just before and just after the run (machine_speed); null: not measured
+        "machine_speed": {"before": speed0, "after": speed1},
         "pytest_args": args.pytest_args,
         "pytest_exit": proc.returncode,
         **summarise(rows, wall, args.top),
     }
     print(
         f"\n{summary['machine']['cpu']}, {summary['machine']['cores']} cores, {summary['started_utc']}, "
-        f"load {summary['load_average_before'][0]} -> {summary['load_average_after'][0]}"
+        f"load {summary['load_average_before'][0]} -> {summary['load_average_after'][0]}; the demo model's decode "
+        f"step at batch 1 / 4 (bench/weight_layout.py): {_speed_text(speed0)} before, {_speed_text(speed1)} after"
     )
     print(
         f"{summary['tests']} tests in {summary['run_wall_s']:.0f} s wall; the tests' own wall "
