@@ -9,8 +9,9 @@ it reaped (the servers a test launches and waits for), one JSON line per test. C
 can gain: a test whose CPU is a fraction of its wall waits (sleeps, sockets, a server starting) and overlaps well with
 another; the sum of CPU over the cores is a floor no worker count beats. The summary names the machine (CPU model,
 cores), the date, the load average before and after, and how fast the machine was just before and just after
-(`machine_speed`: the demo model's decode step, bench/weight_layout.py; `--no-speed` skips it), because a 2-core
-VM's figures mean nothing without them: the same VM has run the suite in 598 s and in 976 s hours apart, its decode
+(`machine_speed`: the demo model's decode step, bench/weight_layout.py; `--no-speed` skips it) and the whole machine's
+CPU seconds during the run, stolen ones apart (`machine_cpu_s`, from /proc/stat), because a 2-core VM's figures mean
+nothing without them: the same VM has run the suite in 598 s and in 976 s hours apart, its decode
 step 4.1 ms and 6.7 ms at batch 1 (bench/README.md).
 """
 
@@ -103,6 +104,34 @@ def machine_speed(steps: int = 30) -> dict[str, float] | None:
     return {f"batch_{r['batch']}_step_ms": r["step_ms"]["column-major"] for r in results}
 
 
+def proc_stat_cpu(text: str) -> list[int] | None:
+    """The first line of /proc/stat: every CPU's time summed, in clock ticks, in the kernel's order (user, nice,
+    system, idle, iowait, irq, softirq, steal, ...). None where the text holds no such line."""
+    name, *fields = text.split("\n", 1)[0].split() or [""]
+    return [int(x) for x in fields] if name == "cpu" and len(fields) >= 8 else None
+
+
+def machine_cpu(before: list[int] | None, after: list[int] | None, ticks_per_s: float) -> dict[str, float] | None:
+    """The whole machine's CPU seconds between two /proc/stat readings, all CPUs summed: `busy` (user, nice, system,
+    irq, softirq: every process, reaped or not, the daemons Ray and the servers leave running included, which the
+    tests' CPU column misses), `idle` (idle and iowait) and `stolen` (steal: the hypervisor ran another guest while
+    this VM had work). A 2-core VM whose speed halves within an hour either loses its CPUs to other guests, which
+    `stolen` shows, or runs them slower, which it does not. None where /proc/stat was not read."""
+    if before is None or after is None:
+        return None
+    d = [b - a for a, b in zip(before[:8], after[:8], strict=True)]
+    user, nice, system, idle, iowait, irq, softirq, steal = d[:8]
+    busy = user + nice + system + irq + softirq
+    return {k: round(v / ticks_per_s, 1) for k, v in (("busy", busy), ("idle", idle + iowait), ("stolen", steal))}
+
+
+def _read_proc_stat() -> list[int] | None:
+    try:
+        return proc_stat_cpu(Path("/proc/stat").read_text(encoding="ascii"))
+    except OSError:
+        return None
+
+
 def _speed_text(speed: dict[str, float] | None) -> str:
     return " / ".join(f"{v:.2f}" for v in speed.values()) + " ms" if speed else "not measured"
 
@@ -151,14 +180,14 @@ def main() -> int:
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]),
     }
     speed0 = None if args.no_speed else machine_speed()
-    load0 = os.getloadavg()
+    load0, stat0 = os.getloadavg(), _read_proc_stat()
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "suite_durations", *args.pytest_args], cwd=ROOT, env=env
     )
     wall = time.perf_counter() - t0
-    load1 = os.getloadavg()
+    load1, stat1 = os.getloadavg(), _read_proc_stat()
     speed1 = None if args.no_speed else machine_speed()
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows_path.unlink()
@@ -169,6 +198,8 @@ def main() -> int:
         "load_average_after": [round(x, 2) for x in load1],
         # the demo model's decode step just before and just after the run (machine_speed); null: not measured
         "machine_speed": {"before": speed0, "after": speed1},
+        # the machine's CPU seconds during the run, every process's, from /proc/stat (machine_cpu); null: not read
+        "machine_cpu_s": machine_cpu(stat0, stat1, os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else None,
         "pytest_args": args.pytest_args,
         "pytest_exit": proc.returncode,
         **summarise(rows, wall, args.top),
@@ -183,6 +214,13 @@ def main() -> int:
         f"{summary['sum_test_wall_s']:.0f} s, CPU {summary['sum_test_cpu_s']:.0f} s; waiting for the machine "
         f"{summary['sum_wait_s']:.0f} s; serial tests {summary['held_wall_s']['serial']:.0f} s, paced "
         f"{summary['held_wall_s']['paced']:.0f} s; {summary['workers']} workers idle {summary['worker_idle_s']:.0f} s"
+    )
+    m = summary["machine_cpu_s"]
+    print(
+        f"the machine's CPUs (/proc/stat, every process): busy {m['busy']:.0f} s, idle {m['idle']:.0f} s, stolen by "
+        f"the hypervisor {m['stolen']:.0f} s"
+        if m
+        else "the machine's CPUs: not read (no /proc/stat)"
     )
     print("slowest tests (wall s, CPU s):")
     for r in summary["slowest"]:

@@ -48,3 +48,29 @@ def test_suite_durations_records_wall_and_cpu_per_test(tmp_path: Path) -> None:
             assert set(speed[moment]) == {"batch_1_step_ms", "batch_4_step_ms"}
             assert all(0 < ms < 1000 for ms in speed[moment].values())
         assert " ms before, " in proc.stdout
+    # the machine's own CPU seconds over the run (/proc/stat: this suite's machines are Linux)
+    cpu = d["machine_cpu_s"]
+    assert set(cpu) == {"busy", "idle", "stolen"} and cpu["busy"] >= 0.35 and min(cpu.values()) >= 0
+    assert cpu["busy"] + cpu["idle"] + cpu["stolen"] <= (d["machine"]["cores"] + 0.5) * d["run_wall_s"] + 1
+    assert "the machine's CPUs (/proc/stat, every process): busy " in proc.stdout
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("suite_durations_script", ROOT / "bench" / "suite_durations.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_machine_cpu_reads_busy_idle_and_stolen_seconds_from_proc_stat() -> None:
+    s = _script()
+    before = s.proc_stat_cpu("cpu  1000 50 200 5000 30 5 15 40 0 0\ncpu0 500 25 100 2500 15 2 7 20 0 0\nintr 1\n")
+    after = s.proc_stat_cpu("cpu  1300 60 260 5100 50 9 21 140 0 0\ncpu0 650 30 130 2550 25 3 8 70 0 0\n")
+    assert before == [1000, 50, 200, 5000, 30, 5, 15, 40, 0, 0]
+    # ticks at 100 a second: busy 300 + 10 + 60 + 4 + 6 (user, nice, system, irq, softirq), idle 100 + 20 (idle,
+    # iowait), stolen 100
+    assert s.machine_cpu(before, after, 100) == {"busy": 3.8, "idle": 1.2, "stolen": 1.0}
+    assert s.machine_cpu(None, after, 100) is None and s.machine_cpu(before, None, 100) is None
+    # a kernel older than steal accounting (7 fields), or no aggregate line: not read, never a guess
+    assert s.proc_stat_cpu("cpu  1 2 3 4 5 6 7\n") is None
+    assert s.proc_stat_cpu("intr 1 2\n") is None and s.proc_stat_cpu("") is None
