@@ -103,12 +103,13 @@ ADAPTER = EngineAdapter(
         "  # - {method: eagle, num_speculative_tokens: 4, model: /path/to/eagle-head}"
         "   # an EAGLE-1 head for the target\n"
     ),
+    # vLLM's --speculative-config JSON dialect, as vLLM's adapter writes it
     ngram_lookup=True,
     json_config=True,
+    candidate=json_candidate,
     declares=_RELEASE,
     server_lists_methods=True,  # its /version says `speculative_methods`
     says_config=True,  # its /version says speculative_config and server_args (engine/server/routes.py)
-    candidate=json_candidate,
     launch=_launch,
     load_form=_by_load,
     read_response=_read_response,

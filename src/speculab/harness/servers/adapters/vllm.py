@@ -231,11 +231,12 @@ ADAPTER = EngineAdapter(
         f"{NGRAM_GRID}{DRAFT_LINE}"
         "  # - {method: eagle3, num_speculative_tokens: 4, model: /path/to/eagle3-head}   # or eagle, mtp\n"
     ),
+    # the --speculative-config JSON dialect: n-gram prompt lookup, the config as JSON, the candidate written as it
     ngram_lookup=True,
     json_config=True,
+    candidate=json_candidate,
     declares=_RELEASE,
     known_methods=_KNOWN,
-    candidate=json_candidate,
     launch=_launch,
     load_form=_by_load,
     read_response=_read_response,
