@@ -119,8 +119,7 @@ def machine_cpu(before: list[int] | None, after: list[int] | None, ticks_per_s: 
     `stolen` shows, or runs them slower, which it does not. None where /proc/stat was not read."""
     if before is None or after is None:
         return None
-    d = [b - a for a, b in zip(before[:8], after[:8], strict=True)]
-    user, nice, system, idle, iowait, irq, softirq, steal = d[:8]
+    user, nice, system, idle, iowait, irq, softirq, steal = (b - a for a, b in zip(before[:8], after[:8], strict=True))
     busy = user + nice + system + irq + softirq
     return {k: round(v / ticks_per_s, 1) for k, v in (("busy", busy), ("idle", idle + iowait), ("stolen", steal))}
 

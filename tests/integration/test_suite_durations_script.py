@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fakes.bench_scripts import load_bench_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 TESTS = """
@@ -55,15 +57,8 @@ def test_suite_durations_records_wall_and_cpu_per_test(tmp_path: Path) -> None:
     assert "the machine's CPUs (/proc/stat, every process): busy " in proc.stdout
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("suite_durations_script", ROOT / "bench" / "suite_durations.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_machine_cpu_reads_busy_idle_and_stolen_seconds_from_proc_stat() -> None:
-    s = _script()
+    s = load_bench_script("suite_durations")
     before = s.proc_stat_cpu("cpu  1000 50 200 5000 30 5 15 40 0 0\ncpu0 500 25 100 2500 15 2 7 20 0 0\nintr 1\n")
     after = s.proc_stat_cpu("cpu  1300 60 260 5100 50 9 21 140 0 0\ncpu0 650 30 130 2550 25 3 8 70 0 0\n")
     assert before == [1000, 50, 200, 5000, 30, 5, 15, 40, 0, 0]

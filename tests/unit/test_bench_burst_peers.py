@@ -4,21 +4,16 @@ prompt, its send and first token on CLOCK_REALTIME seconds, a failed one kept as
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from fakes.bench_scripts import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def burst():
-    spec = importlib.util.spec_from_file_location("burst_ttft", BENCH / "burst_ttft.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("burst_ttft")
 
 
 def _aiperf_line(
